@@ -1,0 +1,1 @@
+"""netstack: the Linux network stack, emulated layer by layer on Trio."""

@@ -1,0 +1,708 @@
+"""Device registration, up/down, and the core transmit and receive entries.
+
+Theory of operation — transmit::
+
+    dev_queue_xmit(skb)
+      ├─ txq.qdisc can enqueue ─► __dev_xmit_skb (core/qdisc.py): root lock,
+      │                           bypass or enqueue + __qdisc_run
+      └─ noqueue (virtual devices) ─► recursion check ─► validate_xmit_skb
+             ─► HARD_TX_LOCK (unless NETIF_F_LLTX) ─► dev_hard_start_xmit
+             ─► HARD_TX_UNLOCK
+
+Receive::
+
+    driver NAPI poll ─► napi_gro_receive ─(GRO hook)─► netif_receive_skb
+      ─► __netif_receive_skb_core: taps (ptype_all), then the ptype_base
+         handler for skb.protocol (ip_rcv, arp_rcv …) or drop
+    netif_rx (loopback, tunnels' decap) ─► per-CPU backlog ─► process_backlog
+
+Device state follows the kernel: ``dev_open`` sets ``__LINK_STATE_START``
+(``running``), calls ``ndo_open``, sets ``IFF_UP``, activates qdiscs (the
+default qdisc is attached on first activation) and notifies ``NETDEV_UP``.
+Carrier changes take effect at once (the kernel's linkwatch work, done
+synchronously here so results do not depend on its delay).
+
+Kernel: net/core/dev.c, net/core/link_watch.c, net/sched/sch_generic.c
+(dev_activate, dev_deactivate).
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from netstack.core.features import (
+    NETIF_F_ALL_TSO,
+    NETIF_F_SG,
+    NETIF_F_SOFT_FEATURES,
+)
+from netstack.core.napi import Napi
+from netstack.core.netdevice import (
+    IF_OPER_DOWN,
+    IF_OPER_LOWERLAYERDOWN,
+    IF_OPER_UP,
+    IFF_NO_QUEUE,
+    IFF_UP,
+    IFF_XMIT_DST_RELEASE,
+    IFNAMSIZ,
+    NET_XMIT_DROP,
+    NETREG_REGISTERED,
+    NETREG_UNREGISTERED,
+    NetDevice,
+    dev_xmit_complete,
+    netif_xmit_stopped,
+)
+from netstack.core.qdisc import (
+    TC_H_ROOT,
+    TCQ_F_NOPARENT,
+    TCQ_F_ONETXQUEUE,
+    NoqueueQdisc,
+    Qdisc,
+    __dev_xmit_skb,
+    qdisc_run,
+)
+from netstack.core.skbuff import (
+    PACKET_HOST,
+    DropReason,
+    SkBuff,
+    kfree_skb,
+    kfree_skb_list,
+)
+from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
+from netstack.errors import ConfigError
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net, PacketType
+
+__all__ = [
+    "NETDEV_CHANGE",
+    "NETDEV_CHANGEADDR",
+    "NETDEV_CHANGEMTU",
+    "NETDEV_CHANGENAME",
+    "NETDEV_DOWN",
+    "NETDEV_GOING_DOWN",
+    "NETDEV_REGISTER",
+    "NETDEV_UNREGISTER",
+    "NETDEV_UP",
+    "dev_activate",
+    "dev_change_flags",
+    "dev_close",
+    "dev_deactivate",
+    "dev_forward_skb",
+    "dev_open",
+    "dev_queue_xmit",
+    "dev_set_mac_address",
+    "dev_set_mtu",
+    "napi_gro_receive",
+    "netif_carrier_off",
+    "netif_carrier_on",
+    "netif_receive_skb",
+    "netif_rx",
+    "register_netdevice",
+    "unregister_netdevice",
+]
+
+# netdevice notifier events (include/linux/netdevice.h, enum netdev_cmd)
+NETDEV_UP: Final = 1
+NETDEV_DOWN: Final = 2
+NETDEV_REBOOT: Final = 3
+NETDEV_CHANGE: Final = 4
+NETDEV_REGISTER: Final = 5
+NETDEV_UNREGISTER: Final = 6
+NETDEV_CHANGEMTU: Final = 7
+NETDEV_CHANGEADDR: Final = 8
+NETDEV_PRE_CHANGEADDR: Final = 9
+NETDEV_GOING_DOWN: Final = 10
+NETDEV_CHANGENAME: Final = 11
+NETDEV_FEAT_CHANGE: Final = 12
+NETDEV_PRE_UP: Final = 14
+NETDEV_NOTIFY_PEERS: Final = 20
+NETDEV_CHANGE_TX_QUEUE_LEN: Final = 29
+
+XMIT_RECURSION_LIMIT: Final = 8
+ENETDOWN_RC: Final = -errno.ENETDOWN
+
+
+# ---------------------------------------------------------------------------
+# Registration
+# ---------------------------------------------------------------------------
+
+
+def dev_valid_name(name: str) -> bool:
+    """Kernel: net/core/dev.c, dev_valid_name()."""
+    if not name or len(name) >= IFNAMSIZ or name in (".", ".."):
+        return False
+    return not any(c == "/" or c == ":" or c.isspace() for c in name)
+
+
+def dev_alloc_name(net: Net, pattern: str) -> str:
+    """Expand ``%d`` to the first free number (``eth%d`` → ``eth0``). Kernel: dev_alloc_name()."""
+    if "%d" not in pattern:
+        return pattern
+    i = 0
+    while (name := pattern.replace("%d", str(i), 1)) in net.devices:
+        i += 1
+    return name
+
+
+def netdev_fix_features(dev: NetDevice, features: int) -> int:
+    """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
+    if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
+        features &= ~NETIF_F_ALL_TSO
+    return features
+
+
+def register_netdevice(dev: NetDevice) -> None:
+    """Add *dev* to its Net: name, ifindex, queues, features, notifiers.
+
+    Raises:
+        ConfigError: invalid or duplicate name (EINVAL / EEXIST).
+
+    Kernel: net/core/dev.c, register_netdevice().
+    """
+    net = dev.net
+    dev.name = dev_alloc_name(net, dev.name)
+    if not dev_valid_name(dev.name):
+        raise ConfigError(
+            f'Error: argument "{dev.name}" is wrong: "name" not a valid ifname', errno.EINVAL
+        )
+    if dev.name in net.devices:
+        raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
+    dev.log = net.log.bind(dev=dev.name)
+    dev.alloc_tx_queues()
+    dev.ops.ndo_init(dev)
+    if not dev.ifindex:
+        dev.ifindex = net.dev_new_index()
+    elif dev.ifindex in net.dev_index:
+        raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
+    if not dev.iflink:
+        dev.iflink = dev.ifindex
+    dev.hw_features |= NETIF_F_SOFT_FEATURES
+    dev.features |= NETIF_F_SOFT_FEATURES
+    dev.wanted_features = dev.features & dev.hw_features
+    dev.features = netdev_fix_features(dev, dev.features)
+    if not dev.perm_addr:
+        dev.perm_addr = dev.dev_addr
+    net.devices[dev.name] = dev
+    net.dev_index[dev.ifindex] = dev
+    dev.reg_state = NETREG_REGISTERED
+    net.call_netdevice_notifiers(NETDEV_REGISTER, dev)
+    dev.log.debug("netdev_registered", ifindex=dev.ifindex, kind=dev.kind)
+
+
+def unregister_netdevice(dev: NetDevice) -> None:
+    """Remove *dev*: close it, notify, free its qdiscs. Kernel: unregister_netdevice()."""
+    net = dev.net
+    if dev.reg_state != NETREG_REGISTERED:
+        return
+    if dev.flags & IFF_UP:
+        dev_close(dev)
+    net.call_netdevice_notifiers(NETDEV_UNREGISTER, dev)
+    for pt in list(dev.ptype_all):
+        dev.ptype_all.remove(pt)
+    for handlers in net.ptype_base.values():
+        handlers[:] = [pt for pt in handlers if pt.dev is not dev]
+    dev.ops.ndo_uninit(dev)
+    for txq in dev.tx_queues:
+        txq.qdisc_sleeping.destroy()
+        txq.qdisc = txq.qdisc_sleeping = net.noop_qdisc
+    dev.qdisc = net.noop_qdisc
+    del net.devices[dev.name]
+    del net.dev_index[dev.ifindex]
+    dev.reg_state = NETREG_UNREGISTERED
+    dev.log.debug("netdev_unregistered")
+
+
+# ---------------------------------------------------------------------------
+# Qdisc attachment (net/sched/sch_generic.c)
+# ---------------------------------------------------------------------------
+
+
+def qdisc_create_dflt(dev: NetDevice, index: int, kind: str, parent: int = TC_H_ROOT) -> Qdisc:
+    """Create a default qdisc of *kind* on tx queue *index*. Kernel: qdisc_create_dflt()."""
+    net = dev.net
+    txq = dev.get_tx_queue(index)
+    if kind == "noqueue":
+        return NoqueueQdisc(net, txq)
+    factory = net.qdisc_ops.get(kind)
+    if factory is None:
+        # A Net built without the sched layer (a component test): no queue.
+        return NoqueueQdisc(net, txq)
+    return factory(net, txq, 0, parent)
+
+
+def attach_default_qdiscs(dev: NetDevice) -> None:
+    """Attach the default root qdisc. Kernel: attach_default_qdiscs()."""
+    kind = "noqueue" if dev.priv_flags & IFF_NO_QUEUE else dev.net.default_qdisc
+    root: Qdisc | None = None
+    for i, txq in enumerate(dev.tx_queues):
+        q = qdisc_create_dflt(dev, i, kind)
+        if dev.num_tx_queues == 1:
+            q.flags |= TCQ_F_ONETXQUEUE | TCQ_F_NOPARENT
+        txq.qdisc_sleeping = q
+        root = root or q
+    if root is not None:
+        dev.qdisc = root
+
+
+def dev_activate(dev: NetDevice) -> None:
+    """Point each tx queue at its configured qdisc. Kernel: dev_activate()."""
+    if dev.qdisc is dev.net.noop_qdisc:
+        attach_default_qdiscs(dev)
+    if not dev.carrier:
+        return  # activation waits for carrier
+    for txq in dev.tx_queues:
+        q = txq.qdisc_sleeping
+        q.deactivated = False
+        txq.qdisc = q
+
+
+def dev_deactivate(dev: NetDevice) -> None:
+    """Detach qdiscs (noop while down) and drop what was queued. Kernel: dev_deactivate()."""
+    noop = dev.net.noop_qdisc
+    for txq in dev.tx_queues:
+        q = txq.qdisc_sleeping
+        txq.qdisc = noop
+        if q is not noop:
+            q.deactivated = True
+            q.reset()
+
+
+def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
+    """Install *q* as the root of tx queue *index*; return the old one. Kernel: dev_graft_qdisc()."""
+    txq = dev.get_tx_queue(index)
+    old = txq.qdisc_sleeping
+    txq.qdisc_sleeping = q
+    if dev.running and dev.carrier:
+        txq.qdisc = q
+        q.deactivated = False
+    else:
+        txq.qdisc = dev.net.noop_qdisc
+    if index == 0:
+        dev.qdisc = q
+    return old
+
+
+# ---------------------------------------------------------------------------
+# Up / down / carrier
+# ---------------------------------------------------------------------------
+
+
+def _linkwatch(dev: NetDevice) -> None:
+    """Recompute operstate and (de)activate qdiscs. Kernel: linkwatch_do_dev() + rfc2863_policy()."""
+    if dev.running:
+        if dev.carrier:
+            new = IF_OPER_UP if dev.operstate != 0 or dev.carrier_managed else dev.operstate
+            dev.operstate = new
+            dev_activate(dev)
+        else:
+            dev.operstate = IF_OPER_LOWERLAYERDOWN
+            dev_deactivate(dev)
+    else:
+        dev.operstate = IF_OPER_DOWN if dev.carrier_managed else dev.operstate
+
+
+def netif_carrier_on(dev: NetDevice) -> None:
+    """The link is up. Kernel: netif_carrier_on()."""
+    dev.carrier_managed = True
+    if not dev.carrier:
+        dev.carrier = True
+        _linkwatch(dev)
+        dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
+    elif dev.running and dev.operstate != IF_OPER_UP:
+        _linkwatch(dev)
+
+
+def netif_carrier_off(dev: NetDevice) -> None:
+    """The link is down. Kernel: netif_carrier_off()."""
+    dev.carrier_managed = True
+    if dev.carrier:
+        dev.carrier = False
+        _linkwatch(dev)
+        dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
+
+
+def dev_open(dev: NetDevice) -> None:
+    """Bring *dev* up. Kernel: net/core/dev.c, dev_open() / __dev_open()."""
+    if dev.flags & IFF_UP:
+        return
+    dev.net.call_netdevice_notifiers(NETDEV_PRE_UP, dev)
+    dev.running = True
+    try:
+        dev.ops.ndo_open(dev)
+    except Exception:
+        dev.running = False
+        raise
+    dev.flags |= IFF_UP
+    dev_activate(dev)
+    if dev.carrier_managed:
+        _linkwatch(dev)
+    dev.net.call_netdevice_notifiers(NETDEV_UP, dev)
+    dev.log.debug("link_up")
+
+
+def dev_close(dev: NetDevice) -> None:
+    """Bring *dev* down. Kernel: net/core/dev.c, dev_close() / __dev_close_many()."""
+    if not dev.flags & IFF_UP:
+        return
+    net = dev.net
+    net.call_netdevice_notifiers(NETDEV_GOING_DOWN, dev)
+    dev.running = False
+    dev_deactivate(dev)
+    dev.ops.ndo_stop(dev)
+    dev.flags &= ~IFF_UP
+    if dev.carrier_managed:
+        _linkwatch(dev)
+    for napi in dev.napi_list:
+        napi.scheduled = False
+    net.call_netdevice_notifiers(NETDEV_DOWN, dev)
+    dev.log.debug("link_down")
+
+
+def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
+    """Change the user-settable flags under *mask*; IFF_UP opens/closes. Kernel: dev_change_flags()."""
+    new = (dev.flags & ~mask) | (flags & mask)
+    settable = mask & ~IFF_UP
+    dev.flags = (dev.flags & ~settable) | (new & settable)
+    if mask & IFF_UP:
+        if new & IFF_UP:
+            dev_open(dev)
+        else:
+            dev_close(dev)
+    dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
+
+
+def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
+    """Change the MTU within the device's limits. Kernel: dev_set_mtu_ext() / dev_validate_mtu()."""
+    if mtu == dev.mtu:
+        return
+    if mtu < 0 or mtu < dev.min_mtu:
+        raise ConfigError("Error: mtu less than device minimum.", errno.EINVAL)
+    if dev.max_mtu > 0 and mtu > dev.max_mtu:
+        raise ConfigError("Error: mtu greater than device maximum.", errno.EINVAL)
+    dev.ops.ndo_change_mtu(dev, mtu)
+    dev.net.call_netdevice_notifiers(NETDEV_CHANGEMTU, dev)
+
+
+def dev_set_mac_address(dev: NetDevice, addr: bytes) -> None:
+    """Change the hardware address. Kernel: dev_set_mac_address()."""
+    from netstack.core.netdevice import IFF_LIVE_ADDR_CHANGE
+
+    if len(addr) != dev.addr_len or (dev.addr_len == 6 and (addr[0] & 1 or addr == bytes(6))):
+        raise ConfigError("RTNETLINK answers: Cannot assign requested address", errno.EADDRNOTAVAIL)
+    if dev.running and not dev.priv_flags & IFF_LIVE_ADDR_CHANGE:
+        raise ConfigError("RTNETLINK answers: Device or resource busy", errno.EBUSY)
+    dev.ops.ndo_set_mac_address(dev, addr)
+    dev.net.call_netdevice_notifiers(NETDEV_CHANGEADDR, dev)
+    if dev.running:
+        dev.net.call_netdevice_notifiers(NETDEV_NOTIFY_PEERS, dev)
+
+
+def dev_change_name(dev: NetDevice, newname: str) -> None:
+    """Rename a (down) device. Kernel: dev_change_name()."""
+    net = dev.net
+    if newname == dev.name:
+        return
+    if not dev_valid_name(newname):
+        raise ConfigError(
+            f'Error: argument "{newname}" is wrong: "name" not a valid ifname', errno.EINVAL
+        )
+    if dev.flags & IFF_UP:
+        raise ConfigError("RTNETLINK answers: Device or resource busy", errno.EBUSY)
+    if newname in net.devices:
+        raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
+    old = dev.name
+    del net.devices[old]
+    dev.name = newname
+    net.devices[newname] = dev
+    dev.log = net.log.bind(dev=newname)
+    net.call_netdevice_notifiers(NETDEV_CHANGENAME, dev)
+
+
+def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
+    """Kernel: dev_change_tx_queue_len()."""
+    if qlen < 0 or qlen > 0xFFFFFFFF:
+        raise ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
+    dev.tx_queue_len = qlen
+    dev.net.call_netdevice_notifiers(NETDEV_CHANGE_TX_QUEUE_LEN, dev)
+
+
+# ---------------------------------------------------------------------------
+# Transmit
+# ---------------------------------------------------------------------------
+
+
+def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
+    """Choose a tx queue index. Kernel: netdev_core_pick_tx() / skb_tx_hash()."""
+    n = dev.real_num_tx_queues
+    if n == 1:
+        return 0
+    q = dev.ops.ndo_select_queue(dev, skb)
+    if q >= 0:
+        return q % n
+    return ((skb.hash or hash((skb.protocol, skb.priority))) & 0xFFFFFFFF) * n >> 32
+
+
+def dev_queue_xmit(skb: SkBuff) -> int:
+    """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
+
+    Returns NET_XMIT_SUCCESS, NET_XMIT_DROP, NET_XMIT_CN or ``-ENETDOWN``.
+
+    Kernel: net/core/dev.c, __dev_queue_xmit().
+    """
+    dev = skb.dev
+    assert dev is not None
+    skb.mac_header = skb.data  # skb_reset_mac_header
+    if dev.priv_flags & IFF_XMIT_DST_RELEASE:
+        dst = skb.dst
+        if dst is not None:
+            skb.dst = None
+            dst.release()
+    txq = dev._tx[0] if dev.real_num_tx_queues == 1 else dev._tx[netdev_pick_tx(dev, skb)]
+    skb.queue_mapping = txq.index
+    q = txq.qdisc
+    if q.can_enqueue:
+        return __dev_xmit_skb(skb, q, dev, txq)
+
+    # No queue: loopback, tunnels, veth, dummy.
+    if dev.flags & IFF_UP:
+        cpu = dev.net.cpus.current
+        if txq.xmit_lock_owner != cpu.id:
+            if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
+                dev.log.warning(
+                    "xmit_recursion",
+                    msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
+                )
+                dev.stats.tx_dropped += 1
+                kfree_skb_list(skb, DropReason.XMIT_RECURSION)
+                return ENETDOWN_RC
+            vskb = validate_xmit_skb(skb, dev)
+            if vskb is None:
+                return NET_XMIT_DROP
+            lltx = dev.features & 0x1000  # NETIF_F_LLTX
+            if not lltx:  # HARD_TX_LOCK
+                txq._xmit_lock.lock(cpu)
+                txq.xmit_lock_owner = cpu.id
+            rest: SkBuff | None = vskb
+            if not netif_xmit_stopped(txq):
+                cpu.xmit_recursion += 1
+                rest, rc = dev_hard_start_xmit(vskb, dev, txq)
+                cpu.xmit_recursion -= 1
+                if dev_xmit_complete(rc):
+                    if not lltx:
+                        txq.xmit_lock_owner = -1
+                        txq._xmit_lock.unlock(cpu)
+                    return rc
+            if not lltx:  # HARD_TX_UNLOCK
+                txq.xmit_lock_owner = -1
+                txq._xmit_lock.unlock(cpu)
+            dev.log.warning(
+                "virtual_device_queue", msg=f"Virtual device {dev.name} asks to queue packet!"
+            )
+            dev.stats.tx_dropped += 1
+            kfree_skb_list(rest, DropReason.DEV_READY)
+            return ENETDOWN_RC
+        dev.log.warning(
+            "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
+        )
+        dev.stats.tx_dropped += 1
+        kfree_skb_list(skb, DropReason.XMIT_RECURSION)
+        return ENETDOWN_RC
+    dev.stats.tx_dropped += 1
+    kfree_skb_list(skb, DropReason.DEV_READY)
+    return ENETDOWN_RC
+
+
+def net_tx_action(net: Net) -> int:
+    """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action()."""
+    ran = 0
+    for sd in net.softnet:
+        queue = sd.output_queue
+        if not queue:
+            continue
+        cpu = net.cpus.run_on(sd.cpu)
+        for _ in range(len(queue)):
+            q = queue.popleft()
+            root_lock = q.lock
+            if root_lock.trylock(cpu):
+                q.state_sched = False
+                qdisc_run(q)
+                root_lock.unlock(cpu)
+                ran += 1
+            elif not q.deactivated:
+                queue.append(q)  # __netif_reschedule
+            else:
+                q.state_sched = False
+    return ran
+
+
+async def net_tx_action_task(net: Net) -> None:
+    """The NET_TX softirq of a Net: runs scheduled qdiscs, then yields."""
+    lot = net._net_tx_lot
+    while True:
+        if not any(sd.output_queue for sd in net.softnet):
+            await lot.park()
+            continue
+        net_tx_action(net)
+        await trio.lowlevel.checkpoint()
+
+
+# ---------------------------------------------------------------------------
+# Receive
+# ---------------------------------------------------------------------------
+
+
+def _deliver_taps(skb: SkBuff, dev: NetDevice) -> None:
+    for pt in (*dev.net.ptype_all, *dev.ptype_all):
+        if pt.dev is None or pt.dev is dev:
+            pt.func(skb.clone(), dev, pt, dev)
+
+
+def __netif_receive_skb_core(skb: SkBuff) -> None:
+    """Deliver to taps, then to the handler registered for ``skb.protocol``.
+
+    Kernel: net/core/dev.c, __netif_receive_skb_core().
+    """
+    dev = skb.dev
+    assert dev is not None
+    skb.network_header = skb.data  # skb_reset_network_header
+    if skb.transport_header < 0:
+        skb.transport_header = skb.data
+    skb.skb_iif = dev.ifindex
+    net = dev.net
+    if net.ptype_all or dev.ptype_all:
+        _deliver_taps(skb, dev)
+    handlers = net.ptype_base.get(skb.protocol)
+    if handlers:
+        matched: PacketType | None = None
+        for pt in handlers:
+            if pt.dev is None or pt.dev is dev:
+                if matched is not None:
+                    matched.func(skb.clone(), dev, matched, dev)
+                matched = pt
+        if matched is not None:
+            matched.func(skb, dev, matched, dev)
+            return
+    dev.stats.rx_nohandler += 1
+    kfree_skb(skb, DropReason.UNHANDLED_PROTO)
+
+
+def netif_receive_skb(skb: SkBuff) -> None:
+    """Process a received skb now, in the caller's (softirq) context. Kernel: netif_receive_skb()."""
+    __netif_receive_skb_core(skb)
+
+
+def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
+    """Receive through GRO when the Net has an engine and the device NETIF_F_GRO.
+
+    Without GRO (this foundation, or a device with ``rx-gro off``) the skb goes
+    straight to :func:`netif_receive_skb`.
+
+    Kernel: net/core/gro.c, napi_gro_receive().
+    """
+    gro = napi.gro
+    if gro is not None:
+        gro.receive(napi, skb)
+    else:
+        __netif_receive_skb_core(skb)
+
+
+def process_backlog(napi: Napi, quota: int) -> int:
+    """Drain this CPU's ``input_pkt_queue``. Kernel: process_backlog()."""
+    sd = napi.priv
+    queue = sd.input_pkt_queue
+    work = 0
+    while queue and work < quota:
+        skb = queue.popleft()
+        work += 1
+        __netif_receive_skb_core(skb)
+    sd.processed += work
+    return work
+
+
+def netif_rx(skb: SkBuff) -> int:
+    """Queue *skb* on the current CPU's backlog (loopback, decapsulation).
+
+    Returns NET_RX_SUCCESS (0) or NET_RX_DROP (1).
+
+    Kernel: net/core/dev.c, netif_rx() / enqueue_to_backlog().
+    """
+    dev = skb.dev
+    assert dev is not None
+    net = dev.net
+    sd = net.softnet[net.cpus.current.id]
+    if len(sd.input_pkt_queue) > net.netdev_max_backlog:
+        sd.dropped += 1
+        dev.stats.rx_dropped += 1
+        kfree_skb(skb, DropReason.CPU_BACKLOG)
+        return 1
+    sd.input_pkt_queue.append(skb)
+    backlog = sd.backlog
+    if backlog is None:
+        backlog = sd.backlog = Napi(
+            dev,
+            process_backlog,
+            weight=net.dev_weight,
+            cpu=sd.cpu,
+            name=f"{net.name}/backlog{sd.cpu}",
+        )
+        backlog.priv = sd
+        net.start_napi(backlog)
+    backlog.schedule()
+    return 0
+
+
+def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
+    """Small enough for *dev* (MTU + link header + a VLAN tag). Kernel: is_skb_forwardable()."""
+    if not dev.flags & IFF_UP:
+        return False
+    length = dev.mtu + dev.hard_header_len + 4
+    return skb.tail - skb.data <= length or bool(skb.gso_size)
+
+
+def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
+    """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
+    skb.pkt_type = PACKET_HOST
+    dst = skb.dst
+    if dst is not None:
+        skb.dst = None
+        dst.release()
+    d = skb.__dict__
+    if d:
+        d.pop("tstamp", None)
+        d.pop("skb_iif", None)
+        d.pop("ignore_df", None)
+        d.pop("dst_pending_confirm", None)
+        d.pop("cb", None)
+        if xnet:
+            d.pop("mark", None)
+    if xnet:
+        skb_orphan(skb)
+
+
+def skb_orphan(skb: SkBuff) -> None:
+    """Detach *skb* from its socket, running the destructor. Kernel: skb_orphan()."""
+    destructor = skb.destructor
+    if destructor is not None:
+        skb.destructor = None
+        destructor(skb)
+    skb.sk = None
+
+
+def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
+    """Prepare *skb* to be received by *dev* (the peer of a pair).
+
+    Returns ``(ok, protocol)``; on failure the skb was dropped and counted.
+
+    Kernel: net/core/dev.c, __dev_forward_skb2().
+    """
+    if not is_skb_forwardable(dev, skb):
+        dev.stats.rx_dropped += 1
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return False, 0
+    skb_scrub_packet(skb, dev.net is not (skb.dev.net if skb.dev is not None else None))
+    from netstack.core.ethernet import eth_type_trans
+
+    return True, eth_type_trans(skb, dev)

@@ -1,0 +1,94 @@
+"""Destination cache entries: the result of a route lookup, with a refcount.
+
+Theory of operation: a route lookup returns a :class:`DstEntry` (IPv4's
+``rtable`` extends it) that says where a packet goes next: ``output`` for
+locally sent packets, ``input`` for received ones, the device and the path
+MTU. Entries are shared (cached on the FIB nexthop) and reference-counted:
+every skb holding one took a reference (``dst_hold``) and drops it when the skb
+is freed or when ``dev_queue_xmit`` releases dsts early
+(``IFF_XMIT_DST_RELEASE``). The refcount is the contended atomic of seed 1's
+profile (``dst_release``), so it is counted here.
+
+Kernel: include/net/dst.h, net/core/dst.c.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
+    from netstack.core.skbuff import SkBuff
+
+__all__ = ["DST_OBSOLETE_FORCE_CHK", "DST_OBSOLETE_NONE", "DstEntry"]
+
+DST_OBSOLETE_NONE = 0
+DST_OBSOLETE_DEAD = 2
+DST_OBSOLETE_FORCE_CHK = -1
+DST_OBSOLETE_KILL = -2
+
+
+def _dst_discard(skb: SkBuff) -> int:
+    from netstack.core.skbuff import DropReason, kfree_skb
+
+    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    return 0
+
+
+class DstEntry:
+    """A destination cache entry (kernel: ``struct dst_entry``).
+
+    Attributes:
+        dev: the output device.
+        input: handler for received packets routed by this entry.
+        output: handler for packets sent through it.
+        error: an errno for reject routes (``ip_error``), else 0.
+        refcnt: references held (``__rcuref``).
+        obsolete: DST_OBSOLETE_* (0: valid).
+        expires: jiffy when a learned value (PMTU) expires, 0 for never.
+    """
+
+    def __init__(
+        self,
+        dev: NetDevice | None,
+        *,
+        input: Callable[[SkBuff], Any] = _dst_discard,  # noqa: A002 (kernel naming)
+        output: Callable[[SkBuff], Any] = _dst_discard,
+    ) -> None:
+        self.dev = dev
+        self.input = input
+        self.output = output
+        self.error = 0
+        self.refcnt = 1
+        self.obsolete = DST_OBSOLETE_NONE
+        self.expires = 0
+        self.lastuse = 0
+        self.use = 0
+        self.header_len = 0
+        self.holds = 0  # total dst_hold() calls (the atomic seed 1 profiles)
+        self.releases = 0
+
+    def hold(self) -> DstEntry:
+        """Take a reference. Kernel: dst_hold()."""
+        self.refcnt += 1
+        self.holds += 1
+        return self
+
+    def release(self) -> None:
+        """Drop a reference. Kernel: dst_release()."""
+        self.refcnt -= 1
+        self.releases += 1
+
+    def mtu(self) -> int:
+        """The path MTU. Kernel: dst_mtu()."""
+        dev = self.dev
+        return dev.mtu if dev is not None else 1500
+
+    def check(self) -> bool:
+        """Still valid? Kernel: dst_check()."""
+        return self.obsolete == DST_OBSOLETE_NONE
+
+    def __repr__(self) -> str:
+        dev = self.dev.name if self.dev is not None else None
+        return f"<{type(self).__name__} dev={dev} refcnt={self.refcnt}>"

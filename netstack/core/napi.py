@@ -1,0 +1,113 @@
+"""NAPI: batched receive, one Trio task per NAPI instance.
+
+Theory of operation: a driver's receive ring is drained by its NAPI poll
+function, which takes up to ``budget`` packets and hands each up the stack
+(``napi_gro_receive`` → ``netif_receive_skb``) synchronously. The task around
+it is the only place receive awaits: it parks until the driver calls
+:meth:`Napi.schedule` (kernel: ``napi_schedule`` from the interrupt), runs a
+poll, and either completes (fewer than ``weight`` packets: GRO is flushed, the
+task parks again) or, with work left, flushes old GRO flows and yields once
+before the next poll — the softirq's budget.
+
+Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
+(napi_schedule, net_rx_action, napi_poll, napi_complete_done).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import trio
+
+if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
+
+__all__ = ["NAPI_POLL_WEIGHT", "Napi", "NapiStats"]
+
+NAPI_POLL_WEIGHT: Final = 64
+
+
+@attrs.frozen
+class NapiStats:
+    """Counters of one NAPI instance."""
+
+    polls: int
+    packets: int
+    full_polls: int
+    schedules: int
+
+
+class Napi:
+    """One NAPI context (kernel: ``struct napi_struct``).
+
+    Args:
+        dev: the device it belongs to.
+        poll: ``poll(napi, budget) -> work_done``; synchronous, never awaits.
+        weight: the budget per poll (``NAPI_POLL_WEIGHT``).
+        cpu: the CPU its softirq runs on.
+    """
+
+    def __init__(
+        self,
+        dev: NetDevice,
+        poll: Callable[[Napi, int], int],
+        weight: int = NAPI_POLL_WEIGHT,
+        cpu: int = 0,
+        name: str = "",
+    ) -> None:
+        self.dev = dev
+        self.net = dev.net
+        self.poll = poll
+        self.weight = weight
+        self.cpu = cpu
+        self.name = name or f"napi/{dev.name}"
+        self.scheduled = False  # NAPI_STATE_SCHED
+        self.gro: Any = None  # the GRO engine, when the gro layer installs one
+        self.priv: Any = None  # driver data (the ring this instance drains)
+        self._lot = trio.lowlevel.ParkingLot()
+        self.polls = 0
+        self.packets = 0
+        self.full_polls = 0
+        self.schedules = 0
+
+    def schedule(self) -> None:
+        """Ask for a poll (idempotent while scheduled). Kernel: napi_schedule()."""
+        if not self.scheduled:
+            self.scheduled = True
+            self.schedules += 1
+            self._lot.unpark_all()
+
+    def poll_once(self) -> int:
+        """Run one poll synchronously (the body of the task; also for tests)."""
+        self.net.cpus.run_on(self.cpu)
+        work = self.poll(self, self.weight)
+        self.polls += 1
+        self.packets += work
+        gro = self.gro
+        if work < self.weight:
+            self.scheduled = False  # napi_complete_done()
+            if gro is not None:
+                gro.flush(self, False)
+        else:
+            self.full_polls += 1
+            if gro is not None:
+                gro.flush(self, True)  # net_rx_action: flush old flows
+        return work
+
+    async def run(self) -> None:
+        """The NAPI task: park until scheduled, poll, yield between full polls."""
+        while True:
+            if not self.scheduled:
+                await self._lot.park()
+                continue
+            if self.poll_once() >= self.weight:
+                await trio.lowlevel.checkpoint()
+
+    def statistics(self) -> NapiStats:
+        """Poll counters."""
+        return NapiStats(self.polls, self.packets, self.full_polls, self.schedules)
+
+    def __repr__(self) -> str:
+        return f"<Napi {self.name} scheduled={self.scheduled}>"

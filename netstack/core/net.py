@@ -1,0 +1,294 @@
+"""``Net``: one emulated host's kernel state (a network namespace).
+
+Theory of operation: everything a host's stack owns hangs off its Net —
+devices by name and ifindex, the ``ptype`` handler tables that protocols
+register into, the offload table, the sysctl tree, per-CPU softnet data, the
+timer base, the registry of qdisc kinds, the seeded RNG, the logger, the
+:class:`~netstack.core.patches.Patches` and the per-reason drop counters.
+Nothing is registered at import time: the host's composition root builds a Net
+and lets each layer register itself (``dev_add_pack``, ``register_qdisc``…).
+
+Tasks: a Net runs its timer task, its NET_TX task and every NAPI instance in
+the nursery given to :meth:`Net.attach`; tasks started before that are held
+until then.
+
+Kernel: include/net/net_namespace.h (struct net), net/core/dev.c
+(softnet_data, ptype_base), kernel/softirq.c.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+import trio
+
+from netstack.core.patches import Patches
+from netstack.core.qdisc import NoopQdisc, Qdisc
+from netstack.core.skbuff import DropReason, SkBuff
+from netstack.core.sysctl import SysctlTable
+from netstack.core.timer import TimerBase
+from netstack.cpu import Clock, CpuSet
+
+if TYPE_CHECKING:
+    from netstack.core.napi import Napi
+    from netstack.core.netdevice import NetDevice
+
+__all__ = ["Net", "PacketOffload", "PacketType", "SoftnetData", "SoftnetStats", "netstack_logger"]
+
+
+def netstack_logger() -> Any:
+    """A structlog logger over the stdlib logger ``netstack``.
+
+    The library never configures structlog or logging: events go to the
+    stdlib logger named ``netstack`` (silent below WARNING unless the
+    application configures logging), rendered as ``event key=value``.
+    """
+    return structlog.wrap_logger(
+        logging.getLogger("netstack"),
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+    )
+
+
+@attrs.define(eq=False)
+class PacketType:
+    """A receive handler for one EtherType (kernel: ``struct packet_type``).
+
+    ``func(skb, dev, pt, orig_dev)`` consumes the skb. ``dev`` None matches
+    every device. ``proto`` ETH_P_ALL (3) makes it a tap (``ptype_all``).
+    """
+
+    proto: int
+    func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], Any]
+    dev: NetDevice | None = None
+    ignore_outgoing: bool = False
+    name: str = ""
+
+
+@attrs.define(eq=False)
+class PacketOffload:
+    """GSO/GRO callbacks for one EtherType (kernel: ``struct packet_offload``)."""
+
+    proto: int
+    gso_segment: Callable[[SkBuff, int], SkBuff | None] | None = None
+    gro_receive: Callable[..., Any] | None = None
+    gro_complete: Callable[..., Any] | None = None
+
+
+@attrs.frozen
+class SoftnetStats:
+    """One line of ``/proc/net/softnet_stat``."""
+
+    cpu: int
+    processed: int
+    dropped: int
+    time_squeeze: int
+
+
+class SoftnetData:
+    """Per-CPU receive backlog and NET_TX output queue (kernel: ``struct softnet_data``)."""
+
+    def __init__(self, cpu: int) -> None:
+        self.cpu = cpu
+        self.input_pkt_queue: collections.deque[SkBuff] = collections.deque()
+        self.output_queue: collections.deque[Qdisc] = collections.deque()
+        self.backlog: Napi | None = None
+        self.processed = 0
+        self.dropped = 0
+        self.time_squeeze = 0
+
+    def statistics(self) -> SoftnetStats:
+        return SoftnetStats(self.cpu, self.processed, self.dropped, self.time_squeeze)
+
+
+class Net:
+    """The kernel state of one host.
+
+    Args:
+        name: the host's name (used in logs and MAC derivation).
+        seed: seeds the Net's RNG (IP IDs, ephemeral ports, reachable_time).
+        hz: ``CONFIG_HZ`` for jiffies.
+        ncpus: number of emulated CPUs.
+        patches: which seed changes are applied.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        seed: int = 0,
+        hz: int = 1000,
+        ncpus: int = 1,
+        patches: Patches | None = None,
+    ) -> None:
+        self.name = name
+        self.seed = seed
+        self.rng = random.Random(f"{seed}/{name}")
+        self.patches = patches if patches is not None else Patches()
+        self.clock = Clock(hz)
+        self.cpus = CpuSet(ncpus)
+        self.log = netstack_logger().bind(host=name)
+        self.debug_skb = False
+        # devices (kernel: dev_base_head, dev_name_head, dev_index_head)
+        self.devices: dict[str, NetDevice] = {}
+        self.dev_index: dict[int, NetDevice] = {}
+        self.ifindex = 0
+        # protocol tables
+        self.ptype_base: dict[int, list[PacketType]] = {}
+        self.ptype_all: list[PacketType] = []
+        self.offload_base: dict[int, PacketOffload] = {}
+        self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
+        self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}
+        self.noop_qdisc: Qdisc = NoopQdisc(self, None)
+        self.sysctl = SysctlTable()
+        self.drop_reasons: collections.Counter[DropReason] = collections.Counter()
+        self.softnet = [SoftnetData(i) for i in range(ncpus)]
+        self.timers = TimerBase(self)
+        self._net_tx_lot = trio.lowlevel.ParkingLot()
+        # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
+        self.ipv4: Any = None
+        self.ipv6: Any = None
+        self.neigh_tables: dict[int, Any] = {}
+        self.proto_data: dict[str, Any] = {}
+        # tasks
+        self._nursery: trio.Nursery | None = None
+        self._pending: list[tuple[Callable[[], Awaitable[None]], str]] = []
+        # net.core sysctls (net/core/sysctl_net_core.c)
+        self.dev_weight = 64
+        self.dev_weight_rx_bias = 1
+        self.dev_weight_tx_bias = 1
+        self.netdev_max_backlog = 1000
+        self.netdev_budget = 300
+        self.default_qdisc = "pfifo_fast"
+        self.rmem_default = 212992
+        self.rmem_max = 212992
+        self.wmem_default = 212992
+        self.wmem_max = 212992
+        self.somaxconn = 4096
+        self._register_core_sysctls()
+
+    def _register_core_sysctls(self) -> None:
+        s = self.sysctl
+        s.register_int("net.core.dev_weight", self, "dev_weight", minimum=1)
+        s.register_int("net.core.dev_weight_rx_bias", self, "dev_weight_rx_bias", minimum=1)
+        s.register_int("net.core.dev_weight_tx_bias", self, "dev_weight_tx_bias", minimum=1)
+        s.register_int("net.core.netdev_max_backlog", self, "netdev_max_backlog", minimum=0)
+        s.register_int("net.core.netdev_budget", self, "netdev_budget", minimum=0)
+        s.register_str(
+            "net.core.default_qdisc", self, "default_qdisc", check=lambda k: k in self.qdisc_ops
+        )
+        for name in ("rmem_default", "rmem_max", "wmem_default", "wmem_max"):
+            s.register_int(f"net.core.{name}", self, name, minimum=256)
+        s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
+
+    # -- tasks ---------------------------------------------------------------------
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Start the Net's tasks (timers, NET_TX, NAPI) in *nursery*."""
+        if self._nursery is not None:
+            raise RuntimeError(f"Net {self.name} is already attached")
+        self._nursery = nursery
+        from netstack.core.dev import net_tx_action_task
+
+        nursery.start_soon(self.timers.run, name=f"{self.name}/timers")
+        nursery.start_soon(net_tx_action_task, self, name=f"{self.name}/net_tx")
+        pending, self._pending = self._pending, []
+        for fn, name in pending:
+            nursery.start_soon(fn, name=name)
+
+    def start_soon(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
+        """Run *fn* as a task of this Net (held until :meth:`attach`)."""
+        if self._nursery is None:
+            self._pending.append((fn, name))
+        else:
+            self._nursery.start_soon(fn, name=name)
+
+    def start_napi(self, napi: Napi) -> None:
+        """Start the task that runs *napi* (kernel: netif_napi_add + napi_enable)."""
+        self.start_soon(napi.run, napi.name)
+
+    def raise_net_tx(self, q: Qdisc) -> None:
+        """Queue *q* for the NET_TX softirq. Kernel: __netif_reschedule()."""
+        self.softnet[self.cpus.current.id].output_queue.append(q)
+        self._net_tx_lot.unpark_all()
+
+    # -- tables ------------------------------------------------------------------------
+    def dev_add_pack(self, pt: PacketType) -> None:
+        """Register a receive handler or tap. Kernel: dev_add_pack()."""
+        if pt.proto == 0x0003:  # ETH_P_ALL
+            if pt.dev is not None:
+                pt.dev.ptype_all.append(pt)
+            else:
+                self.ptype_all.append(pt)
+        else:
+            self.ptype_base.setdefault(pt.proto, []).append(pt)
+
+    def dev_remove_pack(self, pt: PacketType) -> None:
+        """Kernel: dev_remove_pack()."""
+        if pt.proto == 0x0003:
+            lst = pt.dev.ptype_all if pt.dev is not None else self.ptype_all
+            if pt in lst:
+                lst.remove(pt)
+        else:
+            lst = self.ptype_base.get(pt.proto, [])
+            if pt in lst:
+                lst.remove(pt)
+
+    def dev_add_offload(self, po: PacketOffload) -> None:
+        """Register GSO/GRO callbacks for an EtherType. Kernel: dev_add_offload()."""
+        self.offload_base[po.proto] = po
+
+    def register_qdisc(self, kind: str, factory: Callable[..., Qdisc]) -> None:
+        """Make a qdisc kind available on this Net. Kernel: register_qdisc()."""
+        if kind in self.qdisc_ops:
+            raise ValueError(f"qdisc {kind} already registered")
+        self.qdisc_ops[kind] = factory
+
+    def register_netdevice_notifier(self, fn: Callable[[int, NetDevice], None]) -> None:
+        """Be told of device events (NETDEV_UP …). Kernel: register_netdevice_notifier()."""
+        self.netdev_chain.append(fn)
+
+    def call_netdevice_notifiers(self, event: int, dev: NetDevice) -> None:
+        """Kernel: call_netdevice_notifiers()."""
+        for fn in list(self.netdev_chain):
+            fn(event, dev)
+
+    # -- devices ------------------------------------------------------------------------
+    def dev_get_by_name(self, name: str) -> NetDevice | None:
+        """Kernel: __dev_get_by_name()."""
+        return self.devices.get(name)
+
+    def dev_get_by_index(self, ifindex: int) -> NetDevice | None:
+        """Kernel: __dev_get_by_index()."""
+        return self.dev_index.get(ifindex)
+
+    def dev_new_index(self) -> int:
+        """The next free ifindex. Kernel: dev_index_reserve()."""
+        self.ifindex += 1
+        while self.ifindex in self.dev_index:
+            self.ifindex += 1
+        return self.ifindex
+
+    # -- accounting ------------------------------------------------------------------------
+    def note_drop(self, skb: SkBuff, reason: DropReason) -> None:
+        """Count one drop (called by kfree_skb)."""
+        self.drop_reasons[reason] += 1
+
+    def drop_statistics(self) -> dict[str, int]:
+        """Drops by reason name, as ``dropwatch``/``perf`` show them."""
+        return {r.name: n for r, n in sorted(self.drop_reasons.items())}
+
+    def dev_tx_weight(self) -> int:
+        """The NET_TX quota per qdisc run. Kernel: dev_tx_weight."""
+        return self.dev_weight * self.dev_weight_tx_bias
+
+    def __repr__(self) -> str:
+        return f"<Net {self.name}>"

@@ -1,0 +1,531 @@
+"""``NetDevice``, its transmit queues, driver ops and statistics.
+
+Theory of operation: a :class:`NetDevice` holds the state the kernel keeps in
+``struct net_device`` (name, ifindex, flags, MTU, features, addresses, queues,
+statistics). Driver behaviour is an ops object (:class:`NetDeviceOps`, the
+``net_device_ops`` table) and, for devices with a link-layer header, a
+:class:`HeaderOps` (``header_ops``). An op a driver does not override keeps the
+kernel's default behaviour, as a NULL op does there.
+
+Each transmit queue (:class:`NetdevQueue`) carries its root qdisc, the
+``_xmit_lock`` that ``HARD_TX_LOCK`` takes for non-``NETIF_F_LLTX`` devices, the
+``xmit_lock_owner`` used by the dead-loop check, its XOFF state bits and its
+Byte Queue Limit (:class:`~netstack.core.dql.Dql`).
+
+Kernel: include/linux/netdevice.h, net/core/dev.c.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from netstack.core.dql import Dql
+from netstack.core.features import NETIF_F_LLTX
+from netstack.cpu import SpinLock
+
+if TYPE_CHECKING:
+    from netstack.core.napi import Napi
+    from netstack.core.net import Net
+    from netstack.core.qdisc import Qdisc
+    from netstack.core.skbuff import SkBuff
+
+__all__ = [
+    "IFF_ALLMULTI",
+    "IFF_BROADCAST",
+    "IFF_LOOPBACK",
+    "IFF_LOWER_UP",
+    "IFF_MULTICAST",
+    "IFF_NOARP",
+    "IFF_POINTOPOINT",
+    "IFF_PROMISC",
+    "IFF_RUNNING",
+    "IFF_UP",
+    "NETDEV_TX_BUSY",
+    "NETDEV_TX_OK",
+    "DevStats",
+    "HeaderOps",
+    "NetDevice",
+    "NetDeviceOps",
+    "NetDeviceStats",
+    "NetdevQueue",
+]
+
+# dev->flags (include/uapi/linux/if.h)
+IFF_UP: Final = 0x1
+IFF_BROADCAST: Final = 0x2
+IFF_DEBUG: Final = 0x4
+IFF_LOOPBACK: Final = 0x8
+IFF_POINTOPOINT: Final = 0x10
+IFF_NOTRAILERS: Final = 0x20
+IFF_RUNNING: Final = 0x40
+IFF_NOARP: Final = 0x80
+IFF_PROMISC: Final = 0x100
+IFF_ALLMULTI: Final = 0x200
+IFF_MASTER: Final = 0x400
+IFF_SLAVE: Final = 0x800
+IFF_MULTICAST: Final = 0x1000
+IFF_PORTSEL: Final = 0x2000
+IFF_AUTOMEDIA: Final = 0x4000
+IFF_DYNAMIC: Final = 0x8000
+IFF_LOWER_UP: Final = 0x10000
+IFF_DORMANT: Final = 0x20000
+IFF_ECHO: Final = 0x40000
+
+# the order iproute2 prints them in (ip/ipaddress.c, print_link_flags)
+IFF_NAMES: Final = (
+    (IFF_LOOPBACK, "LOOPBACK"),
+    (IFF_BROADCAST, "BROADCAST"),
+    (IFF_POINTOPOINT, "POINTOPOINT"),
+    (IFF_MULTICAST, "MULTICAST"),
+    (IFF_NOARP, "NOARP"),
+    (IFF_ALLMULTI, "ALLMULTI"),
+    (IFF_PROMISC, "PROMISC"),
+    (IFF_NOTRAILERS, "NOTRAILERS"),
+    (IFF_UP, "UP"),
+    (IFF_LOWER_UP, "LOWER_UP"),
+    (IFF_DORMANT, "DORMANT"),
+    (IFF_ECHO, "ECHO"),
+)
+
+# dev->priv_flags (enum netdev_priv_flags)
+IFF_XMIT_DST_RELEASE: Final = 1 << 5
+IFF_TX_SKB_SHARING: Final = 1 << 11
+IFF_LIVE_ADDR_CHANGE: Final = 1 << 15
+IFF_NO_QUEUE: Final = 1 << 19
+
+# dev->operstate (RFC 2863, include/uapi/linux/if.h)
+IF_OPER_UNKNOWN: Final = 0
+IF_OPER_NOTPRESENT: Final = 1
+IF_OPER_DOWN: Final = 2
+IF_OPER_LOWERLAYERDOWN: Final = 3
+IF_OPER_TESTING: Final = 4
+IF_OPER_DORMANT: Final = 5
+IF_OPER_UP: Final = 6
+OPERSTATE_NAMES: Final = (
+    "UNKNOWN",
+    "NOTPRESENT",
+    "DOWN",
+    "LOWERLAYERDOWN",
+    "TESTING",
+    "DORMANT",
+    "UP",
+)
+
+# ndo_start_xmit return codes (3.x+ values)
+NETDEV_TX_OK: Final = 0x00
+NETDEV_TX_BUSY: Final = 0x10
+NET_XMIT_SUCCESS: Final = 0x00
+NET_XMIT_DROP: Final = 0x01
+NET_XMIT_CN: Final = 0x02
+NET_XMIT_MASK: Final = 0x0F
+
+# netdev_queue->state bits
+QUEUE_STATE_DRV_XOFF: Final = 1 << 0
+QUEUE_STATE_STACK_XOFF: Final = 1 << 1
+QUEUE_STATE_FROZEN: Final = 1 << 2
+QUEUE_STATE_ANY_XOFF: Final = QUEUE_STATE_DRV_XOFF | QUEUE_STATE_STACK_XOFF
+QUEUE_STATE_ANY_XOFF_OR_FROZEN: Final = QUEUE_STATE_ANY_XOFF | QUEUE_STATE_FROZEN
+
+# dev->reg_state
+NETREG_UNINITIALIZED: Final = 0
+NETREG_REGISTERED: Final = 1
+NETREG_UNREGISTERING: Final = 2
+NETREG_UNREGISTERED: Final = 3
+
+IFNAMSIZ: Final = 16
+DEFAULT_TX_QUEUE_LEN: Final = 1000
+
+
+def dev_xmit_complete(rc: int) -> bool:
+    """True if the driver consumed the skb. Kernel: dev_xmit_complete()."""
+    return rc < NET_XMIT_MASK
+
+
+class NetDeviceOps:
+    """Driver callbacks (kernel: ``struct net_device_ops``).
+
+    Subclasses override what their driver implements; the defaults behave as a
+    NULL op does in the kernel.
+    """
+
+    def ndo_init(self, dev: NetDevice) -> None:
+        """Called by ``register_netdevice``."""
+
+    def ndo_uninit(self, dev: NetDevice) -> None:
+        """Called by ``unregister_netdevice``."""
+
+    def ndo_open(self, dev: NetDevice) -> None:
+        """Called when the device is brought up (``dev_open``)."""
+
+    def ndo_stop(self, dev: NetDevice) -> None:
+        """Called when the device is brought down (``dev_close``)."""
+
+    def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
+        """Transmit *skb*; return NETDEV_TX_OK (consumed) or NETDEV_TX_BUSY."""
+        raise NotImplementedError
+
+    def ndo_select_queue(self, dev: NetDevice, skb: SkBuff) -> int:
+        """Pick a tx queue index (kernel default: ``netdev_pick_tx``)."""
+        return -1
+
+    def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
+        """Change the MTU (already range-checked by ``dev_set_mtu``)."""
+        dev.mtu = new_mtu
+
+    def ndo_set_mac_address(self, dev: NetDevice, addr: bytes) -> None:
+        """Change the hardware address (``eth_mac_addr`` by default)."""
+        dev.dev_addr = addr
+
+    def ndo_get_iflink(self, dev: NetDevice) -> int:
+        """The ifindex of the lower/peer device (``ip link`` prints ``@ifN``)."""
+        return dev.ifindex
+
+    def ndo_get_peer_dev(self, dev: NetDevice) -> NetDevice | None:
+        """The peer of a pair device (veth), or None."""
+        return None
+
+    def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
+        """Add driver-kept counters to *stats* (a copy of ``dev.stats``)."""
+
+    def ndo_do_ioctl(self, dev: NetDevice, cmd: int, arg: Any) -> Any:
+        """Device-private ioctls (tunnels: SIOCADDTUNNEL…)."""
+        raise OSError(95, "Operation not supported")
+
+
+class HeaderOps:
+    """Link-layer header callbacks (kernel: ``struct header_ops``).
+
+    ``has_cache`` says whether :meth:`cache` is implemented (the kernel tests
+    ``header_ops->cache != NULL``).
+    """
+
+    has_cache: bool = False
+
+    def create(
+        self,
+        skb: SkBuff,
+        dev: NetDevice,
+        proto: int,
+        daddr: bytes | None,
+        saddr: bytes | None,
+        length: int,
+    ) -> int:
+        """Push the link-layer header; return its length, or its negative if incomplete."""
+        raise NotImplementedError
+
+    def parse(self, skb: SkBuff) -> bytes:
+        """Return the source hardware address of a received frame."""
+        raise NotImplementedError
+
+    def cache(self, neigh: Any, hh: Any, proto: int) -> bool:
+        """Fill the neighbour's ``hh_cache``; False if the device cannot."""
+        return False
+
+    def cache_update(self, hh: Any, dev: NetDevice, haddr: bytes) -> None:
+        """Rewrite the cached header for a new neighbour address."""
+
+
+@attrs.frozen
+class NetDeviceStats:
+    """A snapshot of ``struct rtnl_link_stats64`` for one device."""
+
+    rx_packets: int
+    tx_packets: int
+    rx_bytes: int
+    tx_bytes: int
+    rx_errors: int
+    tx_errors: int
+    rx_dropped: int
+    tx_dropped: int
+    multicast: int
+    collisions: int
+    rx_length_errors: int
+    rx_over_errors: int
+    rx_crc_errors: int
+    rx_frame_errors: int
+    rx_fifo_errors: int
+    rx_missed_errors: int
+    tx_aborted_errors: int
+    tx_carrier_errors: int
+    tx_fifo_errors: int
+    tx_heartbeat_errors: int
+    tx_window_errors: int
+    rx_compressed: int
+    tx_compressed: int
+    rx_nohandler: int
+
+
+_STAT_FIELDS: Final = tuple(f.name for f in attrs.fields(NetDeviceStats))
+
+
+class DevStats:
+    """The live, mutable counters behind :class:`NetDeviceStats` (``dev->stats``)."""
+
+    __slots__ = _STAT_FIELDS
+
+    def __init__(self) -> None:
+        for name in _STAT_FIELDS:
+            setattr(self, name, 0)
+
+    # Declared for type checkers; the slots above hold them.
+    rx_packets: int
+    tx_packets: int
+    rx_bytes: int
+    tx_bytes: int
+    rx_errors: int
+    tx_errors: int
+    rx_dropped: int
+    tx_dropped: int
+    multicast: int
+    collisions: int
+    rx_length_errors: int
+    rx_over_errors: int
+    rx_crc_errors: int
+    rx_frame_errors: int
+    rx_fifo_errors: int
+    rx_missed_errors: int
+    tx_aborted_errors: int
+    tx_carrier_errors: int
+    tx_fifo_errors: int
+    tx_heartbeat_errors: int
+    tx_window_errors: int
+    rx_compressed: int
+    tx_compressed: int
+    rx_nohandler: int
+
+    def copy(self) -> DevStats:
+        new = DevStats()
+        for name in _STAT_FIELDS:
+            setattr(new, name, getattr(self, name))
+        return new
+
+    def snapshot(self) -> NetDeviceStats:
+        return NetDeviceStats(*(getattr(self, name) for name in _STAT_FIELDS))
+
+
+class NetdevQueue:
+    """One transmit queue (kernel: ``struct netdev_queue``)."""
+
+    __slots__ = (
+        "_xmit_lock",
+        "dev",
+        "dql",
+        "index",
+        "qdisc",
+        "qdisc_sleeping",
+        "state",
+        "trans_start",
+        "tx_bytes",
+        "tx_packets",
+        "xmit_lock_owner",
+    )
+
+    def __init__(self, dev: NetDevice, index: int) -> None:
+        self.dev = dev
+        self.index = index
+        self.qdisc: Qdisc = dev.net.noop_qdisc
+        self.qdisc_sleeping: Qdisc = self.qdisc
+        self._xmit_lock = SpinLock(f"{dev.name}:_xmit_lock[{index}]")
+        self.xmit_lock_owner = -1
+        self.trans_start = 0
+        self.state = 0
+        self.dql = Dql(dev.net.clock)
+        self.tx_packets = 0
+        self.tx_bytes = 0
+
+    def __repr__(self) -> str:
+        return f"<NetdevQueue {self.dev.name}:{self.index}>"
+
+
+def netif_tx_stop_queue(txq: NetdevQueue) -> None:
+    """The driver stops the queue (ring full). Kernel: netif_tx_stop_queue()."""
+    txq.state |= QUEUE_STATE_DRV_XOFF
+
+
+def netif_tx_queue_stopped(txq: NetdevQueue) -> bool:
+    """Kernel: netif_tx_queue_stopped()."""
+    return bool(txq.state & QUEUE_STATE_DRV_XOFF)
+
+
+def netif_xmit_stopped(txq: NetdevQueue) -> bool:
+    """Stopped by the driver or by BQL. Kernel: netif_xmit_stopped()."""
+    return bool(txq.state & QUEUE_STATE_ANY_XOFF)
+
+
+def netif_xmit_frozen_or_stopped(txq: NetdevQueue) -> bool:
+    """Kernel: netif_xmit_frozen_or_stopped()."""
+    return bool(txq.state & QUEUE_STATE_ANY_XOFF_OR_FROZEN)
+
+
+def netif_schedule_queue(txq: NetdevQueue) -> None:
+    """Reschedule the queue's qdisc unless stopped. Kernel: netif_schedule_queue()."""
+    if not txq.state & QUEUE_STATE_ANY_XOFF:
+        txq.qdisc.netif_schedule()
+
+
+def netif_tx_wake_queue(txq: NetdevQueue) -> None:
+    """The driver has room again: clear XOFF and run the qdisc. Kernel: netif_tx_wake_queue()."""
+    if txq.state & QUEUE_STATE_DRV_XOFF:
+        txq.state &= ~QUEUE_STATE_DRV_XOFF
+        txq.qdisc.netif_schedule()
+
+
+def netif_tx_start_queue(txq: NetdevQueue) -> None:
+    """Kernel: netif_tx_start_queue()."""
+    txq.state &= ~QUEUE_STATE_DRV_XOFF
+
+
+def netdev_tx_sent_queue(txq: NetdevQueue, nbytes: int) -> None:
+    """BQL: *nbytes* handed to hardware; stop the stack side when over the limit.
+
+    Kernel: include/linux/netdevice.h, netdev_tx_sent_queue().
+    """
+    dql = txq.dql
+    dql.queued(nbytes)
+    if dql.avail() >= 0:
+        return
+    txq.state |= QUEUE_STATE_STACK_XOFF
+
+
+def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
+    """BQL: hardware finished *nbytes*; restart the stack side when under the limit.
+
+    Kernel: include/linux/netdevice.h, netdev_tx_completed_queue().
+    """
+    if not nbytes:
+        return
+    dql = txq.dql
+    dql.completed(nbytes)
+    if dql.avail() < 0:
+        return
+    if txq.state & QUEUE_STATE_STACK_XOFF:
+        txq.state &= ~QUEUE_STATE_STACK_XOFF
+        netif_schedule_queue(txq)
+
+
+def netdev_tx_reset_queue(txq: NetdevQueue) -> None:
+    """Kernel: netdev_tx_reset_queue()."""
+    txq.state &= ~QUEUE_STATE_STACK_XOFF
+    txq.dql.reset()
+
+
+class NetDevice:
+    """A network device (kernel: ``struct net_device``).
+
+    Drivers build one with :meth:`__init__` then adjust fields in their setup
+    function (kernel: ``alloc_netdev(…, setup)``) before
+    :func:`netstack.core.dev.register_netdevice`.
+    """
+
+    def __init__(
+        self, net: Net, name: str, ops: NetDeviceOps, *, kind: str = "", num_tx_queues: int = 1
+    ) -> None:
+        self.net = net
+        self.name = name
+        self.kind = kind  # rtnl_link_ops->kind ("veth", "dummy"…)
+        self.ops = ops
+        self.header_ops: HeaderOps | None = None
+        self.ifindex = 0
+        self.iflink = 0
+        self.type = 1  # ARPHRD_ETHER
+        self.flags = 0
+        self.priv_flags = IFF_XMIT_DST_RELEASE
+        self.gflags = 0
+        self.operstate = IF_OPER_DOWN
+        self.carrier = True  # !__LINK_STATE_NOCARRIER
+        self.carrier_managed = False  # the driver reports carrier (operstate follows)
+        self.running = False  # __LINK_STATE_START (dev_open done)
+        self.reg_state = NETREG_UNINITIALIZED
+        self.mtu = 1500
+        self.min_mtu = 68
+        self.max_mtu = 1500
+        self.tx_queue_len = DEFAULT_TX_QUEUE_LEN
+        self.hard_header_len = 0
+        self.min_header_len = 0
+        self.needed_headroom = 0
+        self.needed_tailroom = 0
+        self.addr_len = 0
+        self.dev_addr = b""
+        self.perm_addr = b""
+        self.broadcast = b""
+        self.features = 0
+        self.hw_features = 0
+        self.wanted_features = 0
+        self.vlan_features = 0
+        self.hw_enc_features = 0
+        self.gso_max_size = 65536
+        self.gso_max_segs = 65535
+        self.gro_max_size = 65536
+        self.watchdog_timeo = 0
+        self.group = 0
+        self.ifalias = ""
+        self.stats = DevStats()
+        self.num_tx_queues = num_tx_queues
+        self.real_num_tx_queues = num_tx_queues
+        self._tx: list[NetdevQueue] = []
+        self.qdisc: Qdisc = net.noop_qdisc  # root qdisc as `ip link` shows it
+        self.napi_list: list[Napi] = []
+        self.ptype_all: list[Any] = []  # per-device taps (kernel: dev->ptype_all)
+        self.ip_ptr: Any = None  # struct in_device (set by ipv4)
+        self.ip6_ptr: Any = None
+        self.priv: Any = None  # netdev_priv(): driver-private state
+        self.log = net.log.bind(dev=name)
+
+    # -- queues ----------------------------------------------------------------
+    def alloc_tx_queues(self) -> None:
+        """Create the tx queues (kernel: netif_alloc_netdev_queues)."""
+        self._tx = [NetdevQueue(self, i) for i in range(self.num_tx_queues)]
+
+    def get_tx_queue(self, index: int) -> NetdevQueue:
+        """Kernel: netdev_get_tx_queue()."""
+        return self._tx[index]
+
+    @property
+    def tx_queues(self) -> list[NetdevQueue]:
+        return self._tx
+
+    # -- derived state -----------------------------------------------------------
+    @property
+    def lltx(self) -> bool:
+        """True when ``HARD_TX_LOCK`` is skipped (``NETIF_F_LLTX``)."""
+        return bool(self.features & NETIF_F_LLTX)
+
+    def is_up(self) -> bool:
+        """Kernel: dev->flags & IFF_UP."""
+        return bool(self.flags & IFF_UP)
+
+    def netif_running(self) -> bool:
+        """Kernel: netif_running()."""
+        return self.running
+
+    def netif_carrier_ok(self) -> bool:
+        """Kernel: netif_carrier_ok()."""
+        return self.carrier
+
+    def netif_oper_up(self) -> bool:
+        """Kernel: netif_oper_up()."""
+        return self.operstate in (IF_OPER_UP, IF_OPER_UNKNOWN)
+
+    def get_flags(self) -> int:
+        """The flags user space sees, with RUNNING/LOWER_UP derived from state.
+
+        Kernel: net/core/dev.c, dev_get_flags().
+        """
+        flags = self.flags & ~(IFF_RUNNING | IFF_LOWER_UP)
+        if self.running:
+            if self.netif_oper_up():
+                flags |= IFF_RUNNING
+            if self.carrier:
+                flags |= IFF_LOWER_UP
+        return flags
+
+    def statistics(self) -> NetDeviceStats:
+        """Counters as ``ip -s link`` shows them. Kernel: dev_get_stats()."""
+        stats = self.stats.copy()
+        self.ops.ndo_get_stats64(self, stats)
+        return stats.snapshot()
+
+    def __repr__(self) -> str:
+        return f"<NetDevice {self.net.name}:{self.name} ifindex={self.ifindex}>"

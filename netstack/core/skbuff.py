@@ -1,0 +1,548 @@
+"""``SkBuff``: a packet in flight — one ``bytearray`` plus the kernel's offsets.
+
+Theory of operation: ``buf[:data]`` is headroom, ``buf[data:tail]`` the packet,
+``buf[tail:]`` tailroom. Header offsets (``mac_header``, ``network_header``,
+``transport_header``) index ``buf`` directly; -1 means "not set". Everything is
+linear (no page frags), so ``pskb_may_pull`` is a length check.
+
+Ownership (DESIGN "an skb handed on is given away"): whoever is handed an skb
+must consume it exactly once — pass it on, queue it, :func:`consume_skb` it
+(delivered) or :func:`kfree_skb` it with a :class:`DropReason` (dropped). A
+clone shares ``buf`` (kernel: ``dataref``); a writer calls
+:meth:`SkBuff.make_writable` (kernel: ``skb_cow``), which copies only if
+shared.
+
+Hot fields live in ``__slots__`` and are set in ``__init__``; rarely used ones
+(GSO, inner headers, ``mark``…) are class-level defaults that an instance only
+stores when written, which keeps allocation at about half a microsecond.
+
+Kernel: include/linux/skbuff.h, net/core/skbuff.c, include/net/dropreason-core.h.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.errors import SkbPanic
+
+if TYPE_CHECKING:
+    from netstack.core.dst import DstEntry
+    from netstack.core.netdevice import NetDevice
+
+__all__ = [
+    "CHECKSUM_COMPLETE",
+    "CHECKSUM_NONE",
+    "CHECKSUM_PARTIAL",
+    "CHECKSUM_UNNECESSARY",
+    "LL_MAX_HEADER",
+    "MAX_HEADER",
+    "PACKET_BROADCAST",
+    "PACKET_HOST",
+    "PACKET_LOOPBACK",
+    "PACKET_MULTICAST",
+    "PACKET_OTHERHOST",
+    "PACKET_OUTGOING",
+    "DropReason",
+    "SkBuff",
+    "alloc_skb",
+    "consume_skb",
+    "kfree_skb",
+    "kfree_skb_list",
+]
+
+# skb->pkt_type (include/uapi/linux/if_packet.h)
+PACKET_HOST: Final = 0
+PACKET_BROADCAST: Final = 1
+PACKET_MULTICAST: Final = 2
+PACKET_OTHERHOST: Final = 3
+PACKET_OUTGOING: Final = 4
+PACKET_LOOPBACK: Final = 5
+
+# skb->ip_summed
+CHECKSUM_NONE: Final = 0
+CHECKSUM_UNNECESSARY: Final = 1
+CHECKSUM_COMPLETE: Final = 2
+CHECKSUM_PARTIAL: Final = 3
+
+LL_MAX_HEADER: Final = 128  # CONFIG_WLAN/AX25-free kernels use 32; tunnels want more
+MAX_HEADER: Final = LL_MAX_HEADER + 48
+
+# SKB_TRUESIZE(X) = X + SKB_DATA_ALIGN(sizeof(sk_buff)) + SKB_DATA_ALIGN(sizeof(skb_shared_info))
+SKB_STRUCT_SIZE: Final = 256
+SKB_SHINFO_SIZE: Final = 320
+SKB_TRUESIZE_OVERHEAD: Final = SKB_STRUCT_SIZE + SKB_SHINFO_SIZE
+
+
+def SKB_TRUESIZE(x: int) -> int:
+    """Memory charged for an skb with *x* bytes of data area."""
+    return x + SKB_TRUESIZE_OVERHEAD
+
+
+class DropReason(enum.IntEnum):
+    """Why an skb was dropped (kernel: ``enum skb_drop_reason``, prefix removed)."""
+
+    NOT_SPECIFIED = 2
+    NO_SOCKET = 3
+    PKT_TOO_SMALL = 4
+    TCP_CSUM = 5
+    SOCKET_FILTER = 6
+    UDP_CSUM = 7
+    NETFILTER_DROP = 8
+    OTHERHOST = 9
+    IP_CSUM = 10
+    IP_INHDR = 11
+    IP_RPFILTER = 12
+    UNICAST_IN_L2_MULTICAST = 13
+    XFRM_POLICY = 14
+    IP_NOPROTO = 15
+    SOCKET_RCVBUFF = 16
+    PROTO_MEM = 17
+    TCP_MD5NOTFOUND = 18
+    SOCKET_BACKLOG = 25
+    TCP_FLAGS = 26
+    TCP_ZEROWINDOW = 27
+    TCP_OLD_DATA = 28
+    TCP_OVERWINDOW = 29
+    TCP_OFOMERGE = 30
+    TCP_RFC7323_PAWS = 31
+    TCP_INVALID_SEQUENCE = 33
+    TCP_RESET = 34
+    TCP_INVALID_SYN = 35
+    TCP_CLOSE = 36
+    TCP_FASTOPEN = 37
+    TCP_OLD_ACK = 38
+    TCP_TOO_OLD_ACK = 39
+    TCP_ACK_UNSENT_DATA = 40
+    TCP_OFO_QUEUE_PRUNE = 41
+    TCP_OFO_DROP = 42
+    IP_OUTNOROUTES = 43
+    BPF_CGROUP_EGRESS = 44
+    IPV6DISABLED = 45
+    NEIGH_CREATEFAIL = 46
+    NEIGH_FAILED = 47
+    NEIGH_QUEUEFULL = 48
+    NEIGH_DEAD = 49
+    TC_EGRESS = 50
+    QDISC_DROP = 51
+    CPU_BACKLOG = 52
+    XDP = 53
+    TC_INGRESS = 54
+    UNHANDLED_PROTO = 55
+    SKB_CSUM = 56
+    SKB_GSO_SEG = 57
+    SKB_UCOPY_FAULT = 58
+    DEV_HDR = 59
+    DEV_READY = 60
+    FULL_RING = 61
+    NOMEM = 62
+    HDR_TRUNC = 63
+    TAP_FILTER = 64
+    TAP_TXFILTER = 65
+    ICMP_CSUM = 66
+    INVALID_PROTO = 67
+    IP_INADDRERRORS = 68
+    IP_INNOROUTES = 69
+    PKT_TOO_BIG = 70
+    DUP_FRAG = 71
+    FRAG_REASM_TIMEOUT = 72
+    FRAG_TOO_FAR = 73
+    TCP_MINTTL = 74
+    IPV6_BAD_EXTHDR = 75
+    IPV6_NDISC_FRAG = 76
+    IPV6_NDISC_HOP_LIMIT = 77
+    IPV6_NDISC_BAD_CODE = 78
+    IPV6_NDISC_BAD_OPTIONS = 79
+    IPV6_NDISC_NS_OTHERHOST = 80
+    QUEUE_PURGE = 81
+    TC_COOKIE_ERROR = 82
+    PACKET_SOCK_ERROR = 83
+    TC_CHAIN_NOTFOUND = 84
+    TC_RECLASSIFY_LOOP = 85
+    VXLAN_INVALID_HDR = 86
+    IP_TUNNEL_ECN = 90
+    TUNNEL_TXINFO = 91
+    LOCAL_MAC = 92
+    ARP_PVLAN_DISABLE = 93
+    MAC_IS_MULTICAST = 94
+    # netstack-only reasons, for mechanisms the kernel counts elsewhere
+    DEV_DOWN = 200  # kernel: -ENETDOWN from __dev_queue_xmit
+    XMIT_RECURSION = 201  # "Dead loop on virtual device"
+    IP_TTL_EXPIRED = 202  # kernel counts it as IPSTATS_MIB_INHDRERRORS
+    IP_FRAG_NEEDED = 203  # DF set and bigger than the path MTU (FRAGFAILS)
+    ICMP_INVALID = 204  # malformed / unknown ICMP message (ICMP_MIB_INERRORS)
+    ARP_INVALID = 205  # malformed ARP packet
+    FRAG_OVERLAP = 206  # IPv4 fragments overlapped (RFC 5722-style, 4.19+)
+
+
+def _kmalloc_size(n: int) -> int:
+    """The slab size kmalloc() would give for *n* bytes (ksize())."""
+    if n <= 32:
+        return 32
+    if n <= 64:
+        return 64
+    if n <= 96:
+        return 96
+    if n <= 128:
+        return 128
+    if n <= 192:
+        return 192
+    size = 256
+    while size < n:
+        size <<= 1
+    return size
+
+
+class SkBuff:
+    """A packet: ``buf`` with headroom and the kernel's offsets and fields.
+
+    Kernel: include/linux/skbuff.h, struct sk_buff.
+    """
+
+    __slots__ = (
+        "__dict__",
+        "_freed",
+        "buf",
+        "csum_offset",
+        "csum_start",
+        "data",
+        "dev",
+        "dst",
+        "ip_summed",
+        "mac_header",
+        "network_header",
+        "next",
+        "pkt_type",
+        "priority",
+        "protocol",
+        "sk",
+        "tail",
+        "transport_header",
+    )
+
+    # Rare fields: class-level defaults, stored per instance only when written.
+    csum: int = 0  # CHECKSUM_COMPLETE sum (partial sum, 0..0xFFFF)
+    csum_level: int = 0
+    hash: int = 0
+    l4_hash: bool = False
+    sw_hash: bool = False
+    queue_mapping: int = 0
+    mark: int = 0
+    tstamp: float = 0.0
+    skb_iif: int = 0
+    gso_size: int = 0
+    gso_segs: int = 0
+    gso_type: int = 0
+    encapsulation: bool = False
+    inner_protocol: int = 0
+    inner_mac_header: int = -1
+    inner_network_header: int = -1
+    inner_transport_header: int = -1
+    ignore_df: bool = False
+    dst_pending_confirm: bool = False
+    local_df: bool = False
+    cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
+    _dataref: list[int] | None = None
+    destructor: Any = None  # called once when the skb is freed (kernel: skb->destructor)
+    wmem_charge: int = 0  # truesize charged to sk_wmem_alloc (sock_wfree returns it)
+    rmem_charge: int = 0  # truesize charged to sk_rmem_alloc
+
+    def __init__(self, buf: bytearray, data: int, tail: int) -> None:
+        self.buf = buf
+        self.data = data
+        self.tail = tail
+        self.dev: NetDevice | None = None
+        self.sk: Any = None
+        self.dst: DstEntry | None = None
+        self.next: SkBuff | None = None
+        self.protocol = 0
+        self.pkt_type = PACKET_HOST
+        self.mac_header = -1
+        self.network_header = -1
+        self.transport_header = -1
+        self.ip_summed = CHECKSUM_NONE
+        self.csum_start = 0
+        self.csum_offset = 0
+        self.priority = 0
+        self._freed = False
+
+    # -- lengths and room -------------------------------------------------
+    def __len__(self) -> int:
+        return self.tail - self.data
+
+    @property
+    def len(self) -> int:
+        """``skb->len``: bytes from ``data`` to ``tail``."""
+        return self.tail - self.data
+
+    def headroom(self) -> int:
+        """Kernel: skb_headroom()."""
+        return self.data
+
+    def tailroom(self) -> int:
+        """Kernel: skb_tailroom()."""
+        return len(self.buf) - self.tail
+
+    @property
+    def truesize(self) -> int:
+        """Memory charged to a socket for this skb (kernel: skb->truesize).
+
+        As ``__alloc_skb`` computes it: the data area (64-byte aligned) plus
+        ``skb_shared_info`` rounded up to a kmalloc size, plus ``sk_buff``.
+        """
+        return _kmalloc_size(((len(self.buf) + 63) & ~63) + SKB_SHINFO_SIZE) + SKB_STRUCT_SIZE
+
+    # -- moving data / tail ------------------------------------------------
+    def push(self, n: int) -> int:
+        """Claim *n* bytes of headroom; return the new ``data``. Kernel: skb_push()."""
+        self.data -= n
+        if self.data < 0:
+            self.data += n
+            raise SkbPanic(f"skb_push({n}) under headroom {self.data}")
+        return self.data
+
+    def pull(self, n: int) -> int:
+        """Consume *n* bytes from the front; return the new ``data``. Kernel: skb_pull()."""
+        if n > self.tail - self.data:
+            raise SkbPanic(f"skb_pull({n}) beyond len {self.tail - self.data}")
+        self.data += n
+        return self.data
+
+    def put(self, n: int) -> int:
+        """Extend the tail by *n* bytes, growing ``buf`` if needed; return the old tail.
+
+        Kernel: skb_put() (which panics where this grows: buffers here are cheap).
+        """
+        off = self.tail
+        self.tail += n
+        if self.tail > len(self.buf):
+            self.buf.extend(bytes(self.tail - len(self.buf)))
+        return off
+
+    def reserve(self, n: int) -> None:
+        """Move an empty skb's data and tail forward by *n*. Kernel: skb_reserve()."""
+        self.data += n
+        self.tail += n
+
+    def trim(self, length: int) -> None:
+        """Cut the packet to *length* bytes. Kernel: skb_trim() / pskb_trim_rcsum()."""
+        if length < self.tail - self.data:
+            self.tail = self.data + length
+            if self.ip_summed == CHECKSUM_COMPLETE:
+                self.ip_summed = CHECKSUM_NONE
+
+    def may_pull(self, n: int) -> bool:
+        """True if *n* bytes are available (always linear). Kernel: pskb_may_pull()."""
+        return self.tail - self.data >= n
+
+    # -- header offsets ------------------------------------------------------
+    def reset_mac_header(self) -> None:
+        """Kernel: skb_reset_mac_header()."""
+        self.mac_header = self.data
+
+    def reset_network_header(self) -> None:
+        """Kernel: skb_reset_network_header()."""
+        self.network_header = self.data
+
+    def reset_transport_header(self) -> None:
+        """Kernel: skb_reset_transport_header()."""
+        self.transport_header = self.data
+
+    def mac_header_was_set(self) -> bool:
+        """Kernel: skb_mac_header_was_set()."""
+        return self.mac_header != -1
+
+    def network_header_len(self) -> int:
+        """Kernel: skb_network_header_len()."""
+        return self.transport_header - self.network_header
+
+    def network_offset(self) -> int:
+        """Kernel: skb_network_offset() (may be negative once pulled past)."""
+        return self.network_header - self.data
+
+    def transport_offset(self) -> int:
+        """Kernel: skb_transport_offset()."""
+        return self.transport_header - self.data
+
+    def is_gso(self) -> bool:
+        """Kernel: skb_is_gso()."""
+        return self.gso_size != 0
+
+    # -- sharing, copying ----------------------------------------------------
+    @property
+    def cloned(self) -> bool:
+        """True if another skb shares ``buf``. Kernel: skb_cloned()."""
+        ref = self._dataref
+        return ref is not None and ref[0] > 1
+
+    def _copy_header(self, new: SkBuff) -> None:
+        """Copy metadata to *new* (kernel: __copy_skb_header); buf/data/tail are not touched."""
+        new.dev = self.dev
+        new.sk = None
+        new.dst = self.dst
+        new.protocol = self.protocol
+        new.pkt_type = self.pkt_type
+        new.mac_header = self.mac_header
+        new.network_header = self.network_header
+        new.transport_header = self.transport_header
+        new.ip_summed = self.ip_summed
+        new.csum_start = self.csum_start
+        new.csum_offset = self.csum_offset
+        new.priority = self.priority
+        d = self.__dict__
+        if d:
+            nd = new.__dict__
+            nd.update(d)
+            nd.pop("_dataref", None)
+            nd.pop("cb", None)
+            nd.pop("destructor", None)
+
+    def clone(self) -> SkBuff:
+        """A second skb sharing this one's buffer. Kernel: skb_clone()."""
+        if self._freed:
+            raise SkbPanic("skb_clone() of a freed skb")
+        ref = self._dataref
+        if ref is None:
+            ref = self._dataref = [1]
+        ref[0] += 1
+        new = SkBuff(self.buf, self.data, self.tail)
+        self._copy_header(new)
+        new._dataref = ref
+        return new
+
+    def copy(self, extra_headroom: int = 0) -> SkBuff:
+        """A private copy of the buffer and metadata. Kernel: skb_copy() / skb_copy_expand()."""
+        if extra_headroom:
+            buf = bytearray(extra_headroom) + self.buf
+        else:
+            buf = bytearray(self.buf)
+        new = SkBuff(buf, self.data + extra_headroom, self.tail + extra_headroom)
+        self._copy_header(new)
+        if extra_headroom:
+            new._shift_headers(extra_headroom)
+        new.sk = None
+        return new
+
+    def _shift_headers(self, delta: int) -> None:
+        if self.mac_header >= 0:
+            self.mac_header += delta
+        if self.network_header >= 0:
+            self.network_header += delta
+        if self.transport_header >= 0:
+            self.transport_header += delta
+        if self.ip_summed == CHECKSUM_PARTIAL:
+            self.csum_start += delta
+        d = self.__dict__
+        if d:
+            for name in ("inner_mac_header", "inner_network_header", "inner_transport_header"):
+                if d.get(name, -1) >= 0:
+                    d[name] += delta
+
+    def _unshare(self) -> None:
+        ref = self._dataref
+        if ref is not None:
+            ref[0] -= 1
+            self._dataref = None
+        self.buf = bytearray(self.buf)
+
+    def make_writable(self) -> None:
+        """Give this skb a private buffer if it shares one. Kernel: skb_cow() / skb_unclone()."""
+        if self.cloned:
+            self._unshare()
+
+    def cow_head(self, headroom: int) -> None:
+        """Ensure *headroom* bytes of private headroom. Kernel: skb_cow_head().
+
+        Reallocates once (with the shortfall rounded up to 32 bytes, like
+        ``NET_SKB_PAD``) when the room is short or the buffer is shared.
+        """
+        short = headroom - self.data
+        if short > 0:
+            grow = (short + 31) & ~31
+            if self.cloned:
+                ref = self._dataref
+                assert ref is not None
+                ref[0] -= 1
+                self._dataref = None
+            self.buf = bytearray(grow) + self.buf
+            self.data += grow
+            self.tail += grow
+            self._shift_headers(grow)
+        elif self.cloned:
+            self._unshare()
+
+    def tobytes(self) -> bytes:
+        """The packet's bytes, ``buf[data:tail]``."""
+        return bytes(self.buf[self.data : self.tail])
+
+    def __repr__(self) -> str:
+        dev = self.dev.name if self.dev is not None else None
+        return f"<SkBuff len={self.tail - self.data} proto={self.protocol:#06x} dev={dev}>"
+
+
+def alloc_skb(size: int, headroom: int = 0) -> SkBuff:
+    """An empty skb with room for *size* bytes after *headroom*. Kernel: alloc_skb()+skb_reserve()."""
+    return SkBuff(bytearray(headroom + size), headroom, headroom)
+
+
+_POISON: Final = bytearray()
+
+
+def _net_of(skb: SkBuff) -> Any:
+    dev = skb.dev
+    if dev is not None:
+        return dev.net
+    sk = skb.sk
+    if sk is not None:
+        return getattr(sk, "net", None)
+    return None
+
+
+def _release(skb: SkBuff) -> None:
+    if skb._freed:
+        raise SkbPanic(f"double free of {skb!r}")
+    ref = skb._dataref
+    if ref is not None:
+        ref[0] -= 1
+    skb._freed = True
+    dst = skb.dst
+    if dst is not None:
+        dst.release()
+        skb.dst = None
+    destructor = skb.destructor
+    if destructor is not None:
+        destructor(skb)
+
+
+def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> None:
+    """Drop *skb*, counting *reason* in its Net's drop statistics.
+
+    Returns None so that receive handlers can ``return kfree_skb(...)``.
+
+    Kernel: net/core/skbuff.c, kfree_skb_reason().
+    """
+    net = _net_of(skb)
+    _release(skb)
+    if net is not None:
+        net.note_drop(skb, reason)
+    if net is not None and net.debug_skb:
+        skb.buf = _POISON
+        skb.data = skb.tail = -(1 << 30)
+
+
+def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECIFIED) -> None:
+    """Drop every skb of a ``next``-linked list. Kernel: kfree_skb_list_reason()."""
+    while skb is not None:
+        nxt = skb.next
+        skb.next = None
+        kfree_skb(skb, reason)
+        skb = nxt
+
+
+def consume_skb(skb: SkBuff) -> None:
+    """Free an skb that was used as intended (not a drop). Kernel: consume_skb()."""
+    _release(skb)
+    dev = skb.dev
+    if dev is not None and dev.net.debug_skb:
+        skb.buf = _POISON
+        skb.data = skb.tail = -(1 << 30)

@@ -1,0 +1,142 @@
+"""The ``/proc/sys`` tree of one Net: named, validated tunables.
+
+Theory of operation: the layer that owns a tunable registers it, per Net, when
+the host is built (kernel: ``register_net_sysctl``); per-device entries
+(``net.ipv4.conf.eth0.forwarding``) are registered when the device appears and
+removed when it goes. Every entry is a getter and an optional setter working on
+strings, as ``/proc/sys`` files do. Errors carry the text the ``sysctl`` tool
+prints, so the front end shows them unchanged.
+
+Kernel: kernel/sysctl.c, net/sysctl_net.c, net/core/sysctl_net_core.c.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from typing import Any
+
+from netstack.errors import ConfigError
+
+__all__ = ["SysctlEntry", "SysctlTable"]
+
+
+class SysctlEntry:
+    """One ``/proc/sys`` file."""
+
+    __slots__ = ("get", "name", "set")
+
+    def __init__(
+        self, name: str, get: Callable[[], str], set: Callable[[str], None] | None
+    ) -> None:  # noqa: A002 (kernel naming)
+        self.name = name
+        self.get = get
+        self.set = set
+
+
+def _canonical(name: str) -> str:
+    name = name.strip()
+    if "/" in name:
+        name = name.strip("/").replace("/", ".")
+    return name
+
+
+def invalid(name: str) -> ConfigError:
+    """The error ``sysctl -w`` prints for a value the kernel refuses (EINVAL)."""
+    return ConfigError(f'sysctl: setting key "{name}": Invalid argument', errno.EINVAL)
+
+
+class SysctlTable:
+    """The sysctl entries of one Net."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, SysctlEntry] = {}
+
+    def register(
+        self, name: str, get: Callable[[], str], set: Callable[[str], None] | None = None
+    ) -> None:  # noqa: A002
+        """Add an entry (kernel: register_net_sysctl)."""
+        if name in self._entries:
+            raise ValueError(f"sysctl {name} registered twice")
+        self._entries[name] = SysctlEntry(name, get, set)
+
+    def register_int(
+        self,
+        name: str,
+        obj: Any,
+        attr: str,
+        *,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        on_change: Callable[[int], None] | None = None,
+    ) -> None:
+        """An integer entry backed by ``obj.attr`` (kernel: proc_dointvec_minmax)."""
+
+        def get() -> str:
+            return str(getattr(obj, attr))
+
+        def set_(text: str) -> None:
+            try:
+                value = int(text.strip())
+            except ValueError:
+                raise invalid(name) from None
+            if (minimum is not None and value < minimum) or (
+                maximum is not None and value > maximum
+            ):
+                raise invalid(name)
+            setattr(obj, attr, value)
+            if on_change is not None:
+                on_change(value)
+
+        self.register(name, get, set_)
+
+    def register_str(
+        self, name: str, obj: Any, attr: str, check: Callable[[str], bool] | None = None
+    ) -> None:
+        """A string entry backed by ``obj.attr``, validated by *check*."""
+
+        def get() -> str:
+            return str(getattr(obj, attr))
+
+        def set_(text: str) -> None:
+            text = text.strip()
+            if check is not None and not check(text):
+                raise invalid(name)
+            setattr(obj, attr, text)
+
+        self.register(name, get, set_)
+
+    def unregister_prefix(self, prefix: str) -> None:
+        """Remove every entry under *prefix* (a device going away)."""
+        for name in [n for n in self._entries if n.startswith(prefix)]:
+            del self._entries[name]
+
+    def _lookup(self, name: str) -> SysctlEntry:
+        key = _canonical(name)
+        entry = self._entries.get(key)
+        if entry is None:
+            path = key.replace(".", "/")
+            raise ConfigError(
+                f"sysctl: cannot stat /proc/sys/{path}: No such file or directory", errno.ENOENT
+            )
+        return entry
+
+    def read(self, name: str) -> str:
+        """The value as ``/proc/sys`` shows it."""
+        return self._lookup(name).get()
+
+    def write(self, name: str, value: str | int) -> None:
+        """Set an entry (kernel: the proc handler's write path)."""
+        entry = self._lookup(name)
+        if entry.set is None:
+            key = _canonical(name)
+            raise ConfigError(f'sysctl: setting key "{key}": Permission denied', errno.EACCES)
+        entry.set(str(value))
+
+    def names(self, prefix: str = "") -> list[str]:
+        """Every entry name under *prefix*, sorted as ``sysctl -a`` prints."""
+        prefix = _canonical(prefix) if prefix else ""
+        return sorted(n for n in self._entries if n == prefix or n.startswith(prefix))
+
+    def __contains__(self, name: str) -> bool:
+        return _canonical(name) in self._entries

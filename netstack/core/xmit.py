@@ -1,0 +1,205 @@
+"""The driver side of transmit: validation, taps and ``ndo_start_xmit``.
+
+Theory of operation: ``validate_xmit_skb`` makes an skb acceptable to the
+device it is about to reach — software GSO (``skb_gso_segment``) when the
+device cannot segment it, ``skb_checksum_help`` when it cannot fill the
+checksum. ``dev_hard_start_xmit`` walks an skb list (GSO segments or a bulk
+dequeue), copies each skb to packet taps (``dev_queue_xmit_nit``: captures)
+and calls the driver; it stops at the first refusal or when the queue stops,
+and returns what was not sent.
+
+These are ``net/core/dev.c`` functions; they are split from ``dev.py`` so that
+``qdisc.py`` (``sch_direct_xmit``) can call them without an import cycle.
+
+Kernel: net/core/dev.c (validate_xmit_skb, dev_hard_start_xmit, xmit_one,
+dev_queue_xmit_nit), net/core/gso.c (skb_gso_segment).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.features import NETIF_F_GSO_MASK, can_checksum_protocol, net_gso_ok
+from netstack.core.netdevice import (
+    NETDEV_TX_BUSY,
+    NETDEV_TX_OK,
+    dev_xmit_complete,
+    netif_tx_queue_stopped,
+)
+from netstack.core.skbuff import (
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    PACKET_OUTGOING,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
+
+if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice, NetdevQueue
+
+__all__ = [
+    "dev_hard_start_xmit",
+    "dev_queue_xmit_nit",
+    "netif_skb_features",
+    "skb_checksum_help",
+    "skb_gso_segment",
+    "validate_xmit_skb",
+    "validate_xmit_skb_list",
+]
+
+_H: Final = struct.Struct("!H")
+
+
+def skb_checksum_help(skb: SkBuff) -> bool:
+    """Fill in a CHECKSUM_PARTIAL checksum in software; False on error.
+
+    Sums from ``csum_start`` to the end (the field already holds the
+    pseudo-header sum) and stores the folded result, 0 sent as 0xFFFF.
+
+    Kernel: net/core/dev.c, skb_checksum_help().
+    """
+    if skb.ip_summed != CHECKSUM_PARTIAL:
+        return True
+    if skb.gso_size:
+        return True  # segmentation will do it per segment
+    start = skb.csum_start
+    where = start + skb.csum_offset
+    if start < skb.data or where + 2 > skb.tail:
+        return False
+    skb.make_writable()
+    buf = skb.buf
+    c = csum_fold(csum_partial(buf, start, skb.tail))
+    _H.pack_into(buf, where, c or CSUM_MANGLED_0)
+    skb.ip_summed = CHECKSUM_NONE
+    return True
+
+
+def netif_skb_features(skb: SkBuff) -> int:
+    """The device features that apply to this skb. Kernel: netif_skb_features()."""
+    dev = skb.dev
+    assert dev is not None
+    features = dev.features
+    if skb.gso_segs > dev.gso_max_segs:
+        features &= ~NETIF_F_GSO_MASK
+    if skb.encapsulation:
+        features &= dev.hw_enc_features
+    return features
+
+
+def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a GSO skb in software; return the segment list or None on error.
+
+    Dispatches on ``skb.protocol`` to the offload registered on the Net
+    (kernel: ``offload_base``, filled by ``inet_add_offload``/``dev_add_offload``).
+
+    Kernel: net/core/gso.c, __skb_gso_segment() / skb_mac_gso_segment().
+    """
+    dev = skb.dev
+    assert dev is not None
+    offload = dev.net.offload_base.get(skb.protocol)
+    if offload is None or offload.gso_segment is None:
+        return None
+    return offload.gso_segment(skb, features)
+
+
+def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
+    """Segment / checksum *skb* as *dev* requires; None if it was dropped.
+
+    Kernel: net/core/dev.c, validate_xmit_skb().
+    """
+    features = netif_skb_features(skb)
+    if skb.gso_size and (
+        not net_gso_ok(features, skb.gso_type)
+        or skb.ip_summed not in (CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY)
+    ):
+        segs = skb_gso_segment(skb, features)
+        if segs is None:
+            dev.stats.tx_dropped += 1
+            kfree_skb(skb, DropReason.SKB_GSO_SEG)
+            return None
+        if segs is not skb:
+            consume_skb(skb)
+        return segs
+    if (
+        skb.ip_summed == CHECKSUM_PARTIAL
+        and not can_checksum_protocol(features, skb.protocol)
+        and not skb_checksum_help(skb)
+    ):
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.SKB_CSUM)
+        return None
+    return skb
+
+
+def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
+    """Validate every skb of a ``next``-linked list, re-linking the results.
+
+    Kernel: net/core/dev.c, validate_xmit_skb_list().
+    """
+    head: SkBuff | None = None
+    tail: SkBuff | None = None
+    while skb is not None:
+        nxt = skb.next
+        skb.next = None
+        out = validate_xmit_skb(skb, dev)
+        if out is not None:
+            if head is None:
+                head = out
+            else:
+                assert tail is not None
+                tail.next = out
+            tail = out
+            while tail.next is not None:  # a segment list
+                tail = tail.next
+        skb = nxt
+    return head
+
+
+def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
+    """Give a copy of an outgoing skb to every packet tap. Kernel: dev_queue_xmit_nit()."""
+    for pt in (*dev.net.ptype_all, *dev.ptype_all):
+        if pt.dev is not None and pt.dev is not dev:
+            continue
+        if pt.ignore_outgoing:
+            continue
+        skb2 = skb.clone()
+        skb2.pkt_type = PACKET_OUTGOING
+        if skb2.network_header < skb2.data:
+            skb2.network_header = skb2.data
+        pt.func(skb2, dev, pt, dev)
+
+
+def dev_hard_start_xmit(
+    first: SkBuff, dev: NetDevice, txq: NetdevQueue
+) -> tuple[SkBuff | None, int]:
+    """Hand *first* (and the skbs linked behind it) to the driver.
+
+    Returns ``(unsent, rc)``: the skbs not sent (None if all went) and the
+    last return code.
+
+    Kernel: net/core/dev.c, dev_hard_start_xmit() / xmit_one() / netdev_start_xmit().
+    """
+    skb: SkBuff | None = first
+    rc = NETDEV_TX_OK
+    net = dev.net
+    xmit = dev.ops.ndo_start_xmit
+    while skb is not None:
+        nxt = skb.next
+        skb.next = None
+        if net.ptype_all or dev.ptype_all:
+            dev_queue_xmit_nit(skb, dev)
+        rc = xmit(skb, dev)
+        if not dev_xmit_complete(rc):
+            skb.next = nxt
+            return skb, rc
+        if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:  # txq_trans_update()
+            txq.trans_start = net.clock.jiffies
+        skb = nxt
+        if skb is not None and netif_tx_queue_stopped(txq):
+            return skb, NETDEV_TX_BUSY
+    return None, rc

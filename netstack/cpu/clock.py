@@ -1,0 +1,87 @@
+"""Time for the emulated kernel: Trio's clock, seen as ``jiffies``.
+
+Theory of operation: ``jiffies`` is ``floor(now * HZ)`` of the Trio clock the
+host runs on (under ``MockClock`` that is virtual time, starting at 0). A timer
+armed for jiffy *j* fires at ``j / HZ`` seconds, i.e. on the first tick at or
+after its expiry, as ``mod_timer`` does. Python integers do not wrap, so the
+``time_after`` family is plain comparison; they exist so that code reads like
+the kernel's.
+
+Kernel: include/linux/jiffies.h, kernel/time/timer.c.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Final
+
+import trio
+
+HZ_DEFAULT: Final = 1000
+USER_HZ: Final = 100
+
+
+class Clock:
+    """The clock of one emulated host.
+
+    Args:
+        hz: the tick rate (``CONFIG_HZ``); 100, 250, 300 and 1000 are the
+            kernel's choices, any positive integer is accepted.
+        now: the time source in seconds; Trio's clock by default.
+    """
+
+    __slots__ = ("_now", "hz")
+
+    def __init__(self, hz: int = HZ_DEFAULT, now: Callable[[], float] = trio.current_time) -> None:
+        if not isinstance(hz, int) or hz <= 0:
+            raise ValueError(f"HZ must be a positive integer, not {hz!r}")
+        self.hz = hz
+        self._now = now
+
+    def now(self) -> float:
+        """Seconds on the host's clock (Trio's clock)."""
+        return self._now()
+
+    @property
+    def jiffies(self) -> int:
+        """The tick counter. Kernel: ``jiffies``."""
+        # The epsilon keeps j/HZ (when a timer for jiffy j fires) inside jiffy j
+        # despite binary floating point (1.001 * 1000 == 1000.9999999999999).
+        return math.floor(self._now() * self.hz + 1e-6)
+
+    def jiffies_to_time(self, j: int) -> float:
+        """The clock time at which tick *j* starts (when a timer for *j* fires)."""
+        return j / self.hz
+
+    def msecs_to_jiffies(self, ms: float) -> int:
+        """Round up, as the kernel does. Kernel: msecs_to_jiffies()."""
+        return math.ceil(ms * self.hz / 1000)
+
+    def jiffies_to_msecs(self, j: int) -> int:
+        """Kernel: jiffies_to_msecs()."""
+        return j * 1000 // self.hz
+
+    def jiffies_to_clock_t(self, j: int) -> int:
+        """Ticks → USER_HZ units, as /proc and ``ip -s neigh`` print. Kernel: jiffies_to_clock_t()."""
+        return j * USER_HZ // self.hz
+
+
+def time_after(a: int, b: int) -> bool:
+    """True if *a* is after *b*. Kernel: time_after()."""
+    return a > b
+
+
+def time_before(a: int, b: int) -> bool:
+    """True if *a* is before *b*. Kernel: time_before()."""
+    return a < b
+
+
+def time_after_eq(a: int, b: int) -> bool:
+    """Kernel: time_after_eq()."""
+    return a >= b
+
+
+def time_before_eq(a: int, b: int) -> bool:
+    """Kernel: time_before_eq()."""
+    return a <= b

@@ -1,0 +1,12 @@
+"""Helpers shared by drivers: random MACs. Kernel: include/linux/etherdevice.h."""
+
+from __future__ import annotations
+
+import random
+
+
+def eth_random_addr(rng: random.Random) -> bytes:
+    """A random locally administered unicast MAC. Kernel: eth_random_addr()."""
+    b = bytearray(rng.getrandbits(8) for _ in range(6))
+    b[0] = (b[0] & 0xFE) | 0x02
+    return bytes(b)

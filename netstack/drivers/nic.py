@@ -1,0 +1,420 @@
+"""An emulated Ethernet NIC pair joined by a cable with a rate and a delay.
+
+Theory of operation: each end is a real-device driver. ``ndo_start_xmit``
+posts the skb on a TX ring (256 descriptors): the frame starts serialising as
+soon as the wire is free (``len + 24`` bytes of preamble, FCS and
+inter-frame gap at ``rate`` bit/s; frames shorter than 60 bytes are padded),
+the skb is held until its TX completion, and Byte Queue Limits see every byte
+(``netdev_tx_sent_queue`` / ``netdev_tx_completed_queue``). A full ring stops
+the queue; completions wake it when a quarter of the ring is free. So a NIC
+has a default qdisc (pfifo_fast), and a link slower than the sender builds a
+queue there, as on real hardware.
+
+One Trio task per end (the "wire") sleeps until the next TX completion or
+arrival at the far end, in virtual time, and handles every event due in one
+batch. Arriving frames are copied into a fresh skb at the receiver (DMA into
+its own buffer, ``NET_SKB_PAD`` headroom) on an RX ring (256 descriptors;
+overflow counts ``rx_missed_errors``), and the receiver's NAPI poll hands them
+to the stack.
+
+Offloads: the hardware fills CHECKSUM_PARTIAL checksums on the way out, and
+on receive reports CHECKSUM_UNNECESSARY (verified), CHECKSUM_COMPLETE (the
+ones'-complement sum of the frame after the Ethernet header) or
+CHECKSUM_NONE, as configured by ``rx_csum``. Large (TSO) skbs are cut into
+MSS-sized frames by the same segmentation code the stack's GSO uses.
+
+Kernel: modelled on drivers/net/ethernet/intel/e1000e (ring, BQL, wake
+threshold) with the checksum behaviour of modern NICs.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+from typing import TYPE_CHECKING, Final, Literal, Protocol
+
+import trio
+
+from netstack.core.dev import (
+    napi_gro_receive,
+    netif_carrier_off,
+    netif_carrier_on,
+    register_netdevice,
+)
+from netstack.core.ethernet import eth_type_trans, ether_setup
+from netstack.core.features import (
+    NETIF_F_GRO,
+    NETIF_F_HIGHDMA,
+    NETIF_F_IP_CSUM,
+    NETIF_F_IPV6_CSUM,
+    NETIF_F_RXCSUM,
+    NETIF_F_SG,
+    NETIF_F_TSO,
+    NETIF_F_TSO6,
+)
+from netstack.core.napi import Napi
+from netstack.core.netdevice import (
+    IFF_UP,
+    NETDEV_TX_BUSY,
+    NETDEV_TX_OK,
+    NetDevice,
+    NetDeviceOps,
+    netdev_tx_completed_queue,
+    netdev_tx_reset_queue,
+    netdev_tx_sent_queue,
+    netif_tx_queue_stopped,
+    netif_tx_stop_queue,
+    netif_tx_wake_queue,
+)
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    SkBuff,
+    consume_skb,
+)
+from netstack.drivers.common import eth_random_addr
+from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial, csum_tcpudp_magic
+from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_ZLEN
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["NicOps", "NicPriv", "RxCsumMode", "nic_newlink", "nic_pair"]
+
+NET_SKB_PAD: Final = 64
+NET_IP_ALIGN: Final = 2
+ETH_WIRE_OVERHEAD: Final = 24  # preamble+SFD 8, FCS 4, inter-frame gap 12
+TX_RING_SIZE: Final = 256
+RX_RING_SIZE: Final = 256
+MAX_SKB_FRAGS: Final = 17
+NIC_MAX_MTU: Final = 9216
+
+RxCsumMode = Literal["unnecessary", "complete", "none"]
+_H: Final = struct.Struct("!H")
+
+
+class FrameSink(Protocol):
+    """The far end of a cable: a NIC or a Python-driven port."""
+
+    def deliver(self, frame: bytes) -> None: ...
+    def carrier_up(self) -> bool: ...
+
+
+def _hw_fill_checksum(frame: bytearray, skb: SkBuff) -> None:
+    """What the NIC's TX checksum engine does for CHECKSUM_PARTIAL."""
+    start = skb.csum_start - skb.data
+    where = start + skb.csum_offset
+    if start >= 0 and where + 2 <= len(frame):
+        _H.pack_into(frame, where, csum_fold(csum_partial(frame, start)) or CSUM_MANGLED_0)
+
+
+def _hw_rx_l4_ok(frame: bytes | bytearray) -> bool | None:
+    """The RX checksum engine: True/False for a TCP/UDP-over-IPv4 checksum, None if n/a."""
+    if len(frame) < ETH_HLEN + 20 or (frame[12] << 8 | frame[13]) != ETH_P_IP:
+        return None
+    ip = ETH_HLEN
+    if frame[ip] >> 4 != 4:
+        return None
+    ihl = (frame[ip] & 0xF) * 4
+    tot_len = frame[ip + 2] << 8 | frame[ip + 3]
+    proto = frame[ip + 9]
+    if proto not in (6, 17) or frame[ip + 6] & 0x3F or frame[ip + 7]:  # fragments: no
+        return None
+    end = ip + tot_len
+    if ihl < 20 or end > len(frame) or tot_len < ihl + 8:
+        return None
+    l4 = ip + ihl
+    if proto == 17 and frame[l4 + 6] == 0 and frame[l4 + 7] == 0:
+        return None  # UDP without checksum
+    saddr = int.from_bytes(frame[ip + 12 : ip + 16], "big")
+    daddr = int.from_bytes(frame[ip + 16 : ip + 20], "big")
+    return csum_tcpudp_magic(saddr, daddr, end - l4, proto, csum_partial(frame, l4, end)) == 0
+
+
+class NicPriv:
+    """Driver state of one NIC end."""
+
+    def __init__(
+        self, dev: NetDevice, rate: float | None, delay: float, rx_csum: RxCsumMode
+    ) -> None:
+        self.dev = dev
+        self.rate = rate  # bit/s, None = unlimited
+        self.delay = delay  # propagation delay, seconds
+        self.rx_csum: RxCsumMode = rx_csum
+        self.peer: FrameSink | None = None
+        self.tx_ring: collections.deque[tuple[float, SkBuff, int]] = collections.deque()
+        self.tx_ring_size = TX_RING_SIZE
+        self.in_flight: collections.deque[tuple[float, bytes]] = collections.deque()
+        self.rx_ring: collections.deque[bytes] = collections.deque()
+        self.rx_ring_size = RX_RING_SIZE
+        self.busy_until = 0.0
+        self.napi: Napi | None = None
+        self.lot = trio.lowlevel.ParkingLot()
+        self.tx_frames = 0  # frames put on the wire (after TSO)
+        self.wire_bytes = 0
+
+    # -- FrameSink ------------------------------------------------------------------
+    def deliver(self, frame: bytes) -> None:
+        """A frame arrives from the cable: RX ring, then NAPI."""
+        dev = self.dev
+        if not dev.flags & IFF_UP:
+            return
+        if len(self.rx_ring) >= self.rx_ring_size:
+            dev.stats.rx_missed_errors += 1
+            return
+        self.rx_ring.append(frame)
+        napi = self.napi
+        if napi is not None and not napi.scheduled:
+            napi.schedule()
+
+    def carrier_up(self) -> bool:
+        return bool(self.dev.flags & IFF_UP)
+
+    # -- the wire ---------------------------------------------------------------------
+    def serialisation_time(self, nbytes: int) -> float:
+        rate = self.rate
+        if rate is None:
+            return 0.0
+        return (max(nbytes, ETH_ZLEN) + ETH_WIRE_OVERHEAD) * 8 / rate
+
+    def kick(self) -> None:
+        self.lot.unpark_all()
+
+    async def wire_task(self) -> None:
+        """TX completions and deliveries to the far end, in virtual time."""
+        net = self.dev.net
+        while True:
+            tx_ring = self.tx_ring
+            in_flight = self.in_flight
+            if not tx_ring and not in_flight:
+                await self.lot.park()
+                continue
+            nxt = min(
+                tx_ring[0][0] if tx_ring else float("inf"),
+                in_flight[0][0] if in_flight else float("inf"),
+            )
+            if nxt > trio.current_time():
+                await trio.sleep_until(nxt)
+            now = trio.current_time()
+            net.cpus.run_on(0)
+            self.complete_tx(now)
+            peer = self.peer
+            while in_flight and in_flight[0][0] <= now:
+                frame = in_flight.popleft()[1]
+                if peer is not None and peer.carrier_up():
+                    peer.deliver(frame)
+
+    def complete_tx(self, now: float) -> None:
+        """TX completion interrupt: free skbs, BQL, wake the queue. Kernel: e1000_clean_tx_irq()."""
+        tx_ring = self.tx_ring
+        dev = self.dev
+        pkts = nbytes = 0
+        stats = dev.stats
+        while tx_ring and tx_ring[0][0] <= now:
+            _, skb, length = tx_ring.popleft()
+            pkts += 1
+            nbytes += length
+            consume_skb(skb)
+        if not pkts:
+            return
+        stats.tx_packets += pkts
+        stats.tx_bytes += nbytes
+        txq = dev._tx[0]
+        netdev_tx_completed_queue(txq, pkts, nbytes)
+        if (
+            netif_tx_queue_stopped(txq)
+            and len(tx_ring) <= self.tx_ring_size - self.tx_ring_size // 4
+            and dev.flags & IFF_UP
+        ):
+            netif_tx_wake_queue(txq)
+
+
+def _frames_of(skb: SkBuff) -> list[bytearray]:
+    """The frames the hardware puts on the wire for *skb* (TSO cuts GSO skbs)."""
+    if skb.gso_size:
+        dev = skb.dev
+        assert dev is not None
+        offload = dev.net.offload_base.get(skb.protocol)
+        segs = offload.gso_segment(skb.clone(), 0) if offload and offload.gso_segment else None
+        out: list[bytearray] = []
+        s = segs
+        while s is not None:
+            frame = bytearray(s.buf[s.mac_header if s.mac_header >= 0 else s.data : s.tail])
+            if s.ip_summed == CHECKSUM_PARTIAL:
+                _hw_fill_checksum(frame, s)
+            out.append(frame)
+            nxt = s.next
+            s.next = None
+            consume_skb(s)
+            s = nxt
+        return out
+    frame = bytearray(skb.buf[skb.data : skb.tail])
+    if skb.ip_summed == CHECKSUM_PARTIAL:
+        _hw_fill_checksum(frame, skb)
+    return [frame]
+
+
+class NicOps(NetDeviceOps):
+    """The driver's ``net_device_ops``."""
+
+    def ndo_open(self, dev: NetDevice) -> None:
+        """Link up when both ends are up (autonegotiation)."""
+        priv: NicPriv = dev.priv
+        netdev_tx_reset_queue(dev._tx[0])
+        peer = priv.peer
+        if peer is None or peer.carrier_up():
+            netif_carrier_on(dev)
+            if isinstance(peer, NicPriv):
+                netif_carrier_on(peer.dev)
+
+    def ndo_stop(self, dev: NetDevice) -> None:
+        priv: NicPriv = dev.priv
+        netif_carrier_off(dev)
+        if isinstance(priv.peer, NicPriv):
+            netif_carrier_off(priv.peer.dev)
+        priv.rx_ring.clear()
+
+    def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
+        """Post *skb* on the TX ring. Kernel: e1000_xmit_frame()."""
+        priv: NicPriv = dev.priv
+        txq = dev._tx[skb.queue_mapping]
+        if len(priv.tx_ring) >= priv.tx_ring_size:
+            netif_tx_stop_queue(txq)
+            return NETDEV_TX_BUSY
+        length = skb.tail - skb.data
+        now = trio.current_time()
+        start = priv.busy_until if priv.busy_until > now else now
+        arrive_delay = priv.delay
+        done = start
+        for frame in _frames_of(skb):
+            if len(frame) < ETH_ZLEN:
+                frame.extend(bytes(ETH_ZLEN - len(frame)))  # the MAC pads short frames
+            done += priv.serialisation_time(len(frame))
+            priv.in_flight.append((done + arrive_delay, bytes(frame)))
+            priv.tx_frames += 1
+            priv.wire_bytes += len(frame)
+        was_idle = not priv.tx_ring and len(priv.in_flight) <= 1
+        priv.busy_until = done
+        priv.tx_ring.append((done, skb, length))
+        netdev_tx_sent_queue(txq, length)
+        if len(priv.tx_ring) >= priv.tx_ring_size:
+            netif_tx_stop_queue(txq)
+        if was_idle:
+            priv.kick()
+        return NETDEV_TX_OK
+
+    def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
+        dev.mtu = new_mtu
+
+
+NIC_OPS: Final = NicOps()
+
+
+def nic_poll(napi: Napi, budget: int) -> int:
+    """Build skbs from the RX ring and pass them up. Kernel: e1000_clean_rx_irq()."""
+    dev = napi.dev
+    priv: NicPriv = dev.priv
+    ring = priv.rx_ring
+    stats = dev.stats
+    mode = priv.rx_csum
+    rxcsum = dev.features & NETIF_F_RXCSUM
+    done = 0
+    while ring and done < budget:
+        frame = ring.popleft()
+        done += 1
+        n = len(frame)
+        if n < ETH_HLEN:
+            stats.rx_length_errors += 1
+            stats.rx_errors += 1
+            continue
+        headroom = NET_SKB_PAD + NET_IP_ALIGN
+        skb = SkBuff(bytearray(headroom) + frame, headroom, headroom + n)
+        stats.rx_packets += 1
+        stats.rx_bytes += n
+        if frame[0] & 1:
+            stats.multicast += 1
+        skb.protocol = eth_type_trans(skb, dev)
+        if rxcsum:
+            if mode == "complete":
+                skb.ip_summed = CHECKSUM_COMPLETE
+                skb.csum = csum_partial(skb.buf, skb.data, skb.tail)
+            elif mode == "unnecessary":
+                skb.ip_summed = CHECKSUM_UNNECESSARY if _hw_rx_l4_ok(frame) else CHECKSUM_NONE
+        napi_gro_receive(napi, skb)
+    return done
+
+
+def nic_setup(dev: NetDevice) -> None:
+    """An Ethernet NIC with checksum and segmentation offloads."""
+    ether_setup(dev)
+    dev.max_mtu = NIC_MAX_MTU
+    dev.hw_features = (
+        NETIF_F_SG
+        | NETIF_F_IP_CSUM
+        | NETIF_F_IPV6_CSUM
+        | NETIF_F_TSO
+        | NETIF_F_TSO6
+        | NETIF_F_RXCSUM
+        | NETIF_F_GRO
+    )
+    dev.features = dev.hw_features | NETIF_F_HIGHDMA
+    dev.vlan_features = dev.features
+    dev.watchdog_timeo = 5 * dev.net.clock.hz
+
+
+def nic_newlink(
+    net: Net,
+    name: str,
+    *,
+    rate: float | None = None,
+    delay: float = 0.0,
+    addr: bytes | None = None,
+    rx_csum: RxCsumMode = "unnecessary",
+    mtu: int | None = None,
+) -> NetDevice:
+    """Create one NIC end (down, cable unplugged)."""
+    if rate is not None and rate <= 0:
+        raise ValueError(f"rate must be positive (bit/s), not {rate!r}")
+    if delay < 0:
+        raise ValueError(f"delay must be >= 0 seconds, not {delay!r}")
+    dev = NetDevice(net, name, NIC_OPS, kind="nic")
+    nic_setup(dev)
+    if mtu is not None:
+        dev.mtu = mtu
+    dev.dev_addr = addr if addr is not None else eth_random_addr(net.rng)
+    priv = NicPriv(dev, rate, delay, rx_csum)
+    dev.priv = priv
+    register_netdevice(dev)
+    netif_carrier_off(dev)
+    napi = Napi(dev, nic_poll, name=f"{net.name}/napi/{dev.name}")
+    napi.priv = priv
+    priv.napi = napi
+    dev.napi_list.append(napi)
+    net.start_napi(napi)
+    net.start_soon(priv.wire_task, f"{net.name}/wire/{dev.name}")
+    return dev
+
+
+def nic_pair(
+    net: Net,
+    name: str,
+    peer_net: Net,
+    peer_name: str,
+    *,
+    rate: float | None = None,
+    delay: float = 0.0,
+    addr: bytes | None = None,
+    peer_addr: bytes | None = None,
+    rx_csum: RxCsumMode = "unnecessary",
+    mtu: int | None = None,
+) -> tuple[NetDevice, NetDevice]:
+    """Two NIC ends joined by a cable of *rate* bit/s and *delay* seconds each way."""
+    a = nic_newlink(net, name, rate=rate, delay=delay, addr=addr, rx_csum=rx_csum, mtu=mtu)
+    b = nic_newlink(
+        peer_net, peer_name, rate=rate, delay=delay, addr=peer_addr, rx_csum=rx_csum, mtu=mtu
+    )
+    a.priv.peer = b.priv
+    b.priv.peer = a.priv
+    return a, b

@@ -1,0 +1,254 @@
+"""``veth``: a pair of Ethernet devices, each one's transmit the other's receive.
+
+Theory of operation: ``veth_xmit`` forwards the skb itself to the peer
+(``__dev_forward_skb``: scrub it — across hosts the socket, dst and mark are
+cleared — and ``eth_type_trans`` it for the peer), puts it on the peer's
+256-entry ring and schedules the peer's NAPI, whose poll hands it to
+``napi_gro_receive``. A virtual device, so its default qdisc is noqueue
+(``IFF_NO_QUEUE``): a full ring drops the packet and counts it as the
+sender's ``tx_dropped``. When a real qdisc is attached, a full ring instead
+stops the tx queue and returns ``NETDEV_TX_BUSY`` (the qdisc requeues), and
+the peer's poll wakes the queue once it has drained — the backpressure of
+Linux 6.16+.
+
+Checksums are not touched: a locally built CHECKSUM_PARTIAL packet arrives
+CHECKSUM_PARTIAL, which the receiver treats as verified, as in the kernel.
+
+netstack's veth always uses the ring and NAPI (the kernel's mode when GRO or
+XDP is enabled on the peer) so that receive is batched; GRO itself follows the
+peer's ``rx-gro`` flag.
+
+Kernel: drivers/net/veth.c.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Final
+
+from netstack.core.dev import (
+    dev_forward_skb,
+    napi_gro_receive,
+    netif_carrier_off,
+    netif_carrier_on,
+    register_netdevice,
+)
+from netstack.core.ethernet import ether_setup
+from netstack.core.features import (
+    NETIF_F_FRAGLIST,
+    NETIF_F_GRO,
+    NETIF_F_GSO_ENCAP_ALL,
+    NETIF_F_GSO_SOFTWARE,
+    NETIF_F_HIGHDMA,
+    NETIF_F_HW_CSUM,
+    NETIF_F_HW_VLAN_CTAG_RX,
+    NETIF_F_HW_VLAN_CTAG_TX,
+    NETIF_F_LLTX,
+    NETIF_F_RXCSUM,
+    NETIF_F_SCTP_CRC,
+    NETIF_F_SG,
+)
+from netstack.core.napi import Napi
+from netstack.core.net import Net
+from netstack.core.netdevice import (
+    IFF_LIVE_ADDR_CHANGE,
+    IFF_NO_QUEUE,
+    IFF_TX_SKB_SHARING,
+    IFF_UP,
+    NET_XMIT_DROP,
+    NETDEV_TX_BUSY,
+    NETDEV_TX_OK,
+    DevStats,
+    NetDevice,
+    NetDeviceOps,
+    netif_tx_queue_stopped,
+    netif_tx_stop_queue,
+    netif_tx_wake_queue,
+)
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.drivers.common import eth_random_addr
+from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU
+
+__all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
+
+VETH_RING_SIZE: Final = 256
+VETH_FEATURES: Final = (
+    NETIF_F_SG
+    | NETIF_F_FRAGLIST
+    | NETIF_F_HW_CSUM
+    | NETIF_F_RXCSUM
+    | NETIF_F_SCTP_CRC
+    | NETIF_F_HIGHDMA
+    | NETIF_F_GSO_SOFTWARE
+    | NETIF_F_GSO_ENCAP_ALL
+    | NETIF_F_HW_VLAN_CTAG_TX
+    | NETIF_F_HW_VLAN_CTAG_RX
+)
+
+
+class VethPriv:
+    """Per-device private data (kernel: ``struct veth_priv`` + its ``veth_rq``)."""
+
+    __slots__ = ("dropped", "napi", "peer", "ring", "rx_drops", "tx_bytes", "tx_packets")
+
+    def __init__(self) -> None:
+        self.peer: NetDevice | None = None
+        self.ring: collections.deque[SkBuff] = collections.deque()
+        self.napi: Napi | None = None
+        self.dropped = 0
+        self.rx_drops = 0
+        self.tx_packets = 0
+        self.tx_bytes = 0
+
+
+class VethOps(NetDeviceOps):
+    """Kernel: veth_netdev_ops."""
+
+    def ndo_open(self, dev: NetDevice) -> None:
+        """Carrier on both ends once both are up. Kernel: veth_open()."""
+        peer = dev.priv.peer
+        if peer is not None and peer.flags & IFF_UP:
+            netif_carrier_on(dev)
+            netif_carrier_on(peer)
+
+    def ndo_stop(self, dev: NetDevice) -> None:
+        """Kernel: veth_close()."""
+        netif_carrier_off(dev)
+        peer = dev.priv.peer
+        if peer is not None:
+            netif_carrier_off(peer)
+
+    def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
+        """Forward to the peer's ring. Kernel: veth_xmit()."""
+        priv: VethPriv = dev.priv
+        rcv = priv.peer
+        if rcv is None or skb.tail - skb.data < ETH_HLEN:
+            kfree_skb(skb, DropReason.DEV_READY if rcv is None else DropReason.PKT_TOO_SMALL)
+            priv.dropped += 1
+            return NET_XMIT_DROP
+        rq: VethPriv = rcv.priv
+        if len(rq.ring) >= VETH_RING_SIZE:
+            txq = dev._tx[skb.queue_mapping]
+            if not txq.qdisc.can_enqueue:  # qdisc_txq_has_no_queue(): drop
+                kfree_skb(skb, DropReason.FULL_RING)
+                priv.dropped += 1
+                return NET_XMIT_DROP
+            netif_tx_stop_queue(txq)  # backpressure to the qdisc
+            assert rq.napi is not None
+            rq.napi.schedule()
+            return NETDEV_TX_BUSY
+        length = skb.tail - skb.data
+        ok, proto = dev_forward_skb(rcv, skb)
+        if not ok:
+            priv.dropped += 1
+            return NET_XMIT_DROP
+        skb.protocol = proto
+        rq.ring.append(skb)
+        priv.tx_packets += 1
+        priv.tx_bytes += length
+        napi = rq.napi
+        assert napi is not None
+        if not napi.scheduled:
+            napi.schedule()
+        return NETDEV_TX_OK
+
+    def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
+        """The peer's tx counters are this end's rx ones. Kernel: veth_get_stats64()."""
+        priv: VethPriv = dev.priv
+        stats.tx_packets += priv.tx_packets
+        stats.tx_bytes += priv.tx_bytes
+        stats.tx_dropped += priv.dropped
+        stats.rx_dropped += priv.rx_drops
+        peer = priv.peer
+        if peer is not None:
+            pp: VethPriv = peer.priv
+            stats.rx_packets += pp.tx_packets
+            stats.rx_bytes += pp.tx_bytes
+
+    def ndo_get_iflink(self, dev: NetDevice) -> int:
+        peer = dev.priv.peer
+        return peer.ifindex if peer is not None else 0
+
+    def ndo_get_peer_dev(self, dev: NetDevice) -> NetDevice | None:
+        peer: NetDevice | None = dev.priv.peer
+        return peer
+
+
+VETH_OPS: Final = VethOps()
+
+
+def veth_poll(napi: Napi, budget: int) -> int:
+    """Drain the ring into the stack; wake the peer's stopped queue. Kernel: veth_poll()."""
+    dev = napi.dev
+    priv: VethPriv = dev.priv
+    ring = priv.ring
+    done = 0
+    while ring and done < budget:
+        napi_gro_receive(napi, ring.popleft())
+        done += 1
+    peer = priv.peer
+    if peer is not None:
+        txq = peer._tx[0] if peer._tx else None
+        if txq is not None and netif_tx_queue_stopped(txq):
+            netif_tx_wake_queue(txq)
+    return done
+
+
+def veth_setup(dev: NetDevice) -> None:
+    """Kernel: drivers/net/veth.c, veth_setup()."""
+    ether_setup(dev)
+    dev.priv_flags &= ~IFF_TX_SKB_SHARING
+    dev.priv_flags |= IFF_LIVE_ADDR_CHANGE | IFF_NO_QUEUE
+    dev.features |= NETIF_F_LLTX | VETH_FEATURES
+    dev.vlan_features = dev.features & ~(NETIF_F_HW_VLAN_CTAG_TX | NETIF_F_HW_VLAN_CTAG_RX)
+    dev.max_mtu = ETH_MAX_MTU
+    dev.hw_features = VETH_FEATURES
+    dev.hw_enc_features = VETH_FEATURES
+
+
+def _alloc(net: Net, name: str, addr: bytes | None) -> NetDevice:
+    dev = NetDevice(net, name, VETH_OPS, kind="veth")
+    veth_setup(dev)
+    dev.priv = VethPriv()
+    dev.dev_addr = addr if addr is not None else eth_random_addr(net.rng)
+    return dev
+
+
+def veth_newlink(
+    net: Net,
+    name: str,
+    peer_net: Net,
+    peer_name: str,
+    *,
+    addr: bytes | None = None,
+    peer_addr: bytes | None = None,
+    mtu: int | None = None,
+) -> tuple[NetDevice, NetDevice]:
+    """Create a veth pair, *name* in *net* and *peer_name* in *peer_net*.
+
+    Both ends start down and without carrier, as ``ip link add … type veth``
+    leaves them. Kernel: drivers/net/veth.c, veth_newlink().
+    """
+    peer = _alloc(peer_net, peer_name, peer_addr)
+    dev = _alloc(net, name, addr)
+    if mtu is not None:
+        dev.mtu = peer.mtu = mtu
+    register_netdevice(peer)
+    try:
+        register_netdevice(dev)
+    except Exception:
+        from netstack.core.dev import unregister_netdevice
+
+        unregister_netdevice(peer)
+        raise
+    for a, b in ((dev, peer), (peer, dev)):
+        a.priv.peer = b
+        a.features &= ~NETIF_F_GRO  # GRO off by default on veth
+        a.iflink = b.ifindex
+        netif_carrier_off(a)
+        napi = Napi(a, veth_poll, name=f"{a.net.name}/napi/{a.name}")
+        napi.priv = a.priv
+        a.priv.napi = napi
+        a.napi_list.append(napi)
+        a.net.start_napi(napi)
+    return dev, peer

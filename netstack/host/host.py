@@ -1,0 +1,176 @@
+"""``Host``: one emulated machine — its Net, its tools, its sockets.
+
+Theory of operation: :class:`Host` is the composition root of one machine. It
+builds a :class:`~netstack.core.net.Net`, registers the qdisc kinds, creates
+``lo`` and installs IPv4 (``inet_init``), then brings ``lo`` up as a booted
+system would (the kernel then adds 127.0.0.1/8). Everything after that goes
+through the same paths a user would take on Linux: ``host.ip("…")``,
+``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netstack.core.dev import dev_open
+from netstack.core.net import Net
+from netstack.core.netdevice import NetDevice
+from netstack.core.patches import Patches
+from netstack.core.sock import AF_INET, SOCK_DGRAM
+from netstack.drivers.loopback import loopback_net_init
+from netstack.errors import TopologyError
+from netstack.host.capture import Capture
+from netstack.iproute2 import ip as _ip
+from netstack.iproute2 import sysctl as _sysctl
+from netstack.iproute2.ping import PingResult, ping
+from netstack.ipv4 import inet_init, ipv4_of
+from netstack.ipv4.constants import IFA_F_SECONDARY
+from netstack.sched import register_qdiscs
+from netstack.socket.socket import Socket, socket_create
+from netstack.wire.ipv4 import ntoa
+
+if TYPE_CHECKING:
+    from netstack.host.lab import Lab
+    from netstack.ipv4.snmp import MibSnapshot
+
+__all__ = ["Host", "mac_for"]
+
+
+def mac_for(host: str, ifname: str) -> bytes:
+    """A stable, locally administered unicast MAC for (host, interface)."""
+    digest = hashlib.blake2b(f"{host}/{ifname}".encode(), digest_size=5).digest()
+    return b"\x02" + digest
+
+
+class Host:
+    """An emulated host. Create with :meth:`netstack.Lab.add_host`."""
+
+    def __init__(
+        self,
+        lab: Lab | None,
+        name: str,
+        *,
+        cpus: int = 1,
+        hz: int = 1000,
+        seed: int = 0,
+        patches: Patches | None = None,
+        debug_skb: bool = False,
+    ) -> None:
+        self.lab = lab
+        self.name = name
+        net = Net(name, seed=seed, hz=hz, ncpus=cpus, patches=patches)
+        net.debug_skb = debug_skb
+        self.net = net
+        register_qdiscs(net)
+        lo = loopback_net_init(net)
+        inet_init(net)
+        dev_open(lo)
+        self.captures: list[Capture] = []
+
+    @property
+    def patches(self) -> Patches:
+        return self.net.patches
+
+    # -- devices ---------------------------------------------------------------------------
+    def dev(self, name: str) -> NetDevice:
+        """The device called *name* (``TopologyError`` if there is none)."""
+        dev = self.net.dev_get_by_name(name)
+        if dev is None:
+            raise TopologyError(f'{self.name}: Cannot find device "{name}"')
+        return dev
+
+    @property
+    def devices(self) -> list[NetDevice]:
+        return list(self.net.devices.values())
+
+    def addr(self, dev: str) -> str:
+        """The primary IPv4 address of *dev*, as a string."""
+        in_dev = self.dev(dev).ip_ptr
+        for ifa in in_dev.ifa_list if in_dev is not None else ():
+            if not ifa.ifa_flags & IFA_F_SECONDARY:
+                return ntoa(ifa.ifa_local)
+        raise TopologyError(f"{self.name}: {dev} has no IPv4 address")
+
+    # -- tools -------------------------------------------------------------------------------
+    def ip(self, command: str) -> str:
+        """Run an ``ip`` command (iproute2 syntax); returns what it prints.
+
+        Raises:
+            ConfigError: with iproute2's message, on bad input.
+        """
+        return _ip.ip(self.net, command)
+
+    def sysctl(self, spec: str) -> str:
+        """``sysctl NAME`` (returns the value) or ``sysctl NAME=VALUE`` (sets it)."""
+        return _sysctl.sysctl_spec(self.net, spec)
+
+    async def ping(
+        self,
+        destination: str,
+        *,
+        count: int = 1,
+        interval: float = 1.0,
+        timeout: float | None = None,
+        size: int = 56,
+        ttl: int | None = None,
+        deadline: float | None = None,
+        output: list[str] | None = None,
+    ) -> PingResult:
+        """``ping -c COUNT -i INTERVAL -W TIMEOUT -s SIZE DEST`` from this host."""
+        return await ping(
+            self.net,
+            destination,
+            count=count,
+            interval=interval,
+            timeout=timeout,
+            size=size,
+            ttl=ttl,
+            deadline=deadline,
+            output=output,
+        )
+
+    def socket(
+        self,
+        family: int = AF_INET,
+        type: int = SOCK_DGRAM,  # noqa: A002
+        proto: int = 0,
+    ) -> Socket:
+        """A socket on this host, with ``trio.socket``'s interface."""
+        return socket_create(self.net, family, type, proto)
+
+    def capture(self, dev: str, path: str | Path | None = None, *, keep: bool = False) -> Capture:
+        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory)."""
+        cap = Capture(self.net, self.dev(dev), path, keep=keep)
+        self.captures.append(cap)
+        return cap
+
+    # -- statistics ---------------------------------------------------------------------------
+    def snmp(self) -> dict[str, MibSnapshot]:
+        """``/proc/net/snmp`` (Ip, Icmp, IcmpMsg, Udp) and IpExt."""
+        return ipv4_of(self.net).snmp()
+
+    def nstat(self) -> dict[str, int]:
+        """Every non-zero counter, named as ``nstat`` names them (``IpInReceives``…)."""
+        out: dict[str, int] = {}
+        for mib, snap in self.snmp().items():
+            for key, value in snap.values:
+                if value and key not in ("Forwarding", "DefaultTTL"):
+                    out[f"{mib}{key}"] = value
+        return out
+
+    def drops(self) -> dict[str, int]:
+        """Dropped skbs by kernel drop reason."""
+        return self.net.drop_statistics()
+
+    def statistics(self) -> dict[str, Any]:
+        """Devices' counters, SNMP MIBs and drop reasons in one dict."""
+        return {
+            "devices": {d.name: d.statistics() for d in self.devices},
+            "snmp": self.snmp(),
+            "drops": self.drops(),
+        }
+
+    def __repr__(self) -> str:
+        return f"<Host {self.name}>"

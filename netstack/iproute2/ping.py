@@ -1,0 +1,244 @@
+"""``ping``: ICMP echo over a ping socket, as iputils does it.
+
+Theory of operation: one ping socket (``SOCK_DGRAM``/``IPPROTO_ICMP``) with
+``IP_RECVERR`` set, like iputils; every ``interval`` seconds an echo request
+with a timestamp in its payload goes out; replies are matched by sequence
+number, and ICMP errors about our requests (host unreachable, TTL exceeded…)
+are read from the error queue and reported per probe, as ``ping`` prints
+``From 10.0.0.1 icmp_seq=1 Destination Host Unreachable``.
+
+All timing is on the host's Trio clock (virtual under ``MockClock``).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import trio
+
+from netstack.core.sock import (
+    IP_RECVERR,
+    IP_RECVTTL,
+    IP_TTL,
+    IPPROTO_IP,
+    SOCK_DGRAM,
+)
+from netstack.socket.socket import socket_create
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_FRAG_NEEDED,
+    ICMP_HOST_UNREACH,
+    ICMP_NET_UNREACH,
+    ICMP_PORT_UNREACH,
+    ICMP_PROT_UNREACH,
+    ICMP_TIME_EXCEEDED,
+)
+from netstack.wire.ipv4 import IPPROTO_ICMP, aton, ntoa
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["PingReply", "PingResult", "ping"]
+
+_EE: Final = struct.Struct("=IBBBBII")
+_TS: Final = struct.Struct("!d")
+
+UNREACH_TEXT: Final = {
+    ICMP_NET_UNREACH: "Destination Net Unreachable",
+    ICMP_HOST_UNREACH: "Destination Host Unreachable",
+    ICMP_PROT_UNREACH: "Destination Protocol Unreachable",
+    ICMP_PORT_UNREACH: "Destination Port Unreachable",
+    ICMP_FRAG_NEEDED: "Frag needed",
+}
+
+
+@attrs.frozen
+class PingReply:
+    """One probe's outcome: a reply (``rtt`` in seconds) or an error."""
+
+    seq: int
+    rtt: float | None
+    ttl: int = 0
+    size: int = 0
+    source: str = ""
+    error: str = ""
+
+
+@attrs.frozen
+class PingResult:
+    """What ``ping`` reports: per-probe outcomes and the summary figures."""
+
+    destination: str
+    transmitted: int
+    replies: tuple[PingReply, ...]
+    errors: tuple[PingReply, ...]
+    time: float
+
+    @property
+    def received(self) -> int:
+        return len(self.replies)
+
+    @property
+    def rtts(self) -> list[float]:
+        """Round-trip times of the replies, in seconds, in sequence order."""
+        return [r.rtt for r in self.replies if r.rtt is not None]
+
+    @property
+    def loss(self) -> float:
+        """Fraction of probes without a reply."""
+        return 1.0 - self.received / self.transmitted if self.transmitted else 0.0
+
+    def __bool__(self) -> bool:
+        return self.received > 0
+
+    def summary(self) -> str:
+        """The closing lines ``ping`` prints."""
+        lines = [f"--- {self.destination} ping statistics ---"]
+        loss = round(100 * self.loss)
+        err = f"+{len(self.errors)} errors, " if self.errors else ""
+        lines.append(
+            f"{self.transmitted} packets transmitted, {self.received} received, "
+            f"{err}{loss}% packet loss, time {round(self.time * 1000)}ms"
+        )
+        rtts = [r * 1000 for r in self.rtts]
+        if rtts:
+            avg = sum(rtts) / len(rtts)
+            mdev = math.sqrt(sum((r - avg) ** 2 for r in rtts) / len(rtts))
+            lines.append(
+                f"rtt min/avg/max/mdev = {min(rtts):.3f}/{avg:.3f}/{max(rtts):.3f}/{mdev:.3f} ms"
+            )
+        return "\n".join(lines)
+
+
+def _ms(rtt: float) -> str:
+    """iputils' precision: 3 significant digits below 100 ms, whole ms above."""
+    ms = rtt * 1000
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 10:
+        return f"{ms:.1f}"
+    if ms >= 1:
+        return f"{ms:.2f}"
+    return f"{ms:.3f}"
+
+
+def _error_text(icmp_type: int, code: int, info: int) -> str:
+    if icmp_type == ICMP_DEST_UNREACH:
+        if code == ICMP_FRAG_NEEDED:
+            return f"Frag needed and DF set (mtu = {info})"
+        return UNREACH_TEXT.get(code, f"Dest Unreachable, Bad Code: {code}")
+    if icmp_type == ICMP_TIME_EXCEEDED:
+        return "Time to live exceeded" if code == 0 else "Frag reassembly time exceeded"
+    return f"Bad ICMP type: {icmp_type}"
+
+
+async def ping(
+    net: Net,
+    destination: str,
+    *,
+    count: int = 1,
+    interval: float = 1.0,
+    timeout: float | None = None,
+    size: int = 56,
+    ttl: int | None = None,
+    deadline: float | None = None,
+    output: list[str] | None = None,
+) -> PingResult:
+    """Ping *destination* from *net*; optionally collect ``ping``'s output lines.
+
+    Args:
+        count: probes to send (``-c``).
+        interval: seconds between probes (``-i``).
+        timeout: seconds to wait for the last reply (``-W``); default ``max(2·interval, 1)``.
+        size: payload bytes (``-s``), at least 8 for the timestamp.
+        ttl: IP TTL (``-t``).
+        deadline: stop after this many seconds in total (``-w``).
+        output: if given, receives the lines ``ping`` would print.
+    """
+    try:
+        daddr = aton(destination)
+    except ValueError:
+        raise ValueError(f"ping: {destination}: Name or service not known") from None
+    if count < 1:
+        raise ValueError("ping: invalid argument: count must be at least 1")
+    size = max(size, 0)
+    sock = socket_create(net, 2, SOCK_DGRAM, IPPROTO_ICMP)
+    sock.setsockopt(IPPROTO_IP, IP_RECVERR, 1)
+    sock.setsockopt(IPPROTO_IP, IP_RECVTTL, 1)
+    if ttl is not None:
+        sock.setsockopt(IPPROTO_IP, IP_TTL, ttl)
+    if timeout is None:
+        timeout = max(2 * interval, 1.0)
+    clock = net.clock
+    start = clock.now()
+    sent: dict[int, float] = {}
+    replies: dict[int, PingReply] = {}
+    errors: list[PingReply] = []
+    if output is not None:
+        output.append(f"PING {destination} ({destination}) {size}({size + 28}) bytes of data.")
+
+    def emit(line: str) -> None:
+        if output is not None:
+            output.append(line)
+
+    def drain() -> None:
+        sk = sock.sock
+        while sk.error_queue:
+            payload, anc, _flags, _addr = sk.recv_errqueue(65535)
+            for _level, _type, raw in anc:
+                err, origin, etype, ecode, _pad, info, _data = _EE.unpack_from(raw)
+                offender = ntoa(int.from_bytes(raw[_EE.size + 4 : _EE.size + 8], "big"))
+                seq = (payload[6] << 8) | payload[7] if len(payload) >= 8 else -1
+                text = _error_text(etype, ecode, info) if origin == 2 else f"local error: {err}"
+                errors.append(PingReply(seq, None, source=offender, error=text))
+                emit(f"From {offender} icmp_seq={seq} {text}")
+        while True:
+            try:
+                data, anc, _flags, (src, _port) = sock.recvmsg_nowait(65535)
+            except OSError:
+                break
+            if len(data) < 8:
+                continue
+            seq = (data[6] << 8) | data[7]
+            if seq in sent and seq not in replies:
+                t0 = _TS.unpack_from(data, 8)[0] if len(data) >= 16 else sent[seq]
+                rtt = clock.now() - t0
+                ttl_ = int.from_bytes(anc[0][2], "little") if anc else 0
+                replies[seq] = PingReply(seq, rtt, ttl_, len(data), src)
+                emit(f"{len(data)} bytes from {src}: icmp_seq={seq} ttl={ttl_} time={_ms(rtt)} ms")
+
+    try:
+        with trio.move_on_at(start + deadline if deadline is not None else math.inf):
+            for seq in range(1, count + 1):
+                payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
+                header = struct.pack("!BBHHH", 8, 0, 0, 0, seq)
+                try:
+                    await sock.sendto(
+                        header + payload[:size] if size >= 8 else header + bytes(size),
+                        (destination, 0),
+                    )
+                except OSError as e:
+                    errors.append(PingReply(seq, None, error=e.strerror or str(e)))
+                    emit(f"ping: sendmsg: {e.strerror}")
+                sent[seq] = clock.now()
+                end = clock.now() + (interval if seq < count else timeout)
+                while clock.now() < end and not (
+                    seq == count and len(replies) + len(errors) >= count
+                ):
+                    with trio.move_on_at(end):
+                        await sock.wait_readable()
+                    drain()
+                drain()
+    finally:
+        sock.close()
+    elapsed = clock.now() - start
+    result = PingResult(
+        destination, len(sent), tuple(replies[s] for s in sorted(replies)), tuple(errors), elapsed
+    )
+    if output is not None:
+        output.append("")
+        output.extend(result.summary().split("\n"))
+    return result

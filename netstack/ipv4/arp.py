@@ -1,0 +1,371 @@
+"""ARP (RFC 826): the IPv4 neighbour table's resolution protocol.
+
+Theory of operation: ``arp_constructor`` chooses how a new neighbour entry
+works — devices without a link-layer header (tunnels) get NOARP entries and
+direct output; ``IFF_NOARP`` and loopback devices get NOARP entries with the
+device's own address; broadcast destinations get NOARP entries with the
+broadcast address; everything else starts in NONE and resolves through
+``neigh_resolve_output``. ``arp_solicit`` sends the requests the NUD machine
+asks for: broadcast while INCOMPLETE, unicast to the known address while
+PROBE. ``arp_rcv`` validates, answers requests for any local address (the
+weak host model, ``arp_ignore=0``), records the sender of a request as STALE,
+and updates existing entries from replies (REACHABLE for a unicast reply) —
+but, with ``arp_accept=0``, never creates an entry from an unsolicited reply
+or a gratuitous ARP. Failed resolution reports each queued packet with ICMP
+host unreachable (``arp_error_report``).
+
+Kernel: net/ipv4/arp.c.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.dev import dev_queue_xmit
+from netstack.core.ethernet import LL_RESERVED_SPACE
+from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT, IFF_UP
+from netstack.core.skbuff import (
+    PACKET_HOST,
+    PACKET_LOOPBACK,
+    PACKET_OTHERHOST,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.ipv4.constants import (
+    RT_SCOPE_LINK,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_UNICAST,
+)
+from netstack.ipv4.devinet import inet_select_addr
+from netstack.neigh.neighbour import (
+    Neighbour,
+    NeighOps,
+    NeighTable,
+    neigh_connected_output,
+    neigh_direct_output,
+    neigh_event_ns,
+    neigh_resolve_output,
+    neigh_update,
+)
+from netstack.neigh.nud import (
+    NEIGH_UPDATE_F_OVERRIDE,
+    NUD_NOARP,
+    NUD_REACHABLE,
+    NUD_STALE,
+    NUD_VALID,
+    NeighParms,
+)
+from netstack.wire.arp import (
+    ARP_ETH_IP,
+    ARP_ETH_IP_LEN,
+    ARPHRD_ETHER,
+    ARPOP_REPLY,
+    ARPOP_REQUEST,
+)
+from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP, ip_eth_mc_map
+from netstack.wire.ipv4 import ipv4_is_loopback, ipv4_is_multicast, ntoa
+
+if TYPE_CHECKING:
+    from netstack.core.net import PacketType
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = ["arp_create", "arp_rcv", "arp_send", "make_arp_tbl"]
+
+ARPHRD_IEEE802: Final = 6
+_I: Final = struct.Struct("!I")
+
+
+def make_arp_tbl(ipv4: Ipv4) -> NeighTable:
+    """Create the Net's ``arp_cache``. Kernel: arp_tbl."""
+    hz = ipv4.net.clock.hz
+
+    def solicit(n: Neighbour, skb: SkBuff | None) -> None:
+        arp_solicit(ipv4, n, skb)
+
+    def error_report(n: Neighbour, skb: SkBuff) -> None:
+        arp_error_report(ipv4, n, skb)
+
+    ops_generic = NeighOps(2, solicit, error_report, neigh_resolve_output, neigh_connected_output)
+    ops_hh = NeighOps(2, solicit, error_report, neigh_resolve_output, neigh_resolve_output)
+    ops_direct = NeighOps(2, None, None, neigh_direct_output, neigh_direct_output)
+
+    def constructor(n: Neighbour) -> bool:
+        return arp_constructor(ipv4, n, ops_generic, ops_hh, ops_direct)
+
+    parms = NeighParms(
+        hz=hz,
+        base_reachable_time=30 * hz,
+        reachable_time=30 * hz,
+        retrans_time=hz,
+        delay_probe_time=5 * hz,
+        gc_staletime=60 * hz,
+        locktime=hz,
+        anycast_delay=hz,
+        proxy_delay=8 * hz // 10,
+        interval_probe_time=5 * hz,
+    )
+    return NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
+
+
+def arp_constructor(
+    ipv4: Ipv4, n: Neighbour, ops_generic: NeighOps, ops_hh: NeighOps, ops_direct: NeighOps
+) -> bool:
+    """Choose state and output for a new entry. Kernel: arp_constructor()."""
+    dev = n.dev
+    addr = n.primary_key
+    if dev.ip_ptr is None:
+        return False
+    n.type = ipv4.fib.inet_addr_type(addr, dev)
+    if dev.header_ops is None:
+        n.nud_state = NUD_NOARP
+        n.ops = ops_direct
+        n.output = neigh_direct_output
+        return True
+    if n.type == RTN_MULTICAST:
+        n.nud_state = NUD_NOARP
+        n.ha = ip_eth_mc_map(addr)
+    elif dev.flags & (IFF_NOARP | IFF_LOOPBACK):
+        n.nud_state = NUD_NOARP
+        n.ha = dev.dev_addr
+    elif n.type == RTN_BROADCAST or dev.flags & IFF_POINTOPOINT:
+        n.nud_state = NUD_NOARP
+        n.ha = dev.broadcast
+    n.ops = ops_hh if dev.header_ops.has_cache else ops_generic
+    n.output = n.ops.connected_output if n.nud_state & NUD_VALID else n.ops.output
+    return True
+
+
+def arp_create(
+    op: int,
+    ptype: int,
+    dest_ip: int,
+    dev: NetDevice,
+    src_ip: int,
+    dest_hw: bytes | None,
+    src_hw: bytes | None,
+    target_hw: bytes | None,
+) -> SkBuff:
+    """Build an ARP packet with its Ethernet header. Kernel: arp_create()."""
+    hlen = LL_RESERVED_SPACE(dev)
+    skb = SkBuff(bytearray(hlen + ARP_ETH_IP_LEN), hlen, hlen + ARP_ETH_IP_LEN)
+    skb.network_header = hlen
+    skb.dev = dev
+    skb.protocol = ETH_P_ARP
+    if src_hw is None:
+        src_hw = dev.dev_addr
+    if dest_hw is None:
+        dest_hw = dev.broadcast
+    ARP_ETH_IP.pack_into(
+        skb.buf,
+        hlen,
+        ARPHRD_ETHER,
+        ETH_P_IP,
+        6,
+        4,
+        op,
+        src_hw,
+        src_ip,
+        target_hw if target_hw is not None else bytes(6),
+        dest_ip,
+    )
+    hops = dev.header_ops
+    if hops is not None:
+        hops.create(skb, dev, ptype, dest_hw, src_hw, ARP_ETH_IP_LEN)
+    return skb
+
+
+def arp_send(
+    ipv4: Ipv4,
+    op: int,
+    ptype: int,
+    dest_ip: int,
+    dev: NetDevice,
+    src_ip: int,
+    dest_hw: bytes | None,
+    src_hw: bytes | None,
+    target_hw: bytes | None,
+) -> None:
+    """Send an ARP packet. Kernel: arp_send_dst() / arp_xmit()."""
+    if dev.flags & IFF_NOARP:
+        return
+    skb = arp_create(op, ptype, dest_ip, dev, src_ip, dest_hw, src_hw, target_hw)
+    ipv4.arp_out += 1
+    dev_queue_xmit(skb)
+
+
+def arp_solicit(ipv4: Ipv4, n: Neighbour, skb: SkBuff | None) -> None:
+    """Send one request for *n* (broadcast, or unicast while PROBE). Kernel: arp_solicit()."""
+    dev = n.dev
+    target = n.primary_key
+    saddr = 0
+    in_dev = dev.ip_ptr
+    if in_dev is None:
+        return
+    announce = in_dev.maxconf("arp_announce")
+    if announce == 0 and skb is not None and skb.network_header >= 0:
+        (cand,) = _I.unpack_from(skb.buf, skb.network_header + 12)
+        if ipv4.fib.inet_addr_type(cand, dev) == RTN_LOCAL:
+            saddr = cand
+    elif announce == 1 and skb is not None and skb.network_header >= 0:
+        (cand,) = _I.unpack_from(skb.buf, skb.network_header + 12)
+        if ipv4.fib.inet_addr_type(cand, dev) == RTN_LOCAL and any(
+            ifa.match(target) and ifa.match(cand) for ifa in in_dev.primaries()
+        ):
+            saddr = cand
+    if not saddr:
+        saddr = inet_select_addr(ipv4, dev, target, RT_SCOPE_LINK)
+    parms = n.tbl.parms_for(dev)
+    probes = n.probes - parms.ucast_probes
+    dst_hw: bytes | None = None  # broadcast
+    if probes < 0:
+        dst_hw = n.ha  # unicast probe of a known address
+    elif probes - parms.app_probes < 0:
+        return  # user-space (arpd) probe: none here
+    arp_send(ipv4, ARPOP_REQUEST, ETH_P_ARP, target, dev, saddr, dst_hw, dev.dev_addr, None)
+
+
+def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
+    """Resolution failed for a queued packet: ICMP host unreachable. Kernel: arp_error_report()."""
+    ipv4.ipv4_link_failure(skb)
+    kfree_skb(skb, DropReason.NEIGH_FAILED)
+
+
+def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
+    """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
+    if dev.flags & IFF_NOARP or skb.pkt_type in (PACKET_OTHERHOST, PACKET_LOOPBACK):
+        consume_skb(skb)
+        return
+    if skb.tail - skb.data < 8 + 2 * (dev.addr_len + 4):
+        ipv4.arp_invalid += 1
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    buf = skb.buf
+    d = skb.data
+    if buf[d + 4] != dev.addr_len or buf[d + 5] != 4:
+        ipv4.arp_invalid += 1
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    skb.network_header = d
+    arp_process(ipv4, skb, dev)
+
+
+def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
+    """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process()."""
+    in_dev = dev.ip_ptr
+    if in_dev is None or dev.addr_len != 6:
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    hrd, pro, _, _, op, sha, sip, tha, tip = ARP_ETH_IP.unpack_from(skb.buf, skb.data)
+    if dev.type == ARPHRD_ETHER:
+        if hrd not in (ARPHRD_ETHER, ARPHRD_IEEE802) or pro != ETH_P_IP:
+            ipv4.arp_invalid += 1
+            kfree_skb(skb, DropReason.ARP_INVALID)
+            return
+    elif pro != ETH_P_IP or hrd != dev.type:
+        ipv4.arp_invalid += 1
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    if op not in (ARPOP_REQUEST, ARPOP_REPLY):
+        ipv4.arp_invalid += 1
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    if ipv4_is_multicast(tip) or (not in_dev.orconf("route_localnet") and ipv4_is_loopback(tip)):
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    if sip == tip and in_dev.orconf("drop_gratuitous_arp"):
+        kfree_skb(skb, DropReason.ARP_INVALID)
+        return
+    tbl = ipv4.arp_tbl
+    fib = ipv4.fib
+    # RFC 2131 / RFC 5227 duplicate address detection: sender 0.0.0.0
+    if sip == 0:
+        if (
+            op == ARPOP_REQUEST
+            and fib.inet_addr_type(tip, dev) == RTN_LOCAL
+            and not arp_ignore(ipv4, in_dev, sip, tip)
+        ):
+            arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
+        consume_skb(skb)
+        return
+    if op == ARPOP_REQUEST and fib.inet_addr_type(tip) == RTN_LOCAL:
+        if skb.pkt_type == PACKET_HOST:
+            tbl.rcv_probes_ucast += 1
+        else:
+            tbl.rcv_probes_mcast += 1
+        if not arp_ignore(ipv4, in_dev, sip, tip):
+            n = neigh_event_ns(tbl, sha, sip, dev)
+            if n is not None:
+                arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
+        consume_skb(skb)
+        return
+    # Everything else updates an existing entry; new ones only if arp_accept allows.
+    n = tbl.lookup(sip, dev)
+    addr_type = -1
+    is_garp = False
+    accept = arp_accept(ipv4, in_dev, sip)
+    if n is not None or accept:
+        is_garp = (
+            tip == sip
+            and (op != ARPOP_REPLY or tha == sha)
+            and fib.inet_addr_type(sip, dev) == RTN_UNICAST
+        )
+        addr_type = fib.inet_addr_type(sip, dev)
+    if accept and n is None and (is_garp or (op == ARPOP_REPLY and addr_type == RTN_UNICAST)):
+        n = tbl.lookup_or_create(sip, dev, True)
+    if n is not None:
+        state = NUD_REACHABLE
+        now = ipv4.net.clock.jiffies
+        override = now > n.updated + tbl.parms_for(dev).locktime or is_garp
+        if op != ARPOP_REPLY or skb.pkt_type != PACKET_HOST:
+            state = NUD_STALE
+        neigh_update(n, sha, state, NEIGH_UPDATE_F_OVERRIDE if override else 0)
+    consume_skb(skb)
+
+
+def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
+    """Should a request for *tip* go unanswered? Kernel: arp_ignore()."""
+    mode = in_dev.maxconf("arp_ignore")
+    if mode == 0:
+        return False
+    if mode == 1:
+        return not any(ifa.ifa_local == tip for ifa in in_dev.ifa_list)
+    if mode == 2:
+        return not any(ifa.ifa_local == tip and ifa.match(sip) for ifa in in_dev.ifa_list)
+    if mode == 3:
+        return any(ifa.ifa_local == tip and ifa.ifa_scope == 254 for ifa in in_dev.ifa_list)
+    return mode == 8
+
+
+def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
+    """Kernel: arp_accept()."""
+    mode = in_dev.maxconf("arp_accept")
+    if mode == 0:
+        return False
+    if mode == 1:
+        return True
+    return any(ifa.match(sip) for ifa in in_dev.primaries())
+
+
+def arp_send_gratuitous(ipv4: Ipv4, dev: NetDevice) -> None:
+    """Announce every address of *dev* (``arping -U``, address change). Kernel: inetdev_send_gratuitous_arp()."""
+    in_dev = dev.ip_ptr
+    if in_dev is None or not dev.flags & IFF_UP or dev.flags & IFF_NOARP:
+        return
+    for ifa in in_dev.ifa_list:
+        arp_send(
+            ipv4,
+            ARPOP_REQUEST,
+            ETH_P_ARP,
+            ifa.ifa_local,
+            dev,
+            ifa.ifa_local,
+            None,
+            dev.dev_addr,
+            None,
+        )

@@ -1,0 +1,662 @@
+"""The Forwarding Information Base: route tables, longest-prefix match, rules.
+
+Theory of operation: a :class:`FibTable` keeps one dict per prefix length,
+mapping the masked prefix to the routes (``FibAlias``) for it, sorted by
+metric; a lookup walks the prefix lengths present, longest first, and returns
+the first usable route (its nexthop not dead, its scope acceptable, its output
+interface matching when one is required). ``Fib.lookup`` applies the default
+rules — table ``local`` (255), then ``main`` (254), then ``default`` (253) —
+as ``ip rule`` shows them on a fresh host.
+
+Routes appear from addresses (``fib_add_ifaddr``: ``local`` in the local
+table, the connected prefix and ``broadcast`` once the device is up) and from
+``ip route``. When a device goes down its connected and static routes are
+removed and its local routes stay (``fib_sync_down_dev``); carrier loss marks
+nexthops ``linkdown``.
+
+Kernel: net/ipv4/fib_frontend.c, fib_trie.c, fib_semantics.c, fib_rules.c.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.errors import ConfigError
+from netstack.ipv4.constants import (
+    IFA_F_NOPREFIXROUTE,
+    IFA_F_SECONDARY,
+    NLM_F_APPEND,
+    NLM_F_CREATE,
+    NLM_F_EXCL,
+    NLM_F_REPLACE,
+    RT_SCOPE_HOST,
+    RT_SCOPE_LINK,
+    RT_SCOPE_NOWHERE,
+    RT_SCOPE_UNIVERSE,
+    RT_TABLE_DEFAULT,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
+    RTN_BLACKHOLE,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_PROHIBIT,
+    RTN_THROW,
+    RTN_UNICAST,
+    RTN_UNREACHABLE,
+    RTNH_F_DEAD,
+    RTNH_F_LINKDOWN,
+    RTNH_F_ONLINK,
+    RTPROT_KERNEL,
+)
+from netstack.wire.ipv4 import (
+    INADDR_BROADCAST,
+    inet_make_mask,
+    ipv4_is_lbcast,
+    ipv4_is_multicast,
+    ipv4_is_zeronet,
+)
+
+if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.devinet import InIfaddr
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "RouteConfig"]
+
+MASKS: Final = tuple(inet_make_mask(n) for n in range(33))
+
+# errors a lookup reports for reject route types (kernel: fib_props[].error)
+FIB_PROPS_ERROR: Final = {
+    RTN_UNREACHABLE: errno.EHOSTUNREACH,
+    RTN_PROHIBIT: errno.EACCES,
+    RTN_BLACKHOLE: errno.EINVAL,
+    RTN_THROW: errno.EAGAIN,
+}
+
+
+class FibNhException:
+    """A per-destination exception on a nexthop: learned PMTU (kernel: ``fib_nh_exception``)."""
+
+    __slots__ = ("daddr", "expires", "gw", "mtu_locked", "pmtu", "rth")
+
+    def __init__(self, daddr: int) -> None:
+        self.daddr = daddr
+        self.pmtu = 0
+        self.mtu_locked = False
+        self.gw = 0
+        self.expires = 0
+        self.rth: Any = None
+
+
+class FibNh:
+    """A nexthop: device and optional gateway (kernel: ``struct fib_nh``)."""
+
+    __slots__ = ("dev", "exceptions", "flags", "gw", "rth_input", "rth_output", "scope", "weight")
+
+    def __init__(
+        self, dev: NetDevice, gw: int = 0, scope: int = RT_SCOPE_UNIVERSE, flags: int = 0
+    ) -> None:
+        self.dev = dev
+        self.gw = gw
+        self.scope = scope
+        self.flags = flags
+        self.weight = 1
+        self.rth_output: Any = None  # cached output rtable (nhc_pcpu_rth_output)
+        self.rth_input: Any = None  # cached input rtable (nhc_rth_input)
+        self.exceptions: dict[int, FibNhException] = {}
+
+
+class FibInfo:
+    """Route attributes shared by aliases (kernel: ``struct fib_info``)."""
+
+    __slots__ = (
+        "advmss",
+        "dead",
+        "mtu",
+        "mtu_lock",
+        "nh",
+        "prefsrc",
+        "priority",
+        "protocol",
+        "scope",
+    )
+
+    def __init__(
+        self,
+        nh: FibNh | None,
+        *,
+        protocol: int,
+        scope: int,
+        priority: int,
+        prefsrc: int = 0,
+        mtu: int = 0,
+        mtu_lock: bool = False,
+    ) -> None:
+        self.nh = nh
+        self.protocol = protocol
+        self.scope = scope
+        self.priority = priority
+        self.prefsrc = prefsrc
+        self.mtu = mtu
+        self.mtu_lock = mtu_lock
+        self.advmss = 0
+        self.dead = False
+
+
+class FibAlias:
+    """One route entry: prefix, TOS, type and its FibInfo (kernel: ``struct fib_alias``)."""
+
+    __slots__ = ("dst", "dst_len", "fi", "table", "tos", "type")
+
+    def __init__(
+        self, table: int, dst: int, dst_len: int, rtype: int, fi: FibInfo, tos: int = 0
+    ) -> None:
+        self.table = table
+        self.dst = dst
+        self.dst_len = dst_len
+        self.type = rtype
+        self.fi = fi
+        self.tos = tos
+
+
+class FibResult:
+    """What a lookup found (kernel: ``struct fib_result``)."""
+
+    __slots__ = ("fa", "fi", "nh", "prefix", "prefixlen", "scope", "table", "type")
+
+    def __init__(self, fa: FibAlias) -> None:
+        self.fa = fa
+        self.fi = fa.fi
+        self.nh = fa.fi.nh
+        self.prefix = fa.dst
+        self.prefixlen = fa.dst_len
+        self.type = fa.type
+        self.scope = fa.fi.scope
+        self.table = fa.table
+
+    def prefsrc(self) -> int:
+        return self.fi.prefsrc
+
+
+class RouteConfig:
+    """A route request as rtnetlink carries it (kernel: ``struct fib_config``)."""
+
+    def __init__(
+        self,
+        dst: int,
+        dst_len: int,
+        *,
+        table: int = RT_TABLE_MAIN,
+        rtype: int = RTN_UNICAST,
+        protocol: int = 3,
+        scope: int | None = None,
+        gw: int = 0,
+        dev: NetDevice | None = None,
+        priority: int = 0,
+        prefsrc: int = 0,
+        tos: int = 0,
+        onlink: bool = False,
+        mtu: int = 0,
+        mtu_lock: bool = False,
+        nlflags: int = NLM_F_CREATE | NLM_F_EXCL,
+    ) -> None:
+        self.dst = dst
+        self.dst_len = dst_len
+        self.table = table
+        self.type = rtype
+        self.protocol = protocol
+        if scope is None:
+            if rtype == RTN_LOCAL:
+                scope = RT_SCOPE_HOST
+            elif rtype in (RTN_BROADCAST, RTN_MULTICAST) or (rtype == RTN_UNICAST and not gw):
+                scope = RT_SCOPE_LINK
+            else:
+                scope = RT_SCOPE_UNIVERSE
+        self.scope = scope
+        self.gw = gw
+        self.dev = dev
+        self.priority = priority
+        self.prefsrc = prefsrc
+        self.tos = tos
+        self.onlink = onlink
+        self.mtu = mtu
+        self.mtu_lock = mtu_lock
+        self.nlflags = nlflags
+
+
+class FibTable:
+    """One routing table (kernel: ``struct fib_table`` over an LC-trie; dicts here)."""
+
+    def __init__(self, table_id: int) -> None:
+        self.id = table_id
+        self.by_len: dict[int, dict[int, list[FibAlias]]] = {}
+        self.lens: list[int] = []
+
+    def _bucket(self, dst: int, dst_len: int, create: bool) -> list[FibAlias] | None:
+        level = self.by_len.get(dst_len)
+        if level is None:
+            if not create:
+                return None
+            level = self.by_len[dst_len] = {}
+            self.lens = sorted(self.by_len, reverse=True)
+        bucket = level.get(dst)
+        if bucket is None and create:
+            bucket = level[dst] = []
+        return bucket
+
+    def insert(self, fa: FibAlias, nlflags: int) -> None:
+        """Kernel: fib_table_insert()."""
+        bucket = self._bucket(fa.dst, fa.dst_len, True)
+        assert bucket is not None
+        same = [o for o in bucket if o.tos == fa.tos and o.fi.priority == fa.fi.priority]
+        if same:
+            if nlflags & NLM_F_EXCL:
+                raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
+            if nlflags & NLM_F_REPLACE:
+                i = bucket.index(same[0])
+                same[0].fi.dead = True
+                bucket[i] = fa
+                return
+            if not nlflags & NLM_F_APPEND:
+                # "ip route prepend"-like default: a matching identical route exists
+                for o in same:
+                    if o.type == fa.type and _same_nh(o.fi, fa.fi):
+                        raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
+        elif not nlflags & NLM_F_CREATE:
+            raise ConfigError("RTNETLINK answers: No such file or directory", errno.ENOENT)
+        bucket.append(fa)
+        bucket.sort(key=lambda a: (-a.tos, a.fi.priority))
+
+    def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
+        """Remove the first alias *match* accepts; ESRCH if none. Kernel: fib_table_delete()."""
+        bucket = self._bucket(dst, dst_len, False)
+        if bucket:
+            for fa in bucket:
+                if match(fa):
+                    bucket.remove(fa)
+                    fa.fi.dead = True
+                    self._prune(dst, dst_len)
+                    return fa
+        raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
+
+    def _prune(self, dst: int, dst_len: int) -> None:
+        level = self.by_len.get(dst_len)
+        if level is not None and not level.get(dst, True):
+            del level[dst]
+            if not level:
+                del self.by_len[dst_len]
+                self.lens = sorted(self.by_len, reverse=True)
+
+    def remove_where(self, pred: Any) -> int:
+        """Remove every alias *pred* accepts (device down, address removal)."""
+        n = 0
+        for dst_len in list(self.by_len):
+            level = self.by_len[dst_len]
+            for dst in list(level):
+                bucket = level[dst]
+                keep = [fa for fa in bucket if not pred(fa)]
+                if len(keep) != len(bucket):
+                    for fa in bucket:
+                        if fa not in keep:
+                            fa.fi.dead = True
+                    n += len(bucket) - len(keep)
+                    level[dst] = keep
+                    self._prune(dst, dst_len)
+        return n
+
+    def lookup(
+        self,
+        daddr: int,
+        oif: int = 0,
+        scope: int = RT_SCOPE_UNIVERSE,
+        ignore_linkdown: bool = False,
+    ) -> FibAlias | None:
+        """Longest-prefix match. Kernel: fib_table_lookup()."""
+        by_len = self.by_len
+        for plen in self.lens:
+            bucket = by_len[plen].get(daddr & MASKS[plen])
+            if not bucket:
+                continue
+            for fa in bucket:
+                fi = fa.fi
+                if fi.dead or fi.scope < scope:
+                    continue
+                nh = fi.nh
+                if nh is not None:
+                    if nh.flags & RTNH_F_DEAD:
+                        continue
+                    if ignore_linkdown and nh.flags & RTNH_F_LINKDOWN:
+                        continue
+                    if oif and nh.dev.ifindex != oif:
+                        continue
+                elif oif and fa.type != RTN_UNREACHABLE:
+                    continue
+                return fa
+        return None
+
+    def aliases(self) -> Iterator[FibAlias]:
+        """Every route, ordered by prefix then length (``ip route show`` order)."""
+        rows = [fa for level in self.by_len.values() for bucket in level.values() for fa in bucket]
+        rows.sort(key=lambda fa: (fa.dst, fa.dst_len, fa.fi.priority))
+        return iter(rows)
+
+
+def _same_nh(a: FibInfo, b: FibInfo) -> bool:
+    if a.nh is None or b.nh is None:
+        return a.nh is b.nh
+    return a.nh.dev is b.nh.dev and a.nh.gw == b.nh.gw
+
+
+class Fib:
+    """The FIB of one Net: the three standard tables and the default rules."""
+
+    def __init__(self, ipv4: Ipv4) -> None:
+        self.ipv4 = ipv4
+        self.tables: dict[int, FibTable] = {
+            RT_TABLE_LOCAL: FibTable(RT_TABLE_LOCAL),
+            RT_TABLE_MAIN: FibTable(RT_TABLE_MAIN),
+            RT_TABLE_DEFAULT: FibTable(RT_TABLE_DEFAULT),
+        }
+        self.local = self.tables[RT_TABLE_LOCAL]
+        self.main = self.tables[RT_TABLE_MAIN]
+        self.default = self.tables[RT_TABLE_DEFAULT]
+        self.rules: list[tuple[int, int]] = [
+            (0, RT_TABLE_LOCAL),
+            (32766, RT_TABLE_MAIN),
+            (32767, RT_TABLE_DEFAULT),
+        ]
+        self.changes = 0
+
+    def table(self, table_id: int, create: bool = False) -> FibTable | None:
+        t = self.tables.get(table_id)
+        if t is None and create:
+            t = self.tables[table_id] = FibTable(table_id)
+        return t
+
+    def lookup(self, daddr: int, oif: int = 0, scope: int = RT_SCOPE_UNIVERSE) -> FibResult | None:
+        """Walk the rules (local, main, default). Kernel: fib_lookup()."""
+        ignore_linkdown = False
+        for _, table_id in self.rules:
+            t = self.tables.get(table_id)
+            if t is None or not t.lens:
+                continue
+            fa = t.lookup(daddr, oif, scope, ignore_linkdown)
+            if fa is not None:
+                if fa.type == RTN_THROW:
+                    continue
+                return FibResult(fa)
+        return None
+
+    def inet_addr_type(self, addr: int, dev: NetDevice | None = None) -> int:
+        """RTN_LOCAL / BROADCAST / MULTICAST / UNICAST of *addr*. Kernel: inet_addr_type()."""
+        if ipv4_is_zeronet(addr) or ipv4_is_lbcast(addr):
+            return RTN_BROADCAST
+        if ipv4_is_multicast(addr):
+            return RTN_MULTICAST
+        fa = self.local.lookup(addr, dev.ifindex if dev is not None else 0)
+        if fa is not None and fa.dst_len == 32 and fa.type in (RTN_LOCAL, RTN_BROADCAST):
+            return fa.type
+        return RTN_UNICAST
+
+    # -- configuration -----------------------------------------------------------------------
+    def add_route(self, cfg: RouteConfig) -> FibAlias:
+        """``ip route add|replace|append``. Kernel: fib_create_info() + fib_table_insert()."""
+        if cfg.dst & ~MASKS[cfg.dst_len]:
+            raise ConfigError("Error: Invalid prefix for given prefix length.", errno.EINVAL)
+        nh: FibNh | None = None
+        if cfg.type in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE, RTN_THROW):
+            if cfg.gw or cfg.dev is not None:
+                nh = None
+        else:
+            nh = self._check_nh(cfg)
+        if cfg.prefsrc and cfg.type != RTN_LOCAL and self.inet_addr_type(cfg.prefsrc) != RTN_LOCAL:
+            raise ConfigError("Error: Invalid prefsrc address.", errno.EINVAL)
+        fi = FibInfo(
+            nh,
+            protocol=cfg.protocol,
+            scope=cfg.scope,
+            priority=cfg.priority,
+            prefsrc=cfg.prefsrc,
+            mtu=cfg.mtu,
+            mtu_lock=cfg.mtu_lock,
+        )
+        fa = FibAlias(cfg.table, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
+        table = self.table(cfg.table, create=True)
+        assert table is not None
+        table.insert(fa, cfg.nlflags)
+        self.changed()
+        return fa
+
+    def _check_nh(self, cfg: RouteConfig) -> FibNh:
+        """Validate the nexthop. Kernel: fib_create_info() / fib_check_nh_v4_gw() / _nongw()."""
+        dev = cfg.dev
+        if cfg.scope == RT_SCOPE_HOST:
+            if cfg.gw:
+                raise ConfigError(
+                    "Error: Route with host scope can not have a gateway.", errno.EINVAL
+                )
+            if dev is None:
+                raise ConfigError("RTNETLINK answers: No such device", errno.ENODEV)
+            return FibNh(dev, 0, RT_SCOPE_NOWHERE)
+        if not cfg.gw:
+            if dev is None:
+                raise ConfigError("RTNETLINK answers: No such device", errno.ENODEV)
+            if not dev.flags & 1:
+                raise ConfigError("Error: Device for nexthop is not up.", errno.ENETDOWN)
+            nh = FibNh(dev, 0, RT_SCOPE_HOST)
+            self._mark_linkdown(nh)
+            return nh
+        if cfg.onlink:
+            if dev is None:
+                raise ConfigError("Error: Nexthop device required for onlink.", errno.EINVAL)
+            if not dev.flags & 1:
+                raise ConfigError("Error: Nexthop device is not up.", errno.ENETDOWN)
+            if self.inet_addr_type(cfg.gw, dev) != RTN_UNICAST:
+                raise ConfigError("Error: Nexthop has invalid gateway.", errno.EINVAL)
+            nh = FibNh(dev, cfg.gw, RT_SCOPE_LINK, RTNH_F_ONLINK)
+            self._mark_linkdown(nh)
+            return nh
+        # The gateway must be directly reachable: a route of at least link scope.
+        res = self.lookup(
+            cfg.gw, dev.ifindex if dev is not None else 0, scope=max(cfg.scope + 1, RT_SCOPE_LINK)
+        )
+        if res is None or res.type not in (RTN_UNICAST, RTN_LOCAL) or res.nh is None:
+            raise ConfigError(
+                "Error: Nexthop has invalid gateway.",
+                errno.ENETUNREACH if res is None else errno.EINVAL,
+            )
+        nh_dev = res.nh.dev
+        if not nh_dev.flags & 1:
+            raise ConfigError("Error: Nexthop device is not up.", errno.ENETDOWN)
+        nh = FibNh(nh_dev, cfg.gw, res.scope)
+        self._mark_linkdown(nh)
+        return nh
+
+    def _mark_linkdown(self, nh: FibNh) -> None:
+        if not nh.dev.carrier:
+            nh.flags |= RTNH_F_LINKDOWN
+
+    def delete_route(
+        self,
+        cfg: RouteConfig,
+        *,
+        match_gw: bool,
+        match_dev: bool,
+        match_metric: bool,
+        match_type: bool,
+        match_proto: bool,
+        match_scope: bool,
+    ) -> FibAlias:
+        """``ip route del``: remove the first route matching what was given.
+
+        Kernel: fib_table_delete().
+        """
+        table = self.tables.get(cfg.table)
+        if table is None:
+            raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
+
+        def match(fa: FibAlias) -> bool:
+            fi = fa.fi
+            if fa.tos != cfg.tos:
+                return False
+            if match_type and fa.type != cfg.type:
+                return False
+            if match_metric and fi.priority != cfg.priority:
+                return False
+            if match_proto and fi.protocol != cfg.protocol:
+                return False
+            if match_scope and fi.scope != cfg.scope:
+                return False
+            if match_gw and (fi.nh is None or fi.nh.gw != cfg.gw):
+                return False
+            return not (match_dev and (fi.nh is None or fi.nh.dev is not cfg.dev))
+
+        fa = table.delete(cfg.dst, cfg.dst_len, match)
+        self.changed()
+        return fa
+
+    def changed(self) -> None:
+        """Invalidate cached routes. Kernel: rt_cache_flush()."""
+        self.changes += 1
+        self.ipv4.rt_cache_flush()
+
+    # -- routes that follow addresses (fib_frontend.c) -------------------------------
+    def _magic(
+        self,
+        table_id: int,
+        rtype: int,
+        dst: int,
+        dst_len: int,
+        ifa: InIfaddr,
+        scope: int,
+        add: bool,
+        priority: int = 0,
+    ) -> None:
+        """Add or delete a kernel route for an address. Kernel: fib_magic()."""
+        table = self.tables[table_id]
+        dev = ifa.dev
+        if add:
+            if rtype == RTN_LOCAL or rtype == RTN_BROADCAST:
+                nh_scope = RT_SCOPE_NOWHERE if rtype == RTN_LOCAL else RT_SCOPE_HOST
+            else:
+                nh_scope = RT_SCOPE_HOST
+            nh = FibNh(dev, 0, nh_scope)
+            self._mark_linkdown(nh)
+            fi = FibInfo(
+                nh, protocol=RTPROT_KERNEL, scope=scope, priority=priority, prefsrc=ifa.ifa_local
+            )
+            fa = FibAlias(table_id, dst, dst_len, rtype, fi)
+            bucket = table._bucket(dst, dst_len, True)
+            assert bucket is not None
+            for o in bucket:
+                if (
+                    o.type == rtype
+                    and o.fi.nh is not None
+                    and o.fi.nh.dev is dev
+                    and o.fi.prefsrc == ifa.ifa_local
+                    and o.fi.priority == priority
+                ):
+                    return
+            bucket.append(fa)
+            bucket.sort(key=lambda a: (-a.tos, a.fi.priority))
+        else:
+            table.remove_where(
+                lambda fa: (
+                    fa.dst == dst
+                    and fa.dst_len == dst_len
+                    and fa.type == rtype
+                    and fa.fi.protocol == RTPROT_KERNEL
+                    and fa.fi.nh is not None
+                    and fa.fi.nh.dev is dev
+                    and fa.fi.prefsrc == ifa.ifa_local
+                )
+            )
+
+    def fib_add_ifaddr(self, ifa: InIfaddr) -> None:
+        """Kernel routes for a new address. Kernel: fib_add_ifaddr()."""
+        self._ifaddr_routes(ifa, add=True)
+        self.changed()
+
+    def fib_del_ifaddr(self, ifa: InIfaddr) -> None:
+        """Kernel: fib_del_ifaddr()."""
+        self._ifaddr_routes(ifa, add=False, force=True)
+        self.changed()
+
+    def _ifaddr_routes(self, ifa: InIfaddr, add: bool, force: bool = False) -> None:
+        dev = ifa.dev
+        prefix = ifa.ifa_address & ifa.ifa_mask
+        self._magic(RT_TABLE_LOCAL, RTN_LOCAL, ifa.ifa_local, 32, ifa, RT_SCOPE_HOST, add)
+        if add and not dev.flags & 1:
+            return
+        if ifa.ifa_broadcast and ifa.ifa_broadcast != INADDR_BROADCAST:
+            self._magic(
+                RT_TABLE_LOCAL, RTN_BROADCAST, ifa.ifa_broadcast, 32, ifa, RT_SCOPE_LINK, add
+            )
+        if (
+            not ipv4_is_zeronet(prefix)
+            and not ifa.ifa_flags & IFA_F_SECONDARY
+            and (prefix != ifa.ifa_local or ifa.ifa_prefixlen < 32)
+        ):
+            if not ifa.ifa_flags & IFA_F_NOPREFIXROUTE:
+                self._magic(
+                    RT_TABLE_MAIN,
+                    RTN_UNICAST,
+                    prefix,
+                    ifa.ifa_prefixlen,
+                    ifa,
+                    RT_SCOPE_LINK,
+                    add,
+                    ifa.ifa_rt_priority,
+                )
+
+    def fib_netdev_up(self, dev: NetDevice) -> None:
+        """Device up: add the routes of its addresses. Kernel: fib_netdev_event(NETDEV_UP)."""
+        in_dev = dev.ip_ptr
+        if in_dev is None:
+            return
+        for ifa in in_dev.ifa_list:
+            self._ifaddr_routes(ifa, add=True)
+        self.fib_sync_up(dev)
+        self.changed()
+
+    def fib_sync_down_dev(self, dev: NetDevice, unregister: bool) -> None:
+        """Device down: drop routes through it, keep its local ones unless it goes away.
+
+        Kernel: fib_sync_down_dev() + fib_flush().
+        """
+        for table in self.tables.values():
+            table.remove_where(
+                lambda fa: (
+                    fa.fi.nh is not None
+                    and fa.fi.nh.dev is dev
+                    and (unregister or fa.fi.nh.scope != RT_SCOPE_NOWHERE)
+                )
+            )
+        self.changed()
+
+    def fib_sync_linkdown(self, dev: NetDevice, down: bool) -> None:
+        """Carrier change: flag nexthops ``linkdown``. Kernel: fib_sync_down_dev(CHANGE)/fib_sync_up()."""
+        for table in self.tables.values():
+            for fa in table.aliases():
+                nh = fa.fi.nh
+                if nh is not None and nh.dev is dev:
+                    if down:
+                        nh.flags |= RTNH_F_LINKDOWN
+                    else:
+                        nh.flags &= ~RTNH_F_LINKDOWN
+        self.changed()
+
+    def fib_sync_up(self, dev: NetDevice) -> None:
+        self.fib_sync_linkdown(dev, not dev.carrier)
+
+    def fib_validate_source(self, saddr: int, dev: NetDevice, accept_local: bool) -> int:
+        """Check a received packet's source; 0 or -errno. Kernel: fib_validate_source()."""
+        fa = self.local.lookup(saddr)
+        if fa is not None and fa.dst_len == 32 and fa.type == RTN_LOCAL and not accept_local:
+            return -errno.EINVAL
+        if fa is not None and fa.dst_len == 32 and fa.type == RTN_BROADCAST:
+            return -errno.EINVAL
+        return 0

@@ -1,0 +1,189 @@
+"""IPv4 reassembly: fragment queues keyed by (saddr, daddr, id, protocol).
+
+Theory of operation: each fragment joins the queue of its datagram; the
+first one arms the queue's timer (``ipfrag_time``, 30 s). Fragments are kept
+sorted by offset; an overlap with data already queued drops the whole
+datagram (as Linux does since 4.19, RFC 5722's rule for IPv6), an exact
+duplicate is dropped alone. When the last fragment (MF clear) has arrived and
+there are no holes, the datagram is rebuilt in one skb (header of the first
+fragment, total length and checksum fixed) and delivered. A timer expiry
+counts ``ReasmFails``/``ReasmTimeout`` and, if the first fragment had arrived,
+sends ICMP time exceeded (fragment reassembly). Queued memory is bounded by
+``ipfrag_high_thresh``: beyond it new fragments are dropped.
+
+Kernel: net/ipv4/ip_fragment.c, net/ipv4/inet_fragment.c.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.wire.checksum import ip_fast_csum
+from netstack.wire.icmp import ICMP_EXC_FRAGTIME, ICMP_TIME_EXCEEDED
+from netstack.wire.ipv4 import IP_MF, IP_OFFSET
+
+if TYPE_CHECKING:
+    from netstack.core.timer import TimerList
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = ["IpFrags", "Ipq"]
+
+_H: Final = struct.Struct("!H")
+_II: Final = struct.Struct("!II")
+
+
+class Ipq:
+    """One datagram being reassembled (kernel: ``struct ipq``)."""
+
+    __slots__ = ("frags", "has_first", "has_last", "key", "len", "meat", "mem", "timer")
+
+    def __init__(self, key: tuple[int, int, int, int]) -> None:
+        self.key = key
+        self.frags: list[tuple[int, int, SkBuff]] = []  # (offset, end, skb), sorted
+        self.len = 0  # total payload length, known once the last fragment came
+        self.meat = 0  # payload bytes received
+        self.has_first = False
+        self.has_last = False
+        self.mem = 0
+        self.timer: TimerList | None = None
+
+
+class IpFrags:
+    """The reassembly queues of one Net (kernel: ``netns_frags`` for IPv4)."""
+
+    def __init__(self, ipv4: Ipv4) -> None:
+        self.ipv4 = ipv4
+        self.queues: dict[tuple[int, int, int, int], Ipq] = {}
+        self.mem = 0
+
+    def ip_defrag(self, skb: SkBuff) -> SkBuff | None:
+        """Queue a fragment; return the whole datagram once complete. Kernel: ip_defrag()."""
+        ipv4 = self.ipv4
+        ip = ipv4.ip
+        ip.ReasmReqds += 1
+        buf = skb.buf
+        nh = skb.network_header
+        ihl = (buf[nh] & 0xF) * 4
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
+        ident = (buf[nh + 4] << 8) | buf[nh + 5]
+        proto = buf[nh + 9]
+        key = (saddr, daddr, ident, proto)
+        if self.mem > ipv4.ipfrag_high_thresh:
+            ip.ReasmFails += 1
+            kfree_skb(skb, DropReason.FRAG_REASM_TIMEOUT)
+            return None
+        q = self.queues.get(key)
+        if q is None:
+            q = Ipq(key)
+            self.queues[key] = q
+            timer = ipv4.net.timers.timer(lambda: self.ip_expire(q), "ipfrag")
+            timer.mod(ipv4.net.clock.jiffies + ipv4.ipfrag_time * ipv4.net.clock.hz)
+            q.timer = timer
+        field = (buf[nh + 6] << 8) | buf[nh + 7]
+        offset = (field & IP_OFFSET) << 3
+        end = offset + (skb.tail - nh - ihl)
+        if not field & IP_MF:
+            # the last fragment fixes the total length
+            if end < q.len or (q.has_last and end != q.len):
+                return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+            q.has_last = True
+            q.len = end
+        else:
+            if end & 7:
+                end &= ~7  # non-last fragments carry multiples of 8
+            if end > q.len:
+                if q.has_last:
+                    return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                q.len = end
+        if end == offset:
+            kfree_skb(skb, DropReason.DUP_FRAG)
+            return None
+        skb.tail = nh + ihl + (end - offset)
+        for o, e, other in q.frags:
+            if o == offset and e == end:
+                kfree_skb(skb, DropReason.DUP_FRAG)
+                return None
+            if offset < e and o < end:
+                ipv4.ipext.ReasmOverlaps += 1
+                return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+        q.frags.append((offset, end, skb))
+        q.frags.sort(key=lambda t: t[0])
+        q.meat += end - offset
+        size = skb.truesize
+        q.mem += size
+        self.mem += size
+        if offset == 0:
+            q.has_first = True
+        if q.has_first and q.has_last and q.meat == q.len:
+            return self._reasm(q)
+        return None
+
+    def _fail(self, q: Ipq, skb: SkBuff, reason: DropReason) -> None:
+        self.ipv4.ip.ReasmFails += 1
+        kfree_skb(skb, reason)
+        self._kill(q, reason)
+        return None
+
+    def _kill(self, q: Ipq, reason: DropReason | None) -> None:
+        self.queues.pop(q.key, None)
+        if q.timer is not None:
+            q.timer.delete()
+        for _, _, f in q.frags:
+            if reason is None:
+                consume_skb(f)
+            else:
+                kfree_skb(f, reason)
+        self.mem -= q.mem
+        q.frags = []
+
+    def _reasm(self, q: Ipq) -> SkBuff:
+        """Rebuild the datagram. Kernel: ip_frag_reasm()."""
+        first = q.frags[0][2]
+        fb = first.buf
+        nh = first.network_header
+        ihl = (fb[nh] & 0xF) * 4
+        head = first.data if first.data < nh else nh
+        headroom = nh - head
+        total = ihl + q.len
+        buf = bytearray(headroom + total)
+        buf[: headroom + ihl] = fb[head : nh + ihl]
+        for offset, end, f in q.frags:
+            fnh = f.network_header
+            fihl = (f.buf[fnh] & 0xF) * 4
+            start = headroom + ihl + offset
+            buf[start : start + (end - offset)] = f.buf[fnh + fihl : fnh + fihl + (end - offset)]
+        skb = SkBuff(buf, headroom, headroom + total)
+        skb.network_header = headroom
+        skb.transport_header = headroom + ihl
+        skb.mac_header = first.mac_header - head if first.mac_header >= head else -1
+        skb.dev = first.dev
+        skb.protocol = first.protocol
+        skb.pkt_type = first.pkt_type
+        skb.priority = first.priority
+        skb.ip_summed = CHECKSUM_NONE
+        dst = first.dst
+        if dst is not None:
+            skb.dst = dst.hold()
+        _H.pack_into(buf, headroom + 2, total)
+        _H.pack_into(buf, headroom + 6, 0)
+        buf[headroom + 10] = 0
+        buf[headroom + 11] = 0
+        _H.pack_into(buf, headroom + 10, ip_fast_csum(buf, headroom, ihl))
+        self._kill(q, None)
+        self.ipv4.ip.ReasmOKs += 1
+        return skb
+
+    def ip_expire(self, q: Ipq) -> None:
+        """The reassembly timer fired. Kernel: ip_expire()."""
+        if self.queues.get(q.key) is not q:
+            return
+        ipv4 = self.ipv4
+        ipv4.ip.ReasmFails += 1
+        ipv4.ip.ReasmTimeout += 1
+        if q.has_first and q.frags and q.frags[0][0] == 0:
+            head = q.frags[0][2]
+            head.data = head.network_header
+            ipv4.icmp_send(head, ICMP_TIME_EXCEEDED, ICMP_EXC_FRAGTIME, 0)
+        self._kill(q, DropReason.FRAG_REASM_TIMEOUT)

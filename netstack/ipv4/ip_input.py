@@ -1,0 +1,262 @@
+"""IPv4 input: validation, routing, local delivery and forwarding.
+
+Theory of operation::
+
+    ip_rcv (ptype ETH_P_IP): drop other-host frames; check length, version,
+      IHL, header checksum, total length (trim link padding) ─► ip_rcv_finish:
+      ip_route_input_noref sets skb.dst ─► options ─► dst.input:
+        ip_local_deliver: reassemble fragments ─► pull the IP header ─► raw
+            sockets get copies ─► the registered protocol (ICMP, UDP …) or
+            ICMP protocol-unreachable
+        ip_forward: TTL ≤ 1 → ICMP time exceeded; bigger than the next MTU with
+            DF → ICMP frag-needed; decrement TTL (incremental checksum);
+            redirect if it leaves by the interface it came in; ip_output
+        ip_error: unreachable / not forwarding
+
+Every drop is counted in ``/proc/net/snmp`` terms and with a drop reason.
+
+Kernel: net/ipv4/ip_input.c, net/ipv4/ip_forward.c, net/ipv4/ip_options.c.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.ethernet import LL_RESERVED_SPACE
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    PACKET_BROADCAST,
+    PACKET_HOST,
+    PACKET_MULTICAST,
+    PACKET_OTHERHOST,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_DOREDIRECT, RTCF_MULTICAST
+from netstack.wire.checksum import csum_partial, csum_sub, ip_fast_csum
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_EXC_TTL,
+    ICMP_FRAG_NEEDED,
+    ICMP_PARAMETERPROB,
+    ICMP_PROT_UNREACH,
+    ICMP_TIME_EXCEEDED,
+)
+from netstack.wire.ipv4 import (
+    IP_MF,
+    IP_OFFSET,
+    IPOPT_LSRR,
+    IPOPT_SSRR,
+    ip_decrease_ttl,
+    ip_options_length,
+)
+
+if TYPE_CHECKING:
+    from netstack.core.net import PacketType
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
+
+# rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
+IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+
+
+def rt_tos2priority(tos: int) -> int:
+    """Kernel: rt_tos2priority()."""
+    return IP_TOS2PRIO[(tos & 0x1E) >> 1]
+
+
+def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
+    """Validate a received IPv4 datagram. Kernel: ip_rcv() / ip_rcv_core()."""
+    if skb.pkt_type == PACKET_OTHERHOST:
+        kfree_skb(skb, DropReason.OTHERHOST)
+        return
+    ip = ipv4.ip
+    ipext = ipv4.ipext
+    length = skb.tail - skb.data
+    ip.InReceives += 1
+    ipext.InOctets += length
+    if length < 20:
+        ip.InHdrErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return
+    buf = skb.buf
+    nh = skb.data
+    vi = buf[nh]
+    ihl = (vi & 0xF) * 4
+    if vi >> 4 != 4 or ihl < 20:
+        ip.InHdrErrors += 1
+        kfree_skb(skb, DropReason.IP_INHDR)
+        return
+    if length < ihl:
+        ip.InHdrErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return
+    if ip_fast_csum(buf, nh, ihl):
+        ipext.InCsumErrors += 1
+        ip.InHdrErrors += 1
+        kfree_skb(skb, DropReason.IP_CSUM)
+        return
+    tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
+    if length < tot_len:
+        ipext.InTruncatedPkts += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return
+    if tot_len < ihl:
+        ip.InHdrErrors += 1
+        kfree_skb(skb, DropReason.IP_INHDR)
+        return
+    if length > tot_len:  # pskb_trim_rcsum(): link padding
+        if skb.ip_summed == CHECKSUM_COMPLETE:
+            skb.csum = csum_sub(skb.csum, csum_partial(buf, nh + tot_len, skb.tail))
+        skb.tail = nh + tot_len
+    skb.network_header = nh
+    skb.transport_header = nh + ihl
+    ecn = buf[nh + 1] & 3
+    if ecn == 0:
+        ipext.InNoECTPkts += 1
+    elif ecn == 1:
+        ipext.InECT1Pkts += 1
+    elif ecn == 2:
+        ipext.InECT0Pkts += 1
+    else:
+        ipext.InCEPkts += 1
+    ip_rcv_finish(ipv4, skb, dev)
+
+
+def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
+    """Route the datagram and process its options. Kernel: ip_rcv_finish_core()."""
+    buf = skb.buf
+    nh = skb.network_header
+    if skb.dst is None:
+        saddr = (buf[nh + 12] << 24) | (buf[nh + 13] << 16) | (buf[nh + 14] << 8) | buf[nh + 15]
+        daddr = (buf[nh + 16] << 24) | (buf[nh + 17] << 16) | (buf[nh + 18] << 8) | buf[nh + 19]
+        err = ipv4.ip_route_input_noref(skb, daddr, saddr, buf[nh + 1], dev)
+        if err:
+            kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
+            return
+    ihl = (buf[nh] & 0xF) * 4
+    if ihl > 20 and not ip_rcv_options(ipv4, skb, dev, ihl):
+        return
+    rt: Any = skb.dst
+    if rt.rt_flags & RTCF_MULTICAST or skb.pkt_type == PACKET_MULTICAST:
+        ipv4.ipext.InMcastPkts += 1
+    elif rt.rt_flags & RTCF_BROADCAST or skb.pkt_type == PACKET_BROADCAST:
+        ipv4.ipext.InBcastPkts += 1
+    rt.input(skb)
+
+
+def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
+    """Check options; refuse source routing (accept_source_route=0). Kernel: ip_rcv_options()."""
+    buf = skb.buf
+    nh = skb.network_header
+    if not ip_options_length(buf, nh + 20, ihl - 20):
+        ipv4.ip.InHdrErrors += 1
+        ipv4.icmp_send(skb, ICMP_PARAMETERPROB, 0, 20 << 24)
+        kfree_skb(skb, DropReason.IP_INHDR)
+        return False
+    i = nh + 20
+    end = nh + ihl
+    while i < end:
+        t = buf[i]
+        if t == 0:
+            break
+        if t == 1:
+            i += 1
+            continue
+        if t in (IPOPT_LSRR, IPOPT_SSRR):
+            in_dev = dev.ip_ptr
+            if in_dev is None or not in_dev.orconf("accept_source_route"):
+                kfree_skb(skb, DropReason.IP_INHDR)
+                return False
+        i += buf[i + 1]
+    return True
+
+
+def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Reassemble, then deliver to the transport protocol. Kernel: ip_local_deliver()."""
+    buf = skb.buf
+    nh = skb.network_header
+    if ((buf[nh + 6] << 8) | buf[nh + 7]) & (IP_MF | IP_OFFSET):
+        skb2 = ipv4.frags.ip_defrag(skb)
+        if skb2 is None:
+            return 0
+        skb = skb2
+    return ip_local_deliver_finish(ipv4, skb)
+
+
+def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Pull the IP header and call the protocol handler. Kernel: ip_protocol_deliver_rcu()."""
+    buf = skb.buf
+    nh = skb.network_header
+    ihl = skb.transport_header - nh
+    if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_postpull_rcsum()
+        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, nh + ihl))
+    skb.data = nh + ihl
+    protocol = buf[nh + 9]
+    raw_handled = ipv4.raw_local_deliver(skb, protocol)
+    handler = ipv4.inet_protos.get(protocol)
+    if handler is not None:
+        ipv4.ip.InDelivers += 1
+        handler.handler(skb)
+        return 0
+    if raw_handled:
+        ipv4.ip.InDelivers += 1
+        consume_skb(skb)
+        return 0
+    ipv4.ip.InUnknownProtos += 1
+    skb.data = nh
+    ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PROT_UNREACH, 0)
+    kfree_skb(skb, DropReason.IP_NOPROTO)
+    return 0
+
+
+def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
+    """Kernel: ip_exceeds_mtu()."""
+    if skb.tail - skb.data <= mtu:
+        return False
+    if not skb.buf[skb.network_header + 6] & 0x40:  # no DF
+        return False
+    if skb.ignore_df:
+        return False
+    return not skb.gso_size
+
+
+def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Forward a datagram routed through this host. Kernel: net/ipv4/ip_forward.c, ip_forward()."""
+    if skb.pkt_type != PACKET_HOST:
+        kfree_skb(skb, DropReason.OTHERHOST)
+        return 0
+    buf = skb.buf
+    nh = skb.network_header
+    skb.data = nh
+    if buf[nh + 8] <= 1:
+        ipv4.ip.InHdrErrors += 1
+        ipv4.icmp_send(skb, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0)
+        kfree_skb(skb, DropReason.IP_INHDR)
+        return 0
+    rt: Any = skb.dst
+    mtu = rt.mtu()
+    if ip_exceeds_mtu(skb, mtu):
+        ipv4.ip.FragFails += 1
+        ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return 0
+    out = rt.dev
+    need = LL_RESERVED_SPACE(out) + rt.header_len
+    if skb.cloned or skb.data < need:  # skb_cow()
+        skb.cow_head(need)
+        buf = skb.buf
+        nh = skb.network_header
+    ip_decrease_ttl(buf, nh)
+    if rt.rt_flags & RTCF_DOREDIRECT:
+        ipv4.ip_rt_send_redirect(skb)
+    if ipv4.ip_fwd_update_priority:
+        skb.priority = rt_tos2priority(buf[nh + 1])
+    ipv4.ip.ForwDatagrams += 1
+    skb.ip_summed = CHECKSUM_NONE if skb.ip_summed == CHECKSUM_COMPLETE else skb.ip_summed
+    return int(rt.output(skb))

@@ -1,0 +1,376 @@
+"""IPv4 output: building headers, choosing IDs, fragmenting, resolving the next hop.
+
+Theory of operation::
+
+    ip_make_skb (UDP, ping, ICMP) ─► ip_send_skb ─► ip_local_out: tot_len, checksum
+      ─► dst.output = ip_output ─► ip_finish_output: bigger than the path MTU?
+         ─► ip_fragment (DF set: ICMP frag-needed to the sender, dropped)
+      ─► ip_finish_output2: nexthop = gateway or destination ─► neighbour
+         (created on first use) ─► sock_confirm_neigh (MSG_CONFIRM) ─► neigh_output
+
+IP IDs follow ``ip_select_ident_segs``: a connected socket uses its own
+counter; a packet with DF that may not be fragmented gets 0; everything else
+comes from the hashed per-destination generator, whose idle buckets jump by a
+random amount (kernel: ``ip_idents_reserve``).
+
+Kernel: net/ipv4/ip_output.c, include/net/ip.h, net/ipv4/route.c (IDs).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.ethernet import LL_RESERVED_SPACE
+from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
+from netstack.core.xmit import skb_checksum_help
+from netstack.ipv4.constants import RTCF_BROADCAST, RTN_MULTICAST
+from netstack.neigh.neighbour import neigh_confirm, neigh_output
+from netstack.wire.checksum import ip_fast_csum
+from netstack.wire.ethernet import ETH_P_IP
+from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
+from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
+
+if TYPE_CHECKING:
+    from netstack.core.sock import Sock
+    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.route import Flowi4, Rtable
+
+__all__ = [
+    "ip_do_fragment",
+    "ip_finish_output",
+    "ip_finish_output2",
+    "ip_fragment",
+    "ip_local_out",
+    "ip_make_skb",
+    "ip_output",
+    "ip_select_ident",
+]
+
+IP_IDENTS_SZ: Final = 2048
+_HH: Final = struct.Struct("!HH")
+_H: Final = struct.Struct("!H")
+
+
+class IpIdents:
+    """The hashed IP ID generator (kernel: ``ip_idents`` / ``ip_tstamps``)."""
+
+    __slots__ = ("_ipv4", "idents", "key", "tstamps")
+
+    def __init__(self, ipv4: Ipv4) -> None:
+        self._ipv4 = ipv4
+        self.idents = [0] * IP_IDENTS_SZ
+        self.tstamps = [0] * IP_IDENTS_SZ
+        self.key = ipv4.net.rng.getrandbits(64)
+
+    def reserve(self, daddr: int, saddr: int, protocol: int, segs: int) -> int:
+        """Kernel: __ip_select_ident() → ip_idents_reserve()."""
+        bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+        now = self._ipv4.net.clock.jiffies
+        old = self.tstamps[bucket]
+        delta = 0
+        if old != now:
+            self.tstamps[bucket] = now
+            span = now - old
+            if span > 0:
+                delta = self._ipv4.net.rng.randrange(span)
+        new = (self.idents[bucket] + segs + delta) & 0xFFFFFFFF
+        self.idents[bucket] = new
+        return (new - segs) & 0xFFFF
+
+
+def ip_select_ident(
+    ipv4: Ipv4, buf: bytearray, off: int, sk: Sock | None, ignore_df: bool, segs: int = 1
+) -> None:
+    """Write the IP ID of the header at *off*. Kernel: ip_select_ident_segs()."""
+    if sk is not None and sk.inet_daddr:
+        ident = sk.inet_id & 0xFFFF
+        sk.inet_id = (sk.inet_id + segs) & 0xFFFF
+    elif buf[off + 6] & 0x40 and not ignore_df:  # DF set
+        ident = 0
+    else:
+        (daddr,) = struct.unpack_from("!I", buf, off + 16)
+        (saddr,) = struct.unpack_from("!I", buf, off + 12)
+        ident = ipv4.idents.reserve(daddr, saddr, buf[off + 9], segs)
+    _H.pack_into(buf, off + 4, ident)
+
+
+def ip_dont_fragment(sk: Sock | None, rt: Rtable) -> bool:
+    """Kernel: ip_dont_fragment()."""
+    if sk is None:
+        return False
+    return sk.pmtudisc == IP_PMTUDISC_DO or (
+        sk.pmtudisc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked
+    )
+
+
+def ip_sk_ignore_df(sk: Sock | None) -> bool:
+    """Kernel: ip_sk_ignore_df()."""
+    if sk is None:
+        return True
+    return sk.pmtudisc < IP_PMTUDISC_DO or sk.pmtudisc == IP_PMTUDISC_OMIT
+
+
+def ip_make_skb(
+    ipv4: Ipv4,
+    sk: Sock | None,
+    rt: Rtable,
+    fl4: Flowi4,
+    protocol: int,
+    payload_len: int,
+    *,
+    tos: int | None = None,
+    ttl: int = 0,
+    pmtudisc: int | None = None,
+    ignore_df: bool | None = None,
+) -> SkBuff:
+    """An skb holding an IPv4 header and room for *payload_len* transport bytes.
+
+    The transport header starts at ``skb.transport_header``; the caller fills
+    it. Headroom is ``LL_RESERVED_SPACE`` of the output device.
+
+    Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
+    """
+    dev = rt.dev
+    assert dev is not None
+    hh_len = LL_RESERVED_SPACE(dev)
+    total = IPV4_HLEN + payload_len
+    skb = SkBuff(bytearray(hh_len + total), hh_len, hh_len + total)
+    nh = hh_len
+    skb.network_header = nh
+    skb.transport_header = nh + IPV4_HLEN
+    skb.protocol = ETH_P_IP
+    if ignore_df is None:
+        ignore_df = ip_sk_ignore_df(sk)
+    disc = pmtudisc if pmtudisc is not None else (sk.pmtudisc if sk is not None else 0)
+    df = 0
+    if disc in (IP_PMTUDISC_DO, IP_PMTUDISC_PROBE) or (
+        total <= rt.mtu()
+        and (disc == IP_PMTUDISC_DO or (disc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked))
+    ):
+        df = IP_DF
+    if not ttl:
+        if rt.rt_type == RTN_MULTICAST:
+            ttl = sk.mc_ttl if sk is not None else 1
+        else:
+            ttl = sk.uc_ttl if sk is not None and sk.uc_ttl >= 0 else ipv4.ip_default_ttl
+    if tos is None:
+        tos = sk.tos if sk is not None else 0
+    IPV4_HDR.pack_into(skb.buf, nh, 0x45, tos, total, 0, df, ttl, protocol, 0, fl4.saddr, fl4.daddr)
+    skb.ignore_df = ignore_df
+    ip_select_ident(ipv4, skb.buf, nh, sk, ignore_df)
+    if sk is not None:
+        skb.priority = sk.sk_priority
+        if sk.sk_mark:
+            skb.mark = sk.sk_mark
+    skb.dst = rt
+    return skb
+
+
+def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Finish the header of a locally generated packet and send it.
+
+    Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
+    """
+    buf = skb.buf
+    nh = skb.network_header
+    _H.pack_into(buf, nh + 2, skb.tail - nh)
+    buf[nh + 10] = 0
+    buf[nh + 11] = 0
+    ihl = (buf[nh] & 0xF) * 4
+    _H.pack_into(buf, nh + 10, ip_fast_csum(buf, nh, ihl))
+    skb.protocol = ETH_P_IP
+    ipv4.ip.OutRequests += 1
+    dst = skb.dst
+    assert dst is not None
+    return int(dst.output(skb))
+
+
+def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
+    """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    dst = skb.dst
+    assert dst is not None
+    dev = dst.dev
+    ipv4.ip.OutTransmits += 1
+    ipv4.ipext.OutOctets += skb.tail - skb.data
+    skb.dev = dev
+    skb.protocol = ETH_P_IP
+    return ip_finish_output(ipv4, skb)
+
+
+def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Broadcast/multicast output: loop a copy back to this host. Kernel: ip_mc_output()."""
+    rt: Any = skb.dst
+    assert rt is not None
+    if rt.rt_flags & RTCF_BROADCAST:
+        ipv4.ipext.OutBcastPkts += 1
+        copy = skb.clone()
+        copy.dst = rt.hold()
+        dev_loopback_xmit(copy, rt.dev)
+    return ip_output(ipv4, skb)
+
+
+def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
+    """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
+    from netstack.core.dev import netif_rx
+
+    skb.make_writable()
+    skb.data = skb.network_header
+    skb.mac_header = skb.data
+    skb.pkt_type = 5  # PACKET_LOOPBACK
+    skb.dev = dev
+    if skb.ip_summed == CHECKSUM_PARTIAL:
+        skb.ip_summed = 1  # CHECKSUM_UNNECESSARY
+    skb.protocol = ETH_P_IP
+    netif_rx(skb)
+
+
+def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Fragment if needed. Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output()."""
+    dst = skb.dst
+    assert dst is not None
+    mtu = dst.mtu()
+    if skb.gso_size:
+        return ip_finish_output2(ipv4, skb)
+    if skb.tail - skb.data > mtu:
+        return ip_fragment(ipv4, skb, mtu)
+    return ip_finish_output2(ipv4, skb)
+
+
+def ip_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
+    """Refuse (DF) or fragment. Kernel: net/ipv4/ip_output.c, ip_fragment()."""
+    buf = skb.buf
+    nh = skb.network_header
+    if buf[nh + 6] & 0x40 and not skb.ignore_df:
+        ipv4.ip.FragFails += 1
+        ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return -90  # -EMSGSIZE
+    return ip_do_fragment(ipv4, skb, mtu)
+
+
+def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
+    """Replace options that are not copied into fragments by NOOPs. Kernel: ip_options_fragment()."""
+    i = off
+    end = off + optlen
+    while i < end:
+        t = buf[i]
+        if t == 0:
+            return
+        if t == 1:
+            i += 1
+            continue
+        if i + 1 >= end:
+            return
+        olen = buf[i + 1]
+        if olen < 2 or i + olen > end:
+            return
+        if not t & 0x80:
+            for j in range(i, i + olen):
+                buf[j] = 1
+        i += olen
+
+
+def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
+    """Cut *skb* into fragments of at most *mtu* bytes and send each.
+
+    Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
+    """
+    if skb.ip_summed == CHECKSUM_PARTIAL and not skb_checksum_help(skb):
+        kfree_skb(skb, DropReason.SKB_CSUM)
+        ipv4.ip.FragFails += 1
+        return -22
+    buf = skb.buf
+    nh = skb.network_header
+    hlen = (buf[nh] & 0xF) * 4
+    frag_field = (buf[nh + 6] << 8) | buf[nh + 7]
+    base_offset = (frag_field & IP_OFFSET) << 3
+    not_last = frag_field & IP_MF
+    payload_start = nh + hlen
+    left = skb.tail - payload_start
+    room = mtu - hlen
+    if room < 8:
+        ipv4.ip.FragFails += 1
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return -90
+    dst = skb.dst
+    assert dst is not None
+    dev = dst.dev
+    assert dev is not None
+    hh_len = LL_RESERVED_SPACE(dev)
+    header = bytearray(buf[nh : nh + hlen])
+    ptr = payload_start
+    offset = 0
+    first = True
+    err = 0
+    while left > 0:
+        length = min(left, room)
+        if length < left:
+            length &= ~7
+        frag = SkBuff(bytearray(hh_len + hlen + length), hh_len, hh_len + hlen + length)
+        fb = frag.buf
+        fb[hh_len : hh_len + hlen] = header
+        fb[hh_len + hlen : hh_len + hlen + length] = buf[ptr : ptr + length]
+        frag.network_header = hh_len
+        frag.transport_header = hh_len + hlen
+        frag.protocol = skb.protocol
+        frag.priority = skb.priority
+        frag.dev = skb.dev
+        frag.dst = dst.hold()
+        field = ((base_offset + offset) >> 3) & IP_OFFSET
+        left -= length
+        if left > 0 or not_last:
+            field |= IP_MF
+        _HH.pack_into(fb, hh_len + 2, hlen + length, 0)
+        _H.pack_into(fb, hh_len + 6, field)
+        fb[hh_len + 10] = 0
+        fb[hh_len + 11] = 0
+        _H.pack_into(fb, hh_len + 10, ip_fast_csum(fb, hh_len, hlen))
+        if first and hlen > IPV4_HLEN:
+            _options_fragment(header, IPV4_HLEN, hlen - IPV4_HLEN)  # for the next ones
+        first = False
+        ptr += length
+        offset += length
+        ipv4.ip.FragCreates += 1
+        rc = ip_finish_output2(ipv4, frag)
+        if rc < 0 and not err:
+            err = rc
+    ipv4.ip.FragOKs += 1
+    consume_skb(skb)
+    return err
+
+
+def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Resolve the next hop and hand to the neighbour layer.
+
+    Kernel: net/ipv4/ip_output.c, ip_finish_output2().
+    """
+    rt: Any = skb.dst
+    dev = rt.dev
+    if skb.data < LL_RESERVED_SPACE(dev) and dev.header_ops is not None:
+        skb.cow_head(LL_RESERVED_SPACE(dev))
+    if dev.flags & 0x18:  # IFF_LOOPBACK | IFF_POINTOPOINT
+        key = 0
+    elif rt.rt_uses_gateway:
+        key = rt.rt_gw4
+    else:
+        key = (
+            (skb.buf[skb.network_header + 16] << 24)
+            | (skb.buf[skb.network_header + 17] << 16)
+            | (skb.buf[skb.network_header + 18] << 8)
+            | skb.buf[skb.network_header + 19]
+        )
+    arp = ipv4.arp_tbl
+    n = arp.hash.get((dev.ifindex << 32) | key)
+    if n is None:
+        n = arp.create(key, dev)
+        if n is None:
+            kfree_skb(skb, DropReason.NEIGH_CREATEFAIL)
+            return -22
+    if skb.dst_pending_confirm:  # sock_confirm_neigh()
+        sk = skb.sk
+        if sk is not None:
+            sk.dst_pending_confirm = False
+        neigh_confirm(n)
+    return neigh_output(n, skb)

@@ -1,0 +1,652 @@
+"""``Ipv4``: the per-Net state of the IPv4 family, and ``inet_init`` that registers it.
+
+Theory of operation: :func:`inet_init` builds one :class:`Ipv4` for a Net
+(``net.ipv4``) and registers it downward, as the kernel's ``inet_init`` does:
+``ip_rcv`` and ``arp_rcv`` as packet types, ICMP and UDP in ``inet_protos``, a
+netdevice notifier that gives every device its ``in_device`` and keeps the
+FIB and the ARP table in step with device events, and the ``net.ipv4.*``
+sysctls. The object then serves as the composition point of the family: the
+route code reaches ``ip_output``/``ip_local_deliver``/``ip_forward`` through
+it, so the modules of this package do not import each other in a circle.
+
+Kernel: net/ipv4/af_inet.c (inet_init), net/ipv4/devinet.c (inetdev_event),
+net/ipv4/fib_frontend.c (fib_netdev_event), net/ipv4/sysctl_net_ipv4.c.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from netstack.core.dev import (
+    NETDEV_CHANGE,
+    NETDEV_CHANGEADDR,
+    NETDEV_CHANGENAME,
+    NETDEV_DOWN,
+    NETDEV_NOTIFY_PEERS,
+    NETDEV_REGISTER,
+    NETDEV_UNREGISTER,
+    NETDEV_UP,
+)
+from netstack.core.net import PacketType
+from netstack.core.netdevice import IFF_LOOPBACK
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, Sock, sock_oserror
+from netstack.errors import ConfigError
+from netstack.ipv4 import arp as _arp
+from netstack.ipv4 import icmp as _icmp
+from netstack.ipv4 import ip_input as _in
+from netstack.ipv4 import ip_output as _out
+from netstack.ipv4 import ping as _ping
+from netstack.ipv4 import route as _route
+from netstack.ipv4 import udp as _udp
+from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
+from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
+from netstack.ipv4.fib import Fib
+from netstack.ipv4.ip_fragment import IpFrags
+from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, MibSnapshot, UdpMib
+from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
+from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
+from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_UDP, ntoa
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.route import Flowi4, InetPeer, Rtable
+
+__all__ = ["InetProtocol", "Ipv4", "inet_init", "ipv4_of"]
+
+IPPROTO_NAMES: Final = {1: "icmp", 6: "tcp", 17: "udp"}
+
+
+@attrs.define(eq=False)
+class InetProtocol:
+    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``)."""
+
+    handler: Any
+    err_handler: Any = None
+
+
+class Ipv4:
+    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends)."""
+
+    def __init__(self, net: Net) -> None:
+        self.net = net
+        # sysctls (net/ipv4/sysctl_net_ipv4.c defaults)
+        self.ip_default_ttl = 64
+        self.ip_no_pmtu_disc = 0
+        self.ip_nonlocal_bind = 0
+        self.ip_local_port_range = (32768, 60999)
+        self.ip_fwd_update_priority = 1
+        self.icmp_echo_ignore_all = 0
+        self.icmp_echo_ignore_broadcasts = 1
+        self.icmp_ignore_bogus_error_responses = 1
+        self.icmp_errors_use_inbound_ifaddr = 0
+        self.icmp_ratelimit = 1000  # ms
+        self.icmp_ratemask = 0x1818
+        self.icmp_msgs_per_sec = 1000
+        self.icmp_msgs_burst = 50
+        self.ipfrag_high_thresh = 4 * 1024 * 1024
+        self.ipfrag_low_thresh = 3 * 1024 * 1024
+        self.ipfrag_time = 30
+        self.ping_group_range = (0, 2147483647)
+        # state
+        self.devconf_all = DevConf()
+        self.devconf_dflt = DevConf()
+        self.rt_genid = 0
+        self.ip = IpMib()
+        self.ipext = IpExtMib()
+        self.icmp_mib = IcmpMib()
+        self.icmpmsg = IcmpMsgMib()
+        self.udp_mib = UdpMib()
+        self.in_no_route = 0
+        self.in_brd = 0
+        self.in_martian_src = 0
+        self.in_martian_dst = 0
+        self.arp_out = 0
+        self.arp_invalid = 0
+        self.icmp_global_credit = 0
+        self.icmp_global_stamp = 0
+        self.peers: dict[int, InetPeer] = {}
+        self.inet_protos: dict[int, InetProtocol] = {}
+        self.fib = Fib(self)
+        self.frags = IpFrags(self)
+        self.idents = _out.IpIdents(self)
+        self.udp_table = _udp.UdpTable(self)
+        self.ping_table = _ping.PingTable(self)
+        self.arp_tbl = _arp.make_arp_tbl(self)
+        self.addr_listeners: list[Any] = []
+        self._loopback: NetDevice | None = None
+
+    # -- the functions other modules reach through the family ----------------------
+    def ip_output(self, skb: SkBuff) -> int:
+        return _out.ip_output(self, skb)
+
+    def ip_mc_output(self, skb: SkBuff) -> int:
+        return _out.ip_mc_output(self, skb)
+
+    def ip_local_deliver(self, skb: SkBuff) -> int:
+        return _in.ip_local_deliver(self, skb)
+
+    def ip_forward(self, skb: SkBuff) -> int:
+        return _in.ip_forward(self, skb)
+
+    def ip_error(self, skb: SkBuff) -> int:
+        return _route.ip_error(self, skb)
+
+    def dst_discard_in(self, skb: SkBuff) -> int:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+
+    def ip_rt_bug(self, skb: SkBuff) -> int:
+        """Output through an input route. Kernel: ip_rt_bug()."""
+        self.net.log.warning("ip_rt_bug")
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+
+    def icmp_send(self, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
+        _icmp.icmp_send(self, skb, icmp_type, code, info)
+
+    def ip_route_output_key(self, fl4: Flowi4) -> Rtable | int:
+        return _route.ip_route_output_key(self, fl4)
+
+    def ip_route_input_noref(
+        self, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
+    ) -> int:
+        return _route.ip_route_input_noref(self, skb, daddr, saddr, tos, dev)
+
+    def ipv4_link_failure(self, skb: SkBuff) -> None:
+        _route.ipv4_link_failure(self, skb)
+
+    def ping_rcv(self, skb: SkBuff) -> bool | None:
+        return _ping.ping_rcv(self, skb)
+
+    def raw_local_deliver(self, skb: SkBuff, protocol: int) -> bool:
+        """Copies to raw sockets (none in this foundation). Kernel: raw_local_deliver()."""
+        return False
+
+    def raw_icmp_error(self, skb: SkBuff, protocol: int, info: int) -> None:
+        """Kernel: raw_icmp_error()."""
+
+    @property
+    def loopback_dev(self) -> NetDevice:
+        lo = self._loopback
+        if lo is None:
+            lo = self.net.dev_get_by_index(1)
+            if lo is None:
+                raise RuntimeError(f"{self.net.name}: no loopback device")
+            self._loopback = lo
+        return lo
+
+    def rt_cache_flush(self) -> None:
+        """Invalidate every cached route. Kernel: rt_cache_flush() (rt_genid_bump_ipv4)."""
+        self.rt_genid += 1
+
+    def ip_dev_find(self, addr: int) -> NetDevice | None:
+        """The device owning local address *addr*. Kernel: __ip_dev_find()."""
+        for dev in self.net.devices.values():
+            in_dev = dev.ip_ptr
+            if in_dev is not None and any(ifa.ifa_local == addr for ifa in in_dev.ifa_list):
+                return dev
+        fa = self.fib.local.lookup(addr)
+        if fa is not None and fa.type == RTN_LOCAL and fa.dst_len == 32 and fa.fi.nh is not None:
+            return fa.fi.nh.dev
+        return None
+
+    def inet_getpeer(self, daddr: int) -> InetPeer:
+        """Kernel: inet_getpeer_v4()."""
+        peer = self.peers.get(daddr)
+        if peer is None:
+            clock = self.net.clock
+            peer = self.peers[daddr] = _route.InetPeer(daddr, clock.jiffies, clock.hz)
+        return peer
+
+    def ip_saddr(self, skb: SkBuff) -> int:
+        nh = skb.network_header
+        b = skb.buf
+        return (b[nh + 12] << 24) | (b[nh + 13] << 16) | (b[nh + 14] << 8) | b[nh + 15]
+
+    def martian_source(self, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> None:
+        """Kernel: ip_handle_martian_source()."""
+        self.in_martian_src += 1
+        in_dev = dev.ip_ptr
+        if in_dev is not None and in_dev.orconf("log_martians"):
+            self.net.log.info("martian_source", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
+
+    def martian_destination(self, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> None:
+        self.in_martian_dst += 1
+        in_dev = dev.ip_ptr
+        if in_dev is not None and in_dev.orconf("log_martians"):
+            self.net.log.info("martian_destination", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
+
+    def ipv4_sk_update_pmtu(self, sk: Sock, daddr: int, mtu: int) -> None:
+        """An ICMP frag-needed for a socket's flow. Kernel: ipv4_sk_update_pmtu()."""
+        rt = sk.dst_cache if sk.inet_daddr == daddr else None
+        own = False
+        if rt is None or not rt.valid():
+            rt = _route.ip_route_output_key(self, _route.Flowi4(daddr, sk.inet_saddr))
+            if isinstance(rt, int):
+                return
+            own = True
+        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
+        if own:
+            rt.release()
+
+    def ip_do_redirect(self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice) -> None:
+        """Accept an ICMP redirect. Kernel: __ip_do_redirect()."""
+        from netstack.ipv4.fib import FibNhException
+
+        res = self.fib.lookup(daddr)
+        if res is None or res.nh is None or res.nh.gw != old_gw or res.nh.dev is not dev:
+            return
+        in_dev = dev.ip_ptr
+        if in_dev is None or not any(ifa.match(new_gw) for ifa in in_dev.primaries()):
+            return
+        if self.fib.inet_addr_type(new_gw, dev) != 1:
+            return
+        fnhe = res.nh.exceptions.get(daddr)
+        if fnhe is None:
+            fnhe = res.nh.exceptions[daddr] = FibNhException(daddr)
+        fnhe.gw = new_gw
+        fnhe.expires = self.net.clock.jiffies + 600 * self.net.clock.hz
+        fnhe.rth = None
+        self.rt_cache_flush()
+
+    def ip_rt_send_redirect(self, skb: SkBuff) -> None:
+        """Tell the sender of *skb* about a better first hop. Kernel: ip_rt_send_redirect()."""
+        rt: Any = skb.dst
+        hz = self.net.clock.hz
+        now = self.net.clock.jiffies
+        peer = self.inet_getpeer(self.ip_saddr(skb))
+        load = max(hz // 50, 1)
+        silence = load << (9 + 1)
+        if now > peer.rate_last + silence:
+            peer.rate_tokens = 0
+            peer.n_redirects = 0
+        if peer.n_redirects >= _route.IP_RT_REDIRECT_NUMBER:
+            peer.rate_last = now
+            return
+        if peer.n_redirects == 0 or now > peer.rate_last + (load << peer.n_redirects):
+            nh = skb.network_header
+            b = skb.buf
+            daddr = (b[nh + 16] << 24) | (b[nh + 17] << 16) | (b[nh + 18] << 8) | b[nh + 19]
+            self.icmp_send(skb, ICMP_REDIRECT, ICMP_REDIR_HOST, rt.nexthop(daddr))
+            peer.rate_last = now
+            peer.n_redirects += 1
+
+    # -- addresses -------------------------------------------------------------------------
+    def in_dev(self, dev: NetDevice) -> InDevice:
+        in_dev: InDevice | None = dev.ip_ptr
+        if in_dev is None:
+            raise ConfigError(f'Cannot find device "{dev.name}"', errno.ENODEV)
+        return in_dev
+
+    def add_address(
+        self,
+        dev: NetDevice,
+        local: int,
+        prefixlen: int,
+        *,
+        broadcast: int = 0,
+        peer: int | None = None,
+        scope: int | None = None,
+        label: str | None = None,
+        noprefixroute: bool = False,
+        metric: int = 0,
+    ) -> InIfaddr:
+        """``ip addr add``. Kernel: inet_rtm_newaddr()."""
+        if not 0 <= prefixlen <= 32:
+            raise ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
+        flags = IFA_F_PERMANENT | (0x200 if noprefixroute else 0)
+        ifa = InIfaddr(
+            dev,
+            local,
+            prefixlen,
+            peer=peer,
+            broadcast=broadcast,
+            scope=scope,
+            label=label,
+            flags=flags,
+            metric=metric,
+        )
+        self.in_dev(dev).insert_ifa(ifa)
+        return ifa
+
+    def del_address(self, dev: NetDevice, local: int, prefixlen: int | None) -> None:
+        """``ip addr del``. Kernel: inet_rtm_deladdr()."""
+        in_dev = self.in_dev(dev)
+        for ifa in in_dev.ifa_list:
+            if ifa.ifa_local == local and (prefixlen is None or ifa.ifa_prefixlen == prefixlen):
+                in_dev.delete_ifa(ifa)
+                return
+        raise ConfigError("RTNETLINK answers: Cannot assign requested address", errno.EADDRNOTAVAIL)
+
+    def notify_addr(self, ifa: InIfaddr, added: bool) -> None:
+        for fn in self.addr_listeners:
+            fn(ifa, added)
+
+    # -- sockets -------------------------------------------------------------------------
+    def socket(self, sock_type: int, protocol: int) -> Sock:
+        """Create a protocol socket. Kernel: inet_create() over inetsw."""
+        if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
+            return _udp.UdpSock(self)
+        if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMP:
+            low, high = self.ping_group_range
+            if not low <= 0 <= high:
+                raise sock_oserror(errno.EACCES)
+            return _ping.PingSock(self)
+        if sock_type == SOCK_RAW:
+            raise sock_oserror(errno.EPROTONOSUPPORT)
+        if sock_type == SOCK_DGRAM:
+            raise sock_oserror(errno.EPROTONOSUPPORT)
+        raise sock_oserror(errno.ESOCKTNOSUPPORT)
+
+    # -- statistics -------------------------------------------------------------------------
+    def snmp(self) -> dict[str, MibSnapshot]:
+        """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""
+        ip = self.ip.snapshot()
+        ip_values = dict(ip.values)
+        ip_values["Forwarding"] = 1 if self.devconf_all.forwarding else 2
+        ip_values["DefaultTTL"] = self.ip_default_ttl
+        icmp = dict(self.icmp_mib.snapshot().values)
+        from netstack.ipv4.snmp import ICMP_TYPE_COUNTERS
+
+        for t, (in_name, out_name) in ICMP_TYPE_COUNTERS.items():
+            icmp[in_name] = self.icmpmsg.in_types[t]
+            icmp[out_name] = self.icmpmsg.out_types[t]
+        return {
+            "Ip": MibSnapshot("Ip", tuple(ip_values.items())),
+            "Icmp": MibSnapshot("Icmp", tuple(icmp.items())),
+            "IcmpMsg": self.icmpmsg.snapshot(),
+            "Udp": self.udp_mib.snapshot(),
+            "IpExt": self.ipext.snapshot(),
+        }
+
+    # -- device events (inetdev_event, fib_netdev_event, arp_netdev_event) ----------------
+    def netdev_event(self, event: int, dev: NetDevice) -> None:
+        if event == NETDEV_REGISTER:
+            dev.ip_ptr = InDevice(self, dev)
+            self.arp_tbl.add_dev_parms(dev)
+            self._register_dev_sysctls(dev)
+        elif event == NETDEV_UP:
+            if dev.flags & IFF_LOOPBACK:
+                in_dev = self.in_dev(dev)
+                if in_dev.ifa_for(INADDR_LOOPBACK, 8) is None:
+                    in_dev.insert_ifa(InIfaddr(dev, INADDR_LOOPBACK, 8, scope=RT_SCOPE_HOST))
+            self.fib.fib_netdev_up(dev)
+        elif event == NETDEV_DOWN:
+            self.fib.fib_sync_down_dev(dev, unregister=False)
+            self.arp_tbl.neigh_ifdown(dev)
+            self._flush_route_caches(dev)
+        elif event == NETDEV_CHANGE:
+            if dev.flags & 1:
+                self.fib.fib_sync_linkdown(dev, not dev.carrier)
+                if not dev.carrier:
+                    self.arp_tbl.neigh_ifdown(dev)
+        elif event == NETDEV_CHANGEADDR:
+            for n in list(self.arp_tbl.entries(dev)):
+                self.arp_tbl._unlink(n)
+            self.rt_cache_flush()
+        elif event == NETDEV_NOTIFY_PEERS:
+            _arp.arp_send_gratuitous(self, dev)
+        elif event == NETDEV_CHANGENAME:
+            self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{dev.ip_ptr.conf_name}.")
+            self.net.sysctl.unregister_prefix(f"net.ipv4.neigh.{dev.ip_ptr.conf_name}.")
+            self._register_dev_sysctls(dev)
+            for ifa in dev.ip_ptr.ifa_list:
+                if ifa.ifa_label == dev.ip_ptr.conf_name:
+                    ifa.ifa_label = dev.name
+        elif event == NETDEV_UNREGISTER:
+            in_dev = dev.ip_ptr
+            if in_dev is not None:
+                for ifa in list(in_dev.ifa_list):
+                    in_dev.delete_ifa(ifa)
+                self.fib.fib_sync_down_dev(dev, unregister=True)
+                self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
+                self.net.sysctl.unregister_prefix(f"net.ipv4.neigh.{in_dev.conf_name}.")
+                in_dev.dead = True
+            self.arp_tbl.neigh_ifdown(dev)
+            self.arp_tbl.del_dev_parms(dev)
+            dev.ip_ptr = None
+            if dev is self._loopback:
+                self._loopback = None
+
+    def _flush_route_caches(self, dev: NetDevice) -> None:
+        self.rt_cache_flush()
+
+    # -- sysctls ---------------------------------------------------------------------------
+    def _register_dev_sysctls(self, dev: NetDevice) -> None:
+        in_dev: InDevice = dev.ip_ptr
+        in_dev.conf_name = dev.name
+        _register_devconf(self, f"net.ipv4.conf.{dev.name}", in_dev.cnf, dev)
+        _register_neigh(self, f"net.ipv4.neigh.{dev.name}", dev)
+
+
+def _register_devconf(
+    ipv4: Ipv4, prefix: str, cnf: DevConf, dev: NetDevice | None, *, is_all: bool = False
+) -> None:
+    s = ipv4.net.sysctl
+    for f in DEVCONF_FIELDS:
+        if f == "forwarding":
+
+            def set_fwd(text: str, cnf: DevConf = cnf, name: str = f"{prefix}.forwarding") -> None:
+                value = _int_or_invalid(text, name)
+                if is_all:
+                    inet_forward_change(ipv4, value)
+                else:
+                    cnf.forwarding = 1 if value else 0
+                    ipv4.rt_cache_flush()
+
+            s.register(f"{prefix}.forwarding", lambda cnf=cnf: str(cnf.forwarding), set_fwd)
+        else:
+            s.register_int(f"{prefix}.{f}", cnf, f)
+
+
+def inet_forward_change(ipv4: Ipv4, on: int) -> None:
+    """``net.ipv4.ip_forward`` / ``conf.all.forwarding``: every device follows.
+
+    Kernel: net/ipv4/devinet.c, inet_forward_change().
+    """
+    on = 1 if on else 0
+    ipv4.devconf_all.forwarding = on
+    ipv4.devconf_dflt.forwarding = on
+    for dev in ipv4.net.devices.values():
+        in_dev = dev.ip_ptr
+        if in_dev is not None:
+            in_dev.cnf.forwarding = on
+    ipv4.rt_cache_flush()
+
+
+def _int_or_invalid(text: str, name: str) -> int:
+    from netstack.core.sysctl import invalid
+
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise invalid(name) from None
+
+
+# neigh sysctl name -> (NeighParms field, unit): unit "s" seconds, "ms", "uhz" USER_HZ ticks, "n"
+NEIGH_SYSCTLS: Final = {
+    "base_reachable_time": ("base_reachable_time", "s"),
+    "base_reachable_time_ms": ("base_reachable_time", "ms"),
+    "retrans_time": ("retrans_time", "uhz"),
+    "retrans_time_ms": ("retrans_time", "ms"),
+    "delay_first_probe_time": ("delay_probe_time", "s"),
+    "gc_stale_time": ("gc_staletime", "s"),
+    "ucast_solicit": ("ucast_probes", "n"),
+    "mcast_solicit": ("mcast_probes", "n"),
+    "mcast_resolicit": ("mcast_reprobes", "n"),
+    "app_solicit": ("app_probes", "n"),
+    "unres_qlen_bytes": ("queue_len_bytes", "n"),
+    "locktime": ("locktime", "uhz"),
+    "proxy_qlen": ("proxy_qlen", "n"),
+    "anycast_delay": ("anycast_delay", "uhz"),
+    "proxy_delay": ("proxy_delay", "uhz"),
+    "interval_probe_time_ms": ("interval_probe_time", "ms"),
+}
+SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576  # SKB_TRUESIZE(ETH_FRAME_LEN) on x86_64
+
+
+def _register_neigh(ipv4: Ipv4, prefix: str, dev: NetDevice | None) -> None:
+    s = ipv4.net.sysctl
+    tbl = ipv4.arp_tbl
+    hz = ipv4.net.clock.hz
+
+    def parms() -> Any:
+        return tbl.parms_for(dev) if dev is not None else tbl.parms
+
+    for name, (field, unit) in NEIGH_SYSCTLS.items():
+
+        def get(field: str = field, unit: str = unit) -> str:
+            v = getattr(parms(), field)
+            if unit == "s":
+                return str(v // hz)
+            if unit == "ms":
+                return str(v * 1000 // hz)
+            if unit == "uhz":
+                return str(v * 100 // hz)
+            return str(v)
+
+        def set_(text: str, field: str = field, unit: str = unit, name: str = name) -> None:
+            v = _int_or_invalid(text, f"{prefix}.{name}")
+            if v < 0:
+                from netstack.core.sysctl import invalid
+
+                raise invalid(f"{prefix}.{name}")
+            if unit == "s":
+                v *= hz
+            elif unit == "ms":
+                v = v * hz // 1000
+            elif unit == "uhz":
+                v = v * hz // 100
+            tbl.set_parms(dev, **{field: v})
+
+        s.register(f"{prefix}.{name}", get, set_)
+
+    def get_qlen() -> str:
+        return str(parms().queue_len_bytes // SKB_TRUESIZE_ETH_FRAME)
+
+    def set_qlen(text: str) -> None:
+        v = _int_or_invalid(text, f"{prefix}.unres_qlen")
+        tbl.set_parms(dev, queue_len_bytes=max(v, 0) * SKB_TRUESIZE_ETH_FRAME)
+
+    s.register(f"{prefix}.unres_qlen", get_qlen, set_qlen)
+    if dev is None:
+        for name in ("gc_thresh1", "gc_thresh2", "gc_thresh3"):
+            s.register_int(f"{prefix}.{name}", tbl, name, minimum=0)
+
+        def get_gc() -> str:
+            return str(tbl.gc_interval // hz)
+
+        def set_gc(text: str) -> None:
+            tbl.gc_interval = max(_int_or_invalid(text, f"{prefix}.gc_interval"), 0) * hz
+
+        s.register(f"{prefix}.gc_interval", get_gc, set_gc)
+
+
+def _register_globals(ipv4: Ipv4) -> None:
+    s = ipv4.net.sysctl
+
+    def get_fwd() -> str:
+        return str(ipv4.devconf_all.forwarding)
+
+    def set_fwd(text: str) -> None:
+        inet_forward_change(ipv4, _int_or_invalid(text, "net.ipv4.ip_forward"))
+
+    s.register("net.ipv4.ip_forward", get_fwd, set_fwd)
+    s.register_int("net.ipv4.ip_default_ttl", ipv4, "ip_default_ttl", minimum=1, maximum=255)
+    s.register_int("net.ipv4.ip_no_pmtu_disc", ipv4, "ip_no_pmtu_disc", minimum=0, maximum=3)
+    s.register_int("net.ipv4.ip_nonlocal_bind", ipv4, "ip_nonlocal_bind", minimum=0, maximum=1)
+    s.register_int(
+        "net.ipv4.ip_forward_update_priority", ipv4, "ip_fwd_update_priority", minimum=0, maximum=1
+    )
+    for name in (
+        "icmp_echo_ignore_all",
+        "icmp_echo_ignore_broadcasts",
+        "icmp_ignore_bogus_error_responses",
+        "icmp_errors_use_inbound_ifaddr",
+    ):
+        s.register_int(f"net.ipv4.{name}", ipv4, name, minimum=0, maximum=1)
+    s.register_int("net.ipv4.icmp_ratelimit", ipv4, "icmp_ratelimit", minimum=0)
+    s.register_int("net.ipv4.icmp_ratemask", ipv4, "icmp_ratemask", minimum=0)
+    s.register_int("net.ipv4.icmp_msgs_per_sec", ipv4, "icmp_msgs_per_sec", minimum=0)
+    s.register_int("net.ipv4.icmp_msgs_burst", ipv4, "icmp_msgs_burst", minimum=0)
+    s.register_int("net.ipv4.ipfrag_high_thresh", ipv4, "ipfrag_high_thresh", minimum=0)
+    s.register_int("net.ipv4.ipfrag_low_thresh", ipv4, "ipfrag_low_thresh", minimum=0)
+    s.register_int("net.ipv4.ipfrag_time", ipv4, "ipfrag_time", minimum=0)
+
+    def pair_getter(attr: str) -> Any:
+        return lambda: "{}\t{}".format(*getattr(ipv4, attr))
+
+    def pair_setter(attr: str, name: str, lo_min: int, hi_max: int, ordered: bool) -> Any:
+        def set_(text: str) -> None:
+            from netstack.core.sysctl import invalid
+
+            parts = text.split()
+            if len(parts) != 2 or not all(p.lstrip("-").isdigit() for p in parts):
+                raise invalid(name)
+            a, b = int(parts[0]), int(parts[1])
+            if a < lo_min or b > hi_max or (ordered and a > b):
+                raise invalid(name)
+            setattr(ipv4, attr, (a, b))
+
+        return set_
+
+    s.register(
+        "net.ipv4.ip_local_port_range",
+        pair_getter("ip_local_port_range"),
+        pair_setter("ip_local_port_range", "net.ipv4.ip_local_port_range", 1, 65535, True),
+    )
+    s.register(
+        "net.ipv4.ping_group_range",
+        pair_getter("ping_group_range"),
+        pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
+    )
+    _register_devconf(ipv4, "net.ipv4.conf.all", ipv4.devconf_all, None, is_all=True)
+    _register_devconf(ipv4, "net.ipv4.conf.default", ipv4.devconf_dflt, None)
+    _register_neigh(ipv4, "net.ipv4.neigh.default", None)
+
+
+def inet_init(net: Net) -> Ipv4:
+    """Install IPv4 on *net*. Kernel: net/ipv4/af_inet.c, inet_init()."""
+    if net.ipv4 is not None:
+        raise RuntimeError(f"IPv4 already initialised on {net.name}")
+    ipv4 = Ipv4(net)
+    net.ipv4 = ipv4
+    net.neigh_tables[2] = ipv4.arp_tbl
+    ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
+        lambda skb: _icmp.icmp_rcv(ipv4, skb), lambda skb, info: _ping.ping_err(ipv4, skb, info)
+    )
+    ipv4.inet_protos[IPPROTO_UDP] = InetProtocol(
+        lambda skb: _udp.udp_rcv(ipv4, skb), lambda skb, info: _udp.udp_err(ipv4, skb, info)
+    )
+    net.dev_add_pack(
+        PacketType(
+            ETH_P_IP, lambda skb, dev, pt, orig: _in.ip_rcv(ipv4, skb, dev, pt, orig), name="ip_rcv"
+        )
+    )
+    net.dev_add_pack(
+        PacketType(
+            ETH_P_ARP,
+            lambda skb, dev, pt, orig: _arp.arp_rcv(ipv4, skb, dev, pt, orig),
+            name="arp_rcv",
+        )
+    )
+    net.register_netdevice_notifier(ipv4.netdev_event)
+    for dev in list(net.devices.values()):  # devices that exist already
+        ipv4.netdev_event(NETDEV_REGISTER, dev)
+        if dev.flags & 1:
+            ipv4.netdev_event(NETDEV_UP, dev)
+    _register_globals(ipv4)
+    return ipv4
+
+
+def ipv4_of(net: Net) -> Ipv4:
+    """The Net's IPv4 state (raises if IPv4 is not installed)."""
+    ipv4 = net.ipv4
+    if not isinstance(ipv4, Ipv4):
+        raise RuntimeError(f"IPv4 is not installed on {net.name}")
+    return ipv4

@@ -1,0 +1,618 @@
+"""IPv4 routes as the data path uses them: ``rtable`` dst entries and the lookups.
+
+Theory of operation::
+
+    ip_route_output_key(fl4): source checks ─► fib lookup ─► local? (lo, RTCF_LOCAL)
+        ─► choose saddr (prefsrc or inet_select_addr) ─► __mkroute_output:
+           a cached rtable on the nexthop (or its PMTU exception) if still valid,
+           else a new one, cached there
+    ip_route_input_noref(skb): martian checks ─► broadcast? ─► fib lookup
+        ─► local (ip_local_deliver) | forward (ip_forward, if forwarding is on)
+        | no route / not forwarding (ip_error)
+
+Routes are cached on FIB nexthops and invalidated wholesale by bumping
+``rt_genid`` whenever the FIB or an address changes (kernel: ``rt_cache_flush``).
+Each lookup returns a held reference (``dst_hold``); the skb or socket that
+keeps the route releases it.
+
+Path MTU: an ICMP "fragmentation needed" (or a tunnel) calls
+:func:`ip_rt_update_pmtu`, which records a per-destination exception on the
+nexthop with the learned MTU for ``ip_rt_mtu_expires`` (10 min); lookups for
+that destination then return an rtable carrying it.
+
+Kernel: net/ipv4/route.c, include/net/route.h.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
+from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.ipv4.constants import (
+    FLOWI_FLAG_ANYSRC,
+    IP_MAX_MTU,
+    IP_RT_MIN_PMTU,
+    RT_SCOPE_HOST,
+    RT_SCOPE_LINK,
+    RT_SCOPE_UNIVERSE,
+    RTCF_BROADCAST,
+    RTCF_DOREDIRECT,
+    RTCF_LOCAL,
+    RTCF_MULTICAST,
+    RTN_BLACKHOLE,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_PROHIBIT,
+    RTN_UNICAST,
+    RTN_UNREACHABLE,
+)
+from netstack.ipv4.devinet import inet_select_addr
+from netstack.ipv4.fib import FIB_PROPS_ERROR, FibNh, FibNhException, FibResult
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_HOST_UNREACH,
+    ICMP_NET_UNREACH,
+    ICMP_PKT_FILTERED,
+)
+from netstack.wire.ipv4 import (
+    INADDR_LOOPBACK,
+    ipv4_is_lbcast,
+    ipv4_is_local_multicast,
+    ipv4_is_loopback,
+    ipv4_is_multicast,
+    ipv4_is_zeronet,
+)
+
+if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = [
+    "Flowi4",
+    "InetPeer",
+    "Rtable",
+    "ip_route_input_noref",
+    "ip_route_output_key",
+    "ip_rt_update_pmtu",
+]
+
+IP_RT_MTU_EXPIRES_SECONDS: Final = 600
+IP_RT_ERROR_COST_HZ: Final = 1  # ip_rt_error_cost = HZ
+IP_RT_ERROR_BURST_HZ: Final = 5  # ip_rt_error_burst = 5 * HZ
+IP_RT_REDIRECT_NUMBER: Final = 9
+
+
+class Flowi4:
+    """A flow to route (kernel: ``struct flowi4``)."""
+
+    __slots__ = (
+        "daddr",
+        "dport",
+        "flags",
+        "iif",
+        "mark",
+        "oif",
+        "proto",
+        "saddr",
+        "scope",
+        "sport",
+        "tos",
+    )
+
+    def __init__(
+        self,
+        daddr: int,
+        saddr: int = 0,
+        *,
+        oif: int = 0,
+        tos: int = 0,
+        proto: int = 0,
+        scope: int = RT_SCOPE_UNIVERSE,
+        flags: int = 0,
+        mark: int = 0,
+        sport: int = 0,
+        dport: int = 0,
+        iif: int = 1,
+    ) -> None:
+        self.daddr = daddr
+        self.saddr = saddr
+        self.oif = oif
+        self.iif = iif
+        self.tos = tos
+        self.proto = proto
+        self.scope = scope
+        self.flags = flags
+        self.mark = mark
+        self.sport = sport
+        self.dport = dport
+
+
+class InetPeer:
+    """Per-destination long-lived state: ICMP/redirect rate tokens (kernel: ``struct inet_peer``)."""
+
+    __slots__ = ("daddr", "n_redirects", "rate_last", "rate_tokens")
+
+    def __init__(self, daddr: int, now: int, hz: int) -> None:
+        self.daddr = daddr
+        self.rate_tokens = 0
+        self.rate_last = now - 60 * hz  # "high enough that the first tokens are at max"
+        self.n_redirects = 0
+
+
+class Rtable(DstEntry):
+    """An IPv4 route for the data path (kernel: ``struct rtable``)."""
+
+    def __init__(self, ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int) -> None:
+        super().__init__(dev, input=ipv4.dst_discard_in, output=ipv4.ip_output)
+        self.ipv4 = ipv4
+        self.obsolete = DST_OBSOLETE_FORCE_CHK
+        self.rt_genid = ipv4.rt_genid
+        self.rt_flags = flags
+        self.rt_type = rtype
+        self.rt_is_input = False
+        self.rt_iif = 0
+        self.rt_gw4 = 0
+        self.rt_uses_gateway = False
+        self.rt_pmtu = 0
+        self.rt_mtu_locked = False
+        self.metric_mtu = 0
+        self.fnhe: FibNhException | None = None
+        if flags & RTCF_LOCAL:
+            self.input = ipv4.ip_local_deliver
+
+    def valid(self) -> bool:
+        """Still usable from a cache? Kernel: rt_cache_valid()."""
+        return self.rt_genid == self.ipv4.rt_genid and self.obsolete == DST_OBSOLETE_FORCE_CHK
+
+    def mtu(self) -> int:
+        """Kernel: ipv4_mtu()."""
+        mtu = self.rt_pmtu
+        if mtu and self.expires and self.ipv4.net.clock.jiffies >= self.expires:
+            mtu = 0
+        if not mtu:
+            mtu = self.metric_mtu
+        if not mtu:
+            dev = self.dev
+            mtu = dev.mtu if dev is not None else 1500
+            if self.rt_mtu_locked and self.rt_uses_gateway and mtu > 576:
+                mtu = 576
+        return min(mtu, IP_MAX_MTU)
+
+    def nexthop(self, daddr: int) -> int:
+        """The address to resolve. Kernel: rt_nexthop()."""
+        return self.rt_gw4 if self.rt_uses_gateway else daddr
+
+
+# ---------------------------------------------------------------------------
+# Output routes
+# ---------------------------------------------------------------------------
+
+
+def _rt_set_nexthop(
+    rt: Rtable, daddr: int, res: FibResult | None, fnhe: FibNhException | None
+) -> None:
+    """Kernel: rt_set_nexthop()."""
+    if res is not None and res.nh is not None:
+        nh = res.nh
+        if nh.gw and nh.scope == RT_SCOPE_LINK:
+            rt.rt_gw4 = nh.gw
+            rt.rt_uses_gateway = True
+        fi = res.fi
+        rt.metric_mtu = fi.mtu
+        rt.rt_mtu_locked = fi.mtu_lock
+    if fnhe is not None:
+        rt.fnhe = fnhe
+        if fnhe.gw:
+            rt.rt_gw4 = fnhe.gw
+            rt.rt_uses_gateway = True
+        rt.rt_pmtu = fnhe.pmtu
+        rt.rt_mtu_locked = rt.rt_mtu_locked or fnhe.mtu_locked
+        rt.expires = fnhe.expires
+
+
+def _find_exception(ipv4: Ipv4, nh: FibNh, daddr: int) -> FibNhException | None:
+    fnhe = nh.exceptions.get(daddr)
+    if fnhe is not None and fnhe.expires and ipv4.net.clock.jiffies >= fnhe.expires:
+        del nh.exceptions[daddr]  # expired (kernel: ip_del_fnhe)
+        return None
+    return fnhe
+
+
+def __mkroute_output(
+    ipv4: Ipv4,
+    res: FibResult | None,
+    fl4: Flowi4,
+    orig_oif: int,
+    dev_out: NetDevice,
+    flags: int,
+    rtype: int,
+) -> Rtable | int:
+    """Build (or reuse) the rtable for an output flow. Kernel: __mkroute_output()."""
+    daddr = fl4.daddr
+    if ipv4_is_loopback(fl4.saddr) and not dev_out.flags & IFF_LOOPBACK:
+        return -errno.EINVAL
+    if ipv4_is_lbcast(daddr):
+        rtype = RTN_BROADCAST
+    elif ipv4_is_multicast(daddr):
+        rtype = RTN_MULTICAST
+    elif ipv4_is_zeronet(daddr):
+        return -errno.EINVAL
+    if dev_out.flags & IFF_LOOPBACK:
+        flags |= RTCF_LOCAL
+    do_cache = True
+    if rtype == RTN_BROADCAST:
+        flags |= RTCF_BROADCAST | RTCF_LOCAL
+        res = None
+    elif rtype == RTN_MULTICAST:
+        flags |= RTCF_MULTICAST | RTCF_LOCAL
+        res = None
+    fnhe: FibNhException | None = None
+    nh = res.nh if res is not None else None
+    do_cache = do_cache and nh is not None
+    if nh is not None:
+        fnhe = _find_exception(ipv4, nh, daddr)
+        if fnhe is not None:
+            rth = fnhe.rth
+        else:
+            rth = nh.rth_output if rtype == RTN_UNICAST else None
+            do_cache = rtype == RTN_UNICAST
+        if rth is not None and rth.valid() and rth.dev is dev_out and rth.rt_flags == flags:
+            rth.hold()
+            return rth
+    rth = Rtable(ipv4, dev_out, flags, rtype)
+    rth.rt_iif = orig_oif
+    if (
+        flags & (RTCF_BROADCAST | RTCF_MULTICAST)
+        and flags & RTCF_LOCAL
+        and not dev_out.flags & IFF_LOOPBACK
+    ):
+        rth.output = ipv4.ip_mc_output
+    _rt_set_nexthop(rth, daddr, res, fnhe)
+    if do_cache and nh is not None:
+        rth.hold()  # the cache's own reference
+        if fnhe is not None:
+            fnhe.rth = rth
+        else:
+            nh.rth_output = rth
+    return rth
+
+
+def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
+    """Route a locally generated flow; fills ``fl4.saddr``. Returns an rtable or -errno.
+
+    Kernel: net/ipv4/route.c, ip_route_output_key_hash_rcu().
+    """
+    net = ipv4.net
+    orig_oif = fl4.oif
+    flags = 0
+    daddr = fl4.daddr
+    saddr = fl4.saddr
+    dev_out: NetDevice | None = None
+    if saddr:
+        if ipv4_is_multicast(saddr) or ipv4_is_lbcast(saddr) or ipv4_is_zeronet(saddr):
+            return -errno.EINVAL
+        if not fl4.oif and (ipv4_is_multicast(daddr) or ipv4_is_lbcast(daddr)):
+            dev_out = ipv4.ip_dev_find(saddr)
+            if dev_out is None:
+                return -errno.EINVAL
+            fl4.oif = dev_out.ifindex
+            return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
+        if not fl4.flags & FLOWI_FLAG_ANYSRC and ipv4.ip_dev_find(saddr) is None:
+            return -errno.EINVAL
+    if fl4.oif:
+        dev_out = net.dev_get_by_index(fl4.oif)
+        if dev_out is None:
+            return -errno.ENODEV
+        if dev_out.ip_ptr is None or not dev_out.flags & IFF_UP:
+            return -errno.ENETUNREACH
+        if ipv4_is_local_multicast(daddr) or ipv4_is_lbcast(daddr):
+            if not saddr:
+                fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_LINK)
+            return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
+        if not saddr:
+            if ipv4_is_multicast(daddr):
+                fl4.saddr = inet_select_addr(ipv4, dev_out, 0, fl4.scope)
+            elif not daddr:
+                fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_HOST)
+    if not fl4.daddr:
+        fl4.daddr = fl4.saddr
+        if not fl4.daddr:
+            fl4.daddr = fl4.saddr = INADDR_LOOPBACK
+        lo = ipv4.loopback_dev
+        fl4.oif = lo.ifindex
+        return __mkroute_output(ipv4, None, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
+    res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope)
+    if res is None:
+        if fl4.oif and dev_out is not None:
+            # "Apparently, routing tables are wrong. Assume, that the destination is on link."
+            if not fl4.saddr:
+                fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_LINK)
+            return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
+        return -errno.ENETUNREACH
+    err = FIB_PROPS_ERROR.get(res.type)
+    if err:
+        return -err
+    if res.type == RTN_LOCAL:
+        if not fl4.saddr:
+            fl4.saddr = res.fi.prefsrc or fl4.daddr
+        lo = ipv4.loopback_dev
+        fl4.oif = lo.ifindex
+        return __mkroute_output(ipv4, res, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
+    nh = res.nh
+    assert nh is not None
+    dev_out = nh.dev
+    if not fl4.saddr:
+        fl4.saddr = res.fi.prefsrc or inet_select_addr(ipv4, dev_out, nh.gw, res.scope)
+    return __mkroute_output(ipv4, res, fl4, orig_oif, dev_out, flags, res.type)
+
+
+def ip_route_output(
+    ipv4: Ipv4, daddr: int, saddr: int = 0, *, tos: int = 0, oif: int = 0, proto: int = 0
+) -> Rtable | int:
+    """Convenience wrapper. Kernel: ip_route_output()."""
+    return ip_route_output_key(ipv4, Flowi4(daddr, saddr, oif=oif, tos=tos, proto=proto))
+
+
+# ---------------------------------------------------------------------------
+# Input routes
+# ---------------------------------------------------------------------------
+
+
+def _mkroute_input_local(
+    ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int, res: FibResult | None
+) -> Rtable:
+    rt = Rtable(ipv4, ipv4.loopback_dev, flags | RTCF_LOCAL, rtype)
+    rt.rt_is_input = True
+    rt.rt_iif = dev.ifindex
+    rt.output = ipv4.ip_rt_bug
+    return rt
+
+
+def ip_route_input_noref(
+    ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
+) -> int:
+    """Route a received packet: set ``skb.dst``; 0 or -errno.
+
+    Kernel: net/ipv4/route.c, ip_route_input_slow().
+    """
+    in_dev = dev.ip_ptr
+    if in_dev is None:
+        return -errno.EINVAL
+    net = ipv4.net
+    if ipv4_is_multicast(saddr) or ipv4_is_lbcast(saddr):
+        ipv4.martian_source(skb, daddr, saddr, dev)
+        return -errno.EINVAL
+    route_localnet = in_dev.orconf("route_localnet")
+    if ipv4_is_lbcast(daddr) or (saddr == 0 and daddr == 0):
+        return _brd_input(ipv4, skb, dev, saddr)
+    if ipv4_is_zeronet(saddr) and not ipv4_is_lbcast(daddr):
+        # saddr 0 is only valid for limited broadcast (DHCP)
+        ipv4.martian_source(skb, daddr, saddr, dev)
+        return -errno.EINVAL
+    if ipv4_is_zeronet(daddr):
+        ipv4.martian_destination(skb, daddr, saddr, dev)
+        return -errno.EINVAL
+    if (
+        not route_localnet
+        and not dev.flags & IFF_LOOPBACK
+        and (ipv4_is_loopback(daddr) or ipv4_is_loopback(saddr))
+    ):
+        if ipv4_is_loopback(daddr):
+            ipv4.martian_destination(skb, daddr, saddr, dev)
+        else:
+            ipv4.martian_source(skb, daddr, saddr, dev)
+        return -errno.EINVAL
+    if ipv4_is_multicast(daddr):
+        # No multicast routing or group membership in this stack: not for us.
+        ipv4.ipext.InMcastPkts += 0
+        return -errno.EINVAL
+    res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+    if res is None:
+        if not in_dev.forward():
+            return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
+        ipv4.in_no_route += 1
+        return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
+    if res.type == RTN_BROADCAST:
+        if ipv4.fib.fib_validate_source(saddr, dev, bool(in_dev.orconf("accept_local"))):
+            ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        return _brd_input(ipv4, skb, dev, saddr)
+    if res.type == RTN_LOCAL:
+        if not dev.flags & IFF_LOOPBACK and ipv4.fib.fib_validate_source(
+            saddr, dev, bool(in_dev.orconf("accept_local"))
+        ):
+            ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
+        skb.dst = rt
+        return 0
+    if not in_dev.forward():
+        return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
+    if res.type in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
+        return _reject_route(ipv4, skb, dev, res.type)
+    if res.type != RTN_UNICAST:
+        ipv4.martian_destination(skb, daddr, saddr, dev)
+        return -errno.EINVAL
+    return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
+
+
+def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
+    err = FIB_PROPS_ERROR[rtype]
+    rt = _mkroute_input_local(ipv4, dev, 0, rtype, None)
+    rt.rt_flags &= ~RTCF_LOCAL
+    rt.input = ipv4.ip_error
+    rt.error = err
+    skb.dst = rt
+    return 0
+
+
+def _no_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, err: int) -> int:
+    """Kernel: ip_route_input_slow(), the no_route / local_input(RTN_UNREACHABLE) path."""
+    rt = _mkroute_input_local(ipv4, dev, 0, RTN_UNREACHABLE, None)
+    rt.rt_flags &= ~RTCF_LOCAL
+    rt.input = ipv4.ip_error
+    rt.error = err
+    skb.dst = rt
+    return 0
+
+
+def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
+    if skb.protocol != 0x0800:
+        return -errno.EINVAL
+    ipv4.in_brd += 1
+    rt = _mkroute_input_local(ipv4, dev, RTCF_BROADCAST, RTN_BROADCAST, None)
+    skb.dst = rt
+    return 0
+
+
+def _mkroute_input(
+    ipv4: Ipv4, skb: SkBuff, res: FibResult, in_dev_dev: NetDevice, daddr: int, saddr: int
+) -> int:
+    """A forwarding route. Kernel: __mkroute_input()."""
+    nh = res.nh
+    assert nh is not None
+    out_dev = nh.dev
+    if out_dev.ip_ptr is None:
+        return -errno.EINVAL
+    if ipv4.fib.fib_validate_source(saddr, in_dev_dev, False):
+        ipv4.martian_source(skb, daddr, saddr, in_dev_dev)
+        return -errno.EINVAL
+    flags = 0
+    in_dev = in_dev_dev.ip_ptr
+    if out_dev is in_dev_dev and in_dev.tx_redirects() and skb.protocol == 0x0800:
+        gw = nh.gw if nh.gw and nh.scope == RT_SCOPE_LINK else 0
+        if in_dev.orconf("shared_media") or _addr_onlink(out_dev, saddr, gw):
+            flags |= RTCF_DOREDIRECT
+    fnhe = _find_exception(ipv4, nh, daddr)
+    if fnhe is None and not flags:
+        rth = nh.rth_input
+        if rth is not None and rth.valid():
+            rth.hold()
+            skb.dst = rth
+            return 0
+    rth = Rtable(ipv4, out_dev, flags, res.type)
+    rth.rt_is_input = True
+    rth.rt_iif = in_dev_dev.ifindex
+    rth.input = ipv4.ip_forward
+    _rt_set_nexthop(rth, daddr, res, fnhe)
+    if fnhe is None and not flags:
+        rth.hold()
+        nh.rth_input = rth
+    skb.dst = rth
+    return 0
+
+
+def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
+    """Both addresses in a subnet of *dev*. Kernel: inet_addr_onlink()."""
+    in_dev = dev.ip_ptr
+    if in_dev is None:
+        return False
+    for ifa in in_dev.primaries():
+        if ifa.match(a) and (not b or ifa.match(b)):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Errors, PMTU, link failure
+# ---------------------------------------------------------------------------
+
+
+def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Input handler of unreachable/reject routes: count, maybe ICMP. Kernel: ip_error()."""
+    rt = skb.dst
+    dev = skb.dev
+    assert rt is not None and dev is not None
+    in_dev = dev.ip_ptr
+    ip = ipv4.ip
+    err = rt.error
+    if in_dev is None or not in_dev.forward():
+        if err == errno.EHOSTUNREACH:
+            ip.InAddrErrors += 1
+            reason = DropReason.IP_INADDRERRORS
+        else:
+            ipv4.ipext.InNoRoutes += 1
+            reason = DropReason.IP_INNOROUTES
+        kfree_skb(skb, reason)
+        return 0
+    if err == errno.EHOSTUNREACH:
+        code = ICMP_HOST_UNREACH
+        ip.InAddrErrors += 1
+    elif err == errno.ENETUNREACH:
+        code = ICMP_NET_UNREACH
+        ipv4.ipext.InNoRoutes += 1
+    elif err == errno.EACCES:
+        code = ICMP_PKT_FILTERED
+    else:
+        kfree_skb(skb, DropReason.IP_INNOROUTES)
+        return 0
+    peer = ipv4.inet_getpeer(ipv4.ip_saddr(skb))
+    now = ipv4.net.clock.jiffies
+    hz = ipv4.net.clock.hz
+    send = True
+    if peer is not None:
+        peer.rate_tokens += now - peer.rate_last
+        if peer.rate_tokens > IP_RT_ERROR_BURST_HZ * hz:
+            peer.rate_tokens = IP_RT_ERROR_BURST_HZ * hz
+        peer.rate_last = now
+        if peer.rate_tokens >= IP_RT_ERROR_COST_HZ * hz:
+            peer.rate_tokens -= IP_RT_ERROR_COST_HZ * hz
+        else:
+            send = False
+    if send:
+        ipv4.icmp_send(skb, ICMP_DEST_UNREACH, code, 0)
+    kfree_skb(skb, DropReason.IP_INNOROUTES)
+    return 0
+
+
+def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
+    """Learn a smaller path MTU towards *daddr*. Kernel: __ip_rt_update_pmtu()."""
+    old_mtu = rt.mtu()
+    lock = False
+    if rt.metric_mtu and rt.rt_mtu_locked:
+        return
+    if old_mtu < mtu:
+        return
+    if mtu < IP_RT_MIN_PMTU:
+        lock = True
+        mtu = min(old_mtu, IP_RT_MIN_PMTU)
+    fnhe_exp = rt.fnhe
+    now = ipv4.net.clock.jiffies
+    if (
+        rt.rt_pmtu == mtu
+        and not lock
+        and fnhe_exp is not None
+        and fnhe_exp.expires
+        and now < fnhe_exp.expires - ipv4.net.clock.hz * 300
+    ):
+        return
+    res = ipv4.fib.lookup(daddr)
+    if res is None or res.nh is None:
+        return
+    nh = res.nh
+    fnhe = nh.exceptions.get(daddr)
+    if fnhe is None:
+        fnhe = nh.exceptions[daddr] = FibNhException(daddr)
+    fnhe.pmtu = mtu
+    fnhe.mtu_locked = lock
+    fnhe.expires = max(1, now + IP_RT_MTU_EXPIRES_SECONDS * ipv4.net.clock.hz)
+    old = fnhe.rth
+    if old is not None:
+        old.obsolete = 2  # DST_OBSOLETE_DEAD: rebuilt on next lookup
+        fnhe.rth = None
+    # routes cached for this destination (connected sockets) must see it
+    rt.rt_pmtu = mtu
+    rt.rt_mtu_locked = lock
+    rt.expires = fnhe.expires
+
+
+def ipv4_link_failure(ipv4: Ipv4, skb: SkBuff) -> None:
+    """The neighbour could not be resolved: tell the sender. Kernel: ipv4_link_failure()."""
+    ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_HOST_UNREACH, 0)
+    rt = skb.dst
+    if isinstance(rt, Rtable):
+        rt.expires = 0

@@ -1,0 +1,631 @@
+"""UDP over IPv4: sockets, ports, send, receive, ICMP errors.
+
+Theory of operation::
+
+    udp_sendmsg: pending error? ─► destination (or the connected peer)
+      ─► autobind an ephemeral port ─► route (cached for connected sockets;
+      broadcast needs SO_BROADCAST) ─► send buffer full? (would block /
+      EAGAIN) ─► ip_make_skb ─► UDP header; checksum offloaded
+      (CHECKSUM_PARTIAL) when the device can, computed otherwise
+      ─► MSG_CONFIRM marks the skb (neighbour confirmation) ─► ip_send_skb
+    udp_rcv (inet_protos[17]): length checks ─► broadcast: every matching
+      socket; unicast: the best-scoring socket (exact binds beat wildcards)
+      ─► receive queue if the socket's memory allows (else RcvbufErrors)
+      | no socket: NoPorts and ICMP port unreachable
+    udp_err: an ICMP error quoting our datagram ─► the socket's error, if it
+      is connected and the error is hard, or if IP_RECVERR is set
+
+The checksum of a received datagram is verified when it is read (as the
+kernel does), unless the device already did (CHECKSUM_UNNECESSARY) or the
+packet never left this machine's memory (CHECKSUM_PARTIAL, over veth).
+
+Kernel: net/ipv4/udp.c, net/ipv4/datagram.c (connect), net/ipv4/icmp.c
+(icmp_err_convert).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.core.sock import (
+    IP_PMTUDISC_DONT,
+    MSG_CONFIRM,
+    MSG_DONTWAIT,
+    MSG_ERRQUEUE,
+    MSG_PEEK,
+    MSG_PROBE,
+    MSG_TRUNC,
+    SO_EE_ORIGIN_ICMP,
+    SOCK_DGRAM,
+    TCP_CLOSE,
+    TCP_ESTABLISHED,
+    Sock,
+    SockWouldBlock,
+    sock_oserror,
+)
+from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
+from netstack.ipv4.route import Flowi4
+from netstack.wire.checksum import (
+    CSUM_MANGLED_0,
+    csum_fold,
+    csum_partial,
+    csum_tcpudp_magic,
+    csum_tcpudp_nofold,
+)
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_FRAG_NEEDED,
+    ICMP_PARAMETERPROB,
+    ICMP_PORT_UNREACH,
+    ICMP_REDIRECT,
+    ICMP_SOURCE_QUENCH,
+    NR_ICMP_UNREACH,
+)
+from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
+from netstack.wire.udp import UDP_HDR, UDP_HLEN
+
+if TYPE_CHECKING:
+    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.route import Rtable
+
+__all__ = ["ICMP_ERR_CONVERT", "UdpSock", "udp_err", "udp_rcv"]
+
+EACCES: Final = 13
+EAGAIN: Final = 11
+EINVAL: Final = 22
+EMSGSIZE: Final = 90
+EDESTADDRREQ: Final = 89
+EADDRINUSE: Final = 98
+EADDRNOTAVAIL: Final = 99
+ENOBUFS: Final = 105
+EHOSTUNREACH: Final = 113
+EPROTO: Final = 71
+
+# icmp_err_convert[code] = (errno, fatal)  (net/ipv4/icmp.c)
+ICMP_ERR_CONVERT: Final = (
+    (101, False),  # NET_UNREACH → ENETUNREACH
+    (113, False),  # HOST_UNREACH → EHOSTUNREACH
+    (92, True),  # PROT_UNREACH → ENOPROTOOPT
+    (111, True),  # PORT_UNREACH → ECONNREFUSED
+    (90, False),  # FRAG_NEEDED → EMSGSIZE
+    (95, False),  # SR_FAILED → EOPNOTSUPP
+    (101, True),  # NET_UNKNOWN → ENETUNREACH
+    (112, True),  # HOST_UNKNOWN → EHOSTDOWN
+    (64, True),  # HOST_ISOLATED → ENONET
+    (101, True),  # NET_ANO → ENETUNREACH
+    (113, True),  # HOST_ANO → EHOSTUNREACH
+    (101, False),  # NET_UNR_TOS → ENETUNREACH
+    (113, False),  # HOST_UNR_TOS → EHOSTUNREACH
+    (113, True),  # PKT_FILTERED → EHOSTUNREACH
+    (113, True),  # PREC_VIOLATION → EHOSTUNREACH
+    (113, True),  # PREC_CUTOFF → EHOSTUNREACH
+)
+
+_II: Final = struct.Struct("!II")
+_HH: Final = struct.Struct("!HH")
+_EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
+_SIN: Final = struct.Struct("=HH4s8x")  # struct sockaddr_in (family host order)
+UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
+
+
+class UdpSock(Sock):
+    """A UDP socket (kernel: ``struct udp_sock``)."""
+
+    def __init__(
+        self, ipv4: Ipv4, sock_type: int = SOCK_DGRAM, protocol: int = IPPROTO_UDP
+    ) -> None:
+        super().__init__(ipv4.net, 2, sock_type, protocol)
+        self.ipv4 = ipv4
+        self.pmtudisc = IP_PMTUDISC_DONT if ipv4.ip_no_pmtu_disc else self.pmtudisc
+        self.no_check_tx = False
+
+    def default_ttl(self) -> int:
+        return self.ipv4.ip_default_ttl
+
+    # -- binding ----------------------------------------------------------------------
+    def bind(self, addr: int, port: int) -> None:
+        """Kernel: inet_bind() / __inet_bind()."""
+        ipv4 = self.ipv4
+        if self.inet_num:
+            raise sock_oserror(EINVAL)
+        if addr:
+            atype = ipv4.fib.inet_addr_type(addr)
+            if atype not in (RTN_LOCAL, RTN_BROADCAST, RTN_MULTICAST) and not (
+                self.freebind or ipv4.ip_nonlocal_bind
+            ):
+                raise sock_oserror(EADDRNOTAVAIL)
+        self.inet_rcv_saddr = self.inet_saddr = addr
+        if atype_is_bcast_or_mc(addr):
+            self.inet_saddr = 0  # use the device's address to send
+        ipv4.udp_table.get_port(self, port)
+
+    def connect(self, addr: int, port: int) -> None:
+        """Kernel: net/ipv4/datagram.c, __ip4_datagram_connect()."""
+        ipv4 = self.ipv4
+        if self.dst_cache is not None:
+            self.dst_cache.release()
+            self.dst_cache = None
+        fl4 = Flowi4(
+            addr,
+            self.inet_saddr,
+            oif=self.sk_bound_dev_if,
+            tos=self.tos,
+            proto=IPPROTO_UDP,
+            sport=self.inet_sport,
+            dport=port,
+        )
+        rt = ipv4.ip_route_output_key(fl4)
+        if isinstance(rt, int):
+            if rt == -101:
+                ipv4.ip.OutNoRoutes += 1
+            raise sock_oserror(-rt)
+        if rt.rt_flags & RTCF_BROADCAST and not self.sk_broadcast:
+            rt.release()
+            raise sock_oserror(EACCES)
+        if not self.inet_saddr:
+            self.inet_saddr = fl4.saddr
+        if not self.inet_rcv_saddr:
+            self.inet_rcv_saddr = fl4.saddr
+        self.inet_daddr = fl4.daddr
+        self.inet_dport = port
+        self.inet_id = ipv4.net.rng.getrandbits(16)
+        self.dst_cache = rt
+        self.state = TCP_ESTABLISHED
+        if not self.inet_num:
+            ipv4.udp_table.get_port(self, 0)
+
+    def disconnect(self) -> None:
+        """``connect(AF_UNSPEC)``. Kernel: __udp_disconnect()."""
+        self.state = TCP_CLOSE
+        self.inet_daddr = 0
+        self.inet_dport = 0
+        if self.dst_cache is not None:
+            self.dst_cache.release()
+            self.dst_cache = None
+
+    def close(self) -> None:
+        self.ipv4.udp_table.unhash(self)
+        super().close()
+
+    # -- sending ---------------------------------------------------------------------------
+    def _route(self, daddr: int, dport: int, connected: bool) -> tuple[Rtable, Flowi4]:
+        ipv4 = self.ipv4
+        if connected:
+            rt = self.dst_cache
+            if rt is not None and rt.valid():
+                fl4 = Flowi4(daddr, self.inet_saddr)
+                return rt.hold(), fl4
+        fl4 = Flowi4(
+            daddr,
+            self.inet_saddr,
+            oif=self.sk_bound_dev_if,
+            tos=self.tos,
+            proto=IPPROTO_UDP,
+            sport=self.inet_sport,
+            dport=dport,
+        )
+        rt2 = ipv4.ip_route_output_key(fl4)
+        if isinstance(rt2, int):
+            if rt2 == -101:
+                ipv4.ip.OutNoRoutes += 1
+            raise sock_oserror(-rt2)
+        if rt2.rt_flags & RTCF_BROADCAST and not self.sk_broadcast:
+            rt2.release()
+            raise sock_oserror(EACCES)
+        if connected:
+            if self.dst_cache is not None:
+                self.dst_cache.release()
+            self.dst_cache = rt2.hold()
+        return rt2, fl4
+
+    def sendmsg(
+        self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
+    ) -> int:
+        """Send one datagram. Kernel: net/ipv4/udp.c, udp_sendmsg()."""
+        err = self.sock_error()
+        if err:
+            raise sock_oserror(err)
+        length = len(data)
+        if length > UDP_MAX_PAYLOAD:
+            raise sock_oserror(EMSGSIZE)
+        if dest is not None:
+            daddr, dport = dest
+            if not dport:
+                raise sock_oserror(EINVAL)
+            connected = False
+        else:
+            if self.state != TCP_ESTABLISHED:
+                raise sock_oserror(EDESTADDRREQ)
+            daddr, dport = self.inet_daddr, self.inet_dport
+            connected = True
+        ipv4 = self.ipv4
+        if not self.inet_num:
+            ipv4.udp_table.get_port(self, 0)
+        rt, fl4 = self._route(daddr, dport, connected)
+        if flags & MSG_PROBE:
+            if flags & MSG_CONFIRM:
+                from netstack.neigh.neighbour import neigh_confirm
+
+                n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev) if rt.dev else None
+                if n is not None:
+                    neigh_confirm(n)
+            rt.release()
+            return 0
+        if not self.sock_writeable():
+            rt.release()
+            if flags & MSG_DONTWAIT:
+                raise sock_oserror(EAGAIN)
+            raise SockWouldBlock(write=True)
+        total = UDP_HLEN + length
+        if IPV4_HLEN_PLUS(total) > rt.mtu() and not _ignore_df(self):
+            mtu = rt.mtu()
+            rt.release()
+            self._local_error(EMSGSIZE, daddr, dport, mtu)
+            raise sock_oserror(EMSGSIZE)
+        from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
+
+        skb = ip_make_skb(ipv4, self, rt, fl4, IPPROTO_UDP, total)
+        buf = skb.buf
+        th = skb.transport_header
+        buf[th + UDP_HLEN : th + total] = data
+        self.sock_wmem_charge(skb)
+        dev = rt.dev
+        assert dev is not None
+        saddr = fl4.saddr
+        if self.no_check_tx:
+            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, 0)
+        elif IPV4_HLEN_PLUS(total) <= rt.mtu() and dev.features & 0xA:  # HW_CSUM | IP_CSUM
+            # udp4_hwcsum(): leave the pseudo-header sum for the device
+            UDP_HDR.pack_into(
+                buf,
+                th,
+                self.inet_num,
+                dport,
+                total,
+                csum_fold(csum_tcpudp_nofold(saddr, daddr, total, IPPROTO_UDP)) ^ 0xFFFF,
+            )
+            skb.ip_summed = CHECKSUM_PARTIAL
+            skb.csum_start = th
+            skb.csum_offset = 6
+        else:
+            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, 0)
+            c = csum_tcpudp_magic(
+                saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total)
+            )
+            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, c or CSUM_MANGLED_0)
+        if flags & MSG_CONFIRM:
+            skb.dst_pending_confirm = True
+            self.dst_pending_confirm = True
+        rc = ip_local_out(ipv4, skb)
+        if rc > 0:
+            rc = -ENOBUFS if rc == 1 else 0  # net_xmit_errno()
+        if rc == -ENOBUFS:
+            ipv4.udp_mib.SndbufErrors += 1
+            if self.recverr:
+                raise sock_oserror(ENOBUFS)
+        elif rc < 0 and rc != -ENOBUFS:
+            pass  # dropped further down
+        ipv4.udp_mib.OutDatagrams += 1
+        return length
+
+    def _local_error(self, err: int, daddr: int, dport: int, info: int) -> None:
+        """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
+        if not self.recverr:
+            return
+        ee = _EE.pack(err, 1, 0, 0, 0, info, 0) + _SIN.pack(2, 0, daddr.to_bytes(4, "big"))
+        self.queue_error(b"", ee, (daddr, dport), err)
+
+    # -- receiving ----------------------------------------------------------------------------
+    def recvmsg(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
+        """Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        if flags & MSG_ERRQUEUE:
+            raise sock_oserror(EINVAL)
+        ipv4 = self.ipv4
+        while True:
+            err = self.sock_error()
+            if err:
+                raise sock_oserror(err)
+            q = self.receive_queue
+            if not q:
+                if self.sk_shutdown & 1:
+                    return b"", (0, 0), 0, []
+                if flags & MSG_DONTWAIT:
+                    raise sock_oserror(EAGAIN)
+                raise SockWouldBlock(write=False)
+            skb = q[0]
+            if not _udp_csum_ok(skb):
+                q.popleft()
+                self.sk_rmem_alloc -= skb.rmem_charge
+                ipv4.udp_mib.InCsumErrors += 1
+                ipv4.udp_mib.InErrors += 1
+                kfree_skb(skb, DropReason.UDP_CSUM)
+                continue
+            buf = skb.buf
+            th = skb.transport_header
+            nh = skb.network_header
+            (saddr,) = struct.unpack_from("!I", buf, nh + 12)
+            sport = (buf[th] << 8) | buf[th + 1]
+            start = th + UDP_HLEN
+            ulen = skb.tail - start
+            mflags = 0
+            copy = ulen
+            if ulen > bufsize:
+                copy = bufsize
+                mflags |= MSG_TRUNC
+            data = bytes(buf[start : start + copy])
+            anc = self.cmsgs(skb) if self.recvttl else []
+            if not flags & MSG_PEEK:
+                q.popleft()
+                self.sk_rmem_alloc -= skb.rmem_charge
+                ipv4.udp_mib.InDatagrams += 1
+                consume_skb(skb)
+            return data, (saddr, sport), mflags, anc
+
+
+def IPV4_HLEN_PLUS(n: int) -> int:
+    return n + 20
+
+
+def _ignore_df(sk: Sock) -> bool:
+    return sk.pmtudisc < 2 or sk.pmtudisc == 5
+
+
+def atype_is_bcast_or_mc(addr: int) -> bool:
+    return ipv4_is_multicast(addr) or ipv4_is_lbcast(addr)
+
+
+def _udp_csum_ok(skb: SkBuff) -> bool:
+    """Verify on read unless already known good. Kernel: udp_lib_checksum_complete()."""
+    s = skb.ip_summed
+    if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
+        return True
+    buf = skb.buf
+    th = skb.transport_header
+    if buf[th + 6] == 0 and buf[th + 7] == 0:
+        return True  # no checksum sent
+    nh = skb.network_header
+    saddr, daddr = _II.unpack_from(buf, nh + 12)
+    ulen = skb.tail - th
+    if s == CHECKSUM_COMPLETE:
+        total = csum_partial(buf, skb.data, skb.tail) if skb.data != th else skb.csum
+        return csum_tcpudp_magic(saddr, daddr, ulen, IPPROTO_UDP, total) == 0
+    return csum_tcpudp_magic(saddr, daddr, ulen, IPPROTO_UDP, csum_partial(buf, th, skb.tail)) == 0
+
+
+class UdpTable:
+    """Bound UDP sockets by port (kernel: ``udp_table``)."""
+
+    def __init__(self, ipv4: Ipv4) -> None:
+        self.ipv4 = ipv4
+        self.ports: dict[int, list[UdpSock]] = {}
+
+    def _conflicts(self, sk: UdpSock, port: int) -> bool:
+        for other in self.ports.get(port, ()):
+            if other is sk:
+                continue
+            if (
+                other.sk_bound_dev_if
+                and sk.sk_bound_dev_if
+                and other.sk_bound_dev_if != sk.sk_bound_dev_if
+            ):
+                continue
+            if (
+                other.inet_rcv_saddr
+                and sk.inet_rcv_saddr
+                and other.inet_rcv_saddr != sk.inet_rcv_saddr
+            ):
+                continue
+            if sk.sk_reuse and other.sk_reuse:
+                continue
+            if sk.sk_reuseport and other.sk_reuseport:
+                continue
+            return True
+        return False
+
+    def get_port(self, sk: UdpSock, port: int) -> None:
+        """Bind *sk* to *port*, or to a free ephemeral port if 0. Kernel: udp_lib_get_port()."""
+        if port:
+            if self._conflicts(sk, port):
+                raise sock_oserror(EADDRINUSE)
+        else:
+            low, high = self.ipv4.ip_local_port_range
+            remaining = high - low + 1
+            rng = self.ipv4.net.rng
+            first = low + rng.randrange(remaining)
+            for i in range(remaining):
+                cand = low + (first - low + i) % remaining
+                if not self._conflicts(sk, cand):
+                    port = cand
+                    break
+            else:
+                raise sock_oserror(EADDRINUSE)
+        sk.inet_num = port
+        sk.inet_sport = port
+        self.ports.setdefault(port, []).append(sk)
+
+    def unhash(self, sk: UdpSock) -> None:
+        lst = self.ports.get(sk.inet_num)
+        if lst and sk in lst:
+            lst.remove(sk)
+            if not lst:
+                del self.ports[sk.inet_num]
+
+    def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> UdpSock | None:
+        """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
+        lst = self.ports.get(dport)
+        if not lst:
+            return None
+        best: UdpSock | None = None
+        best_score = -1
+        for sk in lst:
+            score = 0
+            if sk.inet_rcv_saddr:
+                if sk.inet_rcv_saddr != daddr:
+                    continue
+                score += 4
+            if sk.inet_daddr:
+                if sk.inet_daddr != saddr:
+                    continue
+                score += 4
+            if sk.inet_dport:
+                if sk.inet_dport != sport:
+                    continue
+                score += 4
+            if sk.sk_bound_dev_if:
+                if sk.sk_bound_dev_if != dif:
+                    continue
+                score += 4
+            if score > best_score:
+                best, best_score = sk, score
+        return best
+
+    def mcast_matches(
+        self, saddr: int, sport: int, daddr: int, dport: int, dif: int
+    ) -> list[UdpSock]:
+        """Every socket a broadcast datagram goes to. Kernel: __udp4_lib_mcast_deliver()."""
+        out = []
+        for sk in self.ports.get(dport, ()):
+            if sk.inet_rcv_saddr and sk.inet_rcv_saddr != daddr:
+                continue
+            if sk.inet_daddr and sk.inet_daddr != saddr:
+                continue
+            if sk.inet_dport and sk.inet_dport != sport:
+                continue
+            if sk.sk_bound_dev_if and sk.sk_bound_dev_if != dif:
+                continue
+            out.append(sk)
+        return out
+
+    def sockets(self) -> list[UdpSock]:
+        return [sk for lst in self.ports.values() for sk in lst]
+
+
+def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
+    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    if sk.dead:
+        kfree_skb(skb, DropReason.NO_SOCKET)
+        return
+    if not sk.sock_queue_rcv_skb(skb):
+        ipv4.udp_mib.RcvbufErrors += 1
+        ipv4.udp_mib.InErrors += 1
+        kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
+
+
+def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
+    """Receive a UDP datagram. Kernel: net/ipv4/udp.c, __udp4_lib_rcv()."""
+    mib = ipv4.udp_mib
+    buf = skb.buf
+    th = skb.data
+    length = skb.tail - th
+    if length < UDP_HLEN:
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    sport, dport, ulen, check = UDP_HDR.unpack_from(buf, th)
+    if ulen > length or ulen < UDP_HLEN:
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    if ulen < length:  # pskb_trim_rcsum()
+        skb.tail = th + ulen
+        if skb.ip_summed == CHECKSUM_COMPLETE:
+            skb.ip_summed = CHECKSUM_NONE
+    skb.transport_header = th
+    nh = skb.network_header
+    saddr, daddr = _II.unpack_from(buf, nh + 12)
+    if skb.ip_summed == CHECKSUM_COMPLETE and check:
+        # udp4_csum_init(): the device's sum settles it now
+        if csum_tcpudp_magic(saddr, daddr, ulen, IPPROTO_UDP, skb.csum) == 0:
+            skb.ip_summed = CHECKSUM_UNNECESSARY
+        else:
+            skb.ip_summed = CHECKSUM_NONE
+    elif not check and skb.ip_summed != CHECKSUM_PARTIAL:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+    dev = skb.dev
+    dif = dev.ifindex if dev is not None else 0
+    rt: Any = skb.dst
+    if rt is not None and rt.rt_flags & (RTCF_BROADCAST | 0x20000000):
+        socks = ipv4.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
+        if not socks:
+            mib.IgnoredMulti += 1
+            consume_skb(skb)
+            return 0
+        for sk in socks[:-1]:
+            _queue(ipv4, sk, skb.clone())
+        _queue(ipv4, socks[-1], skb)
+        return 0
+    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    if sk is not None:
+        _queue(ipv4, sk, skb)
+        return 0
+    if not _udp_csum_ok(skb):
+        mib.InCsumErrors += 1
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.UDP_CSUM)
+        return 0
+    mib.NoPorts += 1
+    skb.data = nh
+    ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
+    kfree_skb(skb, DropReason.NO_SOCKET)
+    return 0
+
+
+def udp_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
+    """An ICMP error quotes a datagram we sent. Kernel: net/ipv4/udp.c, __udp4_lib_err()."""
+    buf = skb.buf
+    inner = skb.data
+    ihl = (buf[inner] & 0xF) * 4
+    saddr, daddr = _II.unpack_from(buf, inner + 12)
+    sport, dport = _HH.unpack_from(buf, inner + ihl)
+    dev = skb.dev
+    sk = ipv4.udp_table.lookup(daddr, dport, saddr, sport, dev.ifindex if dev else 0)
+    if sk is None:
+        ipv4.icmp_mib.InErrors += 1
+        return
+    th = skb.transport_header
+    icmp_type = buf[th]
+    code = buf[th + 1]
+    harderr = False
+    if icmp_type == ICMP_SOURCE_QUENCH or icmp_type == ICMP_REDIRECT:
+        return
+    if icmp_type == ICMP_PARAMETERPROB:
+        err = EPROTO
+        harderr = True
+    elif icmp_type == ICMP_DEST_UNREACH:
+        if code == ICMP_FRAG_NEEDED:
+            ipv4.ipv4_sk_update_pmtu(sk, daddr, info)
+            if sk.pmtudisc == IP_PMTUDISC_DONT:
+                return
+            err = EMSGSIZE
+            harderr = True
+        else:
+            err = EHOSTUNREACH
+            if code <= NR_ICMP_UNREACH:
+                err, harderr = ICMP_ERR_CONVERT[code]
+    else:  # TIME_EXCEEDED and others
+        err = EHOSTUNREACH  # ICMP_TIME_EXCEEDED: soft
+    if not sk.recverr:
+        if not harderr or sk.state != TCP_ESTABLISHED:
+            return
+    else:
+        (offender,) = struct.unpack_from("!I", buf, skb.network_header + 12)
+        ee = _EE.pack(err, SO_EE_ORIGIN_ICMP, icmp_type, code, 0, info, 0) + _SIN.pack(
+            2, 0, offender.to_bytes(4, "big")
+        )
+        payload = bytes(buf[inner + ihl + UDP_HLEN : skb.tail])
+        sk.queue_error(payload, ee, (daddr, dport), err)
+    sk.sk_err = err
+    sk.sk_error_report()

@@ -1,0 +1,766 @@
+"""Neighbour tables and entries: lookup, output paths, hh_cache, timers, GC.
+
+Theory of operation — output::
+
+    ip_finish_output2 ─► neigh_output(n, skb)
+        ├─ NUD_CONNECTED and hh_len ─► neigh_hh_output: copy the cached
+        │      header (16 bytes at once with the hh_fast_copy patch) ─► dev_queue_xmit
+        └─ n.output(n, skb): neigh_resolve_output ─► neigh_event_send
+               (the NUD machine: queue + solicit while INCOMPLETE) ─► fill
+               hh_cache once ─► dev_hard_header ─► dev_queue_xmit
+
+Entries move through the NUD states of :mod:`netstack.neigh.nud`; this module
+performs the actions it asks for: arming the entry's timer on the Net's timer
+base, soliciting through the family's ops (ARP), switching ``n.output``
+between the resolving and connected functions, queueing packets while
+INCOMPLETE (bounded by ``unres_qlen_bytes``, oldest dropped first) and
+reporting failure for them (``error_report`` → ICMP host unreachable).
+
+Reachability confirmation from upper layers (``MSG_CONFIRM``, TCP forward
+progress) ends in :func:`neigh_confirm`, which writes ``n.confirmed``; with the
+``neigh_confirm_elide`` patch only when jiffies changed. Every store is
+counted in ``confirm_writes``: each one would dirty the neighbour's cache line.
+
+Kernel: net/core/neighbour.c, include/net/neighbour.h.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from netstack.core.dev import dev_queue_xmit
+from netstack.core.ethernet import HH_DATA_ALIGN, HH_DATA_MOD
+from netstack.core.skbuff import LL_MAX_HEADER, DropReason, SkBuff, kfree_skb
+from netstack.cpu import SpinLock
+from netstack.errors import ConfigError
+from netstack.neigh.nud import (
+    NEIGH_UPDATE_F_ADMIN,
+    NEIGH_UPDATE_F_OVERRIDE,
+    NUD_CONNECTED,
+    NUD_FAILED,
+    NUD_IN_TIMER,
+    NUD_PERMANENT,
+    NUD_PROBE,
+    NUD_VALID,
+    Act,
+    Action,
+    NeighParms,
+    event_send,
+    timer_handler,
+    update,
+)
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+    from netstack.core.netdevice import NetDevice
+
+__all__ = [
+    "HhCache",
+    "NeighOps",
+    "NeighTable",
+    "NeighTableStats",
+    "Neighbour",
+    "neigh_confirm",
+    "neigh_event_send",
+    "neigh_hh_output",
+    "neigh_output",
+    "neigh_resolve_output",
+    "neigh_update",
+]
+
+# neighbour flags (NTF_*)
+NTF_USE: Final = 0x01
+NTF_SELF: Final = 0x02
+NTF_MASTER: Final = 0x04
+NTF_PROXY: Final = 0x08
+NTF_EXT_LEARNED: Final = 0x10
+NTF_ROUTER: Final = 0x80
+
+NEIGH_PERIODIC_REACHABLE_RECOMPUTE: Final = 300  # seconds between reachable_time draws
+
+
+class HhCache:
+    """A cached link-layer header, right-aligned in 16-byte slots (kernel: ``struct hh_cache``)."""
+
+    __slots__ = ("hh_data", "hh_len")
+
+    def __init__(self) -> None:
+        self.hh_len = 0
+        self.hh_data = bytearray(HH_DATA_ALIGN(LL_MAX_HEADER))
+
+
+@attrs.define(eq=False)
+class NeighOps:
+    """Family callbacks (kernel: ``struct neigh_ops``)."""
+
+    family: int
+    solicit: Callable[[Neighbour, SkBuff | None], None] | None
+    error_report: Callable[[Neighbour, SkBuff], None] | None
+    output: Callable[[Neighbour, SkBuff], int]
+    connected_output: Callable[[Neighbour, SkBuff], int]
+
+
+class Neighbour:
+    """One neighbour entry (kernel: ``struct neighbour``).
+
+    Its NUD fields (``nud_state``, ``confirmed``, ``updated``, ``used``,
+    ``probes``) are driven by :mod:`netstack.neigh.nud`.
+    """
+
+    __slots__ = (
+        "arp_queue",
+        "arp_queue_len_bytes",
+        "confirm_writes",
+        "confirmed",
+        "created",
+        "dead",
+        "dev",
+        "flags",
+        "ha",
+        "hh",
+        "lock",
+        "nud_state",
+        "ops",
+        "output",
+        "primary_key",
+        "probes",
+        "refcnt",
+        "tbl",
+        "timer",
+        "type",
+        "updated",
+        "used",
+    )
+
+    def __init__(self, tbl: NeighTable, dev: NetDevice, primary_key: int) -> None:
+        now = tbl.net.clock.jiffies
+        self.tbl = tbl
+        self.dev = dev
+        self.primary_key = primary_key
+        self.ha = bytes(dev.addr_len)
+        self.nud_state = 0
+        self.confirmed = now - 2 * tbl.parms_for(dev).base_reachable_time
+        self.updated = now
+        self.used = now
+        self.created = now
+        self.probes = 0
+        self.arp_queue: collections.deque[SkBuff] = collections.deque()
+        self.arp_queue_len_bytes = 0
+        self.hh = HhCache()
+        self.ops: NeighOps = tbl.default_ops
+        self.output: Callable[[Neighbour, SkBuff], int] = neigh_blackhole
+        self.type = 1  # RTN_UNICAST
+        self.flags = 0
+        self.refcnt = 1
+        self.dead = False
+        self.confirm_writes = 0
+        self.lock = SpinLock(f"neigh:{primary_key:#x}")
+        self.timer = tbl.net.timers.timer(lambda: neigh_timer_handler(self), "neigh")
+
+    def __repr__(self) -> str:
+        return (
+            f"<Neighbour {self.tbl.key_str(self.primary_key)} dev={self.dev.name} "
+            f"state={self.nud_state:#x}>"
+        )
+
+
+@attrs.frozen
+class NeighTableStats:
+    """``ip -s ntable`` / ``/proc/net/stat/arp_cache`` counters, plus netstack's hh counters."""
+
+    entries: int
+    allocs: int
+    destroys: int
+    hash_grows: int
+    lookups: int
+    hits: int
+    res_failed: int
+    rcv_probes_mcast: int
+    rcv_probes_ucast: int
+    periodic_gc_runs: int
+    forced_gc_runs: int
+    unres_discards: int
+    table_fulls: int
+    hh_fast_copies: int  # neigh_hh_output took the fixed 16-byte copy
+    hh_aligned_copies: int  # … the HH_DATA_ALIGN(hh_len) copy
+    confirm_writes: int  # stores to n->confirmed (each dirties its cache line)
+    confirm_skipped: int  # confirmations elided because jiffies had not changed
+
+
+def neigh_blackhole(n: Neighbour, skb: SkBuff) -> int:
+    """Output of a dead entry. Kernel: neigh_blackhole()."""
+    kfree_skb(skb, DropReason.NEIGH_DEAD)
+    return -100  # -ENETDOWN
+
+
+class NeighTable:
+    """A neighbour table of one family on one Net (kernel: ``struct neigh_table``).
+
+    Args:
+        net: the Net.
+        name: ``arp_cache`` / ``ndisc_cache``.
+        family: AF_INET / AF_INET6.
+        protocol: the EtherType cached headers carry.
+        addr_bits: key width (32 for IPv4, 128 for IPv6).
+        constructor: sets up a new entry (``arp_constructor``).
+        default_ops: ops until the constructor picks others.
+    """
+
+    def __init__(
+        self,
+        net: Net,
+        name: str,
+        family: int,
+        protocol: int,
+        addr_bits: int,
+        constructor: Callable[[Neighbour], bool],
+        default_ops: NeighOps,
+        parms: NeighParms,
+        key_str: Callable[[int], str],
+    ) -> None:
+        self.net = net
+        self.name = name
+        self.family = family
+        self.protocol = protocol
+        self.addr_bits = addr_bits
+        self.constructor = constructor
+        self.default_ops = default_ops
+        self.key_str = key_str
+        self.hash: dict[int, Neighbour] = {}
+        self.parms = self._randomised(parms)
+        self.dev_parms: dict[int, NeighParms] = {}
+        self.gc_thresh1 = 128
+        self.gc_thresh2 = 512
+        self.gc_thresh3 = 1024
+        self.gc_interval = 30 * net.clock.hz
+        self.last_flush = 0
+        self.last_rand = 0
+        # statistics
+        self.allocs = 0
+        self.destroys = 0
+        self.lookups = 0
+        self.hits = 0
+        self.res_failed = 0
+        self.rcv_probes_mcast = 0
+        self.rcv_probes_ucast = 0
+        self.periodic_gc_runs = 0
+        self.forced_gc_runs = 0
+        self.unres_discards = 0
+        self.table_fulls = 0
+        self.hh_fast_copies = 0
+        self.hh_aligned_copies = 0
+        self.confirm_writes = 0
+        self.confirm_skipped = 0
+        self.gc_timer = net.timers.timer(self.neigh_periodic_work, f"{name}/gc")
+        self.gc_timer.mod(self.parms.base_reachable_time // 2)
+
+    # -- parameters -----------------------------------------------------------------
+    def _randomised(self, p: NeighParms) -> NeighParms:
+        """Draw reachable_time in [base/2, 3·base/2). Kernel: neigh_rand_reach_time()."""
+        base = p.base_reachable_time
+        reach = self.net.rng.randrange(base) + (base >> 1) if base else 0
+        return attrs.evolve(p, reachable_time=reach)
+
+    def parms_for(self, dev: NetDevice) -> NeighParms:
+        """The device's parameters, or the table default."""
+        return self.dev_parms.get(dev.ifindex, self.parms)
+
+    def set_parms(self, dev: NetDevice | None, **changes: int) -> None:
+        """Change parameters (sysctl ``net.ipv4.neigh.DEV.*``); re-draws reachable_time."""
+        if dev is None:
+            old_default = self.parms
+            self.parms = self._maybe_rerandomise(self.parms, attrs.evolve(self.parms, **changes))
+            # devices that never diverged follow the default
+            for ifindex, p in list(self.dev_parms.items()):
+                if p == old_default:
+                    self.dev_parms[ifindex] = self.parms
+        else:
+            old = self.parms_for(dev)
+            self.dev_parms[dev.ifindex] = self._maybe_rerandomise(old, attrs.evolve(old, **changes))
+
+    def _maybe_rerandomise(self, old: NeighParms, new: NeighParms) -> NeighParms:
+        if new.base_reachable_time != old.base_reachable_time:
+            return self._randomised(new)
+        return new
+
+    def add_dev_parms(self, dev: NetDevice) -> None:
+        """A device appeared: it starts with the default parameters. Kernel: neigh_parms_alloc()."""
+        self.dev_parms[dev.ifindex] = self.parms
+
+    def del_dev_parms(self, dev: NetDevice) -> None:
+        """Kernel: neigh_parms_release()."""
+        self.dev_parms.pop(dev.ifindex, None)
+
+    # -- lookup / create -----------------------------------------------------------------
+    def hash_key(self, key: int, dev: NetDevice) -> int:
+        return (dev.ifindex << self.addr_bits) | key
+
+    def lookup(self, key: int, dev: NetDevice) -> Neighbour | None:
+        """Kernel: neigh_lookup()."""
+        self.lookups += 1
+        n = self.hash.get((dev.ifindex << self.addr_bits) | key)
+        if n is not None:
+            self.hits += 1
+        return n
+
+    def create(self, key: int, dev: NetDevice) -> Neighbour | None:
+        """Create (or find) an entry; None if the table is full. Kernel: __neigh_create()."""
+        hkey = (dev.ifindex << self.addr_bits) | key
+        n = self.hash.get(hkey)
+        if n is not None:
+            return n
+        entries = len(self.hash)
+        if entries >= self.gc_thresh3 or (
+            entries >= self.gc_thresh2
+            and self.net.clock.jiffies > self.last_flush + 5 * self.net.clock.hz
+        ):
+            if not self.neigh_forced_gc() and len(self.hash) >= self.gc_thresh3:
+                self.table_fulls += 1
+                self.net.log.warning("neighbour_table_overflow", table=self.name)
+                return None
+        n = Neighbour(self, dev, key)
+        if not self.constructor(n):
+            return None
+        self.hash[hkey] = n
+        self.allocs += 1
+        return n
+
+    def lookup_or_create(self, key: int, dev: NetDevice, creat: bool = True) -> Neighbour | None:
+        """Find an entry, creating it if *creat*. Kernel: __neigh_lookup()."""
+        n = self.lookup(key, dev)
+        if n is not None or not creat:
+            return n
+        return self.create(key, dev)
+
+    def entries(self, dev: NetDevice | None = None) -> Iterator[Neighbour]:
+        """Entries (of *dev*), in creation order."""
+        for n in self.hash.values():
+            if dev is None or n.dev is dev:
+                yield n
+
+    # -- removal ------------------------------------------------------------------------------
+    def _unlink(self, n: Neighbour) -> None:
+        hkey = (n.dev.ifindex << self.addr_bits) | n.primary_key
+        if self.hash.get(hkey) is n:
+            del self.hash[hkey]
+        n.timer.delete()
+        n.dead = True
+        n.output = neigh_blackhole
+        neigh_purge_queue(n, DropReason.NEIGH_DEAD)
+        self.destroys += 1
+
+    def neigh_forced_gc(self) -> bool:
+        """Free unreferenced FAILED/stale entries. Kernel: neigh_forced_gc()."""
+        self.forced_gc_runs += 1
+        shrunk = False
+        max_clean = len(self.hash) - self.gc_thresh2
+        for n in list(self.hash.values()):
+            if max_clean <= 0:
+                break
+            if (
+                n.refcnt == 1
+                and not n.nud_state & NUD_PERMANENT
+                and (n.nud_state == NUD_FAILED or not n.nud_state & NUD_VALID)
+            ):
+                self._unlink(n)
+                shrunk = True
+                max_clean -= 1
+        self.last_flush = self.net.clock.jiffies
+        return shrunk
+
+    def neigh_periodic_work(self) -> None:
+        """Re-draw reachable_time every 300 s; free idle entries. Kernel: neigh_periodic_work()."""
+        net = self.net
+        now = net.clock.jiffies
+        hz = net.clock.hz
+        self.periodic_gc_runs += 1
+        if now - self.last_rand >= NEIGH_PERIODIC_REACHABLE_RECOMPUTE * hz:
+            self.last_rand = now
+            self.parms = self._randomised(self.parms)
+            for ifindex, p in list(self.dev_parms.items()):
+                self.dev_parms[ifindex] = self._randomised(p)
+        if len(self.hash) >= self.gc_thresh1:
+            for n in list(self.hash.values()):
+                state = n.nud_state
+                if state & (NUD_PERMANENT | NUD_IN_TIMER) or n.flags & NTF_EXT_LEARNED:
+                    continue
+                if n.used < n.confirmed:
+                    n.used = n.confirmed
+                if n.refcnt == 1 and (
+                    state == NUD_FAILED or now > n.used + self.parms_for(n.dev).gc_staletime
+                ):
+                    self._unlink(n)
+        self.gc_timer.mod(now + max(self.parms.base_reachable_time // 2, 1))
+
+    def neigh_ifdown(self, dev: NetDevice) -> None:
+        """Flush every entry of *dev* (device down). Kernel: neigh_ifdown()."""
+        for n in [n for n in self.hash.values() if n.dev is dev]:
+            self._unlink(n)
+
+    def flush(self, dev: NetDevice | None, state_mask: int) -> int:
+        """Delete entries whose state is in *state_mask* (``ip neigh flush``)."""
+        victims = [
+            n
+            for n in self.hash.values()
+            if (dev is None or n.dev is dev) and n.nud_state & state_mask
+        ]
+        for n in victims:
+            neigh_update(n, None, NUD_FAILED, NEIGH_UPDATE_F_OVERRIDE | NEIGH_UPDATE_F_ADMIN)
+            self._unlink(n)
+        return len(victims)
+
+    def delete(self, key: int, dev: NetDevice) -> None:
+        """``ip neigh del``. Kernel: neigh_delete()."""
+        n = self.hash.get((dev.ifindex << self.addr_bits) | key)
+        if n is None:
+            raise ConfigError("RTNETLINK answers: No such file or directory", 2)
+        neigh_update(n, None, NUD_FAILED, NEIGH_UPDATE_F_OVERRIDE | NEIGH_UPDATE_F_ADMIN)
+        self._unlink(n)
+
+    def statistics(self) -> NeighTableStats:
+        """Table counters."""
+        return NeighTableStats(
+            len(self.hash),
+            self.allocs,
+            self.destroys,
+            0,
+            self.lookups,
+            self.hits,
+            self.res_failed,
+            self.rcv_probes_mcast,
+            self.rcv_probes_ucast,
+            self.periodic_gc_runs,
+            self.forced_gc_runs,
+            self.unres_discards,
+            self.table_fulls,
+            self.hh_fast_copies,
+            self.hh_aligned_copies,
+            self.confirm_writes,
+            self.confirm_skipped,
+        )
+
+
+# ---------------------------------------------------------------------------
+# Performing the state machine's actions
+# ---------------------------------------------------------------------------
+
+
+def neigh_connect(n: Neighbour) -> None:
+    """Use the connected output. Kernel: neigh_connect()."""
+    n.output = n.ops.connected_output
+
+
+def neigh_suspect(n: Neighbour) -> None:
+    """Use the resolving output. Kernel: neigh_suspect()."""
+    n.output = n.ops.output
+
+
+def neigh_purge_queue(n: Neighbour, reason: DropReason) -> None:
+    queue = n.arp_queue
+    while queue:
+        kfree_skb(queue.popleft(), reason)
+    n.arp_queue_len_bytes = 0
+
+
+def neigh_probe(n: Neighbour) -> None:
+    """Send one solicitation, hinted by the newest queued packet. Kernel: neigh_probe()."""
+    skb = n.arp_queue[-1] if n.arp_queue else None
+    solicit = n.ops.solicit
+    if solicit is not None:
+        solicit(n, skb)
+    n.probes += 1
+
+
+def neigh_invalidate(n: Neighbour) -> None:
+    """FAILED: report every queued packet as unreachable. Kernel: neigh_invalidate()."""
+    n.tbl.res_failed += 1
+    report = n.ops.error_report
+    queue = n.arp_queue
+    while queue and n.nud_state == NUD_FAILED:
+        skb = queue.popleft()
+        n.arp_queue_len_bytes -= skb.truesize
+        if report is not None:
+            report(n, skb)
+        else:
+            kfree_skb(skb, DropReason.NEIGH_FAILED)
+    neigh_purge_queue(n, DropReason.NEIGH_FAILED)
+
+
+def _queue_skb(n: Neighbour, skb: SkBuff) -> None:
+    limit = n.tbl.parms_for(n.dev).queue_len_bytes
+    queue = n.arp_queue
+    size = skb.truesize
+    while n.arp_queue_len_bytes + size > limit and queue:
+        old = queue.popleft()
+        n.arp_queue_len_bytes -= old.truesize
+        kfree_skb(old, DropReason.NEIGH_QUEUEFULL)
+        n.tbl.unres_discards += 1
+    queue.append(skb)
+    n.arp_queue_len_bytes += size
+
+
+def _flush_queue(n: Neighbour) -> None:
+    queue = n.arp_queue
+    n.arp_queue = collections.deque()
+    n.arp_queue_len_bytes = 0
+    for skb in queue:
+        n.output(n, skb)
+
+
+def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> None:
+    for a in actions:
+        act = a.act
+        if act is Act.SET_TIMER:
+            n.timer.mod(a.arg)
+        elif act is Act.DEL_TIMER:
+            n.timer.delete()
+        elif act is Act.QUEUE:
+            assert skb is not None
+            _queue_skb(n, skb)
+        elif act is Act.PROBE or act is Act.PROBE_NOW:
+            neigh_probe(n)
+        elif act is Act.INVALIDATE:
+            neigh_invalidate(n)
+        elif act is Act.CONNECT:
+            neigh_connect(n)
+        elif act is Act.SUSPECT:
+            neigh_suspect(n)
+        elif act is Act.DROP_FAILED:
+            assert skb is not None
+            kfree_skb(skb, DropReason.NEIGH_FAILED)
+        elif act is Act.FLUSH_QUEUE:
+            _flush_queue(n)
+        elif act is Act.NOTIFY:
+            n.tbl.net.log.debug(
+                "neigh_state_changed",
+                key=n.tbl.key_str(n.primary_key),
+                dev=n.dev.name,
+                state=n.nud_state,
+            )
+
+
+def neigh_timer_handler(n: Neighbour) -> None:
+    """The entry's timer. Kernel: neigh_timer_handler()."""
+    if n.dead:
+        return
+    tbl = n.tbl
+    cpu = tbl.net.cpus.current
+    n.lock.lock(cpu)
+    actions = timer_handler(n, tbl.parms_for(n.dev), tbl.net.clock.jiffies)
+    n.lock.unlock(cpu)
+    _apply(n, actions)
+
+
+def neigh_event_send(n: Neighbour, skb: SkBuff | None) -> int:
+    """Let the NUD machine see a packet to send; 0 means send it now.
+
+    Kernel: include/net/neighbour.h, neigh_event_send().
+    """
+    tbl = n.tbl
+    now = tbl.net.clock.jiffies
+    if n.used != now:
+        n.used = now
+    if n.nud_state & (NUD_CONNECTED | 0x08 | NUD_PROBE):  # CONNECTED | DELAY | PROBE
+        return 0
+    if n.dead:
+        if skb is not None:
+            kfree_skb(skb, DropReason.NEIGH_DEAD)
+        return 1
+    cpu = tbl.net.cpus.current
+    n.lock.lock(cpu)
+    rc, actions = event_send(n, tbl.parms_for(n.dev), now)
+    n.lock.unlock(cpu)
+    _apply(n, actions, skb)
+    return rc
+
+
+def neigh_update(n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> bool:
+    """Confirmation or administrative change of an entry. Kernel: neigh_update()."""
+    if n.dead:
+        return False
+    tbl = n.tbl
+    has = lladdr is not None or bool(n.nud_state & NUD_VALID) or not n.dev.addr_len
+    changed = lladdr is not None and lladdr != n.ha
+    cpu = tbl.net.cpus.current
+    n.lock.lock(cpu)
+    ok, actions = update(
+        n,
+        tbl.parms_for(n.dev),
+        tbl.net.clock.jiffies,
+        new,
+        lladdr_changed=changed,
+        has_lladdr=has,
+        flags=flags,
+    )
+    n.lock.unlock(cpu)
+    for a in actions:
+        if a.act is Act.UPDATE_HH and lladdr is not None:
+            n.ha = bytes(lladdr)
+            neigh_update_hhs(n)
+    _apply(n, [a for a in actions if a.act is not Act.UPDATE_HH])
+    return ok
+
+
+def neigh_update_hhs(n: Neighbour) -> None:
+    """Rewrite the cached header after an address change. Kernel: neigh_update_hhs()."""
+    hops = n.dev.header_ops
+    if n.hh.hh_len and hops is not None:
+        hops.cache_update(n.hh, n.dev, n.ha)
+
+
+def neigh_event_ns(tbl: NeighTable, lladdr: bytes, key: int, dev: NetDevice) -> Neighbour | None:
+    """A solicitation from *key* arrived: it is at least STALE. Kernel: neigh_event_ns()."""
+    n = tbl.lookup_or_create(key, dev, True)
+    if n is not None:
+        neigh_update(n, lladdr, 0x04, NEIGH_UPDATE_F_OVERRIDE)  # NUD_STALE
+    return n
+
+
+def neigh_confirm(n: Neighbour) -> None:
+    """Upper-layer proof of reachability: ``n.confirmed = jiffies``.
+
+    With the ``neigh_confirm_elide`` patch (seed 2) the store happens only
+    when jiffies changed ("avoid dirtying neighbour"); without it every
+    confirmation stores, dirtying the cache line the output path reads.
+
+    Kernel: include/net/neighbour.h, neigh_confirm() (dst_confirm() before 4.11).
+    """
+    tbl = n.tbl
+    net = tbl.net
+    now = net.clock.jiffies
+    if net.patches.neigh_confirm_elide and n.confirmed == now:
+        tbl.confirm_skipped += 1
+        return
+    n.confirmed = now
+    n.confirm_writes += 1
+    tbl.confirm_writes += 1
+
+
+# ---------------------------------------------------------------------------
+# Output functions
+# ---------------------------------------------------------------------------
+
+
+def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
+    """Prepend the cached header and transmit.
+
+    With the ``hh_fast_copy`` patch (seed 2) a header of at most 16 bytes is
+    copied as one fixed 16-byte block; without it the copy is
+    ``HH_DATA_ALIGN(hh_len)`` bytes via the general path. Both leave the same
+    bytes in front of the packet; the counters say which path ran.
+
+    Kernel: include/net/neighbour.h, neigh_hh_output().
+    """
+    hh = n.hh
+    hh_len = hh.hh_len
+    data = skb.data
+    tbl = n.tbl
+    if hh_len <= HH_DATA_MOD and tbl.net.patches.hh_fast_copy:
+        if data < HH_DATA_MOD:
+            kfree_skb(skb, DropReason.NOMEM)
+            return -1
+        skb.buf[data - HH_DATA_MOD : data] = hh.hh_data[:HH_DATA_MOD]
+        tbl.hh_fast_copies += 1
+    else:
+        hh_alen = HH_DATA_ALIGN(hh_len)
+        if data < hh_alen:
+            kfree_skb(skb, DropReason.NOMEM)
+            return -1
+        skb.buf[data - hh_alen : data] = hh.hh_data[:hh_alen]
+        tbl.hh_aligned_copies += 1
+    skb.data = data - hh_len
+    return dev_queue_xmit(skb)
+
+
+def neigh_output(n: Neighbour, skb: SkBuff) -> int:
+    """Transmit through the neighbour. Kernel: include/net/neighbour.h, neigh_output()."""
+    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
+        return neigh_hh_output(n, skb)
+    return n.output(n, skb)
+
+
+def _dev_hard_header(n: Neighbour, skb: SkBuff) -> int:
+    dev = n.dev
+    hops = dev.header_ops
+    if hops is None:
+        return 0
+    # __skb_pull(skb, skb_network_offset(skb)): start again at the network header
+    if skb.network_header >= 0:
+        skb.data = skb.network_header
+    return hops.create(skb, dev, skb.protocol, n.ha, None, skb.tail - skb.data)
+
+
+def neigh_resolve_output(n: Neighbour, skb: SkBuff) -> int:
+    """Resolve if needed, fill hh_cache once, build the header, transmit.
+
+    Kernel: net/core/neighbour.c, neigh_resolve_output().
+    """
+    if neigh_event_send(n, skb):
+        return 0
+    dev = n.dev
+    hops = dev.header_ops
+    if hops is not None and not n.hh.hh_len:
+        cpu = n.tbl.net.cpus.current
+        n.lock.lock(cpu)
+        if not n.hh.hh_len:  # neigh_hh_init()
+            hops.cache(n, n.hh, n.tbl.protocol)
+        n.lock.unlock(cpu)
+    if _dev_hard_header(n, skb) < 0:
+        kfree_skb(skb, DropReason.NEIGH_FAILED)
+        return -22
+    return dev_queue_xmit(skb)
+
+
+def neigh_connected_output(n: Neighbour, skb: SkBuff) -> int:
+    """Build the header from ``n.ha`` and transmit. Kernel: neigh_connected_output()."""
+    if _dev_hard_header(n, skb) < 0:
+        kfree_skb(skb, DropReason.NEIGH_FAILED)
+        return -22
+    return dev_queue_xmit(skb)
+
+
+def neigh_direct_output(n: Neighbour, skb: SkBuff) -> int:
+    """No link-layer header: transmit as is. Kernel: neigh_direct_output()."""
+    return dev_queue_xmit(skb)
+
+
+def neigh_add(
+    tbl: NeighTable,
+    key: int,
+    dev: NetDevice,
+    lladdr: bytes | None,
+    state: int,
+    *,
+    replace: bool,
+    create: bool,
+    exclusive: bool,
+    router: bool = False,
+) -> Neighbour:
+    """``ip neigh add|replace|change``. Kernel: net/core/neighbour.c, neigh_add()."""
+    n = tbl.lookup(key, dev)
+    if n is None:
+        if not create:
+            raise ConfigError("RTNETLINK answers: No such file or directory", 2)
+        n = tbl.create(key, dev)
+        if n is None:
+            raise ConfigError("RTNETLINK answers: No buffer space available", 105)
+    elif exclusive:
+        raise ConfigError("RTNETLINK answers: File exists", 17)
+    flags = NEIGH_UPDATE_F_ADMIN
+    if replace or n.nud_state == 0 or not n.nud_state & NUD_VALID:
+        flags |= NEIGH_UPDATE_F_OVERRIDE
+    if router:
+        n.flags |= NTF_ROUTER
+    if lladdr is None and state & NUD_VALID and not n.nud_state & NUD_VALID and dev.addr_len:
+        raise ConfigError("Error: No link layer address given.", 22)
+    neigh_update(n, lladdr, state, flags)
+    return n
+
+
+def neigh_stats_line(n: Neighbour, now: int, hz: int) -> tuple[int, int, int, int]:
+    """``used/confirmed/updated`` ages in seconds and ``probes``, as ``ip -s neigh`` shows."""
+    return ((now - n.used) // hz, (now - n.confirmed) // hz, (now - n.updated) // hz, n.probes)

@@ -1,0 +1,366 @@
+"""The Trio-facing socket object.
+
+Theory of operation: a :class:`Socket` owns a protocol socket
+(:class:`~netstack.core.sock.Sock`: UDP, ping…) of one host. Every operation
+follows Trio's pattern for non-blocking sockets: check for cancellation, try
+the synchronous operation, and on success take one cancel-shielded
+checkpoint; if the operation would block, park until the stack signals
+readiness and try again. Addresses cross this boundary as ``(str, int)``
+tuples and are ``int`` inside.
+
+Kernel: net/socket.c (the syscalls), net/ipv4/af_inet.c (inet_* ops).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket as _stdsocket
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from netstack.core.sock import (
+    AF_INET,
+    AF_UNSPEC,
+    MSG_DONTWAIT,
+    MSG_ERRQUEUE,
+    SOCK_DGRAM,
+    Sock,
+    SockWouldBlock,
+)
+from netstack.wire.ipv4 import INADDR_BROADCAST, aton, ntoa
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["Socket", "parse_inet_addr"]
+
+Address = tuple[str, int]
+
+
+def parse_inet_addr(addr: Any, *, for_bind: bool = False) -> tuple[int, int]:
+    """``("10.0.0.1", 80)`` → ``(0x0a000001, 80)``, as the socket API reads it."""
+    if not isinstance(addr, tuple) or len(addr) != 2:
+        raise TypeError("AF_INET address must be a pair (host, port)")
+    host, port = addr
+    if not isinstance(port, int) or isinstance(port, bool):
+        raise TypeError(f"'{type(port).__name__}' object cannot be interpreted as an integer")
+    if not 0 <= port <= 65535:
+        raise OverflowError(
+            "bind(): port must be 0-65535." if for_bind else "connect(): port must be 0-65535."
+        )
+    if not isinstance(host, str):
+        raise TypeError(f"str, bytes or bytearray expected, not {type(host).__name__}")
+    if host == "":
+        return 0, port
+    if host == "<broadcast>":
+        return INADDR_BROADCAST, port
+    try:
+        return aton(host), port
+    except ValueError:
+        raise _stdsocket.gaierror(-2, "Name or service not known") from None
+
+
+class Socket:
+    """A socket of an emulated host, with ``trio.socket``'s interface."""
+
+    def __init__(self, net: Net, sk: Sock) -> None:
+        self._net = net
+        self._sk = sk
+        self._closed = False
+
+    # -- properties -----------------------------------------------------------------
+    @property
+    def family(self) -> int:
+        return self._sk.family
+
+    @property
+    def type(self) -> int:
+        return self._sk.type
+
+    @property
+    def proto(self) -> int:
+        return self._sk.protocol
+
+    @property
+    def sock(self) -> Sock:
+        """The protocol socket (kernel ``struct sock``), for inspection in tests."""
+        return self._sk
+
+    def fileno(self) -> int:
+        return -1
+
+    def _check(self) -> Sock:
+        if self._closed:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return self._sk
+
+    # -- sync operations ------------------------------------------------------------------
+    def getsockname(self) -> Address:
+        addr, port = self._check().getsockname()
+        return ntoa(addr), port
+
+    def getpeername(self) -> Address:
+        addr, port = self._check().getpeername()
+        return ntoa(addr), port
+
+    def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
+        self._check().setsockopt(level, optname, value)
+
+    def getsockopt(self, level: int, optname: int, buflen: int | None = None) -> int | bytes:
+        return self._check().getsockopt(level, optname)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._sk.close()
+
+    def shutdown(self, how: int) -> None:
+        sk = self._check()
+        if how not in (0, 1, 2):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        sk.sk_shutdown |= how + 1
+        sk.sk_data_ready()
+
+    def is_readable(self) -> bool:
+        return self._check().readable()
+
+    def __enter__(self) -> Socket:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._sk.inet_num}"
+        return f"<netstack.Socket {self._net.name} fam={self.family} type={self.type} {state}>"
+
+    # -- the non-blocking helper (trio.socket._nonblocking_helper) -----------------------
+    async def _nonblocking(self, write: bool, fn: Any, *args: Any) -> Any:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        sk = self._check()
+        try:
+            result = fn(*args)
+        except SockWouldBlock:
+            pass
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return result
+        while True:
+            if write:
+                await sk.wait_writable()
+            else:
+                await sk.wait_readable()
+            self._check()
+            try:
+                return fn(*args)
+            except SockWouldBlock:
+                continue
+
+    async def wait_writable(self) -> None:
+        sk = self._check()
+        if not sk.writable():
+            await sk.wait_writable()
+        else:
+            await trio.lowlevel.checkpoint()
+
+    async def wait_readable(self) -> None:
+        sk = self._check()
+        if not sk.readable():
+            await sk.wait_readable()
+        else:
+            await trio.lowlevel.checkpoint()
+
+    # -- async operations ---------------------------------------------------------------------
+    async def bind(self, address: Address) -> None:
+        await trio.lowlevel.checkpoint()
+        addr, port = parse_inet_addr(address, for_bind=True)
+        self._check().bind(addr, port)
+
+    async def connect(self, address: Address | tuple[()]) -> None:
+        await trio.lowlevel.checkpoint()
+        sk = self._check()
+        if address == ():
+            sk.disconnect()
+            return
+        addr, port = parse_inet_addr(address)
+        sk.connect(addr, port)
+
+    async def disconnect(self) -> None:
+        """``connect(AF_UNSPEC)``: forget the peer."""
+        await trio.lowlevel.checkpoint()
+        self._check().disconnect()
+
+    async def send(self, data: bytes | bytearray | memoryview, flags: int = 0) -> int:
+        sk = self._check()
+        return int(await self._nonblocking(True, sk.sendmsg, data, None, flags))
+
+    async def sendto(self, data: bytes | bytearray | memoryview, *args: Any) -> int:
+        """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
+        if len(args) == 1:
+            flags, address = 0, args[0]
+        elif len(args) == 2:
+            flags, address = args
+        else:
+            raise TypeError("sendto() takes 2 or 3 arguments")
+        sk = self._check()
+        dest = parse_inet_addr(address)
+        return int(await self._nonblocking(True, sk.sendmsg, data, dest, flags))
+
+    async def sendmsg(
+        self,
+        buffers: Iterable[bytes | bytearray | memoryview],
+        ancdata: Sequence[Any] = (),
+        flags: int = 0,
+        address: Address | None = None,
+    ) -> int:
+        data = b"".join(bytes(b) for b in buffers)
+        sk = self._check()
+        dest = parse_inet_addr(address) if address is not None else None
+        return int(await self._nonblocking(True, sk.sendmsg, data, dest, flags))
+
+    async def sendmmsg(
+        self,
+        messages: Sequence[tuple[bytes | bytearray | memoryview, Address | None]],
+        flags: int = 0,
+    ) -> int:
+        """Send many datagrams with one checkpoint; returns how many were sent.
+
+        Like Linux ``sendmmsg(2)``: stops at the first datagram that would
+        block (after at least one was sent) or fails (an error is raised only
+        if it is the first).
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        sk = self._check()
+        parsed = [(d, parse_inet_addr(a) if a is not None else None) for d, a in messages]
+        sent = 0
+        i = 0
+        while i < len(parsed):
+            data, dest = parsed[i]
+            try:
+                sk.sendmsg(data, dest, flags)
+            except SockWouldBlock:
+                if sent:
+                    break
+                await sk.wait_writable()
+                self._check()
+                continue
+            except OSError:
+                if sent:
+                    break
+                raise
+            sent += 1
+            i += 1
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return sent
+
+    async def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        sk = self._check()
+        data, _, _, _ = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
+        return bytes(data)
+
+    async def recvfrom(self, bufsize: int, flags: int = 0) -> tuple[bytes, Address]:
+        sk = self._check()
+        data, (addr, port), _, _ = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
+        return bytes(data), (ntoa(addr), port)
+
+    async def recv_into(
+        self, buffer: bytearray | memoryview, nbytes: int = 0, flags: int = 0
+    ) -> int:
+        data, _ = await self.recvfrom_into_(buffer, nbytes, flags)
+        return data
+
+    async def recvfrom_into(
+        self, buffer: bytearray | memoryview, nbytes: int = 0, flags: int = 0
+    ) -> tuple[int, Address]:
+        return await self.recvfrom_into_(buffer, nbytes, flags)
+
+    async def recvfrom_into_(
+        self, buffer: bytearray | memoryview, nbytes: int, flags: int
+    ) -> tuple[int, Address]:
+        size = nbytes or len(buffer)
+        data, addr = await self.recvfrom(size, flags)
+        memoryview(buffer)[: len(data)] = data
+        return len(data), addr
+
+    async def recvmsg(
+        self, bufsize: int, ancbufsize: int = 0, flags: int = 0
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int, Address]:
+        """``recvmsg``; with ``MSG_ERRQUEUE`` reads an ``IP_RECVERR`` report."""
+        sk = self._check()
+        if flags & MSG_ERRQUEUE:
+            await trio.lowlevel.checkpoint()
+            data, anc, mflags, (addr, port) = sk.recv_errqueue(bufsize)
+            return data, anc, mflags, (ntoa(addr), port)
+        data, (addr, port), mflags, anc = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
+        return bytes(data), anc, mflags, (ntoa(addr), port)
+
+    async def recvmmsg(
+        self, bufsize: int, vlen: int, flags: int = 0
+    ) -> list[tuple[bytes, Address]]:
+        """Receive up to *vlen* datagrams with one checkpoint (waits for the first).
+
+        Kernel: recvmmsg(2) with MSG_WAITFORONE semantics.
+        """
+        sk = self._check()
+        first = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
+        out = [(bytes(first[0]), (ntoa(first[1][0]), first[1][1]))]
+        while len(out) < vlen:
+            try:
+                data, (addr, port), _, _ = sk.recvmsg(bufsize, flags | MSG_DONTWAIT)
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    break
+                raise
+            out.append((bytes(data), (ntoa(addr), port)))
+        return out
+
+    # -- _nowait variants, for synchronous tests ------------------------------------------
+    def sendto_nowait(
+        self, data: bytes | bytearray | memoryview, address: Address, flags: int = 0
+    ) -> int:
+        """Synchronous ``sendto``; raises ``BlockingIOError`` instead of waiting."""
+        sk = self._check()
+        try:
+            return sk.sendmsg(data, parse_inet_addr(address), flags)
+        except SockWouldBlock:
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
+
+    def recvmsg_nowait(
+        self, bufsize: int, flags: int = 0
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int, Address]:
+        """Synchronous ``recvmsg``; raises ``BlockingIOError`` if nothing is queued."""
+        sk = self._check()
+        try:
+            data, (addr, port), mflags, anc = sk.recvmsg(bufsize, flags)
+        except SockWouldBlock:
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
+        return bytes(data), anc, mflags, (ntoa(addr), port)
+
+    def recvfrom_nowait(self, bufsize: int, flags: int = 0) -> tuple[bytes, Address]:
+        """Synchronous ``recvfrom``; raises ``BlockingIOError`` if nothing is queued."""
+        sk = self._check()
+        try:
+            data, (addr, port), _, _ = sk.recvmsg(bufsize, flags)
+        except SockWouldBlock:
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
+        return bytes(data), (ntoa(addr), port)
+
+
+def socket_create(
+    net: Net,
+    family: int = AF_INET,
+    type: int = SOCK_DGRAM,  # noqa: A002
+    proto: int = 0,
+) -> Socket:
+    """``socket(2)`` on *net*. Kernel: __sock_create()."""
+    if family == AF_UNSPEC or family not in (AF_INET,):
+        raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
+    ipv4 = net.ipv4
+    if ipv4 is None:
+        raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
+    sock_type = type & ~(0o4000 | 0o2000000)  # SOCK_NONBLOCK | SOCK_CLOEXEC
+    sk = ipv4.socket(sock_type, proto)
+    return Socket(net, sk)

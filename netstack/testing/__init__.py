@@ -1,0 +1,1 @@
+"""Helpers for testing protocol behaviour with netstack (pytest plugin in ``plugin``)."""
