@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
+    NETIF_F_LLTX,
     NETIF_F_SG,
     NETIF_F_SOFT_FEATURES,
 )
@@ -48,7 +50,9 @@ from netstack.core.netdevice import (
     IFF_XMIT_DST_RELEASE,
     IFNAMSIZ,
     NET_XMIT_DROP,
+    NET_XMIT_MASK,
     NETREG_REGISTERED,
+    QUEUE_STATE_ANY_XOFF,
     NETREG_UNREGISTERED,
     NetDevice,
     dev_xmit_complete,
@@ -459,9 +463,13 @@ def dev_queue_xmit(skb: SkBuff) -> int:
         dst = skb.dst
         if dst is not None:
             skb.dst = None
-            dst.release()
-    txq = dev._tx[0] if dev.real_num_tx_queues == 1 else dev._tx[netdev_pick_tx(dev, skb)]
-    skb.queue_mapping = txq.index
+            dst.refcnt -= 1  # dst_release()
+            dst.releases += 1
+    if dev.real_num_tx_queues == 1:
+        txq = dev._tx[0]
+    else:
+        txq = dev._tx[netdev_pick_tx(dev, skb)]
+        skb.queue_mapping = txq.index
     q = txq.qdisc
     if q.can_enqueue:
         return __dev_xmit_skb(skb, q, dev, txq)
@@ -472,8 +480,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
         if txq.xmit_lock_owner != cpu.id:
             if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
                 dev.log.warning(
-                    "xmit_recursion",
-                    msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
+                    "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
                 )
                 dev.stats.tx_dropped += 1
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
@@ -481,16 +488,16 @@ def dev_queue_xmit(skb: SkBuff) -> int:
             vskb = validate_xmit_skb(skb, dev)
             if vskb is None:
                 return NET_XMIT_DROP
-            lltx = dev.features & 0x1000  # NETIF_F_LLTX
+            lltx = dev.features & NETIF_F_LLTX
             if not lltx:  # HARD_TX_LOCK
                 txq._xmit_lock.lock(cpu)
                 txq.xmit_lock_owner = cpu.id
             rest: SkBuff | None = vskb
-            if not netif_xmit_stopped(txq):
+            if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
                 cpu.xmit_recursion += 1
                 rest, rc = dev_hard_start_xmit(vskb, dev, txq)
                 cpu.xmit_recursion -= 1
-                if dev_xmit_complete(rc):
+                if rc < NET_XMIT_MASK:  # dev_xmit_complete()
                     if not lltx:
                         txq.xmit_lock_owner = -1
                         txq._xmit_lock.unlock(cpu)
@@ -665,6 +672,9 @@ def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
 def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
     skb.pkt_type = PACKET_HOST
+    skb.ignore_df = False
+    skb.dst_pending_confirm = False
+    skb.skb_iif = 0
     dst = skb.dst
     if dst is not None:
         skb.dst = None
@@ -672,14 +682,15 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     d = skb.__dict__
     if d:
         d.pop("tstamp", None)
-        d.pop("skb_iif", None)
-        d.pop("ignore_df", None)
-        d.pop("dst_pending_confirm", None)
         d.pop("cb", None)
         if xnet:
             d.pop("mark", None)
     if xnet:
-        skb_orphan(skb)
+        destructor = skb.destructor                    # skb_orphan()
+        if destructor is not None:
+            skb.destructor = None
+            destructor(skb)
+        skb.sk = None
 
 
 def skb_orphan(skb: SkBuff) -> None:
@@ -696,13 +707,15 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
 
     Returns ``(ok, protocol)``; on failure the skb was dropped and counted.
 
-    Kernel: net/core/dev.c, __dev_forward_skb2().
+    Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
+    skb_scrub_packet, eth_type_trans).
     """
-    if not is_skb_forwardable(dev, skb):
+    if not dev.flags & IFF_UP or (
+        skb.tail - skb.data > dev.mtu + dev.hard_header_len + 4 and not skb.gso_size
+    ):
         dev.stats.rx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return False, 0
-    skb_scrub_packet(skb, dev.net is not (skb.dev.net if skb.dev is not None else None))
-    from netstack.core.ethernet import eth_type_trans
-
+    src = skb.dev
+    skb_scrub_packet(skb, src is None or src.net is not dev.net)
     return True, eth_type_trans(skb, dev)

@@ -92,6 +92,8 @@ class QdiscStats:
     overlimits: int
     bulk_dequeues: int  # netstack: restarts that dequeued more than one skb
     bulk_packets: int  # netstack: skbs dequeued by those restarts
+    validations_locked: int  # netstack: validate_xmit_skb_list runs with the root lock held
+    validations_unlocked: int  # … and after it was released (qdisc_validate_unlocked)
 
 
 class Qdisc:
@@ -132,6 +134,8 @@ class Qdisc:
         self.overlimits = 0
         self.bulk_dequeues = 0
         self.bulk_packets = 0
+        self.validations_locked = 0
+        self.validations_unlocked = 0
 
     # -- the discipline (Qdisc_ops) --------------------------------------------
     def enqueue(self, skb: SkBuff) -> int:
@@ -196,6 +200,8 @@ class Qdisc:
             self.overlimits,
             self.bulk_dequeues,
             self.bulk_packets,
+            self.validations_locked,
+            self.validations_unlocked,
         )
 
     def __repr__(self) -> str:
@@ -263,6 +269,18 @@ class QueueFifo:
 # ---------------------------------------------------------------------------
 # The run loop (net/sched/sch_generic.c)
 # ---------------------------------------------------------------------------
+
+
+def qdisc_validate(q: Qdisc, skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
+    """``validate_xmit_skb_list`` as the qdisc layer calls it, counting whether the
+    root lock was held at the time (the mechanism of seed 5)."""
+    if skb is None:
+        return None
+    if q.lock.owner != -1:
+        q.validations_locked += 1
+    else:
+        q.validations_unlocked += 1
+    return validate_xmit_skb_list(skb, dev)
 
 
 def qdisc_run_begin(q: Qdisc) -> bool:
@@ -363,7 +381,7 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
         packets = try_bulk_dequeue_skb(q, skb, txq)
     if not net.patches.qdisc_validate_unlocked:
         # Before the seed-5 patch: validated here, with the root lock held.
-        return validate_xmit_skb_list(skb, txq.dev), False, packets
+        return qdisc_validate(q, skb, txq.dev), False, packets
     return skb, True, packets
 
 
@@ -381,8 +399,8 @@ def sch_direct_xmit(
     cpu = net.cpus.current
     root_lock = q.lock
     root_lock.unlock(cpu)
-    if validate and skb is not None:
-        skb = validate_xmit_skb_list(skb, dev)
+    if validate:
+        skb = qdisc_validate(q, skb, dev)
     if skb is None:
         root_lock.lock(cpu)
         return True
@@ -454,7 +472,14 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
         # Empty qdisc: send directly (counted as passing through the qdisc).
         q.bytes += skb.tail - skb.data
         q.packets += 1
-        if sch_direct_xmit(skb, q, dev, txq, True):
+        validate = True
+        if not q.net.patches.qdisc_validate_unlocked:
+            # Before the seed-5 patch the bypass validated under the root lock too.
+            vskb = qdisc_validate(q, skb, dev)
+            validate = False
+        else:
+            vskb = skb
+        if sch_direct_xmit(vskb, q, dev, txq, validate):
             if contended:
                 q.busylock.unlock(cpu)
                 contended = False

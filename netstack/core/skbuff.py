@@ -177,20 +177,13 @@ class DropReason(enum.IntEnum):
 
 def _kmalloc_size(n: int) -> int:
     """The slab size kmalloc() would give for *n* bytes (ksize())."""
+    if n > 192:
+        return 1 << (n - 1).bit_length()
     if n <= 32:
         return 32
     if n <= 64:
         return 64
-    if n <= 96:
-        return 96
-    if n <= 128:
-        return 128
-    if n <= 192:
-        return 192
-    size = 256
-    while size < n:
-        size <<= 1
-    return size
+    return 96 if n <= 96 else 128 if n <= 128 else 192
 
 
 class SkBuff:
@@ -206,8 +199,12 @@ class SkBuff:
         "csum_offset",
         "csum_start",
         "data",
+        "destructor",
         "dev",
         "dst",
+        "dst_pending_confirm",
+        "gso_size",
+        "ignore_df",
         "ip_summed",
         "mac_header",
         "network_header",
@@ -215,9 +212,13 @@ class SkBuff:
         "pkt_type",
         "priority",
         "protocol",
+        "queue_mapping",
+        "rmem_charge",
         "sk",
+        "skb_iif",
         "tail",
         "transport_header",
+        "wmem_charge",
     )
 
     # Rare fields: class-level defaults, stored per instance only when written.
@@ -226,11 +227,8 @@ class SkBuff:
     hash: int = 0
     l4_hash: bool = False
     sw_hash: bool = False
-    queue_mapping: int = 0
     mark: int = 0
     tstamp: float = 0.0
-    skb_iif: int = 0
-    gso_size: int = 0
     gso_segs: int = 0
     gso_type: int = 0
     encapsulation: bool = False
@@ -238,14 +236,9 @@ class SkBuff:
     inner_mac_header: int = -1
     inner_network_header: int = -1
     inner_transport_header: int = -1
-    ignore_df: bool = False
-    dst_pending_confirm: bool = False
     local_df: bool = False
     cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
     _dataref: list[int] | None = None
-    destructor: Any = None  # called once when the skb is freed (kernel: skb->destructor)
-    wmem_charge: int = 0  # truesize charged to sk_wmem_alloc (sock_wfree returns it)
-    rmem_charge: int = 0  # truesize charged to sk_rmem_alloc
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -265,6 +258,14 @@ class SkBuff:
         self.csum_offset = 0
         self.priority = 0
         self._freed = False
+        self.queue_mapping = 0
+        self.skb_iif = 0
+        self.gso_size = 0  # skb_shinfo(skb)->gso_size: MSS of a GSO skb, 0 if not GSO
+        self.ignore_df = False
+        self.dst_pending_confirm = False
+        self.destructor: Any = None  # called once when the skb is freed (kernel: skb->destructor)
+        self.wmem_charge = 0  # truesize charged to sk_wmem_alloc (sock_wfree returns it)
+        self.rmem_charge = 0  # truesize charged to sk_rmem_alloc
 
     # -- lengths and room -------------------------------------------------
     def __len__(self) -> int:
@@ -379,7 +380,10 @@ class SkBuff:
         """Copy metadata to *new* (kernel: __copy_skb_header); buf/data/tail are not touched."""
         new.dev = self.dev
         new.sk = None
-        new.dst = self.dst
+        dst = self.dst
+        if dst is not None:
+            dst.hold()  # skb_dst_copy(): the copy holds its own reference
+        new.dst = dst
         new.protocol = self.protocol
         new.pkt_type = self.pkt_type
         new.mac_header = self.mac_header
@@ -389,13 +393,15 @@ class SkBuff:
         new.csum_start = self.csum_start
         new.csum_offset = self.csum_offset
         new.priority = self.priority
+        new.queue_mapping = self.queue_mapping
+        new.gso_size = self.gso_size
+        new.ignore_df = self.ignore_df
         d = self.__dict__
         if d:
             nd = new.__dict__
             nd.update(d)
             nd.pop("_dataref", None)
             nd.pop("cb", None)
-            nd.pop("destructor", None)
 
     def clone(self) -> SkBuff:
         """A second skb sharing this one's buffer. Kernel: skb_clone()."""

@@ -25,7 +25,7 @@ from netstack.core.skbuff import SkBuff
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["SOCK_MIN_RCVBUF", "SOCK_MIN_SNDBUF", "Sock", "SockWouldBlock", "sock_oserror"]
+__all__ = ["SOCK_MIN_RCVBUF", "SOCK_MIN_SNDBUF", "Sock", "SockWouldBlock", "sock_oserror", "sock_wfree"]
 
 SOCK_MIN_SNDBUF: Final = 2 * (2048 + 576)
 SOCK_MIN_RCVBUF: Final = 2048 + 576
@@ -342,12 +342,12 @@ class Sock:
     # -- wake-ups -----------------------------------------------------------------
     def sk_data_ready(self) -> None:
         """Data or an error arrived. Kernel: sock_def_readable()."""
-        if self._readers.statistics().tasks_waiting:
+        if self._readers:
             self._readers.unpark_all()
 
     def sk_write_space(self) -> None:
         """Send buffer space was freed. Kernel: sock_def_write_space()."""
-        if self._writers.statistics().tasks_waiting:
+        if self._writers:
             self._writers.unpark_all()
 
     def sk_error_report(self) -> None:
@@ -378,7 +378,7 @@ class Sock:
         size = skb.truesize
         skb.wmem_charge = size
         self.sk_wmem_alloc += size
-        skb.destructor = _sock_wfree
+        skb.destructor = sock_wfree
 
     def sock_writeable(self) -> bool:
         """Room to send? Kernel: sock_writeable() (wmem below sndbuf)."""
@@ -411,7 +411,7 @@ class Sock:
         return skb
 
 
-def _sock_wfree(skb: SkBuff) -> None:
+def sock_wfree(skb: SkBuff) -> None:
     """Release the send-buffer charge. Kernel: sock_wfree()."""
     sk = skb.sk
     if isinstance(sk, Sock):

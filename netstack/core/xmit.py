@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import NETIF_F_GSO_MASK, can_checksum_protocol, net_gso_ok
 from netstack.core.netdevice import (
+    NET_XMIT_MASK,
     NETDEV_TX_BUSY,
     NETDEV_TX_OK,
     dev_xmit_complete,
@@ -112,10 +113,14 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
 
     Kernel: net/core/dev.c, validate_xmit_skb().
     """
+    gso = skb.gso_size
+    summed = skb.ip_summed
+    if not gso and summed != CHECKSUM_PARTIAL:
+        return skb  # nothing for the device to refuse
     features = netif_skb_features(skb)
-    if skb.gso_size and (
+    if gso and (
         not net_gso_ok(features, skb.gso_type)
-        or skb.ip_summed not in (CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY)
+        or summed not in (CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY)
     ):
         segs = skb_gso_segment(skb, features)
         if segs is None:
@@ -126,7 +131,7 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
             consume_skb(skb)
         return segs
     if (
-        skb.ip_summed == CHECKSUM_PARTIAL
+        summed == CHECKSUM_PARTIAL
         and not can_checksum_protocol(features, skb.protocol)
         and not skb_checksum_help(skb)
     ):
@@ -184,10 +189,18 @@ def dev_hard_start_xmit(
 
     Kernel: net/core/dev.c, dev_hard_start_xmit() / xmit_one() / netdev_start_xmit().
     """
-    skb: SkBuff | None = first
-    rc = NETDEV_TX_OK
     net = dev.net
     xmit = dev.ops.ndo_start_xmit
+    if first.next is None and not net.ptype_all and not dev.ptype_all:
+        # the common case: one skb, no taps
+        rc = xmit(first, dev)
+        if rc >= NET_XMIT_MASK:  # !dev_xmit_complete()
+            return first, rc
+        if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:  # txq_trans_update()
+            txq.trans_start = net.clock.jiffies
+        return None, rc
+    skb: SkBuff | None = first
+    rc = NETDEV_TX_OK
     while skb is not None:
         nxt = skb.next
         skb.next = None

@@ -149,7 +149,7 @@ class FibInfo:
 class FibAlias:
     """One route entry: prefix, TOS, type and its FibInfo (kernel: ``struct fib_alias``)."""
 
-    __slots__ = ("dst", "dst_len", "fi", "table", "tos", "type")
+    __slots__ = ("dst", "dst_len", "fi", "res", "table", "tos", "type")
 
     def __init__(
         self, table: int, dst: int, dst_len: int, rtype: int, fi: FibInfo, tos: int = 0
@@ -160,6 +160,7 @@ class FibAlias:
         self.type = rtype
         self.fi = fi
         self.tos = tos
+        self.res: FibResult | None = None  # the lookup result, built once
 
 
 class FibResult:
@@ -387,7 +388,10 @@ class Fib:
             if fa is not None:
                 if fa.type == RTN_THROW:
                     continue
-                return FibResult(fa)
+                res = fa.res
+                if res is None:
+                    res = fa.res = FibResult(fa)
+                return res
         return None
 
     def inet_addr_type(self, addr: int, dev: NetDevice | None = None) -> int:
@@ -651,12 +655,3 @@ class Fib:
 
     def fib_sync_up(self, dev: NetDevice) -> None:
         self.fib_sync_linkdown(dev, not dev.carrier)
-
-    def fib_validate_source(self, saddr: int, dev: NetDevice, accept_local: bool) -> int:
-        """Check a received packet's source; 0 or -errno. Kernel: fib_validate_source()."""
-        fa = self.local.lookup(saddr)
-        if fa is not None and fa.dst_len == 32 and fa.type == RTN_LOCAL and not accept_local:
-            return -errno.EINVAL
-        if fa is not None and fa.dst_len == 32 and fa.type == RTN_BROADCAST:
-            return -errno.EINVAL
-        return 0

@@ -20,6 +20,7 @@ Kernel: net/ipv4/ip_input.c, net/ipv4/ip_forward.c, net/ipv4/ip_options.c.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.ethernet import LL_RESERVED_SPACE
@@ -36,6 +37,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_DOREDIRECT, RTCF_MULTICAST
+from netstack.ipv4.route import ip_route_input_noref
 from netstack.wire.checksum import csum_partial, csum_sub, ip_fast_csum
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -60,6 +62,8 @@ if TYPE_CHECKING:
     from netstack.ipv4.protocol import Ipv4
 
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
+
+_II: Final = struct.Struct("!II")
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
@@ -133,9 +137,8 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     buf = skb.buf
     nh = skb.network_header
     if skb.dst is None:
-        saddr = (buf[nh + 12] << 24) | (buf[nh + 13] << 16) | (buf[nh + 14] << 8) | buf[nh + 15]
-        daddr = (buf[nh + 16] << 24) | (buf[nh + 17] << 16) | (buf[nh + 18] << 8) | buf[nh + 19]
-        err = ipv4.ip_route_input_noref(skb, daddr, saddr, buf[nh + 1], dev)
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
+        err = ip_route_input_noref(ipv4, skb, daddr, saddr, buf[nh + 1], dev)
         if err:
             kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
             return
@@ -198,7 +201,7 @@ def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
         skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, nh + ihl))
     skb.data = nh + ihl
     protocol = buf[nh + 9]
-    raw_handled = ipv4.raw_local_deliver(skb, protocol)
+    raw_handled = ipv4.raw_sockets and ipv4.raw_local_deliver(skb, protocol)
     handler = ipv4.inet_protos.get(protocol)
     if handler is not None:
         ipv4.ip.InDelivers += 1

@@ -35,7 +35,7 @@ from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
 if TYPE_CHECKING:
     from netstack.core.sock import Sock
     from netstack.ipv4.protocol import Ipv4
-    from netstack.ipv4.route import Flowi4, Rtable
+    from netstack.ipv4.route import Rtable
 
 __all__ = [
     "ip_do_fragment",
@@ -51,6 +51,7 @@ __all__ = [
 IP_IDENTS_SZ: Final = 2048
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
+_I: Final = struct.Struct("!I")
 
 
 class IpIdents:
@@ -116,10 +117,12 @@ def ip_make_skb(
     ipv4: Ipv4,
     sk: Sock | None,
     rt: Rtable,
-    fl4: Flowi4,
+    saddr: int,
+    daddr: int,
     protocol: int,
     payload_len: int,
     *,
+    mtu: int = 0,
     tos: int | None = None,
     ttl: int = 0,
     pmtudisc: int | None = None,
@@ -128,42 +131,60 @@ def ip_make_skb(
     """An skb holding an IPv4 header and room for *payload_len* transport bytes.
 
     The transport header starts at ``skb.transport_header``; the caller fills
-    it. Headroom is ``LL_RESERVED_SPACE`` of the output device.
+    it. Headroom is ``LL_RESERVED_SPACE`` of the output device. *rt*'s
+    reference passes to the skb.
 
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
     dev = rt.dev
     assert dev is not None
-    hh_len = LL_RESERVED_SPACE(dev)
+    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16    # LL_RESERVED_SPACE
     total = IPV4_HLEN + payload_len
     skb = SkBuff(bytearray(hh_len + total), hh_len, hh_len + total)
-    nh = hh_len
-    skb.network_header = nh
-    skb.transport_header = nh + IPV4_HLEN
+    skb.network_header = hh_len
+    skb.transport_header = hh_len + IPV4_HLEN
     skb.protocol = ETH_P_IP
-    if ignore_df is None:
-        ignore_df = ip_sk_ignore_df(sk)
-    disc = pmtudisc if pmtudisc is not None else (sk.pmtudisc if sk is not None else 0)
-    df = 0
-    if disc in (IP_PMTUDISC_DO, IP_PMTUDISC_PROBE) or (
-        total <= rt.mtu()
-        and (disc == IP_PMTUDISC_DO or (disc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked))
-    ):
-        df = IP_DF
-    if not ttl:
-        if rt.rt_type == RTN_MULTICAST:
-            ttl = sk.mc_ttl if sk is not None else 1
-        else:
-            ttl = sk.uc_ttl if sk is not None and sk.uc_ttl >= 0 else ipv4.ip_default_ttl
-    if tos is None:
-        tos = sk.tos if sk is not None else 0
-    IPV4_HDR.pack_into(skb.buf, nh, 0x45, tos, total, 0, df, ttl, protocol, 0, fl4.saddr, fl4.daddr)
-    skb.ignore_df = ignore_df
-    ip_select_ident(ipv4, skb.buf, nh, sk, ignore_df)
     if sk is not None:
+        disc = sk.pmtudisc if pmtudisc is None else pmtudisc
+        if ignore_df is None:
+            ignore_df = disc < IP_PMTUDISC_DO or disc == IP_PMTUDISC_OMIT
+        if tos is None:
+            tos = sk.tos
+        if not ttl:
+            if rt.rt_type == RTN_MULTICAST:
+                ttl = sk.mc_ttl
+            else:
+                ttl = sk.uc_ttl if sk.uc_ttl >= 0 else ipv4.ip_default_ttl
         skb.priority = sk.sk_priority
         if sk.sk_mark:
             skb.mark = sk.sk_mark
+    else:
+        disc = pmtudisc or 0
+        if ignore_df is None:
+            ignore_df = True
+        if tos is None:
+            tos = 0
+        if not ttl:
+            ttl = ipv4.ip_default_ttl
+    # DF when the user asked for PMTU discovery, or "want" it and the datagram fits
+    df = 0
+    if disc == IP_PMTUDISC_DO or disc == IP_PMTUDISC_PROBE:
+        df = IP_DF
+    elif disc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked and total <= (mtu or rt.mtu()):
+        df = IP_DF
+    buf = skb.buf
+    IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
+    if ignore_df:
+        skb.ignore_df = True
+    # ip_select_ident_segs()
+    if sk is not None and sk.inet_daddr:
+        ident = sk.inet_id
+        sk.inet_id = (ident + 1) & 0xFFFF
+    elif df and not ignore_df:
+        ident = 0
+    else:
+        ident = ipv4.idents.reserve(daddr, saddr, protocol, 1)
+    _H.pack_into(buf, hh_len + 4, ident)
     skb.dst = rt
     return skb
 
@@ -175,26 +196,21 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     buf = skb.buf
     nh = skb.network_header
-    _H.pack_into(buf, nh + 2, skb.tail - nh)
+    _H.pack_into(buf, nh + 2, skb.tail - nh)  # tot_len
     buf[nh + 10] = 0
     buf[nh + 11] = 0
-    ihl = (buf[nh] & 0xF) * 4
-    _H.pack_into(buf, nh + 10, ip_fast_csum(buf, nh, ihl))
+    _H.pack_into(buf, nh + 10, ip_fast_csum(buf, nh, (buf[nh] & 0xF) * 4))  # ip_send_check()
     skb.protocol = ETH_P_IP
     ipv4.ip.OutRequests += 1
-    dst = skb.dst
-    assert dst is not None
-    return int(dst.output(skb))
+    return int(skb.dst.output(skb))  # type: ignore[union-attr]  # dst_output()
 
 
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
-    dst = skb.dst
-    assert dst is not None
-    dev = dst.dev
+    dst: Any = skb.dst
     ipv4.ip.OutTransmits += 1
     ipv4.ipext.OutOctets += skb.tail - skb.data
-    skb.dev = dev
+    skb.dev = dst.dev
     skb.protocol = ETH_P_IP
     return ip_finish_output(ipv4, skb)
 
@@ -348,19 +364,15 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     rt: Any = skb.dst
     dev = rt.dev
-    if skb.data < LL_RESERVED_SPACE(dev) and dev.header_ops is not None:
-        skb.cow_head(LL_RESERVED_SPACE(dev))
-    if dev.flags & 0x18:  # IFF_LOOPBACK | IFF_POINTOPOINT
+    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
+    if skb.data < hh_len and dev.header_ops is not None:
+        skb.cow_head(hh_len)
+    if dev.flags & 0x18:  # IFF_LOOPBACK | IFF_POINTOPOINT: one neighbour, key 0
         key = 0
     elif rt.rt_uses_gateway:
         key = rt.rt_gw4
     else:
-        key = (
-            (skb.buf[skb.network_header + 16] << 24)
-            | (skb.buf[skb.network_header + 17] << 16)
-            | (skb.buf[skb.network_header + 18] << 8)
-            | skb.buf[skb.network_header + 19]
-        )
+        key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
     arp = ipv4.arp_tbl
     n = arp.hash.get((dev.ifindex << 32) | key)
     if n is None:

@@ -115,7 +115,7 @@ class PingSock(UdpSock):
             raise sock_oserror(EMSGSIZE)
         from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 
-        skb = ip_make_skb(ipv4, self, rt, fl4, IPPROTO_ICMP, length)
+        skb = ip_make_skb(ipv4, self, rt, fl4.saddr, fl4.daddr, IPPROTO_ICMP, length)
         buf = skb.buf
         th = skb.transport_header
         buf[th : th + length] = data

@@ -16,6 +16,7 @@ net/ipv4/fib_frontend.c (fib_netdev_event), net/ipv4/sysctl_net_ipv4.c.
 from __future__ import annotations
 
 import errno
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -110,6 +111,7 @@ class Ipv4:
         self.icmp_global_credit = 0
         self.icmp_global_stamp = 0
         self.peers: dict[int, InetPeer] = {}
+        self.inet_addr_lst: dict[int, list[InIfaddr]] = {}   # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
         self.fib = Fib(self)
         self.frags = IpFrags(self)
@@ -119,6 +121,12 @@ class Ipv4:
         self.arp_tbl = _arp.make_arp_tbl(self)
         self.addr_listeners: list[Any] = []
         self._loopback: NetDevice | None = None
+        self.raw_sockets = 0
+        # dst input/output functions as partials: one Python frame per hop
+        self.dst_output = partial(_out.ip_output, self)          # ip_output
+        self.dst_mc_output = partial(_out.ip_mc_output, self)    # ip_mc_output
+        self.dst_local_deliver = partial(_in.ip_local_deliver, self)
+        self.dst_forward = partial(_in.ip_forward, self)
 
     # -- the functions other modules reach through the family ----------------------
     def ip_output(self, skb: SkBuff) -> int:
@@ -186,10 +194,9 @@ class Ipv4:
 
     def ip_dev_find(self, addr: int) -> NetDevice | None:
         """The device owning local address *addr*. Kernel: __ip_dev_find()."""
-        for dev in self.net.devices.values():
-            in_dev = dev.ip_ptr
-            if in_dev is not None and any(ifa.ifa_local == addr for ifa in in_dev.ifa_list):
-                return dev
+        ifas = self.inet_addr_lst.get(addr)
+        if ifas:
+            return ifas[0].dev
         fa = self.fib.local.lookup(addr)
         if fa is not None and fa.type == RTN_LOCAL and fa.dst_len == 32 and fa.fi.nh is not None:
             return fa.fi.nh.dev
@@ -324,8 +331,23 @@ class Ipv4:
         raise ConfigError("RTNETLINK answers: Cannot assign requested address", errno.EADDRNOTAVAIL)
 
     def notify_addr(self, ifa: InIfaddr, added: bool) -> None:
+        lst = self.inet_addr_lst.setdefault(ifa.ifa_local, [])
+        if added:
+            lst.append(ifa)
+        else:
+            if ifa in lst:
+                lst.remove(ifa)
+            if not lst:
+                del self.inet_addr_lst[ifa.ifa_local]
         for fn in self.addr_listeners:
             fn(ifa, added)
+
+    def fib_validate_source(self, saddr: int, dev: NetDevice, in_dev: InDevice) -> int:
+        """A packet arrived with one of our own addresses as source: martian
+        unless ``accept_local``. Kernel: fib_validate_source() (rp_filter 0)."""
+        if in_dev.orconf("accept_local"):
+            return 0
+        return -errno.EINVAL if saddr in self.inet_addr_lst else 0
 
     # -- sockets -------------------------------------------------------------------------
     def socket(self, sock_type: int, protocol: int) -> Sock:
@@ -618,23 +640,13 @@ def inet_init(net: Net) -> Ipv4:
     net.ipv4 = ipv4
     net.neigh_tables[2] = ipv4.arp_tbl
     ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
-        lambda skb: _icmp.icmp_rcv(ipv4, skb), lambda skb, info: _ping.ping_err(ipv4, skb, info)
+        partial(_icmp.icmp_rcv, ipv4), partial(_ping.ping_err, ipv4)
     )
     ipv4.inet_protos[IPPROTO_UDP] = InetProtocol(
-        lambda skb: _udp.udp_rcv(ipv4, skb), lambda skb, info: _udp.udp_err(ipv4, skb, info)
+        partial(_udp.udp_rcv, ipv4), partial(_udp.udp_err, ipv4)
     )
-    net.dev_add_pack(
-        PacketType(
-            ETH_P_IP, lambda skb, dev, pt, orig: _in.ip_rcv(ipv4, skb, dev, pt, orig), name="ip_rcv"
-        )
-    )
-    net.dev_add_pack(
-        PacketType(
-            ETH_P_ARP,
-            lambda skb, dev, pt, orig: _arp.arp_rcv(ipv4, skb, dev, pt, orig),
-            name="arp_rcv",
-        )
-    )
+    net.dev_add_pack(PacketType(ETH_P_IP, partial(_in.ip_rcv, ipv4), name="ip_rcv"))
+    net.dev_add_pack(PacketType(ETH_P_ARP, partial(_arp.arp_rcv, ipv4), name="arp_rcv"))
     net.register_netdevice_notifier(ipv4.netdev_event)
     for dev in list(net.devices.values()):  # devices that exist already
         ipv4.netdev_event(NETDEV_REGISTER, dev)

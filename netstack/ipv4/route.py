@@ -147,7 +147,7 @@ class Rtable(DstEntry):
     """An IPv4 route for the data path (kernel: ``struct rtable``)."""
 
     def __init__(self, ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int) -> None:
-        super().__init__(dev, input=ipv4.dst_discard_in, output=ipv4.ip_output)
+        super().__init__(dev, input=ipv4.dst_discard_in, output=ipv4.dst_output)
         self.ipv4 = ipv4
         self.obsolete = DST_OBSOLETE_FORCE_CHK
         self.rt_genid = ipv4.rt_genid
@@ -162,7 +162,7 @@ class Rtable(DstEntry):
         self.metric_mtu = 0
         self.fnhe: FibNhException | None = None
         if flags & RTCF_LOCAL:
-            self.input = ipv4.ip_local_deliver
+            self.input = ipv4.dst_local_deliver
 
     def valid(self) -> bool:
         """Still usable from a cache? Kernel: rt_cache_valid()."""
@@ -270,7 +270,7 @@ def __mkroute_output(
         and flags & RTCF_LOCAL
         and not dev_out.flags & IFF_LOOPBACK
     ):
-        rth.output = ipv4.ip_mc_output
+        rth.output = ipv4.dst_mc_output
     _rt_set_nexthop(rth, daddr, res, fnhe)
     if do_cache and nh is not None:
         rth.hold()  # the cache's own reference
@@ -382,59 +382,62 @@ def ip_route_input_noref(
     in_dev = dev.ip_ptr
     if in_dev is None:
         return -errno.EINVAL
-    net = ipv4.net
-    if ipv4_is_multicast(saddr) or ipv4_is_lbcast(saddr):
+    # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8)
+    if (saddr & 0xF0000000) == 0xE0000000 or saddr == 0xFFFFFFFF:
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    route_localnet = in_dev.orconf("route_localnet")
-    if ipv4_is_lbcast(daddr) or (saddr == 0 and daddr == 0):
+    if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
         return _brd_input(ipv4, skb, dev, saddr)
-    if ipv4_is_zeronet(saddr) and not ipv4_is_lbcast(daddr):
-        # saddr 0 is only valid for limited broadcast (DHCP)
+    if not saddr & 0xFF000000:
+        # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if ipv4_is_zeronet(daddr):
+    if not daddr & 0xFF000000:
         ipv4.martian_destination(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if (
-        not route_localnet
-        and not dev.flags & IFF_LOOPBACK
-        and (ipv4_is_loopback(daddr) or ipv4_is_loopback(saddr))
-    ):
-        if ipv4_is_loopback(daddr):
+    if ((daddr >> 24) == 127 or (saddr >> 24) == 127) and not dev.flags & IFF_LOOPBACK \
+            and not in_dev.orconf("route_localnet"):
+        if (daddr >> 24) == 127:
             ipv4.martian_destination(skb, daddr, saddr, dev)
         else:
             ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if ipv4_is_multicast(daddr):
-        # No multicast routing or group membership in this stack: not for us.
-        ipv4.ipext.InMcastPkts += 0
-        return -errno.EINVAL
+    if (daddr & 0xF0000000) == 0xE0000000:
+        return -errno.EINVAL         # no multicast routing or group membership here: not ours
     res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
     if res is None:
-        if not in_dev.forward():
+        if not in_dev.cnf.forwarding:
             return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
         ipv4.in_no_route += 1
         return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
-    if res.type == RTN_BROADCAST:
-        if ipv4.fib.fib_validate_source(saddr, dev, bool(in_dev.orconf("accept_local"))):
+    rtype = res.type
+    if rtype == RTN_LOCAL:
+        if saddr in ipv4.inet_addr_lst and not dev.flags & IFF_LOOPBACK and \
+                ipv4.fib_validate_source(saddr, dev, in_dev):
+            ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        nh = res.nh
+        rt = nh.rth_input if nh is not None else None
+        if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
+            rt.refcnt += 1
+            rt.holds += 1
+        else:
+            rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
+            if nh is not None:                       # cache it on the nexthop (do_cache)
+                rt.hold()
+                nh.rth_input = rt
+        skb.dst = rt
+        return 0
+    if rtype == RTN_BROADCAST:
+        if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
             ipv4.martian_source(skb, daddr, saddr, dev)
             return -errno.EINVAL
         return _brd_input(ipv4, skb, dev, saddr)
-    if res.type == RTN_LOCAL:
-        if not dev.flags & IFF_LOOPBACK and ipv4.fib.fib_validate_source(
-            saddr, dev, bool(in_dev.orconf("accept_local"))
-        ):
-            ipv4.martian_source(skb, daddr, saddr, dev)
-            return -errno.EINVAL
-        rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
-        skb.dst = rt
-        return 0
-    if not in_dev.forward():
+    if not in_dev.cnf.forwarding:
         return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
-    if res.type in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
-        return _reject_route(ipv4, skb, dev, res.type)
-    if res.type != RTN_UNICAST:
+    if rtype in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
+        return _reject_route(ipv4, skb, dev, rtype)
+    if rtype != RTN_UNICAST:
         ipv4.martian_destination(skb, daddr, saddr, dev)
         return -errno.EINVAL
     return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
@@ -478,16 +481,16 @@ def _mkroute_input(
     out_dev = nh.dev
     if out_dev.ip_ptr is None:
         return -errno.EINVAL
-    if ipv4.fib.fib_validate_source(saddr, in_dev_dev, False):
+    in_dev = in_dev_dev.ip_ptr
+    if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, in_dev_dev, in_dev):
         ipv4.martian_source(skb, daddr, saddr, in_dev_dev)
         return -errno.EINVAL
     flags = 0
-    in_dev = in_dev_dev.ip_ptr
     if out_dev is in_dev_dev and in_dev.tx_redirects() and skb.protocol == 0x0800:
         gw = nh.gw if nh.gw and nh.scope == RT_SCOPE_LINK else 0
         if in_dev.orconf("shared_media") or _addr_onlink(out_dev, saddr, gw):
             flags |= RTCF_DOREDIRECT
-    fnhe = _find_exception(ipv4, nh, daddr)
+    fnhe = _find_exception(ipv4, nh, daddr) if nh.exceptions else None
     if fnhe is None and not flags:
         rth = nh.rth_input
         if rth is not None and rth.valid():
@@ -497,7 +500,7 @@ def _mkroute_input(
     rth = Rtable(ipv4, out_dev, flags, res.type)
     rth.rt_is_input = True
     rth.rt_iif = in_dev_dev.ifindex
-    rth.input = ipv4.ip_forward
+    rth.input = ipv4.dst_forward
     _rt_set_nexthop(rth, daddr, res, fnhe)
     if fnhe is None and not flags:
         rth.hold()

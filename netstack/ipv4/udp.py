@@ -55,13 +55,14 @@ from netstack.core.sock import (
     sock_oserror,
 )
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
+from netstack.core.sock import sock_wfree
+from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4
+from netstack.neigh.neighbour import neigh_confirm
 from netstack.wire.checksum import (
     CSUM_MANGLED_0,
-    csum_fold,
     csum_partial,
     csum_tcpudp_magic,
-    csum_tcpudp_nofold,
 )
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -233,89 +234,85 @@ class UdpSock(Sock):
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
         """Send one datagram. Kernel: net/ipv4/udp.c, udp_sendmsg()."""
-        err = self.sock_error()
-        if err:
-            raise sock_oserror(err)
+        if self.sk_err:
+            raise sock_oserror(self.sock_error())
         length = len(data)
         if length > UDP_MAX_PAYLOAD:
             raise sock_oserror(EMSGSIZE)
+        ipv4 = self.ipv4
         if dest is not None:
             daddr, dport = dest
             if not dport:
                 raise sock_oserror(EINVAL)
-            connected = False
+            if not self.inet_num:
+                ipv4.udp_table.get_port(self, 0)
+            rt, fl4 = self._route(daddr, dport, False)
+            saddr = fl4.saddr
         else:
             if self.state != TCP_ESTABLISHED:
                 raise sock_oserror(EDESTADDRREQ)
-            daddr, dport = self.inet_daddr, self.inet_dport
-            connected = True
-        ipv4 = self.ipv4
-        if not self.inet_num:
-            ipv4.udp_table.get_port(self, 0)
-        rt, fl4 = self._route(daddr, dport, connected)
+            daddr = self.inet_daddr
+            dport = self.inet_dport
+            rt = self.dst_cache                      # sk_dst_check()
+            if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
+                rt.refcnt += 1                       # dst_hold()
+                rt.holds += 1
+            else:
+                rt, _ = self._route(daddr, dport, True)
+            saddr = self.inet_saddr
         if flags & MSG_PROBE:
-            if flags & MSG_CONFIRM:
-                from netstack.neigh.neighbour import neigh_confirm
-
-                n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev) if rt.dev else None
+            if flags & MSG_CONFIRM and rt.dev is not None:
+                n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
                 if n is not None:
                     neigh_confirm(n)
             rt.release()
             return 0
-        if not self.sock_writeable():
+        if self.sk_wmem_alloc >= self.sk_sndbuf:     # sock_alloc_send_skb()
             rt.release()
             if flags & MSG_DONTWAIT:
                 raise sock_oserror(EAGAIN)
             raise SockWouldBlock(write=True)
         total = UDP_HLEN + length
-        if IPV4_HLEN_PLUS(total) > rt.mtu() and not _ignore_df(self):
-            mtu = rt.mtu()
+        mtu = rt.mtu()
+        fits = total + 20 <= mtu
+        if not fits and 2 <= self.pmtudisc <= 4:    # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
             rt.release()
             self._local_error(EMSGSIZE, daddr, dport, mtu)
             raise sock_oserror(EMSGSIZE)
-        from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
-
-        skb = ip_make_skb(ipv4, self, rt, fl4, IPPROTO_UDP, total)
+        skb = ip_make_skb(ipv4, self, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu)
         buf = skb.buf
         th = skb.transport_header
         buf[th + UDP_HLEN : th + total] = data
-        self.sock_wmem_charge(skb)
+        # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
+        skb.sk = self
+        size = skb.truesize
+        skb.wmem_charge = size
+        self.sk_wmem_alloc += size
+        skb.destructor = sock_wfree
         dev = rt.dev
-        assert dev is not None
-        saddr = fl4.saddr
+        sport = self.inet_num
         if self.no_check_tx:
-            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, 0)
-        elif IPV4_HLEN_PLUS(total) <= rt.mtu() and dev.features & 0xA:  # HW_CSUM | IP_CSUM
-            # udp4_hwcsum(): leave the pseudo-header sum for the device
-            UDP_HDR.pack_into(
-                buf,
-                th,
-                self.inet_num,
-                dport,
-                total,
-                csum_fold(csum_tcpudp_nofold(saddr, daddr, total, IPPROTO_UDP)) ^ 0xFFFF,
-            )
+            UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
+            # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
+            s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
+            s = (s & 0xFFFF) + (s >> 16)
+            UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
             skb.ip_summed = CHECKSUM_PARTIAL
             skb.csum_start = th
             skb.csum_offset = 6
         else:
-            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, 0)
-            c = csum_tcpudp_magic(
-                saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total)
-            )
-            UDP_HDR.pack_into(buf, th, self.inet_num, dport, total, c or CSUM_MANGLED_0)
+            UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+            c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
+            UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
         if flags & MSG_CONFIRM:
             skb.dst_pending_confirm = True
             self.dst_pending_confirm = True
         rc = ip_local_out(ipv4, skb)
-        if rc > 0:
-            rc = -ENOBUFS if rc == 1 else 0  # net_xmit_errno()
-        if rc == -ENOBUFS:
+        if rc == 1 or rc == 2:                       # net_xmit_errno(): NET_XMIT_DROP/CN
             ipv4.udp_mib.SndbufErrors += 1
             if self.recverr:
                 raise sock_oserror(ENOBUFS)
-        elif rc < 0 and rc != -ENOBUFS:
-            pass  # dropped further down
         ipv4.udp_mib.OutDatagrams += 1
         return length
 

@@ -231,6 +231,7 @@ class NeighTable:
         self.default_ops = default_ops
         self.key_str = key_str
         self.hash: dict[int, Neighbour] = {}
+        self.hh_fast_copy = net.patches.hh_fast_copy  # the seed-2 switch, read per packet
         self.parms = self._randomised(parms)
         self.dev_parms: dict[int, NeighParms] = {}
         self.gc_thresh1 = 128
@@ -659,7 +660,7 @@ def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
     hh_len = hh.hh_len
     data = skb.data
     tbl = n.tbl
-    if hh_len <= HH_DATA_MOD and tbl.net.patches.hh_fast_copy:
+    if hh_len <= HH_DATA_MOD and tbl.hh_fast_copy:
         if data < HH_DATA_MOD:
             kfree_skb(skb, DropReason.NOMEM)
             return -1

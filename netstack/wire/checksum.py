@@ -93,7 +93,7 @@ def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> in
 
     Kernel: arch/x86/include/asm/checksum_64.h, ip_fast_csum().
     """
-    n = int.from_bytes(memoryview(buf)[off : off + hlen], "big")
+    n = int.from_bytes(buf[off : off + hlen], "big")
     s = n % 0xFFFF
     if s == 0 and n:
         return 0
