@@ -49,6 +49,7 @@ from netstack.core.netdevice import (
     IFF_UP,
     IFF_XMIT_DST_RELEASE,
     IFNAMSIZ,
+    NET_ADDR_PERM,
     NET_XMIT_DROP,
     NET_XMIT_MASK,
     NETREG_REGISTERED,
@@ -187,7 +188,7 @@ def register_netdevice(dev: NetDevice) -> None:
     dev.features |= NETIF_F_SOFT_FEATURES
     dev.wanted_features = dev.features & dev.hw_features
     dev.features = netdev_fix_features(dev, dev.features)
-    if not dev.perm_addr:
+    if dev.addr_assign_type == NET_ADDR_PERM and not dev.perm_addr:
         dev.perm_addr = dev.dev_addr
     net.devices[dev.name] = dev
     net.dev_index[dev.ifindex] = dev
@@ -209,6 +210,9 @@ def unregister_netdevice(dev: NetDevice) -> None:
     for handlers in net.ptype_base.values():
         handlers[:] = [pt for pt in handlers if pt.dev is not dev]
     dev.ops.ndo_uninit(dev)
+    for napi in dev.napi_list:  # netif_napi_del(): its task ends
+        napi.kill()
+    dev.napi_list.clear()
     for txq in dev.tx_queues:
         txq.qdisc_sleeping.destroy()
         txq.qdisc = txq.qdisc_sleeping = net.noop_qdisc
@@ -295,37 +299,44 @@ def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
 
 
 def _linkwatch(dev: NetDevice) -> None:
-    """Recompute operstate and (de)activate qdiscs. Kernel: linkwatch_do_dev() + rfc2863_policy()."""
-    if dev.running:
+    """Carrier changed: recompute operstate, (de)activate the qdiscs.
+
+    Kernel: net/core/link_watch.c, linkwatch_do_dev() + rfc2863_policy() /
+    default_operstate(). Done at once rather than from the linkwatch work.
+    """
+    if dev.carrier:
+        dev.operstate = IF_OPER_UP
+    else:
+        # a stacked/paired device whose lower side is gone: LOWERLAYERDOWN
+        dev.operstate = IF_OPER_LOWERLAYERDOWN if dev.iflink != dev.ifindex else IF_OPER_DOWN
+    if dev.flags & IFF_UP:
         if dev.carrier:
-            new = IF_OPER_UP if dev.operstate != 0 or dev.carrier_managed else dev.operstate
-            dev.operstate = new
             dev_activate(dev)
         else:
-            dev.operstate = IF_OPER_LOWERLAYERDOWN
             dev_deactivate(dev)
-    else:
-        dev.operstate = IF_OPER_DOWN if dev.carrier_managed else dev.operstate
+        dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)  # netdev_state_change()
 
 
 def netif_carrier_on(dev: NetDevice) -> None:
     """The link is up. Kernel: netif_carrier_on()."""
-    dev.carrier_managed = True
     if not dev.carrier:
         dev.carrier = True
-        _linkwatch(dev)
-        dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
-    elif dev.running and dev.operstate != IF_OPER_UP:
+        dev.carrier_up_count += 1
         _linkwatch(dev)
 
 
 def netif_carrier_off(dev: NetDevice) -> None:
     """The link is down. Kernel: netif_carrier_off()."""
-    dev.carrier_managed = True
     if dev.carrier:
         dev.carrier = False
+        dev.carrier_down_count += 1
         _linkwatch(dev)
-        dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
+
+
+def dev_change_carrier(dev: NetDevice, on: bool) -> None:
+    """``ip link set DEV carrier on|off`` (drivers that allow it). Kernel: dev_change_carrier()."""
+    if not dev.ops.ndo_change_carrier(dev, on):
+        raise ConfigError("RTNETLINK answers: Operation not supported", errno.EOPNOTSUPP)
 
 
 def dev_open(dev: NetDevice) -> None:
@@ -341,8 +352,6 @@ def dev_open(dev: NetDevice) -> None:
         raise
     dev.flags |= IFF_UP
     dev_activate(dev)
-    if dev.carrier_managed:
-        _linkwatch(dev)
     dev.net.call_netdevice_notifiers(NETDEV_UP, dev)
     dev.log.debug("link_up")
 
@@ -357,8 +366,6 @@ def dev_close(dev: NetDevice) -> None:
     dev_deactivate(dev)
     dev.ops.ndo_stop(dev)
     dev.flags &= ~IFF_UP
-    if dev.carrier_managed:
-        _linkwatch(dev)
     for napi in dev.napi_list:
         napi.scheduled = False
     net.call_netdevice_notifiers(NETDEV_DOWN, dev)

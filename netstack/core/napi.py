@@ -64,6 +64,7 @@ class Napi:
         self.cpu = cpu
         self.name = name or f"napi/{dev.name}"
         self.scheduled = False  # NAPI_STATE_SCHED
+        self.dead = False  # netif_napi_del() done: the task ends
         self.gro: Any = None  # the GRO engine, when the gro layer installs one
         self.priv: Any = None  # driver data (the ring this instance drains)
         self._lot = trio.lowlevel.ParkingLot()
@@ -96,9 +97,15 @@ class Napi:
                 gro.flush(self, True)  # net_rx_action: flush old flows
         return work
 
+    def kill(self) -> None:
+        """Remove this instance; its task returns. Kernel: netif_napi_del()."""
+        self.dead = True
+        self.scheduled = False
+        self._lot.unpark_all()
+
     async def run(self) -> None:
         """The NAPI task: park until scheduled, poll, yield between full polls."""
-        while True:
+        while not self.dead:
             if not self.scheduled:
                 await self._lot.park()
                 continue

@@ -135,6 +135,12 @@ NETREG_UNREGISTERING: Final = 2
 NETREG_UNREGISTERED: Final = 3
 
 IFNAMSIZ: Final = 16
+
+# dev->addr_assign_type
+NET_ADDR_PERM: Final = 0
+NET_ADDR_RANDOM: Final = 1
+NET_ADDR_STOLEN: Final = 2
+NET_ADDR_SET: Final = 3
 DEFAULT_TX_QUEUE_LEN: Final = 1000
 
 
@@ -185,6 +191,10 @@ class NetDeviceOps:
     def ndo_get_peer_dev(self, dev: NetDevice) -> NetDevice | None:
         """The peer of a pair device (veth), or None."""
         return None
+
+    def ndo_change_carrier(self, dev: NetDevice, on: bool) -> bool:
+        """Force carrier (dummy); False if unsupported (EOPNOTSUPP)."""
+        return False
 
     def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
         """Add driver-kept counters to *stats* (a copy of ``dev.stats``)."""
@@ -433,9 +443,10 @@ class NetDevice:
         self.flags = 0
         self.priv_flags = IFF_XMIT_DST_RELEASE
         self.gflags = 0
-        self.operstate = IF_OPER_DOWN
+        self.operstate = IF_OPER_UNKNOWN  # until a driver reports carrier (linkwatch)
         self.carrier = True  # !__LINK_STATE_NOCARRIER
-        self.carrier_managed = False  # the driver reports carrier (operstate follows)
+        self.carrier_up_count = 0
+        self.carrier_down_count = 0
         self.running = False  # __LINK_STATE_START (dev_open done)
         self.reg_state = NETREG_UNINITIALIZED
         self.mtu = 1500
@@ -449,6 +460,7 @@ class NetDevice:
         self.addr_len = 0
         self.dev_addr = b""
         self.perm_addr = b""
+        self.addr_assign_type = NET_ADDR_PERM  # NET_ADDR_RANDOM / _SET for software devices
         self.broadcast = b""
         self.features = 0
         self.hw_features = 0

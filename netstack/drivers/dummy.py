@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from netstack.core.dev import register_netdevice
+from netstack.core.dev import netif_carrier_off, netif_carrier_on, register_netdevice
 from netstack.core.ethernet import ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
@@ -28,6 +28,8 @@ from netstack.core.netdevice import (
     IFF_MULTICAST,
     IFF_NO_QUEUE,
     IFF_NOARP,
+    NET_ADDR_RANDOM,
+    NET_ADDR_SET,
     NETDEV_TX_OK,
     NetDevice,
     NetDeviceOps,
@@ -48,6 +50,14 @@ class DummyOps(NetDeviceOps):
         stats.tx_bytes += skb.tail - skb.data
         consume_skb(skb)
         return NETDEV_TX_OK
+
+    def ndo_change_carrier(self, dev: NetDevice, on: bool) -> bool:
+        """``ip link set dummy0 carrier on|off``. Kernel: dummy_change_carrier()."""
+        if on:
+            netif_carrier_on(dev)
+        else:
+            netif_carrier_off(dev)
+        return True
 
 
 DUMMY_OPS: Final = DummyOps()
@@ -79,5 +89,6 @@ def dummy_newlink(net: Net, name: str = "dummy%d", *, addr: bytes | None = None)
     dev = NetDevice(net, name, DUMMY_OPS, kind="dummy")
     dummy_setup(dev)
     dev.dev_addr = addr if addr is not None else eth_random_addr(net.rng)
+    dev.addr_assign_type = NET_ADDR_SET if addr is not None else NET_ADDR_RANDOM
     register_netdevice(dev)
     return dev

@@ -156,6 +156,7 @@ class NicPriv:
         self.busy_until = 0.0
         self.napi: Napi | None = None
         self.lot = trio.lowlevel.ParkingLot()
+        self.dead = False  # unregistered: the wire task ends
         self.tx_frames = 0  # frames put on the wire (after TSO)
         self.wire_bytes = 0
 
@@ -189,7 +190,7 @@ class NicPriv:
     async def wire_task(self) -> None:
         """TX completions and deliveries to the far end, in virtual time."""
         net = self.dev.net
-        while True:
+        while not self.dead:
             tx_ring = self.tx_ring
             in_flight = self.in_flight
             if not tx_ring and not in_flight:
@@ -276,6 +277,12 @@ class NicOps(NetDeviceOps):
             netif_carrier_on(dev)
             if isinstance(peer, NicPriv):
                 netif_carrier_on(peer.dev)
+
+    def ndo_uninit(self, dev: NetDevice) -> None:
+        """The device goes away: stop the cable's task."""
+        priv: NicPriv = dev.priv
+        priv.dead = True
+        priv.kick()
 
     def ndo_stop(self, dev: NetDevice) -> None:
         priv: NicPriv = dev.priv

@@ -55,6 +55,8 @@ from netstack.core.netdevice import (
     IFF_NO_QUEUE,
     IFF_TX_SKB_SHARING,
     IFF_UP,
+    NET_ADDR_RANDOM,
+    NET_ADDR_SET,
     NET_XMIT_DROP,
     NETDEV_TX_BUSY,
     NETDEV_TX_OK,
@@ -211,6 +213,7 @@ def _alloc(net: Net, name: str, addr: bytes | None) -> NetDevice:
     veth_setup(dev)
     dev.priv = VethPriv()
     dev.dev_addr = addr if addr is not None else eth_random_addr(net.rng)
+    dev.addr_assign_type = NET_ADDR_SET if addr is not None else NET_ADDR_RANDOM
     return dev
 
 

@@ -50,6 +50,7 @@ from netstack.iproute2.ip_common import (
     get_u32,
     inet_addr_match,
     invarg,
+    ipv4_or_error,
     ll_name_to_dev,
     matches,
     nodev,
@@ -67,7 +68,6 @@ from netstack.iproute2.ip_link import (
     print_link_stats,
     print_linkinfo,
 )
-from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import (
     IFA_F_NOPREFIXROUTE,
     IFA_F_PERMANENT,
@@ -259,9 +259,7 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
     o.append("       valid_lft ")
     o.append("forever" if ifa.valid_lft == INFINITY_LIFE_TIME else f"{ifa.valid_lft}sec")
     o.append(" preferred_lft ")
-    o.append(
-        "forever" if ifa.preferred_lft == INFINITY_LIFE_TIME else f"{ifa.preferred_lft}sec"
-    )
+    o.append("forever" if ifa.preferred_lft == INFINITY_LIFE_TIME else f"{ifa.preferred_lft}sec")
     o.append("\n")
     opts.write("".join(o))
 
@@ -607,7 +605,7 @@ def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     # --- the kernel's side: the family decides who handles the request ---
     if family != AF_INET:  # no handler for this family: rtnetlink_rcv_msg()
         raise rtnl_error(errno.EOPNOTSUPP)
-    ipv4 = ipv4_of(net)
+    ipv4 = ipv4_or_error(net)
     in_dev = dev.ip_ptr
     if in_dev is None:
         raise rtnl_error(errno.ENOBUFS)
@@ -690,6 +688,4 @@ def do_ipaddr(net: Net, opts: IpOptions, args: Args) -> None:
     elif matches(word, "help"):
         raise ConfigError(IPADDR_USAGE)
     else:
-        raise ConfigError(
-            f'Command "{word}" is unknown, try "ip address help".', errno.EINVAL
-        )
+        raise ConfigError(f'Command "{word}" is unknown, try "ip address help".', errno.EINVAL)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, NoReturn
 import attrs
 
 from netstack.errors import ConfigError
+from netstack.ipv4 import Ipv4
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -43,19 +44,39 @@ __all__ = [
     "AF_MPLS",
     "AF_PACKET",
     "AF_UNSPEC",
+    "ARPHRD_NAMES",
+    "IFNAMSIZ",
+    "INFINITY_LIFE_TIME",
+    "INT_MAX",
+    "INT_MIN",
+    "LONG_MAX",
+    "LONG_MIN",
+    "RT_PROTOS",
+    "RT_SCOPES",
+    "RT_TABLES",
+    "UINT_MAX",
+    "ULONG_MAX",
+    "USER_HZ",
     "Args",
     "InetPrefix",
     "IpOptions",
+    "check_altifname",
+    "check_ifname",
+    "devices",
     "duparg",
     "duparg2",
+    "extack_error",
     "family_name",
     "get_addr",
+    "get_addr_1",
     "get_integer",
     "get_prefix",
+    "get_prefix_1",
     "get_u8",
     "get_u32",
     "get_unsigned",
     "incomplete_command",
+    "inet_addr_match",
     "invarg",
     "ll_addr_a2n",
     "ll_addr_n2a",
@@ -64,7 +85,19 @@ __all__ = [
     "matches",
     "missarg",
     "nodev",
+    "ntoa",
+    "read_family",
     "rtnl_error",
+    "rtnl_group_a2n",
+    "rtnl_group_n2a",
+    "rtnl_rtprot_a2n",
+    "rtnl_rtprot_n2a",
+    "rtnl_rtscope_a2n",
+    "rtnl_rtscope_n2a",
+    "rtnl_rttable_a2n",
+    "rtnl_rttable_n2a",
+    "strtol",
+    "strtoul",
 ]
 
 AF_UNSPEC: Final = 0
@@ -147,9 +180,7 @@ def duparg(key: str, arg: str) -> NoReturn:
 
 def duparg2(key: str, arg: str) -> NoReturn:
     """iproute2: lib/utils.c, duparg2()."""
-    raise ConfigError(
-        f'Error: either "{key}" is duplicate, or "{arg}" is a garbage.', errno.EINVAL
-    )
+    raise ConfigError(f'Error: either "{key}" is duplicate, or "{arg}" is a garbage.', errno.EINVAL)
 
 
 def nodev(dev: str) -> NoReturn:
@@ -163,6 +194,14 @@ def rtnl_error(err: int) -> ConfigError:
     iproute2: lib/libnetlink.c, rtnl_talk_error().
     """
     return ConfigError(f"RTNETLINK answers: {os.strerror(err)}", err)
+
+
+def ipv4_or_error(net: Net) -> Ipv4:
+    """The Net's IPv4 state; a Net without IPv4 has no rtnetlink handler for it."""
+    ipv4 = net.ipv4
+    if not isinstance(ipv4, Ipv4):
+        raise rtnl_error(errno.EOPNOTSUPP)
+    return ipv4
 
 
 def extack_error(msg: str, err: int) -> ConfigError:
@@ -332,6 +371,7 @@ class InetPrefix:
 
     @property
     def bytelen(self) -> int:
+        """Address length in bytes (0 for ``any``/``all``)."""
         return len(self.data)
 
     @property

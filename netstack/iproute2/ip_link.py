@@ -61,16 +61,13 @@ from netstack.iproute2.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     IFNAMSIZ,
-    USER_HZ,
     Args,
     IpOptions,
     check_altifname,
     check_ifname,
-    devices,
     duparg,
     duparg2,
     get_integer,
-    strtol,
     invarg,
     ll_addr_a2n,
     ll_addr_n2a,
@@ -81,6 +78,7 @@ from netstack.iproute2.ip_common import (
     rtnl_error,
     rtnl_group_a2n,
     rtnl_group_n2a,
+    strtol,
 )
 
 if TYPE_CHECKING:
@@ -152,7 +150,9 @@ IPLINK_USAGE: Final = (
     "\n" + IPLINK_TYPES_USAGE
 )
 
-VETH_USAGE: Final = "Usage: ip link <options> type veth [peer <options>]\nTo get <options> type 'ip link add help'"
+VETH_USAGE: Final = (
+    "Usage: ip link <options> type veth [peer <options>]\nTo get <options> type 'ip link add help'"
+)
 
 # Link kinds this kernel can create (rtnl_link_ops registered by drivers).
 KERNEL_KINDS: Final = ("veth", "dummy")
@@ -213,14 +213,11 @@ class LinkAttrs:
 def operstate_of(dev: NetDevice) -> int:
     """``IFLA_OPERSTATE``: DOWN unless running. Kernel: rtnl_fill_ifinfo().
 
-    A device whose driver never reports carrier keeps the kernel's zeroed
-    operstate, IF_OPER_UNKNOWN (lo, dummy); netstack's NetDevice starts at
-    IF_OPER_DOWN instead, which is corrected here.
+    A device whose driver never reports carrier keeps IF_OPER_UNKNOWN (lo,
+    dummy), as in the kernel.
     """
     if not dev.running:
         return IF_OPER_DOWN
-    if not dev.carrier_managed and dev.operstate == IF_OPER_DOWN:
-        return IF_OPER_UNKNOWN
     return int(dev.operstate)
 
 
@@ -510,14 +507,14 @@ def print_stats64(opts: IpOptions, s: NetDeviceStats, carrier_changes: int) -> s
 
 
 def carrier_changes(dev: NetDevice) -> int:
-    """``IFLA_CARRIER_CHANGES`` (carrier_up_count + carrier_down_count) if the device counts them."""
+    """``IFLA_CARRIER_CHANGES``: carrier up + down transitions, if the device counts them."""
     up = getattr(dev, "carrier_up_count", 0)
     down = getattr(dev, "carrier_down_count", 0)
     return int(up) + int(down)
 
 
 def print_link_stats(opts: IpOptions, dev: NetDevice) -> str:
-    """The statistics block with its line breaks (``ip -s addr`` prints it after the addresses)."""
+    """The statistics block (``ip -s addr`` prints it after the addresses)."""
     return print_stats64(opts, dev.statistics(), carrier_changes(dev))
 
 
@@ -863,11 +860,13 @@ def _check_mtu(dev: NetDevice, mtu: int) -> None:
 
 
 def _configure_new(dev: NetDevice, req: LinkReq) -> None:
-    """Attributes of a new device, then its flags. Kernel: rtnl_create_link + rtnl_configure_link."""
+    """Attributes of a new device, then its flags.
+
+    Kernel: net/core/rtnetlink.c, rtnl_create_link() + rtnl_configure_link().
+    """
     if req.mtu is not None:
-        mtu = req.mtu if req.mtu >= 0 else req.mtu & 0xFFFFFFFF
-        _check_mtu(dev, mtu if mtu < 0x80000000 else mtu - (1 << 32))
-        dev.mtu = mtu
+        _check_mtu(dev, req.mtu)
+        dev.mtu = req.mtu
     if req.txqlen is not None:
         dev.tx_queue_len = req.txqlen & 0xFFFFFFFF
     if req.group is not None:
@@ -906,16 +905,14 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
                 f'Garbage instead of arguments "{word} ...". Try "ip link help".', errno.EINVAL
             )
     name = req.name
+    if name is not None and len(name.encode()) >= IFNAMSIZ:  # ifla_policy[IFLA_IFNAME]
+        raise ConfigError("Error: Attribute failed policy validation.", errno.ERANGE)
     if name is not None and net.dev_get_by_name(name) is not None:
         raise rtnl_error(errno.EEXIST)
     if kind not in KERNEL_KINDS:
         raise ConfigError("Error: Unknown device type.", errno.EOPNOTSUPP)
-    if name is not None and len(name.encode()) >= IFNAMSIZ:
-        raise ConfigError("Error: Attribute failed policy validation.", errno.ERANGE)
     if req.index:
-        raise ConfigError(
-            'netstack: "ip link add ... index N" is not supported', errno.EOPNOTSUPP
-        )
+        raise ConfigError('netstack: "ip link add ... index N" is not supported', errno.EOPNOTSUPP)
     if kind == "dummy":
         dev = dummy_newlink(net, name or "dummy%d", addr=_lladdr_for(req.address))
         try:
@@ -951,6 +948,8 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
 
 def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
     """Apply a change request in the kernel's order. Kernel: do_setlink()."""
+    if req.broadcast is not None and len(req.broadcast) < dev.addr_len:
+        raise rtnl_error(errno.EINVAL)  # validate_linkmsg()
     if req.address is not None:
         if len(req.address) != dev.addr_len:
             raise ConfigError(
@@ -967,8 +966,6 @@ def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
     if req.alias is not None:
         dev.ifalias = req.alias
     if req.broadcast is not None:
-        if len(req.broadcast) < dev.addr_len:
-            raise ConfigError("Error: Invalid link address.", errno.EINVAL)
         dev.broadcast = bytes(req.broadcast[: dev.addr_len])
     _apply_flags(dev, req)
     if req.carrier is not None:
@@ -1002,9 +999,7 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
         raise ConfigError('Not enough information: "type" argument is required', errno.EINVAL)
     if not create:
         if req.dev is None:
-            raise ConfigError(
-                'Not enough information: "dev" argument is required.', errno.EINVAL
-            )
+            raise ConfigError('Not enough information: "dev" argument is required.', errno.EINVAL)
         dev = ll_name_to_dev(net, req.dev)
         if dev is None:
             nodev(req.dev)
@@ -1012,15 +1007,15 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             req.name = None
         if req.index:
             raise ConfigError(
-                "index can be used only when creating devices or when moving device to another netns.",
+                "index can be used only when creating devices or when moving device "
+                "to another netns.",
                 errno.EINVAL,
             )
         if cmd == "delete":
             _dellink(dev)
             return
-        if req.kind is not None:
-            if args or req.kind != link_kind(dev):
-                raise rtnl_error(errno.EOPNOTSUPP)
+        if req.kind is not None and (args or req.kind != link_kind(dev)):
+            raise rtnl_error(errno.EOPNOTSUPP)
         _setlink(net, dev, req)
         return
     if req.name != req.dev:
@@ -1052,11 +1047,7 @@ def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
         if args and args.peek() == "veth":
             raise ConfigError(VETH_USAGE)
         raise ConfigError(IPLINK_USAGE)
-    elif (
-        matches(word, "xstats")
-        or matches(word, "afstats")
-        or matches(word, "property")
-    ):
+    elif matches(word, "xstats") or matches(word, "afstats") or matches(word, "property"):
         raise ConfigError(f'netstack: "ip link {word}" is not supported', errno.EOPNOTSUPP)
     else:
         raise ConfigError(f'Command "{word}" is unknown, try "ip link help".', errno.EINVAL)

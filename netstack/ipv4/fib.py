@@ -23,6 +23,7 @@ import errno
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.errors import ConfigError
 from netstack.ipv4.constants import (
     IFA_F_NOPREFIXROUTE,
@@ -38,6 +39,7 @@ from netstack.ipv4.constants import (
     RT_TABLE_DEFAULT,
     RT_TABLE_LOCAL,
     RT_TABLE_MAIN,
+    RTN_ANYCAST,
     RTN_BLACKHOLE,
     RTN_BROADCAST,
     RTN_LOCAL,
@@ -46,6 +48,7 @@ from netstack.ipv4.constants import (
     RTN_THROW,
     RTN_UNICAST,
     RTN_UNREACHABLE,
+    RTN_XRESOLVE,
     RTNH_F_DEAD,
     RTNH_F_LINKDOWN,
     RTNH_F_ONLINK,
@@ -67,6 +70,11 @@ if TYPE_CHECKING:
 __all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "RouteConfig"]
 
 MASKS: Final = tuple(inet_make_mask(n) for n in range(33))
+
+# the narrowest scope each route type allows (kernel: fib_props[].scope)
+FIB_PROPS_SCOPE: Final = (RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_HOST, RT_SCOPE_LINK,
+                          RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE,
+                          RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_NOWHERE, RT_SCOPE_NOWHERE)
 
 # errors a lookup reports for reject route types (kernel: fib_props[].error)
 FIB_PROPS_ERROR: Final = {
@@ -268,8 +276,12 @@ class FibTable:
                         raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
         elif not nlflags & NLM_F_CREATE:
             raise ConfigError("RTNETLINK answers: No such file or directory", errno.ENOENT)
-        bucket.append(fa)
-        bucket.sort(key=lambda a: (-a.tos, a.fi.priority))
+        key = (-fa.tos, fa.fi.priority)
+        if nlflags & NLM_F_APPEND:   # after every alias of the same tos and metric
+            i = len([o for o in bucket if (-o.tos, o.fi.priority) <= key])
+        else:                        # prepend: before them
+            i = len([o for o in bucket if (-o.tos, o.fi.priority) < key])
+        bucket.insert(i, fa)
 
     def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
         """Remove the first alias *match* accepts; ESRCH if none. Kernel: fib_table_delete()."""
@@ -410,11 +422,23 @@ class Fib:
         """``ip route add|replace|append``. Kernel: fib_create_info() + fib_table_insert()."""
         if cfg.dst & ~MASKS[cfg.dst_len]:
             raise ConfigError("Error: Invalid prefix for given prefix length.", errno.EINVAL)
+        if cfg.type > RTN_XRESOLVE or FIB_PROPS_SCOPE[cfg.type] > cfg.scope:
+            raise ConfigError("Error: Invalid scope.", errno.EINVAL)
         nh: FibNh | None = None
-        if cfg.type in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE, RTN_THROW):
+        if cfg.type in FIB_PROPS_ERROR:
             if cfg.gw or cfg.dev is not None:
-                nh = None
+                raise ConfigError(
+                    "Error: Gateway, device and multipath can not be specified for this "
+                    "route type.", errno.EINVAL)
         else:
+            if cfg.type not in (RTN_UNICAST, RTN_LOCAL, RTN_BROADCAST, RTN_ANYCAST,
+                                RTN_MULTICAST):
+                raise ConfigError("Error: Invalid route type.", errno.EINVAL)
+            if cfg.scope > RT_SCOPE_HOST:
+                raise ConfigError("Error: Invalid scope.", errno.EINVAL)
+            if cfg.onlink and not cfg.gw:
+                raise ConfigError("Error: Invalid flags for nexthop - PERVASIVE and ONLINK can "
+                                  "not be set.", errno.EINVAL)
             nh = self._check_nh(cfg)
         if cfg.prefsrc and cfg.type != RTN_LOCAL and self.inet_addr_type(cfg.prefsrc) != RTN_LOCAL:
             raise ConfigError("Error: Invalid prefsrc address.", errno.EINVAL)
@@ -500,10 +524,14 @@ class Fib:
         """
         table = self.tables.get(cfg.table)
         if table is None:
-            raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
+            raise ConfigError("Error: FIB table does not exist.", errno.ESRCH)
+        if cfg.dst & ~MASKS[cfg.dst_len]:
+            raise ConfigError("Error: Invalid prefix for given prefix length.", errno.EINVAL)
 
         def match(fa: FibAlias) -> bool:
             fi = fa.fi
+            if cfg.prefsrc and fi.prefsrc != cfg.prefsrc:
+                return False
             if fa.tos != cfg.tos:
                 return False
             if match_type and fa.type != cfg.type:
@@ -605,16 +633,17 @@ class Fib:
             and (prefix != ifa.ifa_local or ifa.ifa_prefixlen < 32)
         ):
             if not ifa.ifa_flags & IFA_F_NOPREFIXROUTE:
-                self._magic(
-                    RT_TABLE_MAIN,
-                    RTN_UNICAST,
-                    prefix,
-                    ifa.ifa_prefixlen,
-                    ifa,
-                    RT_SCOPE_LINK,
-                    add,
-                    ifa.ifa_rt_priority,
-                )
+                if dev.flags & IFF_LOOPBACK:
+                    # 127.0.0.0/8 on lo: every address of the prefix is local
+                    self._magic(RT_TABLE_LOCAL, RTN_LOCAL, prefix, ifa.ifa_prefixlen, ifa,
+                                RT_SCOPE_HOST, add, ifa.ifa_rt_priority)
+                else:
+                    self._magic(RT_TABLE_MAIN, RTN_UNICAST, prefix, ifa.ifa_prefixlen, ifa,
+                                RT_SCOPE_LINK, add, ifa.ifa_rt_priority)
+            if ifa.ifa_prefixlen < 31:
+                # the network's broadcast address, "when it makes sense"
+                self._magic(RT_TABLE_LOCAL, RTN_BROADCAST, prefix | (~ifa.ifa_mask & 0xFFFFFFFF),
+                            32, ifa, RT_SCOPE_LINK, add)
 
     def fib_netdev_up(self, dev: NetDevice) -> None:
         """Device up: add the routes of its addresses. Kernel: fib_netdev_event(NETDEV_UP)."""

@@ -102,7 +102,7 @@ def ip_dont_fragment(sk: Sock | None, rt: Rtable) -> bool:
     if sk is None:
         return False
     return sk.pmtudisc == IP_PMTUDISC_DO or (
-        sk.pmtudisc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked
+        sk.pmtudisc == IP_PMTUDISC_WANT and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
     )
 
 
@@ -170,7 +170,8 @@ def ip_make_skb(
     df = 0
     if disc == IP_PMTUDISC_DO or disc == IP_PMTUDISC_PROBE:
         df = IP_DF
-    elif disc == IP_PMTUDISC_WANT and not rt.rt_mtu_locked and total <= (mtu or rt.mtu()):
+    elif (disc == IP_PMTUDISC_WANT and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
+          and total <= (mtu or rt.mtu())):
         df = IP_DF
     buf = skb.buf
     IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)

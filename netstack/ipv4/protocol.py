@@ -24,6 +24,7 @@ import attrs
 from netstack.core.dev import (
     NETDEV_CHANGE,
     NETDEV_CHANGEADDR,
+    NETDEV_CHANGEMTU,
     NETDEV_CHANGENAME,
     NETDEV_DOWN,
     NETDEV_NOTIFY_PEERS,
@@ -109,7 +110,7 @@ class Ipv4:
         self.arp_out = 0
         self.arp_invalid = 0
         self.icmp_global_credit = 0
-        self.icmp_global_stamp = 0
+        self.icmp_global_stamp = -60 * net.clock.hz  # "long ago": the first call refills
         self.peers: dict[int, InetPeer] = {}
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}   # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
@@ -411,6 +412,8 @@ class Ipv4:
             for n in list(self.arp_tbl.entries(dev)):
                 self.arp_tbl._unlink(n)
             self.rt_cache_flush()
+        elif event == NETDEV_CHANGEMTU:
+            self.rt_cache_flush()  # fib_netdev_event(NETDEV_CHANGEMTU)
         elif event == NETDEV_NOTIFY_PEERS:
             _arp.arp_send_gratuitous(self, dev)
         elif event == NETDEV_CHANGENAME:

@@ -158,8 +158,10 @@ class Rtable(DstEntry):
         self.rt_gw4 = 0
         self.rt_uses_gateway = False
         self.rt_pmtu = 0
-        self.rt_mtu_locked = False
-        self.metric_mtu = 0
+        self.rt_mtu_locked = False  # a PMTU exception below ip_rt_min_pmtu locked it
+        self.metric_mtu = 0  # the route's "mtu N" metric (RTAX_MTU)
+        self.metric_mtu_locked = False  # "mtu lock N"
+        self.rt_table_id = 0  # the table the lookup matched (ip route get)
         self.fnhe: FibNhException | None = None
         if flags & RTCF_LOCAL:
             self.input = ipv4.dst_local_deliver
@@ -178,7 +180,8 @@ class Rtable(DstEntry):
         if not mtu:
             dev = self.dev
             mtu = dev.mtu if dev is not None else 1500
-            if self.rt_mtu_locked and self.rt_uses_gateway and mtu > 576:
+            if (self.rt_mtu_locked or self.metric_mtu_locked) and self.rt_uses_gateway \
+                    and mtu > 576:
                 mtu = 576
         return min(mtu, IP_MAX_MTU)
 
@@ -203,14 +206,15 @@ def _rt_set_nexthop(
             rt.rt_uses_gateway = True
         fi = res.fi
         rt.metric_mtu = fi.mtu
-        rt.rt_mtu_locked = fi.mtu_lock
+        rt.metric_mtu_locked = fi.mtu_lock
+        rt.rt_table_id = res.table
     if fnhe is not None:
         rt.fnhe = fnhe
         if fnhe.gw:
             rt.rt_gw4 = fnhe.gw
             rt.rt_uses_gateway = True
         rt.rt_pmtu = fnhe.pmtu
-        rt.rt_mtu_locked = rt.rt_mtu_locked or fnhe.mtu_locked
+        rt.rt_mtu_locked = fnhe.mtu_locked
         rt.expires = fnhe.expires
 
 
@@ -576,8 +580,8 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     """Learn a smaller path MTU towards *daddr*. Kernel: __ip_rt_update_pmtu()."""
     old_mtu = rt.mtu()
     lock = False
-    if rt.metric_mtu and rt.rt_mtu_locked:
-        return
+    if rt.metric_mtu and rt.metric_mtu_locked:
+        return                                  # "mtu lock": the metric wins
     if old_mtu < mtu:
         return
     if mtu < IP_RT_MIN_PMTU:

@@ -1,0 +1,54 @@
+"""Every example runs, and does what its docstring says."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import trio.testing
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_example_is_tested() -> None:
+    tested = {"two_hosts_ping", "router", "udp_echo"}
+    assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
+
+
+async def test_two_hosts_ping(autojump_clock: trio.testing.MockClock,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    result = await load("two_hosts_ping").main()
+    assert result.received == 3 and result.transmitted == 3
+    out = capsys.readouterr().out
+    assert "3 packets transmitted, 3 received, 0% packet loss" in out
+    assert "10.0.0.2 dev eth0 lladdr 02:" in out and "REACHABLE" in out
+
+
+async def test_router(autojump_clock: trio.testing.MockClock,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    r: dict[str, Any] = await load("router").main()
+    assert r["ok"].received == 2
+    assert [e.error for e in r["ttl1"].errors] == ["Time to live exceeded"]
+    assert r["ttl1"].errors[0].source == "10.0.1.254"
+    assert [e.error for e in r["unreach"].errors] == ["Destination Net Unreachable"]
+    assert r["ttls"] == {63}
+    assert "From 10.0.1.254 icmp_seq=1 Time to live exceeded" in capsys.readouterr().out
+
+
+async def test_udp_echo(autojump_clock: trio.testing.MockClock,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    replies = await load("udp_echo").main()
+    assert replies == [b"HELLO", b"UDP", b"ECHO"]
+    out = capsys.readouterr().out
+    assert "[Errno 111] Connection refused" in out
