@@ -32,7 +32,7 @@ async def run_once(packets: int, batch: int) -> tuple[float, int]:
         await rx.bind(("0.0.0.0", 9000))
         tx = a.socket()
         await tx.connect(("10.0.0.2", 9000))
-        await tx.send(PAYLOAD)                      # ARP, route and neighbour warm-up
+        await tx.send(PAYLOAD)  # ARP, route and neighbour warm-up
         await rx.recv(2048)
         received = 0
 
@@ -77,9 +77,11 @@ def main() -> None:
         if args.profile and batch > 1:
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        print(f"UDP 200 B over veth, batch {batch:3d}: {n:8d} packets in {elapsed:6.2f} s "
-              f"= {n / elapsed:10,.0f} packets/s  ({1e6 * elapsed / n:5.2f} µs/packet, "
-              f"{drops} dropped)")
+        print(
+            f"UDP 200 B over veth, batch {batch:3d}: {n:8d} packets in {elapsed:6.2f} s "
+            f"= {n / elapsed:10,.0f} packets/s  ({1e6 * elapsed / n:5.2f} µs/packet, "
+            f"{drops} dropped)"
+        )
 
 
 if __name__ == "__main__":

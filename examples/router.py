@@ -33,12 +33,17 @@ async def main() -> dict[str, object]:
         ttl1 = await a.ping("10.0.2.2", ttl=1, output=out)
         unreach = await a.ping("192.0.2.1", output=out)
         print("\n".join(out))
-        ttls = {frame[22] for _, frame, outgoing in capture.frames
-                if not outgoing and frame[12:14] == b"\x08\x00" and frame[23] == 1}
+        ttls = {
+            frame[22]
+            for _, frame, outgoing in capture.frames
+            if not outgoing and frame[12:14] == b"\x08\x00" and frame[23] == 1
+        }
         print(f"\nTTL of a's echo requests as b receives them: {sorted(ttls)}")
-        print(f"router forwarded {r.snmp()['Ip'].ForwDatagrams} datagrams, "
-              f"sent {r.snmp()['Icmp'].OutTimeExcds} time-exceeded and "
-              f"{r.snmp()['Icmp'].OutDestUnreachs} unreachable errors")
+        print(
+            f"router forwarded {r.snmp()['Ip'].ForwDatagrams} datagrams, "
+            f"sent {r.snmp()['Icmp'].OutTimeExcds} time-exceeded and "
+            f"{r.snmp()['Icmp'].OutDestUnreachs} unreachable errors"
+        )
         return {"ok": ok, "ttl1": ttl1, "unreach": unreach, "ttls": ttls}
 
 

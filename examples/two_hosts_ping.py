@@ -1,6 +1,6 @@
 """Two hosts on a veth pair ping each other.
 
-    python examples/two_hosts_ping.py
+python examples/two_hosts_ping.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A UDP echo server and client, with the socket API's errors.
 
-    python examples/udp_echo.py
+python examples/udp_echo.py
 """
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from __future__ import annotations
 import trio
 
 import netstack
+from netstack.socket import Socket
 
 
-async def echo_server(sock: netstack.socket.Socket, count: int) -> None:
+async def echo_server(sock: Socket, count: int) -> None:
     for _ in range(count):
         data, peer = await sock.recvfrom(2048)
         await sock.sendto(data.upper(), peer)

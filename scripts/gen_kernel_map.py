@@ -1,7 +1,7 @@
 """Generate docs/kernel-map.md from the ``Kernel:`` lines of netstack's docstrings.
 
-    python scripts/gen_kernel_map.py          # rewrite docs/kernel-map.md
-    python scripts/gen_kernel_map.py --check  # exit 1 if it is out of date
+python scripts/gen_kernel_map.py          # rewrite docs/kernel-map.md
+python scripts/gen_kernel_map.py --check  # exit 1 if it is out of date
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def kernel_line(doc: str | None) -> str | None:
     lines = [ln.strip() for ln in doc.strip().splitlines()]
     for i, ln in enumerate(lines):
         if ln.startswith("Kernel:"):
-            text = " ".join([ln[len("Kernel:"):].strip(), *lines[i + 1:]]).strip()
+            text = " ".join([ln[len("Kernel:") :].strip(), *lines[i + 1 :]]).strip()
             return " ".join(text.split())
     return None
 
@@ -48,7 +48,7 @@ def rows() -> list[tuple[str, str]]:
         if k:
             out.append((f"`{mod}`", k))
 
-        def walk(body: list[ast.stmt], prefix: str) -> None:
+        def walk(body: list[ast.stmt], prefix: str, mod: str = mod) -> None:
             for node in body:
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                     k = kernel_line(ast.get_docstring(node))
@@ -56,7 +56,7 @@ def rows() -> list[tuple[str, str]]:
                     if k:
                         out.append((f"`{mod}.{name}`", k))
                     if isinstance(node, ast.ClassDef):
-                        walk(node.body, f"{name}.")
+                        walk(node.body, f"{name}.", mod)
 
         walk(tree.body, "")
     return out

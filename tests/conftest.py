@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 import trio.testing
+from helpers import add_addr
 
 import netstack
-from helpers import add_addr
 
 
 @pytest.fixture

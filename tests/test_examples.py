@@ -26,8 +26,9 @@ def test_every_example_is_tested() -> None:
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
-async def test_two_hosts_ping(autojump_clock: trio.testing.MockClock,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+async def test_two_hosts_ping(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = await load("two_hosts_ping").main()
     assert result.received == 3 and result.transmitted == 3
     out = capsys.readouterr().out
@@ -35,8 +36,9 @@ async def test_two_hosts_ping(autojump_clock: trio.testing.MockClock,
     assert "10.0.0.2 dev eth0 lladdr 02:" in out and "REACHABLE" in out
 
 
-async def test_router(autojump_clock: trio.testing.MockClock,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+async def test_router(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
     r: dict[str, Any] = await load("router").main()
     assert r["ok"].received == 2
     assert [e.error for e in r["ttl1"].errors] == ["Time to live exceeded"]
@@ -46,8 +48,9 @@ async def test_router(autojump_clock: trio.testing.MockClock,
     assert "From 10.0.1.254 icmp_seq=1 Time to live exceeded" in capsys.readouterr().out
 
 
-async def test_udp_echo(autojump_clock: trio.testing.MockClock,
-                        capsys: pytest.CaptureFixture[str]) -> None:
+async def test_udp_echo(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
     replies = await load("udp_echo").main()
     assert replies == [b"HELLO", b"UDP", b"ECHO"]
     out = capsys.readouterr().out

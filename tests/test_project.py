@@ -14,9 +14,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_public_api() -> None:
     assert sorted(netstack.__all__) == sorted(
-        ["Capture", "ConfigError", "Host", "Lab", "Link", "NetstackError", "Patches",
-         "PingReply", "PingResult", "Port", "SkbPanic", "TopologyError", "__version__",
-         "open_lab", "run"]
+        [
+            "Capture",
+            "ConfigError",
+            "Host",
+            "Lab",
+            "Link",
+            "NetstackError",
+            "Patches",
+            "PingReply",
+            "PingResult",
+            "Port",
+            "SkbPanic",
+            "TopologyError",
+            "__version__",
+            "open_lab",
+            "run",
+        ]
     )
     for name in netstack.__all__:
         assert hasattr(netstack, name)
@@ -24,8 +38,14 @@ def test_public_api() -> None:
 
 def test_patches_are_the_seed_table() -> None:
     assert netstack.Patches.names() == (
-        "gre_lltx", "gre_lltx_ioctl", "neigh_confirm_elide", "hh_fast_copy", "ipip_sit_gro",
-        "qdisc_bulk_dequeue", "qdisc_validate_unlocked")
+        "gre_lltx",
+        "gre_lltx_ioctl",
+        "neigh_confirm_elide",
+        "hh_fast_copy",
+        "ipip_sit_gro",
+        "qdisc_bulk_dequeue",
+        "qdisc_validate_unlocked",
+    )
     assert all(getattr(netstack.Patches(), n) for n in netstack.Patches.names())
     assert not any(getattr(netstack.Patches.none(), n) for n in netstack.Patches.names())
     before = netstack.Patches.before("hh_fast_copy")
@@ -33,8 +53,11 @@ def test_patches_are_the_seed_table() -> None:
 
 
 def test_kernel_map_is_current() -> None:
-    rc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_kernel_map.py"), "--check"],
-                        capture_output=True, text=True)
+    rc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_kernel_map.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert rc.returncode == 0, rc.stdout
 
 

@@ -51,8 +51,11 @@ async def _demo(out: TextIO, pcap_dir: str | None, seed: int) -> int:
         ):
             for cmd in cmds:
                 _run_ip(out, host, cmd)
-        print(f"r# sysctl -w net.ipv4.ip_forward=1\nnet.ipv4.ip_forward = "
-              f"{r.sysctl('net.ipv4.ip_forward=1')}", file=out)
+        print(
+            f"r# sysctl -w net.ipv4.ip_forward=1\nnet.ipv4.ip_forward = "
+            f"{r.sysctl('net.ipv4.ip_forward=1')}",
+            file=out,
+        )
 
         print("\na# ping -c 3 10.0.2.2", file=out)
         lines: list[str] = []
@@ -103,12 +106,17 @@ async def _demo(out: TextIO, pcap_dir: str | None, seed: int) -> int:
         print("\nCounters (nstat-style, non-zero):", file=out)
         for host in (a, r, b):
             counters = host.nstat()
-            shown = {k: v for k, v in counters.items()
-                     if k.startswith(("IpIn", "IpOut", "IpForw", "IcmpIn", "IcmpOut", "Udp"))}
+            shown = {
+                k: v
+                for k, v in counters.items()
+                if k.startswith(("IpIn", "IpOut", "IpForw", "IcmpIn", "IcmpOut", "Udp"))
+            }
             print(f"  {host.name}: " + ", ".join(f"{k}={v}" for k, v in shown.items()), file=out)
         drops = {h.name: h.drops() for h in (a, r, b)}
-        print("Drops by reason: " + (", ".join(f"{n}: {d}" for n, d in drops.items() if d)
-                                     or "none"), file=out)
+        print(
+            "Drops by reason: " + (", ".join(f"{n}: {d}" for n, d in drops.items() if d) or "none"),
+            file=out,
+        )
         print(f"\nVirtual time elapsed: {trio.current_time():.3f} s", file=out)
         ok = result.received == 3 and echoed == 5
         print("demo " + ("OK" if ok else "FAILED"), file=out)

@@ -53,11 +53,9 @@ from netstack.core.netdevice import (
     NET_XMIT_DROP,
     NET_XMIT_MASK,
     NETREG_REGISTERED,
-    QUEUE_STATE_ANY_XOFF,
     NETREG_UNREGISTERED,
+    QUEUE_STATE_ANY_XOFF,
     NetDevice,
-    dev_xmit_complete,
-    netif_xmit_stopped,
 )
 from netstack.core.qdisc import (
     TC_H_ROOT,
@@ -279,7 +277,10 @@ def dev_deactivate(dev: NetDevice) -> None:
 
 
 def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
-    """Install *q* as the root of tx queue *index*; return the old one. Kernel: dev_graft_qdisc()."""
+    """Install *q* as the root of tx queue *index*; return the old one.
+
+    Kernel: dev_graft_qdisc().
+    """
     txq = dev.get_tx_queue(index)
     old = txq.qdisc_sleeping
     txq.qdisc_sleeping = q
@@ -373,7 +374,10 @@ def dev_close(dev: NetDevice) -> None:
 
 
 def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
-    """Change the user-settable flags under *mask*; IFF_UP opens/closes. Kernel: dev_change_flags()."""
+    """Change the user-settable flags under *mask*; IFF_UP opens/closes.
+
+    Kernel: dev_change_flags().
+    """
     new = (dev.flags & ~mask) | (flags & mask)
     settable = mask & ~IFF_UP
     dev.flags = (dev.flags & ~settable) | (new & settable)
@@ -487,7 +491,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
         if txq.xmit_lock_owner != cpu.id:
             if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
                 dev.log.warning(
-                    "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
+                    "xmit_recursion",
+                    msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
                 )
                 dev.stats.tx_dropped += 1
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
@@ -604,7 +609,10 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
 
 
 def netif_receive_skb(skb: SkBuff) -> None:
-    """Process a received skb now, in the caller's (softirq) context. Kernel: netif_receive_skb()."""
+    """Process a received skb now, in the caller's (softirq) context.
+
+    Kernel: netif_receive_skb().
+    """
     __netif_receive_skb_core(skb)
 
 
@@ -693,7 +701,7 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
         if xnet:
             d.pop("mark", None)
     if xnet:
-        destructor = skb.destructor                    # skb_orphan()
+        destructor = skb.destructor  # skb_orphan()
         if destructor is not None:
             skb.destructor = None
             destructor(skb)

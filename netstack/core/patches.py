@@ -8,15 +8,20 @@ kernel; ``False`` gives the behaviour *before* it, for experiments and tests::
     Patches.before("gre_lltx", "gre_lltx_ioctl")   # both GRE changes reverted
     Patches.none()                                 # every change reverted
 
-| field | seed | after (default) | before |
-|---|---|---|---|
-| ``gre_lltx`` | 1 | GRE without output sequencing gets ``NETIF_F_LLTX`` in newlink | GRE always takes ``HARD_TX_LOCK`` |
-| ``gre_lltx_ioctl`` | 3 | the ``ip tunnel add`` path sets LLTX too | only ``ip link add`` does |
-| ``neigh_confirm_elide`` | 2 | ``n->confirmed`` written only when jiffies changed | written on every confirmation |
-| ``hh_fast_copy`` | 2 | ``neigh_hh_output`` copies a fixed 16 bytes when ``hh_len <= 16`` | aligned copy of ``HH_DATA_ALIGN(hh_len)`` |
-| ``ipip_sit_gro`` | 4 | IPIP and SIT have GRO callbacks; IPv6 clears ``flush_id`` | tunnelled flows are not coalesced |
-| ``qdisc_bulk_dequeue`` | 5 | several skbs per root-lock hold, bounded by BQL bytes | one skb per hold |
-| ``qdisc_validate_unlocked`` | 5 | ``validate_xmit_skb_list`` after the root lock is released | with the root lock held |
+- ``gre_lltx`` (seed 1): GRE devices without output sequencing get
+  ``NETIF_F_LLTX`` in newlink / before: GRE always takes ``HARD_TX_LOCK``.
+- ``gre_lltx_ioctl`` (seed 3): the ``ip tunnel add`` (ioctl) path sets LLTX
+  too / before: only ``ip link add`` does.
+- ``neigh_confirm_elide`` (seed 2): ``n->confirmed`` is written only when
+  jiffies changed / before: written on every confirmation.
+- ``hh_fast_copy`` (seed 2): ``neigh_hh_output`` copies a fixed 16 bytes when
+  ``hh_len <= 16`` / before: an aligned copy of ``HH_DATA_ALIGN(hh_len)``.
+- ``ipip_sit_gro`` (seed 4): IPIP and SIT have GRO callbacks and IPv6 clears
+  ``flush_id`` / before: tunnelled flows are not coalesced.
+- ``qdisc_bulk_dequeue`` (seed 5, context): several skbs per root-lock hold,
+  bounded by the BQL byte budget / before: one skb per hold.
+- ``qdisc_validate_unlocked`` (seed 5): ``validate_xmit_skb_list`` runs after
+  the qdisc root lock is released / before: with the root lock held.
 """
 
 from __future__ import annotations

@@ -487,7 +487,10 @@ class SkBuff:
 
 
 def alloc_skb(size: int, headroom: int = 0) -> SkBuff:
-    """An empty skb with room for *size* bytes after *headroom*. Kernel: alloc_skb()+skb_reserve()."""
+    """An empty skb with room for *size* bytes after *headroom*.
+
+    Kernel: alloc_skb()+skb_reserve().
+    """
     return SkBuff(bytearray(headroom + size), headroom, headroom)
 
 

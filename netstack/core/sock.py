@@ -25,7 +25,14 @@ from netstack.core.skbuff import SkBuff
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["SOCK_MIN_RCVBUF", "SOCK_MIN_SNDBUF", "Sock", "SockWouldBlock", "sock_oserror", "sock_wfree"]
+__all__ = [
+    "SOCK_MIN_RCVBUF",
+    "SOCK_MIN_SNDBUF",
+    "Sock",
+    "SockWouldBlock",
+    "sock_oserror",
+    "sock_wfree",
+]
 
 SOCK_MIN_SNDBUF: Final = 2 * (2048 + 576)
 SOCK_MIN_RCVBUF: Final = 2048 + 576

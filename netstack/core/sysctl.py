@@ -27,11 +27,11 @@ class SysctlEntry:
     __slots__ = ("get", "name", "set")
 
     def __init__(
-        self, name: str, get: Callable[[], str], set: Callable[[str], None] | None
-    ) -> None:  # noqa: A002 (kernel naming)
+        self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None
+    ) -> None:
         self.name = name
         self.get = get
-        self.set = set
+        self.set = setter
 
 
 def _canonical(name: str) -> str:
@@ -53,12 +53,12 @@ class SysctlTable:
         self._entries: dict[str, SysctlEntry] = {}
 
     def register(
-        self, name: str, get: Callable[[], str], set: Callable[[str], None] | None = None
-    ) -> None:  # noqa: A002
+        self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None = None
+    ) -> None:
         """Add an entry (kernel: register_net_sysctl)."""
         if name in self._entries:
             raise ValueError(f"sysctl {name} registered twice")
-        self._entries[name] = SysctlEntry(name, get, set)
+        self._entries[name] = SysctlEntry(name, get, setter)
 
     def register_int(
         self,

@@ -63,7 +63,10 @@ class Clock:
         return j * 1000 // self.hz
 
     def jiffies_to_clock_t(self, j: int) -> int:
-        """Ticks → USER_HZ units, as /proc and ``ip -s neigh`` print. Kernel: jiffies_to_clock_t()."""
+        """Ticks → USER_HZ units, as /proc and ``ip -s neigh`` print.
+
+        Kernel: jiffies_to_clock_t().
+        """
         return j * USER_HZ // self.hz
 
 

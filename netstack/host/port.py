@@ -10,7 +10,6 @@ stack byte by byte.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import trio
@@ -54,10 +53,9 @@ class Port:
         self.send_nowait(frame)
         await trio.lowlevel.checkpoint()
 
-    async def receive(self, timeout: float = math.inf) -> bytes:
-        """The next frame the device transmitted (waits up to *timeout* seconds)."""
-        with trio.fail_after(timeout):
-            return await self._recv.receive()
+    async def receive(self) -> bytes:
+        """The next frame the device transmitted (wrap in ``trio.fail_after`` to bound it)."""
+        return await self._recv.receive()
 
     def receive_nowait(self) -> bytes:
         """The next frame, or ``trio.WouldBlock``."""

@@ -159,7 +159,7 @@ async def ping(
         output: if given, receives the lines ``ping`` would print.
     """
     try:
-        daddr = aton(destination)
+        aton(destination)
     except ValueError:
         raise ValueError(f"ping: {destination}: Name or service not known") from None
     if count < 1:

@@ -339,7 +339,7 @@ def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
         return not any(ifa.ifa_local == tip and ifa.match(sip) for ifa in in_dev.ifa_list)
     if mode == 3:
         return any(ifa.ifa_local == tip and ifa.ifa_scope == 254 for ifa in in_dev.ifa_list)
-    return mode == 8
+    return bool(mode == 8)
 
 
 def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
@@ -353,7 +353,10 @@ def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
 
 
 def arp_send_gratuitous(ipv4: Ipv4, dev: NetDevice) -> None:
-    """Announce every address of *dev* (``arping -U``, address change). Kernel: inetdev_send_gratuitous_arp()."""
+    """Announce every address of *dev* (``arping -U``, address change).
+
+    Kernel: inetdev_send_gratuitous_arp().
+    """
     in_dev = dev.ip_ptr
     if in_dev is None or not dev.flags & IFF_UP or dev.flags & IFF_NOARP:
         return

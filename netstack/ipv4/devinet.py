@@ -209,7 +209,7 @@ class InDevice:
 
     def maxconf(self, name: str) -> int:
         """IN_DEV_MAXCONF: the larger of all and device."""
-        return max(getattr(self.ipv4.devconf_all, name), getattr(self.cnf, name))
+        return max(int(getattr(self.ipv4.devconf_all, name)), int(getattr(self.cnf, name)))
 
     def ifa_for(self, local: int, prefixlen: int) -> InIfaddr | None:
         for ifa in self.ifa_list:

@@ -72,9 +72,20 @@ __all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "Rout
 MASKS: Final = tuple(inet_make_mask(n) for n in range(33))
 
 # the narrowest scope each route type allows (kernel: fib_props[].scope)
-FIB_PROPS_SCOPE: Final = (RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_HOST, RT_SCOPE_LINK,
-                          RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE,
-                          RT_SCOPE_UNIVERSE, RT_SCOPE_UNIVERSE, RT_SCOPE_NOWHERE, RT_SCOPE_NOWHERE)
+FIB_PROPS_SCOPE: Final = (
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_HOST,
+    RT_SCOPE_LINK,
+    RT_SCOPE_LINK,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_UNIVERSE,
+    RT_SCOPE_NOWHERE,
+    RT_SCOPE_NOWHERE,
+)
 
 # errors a lookup reports for reject route types (kernel: fib_props[].error)
 FIB_PROPS_ERROR: Final = {
@@ -277,9 +288,9 @@ class FibTable:
         elif not nlflags & NLM_F_CREATE:
             raise ConfigError("RTNETLINK answers: No such file or directory", errno.ENOENT)
         key = (-fa.tos, fa.fi.priority)
-        if nlflags & NLM_F_APPEND:   # after every alias of the same tos and metric
+        if nlflags & NLM_F_APPEND:  # after every alias of the same tos and metric
             i = len([o for o in bucket if (-o.tos, o.fi.priority) <= key])
-        else:                        # prepend: before them
+        else:  # prepend: before them
             i = len([o for o in bucket if (-o.tos, o.fi.priority) < key])
         bucket.insert(i, fa)
 
@@ -429,16 +440,19 @@ class Fib:
             if cfg.gw or cfg.dev is not None:
                 raise ConfigError(
                     "Error: Gateway, device and multipath can not be specified for this "
-                    "route type.", errno.EINVAL)
+                    "route type.",
+                    errno.EINVAL,
+                )
         else:
-            if cfg.type not in (RTN_UNICAST, RTN_LOCAL, RTN_BROADCAST, RTN_ANYCAST,
-                                RTN_MULTICAST):
+            if cfg.type not in (RTN_UNICAST, RTN_LOCAL, RTN_BROADCAST, RTN_ANYCAST, RTN_MULTICAST):
                 raise ConfigError("Error: Invalid route type.", errno.EINVAL)
             if cfg.scope > RT_SCOPE_HOST:
                 raise ConfigError("Error: Invalid scope.", errno.EINVAL)
             if cfg.onlink and not cfg.gw:
-                raise ConfigError("Error: Invalid flags for nexthop - PERVASIVE and ONLINK can "
-                                  "not be set.", errno.EINVAL)
+                raise ConfigError(
+                    "Error: Invalid flags for nexthop - PERVASIVE and ONLINK can not be set.",
+                    errno.EINVAL,
+                )
             nh = self._check_nh(cfg)
         if cfg.prefsrc and cfg.type != RTN_LOCAL and self.inet_addr_type(cfg.prefsrc) != RTN_LOCAL:
             raise ConfigError("Error: Invalid prefsrc address.", errno.EINVAL)
@@ -635,15 +649,38 @@ class Fib:
             if not ifa.ifa_flags & IFA_F_NOPREFIXROUTE:
                 if dev.flags & IFF_LOOPBACK:
                     # 127.0.0.0/8 on lo: every address of the prefix is local
-                    self._magic(RT_TABLE_LOCAL, RTN_LOCAL, prefix, ifa.ifa_prefixlen, ifa,
-                                RT_SCOPE_HOST, add, ifa.ifa_rt_priority)
+                    self._magic(
+                        RT_TABLE_LOCAL,
+                        RTN_LOCAL,
+                        prefix,
+                        ifa.ifa_prefixlen,
+                        ifa,
+                        RT_SCOPE_HOST,
+                        add,
+                        ifa.ifa_rt_priority,
+                    )
                 else:
-                    self._magic(RT_TABLE_MAIN, RTN_UNICAST, prefix, ifa.ifa_prefixlen, ifa,
-                                RT_SCOPE_LINK, add, ifa.ifa_rt_priority)
+                    self._magic(
+                        RT_TABLE_MAIN,
+                        RTN_UNICAST,
+                        prefix,
+                        ifa.ifa_prefixlen,
+                        ifa,
+                        RT_SCOPE_LINK,
+                        add,
+                        ifa.ifa_rt_priority,
+                    )
             if ifa.ifa_prefixlen < 31:
                 # the network's broadcast address, "when it makes sense"
-                self._magic(RT_TABLE_LOCAL, RTN_BROADCAST, prefix | (~ifa.ifa_mask & 0xFFFFFFFF),
-                            32, ifa, RT_SCOPE_LINK, add)
+                self._magic(
+                    RT_TABLE_LOCAL,
+                    RTN_BROADCAST,
+                    prefix | (~ifa.ifa_mask & 0xFFFFFFFF),
+                    32,
+                    ifa,
+                    RT_SCOPE_LINK,
+                    add,
+                )
 
     def fib_netdev_up(self, dev: NetDevice) -> None:
         """Device up: add the routes of its addresses. Kernel: fib_netdev_event(NETDEV_UP)."""
@@ -671,7 +708,10 @@ class Fib:
         self.changed()
 
     def fib_sync_linkdown(self, dev: NetDevice, down: bool) -> None:
-        """Carrier change: flag nexthops ``linkdown``. Kernel: fib_sync_down_dev(CHANGE)/fib_sync_up()."""
+        """Carrier change: flag nexthops ``linkdown``.
+
+        Kernel: fib_sync_down_dev(CHANGE)/fib_sync_up().
+        """
         for table in self.tables.values():
             for fa in table.aliases():
                 nh = fa.fi.nh

@@ -106,16 +106,14 @@ def icmp_global_allow(ipv4: Ipv4) -> bool:
 
 def icmp_global_consume(ipv4: Ipv4) -> None:
     """Kernel: icmp_global_consume() (0 to 2 credits, at random)."""
-    credits = ipv4.net.rng.randrange(3)
-    if credits:
-        ipv4.icmp_global_credit -= credits
+    ncredits = ipv4.net.rng.randrange(3)
+    if ncredits:
+        ipv4.icmp_global_credit -= ncredits
 
 
 def inet_peer_xrlim_allow(ipv4: Ipv4, daddr: int, timeout: int) -> bool:
     """Per-destination token bucket. Kernel: inet_peer_xrlim_allow()."""
     peer = ipv4.inet_getpeer(daddr)
-    if peer is None:
-        return True
     now = ipv4.net.clock.jiffies
     token = peer.rate_tokens + now - peer.rate_last
     peer.rate_last = now
@@ -236,34 +234,24 @@ def icmp_send(ipv4: Ipv4, skb_in: SkBuff, icmp_type: int, code: int, info: int) 
     fl4 = Flowi4(
         src, saddr, tos=tos & IPTOS_TOS_MASK, proto=IPPROTO_ICMP, flags=0x01 if saddr else 0
     )
-    rt2 = ipv4.ip_route_output_key(fl4)
-    if isinstance(rt2, int):
+    found = ipv4.ip_route_output_key(fl4)
+    if isinstance(found, int):
         return
-    try:
-        if rt2.rt_flags & (RTCF_BROADCAST | RTCF_MULTICAST):
-            return
-        if not icmpv4_xrlim_allow(ipv4, rt2, fl4.daddr, apply_ratelimit):
-            return
-        room = min(rt2.mtu(), 576) - 20 - ICMP_HLEN
-        if room <= 20:
-            return
-        data_len = min(skb_in.tail - nh, room)
-        if not fl4.saddr:
-            fl4.saddr = INADDR_DUMMY
-        _icmp_push(
-            ipv4,
-            rt2,
-            fl4,
-            icmp_type,
-            code,
-            _I.pack(info & 0xFFFFFFFF),
-            buf[nh : nh + data_len],
-            tos,
-        )
-        rt2 = None
-    finally:
-        if rt2 is not None:
-            rt2.release()
+    rt2: Rtable = found
+    room = min(rt2.mtu(), 576) - 20 - ICMP_HLEN
+    if (
+        rt2.rt_flags & (RTCF_BROADCAST | RTCF_MULTICAST)
+        or not icmpv4_xrlim_allow(ipv4, rt2, fl4.daddr, apply_ratelimit)
+        or room <= 20
+    ):
+        rt2.release()
+        return
+    data_len = min(skb_in.tail - nh, room)
+    if not fl4.saddr:
+        fl4.saddr = INADDR_DUMMY
+    _icmp_push(
+        ipv4, rt2, fl4, icmp_type, code, _I.pack(info & 0xFFFFFFFF), buf[nh : nh + data_len], tos
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -457,5 +445,6 @@ def icmp_redirect(ipv4: Ipv4, skb: SkBuff) -> bool:
     (new_gw,) = _I.unpack_from(buf, th + 4)
     (old_gw,) = _I.unpack_from(buf, skb.network_header + 12)
     (daddr,) = _I.unpack_from(buf, inner + 16)
-    ipv4.ip_do_redirect(daddr, old_gw, new_gw, dev)
+    if dev is not None:
+        ipv4.ip_do_redirect(daddr, old_gw, new_gw, dev)
     return True

@@ -87,7 +87,8 @@ class IpFrags:
         if not field & IP_MF:
             # the last fragment fixes the total length
             if end < q.len or (q.has_last and end != q.len):
-                return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                return None
             q.has_last = True
             q.len = end
         else:
@@ -95,19 +96,21 @@ class IpFrags:
                 end &= ~7  # non-last fragments carry multiples of 8
             if end > q.len:
                 if q.has_last:
-                    return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                    self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                    return None
                 q.len = end
         if end == offset:
             kfree_skb(skb, DropReason.DUP_FRAG)
             return None
         skb.tail = nh + ihl + (end - offset)
-        for o, e, other in q.frags:
+        for o, e, _ in q.frags:
             if o == offset and e == end:
                 kfree_skb(skb, DropReason.DUP_FRAG)
                 return None
             if offset < e and o < end:
                 ipv4.ipext.ReasmOverlaps += 1
-                return self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                self._fail(q, skb, DropReason.FRAG_OVERLAP)
+                return None
         q.frags.append((offset, end, skb))
         q.frags.sort(key=lambda t: t[0])
         q.meat += end - offset

@@ -138,7 +138,7 @@ def ip_make_skb(
     """
     dev = rt.dev
     assert dev is not None
-    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16    # LL_RESERVED_SPACE
+    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
     total = IPV4_HLEN + payload_len
     skb = SkBuff(bytearray(hh_len + total), hh_len, hh_len + total)
     skb.network_header = hh_len
@@ -168,10 +168,15 @@ def ip_make_skb(
             ttl = ipv4.ip_default_ttl
     # DF when the user asked for PMTU discovery, or "want" it and the datagram fits
     df = 0
-    if disc == IP_PMTUDISC_DO or disc == IP_PMTUDISC_PROBE:
-        df = IP_DF
-    elif (disc == IP_PMTUDISC_WANT and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
-          and total <= (mtu or rt.mtu())):
+    if (
+        disc == IP_PMTUDISC_DO
+        or disc == IP_PMTUDISC_PROBE
+        or (
+            disc == IP_PMTUDISC_WANT
+            and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
+            and total <= (mtu or rt.mtu())
+        )
+    ):
         df = IP_DF
     buf = skb.buf
     IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
@@ -244,7 +249,10 @@ def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
 
 
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Fragment if needed. Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output()."""
+    """Fragment if needed.
+
+    Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
+    """
     dst = skb.dst
     assert dst is not None
     mtu = dst.mtu()
@@ -268,7 +276,10 @@ def ip_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 
 
 def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
-    """Replace options that are not copied into fragments by NOOPs. Kernel: ip_options_fragment()."""
+    """Replace options that are not copied into fragments by NOOPs.
+
+    Kernel: ip_options_fragment().
+    """
     i = off
     end = off + optlen
     while i < end:

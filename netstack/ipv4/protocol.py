@@ -112,7 +112,7 @@ class Ipv4:
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz  # "long ago": the first call refills
         self.peers: dict[int, InetPeer] = {}
-        self.inet_addr_lst: dict[int, list[InIfaddr]] = {}   # local addresses (inet_addr_lst)
+        self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
         self.fib = Fib(self)
         self.frags = IpFrags(self)
@@ -124,8 +124,8 @@ class Ipv4:
         self._loopback: NetDevice | None = None
         self.raw_sockets = 0
         # dst input/output functions as partials: one Python frame per hop
-        self.dst_output = partial(_out.ip_output, self)          # ip_output
-        self.dst_mc_output = partial(_out.ip_mc_output, self)    # ip_mc_output
+        self.dst_output = partial(_out.ip_output, self)  # ip_output
+        self.dst_mc_output = partial(_out.ip_mc_output, self)  # ip_mc_output
         self.dst_local_deliver = partial(_in.ip_local_deliver, self)
         self.dst_forward = partial(_in.ip_forward, self)
 
@@ -464,7 +464,10 @@ def _register_devconf(
                     cnf.forwarding = 1 if value else 0
                     ipv4.rt_cache_flush()
 
-            s.register(f"{prefix}.forwarding", lambda cnf=cnf: str(cnf.forwarding), set_fwd)
+            def get_fwd(cnf: DevConf = cnf) -> str:
+                return str(cnf.forwarding)
+
+            s.register(f"{prefix}.forwarding", get_fwd, set_fwd)
         else:
             s.register_int(f"{prefix}.{f}", cnf, f)
 

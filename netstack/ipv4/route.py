@@ -132,7 +132,7 @@ class Flowi4:
 
 
 class InetPeer:
-    """Per-destination long-lived state: ICMP/redirect rate tokens (kernel: ``struct inet_peer``)."""
+    """Per-destination state: ICMP and redirect rate tokens (kernel: ``struct inet_peer``)."""
 
     __slots__ = ("daddr", "n_redirects", "rate_last", "rate_tokens")
 
@@ -180,8 +180,11 @@ class Rtable(DstEntry):
         if not mtu:
             dev = self.dev
             mtu = dev.mtu if dev is not None else 1500
-            if (self.rt_mtu_locked or self.metric_mtu_locked) and self.rt_uses_gateway \
-                    and mtu > 576:
+            if (
+                (self.rt_mtu_locked or self.metric_mtu_locked)
+                and self.rt_uses_gateway
+                and mtu > 576
+            ):
                 mtu = 576
         return min(mtu, IP_MAX_MTU)
 
@@ -266,7 +269,8 @@ def __mkroute_output(
             do_cache = rtype == RTN_UNICAST
         if rth is not None and rth.valid() and rth.dev is dev_out and rth.rt_flags == flags:
             rth.hold()
-            return rth
+            cached: Rtable = rth
+            return cached
     rth = Rtable(ipv4, dev_out, flags, rtype)
     rth.rt_iif = orig_oif
     if (
@@ -399,15 +403,18 @@ def ip_route_input_noref(
     if not daddr & 0xFF000000:
         ipv4.martian_destination(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if ((daddr >> 24) == 127 or (saddr >> 24) == 127) and not dev.flags & IFF_LOOPBACK \
-            and not in_dev.orconf("route_localnet"):
+    if (
+        ((daddr >> 24) == 127 or (saddr >> 24) == 127)
+        and not dev.flags & IFF_LOOPBACK
+        and not in_dev.orconf("route_localnet")
+    ):
         if (daddr >> 24) == 127:
             ipv4.martian_destination(skb, daddr, saddr, dev)
         else:
             ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if (daddr & 0xF0000000) == 0xE0000000:
-        return -errno.EINVAL         # no multicast routing or group membership here: not ours
+        return -errno.EINVAL  # no multicast routing or group membership here: not ours
     res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
     if res is None:
         if not in_dev.cnf.forwarding:
@@ -416,8 +423,11 @@ def ip_route_input_noref(
         return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
     rtype = res.type
     if rtype == RTN_LOCAL:
-        if saddr in ipv4.inet_addr_lst and not dev.flags & IFF_LOOPBACK and \
-                ipv4.fib_validate_source(saddr, dev, in_dev):
+        if (
+            saddr in ipv4.inet_addr_lst
+            and not dev.flags & IFF_LOOPBACK
+            and ipv4.fib_validate_source(saddr, dev, in_dev)
+        ):
             ipv4.martian_source(skb, daddr, saddr, dev)
             return -errno.EINVAL
         nh = res.nh
@@ -427,7 +437,7 @@ def ip_route_input_noref(
             rt.holds += 1
         else:
             rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
-            if nh is not None:                       # cache it on the nexthop (do_cache)
+            if nh is not None:  # cache it on the nexthop (do_cache)
                 rt.hold()
                 nh.rth_input = rt
         skb.dst = rt
@@ -518,10 +528,7 @@ def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
     in_dev = dev.ip_ptr
     if in_dev is None:
         return False
-    for ifa in in_dev.primaries():
-        if ifa.match(a) and (not b or ifa.match(b)):
-            return True
-    return False
+    return any(ifa.match(a) and (not b or ifa.match(b)) for ifa in in_dev.primaries())
 
 
 # ---------------------------------------------------------------------------
@@ -533,7 +540,8 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
     """Input handler of unreachable/reject routes: count, maybe ICMP. Kernel: ip_error()."""
     rt = skb.dst
     dev = skb.dev
-    assert rt is not None and dev is not None
+    assert rt is not None
+    assert dev is not None
     in_dev = dev.ip_ptr
     ip = ipv4.ip
     err = rt.error
@@ -581,7 +589,7 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     old_mtu = rt.mtu()
     lock = False
     if rt.metric_mtu and rt.metric_mtu_locked:
-        return                                  # "mtu lock": the metric wins
+        return  # "mtu lock": the metric wins
     if old_mtu < mtu:
         return
     if mtu < IP_RT_MIN_PMTU:

@@ -156,12 +156,14 @@ class Mib:
     NAME = ""
 
     def __init__(self) -> None:
-        for f in self.__slots__:
-            setattr(self, f, 0)
+        name: str
+        for name in self.__slots__:
+            setattr(self, name, 0)
 
     def snapshot(self) -> MibSnapshot:
         """A frozen copy of the counters."""
-        return MibSnapshot(self.NAME, tuple((f, getattr(self, f)) for f in self.__slots__))
+        slots: tuple[str, ...] = self.__slots__
+        return MibSnapshot(self.NAME, tuple((name, getattr(self, name)) for name in slots))
 
 
 class IpMib(Mib):

@@ -53,9 +53,9 @@ from netstack.core.sock import (
     Sock,
     SockWouldBlock,
     sock_oserror,
+    sock_wfree,
 )
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
-from netstack.core.sock import sock_wfree
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4
 from netstack.neigh.neighbour import neigh_confirm
@@ -253,9 +253,9 @@ class UdpSock(Sock):
                 raise sock_oserror(EDESTADDRREQ)
             daddr = self.inet_daddr
             dport = self.inet_dport
-            rt = self.dst_cache                      # sk_dst_check()
+            rt = self.dst_cache  # sk_dst_check()
             if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
-                rt.refcnt += 1                       # dst_hold()
+                rt.refcnt += 1  # dst_hold()
                 rt.holds += 1
             else:
                 rt, _ = self._route(daddr, dport, True)
@@ -267,7 +267,7 @@ class UdpSock(Sock):
                     neigh_confirm(n)
             rt.release()
             return 0
-        if self.sk_wmem_alloc >= self.sk_sndbuf:     # sock_alloc_send_skb()
+        if self.sk_wmem_alloc >= self.sk_sndbuf:  # sock_alloc_send_skb()
             rt.release()
             if flags & MSG_DONTWAIT:
                 raise sock_oserror(EAGAIN)
@@ -275,7 +275,7 @@ class UdpSock(Sock):
         total = UDP_HLEN + length
         mtu = rt.mtu()
         fits = total + 20 <= mtu
-        if not fits and 2 <= self.pmtudisc <= 4:    # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
+        if not fits and 2 <= self.pmtudisc <= 4:  # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
             rt.release()
             self._local_error(EMSGSIZE, daddr, dport, mtu)
             raise sock_oserror(EMSGSIZE)
@@ -303,13 +303,15 @@ class UdpSock(Sock):
             skb.csum_offset = 6
         else:
             UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
-            c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
+            c = csum_tcpudp_magic(
+                saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total)
+            )
             UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
         if flags & MSG_CONFIRM:
             skb.dst_pending_confirm = True
             self.dst_pending_confirm = True
         rc = ip_local_out(ipv4, skb)
-        if rc == 1 or rc == 2:                       # net_xmit_errno(): NET_XMIT_DROP/CN
+        if rc == 1 or rc == 2:  # net_xmit_errno(): NET_XMIT_DROP/CN
             ipv4.udp_mib.SndbufErrors += 1
             if self.recverr:
                 raise sock_oserror(ENOBUFS)
@@ -564,9 +566,9 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
             _queue(ipv4, sk, skb.clone())
         _queue(ipv4, socks[-1], skb)
         return 0
-    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
-    if sk is not None:
-        _queue(ipv4, sk, skb)
+    found = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    if found is not None:
+        _queue(ipv4, found, skb)
         return 0
     if not _udp_csum_ok(skb):
         mib.InCsumErrors += 1

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from helpers import add_addr
 
 import netstack
 from netstack.core import qdisc as qdisc_mod
+from netstack.core import xmit as xmit_mod
 from netstack.core.dev import dev_graft_qdisc
 from netstack.core.netdevice import NetDevice
 from netstack.core.qdisc import TCQ_F_NOPARENT, TCQ_F_ONETXQUEUE
@@ -16,11 +18,10 @@ from netstack.core.skbuff import SkBuff
 from netstack.sched import PfifoFastQdisc
 from netstack.socket import SO_SNDBUF, SOL_SOCKET
 
-from helpers import add_addr
 
-
-def _nic_pair(lab: netstack.Lab, patches: netstack.Patches, rate: float) -> tuple[
-        netstack.Host, netstack.Host]:
+def _nic_pair(
+    lab: netstack.Lab, patches: netstack.Patches, rate: float | None
+) -> tuple[netstack.Host, netstack.Host]:
     a = lab.add_host("a", patches=patches)
     b = lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind="nic", rate=rate)
@@ -39,13 +40,15 @@ async def _flood(host: netstack.Host, dst: str, count: int, size: int) -> int:
 
 @pytest.mark.parametrize("unlocked", [True, False])
 async def test_validate_runs_outside_the_root_lock_only_with_the_patch(
-    lab: netstack.Lab, unlocked: bool, autojump_clock: trio.testing.MockClock,
+    lab: netstack.Lab,
+    unlocked: bool,
+    autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, _b = _nic_pair(lab, netstack.Patches(qdisc_validate_unlocked=unlocked), rate=10e6)
-    await a.ping("10.0.0.2")                                  # resolve ARP first
+    await a.ping("10.0.0.2")  # resolve ARP first
     seen: list[bool] = []
-    real = qdisc_mod.validate_xmit_skb_list
+    real = xmit_mod.validate_xmit_skb_list
 
     eth0 = a.dev("eth0")
 
@@ -110,8 +113,8 @@ async def test_bulk_dequeue_needs_fewer_root_lock_acquisitions(
 async def test_hard_tx_lock_is_taken_unless_the_device_is_lltx(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, b = _nic_pair(lab, netstack.Patches(), rate=None)      # NICs are not LLTX
-    lab.add_link("a:veth0", "b:veth0")                        # veth is
+    a, b = _nic_pair(lab, netstack.Patches(), rate=None)  # NICs are not LLTX
+    lab.add_link("a:veth0", "b:veth0")  # veth is
     add_addr(a, "veth0", "10.9.0.1/24")
     add_addr(b, "veth0", "10.9.0.2/24")
     nic_lock = a.dev("eth0").tx_queues[0]._xmit_lock
@@ -120,7 +123,7 @@ async def test_hard_tx_lock_is_taken_unless_the_device_is_lltx(
     r1 = await a.ping("10.0.0.2", count=3, interval=0.1)
     r2 = await a.ping("10.9.0.2", count=3, interval=0.1)
     assert r1.received == 3 and r2.received == 3
-    assert nic_lock.acquisitions >= 4                         # ARP request + 3 echoes
+    assert nic_lock.acquisitions >= 4  # ARP request + 3 echoes
     assert veth_lock.acquisitions == 0
     assert nic_lock.owner == -1 and a.dev("eth0").tx_queues[0].xmit_lock_owner == -1
 
@@ -131,7 +134,7 @@ async def test_veth_full_ring_drops_without_a_qdisc(
     a, b = two_hosts
     await a.ping("10.0.0.2")
     sock = a.socket()
-    for _ in range(300):                     # one synchronous burst: b's NAPI cannot run
+    for _ in range(300):  # one synchronous burst: b's NAPI cannot run
         sock.sendto_nowait(b"x" * 20, ("10.0.0.2", 9))
     await trio.sleep(0.1)
     assert a.dev("eth0").statistics().tx_dropped == 300 - 256
@@ -154,7 +157,7 @@ async def test_veth_with_a_qdisc_stops_and_wakes_instead_of_dropping(
     sock.setsockopt(SOL_SOCKET, SO_SNDBUF, 1 << 20)
     for _ in range(300):
         sock.sendto_nowait(b"x" * 20, ("10.0.0.2", 9))
-    assert q.qlen > 0                        # the ring filled; the rest waits in the qdisc
+    assert q.qlen > 0  # the ring filled; the rest waits in the qdisc
     await trio.sleep(0.1)
     stats = q.statistics()
     assert dev.statistics().tx_dropped == 0

@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from helpers import add_addr
 
 import netstack
-from netstack.drivers.dummy import dummy_newlink
 from netstack.core.dev import dev_open
+from netstack.drivers.dummy import dummy_newlink
 from netstack.ipv4 import ipv4_of
 from netstack.socket import MSG_CONFIRM
 from netstack.wire.ipv4 import aton
-
-from helpers import add_addr
 
 
 def _dummy_host(lab: netstack.Lab, name: str, patches: netstack.Patches) -> netstack.Host:
@@ -30,13 +29,13 @@ async def test_msg_confirm_dirties_confirmed_once_per_jiffy(
 ) -> None:
     host = _dummy_host(lab, f"h{int(elide)}", netstack.Patches(neigh_confirm_elide=elide))
     sock = host.socket()
-    await sock.sendto(b"x" * 200, ("10.5.0.2", 9))          # creates the NOARP neighbour
-    await trio.sleep(0.005)                                  # a later jiffy than the creation
+    await sock.sendto(b"x" * 200, ("10.5.0.2", 9))  # creates the NOARP neighbour
+    await trio.sleep(0.005)  # a later jiffy than the creation
     n = ipv4_of(host.net).arp_tbl.lookup(aton("10.5.0.2"), host.dev("dummy0"))
     assert n is not None
     before = n.confirm_writes
     jiffy = host.net.clock.jiffies
-    for _ in range(1000):                                    # no await: all in one jiffy
+    for _ in range(1000):  # no await: all in one jiffy
         sock.sendto_nowait(b"x" * 200, ("10.5.0.2", 9), MSG_CONFIRM)
     assert host.net.clock.jiffies == jiffy
     assert n.confirm_writes - before == expected
