@@ -1,0 +1,148 @@
+"""Unit tests of core pieces: SkBuff, DQL, timers, sysctl table, patches."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from netstack.core.dql import DQL_MAX_LIMIT, Dql
+from netstack.core.net import Net
+from netstack.core.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, SkBuff, alloc_skb
+from netstack.core.sysctl import SysctlTable
+from netstack.cpu import Clock
+from netstack.errors import ConfigError, SkbPanic
+
+# -- SkBuff --------------------------------------------------------------------------
+
+
+def test_push_pull_put_reserve() -> None:
+    skb = alloc_skb(100, headroom=32)
+    assert (skb.data, skb.tail, len(skb)) == (32, 32, 0)
+    off = skb.put(10)
+    assert off == 32 and len(skb) == 10
+    assert skb.push(14) == 18 and len(skb) == 24
+    assert skb.pull(14) == 32
+    with pytest.raises(SkbPanic):
+        skb.push(40)
+    with pytest.raises(SkbPanic):
+        skb.pull(11)
+    skb.put(200)  # grows the buffer
+    assert skb.tailroom() == 0 and len(skb) == 210
+
+
+def test_clone_shares_and_make_writable_copies() -> None:
+    skb = alloc_skb(8, headroom=8)
+    skb.put(8)
+    skb.buf[8:16] = b"ABCDEFGH"
+    c = skb.clone()
+    assert c.buf is skb.buf and c.cloned and skb.cloned
+    c.make_writable()
+    assert c.buf is not skb.buf and not c.cloned and not skb.cloned
+    c.buf[8] = ord("Z")
+    assert skb.tobytes() == b"ABCDEFGH" and c.tobytes() == b"ZBCDEFGH"
+
+
+def test_cow_head_grows_headroom_and_shifts_offsets() -> None:
+    skb = alloc_skb(20, headroom=4)
+    skb.put(20)
+    skb.reset_network_header()
+    skb.transport_header = skb.data + 20
+    skb.cow_head(40)
+    assert skb.headroom() >= 40
+    assert skb.network_header == skb.data and skb.transport_header == skb.data + 20
+
+
+def test_trim_drops_checksum_complete() -> None:
+    skb = alloc_skb(10)
+    skb.put(10)
+    skb.ip_summed = CHECKSUM_COMPLETE
+    skb.trim(5)
+    assert len(skb) == 5 and skb.ip_summed == CHECKSUM_NONE
+
+
+def test_truesize_follows_the_allocation() -> None:
+    small = SkBuff(bytearray(200), 0, 200)
+    assert small.truesize == 1024 + 256  # kmalloc-1024 (200 + 320 shinfo) + sk_buff
+    assert SkBuff(bytearray(64), 0, 0).truesize == 512 + 256
+
+
+# -- DQL ----------------------------------------------------------------------------
+
+
+def test_dql_limit_grows_when_starved() -> None:
+    dql = Dql(Clock(1000, now=lambda: 0.0))
+    assert dql.avail() == 0 and dql.max_limit == DQL_MAX_LIMIT
+    dql.queued(1500)
+    assert dql.avail() < 0  # limit 0: over the limit at once
+    dql.completed(1500)  # drained while over the limit: starved
+    assert dql.limit == 1500 and dql.avail() == 1500
+    dql.queued(1500)
+    dql.queued(1500)
+    dql.completed(3000)
+    assert dql.limit > 1500
+
+
+def test_dql_refuses_completing_more_than_queued() -> None:
+    dql = Dql(Clock(1000, now=lambda: 0.0))
+    dql.queued(100)
+    with pytest.raises(ValueError, match="exceeds"):
+        dql.completed(200)
+
+
+def test_dql_shrinks_by_the_least_slack_after_hold_time() -> None:
+    t = [0.0]
+    dql = Dql(Clock(1000, now=lambda: t[0]))
+    dql.limit = dql.adj_limit = 100_000
+    for step in range(50):  # always busy, completing little
+        t[0] = step * 0.1
+        dql.queued(3000)
+        dql.completed(1500)
+    assert dql.limit < 100_000
+
+
+# -- timers ---------------------------------------------------------------------------
+
+
+async def test_timers_fire_in_order_at_their_jiffy(autojump_clock: trio.testing.MockClock) -> None:
+    net = Net("t")
+    fired: list[tuple[str, int]] = []
+    a = net.timers.timer(lambda: fired.append(("a", net.clock.jiffies)))
+    b = net.timers.timer(lambda: fired.append(("b", net.clock.jiffies)))
+    c = net.timers.timer(lambda: fired.append(("c", net.clock.jiffies)))
+    async with trio.open_nursery() as nursery:
+        net.attach(nursery)
+        a.mod(300)
+        b.mod(100)
+        c.mod(200)
+        assert c.delete()
+        assert not c.delete()
+        b.mod(150)  # re-armed: the old expiry is stale
+        await trio.sleep(1)
+        assert fired == [("b", 150), ("a", 300)]
+        assert net.timers.pending_count() == 0
+        nursery.cancel_scope.cancel()
+
+
+# -- sysctl ---------------------------------------------------------------------------
+
+
+def test_sysctl_table_errors_are_procps_texts() -> None:
+    class Obj:
+        x = 1
+
+    table = SysctlTable()
+    table.register_int("net.test.x", Obj, "x", minimum=0, maximum=2)
+    table.register("net.test.ro", lambda: "7")
+    assert table.read("net/test/x") == "1"
+    table.write("net.test.x", "2")
+    assert Obj.x == 2
+    with pytest.raises(ConfigError, match=r'setting key "net.test.x": Invalid argument'):
+        table.write("net.test.x", "3")
+    with pytest.raises(ConfigError, match="Invalid argument"):
+        table.write("net.test.x", "abc")
+    with pytest.raises(ConfigError, match="cannot stat /proc/sys/net/test/nope"):
+        table.read("net.test.nope")
+    with pytest.raises(ConfigError, match="Permission denied"):
+        table.write("net.test.ro", "1")
+    assert table.names("net.test") == ["net.test.ro", "net.test.x"]

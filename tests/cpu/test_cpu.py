@@ -1,0 +1,63 @@
+"""Clock/jiffies, CPUs and spin locks (functional mode)."""
+
+from __future__ import annotations
+
+import pytest
+
+from netstack.cpu import Clock, CpuSet, SpinLock, time_after, time_before
+from netstack.errors import SkbPanic
+
+
+def test_jiffies_follow_the_clock_at_hz() -> None:
+    now = [0.0]
+    clock = Clock(250, now=lambda: now[0])
+    assert clock.jiffies == 0
+    now[0] = 1.0
+    assert clock.jiffies == 250
+    assert clock.msecs_to_jiffies(1) == 1  # rounds up
+    assert clock.jiffies_to_msecs(250) == 1000
+    assert clock.jiffies_to_clock_t(250) == 100  # USER_HZ
+
+
+def test_a_timer_tick_maps_back_to_its_jiffy_despite_floats() -> None:
+    for hz in (100, 250, 300, 1000):
+        t = [0.0]
+        clock = Clock(hz, now=lambda: t[0])
+        for j in range(0, 5000, 7):
+            t[0] = clock.jiffies_to_time(j)
+            assert clock.jiffies == j
+
+
+def test_bad_hz() -> None:
+    with pytest.raises(ValueError, match="HZ"):
+        Clock(0)
+
+
+def test_time_comparisons() -> None:
+    assert time_after(5, 4) and not time_after(4, 4)
+    assert time_before(3, 4)
+
+
+def test_cpuset_current_and_run_on() -> None:
+    cpus = CpuSet(4)
+    assert len(cpus) == 4 and cpus.current.id == 0
+    assert cpus.run_on(6).id == 2 and cpus.current is cpus[2]
+    with pytest.raises(ValueError, match="at least one CPU"):
+        CpuSet(0)
+
+
+def test_spinlock_counts_and_refuses_recursion() -> None:
+    cpus = CpuSet(2)
+    lock = SpinLock("q")
+    lock.lock(cpus[0])
+    assert lock.held and lock.owner == 0
+    with pytest.raises(SkbPanic, match="recursive"):
+        lock.lock(cpus[0])
+    assert not lock.trylock(cpus[1])
+    with pytest.raises(SkbPanic, match="owner"):
+        lock.unlock(cpus[1])
+    lock.unlock(cpus[0])
+    assert lock.trylock(cpus[1])
+    lock.unlock(cpus[1])
+    stat = lock.statistics()
+    assert (stat.acquisitions, stat.contentions) == (2, 1)
