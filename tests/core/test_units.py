@@ -36,9 +36,12 @@ def test_clone_shares_and_make_writable_copies() -> None:
     skb.put(8)
     skb.buf[8:16] = b"ABCDEFGH"
     c = skb.clone()
-    assert c.buf is skb.buf and c.cloned and skb.cloned
+    assert c.buf is skb.buf
+    assert c.cloned
+    assert skb.cloned
     c.make_writable()
-    assert c.buf is not skb.buf and not c.cloned and not skb.cloned
+    assert c.buf is not skb.buf
+    assert (skb.cloned, c.cloned) == (False, False)
     c.buf[8] = ord("Z")
     assert skb.tobytes() == b"ABCDEFGH" and c.tobytes() == b"ZBCDEFGH"
 

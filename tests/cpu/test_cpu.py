@@ -22,7 +22,7 @@ def test_jiffies_follow_the_clock_at_hz() -> None:
 def test_a_timer_tick_maps_back_to_its_jiffy_despite_floats() -> None:
     for hz in (100, 250, 300, 1000):
         t = [0.0]
-        clock = Clock(hz, now=lambda: t[0])
+        clock = Clock(hz, now=lambda t=t: t[0])  # type: ignore[misc]
         for j in range(0, 5000, 7):
             t[0] = clock.jiffies_to_time(j)
             assert clock.jiffies == j

@@ -19,6 +19,7 @@ from netstack.neigh.nud import (
     NUD_REACHABLE,
     NUD_STALE,
     Act,
+    Action,
     NeighParms,
     NudEntry,
     event_send,
@@ -31,8 +32,8 @@ from netstack.neigh.nud import (
 P = NeighParms()  # HZ 1000: times in ms
 
 
-def acts(actions: list[object]) -> list[Act]:
-    return [a.act for a in actions]  # type: ignore[attr-defined]
+def acts(actions: list[Action]) -> list[Act]:
+    return [a.act for a in actions]
 
 
 def test_first_use_goes_incomplete_probes_now_and_queues() -> None:
@@ -41,7 +42,7 @@ def test_first_use_goes_incomplete_probes_now_and_queues() -> None:
     assert rc == 1
     assert n.nud_state == NUD_INCOMPLETE and n.probes == P.ucast_probes
     assert acts(actions) == [Act.DEL_TIMER, Act.SET_TIMER, Act.QUEUE, Act.PROBE_NOW]
-    assert actions[1].arg == 100 + P.retrans_time  # type: ignore[attr-defined]
+    assert actions[1].arg == 100 + P.retrans_time
 
 
 def test_unanswered_resolution_fails_after_mcast_probes() -> None:
@@ -66,11 +67,11 @@ def test_reachable_stays_while_confirmed() -> None:
     n = NudEntry(NUD_REACHABLE, confirmed=1000, used=1000)
     actions = timer_handler(n, P, 20_000)
     assert n.nud_state == NUD_REACHABLE
-    assert actions[-1].arg == 1000 + P.reachable_time  # type: ignore[attr-defined]
+    assert actions[-1].arg == 1000 + P.reachable_time
     # at the boundary the re-armed timer is clamped to now + HZ/100
     actions = timer_handler(n, P, 1000 + P.reachable_time)
     assert n.nud_state == NUD_REACHABLE
-    assert actions[-1].arg == 1000 + P.reachable_time + 10  # type: ignore[attr-defined]
+    assert actions[-1].arg == 1000 + P.reachable_time + 10
 
 
 def test_reachable_to_delay_when_used_recently_else_stale() -> None:
@@ -98,7 +99,7 @@ def test_stale_use_moves_to_delay_and_sends_now() -> None:
     n = NudEntry(NUD_STALE)
     rc, actions = event_send(n, P, 50)
     assert rc == 0 and n.nud_state == NUD_DELAY
-    assert actions[-1].arg == 50 + P.delay_probe_time  # type: ignore[attr-defined]
+    assert actions[-1].arg == 50 + P.delay_probe_time
 
 
 def test_no_multicast_probes_means_immediate_failure() -> None:
