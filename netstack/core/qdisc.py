@@ -357,7 +357,8 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
     """
     skb = q.gso_skb
     txq = q.dev_queue
-    assert txq is not None
+    if txq is None:  # noop: nothing is ever queued (kernel: noop_netdev_queue)
+        return None, False, 0
     if skb is not None:
         if netif_xmit_frozen_or_stopped(txq):
             return None, False, 0

@@ -129,8 +129,13 @@ def _hw_rx_l4_ok(frame: bytes | bytearray) -> bool | None:
     if ihl < 20 or end > len(frame) or tot_len < ihl + 8:
         return None
     l4 = ip + ihl
-    if proto == 17 and frame[l4 + 6] == 0 and frame[l4 + 7] == 0:
-        return None  # UDP without checksum
+    if proto == 17:
+        if frame[l4 + 6] == 0 and frame[l4 + 7] == 0:
+            return None  # UDP without checksum
+        ulen = (frame[l4 + 4] << 8) | frame[l4 + 5]
+        if ulen < 8 or l4 + ulen > end:
+            return False
+        end = l4 + ulen  # the UDP checksum covers the UDP length, not the IP payload
     saddr = int.from_bytes(frame[ip + 12 : ip + 16], "big")
     daddr = int.from_bytes(frame[ip + 16 : ip + 20], "big")
     return csum_tcpudp_magic(saddr, daddr, end - l4, proto, csum_partial(frame, l4, end)) == 0
@@ -157,6 +162,7 @@ class NicPriv:
         self.napi: Napi | None = None
         self.lot = trio.lowlevel.ParkingLot()
         self.dead = False  # unregistered: the wire task ends
+        self.wake_at = float("inf")  # when the wire task next wakes up
         self.tx_frames = 0  # frames put on the wire (after TSO)
         self.wire_bytes = 0
 
@@ -204,7 +210,11 @@ class NicPriv:
                 in_flight[0][0] if in_flight else float("inf"),
             )
             if nxt > trio.current_time():
-                await trio.sleep_until(nxt)
+                self.wake_at = nxt
+                with trio.move_on_at(nxt):  # an earlier event (kick) ends the wait
+                    await self.lot.park()
+                self.wake_at = float("inf")
+                continue
             now = trio.current_time()
             net.cpus.run_on(0)
             if tx_ring and tx_ring[0][0] + self.tx_usecs <= now:
@@ -310,14 +320,13 @@ class NicOps(NetDeviceOps):
             priv.in_flight.append((done + arrive_delay, bytes(frame)))
             priv.tx_frames += 1
             priv.wire_bytes += len(frame)
-        was_idle = not priv.tx_ring and len(priv.in_flight) <= 1
         priv.busy_until = done
         priv.tx_ring.append((done, skb, length))
         netdev_tx_sent_queue(txq, length)
         if len(priv.tx_ring) >= priv.tx_ring_size:
             netif_tx_stop_queue(txq)
-        if was_idle:
-            priv.kick()
+        if min(done + priv.tx_usecs, done + arrive_delay) < priv.wake_at:
+            priv.kick()  # this frame's events come before the task's next wake-up
         return NETDEV_TX_OK
 
     def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:

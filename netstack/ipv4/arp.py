@@ -42,6 +42,7 @@ from netstack.ipv4.constants import (
     RTN_UNICAST,
 )
 from netstack.ipv4.devinet import inet_select_addr
+from netstack.ipv4.route import ip_route_input_noref
 from netstack.neigh.neighbour import (
     Neighbour,
     NeighOps,
@@ -293,7 +294,13 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
             arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
         consume_skb(skb)
         return
-    if op == ARPOP_REQUEST and fib.inet_addr_type(tip) == RTN_LOCAL:
+    # Route the request as an IP packet from sip to tip: martian senders fail here.
+    if (
+        op == ARPOP_REQUEST
+        and ip_route_input_noref(ipv4, skb, tip, sip, 0, dev) == 0
+        and skb.dst is not None
+        and skb.dst.rt_type == RTN_LOCAL  # type: ignore[attr-defined]
+    ):
         if skb.pkt_type == PACKET_HOST:
             tbl.rcv_probes_ucast += 1
         else:

@@ -27,18 +27,16 @@ from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
-    PACKET_BROADCAST,
     PACKET_HOST,
-    PACKET_MULTICAST,
     PACKET_OTHERHOST,
     DropReason,
     SkBuff,
     consume_skb,
     kfree_skb,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_DOREDIRECT, RTCF_MULTICAST
+from netstack.ipv4.constants import RTCF_DOREDIRECT, RTN_BROADCAST, RTN_MULTICAST
 from netstack.ipv4.route import ip_route_input_noref
-from netstack.wire.checksum import csum_partial, csum_sub, ip_fast_csum
+from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_EXC_TTL,
@@ -116,7 +114,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         return
     if length > tot_len:  # pskb_trim_rcsum(): link padding
         if skb.ip_summed == CHECKSUM_COMPLETE:
-            skb.csum = csum_sub(skb.csum, csum_partial(buf, nh + tot_len, skb.tail))
+            skb.csum = csum_block_sub(skb.csum, csum_partial(buf, nh + tot_len, skb.tail), tot_len)
         skb.tail = nh + tot_len
     skb.network_header = nh
     skb.transport_header = nh + ihl
@@ -146,10 +144,13 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     if ihl > 20 and not ip_rcv_options(ipv4, skb, dev, ihl):
         return
     rt: Any = skb.dst
-    if rt.rt_flags & RTCF_MULTICAST or skb.pkt_type == PACKET_MULTICAST:
+    rtype = rt.rt_type
+    if rtype == RTN_MULTICAST:
         ipv4.ipext.InMcastPkts += 1
-    elif rt.rt_flags & RTCF_BROADCAST or skb.pkt_type == PACKET_BROADCAST:
+        ipv4.ipext.InMcastOctets += skb.tail - skb.data
+    elif rtype == RTN_BROADCAST:
         ipv4.ipext.InBcastPkts += 1
+        ipv4.ipext.InBcastOctets += skb.tail - skb.data
     rt.input(skb)
 
 

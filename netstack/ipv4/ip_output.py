@@ -350,7 +350,7 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
         left -= length
         if left > 0 or not_last:
             field |= IP_MF
-        _HH.pack_into(fb, hh_len + 2, hlen + length, 0)
+        _H.pack_into(fb, hh_len + 2, hlen + length)  # tot_len (the ID stays the datagram's)
         _H.pack_into(fb, hh_len + 6, field)
         fb[hh_len + 10] = 0
         fb[hh_len + 11] = 0

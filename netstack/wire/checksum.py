@@ -21,6 +21,7 @@ from typing import Final
 __all__ = [
     "CSUM_MANGLED_0",
     "csum_add",
+    "csum_block_sub",
     "csum_fold",
     "csum_partial",
     "csum_sub",
@@ -72,6 +73,17 @@ def csum_add(a: int, b: int) -> int:
 def csum_sub(a: int, b: int) -> int:
     """Subtract partial sum *b* from *a* (add its complement). Kernel: csum_sub()."""
     return csum_add(a, ~b & 0xFFFF)
+
+
+def csum_block_sub(a: int, b: int, offset: int) -> int:
+    """Subtract *b*, the sum of a block starting *offset* bytes into *a*'s area.
+
+    A block at an odd offset contributes its bytes swapped, so its sum is
+    rotated by 8 bits first. Kernel: include/net/checksum.h, csum_block_sub().
+    """
+    if offset & 1:
+        b = ((b & 0xFF) << 8) | (b >> 8)
+    return csum_sub(a, b)
 
 
 def csum_fold(s: int) -> int:

@@ -292,6 +292,7 @@ def test_module_exports() -> None:
         [
             "CSUM_MANGLED_0",
             "csum_add",
+            "csum_block_sub",
             "csum_fold",
             "csum_partial",
             "csum_sub",
