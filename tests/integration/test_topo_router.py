@@ -1,0 +1,258 @@
+"""Three hosts and a router: forwarding, TTL, ICMP errors, ip_forward=0.
+
+    a (10.0.1.1) ── eth0 r eth1 ── b (10.0.2.1)
+                  10.0.1.254  10.0.2.254
+
+``a`` and ``b`` have a default route via ``r``; ``r`` forwards when
+``net.ipv4.ip_forward=1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import AsyncIterator
+from typing import Literal
+
+import dpkt
+import pytest
+import trio
+import trio.testing
+
+from netstack.host import Host, Lab, open_lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.fib import RouteConfig
+from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
+from netstack.wire.ipv4 import aton
+
+VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
+
+
+@contextlib.asynccontextmanager
+async def open_test_lab() -> AsyncIterator[Lab]:
+    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
+    with trio.fail_after(VIRTUAL_DEADLINE):
+        async with open_lab(debug_skb=True) as lab:
+            yield lab
+
+
+def add_addr(host: Host, dev: str, cidr: str) -> None:
+    addr, _, plen = cidr.partition("/")
+    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
+
+
+def add_route(host: Host, cidr: str, gw: str) -> None:
+    dst, _, plen = cidr.partition("/")
+    ipv4_of(host.net).fib.add_route(RouteConfig(aton(dst), int(plen), gw=aton(gw), dev=None))
+
+
+def routed(
+    lab: Lab,
+    *,
+    forward: bool = True,
+    default_routes: bool = True,
+    kind: Literal["veth", "nic"] = "veth",
+) -> tuple[Host, Host, Host]:
+    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0", kind=kind)
+    lab.add_link("r:eth1", "b:eth0", kind=kind)
+    add_addr(a, "eth0", "10.0.1.1/24")
+    add_addr(r, "eth0", "10.0.1.254/24")
+    add_addr(r, "eth1", "10.0.2.254/24")
+    add_addr(b, "eth0", "10.0.2.1/24")
+    if default_routes:
+        add_route(a, "0.0.0.0/0", "10.0.1.254")
+        add_route(b, "0.0.0.0/0", "10.0.2.254")
+    r.sysctl(f"net.ipv4.ip_forward={int(forward)}")
+    return a, r, b
+
+
+def nstat(host: Host, name: str) -> int:
+    return host.nstat().get(name, 0)
+
+
+def ip_frames(frames: list[tuple[float, bytes, bool]]) -> list[tuple[bytes, bool]]:
+    """(IP datagram, outgoing) of every IPv4 frame, with header checks."""
+    out = []
+    for _, frame, outgoing in frames:
+        if frame[12:14] != b"\x08\x00":
+            continue
+        raw = frame[14:]
+        tot = struct.unpack_from("!H", raw, 2)[0]
+        assert dpkt.in_cksum(raw[: (raw[0] & 0xF) * 4]) == 0, "bad IP header checksum"
+        out.append((raw[:tot], outgoing))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["veth", "nic"])
+async def test_router_forwards_and_decrements_ttl(
+    autojump_clock: trio.testing.MockClock, kind: Literal["veth", "nic"]
+) -> None:
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab, kind=kind)
+        cap_in, cap_out = r.capture("eth0"), r.capture("eth1")
+        res = await a.ping("10.0.2.1", count=3, interval=0.2)
+        assert res.received == 3
+        assert [rep.ttl for rep in res.replies] == [63, 63, 63]  # b's 64, less one hop
+        assert nstat(r, "IpForwDatagrams") == 6  # three requests, three replies
+        assert nstat(r, "IpInDelivers") == 0
+        assert nstat(b, "IcmpInEchos") == 3
+        # The same datagrams on both sides of the router, one TTL apart.
+        ins = [ip for ip, outgoing in ip_frames(cap_in.frames) if not outgoing]
+        outs = [ip for ip, outgoing in ip_frames(cap_out.frames) if outgoing]
+        assert len(ins) == len(outs) == 3
+        for before, after in zip(ins, outs, strict=True):
+            assert before[8] == 64
+            assert after[8] == 63
+            assert before[:8] == after[:8]  # version … flags/offset, ID unchanged
+            assert before[9] == after[9]
+            assert before[12:] == after[12:]  # addresses and payload unchanged
+        assert r.drops() == {}
+
+
+async def test_router_forwards_udp_both_ways(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, _r, b = routed(lab)
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 7000))
+        cli = a.socket()
+        await cli.sendto(b"over the router", ("10.0.2.1", 7000))
+        data, (src, sport) = await srv.recvfrom(2048)
+        assert data == b"over the router"
+        assert src == "10.0.1.1"
+        await srv.sendto(data.upper(), (src, sport))
+        assert await cli.recvfrom(2048) == (b"OVER THE ROUTER", ("10.0.2.1", 7000))
+
+
+async def test_ttl_1_gets_time_exceeded_from_the_router(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab)
+        await trio.sleep(1.0)
+        cap = a.capture("eth0")
+        out: list[str] = []
+        res = await a.ping("10.0.2.1", ttl=1, output=out)
+        assert res.received == 0
+        assert [(e.source, e.error) for e in res.errors] == [
+            ("10.0.1.254", "Time to live exceeded")
+        ]
+        assert "From 10.0.1.254 icmp_seq=1 Time to live exceeded" in out
+        assert nstat(r, "IcmpOutTimeExcds") == 1
+        assert nstat(r, "IpInHdrErrors") == 1
+        assert nstat(r, "IpForwDatagrams") == 0
+        assert nstat(b, "IpInReceives") == 0
+        # The error on the wire: valid checksums, quoting our echo request.
+        errors = [ip for ip, outgoing in ip_frames(cap.frames) if not outgoing]
+        assert len(errors) == 1
+        err = dpkt.ip.IP(errors[0])
+        assert (err.src, err.dst, err.p) == (bytes([10, 0, 1, 254]), bytes([10, 0, 1, 1]), 1)
+        assert dpkt.in_cksum(bytes(err.data)) == 0
+        assert (err.data.type, err.data.code) == (11, 0)
+        quoted = dpkt.ip.IP(bytes(err.data.data)[4:])
+        assert quoted.ttl == 1
+        assert quoted.dst == bytes([10, 0, 2, 1])
+        # TTL 2 is enough.
+        assert (await a.ping("10.0.2.1", ttl=2)).received == 1
+
+
+async def test_ttl_exceeded_right_after_boot(autojump_clock: trio.testing.MockClock) -> None:
+    """The very first ICMP error of a host is sent, not rate limited.
+
+    Linux starts jiffies at INITIAL_JIFFIES, so icmp_global_allow()'s first call
+    sees a full second since its stamp and refills the burst (regression: with
+    jiffies and the stamp both starting at 0, every rate-limited error of a
+    host's first 20 ms was dropped).
+    """
+    async with open_test_lab() as lab:
+        a, r, _b = routed(lab)
+        res = await a.ping("10.0.2.1", ttl=1)
+    assert nstat(r, "IcmpOutRateLimitGlobal") == 0
+    assert [e.error for e in res.errors] == ["Time to live exceeded"]
+
+
+async def test_router_without_a_route_sends_net_unreachable(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_test_lab() as lab:
+        a, r, _b = routed(lab)
+        await trio.sleep(1.0)
+        res = await a.ping("10.9.9.9")
+        assert [(e.source, e.error) for e in res.errors] == [
+            ("10.0.1.254", "Destination Net Unreachable")
+        ]
+        assert nstat(r, "IpExtInNoRoutes") == 1
+        assert nstat(r, "IcmpOutDestUnreachs") == 1
+        assert nstat(r, "IpForwDatagrams") == 0
+        assert r.drops() == {"IP_INNOROUTES": 1}
+        # A UDP socket connected there learns it (net unreachable is a soft error:
+        # reported only with IP_RECVERR).
+        sock = a.socket()
+        sock.setsockopt(IPPROTO_IP, IP_RECVERR, 1)
+        await sock.connect(("10.9.9.9", 53))
+        await trio.sleep(1.0)  # the router's per-source ICMP error budget refills
+        await sock.send(b"query")
+        with pytest.raises(OSError, match="Network is unreachable") as exc:
+            with trio.fail_after(1):
+                await sock.recv(100)
+        assert exc.value.errno == 101
+        data, anc, flags, _addr = await sock.recvmsg(100, 1024, MSG_ERRQUEUE)
+        assert data == b"query"
+        assert flags & MSG_ERRQUEUE
+        ee_errno, origin, icmp_type, icmp_code = struct.unpack_from("=IBBB", anc[0][2])
+        assert (ee_errno, origin, icmp_type, icmp_code) == (101, 2, 3, 0)
+
+
+async def test_host_without_a_route_fails_locally(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, _r, _b = routed(lab, default_routes=False)
+        cap = a.capture("eth0")
+        res = await a.ping("10.0.2.1")
+        assert res.received == 0
+        assert [e.error for e in res.errors] == ["Network is unreachable"]
+        assert nstat(a, "IpOutNoRoutes") == 1
+        sock = a.socket()
+        with pytest.raises(OSError, match="Network is unreachable"):
+            await sock.sendto(b"x", ("10.0.2.1", 9))
+        with pytest.raises(OSError, match="Network is unreachable"):
+            await sock.connect(("10.0.2.1", 9))
+        assert cap.frames == []  # nothing left the host
+
+
+async def test_no_forwarding_when_ip_forward_is_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab, forward=False)
+        await trio.sleep(1.0)
+        cap_b = b.capture("eth0")
+        res = await a.ping("10.0.2.1", timeout=2.0)
+        assert res.received == 0
+        assert res.errors == ()  # a host that does not forward stays silent
+        assert nstat(r, "IpInAddrErrors") == 1
+        assert nstat(r, "IpForwDatagrams") == 0
+        assert nstat(r, "IcmpOutMsgs") == 0
+        assert r.drops() == {"IP_INADDRERRORS": 1}
+        assert cap_b.frames == []
+        # The router itself still answers on both of its addresses.
+        assert (await a.ping("10.0.1.254")).received == 1
+        assert (await a.ping("10.0.2.254")).received == 1  # weak host model
+        # Turning forwarding on takes effect at once.
+        r.sysctl("net.ipv4.ip_forward=1")
+        assert (await a.ping("10.0.2.1")).received == 1
+        assert r.sysctl("net.ipv4.ip_forward") == "1"
+
+
+async def test_icmp_errors_to_one_source_are_rate_limited(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """icmp_ratelimit (1 s) with a burst of 6 per destination, frag-needed exempt."""
+    async with open_test_lab() as lab:
+        a, r, _b = routed(lab)
+        await trio.sleep(1.0)
+        res = await a.ping("10.9.9.9", count=10, interval=0.01, timeout=1.0)
+        assert res.received == 0
+        sent = nstat(r, "IcmpOutDestUnreachs")
+        assert sent == len(res.errors)
+        assert 1 <= sent < 10
+        assert nstat(r, "IpExtInNoRoutes") == 10

@@ -1,0 +1,248 @@
+"""UDP between two hosts: an echo service, and the errors the socket API promises.
+
+a (10.0.0.1/24) ── veth ── b (10.0.0.2/24), both with ``brd 10.0.0.255``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+import trio.testing
+
+from netstack.host import Host, Lab, open_lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.fib import RouteConfig
+from netstack.socket import (
+    MSG_ERRQUEUE,
+    SO_BROADCAST,
+    SO_RCVBUF,
+    SO_REUSEADDR,
+    SOL_SOCKET,
+    Socket,
+)
+from netstack.wire.ipv4 import aton
+
+VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
+
+
+@contextlib.asynccontextmanager
+async def open_test_lab() -> AsyncIterator[Lab]:
+    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
+    with trio.fail_after(VIRTUAL_DEADLINE):
+        async with open_lab(debug_skb=True) as lab:
+            yield lab
+
+
+ECHO_PORT = 7
+
+
+def add_addr(host: Host, dev: str, cidr: str) -> None:
+    addr, _, plen = cidr.partition("/")
+    ipv4_of(host.net).add_address(
+        host.dev(dev), aton(addr), int(plen), broadcast=aton("10.0.0.255")
+    )
+
+
+def pair(lab: Lab) -> tuple[Host, Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0")
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+def nstat(host: Host, name: str) -> int:
+    return host.nstat().get(name, 0)
+
+
+async def echo_server(sock: Socket, task_status: trio.TaskStatus[None]) -> None:
+    task_status.started()
+    while True:
+        data, addr = await sock.recvfrom(65535)
+        await sock.sendto(data, addr)
+
+
+async def test_udp_echo(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab, trio.open_nursery() as nursery:
+        a, b = pair(lab)
+        srv = b.socket()
+        await srv.bind(("10.0.0.2", ECHO_PORT))
+        assert srv.getsockname() == ("10.0.0.2", ECHO_PORT)
+        await nursery.start(echo_server, srv)
+
+        # unconnected: sendto / recvfrom, with an ephemeral port
+        cli = a.socket()
+        for size in (0, 1, 100, 1472):
+            payload = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+            assert await cli.sendto(payload, ("10.0.0.2", ECHO_PORT)) == size
+            data, addr = await cli.recvfrom(65535)
+            assert data == payload
+            assert addr == ("10.0.0.2", ECHO_PORT)
+        host, port = cli.getsockname()
+        assert host == "0.0.0.0"
+        assert 32768 <= port <= 60999  # ip_local_port_range
+
+        # connected: send / recv, and the peer is fixed
+        conn = a.socket()
+        await conn.bind(("10.0.0.1", 40000))
+        await conn.connect(("10.0.0.2", ECHO_PORT))
+        assert conn.getpeername() == ("10.0.0.2", ECHO_PORT)
+        assert conn.getsockname() == ("10.0.0.1", 40000)
+        await conn.send(b"connected")
+        assert await conn.recv(100) == b"connected"
+
+        # a datagram from another port does not reach the connected socket
+        stray = b.socket()
+        await stray.sendto(b"stray", ("10.0.0.1", 40000))
+        await trio.sleep(0.1)
+        with pytest.raises(BlockingIOError):
+            conn.recvfrom_nowait(100)
+
+        # a truncated read
+        await cli.sendto(b"0123456789", ("10.0.0.2", ECHO_PORT))
+        assert await cli.recv(4) == b"0123"
+        nursery.cancel_scope.cancel()
+    assert nstat(b, "UdpInDatagrams") == 6
+    assert nstat(b, "UdpOutDatagrams") == 7  # six echoes and the stray
+    assert nstat(a, "UdpNoPorts") == 1  # the stray
+    assert nstat(a, "UdpInDatagrams") == 6
+
+
+async def test_connected_socket_gets_econnrefused(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, b = pair(lab)
+        await trio.sleep(1.0)  # past the ICMP rate limiter's start-up window
+        conn = a.socket()
+        await conn.connect(("10.0.0.2", 9))
+        await conn.send(b"anyone?")
+        with pytest.raises(ConnectionRefusedError) as exc:
+            with trio.fail_after(1):
+                await conn.recv(100)
+        assert exc.value.errno == errno.ECONNREFUSED
+        assert nstat(b, "UdpNoPorts") == 1
+        assert nstat(b, "IcmpOutDestUnreachs") == 1
+        assert nstat(a, "IcmpInDestUnreachs") == 1
+        # The error is reported once; the socket is usable again.
+        await conn.send(b"again")
+        # An unconnected socket is not told (hard errors need a connected socket).
+        free = a.socket()
+        await trio.sleep(1.0)
+        await free.sendto(b"anyone?", ("10.0.0.2", 9))
+        with trio.move_on_after(1) as scope:
+            await free.recvfrom(100)
+        assert scope.cancelled_caught
+        assert nstat(b, "UdpNoPorts") == 3
+
+
+async def test_emsgsize_above_65507_bytes(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, b = pair(lab)
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 9000))
+        cli = a.socket()
+        with pytest.raises(OSError, match="Message too long") as exc:
+            await cli.sendto(bytes(65508), ("10.0.0.2", 9000))
+        assert exc.value.errno == errno.EMSGSIZE
+        assert await cli.sendto(bytes(65507), ("10.0.0.2", 9000)) == 65507
+        data, _ = await srv.recvfrom(70000)
+        assert len(data) == 65507
+        assert nstat(a, "IpFragCreates") == 45  # ceil(65515 / 1480)
+        assert nstat(b, "IpReasmOKs") == 1
+
+
+async def test_eaddrinuse_on_double_bind(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, _b = pair(lab)
+        first = a.socket()
+        await first.bind(("0.0.0.0", 5353))
+        second = a.socket()
+        with pytest.raises(OSError, match="Address already in use") as exc:
+            await second.bind(("0.0.0.0", 5353))
+        assert exc.value.errno == errno.EADDRINUSE
+        with pytest.raises(OSError) as exc2:
+            await second.bind(("10.0.0.1", 5353))  # the wildcard covers it
+        assert exc2.value.errno == errno.EADDRINUSE
+        with pytest.raises(OSError) as exc3:
+            await first.bind(("0.0.0.0", 5354))  # already bound
+        assert exc3.value.errno == errno.EINVAL
+        with pytest.raises(OSError) as exc4:
+            await second.bind(("10.0.0.99", 5353))  # not an address of a
+        assert exc4.value.errno == errno.EADDRNOTAVAIL
+        # Both with SO_REUSEADDR: allowed. Closing frees the port.
+        r1, r2 = a.socket(), a.socket()
+        for s in (r1, r2):
+            s.setsockopt(SOL_SOCKET, SO_REUSEADDR, 1)
+            await s.bind(("0.0.0.0", 6000))
+        first.close()
+        await second.bind(("0.0.0.0", 5353))
+
+
+async def test_eacces_for_broadcast_without_so_broadcast(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_test_lab() as lab:
+        a, b = pair(lab)
+        ipv4_of(a.net).fib.add_route(RouteConfig(0, 0, gw=aton("10.0.0.2"), dev=None))
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 6767))
+        cli = a.socket()
+        for dst in ("10.0.0.255", "255.255.255.255"):
+            with pytest.raises(PermissionError) as exc:
+                await cli.sendto(b"hello all", (dst, 6767))
+            assert exc.value.errno == errno.EACCES
+        conn = a.socket()
+        with pytest.raises(PermissionError):
+            await conn.connect(("10.0.0.255", 6767))
+        assert nstat(a, "UdpOutDatagrams") == 0
+        # With SO_BROADCAST the subnet broadcast goes out and b receives it.
+        cli.setsockopt(SOL_SOCKET, SO_BROADCAST, 1)
+        assert cli.getsockopt(SOL_SOCKET, SO_BROADCAST) == 1
+        await cli.sendto(b"hello all", ("10.0.0.255", 6767))
+        data, (src, _port) = await srv.recvfrom(100)
+        assert (data, src) == (b"hello all", "10.0.0.1")
+        assert nstat(a, "IpExtOutBcastPkts") == 1
+        assert nstat(b, "IpExtInBcastPkts") == 1
+
+
+async def test_full_receive_queue_counts_rcvbuf_errors(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_test_lab() as lab:
+        a, b = pair(lab)
+        srv = b.socket()
+        srv.setsockopt(SOL_SOCKET, SO_RCVBUF, 4096)  # doubled to 8192 by the kernel
+        assert srv.getsockopt(SOL_SOCKET, SO_RCVBUF) == 8192
+        await srv.bind(("0.0.0.0", 9999))
+        cli = a.socket()
+        n = 50
+        for i in range(n):
+            await cli.sendto(i.to_bytes(2, "big") * 500, ("10.0.0.2", 9999))
+        await trio.sleep(0.1)
+        queued = len(srv.sock.receive_queue)
+        lost = nstat(b, "UdpRcvbufErrors")
+        assert 0 < queued < n
+        assert queued + lost == n  # every datagram is either queued or counted
+        assert nstat(b, "UdpInErrors") == lost
+        assert b.drops() == {"SOCKET_RCVBUFF": lost}
+        # The stack did not stall: b still answers, and the socket reads what it kept, in order.
+        assert (await a.ping("10.0.0.2")).received == 1
+        got = [int.from_bytes((await srv.recv(2000))[:2], "big") for _ in range(queued)]
+        assert got == list(range(queued))
+        with pytest.raises(BlockingIOError):
+            srv.recvfrom_nowait(2000)
+        # Room again: the next datagram is delivered.
+        await cli.sendto(b"after", ("10.0.0.2", 9999))
+        assert await srv.recv(100) == b"after"
+        assert nstat(b, "UdpInDatagrams") == queued + 1
+
+
+async def test_errqueue_is_empty_without_errors(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_test_lab() as lab:
+        a, _b = pair(lab)
+        sock = a.socket()
+        with pytest.raises(BlockingIOError):
+            await sock.recvmsg(100, 1024, MSG_ERRQUEUE)
