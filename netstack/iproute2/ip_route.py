@@ -1255,29 +1255,12 @@ def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
     ipv4 = ipv4_or_error(net)
     daddr = dst.v4 if dst.bytelen else 0
     saddr = src.v4 if src is not None and src.bytelen else 0
-    msg, rt, _table = _route_get_once(
-        net,
-        dst=daddr,
-        src=saddr,
-        iif=iif,
-        oif=oif,
-        tos=tos,
-        mark=mark,
-        uid=uid,
-        proto=proto,
-        sport=sport,
-        dport=dport,
-        notify=notify,
-    )
-    if connected and src is None:
-        rt.release()
-        new_src = msg.prefsrc if msg.prefsrc is not None else msg.src
-        if new_src is None:
-            raise ConfigError("Failed to connect the route", errno.EINVAL)
-        msg, rt, _table = _route_get_once(
+
+    def get_once(source: int) -> tuple[RouteMsg, Rtable, int]:
+        return _route_get_once(
             net,
             dst=daddr,
-            src=new_src,
+            src=source,
             iif=iif,
             oif=oif,
             tos=tos,
@@ -1288,6 +1271,14 @@ def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
             dport=dport,
             notify=notify,
         )
+
+    msg, rt, _table = get_once(saddr)
+    if connected and src is None:
+        rt.release()
+        new_src = msg.prefsrc if msg.prefsrc is not None else msg.src
+        if new_src is None:
+            raise ConfigError("Failed to connect the route", errno.EINVAL)
+        msg, rt, _table = get_once(new_src)
     try:
         if fib_match:
             res = ipv4.fib.lookup(daddr, oif.ifindex if oif is not None else 0)
