@@ -85,6 +85,15 @@ class DstEntry:
         dev = self.dev
         return dev.mtu if dev is not None else 1500
 
+    def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
+        """Learn a smaller path MTU for the packet *skb* (its network header is
+        the family's). Tunnels call this on the inner packet's route without
+        knowing its family. Kernel: dst->ops->update_pmtu().
+        """
+
+    def link_failure(self, skb: SkBuff) -> None:
+        """The next hop failed: tell the sender. Kernel: dst->ops->link_failure()."""
+
     def check(self) -> bool:
         """Still valid? Kernel: dst_check()."""
         return self.obsolete == DST_OBSOLETE_NONE

@@ -26,6 +26,7 @@ Kernel: net/ipv4/route.c, include/net/route.h.
 from __future__ import annotations
 
 import errno
+import struct
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
@@ -70,6 +71,8 @@ from netstack.wire.ipv4 import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.protocol import Ipv4
+
+_I: Final = struct.Struct("!I")
 
 __all__ = [
     "Flowi4",
@@ -191,6 +194,17 @@ class Rtable(DstEntry):
     def nexthop(self, daddr: int) -> int:
         """The address to resolve. Kernel: rt_nexthop()."""
         return self.rt_gw4 if self.rt_uses_gateway else daddr
+
+    def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
+        """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu()."""
+        if skb is None:
+            return
+        daddr = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+        ip_rt_update_pmtu(self.ipv4, self, daddr, mtu)
+
+    def link_failure(self, skb: SkBuff) -> None:
+        """Kernel: ipv4_link_failure()."""
+        ipv4_link_failure(self.ipv4, skb)
 
 
 # ---------------------------------------------------------------------------
