@@ -28,6 +28,7 @@ from typing import Final, TypeVar
 
 import dpkt
 import trio
+from helpers import IPV4_ONLY
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,7 +151,7 @@ class Router:
 def forward_run(frames: list[Spec]) -> None:
     async def main() -> None:
         async with open_lab(debug_skb=True) as lab:
-            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1})
+            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1, **IPV4_ONLY})
             left = lab.add_port("r:eth0")
             right = lab.add_port("r:eth1", mtu=OUT_MTU)
             ipv4 = ipv4_of(r.net)
@@ -421,7 +422,7 @@ def test_forwarded_fragments_keep_the_datagram_id() -> None:
 
     async def main() -> None:
         async with open_lab(debug_skb=True) as lab:
-            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1})
+            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1, **IPV4_ONLY})
             left = lab.add_port("r:eth0")
             right = lab.add_port("r:eth1", mtu=OUT_MTU)
             ipv4 = ipv4_of(r.net)
