@@ -31,7 +31,6 @@ from netstack.core.sock import (
     SO_EE_ORIGIN_LOCAL,
     SOL_SOCKET,
     Sock,
-    SockWouldBlock,
     sock_oserror,
 )
 from netstack.ipv6.constants import (
@@ -45,8 +44,36 @@ if TYPE_CHECKING:
     from netstack.ipv6.protocol import Ipv6
 
 __all__ = [
+    "ICMP6_FILTER",
+    "IPPROTO_ICMPV6",
     "IPPROTO_IPV6",
+    "IPV6_2292PKTINFO",
+    "IPV6_ADDRFORM",
+    "IPV6_ADD_MEMBERSHIP",
+    "IPV6_CHECKSUM",
+    "IPV6_DONTFRAG",
+    "IPV6_DROP_MEMBERSHIP",
+    "IPV6_FLOWINFO",
+    "IPV6_HOPLIMIT",
+    "IPV6_JOIN_GROUP",
+    "IPV6_LEAVE_GROUP",
+    "IPV6_MTU",
+    "IPV6_MTU_DISCOVER",
+    "IPV6_MULTICAST_HOPS",
+    "IPV6_MULTICAST_IF",
+    "IPV6_MULTICAST_LOOP",
+    "IPV6_NEXTHOP",
+    "IPV6_PKTINFO",
     "IPV6_RECVERR",
+    "IPV6_RECVHOPLIMIT",
+    "IPV6_RECVPKTINFO",
+    "IPV6_RECVTCLASS",
+    "IPV6_ROUTER_ALERT",
+    "IPV6_TCLASS",
+    "IPV6_UNICAST_HOPS",
+    "IPV6_UNICAST_IF",
+    "IPV6_V6ONLY",
+    "SOL_IPV6",
     "SO_EE_ORIGIN_ICMP6",
     "Inet6Sock",
     "Sockaddr6",
@@ -451,6 +478,3 @@ class Inet6Sock(Sock):
         Kernel: ipv6_iface_scope_id().
         """
         return ifindex if ipv6_addr_needs_scope_id(ipv6_addr_type(addr)) else 0
-
-
-__all__ += ["SockWouldBlock"]
