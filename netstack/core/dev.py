@@ -476,6 +476,9 @@ def dev_queue_xmit(skb: SkBuff) -> int:
             skb.dst = None
             dst.refcnt -= 1  # dst_release()
             dst.releases += 1
+            line = dst.line
+            if line is not None:
+                line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
     else:
@@ -565,7 +568,11 @@ async def net_tx_action_task(net: Net) -> None:
             await lot.park()
             continue
         net_tx_action(net)
-        await trio.lowlevel.checkpoint()
+        model = net.cpus.model
+        if model is not None and model.running:
+            await model.wait(net.cpus.current)
+        else:
+            await trio.lowlevel.checkpoint()
 
 
 # ---------------------------------------------------------------------------

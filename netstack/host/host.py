@@ -32,6 +32,7 @@ from netstack.socket.socket import Socket, socket_create
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
+    from netstack.cpu.timed import TimedModel
     from netstack.host.lab import Lab
     from netstack.ipv4.snmp import MibSnapshot
 
@@ -57,10 +58,11 @@ class Host:
         seed: int = 0,
         patches: Patches | None = None,
         debug_skb: bool = False,
+        timed: TimedModel | None = None,
     ) -> None:
         self.lab = lab
         self.name = name
-        net = Net(name, seed=seed, hz=hz, ncpus=cpus, patches=patches)
+        net = Net(name, seed=seed, hz=hz, ncpus=cpus, patches=patches, timed=timed)
         net.debug_skb = debug_skb
         self.net = net
         register_qdiscs(net)
