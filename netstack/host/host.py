@@ -29,6 +29,7 @@ from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
+from netstack.tunnels import register_tunnel_modules
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class Host:
         register_qdiscs(net)
         lo = loopback_net_init(net)
         inet_init(net)
+        register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
         dev_open(lo)
         self.captures: list[Capture] = []
 
