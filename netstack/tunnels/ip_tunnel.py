@@ -170,7 +170,7 @@ class IpTunnelOps(NetDeviceOps):
         ip_tunnel_uninit(dev)
 
     def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
-        __ip_tunnel_change_mtu(dev, new_mtu, strict=True)
+        ip_tunnel_change_mtu(dev, new_mtu)
 
     def ndo_get_iflink(self, dev: NetDevice) -> int:
         """Kernel: ip_tunnel_get_iflink()."""
@@ -448,6 +448,11 @@ def __ip_tunnel_change_mtu(dev: NetDevice, new_mtu: int, *, strict: bool) -> Non
             raise ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
         new_mtu = max_mtu
     dev.mtu = new_mtu
+
+
+def ip_tunnel_change_mtu(dev: NetDevice, new_mtu: int) -> None:
+    """``ndo_change_mtu`` of every tunnel. Kernel: ip_tunnel_change_mtu()."""
+    __ip_tunnel_change_mtu(dev, new_mtu, strict=True)
 
 
 def ip_tunnel_set_mtu_bounds(dev: NetDevice) -> None:
