@@ -157,7 +157,7 @@ def test_tunnel_receive_handlers_survive_fuzzed_frames(
             # still alive: plain GRE and IPIP are decapsulated and delivered
             await port.send(outer(gre.pack(0, 0x0800, inner_udp(2, b"alive-gre")), 47))
             await port.send(outer(inner_udp(3, b"alive-ipip"), 4))
-            got = set()
+            got: set[bytes] = set()
             with trio.fail_after(1):
                 while not {b"alive-gre", b"alive-ipip"} <= got:
                     got.add((await sock.recvfrom(100))[0])
