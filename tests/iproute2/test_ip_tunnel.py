@@ -109,7 +109,7 @@ async def test_ip_tunnel_change_and_delete(
         ),
         ("tunnel add t1 mode gre remote", 'Command line is not complete. Try option "help"'),
         ("tunnel frob", 'Command "frob" is unknown, try "ip tunnel help"'),
-        ("tunnel add t1 mode sit remote 10.0.0.2", 'add tunnel "sit0" failed: No such device'),
+        ("tunnel add t1 mode isatap", 'add tunnel "sit0" failed: Operation not supported'),
         ("tunnel del gre5", 'delete tunnel "gre5" failed: No such device'),
         ("tunnel change gre5 mode gre", 'get tunnel "gre5" failed: No such device'),
         ("tunnel show gre5", 'get tunnel "gre5" failed: No such device'),
@@ -167,7 +167,8 @@ async def test_fallback_devices_cannot_be_deleted(
             "ttl != 0 and nopmtudisc are incompatible",
         ),
         ("link add g type gretap", "RTNETLINK answers: Invalid argument"),
-        ("link add g type sit remote 10.0.0.2", "Error: Unknown device type."),
+        ("link add g type vxlan", "Error: Unknown device type."),
+        ("link add g type sit isatap", 'netstack: "ip link ... isatap" is not supported'),
         (
             "link add g type ipip mode ip6ip",
             'Error: argument "ip6ip" is wrong: Cannot guess tunnel mode.',

@@ -54,15 +54,11 @@ TABLE: Final = [
     ("sit", "tunnel", ON, True),
     ("sit", "tunnel", OFF, True),
 ]
-SIT_LEAD: Final = pytest.mark.xfail(
-    reason="SIT: lead (sit devices come with the IPv6 work)", strict=True
-)
 
 
 def _param(dev: str, path: str, patches: netstack.Patches, lltx: bool) -> object:
-    marks = [SIT_LEAD] if dev == "sit" else []
     name = "on" if patches == ON else "off" if patches == OFF else "fix-reverted"
-    return pytest.param(dev, path, patches, lltx, marks=marks, id=f"{dev}-{path}-{name}")
+    return pytest.param(dev, path, patches, lltx, id=f"{dev}-{path}-{name}")
 
 
 @pytest.mark.parametrize(("dev", "path", "patches", "lltx"), [_param(*row) for row in TABLE])
