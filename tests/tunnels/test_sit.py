@@ -67,7 +67,7 @@ async def test_sit_without_ipv6_payload_or_remote_is_a_tx_error(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
     a = lab.add_host("a")
-    with pytest.raises(netstack.ConfigError, match="^RTNETLINK answers: File exists$"):
+    with pytest.raises(netstack.ConfigError, match=r"^RTNETLINK answers: File exists$"):
         a.ip("link add sit1 type sit")  # all-zero parameters: that is sit0
     a.ip("link add sit1 type sit local 192.0.2.1")
     a.ip("link set sit1 up")
