@@ -155,3 +155,40 @@ async def test_nested_tunnels_looping_are_stopped_by_the_recursion_limit(
     # with LLTX only the per-CPU counter stops it: 9 nested transmits got through first
     sent = sum(a.dev(d).statistics().tx_packets for d in ("gre1", "gre2"))
     assert sent == (8 if lltx else 1)
+
+
+async def test_pmtu_learnt_from_the_underlay_reaches_the_inner_sender(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """r's next hop has a smaller MTU: r answers gw1's outer packet with frag-needed,
+    ipgre_err teaches gw1's outer route, and gw1's tunnel then answers s1."""
+    h = build_sites(lab, "")
+    h["r"].ip("link set eth1 mtu 1400")
+    h["gw2"].ip("link set eth1 mtu 1400")
+    s1 = h["s1"]
+    first = await s1.ping("10.2.0.1", count=1, size=1448)  # 1476 bytes: fits gre1, not r
+    assert first.received == 0 and not first.errors  # lost at r; r told gw1, not s1
+    assert "mtu 1400" in h["gw1"].ip("route get 198.51.100.2")
+    second = await s1.ping("10.2.0.1", count=1, size=1448)
+    assert [e.error for e in second.errors] == ["Frag needed and DF set (mtu = 1376)"]
+    assert "mtu 1376" in s1.ip("route get 10.2.0.1")
+    assert (await s1.ping("10.2.0.1", count=1, size=1376 - 28)).received == 1
+
+
+async def test_icmp_errors_about_outer_packets_back_off_the_tunnel(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """r loses its route to gw2: its net-unreachable reaches ipgre_err, and for the next
+    30 s the tunnel reports dst_link_failure (host unreachable) to inner senders."""
+    h = build_sites(lab, "")
+    assert (await h["s1"].ping("10.2.0.1", count=1)).received == 1
+    h["r"].ip("link set eth1 down")
+    lost = await h["s1"].ping("10.2.0.1", count=1)
+    assert lost.received == 0 and not lost.errors
+    t = h["gw1"].dev("gre1").priv
+    assert t.err_count == 1
+    told = await h["s1"].ping("10.2.0.1", count=1)
+    assert [e.error for e in told.errors] == ["Destination Host Unreachable"]
+    assert told.errors[0].source == "10.1.0.254"
+    # the packet itself still went out, and r complained again
+    assert t.err_count == 1
