@@ -185,10 +185,12 @@ async def test_icmp_errors_about_outer_packets_back_off_the_tunnel(
     h["r"].ip("link set eth1 down")
     lost = await h["s1"].ping("10.2.0.1", count=1)
     assert lost.received == 0 and not lost.errors
+    await trio.sleep(0.1)
     t = h["gw1"].dev("gre1").priv
     assert t.err_count == 1
     told = await h["s1"].ping("10.2.0.1", count=1)
     assert [e.error for e in told.errors] == ["Destination Host Unreachable"]
     assert told.errors[0].source == "10.1.0.254"
     # the packet itself still went out, and r complained again
+    await trio.sleep(0.1)
     assert t.err_count == 1
