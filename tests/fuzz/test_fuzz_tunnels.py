@@ -1,11 +1,11 @@
-"""Fuzz the tunnel receive handlers: GRE (gre0/gre/gretap), IPIP through tunnel4.
+"""Fuzz the tunnel receive handlers: GRE (gre0/gre/gretap), IPIP and SIT through tunnel4.
 
 Each example builds a host ``h`` (192.0.2.1 on a Port-ended NIC, the NIC
 reporting one of its three RX checksum modes) with a GRE tunnel (key 5, csum,
-seq), a plain GRE tunnel, a gretap tunnel (key 9) and an IPIP tunnel, all to
+seq), a plain GRE tunnel, a gretap tunnel (key 9), an IPIP and a SIT tunnel, all to
 192.0.2.2, then injects a few frames built valid — GRE with any of the C/K/S/R
 bits and versions, any protocol (IPv4, TEB, IPv6, WCCP, random), matching or
-wrong keys, IPIP — and mutated by hypothesis (truncations, byte overwrites,
+wrong keys, IPIP, 6in4 — and mutated by hypothesis (truncations, byte overwrites,
 wrong outer/inner checksums and lengths, ECN bits).
 
 For every frame: nothing escapes the stack; the frame is accounted — a drop
@@ -61,11 +61,16 @@ def outer(payload: bytes, proto: int, tos: int = 0) -> bytes:
 
 @st.composite
 def tunnel_frames(draw: st.DrawFn) -> bytes:
-    kind = draw(st.sampled_from(["gre", "gre", "gretap", "ipip"]))
+    kind = draw(st.sampled_from(["gre", "gre", "gretap", "ipip", "sit"]))
     net_ = draw(st.sampled_from([1, 2, 3]))
     payload = inner_udp(net_, draw(st.binary(max_size=24)))
     if kind == "ipip":
         frame = outer(payload, 4, tos=draw(st.integers(0, 255)))
+    elif kind == "sit":
+        ip6 = dpkt.ip6.IP6(src=bytes(15) + b"\x02", dst=bytes(15) + b"\x01", nxt=59, hlim=9)
+        ip6.data = draw(st.binary(max_size=24))
+        ip6.plen = len(ip6.data)
+        frame = outer(bytes(ip6), 41, tos=draw(st.integers(0, 255)))
     else:
         flags = draw(st.sampled_from([0, gre.GRE_KEY, gre.GRE_KEY | gre.GRE_CSUM | gre.GRE_SEQ]))
         flags |= draw(st.sampled_from([0, 0, 0, gre.GRE_ROUTING, 0x0001, 0x0007, 0x0080]))
@@ -96,7 +101,7 @@ def tunnel_frames(draw: st.DrawFn) -> bytes:
 
 def counters(h: Host) -> dict[str, int]:
     out = {f"drop:{k}": v for k, v in h.drops().items()}
-    for dev in ("gre0", "gre1", "gre2", "gt1", "ipip1", "tunl0"):
+    for dev in ("gre0", "gre1", "gre2", "gt1", "ipip1", "tunl0", "sit1", "sit0"):
         st_ = h.dev(dev).statistics()
         out[f"{dev}:rx"] = st_.rx_packets + st_.rx_errors
     icmp = h.snmp()["Icmp"]
@@ -136,6 +141,8 @@ def test_tunnel_receive_handlers_survive_fuzzed_frames(
             h.ip("link add gre2 type gre remote 192.0.2.2 local 192.0.2.1")
             h.ip("link add gt1 type gretap remote 192.0.2.2 local 192.0.2.1 key 9")
             h.ip("link add ipip1 type ipip remote 192.0.2.2 local 192.0.2.1")
+            h.ip("link add sit1 type sit remote 192.0.2.2 local 192.0.2.1")
+            h.ip("link set sit1 up")
             for i, dev in enumerate(("gre1", "gre2", "ipip1"), start=1):
                 h.ip(f"link set {dev} up")
                 h.ip(f"addr add 10.9.{i}.1/24 dev {dev}")

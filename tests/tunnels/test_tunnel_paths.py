@@ -194,3 +194,26 @@ async def test_icmp_errors_about_outer_packets_back_off_the_tunnel(
     # the packet itself still went out, and r complained again
     await trio.sleep(0.1)
     assert t.err_count == 1
+
+
+async def test_replayed_ipip_is_decapsulated_and_delivered(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = lab.add_host("h")
+    port = lab.add_port("h:eth0")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    h.ip("tunnel add ipip1 mode ipip remote 192.0.2.2 local 192.0.2.1")
+    h.ip("link set ipip1 up")
+    h.ip("addr add 10.0.0.1/30 dev ipip1")
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 5000))
+    udp = dpkt.udp.UDP(sport=4000, dport=5000, ulen=8 + 6, data=b"in-ip!")
+    inner = dpkt.ip.IP(src=bytes([10, 0, 0, 2]), dst=bytes([10, 0, 0, 1]), p=17, data=udp)
+    outer = dpkt.ip.IP(src=bytes([192, 0, 2, 2]), dst=bytes([192, 0, 2, 1]), p=4, data=inner)
+    eth = dpkt.ethernet.Ethernet(dst=h.dev("eth0").dev_addr, src=bytes(6), data=outer)
+    await port.send(bytes(eth))
+    with trio.fail_after(1):
+        data, peer = await sock.recvfrom(100)
+    assert (data, peer) == (b"in-ip!", ("10.0.0.2", 4000))
+    st = h.dev("ipip1").statistics()
+    assert st.rx_packets == 1 and st.rx_bytes == 20 + 14
