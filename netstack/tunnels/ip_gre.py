@@ -184,6 +184,10 @@ class GreTapOps(IpTunnelOps):
     def ndo_set_mac_address(self, dev: NetDevice, addr: bytes) -> None:
         dev.dev_addr = addr  # eth_mac_addr()
 
+    def ndo_do_ioctl(self, dev: NetDevice, cmd: int, arg: Any) -> Any:
+        """gre_tap_netdev_ops has no ``ndo_siocdevprivate``: gretap is netlink-only."""
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
 
 IPGRE_OPS: Final = IpGreOps()
 GRE_TAP_OPS: Final = GreTapOps()

@@ -113,6 +113,8 @@ async def test_ip_tunnel_change_and_delete(
         ("tunnel del gre5", 'delete tunnel "gre5" failed: No such device'),
         ("tunnel change gre5 mode gre", 'get tunnel "gre5" failed: No such device'),
         ("tunnel show gre5", 'get tunnel "gre5" failed: No such device'),
+        ("tunnel show gretap0", 'get tunnel "gretap0" failed: Operation not supported'),
+        ("tunnel del lo", 'delete tunnel "lo" failed: Operation not supported'),
     ],
 )
 async def test_ip_tunnel_errors(
