@@ -227,18 +227,32 @@ def _set_features(dev: NetDevice, words: list[str]) -> str:
         return ""
     if not changed:
         raise ConfigError("Could not change any device features", errno.EINVAL)
-    out = ["Actual changes:\n"]
-    for b in range(len(names)):
-        if not names[b] or not ((old_active ^ new_active) >> b & 1 or b in mismatch):
+    return "Actual changes:\n" + _dump_changes(dev, old_active)
+
+
+def _dump_changes(dev: NetDevice, old_active: int) -> str:
+    """What changed, grouped as ``-k`` groups it. ethtool: ethtool.c, dump_features(ref)."""
+    names = NETDEV_FEATURES_STRINGS
+    new = dev.features
+    diff = old_active ^ new
+    out: list[str] = []
+    placed: set[int] = set()
+    for short, long_name, pattern in OFF_FLAG_DEF:
+        bits = [b for b, n in enumerate(names) if n and flag_pattern_match(n, pattern)]
+        placed.update(bits)
+        if not bits or short == "ufo":
             continue
-        state = "on" if new_active >> b & 1 else "off"
-        if b in mismatch:
-            req = "on" if req_value >> b & 1 else "off"
-            out.append(f"{names[b]}: {state} [requested {req}]\n")
-        elif not req_mask >> b & 1:
-            out.append(f"{names[b]}: {state} [not requested]\n")
-        else:
-            out.append(f"{names[b]}: {state}\n")
+        mask = sum(1 << b for b in bits)
+        indent = ""
+        if bool(old_active & mask) != bool(new & mask):
+            out.append(f"{long_name}: {'on' if new & mask else 'off'}\n")
+            indent = "\t"
+        if len(bits) == 1:
+            continue
+        out.extend(_feature_line(dev, b, names[b], indent) for b in bits if diff >> b & 1)
+    for b, name in enumerate(names):
+        if name and b not in placed and diff >> b & 1:
+            out.append(_feature_line(dev, b, name, ""))
     return "".join(out)
 
 

@@ -612,7 +612,8 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     buf = skb.buf
     inner_nh = skb.inner_network_header
     payload_protocol = skb.protocol
-    connected = tnl_params.daddr != 0
+    # (the kernel also tracks "connected" to use its per-tunnel dst_cache; lookups here
+    # return the nexthop's cached rtable, so there is no second cache to keep)
     dst = tnl_params.daddr
     if dst == 0:
         # NBMA tunnel: the inner route's next hop is the remote end
@@ -630,17 +631,13 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
             stats.tx_errors += 1
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return
-        connected = False
     tos = tnl_params.tos
     if tos & 0x1:
         tos &= ~0x1
         if payload_protocol == ETH_P_IP:
             tos = buf[inner_nh + 1]
-            connected = False
         elif payload_protocol == ETH_P_IPV6:
             tos = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
-            connected = False
-    del connected  # the kernel caches connected routes in dst_cache; lookups here are cached
     fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
     rt = ipv4.ip_route_output_key(fl4)
     if isinstance(rt, int):
