@@ -51,6 +51,7 @@ from netstack.core.netdevice import (
     NETDEV_TX_OK,
     NetDevice,
     NetDeviceOps,
+    NetDeviceStats,
 )
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -92,6 +93,7 @@ __all__ = [
     "IpTunnelNet",
     "IpTunnelOps",
     "IpTunnelParm",
+    "IpTunnelStats",
     "TnlPtkInfo",
     "ip_tunnel_bind_dev",
     "ip_tunnel_ctl",
@@ -182,6 +184,17 @@ class IpTunnelOps(NetDeviceOps):
         return t.itn.tunnel_ctl(dev, arg, cmd)
 
 
+@attrs.frozen
+class IpTunnelStats:
+    """A tunnel's own state next to its device counters (``dev.statistics()``)."""
+
+    i_seqno: int  # the next sequence number expected (iseq)
+    o_seqno: int  # the last sequence number sent (oseq)
+    err_count: int  # ICMP errors about outer packets not yet reported inward
+    hlen: int  # the tunnel header's length (GRE: 4–16)
+    device: NetDeviceStats
+
+
 class IpTunnel:
     """Per-device tunnel state (kernel: ``struct ip_tunnel``, the netdev private area)."""
 
@@ -199,6 +212,12 @@ class IpTunnel:
         self.ignore_df = False
         self.gro_cells: GroCells | None = None
         self.hashed = False
+
+    def statistics(self) -> IpTunnelStats:
+        """Sequence numbers, error back-off and the device's ``rtnl_link_stats64``."""
+        return IpTunnelStats(
+            self.i_seqno, self.o_seqno, self.err_count, self.hlen, self.dev.statistics()
+        )
 
     def __repr__(self) -> str:
         return f"<IpTunnel {self.dev.name}>"

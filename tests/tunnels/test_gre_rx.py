@@ -113,6 +113,8 @@ async def test_checksum_and_sequence_tunnels_accept_good_packets(
     with trio.fail_after(1):
         got = [(await sock.recvfrom(100))[0] for _ in range(4)]
     assert got == [b"c", b"s10", b"s11", b"s20"]
+    gre3 = _h.dev("gre3").priv.statistics()
+    assert gre3.i_seqno == 21 and gre3.hlen == 12 and gre3.device.rx_packets == 3
 
 
 @pytest.mark.parametrize(
