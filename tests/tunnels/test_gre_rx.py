@@ -112,7 +112,9 @@ async def test_checksum_and_sequence_tunnels_accept_good_packets(
         )
     with trio.fail_after(1):
         got = [(await sock.recvfrom(100))[0] for _ in range(4)]
-    assert got == [b"c", b"s10", b"s11", b"s20"]
+    # two tunnels are two GRO cells (two NAPI contexts): ordered within a tunnel only
+    assert b"c" in got
+    assert [g for g in got if g != b"c"] == [b"s10", b"s11", b"s20"]
     gre3 = _h.dev("gre3").priv.statistics()
     assert gre3.i_seqno == 21 and gre3.hlen == 12 and gre3.device.rx_packets == 3
 
