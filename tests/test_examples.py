@@ -22,7 +22,15 @@ def load(name: str) -> ModuleType:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"two_hosts_ping", "router", "udp_echo", "gre_two_sites", "ipip", "gretap"}
+    tested = {
+        "two_hosts_ping",
+        "router",
+        "udp_echo",
+        "gre_two_sites",
+        "ipip",
+        "gretap",
+        "sit_6in4",
+    }
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -87,3 +95,20 @@ async def test_gretap(
     assert r["ping"].received == 2
     assert r["inner_types"][:2] == [0x0806, 0x0806] and 0x0800 in r["inner_types"]
     assert "GRE proto 0x6558 key 7" in capsys.readouterr().out
+
+
+async def test_sit_6in4(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("sit_6in4").main()
+    assert r["ping"].received == 3 and r["data"] == b"hello over 6in4"
+    big = r["big"]
+    assert [e.error for e in big.errors] == ["Packet too big: mtu=1380"]
+    assert [x.seq for x in big.replies] == [4, 5]  # s2's reply learnt its own PTB at seq 3
+    assert r["s1"].nstat()["Ip6FragCreates"] >= 4 and r["s2"].nstat()["Ip6ReasmOKs"] >= 2
+    out = capsys.readouterr().out
+    assert "    inet6 fe80::c000:201/64 scope link \n" in out  # sit_add_v4_addrs()
+    assert "metric 1024 mtu 1380 pref medium" in out
+    assert "out 192.0.2.1 > 198.51.100.2 proto 41 ttl 63: 2001:db8:1::1 > 2001:db8:2::2" in out
+    for outer, inner in r["sixin4"]:
+        assert outer.p == 41 and inner.v == 6
