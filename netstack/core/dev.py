@@ -490,6 +490,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
+        skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
     else:
         txq = dev._tx[netdev_pick_tx(dev, skb)]
         skb.queue_mapping = txq.index

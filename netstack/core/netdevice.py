@@ -45,6 +45,8 @@ __all__ = [
     "NETDEV_TX_BUSY",
     "NETDEV_TX_OK",
     "DevStats",
+    "EthtoolChannels",
+    "EthtoolOps",
     "HeaderOps",
     "NetDevice",
     "NetDeviceOps",
@@ -147,6 +149,61 @@ DEFAULT_TX_QUEUE_LEN: Final = 1000
 def dev_xmit_complete(rc: int) -> bool:
     """True if the driver consumed the skb. Kernel: dev_xmit_complete()."""
     return rc < NET_XMIT_MASK
+
+
+@attrs.frozen
+class EthtoolChannels:
+    """Channel counts (kernel: ``struct ethtool_channels``); 0 = none of that kind."""
+
+    max_rx: int = 0
+    max_tx: int = 0
+    max_other: int = 0
+    max_combined: int = 0
+    rx_count: int = 0
+    tx_count: int = 0
+    other_count: int = 0
+    combined_count: int = 0
+
+
+class EthtoolOps:
+    """A driver's ethtool callbacks (kernel: ``struct ethtool_ops``).
+
+    The defaults behave as NULL ops: ethtool gets ``EOPNOTSUPP``. Drivers
+    that can raise :class:`~netstack.errors.ConfigError` with the kernel's
+    extack message.
+    """
+
+    supports_channels = False
+    supports_rxfh = False
+    supports_stats = False
+
+    def get_channels(self, dev: NetDevice) -> EthtoolChannels:
+        """Kernel: ethtool_ops.get_channels."""
+        raise NotImplementedError
+
+    def set_channels(self, dev: NetDevice, ch: EthtoolChannels) -> None:
+        """Kernel: ethtool_ops.set_channels (counts already checked against the maxima)."""
+        raise NotImplementedError
+
+    def get_rxfh(self, dev: NetDevice) -> tuple[list[int], bytes]:
+        """The indirection table and hash key. Kernel: ethtool_ops.get_rxfh."""
+        raise NotImplementedError
+
+    def set_rxfh(self, dev: NetDevice, indir: list[int] | None, key: bytes | None) -> None:
+        """Kernel: ethtool_ops.set_rxfh (``None`` = unchanged; ``[]`` = the default table)."""
+        raise NotImplementedError
+
+    def get_rxfh_fields(self, dev: NetDevice, flow: str) -> int:
+        """RXH_* bits hashed for *flow* ("tcp4"…). Kernel: get_rxnfc(ETHTOOL_GRXFH)."""
+        raise NotImplementedError
+
+    def set_rxfh_fields(self, dev: NetDevice, flow: str, fields: int) -> None:
+        """Kernel: set_rxnfc(ETHTOOL_SRXFH)."""
+        raise NotImplementedError
+
+    def get_ethtool_stats(self, dev: NetDevice) -> list[tuple[str, int]]:
+        """``ethtool -S``: names (get_strings) and values (get_ethtool_stats)."""
+        raise NotImplementedError
 
 
 class NetDeviceOps:
@@ -437,6 +494,7 @@ class NetDevice:
         self.kind = kind  # rtnl_link_ops->kind ("veth", "dummy"…)
         self.ops = ops
         self.header_ops: HeaderOps | None = None
+        self.ethtool_ops: EthtoolOps | None = None
         self.ifindex = 0
         self.iflink = 0
         self.type = 1  # ARPHRD_ETHER
