@@ -534,6 +534,7 @@ class NetDevice:
         self.stats = DevStats()
         self.num_tx_queues = num_tx_queues
         self.real_num_tx_queues = num_tx_queues
+        self.num_rx_queues = 1
         self._tx: list[NetdevQueue] = []
         self.qdisc: Qdisc = net.noop_qdisc  # root qdisc as `ip link` shows it
         self.napi_list: list[Napi] = []

@@ -521,6 +521,7 @@ def nic_setup(dev: NetDevice) -> None:
     """An Ethernet NIC with checksum and segmentation offloads."""
     ether_setup(dev)
     dev.ethtool_ops = NIC_ETHTOOL_OPS
+    dev.num_rx_queues = NIC_MAX_QUEUES  # allocated (alloc_etherdev_mqs); in use: ethtool -l
     dev.max_mtu = NIC_MAX_MTU
     dev.hw_features = (
         NETIF_F_SG
