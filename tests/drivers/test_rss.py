@@ -259,3 +259,53 @@ async def test_ethtool_channels_and_rxfh(
     )
     with pytest.raises(ConfigError, match="Operation not supported"):
         b.ethtool("-l lo")
+
+
+def _timed_flows(hashing: str) -> tuple[set[int], set[int]]:
+    """4 UDP flows a → b (4 CPUs, 4 queues) in timed mode: (expected CPUs, busy CPUs)."""
+    from netstack.cpu.timed import Machine, Thread, TimedModel
+
+    model = TimedModel(Machine())
+    expected: set[int] = set()
+
+    async def main() -> None:
+        async with netstack.open_lab(timed=model) as lab:
+            a, b = lab.add_host("a", cpus=4), lab.add_host("b", cpus=4)
+            lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9)
+            a.ip("addr add 10.0.0.1/24 dev eth0")
+            b.ip("addr add 10.0.0.2/24 dev eth0")
+            for h, peer, addr in ((a, b, "10.0.0.2"), (b, a, "10.0.0.1")):
+                mac = ":".join(f"{x:02x}" for x in peer.dev("eth0").dev_addr)
+                h.ip(f"neigh add {addr} lladdr {mac} dev eth0 nud permanent")
+            b.ethtool(f"-N eth0 rx-flow-hash udp4 {hashing}")
+            rx = b.socket(AF_INET, SOCK_DGRAM)
+            await rx.bind(("10.0.0.2", 9))
+            rss = b.dev("eth0").priv.rss
+            socks = []
+            for i in range(4):
+                s = a.socket()
+                await s.bind(("10.0.0.1", 40000 + i))
+                socks.append(s.sock)
+                tup = bytes([10, 0, 0, 1, 10, 0, 0, 2])
+                if hashing == "sdfn":
+                    tup += struct.pack("!HH", 40000 + i, 9)
+                expected.add(b.dev("eth0").priv.napis[rss.queue_of(toeplitz(rss.key, tup))].cpu)
+
+            def sender(i: int) -> Thread:
+                sk = socks[i]
+                return Thread(a.net.cpus, i, lambda: sk.sendmsg(b"x" * 200, (0x0A000002, 9), 0), 50)
+
+            with model.measuring():
+                await model.run_threads([sender(i) for i in range(4)])
+                await trio.sleep(0.01)
+
+    netstack.run(main)
+    busy = {c.cpu for c in model.report().cpus if c.host == "b" and c.softirq > 0}
+    return expected, busy
+
+
+@pytest.mark.parametrize("hashing", ["sd", "sdfn"])
+def test_timed_receive_runs_on_the_cpu_rss_chose(hashing: str) -> None:
+    expected, busy = _timed_flows(hashing)
+    assert busy == expected
+    assert len(busy) == (1 if hashing == "sd" else 4)
