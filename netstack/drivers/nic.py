@@ -346,7 +346,7 @@ class NicOps(NetDeviceOps):
             netif_tx_stop_queue(txq)
             return NETDEV_TX_BUSY
         length = skb.tail - skb.data
-        now = trio.current_time()
+        now = dev.net.cpus.time()  # timed mode: the sending CPU's clock
         start = priv.busy_until if priv.busy_until > now else now
         arrive_delay = priv.delay
         done = start

@@ -212,6 +212,29 @@ def test_a_blocked_thread_sleeps_idle_and_retries() -> None:
         _run(no_wait)
 
 
+def test_data_path_time_is_the_cpus_clock_in_timed_mode() -> None:
+    """A NIC stamps departures with CpuSet.time(): the CPU's clock inside a
+    section, Trio's outside one (and always in functional mode)."""
+    model, cpus = _model(FREE, 2)
+    seen: list[float] = []
+
+    async def main() -> None:
+        plain = CpuSet(1)
+        seen.append(plain.time() - trio.current_time())
+        with model.measuring():
+            await trio.sleep(1e-3)
+            cpus.run_on(1, "sys")
+            cpus[1].charge("work", 2500.0)
+            seen.append(cpus.time() - trio.current_time())
+            model.leave()
+            seen.append(cpus.time() - trio.current_time())
+
+    _run(main)
+    assert seen[0] == 0.0
+    assert seen[1] == pytest.approx(2.5e-6, abs=1e-9)
+    assert seen[2] == 0.0
+
+
 def test_functional_mode_has_no_model_and_no_lines() -> None:
     cpus = CpuSet(2)
     assert cpus.model is None and cpus[0].model is None
