@@ -3,12 +3,12 @@
 Theory of operation: everything a host's stack owns hangs off its Net —
 devices by name and ifindex, the ``ptype`` handler tables that protocols
 register into, the offload table, the sysctl tree, per-CPU softnet data, the
-timer base, the registry of qdisc kinds, the seeded RNG, the logger, the
-:class:`~netstack.core.patches.Patches` and the per-reason drop counters.
+timer bases (jiffies and hrtimers), the registry of qdisc kinds, the seeded
+RNG, the logger, the :class:`~netstack.core.patches.Patches` and the per-reason drop counters.
 Nothing is registered at import time: the host's composition root builds a Net
 and lets each layer register itself (``dev_add_pack``, ``register_qdisc``…).
 
-Tasks: a Net runs its timer task, its NET_TX task and every NAPI instance in
+Tasks: a Net runs its timer tasks, its NET_TX task and every NAPI instance in
 the nursery given to :meth:`Net.attach`; tasks started before that are held
 until then.
 
@@ -28,6 +28,7 @@ import attrs
 import structlog
 import trio
 
+from netstack.core.hrtimer import HrTimerBase
 from netstack.core.patches import Patches
 from netstack.core.qdisc import NoopQdisc, Qdisc
 from netstack.core.skbuff import DropReason, SkBuff
@@ -153,6 +154,7 @@ class Net:
         self.drop_reasons: collections.Counter[DropReason] = collections.Counter()
         self.softnet = [SoftnetData(i) for i in range(ncpus)]
         self.timers = TimerBase(self)
+        self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
         # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
         self.ipv4: Any = None
@@ -199,6 +201,7 @@ class Net:
         from netstack.core.dev import net_tx_action_task
 
         nursery.start_soon(self.timers.run, name=f"{self.name}/timers")
+        nursery.start_soon(self.hrtimers.run, name=f"{self.name}/hrtimers")
         nursery.start_soon(net_tx_action_task, self, name=f"{self.name}/net_tx")
         pending, self._pending = self._pending, []
         for fn, name in pending:
