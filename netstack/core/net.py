@@ -19,6 +19,7 @@ Kernel: include/net/net_namespace.h (struct net), net/core/dev.c
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from netstack.core.skbuff import DropReason, SkBuff
 from netstack.core.sysctl import SysctlTable
 from netstack.core.timer import TimerBase
 from netstack.cpu import Clock, CpuSet
+from netstack.errors import ConfigError
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -185,12 +187,23 @@ class Net:
         s.register_int("net.core.dev_weight_tx_bias", self, "dev_weight_tx_bias", minimum=1)
         s.register_int("net.core.netdev_max_backlog", self, "netdev_max_backlog", minimum=0)
         s.register_int("net.core.netdev_budget", self, "netdev_budget", minimum=0)
-        s.register_str(
-            "net.core.default_qdisc", self, "default_qdisc", check=lambda k: k in self.qdisc_ops
-        )
+        s.register("net.core.default_qdisc", lambda: self.default_qdisc, self._set_default_qdisc)
         for name in ("rmem_default", "rmem_max", "wmem_default", "wmem_max"):
             s.register_int(f"net.core.{name}", self, name, minimum=256)
         s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
+
+    def _set_default_qdisc(self, text: str) -> None:
+        """The qdisc kind new devices get; an unknown kind is ENOENT.
+
+        Kernel: net/core/sysctl_net_core.c, set_default_qdisc() / qdisc_set_default().
+        """
+        kind = text.strip()
+        if kind not in self.qdisc_ops:
+            raise ConfigError(
+                'sysctl: setting key "net.core.default_qdisc": No such file or directory',
+                errno.ENOENT,
+            )
+        self.default_qdisc = kind
 
     # -- tasks ---------------------------------------------------------------------
     def attach(self, nursery: trio.Nursery) -> None:
