@@ -5,7 +5,7 @@ builds a :class:`~netstack.core.net.Net`, registers the qdisc kinds, creates
 ``lo`` and installs IPv4 (``inet_init``), then brings ``lo`` up as a booted
 system would (the kernel then adds 127.0.0.1/8). Everything after that goes
 through the same paths a user would take on Linux: ``host.ip("…")``,
-``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
+``host.tc("…")``, ``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from netstack.errors import TopologyError
 from netstack.host.capture import Capture
 from netstack.iproute2 import ip as _ip
 from netstack.iproute2 import sysctl as _sysctl
+from netstack.iproute2 import tc as _tc
 from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
@@ -101,6 +102,14 @@ class Host:
             ConfigError: with iproute2's message, on bad input.
         """
         return _ip.ip(self.net, command)
+
+    def tc(self, command: str) -> str:
+        """Run a ``tc`` command (iproute2 syntax); returns what it prints.
+
+        Raises:
+            ConfigError: with tc's (or the kernel's) message, on bad input.
+        """
+        return _tc.tc(self.net, command)
 
     def sysctl(self, spec: str) -> str:
         """``sysctl NAME`` (returns the value) or ``sysctl NAME=VALUE`` (sets it)."""
