@@ -116,9 +116,10 @@ TC_H_MAJ_MASK: Final = 0xFFFF0000
 TC_H_MIN_MASK: Final = 0x0000FFFF
 TC_PRIO_MAX: Final = 15
 
-# enqueue return flags above NET_XMIT_MASK (include/linux/netdevice.h)
-__NET_XMIT_STOLEN: Final = 0x00010000
-__NET_XMIT_BYPASS: Final = 0x00020000
+# enqueue return flags above NET_XMIT_MASK (include/linux/netdevice.h: __NET_XMIT_*;
+# the leading underscores dropped: Python mangles them inside class bodies)
+NET_XMIT_STOLEN: Final = 0x00010000
+NET_XMIT_BYPASS: Final = 0x00020000
 
 
 def TC_H_MAJ(h: int) -> int:
@@ -141,7 +142,7 @@ def net_xmit_drop_count(rc: int) -> bool:
 
     Kernel: include/net/sch_generic.h, net_xmit_drop_count().
     """
-    return not rc & __NET_XMIT_STOLEN
+    return not rc & NET_XMIT_STOLEN
 
 
 @attrs.frozen

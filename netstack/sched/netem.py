@@ -49,7 +49,7 @@ from netstack.core.hrtimer import ktime_get_ns
 from netstack.core.netdevice import NET_XMIT_DROP, NET_XMIT_SUCCESS
 from netstack.core.prandom import RndState
 from netstack.core.qdisc import (
-    __NET_XMIT_BYPASS,
+    NET_XMIT_BYPASS,
     TC_H_MAKE,
     TC_H_ROOT,
     ClassDump,
@@ -425,7 +425,7 @@ class NetemQdisc(Qdisc):
         if count == 0:
             self.drops += 1
             kfree_skb(skb, DropReason.QDISC_DROP)
-            return NET_XMIT_SUCCESS | __NET_XMIT_BYPASS
+            return NET_XMIT_SUCCESS | NET_XMIT_BYPASS
         # If a delay is expected, orphan the skb: the socket's send buffer is
         # released now, as a TX completion would, not after the emulated transit.
         if self.latency or self.jitter or self.rate:

@@ -174,7 +174,9 @@ def get_rate(text: str) -> int | None:
     if b is None:
         return None
     rate = _to_u32(b)
-    return rate if rate == math.floor(b) else None
+    if math.isnan(b) or math.isinf(b) or rate != math.floor(b):
+        return None  # detect if an overflow happened
+    return rate
 
 
 def get_size64(text: str) -> int | None:
@@ -199,7 +201,8 @@ def get_size64(text: str) -> int | None:
         elif rest != "b":
             return None
     size = _to_u64(sz)
-    if math.isnan(sz) or size != math.floor(sz):  # detect if an overflow happened
+    if math.isnan(sz) or math.isinf(sz) or float(size) != math.floor(sz):
+        # detect if an overflow happened
         return None
     return size
 
