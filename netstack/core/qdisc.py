@@ -85,6 +85,7 @@ __all__ = [
     "QdiscStats",
     "QdiscWatchdog",
     "net_xmit_drop_count",
+    "qdisc_dequeue_internal",
     "qdisc_dequeue_peeked",
     "qdisc_lookup",
     "qdisc_peek_dequeued",
@@ -219,6 +220,7 @@ class Qdisc:
         self.parent = parent
         self.flags = self.static_flags
         self.refcnt = 1
+        self.depth = 0  # levels below the root (a tree is at most 8 deep)
         self.limit = 0  # sch->limit, for the disciplines that use it
         dev_name = dev_queue.dev.name if dev_queue is not None else "-"
         self.lock = SpinLock(f"{dev_name}:qdisc")  # qdisc_lock(): the root lock
@@ -492,6 +494,22 @@ def qdisc_dequeue_peeked(sch: Qdisc) -> SkBuff | None:
     return sch.dequeue()
 
 
+def qdisc_dequeue_internal(sch: Qdisc) -> SkBuff | None:
+    """Take a peeked skb from ``gso_skb`` first, else dequeue (a qdisc trimming
+    itself to a new limit).
+
+    Kernel: include/net/sch_generic.h, qdisc_dequeue_internal().
+    """
+    skb = sch.gso_skb
+    if skb is not None:
+        sch.gso_skb = skb.next
+        skb.next = None
+        sch.qlen -= 1
+        sch.backlog -= qdisc_pkt_len(skb)
+        return skb
+    return sch.dequeue()  # (the kernel's direct=false)
+
+
 def qdisc_reset(q: Qdisc) -> None:
     """Purge *q*'s packets (counted as ``QUEUE_PURGE`` drops). Kernel: qdisc_reset()."""
     q.reset()
@@ -531,19 +549,17 @@ def qdisc_tree_reduce_backlog(sch: Qdisc, n: int, length: int) -> None:
 
     Kernel: net/sched/sch_api.c, qdisc_tree_reduce_backlog().
     """
-    if n == 0 and length == 0:
-        return
     drops = max(n, 0)
     dev = sch.dev
     if dev is None:
         return
     while True:
         parentid = sch.parent
-        if not parentid or TC_H_MAJ(parentid) == TC_H_MAJ(TC_H_INGRESS):
+        if not parentid or parentid == TC_H_ROOT:
             return
         if sch.flags & TCQ_F_NOPARENT:
             return
-        notify = not sch.qlen and n != 0
+        notify = not sch.qlen  # notify the parent only if the child became empty
         parent = qdisc_lookup(dev, TC_H_MAJ(parentid))
         if parent is None:
             return

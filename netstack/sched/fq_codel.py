@@ -41,6 +41,7 @@ from netstack.core.qdisc import (
     ClassDump,
     ClassStats,
     Qdisc,
+    qdisc_dequeue_internal,
     qdisc_pkt_len,
     qdisc_tree_reduce_backlog,
 )
@@ -147,14 +148,13 @@ def skb_get_hash(skb: SkBuff, key: int) -> int:
 class FqCodelFlow:
     """One bucket (kernel: ``struct fq_codel_flow``)."""
 
-    __slots__ = ("chain", "cvars", "deficit", "dropped", "idx", "q")
+    __slots__ = ("chain", "cvars", "deficit", "idx", "q")
 
     def __init__(self, idx: int) -> None:
         self.idx = idx
         self.q: deque[SkBuff] = deque()
         self.chain: deque[FqCodelFlow] | None = None  # the flowchain list it is on
         self.deficit = 0
-        self.dropped = 0
         self.cvars = CodelVars()
 
 
@@ -260,18 +260,17 @@ class FqCodelQdisc(Qdisc):
             self.drop_batch_size = max(1, opt.drop_batch_size)
         if opt.memory_limit is not None:
             self.memory_limit = min(1 << 31, opt.memory_limit)
-        # A smaller limit takes effect now: dequeue (and free) the excess.
-        stats = self.cstats
+        # A smaller limit takes effect now: dequeue (and free) the excess —
+        # through the dequeue path, so the kernel counts them as sent.
+        dropped_pkts = dropped_bytes = 0
         while self.qlen > self.limit or self.memory_usage > self.memory_limit:
-            skb = self.dequeue()
+            skb = qdisc_dequeue_internal(self)
             if skb is None:
                 break
-            stats.drop_len += qdisc_pkt_len(skb)
+            dropped_pkts += 1
+            dropped_bytes += qdisc_pkt_len(skb)
             kfree_skb(skb, DropReason.QUEUE_PURGE)
-            stats.drop_count += 1
-        qdisc_tree_reduce_backlog(self, stats.drop_count, stats.drop_len)
-        stats.drop_count = 0
-        stats.drop_len = 0
+        qdisc_tree_reduce_backlog(self, dropped_pkts, dropped_bytes)
 
     # -- the data path ------------------------------------------------------------
     def classify(self, skb: SkBuff) -> int:
@@ -296,7 +295,7 @@ class FqCodelQdisc(Qdisc):
             i += 1
             if i >= max_packets or length >= threshold or not flow.q:
                 break
-        flow.dropped += i
+        flow.cvars.count = (flow.cvars.count + i) & _M32  # increase codel's signal strength
         backlogs[idx] -= length
         self.memory_usage -= mem
         self.drops += i
@@ -320,7 +319,6 @@ class FqCodelQdisc(Qdisc):
             flow.chain = self.new_flows
             self.new_flow_count += 1
             flow.deficit = self.quantum
-            flow.dropped = 0
         self.memory_usage += mem_usage
         memory_limited = self.memory_usage > self.memory_limit
         self.qlen += 1
@@ -361,10 +359,9 @@ class FqCodelQdisc(Qdisc):
         kfree_skb(skb, DropReason.QDISC_DROP)
         self.drops += 1
 
-    def dequeue(self) -> SkBuff | None:
-        """New flows first, then old ones, DRR by quantum. Kernel: fq_codel_dequeue()."""
+    def _dequeue(self) -> SkBuff | None:
+        """New flows first, then old ones, DRR by quantum. Kernel: __fq_codel_dequeue()."""
         now = codel_get_time(ktime_get_ns(self.net))
-        stats = self.cstats
         while True:
             head = self.new_flows
             if not head:
@@ -378,22 +375,18 @@ class FqCodelQdisc(Qdisc):
                 self.old_flows.append(flow)
                 flow.chain = self.old_flows
                 continue
-            prev_drop_count = stats.drop_count
-            prev_ecn_mark = stats.ecn_mark
             self._cur_flow = flow
             skb = codel_dequeue(
                 self,
                 self.cparams,
                 flow.cvars,
-                stats,
+                self.cstats,
                 qdisc_pkt_len,
                 _codel_time,
                 self._drop_func,
                 self._flow_dequeue,
                 now,
             )
-            flow.dropped += stats.drop_count - prev_drop_count
-            flow.dropped += stats.ecn_mark - prev_ecn_mark
             if skb is None:
                 # force a pass through old_flows to prevent starvation
                 head.popleft()
@@ -407,12 +400,33 @@ class FqCodelQdisc(Qdisc):
             self.bytes += length
             self.packets += 1
             flow.deficit -= length
-            # qdisc_tree_reduce_backlog() cannot run while qlen is 0 (HTB): defer.
-            if stats.drop_count and self.qlen:
-                qdisc_tree_reduce_backlog(self, stats.drop_count, stats.drop_len)
-                stats.drop_count = 0
-                stats.drop_len = 0
             return skb
+
+    def _dequeue_drop(self) -> None:
+        """Tell the parents about CoDel's drops. Kernel: fq_codel_dequeue_drop()."""
+        stats = self.cstats
+        if stats.drop_count:
+            qdisc_tree_reduce_backlog(self, stats.drop_count, stats.drop_len)
+            stats.drop_count = 0
+            stats.drop_len = 0
+
+    def dequeue(self) -> SkBuff | None:
+        """Kernel: fq_codel_dequeue()."""
+        skb = self._dequeue()
+        self._dequeue_drop()
+        return skb
+
+    def peek(self) -> SkBuff | None:
+        """Dequeue into ``gso_skb`` (still queued), then report drops. Kernel: fq_codel_peek()."""
+        skb = self.gso_skb
+        if skb is None:
+            skb = self._dequeue()
+            if skb is not None:
+                self.gso_skb = skb
+                self.backlog += qdisc_pkt_len(skb)
+                self.qlen += 1
+            self._dequeue_drop()
+        return skb
 
     def reset(self) -> None:
         """Kernel: fq_codel_reset()."""

@@ -59,13 +59,14 @@ class PschedRatecfg:
     def __init__(self, conf: TcRatespec | None = None, rate64: int = 0) -> None:
         """Kernel: net/sched/sch_generic.c, psched_ratecfg_precompute()."""
         self.rate_bytes_ps = 0
-        self.mult = 1
+        self.mult = 0  # memset(r, 0): "no rate" (tbf without peakrate)
         self.shift = 0
         self.overhead = 0
         self.mpu = 0
         self.linklayer = 0
         if conf is None:
             return
+        self.mult = 1
         self.overhead = conf.overhead
         self.mpu = conf.mpu
         self.rate_bytes_ps = max(conf.rate, rate64)

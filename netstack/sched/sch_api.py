@@ -233,6 +233,8 @@ def qdisc_graft(
     Kernel: net/sched/sch_api.c, qdisc_graft().
     """
     if parent is None:
+        if new is not None:
+            new.depth = 0
         _graft_root(dev, new)
         return
     if not parent.classful:
@@ -242,7 +244,11 @@ def qdisc_graft(
         raise _extack("Specified class not found", errno.ENOENT)
     if isinstance(new, NoqueueQdisc):
         raise _extack("Cannot assign noqueue to a class", errno.EINVAL)
+    if new is not None and parent.depth >= 7:
+        raise _extack("Qdisc hierarchy is too deep", errno.E2BIG)
     replaced = parent.cl_graft(cl, new)
+    if new is not None:
+        new.depth = parent.depth + 1
     if replaced is not None:
         qdisc_put(replaced)
 
@@ -262,12 +268,15 @@ def _check_loop(q: Qdisc, p: Qdisc, depth: int) -> bool:
 
 
 def _leaf(p: Qdisc, classid: int) -> Qdisc | None:
-    """Kernel: qdisc_leaf()."""
+    """The child of class *classid* of *p*; refuse a classless *p* or an unknown class.
+
+    Kernel: qdisc_leaf().
+    """
     if not p.classful:
-        return None
+        raise _extack("Parent qdisc is not classful", errno.EOPNOTSUPP)
     cl = p.cl_find(classid)
     if not cl:
-        return None
+        raise _extack("Specified class not found", errno.ENOENT)
     return p.cl_leaf(cl)
 
 
@@ -324,10 +333,14 @@ def tc_modify_qdisc(
                 if q is None:
                     create = True
                 else:
+                    if q.parent != parent:
+                        raise _extack(
+                            "Cannot move an existing qdisc to a different parent", errno.EINVAL
+                        )
                     if flags & NLM_F_EXCL:
                         raise _extack("Exclusivity flag on, cannot override", errno.EEXIST)
                     if kind is not None and kind != q.kind:
-                        raise _extack("Invalid qdisc name", errno.EINVAL)
+                        raise _extack("Invalid qdisc name: must match existing qdisc", errno.EINVAL)
                     if q.flags & TCQ_F_INGRESS:
                         raise _extack("Cannot regraft ingress or clsact Qdiscs", errno.EINVAL)
                     if q is p or (p is not None and _check_loop(q, p, 0)):
@@ -358,7 +371,7 @@ def tc_modify_qdisc(
     if flags & NLM_F_EXCL:
         raise _extack("Exclusivity flag on, cannot modify", errno.EEXIST)
     if kind is not None and kind != q.kind:
-        raise _extack("Invalid qdisc name", errno.EINVAL)
+        raise _extack("Invalid qdisc name: must match existing qdisc", errno.EINVAL)
     qdisc_change(q, options)
 
 
@@ -413,7 +426,7 @@ def tc_del_qdisc(net: Net, ifindex: int, parent: int, handle: int, kind: str | N
         if q is None:
             raise _extack("Failed to find qdisc with specified handle", errno.ENOENT)
     if kind is not None and kind != q.kind:
-        raise _extack("Invalid qdisc name", errno.EINVAL)
+        raise _extack("Invalid qdisc name: must match existing qdisc", errno.EINVAL)
     if not clid:
         raise _extack("Classid cannot be zero", errno.EINVAL)
     if q.handle == 0:
