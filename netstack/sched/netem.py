@@ -62,7 +62,14 @@ from netstack.core.qdisc import (
     qdisc_reset,
     qdisc_tree_reduce_backlog,
 )
-from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.core.skbuff import (
+    CHECKSUM_PARTIAL,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+    kfree_skb_list,
+)
 from netstack.core.xmit import netif_skb_features, skb_checksum_help, skb_gso_segment
 from netstack.errors import ConfigError
 from netstack.sched.inet_ecn import INET_ECN_set_ce
@@ -128,6 +135,10 @@ def _einval() -> ConfigError:
     return ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
 
 
+def _extack(msg: str) -> ConfigError:
+    return ConfigError(f"Error: {msg}.", errno.EINVAL)
+
+
 class NetemQdisc(Qdisc):
     """Kernel: net/sched/sch_netem.c, netem_qdisc_ops."""
 
@@ -167,6 +178,9 @@ class NetemQdisc(Qdisc):
         self.corrupt_cor = CrndState()
         self.seed = 0
         self.prng = RndState(0)
+        # The kernel's get_random_u32() (unseeded) for the corrupted bit and the
+        # slot durations; here a second generator seeded from the host's RNG.
+        self.entropy = RndState(net.rng.getrandbits(64))
         self.delay_dist: tuple[int, ...] | None = None
         self.slot_dist: tuple[int, ...] | None = None
         self.loss_model = CLG_RANDOM
@@ -200,6 +214,19 @@ class NetemQdisc(Qdisc):
         for table in (opt.delay_dist, opt.slot_dist):
             if table is not None and (not table or len(table) > NETEM_DIST_MAX):
                 raise _einval()  # get_dist_table()
+        if opt.slot is not None:  # validate_slot()
+            c = opt.slot
+            if c.min_delay < 0 or c.max_delay < 0:
+                raise _extack("negative slot delay")
+            if c.min_delay > c.max_delay:
+                raise _extack("slot min delay greater than max delay")
+            if c.dist_delay < 0 or c.dist_jitter < 0:
+                raise _extack("negative dist delay")
+            if c.max_packets < 0 or c.max_bytes < 0:
+                raise _extack("negative slot limit")
+        for value, name in ((opt.latency64, "latency"), (opt.jitter64, "jitter")):
+            if value is not None and value < 0:  # validate_time()
+                raise _extack(f"negative {name}")
         if opt.loss_gi is not None:
             self.loss_model = CLG_4_STATES
             self.clg_state = TX_IN_GAP_PERIOD
@@ -273,7 +300,8 @@ class NetemQdisc(Qdisc):
         self.packets_left = cfg.max_packets
         self.bytes_left = cfg.max_bytes
         if cfg.min_delay or cfg.max_delay or cfg.dist_jitter:
-            self.slot_next = ktime_get_ns(self.net)
+            # (0 means "no slots"; a host's clock, unlike the kernel's, reads 0 at start)
+            self.slot_next = ktime_get_ns(self.net) or 1
         else:
             self.slot_next = 0
 
@@ -287,11 +315,10 @@ class NetemQdisc(Qdisc):
             if rnd < a4:
                 self.clg_state = LOST_IN_GAP_PERIOD
                 return True
-            if a4 < rnd < a1 + a4:
+            if rnd < (a1 + a4) & _M32:  # u32 sum, as the kernel adds
                 self.clg_state = LOST_IN_BURST_PERIOD
                 return True
-            if a1 + a4 < rnd:
-                self.clg_state = TX_IN_GAP_PERIOD
+            self.clg_state = TX_IN_GAP_PERIOD
         elif state == TX_IN_BURST_PERIOD:
             if rnd < a5:
                 self.clg_state = LOST_IN_BURST_PERIOD
@@ -300,9 +327,9 @@ class NetemQdisc(Qdisc):
         elif state == LOST_IN_BURST_PERIOD:
             if rnd < a3:
                 self.clg_state = TX_IN_BURST_PERIOD
-            elif a3 < rnd < a2 + a3:
+            elif rnd < (a2 + a3) & _M32:
                 self.clg_state = TX_IN_GAP_PERIOD
-            elif a2 + a3 < rnd:
+            else:
                 self.clg_state = LOST_IN_BURST_PERIOD
                 return True
         elif state == LOST_IN_GAP_PERIOD:
@@ -367,7 +394,8 @@ class NetemQdisc(Qdisc):
         """Open the next delivery slot. Kernel: get_slot_next()."""
         cfg = self.slot_config
         if self.slot_dist is None:
-            next_delay = cfg.min_delay + ((self.prng.u32() * (cfg.max_delay - cfg.min_delay)) >> 32)
+            spread = cfg.max_delay - cfg.min_delay
+            next_delay = cfg.min_delay + ((spread * self.entropy.u32()) >> 32)  # get_random_u32()
         else:
             next_delay = self._tabledist(cfg.dist_delay, cfg.dist_jitter, None, self.slot_dist)
         self.slot_next = now + next_delay
@@ -411,10 +439,13 @@ class NetemQdisc(Qdisc):
         prng = self.prng
         prev_len = qdisc_pkt_len(skb)
         segs: SkBuff | None = None
-        rc_drop = NET_XMIT_DROP
         count = 1
-        # Random duplication
-        if self.duplicate and self.duplicate >= get_crandom(self.dup_cor, prng):
+        # Random duplication (never of a duplicate)
+        if (
+            self.duplicate
+            and skb.tc_depth == 0
+            and self.duplicate >= get_crandom(self.dup_cor, prng)
+        ):
             count += 1
         # Drop packet?
         if self._loss_event():
@@ -430,45 +461,45 @@ class NetemQdisc(Qdisc):
         # released now, as a TX completion would, not after the emulated transit.
         if self.latency or self.jitter or self.rate:
             skb_orphan(skb)
-        # Duplicate: re-insert at the top of the qdisc tree, since the parent
-        # expects only one skb to be queued.
-        if count > 1:
-            skb2 = skb.clone()
-            txq = self.dev_queue
-            if txq is not None:
-                rootq = txq.qdisc
-                dupsave = self.duplicate  # prevent duplicating a dup…
-                self.duplicate = 0
-                rootq.enqueue(skb2)
-                self.duplicate = dupsave
-                rc_drop = NET_XMIT_SUCCESS
-            else:
-                kfree_skb(skb2, DropReason.QDISC_DROP)
+        # If we need to duplicate the packet, clone it before the original is modified.
+        skb2 = skb.clone() if count > 1 else None
         # Randomized corruption: flip one bit (checksums completed first).
         if self.corrupt and self.corrupt >= get_crandom(self.corrupt_cor, prng):
             if skb.gso_size:
                 first = self._segment(skb)
                 if first is None:
-                    return rc_drop
+                    return self._finish_segs(None, None, prev_len, skb2)
                 segs = first.next
                 first.next = None
                 skb = first
             skb.make_writable()  # skb_unshare()
             if skb.ip_summed == CHECKSUM_PARTIAL and not skb_checksum_help(skb):
                 self.qdisc_drop(skb)
-                return self._finish_segs(None, segs, prev_len)
+                return self._finish_segs(None, segs, prev_len, skb2)
             headlen = skb.tail - skb.data
-            pos = skb.data + ((prng.u32() * headlen) >> 32)
-            skb.buf[pos] ^= 1 << ((prng.u32() * 8) >> 32)
-        if self.t_len >= self.limit:
-            self.drops += 1  # qdisc_drop_all()
-            kfree_skb(skb, DropReason.QDISC_DROP)
-            while segs is not None:
-                nxt = segs.next
-                segs.next = None
-                kfree_skb(segs, DropReason.QDISC_DROP)
-                segs = nxt
-            return rc_drop
+            if headlen:
+                # get_random_u32_below(): the kernel's unseeded RNG, not netem's prng
+                entropy = self.entropy
+                pos = skb.data + ((entropy.u32() * headlen) >> 32)
+                skb.buf[pos] ^= 1 << ((entropy.u32() * 8) >> 32)
+        if self.qlen >= self.limit:
+            # qdisc_drop_all(): the packet, its other segments and the duplicate
+            self.drops += 1
+            skb.next = segs
+            kfree_skb_list(skb, DropReason.QDISC_DROP)
+            if skb2 is not None:
+                kfree_skb(skb2, DropReason.QDISC_DROP)
+            return NET_XMIT_DROP
+        # Duplicate: re-insert at the top of the qdisc tree, since the parent
+        # expects only one skb to be queued.
+        if skb2 is not None:
+            txq = self.dev_queue
+            skb2.tc_depth += 1  # prevent duplicating a dup...
+            if txq is not None:
+                rootq = txq.qdisc
+                rootq.enqueue(skb2)
+            else:
+                kfree_skb(skb2, DropReason.QDISC_DROP)
         self.backlog += qdisc_pkt_len(skb)
         if (
             self.gap == 0  # not doing reordering
@@ -496,8 +527,13 @@ class NetemQdisc(Qdisc):
             self.requeues += 1
         return self._finish_segs(skb, segs, prev_len)
 
-    def _finish_segs(self, skb: SkBuff | None, segs: SkBuff | None, prev_len: int) -> int:
-        """Queue the other segments of a corrupted GSO packet. Kernel: netem_enqueue()."""
+    def _finish_segs(
+        self, skb: SkBuff | None, segs: SkBuff | None, prev_len: int, skb2: SkBuff | None = None
+    ) -> int:
+        """Queue the other segments of a corrupted GSO packet (and free a duplicate
+        that was not queued). Kernel: netem_enqueue(), label finish_segs."""
+        if skb2 is not None:
+            kfree_skb(skb2, DropReason.QDISC_DROP)
         if segs is None:
             return NET_XMIT_SUCCESS if skb is not None else NET_XMIT_DROP
         length = skb.tail - skb.data if skb is not None else 0
