@@ -163,6 +163,8 @@ class PfifoHeadDropQdisc(PfifoQdisc):
 
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: pfifo_tail_enqueue()."""
+        if self.limit == 0:
+            return self.qdisc_drop(skb)
         if self.qlen < self.limit:
             return super().enqueue(skb)
         prev_backlog = self.backlog

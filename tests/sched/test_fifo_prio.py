@@ -82,6 +82,8 @@ async def test_pfifo_head_drop_drops_the_oldest(
     assert rcs == [NET_XMIT_SUCCESS, NET_XMIT_SUCCESS, NET_XMIT_CN, NET_XMIT_CN]
     assert (q.qlen, q.drops) == (2, 2)
     assert _drain(q) == [2, 3]
+    h.tc("qdisc change dev dummy0 root pfifo_head_drop limit 0")
+    assert q.enqueue(pkt(h, 9)) == NET_XMIT_DROP and q.qlen == 0
 
 
 async def test_pfifo_fast_bands_and_live_txqueuelen(
