@@ -393,8 +393,6 @@ class NetemUtil(QdiscUtil):
             parts.append(f" corrupt {sprint_percent(opt.corrupt.probability)}")
             if opt.corrupt.correlation:
                 parts.append(f" {sprint_percent(opt.corrupt.correlation)}")
-        if opt.seed is not None:
-            parts.append(f" seed {opt.seed}")
         rate = opt.rate
         if rate is not None and rate.rate:
             rate64 = opt.rate64 or rate.rate
@@ -416,6 +414,8 @@ class NetemUtil(QdiscUtil):
                 parts.append(f" packets {s.max_packets}")
             if s.max_bytes:
                 parts.append(f" bytes {s.max_bytes}")
+        if opt.seed is not None:  # after slot, as the manual lists it
+            parts.append(f" seed {opt.seed}")
         if opt.ecn:
             parts.append(" ecn ")
         if q.gap:

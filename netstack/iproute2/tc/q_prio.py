@@ -18,8 +18,9 @@ TC_PRIO_MAX = 15
 
 
 def print_prio_opt(opt: TcPrioQopt) -> str:
-    """``bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``. iproute2: prio_print_opt()."""
-    return f"bands {opt.bands} priomap" + "".join(f" {b}" for b in opt.priomap)
+    """``bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1`` — two spaces: tc prints
+    ``"priomap "`` and then ``" %d"`` for each entry. iproute2: prio_print_opt()."""
+    return f"bands {opt.bands} priomap " + "".join(f" {b}" for b in opt.priomap)
 
 
 class PrioUtil(QdiscUtil):
