@@ -176,7 +176,16 @@ async def test_bql_statistics_on_the_tx_queue(
     st = dql.statistics()
     assert st.inflight == 0  # everything completed
     assert 0 < st.limit <= st.limit_max
-    assert st.limit_min == 0 and st.hold_time > 0
+    assert st.limit_min == 0 and st.hold_time == 1000  # ms: HZ jiffies of slack hold time
+    bql = "class/net/eth0/queues/tx-0/byte_queue_limits"
+    assert a.sysfs(f"{bql}/limit") == f"{st.limit}\n"
+    assert a.sysfs(f"{bql}/inflight") == "0\n"
+    assert a.sysfs(f"{bql}/hold_time") == "1000\n"
+    assert a.sysfs(f"{bql}/limit_max") == f"{st.limit_max}\n"
+    with fails(
+        "cat: /sys/class/net/eth0/queues/tx-1/byte_queue_limits/limit: No such file or directory"
+    ):
+        a.sysfs("class/net/eth0/queues/tx-1/byte_queue_limits/limit")
 
 
 # --- fuzzing: any command line either works or fails with a ConfigError ---------------
