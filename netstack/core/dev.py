@@ -589,7 +589,10 @@ def net_tx_action(net: Net) -> int:
             q = queue.popleft()
             root_lock = q.lock
             if root_lock.trylock(cpu):
-                q.state_sched = False
+                q.state_sched = False  # clear_bit(__QDISC_STATE_SCHED)
+                line = q.state_line
+                if line is not None:
+                    line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
                 ran += 1

@@ -383,6 +383,7 @@ class NetdevQueue:
         "qdisc",
         "qdisc_sleeping",
         "state",
+        "state_line",
         "trans_start",
         "tx_bytes",
         "tx_packets",
@@ -398,6 +399,9 @@ class NetdevQueue:
         self.xmit_lock_owner = -1
         self.trans_start = 0
         self.state = 0
+        # timed mode: the line holding ``state`` (XOFF bits), read by every
+        # transmit and flipped atomically by the driver's stop/wake and BQL
+        self.state_line = dev.net.cacheline("txq state")
         self.dql = Dql(dev.net.clock)
         self.tx_packets = 0
         self.tx_bytes = 0
@@ -409,6 +413,9 @@ class NetdevQueue:
 def netif_tx_stop_queue(txq: NetdevQueue) -> None:
     """The driver stops the queue (ring full). Kernel: netif_tx_stop_queue()."""
     txq.state |= QUEUE_STATE_DRV_XOFF
+    line = txq.state_line
+    if line is not None:
+        line.write("netif_tx_stop_queue", atomic=True)  # set_bit()
 
 
 def netif_tx_queue_stopped(txq: NetdevQueue) -> bool:
@@ -423,6 +430,9 @@ def netif_xmit_stopped(txq: NetdevQueue) -> bool:
 
 def netif_xmit_frozen_or_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_xmit_frozen_or_stopped()."""
+    line = txq.state_line
+    if line is not None:
+        line.read("netif_xmit_frozen_or_stopped")
     return bool(txq.state & QUEUE_STATE_ANY_XOFF_OR_FROZEN)
 
 
@@ -436,6 +446,9 @@ def netif_tx_wake_queue(txq: NetdevQueue) -> None:
     """The driver has room again: clear XOFF and run the qdisc. Kernel: netif_tx_wake_queue()."""
     if txq.state & QUEUE_STATE_DRV_XOFF:
         txq.state &= ~QUEUE_STATE_DRV_XOFF
+        line = txq.state_line
+        if line is not None:
+            line.write("netif_tx_wake_queue", atomic=True)  # test_and_clear_bit()
         txq.qdisc.netif_schedule()
 
 
@@ -454,6 +467,9 @@ def netdev_tx_sent_queue(txq: NetdevQueue, nbytes: int) -> None:
     if dql.avail() >= 0:
         return
     txq.state |= QUEUE_STATE_STACK_XOFF
+    line = txq.state_line
+    if line is not None:
+        line.write("netdev_tx_sent_queue", atomic=True)  # set_bit()
 
 
 def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
@@ -469,6 +485,9 @@ def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
         return
     if txq.state & QUEUE_STATE_STACK_XOFF:
         txq.state &= ~QUEUE_STATE_STACK_XOFF
+        line = txq.state_line
+        if line is not None:
+            line.write("netdev_tx_completed_queue", atomic=True)  # test_and_clear_bit()
         netif_schedule_queue(txq)
 
 

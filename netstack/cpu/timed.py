@@ -592,7 +592,7 @@ class TimedModel:
             ),
             tuple(
                 sorted(
-                    (ln.statistics() for ln in self.lines.values()),
+                    (ln.statistics() for ln in self.lines.values() if ln.reads or ln.writes),
                     key=lambda s: (-s.bounces, s.name),
                 )
             ),
