@@ -30,6 +30,7 @@ def test_every_example_is_tested() -> None:
         "ipip",
         "gretap",
         "sit_6in4",
+        "ipv6_router",
     }
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
@@ -112,3 +113,17 @@ async def test_sit_6in4(
     assert "out 192.0.2.1 > 198.51.100.2 proto 41 ttl 63: 2001:db8:1::1 > 2001:db8:2::2" in out
     for outer, inner in r["sixin4"]:
         assert outer.p == 41 and inner.v == 6
+
+
+async def test_ipv6_router(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("ipv6_router").main()
+    assert r["ping"].received == 3 and r["data"] == b"hello over IPv6"
+    assert r["a_addr"].startswith("2001:db8:1:0:")  # SLAAC: prefix + EUI-64
+    out = capsys.readouterr().out
+    assert "/64 scope global dynamic mngtmpaddr \n" in out
+    assert " dev eth0 proto ra metric 1024 expires 1798sec hoplimit 64 pref medium\n" in out
+    assert "From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit" in out
+    assert r["r"].nstat()["Ip6OutForwDatagrams"] >= 6
+    assert r["b"].nstat()["Udp6InDatagrams"] == 1

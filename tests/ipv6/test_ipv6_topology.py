@@ -341,3 +341,31 @@ async def test_ip_route_errors_and_del(
     a.ip("-6 addr del 2001:db8::1/64 dev eth0")
     assert "2001:db8::1" not in a.ip("-6 addr")
     assert a.ip("-4 addr show dev eth0") == ""
+
+
+async def test_neighbour_output_paths_hh_cache_and_direct(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    from netstack.ipv6 import ipv6_of
+    from netstack.neigh.neighbour import neigh_direct_output
+    from netstack.wire.ipv6 import aton
+
+    a, _b = pair(lab)
+    await trio.sleep(2)
+    nd = ipv6_of(a.net).nd_tbl
+    before = nd.hh_fast_copies + nd.hh_aligned_copies
+    assert (await a.ping("2001:db8::2", count=3)).received == 3
+    # ping 1 resolves; 2 and 3 go out through the cached Ethernet header, as IPv4 does
+    assert nd.hh_fast_copies + nd.hh_aligned_copies - before >= 2
+    # a header_ops-less NOARP device (sit) sends through neigh_direct_output
+    a.ip("addr add 192.0.2.1/24 dev eth0")
+    a.ip("link add sit1 type sit remote 192.0.2.2 local 192.0.2.1")
+    a.ip("link set sit1 up")
+    a.ip("-6 route add 2001:db8:7::/64 dev sit1")
+    s = a.socket(AF_INET6)
+    await s.sendto(b"x", ("2001:db8:7::1", 9))
+    n = nd.lookup(aton("2001:db8:7::1"), a.dev("sit1"))
+    assert n is not None and n.output is neigh_direct_output
+    # a 4-byte all-zero "link address", printed as iproute2 prints ARPHRD_SIT addresses
+    assert "2001:db8:7::1 dev sit1 lladdr 0.0.0.0 NOARP \n" in a.ip("-6 neigh show nud all")
+    assert a.dev("sit1").statistics().tx_packets >= 1
