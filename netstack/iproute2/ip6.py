@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "addr6_list",
     "ipaddr_modify6",
+    "iproute_flush6",
     "iproute_get6",
     "iproute_list6",
     "iproute_modify6",
@@ -487,3 +488,62 @@ def iproute_get6(
         opts.write(line)
     finally:
         rt.release()
+
+
+def iproute_flush6(
+    net: Net,
+    opts: IpOptions,
+    *,
+    tb: int,
+    cloned: bool,
+    oif: int,
+    protocol: int,
+    protocolmask: int,
+    rdst: InetPrefix | None,
+    mdst: InetPrefix | None,
+) -> None:
+    """``ip -6 route flush``: delete what a dump selects, in rounds.
+
+    iproute2: iproute_list_flush_or_save(IPROUTE_FLUSH) for PF_INET6.
+    """
+    ipv6 = ipv6_or_error(net)
+    if cloned:
+        n = 0
+        for t in ipv6.fib6.tables.values():
+            for f in t.routes():
+                n += len(f.nh.exceptions)
+                for rt in list(f.nh.exceptions.values()):
+                    rt.obsolete = 2
+                f.nh.exceptions.clear()
+        ipv6.rt6_genid_bump()
+        if opts.stats:
+            opts.write(
+                "Nothing to flush.\n" if not n else "*** Flush is complete after 1 round ***\n"
+            )
+        return
+    rounds = 0
+    while True:
+        victims = [
+            f
+            for tid, t in sorted(ipv6.fib6.tables.items())
+            if not tb or tid == tb
+            for f in t.routes()
+            if (not oif or f.nh.dev.ifindex == oif)
+            and not (protocol ^ f.protocol) & protocolmask
+            and _prefix_ok(f.dst, f.dst_len, rdst, mdst)
+        ]
+        if not victims:
+            if opts.stats:
+                if rounds == 0:
+                    opts.write("Nothing to flush.\n")
+                else:
+                    s = "s" if rounds > 1 else ""
+                    opts.write(f"*** Flush is complete after {rounds} round{s} ***\n")
+            return
+        for f in victims:
+            if opts.stats > 1:
+                opts.write(print_route6(opts, ipv6, f, show_table=not tb))
+            ip6_del_rt(ipv6, f)
+        rounds += 1
+        if opts.stats:
+            opts.write(f"\n*** Round {rounds}, deleting {len(victims)} entries ***\n")

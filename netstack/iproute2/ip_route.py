@@ -38,7 +38,7 @@ import attrs
 
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb
 from netstack.errors import ConfigError
-from netstack.iproute2.ip6 import iproute_get6, iproute_list6, iproute_modify6
+from netstack.iproute2.ip6 import iproute_flush6, iproute_get6, iproute_list6, iproute_modify6
 from netstack.iproute2.ip_common import (
     AF_INET,
     AF_INET6,
@@ -813,6 +813,19 @@ def iproute_flush(net: Net, opts: IpOptions, args: Args) -> None:
     if not args:
         raise ConfigError('"ip route flush" requires arguments.', errno.EINVAL)
     filt, family = _parse_selector(net, opts, args)
+    if family == AF_INET6:
+        iproute_flush6(
+            net,
+            opts,
+            tb=filt.tb,
+            cloned=bool(filt.cloned),
+            oif=filt.oif if filt.oifmask else 0,
+            protocol=filt.protocol,
+            protocolmask=filt.protocolmask,
+            rdst=filt.rdst,
+            mdst=filt.mdst,
+        )
+        return
     ipv4 = ipv4_or_error(net)
     if filt.cloned:
         if family != AF_INET6:

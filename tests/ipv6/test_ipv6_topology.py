@@ -369,3 +369,15 @@ async def test_neighbour_output_paths_hh_cache_and_direct(
     # a 4-byte all-zero "link address", printed as iproute2 prints ARPHRD_SIT addresses
     assert "2001:db8:7::1 dev sit1 lladdr 0.0.0.0 NOARP \n" in a.ip("-6 neigh show nud all")
     assert a.dev("sit1").statistics().tx_packets >= 1
+
+
+async def test_ip_6_route_flush(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
+    a, _b = pair(lab)
+    a.ip("addr add 10.0.0.1/24 dev eth0")
+    a.ip("-6 route add 2001:db8:5::/64 via 2001:db8::2 proto static")
+    a.ip("-6 route flush proto static")
+    assert "2001:db8:5::/64" not in a.ip("-6 route")
+    assert "2001:db8::/64 dev eth0 proto kernel" in a.ip("-6 route")
+    a.ip("-6 route flush dev eth0")
+    assert a.ip("-6 route show dev eth0") == ""
+    assert "10.0.0.0/24 dev eth0" in a.ip("route")  # IPv4 untouched
