@@ -381,3 +381,64 @@ async def test_ip_6_route_flush(lab: netstack.Lab, autojump_clock: trio.testing.
     a.ip("-6 route flush dev eth0")
     assert a.ip("-6 route show dev eth0") == ""
     assert "10.0.0.0/24 dev eth0" in a.ip("route")  # IPv4 untouched
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            "-6 addr add 2001:db8::1/129 dev eth0",
+            'Error: inet6 prefix is expected rather than "2001:db8::1/129".',
+        ),
+        ("-6 addr add 2001:db8::1/64 dev eth9", 'Cannot find device "eth9"'),
+        ("-6 addr add 2001:db8::1/64 dev eth0", "Error: ipv6: address already assigned."),
+        ("-6 addr del 2001:db8::9/64 dev eth0", "Error: ipv6: address not found."),
+        ("-6 route add 2001:db8:1::/64 via fe80::1", "Error: Egress device not specified."),
+        (
+            "-6 route add 2001:db8:1::/64 via 2001:db8::1 dev eth0",
+            "Error: Gateway can not be a local address.",
+        ),
+        ("-6 route add 2001:db8:1::/64 via 2001:db8:9::1", "RTNETLINK answers: No route to host"),
+        ("-6 route add ::/0 via 2001:db8::2 dev eth0", "RTNETLINK answers: File exists"),
+        ("-6 route del 2001:db8:77::/64", "RTNETLINK answers: No such process"),
+        ("-6 route get 2001:db8:99::1 dev eth9", 'Cannot find device "eth9"'),
+        (
+            "-6 neigh add 2001:db8::5 lladdr 02:00:00:00:00:05",
+            "Device and destination are required arguments.",
+        ),
+    ],
+)
+async def test_ip_6_errors(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, command: str, message: str
+) -> None:
+    a, _b = pair(lab)
+    a.ip("-6 route add ::/0 via 2001:db8::2 dev eth0")
+    before = (a.ip("-6 addr"), a.ip("-6 route"))
+    with pytest.raises(netstack.ConfigError) as exc:
+        a.ip(command)
+    assert str(exc.value) == message
+    assert (a.ip("-6 addr"), a.ip("-6 route")) == before  # nothing changed
+
+
+async def test_udp6_dontfrag_unreachable_and_v6only(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    from netstack.socket import IPV6_DONTFRAG, IPV6_V6ONLY
+
+    a, _b = pair(lab)
+    await trio.sleep(2.5)
+    s = a.socket(AF_INET6)
+    assert s.getsockopt(IPPROTO_IPV6, IPV6_V6ONLY) == 0  # bindv6only=0, as Linux
+    s.setsockopt(IPPROTO_IPV6, IPV6_V6ONLY, 1)
+    assert s.getsockopt(IPPROTO_IPV6, IPV6_V6ONLY) == 1
+    s.setsockopt(IPPROTO_IPV6, IPV6_DONTFRAG, 1)
+    with pytest.raises(OSError) as e:
+        await s.sendto(b"x" * 2000, ("2001:db8::2", 9))
+    assert e.value.errno == errno.EMSGSIZE
+    with pytest.raises(OSError) as e:
+        await s.sendto(b"x", ("2001:db8:99::1", 9))
+    assert e.value.errno == errno.ENETUNREACH
+    # without DONTFRAG the same datagram is fragmented at the source
+    s2 = a.socket(AF_INET6)
+    await s2.sendto(b"x" * 2000, ("2001:db8::2", 9))
+    assert a.nstat()["Ip6FragCreates"] == 2
