@@ -128,6 +128,22 @@ async def test_netem_delay_and_jitter_in_ping_rtts(
     assert min(rtts) >= 90 and max(rtts) <= 110.5
 
 
+async def test_netem_distribution_normal_in_ping_rtts(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    a, _ = pair(lab)
+    assert await a.ping("10.0.0.2")
+    a.tc("qdisc add dev eth0 root netem delay 100ms 10ms distribution normal")
+    result = await a.ping("10.0.0.2", count=400, interval=0.05)
+    rtts = [r * 1000 for r in result.rtts]
+    assert result.received == 400
+    assert abs(stats.mean(rtts) - 100) < 1.5
+    assert abs(stats.pstdev(rtts) - 10) < 1.5
+    within = sum(1 for r in rtts if 90 <= r <= 110) / len(rtts)
+    assert 0.61 < within < 0.75  # ±1 sigma of a normal: 68%, not the uniform's 100%
+    assert min(rtts) < 85 and max(rtts) > 115
+
+
 async def test_netem_loss_ten_percent_of_ten_thousand(
     autojump_clock: trio.testing.MockClock, lab: netstack.Lab
 ) -> None:
