@@ -59,8 +59,10 @@ def dummy_host(lab: netstack.Lab, name: str = "h") -> netstack.Host:
     return host
 
 
-def build_sites(lab: netstack.Lab, gre_opts: str, how: str = "link") -> dict[str, netstack.Host]:
-    """Two sites joined by GRE across a router.
+def build_sites(
+    lab: netstack.Lab, gre_opts: str, how: str = "link", kind: str = "gre"
+) -> dict[str, netstack.Host]:
+    """Two sites joined by a GRE (or *kind*: ipip) tunnel across a router.
 
     s1 (10.1.0.1) ─ gw1 ═ gre1 over 192.0.2.0/24 ─ r ─ 198.51.100.0/24 ═ gw2 ─ s2 (10.2.0.1);
     *gre_opts* are appended to both gateways' ``ip link add``/``ip tunnel add`` (*how*).
@@ -89,9 +91,9 @@ def build_sites(lab: netstack.Lab, gre_opts: str, how: str = "link") -> dict[str
         (gw2, "198.51.100.2", "192.0.2.1", "10.1.0.0/24"),
     ):
         if how == "link":
-            gw.ip(f"link add gre1 type gre remote {remote} local {local} {gre_opts}")
+            gw.ip(f"link add gre1 type {kind} remote {remote} local {local} {gre_opts}")
         else:
-            gw.ip(f"tunnel add gre1 mode gre remote {remote} local {local} {gre_opts}")
+            gw.ip(f"tunnel add gre1 mode {kind} remote {remote} local {local} {gre_opts}")
         gw.ip("link set gre1 up")
         gw.ip(f"route add {net_} dev gre1")
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}

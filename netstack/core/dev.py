@@ -520,6 +520,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
+        skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
     else:
         txq = dev._tx[netdev_pick_tx(dev, skb)]
         skb.queue_mapping = txq.index
@@ -588,7 +589,10 @@ def net_tx_action(net: Net) -> int:
             q = queue.popleft()
             root_lock = q.lock
             if root_lock.trylock(cpu):
-                q.state_sched = False
+                q.state_sched = False  # clear_bit(__QDISC_STATE_SCHED)
+                line = q.state_line
+                if line is not None:
+                    line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
                 ran += 1

@@ -226,6 +226,9 @@ class Qdisc:
         self.lock = SpinLock(f"{dev_name}:qdisc")  # qdisc_lock(): the root lock
         self.busylock = SpinLock(f"{dev_name}:busylock")
         self.running = False  # __QDISC___STATE_RUNNING / seqcount
+        # timed mode: the line of q->__state/q->state (RUNNING, SCHED), read
+        # by every sender before it takes the root lock
+        self.state_line = net.cacheline("qdisc state")
         self.state_sched = False  # __QDISC_STATE_SCHED
         self.deactivated = False  # __QDISC_STATE_DEACTIVATED
         self.qlen = 0  # q->q.qlen, including requeued skbs
@@ -336,6 +339,9 @@ class Qdisc:
         """Ask NET_TX to run this qdisc later. Kernel: __netif_schedule()."""
         if not self.state_sched and self.can_enqueue:
             self.state_sched = True
+            line = self.state_line
+            if line is not None:
+                line.write("__netif_schedule", atomic=True)  # test_and_set_bit(SCHED)
             self.net.raise_net_tx(self)
 
     def statistics(self) -> QdiscStats:
@@ -608,12 +614,18 @@ def qdisc_run_begin(q: Qdisc) -> bool:
     if q.running:
         return False
     q.running = True
+    line = q.state_line
+    if line is not None:
+        line.write("qdisc_run_begin")
     return True
 
 
 def qdisc_run_end(q: Qdisc) -> None:
     """Kernel: qdisc_run_end()."""
     q.running = False
+    line = q.state_line
+    if line is not None:
+        line.write("qdisc_run_end")
 
 
 def qdisc_pkt_len(skb: SkBuff) -> int:
@@ -787,6 +799,9 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     """
     cpu = q.net.cpus.current
     root_lock = q.lock
+    line = q.state_line
+    if line is not None:
+        line.read("__dev_xmit_skb")  # qdisc_is_running()
     contended = q.running
     if contended:
         q.busylock.lock(cpu)
