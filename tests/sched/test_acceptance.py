@@ -10,12 +10,14 @@ behind the whole queue; and ``tc -s qdisc show`` adds up against the device.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import statistics as stats
 from pathlib import Path
 from typing import Literal
 
 import dpkt
+import pytest
 import trio
 import trio.testing
 from helpers import add_addr
@@ -167,6 +169,39 @@ async def test_netem_loss_ten_percent_of_ten_thousand(
     assert st.drops == lost and st.packets == len(got)
     out = a.tc("-s qdisc show dev eth0")
     assert f"Sent {st.bytes} bytes {st.packets} pkt (dropped {lost}," in out
+
+
+async def test_netem_with_a_tbf_child_delays_then_shapes(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    """netem is classful: ``parent 1:1`` grafts a tbf under it. The burst waits
+    50 ms in netem, then leaves at tbf's rate; what overflows tbf's limit is
+    dropped and counted by both."""
+    a, b = pair(lab)
+    assert await a.ping("10.0.0.2")
+    a.tc("qdisc add dev eth0 root handle 1: netem delay 50ms")
+    a.tc("qdisc add dev eth0 parent 1:1 handle 10: tbf rate 1mbit burst 5kb latency 100ms")
+    assert a.tc("class show dev eth0").splitlines() == [
+        "class netem 1:1 parent 1: leaf 10: ",
+        "class tbf 10:1 parent 10: ",
+    ]
+    srv, got = await receiver(b)
+    cli = a.socket()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect, srv, got)
+        t0 = trio.current_time()
+        for _ in range(100):
+            cli.sendto_nowait(b"x" * PAYLOAD, ("10.0.0.2", 9))
+        await trio.sleep(3)
+        nursery.cancel_scope.cancel()
+    # tbf's limit: rate * latency + burst = 12,500 + 5,120 bytes: 16 frames of 1042
+    assert len(got) == 16
+    assert got[0][0] - t0 == pytest.approx(0.050, abs=1e-6)
+    gaps = [t2 - t1 for (t1, _), (t2, _) in itertools.pairwise(got[5:])]  # past the burst
+    assert all(g == pytest.approx(FRAME * 8 / 1e6, rel=1e-3) for g in gaps)
+    netem, tbf = a.dev("eth0").qdisc, a.dev("eth0").qdisc.cl_leaf(1)
+    assert tbf is not None
+    assert netem.statistics().drops == tbf.statistics().drops == 84
 
 
 async def _through_router(
