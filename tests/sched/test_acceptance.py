@@ -9,6 +9,8 @@ behind the whole queue; and ``tc -s qdisc show`` adds up against the device.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import io
 import itertools
 import re
@@ -370,6 +372,42 @@ async def test_fq_codel_keeps_a_sparse_flow_near_target_where_pfifo_does_not(
     assert "new_flows_len" in fq_out and "drop_overlimit" in fq_out
     dropped = re.findall(r"dropped (\d+)", fifo_out)
     assert int(dropped[1]) > 0  # the pfifo child overflowed
+
+
+async def test_fq_codel_marks_ect_flows_and_drops_the_others(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    """Two bulk flows over a 2 Mbit/s tbf + fq_codel: the ECT(0) one comes out
+    with CE marks (valid IP checksums: the kernel's incremental update) and
+    loses nothing in the qdisc; the Not-ECT one is dropped instead."""
+    a, b = pair(lab)
+    assert await a.ping("10.0.0.2")
+    a.tc("qdisc add dev eth0 root handle 1: tbf rate 2mbit burst 3000 latency 2s")
+    a.tc("qdisc add dev eth0 parent 1:1 handle 10: fq_codel")
+    srv, got = await receiver(b)
+    ect, plain = a.socket(), a.socket()
+    ect.setsockopt(IPPROTO_IP, IP_TOS, 0x02)  # ECT(0)
+    with b.capture("eth0") as cap:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(collect, srv, got)
+            for _ in range(60):  # 2.7 Mbit/s offered
+                for _ in range(8):
+                    for sock in (ect, plain):
+                        with contextlib.suppress(OSError):  # a full send buffer
+                            sock.sendto_nowait(b"x" * PAYLOAD, ("10.0.0.2", 9))
+                await trio.sleep(0.05)
+            await trio.sleep(2)
+            nursery.cancel_scope.cancel()
+    udp = [f for _, f, _ in cap.frames if f[12:14] == b"\x08\x00" and f[23] == 17]
+    ecn = collections.Counter(f[15] & 3 for f in udp)
+    assert all(ip_checksum(f[14:34]) == 0 for f in udp)  # a valid header sums to 0
+    st = a.dev("eth0").qdisc.cl_leaf(1)
+    assert st is not None
+    xstats = a.tc("-s qdisc show dev eth0")
+    marks = int(re.search(r"ecn_mark (\d+)", xstats).group(1))  # type: ignore[union-attr]
+    assert ecn[3] == marks > 50  # CE, each one counted by fq_codel
+    assert ecn[0] + st.statistics().drops == 480  # Not-ECT: sent or dropped
+    assert st.statistics().drops > 50
 
 
 # -- pfifo_fast's bands ------------------------------------------------------------
