@@ -36,6 +36,7 @@ import trio
 from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
+    NETIF_F_GRO,
     NETIF_F_LLTX,
     NETIF_F_SG,
     NETIF_F_SOFT_FEATURES,
@@ -632,9 +633,9 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     Kernel: net/core/gro.c, napi_gro_receive().
     """
     gro = napi.gro
-    if gro is not None:
+    if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
         gro.receive(napi, skb)
-    else:
+    else:  # netif_elide_gro(): GRO off on this device
         __netif_receive_skb_core(skb)
 
 

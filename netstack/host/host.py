@@ -21,6 +21,7 @@ from netstack.core.patches import Patches
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
+from netstack.gro import gro_init
 from netstack.host.capture import Capture
 from netstack.iproute2 import ip as _ip
 from netstack.iproute2 import sysctl as _sysctl
@@ -66,6 +67,7 @@ class Host:
         net.debug_skb = debug_skb
         self.net = net
         register_qdiscs(net)
+        gro_init(net)
         lo = loopback_net_init(net)
         inet_init(net)
         dev_open(lo)

@@ -37,6 +37,7 @@ from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, Sock, sock_oserror
 from netstack.errors import ConfigError
+from netstack.gro.core import NetOffload
 from netstack.ipv4 import arp as _arp
 from netstack.ipv4 import icmp as _icmp
 from netstack.ipv4 import ip_input as _in
@@ -114,6 +115,7 @@ class Ipv4:
         self.peers: dict[int, InetPeer] = {}
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
+        self.inet_offloads: dict[int, NetOffload] = {}  # GRO/GSO per IP protocol
         self.fib = Fib(self)
         self.frags = IpFrags(self)
         self.idents = _out.IpIdents(self)
@@ -128,6 +130,21 @@ class Ipv4:
         self.dst_mc_output = partial(_out.ip_mc_output, self)  # ip_mc_output
         self.dst_local_deliver = partial(_in.ip_local_deliver, self)
         self.dst_forward = partial(_in.ip_forward, self)
+
+    # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
+    def inet_add_offload(self, proto: int, offload: NetOffload) -> None:
+        """Register GRO/GSO callbacks for IP protocol *proto* (first one wins).
+
+        Kernel: net/ipv4/protocol.c, inet_add_offload().
+        """
+        if proto in self.inet_offloads:
+            raise ConfigError(f"IP protocol {proto} already has an offload", errno.EEXIST)
+        self.inet_offloads[proto] = offload
+
+    def inet_del_offload(self, proto: int, offload: NetOffload) -> None:
+        """Kernel: net/ipv4/protocol.c, inet_del_offload()."""
+        if self.inet_offloads.get(proto) is offload:
+            del self.inet_offloads[proto]
 
     # -- the functions other modules reach through the family ----------------------
     def ip_output(self, skb: SkBuff) -> int:
@@ -654,6 +671,9 @@ def inet_init(net: Net) -> Ipv4:
     net.dev_add_pack(PacketType(ETH_P_IP, partial(_in.ip_rcv, ipv4), name="ip_rcv"))
     net.dev_add_pack(PacketType(ETH_P_ARP, partial(_arp.arp_rcv, ipv4), name="arp_rcv"))
     net.register_netdevice_notifier(ipv4.netdev_event)
+    from netstack.ipv4.offload import ipv4_offload_init
+
+    ipv4_offload_init(ipv4)
     for dev in list(net.devices.values()):  # devices that exist already
         ipv4.netdev_event(NETDEV_REGISTER, dev)
         if dev.flags & 1:
