@@ -22,7 +22,7 @@ def load(name: str) -> ModuleType:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"two_hosts_ping", "router", "udp_echo"}
+    tested = {"two_hosts_ping", "router", "udp_echo", "gre_two_sites", "ipip", "gretap"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -55,3 +55,33 @@ async def test_udp_echo(
     assert replies == [b"HELLO", b"UDP", b"ECHO"]
     out = capsys.readouterr().out
     assert "[Errno 111] Connection refused" in out
+
+
+async def test_gre_two_sites(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("gre_two_sites").main()
+    assert r["ping"].received == 3 and r["data"] == b"hello from site 1"
+    assert [g.key for g in r["gre"]] == [42] * 7
+    assert r["gw1"].dev("gre1").statistics().tx_packets == 4
+    out = capsys.readouterr().out
+    assert "gre1: gre/ip remote 192.0.2.1 local 198.51.100.2 ttl inherit key 42" in out
+    assert "GRE key 42 csum 0x" in out
+
+
+async def test_ipip(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("ipip").main()
+    assert r["ping"].received == 3
+    assert r["lock"] == 0 and r["features"] == "0x7000"
+    assert "tx-lockless: on [fixed]" in capsys.readouterr().out
+
+
+async def test_gretap(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("gretap").main()
+    assert r["ping"].received == 2
+    assert r["inner_types"][:2] == [0x0806, 0x0806] and 0x0800 in r["inner_types"]
+    assert "GRE proto 0x6558 key 7" in capsys.readouterr().out

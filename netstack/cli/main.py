@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from netstack import __version__
 from netstack.cli.demo import demo
 from netstack.experiments import EXPERIMENTS
+from netstack.experiments.plot import write_plot
 
 __all__ = ["main"]
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(which="both")
     e.add_argument("--cpus", type=int, help="CPUs (sending threads) to use")
     e.add_argument("--json", action="store_true", help="print the figures as JSON")
+    e.add_argument("--plot", metavar="FILE", help="also draw the result (.svg, or .png)")
     return parser
 
 
@@ -53,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as e:
             parser.error(str(e))
         print(result.to_json() if args.json else result.render())
+        if args.plot:
+            try:
+                print(f"wrote {write_plot(result, args.plot)}", file=sys.stderr)
+            except ValueError as e:
+                parser.error(str(e))
         return 0
     if args.command == "demo":
         wall = time.perf_counter()

@@ -37,15 +37,19 @@ from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
     NETIF_F_GRO,
+    NETIF_F_GSO,
     NETIF_F_LLTX,
+    NETIF_F_NOCACHE_COPY,
     NETIF_F_SG,
     NETIF_F_SOFT_FEATURES,
+    NETIF_F_SOFT_FEATURES_OFF,
 )
 from netstack.core.napi import Napi
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_LOWERLAYERDOWN,
     IF_OPER_UP,
+    IFF_LOOPBACK,
     IFF_NO_QUEUE,
     IFF_UP,
     IFF_XMIT_DST_RELEASE,
@@ -155,6 +159,9 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
     if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
         features &= ~NETIF_F_ALL_TSO
+    # "Software GSO depends on SG." (tunnels without SG: GSO off, [requested on])
+    if features & NETIF_F_GSO and not features & NETIF_F_SG:
+        features &= ~NETIF_F_GSO
     return features
 
 
@@ -183,9 +190,11 @@ def register_netdevice(dev: NetDevice) -> None:
         raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
     if not dev.iflink:
         dev.iflink = dev.ifindex
-    dev.hw_features |= NETIF_F_SOFT_FEATURES
+    dev.hw_features |= NETIF_F_SOFT_FEATURES | NETIF_F_SOFT_FEATURES_OFF
     dev.features |= NETIF_F_SOFT_FEATURES
     dev.wanted_features = dev.features & dev.hw_features
+    if not dev.flags & IFF_LOOPBACK:
+        dev.hw_features |= NETIF_F_NOCACHE_COPY
     dev.features = netdev_fix_features(dev, dev.features)
     if dev.addr_assign_type == NET_ADDR_PERM and not dev.perm_addr:
         dev.perm_addr = dev.dev_addr

@@ -205,9 +205,53 @@ FUNCTIONS: Mapping[str, float] = {
     "udp_recvmsg": 150.0,
     "__skb_recv_datagram": 40.0,
     "udp_lib_checksum_complete": 10.0,
+    # --- tunnels: transmit -----------------------------------------------------------
+    # The tunnel's part of seed 1's packet is a second IP output: building the
+    # outer header, routing it and sending it down the underlay. Its functions
+    # cost what their IP-layer counterparts above cost for the work they do.
+    "ipgre_xmit": 40.0,
+    "gre_tap_xmit": 40.0,
+    "ipip_tunnel_xmit": 40.0,
+    "sit_tunnel_xmit": 60.0,
+    "ip_tunnel_xmit": 150.0,  # tnl_params, outer route, headroom, TOS/TTL, DF
+    "tnl_update_pmtu": 25.0,
+    "iptunnel_handle_offloads": 10.0,
+    "gre_build_header": 30.0,  # + csum_partial over the payload with the C bit
+    "gre_calc_hlen": 3.0,
+    "ip_tunnel_ecn_encap": 5.0,
+    "INET_ECN_encapsulate": 3.0,
+    "iptunnel_xmit": 60.0,  # skb_scrub_packet, push, outer header, ident, ip_local_out
+    "pskb_inet_may_pull": 5.0,
+    "ip_rt_update_pmtu": 10.0,
+    "__ip_rt_update_pmtu": 20.0,
+    "skb_cloned": 2.0,
+    "skb_push": 3.0,
+    "skb_pull": 3.0,
+    "csum_fold": 3.0,
+    "csum_tcpudp_magic": 5.0,
+    "csum_tcpudp_nofold": 5.0,
+    "ip_compute_csum": 10.0,  # + csum_partial per byte
+    # --- tunnels: receive --------------------------------------------------------------
+    "gre_rcv": 40.0,
+    "gre_parse_header": 40.0,
+    "__ipgre_rcv": 30.0,
+    "tunnel4_rcv": 20.0,
+    "ipip_rcv": 30.0,
+    "ipip_tunnel_rcv": 20.0,
+    "ipip6_rcv": 60.0,
+    "ip_tunnel_lookup": 60.0,
+    "ip_tunnel_rcv": 80.0,
+    "__iptunnel_pull_header": 30.0,
+    "INET_ECN_decapsulate": 5.0,
+    "IP_ECN_decapsulate": 5.0,
+    "gro_cells_receive": 40.0,
+    "gro_cell_poll": 30.0,
     # --- ICMP -----------------------------------------------------------------------
     "icmp_rcv": 60.0,
-    "__icmp_send": 400.0,
+    # __icmp_send: checks and rate limits; the error's route lookup and output
+    # are charged to the functions that do them
+    "__icmp_send": 120.0,
     "icmp_echo": 30.0,
-    "icmp_reply": 250.0,
+    "icmp_reply": 100.0,
+    "icmp_push_reply": 80.0,
 }

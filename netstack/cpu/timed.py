@@ -248,8 +248,8 @@ class TimedModel:
         if sib is None:
             return base
         span = sib.now - self.start_ns
-        if span <= 0:
-            return base * self.machine.smt_slowdown
+        if span <= 0:  # the sibling has not run yet
+            return base
         work = sum(sib.busy.values()) - sib.spin
         frac = min(1.0, max(0.0, work / span))
         return base * (1.0 + (self.machine.smt_slowdown - 1.0) * frac)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from netstack.cpu.timed import TimedReport
+from netstack.cpu.timed import Thread, TimedReport
 
-__all__ = ["Experiment", "ExperimentResult", "Figure", "Run", "Which"]
+if TYPE_CHECKING:
+    from netstack.host.host import Host
+
+__all__ = ["Experiment", "ExperimentResult", "Figure", "Run", "Which", "udp_senders"]
 
 Which = Literal["before", "after", "both"]
 
@@ -159,10 +162,34 @@ class ExperimentResult:
 
 
 def _row(f: Figure) -> str:
+    if f.unit == "hex":
+        return f"  {f.name:38} {int(f.emulated):#12x}"
+    if f.unit == "bool":
+        return f"  {f.name:38} {'yes' if f.emulated else 'no':>12}"
     pub = "" if f.published is None else f"{f.published:12.4g}"
     ratio = "" if f.ratio is None else f"{f.ratio:7.2f}"
     label = f"{f.name} ({f.unit})"
     return f"  {label:38} {f.emulated:12.4g} {pub:>12} {ratio:>7}"
+
+
+async def udp_senders(
+    host: Host, threads: int, calls: int, *, src: str, dst: int, size: int, flags: int = 0
+) -> list[Thread]:
+    """One unconnected UDP socket per CPU of *host*, each a thread making
+    *calls* ``sendto(dst:9)`` of *size* bytes — the seeds' ``udpflood`` loop.
+    """
+    payload = b"\x00" * size
+    out = []
+    for i in range(threads):
+        s = host.socket()
+        await s.bind((src, 0))
+        sk = s.sock
+
+        def op(sk: Any = sk) -> None:
+            sk.sendmsg(payload, (dst, 9), flags)
+
+        out.append(Thread(host.net.cpus, i, op, calls))
+    return out
 
 
 @attrs.frozen

@@ -26,8 +26,8 @@ import trio
 
 from netstack.core.patches import Patches
 from netstack.core.sock import MSG_CONFIRM
-from netstack.cpu.timed import Machine, Thread, TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, Which
+from netstack.cpu.timed import Machine, TimedModel
+from netstack.experiments.common import ExperimentResult, Figure, Run, Which, udp_senders
 from netstack.host.lab import open_lab, run
 
 __all__ = ["MACHINE", "neigh_confirm"]
@@ -52,25 +52,16 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> tup
         host.ip("link add dummy0 type dummy")
         host.ip("link set dummy0 up")
         host.ip("addr add 10.0.0.1/24 dev dummy0")
-        socks = []
-        for _ in range(threads):
-            s = host.socket()
-            await s.bind(("10.0.0.1", 0))
-            socks.append(s.sock)
-        payload = b"\x00" * size
-        socks[0].sendmsg(payload, (DST, 9), 0)  # create the (NOARP) neighbour
+        senders = await udp_senders(
+            host, threads, calls, src="10.0.0.1", dst=DST, size=size, flags=MSG_CONFIRM
+        )
+        senders[0].op()  # create the (NOARP) neighbour
         await trio.sleep(0.001)
-
-        def sender(i: int) -> Thread:
-            sk = socks[i]
-            return Thread(
-                host.net.cpus, i, lambda: sk.sendmsg(payload, (DST, 9), MSG_CONFIRM), calls
-            )
 
         arp = host.net.ipv4.arp_tbl
         writes0 = arp.confirm_writes
         with model.measuring():
-            await model.run_threads([sender(i) for i in range(threads)])
+            await model.run_threads(senders)
         report = model.report()
         writes = arp.confirm_writes - writes0
     line = next(ln for ln in report.lines if ln.name.startswith("a: neigh 10.0.0.2"))

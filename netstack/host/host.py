@@ -23,13 +23,16 @@ from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
+from netstack.iproute2 import ethtool as _ethtool
 from netstack.iproute2 import ip as _ip
 from netstack.iproute2 import sysctl as _sysctl
+from netstack.iproute2 import sysfs as _sysfs
 from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
+from netstack.tunnels import register_tunnel_modules
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
@@ -70,6 +73,7 @@ class Host:
         gro_init(net)
         lo = loopback_net_init(net)
         inet_init(net)
+        register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
         dev_open(lo)
         self.captures: list[Capture] = []
 
@@ -105,6 +109,14 @@ class Host:
             ConfigError: with iproute2's message, on bad input.
         """
         return _ip.ip(self.net, command)
+
+    def ethtool(self, command: str) -> str:
+        """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""
+        return _ethtool.ethtool(self.net, command)
+
+    def sysfs(self, path: str) -> str:
+        """Read ``/sys/PATH``, e.g. ``host.sysfs("class/net/gre1/features")`` → ``"0x7000\\n"``."""
+        return _sysfs.sysfs(self.net, path)
 
     def sysctl(self, spec: str) -> str:
         """``sysctl NAME`` (returns the value) or ``sysctl NAME=VALUE`` (sets it)."""

@@ -612,15 +612,10 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     if mtu < IP_RT_MIN_PMTU:
         lock = True
         mtu = min(old_mtu, IP_RT_MIN_PMTU)
-    fnhe_exp = rt.fnhe
     now = ipv4.net.clock.jiffies
-    if (
-        rt.rt_pmtu == mtu
-        and not lock
-        and fnhe_exp is not None
-        and fnhe_exp.expires
-        and now < fnhe_exp.expires - ipv4.net.clock.hz * 300
-    ):
+    # "time_before(jiffies, dst->expires - ip_rt_mtu_expires / 2)": the route already
+    # carries this PMTU, learnt less than five minutes ago (tunnels call this per packet)
+    if rt.rt_pmtu == mtu and not lock and rt.expires and now < rt.expires - ipv4.net.clock.hz * 300:
         return
     res = ipv4.fib.lookup(daddr)
     if res is None or res.nh is None:

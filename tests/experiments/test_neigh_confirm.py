@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -38,6 +40,20 @@ def test_experiment_command_prints_json(capsys: pytest.CaptureFixture[str]) -> N
     assert data["experiment"] == "neigh-confirm"
     assert list(data["runs"]) == ["after"]
     assert data["runs"]["after"]["profile"][0]["percent"] > 0
+
+
+def test_experiment_command_draws_an_svg(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "seed2.svg"
+    assert main(["experiment", "neigh-confirm", "--cpus", "2", "--plot", str(out)]) == 0
+    root = ElementTree.fromstring(out.read_text())  # well-formed XML
+    assert root.tag.endswith("svg")
+    text = out.read_text()
+    assert "elapsed before/after" in text and "udp_sendmsg" in text
+    with pytest.raises(SystemExit):
+        main(["experiment", "neigh-confirm", "--after", "--cpus", "1", "--plot", "x.gif"])
+    assert "--plot writes .svg or .png" in capsys.readouterr().err
 
 
 def test_experiment_command_rejects_a_machine_too_small(
