@@ -793,6 +793,7 @@ def tcp_ack_update_window(sk: TcpSock, skb: SkBuff, ack: int, ack_seq: int) -> i
             if nwin > sk.max_window:
                 sk.max_window = nwin
                 tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
+    sk.bytes_acked += (ack - sk.snd_una) & M32  # tcp_snd_una_update()
     sk.snd_una = ack
     return flag
 

@@ -301,12 +301,18 @@ def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
     Kernel: net/ipv4/tcp.c, tcp_cleanup_rbuf().
     """
     time_to_ack = False
-    if sk.icsk_ack_pending & 1:  # an ACK is owed
-        if (
-            sk.icsk_ack_pending & 4  # ICSK_ACK_PUSHED
-            or (copied > 0 and sk.icsk_ack_pending & 8 and not sk.icsk_ack_pingpong)
-        ) and not sk.receive_queue:
-            time_to_ack = True
+    pending = sk.icsk_ack_pending
+    if pending & 1 and (  # an ACK is owed (inet_csk_ack_scheduled)
+        # the once-per-two-segments ACK that tcp_input.c did not send
+        ((sk.rcv_nxt - sk.rcv_wup) & M32) > sk.icsk_ack_rcv_mss
+        # this read emptied the buffer after a small (pushed) segment
+        or (
+            copied > 0
+            and (pending & 8 or (pending & 4 and not sk.icsk_ack_pingpong))  # PUSHED2 / PUSHED
+            and not sk.sk_rmem_alloc
+        )
+    ):
+        time_to_ack = True
     if copied > 0 and not time_to_ack and not sk.sk_shutdown & RCV_SHUTDOWN:
         from netstack.tcp.output import tcp_receive_window
 
@@ -759,7 +765,6 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         opts.append("sack")
     if sk.wscale_ok:
         opts.append(f"wscale:{sk.snd_wscale},{sk.rcv_wscale}")
-    acked = (sk.snd_una - (sk.write_seq - sk.bytes_sent)) & M32 if sk.bytes_sent else 0
     return TcpInfo(
         state=TCP_STATE_NAMES.get(sk.state, str(sk.state)),
         ca_state=CA_STATE_NAMES[sk.icsk_ca_state],
@@ -788,7 +793,7 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         total_retrans=sk.total_retrans,
         bytes_sent=sk.bytes_sent,
         bytes_retrans=sk.bytes_retrans,
-        bytes_acked=min(acked, sk.bytes_sent),
+        bytes_acked=sk.bytes_acked,
         bytes_received=sk.bytes_received,
         segs_out=sk.segs_out,
         segs_in=sk.segs_in,
