@@ -151,7 +151,7 @@ class Tcp:
         self.congestion_controls: dict[str, TcpCongestionOps] = {}
         self.default_congestion_control = "cubic"
         self.allowed_congestion_control: list[str] = []
-        self.challenge_timestamp = 0
+        self.challenge_timestamp = -1  # jiffies start at 0 here, not at INITIAL_JIFFIES
         self.challenge_count = 0
         self.tw_count = 0
         self.orphan_count = 0
