@@ -268,6 +268,19 @@ class InetConnectionSockAfOps(Protocol):
     def advmss(self, sk: TcpSock) -> int:
         """The MSS the route allows to advertise (``dst_metric_advmss``)."""
 
+    # the request-sock half (kernel: ``tcp_request_sock_ops`` / ``tcp_request_sock_ipv4_ops``)
+    def init_req(self, req: RequestSock, skb: SkBuff) -> None:
+        """Fill a request's addresses from the SYN (``tcp_v4_init_req``)."""
+
+    def init_seq(self, skb: SkBuff) -> int:
+        """The ISN for a SYN's 4-tuple (``tcp_v4_init_seq``)."""
+
+    def init_ts_off(self, skb: SkBuff) -> int:
+        """The timestamp offset for a SYN's address pair (``tcp_v4_init_ts_off``)."""
+
+    def route_req(self, req: RequestSock) -> Any:
+        """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
+
 
 class TcpSock(Sock):
     """A TCP socket (kernel: ``struct tcp_sock`` / ``inet_connection_sock``).

@@ -515,8 +515,17 @@ def tcp_send_active_reset_closed(sk: TcpSock) -> None:
 def tcp_close(sk: TcpSock, timeout: int) -> None:
     """``close(2)``: FIN (or RST with unread data / zero linger), then orphan.
 
-    Kernel: net/ipv4/tcp.c, __tcp_close().
+    Tasks blocked on the socket are woken (they find it closed: EBADF).
+
+    Kernel: net/ipv4/tcp.c, tcp_close() / __tcp_close().
     """
+    try:
+        _tcp_close(sk)
+    finally:
+        sk.sk_error_report()
+
+
+def _tcp_close(sk: TcpSock) -> None:
     sk.sk_shutdown = SHUTDOWN_MASK
     tcp = sk.tcp
     if sk.state == TCP_LISTEN:

@@ -191,3 +191,29 @@ async def test_congestion_control_sysctl(lab: Lab, autojump_clock: object) -> No
         a.sysctl("net.ipv4.tcp_congestion_control=bbr")
     with pytest.raises(FileNotFoundError):
         c.setsockopt(6, 13, b"bbr")  # TCP_CONGESTION: ENOENT
+
+
+async def test_close_wakes_a_blocked_reader_and_acceptor(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    c, _conn = await connected(a, b)
+    srv2 = b.socket(AF_INET, SOCK_STREAM)
+    await srv2.bind(("", PORT + 1))
+    srv2.listen(1)
+    errors: list[int] = []
+
+    async def reader(s: Socket, op: str) -> None:
+        try:
+            if op == "recv":
+                await s.recv(10)
+            else:
+                await s.accept()
+        except OSError as e:
+            errors.append(e.errno or 0)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(reader, c, "recv")
+        n.start_soon(reader, srv2, "accept")
+        await trio.sleep(1)
+        c.close()
+        srv2.close()
+    assert errors == [9, 9]  # EBADF, as a closed file descriptor gives
