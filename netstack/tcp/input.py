@@ -536,11 +536,7 @@ def tcp_mark_head_lost(sk: TcpSock, packets: int, mark_head: bool) -> None:
     cnt = 0
     for skb in sk.rtx_queue:
         tcb: TcpSkbCb = skb.cb
-        if tcp_is_sack(sk):
-            if tcb.sacked & TCPCB_SACKED_ACKED:
-                cnt += tcb.pcount
-        else:
-            cnt += tcb.pcount
+        cnt += tcb.pcount  # FACK and Reno count every segment
         if cnt > packets and not (mark_head and skb is sk.rtx_queue[0]):
             break
         if not tcb.sacked & (TCPCB_SACKED_ACKED | TCPCB_LOST):
@@ -550,14 +546,32 @@ def tcp_mark_head_lost(sk: TcpSock, packets: int, mark_head: bool) -> None:
             break
 
 
+def tcp_fackets_out(sk: TcpSock) -> int:
+    """Segments from snd_una up to the highest SACKed one, holes included (FACK).
+
+    Kernel: include/net/tcp.h, tp->fackets_out (kept incrementally there; 2.6–4.14).
+    """
+    hs = sk.highest_sack
+    if hs is None or not sk.sacked_out:
+        return 0
+    end = hs.cb.end_seq
+    n = 0
+    for skb in sk.rtx_queue:
+        tcb: TcpSkbCb = skb.cb
+        if after(tcb.end_seq, end):
+            break
+        n += tcb.pcount
+    return n
+
+
 def tcp_update_scoreboard(sk: TcpSock, fast_rexmit: bool) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_update_scoreboard() (no RACK)."""
+    """Mark segments lost: FACK's holes below the highest SACK, Reno's head.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_update_scoreboard() (4.x, tcp_fack=1, no RACK).
+    """
     if tcp_is_sack(sk):
-        sacked_upto = sk.sacked_out - sk.reordering
-        if sacked_upto >= 0:
-            tcp_mark_head_lost(sk, sacked_upto, False)
-        elif fast_rexmit:
-            tcp_mark_head_lost(sk, 1, True)
+        lost = tcp_fackets_out(sk) - sk.reordering
+        tcp_mark_head_lost(sk, max(lost, 1), False)
     else:
         tcp_mark_head_lost(sk, 1, True)
 
@@ -601,6 +615,33 @@ def _match_skb_to_sack(sk: TcpSock, skb: SkBuff, start: int, end: int) -> bool:
         if pkt_len < skb.tail - skb.data:
             tcp_fragment(sk, True, skb, pkt_len, mss)
     return in_sack
+
+
+def tcp_mark_lost_retrans(sk: TcpSock) -> None:
+    """A retransmission is lost too if data sent after it has been SACKed.
+
+    Each retransmitted skb remembers ``snd_nxt`` at the time it went out; once
+    the highest SACKed sequence passes that, the retransmission must have
+    been lost, and it is marked for another one.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_mark_lost_retrans() (3.x–4.3, before RACK).
+    """
+    hs = sk.highest_sack
+    if hs is None or not sk.retrans_out:
+        return
+    received_upto = hs.cb.end_seq
+    for skb in sk.rtx_queue:
+        tcb: TcpSkbCb = skb.cb
+        if not after(tcb.seq, received_upto):
+            if tcb.sacked & TCPCB_SACKED_RETRANS and after(received_upto, tcb.ack_seq):
+                tcb.sacked &= ~TCPCB_SACKED_RETRANS
+                sk.retrans_out -= tcb.pcount
+                if not tcb.sacked & (TCPCB_LOST | TCPCB_SACKED_ACKED):
+                    tcb.sacked |= TCPCB_LOST
+                    sk.lost_out += tcb.pcount
+                sk.ext.TCPLostRetransmit += 1
+        else:
+            break
 
 
 def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int:
@@ -667,6 +708,8 @@ def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int
                 if sk.lost_skb_hint is s:
                     sk.lost_skb_hint = None
             i += 1
+    if flag & FLAG_DATA_SACKED and sk.retrans_out and sk.icsk_ca_state == TCP_CA_Recovery:
+        tcp_mark_lost_retrans(sk)
     return flag
 
 
@@ -939,10 +982,40 @@ def tcp_enter_recovery(sk: TcpSock) -> None:
 
 
 def tcp_time_to_recover(sk: TcpSock) -> bool:
-    """Kernel: net/ipv4/tcp_input.c, tcp_time_to_recover() (dupthresh = reordering)."""
+    """Enough duplicate ACKs / SACKed data to start fast recovery?
+
+    dupthresh is ``reordering`` counted FACK's way (segments up to the highest
+    SACK) or Reno's (dupacks + 1); with fewer than four segments out and
+    nothing new to send, early retransmit (RFC 5827) lowers it.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_time_to_recover() (4.x, tcp_fack=1).
+    """
     if sk.lost_out:
         return True
-    return sk.sacked_out + 1 > sk.reordering
+    heuristics = tcp_fackets_out(sk) if tcp_is_sack(sk) else sk.sacked_out + 1
+    if heuristics > sk.reordering:
+        return True
+    # early retransmit (tcp_early_retrans): all but one of a small flight acknowledged
+    return bool(
+        sk.tcp.sysctl_tcp_early_retrans
+        and not sk.retrans_out
+        and sk.sacked_out
+        and sk.sacked_out + 1 >= sk.packets_out
+        and sk.packets_out < 4
+        and not _may_send_now(sk)
+    )
+
+
+def _may_send_now(sk: TcpSock) -> bool:
+    """New data can go out now (tcp_may_send_now, without Nagle's subtleties)."""
+    from netstack.tcp.output import tcp_snd_wnd_test
+
+    wq = sk.write_queue
+    if not wq:
+        return False
+    return tcp_packets_in_flight(sk) < sk.snd_cwnd and tcp_snd_wnd_test(
+        sk, wq[0], tcp_current_mss(sk)
+    )
 
 
 def tcp_try_to_open(sk: TcpSock, flag: int) -> None:
@@ -989,7 +1062,7 @@ def tcp_fastretrans_alert(sk: TcpSock, prior_snd_una: int, is_dupack: bool, flag
                 tcp_add_reno_sack(sk)
         else:
             # a partial ACK: NewReno retransmits the next hole at once
-            do_lost = not tcp_is_sack(sk) or sk.sacked_out > sk.reordering
+            do_lost = not tcp_is_sack(sk) or tcp_fackets_out(sk) > sk.reordering
             if not tcp_is_sack(sk):
                 fast_rexmit = True
         if tcp_is_sack(sk):

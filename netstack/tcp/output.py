@@ -1601,6 +1601,7 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     if err == 0:
         tcb.sacked |= TCPCB_RETRANS
         sk.retrans_out += tcb.pcount
+        tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
         if not sk.retrans_stamp:
             sk.retrans_stamp = tcb.mstamp // 1000
     if sk.undo_retrans < 0:
