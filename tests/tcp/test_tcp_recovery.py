@@ -1,9 +1,8 @@
 """TCP under loss, reordering and duplication: byte-exact transfers, Reno and CUBIC.
 
-The hosts' cables end in Python (``lab.add_port``); a relay between the two
-ports impairs the frames deterministically (a seeded RNG): drops, duplicates,
-and reordering by holding a frame back behind later ones. netem (branch tc)
-will do the same inside the stack; these tests do not depend on it.
+Two impairments: a relay in Python between two ``lab.add_port`` cables
+(deterministic drops, duplicates, reordering by holding a frame back, and
+exact drop lists for the recovery paths), and netem on both hosts' egress.
 """
 
 from __future__ import annotations
@@ -172,3 +171,36 @@ async def test_rto_backoff_and_recovery(lab: Lab, autojump_clock: object) -> Non
     assert ext.TCPTimeouts >= 1
     info = tcp_get_info(sk)
     assert info.total_retrans >= 1
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+async def test_transfer_through_netem(lab: Lab, autojump_clock: object, cc: str) -> None:
+    """The issue's acceptance, scaled to 1 MB: netem loss 5%, duplicate 1%, reordering
+    and 10% jitter on both directions of a NIC link; byte-exact with Reno and CUBIC."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", rate=1e9)
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    netem = "netem delay 2ms 200us loss 5% duplicate 1% reorder 2% 50%"
+    a.tc(f"qdisc add dev eth0 root {netem}")
+    b.tc(f"qdisc add dev eth0 root {netem}")
+    a.sysctl(f"net.ipv4.tcp_congestion_control={cc}")
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    payload = random.Random(9).randbytes(1_000_000)
+    got = bytearray()
+    async with trio.open_nursery() as n:
+
+        async def sink() -> None:
+            conn, _ = await srv.accept()
+            while data := await conn.recv(1 << 16):
+                got.extend(data)
+
+        n.start_soon(sink)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.connect(("10.0.0.2", PORT))
+        await c.sendall(payload)
+        c.close()
+    assert bytes(got) == payload
+    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs > 10
