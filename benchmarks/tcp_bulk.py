@@ -29,6 +29,10 @@ import netstack
 from netstack.errors import ConfigError
 from netstack.tools import netperf
 
+# 45 segments of 1448 bytes: the largest GSO skb (tcp_xmit_size_goal), so each
+# send fills whole skbs instead of leaving a small one for Nagle to let go
+SEND_SIZE = 45 * 1448
+
 CONFIGS = {
     "gso+gro": ("on", "on", "on"),
     "gso only": ("on", "on", "off"),
@@ -48,7 +52,7 @@ async def run_once(
             with contextlib.suppress(ConfigError):  # already so
                 host.ethtool(cmd)
         return await netperf(
-            a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=mbytes << 20, send_size=1 << 16
+            a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=mbytes << 20, send_size=SEND_SIZE
         )
 
 
