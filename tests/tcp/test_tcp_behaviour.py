@@ -217,3 +217,44 @@ async def test_close_wakes_a_blocked_reader_and_acceptor(lab: Lab, autojump_cloc
         c.close()
         srv2.close()
     assert errors == [9, 9]  # EBADF, as a closed file descriptor gives
+
+
+@pytest.mark.parametrize(
+    ("state", "errno_"),
+    [("ESTAB", 104), ("CLOSE-WAIT", 32), ("FIN-WAIT-2", 104), ("TIME-WAIT", None)],
+)
+async def test_rst_in_each_state(
+    lab: Lab, autojump_clock: object, state: str, errno_: int | None
+) -> None:
+    """A RST at rcv_nxt ends the connection with the errno tcp_reset() gives that state;
+    in TIME_WAIT it kills the timewait sock early (RFC 1337 off, as by default)."""
+    a, b = pair(lab)
+    c, conn = await connected(a, b)
+    sk = tsk(c)
+    lport = sk.inet_num
+    if state == "CLOSE-WAIT":
+        conn.shutdown(1)
+    elif state == "FIN-WAIT-2":
+        c.shutdown(1)
+    elif state == "TIME-WAIT":
+        c.shutdown(1)
+        await trio.sleep(0.5)
+        conn.shutdown(1)
+    await trio.sleep(0.5)
+    if state == "TIME-WAIT":
+        tws = [t for t in tcp_of(a.net).hashinfo.ehash.values() if t.state_name == "TIME-WAIT"]
+        assert len(tws) == 1
+        rcv_nxt = tws[0].rcv_nxt
+    else:
+        assert sk.state_name == state
+        rcv_nxt = sk.rcv_nxt
+    _inject(b, _segment(a, b, PORT, lport, rcv_nxt, 0, 0x04))
+    await trio.sleep(0.01)
+    if state == "TIME-WAIT":
+        assert not tcp_of(a.net).hashinfo.ehash
+        assert tcp_of(a.net).snmp()["TcpExt"].TWKilled == 1
+        return
+    assert sk.state_name == "UNCONN"
+    with pytest.raises(OSError) as exc:
+        await c.send(b"x")
+    assert exc.value.errno == errno_
