@@ -7,8 +7,14 @@ from collections.abc import AsyncIterator
 import pytest
 import trio.testing
 from helpers import add_addr
+from hypothesis import settings
 
 import netstack
+
+# Every property test is deterministic: the same examples on every run and
+# machine, no example database carried between runs.
+settings.register_profile("netstack", derandomize=True, database=None, deadline=None)
+settings.load_profile("netstack")
 
 
 @pytest.fixture
