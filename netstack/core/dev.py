@@ -601,6 +601,9 @@ def net_tx_action(net: Net) -> int:
                     line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
+                model = net.cpus.model
+                if q.state_sched and model is not None:  # timed: another CPU ran it then
+                    busy_until = min(busy_until, model.lock_free_at(q.run_iv, cpu.now))
                 ran += 1
             elif not q.deactivated:
                 queue.append(q)  # __netif_reschedule

@@ -547,10 +547,15 @@ class TimedModel:
         hold = cpu.now - lock.hold_start
         lock.holdtime_total += hold * 1e-9
         lock.holdtime_max = max(lock.holdtime_max, hold * 1e-9)
-        lock.holds.append((lock.hold_start, cpu.now))
+        self.note_hold(lock, lock.hold_start, cpu.now)
+
+    def note_hold(self, lock: SpinLock, start: float, end: float) -> None:
+        """Remember that *lock* (or a flag used like one) was held over [start, end]."""
+        lock.holds.append((start, end))
+        hold = end - start
         lock.hold_est = hold if not lock.hold_est else lock.hold_est + (hold - lock.hold_est) / 8
-        if cpu.now > lock.free_at:
-            lock.free_at = cpu.now
+        if end > lock.free_at:
+            lock.free_at = end
 
     def lock_free_at(self, lock: SpinLock, t: float) -> float:
         """When *lock* is free for a CPU that wants it at time *t* (ns).
