@@ -14,13 +14,13 @@ from __future__ import annotations
 import dpkt
 import pytest
 import trio
+from helpers import add_addr
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.errors import ConfigError
 from netstack.gro import gro_statistics
 from netstack.host import Host, Lab
 from netstack.tcp import TcpSock, tcp_of
-from helpers import add_addr
 
 PORT = 5301
 
@@ -69,9 +69,7 @@ async def burst(lab: Lab, tso: str, gso: str, gro: str = "off") -> tuple[list[by
     return sent, rcvd
 
 
-async def test_segments_are_byte_identical_to_mss_sends(
-    lab: Lab, autojump_clock: object
-) -> None:
+async def test_segments_are_byte_identical_to_mss_sends(lab: Lab, autojump_clock: object) -> None:
     from netstack.host import open_lab  # one lab per mode: the runs must not share anything
 
     frames = {}
