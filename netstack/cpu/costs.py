@@ -288,4 +288,10 @@ FUNCTIONS: Mapping[str, float] = {
     "icmp_echo": 30.0,
     "icmp_reply": 100.0,
     "icmp_push_reply": 80.0,
+    # --- TCP ------------------------------------------------------------------------
+    # sequence-space comparisons are inlined by the compiler: their few
+    # instructions are part of their callers' cost, never a perf top line
+    "before": 0.0,
+    "after": 0.0,
+    "between": 0.0,
 }
