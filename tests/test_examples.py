@@ -33,6 +33,7 @@ def test_every_example_is_tested() -> None:
         "ipv6_router",
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
+    tested |= {"tcp_transfer"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -128,6 +129,15 @@ async def test_ipv6_router(
     assert "From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit" in out
     assert r["r"].nstat()["Ip6OutForwDatagrams"] >= 6
     assert r["b"].nstat()["Udp6InDatagrams"] == 1
+
+
+async def test_tcp_transfer(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await load("tcp_transfer").main()
+    out = capsys.readouterr().out
+    assert "ESTAB" in out and "cubic" in out and "cwnd:" in out
+    assert "received intact: True" in out
 
 
 async def test_tc_tbf_shaping(
