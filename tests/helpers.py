@@ -11,6 +11,12 @@ from netstack.wire import ipv4, udp
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP
 from netstack.wire.ipv4 import aton
 
+# Hosts of tests that count every frame, counter or drop of an IPv4 exchange:
+# Linux would also send IPv6 DAD and router solicitations on every link and
+# drop the neighbours' solicited-node multicast it has not joined, so these
+# hosts boot with IPv6 off (``sysctl net.ipv6.conf.all.disable_ipv6=1``).
+IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
+
 
 def add_addr(host: netstack.Host, dev: str, cidr: str) -> None:
     """``ip addr add CIDR dev DEV`` through the kernel API."""
@@ -67,7 +73,9 @@ def build_sites(
     s1 (10.1.0.1) ─ gw1 ═ gre1 over 192.0.2.0/24 ─ r ─ 198.51.100.0/24 ═ gw2 ─ s2 (10.2.0.1);
     *gre_opts* are appended to both gateways' ``ip link add``/``ip tunnel add`` (*how*).
     """
-    s1, gw1, r, gw2, s2 = (lab.add_host(n) for n in ("s1", "gw1", "r", "gw2", "s2"))
+    s1, gw1, r, gw2, s2 = (
+        lab.add_host(n, sysctls=IPV4_ONLY) for n in ("s1", "gw1", "r", "gw2", "s2")
+    )
     lab.add_link("s1:eth0", "gw1:eth0")
     lab.add_link("gw1:eth1", "r:eth0")
     lab.add_link("r:eth1", "gw2:eth1")

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed"
 
 
 def dissect(path: Path) -> list[list[str]]:
-    """One row per frame: malformed?, IP, UDP, ICMP checksum status, ARP opcode."""
+    """One row per frame: malformed?, IP, UDP, ICMP checksum status, ARP opcode,
+    IPv6 version, ICMPv6 checksum status."""
     assert TSHARK is not None
     out = subprocess.run(
         [
@@ -44,6 +45,10 @@ def dissect(path: Path) -> list[list[str]]:
             "icmp.checksum.status",
             "-e",
             "arp.opcode",
+            "-e",
+            "ipv6.version",
+            "-e",
+            "icmpv6.checksum.status",
         ],
         capture_output=True,
         text=True,
@@ -60,10 +65,13 @@ def test_demo_captures_are_clean(tmp_path: Path) -> None:
     for pcap in pcaps:
         rows = dissect(pcap)
         assert len(rows) >= 18, pcap
-        for n, (malformed, ip, udp, icmp, arp) in enumerate(rows, 1):
+        for n, (malformed, ip, udp, icmp, arp, ipv6, icmpv6) in enumerate(rows, 1):
             where = f"{pcap.name} frame {n}"
             assert not malformed, where
             if arp:
+                continue
+            if ipv6 == "6":  # the hosts' neighbour discovery (DAD, router solicitations)
+                assert (udp.split(",")[0] or icmpv6.split(",")[0]) == "1", where
                 continue
             # status 1 = good; ICMP errors also carry the quoted header's fields
             assert ip.split(",")[0] == "1", where

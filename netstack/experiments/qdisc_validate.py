@@ -65,8 +65,9 @@ def _neigh(h: Host, peer: Host, addr: str) -> None:
 async def _one_run(patches: Patches, gso: str, flows: int, cpus: int, duration: float) -> Run:
     model = TimedModel(MACHINE)
     async with open_lab(timed=model) as lab:
-        a = lab.add_host("a", cpus=cpus, patches=patches)
-        b = lab.add_host("b", cpus=cpus)
+        v4: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}  # IPv4 TCP only
+        a = lab.add_host("a", cpus=cpus, patches=patches, sysctls=v4)
+        b = lab.add_host("b", cpus=cpus, sysctls=v4)
         lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9)
         a.ip("addr add 10.0.0.1/24 dev eth0")
         b.ip("addr add 10.0.0.2/24 dev eth0")

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, BinaryIO, Final
 import dpkt
 
 from netstack.core.net import PacketType
-from netstack.core.skbuff import CHECKSUM_PARTIAL, PACKET_OUTGOING, SkBuff, consume_skb
+from netstack.core.skbuff import (
+    CHECKSUM_PARTIAL,
+    PACKET_LOOPBACK,
+    PACKET_OUTGOING,
+    SkBuff,
+    consume_skb,
+)
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -75,6 +81,11 @@ class Capture:
         net.dev_add_pack(self._pt)
 
     def _tap(self, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
+        if skb.pkt_type == PACKET_LOOPBACK:
+            # a multicast/broadcast copy looped back by dev_loopback_xmit(): the tap
+            # saw it leave already ("if (skb->pkt_type == PACKET_LOOPBACK) goto drop;")
+            consume_skb(skb)
+            return
         start = skb.mac_header if 0 <= skb.mac_header <= skb.data else skb.data
         frame = bytearray(skb.buf[start : skb.tail])
         outgoing = skb.pkt_type == PACKET_OUTGOING

@@ -2,8 +2,9 @@
 
 Theory of operation: :class:`Host` is the composition root of one machine. It
 builds a :class:`~netstack.core.net.Net`, registers the qdisc kinds, creates
-``lo`` and installs IPv4 (``inet_init``), then brings ``lo`` up as a booted
-system would (the kernel then adds 127.0.0.1/8). Everything after that goes
+``lo`` and installs IPv4 (``inet_init``) and IPv6 (``inet6_init``), then
+brings ``lo`` up as a booted system would (the kernel then adds 127.0.0.1/8
+and ::1/128). Everything after that goes
 through the same paths a user would take on Linux: ``host.ip("…")``,
 ``host.tc("…")``, ``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
 """
@@ -32,6 +33,7 @@ from netstack.iproute2 import tc as _tc
 from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
+from netstack.ipv6 import inet6_init, ipv6_of
 from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp import tcp_of
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from netstack.cpu.timed import TimedModel
     from netstack.host.lab import Lab
     from netstack.ipv4.snmp import MibSnapshot
+    from netstack.ipv6.snmp import Mib6Snapshot
 
 __all__ = ["Host", "mac_for"]
 
@@ -76,6 +79,7 @@ class Host:
         gro_init(net)
         lo = loopback_net_init(net)
         inet_init(net)
+        inet6_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
         dev_open(lo)
         self.captures: list[Capture] = []
@@ -103,6 +107,19 @@ class Host:
             if not ifa.ifa_flags & IFA_F_SECONDARY:
                 return ntoa(ifa.ifa_local)
         raise TopologyError(f"{self.name}: {dev} has no IPv4 address")
+
+    def addr6(self, dev: str, *, scope: str = "global") -> str:
+        """The first IPv6 address of *dev* with *scope* (``global`` or ``link``)
+        that is not tentative, as a string."""
+        from netstack.ipv6.constants import IFA_F_TENTATIVE, IFA_LINK
+        from netstack.wire.ipv6 import ntoa as ntoa6
+
+        want = IFA_LINK if scope == "link" else 0
+        idev = self.dev(dev).ip6_ptr
+        for ifp in idev.addr_list if idev is not None else ():
+            if ifp.scope == want and not ifp.flags & IFA_F_TENTATIVE:
+                return ntoa6(ifp.addr)
+        raise TopologyError(f"{self.name}: {dev} has no usable {scope} IPv6 address")
 
     # -- tools -------------------------------------------------------------------------------
     def ip(self, command: str) -> str:
@@ -178,12 +195,21 @@ class Host:
         """``/proc/net/snmp`` (Ip, Icmp, IcmpMsg, Udp) and IpExt."""
         return ipv4_of(self.net).snmp()
 
+    def snmp6(self) -> dict[str, Mib6Snapshot]:
+        """``/proc/net/snmp6``: Ip6, Icmp6 (with the per-type counters) and Udp6."""
+        return ipv6_of(self.net).snmp6()
+
     def nstat(self) -> dict[str, int]:
-        """Every non-zero counter, named as ``nstat`` names them (``IpInReceives``…)."""
+        """Every non-zero counter, named as ``nstat`` names them (``IpInReceives``,
+        ``Ip6InReceives``, ``Icmp6InEchos``…)."""
         out: dict[str, int] = {}
         for mib, snap in self.snmp().items():
             for key, value in snap.values:
                 if value and key not in ("Forwarding", "DefaultTTL"):
+                    out[f"{mib}{key}"] = value
+        for mib, snap6 in self.snmp6().items():
+            for key, value in snap6.values:
+                if value:
                     out[f"{mib}{key}"] = value
         for mib, tsnap in tcp_of(self.net).snmp().items():  # Tcp, TcpExt
             for key, value in tsnap.values:
@@ -204,6 +230,7 @@ class Host:
         return {
             "devices": {d.name: d.statistics() for d in self.devices},
             "snmp": self.snmp(),
+            "snmp6": self.snmp6(),
             "drops": self.drops(),
         }
 

@@ -32,6 +32,7 @@ import attrs
 
 from netstack.core.netdevice import IFF_UP
 from netstack.errors import ConfigError
+from netstack.iproute2.ip6 import addr6_list, addr6_passes, ipaddr_modify6, print_addrinfo6
 from netstack.iproute2.ip_common import (
     AF_INET,
     AF_INET6,
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.devinet import InIfaddr
+    from netstack.ipv6.addrconf import Inet6Ifaddr
 
 __all__ = ["IPADDR_USAGE", "do_ipaddr", "ipaddr_list", "print_addrinfo"]
 
@@ -218,6 +220,16 @@ def _addr_passes(filt: AddrFilter, ifa: InIfaddr) -> bool:
     )
 
 
+def _addr6_passes(filt: AddrFilter, ifp: Inet6Ifaddr) -> bool:
+    if filt.label is not None and not fnmatch.fnmatchcase(ifp.dev.name, filt.label):
+        return False  # no IFA_LABEL for IPv6: iproute2 matches the device name
+    return addr6_passes(ifp, filt.scope, filt.scopemask, filt.flags, filt.flagmask, filt.pfx)
+
+
+def _addresses6(net: Net, family: int) -> list[Inet6Ifaddr]:
+    return list(addr6_list(net)) if family in (AF_UNSPEC, AF_INET6) else []
+
+
 def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing: bool) -> None:
     """One ``inet`` address. iproute2: ip/ipaddress.c, print_addrinfo()."""
     dev = ifa.dev
@@ -265,17 +277,25 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
 
 
 def _print_selected(
-    opts: IpOptions, filt: AddrFilter, dev: NetDevice, addrs: list[InIfaddr], flags: int
+    opts: IpOptions,
+    filt: AddrFilter,
+    dev: NetDevice,
+    addrs: list[InIfaddr],
+    flags: int,
+    addrs6: list[Inet6Ifaddr] | None = None,
 ) -> None:
     """iproute2: print_selected_addrinfo()."""
+    if filt.up and not flags & IFF_UP:
+        return
+    if filt.down and flags & IFF_UP:
+        return
     for ifa in addrs:
         if ifa.dev is not dev:
             continue
-        if filt.up and not flags & IFF_UP:
-            continue
-        if filt.down and flags & IFF_UP:
-            continue
         print_addrinfo(opts, filt, ifa, flushing=False)
+    for ifp in addrs6 or ():
+        if ifp.dev is dev and _addr6_passes(filt, ifp):
+            print_addrinfo6(opts, ifp, oneline=filt.oneline)
     if opts.brief:
         opts.write("\n")
 
@@ -367,10 +387,12 @@ def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None
         links = []  # no device here has a master
     no_link = False
     addrs: list[InIfaddr] = []
+    addrs6: list[Inet6Ifaddr] = []
     if filt.family != AF_PACKET:
         no_link = filt.oneline
         addrs = list(_addresses(net, filt.family))
-        links = [d for d in links if _link_has_match(filt, d, addrs)]
+        addrs6 = _addresses6(net, filt.family)
+        links = [d for d in links if _link_has_match(filt, d, addrs, addrs6)]
     if filt.group != -1:
         links = [d for d in links if d.group == filt.group]
     for dev in links:
@@ -379,13 +401,18 @@ def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None
         if opts.brief or not no_link:
             res = print_linkinfo(opts, la, filt, do_link=do_link)
         if res >= 0 and filt.family != AF_PACKET:
-            _print_selected(opts, filt, dev, addrs, la.flags)
+            _print_selected(opts, filt, dev, addrs, la.flags, addrs6)
         if res > 0 and not do_link and opts.stats:
             opts.write(print_link_stats(opts, dev))
             opts.write(opts.sl)
 
 
-def _link_has_match(filt: AddrFilter, dev: NetDevice, addrs: list[InIfaddr]) -> bool:
+def _link_has_match(
+    filt: AddrFilter,
+    dev: NetDevice,
+    addrs: list[InIfaddr],
+    addrs6: list[Inet6Ifaddr] | None = None,
+) -> bool:
     """iproute2: ipaddr_filter()."""
     missing = True
     for ifa in addrs:
@@ -393,6 +420,12 @@ def _link_has_match(filt: AddrFilter, dev: NetDevice, addrs: list[InIfaddr]) -> 
             continue
         missing = False
         if _addr_passes(filt, ifa):
+            return True
+    for ifp in addrs6 or ():
+        if ifp.dev is not dev:
+            continue
+        missing = False
+        if _addr6_passes(filt, ifp):
             return True
     return missing and filt.family in (AF_UNSPEC, AF_PACKET)
 
@@ -417,7 +450,12 @@ def ipaddr_flush(net: Net, opts: IpOptions, args: Args) -> None:
             for ifa in _addresses(net, filt.family)
             if (not filt.ifindex or ifa.dev.ifindex == filt.ifindex) and _addr_passes(filt, ifa)
         ]
-        if not victims:
+        victims6 = [
+            ifp
+            for ifp in _addresses6(net, filt.family)
+            if (not filt.ifindex or ifp.dev.ifindex == filt.ifindex) and _addr6_passes(filt, ifp)
+        ]
+        if not victims and not victims6:
             if opts.stats:
                 if rounds == 0:
                     opts.write("Nothing to flush.\n")
@@ -430,9 +468,15 @@ def ipaddr_flush(net: Net, opts: IpOptions, args: Args) -> None:
                 print_addrinfo(opts, filt, ifa, flushing=True)
         for ifa in victims:
             _delete_ifa(net, ifa)
+        for ifp in victims6:
+            if opts.stats > 1:
+                print_addrinfo6(opts, ifp, oneline=True)
+            if ifp in ifp.idev.addr_list:
+                ifp.idev.ipv6.addrconf.ipv6_del_addr(ifp)
         rounds += 1
         if opts.stats:
-            opts.write(f"\n*** Round {rounds}, deleting {len(victims)} addresses ***\n")
+            n = len(victims) + len(victims6)
+            opts.write(f"\n*** Round {rounds}, deleting {n} addresses ***\n")
         if not filt.flags & IFA_F_SECONDARY and filt.flagmask & IFA_F_SECONDARY:
             if opts.stats:
                 s = "s" if rounds > 1 else ""
@@ -593,7 +637,7 @@ def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             raise ConfigError("valid_lft is zero", errno.EINVAL)
         if vl < pl:
             raise ConfigError("preferred_lft is greater than valid_lft", errno.EINVAL)
-        if vl != INFINITY_LIFE_TIME or pl != INFINITY_LIFE_TIME:
+        if family != AF_INET6 and (vl != INFINITY_LIFE_TIME or pl != INFINITY_LIFE_TIME):
             raise ConfigError(
                 'netstack: finite "valid_lft"/"preferred_lft" are not supported',
                 errno.EOPNOTSUPP,
@@ -603,6 +647,20 @@ def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             raise ConfigError("autojoin needs multicast address", errno.EINVAL)
         raise ConfigError('netstack: "autojoin" is not supported', errno.EOPNOTSUPP)
     # --- the kernel's side: the family decides who handles the request ---
+    if family == AF_INET6:
+        ipaddr_modify6(
+            net,
+            dev,
+            cmd=cmd,
+            lcl=lcl,
+            peer=address if address is not lcl else None,
+            prefixlen=prefixlen,
+            ifa_flags=ifa_flags,
+            metric=metric,
+            valid_lft=valid_lft,
+            preferred_lft=preferred_lft,
+        )
+        return
     if family != AF_INET:  # no handler for this family: rtnetlink_rcv_msg()
         raise rtnl_error(errno.EOPNOTSUPP)
     ipv4 = ipv4_or_error(net)

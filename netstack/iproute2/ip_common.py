@@ -32,6 +32,8 @@ import attrs
 
 from netstack.errors import ConfigError
 from netstack.ipv4 import Ipv4
+from netstack.ipv6 import Ipv6
+from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -60,6 +62,7 @@ __all__ = [
     "Args",
     "InetPrefix",
     "IpOptions",
+    "addr_text",
     "check_altifname",
     "check_ifname",
     "devices",
@@ -76,8 +79,10 @@ __all__ = [
     "get_u32",
     "get_unsigned",
     "incomplete_command",
+    "inet6_addr_match",
     "inet_addr_match",
     "invarg",
+    "ipv6_or_error",
     "ll_addr_a2n",
     "ll_addr_n2a",
     "ll_name_to_dev",
@@ -202,6 +207,14 @@ def ipv4_or_error(net: Net) -> Ipv4:
     if not isinstance(ipv4, Ipv4):
         raise rtnl_error(errno.EOPNOTSUPP)
     return ipv4
+
+
+def ipv6_or_error(net: Net) -> Ipv6:
+    """The Net's IPv6 state; a Net without IPv6 has no rtnetlink handler for it."""
+    ipv6 = net.ipv6
+    if not isinstance(ipv6, Ipv6):
+        raise rtnl_error(errno.EAFNOSUPPORT)
+    return ipv6
 
 
 def extack_error(msg: str, err: int) -> ConfigError:
@@ -379,6 +392,11 @@ class InetPrefix:
         """The IPv4 address as an int (0 when absent)."""
         return int.from_bytes(self.data[:4], "big") if len(self.data) >= 4 else 0
 
+    @property
+    def v6(self) -> int:
+        """The IPv6 address as an int (0 when absent)."""
+        return int.from_bytes(self.data[:16], "big") if len(self.data) >= 16 else 0
+
 
 def family_name(family: int) -> str:
     """iproute2: lib/utils.c, family_name()."""
@@ -534,6 +552,20 @@ def inet_addr_match(addr: int, pfx: InetPrefix, bits: int) -> bool:
     bits = min(bits, 32)
     mask = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
     return not (addr ^ pfx.v4) & mask
+
+
+def inet6_addr_match(addr: int, pfx: InetPrefix, bits: int) -> bool:
+    """True if the first *bits* bits of *addr* equal *pfx*'s (IPv6). iproute2: inet_addr_match()."""
+    if bits <= 0:
+        return True
+    bits = min(bits, 128)
+    mask = ((1 << 128) - 1) ^ ((1 << (128 - bits)) - 1)
+    return not (addr ^ pfx.v6) & mask
+
+
+def addr_text(family: int, addr: int) -> str:
+    """``format_host``/``rt_addr_n2a`` without name resolution: dotted quad or RFC 5952."""
+    return ntoa6(addr) if family == AF_INET6 else ntoa(addr)
 
 
 def ntoa(addr: int) -> str:

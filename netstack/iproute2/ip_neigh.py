@@ -1,6 +1,7 @@
 """``ip neighbour``: show, add/change/replace/delete, get and flush ARP entries.
 
-Theory of operation: the IPv4 neighbour table is ``ipv4_of(net).arp_tbl``.
+Theory of operation: the neighbour tables are ``ipv4_of(net).arp_tbl`` and
+IPv6's ``nd_tbl`` (a dump walks both, ARP first, as the kernel's neigh_tables[]).
 A dump lists its entries and iproute2 filters them: by default NOARP entries
 and entries in state NONE are hidden (``filter.state = 0xFF & ~NUD_NOARP``),
 ``nud all`` shows everything, ``nud STATE`` selects states (``none`` maps to
@@ -29,25 +30,28 @@ import attrs
 from netstack.errors import ConfigError
 from netstack.iproute2.ip_common import (
     AF_INET,
+    AF_INET6,
     AF_UNSPEC,
     Args,
     InetPrefix,
     IpOptions,
+    addr_text,
     duparg,
     duparg2,
     extack_error,
     get_addr,
     get_prefix,
     get_unsigned,
+    inet6_addr_match,
     inet_addr_match,
     invarg,
     ipv4_or_error,
+    ipv6_or_error,
     ll_addr_a2n,
     ll_addr_n2a,
     ll_name_to_dev,
     matches,
     nodev,
-    ntoa,
     rtnl_error,
     rtnl_rtprot_a2n,
 )
@@ -67,7 +71,7 @@ from netstack.neigh.nud import (
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
-    from netstack.neigh.neighbour import Neighbour
+    from netstack.neigh.neighbour import Neighbour, NeighTable
 
 __all__ = ["IPNEIGH_USAGE", "do_ipneigh"]
 
@@ -137,7 +141,7 @@ class NeighFilter:
 
 
 def _passes(filt: NeighFilter, n: Neighbour) -> bool:
-    if filt.family not in (AF_UNSPEC, AF_INET):
+    if filt.family not in (AF_UNSPEC, n.tbl.family):
         return False
     if filt.index and filt.index != n.dev.ifindex:
         return False
@@ -154,7 +158,12 @@ def _passes(filt: NeighFilter, n: Neighbour) -> bool:
         pfx is not None
         and pfx.family != AF_UNSPEC
         and pfx.bitlen > 0
-        and (pfx.family != AF_INET or not inet_addr_match(n.primary_key, pfx, pfx.bitlen))
+        and (
+            pfx.family != n.tbl.family
+            or not (inet6_addr_match if pfx.family == AF_INET6 else inet_addr_match)(
+                n.primary_key, pfx, pfx.bitlen
+            )
+        )
     ):
         return False
     if filt.protocol:
@@ -166,13 +175,13 @@ def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
     """One entry. iproute2: ip/ipneigh.c, print_neigh() (iproute2 ≥ 5.16 spacing)."""
     dev = n.dev
     if opts.brief:  # print_neigh_brief() (iproute2 ≥ 5.19)
-        brief = f"{ntoa(n.primary_key):<39} "
+        brief = f"{addr_text(n.tbl.family, n.primary_key):<39} "
         if not filt.index:
             brief += f"{dev.name:<16} "
         if n.nud_state & NUD_VALID:
             brief += ll_addr_n2a(bytes(n.ha), dev.type)
         return brief + "\n"
-    o: list[str] = [f"{ntoa(n.primary_key)} "]
+    o: list[str] = [f"{addr_text(n.tbl.family, n.primary_key)} "]
     if not filt.index:
         o.append(f"dev {dev.name} ")
     if n.nud_state & NUD_VALID:
@@ -207,8 +216,25 @@ def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
     return "".join(o)
 
 
+def _tables(net: Net) -> list[NeighTable]:
+    """The neighbour tables a dump walks, ARP before ND as the kernel's neigh_tables[]."""
+    tables = [ipv4_or_error(net).arp_tbl]
+    if net.ipv6 is not None:
+        tables.append(ipv6_or_error(net).nd_tbl)
+    return tables
+
+
+def _table(net: Net, family: int) -> NeighTable:
+    """The table of *family*. Kernel: neigh_find_table() (none: EAFNOSUPPORT)."""
+    if family == AF_INET6:
+        return ipv6_or_error(net).nd_tbl
+    if family != AF_INET:
+        raise rtnl_error(errno.EAFNOSUPPORT)
+    return ipv4_or_error(net).arp_tbl
+
+
 def _entries(net: Net) -> list[Neighbour]:
-    return list(ipv4_or_error(net).arp_tbl.entries())
+    return [n for tbl in _tables(net) for n in tbl.entries()]
 
 
 def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> None:
@@ -282,7 +308,6 @@ def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> N
             if _passes(filt, n):
                 opts.write(print_neigh(opts, filt, n))
         return
-    tbl = ipv4_or_error(net).arp_tbl
     rounds = 0
     while rounds < MAX_ROUNDS:
         victims = [n for n in _entries(net) if _passes(filt, n)]
@@ -299,7 +324,7 @@ def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> N
                 opts.write(print_neigh(opts, filt, n))
             if not n.dead:
                 try:
-                    tbl.delete(n.primary_key, n.dev)
+                    n.tbl.delete(n.primary_key, n.dev)
                 except ConfigError:
                     pass
         rounds += 1
@@ -372,17 +397,16 @@ def ipneigh_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
         if dev is None:
             nodev(d)
     # --- the kernel: neigh_add / neigh_delete ---
-    if dst.family != AF_INET:
-        raise rtnl_error(errno.EAFNOSUPPORT)
+    tbl = _table(net, dst.family)
+    key = dst.v6 if dst.family == AF_INET6 else dst.v4
     if dev is not None and lladdr is not None and len(lladdr) < dev.addr_len:
         raise extack_error("Invalid link address", errno.EINVAL)
     if flags & NTF_PROXY:
         raise ConfigError("netstack: proxy neighbours are not supported", errno.EOPNOTSUPP)
     if dev is None:
         raise extack_error("Device not specified", errno.EINVAL)
-    tbl = ipv4_or_error(net).arp_tbl
     if cmd == "del":
-        tbl.delete(dst.v4, dev)
+        tbl.delete(key, dev)
         return
     if flags & NTF_EXT_LEARNED:
         raise ConfigError('netstack: "extern_learn" is not supported', errno.EOPNOTSUPP)
@@ -390,7 +414,7 @@ def ipneigh_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
         lladdr = lladdr[: dev.addr_len]
     neigh_add(
         tbl,
-        dst.v4,
+        key,
         dev,
         lladdr,
         state,
@@ -436,11 +460,10 @@ def ipneigh_get(net: Net, opts: IpOptions, args: Args) -> None:
         dev = ll_name_to_dev(net, d)
         if dev is None:
             raise ConfigError(f'Cannot find device "{d}"', errno.ENODEV)
-    if dst.family != AF_INET:
-        raise rtnl_error(errno.EAFNOSUPPORT)
+    tbl = _table(net, dst.family)
     if proxy or dev is None:
         raise extack_error("Proxy neighbour entry not found", errno.ENOENT)
-    n = ipv4_or_error(net).arp_tbl.lookup(dst.v4, dev)
+    n = tbl.lookup(dst.v6 if dst.family == AF_INET6 else dst.v4, dev)
     if n is None:
         raise extack_error("Neighbour entry not found", errno.ENOENT)
     opts.write(print_neigh(opts, NeighFilter(), n))

@@ -38,6 +38,7 @@ import attrs
 
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb
 from netstack.errors import ConfigError
+from netstack.iproute2.ip6 import iproute_flush6, iproute_get6, iproute_list6, iproute_modify6
 from netstack.iproute2.ip_common import (
     AF_INET,
     AF_INET6,
@@ -755,8 +756,25 @@ def _table_missing(ipv4: Ipv4, filt: RouteFilter) -> bool:
 def iproute_list(net: Net, opts: IpOptions, args: Args) -> None:
     """``ip route show``. iproute2: iproute_list_flush_or_save(IPROUTE_LIST)."""
     filt, family = _parse_selector(net, opts, args)
+    if family == AF_INET6:
+        iproute_list6(
+            net,
+            opts,
+            tb=filt.tb,
+            cloned=bool(filt.cloned),
+            oif=filt.oif if filt.oifmask else 0,
+            protocol=filt.protocol,
+            protocolmask=filt.protocolmask,
+            rdst=filt.rdst,
+            mdst=filt.mdst,
+            rvia=filt.rvia,
+            metric=filt.metric,
+            metricmask=filt.metricmask,
+            typemask=filt.typemask,
+        )
+        return
     if family not in (AF_UNSPEC, AF_INET):
-        return  # no IPv6 here: the dump has nothing of that family
+        return  # no such family here: the dump has nothing of it
     ipv4 = ipv4_or_error(net)
     if _table_missing(ipv4, filt):
         if filt.tb == RT_TABLE_MAIN:
@@ -795,6 +813,19 @@ def iproute_flush(net: Net, opts: IpOptions, args: Args) -> None:
     if not args:
         raise ConfigError('"ip route flush" requires arguments.', errno.EINVAL)
     filt, family = _parse_selector(net, opts, args)
+    if family == AF_INET6:
+        iproute_flush6(
+            net,
+            opts,
+            tb=filt.tb,
+            cloned=bool(filt.cloned),
+            oif=filt.oif if filt.oifmask else 0,
+            protocol=filt.protocol,
+            protocolmask=filt.protocolmask,
+            rdst=filt.rdst,
+            mdst=filt.mdst,
+        )
+        return
     ipv4 = ipv4_or_error(net)
     if filt.cloned:
         if family != AF_INET6:
@@ -868,6 +899,7 @@ def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     onlink = False
     mtu = 0
     mtu_lock = False
+    expires = -1
     table_ok = scope_ok = False
     while args:
         word = args.take()
@@ -904,9 +936,10 @@ def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             tos = t
         elif word == "expires":
             value = args.value()
-            if get_u32(value) is None:
+            exp = get_u32(value)
+            if exp is None:
                 invarg('"expires" value is invalid\n', value)
-            raise _unsupported("expires")
+            expires = exp
         elif matches(word, "metric") or matches(word, "priority") or word == "preference":
             value = args.value()
             m = get_u32(value)
@@ -997,8 +1030,31 @@ def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
                 scope = RT_SCOPE_UNIVERSE
         elif not delete:
             scope = RT_SCOPE_UNIVERSE
+    if family == AF_INET6:
+        if not table_ok and rtype == RTN_LOCAL:
+            table = RT_TABLE_LOCAL
+        iproute_modify6(
+            net,
+            cmd=cmd,
+            nlflags=_NLFLAGS.get(cmd, 0),
+            dst=dst,
+            gw=gw,
+            dev=dev,
+            table=table,
+            rtype=rtype if rtype != RTN_UNSPEC else RTN_UNICAST,
+            protocol=protocol,
+            metric=priority,
+            prefsrc=prefsrc,
+            mtu=mtu,
+            mtu_lock=mtu_lock,
+            onlink=onlink,
+            expires=max(expires, 0),
+        )
+        return
+    if expires >= 0:
+        raise _unsupported("expires")  # RTA_EXPIRES is IPv6's only
     if family != AF_INET:
-        raise rtnl_error(errno.EOPNOTSUPP)  # no IPv6 route handler
+        raise rtnl_error(errno.EOPNOTSUPP)
     ipv4 = ipv4_or_error(net)
     dst_len = dst.bitlen
     dst_addr = dst.v4 if dst.bytelen else 0
@@ -1250,6 +1306,9 @@ def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
             nodev(odev)
     if family == AF_UNSPEC:
         family = AF_INET
+    if family == AF_INET6:
+        iproute_get6(net, opts, dst=dst, src=src, oif=oif, fib_match=fib_match)
+        return
     if family != AF_INET:
         raise rtnl_error(errno.EOPNOTSUPP)
     ipv4 = ipv4_or_error(net)

@@ -7,6 +7,12 @@ number, and ICMP errors about our requests (host unreachable, TTL exceeded…)
 are read from the error queue and reported per probe, as ``ping`` prints
 ``From 10.0.0.1 icmp_seq=1 Destination Host Unreachable``.
 
+An IPv6 destination (``2001:db8::2``, ``fe80::1%eth0``) takes an ICMPv6
+ping socket (``IPPROTO_ICMPV6``, echo request 128, ``IPV6_RECVERR`` and
+``IPV6_RECVHOPLIMIT``) and iputils' IPv6 wording (``PING a(a) 56 data
+bytes``, ``Destination unreachable: Address unreachable``, ``Packet too big:
+mtu=1280``, ``Time exceeded: Hop limit``).
+
 All timing is on the host's Trio clock (virtual under ``MockClock``).
 """
 
@@ -26,7 +32,14 @@ from netstack.core.sock import (
     IPPROTO_IP,
     SOCK_DGRAM,
 )
-from netstack.socket.socket import socket_create
+from netstack.ipv6.sock import (
+    IPPROTO_IPV6,
+    IPV6_RECVERR,
+    IPV6_RECVHOPLIMIT,
+    IPV6_UNICAST_HOPS,
+    SO_EE_ORIGIN_ICMP6,
+)
+from netstack.socket.socket import parse_inet6_addr, socket_create
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_FRAG_NEEDED,
@@ -36,7 +49,21 @@ from netstack.wire.icmp import (
     ICMP_PROT_UNREACH,
     ICMP_TIME_EXCEEDED,
 )
+from netstack.wire.icmpv6 import (
+    ICMPV6_ADDR_UNREACH,
+    ICMPV6_ADM_PROHIBITED,
+    ICMPV6_DEST_UNREACH,
+    ICMPV6_EXC_HOPLIMIT,
+    ICMPV6_NOROUTE,
+    ICMPV6_NOT_NEIGHBOUR,
+    ICMPV6_PARAMPROB,
+    ICMPV6_PKT_TOOBIG,
+    ICMPV6_PORT_UNREACH,
+    ICMPV6_TIME_EXCEED,
+)
 from netstack.wire.ipv4 import IPPROTO_ICMP, aton, ntoa
+from netstack.wire.ipv6 import IPPROTO_ICMPV6
+from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -125,6 +152,32 @@ def _ms(rtt: float) -> str:
     return f"{ms:.3f}"
 
 
+UNREACH6_TEXT: Final = {
+    ICMPV6_NOROUTE: "No route",
+    ICMPV6_ADM_PROHIBITED: "Administratively prohibited",
+    ICMPV6_NOT_NEIGHBOUR: "Beyond scope of source address",
+    ICMPV6_ADDR_UNREACH: "Address unreachable",
+    ICMPV6_PORT_UNREACH: "Port unreachable",
+}
+
+
+def _error6_text(icmp_type: int, code: int, info: int) -> str:
+    """iputils: ping/ping6_common.c, print_icmp()."""
+    if icmp_type == ICMPV6_DEST_UNREACH:
+        return "Destination unreachable: " + UNREACH6_TEXT.get(code, f"Unknown code {code}")
+    if icmp_type == ICMPV6_PKT_TOOBIG:
+        return f"Packet too big: mtu={info}"
+    if icmp_type == ICMPV6_TIME_EXCEED:
+        if code == ICMPV6_EXC_HOPLIMIT:
+            return "Time exceeded: Hop limit"
+        return (
+            "Time exceeded: Defragmentation failure" if code == 1 else f"Time exceeded: code {code}"
+        )
+    if icmp_type == ICMPV6_PARAMPROB:
+        return f"Parameter problem: code {code} at {info}"
+    return f"Bad ICMP type: {icmp_type}"
+
+
 def _error_text(icmp_type: int, code: int, info: int) -> str:
     if icmp_type == ICMP_DEST_UNREACH:
         if code == ICMP_FRAG_NEEDED:
@@ -158,18 +211,30 @@ async def ping(
         deadline: stop after this many seconds in total (``-w``).
         output: if given, receives the lines ``ping`` would print.
     """
+    v6 = ":" in destination
     try:
-        aton(destination)
-    except ValueError:
+        if v6:
+            parse_inet6_addr(net, (destination, 0))
+        else:
+            aton(destination)
+    except (ValueError, OSError):
         raise ValueError(f"ping: {destination}: Name or service not known") from None
     if count < 1:
         raise ValueError("ping: invalid argument: count must be at least 1")
     size = max(size, 0)
-    sock = socket_create(net, 2, SOCK_DGRAM, IPPROTO_ICMP)
-    sock.setsockopt(IPPROTO_IP, IP_RECVERR, 1)
-    sock.setsockopt(IPPROTO_IP, IP_RECVTTL, 1)
-    if ttl is not None:
-        sock.setsockopt(IPPROTO_IP, IP_TTL, ttl)
+    if v6:
+        sock = socket_create(net, 10, SOCK_DGRAM, IPPROTO_ICMPV6)
+        sock.setsockopt(IPPROTO_IPV6, IPV6_RECVERR, 1)
+        sock.setsockopt(IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1)
+        if ttl is not None:
+            sock.setsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS, ttl)
+    else:
+        sock = socket_create(net, 2, SOCK_DGRAM, IPPROTO_ICMP)
+        sock.setsockopt(IPPROTO_IP, IP_RECVERR, 1)
+        sock.setsockopt(IPPROTO_IP, IP_RECVTTL, 1)
+        if ttl is not None:
+            sock.setsockopt(IPPROTO_IP, IP_TTL, ttl)
+    zone = destination.partition("%")[2]
     if timeout is None:
         timeout = max(2 * interval, 1.0)
     clock = net.clock
@@ -178,7 +243,10 @@ async def ping(
     replies: dict[int, PingReply] = {}
     errors: list[PingReply] = []
     if output is not None:
-        output.append(f"PING {destination} ({destination}) {size}({size + 28}) bytes of data.")
+        if v6:
+            output.append(f"PING {destination}({destination}) {size} data bytes")
+        else:
+            output.append(f"PING {destination} ({destination}) {size}({size + 28}) bytes of data.")
 
     def emit(line: str) -> None:
         if output is not None:
@@ -190,16 +258,24 @@ async def ping(
             payload, anc, _flags, _addr = sk.recv_errqueue(65535)
             for _level, _type, raw in anc:
                 err, origin, etype, ecode, _pad, info, _data = _EE.unpack_from(raw)
-                offender = ntoa(int.from_bytes(raw[_EE.size + 4 : _EE.size + 8], "big"))
                 seq = (payload[6] << 8) | payload[7] if len(payload) >= 8 else -1
-                text = _error_text(etype, ecode, info) if origin == 2 else f"local error: {err}"
+                if v6:
+                    offender = ntoa6(int.from_bytes(raw[_EE.size + 8 : _EE.size + 24], "big"))
+                    if origin == SO_EE_ORIGIN_ICMP6:
+                        text = _error6_text(etype, ecode, info)
+                    else:
+                        text = f"local error: Message too long, mtu={info}"
+                else:
+                    offender = ntoa(int.from_bytes(raw[_EE.size + 4 : _EE.size + 8], "big"))
+                    text = _error_text(etype, ecode, info) if origin == 2 else f"local error: {err}"
                 errors.append(PingReply(seq, None, source=offender, error=text))
                 emit(f"From {offender} icmp_seq={seq} {text}")
         while True:
             try:
-                data, anc, _flags, (src, _port) = sock.recvmsg_nowait(65535)
+                data, anc, _flags, peer = sock.recvmsg_nowait(65535)
             except OSError:
                 break
+            src = f"{peer[0]}%{zone}" if v6 and zone and peer[0].startswith("fe80") else peer[0]
             if len(data) < 8:
                 continue
             seq = (data[6] << 8) | data[7]
@@ -214,7 +290,7 @@ async def ping(
         with trio.move_on_at(start + deadline if deadline is not None else math.inf):
             for seq in range(1, count + 1):
                 payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
-                header = struct.pack("!BBHHH", 8, 0, 0, 0, seq)
+                header = struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, 0, seq)
                 try:
                     await sock.sendto(
                         header + payload[:size] if size >= 8 else header + bytes(size),

@@ -4,7 +4,8 @@
 async where Trio's are async, real errnos in ``OSError``. Each call is one
 synchronous pass through the stack plus one Trio checkpoint; a call that
 would block parks until the stack wakes it. ``sendmmsg``/``recvmmsg`` move
-many datagrams per checkpoint, as their Linux namesakes do.
+many datagrams per checkpoint, as their Linux namesakes do. ``AF_INET6``
+sockets take and return ``(host, port, flowinfo, scope_id)`` addresses.
 """
 
 from netstack.core.sock import (
@@ -43,6 +44,30 @@ from netstack.core.sock import (
     SOL_IP,
     SOL_SOCKET,
 )
+from netstack.ipv6.sock import (
+    ICMP6_FILTER,
+    IPPROTO_ICMPV6,
+    IPPROTO_IPV6,
+    IPV6_DONTFRAG,
+    IPV6_HOPLIMIT,
+    IPV6_JOIN_GROUP,
+    IPV6_LEAVE_GROUP,
+    IPV6_MTU,
+    IPV6_MTU_DISCOVER,
+    IPV6_MULTICAST_HOPS,
+    IPV6_MULTICAST_IF,
+    IPV6_MULTICAST_LOOP,
+    IPV6_PKTINFO,
+    IPV6_RECVERR,
+    IPV6_RECVHOPLIMIT,
+    IPV6_RECVPKTINFO,
+    IPV6_RECVTCLASS,
+    IPV6_TCLASS,
+    IPV6_UNICAST_HOPS,
+    IPV6_UNICAST_IF,
+    IPV6_V6ONLY,
+    SOL_IPV6,
+)
 from netstack.socket.socket import Socket
 from netstack.wire.ipv4 import IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP
 
@@ -50,10 +75,31 @@ __all__ = [
     "AF_INET",
     "AF_INET6",
     "AF_UNSPEC",
+    "ICMP6_FILTER",
     "IPPROTO_ICMP",
+    "IPPROTO_ICMPV6",
     "IPPROTO_IP",
+    "IPPROTO_IPV6",
     "IPPROTO_TCP",
     "IPPROTO_UDP",
+    "IPV6_DONTFRAG",
+    "IPV6_HOPLIMIT",
+    "IPV6_JOIN_GROUP",
+    "IPV6_LEAVE_GROUP",
+    "IPV6_MTU",
+    "IPV6_MTU_DISCOVER",
+    "IPV6_MULTICAST_HOPS",
+    "IPV6_MULTICAST_IF",
+    "IPV6_MULTICAST_LOOP",
+    "IPV6_PKTINFO",
+    "IPV6_RECVERR",
+    "IPV6_RECVHOPLIMIT",
+    "IPV6_RECVPKTINFO",
+    "IPV6_RECVTCLASS",
+    "IPV6_TCLASS",
+    "IPV6_UNICAST_HOPS",
+    "IPV6_UNICAST_IF",
+    "IPV6_V6ONLY",
     "IP_HDRINCL",
     "IP_MTU",
     "IP_MTU_DISCOVER",
@@ -74,6 +120,7 @@ __all__ = [
     "SOCK_RAW",
     "SOCK_STREAM",
     "SOL_IP",
+    "SOL_IPV6",
     "SOL_SOCKET",
     "SO_BINDTODEVICE",
     "SO_BROADCAST",

@@ -6,7 +6,9 @@ follows Trio's pattern for non-blocking sockets: check for cancellation, try
 the synchronous operation, and on success take one cancel-shielded
 checkpoint; if the operation would block, park until the stack signals
 readiness and try again. Addresses cross this boundary as ``(str, int)``
-tuples and are ``int`` inside.
+tuples (AF_INET) or ``(str, int, flowinfo, scope_id)`` tuples (AF_INET6,
+where a 2- or 3-tuple and a ``"fe80::1%eth0"`` zone are accepted, as
+Python's socket module does) and are ``int`` inside.
 
 Kernel: net/socket.c (the syscalls), net/ipv4/af_inet.c (inet_* ops).
 """
@@ -23,6 +25,7 @@ import trio
 
 from netstack.core.sock import (
     AF_INET,
+    AF_INET6,
     AF_UNSPEC,
     MSG_DONTWAIT,
     MSG_ERRQUEUE,
@@ -31,14 +34,17 @@ from netstack.core.sock import (
     Sock,
     SockWouldBlock,
 )
+from netstack.ipv6.sock import Inet6Sock
 from netstack.wire.ipv4 import INADDR_BROADCAST, aton, ntoa
+from netstack.wire.ipv6 import aton as aton6
+from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["Socket", "parse_inet_addr"]
+__all__ = ["Socket", "parse_inet6_addr", "parse_inet_addr"]
 
-Address = tuple[str, int]
+Address = tuple[Any, ...]  # (host, port) or (host, port, flowinfo, scope_id)
 
 
 def parse_inet_addr(addr: Any, *, for_bind: bool = False) -> tuple[int, int]:
@@ -64,6 +70,48 @@ def parse_inet_addr(addr: Any, *, for_bind: bool = False) -> tuple[int, int]:
         raise _stdsocket.gaierror(-2, "Name or service not known") from None
 
 
+def parse_inet6_addr(
+    net: Net | None, addr: Any, *, for_bind: bool = False
+) -> tuple[int, int, int, int]:
+    """``("2001:db8::1", 80)`` or ``("fe80::1%eth0", 80, 0, 0)`` → ints, as Python's
+    socket module reads an AF_INET6 address (``getaddrinfo`` of a literal)."""
+    if not isinstance(addr, tuple) or not 2 <= len(addr) <= 4:
+        raise TypeError("AF_INET6 address must be a tuple (host, port[, flowinfo[, scopeid]])")
+    host, port, *rest = addr
+    flowinfo = rest[0] if rest else 0
+    scope_id = rest[1] if len(rest) > 1 else 0
+    for v in (port, flowinfo, scope_id):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"'{type(v).__name__}' object cannot be interpreted as an integer")
+    call = "bind()" if for_bind else "connect()"
+    if not 0 <= port <= 65535:
+        raise OverflowError(f"{call}: port must be 0-65535.")
+    if not 0 <= flowinfo <= 0xFFFFF:
+        raise OverflowError(f"{call}: flowinfo must be 0-1048575.")
+    if not isinstance(host, str):
+        raise TypeError(f"str, bytes or bytearray expected, not {type(host).__name__}")
+    if host == "":
+        return 0, port, flowinfo, scope_id
+    text, _, zone = host.partition("%")
+    try:
+        value = aton6(text)
+    except ValueError:
+        try:
+            aton(text)
+        except ValueError:
+            raise _stdsocket.gaierror(-2, "Name or service not known") from None
+        raise _stdsocket.gaierror(-9, "Address family for hostname not supported") from None
+    if zone:
+        if zone.isdigit():
+            scope_id = int(zone)
+        else:
+            dev = net.dev_get_by_name(zone) if net is not None else None
+            if dev is None:
+                raise _stdsocket.gaierror(-2, "Name or service not known")
+            scope_id = dev.ifindex
+    return value, port, flowinfo, scope_id
+
+
 class Socket:
     """A socket of an emulated host, with ``trio.socket``'s interface."""
 
@@ -71,6 +119,26 @@ class Socket:
         self._net = net
         self._sk = sk
         self._closed = False
+        self._v6 = isinstance(sk, Inet6Sock)
+
+    # -- addresses of this socket's family --------------------------------------------
+    def _parse(self, address: Any, for_bind: bool = False) -> Any:
+        if self._v6:
+            return parse_inet6_addr(self._net, address, for_bind=for_bind)
+        return parse_inet_addr(address, for_bind=for_bind)
+
+    def _fmt(self, addr: tuple[int, ...]) -> Address:
+        if self._v6:
+            if len(addr) == 2:
+                return ntoa6(addr[0]), addr[1], 0, 0
+            return ntoa6(addr[0]), addr[1], addr[2], addr[3]
+        return ntoa(addr[0]), addr[1]
+
+    def _sendmsg(self, sk: Sock) -> Any:
+        return sk.sendmsg6 if isinstance(sk, Inet6Sock) else sk.sendmsg
+
+    def _recvmsg(self, sk: Sock) -> Any:
+        return sk.recvmsg6 if isinstance(sk, Inet6Sock) else sk.recvmsg
 
     # -- properties -----------------------------------------------------------------
     @property
@@ -100,12 +168,16 @@ class Socket:
 
     # -- sync operations ------------------------------------------------------------------
     def getsockname(self) -> Address:
-        addr, port = self._check().getsockname()
-        return ntoa(addr), port
+        sk = self._check()
+        if isinstance(sk, Inet6Sock):
+            return self._fmt(sk.getsockname6())
+        return self._fmt(sk.getsockname())
 
     def getpeername(self) -> Address:
-        addr, port = self._check().getpeername()
-        return ntoa(addr), port
+        sk = self._check()
+        if isinstance(sk, Inet6Sock):
+            return self._fmt(sk.getpeername6())
+        return self._fmt(sk.getpeername())
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
         self._check().setsockopt(level, optname, value)
@@ -183,8 +255,13 @@ class Socket:
     # -- async operations ---------------------------------------------------------------------
     async def bind(self, address: Address) -> None:
         await trio.lowlevel.checkpoint()
-        addr, port = parse_inet_addr(address, for_bind=True)
-        self._check().bind(addr, port)
+        parsed = self._parse(address, for_bind=True)
+        sk = self._check()
+        if isinstance(sk, Inet6Sock):
+            addr, port, _flowinfo, scope_id = parsed
+            sk.bind6(addr, port, scope_id)
+        else:
+            sk.bind(*parsed)
 
     async def connect(self, address: Address | tuple[()]) -> None:
         """``connect(2)``; for SOCK_STREAM it returns once the handshake completes
@@ -194,8 +271,11 @@ class Socket:
         if address == ():
             sk.disconnect()
             return
-        addr, port = parse_inet_addr(address)
-        sk.connect(addr, port)
+        parsed = self._parse(address)
+        if isinstance(sk, Inet6Sock):
+            sk.connect6(*parsed)
+        else:
+            sk.connect(*parsed)
         if sk.type == SOCK_STREAM:
             from netstack.tcp.tcp import inet_stream_connect_result
 
@@ -225,7 +305,7 @@ class Socket:
 
     async def send(self, data: bytes | bytearray | memoryview, flags: int = 0) -> int:
         sk = self._check()
-        return int(await self._nonblocking(True, sk.sendmsg, data, None, flags))
+        return int(await self._nonblocking(True, self._sendmsg(sk), data, None, flags))
 
     async def sendto(self, data: bytes | bytearray | memoryview, *args: Any) -> int:
         """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
@@ -236,8 +316,8 @@ class Socket:
         else:
             raise TypeError("sendto() takes 2 or 3 arguments")
         sk = self._check()
-        dest = parse_inet_addr(address)
-        return int(await self._nonblocking(True, sk.sendmsg, data, dest, flags))
+        dest = self._parse(address)
+        return int(await self._nonblocking(True, self._sendmsg(sk), data, dest, flags))
 
     async def sendmsg(
         self,
@@ -248,8 +328,8 @@ class Socket:
     ) -> int:
         data = b"".join(bytes(b) for b in buffers)
         sk = self._check()
-        dest = parse_inet_addr(address) if address is not None else None
-        return int(await self._nonblocking(True, sk.sendmsg, data, dest, flags))
+        dest = self._parse(address) if address is not None else None
+        return int(await self._nonblocking(True, self._sendmsg(sk), data, dest, flags))
 
     async def sendmmsg(
         self,
@@ -264,13 +344,14 @@ class Socket:
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         sk = self._check()
-        parsed = [(d, parse_inet_addr(a) if a is not None else None) for d, a in messages]
+        parsed = [(d, self._parse(a) if a is not None else None) for d, a in messages]
+        send = self._sendmsg(sk)
         sent = 0
         i = 0
         while i < len(parsed):
             data, dest = parsed[i]
             try:
-                sk.sendmsg(data, dest, flags)
+                send(data, dest, flags)
             except SockWouldBlock:
                 if sent:
                     break
@@ -288,13 +369,13 @@ class Socket:
 
     async def recv(self, bufsize: int, flags: int = 0) -> bytes:
         sk = self._check()
-        data, _, _, _ = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
+        data, _, _, _ = await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
         return bytes(data)
 
     async def recvfrom(self, bufsize: int, flags: int = 0) -> tuple[bytes, Address]:
         sk = self._check()
-        data, (addr, port), _, _ = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
-        return bytes(data), (ntoa(addr), port)
+        data, addr, _, _ = await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
+        return bytes(data), self._fmt(addr)
 
     async def recv_into(
         self, buffer: bytearray | memoryview, nbytes: int = 0, flags: int = 0
@@ -322,10 +403,15 @@ class Socket:
         sk = self._check()
         if flags & MSG_ERRQUEUE:
             await trio.lowlevel.checkpoint()
-            data, anc, mflags, (addr, port) = sk.recv_errqueue(bufsize)
-            return data, anc, mflags, (ntoa(addr), port)
-        data, (addr, port), mflags, anc = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
-        return bytes(data), anc, mflags, (ntoa(addr), port)
+            report: tuple[bytes, list[tuple[int, int, bytes]], int, tuple[int, ...]]
+            if isinstance(sk, Inet6Sock):
+                report = sk.recv_errqueue6(bufsize)
+            else:
+                report = sk.recv_errqueue(bufsize)
+            data, anc, mflags, addr = report
+            return data, anc, mflags, self._fmt(addr)
+        data, addr, mflags, anc = await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
+        return bytes(data), anc, mflags, self._fmt(addr)
 
     async def recvmmsg(
         self, bufsize: int, vlen: int, flags: int = 0
@@ -335,16 +421,17 @@ class Socket:
         Kernel: recvmmsg(2) with MSG_WAITFORONE semantics.
         """
         sk = self._check()
-        first = await self._nonblocking(False, sk.recvmsg, bufsize, flags)
-        out = [(bytes(first[0]), (ntoa(first[1][0]), first[1][1]))]
+        recv = self._recvmsg(sk)
+        first = await self._nonblocking(False, recv, bufsize, flags)
+        out = [(bytes(first[0]), self._fmt(first[1]))]
         while len(out) < vlen:
             try:
-                data, (addr, port), _, _ = sk.recvmsg(bufsize, flags | MSG_DONTWAIT)
+                data, addr, _, _ = recv(bufsize, flags | MSG_DONTWAIT)
             except OSError as e:
                 if e.errno == errno.EAGAIN:
                     break
                 raise
-            out.append((bytes(data), (ntoa(addr), port)))
+            out.append((bytes(data), self._fmt(addr)))
         return out
 
     # -- _nowait variants, for synchronous tests ------------------------------------------
@@ -354,7 +441,7 @@ class Socket:
         """Synchronous ``sendto``; raises ``BlockingIOError`` instead of waiting."""
         sk = self._check()
         try:
-            return sk.sendmsg(data, parse_inet_addr(address), flags)
+            return int(self._sendmsg(sk)(data, self._parse(address), flags))
         except SockWouldBlock:
             raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
 
@@ -364,19 +451,19 @@ class Socket:
         """Synchronous ``recvmsg``; raises ``BlockingIOError`` if nothing is queued."""
         sk = self._check()
         try:
-            data, (addr, port), mflags, anc = sk.recvmsg(bufsize, flags)
+            data, addr, mflags, anc = self._recvmsg(sk)(bufsize, flags)
         except SockWouldBlock:
             raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
-        return bytes(data), anc, mflags, (ntoa(addr), port)
+        return bytes(data), anc, mflags, self._fmt(addr)
 
     def recvfrom_nowait(self, bufsize: int, flags: int = 0) -> tuple[bytes, Address]:
         """Synchronous ``recvfrom``; raises ``BlockingIOError`` if nothing is queued."""
         sk = self._check()
         try:
-            data, (addr, port), _, _ = sk.recvmsg(bufsize, flags)
+            data, addr, _, _ = self._recvmsg(sk)(bufsize, flags)
         except SockWouldBlock:
             raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN)) from None
-        return bytes(data), (ntoa(addr), port)
+        return bytes(data), self._fmt(addr)
 
 
 def socket_create(
@@ -385,12 +472,15 @@ def socket_create(
     type: int = SOCK_DGRAM,  # noqa: A002
     proto: int = 0,
 ) -> Socket:
-    """``socket(2)`` on *net*. Kernel: __sock_create()."""
-    if family == AF_UNSPEC or family not in (AF_INET,):
+    """``socket(2)`` on *net*.
+
+    Kernel: net/socket.c, __sock_create().
+    """
+    if family == AF_UNSPEC or family not in (AF_INET, AF_INET6):
         raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
-    ipv4 = net.ipv4
-    if ipv4 is None:
+    inet = net.ipv4 if family == AF_INET else net.ipv6
+    if inet is None:
         raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
     sock_type = type & ~(0o4000 | 0o2000000)  # SOCK_NONBLOCK | SOCK_CLOEXEC
-    sk = ipv4.socket(sock_type, proto)
+    sk = inet.socket(sock_type, proto)
     return Socket(net, sk)

@@ -8,13 +8,21 @@ Theory of operation: a SIT device is an IPv4 tunnel whose payload is IPv6
 (``rtnl-link-sit``, ``netdev-sit0``) creates ``sit0`` (TTL 64, no DF) and
 registers a ``tunnel4`` handler for protocol 41.
 
-What this module does not do yet is the IPv6 side: it encapsulates whatever
-IPv6 packet reaches the device towards the configured remote (TTL and traffic
-class inherited by ``ip_tunnel_xmit``), and hands decapsulated packets to the
-stack as ``ETH_P_IPV6`` — where an IPv6 layer, when the Net has one, takes
-them. 6to4/ISATAP destinations, the PRL and 6RD ioctls and ICMPv6 "packet too
-big" belong with the IPv6 stack. This module also uses the shared
-``ip_tunnel`` lookup where the kernel's sit.c keeps its own four tables.
+Transmit is sit.c's own ``ipip6_tunnel_xmit``: the IPv4 destination is the
+configured remote; without one (``sit0``, ``remote any``) it is taken from the
+IPv6 packet — a 6to4 destination (2002:V4ADDR::/48, the default 6RD prefix
+2002::/16 every sit device starts with) or a v4-compatible next hop
+(``ip -6 route add 2001:db8:2::/64 via ::192.0.2.2 dev sit0``); anything else
+is a ``tx_errors`` drop, as the kernel's "nexthop == NULL". The outer route
+must be unicast and not through the tunnel itself; with DF (``pmtudisc``, the
+default) the underlay's MTU less 20 bytes is the path MTU: the inner route
+learns it (``update_pmtu``) and a larger IPv6 packet is answered with an
+ICMPv6 Packet Too Big to its sender. TTL comes from the hop limit, TOS from
+the traffic class with ``tos inherit``, ECN per RFC 6040. Decapsulated
+packets go to the stack as ``ETH_P_IPV6``, where the IPv6 layer takes them.
+ISATAP, the PRL and the 6RD ioctls are not emulated (``mode isatap`` answers
+``Operation not supported``), and this module uses the shared ``ip_tunnel``
+lookup where the kernel's sit.c keeps its own four tables.
 
 Kernel: net/ipv6/sit.c.
 """
@@ -25,12 +33,20 @@ import errno
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.features import NETIF_F_LLTX
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
+from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.ipv6 import ipv6_of
+from netstack.ipv6.route import Rt6Info, rt6_nexthop
+from netstack.tunnels.inet_ecn import ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
+    IPTUNNEL_ERR_TIMEO_S,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
     IpTunnel,
@@ -42,22 +58,33 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_create,
     ip_tunnel_ctl,
     ip_tunnel_dellink,
+    ip_tunnel_err_note,
     ip_tunnel_init,
     ip_tunnel_init_net,
     ip_tunnel_lookup,
     ip_tunnel_newlink,
     ip_tunnel_rcv,
     ip_tunnel_setup,
-    ip_tunnel_xmit,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
+    iptunnel_xmit,
     pskb_inet_may_pull,
 )
 from netstack.tunnels.ipip import IptunParms
 from netstack.tunnels.tunnel4 import AF_INET6, XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_SIT
 from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_EXC_TTL,
+    ICMP_FRAG_NEEDED,
+    ICMP_REDIRECT,
+    ICMP_SR_FAILED,
+    ICMP_TIME_EXCEEDED,
+)
+from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG
 from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP, IPPROTO_IPV6, IPV4_HLEN
+from netstack.wire.ipv6 import IPV6_ADDR_COMPATv4, addr_at, ipv6_addr_type
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -65,6 +92,8 @@ if TYPE_CHECKING:
 __all__ = ["IPV6_MIN_MTU", "ipip6_tunnel_setup", "sit_init_net"]
 
 IPV6_MIN_MTU: Final = 1280
+IPV4_MIN_MTU: Final = 68
+SIT_6RD_PREFIX: Final = 0x2002  # ipip6_tunnel_clone_6rd(): 2002::/16, relay prefix 0/0
 IP6_MAX_MTU: Final = 65535 + 40
 IPPROTO_MPLS: Final = 137
 SIT_ISATAP: Final = 0x0001
@@ -133,14 +162,112 @@ def sit_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
-    if t.parms.protocol not in (IPPROTO_IPV6, 0) or not t.parms.daddr:
-        # NBMA (6to4, ISATAP) destinations are derived from IPv6 addresses: the IPv6 side
+    if t.parms.protocol not in (IPPROTO_IPV6, 0):
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
-    iptunnel_handle_offloads(skb)
-    ip_tunnel_xmit(skb, dev, t.parms, IPPROTO_IPV6)
+    ipip6_tunnel_xmit(skb, dev)
     return NETDEV_TX_OK
+
+
+def try_6rd(daddr6: int) -> int:
+    """The IPv4 address a 6to4 destination embeds (0 if it is not in 2002::/16).
+
+    Kernel: net/ipv6/sit.c, try_6rd() with the default 6RD prefix 2002::/16.
+    """
+    if daddr6 >> 112 != SIT_6RD_PREFIX:
+        return 0
+    return (daddr6 >> 80) & 0xFFFFFFFF
+
+
+def _tx_error(skb: SkBuff, dev: NetDevice, icmp: bool) -> None:
+    if icmp and skb.dst is not None:
+        skb.dst.link_failure(skb)  # tx_error_icmp: dst_link_failure()
+    dev.stats.tx_errors += 1
+    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+
+
+def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
+    """Find the IPv4 destination, route it, check the path MTU, encapsulate.
+
+    Kernel: net/ipv6/sit.c, ipip6_tunnel_xmit().
+    """
+    t: IpTunnel = dev.priv
+    tiph = t.parms
+    net = dev.net
+    buf = skb.buf
+    nh = skb.network_header
+    tos = tiph.tos
+    if tos == 1:
+        tos = ((buf[nh] & 0x0F) << 4) | (buf[nh + 1] >> 4)  # ipv6_get_dsfield()
+    daddr6 = addr_at(buf, nh + 24)
+    dst = tiph.daddr
+    if not dst:
+        dst = try_6rd(daddr6)
+    if not dst:
+        rt6 = skb.dst
+        if not isinstance(rt6, Rt6Info):
+            _tx_error(skb, dev, False)  # "nexthop == NULL"
+            return
+        nexthop = rt6_nexthop(rt6, daddr6) or daddr6
+        if not ipv6_addr_type(nexthop) & IPV6_ADDR_COMPATv4:
+            _tx_error(skb, dev, False)
+            return
+        dst = nexthop & 0xFFFFFFFF
+    ipv4 = ipv4_of(net)
+    fl4 = Flowi4(dst, tiph.saddr, oif=tiph.link, tos=tos & 0x1E, proto=IPPROTO_IPV6)
+    rt = ipv4.ip_route_output_key(fl4)
+    if isinstance(rt, int):
+        dev.stats.tx_carrier_errors += 1
+        _tx_error(skb, dev, True)
+        return
+    if rt.rt_type not in (RTN_UNICAST, RTN_LOCAL):
+        rt.release()
+        dev.stats.tx_carrier_errors += 1
+        _tx_error(skb, dev, True)
+        return
+    tdev = rt.dev
+    if tdev is dev:
+        rt.release()
+        dev.stats.collisions += 1
+        _tx_error(skb, dev, False)
+        return
+    iptunnel_handle_offloads(skb)
+    df = tiph.frag_off
+    if df:
+        mtu = rt.mtu() - (t.hlen + IPV4_HLEN)
+        if mtu < IPV4_MIN_MTU:
+            rt.release()
+            dev.stats.collisions += 1
+            _tx_error(skb, dev, False)
+            return
+        if mtu < IPV6_MIN_MTU:
+            mtu = IPV6_MIN_MTU
+            df = 0
+        if tiph.daddr and skb.dst is not None:
+            skb.dst.update_pmtu(skb, mtu)  # skb_dst_update_pmtu_no_confirm()
+        if skb.tail - skb.data > mtu and not skb.gso_size:
+            ipv6_of(net).icmpv6_send(skb, ICMPV6_PKT_TOOBIG, 0, mtu)  # icmpv6_ndo_send()
+            rt.release()
+            _tx_error(skb, dev, False)
+            return
+    if t.err_count > 0:
+        jiffies = net.clock.jiffies
+        if jiffies < t.err_time + IPTUNNEL_ERR_TIMEO_S * net.clock.hz:
+            t.err_count -= 1
+            if skb.dst is not None:
+                skb.dst.link_failure(skb)
+        else:
+            t.err_count = 0
+    assert tdev is not None
+    max_headroom = LL_RESERVED_SPACE(tdev) + IPV4_HLEN + t.hlen
+    if max_headroom > dev.needed_headroom:
+        dev.needed_headroom = max_headroom
+    if skb.data < dev.needed_headroom or skb.cloned:
+        skb.cow_head(dev.needed_headroom)
+    ttl = tiph.ttl or buf[nh + 7]
+    tos = ip_tunnel_ecn_encap(tos, skb, skb.inner_network_header)
+    iptunnel_xmit(ipv4, rt, skb, fl4.saddr, fl4.daddr, IPPROTO_IPV6, tos, ttl, df, dev)
 
 
 def ipip6_rcv(net: Net, skb: SkBuff) -> int:
@@ -162,6 +289,48 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
         return 0
     skb.mac_header = skb.data
     ip_tunnel_rcv(t, skb, TnlPtkInfo(proto=ETH_P_IPV6, no_key=True), nh)
+    return 0
+
+
+def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
+    """An ICMP error quotes a 6in4 packet we sent: learn the underlay's MTU, back off.
+
+    Kernel: net/ipv6/sit.c, ipip6_err() (without ip6_err_gen_icmpv6_unreach(): the
+    inner sender is not told of underlay unreachables, only through dst_link_failure).
+    """
+    itn = sit_itn_of(net)
+    buf = skb.buf
+    iph = skb.data
+    saddr = int.from_bytes(buf[iph + 12 : iph + 16], "big")
+    daddr = int.from_bytes(buf[iph + 16 : iph + 20], "big")
+    th = skb.transport_header
+    icmp_type, code = buf[th], buf[th + 1]
+    if icmp_type == ICMP_DEST_UNREACH:
+        if code == ICMP_SR_FAILED:
+            return 0
+    elif icmp_type == ICMP_TIME_EXCEEDED:
+        if code != ICMP_EXC_TTL:
+            return 0
+    elif icmp_type != ICMP_REDIRECT:
+        return 0
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, daddr, saddr, 0, no_key=True)
+    if t is None:
+        return -errno.ENOENT
+    if icmp_type == ICMP_DEST_UNREACH and code == ICMP_FRAG_NEEDED:
+        ipv4 = ipv4_of(net)
+        rt = ipv4.ip_route_output_key(Flowi4(daddr, saddr, oif=t.parms.link, proto=IPPROTO_IPV6))
+        if not isinstance(rt, int):
+            ip_rt_update_pmtu(ipv4, rt, daddr, info)  # ipv4_update_pmtu()
+            rt.release()
+        return 0
+    if icmp_type == ICMP_REDIRECT:
+        return 0
+    if t.parms.daddr == 0:
+        return 0
+    if t.parms.ttl == 0 and icmp_type == ICMP_TIME_EXCEEDED:
+        return 0
+    ip_tunnel_err_note(t)
     return 0
 
 
@@ -240,7 +409,9 @@ def sit_init_net(net: Net) -> None:
     """
     itn = IpTunnelNet(net, "sit", ARPHRD_SIT, ipip6_tunnel_ctl)
     net.proto_data[_SIT_KEY] = itn
-    xfrm4_tunnel_register(net, XfrmTunnel(partial(ipip6_rcv, net), None, priority=1), AF_INET6)
+    xfrm4_tunnel_register(
+        net, XfrmTunnel(partial(ipip6_rcv, net), partial(ipip6_err, net), priority=1), AF_INET6
+    )
     rtnl_link_register(
         net,
         RtnlLinkOps(

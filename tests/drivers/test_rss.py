@@ -9,6 +9,7 @@ import struct
 import dpkt
 import pytest
 import trio
+from helpers import IPV4_ONLY
 
 import netstack
 from netstack.core.net import PacketType
@@ -122,8 +123,8 @@ def test_default_indirection() -> None:
 
 
 async def _flood(lab: netstack.Lab, ports: range, *, queues: int) -> netstack.Host:
-    a = lab.add_host("a")
-    b = lab.add_host("b", cpus=4)
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", cpus=4, sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind="nic", rate=1e9, queues=queues)
     a.ip("addr add 10.0.0.1/24 dev eth0")
     b.ip("addr add 10.0.0.2/24 dev eth0")
@@ -150,8 +151,8 @@ def _queue_packets(host: netstack.Host) -> list[int]:
 async def test_queues_default_to_cpus_and_napi_cpus(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a = lab.add_host("a")
-    b = lab.add_host("b", cpus=24)
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", cpus=24, sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind="nic")
     assert len(a.dev("eth0").priv.rx_rings) == 1
     napis = b.dev("eth0").priv.napis
@@ -194,8 +195,8 @@ async def test_rx_hash_recorded_in_skb(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
     seen: list[tuple[int, bool, int]] = []
-    a = lab.add_host("a")
-    b = lab.add_host("b", cpus=2)
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", cpus=2, sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind="nic")
     a.ip("addr add 10.0.0.1/24 dev eth0")
     b.ip("addr add 10.0.0.2/24 dev eth0")
@@ -216,8 +217,8 @@ async def test_rx_hash_recorded_in_skb(
 async def test_ethtool_channels_and_rxfh(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    lab.add_host("a")
-    b = lab.add_host("b", cpus=4)
+    lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", cpus=4, sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind="nic")
     assert b.ethtool("-l eth0") == (
         "Channel parameters for eth0:\n"
@@ -270,7 +271,10 @@ def _timed_flows(hashing: str) -> tuple[set[int], set[int]]:
 
     async def main() -> None:
         async with netstack.open_lab(timed=model) as lab:
-            a, b = lab.add_host("a", cpus=4), lab.add_host("b", cpus=4)
+            a, b = (
+                lab.add_host("a", cpus=4, sysctls=IPV4_ONLY),
+                lab.add_host("b", cpus=4, sysctls=IPV4_ONLY),
+            )
             lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9)
             a.ip("addr add 10.0.0.1/24 dev eth0")
             b.ip("addr add 10.0.0.2/24 dev eth0")

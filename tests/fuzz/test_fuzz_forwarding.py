@@ -28,6 +28,7 @@ from typing import Final, TypeVar
 
 import dpkt
 import trio
+from helpers import IPV4_ONLY
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,7 +151,7 @@ class Router:
 def forward_run(frames: list[Spec]) -> None:
     async def main() -> None:
         async with open_lab(debug_skb=True) as lab:
-            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1})
+            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1, **IPV4_ONLY})
             left = lab.add_port("r:eth0")
             right = lab.add_port("r:eth1", mtu=OUT_MTU)
             ipv4 = ipv4_of(r.net)
@@ -187,6 +188,11 @@ async def check_one(router: Router, frame: bytes) -> None:
         return f[12:14] == b"\x08\x00" and sent.valid and f[26:34] == sent.ip[12:20]
 
     out = [f for f in right if f[12:14] == b"\x08\x00"]
+    # an ICMP error to a (spoofed) source on the right subnet leaves by eth1: a reply
+    for f in [f for f in out if f[26:30] == ip4(RIGHT_IP) and f[23] == 1]:
+        out.remove(f)
+        assert sent.valid and f[30:34] == sent.ip[12:16], "a reply to someone else"
+        assert dpkt.in_cksum(f[14:34]) == 0 and f[34] in ICMP_ERRORS
     out_left = [f for f in back if forwarded(f)]
     back = [f for f in back if not forwarded(f)]
     if frame[:6] != router.left_mac and not frame[0] & 1:  # for another host on the link
@@ -421,7 +427,7 @@ def test_forwarded_fragments_keep_the_datagram_id() -> None:
 
     async def main() -> None:
         async with open_lab(debug_skb=True) as lab:
-            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1})
+            r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1, **IPV4_ONLY})
             left = lab.add_port("r:eth0")
             right = lab.add_port("r:eth1", mtu=OUT_MTU)
             ipv4 = ipv4_of(r.net)

@@ -18,6 +18,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
+from helpers import IPV4_ONLY
 
 from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
@@ -45,7 +46,7 @@ def add_addr(host: Host, dev: str, cidr: str) -> None:
 
 
 def pair(lab: Lab) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
+    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0")
     add_addr(a, "eth0", "10.0.0.1/24")
     add_addr(b, "eth0", "10.0.0.2/24")

@@ -81,6 +81,9 @@ def check_pcap(path: Path) -> tuple[list[tuple[float, bytes]], dict[str, int]]:
             kinds["arp"] += 1
             assert len(bytes(eth.data)) >= 28
             continue
+        if eth.type == 0x86DD:  # the hosts' own IPv6: DAD, router solicitations
+            check_ipv6(frame[14:], kinds)
+            continue
         assert eth.type == 0x0800, f"unexpected EtherType {eth.type:#x}"
         raw = frame[14:]
         ihl = (raw[0] & 0xF) * 4
@@ -102,6 +105,19 @@ def check_pcap(path: Path) -> tuple[list[tuple[float, bytes]], dict[str, int]]:
             continue
         check_l4(src, dst, proto, raw[ihl:tot], kinds)
     return frames, dict(kinds)
+
+
+def check_ipv6(raw: bytes, kinds: dict[str, int]) -> None:
+    """An IPv6 packet: dpkt parses it and its ICMPv6 checksum verifies."""
+    ip6 = dpkt.ip6.IP6(raw)
+    assert raw[0] >> 4 == 6
+    plen = struct.unpack_from("!H", raw, 4)[0]
+    assert 40 + plen == len(raw), "IPv6 payload length does not match the frame"
+    assert ip6.nxt == 58, "only ICMPv6 is expected from these hosts"
+    payload = raw[40:]
+    kinds[f"icmp6_{payload[0]}"] += 1
+    pseudo = raw[8:40] + struct.pack("!I3xB", len(payload), 58)
+    assert dpkt.in_cksum(pseudo + payload) == 0, "bad ICMPv6 checksum in the pcap"
 
 
 def reassembled(pieces: list[tuple[int, bytes, bool]]) -> bytes | None:
@@ -185,3 +201,6 @@ async def test_pcap_files_parse_and_carry_valid_checksums(
     assert kinds_b["reassembled"] == 2  # 1400 (cut by r) and 3000 (cut by a)
     # 1428 bytes: 2 fragments at MTU 1000; 3028: 3 at 1500, the two full ones cut again
     assert kinds_b["fragment"] == 2 + 5
+    # each end also ran DAD for its link-local address and solicited routers
+    assert kinds_a["icmp6_135"] >= 1
+    assert kinds_a["icmp6_133"] >= 1

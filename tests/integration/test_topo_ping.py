@@ -18,6 +18,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
+from helpers import IPV4_ONLY
 
 from netstack.core.dev import dev_close, dev_open
 from netstack.drivers.nic import TX_USECS_DEFAULT, RxCsumMode
@@ -51,7 +52,7 @@ def pair(
     delay: float = 0.0,
     rx_csum: RxCsumMode = "unnecessary",
 ) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
+    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate, delay=delay, rx_csum=rx_csum)
     add_addr(a, "eth0", "10.0.0.1/24")
     add_addr(b, "eth0", "10.0.0.2/24")

@@ -18,6 +18,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
+from helpers import IPV4_ONLY
 
 from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
@@ -53,7 +54,7 @@ def routed(
     default_routes: bool = True,
     kind: Literal["veth", "nic"] = "veth",
 ) -> tuple[Host, Host, Host]:
-    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    a, r, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in "arb")
     lab.add_link("a:eth0", "r:eth0", kind=kind)
     lab.add_link("r:eth1", "b:eth0", kind=kind)
     add_addr(a, "eth0", "10.0.1.1/24")

@@ -9,8 +9,12 @@ from netstack.host import Host, Lab
 
 @pytest.fixture
 async def pair(lab: Lab) -> tuple[Host, Host]:
-    """Hosts ``a`` and ``b`` joined by a veth pair ``a:eth0`` — ``b:eth0`` (both up, no address)."""
-    a = lab.add_host("a")
-    b = lab.add_host("b")
+    """Hosts ``a`` and ``b`` joined by a veth pair ``a:eth0`` — ``b:eth0`` (both up, no address).
+
+    They boot with IPv6 disabled, so listings are the IPv4 ones these tests
+    compare byte for byte (``ip -6`` is tested in tests/ipv6/).
+    """
+    a = lab.add_host("a", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
+    b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
     lab.add_link("a:eth0", "b:eth0")
     return a, b

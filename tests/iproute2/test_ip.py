@@ -85,7 +85,7 @@ async def test_quoting(autojump_clock: trio.testing.MockClock, pair: tuple[Host,
 def test_works_on_a_bare_host_without_a_lab() -> None:
     async def main() -> None:
         host = HostClass(None, "solo")
-        assert ip(host.net, "-br addr") == "lo               UNKNOWN        127.0.0.1/8 \n"
+        assert ip(host.net, "-br addr") == "lo               UNKNOWN        127.0.0.1/8 ::1/128 \n"
         ip(host.net, "link add d0 type dummy")
         ip(host.net, "addr add 192.0.2.1/24 dev d0")
         ip(host.net, "link set d0 up")

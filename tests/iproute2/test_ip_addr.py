@@ -269,7 +269,7 @@ async def test_address_on_down_device_gets_routes_when_up(
             "addr add 10.0.0.1/24 valid_lft x dev eth0",
             'Error: argument "x" is wrong: valid_lft value',
         ),
-        ("addr add ::1/128 dev lo", "RTNETLINK answers: Operation not supported"),
+        ("addr add ::1/128 dev lo", "Error: ipv6: IPv6 is disabled on this device."),
         ("addr add fe80::1/64 brd + dev lo", "Broadcast can be set only for IPv4 addresses"),
         ("addr del 10.9.9.9/24 dev eth0", "RTNETLINK answers: Cannot assign requested address"),
         ("addr flush", "Flush requires arguments."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from helpers import add_addr
+from helpers import IPV4_ONLY, add_addr
 
 import netstack
 from netstack.core.dev import dev_open
@@ -16,7 +16,7 @@ from netstack.wire.ipv4 import aton
 
 
 def _dummy_host(lab: netstack.Lab, name: str, patches: netstack.Patches) -> netstack.Host:
-    host = lab.add_host(name, patches=patches)
+    host = lab.add_host(name, patches=patches, sysctls=IPV4_ONLY)
     dev = dummy_newlink(host.net, "dummy0")
     dev_open(dev)
     add_addr(host, "dummy0", "10.5.0.1/24")

@@ -22,7 +22,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import add_addr
+from helpers import IPV4_ONLY, add_addr
 
 import netstack
 from netstack.socket import IP_TOS, IPPROTO_IP
@@ -35,7 +35,7 @@ FRAME = 14 + 20 + 8 + PAYLOAD  # what tbf and the device count per packet
 def pair(
     lab: netstack.Lab, *, kind: Literal["veth", "nic"] = "veth", rate: float | None = None
 ) -> tuple[netstack.Host, netstack.Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
+    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate)
     add_addr(a, "eth0", "10.0.0.1/24")
     add_addr(b, "eth0", "10.0.0.2/24")
@@ -44,7 +44,11 @@ def pair(
 
 def routed(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host, netstack.Host]:
     """a (10.0.1.1) ─ r ─ b (10.0.2.1), veth links."""
-    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    a, r, b = (
+        lab.add_host("a", sysctls=IPV4_ONLY),
+        lab.add_host("r", sysctls=IPV4_ONLY),
+        lab.add_host("b", sysctls=IPV4_ONLY),
+    )
     lab.add_link("a:eth0", "r:eth0")
     lab.add_link("r:eth1", "b:eth0")
     a.ip("addr add 10.0.1.1/24 dev eth0")

@@ -14,6 +14,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
+from helpers import IPV4_ONLY
 
 import netstack
 from netstack.host import Port
@@ -29,7 +30,7 @@ REMOTE: Final = bytes([192, 0, 2, 2])
 
 
 async def rig(lab: netstack.Lab) -> tuple[netstack.Host, Port, Socket]:
-    h = lab.add_host("h")
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
     port = lab.add_port("h:eth0", up=False)
     h.ip("link set eth0 address 02:00:00:00:00:01 up")
     h.ip("addr add 192.0.2.1/24 dev eth0")

@@ -14,7 +14,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import build_sites
+from helpers import IPV4_ONLY, build_sites
 
 import netstack
 from netstack.wire.checksum import csum_fold, csum_partial, ip_fast_csum
@@ -142,7 +142,7 @@ async def test_tos_inherit_copies_dscp_and_ecn_rules(
 async def test_no_route_to_the_remote_counts_carrier_errors(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a = lab.add_host("a")
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
     a.ip("link add gre1 type gre remote 203.0.113.9")
     a.ip("link set gre1 up")
     a.ip("addr add 10.9.0.1/30 dev gre1")

@@ -13,6 +13,7 @@ from typing import Final
 
 import pytest
 import trio.testing
+from helpers import IPV4_ONLY
 
 import netstack
 from netstack.core.features import NETIF_F_LLTX
@@ -70,7 +71,7 @@ async def test_lltx_table(
     patches: netstack.Patches,
     lltx: bool,
 ) -> None:
-    h = lab.add_host("h", patches=patches)
+    h = lab.add_host("h", patches=patches, sysctls=IPV4_ONLY)
     h.ip((LINK if path == "link" else TUNNEL)[dev])
     t1 = h.dev("t1")
     assert bool(t1.features & NETIF_F_LLTX) is lltx
@@ -83,8 +84,8 @@ async def test_lltx_table(
 
 async def test_the_seed_3_report(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
     """`cat /sys/class/net/test0/features`: 0x6000 with mode gre, 0x7000 with mode ipip."""
-    before = lab.add_host("before", patches=FIX_ONLY_REVERTED)
-    after = lab.add_host("after")
+    before = lab.add_host("before", patches=FIX_ONLY_REVERTED, sysctls=IPV4_ONLY)
+    after = lab.add_host("after", sysctls=IPV4_ONLY)
     for h in (before, after):
         h.ip("tunnel add test0 mode gre remote 10.5.1.1 dev lo")
         h.ip("tunnel add test1 mode ipip remote 10.5.1.1 dev lo")
@@ -99,7 +100,7 @@ async def test_the_seed_3_report(lab: netstack.Lab, autojump_clock: trio.testing
 async def test_ethtool_k_of_a_tunnel(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    h = lab.add_host("h")
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
     h.ip("link add gre1 type gre remote 192.0.2.2")
     out = h.ethtool("-k gre1").splitlines()
     assert out[0] == "Features for gre1:"
@@ -117,7 +118,7 @@ async def test_ethtool_k_of_a_tunnel(
 
 
 async def test_ethtool_K(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
-    h = lab.add_host("h")
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
     h.ip("link add gre1 type gre remote 192.0.2.2")
     assert h.ethtool("-K gre1 gro off") == ""
     assert "generic-receive-offload: off" in h.ethtool("-k gre1").splitlines()
@@ -133,7 +134,10 @@ async def test_ethtool_K(lab: netstack.Lab, autojump_clock: trio.testing.MockClo
 
 
 async def _gre_pair(lab: netstack.Lab, patches: netstack.Patches, how: str) -> netstack.Host:
-    a, b = lab.add_host("a", patches=patches), lab.add_host("b")
+    a, b = (
+        lab.add_host("a", patches=patches, sysctls=IPV4_ONLY),
+        lab.add_host("b", sysctls=IPV4_ONLY),
+    )
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
     b.ip("addr add 192.0.2.2/24 dev eth0")

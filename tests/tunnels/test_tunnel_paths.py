@@ -9,7 +9,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import build_sites
+from helpers import IPV4_ONLY, build_sites
 
 import netstack
 
@@ -50,7 +50,7 @@ async def test_ipip_between_two_sites(
 async def test_ipip_with_no_tunnel_answers_port_unreachable(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    h = lab.add_host("h")
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
     port = lab.add_port("h:eth0")
     h.ip("addr add 192.0.2.1/24 dev eth0")
     h.ip("link add ipip1 type ipip remote 192.0.2.2 local 192.0.2.1")
@@ -69,7 +69,7 @@ async def test_ipip_with_no_tunnel_answers_port_unreachable(
 async def test_gretap_carries_arp_and_ipv4(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, b = lab.add_host("a"), lab.add_host("b")
+    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
     b.ip("addr add 192.0.2.2/24 dev eth0")
@@ -121,7 +121,7 @@ async def test_pmtu_a_df_packet_too_big_for_the_tunnel(
 async def test_a_tunnel_routed_over_itself_counts_a_collision(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a = lab.add_host("a")
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
     a.ip("link add gre1 type gre remote 10.9.0.2")
     a.ip("link set gre1 up")
     a.ip("addr add 10.9.0.1/24 dev gre1")  # the remote is reached through the tunnel itself
@@ -141,7 +141,7 @@ async def test_nested_tunnels_looping_are_stopped_by_the_recursion_limit(
     """gre1's remote is routed via gre2 and gre2's via gre1: the core's recursion guard
     (LLTX: the per-CPU counter) or the dead-loop check (xmit_lock_owner) ends it."""
     patches = netstack.Patches() if lltx else netstack.Patches.before("gre_lltx")
-    a = lab.add_host("a", patches=patches)
+    a = lab.add_host("a", patches=patches, sysctls=IPV4_ONLY)
     a.ip("link add gre1 type gre remote 10.20.0.1 key 1")
     a.ip("link add gre2 type gre remote 10.10.0.1 key 2")
     for dev, addr in (("gre1", "10.10.0.2/24"), ("gre2", "10.20.0.2/24")):
@@ -199,7 +199,7 @@ async def test_icmp_errors_about_outer_packets_back_off_the_tunnel(
 async def test_replayed_ipip_is_decapsulated_and_delivered(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    h = lab.add_host("h")
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
     port = lab.add_port("h:eth0")
     h.ip("addr add 192.0.2.1/24 dev eth0")
     h.ip("tunnel add ipip1 mode ipip remote 192.0.2.2 local 192.0.2.1")

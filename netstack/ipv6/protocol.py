@@ -1,0 +1,928 @@
+"""``Ipv6``: the per-Net state of the IPv6 family, and ``inet6_init`` that registers it.
+
+Theory of operation: :func:`inet6_init` builds one :class:`Ipv6` for a Net
+(``net.ipv6``) and registers it downward, as the kernel's ``inet6_init``
+does: ``ipv6_rcv`` as the packet type of 0x86DD, the extension headers,
+ICMPv6 and UDP in ``inet6_protos``, ``nd_tbl`` as the Net's neighbour
+table of AF_INET6, ``addrconf_notify`` on the netdevice chain (every
+device gets its ``inet6_dev``, link-local address and routes), and the
+``net.ipv6.*`` sysctls. The object is then the composition point of the
+family: routes reach ``ip6_output``/``ip6_input``/``ip6_forward`` through
+it, and the modules of this package (and other families, such as a SIT
+tunnel) call the functions below instead of importing each other.
+
+The IPv4 family is never imported: where the kernel's IPv6 code reads IPv4
+state (the global ICMP rate limit, ``ping_group_range``, the IPv4
+addresses a sit device derives link-locals from) it does so by duck typing
+through ``net.ipv4`` and ``dev.ip_ptr``.
+
+Kernel: net/ipv6/af_inet6.c (inet6_init), net/ipv6/addrconf.c
+(addrconf_init, addrconf_sysctl), net/ipv6/route.c (ip6_route_init,
+ipv6_route_sysctl), net/ipv6/sysctl_net_ipv6.c, net/ipv6/icmp.c
+(ipv6_icmp_sysctl).
+"""
+
+from __future__ import annotations
+
+import errno
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
+from netstack.core.net import PacketType
+from netstack.core.netdevice import IFF_LOOPBACK
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, Sock, sock_oserror
+from netstack.core.sysctl import invalid
+from netstack.errors import ConfigError
+from netstack.ipv6 import icmp as _icmp
+from netstack.ipv6 import ip6_input as _in
+from netstack.ipv6 import ip6_output as _out
+from netstack.ipv6 import ndisc as _ndisc
+from netstack.ipv6 import ping as _ping
+from netstack.ipv6 import raw as _raw
+from netstack.ipv6 import route as _route
+from netstack.ipv6 import udp as _udp
+from netstack.ipv6.addrconf import DEVCONF6, DEVCONF6_READONLY, Addrconf, DevConf6, Inet6Dev
+from netstack.ipv6.constants import (
+    IPV6_FRAG_TIMEOUT_S,
+    RT_TABLE_MAIN,
+    RTF_ADDRCONF,
+    RTF_ANYCAST,
+    RTF_CACHE,
+    RTF_DEFAULT,
+    RTF_DYNAMIC,
+    RTF_EXPIRES,
+    RTF_GATEWAY,
+    RTF_LOCAL,
+    RTF_UP,
+    RTNH_F_DEAD,
+    RTNH_F_LINKDOWN,
+)
+from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
+from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Mib6Snapshot, Udp6Mib
+from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
+from netstack.wire.ipv6 import (
+    IPPROTO_ICMPV6,
+    IPPROTO_UDP,
+    IPV6_MIN_MTU,
+    NEXTHDR_DEST,
+    NEXTHDR_FRAGMENT,
+    NEXTHDR_NONE,
+    NEXTHDR_ROUTING,
+    addr_at,
+)
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+    from netstack.core.netdevice import NetDevice
+    from netstack.ipv6.route import Fib6Info, Flowi6, Rt6Info
+
+__all__ = ["Inet6Protocol", "Ipv6", "inet6_init", "ipv6_of"]
+
+IP6_MAX_MTU: Final = 0xFFFF + 40
+INT_MAX: Final = 2**31 - 1
+# "0-1,3-127": every error but Packet Too Big, and no informational type, is rate limited
+ICMPV6_RATEMASK_DEFAULT: Final = sum(1 << t for t in (0, 1, *range(3, 128)))
+
+
+@attrs.define(eq=False)
+class Inet6Protocol:
+    """A next header's entry in ``inet6_protos`` (kernel: ``struct inet6_protocol``).
+
+    ``handler`` returns > 0 to resubmit (the next header follows), 0 when
+    the packet was delivered, < 0 when it was consumed otherwise.
+    """
+
+    handler: Any
+    err_handler: Any = None
+    flags: int = 0
+
+
+class Ipv6:
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+
+    def __init__(self, net: Net) -> None:
+        self.net = net
+        # sysctls (net/ipv6/sysctl_net_ipv6.c, icmp.c, route.c defaults)
+        self.bindv6only = 0
+        self.ip_nonlocal_bind = 0
+        self.anycast_src_echo_reply = 0
+        self.flowlabel_consistency = 1
+        self.auto_flowlabels = 1
+        self.fwmark_reflect = 0
+        self.idgen_retries = 3
+        self.idgen_delay = 1
+        self.flowlabel_state_ranges = 0
+        self.max_dst_opts_number = 8  # IP6_DEFAULT_MAX_DST_OPTS_CNT
+        self.max_hbh_opts_number = 8
+        self.max_dst_opts_length = INT_MAX
+        self.max_hbh_length = INT_MAX
+        self.fib_multipath_hash_policy = 0
+        self.icmpv6_ratelimit = 1000  # ms
+        self.icmpv6_ratemask = ICMPV6_RATEMASK_DEFAULT
+        self.icmpv6_echo_ignore_all = 0
+        self.icmpv6_echo_ignore_multicast = 0
+        self.icmpv6_echo_ignore_anycast = 0
+        self.ip6frag_high_thresh = 4 * 1024 * 1024
+        self.ip6frag_low_thresh = 3 * 1024 * 1024
+        self.ip6frag_time = IPV6_FRAG_TIMEOUT_S
+        self.ip6_rt_gc_interval = 30  # seconds
+        self.ip6_rt_gc_timeout = 60
+        self.ip6_rt_gc_min_interval = 0
+        self.ip6_rt_gc_elasticity = 9
+        self.ip6_rt_gc_thresh = 1024
+        self.ip6_rt_max_size = 4096
+        self.ip6_rt_mtu_expires = 600  # seconds
+        self.ip6_rt_min_advmss = IPV6_MIN_MTU - 20 - 40
+        self.skip_notify_on_dev_down = 0
+        # state
+        self.devconf_all = DevConf6(is_all=True)
+        self.devconf_dflt = DevConf6()
+        self.rt6_genid = 0
+        self.ip6_mib = Ip6Mib()
+        self.icmp6_mib = Icmp6Mib()
+        self.icmp6msg = Icmp6MsgMib()
+        self.udp6_mib = Udp6Mib()
+        self.ra_received = 0
+        self.reasm_overlaps = 0
+        self.icmp_global_credit = 0
+        self.icmp_global_stamp = -60 * net.clock.hz
+        self.peers: dict[int, list[int]] = {}  # inet_peer rate-limit state by address
+        self.inet6_protos: dict[int, Inet6Protocol] = {}
+        self.raw_sockets: list[_raw.Raw6Sock] = []
+        self.addr_listeners: list[Any] = []
+        self._loopback: NetDevice | None = None
+        # dst input/output functions as partials: one Python frame per hop
+        self.dst_output = partial(_out.ip6_output, self)
+        self.ip6_output_nd = self.dst_output
+        self.dst_local_deliver = partial(_in.ip6_input, self)
+        self.dst_mc_input = partial(_in.ip6_mc_input, self)
+        self.dst_forward = partial(_in.ip6_forward, self)
+        self.ip6_pkt_discard = partial(_route.ip6_pkt_drop, self, code=ICMPV6_NOROUTE, output=False)
+        self.ip6_pkt_discard_out = partial(_pkt_drop_out, self, ICMPV6_NOROUTE)
+        self.ip6_pkt_prohibit = partial(
+            _route.ip6_pkt_drop, self, code=ICMPV6_ADM_PROHIBITED, output=False
+        )
+        self.ip6_pkt_prohibit_out = partial(_pkt_drop_out, self, ICMPV6_ADM_PROHIBITED)
+        self.fib6 = _route.Fib6(self)
+        self.ip6_null_entry = _route.make_null_entry(self)
+        self.nd_tbl = _ndisc.make_nd_tbl(self)
+        self.addrconf = Addrconf(self)
+        self.frags = Ip6Frags(self)
+        self.udp_table = _udp.Udp6Table(self)
+        self.ping_table = _ping.Ping6Table(self)
+
+    # -- dst functions --------------------------------------------------------------------
+    def dst_discard_in(self, skb: SkBuff) -> int:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+
+    def dst_discard_out(self, skb: SkBuff) -> int:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+
+    # -- the functions other modules (and other families) reach through the family --------
+    def icmpv6_send(self, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
+        """Send an ICMPv6 error about *skb* (not consumed).
+
+        Kernel: icmpv6_send().
+        """
+        _icmp.icmp6_send(self, skb, icmp_type, code, info)
+
+    def icmpv6_param_prob(self, skb: SkBuff, code: int, pos: int) -> None:
+        """Parameter problem pointing at *pos*; frees *skb*.
+
+        Kernel: icmpv6_param_prob().
+        """
+        _icmp.icmpv6_param_prob(self, skb, code, pos)
+
+    def inet_peer_xrlim_allow(self, daddr: int, timeout: int) -> bool:
+        return _icmp.inet_peer_xrlim_allow(self, daddr, timeout)
+
+    def ip6_route_output(self, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info:
+        """A held route for a locally generated flow (the null entry if none)."""
+        return _route.ip6_route_output(self, fl6, bound_dev_if=bound_dev_if)
+
+    def ip6_route_input(self, skb: SkBuff) -> None:
+        _route.ip6_route_input(self, skb)
+
+    def ip6_dst_hoplimit(self, rt: Any) -> int:
+        return _out.ip6_dst_hoplimit(rt)
+
+    def ip6_dst_lookup(self, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info | int:
+        """Route *fl6* and choose its source address; a held route or ``-errno``.
+
+        Kernel: net/ipv6/ip6_output.c, ip6_dst_lookup_tail().
+        """
+        rt: Rt6Info | None = None
+        if not fl6.saddr:
+            rt = _route.ip6_route_output(self, fl6, bound_dev_if=bound_dev_if)
+            f = rt.from_ if not rt.error else None
+            saddr = _route.ip6_route_get_saddr(self, f, fl6.daddr)
+            if saddr is None:
+                rt.release()
+                return -errno.EADDRNOTAVAIL
+            fl6.saddr = saddr
+            if rt.error:
+                # "If we had an erroneous initial result, pretend it never
+                # existed and let the SA-enabled version take over."
+                rt.release()
+                rt = None
+        if rt is None:
+            rt = _route.ip6_route_output(self, fl6, bound_dev_if=bound_dev_if)
+        err = rt.error
+        if err:
+            rt.release()
+            if err == -errno.ENETUNREACH:
+                self.ip6_mib.OutNoRoutes += 1
+            return err
+        return rt
+
+    def ipv6_chk_addr(
+        self, addr: int, dev: NetDevice | None, *, strict: bool = False, banned: int = 0x40
+    ) -> bool:
+        """Is *addr* one of ours?
+
+        Kernel: ipv6_chk_addr_and_flags().
+        """
+        return self.addrconf.ipv6_chk_addr(addr, dev, strict=strict, banned=banned)
+
+    def ipv6_dev_get_saddr(self, dev: NetDevice | None, daddr: int, prefs: int = 0) -> int | None:
+        """Source address selection (RFC 6724).
+
+        Kernel: ipv6_dev_get_saddr().
+        """
+        return self.addrconf.ipv6_dev_get_saddr(dev, daddr, prefs)
+
+    def ndisc_rcv(self, skb: SkBuff) -> int:
+        return _ndisc.ndisc_rcv(self, skb)
+
+    def ndisc_send_ns(
+        self, dev: NetDevice, solicit: int, daddr: int, saddr: int | None, nonce: bytes = b""
+    ) -> None:
+        _ndisc.ndisc_send_ns(self, dev, solicit, daddr, saddr, nonce)
+
+    def ndisc_send_na(
+        self,
+        dev: NetDevice,
+        daddr: int,
+        solicited_addr: int,
+        *,
+        router: bool,
+        solicited: bool,
+        override: bool,
+        inc_opt: bool,
+    ) -> None:
+        _ndisc.ndisc_send_na(
+            self,
+            dev,
+            daddr,
+            solicited_addr,
+            router=router,
+            solicited=solicited,
+            override=override,
+            inc_opt=inc_opt,
+        )
+
+    def ndisc_send_rs(self, dev: NetDevice, saddr: int, daddr: int) -> None:
+        _ndisc.ndisc_send_rs(self, dev, saddr, daddr)
+
+    def ndisc_send_redirect(self, skb: SkBuff, target: int) -> None:
+        _ndisc.ndisc_send_redirect(self, skb, target)
+
+    def ping_rcv(self, skb: SkBuff) -> None:
+        _ping.ping6_rcv(self, skb)
+
+    def ping_err(self, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
+        _ping.ping6_err(self, skb, icmp_type, code, offset, info)
+
+    def raw_local_deliver(self, skb: SkBuff, nexthdr: int) -> bool:
+        """Clones to matching raw sockets.
+
+        Kernel: raw6_local_deliver().
+        """
+        if not self.raw_sockets:
+            return False
+        return _raw.raw6_local_deliver(self, skb, nexthdr)
+
+    def raw_icmp_error(
+        self, skb: SkBuff, nexthdr: int, icmp_type: int, code: int, inner_offset: int, info: int
+    ) -> None:
+        """Kernel: raw6_icmp_error()."""
+        if self.raw_sockets:
+            _raw.raw6_icmp_error(self, skb, nexthdr, icmp_type, code, inner_offset, info)
+
+    @property
+    def loopback_dev(self) -> NetDevice:
+        lo = self._loopback
+        if lo is None:
+            lo = self.net.dev_get_by_index(1)
+            if lo is None:
+                raise RuntimeError(f"{self.net.name}: no loopback device")
+            self._loopback = lo
+        return lo
+
+    def loopback_dev_or_none(self) -> NetDevice | None:
+        return self.net.dev_get_by_index(1)
+
+    # -- route cache and FIB maintenance ----------------------------------------------------
+    def rt6_genid_bump(self) -> None:
+        """Invalidate every cached route copy.
+
+        Kernel: rt_genid_bump_ipv6().
+        """
+        self.rt6_genid += 1
+
+    def fib6_changed(self, f: Fib6Info) -> None:
+        """A route was inserted.
+
+        Kernel: fib6_add() → fib6_update_sernum_upto_root().
+        """
+        self.rt6_genid += 1
+        if f.flags & RTF_EXPIRES:
+            self.fib6.fib6_force_start_gc()
+
+    def _all_routes(self) -> list[Fib6Info]:
+        return [f for t in self.fib6.tables.values() for f in t.routes()]
+
+    def rt6_sync_down_dev(self, dev: NetDevice, event: int) -> None:
+        """The device went down or away: its routes go.
+
+        Kernel: rt6_sync_down_dev() / fib6_ifdown().
+        """
+        from netstack.core.dev import NETDEV_CHANGE
+
+        for f in self._all_routes():
+            if f.nh.dev is not dev:
+                continue
+            if event == NETDEV_CHANGE:
+                if not f.flags & (RTF_LOCAL | RTF_ANYCAST):
+                    f.nh.flags |= RTNH_F_LINKDOWN
+            else:
+                _route.ip6_del_rt(self, f)
+        self.rt6_genid_bump()
+
+    def rt6_sync_up(self, dev: NetDevice) -> None:
+        """Routes through *dev* are usable again.
+
+        Kernel: rt6_sync_up() / fib6_ifup().
+        """
+        clear = RTNH_F_DEAD | (RTNH_F_LINKDOWN if dev.carrier else 0)
+        for f in self._all_routes():
+            if f.nh.dev is dev:
+                f.nh.flags &= ~clear
+        self.rt6_genid_bump()
+
+    def rt6_disable_ip(self, dev: NetDevice, unregister: bool) -> None:
+        """Kernel: net/ipv6/route.c, rt6_disable_ip()."""
+        from netstack.core.dev import NETDEV_UNREGISTER
+
+        self.rt6_sync_down_dev(dev, NETDEV_UNREGISTER if unregister else NETDEV_DOWN)
+        self.nd_tbl.neigh_ifdown(dev)
+
+    def rt6_mtu_change(self, dev: NetDevice, mtu: int) -> None:
+        """The device MTU changed: update routes' MTU metrics and learnt PMTUs.
+
+        Kernel: net/ipv6/route.c, rt6_mtu_change() / fib6_nh_mtu_change().
+        """
+        idev = dev.ip6_ptr
+        if idev is None:
+            return
+        old = idev.cnf.mtu6
+        for f in self._all_routes():
+            if f.nh.dev is not dev or f.mtu_lock:
+                continue
+            if f.mtu and (f.mtu >= mtu or f.mtu == old):
+                f.mtu = mtu
+            for ex in f.nh.exceptions.values():
+                if ex.rt6i_pmtu and (ex.mtu() >= mtu or ex.mtu() == old):
+                    ex.rt6i_pmtu = mtu  # rt6_exceptions_update_pmtu()
+        self.rt6_genid_bump()
+
+    def rt6_remove_prefsrc(self, addr: int) -> None:
+        """An address went away: routes stop preferring it.
+
+        Kernel: rt6_remove_prefsrc().
+        """
+        for f in self._all_routes():
+            if f.prefsrc == addr:
+                f.prefsrc = 0
+        self.rt6_genid_bump()
+
+    def rt6_clean_tohost(self, gateway: int) -> None:
+        """A neighbour stopped being a router: drop redirects/exceptions through it.
+
+        Kernel: net/ipv6/route.c, rt6_clean_tohost().
+        """
+        for f in self._all_routes():
+            nh = f.nh
+            for daddr, ex in list(nh.exceptions.items()):
+                if ex.rt6i_flags & (RTF_CACHE | RTF_GATEWAY) == RTF_CACHE | RTF_GATEWAY and (
+                    ex.rt6i_gateway == gateway
+                ):
+                    del nh.exceptions[daddr]
+                    ex.obsolete = 2
+                    ex.release()
+            if f.flags & RTF_GATEWAY and nh.gw == gateway and not f.flags & RTF_ADDRCONF:
+                pass  # only cached clones and RA routes depend on the router flag
+        self.rt6_genid_bump()
+
+    def rt6_purge_dflt_routers(self) -> None:
+        """Forwarding turned on: forget RA-learnt default routers.
+
+        Kernel: rt6_purge_dflt_routers().
+        """
+        table = self.fib6.tables.get(RT_TABLE_MAIN)
+        if table is None:
+            return
+        for f in table.routes():
+            if f.flags & (RTF_DEFAULT | RTF_ADDRCONF) and f.dst_len == 0:
+                idev = f.nh.dev.ip6_ptr
+                if idev is None or idev.cnf.accept_ra != 2:
+                    _route.ip6_del_rt(self, f)
+
+    def rt6_do_redirect(self, f: Fib6Info, dest: int, target: int, on_link: bool) -> None:
+        """Install a redirect as a per-destination exception.
+
+        Kernel: rt6_do_redirect().
+        """
+        nrt = _route.ip6_rt_cache_alloc(self, f, dest)
+        nrt.rt6i_flags = RTF_GATEWAY | RTF_UP | RTF_DYNAMIC | RTF_CACHE
+        if on_link:
+            nrt.rt6i_flags &= ~RTF_GATEWAY
+        nrt.rt6i_gateway = target
+        old = f.nh.exceptions.get(dest)
+        if old is not None:
+            nrt.rt6i_pmtu = old.rt6i_pmtu
+            nrt.expires = old.expires
+            old.obsolete = 2
+            old.release()
+        f.nh.exceptions[dest] = nrt
+        self.rt6_genid_bump()
+        nrt.genid = self.rt6_genid
+
+    # -- PMTU ---------------------------------------------------------------------------------
+    def ip6_update_pmtu(self, skb: SkBuff, mtu: int, oif: int) -> None:
+        """A Packet Too Big quoting *skb*'s inner packet (at ``skb.data``).
+
+        Kernel: net/ipv6/route.c, ip6_update_pmtu().
+        """
+        inner = skb.data
+        if skb.tail < inner + 40:
+            return
+        buf = skb.buf
+        daddr = addr_at(buf, inner + 24)
+        saddr = addr_at(buf, inner + 8)
+        from netstack.ipv6.route import Flowi6
+
+        rt = _route.ip6_route_output(self, Flowi6(daddr, saddr, oif=oif))
+        try:
+            if not rt.error:
+                _route.rt6_update_pmtu(self, rt, daddr, saddr, mtu)
+        finally:
+            rt.release()
+
+    def ip6_sk_update_pmtu(self, skb: SkBuff, sk: Any, mtu: int) -> None:
+        """The same for a socket's flow, refreshing its cached route.
+
+        Kernel: ip6_sk_update_pmtu().
+        """
+        oif = sk.sk_bound_dev_if
+        self.ip6_update_pmtu(skb, mtu, oif)
+        dst = sk.dst_cache
+        if dst is not None and not dst.valid():
+            from netstack.ipv6.route import Flowi6
+
+            fl6 = Flowi6(sk.sk_v6_daddr, sk.saddr6, oif=sk.sk_bound_dev_if, proto=sk.protocol)
+            found = self.ip6_dst_lookup(fl6, bound_dev_if=sk.sk_bound_dev_if)
+            if not isinstance(found, int):
+                dst.release()
+                sk.dst_cache = found
+
+    # -- addresses ----------------------------------------------------------------------------
+    def idev(self, dev: NetDevice) -> Inet6Dev:
+        idev: Inet6Dev | None = dev.ip6_ptr
+        if idev is None:
+            raise ConfigError(f'Cannot find device "{dev.name}"', errno.ENODEV)
+        return idev
+
+    # -- sockets -------------------------------------------------------------------------------
+    def socket(self, sock_type: int, protocol: int) -> Sock:
+        """Create an AF_INET6 socket.
+
+        Kernel: inet6_create() over inetsw6.
+        """
+        if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
+            return _udp.Udp6Sock(self)
+        if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMPV6:
+            ipv4: Any = self.net.ipv4
+            low, high = getattr(ipv4, "ping_group_range", (1, 0))  # net.ipv4.ping_group_range
+            if not low <= 0 <= high:
+                raise sock_oserror(errno.EACCES)
+            return _ping.Ping6Sock(self)
+        if sock_type == SOCK_RAW:
+            if not 0 < protocol <= 255:
+                raise sock_oserror(errno.EINVAL if protocol > 255 else errno.EPROTONOSUPPORT)
+            return _raw.Raw6Sock(self, protocol)
+        if sock_type == SOCK_DGRAM:
+            raise sock_oserror(errno.EPROTONOSUPPORT)
+        raise sock_oserror(errno.ESOCKTNOSUPPORT)
+
+    # -- statistics ------------------------------------------------------------------------------
+    def snmp6(self) -> dict[str, Mib6Snapshot]:
+        """``/proc/net/snmp6`` as snapshots: ``Ip6``, ``Icmp6`` (with the per-type
+        counters) and ``Udp6``.
+
+        Kernel: net/ipv6/proc.c, snmp6_seq_show().
+        """
+        icmp = self.icmp6_mib.snapshot()
+        return {
+            "Ip6": self.ip6_mib.snapshot(),
+            "Icmp6": Mib6Snapshot("Icmp6", icmp.values + tuple(self.icmp6msg.values())),
+            "Udp6": self.udp6_mib.snapshot(),
+        }
+
+    def proc_net_snmp6(self) -> str:
+        """The text of ``/proc/net/snmp6`` (``%-32s\\t%lu`` per line)."""
+        lines = []
+        for group, snap in self.snmp6().items():
+            for key, value in snap.values:
+                lines.append(f"{group + key:<32}\t{value}")
+        lines.extend(f"{'UdpLite6' + key:<32}\t0" for key in UDP6_FIELDS)
+        return "\n".join(lines) + "\n"
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters that ``/proc/net/snmp6`` does not show."""
+        return {
+            "ra_received": self.ra_received,
+            "reasm_overlaps": self.reasm_overlaps,
+            "dad_failures": self.addrconf.dad_failures,
+            "frag_queues": len(self.frags.queues),
+            "rt6_genid": self.rt6_genid,
+        }
+
+    # -- device events ------------------------------------------------------------------------
+    def netdev_event(self, event: int, dev: NetDevice) -> None:
+        """addrconf_notify, plus the renaming of per-device sysctls."""
+        if event == NETDEV_CHANGENAME:
+            idev = dev.ip6_ptr
+            if idev is not None:
+                self.unregister_dev_sysctls(idev)
+                self.register_dev_sysctls(dev)
+            return
+        self.addrconf.addrconf_notify(event, dev)
+        if event == NETDEV_UP and dev.flags & IFF_LOOPBACK:
+            self._loopback = dev
+
+    # -- sysctls -------------------------------------------------------------------------------
+    def register_dev_sysctls(self, dev: NetDevice) -> None:
+        """``net.ipv6.conf.DEV.*`` and ``net.ipv6.neigh.DEV.*``.
+
+        Kernel: addrconf_sysctl_register().
+        """
+        idev: Inet6Dev = dev.ip6_ptr
+        idev.conf_name = dev.name
+        _register_devconf(self, f"net.ipv6.conf.{dev.name}", idev.cnf, idev)
+        _register_neigh(self, f"net.ipv6.neigh.{dev.name}", dev)
+
+    def unregister_dev_sysctls(self, idev: Inet6Dev) -> None:
+        self.net.sysctl.unregister_prefix(f"net.ipv6.conf.{idev.conf_name}.")
+        self.net.sysctl.unregister_prefix(f"net.ipv6.neigh.{idev.conf_name}.")
+
+
+def _pkt_drop_out(ipv6: Ipv6, code: int, skb: SkBuff) -> int:
+    """Output through a reject route.
+
+    Kernel: ip6_pkt_discard_out() / ip6_pkt_prohibit_out().
+    """
+    skb.dev = skb.dst.dev if skb.dst is not None and skb.dst.dev is not None else skb.dev
+    return _route.ip6_pkt_drop(ipv6, skb, code, True)
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise invalid(name) from None
+
+
+# per-device conf entries with their own handler or limits (addrconf_sysctl[])
+_CONF_RANGES: Final[dict[str, tuple[int | None, int | None]]] = {
+    "hop_limit": (1, 255),
+    "addr_gen_mode": (0, 3),
+    "accept_ra_min_hop_limit": (0, 255),
+}
+
+
+def _register_devconf(ipv6: Ipv6, prefix: str, cnf: DevConf6, idev: Inet6Dev | None) -> None:
+    """Register one ``net.ipv6.conf.X`` directory.
+
+    Kernel: __addrconf_sysctl_register().
+    """
+    s = ipv6.net.sysctl
+    for name in DEVCONF6:
+        key = f"{prefix}.{name}"
+        if name == "forwarding":
+
+            def set_fwd(text: str, key: str = key) -> None:
+                addrconf_fixup_forwarding(ipv6, cnf, idev, 1 if _int(text, key) else 0)
+
+            s.register(key, lambda: str(cnf.forwarding), set_fwd)
+        elif name == "disable_ipv6":
+
+            def set_dis(text: str, key: str = key) -> None:
+                addrconf_disable_ipv6(ipv6, cnf, idev, 1 if _int(text, key) else 0)
+
+            s.register(key, lambda: str(cnf.disable_ipv6), set_dis)
+        elif name == "mtu":
+
+            def get_mtu() -> str:
+                return str(cnf.mtu6)
+
+            def set_mtu(text: str, key: str = key) -> None:
+                value = _int(text, key)
+                limit = idev.dev.mtu if idev is not None else IP6_MAX_MTU
+                if not IPV6_MIN_MTU <= value <= limit:  # addrconf_sysctl_mtu()
+                    raise invalid(key)
+                cnf.mtu6 = value
+                ipv6.rt6_genid_bump()
+
+            s.register(key, get_mtu, set_mtu)
+        elif name in DEVCONF6_READONLY:
+
+            def get_ro(name: str = name) -> str:
+                return str(getattr(cnf, name))
+
+            s.register(key, get_ro)
+        else:
+            lo, hi = _CONF_RANGES.get(name, (None, None))
+            s.register_int(key, cnf, name, minimum=lo, maximum=hi)
+
+
+def addrconf_fixup_forwarding(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
+    """``net.ipv6.conf.*.forwarding``.
+
+    Kernel: net/ipv6/addrconf.c, addrconf_fixup_forwarding().
+    """
+    old = cnf.forwarding
+    cnf.forwarding = newf
+    if cnf is ipv6.devconf_dflt:
+        return
+    if cnf is ipv6.devconf_all:
+        ipv6.devconf_dflt.forwarding = newf
+        addrconf_forward_change(ipv6, newf)
+    elif (not newf) != (not old) and idev is not None:
+        ipv6.addrconf.dev_forward_change(idev)
+    if newf:
+        ipv6.rt6_purge_dflt_routers()
+    ipv6.rt6_genid_bump()
+
+
+def addrconf_forward_change(ipv6: Ipv6, newf: int) -> None:
+    """Every device follows ``all.forwarding``.
+
+    Kernel: addrconf_forward_change().
+    """
+    for dev in list(ipv6.net.devices.values()):
+        idev = dev.ip6_ptr
+        if idev is None:
+            continue
+        changed = (not idev.cnf.forwarding) != (not newf)
+        idev.cnf.forwarding = newf
+        if changed:
+            ipv6.addrconf.dev_forward_change(idev)
+
+
+def addrconf_disable_ipv6(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
+    """``net.ipv6.conf.*.disable_ipv6``.
+
+    Kernel: addrconf_disable_ipv6() / dev_disable_change().
+    """
+    old = cnf.disable_ipv6
+    cnf.disable_ipv6 = newf
+    if cnf is ipv6.devconf_dflt:
+        return
+    if cnf is ipv6.devconf_all:
+        ipv6.devconf_dflt.disable_ipv6 = newf
+        for dev in list(ipv6.net.devices.values()):
+            d = dev.ip6_ptr
+            if d is None:
+                continue
+            changed = (not d.cnf.disable_ipv6) != (not newf)
+            d.cnf.disable_ipv6 = newf
+            if changed:
+                _dev_disable_change(ipv6, d)
+        return
+    if (not old) != (not newf) and idev is not None:
+        _dev_disable_change(ipv6, idev)
+
+
+def _dev_disable_change(ipv6: Ipv6, idev: Inet6Dev) -> None:
+    """Kernel: dev_disable_change()."""
+    dev = idev.dev
+    ipv6.addrconf.addrconf_notify(NETDEV_DOWN if idev.cnf.disable_ipv6 else NETDEV_UP, dev)
+
+
+# neigh sysctl name -> (NeighParms field, unit): as net.ipv4.neigh.* (neigh_sysctl_register)
+NEIGH_SYSCTLS: Final = {
+    "base_reachable_time": ("base_reachable_time", "s"),
+    "base_reachable_time_ms": ("base_reachable_time", "ms"),
+    "retrans_time": ("retrans_time", "uhz"),
+    "retrans_time_ms": ("retrans_time", "ms"),
+    "delay_first_probe_time": ("delay_probe_time", "s"),
+    "gc_stale_time": ("gc_staletime", "s"),
+    "ucast_solicit": ("ucast_probes", "n"),
+    "mcast_solicit": ("mcast_probes", "n"),
+    "mcast_resolicit": ("mcast_reprobes", "n"),
+    "app_solicit": ("app_probes", "n"),
+    "unres_qlen_bytes": ("queue_len_bytes", "n"),
+    "locktime": ("locktime", "uhz"),
+    "proxy_qlen": ("proxy_qlen", "n"),
+    "anycast_delay": ("anycast_delay", "uhz"),
+    "proxy_delay": ("proxy_delay", "uhz"),
+    "interval_probe_time_ms": ("interval_probe_time", "ms"),
+}
+SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576
+
+
+def _register_neigh(ipv6: Ipv6, prefix: str, dev: NetDevice | None) -> None:
+    """``net.ipv6.neigh.{default,DEV}.*``.
+
+    Kernel: neigh_sysctl_register() for nd_tbl.
+    """
+    s = ipv6.net.sysctl
+    tbl = ipv6.nd_tbl
+    hz = ipv6.net.clock.hz
+
+    def parms() -> Any:
+        return tbl.parms_for(dev) if dev is not None else tbl.parms
+
+    for name, (field, unit) in NEIGH_SYSCTLS.items():
+
+        def get(field: str = field, unit: str = unit) -> str:
+            v = getattr(parms(), field)
+            if unit == "s":
+                return str(v // hz)
+            if unit == "ms":
+                return str(v * 1000 // hz)
+            if unit == "uhz":
+                return str(v * 100 // hz)
+            return str(v)
+
+        def set_(text: str, field: str = field, unit: str = unit, name: str = name) -> None:
+            v = _int(text, f"{prefix}.{name}")
+            if v < 0:
+                raise invalid(f"{prefix}.{name}")
+            if unit == "s":
+                v *= hz
+            elif unit == "ms":
+                v = v * hz // 1000
+            elif unit == "uhz":
+                v = v * hz // 100
+            tbl.set_parms(dev, **{field: v})
+
+        s.register(f"{prefix}.{name}", get, set_)
+
+    def get_qlen() -> str:
+        return str(parms().queue_len_bytes // SKB_TRUESIZE_ETH_FRAME)
+
+    def set_qlen(text: str) -> None:
+        v = _int(text, f"{prefix}.unres_qlen")
+        tbl.set_parms(dev, queue_len_bytes=max(v, 0) * SKB_TRUESIZE_ETH_FRAME)
+
+    s.register(f"{prefix}.unres_qlen", get_qlen, set_qlen)
+    if dev is None:
+        for name in ("gc_thresh1", "gc_thresh2", "gc_thresh3"):
+            s.register_int(f"{prefix}.{name}", tbl, name, minimum=0)
+
+        def get_gc() -> str:
+            return str(tbl.gc_interval // hz)
+
+        def set_gc(text: str) -> None:
+            tbl.gc_interval = max(_int(text, f"{prefix}.gc_interval"), 0) * hz
+
+        s.register(f"{prefix}.gc_interval", get_gc, set_gc)
+
+
+def _register_globals(ipv6: Ipv6) -> None:
+    """``net.ipv6.*``, ``.icmp.*``, ``.route.*``, ``.conf.{all,default}``, ``.neigh.default``."""
+    s = ipv6.net.sysctl
+    p = "net.ipv6"
+    s.register_int(f"{p}.bindv6only", ipv6, "bindv6only", minimum=0, maximum=1)
+    s.register_int(f"{p}.ip_nonlocal_bind", ipv6, "ip_nonlocal_bind", minimum=0, maximum=1)
+    s.register_int(
+        f"{p}.anycast_src_echo_reply", ipv6, "anycast_src_echo_reply", minimum=0, maximum=1
+    )
+    s.register_int(
+        f"{p}.flowlabel_consistency", ipv6, "flowlabel_consistency", minimum=0, maximum=1
+    )
+    s.register_int(f"{p}.auto_flowlabels", ipv6, "auto_flowlabels", minimum=0, maximum=3)
+    s.register_int(f"{p}.fwmark_reflect", ipv6, "fwmark_reflect", minimum=0, maximum=1)
+    s.register_int(f"{p}.idgen_retries", ipv6, "idgen_retries")
+    s.register_int(f"{p}.idgen_delay", ipv6, "idgen_delay")
+    s.register_int(
+        f"{p}.flowlabel_state_ranges", ipv6, "flowlabel_state_ranges", minimum=0, maximum=1
+    )
+    s.register_int(f"{p}.max_dst_opts_number", ipv6, "max_dst_opts_number")
+    s.register_int(f"{p}.max_hbh_opts_number", ipv6, "max_hbh_opts_number")
+    s.register_int(f"{p}.max_dst_opts_length", ipv6, "max_dst_opts_length")
+    s.register_int(f"{p}.max_hbh_length", ipv6, "max_hbh_length")
+    s.register_int(
+        f"{p}.fib_multipath_hash_policy", ipv6, "fib_multipath_hash_policy", minimum=0, maximum=3
+    )
+    s.register_int(f"{p}.ip6frag_high_thresh", ipv6, "ip6frag_high_thresh", minimum=0)
+    s.register_int(f"{p}.ip6frag_low_thresh", ipv6, "ip6frag_low_thresh", minimum=0)
+    s.register_int(f"{p}.ip6frag_time", ipv6, "ip6frag_time", minimum=0)
+    # net.ipv6.icmp.*
+    s.register_int(f"{p}.icmp.ratelimit", ipv6, "icmpv6_ratelimit", minimum=0)
+    for name in ("echo_ignore_all", "echo_ignore_multicast", "echo_ignore_anycast"):
+        s.register_int(f"{p}.icmp.{name}", ipv6, f"icmpv6_{name}", minimum=0, maximum=1)
+
+    def get_mask() -> str:
+        return _icmp.format_ratemask(ipv6.icmpv6_ratemask)
+
+    def set_mask(text: str) -> None:
+        mask = _icmp.parse_ratemask(text)
+        if mask is None:
+            raise invalid(f"{p}.icmp.ratemask")
+        ipv6.icmpv6_ratemask = mask
+
+    s.register(f"{p}.icmp.ratemask", get_mask, set_mask)
+    # net.ipv6.route.* (ipv6_route_table_template)
+    r = f"{p}.route"
+    s.register_int(f"{r}.gc_thresh", ipv6, "ip6_rt_gc_thresh")
+    s.register_int(f"{r}.max_size", ipv6, "ip6_rt_max_size")
+    s.register_int(f"{r}.gc_min_interval", ipv6, "ip6_rt_gc_min_interval")
+    s.register_int(f"{r}.gc_timeout", ipv6, "ip6_rt_gc_timeout")
+    s.register_int(f"{r}.gc_interval", ipv6, "ip6_rt_gc_interval")
+    s.register_int(f"{r}.gc_elasticity", ipv6, "ip6_rt_gc_elasticity")
+    s.register_int(f"{r}.mtu_expires", ipv6, "ip6_rt_mtu_expires")
+    s.register_int(f"{r}.min_adv_mss", ipv6, "ip6_rt_min_advmss")
+
+    def get_gc_ms() -> str:
+        return str(ipv6.ip6_rt_gc_min_interval * 1000)
+
+    def set_gc_ms(text: str) -> None:
+        ipv6.ip6_rt_gc_min_interval = _int(text, f"{r}.gc_min_interval_ms") // 1000
+
+    s.register(f"{r}.gc_min_interval_ms", get_gc_ms, set_gc_ms)
+    s.register_int(
+        f"{r}.skip_notify_on_dev_down", ipv6, "skip_notify_on_dev_down", minimum=0, maximum=1
+    )
+
+    def flush(text: str) -> None:
+        """Kernel: ipv6_sysctl_rtcache_flush() → fib6_run_gc()."""
+        ipv6.fib6.fib6_run_gc()
+
+    def flush_denied() -> str:
+        raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
+
+    s.register(f"{r}.flush", flush_denied, flush)
+    _register_devconf(ipv6, f"{p}.conf.all", ipv6.devconf_all, None)
+    _register_devconf(ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None)
+    _register_neigh(ipv6, f"{p}.neigh.default", None)
+
+
+def inet6_init(net: Net) -> Ipv6:
+    """Install IPv6 on *net*.
+
+    Kernel: net/ipv6/af_inet6.c, inet6_init().
+    """
+    if net.ipv6 is not None:
+        raise RuntimeError(f"IPv6 already initialised on {net.name}")
+    ipv6 = Ipv6(net)
+    net.ipv6 = ipv6
+    net.neigh_tables[10] = ipv6.nd_tbl
+    _register_globals(ipv6)
+    protos = ipv6.inet6_protos
+    final = _in.INET6_PROTO_FINAL
+    protos[IPPROTO_ICMPV6] = Inet6Protocol(
+        partial(_icmp.icmpv6_rcv, ipv6), partial(_icmp.icmpv6_err, ipv6), final | 1
+    )
+    protos[IPPROTO_UDP] = Inet6Protocol(
+        partial(_udp.udpv6_rcv, ipv6), partial(_udp.udpv6_err, ipv6), final | 1
+    )
+    protos[NEXTHDR_ROUTING] = Inet6Protocol(partial(_in.ipv6_rthdr_rcv, ipv6), None, 1)
+    protos[NEXTHDR_DEST] = Inet6Protocol(partial(_in.ipv6_destopt_rcv, ipv6), None, 1)
+    protos[NEXTHDR_FRAGMENT] = Inet6Protocol(partial(ipv6_frag_rcv, ipv6), None, 1)
+    protos[NEXTHDR_NONE] = Inet6Protocol(partial(_in.nodata_rcv, ipv6), None, 1)
+    net.dev_add_pack(PacketType(ETH_P_IPV6, partial(_in.ipv6_rcv, ipv6), name="ipv6_rcv"))
+    net.register_netdevice_notifier(ipv6.netdev_event)
+    for dev in list(net.devices.values()):  # devices that exist already
+        ipv6.netdev_event(NETDEV_REGISTER, dev)
+        if dev.flags & 1:
+            ipv6.netdev_event(NETDEV_UP, dev)
+    ipv6.addrconf.addrconf_verify()
+    return ipv6
+
+
+def ipv6_of(net: Net) -> Ipv6:
+    """The Net's IPv6 state (raises if IPv6 is not installed)."""
+    ipv6 = net.ipv6
+    if not isinstance(ipv6, Ipv6):
+        raise RuntimeError(f"IPv6 is not installed on {net.name}")
+    return ipv6

@@ -1,0 +1,678 @@
+"""UDP over IPv6: sockets, ports, send, receive, ICMPv6 errors.
+
+Theory of operation::
+
+    udpv6_sendmsg: pending error? ─► destination (or the connected peer);
+      v4-mapped destinations fail with ENETUNREACH (no dual stack here)
+      ─► autobind an ephemeral port ─► flow: scope id of a link-local
+      destination, the bound device, IPV6_MULTICAST_IF / IPV6_UNICAST_IF
+      ─► ip6_dst_lookup_flow (source address selection when unbound)
+      ─► size checks of __ip6_append_data: IPV6_DONTFRAG or PMTUDISC_DO and
+      bigger than the path MTU → EMSGSIZE (reported to IPV6_RECVERR too);
+      otherwise up to 65535 bytes, fragmented at the source
+      ─► UDP header; checksum offloaded (CHECKSUM_PARTIAL) when the device
+      can and no fragmentation is needed, computed otherwise (never 0)
+      ─► ip6_local_out
+    udpv6_rcv (inet6_protos[17]): length checks ─► checksum 0 is refused
+      (mandatory over IPv6, RFC 8200 §8.1) ─► multicast: every socket of the
+      port that accepts the group; unicast: the best-scoring socket ─►
+      receive queue if memory allows (else RcvbufErrors) | no socket: NoPorts
+      and ICMPv6 port unreachable
+    udpv6_err: ICMPv6 errors → the socket's error (hard errors on connected
+      sockets, all with IPV6_RECVERR); Packet Too Big updates the PMTU
+
+Kernel: net/ipv6/udp.c, net/ipv6/datagram.c, net/ipv6/icmp.c (icmpv6_err_convert).
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.core.sock import (
+    MSG_CONFIRM,
+    MSG_DONTWAIT,
+    MSG_ERRQUEUE,
+    MSG_PEEK,
+    MSG_PROBE,
+    MSG_TRUNC,
+    SOCK_DGRAM,
+    TCP_CLOSE,
+    TCP_ESTABLISHED,
+    SockWouldBlock,
+    sock_oserror,
+    sock_wfree,
+)
+from netstack.ipv6.constants import IPV6_PMTUDISC_DONT, IPV6_PMTUDISC_PROBE
+from netstack.ipv6.route import Flowi6
+from netstack.ipv6.sock import SO_EE_ORIGIN_ICMP6, Inet6Sock, Sockaddr6
+from netstack.neigh.neighbour import neigh_confirm
+from netstack.wire.checksum import CSUM_MANGLED_0, csum_partial
+from netstack.wire.icmpv6 import (
+    ICMPV6_DEST_UNREACH,
+    ICMPV6_PARAMPROB,
+    ICMPV6_PKT_TOOBIG,
+    ICMPV6_PORT_UNREACH,
+    ICMPV6_TIME_EXCEED,
+    NDISC_REDIRECT,
+)
+from netstack.wire.ipv6 import (
+    IPPROTO_UDP,
+    IPV6_ADDR_MAPPED,
+    IPV6_ADDR_MULTICAST,
+    IPV6_HLEN,
+    IPV6_MAXPLEN,
+    addr_at,
+    csum_ipv6_magic,
+    csum_ipv6_pseudo,
+    ipv6_addr_needs_scope_id,
+    ipv6_addr_type,
+    ipv6_addr_v4mapped,
+)
+from netstack.wire.udp import UDP_HDR, UDP_HLEN
+
+if TYPE_CHECKING:
+    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.route import Rt6Info
+
+__all__ = ["Udp6Sock", "Udp6Table", "icmpv6_err_convert", "udpv6_err", "udpv6_rcv"]
+
+_HH: Final = struct.Struct("!HH")
+
+# icmpv6_err_convert()'s tab_unreach: (errno, fatal) per destination-unreachable code
+TAB_UNREACH: Final = (
+    (errno.ENETUNREACH, False),  # NOROUTE
+    (errno.EACCES, True),  # ADM_PROHIBITED
+    (errno.EHOSTUNREACH, False),  # NOT_NEIGHBOUR (now reserved)
+    (errno.EHOSTUNREACH, False),  # ADDR_UNREACH
+    (errno.ECONNREFUSED, True),  # PORT_UNREACH
+    (errno.EACCES, True),  # POLICY_FAIL
+    (errno.EACCES, True),  # REJECT_ROUTE
+)
+
+
+def icmpv6_err_convert(icmp_type: int, code: int) -> tuple[int, bool]:
+    """An ICMPv6 error as ``(errno, fatal)``.
+
+    Kernel: net/ipv6/icmp.c, icmpv6_err_convert().
+    """
+    if icmp_type == ICMPV6_DEST_UNREACH:
+        if code < len(TAB_UNREACH):
+            return TAB_UNREACH[code]
+        return errno.EPROTO, True
+    if icmp_type == ICMPV6_PKT_TOOBIG:
+        return errno.EMSGSIZE, False
+    if icmp_type == ICMPV6_PARAMPROB:
+        return errno.EPROTO, True
+    if icmp_type == ICMPV6_TIME_EXCEED:
+        return errno.EHOSTUNREACH, False
+    return errno.EPROTO, False
+
+
+class Udp6Sock(Inet6Sock):
+    """A UDPv6 socket (kernel: ``struct udp6_sock``)."""
+
+    def __init__(
+        self, ipv6: Ipv6, sock_type: int = SOCK_DGRAM, protocol: int = IPPROTO_UDP
+    ) -> None:
+        super().__init__(ipv6, sock_type, protocol)
+
+    def _table(self) -> Udp6Table:
+        return self.ipv6.udp_table
+
+    # -- binding -------------------------------------------------------------------------
+    def bind6(self, addr: int, port: int, scope_id: int) -> None:
+        """Kernel: net/ipv6/af_inet6.c, __inet6_bind()."""
+        ipv6 = self.ipv6
+        addr_type = ipv6_addr_type(addr)
+        if self.state != TCP_CLOSE or self.inet_num:
+            raise sock_oserror(errno.EINVAL)
+        if addr_type == IPV6_ADDR_MAPPED:
+            raise sock_oserror(errno.EINVAL if self.ipv6only else errno.EADDRNOTAVAIL)
+        if addr_type != 0:
+            dev = None
+            if ipv6_addr_needs_scope_id(addr_type):
+                if scope_id:
+                    self.sk_bound_dev_if = scope_id
+                if not self.sk_bound_dev_if:
+                    raise sock_oserror(errno.EINVAL)  # "requires an interface"
+            if self.sk_bound_dev_if:
+                dev = self.net.dev_get_by_index(self.sk_bound_dev_if)
+                if dev is None:
+                    raise sock_oserror(errno.ENODEV)
+            if not addr_type & IPV6_ADDR_MULTICAST:
+                if not (self.freebind or ipv6.ip_nonlocal_bind) and not ipv6.ipv6_chk_addr(
+                    addr, dev
+                ):
+                    raise sock_oserror(errno.EADDRNOTAVAIL)
+        self.sk_v6_rcv_saddr = addr
+        if not addr_type & IPV6_ADDR_MULTICAST:
+            self.saddr6 = addr
+        saved = self.ipv6only
+        if addr_type not in (0, IPV6_ADDR_MAPPED):
+            self.ipv6only = True
+        try:
+            self._table().get_port(self, port)
+        except OSError:
+            self.ipv6only = saved
+            self.sk_v6_rcv_saddr = self.saddr6 = 0
+            raise
+
+    def connect6(self, addr: int, port: int, flowinfo: int, scope_id: int) -> None:
+        """Kernel: net/ipv6/datagram.c, __ip6_datagram_connect()."""
+        ipv6 = self.ipv6
+        if not self.inet_num:
+            self._table().get_port(self, 0)  # inet_autobind()
+        addr_type = ipv6_addr_type(addr)
+        if addr_type == 0:
+            addr = 1  # "connect to self": ::1
+            addr_type = ipv6_addr_type(addr)
+        if addr_type & IPV6_ADDR_MAPPED:
+            raise sock_oserror(errno.ENETUNREACH)  # v4-mapped: not delivered (v6-only)
+        if ipv6_addr_needs_scope_id(addr_type):
+            if scope_id:
+                if self.sk_bound_dev_if and self.sk_bound_dev_if != scope_id:
+                    raise sock_oserror(errno.EINVAL)
+                self.sk_bound_dev_if = scope_id
+            if not self.sk_bound_dev_if and addr_type & IPV6_ADDR_MULTICAST:
+                self.sk_bound_dev_if = self.mcast_oif
+            if not self.sk_bound_dev_if:
+                raise sock_oserror(
+                    errno.EINVAL
+                )  # "Connect to link-local address requires an interface"
+        old = (self.sk_v6_daddr, self.inet_dport, self.saddr6, self.sk_v6_rcv_saddr)
+        self.sk_v6_daddr = addr
+        self.inet_dport = port
+        self.flow_label = flowinfo & 0x000FFFFF
+        # ip6_datagram_dst_update()
+        fl6 = Flowi6(addr, self.saddr6, oif=self.sk_bound_dev_if, proto=self.protocol, dport=port)
+        if not fl6.oif and addr_type & IPV6_ADDR_MULTICAST:
+            fl6.oif = self.mcast_oif
+        found = ipv6.ip6_dst_lookup(fl6, bound_dev_if=self.sk_bound_dev_if)
+        if isinstance(found, int):
+            self.sk_v6_daddr, self.inet_dport, self.saddr6, self.sk_v6_rcv_saddr = old
+            raise sock_oserror(-found)
+        if not self.saddr6:
+            self.saddr6 = fl6.saddr
+        if not self.sk_v6_rcv_saddr:
+            self.sk_v6_rcv_saddr = fl6.saddr
+        if self.dst_cache is not None:
+            self.dst_cache.release()
+        self.dst_cache = found
+        self.state = TCP_ESTABLISHED
+
+    def disconnect(self) -> None:
+        """``connect(AF_UNSPEC)``.
+
+        Kernel: __udp_disconnect().
+        """
+        self.state = TCP_CLOSE
+        self.sk_v6_daddr = 0
+        self.inet_dport = 0
+        if self.dst_cache is not None:
+            self.dst_cache.release()
+            self.dst_cache = None
+
+    def close(self) -> None:
+        self._table().unhash(self)
+        super().close()
+
+    # -- sending ----------------------------------------------------------------------------
+    def _flow(self, daddr: int, dport: int, scope_id: int, connected: bool) -> tuple[Flowi6, bool]:
+        fl6 = Flowi6(daddr, oif=0, proto=self.protocol, dport=dport)
+        if scope_id and ipv6_addr_needs_scope_id(ipv6_addr_type(daddr)):
+            fl6.oif = scope_id
+        if not fl6.oif:
+            fl6.oif = self.sk_bound_dev_if
+        if self.saddr6:
+            fl6.saddr = self.saddr6
+        if not fl6.oif and daddr >> 120 == 0xFF:
+            fl6.oif = self.mcast_oif
+            connected = False
+        elif not fl6.oif:
+            fl6.oif = self.ucast_oif
+        return fl6, connected
+
+    def _dst(self, fl6: Flowi6, connected: bool) -> Rt6Info:
+        """Kernel: ip6_sk_dst_lookup_flow()."""
+        ipv6 = self.ipv6
+        if connected:
+            rt = self.dst_cache
+            if rt is not None and rt.valid() and fl6.daddr == self.sk_v6_daddr:
+                if not fl6.saddr:
+                    fl6.saddr = self.saddr6
+                return rt.hold()  # type: ignore[no-any-return]
+        found = ipv6.ip6_dst_lookup(fl6, bound_dev_if=self.sk_bound_dev_if)
+        if isinstance(found, int):
+            raise sock_oserror(-found)
+        if connected:
+            if self.dst_cache is not None:
+                self.dst_cache.release()
+            self.dst_cache = found.hold()
+        return found
+
+    def sendmsg6(
+        self, data: bytes | bytearray | memoryview, dest: Sockaddr6 | None, flags: int
+    ) -> int:
+        """Send one datagram.
+
+        Kernel: net/ipv6/udp.c, udpv6_sendmsg().
+        """
+        if self.sk_err:
+            raise sock_oserror(self.sock_error())
+        ipv6 = self.ipv6
+        length = len(data)
+        connected = False
+        if dest is not None:
+            daddr, dport, _flowinfo, scope_id = dest
+            if ipv6_addr_v4mapped(daddr):
+                raise sock_oserror(errno.ENETUNREACH)  # ipv6_only_sock(): no udp_sendmsg
+            if not dport:
+                raise sock_oserror(errno.EINVAL)
+        else:
+            if self.state != TCP_ESTABLISHED:
+                raise sock_oserror(errno.EDESTADDRREQ)
+            daddr, dport, scope_id = self.sk_v6_daddr, self.inet_dport, 0
+            connected = True
+        if not self.inet_num:
+            self._table().get_port(self, 0)  # inet_send_prepare() → inet_autobind()
+        fl6, connected = self._flow(daddr, dport, scope_id, connected)
+        rt = self._dst(fl6, connected)
+        saddr = fl6.saddr
+        if flags & MSG_CONFIRM and flags & MSG_PROBE:
+            if rt.dev is not None:
+                n = ipv6.nd_tbl.lookup(rt.nexthop(daddr), rt.dev)
+                if n is not None:
+                    neigh_confirm(n)
+            if not length:
+                rt.release()
+                return 0
+        if self.sk_wmem_alloc >= self.sk_sndbuf:  # sock_alloc_send_skb()
+            rt.release()
+            if flags & MSG_DONTWAIT:
+                raise sock_oserror(errno.EAGAIN)
+            raise SockWouldBlock(write=True)
+        if daddr >> 120 == 0xFF:
+            hlimit = self.mcast_hops
+        else:
+            hlimit = self.hop_limit
+        if hlimit < 0:
+            hlimit = ipv6.ip6_dst_hoplimit(rt)
+        ulen = UDP_HLEN + length
+        # __ip6_append_data()'s size checks
+        mtu = rt.dev.mtu if self.pmtudisc6 >= IPV6_PMTUDISC_PROBE and rt.dev else rt.mtu()
+        if self.frag_size and self.frag_size < mtu:
+            mtu = self.frag_size
+        headersize = IPV6_HLEN
+        maxnonfragsize = IPV6_HLEN + IPV6_MAXPLEN if self.ip6_sk_ignore_df() else mtu
+        if (self.dontfrag and ulen > mtu - headersize) or ulen > maxnonfragsize - headersize:
+            rt.release()
+            self.local_error(errno.EMSGSIZE, daddr, dport, max(mtu - headersize + IPV6_HLEN, 0))
+            raise sock_oserror(errno.EMSGSIZE)
+        from netstack.ipv6.ip6_output import ip6_local_out, ip6_make_skb
+
+        skb = ip6_make_skb(
+            ipv6,
+            rt,
+            saddr,
+            daddr,
+            IPPROTO_UDP,
+            ulen,
+            hlimit=hlimit,
+            tclass=self.tclass6,
+            flowlabel=self.flow_label if connected else 0,
+            sk=self,
+            ignore_df=self.ip6_sk_ignore_df(),
+        )
+        buf = skb.buf
+        th = skb.transport_header
+        buf[th + UDP_HLEN : th + ulen] = data
+        skb.sk = self
+        size = skb.truesize
+        skb.wmem_charge = size
+        self.sk_wmem_alloc += size
+        skb.destructor = sock_wfree
+        dev = rt.dev
+        sport = self.inet_num
+        fits = ulen + IPV6_HLEN <= mtu
+        if fits and dev is not None and dev.features & 0x18:  # NETIF_F_HW_CSUM | NETIF_F_IPV6_CSUM
+            UDP_HDR.pack_into(
+                buf, th, sport, dport, ulen, csum_ipv6_pseudo(saddr, daddr, ulen, IPPROTO_UDP)
+            )
+            skb.ip_summed = CHECKSUM_PARTIAL
+            skb.csum_start = th
+            skb.csum_offset = 6
+        else:
+            UDP_HDR.pack_into(buf, th, sport, dport, ulen, 0)
+            c = csum_ipv6_magic(saddr, daddr, ulen, IPPROTO_UDP, csum_partial(buf, th, th + ulen))
+            UDP_HDR.pack_into(buf, th, sport, dport, ulen, c or CSUM_MANGLED_0)
+        if flags & MSG_CONFIRM:
+            skb.dst_pending_confirm = True
+            self.dst_pending_confirm = True
+        rc = ip6_local_out(ipv6, skb)
+        if rc == 1:  # NET_XMIT_DROP → -ENOBUFS
+            ipv6.ip6_mib.OutDiscards += 1
+            if self.recverr6:
+                ipv6.udp6_mib.SndbufErrors += 1
+                raise sock_oserror(errno.ENOBUFS)
+            ipv6.udp6_mib.SndbufErrors += 1
+            return length
+        ipv6.udp6_mib.OutDatagrams += 1
+        return length
+
+    # -- receiving ----------------------------------------------------------------------------
+    def recvmsg6(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, Sockaddr6, int, list[tuple[int, int, bytes]]]:
+        """Kernel: net/ipv6/udp.c, udpv6_recvmsg()."""
+        if flags & MSG_ERRQUEUE:
+            raise sock_oserror(errno.EINVAL)
+        ipv6 = self.ipv6
+        while True:
+            err = self.sock_error()
+            if err:
+                raise sock_oserror(err)
+            q = self.receive_queue
+            if not q:
+                if self.sk_shutdown & 1:
+                    return b"", (0, 0, 0, 0), 0, []
+                if flags & MSG_DONTWAIT:
+                    raise sock_oserror(errno.EAGAIN)
+                raise SockWouldBlock(write=False)
+            skb = q[0]
+            if not udp6_csum_ok(skb):
+                q.popleft()
+                self.sk_rmem_alloc -= skb.rmem_charge
+                ipv6.udp6_mib.InCsumErrors += 1
+                ipv6.udp6_mib.InErrors += 1
+                kfree_skb(skb, DropReason.UDP_CSUM)
+                continue
+            buf = skb.buf
+            th = skb.transport_header
+            nh = skb.network_header
+            saddr = addr_at(buf, nh + 8)
+            sport = (buf[th] << 8) | buf[th + 1]
+            start = th + UDP_HLEN
+            ulen = skb.tail - start
+            mflags = 0
+            copy = ulen
+            if ulen > bufsize:
+                copy = bufsize
+                mflags |= MSG_TRUNC
+            data = bytes(buf[start : start + copy])
+            dev = skb.dev
+            iif = skb.skb_iif or (dev.ifindex if dev is not None else 0)
+            addr = (saddr, sport, 0, self.scope_for(saddr, iif))
+            anc = self.cmsgs6(skb)
+            if not flags & MSG_PEEK:
+                q.popleft()
+                self.sk_rmem_alloc -= skb.rmem_charge
+                ipv6.udp6_mib.InDatagrams += 1
+                consume_skb(skb)
+            return data, addr, mflags, anc
+
+
+def udp6_csum_ok(skb: SkBuff) -> bool:
+    """Verify when read unless already known good.
+
+    Kernel: udp_lib_checksum_complete().
+    """
+    s = skb.ip_summed
+    if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
+        return True
+    buf = skb.buf
+    th = skb.transport_header
+    nh = skb.network_header
+    saddr = addr_at(buf, nh + 8)
+    daddr = addr_at(buf, nh + 24)
+    ulen = skb.tail - th
+    if s == CHECKSUM_COMPLETE and skb.data == th:
+        return csum_ipv6_magic(saddr, daddr, ulen, IPPROTO_UDP, skb.csum) == 0
+    return csum_ipv6_magic(saddr, daddr, ulen, IPPROTO_UDP, csum_partial(buf, th, skb.tail)) == 0
+
+
+class Udp6Table:
+    """Bound UDPv6 sockets by port (kernel: ``udp_table``, the IPv6 half)."""
+
+    def __init__(self, ipv6: Ipv6) -> None:
+        self.ipv6 = ipv6
+        self.ports: dict[int, list[Udp6Sock]] = {}
+
+    def _conflicts(self, sk: Udp6Sock, port: int) -> bool:
+        """Kernel: udp_lib_lport_inuse() with ipv6_rcv_saddr_equal()."""
+        for other in self.ports.get(port, ()):
+            if other is sk:
+                continue
+            if (
+                other.sk_bound_dev_if
+                and sk.sk_bound_dev_if
+                and other.sk_bound_dev_if != sk.sk_bound_dev_if
+            ):
+                continue
+            if (
+                other.sk_v6_rcv_saddr
+                and sk.sk_v6_rcv_saddr
+                and other.sk_v6_rcv_saddr != sk.sk_v6_rcv_saddr
+            ):
+                continue
+            if sk.sk_reuse and other.sk_reuse:
+                continue
+            if sk.sk_reuseport and other.sk_reuseport:
+                continue
+            return True
+        return False
+
+    def get_port(self, sk: Udp6Sock, port: int) -> None:
+        """Kernel: udp_v6_get_port() → udp_lib_get_port()."""
+        if port:
+            if self._conflicts(sk, port):
+                raise sock_oserror(errno.EADDRINUSE)
+        else:
+            ipv4: Any = self.ipv6.net.ipv4
+            low, high = getattr(ipv4, "ip_local_port_range", (32768, 60999))
+            remaining = high - low + 1
+            rng = self.ipv6.net.rng
+            first = low + rng.randrange(remaining)
+            for i in range(remaining):
+                cand = low + (first - low + i) % remaining
+                if not self._conflicts(sk, cand):
+                    port = cand
+                    break
+            else:
+                raise sock_oserror(errno.EADDRINUSE)
+        sk.inet_num = port
+        sk.inet_sport = port
+        self.ports.setdefault(port, []).append(sk)
+
+    def unhash(self, sk: Udp6Sock) -> None:
+        lst = self.ports.get(sk.inet_num)
+        if lst and sk in lst:
+            lst.remove(sk)
+            if not lst:
+                del self.ports[sk.inet_num]
+
+    def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Udp6Sock | None:
+        """The best socket for a unicast datagram.
+
+        Kernel: __udp6_lib_lookup() / compute_score().
+        """
+        best: Udp6Sock | None = None
+        best_score = -1
+        for sk in self.ports.get(dport, ()):
+            score = 0
+            if sk.sk_v6_rcv_saddr:
+                if sk.sk_v6_rcv_saddr != daddr:
+                    continue
+                score += 1
+            if sk.sk_v6_daddr:
+                if sk.sk_v6_daddr != saddr:
+                    continue
+                score += 1
+            if sk.inet_dport:
+                if sk.inet_dport != sport:
+                    continue
+                score += 1
+            if sk.sk_bound_dev_if:
+                if sk.sk_bound_dev_if != dif:
+                    continue
+                score += 1
+            if score > best_score:
+                best, best_score = sk, score
+        return best
+
+    def mcast_matches(
+        self, saddr: int, sport: int, daddr: int, dport: int, dif: int
+    ) -> list[Udp6Sock]:
+        """Kernel: __udp_v6_is_mcast_sock()."""
+        out = []
+        for sk in self.ports.get(dport, ()):
+            if sk.sk_v6_daddr and sk.sk_v6_daddr != saddr:
+                continue
+            if sk.inet_dport and sk.inet_dport != sport:
+                continue
+            if sk.sk_v6_rcv_saddr and sk.sk_v6_rcv_saddr != daddr:
+                continue
+            if sk.sk_bound_dev_if and sk.sk_bound_dev_if != dif:
+                continue
+            if not sk.inet6_mc_check(daddr):
+                continue
+            out.append(sk)
+        return out
+
+    def sockets(self) -> list[Udp6Sock]:
+        return [sk for lst in self.ports.values() for sk in lst]
+
+
+def _queue(ipv6: Ipv6, sk: Udp6Sock, skb: SkBuff) -> None:
+    """Kernel: udpv6_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    if sk.dead:
+        kfree_skb(skb, DropReason.NO_SOCKET)
+        return
+    if not sk.sock_queue_rcv_skb(skb):
+        ipv6.udp6_mib.RcvbufErrors += 1
+        ipv6.udp6_mib.InErrors += 1
+        kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
+
+
+def udpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
+    """Receive a UDP datagram.
+
+    Kernel: net/ipv6/udp.c, __udp6_lib_rcv().
+    """
+    mib = ipv6.udp6_mib
+    buf = skb.buf
+    th = skb.data
+    length = skb.tail - th
+    if length < UDP_HLEN:
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    sport, dport, ulen, check = UDP_HDR.unpack_from(buf, th)
+    if ulen > length:
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    if ulen == 0:
+        ulen = length  # "Check for jumbo payload"
+    if ulen < UDP_HLEN:
+        mib.InErrors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    if ulen < length:  # pskb_trim_rcsum()
+        skb.tail = th + ulen
+        if skb.ip_summed == CHECKSUM_COMPLETE:
+            skb.ip_summed = CHECKSUM_NONE
+    skb.transport_header = th
+    nh = skb.network_header
+    saddr = addr_at(buf, nh + 8)
+    daddr = addr_at(buf, nh + 24)
+    if check and skb.ip_summed == CHECKSUM_COMPLETE:
+        # udp6_csum_init(): the device's sum settles it now
+        if csum_ipv6_magic(saddr, daddr, ulen, IPPROTO_UDP, skb.csum) == 0:
+            skb.ip_summed = CHECKSUM_UNNECESSARY
+        else:
+            skb.ip_summed = CHECKSUM_NONE
+    dev = skb.dev
+    dif = dev.ifindex if dev is not None else 0
+    if buf[nh + 24] == 0xFF:
+        if not check:
+            return _csum_error(ipv6, skb)
+        socks = ipv6.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
+        if not socks:
+            mib.IgnoredMulti += 1
+            consume_skb(skb)
+            return 0
+        for sk in socks[:-1]:
+            _queue(ipv6, sk, skb.clone())
+        _queue(ipv6, socks[-1], skb)
+        return 0
+    found = ipv6.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    if found is not None:
+        if not check:
+            return _csum_error(ipv6, skb)  # zero checksum: udp6_csum_zero_error()
+        _queue(ipv6, found, skb)
+        return 0
+    if not check:
+        return _csum_error(ipv6, skb)
+    if not udp6_csum_ok(skb):
+        return _csum_error(ipv6, skb)
+    mib.NoPorts += 1
+    skb.data = nh
+    ipv6.icmpv6_send(skb, ICMPV6_DEST_UNREACH, ICMPV6_PORT_UNREACH, 0)
+    kfree_skb(skb, DropReason.NO_SOCKET)
+    return 0
+
+
+def _csum_error(ipv6: Ipv6, skb: SkBuff) -> int:
+    ipv6.udp6_mib.InCsumErrors += 1
+    ipv6.udp6_mib.InErrors += 1
+    kfree_skb(skb, DropReason.UDP_CSUM)
+    return 0
+
+
+def udpv6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
+    """An ICMPv6 error quotes a datagram we sent.
+
+    Kernel: net/ipv6/udp.c, __udp6_lib_err().
+    """
+    buf = skb.buf
+    inner = skb.data
+    saddr = addr_at(buf, inner + 8)
+    daddr = addr_at(buf, inner + 24)
+    sport, dport = _HH.unpack_from(buf, inner + offset)
+    dev = skb.dev
+    sk = ipv6.udp_table.lookup(daddr, dport, saddr, sport, dev.ifindex if dev is not None else 0)
+    if sk is None:
+        ipv6.icmp6_mib.InErrors += 1
+        return
+    err, harderr = icmpv6_err_convert(icmp_type, code)
+    if icmp_type == ICMPV6_PKT_TOOBIG:
+        if not sk.ip6_sk_accept_pmtu():
+            return
+        ipv6.ip6_sk_update_pmtu(skb, sk, info)
+        if sk.pmtudisc6 != IPV6_PMTUDISC_DONT:
+            harderr = True
+    if icmp_type == NDISC_REDIRECT:
+        return
+    if not sk.recverr6:
+        if not harderr or sk.state != TCP_ESTABLISHED:
+            return
+    else:
+        offender = addr_at(buf, skb.network_header + 8)
+        payload = bytes(buf[inner + offset + UDP_HLEN : skb.tail])
+        sk.queue_error6(
+            payload, err, SO_EE_ORIGIN_ICMP6, icmp_type, code, info, offender, (daddr, dport, 0, 0)
+        )
+    sk.sk_err = err
+    sk.sk_error_report()
