@@ -17,7 +17,7 @@ def result() -> ExperimentResult:
 def test_spinning_drops_where_validation_is_heavy(result: ExperimentResult) -> None:
     """With GSO on, validation is segmentation, and taking it out of the lock
     removes nearly all spinning. With GSO off the published drop is 2.66 % →
-    1.44 %; the model shows none (docs/experiments.md says what is missing),
+    1.44 %; the model's is smaller (docs/experiments.md says what is missing),
     and it must not get worse."""
     on_b = result.run("gso on, before").figure(SPIN).emulated
     on_a = result.run("gso on, after").figure(SPIN).emulated
