@@ -78,44 +78,70 @@ class Packet:
     dport: int = -1
     arp_spa: bytes = b""
     arp_tpa: bytes = b""
+    frag_proto: int = -1  # IPv6: the protocol after a fragment header
+    inner: Packet | None = None  # what follows an 802.1Q tag (for ``vlan …`` filters)
 
 
 def dissect(frame: bytes, wirelen: int | None = None) -> Packet:
-    """Read the outer headers of an Ethernet *frame*; short frames give a partial result."""
+    """Read the outer headers of an Ethernet *frame*; short frames give a partial result.
+
+    As in a BPF program, the headers are read at the offsets an untagged frame
+    has; the headers after an 802.1Q tag are in :attr:`Packet.inner`, which only
+    primitives after ``vlan`` look at.
+    """
     p = Packet(wirelen if wirelen is not None else len(frame))
     if len(frame) < 14:
         return p
     p.ether_dst, p.ether_src = frame[0:6], frame[6:12]
     (etype,) = struct.unpack_from("!H", frame, 12)
-    off = 14
-    vlans = []
-    while etype in (0x8100, 0x88A8) and len(frame) >= off + 4:
-        tci, etype = struct.unpack_from("!HH", frame, off)
-        vlans.append(tci & 0xFFF)
-        off += 4
-    p.vlans = tuple(vlans)
-    p.ethertype = etype
-    if etype == 0x0800 and len(frame) >= off + 20:
-        ihl = (frame[off] & 0xF) * 4
-        p.ip_version = 4
-        p.proto = frame[off + 9]
-        p.ip_src, p.ip_dst = frame[off + 12 : off + 16], frame[off + 16 : off + 20]
-        (fragoff,) = struct.unpack_from("!H", frame, off + 6)
-        p.first_fragment = fragoff & 0x1FFF == 0
-        l4 = off + ihl
-    elif etype == 0x86DD and len(frame) >= off + 40:
-        p.ip_version = 6
-        p.proto = frame[off + 6]
-        p.ip_src, p.ip_dst = frame[off + 8 : off + 24], frame[off + 24 : off + 40]
-        l4 = off + 40
-    elif etype in (0x0806, 0x8035) and len(frame) >= off + 28:
-        p.arp_spa, p.arp_tpa = frame[off + 14 : off + 18], frame[off + 24 : off + 28]
-        return p
-    else:
-        return p
-    if p.proto in (6, 17, 132) and p.first_fragment and len(frame) >= l4 + 4:
-        p.sport, p.dport = struct.unpack_from("!HH", frame, l4)
+    _dissect_l3(p, frame, 14, etype)
+    if etype in (0x8100, 0x88A8) and len(frame) >= 18:
+        tci, inner_type = struct.unpack_from("!HH", frame, 14)
+        p.vlans = (tci & 0xFFF,)
+        inner = Packet(p.length, p.ether_src, p.ether_dst)
+        _dissect_l3(inner, frame, 18, inner_type)
+        p.inner = inner
     return p
+
+
+def _dissect_l3(p: Packet, frame: bytes, off: int, etype: int) -> None:
+    # Each field is read only if it was captured, as a BPF load at a fixed offset
+    # fails (and the filter does not match) when the frame is shorter.
+    p.ethertype = etype
+    n = len(frame)
+    l4 = -1
+    if etype == 0x0800:
+        p.ip_version = 4
+        if n >= off + 10:
+            p.proto = frame[off + 9]
+        if n >= off + 8:
+            (fragoff,) = struct.unpack_from("!H", frame, off + 6)
+            p.first_fragment = fragoff & 0x1FFF == 0
+        if n >= off + 16:
+            p.ip_src = frame[off + 12 : off + 16]
+        if n >= off + 20:
+            p.ip_dst = frame[off + 16 : off + 20]
+        if n > off:
+            l4 = off + (frame[off] & 0xF) * 4
+    elif etype == 0x86DD:
+        p.ip_version = 6
+        if n >= off + 7:
+            p.proto = frame[off + 6]
+        if n >= off + 24:
+            p.ip_src = frame[off + 8 : off + 24]
+        if n >= off + 40:
+            p.ip_dst = frame[off + 24 : off + 40]
+        l4 = off + 40
+        if p.proto == 44 and n >= l4 + 1:
+            p.frag_proto = frame[l4]
+    elif etype in (0x0806, 0x8035):
+        if n >= off + 18:
+            p.arp_spa = frame[off + 14 : off + 18]
+        if n >= off + 28:
+            p.arp_tpa = frame[off + 24 : off + 28]
+        return
+    if p.proto in (6, 17, 132) and p.first_fragment and l4 >= 0 and n >= l4 + 4:
+        p.sport, p.dport = struct.unpack_from("!HH", frame, l4)
 
 
 # -- the parser ------------------------------------------------------------------------------------
@@ -152,6 +178,8 @@ class _Parser:
         self.i = 0
         self.resolve = resolve
         self.last = _Qual()
+        self.vlan = False  # after "vlan", primitives look past the tag (libpcap)
+        self.names: list[tuple[str, list[bytes]]] = []  # host names, resolved at the end
 
     def peek(self) -> str | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -167,6 +195,8 @@ class _Parser:
         pred = self.expr()
         if self.peek() is not None:
             raise FilterError("can't parse filter expression: syntax error")
+        for name, cell in self.names:  # like libpcap: names are looked up after parsing
+            cell.append(_host(name, self.resolve))
         return pred
 
     def expr(self) -> Predicate:
@@ -210,6 +240,9 @@ class _Parser:
             n = self.number(self.take())
             return (lambda p: p.length <= n) if tok == "less" else (lambda p: p.length >= n)
         if tok == "vlan":
+            already = self.vlan
+            self.vlan = True
+            self._vlan_primitive = not already
             nxt = self.peek()
             if nxt is not None and nxt.isdigit():
                 vid = self.number(self.take())
@@ -255,7 +288,7 @@ class _Parser:
                 raise FilterError(f"unknown ip proto '{tok}'")
             num = self.number(tok)
         version = {"ip": 4, "ip6": 6}.get(family, 0)
-        return lambda p: p.proto == num and (version == 0 or p.ip_version == version)
+        return lambda p: _proto_is(p, num) and (version == 0 or p.ip_version == version)
 
     @staticmethod
     def number(tok: str) -> int:
@@ -297,8 +330,12 @@ class _Parser:
         if kind == "net":
             net = _network(tok, self.take_mask)
             return _addr_pred(proto, direction, lambda a: _in_net(a, net))
-        addr = _host(tok, self.resolve)
-        return _addr_pred(proto, direction, lambda a: a == addr)
+        if re.fullmatch(r"[0-9.]+", tok) or ":" in tok:
+            addr = _host(tok, self.resolve)
+            return _addr_pred(proto, direction, lambda a: a == addr)
+        cell: list[bytes] = []
+        self.names.append((tok, cell))
+        return _addr_pred(proto, direction, lambda a: a == cell[0])
 
     def take_mask(self) -> str | None:
         if self.peek() == "mask":
@@ -339,11 +376,16 @@ def _proto_pred(name: str) -> Predicate:
     if name == "icmp":
         return lambda p: p.ip_version == 4 and p.proto == 1
     if name == "icmp6":
-        return lambda p: p.ip_version == 6 and p.proto == 58
+        return lambda p: p.ip_version == 6 and _proto_is(p, 58)
     if name == "igmp":
         return lambda p: p.ip_version == 4 and p.proto == 2
     num = _PROTO_NAMES[name]
-    return lambda p: p.proto == num
+    return lambda p: _proto_is(p, num)
+
+
+def _proto_is(p: Packet, num: int) -> bool:
+    """``ip proto N``/``ip6 proto N``; for IPv6 libpcap also looks past a fragment header."""
+    return p.proto == num or (p.ip_version == 6 and p.proto == 44 and p.frag_proto == num)
 
 
 def _addr_pred(proto: str, direction: str, match: Callable[[bytes], bool]) -> Predicate:
@@ -352,13 +394,16 @@ def _addr_pred(proto: str, direction: str, match: Callable[[bytes], bool]) -> Pr
 
     def pred(p: Packet) -> bool:
         if want_ip and p.ip_version:
+            if not p.ip_src and not p.ip_dst:
+                return False
             if (proto == "ip" and p.ip_version != 4) or (proto == "ip6" and p.ip_version != 6):
                 return False
             if proto in ("tcp", "udp", "sctp") and p.proto != _PROTO_NAMES[proto]:
                 return False
-            s, d = match(p.ip_src), match(p.ip_dst)
-        elif want_arp and p.arp_spa:
-            s, d = match(p.arp_spa), match(p.arp_tpa)
+            s = bool(p.ip_src) and match(p.ip_src)
+            d = bool(p.ip_dst) and match(p.ip_dst)
+        elif want_arp and p.ethertype in (0x0806, 0x8035):
+            s, d = bool(p.arp_spa) and match(p.arp_spa), bool(p.arp_tpa) and match(p.arp_tpa)
         else:
             return False
         return s if direction == "src" else d if direction == "dst" else s or d

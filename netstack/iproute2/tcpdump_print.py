@@ -213,7 +213,7 @@ def hex_dump(data: bytes, ascii_: bool, indent: str = "\t") -> list[str]:
         chunk = data[off : off + 16]
         words = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
         if ascii_:
-            text = "".join(chr(c) if 0x20 <= c < 0x7F else "." for c in chunk)
+            text = "".join(chr(c) if 0x20 < c < 0x7F else "." for c in chunk)
             lines.append(f"{indent}0x{off:04x}:  {words:<39}  {text}")
         else:
             lines.append(f"{indent}0x{off:04x}:  {words}")
@@ -356,16 +356,18 @@ class Printer:
 
     # -- ARP -------------------------------------------------------------------------------------
     def _arp(self, buf: bytes, length: int) -> None:
-        if not self.e:
-            self._w("ARP, ")
         self._need(buf, 8, "arp")
         hrd, pro, hln, pln, op = struct.unpack_from("!HHBBH", buf)
         if hrd != 1 or pro != 0x0800 or hln != 6 or pln != 4:
+            if not self.e:
+                self._w("ARP, ")
             self._w(f"Hardware type {hrd}, proto 0x{pro:04x}, op {op}, length {length}")
             return
+        self._need(buf, 28, "arp")
+        if not self.e:
+            self._w("ARP, ")
         if self.v:
             self._w("Ethernet (len 6), IPv4 (len 4), ")
-        self._need(buf, 28, "arp")
         sha, spa, tha, tpa = buf[8:14], buf[14:18], buf[18:24], buf[24:28]
         if op == 1:
             who = _ip4(tpa)
@@ -470,7 +472,6 @@ class Printer:
     # -- ICMP ------------------------------------------------------------------------------------
     def _icmp(self, buf: bytes, plen: int, fragmented: bool) -> None:
         if len(buf) < 2:
-            self._w("ICMP")
             raise _Trunc("icmp")
         t, code = buf[0], buf[1]
         inner = buf[8:]
@@ -483,7 +484,6 @@ class Printer:
         elif t == 3:
             show_inner = True
             if len(inner) < 20:
-                self._w("ICMP ")
                 raise _Trunc("icmp")
             odst = _ip4(inner[16:20])
             oproto = inner[9]
@@ -492,7 +492,6 @@ class Printer:
             elif code == 3:
                 ohl = (inner[0] & 0xF) * 4
                 if len(inner) < ohl + 4:
-                    self._w("ICMP ")
                     raise _Trunc("icmp")
                 dport = _H.unpack_from(inner, ohl + 2)[0]
                 if oproto == 6:
@@ -509,7 +508,6 @@ class Printer:
         elif t == 5:
             show_inner = True
             if len(inner) < 20:
-                self._w("ICMP ")
                 raise _Trunc("icmp")
             gw = _ip4(buf[4:8])
             text = _REDIRECT.get(code, f"redirect-#{code} {{}} to net {{}}").format(
@@ -517,7 +515,7 @@ class Printer:
             )
         elif t == 11:
             show_inner = True
-            self._need(buf, 8, "icmp")
+            self._need(buf, 28, "icmp")
             text = {0: "time exceeded in-transit", 1: "ip reassembly time exceeded"}.get(
                 code, f"time exceeded-#{code}"
             )
@@ -566,11 +564,14 @@ class Printer:
         fragmented: bool,
         ports_only: bool = False,
     ) -> None:
-        if len(buf) < 8:
-            self._w(f" > {dtext}:")
+        if len(buf) < 4:
+            self._w(f" > {dtext}: ")
             raise _Trunc("udp")
-        sport, dport, ulen, csum = struct.unpack_from("!HHHH", buf)
+        sport, dport = _HH.unpack_from(buf)
         self._w(f"{sport} > {dport}: " if ports_only else f".{sport} > {dtext}.{dport}: ")
+        if len(buf) < 8:
+            raise _Trunc("udp")
+        ulen, csum = _HH.unpack_from(buf, 4)
         if ulen < 8:
             self._w(f"UDP, bad length {ulen} < 8" if not self.q else f"udp {ulen}")
             return
@@ -607,12 +608,15 @@ class Printer:
         fragmented: bool,
         ports_only: bool = False,
     ) -> None:
-        if len(buf) < 20:
-            self._w(f" > {dtext}:")
+        if len(buf) < 4:
+            self._w(f" > {dtext}: ")
             raise _Trunc("tcp")
-        sport, dport, seq, ack, off, flags, win, csum, urp = _TCP.unpack_from(buf)
-        hlen = (off >> 4) * 4
+        sport, dport = _HH.unpack_from(buf)
         self._w(f"{sport} > {dport}: " if ports_only else f".{sport} > {dtext}.{dport}: ")
+        if len(buf) < 20:
+            raise _Trunc("tcp")
+        _sp, _dp, seq, ack, off, flags, win, csum, urp = _TCP.unpack_from(buf)
+        hlen = (off >> 4) * 4
         if hlen < 20:
             self._w(f"tcp {plen} [bad hdr length {hlen} - too short, < 20]")
             return
@@ -662,7 +666,9 @@ class Printer:
         if flags & 0x20:
             self._w(f", urg {urp}")
         if hlen > 20:
-            self._need(buf, hlen, "tcp")
+            if len(buf) < hlen:
+                self._w(", options [")
+                raise _Trunc("tcp")
             self._w(", options [" + self._tcp_options(buf[20:hlen]) + "]")
         self._w(f", length {length}")
 
@@ -761,10 +767,10 @@ class Printer:
 
     # -- IPv6 ----------------------------------------------------------------------------------
     def _ip6(self, buf: bytes, wirelen: int) -> None:
-        if not self.e:
-            self._w("IP6 ")
         if len(buf) < 40:
             raise _Trunc("ip6")
+        if not self.e:
+            self._w("IP6 ")
         vcf, plen, nxt, hlim, src, dst = _IP6.unpack_from(buf)
         if vcf >> 28 != 6:
             self._w(f"version error: {vcf >> 28} != 6")
@@ -782,6 +788,8 @@ class Printer:
                 f"next-header {IP_PROTOS.get(nxt, 'unknown')} ({nxt}) payload length: {plen}"
             )
             self._w("(" + ", ".join(parts) + ") ")
+        if 40 + plen > wirelen:
+            self._w(f"truncated-ip6 - {40 + plen - wirelen} bytes missing!")
         payload = buf[40 : 40 + plen]
         s, d = _ip6(src), _ip6(dst)
         total = plen
@@ -790,8 +798,8 @@ class Printer:
         while nxt in (0, 43, 44, 60):
             if nxt == 44:
                 if len(payload) < 8:
-                    self._w(f"{s} > {d}: frag")
-                    raise _Trunc("frag")
+                    self._w(f"{s} > {d}: ")
+                    raise _Trunc("frag6")
                 nh, _r, offm, ident = struct.unpack_from("!BBHI", payload)
                 foff = offm & 0xFFF8
                 if self.v:
@@ -851,10 +859,10 @@ class Printer:
 
     # -- ICMPv6 ------------------------------------------------------------------------------
     def _icmp6(self, buf: bytes, plen: int, src: bytes, dst: bytes, fragmented: bool) -> None:
-        if len(buf) < 4:
-            self._w("ICMP6")
+        if len(buf) < 1:
             raise _Trunc("icmp6")
-        t, code = buf[0], buf[1]
+        t = buf[0]
+        code = buf[1] if len(buf) > 1 else 0
         if self.v and not fragmented and len(buf) >= plen:
             if _cksum_ok(buf[:plen], _pseudo6(src, dst, 58, plen)) == 0:
                 self._w("[icmp6 sum ok] ")
@@ -864,6 +872,9 @@ class Printer:
                 self._w(f"[bad icmp6 cksum 0x{csum:04x} -> 0x{fixed:04x}!] ")
         name = _ICMP6_TYPES.get(t)
         self._w(f"ICMP6, {name or f'unknown icmp6 type ({t})'}")
+        need = {128: 8, 129: 8, 1: 8, 2: 8, 3: 8, 4: 8, 133: 8, 134: 16, 135: 24, 136: 24, 137: 40}
+        if len(buf) < need.get(t, 4):
+            raise _Trunc("icmp6")
         length = f", length {plen}"
         if t in (128, 129):
             self._need(buf, 8, "icmp6")
