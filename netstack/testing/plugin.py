@@ -3,9 +3,10 @@
 Theory of operation: installing netstack makes these available to every
 pytest run (with pytest-trio in ``trio_mode``):
 
-* ``lab`` — an empty :class:`~netstack.Lab` on Trio's autojump clock (the
-  fixture requests ``autojump_clock`` itself, so timers run in virtual time
-  even if the test does not ask for the clock), with skb poisoning on;
+* ``lab`` — an empty :class:`~netstack.Lab` on Trio's autojump clock, with
+  skb poisoning on. The test function must take ``autojump_clock`` too:
+  pytest-trio hands ``trio.run`` the clock only when the test itself asks
+  for it (the fixture says so clearly if it was forgotten);
 * ``two_hosts``, ``routed_hosts``, ``gre_sites`` — the canonical topologies
   of :mod:`netstack.testing.topologies` built on ``lab`` (``gre_sites`` skips
   when this netstack cannot make GRE devices);
@@ -134,6 +135,11 @@ async def lab(
     request: pytest.FixtureRequest, autojump_clock: trio.testing.MockClock
 ) -> AsyncIterator[Lab]:
     """An empty lab on the autojump clock, skb poisoning on, captured for failure reports."""
+    if trio.lowlevel.current_clock() is not autojump_clock:
+        raise RuntimeError(
+            "tests using the lab fixture must also take autojump_clock "
+            "(pytest-trio gives trio.run the clock only when the test function asks for it)"
+        )
     nocapture = request.config.getoption("--netstack-no-capture") or (
         request.node.get_closest_marker("netstack_nocapture") is not None
     )
