@@ -44,4 +44,5 @@ def decode(argv: list[str], *, out: TextIO, err: TextIO) -> int:
         return 0
     finally:
         dumper.close()
+        frames.close()
     return 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import errno
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -280,7 +280,7 @@ _PCAP_MAGIC: Final = {
 }
 
 
-def read_pcap(path: str | Path) -> tuple[str, Iterator[tuple[float, bytes, int]]]:
+def read_pcap(path: str | Path) -> tuple[str, Generator[tuple[float, bytes, int], None, None]]:
     """Open a pcap (or pcapng) file: (tcpdump's "reading from file" line, frames).
 
     Frames are ``(timestamp, captured bytes, length on the wire)``; raw-IP
@@ -324,7 +324,7 @@ def read_pcap(path: str | Path) -> tuple[str, Iterator[tuple[float, bytes, int]]
         raise _err(f"{path}: unsupported link-layer type {linktype}")
     line = f"reading from file {path}, link-type {LINKTYPES[linktype]}, snapshot length {snaplen}"
 
-    def frames() -> Iterator[tuple[float, bytes, int]]:
+    def frames() -> Generator[tuple[float, bytes, int], None, None]:
         try:
             for ts, data, wirelen in records:
                 if linktype != 1:

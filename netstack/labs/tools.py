@@ -262,6 +262,7 @@ async def _cmd_tcpdump(ctx: Context, argv: list[str]) -> int:
                     break
         finally:
             dumper.close()
+            frames.close()
         return 0
     name = opts.interface
     if name is None:
