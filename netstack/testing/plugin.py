@@ -11,8 +11,10 @@ pytest run (with pytest-trio in ``trio_mode``):
   of :mod:`netstack.testing.topologies` built on ``lab`` (``gre_sites`` skips
   when this netstack cannot make GRE devices);
 * ``topology`` — whatever the topology function named by
-  ``@pytest.mark.topology(fn)`` returns (a lab file works too:
-  ``@pytest.mark.topology(lab_file("x.toml"))``);
+  ``@pytest.mark.topology(fn=build)`` returns (a lab file works too:
+  ``@pytest.mark.topology(fn=lab_file("x.toml"))``; pytest would take a
+  lone positional function for the decorated test, hence ``fn=``, or
+  ``pytest.mark.topology.with_args(build)``);
 * **capture on failure** — every device of every host in ``lab`` is captured
   in memory; when a test fails, the captures are written as pcap files
   (``HOST-DEV.pcap``) to a directory that the failure report names (section
@@ -48,7 +50,6 @@ __all__ = [
     "two_hosts",
 ]
 
-_REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CAPTURES_KEY = pytest.StashKey[list[Capture]]()
 
 
@@ -68,7 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "topology(fn): the topology function the `topology` fixture builds"
+        "markers", "topology(fn=build): the topology function the `topology` fixture builds"
     )
     config.addinivalue_line("markers", "netstack_nocapture: do not capture this test's lab devices")
 
@@ -78,7 +79,19 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    item.stash.setdefault(_REPORT_KEY, {})[report.when] = report
+    captures = item.stash.get(_CAPTURES_KEY, None)
+    if report.when == "call" and report.failed and captures:
+        # pytest-trio runs fixture teardown inside the test's trio.run, before this
+        # report exists, so the pcaps are written here rather than in the fixture.
+        opt = item.config.getoption("--netstack-capture-dir")
+        base = (
+            Path(opt) if opt else item.config._tmp_path_factory.getbasetemp() / "netstack-pcaps"  # type: ignore[attr-defined]
+        )
+        paths = _write_pcaps(item, captures, base)
+        report.sections.append(
+            ("netstack captures", f"{len(paths)} pcap files in {paths[0].parent}:\n"
+             + "\n".join(f"  {p.name}" for p in paths))
+        )  # fmt: skip
     return report
 
 
@@ -100,11 +113,6 @@ def capture_all(host: Host, captures: list[Capture]) -> None:
             start(dev)
 
     host.net.register_netdevice_notifier(notifier)
-
-
-def _failed(item: pytest.Item) -> bool:
-    reports = item.stash.get(_REPORT_KEY, {})
-    return any(r.failed for r in reports.values())
 
 
 def _write_pcaps(item: pytest.Item, captures: list[Capture], base: Path) -> list[Path]:
@@ -154,19 +162,8 @@ async def lab(
                 return host
 
             the_lab.add_host = add_host_captured  # type: ignore[method-assign]
+            request.node.stash[_CAPTURES_KEY] = captures
         yield the_lab
-        if captures and _failed(request.node):
-            opt = request.config.getoption("--netstack-capture-dir")
-            base = (
-                Path(opt)
-                if opt
-                else request.config._tmp_path_factory.getbasetemp() / "netstack-pcaps"  # type: ignore[attr-defined]
-            )
-            paths = _write_pcaps(request.node, captures, base)
-            text = "\n".join(str(p) for p in paths)
-            request.node.add_report_section("teardown", "netstack captures", text)
-            tw = request.config.get_terminal_writer()
-            tw.line(f"\nnetstack: {request.node.nodeid} failed; its captures: {paths[0].parent}")
 
 
 @pytest.fixture
@@ -192,11 +189,14 @@ async def gre_sites(lab: Lab) -> GreSites:
 
 @pytest.fixture
 async def topology(request: pytest.FixtureRequest, lab: Lab) -> Any:
-    """What the ``@pytest.mark.topology(fn)`` function returns for this test's lab."""
+    """What the ``@pytest.mark.topology(fn=build)`` function returns for this test's lab."""
     marker = request.node.get_closest_marker("topology")
-    if marker is None or not marker.args:
-        raise pytest.UsageError("the topology fixture needs @pytest.mark.topology(fn)")
-    return await _build(marker.args[0], lab)
+    fn = None
+    if marker is not None:
+        fn = marker.args[0] if marker.args else marker.kwargs.get("fn")
+    if fn is None:
+        raise pytest.UsageError("the topology fixture needs @pytest.mark.topology(fn=build)")
+    return await _build(fn, lab)
 
 
 async def _build(fn: Callable[[Lab], Any], lab: Lab) -> Any:
