@@ -97,26 +97,58 @@ async def _main(
         return status
 
 
-async def _run(session: Session, line: str) -> int:
-    """Run *line*; the first Ctrl-C interrupts the command, a second one abandons it."""
+class _Sigint:
+    """Ctrl-C, the way a shell treats it, without Trio's KeyboardInterrupt machinery.
+
+    At the prompt it raises KeyboardInterrupt inside ``input()`` (the line is
+    dropped). While a command runs it asks the Trio loop — through
+    ``run_sync_soon``, which is safe from a signal handler — to cancel the
+    command's interrupt scope (the command stops and prints its summary); a
+    second Ctrl-C abandons the command. Between the two it is ignored.
+    """
+
+    def __init__(self) -> None:
+        self.at_prompt = False
+        self.interrupt: trio.CancelScope | None = None
+        self.outer: trio.CancelScope | None = None
+        self.token = trio.lowlevel.current_trio_token()
+        self.previous: Any = None
+
+    def install(self) -> None:
+        if _main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.at_prompt:
+            raise KeyboardInterrupt
+        self.token.run_sync_soon(self._interrupt_command)
+
+    def _interrupt_command(self) -> None:
+        if self.interrupt is None:
+            return
+        print(flush=True)
+        if self.interrupt.cancel_called and self.outer is not None:
+            self.outer.cancel()
+        self.interrupt.cancel()
+
+
+async def _run(session: Session, line: str, sigint: _Sigint | None = None) -> int:
+    """Run *line*; Ctrl-C interrupts the command (see :class:`_Sigint`)."""
     interrupt = trio.CancelScope()
     outer = trio.CancelScope()
     status = 130
-    async with trio.open_nursery() as nursery:
-
-        async def watch_sigint() -> None:
-            with trio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    print(flush=True)
-                    if interrupt.cancel_called:
-                        outer.cancel()
-                    interrupt.cancel()
-
-        if _main_thread():
-            nursery.start_soon(watch_sigint)
+    if sigint is not None:
+        sigint.interrupt, sigint.outer = interrupt, outer
+    try:
         with outer:
             status = await session.run_line(line, interrupt=interrupt)
-        nursery.cancel_scope.cancel()
+    finally:
+        if sigint is not None:
+            sigint.interrupt = sigint.outer = None
     return status
 
 
@@ -133,11 +165,14 @@ def _print_done(session: Session) -> None:
 
 async def _script(session: Session) -> int:
     status = 0
+    sigint = _Sigint()
+    sigint.install()
     for raw in sys.stdin:
-        status = await _run(session, raw.rstrip("\n"))
+        status = await _run(session, raw.rstrip("\n"), sigint)
         _print_done(session)
         if session.exit_requested:
             break
+    sigint.restore()
     return status
 
 
@@ -173,12 +208,15 @@ async def _interactive(session: Session, spec: LabSpec | None) -> int:
         "time is virtual and runs only while a command runs.",
         flush=True,
     )
+    sigint = _Sigint()
+    sigint.install()
     try:
         while not session.exit_requested:
             _print_done(session)
             try:
                 # The prompt blocks the Trio loop on purpose: every task has settled
                 # (Session.settle) and virtual time must not run while the user types.
+                sigint.at_prompt = True
                 line = input(session.prompt)  # noqa: ASYNC250
             except EOFError:
                 print("exit", flush=True)
@@ -186,8 +224,11 @@ async def _interactive(session: Session, spec: LabSpec | None) -> int:
             except KeyboardInterrupt:
                 print(flush=True)
                 continue
-            await _run(session, line)
+            finally:
+                sigint.at_prompt = False
+            await _run(session, line, sigint)
     finally:
+        sigint.restore()
         try:
             hist.parent.mkdir(parents=True, exist_ok=True)
             readline.write_history_file(hist)

@@ -103,7 +103,8 @@ class Session:
     Args:
         lab: the lab.
         nursery: where background jobs run (must outlive the session's use).
-        out / err: where commands write (default: print to stdout/stderr).
+        out: where commands write their output (default: print to stdout).
+        err: where commands write their errors (default: print to stderr).
         commands: the command table (default: :func:`netstack.labs.tools.default_commands`).
         clock: the lab's MockClock, if the session should freeze time between
             commands (the interactive shell); None leaves the clock alone.

@@ -69,7 +69,8 @@ async def check_net_device(
 
     Args:
         skip: checks to leave out: ``"updown"``, ``"arp"``, ``"mtu"``, ``"burst"``.
-        addr_a / addr_b: the IPv4 addresses given to the two ends (/24).
+        addr_a: the IPv4 address given to the first end (/24).
+        addr_b: the IPv4 address given to the second end.
 
     Raises:
         AssertionError: the first property that does not hold, named.
