@@ -131,11 +131,7 @@ def test_draw_svg_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_fresh_process_commands(tmp_path: Path) -> None:
-    """What a user types after `pip install`: each subcommand in its own process."""
-    r = netstack("--version")
-    assert r.returncode == 0 and r.stdout.startswith("netstack ")
-    r = netstack("check", str(DEMO))
-    assert r.returncode == 0, r.stderr
+    """What a user types after `pip install`: subcommands in processes of their own."""
     r = netstack("shell", str(DEMO), "-c", "a ping -c 1 b", "-c", "r nstat IpForw*")
     assert r.returncode == 0, r.stderr
     assert "1 packets transmitted, 1 received" in r.stdout
@@ -143,5 +139,11 @@ def test_fresh_process_commands(tmp_path: Path) -> None:
     r = netstack("shell", str(DEMO), stdin="a ip -br addr show dev eth0\nbogus\nb hostname\n")
     assert r.stdout.split("\n")[0].split() == ["eth0@if2", "UP", "10.0.1.1/24"]
     assert "b\n" in r.stdout and r.stderr == "bogus: command not found\n"
-    r = netstack("run", str(tmp_path / "missing.toml"))
-    assert r.returncode == 2 and "No such file or directory" in r.stderr
+
+
+def test_version_and_missing_lab(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("netstack ")
+    assert main(["run", str(tmp_path / "missing.toml")]) == 2
+    assert "No such file or directory" in capsys.readouterr().err

@@ -38,7 +38,7 @@ def run(child: Any, line: str, prompt: str = PROMPT) -> str:
     return str(child.before).replace("\r\n", "\n")
 
 
-def test_commands_errors_and_exit(tmp_path: Path) -> None:
+def test_commands_errors_history_and_exit(tmp_path: Path) -> None:
     child = spawn(tmp_path, DEMO)
     out = run(child, "a ip -br addr show dev eth0")
     assert "eth0@if2         UP             10.0.1.1/24" in out
@@ -55,33 +55,7 @@ def test_commands_errors_and_exit(tmp_path: Path) -> None:
     out = run(child, "sysctl net.ipv4.ip_forward", prompt="r# ")
     assert "net.ipv4.ip_forward = 1" in out
     run(child, "exit")
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-
-
-def test_tab_completion(tmp_path: Path) -> None:
-    child = spawn(tmp_path, DEMO)
-    child.send("r hostn\t")
-    child.expect_exact("r hostname ")
-    child.send("\r")
-    child.expect_exact(PROMPT)
-    assert "\nr\r\n" in "\n" + str(child.before)
-    child.send("a ip -br link show et\t")
-    child.expect_exact("show eth0 ")
-    out = run(child, "")
-    assert "eth0@if2" in out and "lo " not in out
-    child.send("r tcpdump -i \t\t")  # two tabs list the candidates
-    child.expect("eth0 +eth1 +lo")
-    child.send("\x15")  # Ctrl-U: kill the line
-    run(child, "")
-    child.sendline("exit")
-    child.expect(pexpect.EOF)
-
-
-def test_history_and_line_editing(tmp_path: Path) -> None:
-    child = spawn(tmp_path, DEMO)
+    # history and line editing
     run(child, "b hostname")
     child.send("\x1b[A")  # up arrow: the previous line comes back
     child.expect_exact("b hostname")
@@ -95,8 +69,42 @@ def test_history_and_line_editing(tmp_path: Path) -> None:
     assert "\na\n" in out.replace("\r", "")
     child.sendline("exit")
     child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
     history = (tmp_path / "history").read_text().splitlines()
     assert history[-4:] == ["b hostname", "# b hostname", "a hostname", "exit"]
+
+
+def test_tab_completion_and_frozen_time(tmp_path: Path) -> None:
+    child = spawn(tmp_path, DEMO)
+    child.send("r hostn\t")
+    child.expect_exact("r hostname ")
+    child.send("\r")
+    child.expect_exact(PROMPT)
+    assert "\nr\r\n" in "\n" + str(child.before)
+    child.send("a ip -br link show et\t")
+    child.expect_exact("show eth0 ")
+    out = run(child, "")
+    assert "eth0@if2" in out and "lo " not in out
+    child.send("r tcpdump -i \t\t")  # two tabs list the candidates
+    child.expect("eth0 +eth1 +lo")
+    child.expect_exact(PROMPT + "r tcpdump -i ")  # readline redisplays the line
+    out = run(child, "")  # run the line as it stands: tcpdump wants the -i argument
+    assert "tcpdump: option requires an argument -- 'i'" in out
+    # time stands still at the prompt
+    run(child, "a ping -c 1 b")
+    first = run(child, "a nstat -a IpOutRequests")
+    import time
+
+    time.sleep(1.0)  # wall time passes; virtual time must not (no ARP/NUD timer fires)
+    out = run(child, "a ip neigh show 10.0.1.254")
+    assert "REACHABLE" in out
+    assert run(child, "a nstat -a IpOutRequests") == first
+    run(child, "sleep 60")
+    out = run(child, "a ip neigh show 10.0.1.254")
+    assert "STALE" in out
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
 
 
 def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
@@ -115,21 +123,4 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     assert out.endswith("\nb\n")
     child.sendeof()  # Ctrl-D leaves
     child.expect_exact("exit")
-    child.expect(pexpect.EOF)
-
-
-def test_time_stands_still_at_the_prompt(tmp_path: Path) -> None:
-    child = spawn(tmp_path, DEMO)
-    run(child, "a ping -c 1 b")
-    first = run(child, "a nstat -a IpOutRequests")
-    import time
-
-    time.sleep(1.0)  # wall time passes; virtual time must not (no ARP/NUD timer fires)
-    out = run(child, "a ip neigh show 10.0.1.254")
-    assert "REACHABLE" in out
-    assert run(child, "a nstat -a IpOutRequests") == first
-    run(child, "sleep 60")
-    out = run(child, "a ip neigh show 10.0.1.254")
-    assert "STALE" in out
-    child.sendline("quit")
     child.expect(pexpect.EOF)
