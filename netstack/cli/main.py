@@ -1,10 +1,11 @@
-"""The ``netstack`` command: demo, run, check, shell, decode, draw.
+"""The ``netstack`` command: demo, run, check, shell, decode, draw, experiment.
 
 Each subcommand is a thin layer over a module: ``demo`` (:mod:`.demo`),
 ``run``/``check`` (:mod:`.labs`, over :mod:`netstack.labs.labfile`), ``shell``
-(:mod:`.shell`), ``decode`` (:mod:`.decode`, tcpdump's printer) and ``draw``
-(:mod:`netstack.labs.draw`). Exit status: 0 success, 1 a check failed or a
-tool reported an error, 2 bad input (a wrong lab file, a bad option).
+(:mod:`.shell`), ``decode`` (:mod:`.decode`, tcpdump's printer), ``draw``
+(:mod:`netstack.labs.draw`) and ``experiment`` (:mod:`netstack.experiments`).
+Exit status: 0 success, 1 a check failed or a tool reported an error, 2 bad
+input (a wrong lab file, a bad option).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections.abc import Sequence
 
 from netstack import __version__
+from netstack.experiments import EXPERIMENTS
 
 __all__ = ["build_parser", "main"]
 
@@ -72,6 +74,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="FILE.svg or FILE.png (default: LAB.svg next to the lab file)",
     )
+
+    e = sub.add_parser(
+        "experiment",
+        help="rerun a seed's benchmark in timed mode, before and after its patch",
+        description="Rerun one of the seeds' benchmarks on an emulated machine "
+        "(timed mode) and print the figures beside the published ones.",
+    )
+    e.add_argument(
+        "name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS))
+    )
+    side = e.add_mutually_exclusive_group()
+    side.add_argument("--before", dest="which", action="store_const", const="before")
+    side.add_argument("--after", dest="which", action="store_const", const="after")
+    side.add_argument("--both", dest="which", action="store_const", const="both")
+    e.set_defaults(which="both")
+    e.add_argument("--cpus", type=int, help="CPUs (sending threads) to use")
+    e.add_argument("--json", action="store_true", help="print the figures as JSON")
+    e.add_argument("--plot", metavar="FILE", help="also draw the result (.svg, or .png)")
     return parser  # fmt: skip
 
 
@@ -79,6 +99,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "experiment":
+        exp = EXPERIMENTS[args.name]
+        kwargs = {} if args.cpus is None else {"cpus": args.cpus}
+        try:
+            result = exp.run(args.which, **kwargs)
+        except ValueError as e:
+            parser.error(str(e))
+        print(result.to_json() if args.json else result.render())
+        if args.plot:
+            from netstack.experiments.plot import write_plot
+
+            try:
+                print(f"wrote {write_plot(result, args.plot)}", file=sys.stderr)
+            except ValueError as e:
+                parser.error(str(e))
+        return 0
     if args.command == "demo":
         from netstack.cli.demo import demo
 

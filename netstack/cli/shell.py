@@ -32,6 +32,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from netstack.cli.experiment import shell_commands
 from netstack.host import open_lab
 from netstack.labs.labfile import LabFileError, LabSpec, build_lab, load_lab, parse_lab
 from netstack.labs.session import Session
@@ -72,7 +73,7 @@ async def _main(
     seed = spec.seed if spec is not None else 0
     hz = spec.hz if spec is not None else 1000
     async with open_lab(seed=seed, hz=hz) as lab, trio.open_nursery() as nursery:
-        session = Session(lab, nursery, clock=clock, pace=pace)
+        session = Session(lab, nursery, clock=clock, pace=pace, commands=shell_commands())
         if spec is not None:
             try:
                 await build_lab(spec, lab, session, captures=False)

@@ -36,15 +36,19 @@ import trio
 from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
+    NETIF_F_GSO,
     NETIF_F_LLTX,
+    NETIF_F_NOCACHE_COPY,
     NETIF_F_SG,
     NETIF_F_SOFT_FEATURES,
+    NETIF_F_SOFT_FEATURES_OFF,
 )
 from netstack.core.napi import Napi
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_LOWERLAYERDOWN,
     IF_OPER_UP,
+    IFF_LOOPBACK,
     IFF_NO_QUEUE,
     IFF_UP,
     IFF_XMIT_DST_RELEASE,
@@ -154,6 +158,9 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
     if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
         features &= ~NETIF_F_ALL_TSO
+    # "Software GSO depends on SG." (tunnels without SG: GSO off, [requested on])
+    if features & NETIF_F_GSO and not features & NETIF_F_SG:
+        features &= ~NETIF_F_GSO
     return features
 
 
@@ -182,9 +189,11 @@ def register_netdevice(dev: NetDevice) -> None:
         raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
     if not dev.iflink:
         dev.iflink = dev.ifindex
-    dev.hw_features |= NETIF_F_SOFT_FEATURES
+    dev.hw_features |= NETIF_F_SOFT_FEATURES | NETIF_F_SOFT_FEATURES_OFF
     dev.features |= NETIF_F_SOFT_FEATURES
     dev.wanted_features = dev.features & dev.hw_features
+    if not dev.flags & IFF_LOOPBACK:
+        dev.hw_features |= NETIF_F_NOCACHE_COPY
     dev.features = netdev_fix_features(dev, dev.features)
     if dev.addr_assign_type == NET_ADDR_PERM and not dev.perm_addr:
         dev.perm_addr = dev.dev_addr
@@ -476,6 +485,9 @@ def dev_queue_xmit(skb: SkBuff) -> int:
             skb.dst = None
             dst.refcnt -= 1  # dst_release()
             dst.releases += 1
+            line = dst.line
+            if line is not None:
+                line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
     else:
@@ -565,7 +577,11 @@ async def net_tx_action_task(net: Net) -> None:
             await lot.park()
             continue
         net_tx_action(net)
-        await trio.lowlevel.checkpoint()
+        model = net.cpus.model
+        if model is not None and model.running:
+            await model.wait(net.cpus.current)
+        else:
+            await trio.lowlevel.checkpoint()
 
 
 # ---------------------------------------------------------------------------

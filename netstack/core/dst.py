@@ -68,17 +68,25 @@ class DstEntry:
         self.header_len = 0
         self.holds = 0  # total dst_hold() calls (the atomic seed 1 profiles)
         self.releases = 0
+        # timed mode: the line with the refcount (``__rcuref``), None otherwise
+        self.line = dev.net.cacheline("dst") if dev is not None else None
 
     def hold(self) -> DstEntry:
         """Take a reference. Kernel: dst_hold()."""
         self.refcnt += 1
         self.holds += 1
+        line = self.line
+        if line is not None:
+            line.write("dst_hold", atomic=True)
         return self
 
     def release(self) -> None:
         """Drop a reference. Kernel: dst_release()."""
         self.refcnt -= 1
         self.releases += 1
+        line = self.line
+        if line is not None:
+            line.write("dst_release", atomic=True)
 
     def mtu(self) -> int:
         """The path MTU. Kernel: dst_mtu()."""

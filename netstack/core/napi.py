@@ -109,7 +109,12 @@ class Napi:
             if not self.scheduled:
                 await self._lot.park()
                 continue
-            if self.poll_once() >= self.weight:
+            work = self.poll_once()
+            model = self.net.cpus.model
+            if model is not None and model.running:
+                # timed mode: the CPU is busy until its clock; then poll again
+                await model.wait(self.net.cpus[self.cpu])
+            elif work >= self.weight:
                 await trio.lowlevel.checkpoint()
 
     def statistics(self) -> NapiStats:

@@ -38,6 +38,8 @@ from netstack.cpu import Clock, CpuSet
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
     from netstack.core.netdevice import NetDevice
+    from netstack.cpu.cacheline import CacheLine
+    from netstack.cpu.timed import TimedModel
 
 __all__ = ["Net", "PacketOffload", "PacketType", "SoftnetData", "SoftnetStats", "netstack_logger"]
 
@@ -129,6 +131,7 @@ class Net:
         hz: int = 1000,
         ncpus: int = 1,
         patches: Patches | None = None,
+        timed: TimedModel | None = None,
     ) -> None:
         self.name = name
         self.seed = seed
@@ -136,6 +139,8 @@ class Net:
         self.patches = patches if patches is not None else Patches()
         self.clock = Clock(hz)
         self.cpus = CpuSet(ncpus)
+        if timed is not None:  # timed mode: the CPUs take places on the model's machine
+            timed.add_cpus(name, self.cpus)
         self.log = netstack_logger().bind(host=name)
         self.debug_skb = False
         # devices (kernel: dev_base_head, dev_name_head, dev_index_head)
@@ -189,6 +194,11 @@ class Net:
         for name in ("rmem_default", "rmem_max", "wmem_default", "wmem_max"):
             s.register_int(f"net.core.{name}", self, name, minimum=256)
         s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
+
+    def cacheline(self, kind: str) -> CacheLine | None:
+        """A new cache line for a shared kernel structure; None in functional mode."""
+        model = self.cpus.model
+        return None if model is None else model.new_line(f"{self.name}: {kind}")
 
     # -- tasks ---------------------------------------------------------------------
     def attach(self, nursery: trio.Nursery) -> None:

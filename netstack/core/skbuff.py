@@ -173,6 +173,10 @@ class DropReason(enum.IntEnum):
     ICMP_INVALID = 204  # malformed / unknown ICMP message (ICMP_MIB_INERRORS)
     ARP_INVALID = 205  # malformed ARP packet
     FRAG_OVERLAP = 206  # IPv4 fragments overlapped (RFC 5722-style, 4.19+)
+    GRE_INVALID = 207  # GRE version/routing bits, or a truncated header (gre_parse_header)
+    IP_TUNNEL_CSUM = 208  # tunnel checksum policy: rx_crc_errors
+    IP_TUNNEL_SEQ = 209  # tunnel sequence policy: rx_fifo_errors (out of order)
+    IP_TUNNEL_NO_MATCH = 210  # no tunnel for the packet (ICMP port unreachable)
 
 
 def _kmalloc_size(n: int) -> int:

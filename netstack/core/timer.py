@@ -140,7 +140,11 @@ class TimerBase:
                     await self._lot.park()
                 continue
             self.run_due()
-            await trio.lowlevel.checkpoint()
+            model = self._net.cpus.model
+            if model is not None and model.running:
+                await model.wait(self._net.cpus.current)
+            else:
+                await trio.lowlevel.checkpoint()
 
     def pending_count(self) -> int:
         """Armed timers (for tests and ``statistics()``)."""

@@ -4,41 +4,101 @@ Theory of operation: every entry into the data path (a socket call, a NAPI
 poll, a timer) runs on one :class:`Cpu`; the :class:`CpuSet` of the host
 records which one as ``current`` (kernel: ``smp_processor_id()``). Locks record
 their owner by CPU id, and ``HARD_TX_LOCK`` stores it in
-``txq.xmit_lock_owner`` for the dead-loop check. In functional mode a host has
-one CPU unless asked for more, and :meth:`Cpu.charge` costs nothing; timed mode
-replaces it with a model that advances the CPU's virtual clock.
+``txq.xmit_lock_owner`` for the dead-loop check.
+
+In functional mode a host has one CPU unless asked for more, ``Cpu.model`` is
+None and nothing costs time. In timed mode (:mod:`netstack.cpu.timed`) each CPU
+also carries a virtual clock ``now`` (nanoseconds), the context it is running
+in (``user``, ``sys`` or ``softirq``) and what it spent where: busy time per
+context, idle time, and a profile of self time per kernel function.
 
 Kernel: include/linux/smp.h, kernel/softirq.c (the per-CPU context).
 """
 
 from __future__ import annotations
 
-__all__ = ["Cpu", "CpuSet"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netstack.cpu.timed import TimedModel
+
+__all__ = ["CONTEXTS", "Cpu", "CpuSet"]
+
+CONTEXTS = ("user", "sys", "softirq")
 
 
 class Cpu:
     """One emulated CPU.
 
     Attributes:
-        id: the CPU number, as ``smp_processor_id()`` returns it.
+        id: the CPU number within its host, as ``smp_processor_id()`` returns it.
         softirq_pending: NET_RX/NET_TX softirq raised on this CPU (bookkeeping).
         xmit_recursion: nesting depth of ``dev_hard_start_xmit`` on virtual
             devices (kernel: ``softnet_data.xmit.recursion``).
+        model: the timed-mode model, or None in functional mode.
+        index: the CPU's position in the timed model's machine (all hosts'
+            CPUs numbered together), -1 in functional mode.
+        now: timed mode: this CPU's virtual clock, in nanoseconds.
+        ctx: timed mode: the context now running (``user``/``sys``/``softirq``).
+        busy: timed mode: nanoseconds spent per context.
+        idle: timed mode: nanoseconds with nothing to run.
+        spin: timed mode: nanoseconds spent spinning on locks (part of busy).
+        profile: timed mode: self nanoseconds per kernel function.
+        speed: timed mode: cost multiplier of this hardware thread (1.0 on the
+            reference machine; larger is slower).
     """
 
-    __slots__ = ("id", "softirq_pending", "xmit_recursion")
+    __slots__ = (
+        "busy",
+        "ctx",
+        "id",
+        "idle",
+        "index",
+        "model",
+        "now",
+        "profile",
+        "softirq_pending",
+        "speed",
+        "spin",
+        "xmit_recursion",
+    )
 
     def __init__(self, cpu_id: int) -> None:
         self.id = cpu_id
         self.softirq_pending = 0
         self.xmit_recursion = 0
+        self.model: TimedModel | None = None
+        self.index = -1
+        self.now = 0.0
+        self.ctx = "sys"
+        self.busy = dict.fromkeys(CONTEXTS, 0.0)
+        self.idle = 0.0
+        self.spin = 0.0
+        self.profile: dict[str, float] = {}
+        self.speed = 1.0
 
-    def charge(self, site: str, nbytes: int = 0) -> None:
-        """Account the cost of *site* (a kernel function name) on this CPU.
+    def charge(self, site: str, ns: float) -> None:
+        """Spend *ns* nanoseconds in *site* (a kernel function name).
 
-        Functional mode: free. Timed mode: advances this CPU's virtual clock by
-        the cost table's figure for *site* (plus a per-byte part).
+        Functional mode: free. Timed mode: advances this CPU's clock and books
+        the time to *site* and to the running context. (Costs from the cost
+        table are scaled by ``speed`` before they get here; stalls such as
+        cache misses are not.)
         """
+        if self.model is None:
+            return
+        self.now += ns
+        self.busy[self.ctx] += ns
+        prof = self.profile
+        prof[site] = prof.get(site, 0.0) + ns
+
+    def call(self, site: str) -> None:
+        """Pay for one call of kernel function *site* that has no Python function
+        of its own (``memcpy`` inside an inline helper). Functional mode: free.
+        """
+        model = self.model
+        if model is not None:
+            model.charge_call(self, site)
 
     def __repr__(self) -> str:
         return f"<Cpu {self.id}>"
@@ -47,13 +107,14 @@ class Cpu:
 class CpuSet:
     """The CPUs of one host; ``current`` is the one running data-path code now."""
 
-    __slots__ = ("cpus", "current")
+    __slots__ = ("cpus", "current", "model")
 
     def __init__(self, ncpus: int = 1) -> None:
         if not isinstance(ncpus, int) or ncpus < 1:
             raise ValueError(f"a host needs at least one CPU, not {ncpus!r}")
         self.cpus = tuple(Cpu(i) for i in range(ncpus))
         self.current = self.cpus[0]
+        self.model: TimedModel | None = None
 
     def __len__(self) -> int:
         return len(self.cpus)
@@ -61,8 +122,15 @@ class CpuSet:
     def __getitem__(self, i: int) -> Cpu:
         return self.cpus[i]
 
-    def run_on(self, cpu_id: int) -> Cpu:
-        """Make CPU *cpu_id* current (an entry into the data path) and return it."""
+    def run_on(self, cpu_id: int, ctx: str = "softirq") -> Cpu:
+        """Make CPU *cpu_id* current (an entry into the data path) and return it.
+
+        *ctx* is the context the code runs in (``sys`` for a system call,
+        ``softirq`` for NAPI, timers and the like); timed mode books time to it.
+        """
         cpu = self.cpus[cpu_id % len(self.cpus)]
         self.current = cpu
+        model = self.model
+        if model is not None:
+            model.switch_to(cpu, ctx)
         return cpu

@@ -11,15 +11,25 @@ raises :class:`~netstack.errors.SkbPanic` here.
 Counters follow ``/proc/lock_stat``: ``acquisitions``, ``contentions``,
 ``waittime-total``/``-max`` and ``holdtime-total``/``-max`` (seconds here).
 
+In timed mode (:mod:`netstack.cpu.timed`) the lock also remembers when its
+last holder released it (``free_at``, on that holder's clock): a CPU taking
+it earlier spins until then, and the lock word is a cache line that moves to
+each new holder.
+
 Kernel: include/linux/spinlock.h, kernel/locking/lockdep.c (lock_stat).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from netstack.cpu.cpu import Cpu
 from netstack.errors import SkbPanic
+
+if TYPE_CHECKING:
+    from netstack.cpu.cacheline import CacheLine
 
 __all__ = ["LockStat", "SpinLock"]
 
@@ -47,8 +57,11 @@ class SpinLock:
     __slots__ = (
         "acquisitions",
         "contentions",
+        "free_at",
+        "hold_start",
         "holdtime_max",
         "holdtime_total",
+        "line",
         "name",
         "owner",
         "waittime_max",
@@ -58,6 +71,13 @@ class SpinLock:
     def __init__(self, name: str) -> None:
         self.name = name
         self.owner = -1
+        self.free_at = 0.0  # timed mode: when the last holder released it (ns)
+        self.hold_start = 0.0
+        self.line: CacheLine | None = None  # timed mode: the lock word's cache line
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        """Zero the ``lock_stat`` counters (``echo 0 > /proc/lock_stat``)."""
         self.acquisitions = 0
         self.contentions = 0
         self.waittime_total = 0.0
@@ -75,9 +95,10 @@ class SpinLock:
         if self.owner != -1:
             if self.owner == cpu.id:
                 raise SkbPanic(f"spin_lock({self.name}): recursive acquisition on CPU {cpu.id}")
-            # Another CPU holds it: only possible in timed mode, whose model
-            # resolves the wait before calling here.
             self.contentions += 1
+        model = cpu.model
+        if model is not None:
+            model.spin_lock(self, cpu)
         self.owner = cpu.id
         self.acquisitions += 1
 
@@ -85,6 +106,9 @@ class SpinLock:
         """Take the lock if free; False otherwise. Kernel: spin_trylock()."""
         if self.owner != -1:
             self.contentions += 1
+            return False
+        model = cpu.model
+        if model is not None and not model.spin_trylock(self, cpu):
             return False
         self.owner = cpu.id
         self.acquisitions += 1
@@ -95,6 +119,9 @@ class SpinLock:
         if self.owner != cpu.id:
             raise SkbPanic(f"spin_unlock({self.name}) on CPU {cpu.id}, owner is {self.owner}")
         self.owner = -1
+        model = cpu.model
+        if model is not None:
+            model.spin_unlock(self, cpu)
 
     def statistics(self) -> LockStat:
         """The lock's ``lock_stat`` counters."""

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
 
+LINKTYPE_RAW: Final = 101
+
 __all__ = ["Capture"]
 
 DLT_EN10MB: Final = 1
@@ -70,7 +72,9 @@ class Capture:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("wb")
-            self._writer = dpkt.pcap.Writer(self._file, snaplen=snaplen, linktype=DLT_EN10MB)
+            # devices without a link-layer header (tunnels) capture as raw IP, as libpcap does
+            linktype = DLT_EN10MB if dev.header_ops is not None or dev.type == 772 else LINKTYPE_RAW
+            self._writer = dpkt.pcap.Writer(self._file, snaplen=snaplen, linktype=linktype)
         self._pt = PacketType(0x0003, self._tap, dev=dev, name=f"capture:{dev.name}")
         net.dev_add_pack(self._pt)
 

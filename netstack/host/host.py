@@ -22,16 +22,20 @@ from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
 from netstack.host.capture import Capture
+from netstack.iproute2 import ethtool as _ethtool
 from netstack.iproute2 import ip as _ip
 from netstack.iproute2 import sysctl as _sysctl
+from netstack.iproute2 import sysfs as _sysfs
 from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
+from netstack.tunnels import register_tunnel_modules
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
+    from netstack.cpu.timed import TimedModel
     from netstack.host.lab import Lab
     from netstack.ipv4.snmp import MibSnapshot
 
@@ -57,15 +61,17 @@ class Host:
         seed: int = 0,
         patches: Patches | None = None,
         debug_skb: bool = False,
+        timed: TimedModel | None = None,
     ) -> None:
         self.lab = lab
         self.name = name
-        net = Net(name, seed=seed, hz=hz, ncpus=cpus, patches=patches)
+        net = Net(name, seed=seed, hz=hz, ncpus=cpus, patches=patches, timed=timed)
         net.debug_skb = debug_skb
         self.net = net
         register_qdiscs(net)
         lo = loopback_net_init(net)
         inet_init(net)
+        register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
         dev_open(lo)
         self.captures: list[Capture] = []
 
@@ -101,6 +107,14 @@ class Host:
             ConfigError: with iproute2's message, on bad input.
         """
         return _ip.ip(self.net, command)
+
+    def ethtool(self, command: str) -> str:
+        """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""
+        return _ethtool.ethtool(self.net, command)
+
+    def sysfs(self, path: str) -> str:
+        """Read ``/sys/PATH``, e.g. ``host.sysfs("class/net/gre1/features")`` → ``"0x7000\\n"``."""
+        return _sysfs.sysfs(self.net, path)
 
     def sysctl(self, spec: str) -> str:
         """``sysctl NAME`` (returns the value) or ``sysctl NAME=VALUE`` (sets it)."""

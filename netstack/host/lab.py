@@ -24,11 +24,13 @@ import trio.testing
 from netstack.core.dev import dev_open
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
+from netstack.cpu.timed import TimedModel
 from netstack.drivers.nic import RxCsumMode, nic_newlink, nic_pair
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import TopologyError
 from netstack.host.host import Host, mac_for
 from netstack.host.port import Port
+from netstack.host.sites import kernel_sites
 
 __all__ = ["Lab", "Link", "open_lab", "run"]
 
@@ -48,9 +50,18 @@ class Lab:
     """A set of hosts and links. Create with :func:`open_lab`."""
 
     def __init__(
-        self, nursery: trio.Nursery, *, seed: int = 0, hz: int = 1000, debug_skb: bool = False
+        self,
+        nursery: trio.Nursery,
+        *,
+        seed: int = 0,
+        hz: int = 1000,
+        debug_skb: bool = False,
+        timed: TimedModel | None = None,
     ) -> None:
         self._nursery = nursery
+        self.timed = timed
+        if timed is not None and not timed.sites:
+            timed.add_sites(kernel_sites())
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
@@ -89,6 +100,7 @@ class Lab:
             seed=self.seed if seed is None else seed,
             patches=patches,
             debug_skb=self.debug_skb,
+            timed=self.timed,
         )
         host.net.attach(self._nursery)
         self.hosts[name] = host
@@ -195,16 +207,24 @@ class Lab:
 
 
 @contextlib.asynccontextmanager
-async def open_lab(*, seed: int = 0, hz: int = 1000, debug_skb: bool = False) -> AsyncIterator[Lab]:
+async def open_lab(
+    *,
+    seed: int = 0,
+    hz: int = 1000,
+    debug_skb: bool = False,
+    timed: TimedModel | None = None,
+) -> AsyncIterator[Lab]:
     """Open a lab; its hosts' tasks stop when the block ends.
 
     Args:
         seed: base seed of every host's RNG.
         hz: default CONFIG_HZ of the hosts.
         debug_skb: poison freed skbs so use-after-free fails loudly (tests).
+        timed: run the hosts' CPUs on this timed-mode machine
+            (:class:`netstack.cpu.timed.TimedModel`); functional mode if None.
     """
     async with trio.open_nursery() as nursery:
-        lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb)
+        lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
         try:
             yield lab
         finally:

@@ -50,6 +50,7 @@ from netstack.iproute2.ip_common import (
 from netstack.iproute2.ip_link import do_iplink
 from netstack.iproute2.ip_neigh import do_ipneigh
 from netstack.iproute2.ip_route import do_iproute
+from netstack.iproute2.ip_tunnel import do_iptunnel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -85,6 +86,8 @@ _IMPLEMENTED: Final[dict[str, Handler]] = {
     "neighbor": do_ipneigh,
     "neighbour": do_ipneigh,
     "link": do_iplink,
+    "tunnel": do_iptunnel,
+    "tunl": do_iptunnel,
 }
 _OBJECTS: Final = (
     "address",

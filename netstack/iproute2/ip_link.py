@@ -54,9 +54,11 @@ from netstack.core.netdevice import (
     IFF_UP,
     OPERSTATE_NAMES,
 )
+from netstack.core.rtnetlink import request_module, rtnl_link_ops_get
 from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
+from netstack.iproute2 import link_tunnel
 from netstack.iproute2.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
@@ -529,6 +531,8 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
     o.append(f"maxmtu {dev.max_mtu} ")
     if la.kind is not None:
         o.append(f"{opts.sl}    {la.kind} ")
+        if la.kind in link_tunnel.TUNNEL_KINDS:
+            o.append(link_tunnel.print_opt(dev))
     big_tso = dev.type == 772 or la.kind == "veth"  # loopback and veth raise tso_max_size
     tso_default = GSO_MAX_SIZE if big_tso else TSO_LEGACY_MAX_SIZE
     o.append(f"numtxqueues {dev.num_tx_queues} ")
@@ -896,6 +900,9 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
         peer_req = iplink_parse(type_args, create=True)
         if peer_req.kind is not None:
             duparg("type", peer_req.kind)
+    elif kind in link_tunnel.TUNNEL_KINDS:
+        _newlink_rtnl(net, req, link_tunnel.parse_opt(net, kind, type_args, None))
+        return
     elif type_args:
         word = type_args.peek()
         if kind in NO_PARSE_OPT_KINDS or kind not in KERNEL_KINDS:
@@ -946,6 +953,36 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
         raise
 
 
+def _newlink_rtnl(net: Net, req: LinkReq, data: object) -> None:
+    """Create a device of a kind a module registers (``rtnl_link_ops``).
+
+    Kernel: net/core/rtnetlink.c, rtnl_newlink(): look the kind up, else
+    ``request_module("rtnl-link-KIND")`` and look again; then the common
+    attributes (name, MTU, address) and the kind's own ``newlink``.
+    """
+    kind = req.kind
+    assert kind is not None
+    name = req.name
+    if name is not None and len(name.encode()) >= IFNAMSIZ:  # ifla_policy[IFLA_IFNAME]
+        raise ConfigError("Error: Attribute failed policy validation.", errno.ERANGE)
+    if name is not None and net.dev_get_by_name(name) is not None:
+        raise rtnl_error(errno.EEXIST)
+    ops = rtnl_link_ops_get(net, kind)
+    if ops is None and request_module(net, f"rtnl-link-{kind}"):
+        ops = rtnl_link_ops_get(net, kind)
+    if ops is None:
+        raise ConfigError("Error: Unknown device type.", errno.EOPNOTSUPP)
+    if req.index:
+        raise ConfigError('netstack: "ip link add ... index N" is not supported', errno.EOPNOTSUPP)
+    tb = {"mtu": req.mtu, "address": req.address}
+    dev = ops.newlink(net, name, data, tb)
+    try:
+        _configure_new(dev, attrs.evolve(req, mtu=None))
+    except ConfigError:
+        unregister_netdevice(dev)
+        raise
+
+
 def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
     """Apply a change request in the kernel's order. Kernel: do_setlink()."""
     if req.broadcast is not None and len(req.broadcast) < dev.addr_len:
@@ -981,8 +1018,13 @@ def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
 
 def _dellink(dev: NetDevice) -> None:
     """Kernel: rtnl_dellink() → rtnl_link_ops->dellink (veth_dellink takes the peer too)."""
-    if link_kind(dev) is None:
+    kind = link_kind(dev)
+    if kind is None:
         raise rtnl_error(errno.EOPNOTSUPP)
+    ops = rtnl_link_ops_get(dev.net, kind)
+    if ops is not None and ops.dellink is not None:
+        ops.dellink(dev)
+        return
     peer = dev.ops.ndo_get_peer_dev(dev)
     unregister_netdevice(dev)
     if peer is not None:
@@ -1013,6 +1055,16 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             )
         if cmd == "delete":
             _dellink(dev)
+            return
+        if req.kind is not None and req.kind in link_tunnel.TUNNEL_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            ops = rtnl_link_ops_get(net, req.kind)
+            data = link_tunnel.parse_opt(net, req.kind, args, dev)
+            if ops is None or ops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            ops.changelink(dev, data, {"mtu": req.mtu})
             return
         if req.kind is not None and (args or req.kind != link_kind(dev)):
             raise rtnl_error(errno.EOPNOTSUPP)
@@ -1046,6 +1098,8 @@ def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
     elif matches(word, "help"):
         if args and args.peek() == "veth":
             raise ConfigError(VETH_USAGE)
+        if args and args.peek() in link_tunnel.TUNNEL_KINDS:
+            raise ConfigError(link_tunnel.usage(args.peek()))
         raise ConfigError(IPLINK_USAGE)
     elif matches(word, "xstats") or matches(word, "afstats") or matches(word, "property"):
         raise ConfigError(f'netstack: "ip link {word}" is not supported', errno.EOPNOTSUPP)

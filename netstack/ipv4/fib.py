@@ -123,7 +123,9 @@ class FibNh:
         self.scope = scope
         self.flags = flags
         self.weight = 1
-        self.rth_output: Any = None  # cached output rtable (nhc_pcpu_rth_output)
+        # cached output rtables, one per CPU (nhc_pcpu_rth_output): CPUs sending
+        # to the same nexthop do not share one dst refcount
+        self.rth_output: dict[int, Any] = {}
         self.rth_input: Any = None  # cached input rtable (nhc_rth_input)
         self.exceptions: dict[int, FibNhException] = {}
 

@@ -34,6 +34,7 @@ from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
 
 if TYPE_CHECKING:
     from netstack.core.sock import Sock
+    from netstack.cpu.cacheline import CacheLine
     from netstack.ipv4.protocol import Ipv4
     from netstack.ipv4.route import Rtable
 
@@ -57,17 +58,28 @@ _I: Final = struct.Struct("!I")
 class IpIdents:
     """The hashed IP ID generator (kernel: ``ip_idents`` / ``ip_tstamps``)."""
 
-    __slots__ = ("_ipv4", "idents", "key", "tstamps")
+    __slots__ = ("_ipv4", "idents", "key", "lines", "tstamps")
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
         self.idents = [0] * IP_IDENTS_SZ
         self.tstamps = [0] * IP_IDENTS_SZ
         self.key = ipv4.net.rng.getrandbits(64)
+        # timed mode: the cache lines of the idents array (16 counters each),
+        # which every CPU sending to the same destination updates atomically
+        self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
 
     def reserve(self, daddr: int, saddr: int, protocol: int, segs: int) -> int:
         """Kernel: __ip_select_ident() → ip_idents_reserve()."""
         bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+        lines = self.lines
+        if lines is not None:
+            line = lines.get(bucket >> 4)
+            if line is None:
+                line = self._ipv4.net.cacheline("ip_idents")
+                assert line is not None
+                lines[bucket >> 4] = line
+            line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
         old = self.tstamps[bucket]
         delta = 0
@@ -386,12 +398,15 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     else:
         key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
     arp = ipv4.arp_tbl
-    n = arp.hash.get((dev.ifindex << 32) | key)
+    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
     if n is None:
         n = arp.create(key, dev)
         if n is None:
             kfree_skb(skb, DropReason.NEIGH_CREATEFAIL)
             return -22
+    line = n.line
+    if line is not None:  # timed mode: the lookup reads the entry's first line
+        line.read("ip_finish_output2")
     if skb.dst_pending_confirm:  # sock_confirm_neigh()
         sk = skb.sk
         if sk is not None:

@@ -279,7 +279,7 @@ def __mkroute_output(
         if fnhe is not None:
             rth = fnhe.rth
         else:
-            rth = nh.rth_output if rtype == RTN_UNICAST else None
+            rth = nh.rth_output.get(ipv4.net.cpus.current.id) if rtype == RTN_UNICAST else None
             do_cache = rtype == RTN_UNICAST
         if rth is not None and rth.valid() and rth.dev is dev_out and rth.rt_flags == flags:
             rth.hold()
@@ -299,7 +299,7 @@ def __mkroute_output(
         if fnhe is not None:
             fnhe.rth = rth
         else:
-            nh.rth_output = rth
+            nh.rth_output[ipv4.net.cpus.current.id] = rth
     return rth
 
 
@@ -447,8 +447,11 @@ def ip_route_input_noref(
         nh = res.nh
         rt = nh.rth_input if nh is not None else None
         if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
-            rt.refcnt += 1
+            rt.refcnt += 1  # dst_hold()
             rt.holds += 1
+            line = rt.line
+            if line is not None:
+                line.write("dst_hold", atomic=True)
         else:
             rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
             if nh is not None:  # cache it on the nexthop (do_cache)
@@ -609,15 +612,10 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     if mtu < IP_RT_MIN_PMTU:
         lock = True
         mtu = min(old_mtu, IP_RT_MIN_PMTU)
-    fnhe_exp = rt.fnhe
     now = ipv4.net.clock.jiffies
-    if (
-        rt.rt_pmtu == mtu
-        and not lock
-        and fnhe_exp is not None
-        and fnhe_exp.expires
-        and now < fnhe_exp.expires - ipv4.net.clock.hz * 300
-    ):
+    # "time_before(jiffies, dst->expires - ip_rt_mtu_expires / 2)": the route already
+    # carries this PMTU, learnt less than five minutes ago (tunnels call this per packet)
+    if rt.rt_pmtu == mtu and not lock and rt.expires and now < rt.expires - ipv4.net.clock.hz * 300:
         return
     res = ipv4.fib.lookup(daddr)
     if res is None or res.nh is None:

@@ -257,6 +257,9 @@ class UdpSock(Sock):
             if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
                 rt.refcnt += 1  # dst_hold()
                 rt.holds += 1
+                line = rt.line
+                if line is not None:
+                    line.write("dst_hold", atomic=True)
             else:
                 rt, _ = self._route(daddr, dport, True)
             saddr = self.inet_saddr

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import attrs
 import trio
 
+from netstack.core.netdevice import IFF_UP
 from netstack.errors import NetstackError
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.wire.ipv4 import ntoa
@@ -93,7 +94,8 @@ def topology(
         devs = tuple(
             DevInfo(d.name, d.kind or "device", _addrs(d), _remote(d))
             for d in host.devices
-            if d.name != "lo"
+            # lo, and the fallback devices a tunnel module brings (gre0, tunl0…: down, unused)
+            if d.name != "lo" and (d.flags & IFF_UP or _addrs(d) or _remote(d))
         )
         hosts.append(HostInfo(host.name, devs))
     links = []

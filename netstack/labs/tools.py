@@ -28,11 +28,13 @@ from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.errors import ConfigError, NetstackError
 from netstack.host.capture import Capture
 from netstack.iproute2 import sysctl as _sysctl
+from netstack.iproute2.ethtool import NETDEV_FEATURES_STRINGS, OFF_FLAG_DEF
 from netstack.iproute2.ping import ping as _ping
 from netstack.iproute2.tcpdump import TCPDUMP_USAGE, TCPDUMP_VERSION, Dumper, parse_tcpdump_args
 from netstack.ipv4 import ipv4_of
 from netstack.labs.commands import Command, CommandTable
 from netstack.labs.progress import Progress
+from netstack.wire.arp import ARPHRD_LOOPBACK
 from netstack.wire.ipv4 import aton, ntoa
 
 if TYPE_CHECKING:
@@ -91,9 +93,9 @@ async def _cmd_cat(ctx: Context, argv: list[str]) -> int:
                 status = 1
         elif path == "/proc/net/snmp":
             ctx.out(_proc_net_snmp(host))
-        elif path.startswith("/sys/") and getattr(host, "sysfs", None) is not None:
+        elif path.startswith("/sys/"):
             try:
-                ctx.out(str(host.sysfs(path[len("/sys/") :])).rstrip("\n"))  # type: ignore[attr-defined]
+                ctx.out(host.sysfs(path[len("/sys/") :]).rstrip("\n"))
             except (ConfigError, NetstackError, OSError):
                 ctx.err(f"cat: {path}: No such file or directory")
                 status = 1
@@ -279,22 +281,24 @@ async def _cmd_tcpdump(ctx: Context, argv: list[str]) -> int:
         ctx.err(f"tcpdump: {name}: That device is not up")
         return 1
     dumper = Dumper(opts, ctx.out, ctx.resolve)
+    # devices without a link-layer header (gre, ipip, sit) capture raw IP, as in their pcaps
+    raw = dev.header_ops is None and dev.type != ARPHRD_LOOPBACK
+    link = "RAW (Raw IP)" if raw else "EN10MB (Ethernet)"
     if opts.verbose or opts.write_file is not None:
         ctx.err(
-            f"tcpdump: listening on {name}, link-type EN10MB (Ethernet), "
-            f"snapshot length {opts.snaplen} bytes"
+            f"tcpdump: listening on {name}, link-type {link}, snapshot length {opts.snaplen} bytes"
         )
     else:
         ctx.err("tcpdump: verbose output suppressed, use -v[v]... for full protocol decode")
-        ctx.err(
-            f"listening on {name}, link-type EN10MB (Ethernet), "
-            f"snapshot length {opts.snaplen} bytes"
-        )
+        ctx.err(f"listening on {name}, link-type {link}, snapshot length {opts.snaplen} bytes")
     done = trio.Event()
 
     def on_frame(ts: float, frame: bytes, outgoing: bool) -> None:
         if (opts.direction == "in" and outgoing) or (opts.direction == "out" and not outgoing):
             return
+        if raw:  # the printer and filter read Ethernet: give the packet an empty header
+            etype = b"\x86\xdd" if frame[:1] and frame[0] >> 4 == 6 else b"\x08\x00"
+            frame = bytes(12) + etype + frame
         dumper.frame(ts, frame)
         if dumper.done:
             done.set()
@@ -647,9 +651,12 @@ async def _cmd_hosts(ctx: Context, argv: list[str]) -> int:
 
 
 async def _cmd_jobs(ctx: Context, argv: list[str]) -> int:
+    numbers = sorted(ctx.session.jobs)
     for job in ctx.session.jobs.values():
         state = "Running" if job.status is None else "Done"
-        ctx.out(f"[{job.number}]  {state:<24}{job.line} &")
+        # bash marks the current job (the newest) with +, the previous one with -
+        mark = "+" if job.number == numbers[-1] else "-" if job.number in numbers[-2:] else " "
+        ctx.out(f"[{job.number}]{mark}  {state:<24}{job.line} &")
     for line in ctx.session.finished_jobs():
         ctx.out(line)
     return 0
@@ -717,8 +724,16 @@ def _complete_devices(ctx: Context, words: list[str], text: str) -> list[str]:
     return [d.name for d in host.devices if d.name.startswith(text)]
 
 
-_IP_OBJECTS: Final = ("address", "link", "neighbour", "route", "help")
+_IP_OBJECTS: Final = ("address", "link", "neighbour", "route", "tunnel", "help")
 _IP_VERBS: Final = ("show", "add", "del", "set", "change", "replace", "flush", "get")
+_IP_KEYWORDS: Final = ("dev", "via", "up", "down", "mtu", "type")
+# ip tunnel add NAME mode MODE remote ADDR local ADDR …; ip link add NAME type KIND …
+_IP_TUNNEL_KEYWORDS: Final = (
+    "mode", "remote", "local", "ttl", "tos", "key", "ikey", "okey", "csum", "seq",
+    "pmtudisc", "nopmtudisc", "dev",
+)  # fmt: skip
+_IP_TUNNEL_MODES: Final = ("gre", "ipip", "sit")
+_IP_LINK_KINDS: Final = ("veth", "dummy", "gre", "gretap", "ipip", "sit")
 
 
 def _complete_ip(ctx: Context, words: list[str], text: str) -> list[str]:
@@ -727,9 +742,25 @@ def _complete_ip(ctx: Context, words: list[str], text: str) -> list[str]:
         return [o for o in _IP_OBJECTS if o.startswith(text)]
     if len(args) == 1:
         return [v for v in _IP_VERBS if v.startswith(text)]
-    return _complete_devices(ctx, words, text) + [
-        k for k in ("dev", "via", "up", "down", "mtu") if k.startswith(text)
-    ]
+    if args[-1] == "mode":
+        return [m for m in _IP_TUNNEL_MODES if m.startswith(text)]
+    if args[-1] == "type":
+        return [k for k in _IP_LINK_KINDS if k.startswith(text)]
+    keywords = _IP_TUNNEL_KEYWORDS if "tunnel".startswith(args[0]) else _IP_KEYWORDS
+    return _complete_devices(ctx, words, text) + [k for k in keywords if k.startswith(text)]
+
+
+def _complete_ethtool(ctx: Context, words: list[str], text: str) -> list[str]:
+    if not words:
+        return [o for o in ("-k", "-K") if o.startswith(text)]
+    if len(words) == 1:
+        return _complete_devices(ctx, words, text)
+    if words[0] == "-K" and len(words) % 2 == 0:  # -K DEV NAME on|off NAME on|off …
+        names = [short for short, _, _ in OFF_FLAG_DEF] + [n for n in NETDEV_FEATURES_STRINGS if n]
+        return sorted({n for n in names if n.startswith(text)})
+    if words[0] == "-K":
+        return [v for v in ("on", "off") if v.startswith(text)]
+    return []
 
 
 def _complete_tcpdump(ctx: Context, words: list[str], text: str) -> list[str]:
@@ -774,7 +805,7 @@ def default_commands() -> CommandTable:
                     usage="nstat [-a] [-z] [-n] [-r] [-s] [PATTERN ...]", linux="iproute2 nstat"),
             Command("ss", "socket statistics (UDP; TCP when it exists)", _cmd_ss,
                     usage="ss [-u] [-a] [-l] [-n]", linux="iproute2 ss"),
-            Command("cat", "read /proc/sys/…, /proc/net/snmp (and /sys/… with sysfs)",
+            Command("cat", "read /proc/sys/…, /proc/net/snmp, /sys/class/net/…",
                     _cmd_cat, usage="cat FILE ...", linux="coreutils cat"),
             Command("hostname", "print the host's name", _cmd_hostname, linux="hostname"),
             Command("udpflood", "send COUNT UDP datagrams as fast as possible (or at -r PPS)",
@@ -783,8 +814,9 @@ def default_commands() -> CommandTable:
                     usage="expect COUNTER OP VALUE", complete=_complete_expect),
             Command("tc", "show and change queueing disciplines", _front_end("tc", "tc"),
                     usage="tc [ OPTIONS ] OBJECT { COMMAND | help }", linux="iproute2 tc"),
-            Command("ethtool", "device features (ethtool -k)", _front_end("ethtool", "ethtool"),
-                    usage="ethtool -k|-K DEVNAME ...", complete=_complete_devices,
+            Command("ethtool", "show and change offload features (-k, -K)",
+                    _front_end("ethtool", "ethtool"),
+                    usage="ethtool -k|-K DEVNAME ...", complete=_complete_ethtool,
                     linux="ethtool"),
             Command("netperf", "TCP/UDP throughput tests", None,
                     missing="netperf needs TCP, which netstack does not emulate yet",

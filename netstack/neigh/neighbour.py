@@ -122,6 +122,7 @@ class Neighbour:
         "flags",
         "ha",
         "hh",
+        "line",
         "lock",
         "nud_state",
         "ops",
@@ -159,6 +160,9 @@ class Neighbour:
         self.dead = False
         self.confirm_writes = 0
         self.lock = SpinLock(f"neigh:{primary_key:#x}")
+        # timed mode: the line holding ``confirmed`` beside what lookups and
+        # the output path read (next, tbl, parms, nud_state…)
+        self.line = tbl.net.cacheline(f"neigh {tbl.key_str(primary_key)} {dev.name}")
         self.timer = tbl.net.timers.timer(lambda: neigh_timer_handler(self), "neigh")
 
     def __repr__(self) -> str:
@@ -633,12 +637,18 @@ def neigh_confirm(n: Neighbour) -> None:
     tbl = n.tbl
     net = tbl.net
     now = net.clock.jiffies
-    if net.patches.neigh_confirm_elide and n.confirmed == now:
-        tbl.confirm_skipped += 1
-        return
+    line = n.line
+    if net.patches.neigh_confirm_elide:
+        if line is not None:
+            line.read("neigh_confirm")  # "if (n->confirmed != now)"
+        if n.confirmed == now:
+            tbl.confirm_skipped += 1
+            return
     n.confirmed = now
     n.confirm_writes += 1
     tbl.confirm_writes += 1
+    if line is not None:
+        line.write("neigh_confirm")
 
 
 # ---------------------------------------------------------------------------
@@ -673,6 +683,7 @@ def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
             return -1
         skb.buf[data - hh_alen : data] = hh.hh_data[:hh_alen]
         tbl.hh_aligned_copies += 1
+        tbl.net.cpus.current.call("memcpy")  # the out-of-line copy the patch inlined
     skb.data = data - hh_len
     return dev_queue_xmit(skb)
 

@@ -147,3 +147,19 @@ def test_version_and_missing_lab(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert info.value.code == 0 and capsys.readouterr().out.startswith("netstack ")
     assert main(["run", str(tmp_path / "missing.toml")]) == 2
     assert "No such file or directory" in capsys.readouterr().err
+
+
+def test_experiment_at_the_prompt(capsys: pytest.CaptureFixture[str]) -> None:
+    """`experiment` in the shell: the list, usage errors, and a run while the lab's time stands still."""
+    assert main(["shell", "--empty", "-c", "experiment", "-c", "help experiment"]) == 0
+    out = capsys.readouterr().out
+    assert "neigh-confirm  seed 2 (2012): net: output path optimizations" in out
+    assert "experiment [--before|--after|--both] [--cpus N] [--json] [--plot FILE] NAME" in out
+    assert main(["shell", "--empty", "-c", "experiment bogus"]) == 2
+    assert "experiment: argument NAME: invalid choice: 'bogus'" in capsys.readouterr().err
+    assert main(["shell", "--empty", "-c", "experiment --cpus 99 neigh-confirm"]) == 2
+    assert "experiment: cpus must be 1..24" in capsys.readouterr().err
+    line = "experiment --after --cpus 2 --json neigh-confirm"
+    assert main(["shell", str(DEMO), "-c", line, "-c", "a ping -c 1 b"]) == 0
+    out = capsys.readouterr().out
+    assert '"experiment": "neigh-confirm"' in out and "1 packets transmitted, 1 received" in out

@@ -186,9 +186,11 @@ async def check_one(router: Router, frame: bytes) -> None:
     def forwarded(f: bytes) -> bool:
         return f[12:14] == b"\x08\x00" and sent.valid and f[26:34] == sent.ip[12:20]
 
-    out = [f for f in right if f[12:14] == b"\x08\x00"]
+    out = [f for f in right if forwarded(f)]
     out_left = [f for f in back if forwarded(f)]
+    # ICMP errors to a spoofed source on the right-hand subnet leave through eth1
     back = [f for f in back if not forwarded(f)]
+    back += [f for f in right if f[12:14] == b"\x08\x00" and not forwarded(f)]
     if frame[:6] != router.left_mac and not frame[0] & 1:  # for another host on the link
         assert delta.get("Ip:InReceives", 0) == 0, delta
         assert delta.get("drop:OTHERHOST", 0) == 1, delta
@@ -284,7 +286,8 @@ def merge_fragments(frames: list[bytes]) -> list[bytes]:
 
 def check_back(router: Router, sent: Sent, reply: bytes) -> None:
     eth = dpkt.ethernet.Ethernet(reply)
-    assert eth.src == router.left_mac
+    on_right = sent.ip[12:15] == ip4(RIGHT_IP)[:3]  # a spoofed source behind eth1
+    assert eth.src == (router.right_mac if on_right else router.left_mac)
     if eth.type == ETH_P_ARP:
         assert eth.data.op == 1, "unexpected ARP reply"
         return

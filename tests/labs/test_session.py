@@ -94,6 +94,47 @@ async def test_front_ends_of_other_branches_answer_not_available(
         )
 
 
+async def test_tunnels_ethtool_and_sysfs_at_the_prompt(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """`ip tunnel`, `ip link … type gre`, `ethtool -k/-K`, `cat /sys/…`, tcpdump on gre1."""
+    for line in (
+        "h1 ip tunnel add gre1 mode gre remote 10.0.2.2 local 10.0.1.1 key 7",
+        "h1 ip link set gre1 up",
+        "h1 ip addr add 192.168.9.1/30 dev gre1",
+        "h2 ip link add gre1 type gre remote 10.0.1.1 local 10.0.2.2 key 7",
+        "h2 ip link set gre1 up",
+        "h2 ip addr add 192.168.9.2/30 dev gre1",
+    ):
+        assert await term.run(line) == (0, ""), line
+    status, out = await term.run("h1 ip tunnel show gre1")
+    assert out == "gre1: gre/ip remote 10.0.2.2 local 10.0.1.1 ttl inherit key 7"
+    assert (await term.run("h1 ip tunnel add gre2 mode bogus"))[1] == 'Unknown tunnel mode "bogus"'
+    status, out = await term.run("h1 ethtool -k gre1")
+    assert status == 0 and out.startswith("Features for gre1:")
+    assert "tx-lockless: on [fixed]" in out.split("\n")
+    status, out = await term.run("h1 ethtool -k nosuch")
+    assert status != 0 and "No such device" in out
+    assert await term.run("h1 cat /sys/class/net/gre1/mtu") == (0, "1472")
+    assert (await term.run("h1 cat /sys/class/net/nosuch/mtu"))[0] == 1
+    status, out = await term.run("h2 tcpdump -i eth0 -c 2 -n ip proto 47 &")
+    status, out = await term.run("h1 ping -c 1 192.168.9.2")
+    assert "1 received" in out
+    out += (await term.run("wait"))[1]  # the job prints as packets come
+    assert (
+        "IP 10.0.1.1 > 10.0.2.2: GREv0, key=0x7, length 92: "
+        "IP 192.168.9.1 > 192.168.9.2: ICMP echo request, id 1, seq 1, length 64"
+    ) in out
+    s = term.session
+    assert s.complete("h1 ip ", "t") == ["tunnel"]
+    assert s.complete("h1 ip tunnel add gre3 mode ", "") == ["gre", "ipip", "sit"]
+    assert s.complete("h1 ip link add x type ", "gre") == ["gre", "gretap"]
+    assert s.complete("h1 ethtool ", "-") == ["-K", "-k"]
+    assert s.complete("h1 ethtool -k ", "gre") == ["gre0", "gre1", "gretap0"]
+    assert s.complete("h1 ethtool -K gre1 ", "gr") == ["gro"]
+    assert s.complete("h1 ethtool -K gre1 gro ", "o") == ["off", "on"]
+
+
 async def test_ping_by_host_name(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     t0 = trio.current_time()
     status, out = await term.run("h1 ping -c 3 h2")
@@ -166,7 +207,7 @@ async def test_tcpdump_job_sees_the_ping(
 async def test_kill_a_job(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     await term.run("router tcpdump -i eth1 -e &")
     status, out = await term.run("jobs")
-    assert out == "[1]  Running                 router tcpdump -i eth1 -e &"
+    assert out == "[1]+  Running                 router tcpdump -i eth1 -e &"
     await term.run("h1 ping -c 1 h2")
     status, out = await term.run("kill %1")
     assert status == 0

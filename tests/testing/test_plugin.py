@@ -51,8 +51,11 @@ async def test_routed_hosts(
 
 
 async def test_gre_sites(gre_sites: GreSites, autojump_clock: trio.testing.MockClock) -> None:
-    a1, _ra, _t, _rb, b1 = gre_sites
+    a1, ra, t, rb, b1 = gre_sites
     assert (await a1.ping(b1.addr("eth0"), count=2)).received == 2
+    assert ra.dev("gre1").statistics().tx_packets == 2  # the requests went through the tunnel
+    assert rb.dev("gre1").statistics().rx_packets == 2
+    assert t.snmp()["Ip"].ForwDatagrams == 4  # t only saw the outer packets
 
 
 def star(lab: netstack.Lab) -> dict[str, netstack.Host]:
@@ -158,14 +161,19 @@ def test_failing_test_leaves_its_pcaps(tmp_path: Path) -> None:
             pass
     """)
     )
+    # the example of docs/testing.md runs in the same session (it must pass)
+    doc = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    example = doc.split("## The pytest plugin")[1].split("```python\n")[1].split("```")[0]
+    (tmp_path / "test_doc_example.py").write_text(example)
     pcaps = tmp_path / "pcaps"
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "trio_mode=true",
-         "--netstack-capture-dir", str(pcaps), "-q", str(tmp_path / "test_x.py")],
+         "--netstack-capture-dir", str(pcaps), "-q", str(tmp_path / "test_x.py"),
+         str(tmp_path / "test_doc_example.py")],
         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
     )  # fmt: skip
     out = r.stdout
-    assert "2 failed, 1 passed" in out, out
+    assert "2 failed, 2 passed" in out, out
     assert "netstack captures" in out
     assert "tests using the lab fixture must also take autojump_clock" in out
     written = sorted(p.name for p in pcaps.rglob("*.pcap"))

@@ -1,0 +1,558 @@
+"""Timed mode: virtual CPUs that spend time, spin on locks and miss in cache.
+
+Theory of operation. In functional mode the data path costs nothing. A
+:class:`TimedModel` gives the CPUs of a lab's hosts a virtual clock each
+(``Cpu.now``, nanoseconds) and makes the data path spend time on them:
+
+* **functions** — while the model is running it watches Python calls
+  (``sys.setprofile``); a call of a function that mirrors a kernel function
+  (its docstring's ``Kernel:`` line names it) adds that function's cost from
+  the :class:`~netstack.cpu.costs.CostTable`, scaled to the hardware thread's
+  speed, to the current CPU's clock and to its profile. Functions that copy or
+  checksum data also pay per byte. Nothing is charged in functional mode:
+  there is no hook.
+* **locks** — :class:`~netstack.cpu.spinlock.SpinLock` remembers when it was
+  released (``free_at``). A CPU that takes it earlier spins until then: its
+  clock advances, the time is busy time booked to ``_raw_spin_lock``, and the
+  lock counts a contention. Taking a lock is an atomic write to its cache line.
+* **cache lines** — :class:`~netstack.cpu.cacheline.CacheLine` objects sit on
+  the fields the kernel shares between CPUs (dst refcounts, the neighbour's
+  ``confirmed``, qdisc state); a miss costs the transfer latency between the
+  two CPUs on the :class:`Machine`.
+
+Scheduling. Work enters the data path on a CPU through
+:meth:`TimedModel.switch_to` (``CpuSet.run_on``): the CPU's clock first
+catches up with Trio's clock (the gap is idle time). A task that did work
+then waits with :meth:`TimedModel.wait` until Trio's clock reaches the CPU's,
+so Trio runs every task — senders, NAPI polls, timers, links — in virtual-time
+order: whichever CPU is furthest behind runs next. A section runs whole once
+started (the granularity is one operation: a ``sendto``, a NAPI poll); a lock
+or line it touches may already carry a later CPU's mark, which that section
+then waits for. Ties are broken by CPU index (a 0.1 ps offset) so runs are
+identical; Trio's own scheduling randomness is seeded by :meth:`run`.
+
+Kernel: the costs of kernel/locking/spinlock.c, the coherence traffic that
+include/linux/cache.h layouts avoid, and perf's view of them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import CodeType, FrameType
+from typing import Any
+
+import attrs
+import trio
+
+from netstack.cpu.cacheline import CacheLine, CacheLineStat
+from netstack.cpu.costs import CostTable, default_costs
+from netstack.cpu.cpu import CONTEXTS, Cpu, CpuSet
+from netstack.cpu.spinlock import LockStat, SpinLock
+
+__all__ = ["Machine", "Thread", "TimedModel", "TimedReport"]
+
+SPIN_SITE = "_raw_spin_lock"
+_TIE_NS = 1e-4  # ns between CPUs that would wake at the same instant (CPU index order)
+
+
+@attrs.frozen
+class Machine:
+    """The hardware a timed lab runs on.
+
+    CPUs are numbered as Linux numbers them on a multi-socket SMT machine:
+    first one hardware thread of every core (socket 0's cores, then socket
+    1's…), then the second thread of every core in the same order.
+
+    Attributes:
+        name: what it is.
+        sockets, cores_per_socket, threads_per_core: the topology.
+        ghz: clock rate; costs in the table are for the reference machine's
+            ``reference_ghz`` and scale by ``reference_ghz / ghz``.
+        smt_slowdown: cost multiplier of a hardware thread whose sibling is
+            busy too (two threads share one core's execution units).
+        memory_ns: a line that no cache holds.
+        smt_ns, core_ns, socket_ns: transfer of a line from the sibling
+            thread, another core of the same socket, another socket.
+        atomic_ns: extra cost of a locked read-modify-write that hits.
+    """
+
+    name: str = "2 x Xeon E5540 (Nehalem-EP), 2.53 GHz"
+    sockets: int = 2
+    cores_per_socket: int = 4
+    threads_per_core: int = 2
+    ghz: float = 2.53
+    reference_ghz: float = 2.53
+    smt_slowdown: float = 1.6
+    memory_ns: float = 80.0
+    smt_ns: float = 5.0
+    core_ns: float = 40.0
+    socket_ns: float = 110.0
+    atomic_ns: float = 8.0
+
+    @property
+    def ncpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    def place(self, index: int) -> tuple[int, int, int]:
+        """(socket, core, thread) of CPU *index*."""
+        cores = self.sockets * self.cores_per_socket
+        core = index % cores
+        return core // self.cores_per_socket, core, index // cores
+
+    def transfer_ns(self, a: int, b: int) -> float:
+        """Moving a line from CPU *b*'s cache to CPU *a*'s."""
+        sa, ca, _ = self.place(a)
+        sb, cb, _ = self.place(b)
+        if ca == cb:
+            return self.smt_ns
+        if sa == sb:
+            return self.core_ns
+        return self.socket_ns
+
+
+@attrs.define
+class Thread:
+    """A user thread for :meth:`TimedModel.run_threads`: *count* calls of *op*
+    on CPU *cpu_id* of *cpuset*. *op* is synchronous and must not block.
+    """
+
+    cpuset: CpuSet
+    cpu_id: int
+    op: Callable[[], object]
+    count: int
+
+
+@attrs.frozen
+class CpuReport:
+    """One CPU's share of a timed run (``mpstat``-style, percent of elapsed)."""
+
+    host: str
+    cpu: int
+    user: float
+    sys: float
+    softirq: float
+    idle: float
+    spin: float  # part of sys/softirq spent spinning on locks
+
+
+@attrs.frozen
+class TimedReport:
+    """What a timed run did: time, CPUs, profile, locks, cache lines."""
+
+    elapsed_ns: float
+    cpus: tuple[CpuReport, ...]
+    profile: tuple[tuple[str, float, float], ...]  # (function, ns, percent of busy)
+    locks: tuple[LockStat, ...]
+    lines: tuple[CacheLineStat, ...]
+    busy_ns: float
+
+    def top(self, n: int = 15) -> str:
+        """The profile as ``perf top`` prints it."""
+        lines = ["  Overhead  Symbol"]
+        for name, _ns, pct in self.profile[:n]:
+            lines.append(f"  {pct:7.2f}%  [k] {name}")
+        return "\n".join(lines)
+
+    def share(self, site: str) -> float:
+        """Percent of busy time spent in *site*."""
+        for name, _ns, pct in self.profile:
+            if name == site:
+                return pct
+        return 0.0
+
+    def lock(self, name: str) -> LockStat:
+        for s in self.locks:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def line(self, name: str) -> CacheLineStat:
+        for s in self.lines:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+class TimedModel:
+    """The timed-mode machine shared by every host of a lab.
+
+    Args:
+        machine: the hardware.
+        costs: the cost table (one for every experiment).
+    """
+
+    def __init__(self, machine: Machine | None = None, costs: CostTable | None = None) -> None:
+        self.machine = machine if machine is not None else Machine()
+        self.costs = costs if costs is not None else default_costs()
+        self.cpus: list[Cpu] = []
+        self.hosts: list[tuple[str, CpuSet]] = []
+        self.current: Cpu | None = None
+        self.lines: dict[str, CacheLine] = {}
+        self.locks: dict[int, SpinLock] = {}
+        self.sites: dict[CodeType, str] = {}
+        # keyed by id(code): hashing a code object hashes its bytecode, every time
+        self._charges: dict[int, tuple[str, float]] = {}
+        self._bytes: dict[int, tuple[str, float, Callable[[Mapping[str, Any]], int]]] = {}
+        self.unknown_sites: set[str] = set()
+        self._kinds: dict[str, int] = {}
+        self.running = False
+        self.start_ns = 0.0
+        self._base_speed = 1.0
+        self._sibling: dict[int, Cpu] = {}
+        self._hooked = False
+        self._saved_profile: Any = None
+        self._hook = self._make_hook()
+
+    # -- building -------------------------------------------------------------------------
+    def add_cpus(self, host: str, cpuset: CpuSet) -> None:
+        """Give *host*'s CPUs places on the machine (in order)."""
+        if len(self.cpus) + len(cpuset) > self.machine.ncpus:
+            raise ValueError(
+                f"{host}: {len(cpuset)} CPUs do not fit: the machine has "
+                f"{self.machine.ncpus}, {len(self.cpus)} already taken"
+            )
+        cpuset.model = self
+        for cpu in cpuset.cpus:
+            cpu.model = self
+            cpu.index = len(self.cpus)
+            self.cpus.append(cpu)
+        self.hosts.append((host, cpuset))
+        self._set_speeds()
+
+    def _set_speeds(self) -> None:
+        m = self.machine
+        self._base_speed = m.reference_ghz / m.ghz
+        by_core: dict[int, list[Cpu]] = {}
+        for cpu in self.cpus:
+            by_core.setdefault(m.place(cpu.index)[1], []).append(cpu)
+            cpu.speed = self._base_speed
+        self._sibling = {}
+        for group in by_core.values():
+            for cpu in group:
+                others = [c for c in group if c is not cpu]
+                if others:
+                    self._sibling[cpu.index] = others[0]
+
+    def _smt_speed(self, cpu: Cpu) -> float:
+        """Cost multiplier of *cpu* now: slower while its sibling thread works.
+
+        A sibling that spins (``pause``) or idles leaves the core's execution
+        units to this thread; one doing real work takes its share. The share
+        of the sibling's time spent working so far weighs ``smt_slowdown``.
+        """
+        base = self._base_speed
+        sib = self._sibling.get(cpu.index)
+        if sib is None:
+            return base
+        span = sib.now - self.start_ns
+        if span <= 0:  # the sibling has not run yet
+            return base
+        work = sum(sib.busy.values()) - sib.spin
+        frac = min(1.0, max(0.0, work / span))
+        return base * (1.0 + (self.machine.smt_slowdown - 1.0) * frac)
+
+    def add_sites(self, sites: Mapping[CodeType, str]) -> None:
+        """Tell the model which Python functions mirror which kernel functions.
+
+        The composition root builds *sites* from the ``Kernel:`` lines (the
+        model cannot import the layers above it).
+        """
+        self.sites.update(sites)
+        self._charges.clear()
+        self._bytes.clear()
+        costs = self.costs
+        for code, name in self.sites.items():
+            ns = costs.functions.get(name)
+            if ns is None:
+                self.unknown_sites.add(name)
+                ns = costs.default_ns
+            self._charges[id(code)] = (name, ns)
+            per_byte = costs.per_byte.get(name)
+            if per_byte is not None:
+                self._bytes[id(code)] = (name, *per_byte)
+
+    def line(self, name: str) -> CacheLine:
+        """The cache line called *name* (created on first use)."""
+        line = self.lines.get(name)
+        if line is None:
+            line = self.lines[name] = CacheLine(self, name)
+        return line
+
+    def new_line(self, kind: str) -> CacheLine:
+        """A fresh line for one more structure of *kind* (``"a: dst #3"``)."""
+        n = self._kinds[kind] = self._kinds.get(kind, 0) + 1
+        return self.line(f"{kind} #{n}")
+
+    # -- running --------------------------------------------------------------------------
+    def switch_to(self, cpu: Cpu, ctx: str) -> None:
+        """Run data-path code on *cpu* in context *ctx* from now on.
+
+        The CPU's clock catches up with Trio's (the gap was idle), and its
+        speed is set for the section it is about to run.
+        """
+        if not self.running:
+            return
+        self.current = cpu
+        cpu.ctx = ctx
+        if not self._hooked:
+            self._hooked = True
+            sys.settrace(self._hook)
+        try:
+            t = trio.current_time() * 1e9 - cpu.index * _TIE_NS
+        except RuntimeError:  # outside Trio: no wall to catch up with
+            t = cpu.now
+        if t > cpu.now + 1e-3:
+            cpu.idle += t - cpu.now
+            cpu.now = t
+        cpu.speed = self._smt_speed(cpu)
+
+    def leave(self) -> None:
+        """The data-path section is over: stop charging until the next
+        :meth:`switch_to` (Trio's own code between sections costs nothing).
+        """
+        if self._hooked:
+            self._hooked = False
+            sys.settrace(self._saved_profile)
+        self.current = None
+
+    async def wait(self, cpu: Cpu) -> None:
+        """Sleep until Trio's clock reaches *cpu*'s (the CPU is busy until then)."""
+        self.leave()
+        await trio.sleep_until((cpu.now + cpu.index * _TIE_NS) * 1e-9)
+
+    async def run_threads(self, threads: Sequence[Thread]) -> None:
+        """Run several non-blocking threads in one task, in virtual-time order.
+
+        Equivalent to one :meth:`run_thread` task per thread, without paying a
+        Trio sleep per call: the thread whose CPU is furthest behind makes its
+        next call; Trio gets control whenever it has a task ready to run (a
+        NAPI poll a call scheduled) or a deadline due before that CPU's time.
+        """
+        heap = [
+            (t.cpuset.cpus[t.cpu_id].now, t.cpuset.cpus[t.cpu_id].index, k, t.count)
+            for k, t in enumerate(threads)
+            if t.count > 0
+        ]
+        heapq.heapify(heap)
+        costs = self.costs
+        while heap:
+            now, index, k, left = heapq.heappop(heap)
+            stats = trio.lowlevel.current_statistics()
+            if (
+                stats.tasks_runnable
+                or now * 1e-9 - trio.current_time() >= stats.seconds_to_next_deadline
+            ):
+                self.leave()
+                await trio.sleep_until((now + index * _TIE_NS) * 1e-9)
+            t = threads[k]
+            cpu = t.cpuset.cpus[t.cpu_id]
+            t.cpuset.run_on(t.cpu_id, "user")
+            cpu.charge("[user]", costs.user_ns * cpu.speed)
+            cpu.ctx = "sys"
+            cpu.charge("entry_SYSCALL_64", costs.syscall_ns * cpu.speed)
+            t.op()
+            if left > 1:
+                heapq.heappush(heap, (cpu.now, index, k, left - 1))
+        self.leave()
+
+    async def run_thread(
+        self, cpuset: CpuSet, cpu_id: int, op: Callable[[], object], count: int
+    ) -> None:
+        """A user thread pinned to CPU *cpu_id* making *count* system calls *op*.
+
+        Each call pays user-space work and the system-call entry from the cost
+        table, runs *op* (synchronous data-path code) in ``sys`` context, then
+        waits for virtual time to catch up with the CPU.
+        """
+        cpu = cpuset.cpus[cpu_id]
+        costs = self.costs
+        for _ in range(count):
+            cpuset.run_on(cpu_id, "user")
+            cpu.charge("[user]", costs.user_ns * cpu.speed)
+            cpu.ctx = "sys"
+            cpu.charge("entry_SYSCALL_64", costs.syscall_ns * cpu.speed)
+            op()
+            await self.wait(cpu)
+
+    def charge_call(self, cpu: Cpu, site: str) -> None:
+        """One call of *site* at the cost table's price (see :meth:`Cpu.call`)."""
+        if self.current is not cpu:
+            return
+        ns = self.costs.functions.get(site, self.costs.default_ns) * cpu.speed
+        cpu.charge(site, ns)
+
+    def _make_hook(self) -> Callable[[FrameType, str, object], None]:
+        """The trace function: charge the current CPU for each costed call.
+
+        Installed with ``sys.settrace`` (which reports Python calls only, not
+        C calls) and returning None, so no per-line tracing happens. It is the
+        one piece of timed mode on the hot path, hence the closure.
+        """
+        get = self._charges.get
+        get_bytes = self._bytes.get
+        model = self
+
+        def hook(frame: FrameType, event: str, arg: object) -> None:
+            code = id(frame.f_code)
+            entry = get(code)
+            if entry is None:
+                return
+            cpu = model.current
+            if cpu is None:
+                return
+            name, ns = entry
+            speed = cpu.speed
+            ns *= speed
+            extra = get_bytes(code)
+            if extra is not None:
+                ns += extra[2](frame.f_locals) * extra[1] * speed
+            cpu.now += ns
+            cpu.busy[cpu.ctx] += ns
+            prof = cpu.profile
+            prof[name] = prof.get(name, 0.0) + ns
+
+        return hook
+
+    @contextmanager
+    def measuring(self) -> Iterator[None]:
+        """Charge costs while inside; statistics start from zero on entry."""
+        self.reset()
+        try:
+            import trio._core._run as _run  # deterministic tie order in Trio's run queue
+
+            _run._r.seed(0)
+        except (ImportError, AttributeError):  # pragma: no cover - a future Trio
+            pass
+        try:
+            t = trio.current_time() * 1e9
+        except RuntimeError:
+            t = 0.0
+        for cpu in self.cpus:
+            cpu.now = max(cpu.now, t)
+        self.start_ns = t
+        self.running = True
+        self._saved_profile = sys.gettrace()
+        try:
+            yield
+        finally:
+            self.leave()
+            self.running = False
+
+    def reset(self) -> None:
+        """Zero every counter (clocks keep running)."""
+        for cpu in self.cpus:
+            cpu.busy = dict.fromkeys(CONTEXTS, 0.0)
+            cpu.idle = 0.0
+            cpu.spin = 0.0
+            cpu.profile = {}
+        for line in self.lines.values():
+            line.__init__(self, line.name)  # type: ignore[misc]
+        for lock in self.locks.values():
+            lock.reset_stats()
+
+    # -- locks ----------------------------------------------------------------------------
+    def spin_lock(self, lock: SpinLock, cpu: Cpu) -> None:
+        """*cpu* takes *lock*: spin until its holder released it, then own its line."""
+        if not self.running:
+            return
+        self.locks[id(lock)] = lock
+        wait = lock.free_at - cpu.now
+        if wait > 0:
+            lock.contentions += 1
+            lock.waittime_total += wait * 1e-9
+            lock.waittime_max = max(lock.waittime_max, wait * 1e-9)
+            cpu.spin += wait
+            cpu.charge(SPIN_SITE, wait)
+        line = lock.line
+        if line is None:
+            line = lock.line = self.line(f"lock {lock.name}")
+        line.write(SPIN_SITE, atomic=True)
+        lock.hold_start = cpu.now
+
+    def spin_trylock(self, lock: SpinLock, cpu: Cpu) -> bool:
+        """Kernel: spin_trylock(): fails while another CPU's hold lasts."""
+        if not self.running:
+            return True
+        if lock.free_at > cpu.now:
+            self.locks[id(lock)] = lock
+            lock.contentions += 1
+            return False
+        self.spin_lock(lock, cpu)
+        return True
+
+    def spin_unlock(self, lock: SpinLock, cpu: Cpu) -> None:
+        if not self.running:
+            return
+        hold = cpu.now - lock.hold_start
+        lock.holdtime_total += hold * 1e-9
+        lock.holdtime_max = max(lock.holdtime_max, hold * 1e-9)
+        lock.free_at = cpu.now
+
+    # -- reports --------------------------------------------------------------------------
+    def nearest_ns(self, index: int, holders: int) -> float:
+        """Latency of fetching a line from the nearest of *holders* (a CPU bitmask)."""
+        m = self.machine
+        return min(m.transfer_ns(index, b) for b in _bits(holders))
+
+    def farthest_ns(self, index: int, holders: int) -> float:
+        """Latency of invalidating every copy in *holders* (the farthest answers last)."""
+        m = self.machine
+        return max(m.transfer_ns(index, b) for b in _bits(holders))
+
+    def report(self) -> TimedReport:
+        """What happened since :meth:`measuring` began."""
+        end = max((c.now for c in self.cpus), default=self.start_ns)
+        elapsed = max(end - self.start_ns, 1e-9)
+        cpus = []
+        busy_total = 0.0
+        profile: dict[str, float] = {}
+        for host, cpuset in self.hosts:
+            for cpu in cpuset.cpus:
+                busy = cpu.busy
+                total_busy = sum(busy.values())
+                busy_total += total_busy
+                cpus.append(
+                    CpuReport(
+                        host,
+                        cpu.id,
+                        100 * busy["user"] / elapsed,
+                        100 * busy["sys"] / elapsed,
+                        100 * busy["softirq"] / elapsed,
+                        100 * max(0.0, elapsed - total_busy) / elapsed,
+                        100 * cpu.spin / elapsed,
+                    )
+                )
+                for k, v in cpu.profile.items():
+                    profile[k] = profile.get(k, 0.0) + v
+        ranked = sorted(profile.items(), key=lambda kv: (-kv[1], kv[0]))
+        denom = busy_total or 1.0
+        return TimedReport(
+            elapsed,
+            tuple(cpus),
+            tuple((k, v, 100 * v / denom) for k, v in ranked),
+            tuple(
+                sorted(
+                    (lk.statistics() for lk in self.locks.values()),
+                    key=lambda s: (-s.contentions, s.name),
+                )
+            ),
+            tuple(
+                sorted(
+                    (ln.statistics() for ln in self.lines.values()),
+                    key=lambda s: (-s.bounces, s.name),
+                )
+            ),
+            busy_total,
+        )
+
+
+def _bits(mask: int) -> Iterator[int]:
+    i = 0
+    while mask:
+        if mask & 1:
+            yield i
+        mask >>= 1
+        i += 1

@@ -1,0 +1,84 @@
+"""``/sys/class/net/DEV/*``: a few of a device's sysfs attributes, as ``cat`` prints them.
+
+Theory of operation: each attribute is read off the
+:class:`~netstack.core.netdevice.NetDevice` and formatted as
+net/core/net-sysfs.c formats it. ``features`` is the attribute of the 2.6.3x
+kernels (removed by 3.2, when ethtool's ``ETHTOOL_GFEATURES`` took over):
+the legacy numeric word of the device's *current* features, ``%#lx`` — so
+an ``ip tunnel add … mode gre`` device of a kernel without seed 3's fix reads
+``0x6000`` (NETNS_LOCAL|GRO) and an IPIP device ``0x7000`` (+LLTX), as in
+the seed's report.
+
+Kernel: net/core/net-sysfs.c (2.6.39 for ``features``).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.features import legacy_features_word
+from netstack.core.netdevice import IF_OPER_DOWN
+from netstack.errors import ConfigError
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+    from netstack.core.netdevice import NetDevice
+
+__all__ = ["SYSFS_NET_ATTRS", "sysfs"]
+
+OPERSTATES: Final = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
+
+
+def _mac(addr: bytes) -> str:
+    """``sysfs_format_mac``: ``%*phC``."""
+    return ":".join(f"{b:02x}" for b in addr)
+
+
+def _operstate(dev: NetDevice) -> str:
+    state = dev.operstate if dev.running else IF_OPER_DOWN
+    return OPERSTATES[state] if 0 <= state < len(OPERSTATES) else "unknown"
+
+
+def _carrier(dev: NetDevice) -> str:
+    if not dev.running:
+        raise OSError(errno.EINVAL, "Invalid argument")
+    return "1" if dev.carrier else "0"
+
+
+SYSFS_NET_ATTRS: Final[dict[str, Callable[[NetDevice], str]]] = {
+    "features": lambda d: f"{legacy_features_word(d.features):#x}",
+    "mtu": lambda d: str(d.mtu),
+    "ifindex": lambda d: str(d.ifindex),
+    "iflink": lambda d: str(d.ops.ndo_get_iflink(d)),
+    "type": lambda d: str(d.type),
+    "flags": lambda d: f"{d.flags:#x}",
+    "tx_queue_len": lambda d: str(d.tx_queue_len),
+    "address": lambda d: _mac(d.dev_addr),
+    "broadcast": lambda d: _mac(d.broadcast),
+    "addr_len": lambda d: str(d.addr_len),
+    "operstate": _operstate,
+    "carrier": _carrier,
+}
+
+
+def sysfs(net: Net, path: str) -> str:
+    """Read ``/sys/PATH`` (``class/net/DEV/ATTR``); returns the text with its newline.
+
+    Raises:
+        ConfigError: ``cat``'s message for a missing file or a failed read.
+    """
+    rel = path.removeprefix("/sys/").strip("/")
+    parts = rel.split("/")
+    full = f"/sys/{rel}"
+    if len(parts) != 4 or parts[:2] != ["class", "net"]:
+        raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+    dev = net.dev_get_by_name(parts[2])
+    attr = SYSFS_NET_ATTRS.get(parts[3])
+    if dev is None or attr is None:
+        raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+    try:
+        return attr(dev) + "\n"
+    except OSError as e:
+        raise ConfigError(f"cat: {full}: {e.strerror}", e.errno or errno.EIO) from None

@@ -1,0 +1,307 @@
+"""IPIP: IPv4 in IPv4 (RFC 2003), the ``ipip`` module.
+
+Theory of operation: an IPIP tunnel adds only an outer IPv4 header (protocol
+4, 20 bytes), so its MTU is the underlay's less 20. ``ipip_tunnel_setup``
+sets ``NETIF_F_LLTX`` unconditionally ("ipip: lockless xmit", 2.6.37), so
+every creation path — ``ip link add … type ipip`` (``ipip_newlink`` →
+``ip_tunnel_newlink``), ``ip tunnel add … mode ipip`` (SIOCADDTUNNEL on
+``tunl0`` → ``ip_tunnel_ctl`` → ``ip_tunnel_create``) and the fallback
+``tunl0`` itself — transmits without ``HARD_TX_LOCK``.
+
+Receive goes through the ``tunnel4`` chain of protocol 4: ``ipip_rcv`` looks
+the tunnel up by (remote, local) only — IPIP has no key — and says "not
+mine" when there is none, so ``tunnel4`` answers ICMP port unreachable.
+Loading the module (``rtnl-link-ipip``, ``netdev-tunl0``) creates ``tunl0``.
+
+Kernel: net/ipv4/ipip.c.
+"""
+
+from __future__ import annotations
+
+import errno
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from netstack.core.features import NETIF_F_LLTX
+from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
+from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.errors import ConfigError
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.tunnels.ip_tunnel import (
+    SIOCADDTUNNEL,
+    SIOCCHGTUNNEL,
+    IpTunnel,
+    IpTunnelNet,
+    IpTunnelOps,
+    IpTunnelParm,
+    TnlPtkInfo,
+    ip_tunnel_changelink,
+    ip_tunnel_create,
+    ip_tunnel_ctl,
+    ip_tunnel_dellink,
+    ip_tunnel_err_note,
+    ip_tunnel_init,
+    ip_tunnel_init_net,
+    ip_tunnel_lookup,
+    ip_tunnel_newlink,
+    ip_tunnel_rcv,
+    ip_tunnel_setup,
+    ip_tunnel_xmit,
+    iptunnel_handle_offloads,
+    iptunnel_pull_header,
+    pskb_inet_may_pull,
+)
+from netstack.tunnels.tunnel4 import AF_INET, XfrmTunnel, xfrm4_tunnel_register
+from netstack.wire.arp import ARPHRD_TUNNEL
+from netstack.wire.ethernet import ETH_P_IP
+from netstack.wire.icmp import (
+    ICMP_DEST_UNREACH,
+    ICMP_EXC_TTL,
+    ICMP_FRAG_NEEDED,
+    ICMP_REDIRECT,
+    ICMP_SR_FAILED,
+    ICMP_TIME_EXCEEDED,
+)
+from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["IptunParms", "ipip_init_net", "ipip_tunnel_setup"]
+
+_IPIP_KEY: Final = "ipip"
+
+
+@attrs.define
+class IptunParms:
+    """``IFLA_INFO_DATA`` of an ipip/sit link (IFLA_IPTUN_*); None = absent."""
+
+    link: int | None = None
+    local: int | None = None
+    remote: int | None = None
+    ttl: int | None = None
+    tos: int | None = None
+    proto: int | None = None
+    pmtudisc: int | None = None
+
+
+def ipip_itn_of(net: Net) -> IpTunnelNet:
+    itn = net.proto_data.get(_IPIP_KEY)
+    assert isinstance(itn, IpTunnelNet), "ipip is not loaded"
+    return itn
+
+
+class IpipOps(IpTunnelOps):
+    """Kernel: ipip_netdev_ops."""
+
+    def ndo_init(self, dev: NetDevice) -> None:
+        ipip_tunnel_init(dev)
+
+    def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
+        return ipip_tunnel_xmit(skb, dev)
+
+
+IPIP_OPS: Final = IpipOps()
+
+
+def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
+    """Shape an IPIP device; LLTX always. Kernel: net/ipv4/ipip.c, ipip_tunnel_setup()."""
+    dev.type = ARPHRD_TUNNEL
+    dev.flags = IFF_NOARP
+    dev.addr_len = 4
+    dev.hard_header_len = 0
+    dev.priv_flags |= IFF_NO_QUEUE
+    dev.features |= NETIF_F_LLTX
+    ip_tunnel_setup(dev, itn, parms)
+
+
+def ipip_tunnel_init(dev: NetDevice) -> None:
+    """``ndo_init``. Kernel: net/ipv4/ipip.c, ipip_tunnel_init()."""
+    t: IpTunnel = dev.priv
+    dev.dev_addr = t.parms.saddr.to_bytes(4, "big")
+    dev.broadcast = t.parms.daddr.to_bytes(4, "big")
+    t.tun_hlen = 0
+    t.hlen = 0
+    ip_tunnel_init(dev)
+
+
+def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
+    """``ndo_start_xmit``. Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit()."""
+    t: IpTunnel = dev.priv
+    tiph = t.parms
+    if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IP:
+        dev.stats.tx_errors += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
+    if tiph.protocol != IPPROTO_IPIP and tiph.protocol != 0:
+        dev.stats.tx_errors += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
+    iptunnel_handle_offloads(skb)
+    ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
+    return NETDEV_TX_OK
+
+
+def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
+    """Take the packet if a tunnel matches (0), else -1. Kernel: ipip_tunnel_rcv()."""
+    itn = ipip_itn_of(net)
+    buf = skb.buf
+    nh = skb.network_header
+    saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
+    daddr = int.from_bytes(buf[nh + 16 : nh + 20], "big")
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
+    if t is None:
+        return -1
+    if t.parms.protocol != ipproto and t.parms.protocol != 0:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+    tpi = TnlPtkInfo(proto=ETH_P_IP, no_key=True)
+    if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    skb.mac_header = skb.data
+    ip_tunnel_rcv(t, skb, tpi, nh)
+    return 0
+
+
+def ipip_err(net: Net, skb: SkBuff, info: int) -> int:
+    """An ICMP error quotes an IPIP packet we sent. Kernel: net/ipv4/ipip.c, ipip_err()."""
+    itn = ipip_itn_of(net)
+    buf = skb.buf
+    iph = skb.data
+    saddr = int.from_bytes(buf[iph + 12 : iph + 16], "big")
+    daddr = int.from_bytes(buf[iph + 16 : iph + 20], "big")
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, daddr, saddr, 0, no_key=True)
+    if t is None:
+        return -errno.ENOENT
+    th = skb.transport_header
+    icmp_type, code = buf[th], buf[th + 1]
+    if icmp_type == ICMP_DEST_UNREACH:
+        if code == ICMP_SR_FAILED:
+            return 0
+    elif icmp_type == ICMP_TIME_EXCEEDED:
+        if code != ICMP_EXC_TTL:
+            return 0
+    elif icmp_type != ICMP_REDIRECT:
+        return 0
+    if icmp_type == ICMP_DEST_UNREACH and code == ICMP_FRAG_NEEDED:
+        ipv4 = ipv4_of(net)
+        rt = ipv4.ip_route_output_key(Flowi4(daddr, saddr, oif=t.parms.link, proto=IPPROTO_IPIP))
+        if not isinstance(rt, int):
+            ip_rt_update_pmtu(ipv4, rt, daddr, info)  # ipv4_update_pmtu()
+            rt.release()
+        return 0
+    if icmp_type == ICMP_REDIRECT:
+        return 0
+    if t.parms.daddr == 0:
+        return -errno.ENOENT
+    if t.parms.ttl == 0 and icmp_type == ICMP_TIME_EXCEEDED:
+        return 0
+    ip_tunnel_err_note(t)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+
+def ipip_netlink_parms(data: IptunParms | None) -> IpTunnelParm:
+    """IFLA_IPTUN_* → parameters. Kernel: net/ipv4/ipip.c, ipip_netlink_parms()."""
+    p = IpTunnelParm(protocol=IPPROTO_IPIP)
+    if data is None:
+        p.frag_off = IP_DF
+        return p
+    if data.link is not None:
+        p.link = data.link
+    if data.local is not None:
+        p.saddr = data.local
+    if data.remote is not None:
+        p.daddr = data.remote
+    if data.ttl is not None:
+        p.ttl = data.ttl
+        if p.ttl:
+            p.frag_off = IP_DF
+    if data.tos is not None:
+        p.tos = data.tos
+    if data.proto is not None:
+        p.protocol = data.proto
+    if data.pmtudisc is None or data.pmtudisc:
+        p.frag_off = IP_DF
+    return p
+
+
+def ipip_tunnel_validate(data: IptunParms | None) -> None:
+    """Kernel: net/ipv4/ipip.c, ipip_tunnel_validate()."""
+    if data is not None and data.proto is not None and data.proto not in (IPPROTO_IPIP, 137, 0):
+        raise ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
+
+
+def _ipip_link_newlink(
+    net: Net, name: str | None, data: IptunParms | None, tb: dict[str, Any]
+) -> NetDevice:
+    itn = ipip_itn_of(net)
+    ipip_tunnel_validate(data)
+    dev = NetDevice(net, name or "ipip%d", IPIP_OPS, kind="ipip")
+    ipip_tunnel_setup(dev, itn)
+    ip_tunnel_newlink(dev, ipip_netlink_parms(data), tb)
+    return dev
+
+
+def _ipip_changelink(dev: NetDevice, data: IptunParms | None, tb: dict[str, Any]) -> None:
+    ipip_tunnel_validate(data)
+    ip_tunnel_changelink(dev, ipip_netlink_parms(data), tb)
+
+
+def ipip_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
+    """SIOC*TUNNEL on an IPIP device. Kernel: net/ipv4/ipip.c, ipip_tunnel_ctl()."""
+    itn: IpTunnelNet = dev.priv.itn
+    if cmd in (SIOCADDTUNNEL, SIOCCHGTUNNEL) and (
+        p.version != 4 or p.protocol not in (IPPROTO_IPIP, 137, 0) or p.ihl != 5
+    ):
+        raise OSError(errno.EINVAL, "Invalid argument")
+    if cmd in (SIOCADDTUNNEL, SIOCCHGTUNNEL) and p.frag_off & ~IP_DF:
+        raise OSError(errno.EINVAL, "Invalid argument")
+    p.i_key = p.o_key = 0
+    p.i_flags = p.o_flags = 0
+
+    def create(parms: IpTunnelParm) -> IpTunnel:
+        return ip_tunnel_create(itn, parms, IPIP_OPS, ipip_tunnel_setup)
+
+    return ip_tunnel_ctl(itn, dev, p, cmd, create)
+
+
+def ipip_init_net(net: Net) -> None:
+    """Load ``ipip`` on *net*: table, link kind, tunnel4 handler, ``tunl0``.
+
+    Kernel: net/ipv4/ipip.c, ipip_init() + ipip_init_net().
+    """
+    itn = IpTunnelNet(net, "ipip", ARPHRD_TUNNEL, ipip_tunnel_ctl)
+    net.proto_data[_IPIP_KEY] = itn
+    xfrm4_tunnel_register(
+        net,
+        XfrmTunnel(partial(ipip_tunnel_rcv_v4, net), partial(ipip_err, net), priority=1),
+        AF_INET,
+    )
+    rtnl_link_register(
+        net,
+        RtnlLinkOps(
+            "ipip",
+            _ipip_link_newlink,
+            changelink=_ipip_changelink,
+            dellink=ip_tunnel_dellink,
+            get_info=lambda d: d.priv,
+        ),
+    )
+    ip_tunnel_init_net(itn, "tunl0", IPIP_OPS, ipip_tunnel_setup)
+
+
+def ipip_tunnel_rcv_v4(net: Net, skb: SkBuff) -> int:
+    """Kernel: net/ipv4/ipip.c, ipip_rcv()."""
+    return ipip_tunnel_rcv(net, skb, IPPROTO_IPIP)

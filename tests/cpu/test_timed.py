@@ -1,0 +1,231 @@
+"""Timed mode's model on cases whose answer is known in closed form."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+import netstack
+from netstack.cpu import CpuSet, SpinLock
+from netstack.cpu.costs import FUNCTIONS, CostTable, default_costs
+from netstack.cpu.timed import Machine, Thread, TimedModel
+from netstack.host.sites import kernel_name, kernel_sites
+
+# A machine where only what a test charges costs time.
+FREE = Machine(
+    name="free",
+    sockets=1,
+    cores_per_socket=8,
+    threads_per_core=1,
+    smt_slowdown=1.0,
+    memory_ns=0.0,
+    smt_ns=0.0,
+    core_ns=0.0,
+    socket_ns=0.0,
+    atomic_ns=0.0,
+)
+NO_COSTS = CostTable(functions={}, per_byte={}, default_ns=0.0, syscall_ns=0.0, user_ns=0.0)
+
+
+def _model(machine: Machine = FREE, ncpus: int = 8) -> tuple[TimedModel, CpuSet]:
+    model = TimedModel(machine, NO_COSTS)
+    cpus = CpuSet(ncpus)
+    model.add_cpus("h", cpus)
+    return model, cpus
+
+
+def _run(fn: object) -> None:
+    trio.run(fn, clock=trio.testing.MockClock(autojump_threshold=0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("ncpus", "outside"), [(1, 0.0), (4, 0.0), (8, 0.0), (8, 300.0)])
+def test_cpus_hammering_one_lock_get_one_over_hold_time(ncpus: int, outside: float) -> None:
+    """N CPUs taking one lock of hold time h: throughput min(N/(w+h), 1/h)."""
+    hold = 100.0
+    calls = 200
+    model, cpus = _model()
+    lock = SpinLock("hammered")
+
+    def op(cpu_id: int) -> None:
+        cpu = cpus[cpu_id]
+        cpu.charge("work", outside)
+        lock.lock(cpu)
+        cpu.charge("critical", hold)
+        lock.unlock(cpu)
+
+    def thread(i: int) -> Thread:
+        return Thread(cpus, i, lambda: op(i), calls)
+
+    async def main() -> None:
+        with model.measuring():
+            await model.run_threads([thread(i) for i in range(ncpus)])
+
+    _run(main)
+    report = model.report()
+    total = ncpus * calls
+    expected_rate = min(ncpus / (outside + hold), 1 / hold)  # calls per ns
+    assert total / report.elapsed_ns == pytest.approx(expected_rate, rel=0.02)
+    stat = report.lock("hammered")
+    assert stat.acquisitions == total
+    if ncpus > 1 and outside < hold * (ncpus - 1):
+        assert stat.contentions > 0.9 * total
+        # the rest of each CPU's time is spinning, shown as _raw_spin_lock
+        spin = 1 - (outside + hold) / (ncpus * hold)
+        assert report.share("_raw_spin_lock") == pytest.approx(100 * spin, abs=1)
+    else:
+        assert stat.contentions == 0
+    assert stat.holdtime_max == pytest.approx(hold * 1e-9)
+
+
+def test_a_line_written_alternately_by_two_cpus_bounces_on_every_write() -> None:
+    machine = attrs.evolve(FREE, core_ns=50.0)
+    model, cpus = _model(machine, 2)
+    line = model.line("shared")
+
+    async def main() -> None:
+        with model.measuring():
+            for i in range(100):
+                cpus.run_on(i % 2, "sys")
+                line.write("writer")
+            model.leave()
+
+    _run(main)
+    s = line.statistics()
+    assert s.writes == 100
+    assert s.bounces == 99  # every write but the first finds it in the other cache
+    assert s.dirtying_writes == 100
+    assert s.miss_ns == pytest.approx(99 * 50.0)
+
+
+def test_a_line_read_by_everyone_and_never_written_stops_missing() -> None:
+    machine = attrs.evolve(FREE, core_ns=50.0, memory_ns=80.0)
+    model, cpus = _model(machine, 4)
+    line = model.line("read-mostly")
+
+    async def main() -> None:
+        with model.measuring():
+            for i in range(400):
+                cpus.run_on(i % 4, "sys")
+                line.read("reader")
+            model.leave()
+
+    _run(main)
+    s = line.statistics()
+    assert s.read_misses == 4  # one per CPU: after that every copy stays valid
+    assert s.bounces == 3
+
+
+def test_transfer_latency_follows_the_topology() -> None:
+    m = Machine(sockets=2, cores_per_socket=4, threads_per_core=2)
+    assert m.ncpus == 16
+    assert m.place(0) == (0, 0, 0)
+    assert m.place(4) == (1, 4, 0)
+    assert m.place(8) == (0, 0, 1)  # the second thread of core 0
+    assert m.transfer_ns(0, 8) == m.smt_ns
+    assert m.transfer_ns(0, 1) == m.core_ns
+    assert m.transfer_ns(0, 4) == m.socket_ns
+
+
+def test_a_busy_sibling_slows_a_thread_a_spinning_one_does_not() -> None:
+    machine = attrs.evolve(FREE, cores_per_socket=1, threads_per_core=2, smt_slowdown=2.0)
+    model, cpus = _model(machine, 2)
+
+    async def main() -> None:
+        with model.measuring():
+            cpus.run_on(1, "sys")
+            cpus[1].charge("sibling work", 1000.0)
+            cpus.run_on(0, "sys")
+            assert cpus[0].speed == pytest.approx(2.0)
+            # the sibling now spins for as long again: half its time is work
+            cpus.run_on(1, "sys")
+            cpus[1].spin += 1000.0
+            cpus[1].charge("_raw_spin_lock", 1000.0)
+            cpus.run_on(0, "sys")
+            assert cpus[0].speed == pytest.approx(1.5)
+            model.leave()
+
+    _run(main)
+
+
+def test_time_waiting_for_work_is_idle() -> None:
+    model, cpus = _model(FREE, 1)
+
+    async def main() -> None:
+        with model.measuring():
+            for _ in range(10):
+                cpus.run_on(0, "sys")
+                cpus[0].charge("work", 1000.0)
+                await model.wait(cpus[0])
+                await trio.sleep(3e-6)  # nothing to do for 3 µs
+            model.leave()
+
+    _run(main)
+    cpu = model.cpus[0]
+    assert cpu.busy["sys"] == pytest.approx(10_000.0)
+    assert cpu.idle == pytest.approx(9 * 3_000.0)  # the gaps between the calls
+    assert model.report().cpus[0].idle == pytest.approx(100 * 27 / 37)
+
+
+def test_functional_mode_has_no_model_and_no_lines() -> None:
+    cpus = CpuSet(2)
+    assert cpus.model is None and cpus[0].model is None
+    lock = SpinLock("x")
+    lock.lock(cpus[0])
+    lock.unlock(cpus[0])
+    assert lock.statistics().acquisitions == 1
+    assert lock.line is None
+
+
+def test_kernel_names_come_from_the_docstrings() -> None:
+    assert kernel_name("Send.\n\nKernel: net/core/dev.c, __dev_queue_xmit().") == (
+        "__dev_queue_xmit"
+    )
+    assert kernel_name("Kernel: ip_make_skb() / __ip_make_skb().") == "ip_make_skb"
+    assert kernel_name("no kernel here") is None
+    names = set(kernel_sites().values())
+    for fn in ("udp_sendmsg", "__dev_queue_xmit", "neigh_hh_output", "ip_finish_output2"):
+        assert fn in names
+
+
+def test_every_costed_function_exists() -> None:
+    """A typo in the cost table would silently cost nothing."""
+    names = set(kernel_sites().values()) | {"memcpy"}  # memcpy: charged by Cpu.call
+    assert not set(FUNCTIONS) - names
+    assert default_costs().functions == FUNCTIONS
+
+
+async def _udp_to_dummy(model: TimedModel, calls: int) -> None:
+    async with netstack.open_lab(timed=model) as lab:
+        a = lab.add_host("a", cpus=4)
+        a.ip("link add dummy0 type dummy")
+        a.ip("link set dummy0 up")
+        a.ip("addr add 10.0.0.1/24 dev dummy0")
+        a.ip("neigh add 10.0.0.2 lladdr 02:00:00:00:00:02 dev dummy0 nud permanent")
+        socks = []
+        for _ in range(4):
+            s = a.socket()
+            await s.bind(("10.0.0.1", 0))
+            socks.append(s.sock)
+        payload = b"x" * 200
+
+        def sender(i: int) -> Thread:
+            sk = socks[i]
+            return Thread(a.net.cpus, i, lambda: sk.sendmsg(payload, (0x0A000002, 9), 0), calls)
+
+        with model.measuring():
+            await model.run_threads([sender(i) for i in range(4)])
+
+
+def test_the_same_run_gives_the_same_numbers() -> None:
+    reports = []
+    for _ in range(2):
+        model = TimedModel(Machine())
+        netstack.run(_udp_to_dummy, model, 50)
+        reports.append(model.report())
+    assert reports[0] == reports[1]
+    r = reports[0]
+    assert r.elapsed_ns > 0
+    assert r.share("udp_sendmsg") > 0
+    assert sum(c.sys for c in r.cpus) > 0
