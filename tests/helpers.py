@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import netstack
+from netstack.core.netdevice import NetDevice
+from netstack.core.skbuff import SkBuff, alloc_skb
 from netstack.ipv4 import ipv4_of
+from netstack.wire import ethernet as eth
+from netstack.wire import ipv4, udp
+from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP
 from netstack.wire.ipv4 import aton
 
 
@@ -13,8 +18,51 @@ def add_addr(host: netstack.Host, dev: str, cidr: str) -> None:
     ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen or 32))
 
 
-def build_sites(lab: netstack.Lab, gre_opts: str, how: str = "link") -> dict[str, netstack.Host]:
-    """Two sites joined by GRE across a router.
+def udp_skb(
+    src: str = "10.0.0.1",
+    dst: str = "10.0.0.2",
+    sport: int = 1000,
+    dport: int = 9,
+    payload: int = 100,
+    *,
+    tos: int = 0,
+    priority: int = 0,
+    dev: NetDevice | None = None,
+) -> SkBuff:
+    """An Ethernet/IPv4/UDP frame as a qdisc sees it (``data`` at the MAC header).
+
+    The IP header carries a valid checksum, so ECN marking can be checked
+    against it; the UDP checksum is left 0 (none).
+    """
+    ip_len = 20 + 8 + payload
+    skb = alloc_skb(ETH_HLEN + ip_len, headroom=32)
+    skb.put(ETH_HLEN + ip_len)
+    skb.reset_mac_header()
+    eth.pack_into(skb.buf, skb.data, eth.EthHdr(b"\x02" * 6, b"\x04" * 6, ETH_P_IP))
+    nh = skb.data + ETH_HLEN
+    skb.network_header = nh
+    skb.transport_header = nh + 20
+    hdr = ipv4.IpHdr(4, 5, tos, ip_len, 1, 0, 64, 17, 0, aton(src), aton(dst))
+    ipv4.pack_into(skb.buf, nh, hdr, fill_check=True)
+    udp.pack_into(skb.buf, nh + 20, udp.UdpHdr(sport, dport, 8 + payload, 0))
+    skb.protocol = ETH_P_IP
+    skb.priority = priority
+    skb.dev = dev  # whose Net counts the drop reasons
+    return skb
+
+
+def dummy_host(lab: netstack.Lab, name: str = "h") -> netstack.Host:
+    """A host with ``dummy0`` left down: a qdisc grafted on it sits still, so a
+    test can enqueue and dequeue by hand (nothing transmits behind its back)."""
+    host = lab.add_host(name)
+    host.ip("link add dummy0 type dummy")
+    return host
+
+
+def build_sites(
+    lab: netstack.Lab, gre_opts: str, how: str = "link", kind: str = "gre"
+) -> dict[str, netstack.Host]:
+    """Two sites joined by a GRE (or *kind*: ipip) tunnel across a router.
 
     s1 (10.1.0.1) ─ gw1 ═ gre1 over 192.0.2.0/24 ─ r ─ 198.51.100.0/24 ═ gw2 ─ s2 (10.2.0.1);
     *gre_opts* are appended to both gateways' ``ip link add``/``ip tunnel add`` (*how*).
@@ -43,9 +91,9 @@ def build_sites(lab: netstack.Lab, gre_opts: str, how: str = "link") -> dict[str
         (gw2, "198.51.100.2", "192.0.2.1", "10.1.0.0/24"),
     ):
         if how == "link":
-            gw.ip(f"link add gre1 type gre remote {remote} local {local} {gre_opts}")
+            gw.ip(f"link add gre1 type {kind} remote {remote} local {local} {gre_opts}")
         else:
-            gw.ip(f"tunnel add gre1 mode gre remote {remote} local {local} {gre_opts}")
+            gw.ip(f"tunnel add gre1 mode {kind} remote {remote} local {local} {gre_opts}")
         gw.ip("link set gre1 up")
         gw.ip(f"route add {net_} dev gre1")
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}

@@ -235,31 +235,61 @@ def unregister_netdevice(dev: NetDevice) -> None:
 # ---------------------------------------------------------------------------
 
 
-def qdisc_create_dflt(dev: NetDevice, index: int, kind: str, parent: int = TC_H_ROOT) -> Qdisc:
-    """Create a default qdisc of *kind* on tx queue *index*. Kernel: qdisc_create_dflt()."""
+def qdisc_create_dflt(
+    dev: NetDevice, index: int, kind: str, parent: int = TC_H_ROOT
+) -> Qdisc | None:
+    """Create and initialise (without options) a qdisc of *kind* on tx queue *index*;
+    None if the kind is unknown or refuses to start without options.
+
+    Kernel: net/sched/sch_generic.c, qdisc_create_dflt().
+    """
     net = dev.net
     txq = dev.get_tx_queue(index)
-    if kind == "noqueue":
-        return NoqueueQdisc(net, txq)
     factory = net.qdisc_ops.get(kind)
     if factory is None:
-        # A Net built without the sched layer (a component test): no queue.
-        return NoqueueQdisc(net, txq)
-    return factory(net, txq, 0, parent)
+        # "noqueue" is builtin; a Net built without the sched layer has no other kind.
+        return NoqueueQdisc(net, txq, 0, parent) if kind == "noqueue" else None
+    q = factory(net, txq, 0, parent)
+    try:
+        q.init(None)
+    except ConfigError:
+        q.destroy()
+        return None
+    return q
 
 
 def attach_default_qdiscs(dev: NetDevice) -> None:
-    """Attach the default root qdisc. Kernel: attach_default_qdiscs()."""
-    kind = "noqueue" if dev.priv_flags & IFF_NO_QUEUE else dev.net.default_qdisc
-    root: Qdisc | None = None
-    for i, txq in enumerate(dev.tx_queues):
-        q = qdisc_create_dflt(dev, i, kind)
-        if dev.num_tx_queues == 1:
-            q.flags |= TCQ_F_ONETXQUEUE | TCQ_F_NOPARENT
-        txq.qdisc_sleeping = q
-        root = root or q
-    if root is not None:
-        dev.qdisc = root
+    """Attach the default root qdisc: noqueue for ``IFF_NO_QUEUE`` devices, else
+    ``net.core.default_qdisc``; if that cannot start, fall back to noqueue.
+
+    Kernel: net/sched/sch_generic.c, attach_default_qdiscs() / attach_one_default_qdisc().
+    """
+    net = dev.net
+    default = net.default_qdisc
+    kinds = ("noqueue",) if dev.priv_flags & IFF_NO_QUEUE else (default, "noqueue")
+    for kind in kinds:
+        root: Qdisc | None = None
+        made: list[Qdisc] = []
+        for i in range(dev.num_tx_queues):
+            q = qdisc_create_dflt(dev, i, kind)
+            if q is None:
+                break
+            if dev.num_tx_queues == 1:
+                q.flags |= TCQ_F_ONETXQUEUE | TCQ_F_NOPARENT
+            made.append(q)
+            root = root or q
+        if root is not None and len(made) == dev.num_tx_queues:
+            for txq, q in zip(dev.tx_queues, made, strict=True):
+                txq.qdisc_sleeping = q
+            root.refcnt += 1  # dev->qdisc holds a reference too
+            dev.qdisc = root
+            return
+        for q in made:
+            q.destroy()
+        dev.log.warning(
+            "default_qdisc_fail",
+            msg=f"{dev.name}: default qdisc ({default}) fail, fallback to noqueue",
+        )
 
 
 def dev_activate(dev: NetDevice) -> None:
@@ -490,6 +520,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
+        skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
     else:
         txq = dev._tx[netdev_pick_tx(dev, skb)]
         skb.queue_mapping = txq.index
@@ -558,7 +589,10 @@ def net_tx_action(net: Net) -> int:
             q = queue.popleft()
             root_lock = q.lock
             if root_lock.trylock(cpu):
-                q.state_sched = False
+                q.state_sched = False  # clear_bit(__QDISC_STATE_SCHED)
+                line = q.state_line
+                if line is not None:
+                    line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
                 ran += 1

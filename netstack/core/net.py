@@ -3,12 +3,12 @@
 Theory of operation: everything a host's stack owns hangs off its Net —
 devices by name and ifindex, the ``ptype`` handler tables that protocols
 register into, the offload table, the sysctl tree, per-CPU softnet data, the
-timer base, the registry of qdisc kinds, the seeded RNG, the logger, the
-:class:`~netstack.core.patches.Patches` and the per-reason drop counters.
+timer bases (jiffies and hrtimers), the registry of qdisc kinds, the seeded
+RNG, the logger, the :class:`~netstack.core.patches.Patches` and the per-reason drop counters.
 Nothing is registered at import time: the host's composition root builds a Net
 and lets each layer register itself (``dev_add_pack``, ``register_qdisc``…).
 
-Tasks: a Net runs its timer task, its NET_TX task and every NAPI instance in
+Tasks: a Net runs its timer tasks, its NET_TX task and every NAPI instance in
 the nursery given to :meth:`Net.attach`; tasks started before that are held
 until then.
 
@@ -19,6 +19,7 @@ Kernel: include/net/net_namespace.h (struct net), net/core/dev.c
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -28,12 +29,14 @@ import attrs
 import structlog
 import trio
 
+from netstack.core.hrtimer import HrTimerBase
 from netstack.core.patches import Patches
 from netstack.core.qdisc import NoopQdisc, Qdisc
 from netstack.core.skbuff import DropReason, SkBuff
 from netstack.core.sysctl import SysctlTable
 from netstack.core.timer import TimerBase
 from netstack.cpu import Clock, CpuSet
+from netstack.errors import ConfigError
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -158,6 +161,7 @@ class Net:
         self.drop_reasons: collections.Counter[DropReason] = collections.Counter()
         self.softnet = [SoftnetData(i) for i in range(ncpus)]
         self.timers = TimerBase(self)
+        self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
         # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
         self.ipv4: Any = None
@@ -188,12 +192,23 @@ class Net:
         s.register_int("net.core.dev_weight_tx_bias", self, "dev_weight_tx_bias", minimum=1)
         s.register_int("net.core.netdev_max_backlog", self, "netdev_max_backlog", minimum=0)
         s.register_int("net.core.netdev_budget", self, "netdev_budget", minimum=0)
-        s.register_str(
-            "net.core.default_qdisc", self, "default_qdisc", check=lambda k: k in self.qdisc_ops
-        )
+        s.register("net.core.default_qdisc", lambda: self.default_qdisc, self._set_default_qdisc)
         for name in ("rmem_default", "rmem_max", "wmem_default", "wmem_max"):
             s.register_int(f"net.core.{name}", self, name, minimum=256)
         s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
+
+    def _set_default_qdisc(self, text: str) -> None:
+        """The qdisc kind new devices get; an unknown kind is ENOENT.
+
+        Kernel: net/core/sysctl_net_core.c, set_default_qdisc() / qdisc_set_default().
+        """
+        kind = text.strip()
+        if kind not in self.qdisc_ops:
+            raise ConfigError(
+                'sysctl: setting key "net.core.default_qdisc": No such file or directory',
+                errno.ENOENT,
+            )
+        self.default_qdisc = kind
 
     def cacheline(self, kind: str) -> CacheLine | None:
         """A new cache line for a shared kernel structure; None in functional mode."""
@@ -209,6 +224,7 @@ class Net:
         from netstack.core.dev import net_tx_action_task
 
         nursery.start_soon(self.timers.run, name=f"{self.name}/timers")
+        nursery.start_soon(self.hrtimers.run, name=f"{self.name}/hrtimers")
         nursery.start_soon(net_tx_action_task, self, name=f"{self.name}/net_tx")
         pending, self._pending = self._pending, []
         for fn, name in pending:

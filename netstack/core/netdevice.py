@@ -45,6 +45,8 @@ __all__ = [
     "NETDEV_TX_BUSY",
     "NETDEV_TX_OK",
     "DevStats",
+    "EthtoolChannels",
+    "EthtoolOps",
     "HeaderOps",
     "NetDevice",
     "NetDeviceOps",
@@ -147,6 +149,61 @@ DEFAULT_TX_QUEUE_LEN: Final = 1000
 def dev_xmit_complete(rc: int) -> bool:
     """True if the driver consumed the skb. Kernel: dev_xmit_complete()."""
     return rc < NET_XMIT_MASK
+
+
+@attrs.frozen
+class EthtoolChannels:
+    """Channel counts (kernel: ``struct ethtool_channels``); 0 = none of that kind."""
+
+    max_rx: int = 0
+    max_tx: int = 0
+    max_other: int = 0
+    max_combined: int = 0
+    rx_count: int = 0
+    tx_count: int = 0
+    other_count: int = 0
+    combined_count: int = 0
+
+
+class EthtoolOps:
+    """A driver's ethtool callbacks (kernel: ``struct ethtool_ops``).
+
+    The defaults behave as NULL ops: ethtool gets ``EOPNOTSUPP``. Drivers
+    that can raise :class:`~netstack.errors.ConfigError` with the kernel's
+    extack message.
+    """
+
+    supports_channels = False
+    supports_rxfh = False
+    supports_stats = False
+
+    def get_channels(self, dev: NetDevice) -> EthtoolChannels:
+        """Kernel: ethtool_ops.get_channels."""
+        raise NotImplementedError
+
+    def set_channels(self, dev: NetDevice, ch: EthtoolChannels) -> None:
+        """Kernel: ethtool_ops.set_channels (counts already checked against the maxima)."""
+        raise NotImplementedError
+
+    def get_rxfh(self, dev: NetDevice) -> tuple[list[int], bytes]:
+        """The indirection table and hash key. Kernel: ethtool_ops.get_rxfh."""
+        raise NotImplementedError
+
+    def set_rxfh(self, dev: NetDevice, indir: list[int] | None, key: bytes | None) -> None:
+        """Kernel: ethtool_ops.set_rxfh (``None`` = unchanged; ``[]`` = the default table)."""
+        raise NotImplementedError
+
+    def get_rxfh_fields(self, dev: NetDevice, flow: str) -> int:
+        """RXH_* bits hashed for *flow* ("tcp4"…). Kernel: get_rxnfc(ETHTOOL_GRXFH)."""
+        raise NotImplementedError
+
+    def set_rxfh_fields(self, dev: NetDevice, flow: str, fields: int) -> None:
+        """Kernel: set_rxnfc(ETHTOOL_SRXFH)."""
+        raise NotImplementedError
+
+    def get_ethtool_stats(self, dev: NetDevice) -> list[tuple[str, int]]:
+        """``ethtool -S``: names (get_strings) and values (get_ethtool_stats)."""
+        raise NotImplementedError
 
 
 class NetDeviceOps:
@@ -326,6 +383,7 @@ class NetdevQueue:
         "qdisc",
         "qdisc_sleeping",
         "state",
+        "state_line",
         "trans_start",
         "tx_bytes",
         "tx_packets",
@@ -341,6 +399,9 @@ class NetdevQueue:
         self.xmit_lock_owner = -1
         self.trans_start = 0
         self.state = 0
+        # timed mode: the line holding ``state`` (XOFF bits), read by every
+        # transmit and flipped atomically by the driver's stop/wake and BQL
+        self.state_line = dev.net.cacheline("txq state")
         self.dql = Dql(dev.net.clock)
         self.tx_packets = 0
         self.tx_bytes = 0
@@ -352,6 +413,9 @@ class NetdevQueue:
 def netif_tx_stop_queue(txq: NetdevQueue) -> None:
     """The driver stops the queue (ring full). Kernel: netif_tx_stop_queue()."""
     txq.state |= QUEUE_STATE_DRV_XOFF
+    line = txq.state_line
+    if line is not None:
+        line.write("netif_tx_stop_queue", atomic=True)  # set_bit()
 
 
 def netif_tx_queue_stopped(txq: NetdevQueue) -> bool:
@@ -366,6 +430,9 @@ def netif_xmit_stopped(txq: NetdevQueue) -> bool:
 
 def netif_xmit_frozen_or_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_xmit_frozen_or_stopped()."""
+    line = txq.state_line
+    if line is not None:
+        line.read("netif_xmit_frozen_or_stopped")
     return bool(txq.state & QUEUE_STATE_ANY_XOFF_OR_FROZEN)
 
 
@@ -379,6 +446,9 @@ def netif_tx_wake_queue(txq: NetdevQueue) -> None:
     """The driver has room again: clear XOFF and run the qdisc. Kernel: netif_tx_wake_queue()."""
     if txq.state & QUEUE_STATE_DRV_XOFF:
         txq.state &= ~QUEUE_STATE_DRV_XOFF
+        line = txq.state_line
+        if line is not None:
+            line.write("netif_tx_wake_queue", atomic=True)  # test_and_clear_bit()
         txq.qdisc.netif_schedule()
 
 
@@ -397,6 +467,9 @@ def netdev_tx_sent_queue(txq: NetdevQueue, nbytes: int) -> None:
     if dql.avail() >= 0:
         return
     txq.state |= QUEUE_STATE_STACK_XOFF
+    line = txq.state_line
+    if line is not None:
+        line.write("netdev_tx_sent_queue", atomic=True)  # set_bit()
 
 
 def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
@@ -412,6 +485,9 @@ def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
         return
     if txq.state & QUEUE_STATE_STACK_XOFF:
         txq.state &= ~QUEUE_STATE_STACK_XOFF
+        line = txq.state_line
+        if line is not None:
+            line.write("netdev_tx_completed_queue", atomic=True)  # test_and_clear_bit()
         netif_schedule_queue(txq)
 
 
@@ -437,6 +513,7 @@ class NetDevice:
         self.kind = kind  # rtnl_link_ops->kind ("veth", "dummy"…)
         self.ops = ops
         self.header_ops: HeaderOps | None = None
+        self.ethtool_ops: EthtoolOps | None = None
         self.ifindex = 0
         self.iflink = 0
         self.type = 1  # ARPHRD_ETHER
@@ -476,6 +553,7 @@ class NetDevice:
         self.stats = DevStats()
         self.num_tx_queues = num_tx_queues
         self.real_num_tx_queues = num_tx_queues
+        self.num_rx_queues = 1
         self._tx: list[NetdevQueue] = []
         self.qdisc: Qdisc = net.noop_qdisc  # root qdisc as `ip link` shows it
         self.napi_list: list[Napi] = []

@@ -17,20 +17,34 @@ hold, bounded by ``dql_avail``; ``qdisc_validate_unlocked`` (3.18, Eric
 Dumazet) moves ``validate_xmit_skb_list`` from under the root lock (where the
 bulk-dequeue series had put it, in ``dequeue_skb``) to after its release.
 
+A qdisc tree: a classful qdisc (prio, tbf, netem) owns classes, each with a
+child qdisc (its *leaf*); a child's ``parent`` is its class id
+(``major:minor``), the root's is ``TC_H_ROOT``. The class operations
+(``Qdisc_class_ops``: find, leaf, graft, walk, dump) are methods prefixed
+``cl_``. A child that drops or loses packets outside its parent's enqueue
+tells its ancestors with :func:`qdisc_tree_reduce_backlog`, so every level's
+``qlen``/``backlog`` stays the sum of what is queued below it. Timers of
+shaping disciplines go through a :class:`QdiscWatchdog`, an hrtimer that
+reschedules the *root* qdisc on NET_TX when it fires.
+
 Why this lives in ``core`` and not ``sched``: ``dev.c`` and ``sch_generic.c``
 call each other in the kernel (``__dev_xmit_skb`` ↔ ``sch_direct_xmit`` ↔
 ``validate_xmit_skb_list``/``dev_hard_start_xmit``), and ``core`` may not import
 ``sched``. So ``core`` owns ``struct Qdisc``, the run loop and the builtin
 ``noop``/``noqueue`` disciplines; ``sched`` holds the disciplines users pick
-(pfifo_fast, …) and registers them per Net (kernel: ``register_qdisc``).
+(pfifo_fast, …) and the ``tc`` API (``sch_api``), registered per Net (kernel:
+``register_qdisc``).
 
-Kernel: include/net/sch_generic.h, net/sched/sch_generic.c, net/core/dev.c.
+Kernel: include/net/sch_generic.h, net/sched/sch_generic.c, net/sched/sch_api.c
+(qdisc_lookup, qdisc_tree_reduce_backlog, qdisc_watchdog), net/core/dev.c.
 """
 
 from __future__ import annotations
 
+import errno
 from collections import deque
-from typing import TYPE_CHECKING, ClassVar, Final
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
@@ -45,22 +59,42 @@ from netstack.core.netdevice import (
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb, kfree_skb_list
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb_list
 from netstack.cpu import SpinLock
+from netstack.errors import ConfigError
 
 if TYPE_CHECKING:
+    from netstack.core.hrtimer import HrTimer
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice, NetdevQueue
 
 __all__ = [
     "TCQ_F_BUILTIN",
     "TCQ_F_CAN_BYPASS",
+    "TCQ_F_INVISIBLE",
     "TCQ_F_NOPARENT",
     "TCQ_F_ONETXQUEUE",
+    "TC_H_INGRESS",
+    "TC_H_MAJ",
+    "TC_H_MAKE",
+    "TC_H_MIN",
     "TC_H_ROOT",
+    "TC_H_UNSPEC",
+    "ClassStats",
     "NoopQdisc",
     "NoqueueQdisc",
     "Qdisc",
     "QdiscStats",
+    "QdiscWatchdog",
+    "net_xmit_drop_count",
+    "qdisc_dequeue_internal",
+    "qdisc_dequeue_peeked",
+    "qdisc_lookup",
+    "qdisc_peek_dequeued",
+    "qdisc_pkt_len",
+    "qdisc_purge_queue",
+    "qdisc_reset",
     "qdisc_run",
+    "qdisc_tree",
+    "qdisc_tree_reduce_backlog",
 ]
 
 TCQ_F_BUILTIN: Final = 1
@@ -70,10 +104,46 @@ TCQ_F_MQROOT: Final = 8
 TCQ_F_ONETXQUEUE: Final = 0x10
 TCQ_F_CPUSTATS: Final = 0x20
 TCQ_F_NOPARENT: Final = 0x40
+TCQ_F_INVISIBLE: Final = 0x80
+TCQ_F_NOLOCK: Final = 0x100
+TCQ_F_OFFLOADED: Final = 0x200
+TCQ_F_WARN_NONWC: Final = 1 << 16
 
 TC_H_ROOT: Final = 0xFFFFFFFF
 TC_H_UNSPEC: Final = 0
+TC_H_INGRESS: Final = 0xFFFFFFF1
+TC_H_CLSACT: Final = TC_H_INGRESS
+TC_H_MAJ_MASK: Final = 0xFFFF0000
+TC_H_MIN_MASK: Final = 0x0000FFFF
 TC_PRIO_MAX: Final = 15
+
+# enqueue return flags above NET_XMIT_MASK (include/linux/netdevice.h: __NET_XMIT_*;
+# the leading underscores dropped: Python mangles them inside class bodies)
+NET_XMIT_STOLEN: Final = 0x00010000
+NET_XMIT_BYPASS: Final = 0x00020000
+
+
+def TC_H_MAJ(h: int) -> int:
+    """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MAJ()."""
+    return h & TC_H_MAJ_MASK
+
+
+def TC_H_MIN(h: int) -> int:
+    """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MIN()."""
+    return h & TC_H_MIN_MASK
+
+
+def TC_H_MAKE(maj: int, minor: int) -> int:
+    """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MAKE()."""
+    return (maj & TC_H_MAJ_MASK) | (minor & TC_H_MIN_MASK)
+
+
+def net_xmit_drop_count(rc: int) -> bool:
+    """Did the enqueue that returned *rc* drop a packet (not steal it)?
+
+    Kernel: include/net/sch_generic.h, net_xmit_drop_count().
+    """
+    return not rc & NET_XMIT_STOLEN
 
 
 @attrs.frozen
@@ -96,35 +166,73 @@ class QdiscStats:
     validations_unlocked: int  # … and after it was released (qdisc_validate_unlocked)
 
 
+@attrs.frozen
+class ClassStats:
+    """``tc -s class`` counters of one class, and its discipline's class xstats."""
+
+    bytes: int = 0
+    packets: int = 0
+    qlen: int = 0
+    backlog: int = 0
+    drops: int = 0
+    requeues: int = 0
+    overlimits: int = 0
+    xstats: Any = None
+    has_basic: bool = True  # the class reports Sent bytes/packets (gnet_stats_copy_basic)
+    has_queue: bool = True  # … and queue counters (gnet_stats_copy_queue)
+
+
+@attrs.frozen
+class ClassDump:
+    """What ``tc class show`` learns about one class (``tcmsg`` + options)."""
+
+    classid: int  # tcm_handle
+    parent: int  # tcm_parent
+    leaf: int  # tcm_info: the handle of the class's child qdisc
+    options: Any = None
+
+
 class Qdisc:
     """A queueing discipline (kernel: ``struct Qdisc`` + its ``Qdisc_ops``).
 
     Subclasses implement :meth:`enqueue`, :meth:`dequeue`, :meth:`peek` and
-    :meth:`reset` with their discipline; this base holds the generic state:
-    the root lock, busylock, running flag, ``gso_skb`` requeue slot and the
+    :meth:`reset` with their discipline, :meth:`init`/:meth:`change` for their
+    options (``TCA_OPTIONS``, a value from :mod:`netstack.sched.pkt_sched`)
+    and :meth:`dump` to report them. This base holds the generic state: the
+    root lock, busylock, running flag, the ``gso_skb`` slot (requeued skbs of
+    a root, or the skb a parent peeked at), the reference count and the
     counters.
     """
 
     kind: ClassVar[str] = ""
     can_enqueue: ClassVar[bool] = True  # False: the kernel's q->enqueue == NULL
     static_flags: ClassVar[int] = 0
+    classful: ClassVar[bool] = False  # has Qdisc_class_ops
+    has_change: ClassVar[bool] = False  # has Qdisc_ops.change
 
     def __init__(
         self, net: Net, dev_queue: NetdevQueue | None, handle: int = 0, parent: int = TC_H_ROOT
     ) -> None:
+        """Kernel: net/sched/sch_generic.c, qdisc_alloc()."""
         self.net = net
         self.dev_queue = dev_queue
         self.handle = handle
         self.parent = parent
         self.flags = self.static_flags
+        self.refcnt = 1
+        self.depth = 0  # levels below the root (a tree is at most 8 deep)
+        self.limit = 0  # sch->limit, for the disciplines that use it
         dev_name = dev_queue.dev.name if dev_queue is not None else "-"
         self.lock = SpinLock(f"{dev_name}:qdisc")  # qdisc_lock(): the root lock
         self.busylock = SpinLock(f"{dev_name}:busylock")
         self.running = False  # __QDISC___STATE_RUNNING / seqcount
+        # timed mode: the line of q->__state/q->state (RUNNING, SCHED), read
+        # by every sender before it takes the root lock
+        self.state_line = net.cacheline("qdisc state")
         self.state_sched = False  # __QDISC_STATE_SCHED
         self.deactivated = False  # __QDISC_STATE_DEACTIVATED
         self.qlen = 0  # q->q.qlen, including requeued skbs
-        self.gso_skb: SkBuff | None = None  # requeued skb (list via next)
+        self.gso_skb: SkBuff | None = None  # requeued or peeked skb (list via next)
         # gnet_stats_basic / gnet_stats_queue
         self.bytes = 0
         self.packets = 0
@@ -138,6 +246,18 @@ class Qdisc:
         self.validations_unlocked = 0
 
     # -- the discipline (Qdisc_ops) --------------------------------------------
+    def init(self, opt: Any) -> None:
+        """Set up from ``TCA_OPTIONS`` (None when none were given); raise ConfigError.
+
+        Kernel: Qdisc_ops.init.
+        """
+        if opt is not None and self.has_change:
+            self.change(opt)
+
+    def change(self, opt: Any) -> None:
+        """Apply new options to a live qdisc (``tc qdisc change``). Kernel: Qdisc_ops.change."""
+        raise ConfigError("Error: Change operation not supported by specified qdisc.", errno.EINVAL)
+
     def enqueue(self, skb: SkBuff) -> int:
         """Queue *skb*; return NET_XMIT_SUCCESS / NET_XMIT_DROP / NET_XMIT_CN."""
         raise NotImplementedError
@@ -147,25 +267,61 @@ class Qdisc:
         raise NotImplementedError
 
     def peek(self) -> SkBuff | None:
-        """Look at the next skb without taking it."""
-        raise NotImplementedError
+        """Look at the next skb without taking it (default: qdisc_peek_dequeued)."""
+        return qdisc_peek_dequeued(self)
 
     def reset(self) -> None:
-        """Drop everything queued (kernel: ``qdisc_reset``)."""
+        """Drop everything queued, keep the counters. Kernel: qdisc_reset()."""
         skb = self.gso_skb
         self.gso_skb = None
         if skb is not None:
-            kfree_skb_list(skb, DropReason.QDISC_DROP)
+            kfree_skb_list(skb, DropReason.QUEUE_PURGE)
         self.qlen = 0
         self.backlog = 0
 
     def destroy(self) -> None:
-        """Free private state (kernel: ``qdisc_destroy``)."""
+        """Free private state, children and timers. Kernel: qdisc_destroy() / ops->destroy."""
         self.reset()
 
-    def dump(self) -> str:
-        """The options part of ``tc qdisc show`` for this discipline."""
-        return ""
+    def dump(self) -> Any:
+        """The ``TCA_OPTIONS`` this qdisc reports, or None. Kernel: Qdisc_ops.dump."""
+        return None
+
+    def dump_stats(self) -> Any:
+        """Discipline-specific statistics (``TCA_XSTATS``), or None.
+
+        Kernel: Qdisc_ops.dump_stats.
+        """
+        return None
+
+    # -- classes (Qdisc_class_ops) ---------------------------------------------
+    def cl_find(self, classid: int) -> int:
+        """The class for *classid*, 0 if none. Kernel: Qdisc_class_ops.find."""
+        return 0
+
+    def cl_leaf(self, cl: int) -> Qdisc | None:
+        """The child qdisc of class *cl*. Kernel: Qdisc_class_ops.leaf."""
+        return None
+
+    def cl_graft(self, cl: int, new: Qdisc | None) -> Qdisc | None:
+        """Attach *new* to class *cl*; return the old child. Kernel: Qdisc_class_ops.graft."""
+        raise ConfigError("RTNETLINK answers: Operation not supported", errno.EOPNOTSUPP)
+
+    def cl_walk(self) -> list[int]:
+        """Every class, in the order ``tc class show`` lists them. Kernel: Qdisc_class_ops.walk."""
+        return []
+
+    def cl_dump(self, cl: int) -> ClassDump:
+        """``tcmsg`` and options of class *cl*. Kernel: Qdisc_class_ops.dump."""
+        leaf = self.cl_leaf(cl)
+        return ClassDump(TC_H_MAKE(self.handle, cl), self.handle, leaf.handle if leaf else 0)
+
+    def cl_dump_stats(self, cl: int) -> ClassStats | None:
+        """Counters of class *cl* (its child's), or None. Kernel: Qdisc_class_ops.dump_stats."""
+        return None
+
+    def cl_qlen_notify(self, cl: int) -> None:
+        """Class *cl*'s child became empty. Kernel: Qdisc_class_ops.qlen_notify."""
 
     # -- helpers for disciplines -----------------------------------------------
     def qdisc_drop(self, skb: SkBuff, reason: DropReason = DropReason.QDISC_DROP) -> int:
@@ -183,6 +339,9 @@ class Qdisc:
         """Ask NET_TX to run this qdisc later. Kernel: __netif_schedule()."""
         if not self.state_sched and self.can_enqueue:
             self.state_sched = True
+            line = self.state_line
+            if line is not None:
+                line.write("__netif_schedule", atomic=True)  # test_and_set_bit(SCHED)
             self.net.raise_net_tx(self)
 
     def statistics(self) -> QdiscStats:
@@ -232,12 +391,13 @@ class NoqueueQdisc(Qdisc):
     """``noqueue``: no queue at all; ``dev_queue_xmit`` calls the driver directly.
 
     The default of virtual devices (``IFF_NO_QUEUE``: veth, dummy, loopback,
-    tunnels). Kernel: net/sched/sch_generic.c, noqueue_qdisc_ops / noqueue_init.
+    tunnels); ``tc qdisc add dev X root noqueue`` attaches one to any device.
+
+    Kernel: net/sched/sch_generic.c, noqueue_qdisc_ops / noqueue_init.
     """
 
     kind = "noqueue"
     can_enqueue = False
-    static_flags = TCQ_F_BUILTIN
 
     def enqueue(self, skb: SkBuff) -> int:  # never called: can_enqueue is False
         kfree_skb(skb, DropReason.QDISC_DROP)
@@ -266,6 +426,172 @@ class QueueFifo:
         return len(self.q)
 
 
+class QdiscWatchdog:
+    """An hrtimer that reschedules a throttled qdisc's root (tbf, netem).
+
+    Kernel: net/sched/sch_api.c, struct qdisc_watchdog / qdisc_watchdog().
+    """
+
+    __slots__ = ("last_expires", "qdisc", "timer")
+
+    def __init__(self, qdisc: Qdisc) -> None:
+        """Kernel: qdisc_watchdog_init()."""
+        self.qdisc = qdisc
+        self.timer: HrTimer = qdisc.net.hrtimers.timer(self._fire, name=f"watchdog:{qdisc.kind}")
+        self.last_expires = 0
+
+    def _fire(self) -> None:
+        """Kernel: qdisc_watchdog() → __netif_schedule(qdisc_root(wd->qdisc))."""
+        txq = self.qdisc.dev_queue
+        if txq is not None:
+            txq.qdisc.netif_schedule()
+
+    def schedule_ns(self, expires: int, delta_ns: int = 0) -> None:
+        """Wake the qdisc at *expires* ns unless the root is deactivated.
+
+        Kernel: qdisc_watchdog_schedule_range_ns().
+        """
+        txq = self.qdisc.dev_queue
+        if txq is None or txq.qdisc_sleeping.deactivated:
+            return
+        # An armed timer already within [expires, expires + delta] stays (u64 compare).
+        if self.timer.queued and (self.last_expires - expires) % (1 << 64) <= delta_ns:
+            return
+        self.last_expires = expires
+        self.timer.start(expires)
+
+    def cancel(self) -> None:
+        """Kernel: qdisc_watchdog_cancel()."""
+        self.timer.cancel()
+
+
+# ---------------------------------------------------------------------------
+# Children, peeking and the tree (include/net/sch_generic.h, sch_api.c)
+# ---------------------------------------------------------------------------
+
+
+def qdisc_peek_dequeued(sch: Qdisc) -> SkBuff | None:
+    """Peek by dequeuing into ``gso_skb`` (still counted as queued).
+
+    Kernel: include/net/sch_generic.h, qdisc_peek_dequeued().
+    """
+    skb = sch.gso_skb
+    if skb is None:
+        skb = sch.dequeue()
+        if skb is not None:
+            sch.gso_skb = skb
+            sch.backlog += qdisc_pkt_len(skb)
+            sch.qlen += 1
+    return skb
+
+
+def qdisc_dequeue_peeked(sch: Qdisc) -> SkBuff | None:
+    """Take the skb a peek left in ``gso_skb``, or dequeue.
+
+    Kernel: include/net/sch_generic.h, qdisc_dequeue_peeked().
+    """
+    skb = sch.gso_skb
+    if skb is not None:
+        sch.gso_skb = skb.next
+        skb.next = None
+        sch.backlog -= qdisc_pkt_len(skb)
+        sch.qlen -= 1
+        return skb
+    return sch.dequeue()
+
+
+def qdisc_dequeue_internal(sch: Qdisc) -> SkBuff | None:
+    """Take a peeked skb from ``gso_skb`` first, else dequeue (a qdisc trimming
+    itself to a new limit).
+
+    Kernel: include/net/sch_generic.h, qdisc_dequeue_internal().
+    """
+    skb = sch.gso_skb
+    if skb is not None:
+        sch.gso_skb = skb.next
+        skb.next = None
+        sch.qlen -= 1
+        sch.backlog -= qdisc_pkt_len(skb)
+        return skb
+    return sch.dequeue()  # (the kernel's direct=false)
+
+
+def qdisc_reset(q: Qdisc) -> None:
+    """Purge *q*'s packets (counted as ``QUEUE_PURGE`` drops). Kernel: qdisc_reset()."""
+    q.reset()
+
+
+def qdisc_tree(root: Qdisc) -> Iterator[Qdisc]:
+    """*root* and every qdisc below it, depth first in class order.
+
+    The kernel keeps the non-root qdiscs of a device in ``dev->qdisc_hash``;
+    walking the classes reaches the same set, in an order that does not
+    depend on hash buckets.
+    """
+    yield root
+    if root.classful:
+        for cl in root.cl_walk():
+            leaf = root.cl_leaf(cl)
+            if leaf is not None and not leaf.flags & TCQ_F_BUILTIN:
+                yield from qdisc_tree(leaf)
+
+
+def qdisc_lookup(dev: NetDevice, handle: int) -> Qdisc | None:
+    """The qdisc of *dev* with *handle*, anywhere in its tree. Kernel: qdisc_lookup()."""
+    if not handle:
+        return None
+    root = dev.qdisc
+    if root.flags & TCQ_F_BUILTIN:
+        return None
+    for q in qdisc_tree(root):
+        if q.handle == handle:
+            return q
+    return None
+
+
+def qdisc_tree_reduce_backlog(sch: Qdisc, n: int, length: int) -> None:
+    """Tell *sch*'s ancestors that *n* packets / *length* bytes left it outside
+    their enqueue/dequeue (dropped, or handed on); they count *n* as drops.
+
+    Kernel: net/sched/sch_api.c, qdisc_tree_reduce_backlog().
+    """
+    drops = max(n, 0)
+    dev = sch.dev
+    if dev is None:
+        return
+    while True:
+        parentid = sch.parent
+        if not parentid or parentid == TC_H_ROOT:
+            return
+        if sch.flags & TCQ_F_NOPARENT:
+            return
+        notify = not sch.qlen  # notify the parent only if the child became empty
+        parent = qdisc_lookup(dev, TC_H_MAJ(parentid))
+        if parent is None:
+            return
+        sch = parent
+        if notify and sch.classful:
+            sch.cl_qlen_notify(sch.cl_find(parentid))
+        sch.qlen -= n
+        sch.backlog -= length
+        sch.drops += drops
+
+
+def qdisc_purge_queue(sch: Qdisc) -> None:
+    """Reset *sch* and take what it held off its ancestors' counters.
+
+    Kernel: include/net/sch_generic.h, qdisc_purge_queue().
+    """
+    qlen, backlog = sch.qlen, sch.backlog
+    qdisc_reset(sch)
+    qdisc_tree_reduce_backlog(sch, qlen, backlog)
+
+
+def qdisc_tree_flush_backlog(sch: Qdisc) -> None:
+    """Kernel: include/net/sch_generic.h, qdisc_tree_flush_backlog()."""
+    qdisc_tree_reduce_backlog(sch, sch.qlen, sch.backlog)
+
+
 # ---------------------------------------------------------------------------
 # The run loop (net/sched/sch_generic.c)
 # ---------------------------------------------------------------------------
@@ -288,12 +614,18 @@ def qdisc_run_begin(q: Qdisc) -> bool:
     if q.running:
         return False
     q.running = True
+    line = q.state_line
+    if line is not None:
+        line.write("qdisc_run_begin")
     return True
 
 
 def qdisc_run_end(q: Qdisc) -> None:
     """Kernel: qdisc_run_end()."""
     q.running = False
+    line = q.state_line
+    if line is not None:
+        line.write("qdisc_run_end")
 
 
 def qdisc_pkt_len(skb: SkBuff) -> int:
@@ -302,6 +634,8 @@ def qdisc_pkt_len(skb: SkBuff) -> int:
     Kernel: net/core/dev.c, qdisc_pkt_len_init() (approximated by gso_segs).
     """
     length = skb.tail - skb.data
+    if not skb.gso_size:
+        return length
     segs = skb.gso_segs
     if segs > 1:
         hdr_len = skb.transport_header - skb.mac_header if skb.mac_header >= 0 else 0
@@ -310,15 +644,18 @@ def qdisc_pkt_len(skb: SkBuff) -> int:
 
 
 def dev_requeue_skb(skb: SkBuff, q: Qdisc) -> None:
-    """Put back an skb (list) the driver refused. Kernel: dev_requeue_skb()."""
+    """Put back an skb (list) the driver refused; each one counts as a requeue.
+
+    Kernel: net/sched/sch_generic.c, dev_requeue_skb().
+    """
     n = 0
     s: SkBuff | None = skb
     while s is not None:
         n += 1
-        q.backlog += s.tail - s.data
+        q.backlog += qdisc_pkt_len(s)
         s = s.next
     q.gso_skb = skb
-    q.requeues += 1
+    q.requeues += n
     q.qlen += n
     q.netif_schedule()
 
@@ -367,7 +704,7 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
         s: SkBuff | None = skb
         while s is not None:
             n += 1
-            q.backlog -= s.tail - s.data
+            q.backlog -= qdisc_pkt_len(s)
             s = s.next
         q.qlen -= n
         return skb, False, n
@@ -462,6 +799,9 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     """
     cpu = q.net.cpus.current
     root_lock = q.lock
+    line = q.state_line
+    if line is not None:
+        line.read("__dev_xmit_skb")  # qdisc_is_running()
     contended = q.running
     if contended:
         q.busylock.lock(cpu)
@@ -471,8 +811,7 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
         rc = NET_XMIT_DROP
     elif q.flags & TCQ_F_CAN_BYPASS and not q.qlen and qdisc_run_begin(q):
         # Empty qdisc: send directly (counted as passing through the qdisc).
-        q.bytes += skb.tail - skb.data
-        q.packets += 1
+        qdisc_bstats_update(q, skb)
         validate = True
         if not q.net.patches.qdisc_validate_unlocked:
             # Before the seed-5 patch the bypass validated under the root lock too.

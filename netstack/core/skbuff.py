@@ -232,6 +232,7 @@ class SkBuff:
     l4_hash: bool = False
     sw_hash: bool = False
     mark: int = 0
+    tc_depth: int = 0  # loop guard of tc: netem's duplicate is never duplicated again
     tstamp: float = 0.0
     gso_segs: int = 0
     gso_type: int = 0

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from netstack.core.skbuff import SkBuff
+from netstack.cpu.timed import ThreadBlocked
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -50,11 +51,11 @@ IP_PMTUDISC_INTERFACE: Final = 4
 IP_PMTUDISC_OMIT: Final = 5
 
 
-class SockWouldBlock(Exception):
+class SockWouldBlock(ThreadBlocked):
     """Raised by a synchronous socket operation that would block.
 
     The Trio-facing socket waits (readable or writable) and retries;
-    non-blocking callers turn it into EAGAIN.
+    non-blocking callers turn it into EAGAIN; a timed-mode thread sleeps.
     """
 
     def __init__(self, write: bool) -> None:

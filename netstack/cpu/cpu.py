@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import trio
+
 if TYPE_CHECKING:
     from netstack.cpu.timed import TimedModel
 
@@ -121,6 +123,18 @@ class CpuSet:
 
     def __getitem__(self, i: int) -> Cpu:
         return self.cpus[i]
+
+    def time(self) -> float:
+        """Now, in seconds, as the running data-path code sees it.
+
+        Trio's clock in functional mode; in timed mode the current CPU's own
+        clock, which runs ahead of Trio's inside a section (a NIC stamps a
+        frame's departure with it, not with the instant the section began).
+        """
+        model = self.model
+        if model is not None and model.running and model.current is self.current:
+            return self.current.now * 1e-9
+        return trio.current_time()
 
     def run_on(self, cpu_id: int, ctx: str = "softirq") -> Cpu:
         """Make CPU *cpu_id* current (an entry into the data path) and return it.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import CodeType, FrameType
 from typing import Any
@@ -52,7 +52,7 @@ from netstack.cpu.costs import CostTable, default_costs
 from netstack.cpu.cpu import CONTEXTS, Cpu, CpuSet
 from netstack.cpu.spinlock import LockStat, SpinLock
 
-__all__ = ["Machine", "Thread", "TimedModel", "TimedReport"]
+__all__ = ["Machine", "Thread", "ThreadBlocked", "TimedModel", "TimedReport"]
 
 SPIN_SITE = "_raw_spin_lock"
 _TIE_NS = 1e-4  # ns between CPUs that would wake at the same instant (CPU index order)
@@ -113,16 +113,27 @@ class Machine:
         return self.socket_ns
 
 
+class ThreadBlocked(Exception):
+    """Raised by a :class:`Thread`'s *op* that cannot go on now (a full socket
+    send buffer): the thread sleeps — its CPU idle — until its ``wait``
+    returns, then makes the call again. The socket layer's ``SockWouldBlock``
+    is one.
+    """
+
+
 @attrs.define
 class Thread:
     """A user thread for :meth:`TimedModel.run_threads`: *count* calls of *op*
-    on CPU *cpu_id* of *cpuset*. *op* is synchronous and must not block.
+    on CPU *cpu_id* of *cpuset*. *op* is synchronous; when it raises
+    :class:`ThreadBlocked`, the thread awaits *wait* (e.g. the socket's
+    ``wait_writable``) before retrying — without *wait*, blocking is an error.
     """
 
     cpuset: CpuSet
     cpu_id: int
     op: Callable[[], object]
     count: int
+    wait: Callable[[], Awaitable[object]] | None = None
 
 
 @attrs.frozen
@@ -337,8 +348,40 @@ class TimedModel:
             if t.count > 0
         ]
         heapq.heapify(heap)
+        try:
+            async with trio.open_nursery() as nursery:  # for the blocked threads' sleeps
+                await self._run_heap(threads, heap, nursery)
+        except BaseExceptionGroup as eg:  # an op's own error, not wrapped
+            if len(eg.exceptions) == 1:
+                raise eg.exceptions[0] from None
+            raise
+
+    async def _run_heap(
+        self,
+        threads: Sequence[Thread],
+        heap: list[tuple[float, int, int, int]],
+        nursery: trio.Nursery,
+    ) -> None:
         costs = self.costs
-        while heap:
+        blocked = 0
+        woken = trio.Event()
+
+        async def sleeper(k: int, left: int, wait: Callable[[], Awaitable[object]]) -> None:
+            nonlocal blocked, woken
+            cpu = threads[k].cpuset.cpus[threads[k].cpu_id]
+            await trio.sleep_until(cpu.now * 1e-9)  # the thread blocked at its CPU's time
+            await wait()
+            t = trio.current_time() * 1e9 - cpu.index * _TIE_NS
+            heapq.heappush(heap, (max(cpu.now, t), cpu.index, k, left))
+            blocked -= 1
+            woken.set()
+
+        while heap or blocked:
+            if not heap:
+                self.leave()
+                await woken.wait()
+                woken = trio.Event()
+                continue
             now, index, k, left = heapq.heappop(heap)
             stats = trio.lowlevel.current_statistics()
             if (
@@ -353,7 +396,15 @@ class TimedModel:
             cpu.charge("[user]", costs.user_ns * cpu.speed)
             cpu.ctx = "sys"
             cpu.charge("entry_SYSCALL_64", costs.syscall_ns * cpu.speed)
-            t.op()
+            try:
+                t.op()
+            except ThreadBlocked:
+                if t.wait is None:
+                    raise
+                self.leave()
+                blocked += 1
+                nursery.start_soon(sleeper, k, left, t.wait)
+                continue
             if left > 1:
                 heapq.heappush(heap, (cpu.now, index, k, left - 1))
         self.leave()
@@ -541,7 +592,7 @@ class TimedModel:
             ),
             tuple(
                 sorted(
-                    (ln.statistics() for ln in self.lines.values()),
+                    (ln.statistics() for ln in self.lines.values() if ln.reads or ln.writes),
                     key=lambda s: (-s.bounces, s.name),
                 )
             ),

@@ -32,6 +32,7 @@ threshold) with the checksum behaviour of modern NICs.
 from __future__ import annotations
 
 import collections
+import errno
 import struct
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
@@ -50,6 +51,7 @@ from netstack.core.features import (
     NETIF_F_IP_CSUM,
     NETIF_F_IPV6_CSUM,
     NETIF_F_RXCSUM,
+    NETIF_F_RXHASH,
     NETIF_F_SG,
     NETIF_F_TSO,
     NETIF_F_TSO6,
@@ -59,6 +61,8 @@ from netstack.core.netdevice import (
     IFF_UP,
     NETDEV_TX_BUSY,
     NETDEV_TX_OK,
+    EthtoolChannels,
+    EthtoolOps,
     NetDevice,
     NetDeviceOps,
     netdev_tx_completed_queue,
@@ -77,6 +81,15 @@ from netstack.core.skbuff import (
     consume_skb,
 )
 from netstack.drivers.common import eth_random_addr
+from netstack.drivers.rss import (
+    RXH_IP_DST,
+    RXH_IP_SRC,
+    RXH_L4_B_0_1,
+    RXH_L4_B_2_3,
+    RssConfig,
+    netdev_rss_key,
+)
+from netstack.errors import ConfigError
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial, csum_tcpudp_magic
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_ZLEN
 
@@ -93,6 +106,8 @@ RX_RING_SIZE: Final = 256
 MAX_SKB_FRAGS: Final = 17
 TX_USECS_DEFAULT: Final = 50e-6
 NIC_MAX_MTU: Final = 9216
+NIC_MAX_QUEUES: Final = 64  # RX queues a NIC can have (ethtool -l "Pre-set maximums")
+NIC_DEFAULT_MAX_RSS: Final = 16  # ixgbe's IXGBE_MAX_RSS_INDICES: the default's cap
 
 RxCsumMode = Literal["unnecessary", "complete", "none"]
 _H: Final = struct.Struct("!H")
@@ -145,7 +160,12 @@ class NicPriv:
     """Driver state of one NIC end."""
 
     def __init__(
-        self, dev: NetDevice, rate: float | None, delay: float, rx_csum: RxCsumMode
+        self,
+        dev: NetDevice,
+        rate: float | None,
+        delay: float,
+        rx_csum: RxCsumMode,
+        queues: int = 1,
     ) -> None:
         self.dev = dev
         self.rate = rate  # bit/s, None = unlimited
@@ -156,10 +176,16 @@ class NicPriv:
         self.tx_ring: collections.deque[tuple[float, SkBuff, int]] = collections.deque()
         self.tx_ring_size = TX_RING_SIZE
         self.in_flight: collections.deque[tuple[float, bytes]] = collections.deque()
-        self.rx_ring: collections.deque[bytes] = collections.deque()
+        # RX queues: a ring of (frame, hash, l4_hash) and a NAPI instance each
+        self.rx_rings: list[collections.deque[tuple[bytes, int, bool]]] = [
+            collections.deque() for _ in range(queues)
+        ]
         self.rx_ring_size = RX_RING_SIZE
+        self.rx_queue_packets = [0] * queues
+        self.rx_queue_bytes = [0] * queues
+        self.rss = RssConfig(netdev_rss_key(dev.net), queues)
         self.busy_until = 0.0
-        self.napi: Napi | None = None
+        self.napis: list[Napi] = []
         self.lot = trio.lowlevel.ParkingLot()
         self.dead = False  # unregistered: the wire task ends
         self.wake_at = float("inf")  # when the wire task next wakes up
@@ -168,15 +194,25 @@ class NicPriv:
 
     # -- FrameSink ------------------------------------------------------------------
     def deliver(self, frame: bytes) -> None:
-        """A frame arrives from the cable: RX ring, then NAPI."""
+        """A frame arrives from the cable: hash, RX queue, ring, then NAPI."""
         dev = self.dev
         if not dev.flags & IFF_UP:
             return
-        if len(self.rx_ring) >= self.rx_ring_size:
+        rings = self.rx_rings
+        if len(rings) > 1:  # RSS: the indirection table picks the queue
+            h, l4 = self.rss.hash_frame(frame)
+            q = self.rss.queue_of(h)
+        elif dev.features & NETIF_F_RXHASH:
+            h, l4 = self.rss.hash_frame(frame)
+            q = 0
+        else:
+            h, l4, q = 0, False, 0
+        ring = rings[q]
+        if len(ring) >= self.rx_ring_size:
             dev.stats.rx_missed_errors += 1
             return
-        self.rx_ring.append(frame)
-        napi = self.napi
+        ring.append((frame, h, l4))
+        napi = self.napis[q] if self.napis else None
         if napi is not None and not napi.scheduled:
             napi.schedule()
 
@@ -299,7 +335,8 @@ class NicOps(NetDeviceOps):
         netif_carrier_off(dev)
         if isinstance(priv.peer, NicPriv):
             netif_carrier_off(priv.peer.dev)
-        priv.rx_ring.clear()
+        for ring in priv.rx_rings:
+            ring.clear()
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Post *skb* on the TX ring. Kernel: e1000_xmit_frame()."""
@@ -309,7 +346,7 @@ class NicOps(NetDeviceOps):
             netif_tx_stop_queue(txq)
             return NETDEV_TX_BUSY
         length = skb.tail - skb.data
-        now = trio.current_time()
+        now = dev.net.cpus.time()  # timed mode: the sending CPU's clock
         start = priv.busy_until if priv.busy_until > now else now
         arrive_delay = priv.delay
         done = start
@@ -336,17 +373,120 @@ class NicOps(NetDeviceOps):
 NIC_OPS: Final = NicOps()
 
 
+class NicEthtoolOps(EthtoolOps):
+    """``ethtool -l/-L/-x/-X/-n/-N/-S`` for the NIC: RX channels, RSS and statistics.
+
+    Kernel: modelled on drivers/net/ethernet/intel/ixgbe/ixgbe_ethtool.c.
+    """
+
+    supports_channels = True
+    supports_rxfh = True
+    supports_stats = True
+
+    def get_channels(self, dev: NetDevice) -> EthtoolChannels:
+        """RX-only channels (one TX queue). Kernel: ixgbe_get_channels()."""
+        priv: NicPriv = dev.priv
+        return EthtoolChannels(
+            max_rx=NIC_MAX_QUEUES, max_tx=1, rx_count=len(priv.rx_rings), tx_count=1
+        )
+
+    def set_channels(self, dev: NetDevice, ch: EthtoolChannels) -> None:
+        """Kernel: ixgbe_set_channels()."""
+        if ch.tx_count != 1:
+            raise ConfigError("requested channel count exceeds maximum", errno.EINVAL)
+        try:
+            nic_set_channels(dev, ch.rx_count)
+        except ValueError as e:
+            raise ConfigError(str(e), errno.EINVAL) from None
+
+    def get_rxfh(self, dev: NetDevice) -> tuple[list[int], bytes]:
+        """Kernel: ixgbe_get_rxfh()."""
+        rss = dev.priv.rss
+        return list(rss.indir), rss.key
+
+    def set_rxfh(self, dev: NetDevice, indir: list[int] | None, key: bytes | None) -> None:
+        """Kernel: ixgbe_set_rxfh()."""
+        rss = dev.priv.rss
+        if key is not None:
+            if len(key) != len(rss.key):
+                raise ConfigError("hash key size mismatch", errno.EINVAL)
+            rss.set_key(key)
+        if indir is not None:
+            if not indir:  # ethtool -X DEV default
+                rss.indir_user_set = False
+                rss.set_rings(rss.n_rings)
+                return
+            if any(q >= rss.n_rings for q in indir):
+                raise ConfigError(
+                    "indirection table entry exceeds the number of RX rings", errno.EINVAL
+                )
+            rss.indir = list(indir)
+            rss.indir_user_set = True
+
+    def get_rxfh_fields(self, dev: NetDevice, flow: str) -> int:
+        """Kernel: ixgbe_get_rss_hash_opts()."""
+        return int(dev.priv.rss.fields[flow])
+
+    def set_rxfh_fields(self, dev: NetDevice, flow: str, fields: int) -> None:
+        """TCP must hash on the 4-tuple; UDP on 2 or 4; IP on the 2-tuple.
+
+        Kernel: ixgbe_set_rss_hash_opt().
+        """
+        sd = RXH_IP_SRC | RXH_IP_DST
+        l4 = RXH_L4_B_0_1 | RXH_L4_B_2_3
+        allowed = {sd | l4} if flow in ("tcp4", "tcp6") else {sd, sd | l4}
+        if flow in ("ip4", "ip6"):
+            allowed = {sd}
+        if fields not in allowed:
+            raise ConfigError("", errno.EINVAL)
+        dev.priv.rss.fields[flow] = fields
+
+    def get_ethtool_stats(self, dev: NetDevice) -> list[tuple[str, int]]:
+        """Device counters and per-queue ones. Kernel: ixgbe_get_ethtool_stats()."""
+        priv: NicPriv = dev.priv
+        st = dev.stats
+        out = [
+            ("rx_packets", st.rx_packets),
+            ("tx_packets", st.tx_packets),
+            ("rx_bytes", st.rx_bytes),
+            ("tx_bytes", st.tx_bytes),
+            ("rx_errors", st.rx_errors),
+            ("tx_errors", st.tx_errors),
+            ("rx_dropped", st.rx_dropped),
+            ("tx_dropped", st.tx_dropped),
+            ("multicast", st.multicast),
+            ("rx_length_errors", st.rx_length_errors),
+            ("rx_missed_errors", st.rx_missed_errors),
+            ("tx_queue_0_packets", st.tx_packets),
+            ("tx_queue_0_bytes", st.tx_bytes),
+        ]
+        for q in range(len(priv.rx_rings)):
+            out.append((f"rx_queue_{q}_packets", priv.rx_queue_packets[q]))
+            out.append((f"rx_queue_{q}_bytes", priv.rx_queue_bytes[q]))
+        return out
+
+
+NIC_ETHTOOL_OPS: Final = NicEthtoolOps()
+
+
 def nic_poll(napi: Napi, budget: int) -> int:
-    """Build skbs from the RX ring and pass them up. Kernel: e1000_clean_rx_irq()."""
+    """Build skbs from one RX queue's ring and pass them up.
+
+    Kernel: e1000_clean_rx_irq(); the hash and queue as ixgbe_rx_hash() and
+    skb_record_rx_queue() set them.
+    """
     dev = napi.dev
     priv: NicPriv = dev.priv
-    ring = priv.rx_ring
+    q: int = napi.priv
+    ring = priv.rx_rings[q]
     stats = dev.stats
     mode = priv.rx_csum
     rxcsum = dev.features & NETIF_F_RXCSUM
+    rxhash = dev.features & NETIF_F_RXHASH
     done = 0
+    nbytes = 0
     while ring and done < budget:
-        frame = ring.popleft()
+        frame, h, l4 = ring.popleft()
         done += 1
         n = len(frame)
         if n < ETH_HLEN:
@@ -357,6 +497,11 @@ def nic_poll(napi: Napi, budget: int) -> int:
         skb = SkBuff(bytearray(headroom) + frame, headroom, headroom + n)
         stats.rx_packets += 1
         stats.rx_bytes += n
+        nbytes += n
+        skb.queue_mapping = q + 1  # skb_record_rx_queue()
+        if rxhash and h:
+            skb.hash = h  # skb_set_hash(skb, rss, PKT_HASH_TYPE_L4 or L3)
+            skb.l4_hash = l4
         if frame[0] & 1:
             stats.multicast += 1
         skb.protocol = eth_type_trans(skb, dev)
@@ -367,12 +512,16 @@ def nic_poll(napi: Napi, budget: int) -> int:
             elif mode == "unnecessary":
                 skb.ip_summed = CHECKSUM_UNNECESSARY if _hw_rx_l4_ok(frame) else CHECKSUM_NONE
         napi_gro_receive(napi, skb)
+    priv.rx_queue_packets[q] += done
+    priv.rx_queue_bytes[q] += nbytes
     return done
 
 
 def nic_setup(dev: NetDevice) -> None:
     """An Ethernet NIC with checksum and segmentation offloads."""
     ether_setup(dev)
+    dev.ethtool_ops = NIC_ETHTOOL_OPS
+    dev.num_rx_queues = NIC_MAX_QUEUES  # allocated (alloc_etherdev_mqs); in use: ethtool -l
     dev.max_mtu = NIC_MAX_MTU
     dev.hw_features = (
         NETIF_F_SG
@@ -381,6 +530,7 @@ def nic_setup(dev: NetDevice) -> None:
         | NETIF_F_TSO
         | NETIF_F_TSO6
         | NETIF_F_RXCSUM
+        | NETIF_F_RXHASH
         | NETIF_F_GRO
     )
     dev.features = dev.hw_features | NETIF_F_HIGHDMA
@@ -397,28 +547,87 @@ def nic_newlink(
     addr: bytes | None = None,
     rx_csum: RxCsumMode = "unnecessary",
     mtu: int | None = None,
+    queues: int | None = None,
 ) -> NetDevice:
-    """Create one NIC end (down, cable unplugged)."""
+    """Create one NIC end (down, cable unplugged).
+
+    *queues* RX queues (default: one per CPU of the host, at most
+    ``NIC_DEFAULT_MAX_RSS`` as ixgbe's ``IXGBE_MAX_RSS_INDICES``), each with
+    its NAPI instance on CPU ``queue % ncpus``.
+    """
     if rate is not None and rate <= 0:
         raise ValueError(f"rate must be positive (bit/s), not {rate!r}")
     if delay < 0:
         raise ValueError(f"delay must be >= 0 seconds, not {delay!r}")
+    if queues is None:
+        queues = min(len(net.cpus), NIC_DEFAULT_MAX_RSS)
+    if not 1 <= queues <= NIC_MAX_QUEUES:
+        raise ValueError(f"queues must be 1..{NIC_MAX_QUEUES}, not {queues!r}")
     dev = NetDevice(net, name, NIC_OPS, kind="nic")
     nic_setup(dev)
     if mtu is not None:
         dev.mtu = mtu
     dev.dev_addr = addr if addr is not None else eth_random_addr(net.rng)
-    priv = NicPriv(dev, rate, delay, rx_csum)
+    priv = NicPriv(dev, rate, delay, rx_csum, queues)
     dev.priv = priv
     register_netdevice(dev)
     netif_carrier_off(dev)
-    napi = Napi(dev, nic_poll, name=f"{net.name}/napi/{dev.name}")
-    napi.priv = priv
-    priv.napi = napi
-    dev.napi_list.append(napi)
-    net.start_napi(napi)
+    for q in range(queues):
+        _nic_add_napi(priv, q)
     net.start_soon(priv.wire_task, f"{net.name}/wire/{dev.name}")
     return dev
+
+
+def _nic_add_napi(priv: NicPriv, q: int) -> None:
+    """RX queue *q*'s NAPI instance, its interrupt bound to CPU ``q % ncpus``."""
+    dev = priv.dev
+    net = dev.net
+    name = f"{net.name}/napi/{dev.name}" + (f"-rx-{q}" if q else "")
+    napi = Napi(dev, nic_poll, cpu=q % len(net.cpus), name=name)
+    napi.priv = q
+    priv.napis.append(napi)
+    dev.napi_list.append(napi)
+    net.start_napi(napi)
+
+
+def nic_set_channels(dev: NetDevice, rx: int) -> None:
+    """Change the number of RX queues (``ethtool -L DEV rx N``).
+
+    Frames waiting on the rings of removed queues are moved to the queue the
+    indirection table now gives them; the default table follows the count
+    unless the user set one (``ethtool -X``), which must not point past it.
+
+    Kernel: net/ethtool/channels.c, ethnl_set_channels() → the driver's
+    set_channels (ixgbe_set_channels()).
+    """
+    priv: NicPriv = dev.priv
+    old = len(priv.rx_rings)
+    if rx == old:
+        return
+    if priv.rss.indir_user_set and max(priv.rss.indir) >= rx:
+        raise ValueError(
+            "requested channel counts are too low for existing indirection table settings"
+        )
+    waiting = [item for ring in priv.rx_rings for item in ring]
+    for ring in priv.rx_rings:
+        ring.clear()
+    while len(priv.napis) > rx:  # netif_napi_del()
+        napi = priv.napis.pop()
+        napi.kill()
+        dev.napi_list.remove(napi)
+        priv.rx_rings.pop()
+        priv.rx_queue_packets.pop()
+        priv.rx_queue_bytes.pop()
+    while len(priv.rx_rings) < rx:
+        priv.rx_rings.append(collections.deque())
+        priv.rx_queue_packets.append(0)
+        priv.rx_queue_bytes.append(0)
+        _nic_add_napi(priv, len(priv.rx_rings) - 1)
+    priv.rss.set_rings(rx)
+    for frame, h, l4 in waiting:
+        q = priv.rss.queue_of(h) if rx > 1 else 0
+        priv.rx_rings[q].append((frame, h, l4))
+        priv.napis[q].schedule()
 
 
 def nic_pair(
@@ -433,11 +642,21 @@ def nic_pair(
     peer_addr: bytes | None = None,
     rx_csum: RxCsumMode = "unnecessary",
     mtu: int | None = None,
+    queues: int | None = None,
 ) -> tuple[NetDevice, NetDevice]:
     """Two NIC ends joined by a cable of *rate* bit/s and *delay* seconds each way."""
-    a = nic_newlink(net, name, rate=rate, delay=delay, addr=addr, rx_csum=rx_csum, mtu=mtu)
+    a = nic_newlink(
+        net, name, rate=rate, delay=delay, addr=addr, rx_csum=rx_csum, mtu=mtu, queues=queues
+    )
     b = nic_newlink(
-        peer_net, peer_name, rate=rate, delay=delay, addr=peer_addr, rx_csum=rx_csum, mtu=mtu
+        peer_net,
+        peer_name,
+        rate=rate,
+        delay=delay,
+        addr=peer_addr,
+        rx_csum=rx_csum,
+        mtu=mtu,
+        queues=queues,
     )
     a.priv.peer = b.priv
     b.priv.peer = a.priv

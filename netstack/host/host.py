@@ -5,7 +5,7 @@ builds a :class:`~netstack.core.net.Net`, registers the qdisc kinds, creates
 ``lo`` and installs IPv4 (``inet_init``), then brings ``lo`` up as a booted
 system would (the kernel then adds 127.0.0.1/8). Everything after that goes
 through the same paths a user would take on Linux: ``host.ip("…")``,
-``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
+``host.tc("…")``, ``host.sysctl("…")``, ``host.socket(…)``, ``await host.ping(…)``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from netstack.iproute2 import ethtool as _ethtool
 from netstack.iproute2 import ip as _ip
 from netstack.iproute2 import sysctl as _sysctl
 from netstack.iproute2 import sysfs as _sysfs
+from netstack.iproute2 import tc as _tc
 from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
@@ -107,6 +108,14 @@ class Host:
             ConfigError: with iproute2's message, on bad input.
         """
         return _ip.ip(self.net, command)
+
+    def tc(self, command: str) -> str:
+        """Run a ``tc`` command (iproute2 syntax); returns what it prints.
+
+        Raises:
+            ConfigError: with tc's (or the kernel's) message, on bad input.
+        """
+        return _tc.tc(self.net, command)
 
     def ethtool(self, command: str) -> str:
         """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""

@@ -136,6 +136,7 @@ class Lab:
         delay: float = 0.0,
         mtu: int | None = None,
         rx_csum: RxCsumMode = "unnecessary",
+        queues: int | None = None,
         up: bool = True,
     ) -> Link:
         """Join ``"host:dev"`` *a* and *b*.
@@ -147,6 +148,8 @@ class Lab:
             delay: one-way propagation delay in seconds (``nic`` only).
             mtu: both ends' MTU.
             rx_csum: the NICs' receive checksum report (``nic`` only).
+            queues: RX queues of each NIC end (RSS; default one per CPU of
+                its host, at most 16, as ixgbe). ``nic`` only.
             up: bring both ends up.
         """
         ha, da = self._end(a)
@@ -154,8 +157,8 @@ class Lab:
         if ha is hb and da == db:
             raise TopologyError("a link needs two different ends")
         if kind == "veth":
-            if rate is not None or delay:
-                raise TopologyError("veth links have no rate or delay; use kind='nic'")
+            if rate is not None or delay or queues is not None:
+                raise TopologyError("veth links have no rate, delay or queues; use kind='nic'")
             dev_a, dev_b = veth_newlink(
                 ha.net,
                 da,
@@ -177,6 +180,7 @@ class Lab:
                 peer_addr=mac_for(hb.name, db),
                 rx_csum=rx_csum,
                 mtu=mtu,
+                queues=queues,
             )
         else:
             raise TopologyError(f"unknown link kind {kind!r} (veth or nic)")

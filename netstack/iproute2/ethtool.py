@@ -23,10 +23,24 @@ ethtool.c (do_sfeatures). Kernel: net/ethtool/common.c
 from __future__ import annotations
 
 import errno
+import os
 import shlex
 from typing import TYPE_CHECKING, Final
 
+import attrs
+
 from netstack.core.features import NETIF_F_NEVER_CHANGE
+from netstack.drivers.rss import (
+    FLOW_TYPES,
+    RXH_DISCARD,
+    RXH_IP_DST,
+    RXH_IP_SRC,
+    RXH_L2DA,
+    RXH_L3_PROTO,
+    RXH_L4_B_0_1,
+    RXH_L4_B_2_3,
+    RXH_VLAN,
+)
 from netstack.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -256,8 +270,258 @@ def _dump_changes(dev: NetDevice, old_active: int) -> str:
     return "".join(out)
 
 
+_NO_DEVICE: Final = (
+    "netlink error: no device matches name (offset 24)\nnetlink error: No such device"
+)
+_RXH_NAMES: Final = (
+    (RXH_L2DA, "L2DA"),
+    (RXH_VLAN, "VLAN tag"),
+    (RXH_L3_PROTO, "L3 proto"),
+    (RXH_IP_SRC, "IP SA"),
+    (RXH_IP_DST, "IP DA"),
+    (RXH_L4_B_0_1, "L4 bytes 0 & 1 [TCP/UDP src port]"),
+    (RXH_L4_B_2_3, "L4 bytes 2 & 3 [TCP/UDP dst port]"),
+)
+_RXH_LETTERS: Final = {
+    "m": RXH_L2DA,
+    "v": RXH_VLAN,
+    "t": RXH_L3_PROTO,
+    "s": RXH_IP_SRC,
+    "d": RXH_IP_DST,
+    "f": RXH_L4_B_0_1,
+    "n": RXH_L4_B_2_3,
+}
+
+
+def _netlink_error(msg: str, err: int) -> ConfigError:
+    """A kernel extack message and errno, as ethtool's netlink code prints them."""
+    text = f"netlink error: {msg}\n" if msg else ""
+    return ConfigError(f"{text}netlink error: {os.strerror(err)}", err)
+
+
+def _channel(v: int | None) -> str:
+    return "n/a" if not v else str(v)
+
+
+def dump_channels(dev: NetDevice) -> str:
+    """``ethtool -l DEV``. ethtool: netlink/channels.c, channels_reply_cb()."""
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_channels:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    ch = ops.get_channels(dev)
+    rows = (
+        ("RX:\t\t", ch.max_rx, ch.rx_count),
+        ("TX:\t\t", ch.max_tx, ch.tx_count),
+        ("Other:\t\t", ch.max_other, ch.other_count),
+        ("Combined:\t", ch.max_combined, ch.combined_count),
+    )
+    out = [f"Channel parameters for {dev.name}:\n", "Pre-set maximums:\n"]
+    out += [f"{label}{_channel(mx)}\n" for label, mx, _ in rows]
+    out.append("Current hardware settings:\n")
+    # the kernel puts a count only next to a non-zero maximum
+    out += [f"{label}{_channel(cur if mx else 0)}\n" for label, mx, cur in rows]
+    return "".join(out)
+
+
+def set_channels(dev: NetDevice, words: list[str]) -> str:
+    """``ethtool -L DEV [rx N] [tx N] [other N] [combined N]``.
+
+    Kernel: net/ethtool/channels.c, ethnl_set_channels() (its checks and
+    extack messages) → the driver's set_channels.
+    """
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_channels:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    if not words or len(words) % 2:
+        raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+    cur = ops.get_channels(dev)
+    req = {"rx": cur.rx_count, "tx": cur.tx_count, "other": cur.other_count}
+    req["combined"] = cur.combined_count
+    for key, value in zip(words[0::2], words[1::2], strict=True):
+        if key not in req or not value.isdigit():
+            raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+        req[key] = int(value)
+    new = attrs.evolve(
+        cur,
+        rx_count=req["rx"],
+        tx_count=req["tx"],
+        other_count=req["other"],
+        combined_count=req["combined"],
+    )
+    if new == cur:
+        return ""
+    if (
+        new.rx_count > cur.max_rx
+        or new.tx_count > cur.max_tx
+        or new.other_count > cur.max_other
+        or new.combined_count > cur.max_combined
+    ):
+        raise _netlink_error("requested channel count exceeds maximum", errno.EINVAL)
+    if not new.combined_count and (not new.rx_count or not new.tx_count):
+        raise _netlink_error(
+            "requested channel counts would result in no RX or TX channel being configured",
+            errno.EINVAL,
+        )
+    try:
+        ops.set_channels(dev, new)
+    except ConfigError as e:
+        raise _netlink_error(str(e), e.errno or errno.EINVAL) from None
+    return ""
+
+
+def dump_rxfh(dev: NetDevice) -> str:
+    """``ethtool -x DEV``. ethtool: netlink/rss.c, rss_reply_cb(); common.c, print_indir_table()."""
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_rxfh:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    indir, key = ops.get_rxfh(dev)
+    n_rings = ops.get_channels(dev).rx_count if ops.supports_channels else 1
+    out = [f"RX flow hash indirection table for {dev.name} with {n_rings} RX ring(s):\n"]
+    for i, q in enumerate(indir):
+        if i % 8 == 0:
+            out.append(f"{i:5d}: ")
+        out.append(f" {q:5d}")
+        if i % 8 == 7 or i == len(indir) - 1:
+            out.append("\n")
+    out.append("RSS hash key:\n")
+    out.append(":".join(f"{b:02x}" for b in key) + "\n")
+    out.append("RSS hash function:\n    toeplitz: on\n    xor: off\n    crc32: off\n")
+    out.append("RSS input transformation:\n    symmetric-xor: off\n")
+    return "".join(out)
+
+
+def set_rxfh(dev: NetDevice, words: list[str]) -> str:
+    """``ethtool -X DEV equal N | weight W… | default | hkey XX:…``.
+
+    ethtool: netlink/rss.c, nl_srss() (fill_indir: ``equal`` and ``weight``
+    spread the table as ethtool does).
+    """
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_rxfh:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    if not words:
+        raise ConfigError("ethtool (-X): parameters missing", errno.EINVAL)
+    indir_now, key_now = ops.get_rxfh(dev)
+    size = len(indir_now)
+    indir: list[int] | None = None
+    key: bytes | None = None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "default":
+            indir = []
+            i += 1
+        elif w == "equal" and i + 1 < len(words) and words[i + 1].isdigit():
+            n = int(words[i + 1])
+            if n < 1:
+                raise ConfigError("Invalid 'equal' value", errno.EINVAL)
+            indir = [j % n for j in range(size)]
+            i += 2
+        elif w == "weight":
+            j = i + 1
+            weights: list[int] = []
+            while j < len(words) and words[j].isdigit():
+                weights.append(int(words[j]))
+                j += 1
+            if not weights:
+                raise ConfigError("'weight' requires at least one value", errno.EINVAL)
+            total = sum(weights)
+            if not total:
+                raise ConfigError("At least one weight must be non-zero", errno.EINVAL)
+            if total > size:
+                raise ConfigError(
+                    "Total weight exceeds the size of the indirection table", errno.EINVAL
+                )
+            # ethtool.c, fill_indir_table()
+            indir = []
+            partial = 0
+            ring = -1
+            for j in range(size):
+                while j >= size * partial // total:
+                    ring += 1
+                    partial += weights[ring]
+                indir.append(ring)
+            i += 1 + len(weights)
+        elif w == "hkey" and i + 1 < len(words):
+            try:
+                key = bytes(int(x, 16) for x in words[i + 1].split(":"))
+            except ValueError:
+                raise ConfigError("Invalid RSS hash key format", errno.EINVAL) from None
+            if len(key) != len(key_now):
+                raise ConfigError(
+                    f"Key is not of the expected size ({len(key_now)} bytes)", errno.EINVAL
+                )
+            i += 2
+        else:
+            raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+    try:
+        ops.set_rxfh(dev, indir, key)
+    except ConfigError as e:
+        raise _netlink_error(str(e), e.errno or errno.EINVAL) from None
+    return ""
+
+
+def dump_rxfh_fields(dev: NetDevice, flow: str) -> str:
+    """``ethtool -n DEV rx-flow-hash FLOW``. ethtool: ethtool.c, dump_rxfhash()."""
+    ops = dev.ethtool_ops
+    if flow not in FLOW_TYPES:
+        raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+    if ops is None or not ops.supports_rxfh:
+        raise ConfigError(
+            "Cannot get RX network flow hashing options: Operation not supported",
+            errno.EOPNOTSUPP,
+        )
+    fields = ops.get_rxfh_fields(dev, flow)
+    out = [f"{FLOW_TYPES[flow]} flows use these fields for computing Hash flow key:\n"]
+    if not fields:
+        out.append("None\n")
+    out += [f"{name}\n" for bit, name in _RXH_NAMES if fields & bit]
+    return "".join(out)
+
+
+def set_rxfh_fields(dev: NetDevice, words: list[str]) -> str:
+    """``ethtool -N DEV rx-flow-hash FLOW sdfn``. ethtool: ethtool.c, do_srxclass()."""
+    ops = dev.ethtool_ops
+    if len(words) != 3 or words[0] != "rx-flow-hash" or words[1] not in FLOW_TYPES:
+        raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+    fields = 0
+    for ch in words[2]:
+        if ch == "r":  # RXH_DISCARD
+            fields = RXH_DISCARD
+            continue
+        if ch not in _RXH_LETTERS:
+            raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+        fields |= _RXH_LETTERS[ch]
+    if ops is None or not ops.supports_rxfh:
+        raise ConfigError(
+            "Cannot change RX network flow hashing options: Operation not supported",
+            errno.EOPNOTSUPP,
+        )
+    try:
+        ops.set_rxfh_fields(dev, words[1], fields)
+    except ConfigError as e:
+        err = e.errno or errno.EINVAL
+        raise ConfigError(
+            f"Cannot change RX network flow hashing options: {os.strerror(err)}", err
+        ) from None
+    return ""
+
+
+def dump_stats(dev: NetDevice) -> str:
+    """``ethtool -S DEV``. ethtool: ethtool.c, do_gnicstats() / dump_nic_stats()."""
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_stats:
+        raise ConfigError("no stats available", errno.EOPNOTSUPP)
+    rows = ops.get_ethtool_stats(dev)
+    return "NIC statistics:\n" + "".join(f"     {name}: {value}\n" for name, value in rows)
+
+
 def ethtool(net: Net, command: str) -> str:
-    """Run ``ethtool -k DEV`` or ``ethtool -K DEV …`` on *net*; return what it prints.
+    """Run ``ethtool OPTION DEV …`` on *net*; return what it prints.
+
+    Options: ``-k/-K`` (features), ``-l/-L`` (channels), ``-x/-X`` (RSS
+    indirection table and key), ``-n/-N DEV rx-flow-hash FLOW [sdfn]``
+    (hashed fields), ``-S`` (driver statistics).
 
     Raises:
         ConfigError: with ethtool's message (an unknown device: "Cannot get
@@ -284,4 +548,22 @@ def ethtool(net: Net, command: str) -> str:
                 errno.ENODEV,
             )
         return _set_features(dev, rest)
+    if dev is None:
+        raise ConfigError(_NO_DEVICE, errno.ENODEV)
+    if opt in ("-l", "--show-channels"):
+        return dump_channels(dev)
+    if opt in ("-L", "--set-channels"):
+        return set_channels(dev, rest)
+    if opt in ("-x", "--show-rxfh-indir", "--show-rxfh"):
+        return dump_rxfh(dev)
+    if opt in ("-X", "--set-rxfh-indir", "--rxfh"):
+        return set_rxfh(dev, rest)
+    if opt in ("-n", "-u", "--show-nfc", "--show-ntuple"):
+        if len(rest) != 2 or rest[0] != "rx-flow-hash":
+            raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+        return dump_rxfh_fields(dev, rest[1])
+    if opt in ("-N", "-U", "--config-nfc", "--config-ntuple"):
+        return set_rxfh_fields(dev, rest)
+    if opt in ("-S", "--statistics"):
+        return dump_stats(dev)
     raise ConfigError(f'netstack: "ethtool {opt}" is not supported', errno.EOPNOTSUPP)

@@ -536,7 +536,7 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
     big_tso = dev.type == 772 or la.kind == "veth"  # loopback and veth raise tso_max_size
     tso_default = GSO_MAX_SIZE if big_tso else TSO_LEGACY_MAX_SIZE
     o.append(f"numtxqueues {dev.num_tx_queues} ")
-    o.append(f"numrxqueues {getattr(dev, 'num_rx_queues', 1)} ")
+    o.append(f"numrxqueues {dev.num_rx_queues} ")
     o.append(f"gso_max_size {dev.gso_max_size} ")
     o.append(f"gso_max_segs {dev.gso_max_segs} ")
     o.append(f"tso_max_size {getattr(dev, 'tso_max_size', tso_default)} ")

@@ -63,6 +63,34 @@ SYSFS_NET_ATTRS: Final[dict[str, Callable[[NetDevice], str]]] = {
 }
 
 
+# queues/tx-N/byte_queue_limits/*: Dql.statistics() field for each file
+BQL_ATTRS: Final = {
+    "limit": "limit",
+    "limit_max": "limit_max",
+    "limit_min": "limit_min",
+    "inflight": "inflight",
+    "hold_time": "hold_time",
+    "stall_thrs": "stall_thrs",
+    "stall_cnt": "stall_cnt",
+    "stall_max": "stall_max",
+}
+
+
+def _bql(net: Net, parts: list[str], full: str) -> str:
+    """``class/net/DEV/queues/tx-N/byte_queue_limits/ATTR``. Kernel: net-sysfs.c, bql_show_*()."""
+    dev = net.dev_get_by_name(parts[2])
+    field = BQL_ATTRS.get(parts[6])
+    queue = parts[4]
+    if dev is None or field is None or parts[5] != "byte_queue_limits":
+        raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+    if not (queue.startswith("tx-") and queue[3:].isdigit()):
+        raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+    index = int(queue[3:])
+    if index >= dev.real_num_tx_queues:
+        raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+    return f"{getattr(dev.get_tx_queue(index).dql.statistics(), field)}\n"
+
+
 def sysfs(net: Net, path: str) -> str:
     """Read ``/sys/PATH`` (``class/net/DEV/ATTR``); returns the text with its newline.
 
@@ -72,6 +100,8 @@ def sysfs(net: Net, path: str) -> str:
     rel = path.removeprefix("/sys/").strip("/")
     parts = rel.split("/")
     full = f"/sys/{rel}"
+    if len(parts) == 7 and parts[:2] == ["class", "net"] and parts[3] == "queues":
+        return _bql(net, parts, full)
     if len(parts) != 4 or parts[:2] != ["class", "net"]:
         raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
     dev = net.dev_get_by_name(parts[2])

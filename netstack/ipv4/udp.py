@@ -314,10 +314,12 @@ class UdpSock(Sock):
             skb.dst_pending_confirm = True
             self.dst_pending_confirm = True
         rc = ip_local_out(ipv4, skb)
-        if rc == 1 or rc == 2:  # net_xmit_errno(): NET_XMIT_DROP/CN
+        if rc == 1:  # NET_XMIT_DROP: net_xmit_errno() is -ENOBUFS (NET_XMIT_CN is not an error)
+            ipv4.ip.OutDiscards += 1  # ip_send_skb()
             ipv4.udp_mib.SndbufErrors += 1
             if self.recverr:
                 raise sock_oserror(ENOBUFS)
+            return length  # udp_send_skb(): the drop is not an OutDatagram
         ipv4.udp_mib.OutDatagrams += 1
         return length
 

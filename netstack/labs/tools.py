@@ -750,6 +750,26 @@ def _complete_ip(ctx: Context, words: list[str], text: str) -> list[str]:
     return _complete_devices(ctx, words, text) + [k for k in keywords if k.startswith(text)]
 
 
+_TC_OBJECTS: Final = ("qdisc", "class", "help")
+_TC_VERBS: Final = ("add", "del", "change", "replace", "show", "link")
+_TC_KINDS: Final = (
+    "pfifo", "bfifo", "pfifo_fast", "pfifo_head_drop", "prio", "tbf", "fq_codel", "netem",
+    "noqueue",
+)  # fmt: skip
+_TC_KEYWORDS: Final = ("dev", "root", "parent", "handle", "limit", "delay", "loss", "rate")
+
+
+def _complete_tc(ctx: Context, words: list[str], text: str) -> list[str]:
+    args = [w for w in words if not w.startswith("-")]
+    if not args:
+        return [o for o in _TC_OBJECTS if o.startswith(text)]
+    if len(args) == 1:
+        return [v for v in _TC_VERBS if v.startswith(text)]
+    if args[-1] == "dev":
+        return _complete_devices(ctx, words, text)
+    return [k for k in _TC_KINDS + _TC_KEYWORDS if k.startswith(text)]
+
+
 def _complete_ethtool(ctx: Context, words: list[str], text: str) -> list[str]:
     if not words:
         return [o for o in ("-k", "-K") if o.startswith(text)]
@@ -813,7 +833,8 @@ def default_commands() -> CommandTable:
             Command("expect", "check a counter: expect IpForwDatagrams >= 3", _cmd_expect,
                     usage="expect COUNTER OP VALUE", complete=_complete_expect),
             Command("tc", "show and change queueing disciplines", _front_end("tc", "tc"),
-                    usage="tc [ OPTIONS ] OBJECT { COMMAND | help }", linux="iproute2 tc"),
+                    usage="tc [ OPTIONS ] OBJECT { COMMAND | help }", complete=_complete_tc,
+                    linux="iproute2 tc"),
             Command("ethtool", "show and change offload features (-k, -K)",
                     _front_end("ethtool", "ethtool"),
                     usage="ethtool -k|-K DEVNAME ...", complete=_complete_ethtool,

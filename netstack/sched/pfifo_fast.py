@@ -2,23 +2,29 @@
 
 Theory of operation: ``prio2band`` maps the 16 TC priorities to a band
 (interactive traffic, TC_PRIO_INTERACTIVE = 6, goes to band 0; best effort to
-band 1; bulk to band 2). Dequeue takes from the lowest non-empty band, found
-in O(1) from a 3-bit bitmap. The queue holds at most ``dev->tx_queue_len``
-packets in total; beyond that it tail-drops. ``TCQ_F_CAN_BYPASS`` lets an
-empty pfifo_fast be skipped entirely (``__dev_xmit_skb``'s bypass).
+band 1; bulk to band 2). A socket's priority comes from ``SO_PRIORITY`` or
+from its ``IP_TOS`` (``rt_tos2priority``); a forwarded packet's from its TOS.
+Dequeue takes from the lowest non-empty band, found in O(1) from a 3-bit
+bitmap. The queue holds at most ``dev->tx_queue_len`` packets in total, read
+at every enqueue, so ``ip link set DEV txqueuelen N`` takes effect at once;
+beyond that it tail-drops. ``TCQ_F_CAN_BYPASS`` lets an empty pfifo_fast be
+skipped entirely (``__dev_xmit_skb``'s bypass). It has no options: ``tc``
+shows its fixed priomap.
 
 Kernel: net/sched/sch_generic.c, pfifo_fast_ops (the classic, root-locked
-version that the seeds' kernels had).
+version that the seeds' kernels had; 4.16+ made it lockless with one
+``skb_array`` of ``txqueuelen`` per band).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import NET_XMIT_SUCCESS
-from netstack.core.qdisc import TC_H_ROOT, TC_PRIO_MAX, TCQ_F_CAN_BYPASS, Qdisc
+from netstack.core.qdisc import TC_H_ROOT, TC_PRIO_MAX, TCQ_F_CAN_BYPASS, Qdisc, qdisc_pkt_len
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.sched.pkt_sched import TcPrioQopt
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -44,18 +50,18 @@ class PfifoFastQdisc(Qdisc):
         self.bands: tuple[deque[SkBuff], ...] = tuple(deque() for _ in range(PFIFO_FAST_BANDS))
         self.bitmap = 0
 
-    def limit(self) -> int:
-        dev = self.dev
-        return dev.tx_queue_len if dev is not None else 1000
+    def init(self, opt: Any) -> None:
+        """Options are ignored. Kernel: pfifo_fast_init()."""
 
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: pfifo_fast_enqueue()."""
-        if self.qlen < self.limit():
+        dev = self.dev_queue.dev if self.dev_queue is not None else None
+        if self.qlen < (dev.tx_queue_len if dev is not None else 1000):
             band = PRIO2BAND[skb.priority & TC_PRIO_MAX]
             self.bands[band].append(skb)
             self.bitmap |= 1 << band
             self.qlen += 1
-            self.backlog += skb.tail - skb.data
+            self.backlog += skb.tail - skb.data if not skb.gso_size else qdisc_pkt_len(skb)
             return NET_XMIT_SUCCESS
         return self.qdisc_drop(skb)
 
@@ -69,7 +75,7 @@ class PfifoFastQdisc(Qdisc):
         if not q:
             self.bitmap &= ~(1 << band)
         self.qlen -= 1
-        length = skb.tail - skb.data
+        length = skb.tail - skb.data if not skb.gso_size else qdisc_pkt_len(skb)
         self.backlog -= length
         self.bytes += length
         self.packets += 1
@@ -84,10 +90,10 @@ class PfifoFastQdisc(Qdisc):
         """Kernel: pfifo_fast_reset()."""
         for q in self.bands:
             while q:
-                kfree_skb(q.popleft(), DropReason.QDISC_DROP)
+                kfree_skb(q.popleft(), DropReason.QUEUE_PURGE)
         self.bitmap = 0
         super().reset()
 
-    def dump(self) -> str:
-        """``bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``."""
-        return "bands 3 priomap " + " ".join(str(b) for b in PRIO2BAND)
+    def dump(self) -> TcPrioQopt:
+        """``bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``. Kernel: pfifo_fast_dump()."""
+        return TcPrioQopt(PFIFO_FAST_BANDS, PRIO2BAND)

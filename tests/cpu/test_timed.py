@@ -10,7 +10,7 @@ import trio.testing
 import netstack
 from netstack.cpu import CpuSet, SpinLock
 from netstack.cpu.costs import FUNCTIONS, CostTable, default_costs
-from netstack.cpu.timed import Machine, Thread, TimedModel
+from netstack.cpu.timed import Machine, Thread, ThreadBlocked, TimedModel
 from netstack.host.sites import kernel_name, kernel_sites
 
 # A machine where only what a test charges costs time.
@@ -166,6 +166,73 @@ def test_time_waiting_for_work_is_idle() -> None:
     assert cpu.busy["sys"] == pytest.approx(10_000.0)
     assert cpu.idle == pytest.approx(9 * 3_000.0)  # the gaps between the calls
     assert model.report().cpus[0].idle == pytest.approx(100 * 27 / 37)
+
+
+def test_a_blocked_thread_sleeps_idle_and_retries() -> None:
+    """A call that blocks from 3 to 8 µs leaves its CPU idle 5 µs; the other
+    thread keeps its own pace; every call is made."""
+    model, cpus = _model(FREE, 2)
+    calls = [0, 0]
+    blocked = [True]
+
+    def op(i: int) -> None:
+        if i == 0 and calls[0] == 3 and blocked[0]:
+            raise ThreadBlocked
+        cpus[i].charge("work", 1000.0)
+        calls[i] += 1
+
+    async def unblock() -> None:
+        await trio.sleep_until(8e-6)  # blocked at 3 µs (after 3 calls of 1 µs): 5 µs
+        blocked[0] = False
+
+    async def main() -> None:
+        with model.measuring():
+            await model.run_threads(
+                [
+                    Thread(cpus, 0, lambda: op(0), 10, wait=unblock),
+                    Thread(cpus, 1, lambda: op(1), 10),
+                ]
+            )
+
+    _run(main)
+    assert calls == [10, 10]
+    assert model.cpus[0].idle == pytest.approx(5_000.0, abs=1.0)
+    assert model.cpus[1].idle == pytest.approx(0.0, abs=1.0)
+
+    model, cpus = _model(FREE, 1)
+
+    def always() -> None:
+        raise ThreadBlocked
+
+    async def no_wait() -> None:
+        with model.measuring():
+            await model.run_threads([Thread(cpus, 0, always, 1)])
+
+    with pytest.raises(ThreadBlocked):
+        _run(no_wait)
+
+
+def test_data_path_time_is_the_cpus_clock_in_timed_mode() -> None:
+    """A NIC stamps departures with CpuSet.time(): the CPU's clock inside a
+    section, Trio's outside one (and always in functional mode)."""
+    model, cpus = _model(FREE, 2)
+    seen: list[float] = []
+
+    async def main() -> None:
+        plain = CpuSet(1)
+        seen.append(plain.time() - trio.current_time())
+        with model.measuring():
+            await trio.sleep(1e-3)
+            cpus.run_on(1, "sys")
+            cpus[1].charge("work", 2500.0)
+            seen.append(cpus.time() - trio.current_time())
+            model.leave()
+            seen.append(cpus.time() - trio.current_time())
+
+    _run(main)
+    assert seen[0] == 0.0
+    assert seen[1] == pytest.approx(2.5e-6, abs=1e-9)
+    assert seen[2] == 0.0
 
 
 def test_functional_mode_has_no_model_and_no_lines() -> None:

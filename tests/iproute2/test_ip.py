@@ -258,6 +258,8 @@ WORDS = [
 @settings(
     max_examples=200,
     deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(

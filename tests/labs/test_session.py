@@ -133,6 +133,9 @@ async def test_tunnels_ethtool_and_sysfs_at_the_prompt(
     assert s.complete("h1 ethtool -k ", "gre") == ["gre0", "gre1", "gretap0"]
     assert s.complete("h1 ethtool -K gre1 ", "gr") == ["gro"]
     assert s.complete("h1 ethtool -K gre1 gro ", "o") == ["off", "on"]
+    assert s.complete("router tc ", "q") == ["qdisc"]
+    assert s.complete("router tc qdisc add dev ", "eth") == ["eth0", "eth1"]
+    assert s.complete("router tc qdisc add dev eth1 root ", "ne") == ["netem"]
 
 
 async def test_ping_by_host_name(term: Term, autojump_clock: trio.testing.MockClock) -> None:

@@ -1,0 +1,350 @@
+"""Issue #4's acceptance: the qdiscs on real topologies, in virtual time.
+
+tbf shapes a UDP flood to its rate; netem's delay, jitter and loss show in
+ping and in counts; duplicate, corrupt and reorder show in captures taken on
+both sides of a router; the same seed gives the same capture byte for byte;
+fq_codel keeps a sparse flow's latency near nothing where pfifo makes it wait
+behind the whole queue; and ``tc -s qdisc show`` adds up against the device.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import statistics as stats
+from pathlib import Path
+from typing import Literal
+
+import dpkt
+import trio
+import trio.testing
+from helpers import add_addr
+
+import netstack
+from netstack.socket.socket import Socket
+
+PAYLOAD = 1000
+FRAME = 14 + 20 + 8 + PAYLOAD  # what tbf and the device count per packet
+
+
+def pair(
+    lab: netstack.Lab, *, kind: Literal["veth", "nic"] = "veth", rate: float | None = None
+) -> tuple[netstack.Host, netstack.Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate)
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+def routed(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host, netstack.Host]:
+    """a (10.0.1.1) ─ r ─ b (10.0.2.1), veth links."""
+    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0")
+    lab.add_link("r:eth1", "b:eth0")
+    a.ip("addr add 10.0.1.1/24 dev eth0")
+    a.ip("route add default via 10.0.1.254")
+    r.ip("addr add 10.0.1.254/24 dev eth0")
+    r.ip("addr add 10.0.2.254/24 dev eth1")
+    r.sysctl("net.ipv4.ip_forward=1")
+    b.ip("addr add 10.0.2.1/24 dev eth0")
+    b.ip("route add default via 10.0.2.254")
+    return a, r, b
+
+
+async def receiver(host: netstack.Host, port: int = 9) -> tuple[Socket, list[tuple[float, bytes]]]:
+    sock = host.socket()
+    await sock.bind(("0.0.0.0", port))
+    return sock, []
+
+
+async def collect(sock: Socket, got: list[tuple[float, bytes]]) -> None:
+    while True:
+        data = await sock.recv(4096)
+        got.append((trio.current_time(), data))
+
+
+def ip_checksum(header: bytes) -> int:
+    total = sum(int.from_bytes(header[i : i + 2], "big") for i in range(0, len(header), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def seq_payload(i: int, size: int = 64) -> bytes:
+    return i.to_bytes(4, "big") + b"p" * (size - 4)
+
+
+# -- tbf --------------------------------------------------------------------------------
+
+
+async def test_tbf_delivers_a_udp_flood_at_its_rate(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    a, b = pair(lab, kind="nic")
+    a.tc("qdisc replace dev eth0 root tbf rate 1mbit burst 32kb latency 50ms")
+    assert await a.ping("10.0.0.2")  # ARP resolved: only the flood from here on
+    srv, got = await receiver(b)
+    cli = a.socket()
+    offered = 0
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect, srv, got)
+        t0 = trio.current_time()
+        while trio.current_time() - t0 < 12:  # ~1.9 Mbit/s offered into 1 Mbit/s
+            for _ in range(23):
+                try:
+                    cli.sendto_nowait(b"x" * PAYLOAD, ("10.0.0.2", 9))
+                    offered += 1
+                except OSError:
+                    pass
+            await trio.sleep(0.1)
+        await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
+    # 10 virtual seconds once the 32 kB bucket has emptied
+    window = [len(d) for t, d in got if t0 + 1 <= t < t0 + 11]
+    rate = len(window) * FRAME * 8 / 10
+    assert abs(rate - 1_000_000) / 1_000_000 < 0.02, rate
+    st = a.dev("eth0").qdisc.statistics()
+    assert st.drops > 0 and st.overlimits > 0  # it was a flood: tbf said no and dropped
+    # every datagram was sent, dropped or still queued; the rest is ARP and the ping
+    assert 0 < st.packets + st.drops + st.qlen - offered <= 4
+
+
+# -- netem ------------------------------------------------------------------------------
+
+
+async def test_netem_delay_and_jitter_in_ping_rtts(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    a, _ = pair(lab)
+    assert await a.ping("10.0.0.2")
+    a.tc("qdisc add dev eth0 root netem delay 100ms 10ms")
+    result = await a.ping("10.0.0.2", count=300, interval=0.05)
+    assert result.received == 300
+    rtts = [r * 1000 for r in result.rtts]
+    # uniform on [90, 110] ms (no distribution table): mean 100, sd 10/sqrt(3)
+    assert abs(stats.mean(rtts) - 100) < 1.5
+    assert abs(stats.pstdev(rtts) - 10 / 3**0.5) < 1.0
+    assert min(rtts) >= 90 and max(rtts) <= 110.5
+
+
+async def test_netem_loss_ten_percent_of_ten_thousand(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    a, b = pair(lab)
+    assert await a.ping("10.0.0.2")
+    a.tc("qdisc add dev eth0 root netem loss 10%")
+    srv, got = await receiver(b)
+    cli = a.socket()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect, srv, got)
+        for i in range(10_000):
+            cli.sendto_nowait(seq_payload(i, 16), ("10.0.0.2", 9))
+            if i % 100 == 99:
+                await trio.sleep(0.001)
+        await trio.sleep(0.1)
+        nursery.cancel_scope.cancel()
+    lost = 10_000 - len(got)
+    assert 800 <= lost <= 1200, lost
+    st = a.dev("eth0").qdisc.statistics()
+    assert st.drops == lost and st.packets == len(got)
+    out = a.tc("-s qdisc show dev eth0")
+    assert f"Sent {st.bytes} bytes {st.packets} pkt (dropped {lost}," in out
+
+
+async def _through_router(
+    lab: netstack.Lab, netem: str, count: int, *, gap: float = 0.001
+) -> tuple[list[bytes], list[bytes], list[tuple[float, bytes]]]:
+    """Send *count* numbered datagrams a → b with ``netem NETEM`` on r's egress;
+    return the frames r received, the frames r sent, and what b got."""
+    a, r, b = routed(lab)
+    assert await a.ping("10.0.2.1")
+    r.tc(f"qdisc add dev eth1 root {netem}")
+    srv, got = await receiver(b)
+    cli = a.socket()
+    with r.capture("eth0") as rx, r.capture("eth1") as tx:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(collect, srv, got)
+            for i in range(count):
+                await cli.sendto(seq_payload(i), ("10.0.2.1", 9))
+                await trio.sleep(gap)
+            await trio.sleep(1)
+            nursery.cancel_scope.cancel()
+    ins = [f for _, f, out in rx.frames if not out and f[12:14] == b"\x08\x00" and f[23] == 17]
+    size = len(ins[0])  # a flipped bit changes no length: match the datagrams by theirs
+    outs = [f for _, f, out in tx.frames if out and len(f) == size]
+    return ins, outs, got
+
+
+def _ip_id(frame: bytes) -> int:
+    return int.from_bytes(frame[18:20], "big")
+
+
+def _seq(frame: bytes) -> int:
+    return int.from_bytes(frame[42:46], "big")
+
+
+async def test_netem_duplicate_shows_in_the_capture(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    ins, outs, got = await _through_router(lab, "netem duplicate 30%", 300)
+    assert len(ins) == 300
+    ids = [_ip_id(f) for f in outs]
+    dups = len(ids) - len(set(ids))
+    assert 60 <= dups <= 120, dups  # ~30% of 300 sent twice
+    assert set(ids) == {_ip_id(f) for f in ins}
+    assert len(got) == len(outs)  # b received every copy
+    assert r_stats_sent(lab) == len(outs)
+
+
+def r_stats_sent(lab: netstack.Lab) -> int:
+    return lab.host("r").dev("eth1").qdisc.statistics().packets
+
+
+async def test_netem_corrupt_flips_one_bit_per_packet(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    ins, outs, got = await _through_router(lab, "netem corrupt 100%", 50)
+    assert len(ins) == len(outs) == 50
+    r, b = lab.host("r"), lab.host("b")
+    smac, dmac = r.dev("eth1").dev_addr, b.dev("eth0").dev_addr
+    flipped = 0
+    for fin, fout in zip(ins, outs, strict=True):
+        # what r would have sent uncorrupted: new MACs, TTL - 1, IP checksum redone
+        want = bytearray(fin)
+        want[0:12] = bytes(dmac) + bytes(smac)
+        want[22] -= 1
+        want[24:26] = b"\0\0"
+        want[24:26] = ip_checksum(bytes(want[14:34])).to_bytes(2, "big")
+        diff = int.from_bytes(bytes(x ^ y for x, y in zip(want, fout, strict=True)), "big")
+        assert diff.bit_count() == 1
+        flipped += 1
+    assert flipped == 50
+    assert len(got) < 50  # some flips hit headers or payload checksums and are dropped at b
+
+
+async def test_netem_reorder_sends_some_packets_early(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    _, outs, got = await _through_router(lab, "netem delay 10ms reorder 25%", 200)
+    seqs = [_seq(f) for f in outs]
+    assert sorted(seqs) == list(range(200))
+    # a packet went early when a lower-numbered one comes after it
+    later_min = [min(seqs[i + 1 :], default=200) for i in range(len(seqs))]
+    early = sum(1 for s, m in zip(seqs, later_min, strict=True) if m < s)
+    assert 30 <= early <= 70, early  # about a quarter jump the queue
+    assert [int.from_bytes(d[:4], "big") for _, d in got] == seqs
+
+
+async def _seeded_capture(path: Path, seed: int) -> None:
+    async with netstack.open_lab(seed=seed) as lab:
+        a, _ = pair(lab)
+        assert await a.ping("10.0.0.2")
+        a.tc(
+            "qdisc add dev eth0 root netem"
+            " delay 20ms 5ms loss 5% duplicate 5% corrupt 5% reorder 10% gap 3"
+        )
+        cli = a.socket()
+        with a.capture("eth0", path):
+            for i in range(300):
+                cli.sendto_nowait(seq_payload(i), ("10.0.0.2", 9))
+                await trio.sleep(0.002)
+            await trio.sleep(1)
+
+
+def test_the_same_seed_gives_the_same_capture_byte_for_byte(tmp_path: Path) -> None:
+    """Each run starts its own virtual clock at 0, as a script would."""
+    captures = []
+    for name, seed in (("first", 11), ("again", 11), ("other", 12)):
+        path = tmp_path / f"{name}.pcap"
+        trio.run(_seeded_capture, path, seed, clock=trio.testing.MockClock(autojump_threshold=0))
+        captures.append(path.read_bytes())
+    first, again, other = captures
+    assert first == again
+    assert first != other
+    frames = list(dpkt.pcap.Reader(io.BytesIO(first)))
+    assert 250 < len(frames) < 350
+
+
+# -- fq_codel against pfifo -----------------------------------------------------------
+
+
+async def _sparse_rtts(lab: netstack.Lab, leaf: str) -> tuple[list[float], str]:
+    """tbf shapes a veth to 2 Mbit/s with *leaf* as its child qdisc (the usual
+    shaper + AQM set-up); UDP floods from four sockets (2.7 Mbit/s offered)
+    saturate it while a sparse ping (one probe every 200 ms) crosses it; the
+    ping's RTTs in ms. Four sockets, because one UDP socket's send buffer
+    alone holds fewer packets than the pfifo's limit, on Linux as here."""
+    a, b = pair(lab)
+    a.tc("qdisc add dev eth0 root handle 1: tbf rate 2mbit burst 3000 latency 2s")
+    a.tc(f"qdisc add dev eth0 parent 1:1 handle 10: {leaf}")
+    assert await a.ping("10.0.0.2")
+    srv, got = await receiver(b)
+    socks = [a.socket() for _ in range(4)]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect, srv, got)
+
+        async def flood() -> None:
+            while True:
+                for sock in socks:  # 320 pps of 1042 B frames
+                    for _ in range(4):
+                        try:
+                            sock.sendto_nowait(b"x" * PAYLOAD, ("10.0.0.2", 9))
+                        except OSError:
+                            pass
+                await trio.sleep(0.05)
+
+        nursery.start_soon(flood)
+        await trio.sleep(1.525)  # the standing queue builds up; probes between bursts
+        result = await a.ping("10.0.0.2", count=10, interval=0.2, timeout=2)
+        nursery.cancel_scope.cancel()
+    return [r * 1000 for r in result.rtts], a.tc("-s qdisc show dev eth0")
+
+
+async def test_fq_codel_keeps_a_sparse_flow_near_target_where_pfifo_does_not(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    fq, fq_out = await _sparse_rtts(lab, "fq_codel")
+    async with netstack.open_lab() as lab2:
+        fifo, fifo_out = await _sparse_rtts(lab2, "pfifo limit 100")
+    # fq_codel (target 5ms): the sparse flow waits for at most one bulk packet
+    # (1042 B at 2 Mbit/s = 4.2 ms) to leave the shaper
+    assert len(fq) == 10 and max(fq) < 5.0, fq
+    # pfifo: every probe waits behind the full queue, 100 x 1042 B at 2 Mbit/s = 417 ms
+    assert len(fifo) == 10 and min(fifo) > 380, fifo
+    assert "new_flows_len" in fq_out and "drop_overlimit" in fq_out
+    dropped = re.findall(r"dropped (\d+)", fifo_out)
+    assert int(dropped[1]) > 0  # the pfifo child overflowed
+
+
+# -- tc -s adds up ------------------------------------------------------------------
+
+
+async def test_tc_statistics_add_up_against_the_device(
+    autojump_clock: trio.testing.MockClock, lab: netstack.Lab
+) -> None:
+    a, b = pair(lab, kind="nic")
+    a.tc("qdisc add dev eth0 root handle 1: prio")
+    a.tc("qdisc add dev eth0 parent 1:1 handle 10: pfifo limit 5")
+    srv, got = await receiver(b)
+    cli = a.socket()
+    ping = await a.ping("10.0.0.2", count=3, interval=0.01)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect, srv, got)
+        for i in range(200):
+            cli.sendto_nowait(seq_payload(i, 200), ("10.0.0.2", 9))
+            if i % 20 == 19:
+                await trio.sleep(0.001)
+        await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
+    q = a.dev("eth0").qdisc.statistics()
+    dev = a.dev("eth0").statistics()
+    assert (q.bytes, q.packets) == (dev.tx_bytes, dev.tx_packets)
+    assert q.qlen == 0 and q.backlog == 0
+    out = a.tc("-s qdisc show dev eth0")
+    assert f"Sent {dev.tx_bytes} bytes {dev.tx_packets} pkt (dropped {q.drops}," in out
+    classes = a.tc("-s class show dev eth0")
+    sent = [int(x) for x in re.findall(r"Sent (\d+) bytes", classes)]
+    pkts = [int(x) for x in re.findall(r"bytes (\d+) pkt", classes)]
+    assert sum(sent) == q.bytes and sum(pkts) == q.packets
+    assert ping.received == 3 and len(got) + q.drops == 200
