@@ -4,15 +4,19 @@ Theory of operation: the command table of :mod:`netstack.labs` sits below the
 experiments (they are siblings of the CLI's other top-layer packages), so the
 shell adds this lab-level command to its table itself
 (:func:`shell_commands`). An experiment builds its own machine and runs its
-own Trio loop on its own virtual clock; the command runs it in a worker
-thread and waits for it without yielding to the shell's loop, so the lab's
-virtual time stands still meanwhile, exactly as at the prompt.
+own Trio loop on its own virtual clock; :func:`run_experiment` runs it in a
+worker thread and waits for it without yielding to the shell's loop, so the
+lab's virtual time stands still meanwhile, exactly as at the prompt — and on
+a terminal it shows that the run is going on (``netstack experiment`` uses it
+too).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 from netstack.experiments import EXPERIMENTS
 from netstack.labs.commands import Command, CommandTable
@@ -21,7 +25,7 @@ from netstack.labs.tools import default_commands
 if TYPE_CHECKING:
     from netstack.labs.session import Context
 
-__all__ = ["EXPERIMENT_USAGE", "experiment_command", "shell_commands"]
+__all__ = ["EXPERIMENT_USAGE", "experiment_command", "run_experiment", "shell_commands"]
 
 EXPERIMENT_USAGE = (
     "experiment [--before|--after|--both] [--cpus N] [--json] [--plot FILE] NAME\n"
@@ -69,22 +73,10 @@ async def _cmd_experiment(ctx: Context, argv: list[str]) -> int:
     if name not in EXPERIMENTS:
         choices = ", ".join(repr(n) for n in sorted(EXPERIMENTS))
         return _usage(ctx, f"argument NAME: invalid choice: '{name}' (choose from {choices})")
-    outcome: list[Any] = []
-
-    def work() -> None:
-        try:
-            outcome.append(EXPERIMENTS[name].run(which, **kwargs))
-        except Exception as e:  # reported below, in the shell's thread
-            outcome.append(e)
-
-    worker = threading.Thread(target=work, name=f"experiment {name}", daemon=True)
-    worker.start()
-    worker.join()  # blocks the lab's loop on purpose: its virtual time stands still
-    result = outcome[0]
-    if isinstance(result, ValueError):
-        return _usage(ctx, str(result))
-    if isinstance(result, Exception):
-        raise result
+    try:
+        result = run_experiment(name, which, **kwargs)
+    except ValueError as e:
+        return _usage(ctx, str(e))
     ctx.out(result.to_json() if as_json else result.render())
     if plot is not None:
         from netstack.experiments.plot import write_plot
@@ -95,6 +87,48 @@ async def _cmd_experiment(ctx: Context, argv: list[str]) -> int:
             ctx.err(f"experiment: {e}")
             return 1
     return 0
+
+
+def run_experiment(
+    name: str, which: str = "both", *, stream: TextIO | None = None, **kwargs: Any
+) -> Any:
+    """Run experiment *name* in a worker thread, showing that it runs on a terminal.
+
+    The caller's thread waits without yielding (in the shell, the lab's
+    virtual time stands still). On a terminal, stderr shows the experiment
+    and the wall time it has taken so far, erased at the end; elsewhere
+    nothing is drawn. Exceptions of the run (``ValueError`` for bad
+    arguments) are raised here.
+    """
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(EXPERIMENTS[name].run(which, **kwargs))
+        except BaseException as e:  # re-raised below, in the caller's thread
+            outcome.append(e)
+
+    out = stream if stream is not None else sys.stderr
+    isatty = getattr(out, "isatty", None)
+    show = bool(isatty is not None and isatty())
+    worker = threading.Thread(target=work, name=f"experiment {name}", daemon=True)
+    start = time.monotonic()
+    worker.start()
+    line = ""
+    while worker.is_alive():
+        worker.join(0.2)
+        if show and worker.is_alive():
+            spin = "|/-\\"[int((time.monotonic() - start) * 5) % 4]
+            line = f"experiment {name} ({which}): running {spin} {time.monotonic() - start:5.1f} s"
+            out.write("\r" + line)
+            out.flush()
+    if line:
+        out.write("\r" + " " * len(line) + "\r")
+        out.flush()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _complete_experiment(ctx: Context, words: list[str], text: str) -> list[str]:

@@ -100,10 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "experiment":
-        exp = EXPERIMENTS[args.name]
+        from netstack.cli.experiment import run_experiment
+
         kwargs = {} if args.cpus is None else {"cpus": args.cpus}
         try:
-            result = exp.run(args.which, **kwargs)
+            result = run_experiment(args.name, args.which, **kwargs)
         except ValueError as e:
             parser.error(str(e))
         print(result.to_json() if args.json else result.render())

@@ -127,3 +127,19 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child.sendeof()  # Ctrl-D leaves
     child.expect_exact("exit")
     child.expect(pexpect.EOF)
+
+
+def test_experiment_shows_that_it_runs_on_a_terminal() -> None:
+    """A long run draws a progress line on a terminal, and erases it before the result."""
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "netstack.cli.main", "experiment", "gre-lltx", "--after", "--cpus", "1"],
+        env={**os.environ, "TERM": "dumb"},
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect(r"\rexperiment gre-lltx \(after\): running [|/\\-] +\d+\.\d s")
+    child.expect_exact("experiment gre-lltx: seed 1 (2010): ip_gre: lockless xmit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
