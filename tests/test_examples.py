@@ -28,6 +28,7 @@ LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "two_hosts"]
 
 def test_every_example_is_tested() -> None:
     tested = {"two_hosts_ping", "router", "udp_echo", "gre_two_sites", "ipip", "gretap"}
+    tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -155,3 +156,32 @@ async def test_gretap(
     assert r["ping"].received == 2
     assert r["inner_types"][:2] == [0x0806, 0x0806] and 0x0800 in r["inner_types"]
     assert "GRE proto 0x6558 key 7" in capsys.readouterr().out
+
+
+async def test_tc_tbf_shaping(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("tc_tbf_shaping").main()
+    assert abs(r["rate"] - 1e6) < 0.02e6
+    assert r["stats"].drops > 0 and r["stats"].overlimits > 0
+    assert "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 32Kb lat 50ms" in capsys.readouterr().out
+
+
+async def test_tc_netem_ping(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = await load("tc_netem_ping").main()
+    assert result.transmitted == 200 and 170 <= result.received <= 190
+    assert all(0.09 <= rtt <= 0.11 for rtt in result.rtts)
+    assert (
+        "netem 8001: root refcnt 2 limit 1000 delay 100ms  10ms loss 10%" in capsys.readouterr().out
+    )
+
+
+async def test_tc_fq_codel_vs_pfifo(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, list[float]] = await load("tc_fq_codel_vs_pfifo").main()
+    assert len(r["fq_codel"]) == 10 and max(r["fq_codel"]) < 10
+    assert len(r["pfifo limit 100"]) == 10 and min(r["pfifo limit 100"]) > 380
+    assert "new_flows_len" in capsys.readouterr().out

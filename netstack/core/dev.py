@@ -578,8 +578,13 @@ def dev_queue_xmit(skb: SkBuff) -> int:
 
 
 def net_tx_action(net: Net) -> int:
-    """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action()."""
+    """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action().
+
+    A qdisc whose root lock is busy goes back on the queue (``__netif_reschedule``);
+    ``net.tx_busy_until`` records when the earliest such lock frees, in timed mode.
+    """
     ran = 0
+    busy_until = float("inf")
     for sd in net.softnet:
         queue = sd.output_queue
         if not queue:
@@ -595,11 +600,18 @@ def net_tx_action(net: Net) -> int:
                     line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
+                model = net.cpus.model
+                if q.state_sched and model is not None:  # timed: another CPU ran it then
+                    busy_until = min(busy_until, model.lock_free_at(q.run_iv, cpu.now))
                 ran += 1
             elif not q.deactivated:
                 queue.append(q)  # __netif_reschedule
+                model = net.cpus.model
+                if model is not None:
+                    busy_until = min(busy_until, model.lock_free_at(root_lock, cpu.now))
             else:
                 q.state_sched = False
+    net.tx_busy_until = busy_until
     return ran
 
 
@@ -614,6 +626,11 @@ async def net_tx_action_task(net: Net) -> None:
         model = net.cpus.model
         if model is not None and model.running:
             await model.wait(net.cpus.current)
+            if net.tx_busy_until != float("inf"):
+                # every qdisc left was locked by another CPU: the softirq gives
+                # up (ksoftirqd) and comes back when the earliest lock is free
+                model.leave()
+                await trio.sleep_until(net.tx_busy_until * 1e-9)
         else:
             await trio.lowlevel.checkpoint()
 

@@ -225,6 +225,8 @@ class Qdisc:
         dev_name = dev_queue.dev.name if dev_queue is not None else "-"
         self.lock = SpinLock(f"{dev_name}:qdisc")  # qdisc_lock(): the root lock
         self.busylock = SpinLock(f"{dev_name}:busylock")
+        # timed mode: when each CPU ran the qdisc (the RUNNING bit as intervals)
+        self.run_iv = SpinLock(f"{dev_name}:qdisc running")
         self.running = False  # __QDISC___STATE_RUNNING / seqcount
         # timed mode: the line of q->__state/q->state (RUNNING, SCHED), read
         # by every sender before it takes the root lock
@@ -610,13 +612,29 @@ def qdisc_validate(q: Qdisc, skb: SkBuff | None, dev: NetDevice) -> SkBuff | Non
 
 
 def qdisc_run_begin(q: Qdisc) -> bool:
-    """Claim the right to dequeue; False if another context runs *q*. Kernel: qdisc_run_begin()."""
+    """Claim the right to dequeue; False if another context runs *q*.
+
+    In timed mode "another context" includes a CPU whose section already
+    ran the qdisc at this CPU's time (sections run whole, not in lock step):
+    that runner would have dequeued what this CPU queues, so NET_TX is asked
+    to run the qdisc when that run is over.
+
+    Kernel: include/net/sch_generic.h, qdisc_run_begin().
+    """
     if q.running:
         return False
-    q.running = True
     line = q.state_line
-    if line is not None:
+    if line is not None:  # timed mode
+        cpu = q.net.cpus.current
+        model = cpu.model
+        if model is not None and model.running:
+            if model.lock_free_at(q.run_iv, cpu.now) > cpu.now:
+                line.read("qdisc_run_begin")
+                q.netif_schedule()
+                return False
+            q.run_iv.hold_start = cpu.now
         line.write("qdisc_run_begin")
+    q.running = True
     return True
 
 
@@ -626,6 +644,10 @@ def qdisc_run_end(q: Qdisc) -> None:
     line = q.state_line
     if line is not None:
         line.write("qdisc_run_end")
+        cpu = q.net.cpus.current
+        model = cpu.model
+        if model is not None and model.running:
+            model.note_hold(q.run_iv, q.run_iv.hold_start, cpu.now)
 
 
 def qdisc_pkt_len(skb: SkBuff) -> int:

@@ -11,9 +11,15 @@ raises :class:`~netstack.errors.SkbPanic` here.
 Counters follow ``/proc/lock_stat``: ``acquisitions``, ``contentions``,
 ``waittime-total``/``-max`` and ``holdtime-total``/``-max`` (seconds here).
 
-In timed mode (:mod:`netstack.cpu.timed`) the lock also remembers when its
-last holder released it (``free_at``, on that holder's clock): a CPU taking
-it earlier spins until then, and the lock word is a cache line that moves to
+In timed mode (:mod:`netstack.cpu.timed`) the lock also remembers its recent
+holds as intervals of virtual time (``holds``, each on its holder's clock): a
+CPU that wants it at *t* spins while a hold overlaps ``[t, t + h)``, *h*
+being the lock's typical hold (a moving average) — until the end of that
+hold. CPUs' clocks are not in lock step — a softirq section runs whole, ahead
+of a sender that is behind it in time — so a lock asks "would my hold collide
+with one that happened then?", not "when was it last released?"; and of two
+CPUs that want it at the same instant, the one whose section ran first has
+it. The lock word is a cache line that moves to
 each new holder.
 
 Kernel: include/linux/spinlock.h, kernel/locking/lockdep.c (lock_stat).
@@ -21,7 +27,8 @@ Kernel: include/linux/spinlock.h, kernel/locking/lockdep.c (lock_stat).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import collections
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -31,7 +38,9 @@ from netstack.errors import SkbPanic
 if TYPE_CHECKING:
     from netstack.cpu.cacheline import CacheLine
 
-__all__ = ["LockStat", "SpinLock"]
+__all__ = ["HOLDS_KEPT", "LockStat", "SpinLock"]
+
+HOLDS_KEPT: Final = 64  # holds a timed lock remembers (more than CPUs can be apart)
 
 
 @attrs.frozen
@@ -58,7 +67,9 @@ class SpinLock:
         "acquisitions",
         "contentions",
         "free_at",
+        "hold_est",
         "hold_start",
+        "holds",
         "holdtime_max",
         "holdtime_total",
         "line",
@@ -71,8 +82,11 @@ class SpinLock:
     def __init__(self, name: str) -> None:
         self.name = name
         self.owner = -1
-        self.free_at = 0.0  # timed mode: when the last holder released it (ns)
+        self.free_at = 0.0  # timed mode: the latest release on any CPU's clock (ns)
         self.hold_start = 0.0
+        self.hold_est = 0.0  # timed mode: a moving average of hold times (ns)
+        # timed mode: the last HOLDS_KEPT holds as (start, end) in ns
+        self.holds: collections.deque[tuple[float, float]] = collections.deque(maxlen=HOLDS_KEPT)
         self.line: CacheLine | None = None  # timed mode: the lock word's cache line
         self.reset_stats()
 

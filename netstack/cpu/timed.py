@@ -355,6 +355,8 @@ class TimedModel:
             if len(eg.exceptions) == 1:
                 raise eg.exceptions[0] from None
             raise
+        finally:  # also when a deadline around the call cancels it (netperf -l)
+            self.leave()
 
     async def _run_heap(
         self,
@@ -510,7 +512,7 @@ class TimedModel:
         if not self.running:
             return
         self.locks[id(lock)] = lock
-        wait = lock.free_at - cpu.now
+        wait = self.lock_free_at(lock, cpu.now) - cpu.now
         if wait > 0:
             lock.contentions += 1
             lock.waittime_total += wait * 1e-9
@@ -527,9 +529,14 @@ class TimedModel:
         """Kernel: spin_trylock(): fails while another CPU's hold lasts."""
         if not self.running:
             return True
-        if lock.free_at > cpu.now:
+        if self.lock_free_at(lock, cpu.now) > cpu.now:
             self.locks[id(lock)] = lock
             lock.contentions += 1
+            # the failed attempt is still an atomic on the lock word's line
+            line = lock.line
+            if line is None:
+                line = lock.line = self.line(f"lock {lock.name}")
+            line.write("spin_trylock", atomic=True)
             return False
         self.spin_lock(lock, cpu)
         return True
@@ -540,7 +547,32 @@ class TimedModel:
         hold = cpu.now - lock.hold_start
         lock.holdtime_total += hold * 1e-9
         lock.holdtime_max = max(lock.holdtime_max, hold * 1e-9)
-        lock.free_at = cpu.now
+        self.note_hold(lock, lock.hold_start, cpu.now)
+
+    def note_hold(self, lock: SpinLock, start: float, end: float) -> None:
+        """Remember that *lock* (or a flag used like one) was held over [start, end]."""
+        lock.holds.append((start, end))
+        hold = end - start
+        lock.hold_est = hold if not lock.hold_est else lock.hold_est + (hold - lock.hold_est) / 8
+        if end > lock.free_at:
+            lock.free_at = end
+
+    def lock_free_at(self, lock: SpinLock, t: float) -> float:
+        """When *lock* is free for a CPU that wants it at time *t* (ns).
+
+        A hold of the usual length ``[t, t + hold_est]`` must not overlap a
+        remembered hold; while it does, the CPU waits for that hold's end.
+        """
+        holds = lock.holds
+        h = lock.hold_est
+        moved = True
+        while moved:
+            moved = False
+            for start, end in holds:
+                if start <= t + h and end > t:
+                    t = end
+                    moved = True
+        return t
 
     # -- reports --------------------------------------------------------------------------
     def nearest_ns(self, index: int, holders: int) -> float:

@@ -235,6 +235,22 @@ def test_data_path_time_is_the_cpus_clock_in_timed_mode() -> None:
     assert seen[2] == 0.0
 
 
+def test_a_lock_wanted_before_a_later_hold_fits_only_if_its_hold_would() -> None:
+    """CPU clocks are not in lock step: CPU 1 ran a section that held the
+    lock over [100, 200] ns; CPU 0, behind it, wants the lock at 40 or 60
+    with holds that usually last 50 ns."""
+    model, _ = _model(FREE, 2)
+    lock = SpinLock("l")
+    lock.holds.append((100.0, 200.0))
+    lock.hold_est = 50.0
+    assert model.lock_free_at(lock, 40.0) == 40.0  # [40, 90) fits before it
+    assert model.lock_free_at(lock, 60.0) == 200.0  # [60, 110) would collide
+    assert model.lock_free_at(lock, 150.0) == 200.0  # inside it
+    assert model.lock_free_at(lock, 200.0) == 200.0
+    lock.holds.append((200.0, 260.0))  # the next holder took it on release
+    assert model.lock_free_at(lock, 60.0) == 260.0
+
+
 def test_functional_mode_has_no_model_and_no_lines() -> None:
     cpus = CpuSet(2)
     assert cpus.model is None and cpus[0].model is None

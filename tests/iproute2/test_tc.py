@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import shlex
+import statistics as stats
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
+from netstack.iproute2.tc.netem_dist import netem_dist_table
 
 PFIFO_FAST = "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"
 
@@ -94,6 +96,38 @@ async def test_errors_are_tcs_and_change_nothing(
     with pytest.raises(ConfigError) as exc:
         h.tc("qdisc add dev eth0 parent 1:1 tbf rate 1mbit")
     assert str(exc.value).startswith('tbf: the "burst" parameter is mandatory.')
+    assert state(h) == before
+
+
+def test_netem_distribution_tables_as_iproute2_generates_them() -> None:
+    normal = netem_dist_table("normal")
+    pareto = netem_dist_table("pareto")
+    paretonormal = netem_dist_table("paretonormal")
+    assert normal is not None and pareto is not None and paretonormal is not None
+    assert len(normal) == len(pareto) == len(paretonormal) == 4096
+    assert normal[:4] == (-32768, -28307, -26871, -25967)  # clamped to SHRT_MIN, then the tail
+    assert list(normal) == sorted(normal) and list(pareto) == sorted(pareto)
+    assert abs(stats.mean(normal)) < 20 and abs(stats.pstdev(normal) - 8192) < 20
+    assert pareto[0] == -5461 and pareto[-1] == 32767  # (1 - 1.5) * 4/3 * 8192, then clamped
+    assert netem_dist_table("uniform") is None and netem_dist_table("../x") is None
+
+
+async def test_netem_distribution_options(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
+    h = nic_host(lab)
+    h.tc("qdisc add dev eth0 root netem delay 10ms 2ms distribution paretonormal")
+    h.tc("qdisc change dev eth0 root netem slot distribution normal 10ms 2ms packets 4")
+    assert "slot distribution 10ms 2ms packets 4" in h.tc("qdisc show dev eth0")
+    before = state(h)
+    with pytest.raises(ConfigError) as exc:
+        h.tc("qdisc change dev eth0 root netem delay 10ms distribution normal")
+    assert str(exc.value).startswith("distribution specified but no latency and jitter values\n")
+    no_table = (
+        "No distribution data for uniform (/usr/lib/tc//uniform.dist: No such file or directory)"
+    )
+    with fails(no_table):
+        h.tc("qdisc change dev eth0 root netem delay 10ms 1ms distribution uniform")
+    with fails("Non-positive jitter"):
+        h.tc("qdisc change dev eth0 root netem slot distribution normal 10ms 0")
     assert state(h) == before
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from netstack.iproute2.ip_common import get_u32, matches
+from netstack.iproute2.tc.netem_dist import netem_dist_table
 from netstack.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
 from netstack.iproute2.tc.tc_util import (
     UINT32_MAX,
@@ -71,6 +72,15 @@ _DIGITS = "0123456789"
 def _isdigit0(s: str) -> bool:
     """C ``isdigit(s[0])``."""
     return bool(s) and s[0] in _DIGITS
+
+
+def _get_distribution(name: str) -> tuple[int, ...]:
+    """The table of ``/usr/lib/tc/NAME.dist``. iproute2: q_netem.c, get_distribution()."""
+    table = netem_dist_table(name)
+    if table is None:
+        path = f"/usr/lib/tc//{name}.dist"
+        fail(f"No distribution data for {name} ({path}: No such file or directory)")
+    return table
 
 
 def _illegal(arg: str) -> str:
@@ -154,6 +164,8 @@ class NetemUtil(QdiscUtil):
         packet_overhead = cell_size = cell_overhead = 0
         slot = {"min_delay": 0, "max_delay": 0, "max_packets": 0, "max_bytes": 0}
         seed = 0
+        delay_dist: tuple[int, ...] | None = None
+        slot_dist: tuple[int, ...] | None = None
         while a.i < len(argv):
             word = a.cur
             if matches(word, "limit"):
@@ -236,11 +248,7 @@ class NetemUtil(QdiscUtil):
                 if a.next_is_number():
                     dup_corr = _percent(a.next_arg(), "duplicate")
             elif matches(word, "distribution"):
-                name = a.next_arg()
-                fail(
-                    f"No distribution data for {name} (/usr/lib/tc//{name}.dist: "
-                    "No such file or directory)"
-                )
+                delay_dist = _get_distribution(a.next_arg())
             elif matches(word, "rate"):
                 present_rate = True
                 arg = a.next_arg()
@@ -279,13 +287,20 @@ class NetemUtil(QdiscUtil):
                         slot["max_delay"] = t
                 else:
                     arg = a.next_arg()
-                    if arg == "distribution":
-                        name = a.next_arg()
-                        fail(
-                            f"No distribution data for {name} (/usr/lib/tc//{name}.dist: "
-                            "No such file or directory)"
-                        )
-                    fail(f"Unknown slot parameter: {arg}")
+                    if arg != "distribution":
+                        fail(f"Unknown slot parameter: {arg}")
+                    present_slot = True
+                    slot_dist = _get_distribution(a.next_arg())
+                    t = get_time64(a.next_arg())
+                    if t is None:
+                        fail(_illegal("slot delay"))
+                    slot["dist_delay"] = t
+                    t = get_time64(a.next_arg())
+                    if t is None:
+                        fail(_illegal("slot jitter"))
+                    if t <= 0:
+                        fail("Non-positive jitter")
+                    slot["dist_jitter"] = t
                 if a.next_ok() and matches(argv[a.i + 1], "packets"):
                     a.next_arg()
                     v = get_s32(argv[a.i + 1], 0) if a.next_ok() else None
@@ -315,6 +330,8 @@ class NetemUtil(QdiscUtil):
             fail("gap specified without reorder probability", NETEM_USAGE)
         if present_ecn and loss <= 0 and not loss_type:
             fail("ecn requested without loss model", NETEM_USAGE)
+        if delay_dist is not None and (latency == 0 or jitter == 0):
+            fail("distribution specified but no latency and jitter values", NETEM_USAGE)
 
         return NetemOptions(
             qopt=TcNetemQopt(
@@ -350,6 +367,8 @@ class NetemUtil(QdiscUtil):
             ),
             rate64=rate64 if present_rate and rate64 >= 1 << 32 else None,
             seed=seed if present_seed else None,
+            delay_dist=delay_dist,
+            slot_dist=slot_dist,
         )
 
     def print_qopt(self, opt: Any, o: TcOptions) -> str:
