@@ -213,6 +213,7 @@ class Dumper:
     opts: TcpdumpOptions
     write: Callable[[str], None]
     resolve: Callable[[str], str | None] | None = None
+    raw: bool = False  # frames carry an empty Ethernet header over raw IP (gre, ipip, sit)
     captured: int = 0
     received: int = 0
     _printer: Printer = attrs.field(init=False)
@@ -231,7 +232,10 @@ class Dumper:
                 self._file = Path(self.opts.write_file).open("wb")  # noqa: SIM115 - closed in close()
             except OSError as e:
                 raise _err(f"{self.opts.write_file}: {e.strerror}", e.errno or errno.EIO) from None
-            self._writer = dpkt.pcap.Writer(self._file, snaplen=self.opts.snaplen)
+            linktype = 101 if self.raw else 1  # LINKTYPE_RAW, as their captures are written
+            self._writer = dpkt.pcap.Writer(
+                self._file, snaplen=self.opts.snaplen, linktype=linktype
+            )
 
     @property
     def done(self) -> bool:
@@ -248,7 +252,7 @@ class Dumper:
         self.captured += 1
         data = frame[: self.opts.snaplen]
         if self._writer is not None:
-            self._writer.writepkt(data, ts=ts)
+            self._writer.writepkt(frame[14:][: self.opts.snaplen] if self.raw else data, ts=ts)
             if not self.opts.print_anyway:
                 return True
         text = self._printer.packet(ts, data, wirelen if wirelen is not None else len(frame))

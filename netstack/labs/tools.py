@@ -280,9 +280,9 @@ async def _cmd_tcpdump(ctx: Context, argv: list[str]) -> int:
     if not dev.is_up():
         ctx.err(f"tcpdump: {name}: That device is not up")
         return 1
-    dumper = Dumper(opts, ctx.out, ctx.resolve)
     # devices without a link-layer header (gre, ipip, sit) capture raw IP, as in their pcaps
     raw = dev.header_ops is None and dev.type != ARPHRD_LOOPBACK
+    dumper = Dumper(opts, ctx.out, ctx.resolve, raw=raw)
     link = "RAW (Raw IP)" if raw else "EN10MB (Ethernet)"
     if opts.verbose or opts.write_file is not None:
         ctx.err(

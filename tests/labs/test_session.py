@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import dpkt
 import pytest
 import trio
 import trio.testing
@@ -95,7 +97,7 @@ async def test_front_ends_of_other_branches_answer_not_available(
 
 
 async def test_tunnels_ethtool_and_sysfs_at_the_prompt(
-    term: Term, autojump_clock: trio.testing.MockClock
+    term: Term, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     """`ip tunnel`, `ip link … type gre`, `ethtool -k/-K`, `cat /sys/…`, tcpdump on gre1."""
     for line in (
@@ -125,6 +127,17 @@ async def test_tunnels_ethtool_and_sysfs_at_the_prompt(
         "IP 10.0.1.1 > 10.0.2.2: GREv0, key=0x7, length 92: "
         "IP 192.168.9.1 > 192.168.9.2: ICMP echo request, id 1, seq 1, length 64"
     ) in out
+    # on the tunnel device itself: raw IP, printed and written as such (LINKTYPE_RAW)
+    pcap = tmp_path / "gre1.pcap"
+    status, out = await term.run(f"h2 tcpdump -i gre1 -c 1 -w {pcap} &")
+    assert "listening on gre1, link-type RAW (Raw IP)" in out
+    await term.run("h1 ping -c 1 192.168.9.2")
+    await term.run("wait")
+    with pcap.open("rb") as f:
+        reader = dpkt.pcap.Reader(f)
+        assert reader.datalink() == 101
+        frames = [bytes(buf) for _, buf in reader]
+    assert len(frames) == 1 and frames[0][0] == 0x45 and frames[0][12:16] == bytes([192, 168, 9, 1])
     s = term.session
     assert s.complete("h1 ip ", "t") == ["tunnel"]
     assert s.complete("h1 ip tunnel add gre3 mode ", "") == ["gre", "ipip", "sit"]
