@@ -176,6 +176,15 @@ class EthtoolOps:
     supports_channels = False
     supports_rxfh = False
     supports_stats = False
+    supports_coalesce = False
+
+    def get_coalesce(self, dev: NetDevice) -> dict[str, int]:
+        """The interrupt coalescing parameters it has (``rx-usecs``…). Kernel: get_coalesce."""
+        raise NotImplementedError
+
+    def set_coalesce(self, dev: NetDevice, values: dict[str, int]) -> None:
+        """Kernel: ethtool_ops.set_coalesce."""
+        raise NotImplementedError
 
     def get_channels(self, dev: NetDevice) -> EthtoolChannels:
         """Kernel: ethtool_ops.get_channels."""

@@ -56,6 +56,7 @@ from netstack.core.features import (
     NETIF_F_TSO,
     NETIF_F_TSO6,
 )
+from netstack.core.hrtimer import HrTimer, ktime_get_ns
 from netstack.core.napi import Napi
 from netstack.core.netdevice import (
     IFF_UP,
@@ -107,6 +108,7 @@ MAX_SKB_FRAGS: Final = 17
 TX_USECS_DEFAULT: Final = 50e-6
 NIC_MAX_MTU: Final = 9216
 NIC_MAX_QUEUES: Final = 64  # RX queues a NIC can have (ethtool -l "Pre-set maximums")
+NIC_MAX_COALESCE_USECS: Final = 1022  # ixgbe's IXGBE_MAX_EITR >> 2
 NIC_DEFAULT_MAX_RSS: Final = 16  # ixgbe's IXGBE_MAX_RSS_INDICES: the default's cap
 
 RxCsumMode = Literal["unnecessary", "complete", "none"]
@@ -171,6 +173,10 @@ class NicPriv:
         self.rate = rate  # bit/s, None = unlimited
         self.delay = delay  # propagation delay, seconds
         self.tx_usecs = TX_USECS_DEFAULT  # TX interrupt coalescing (ethtool -C tx-usecs)
+        # RX interrupt coalescing (ethtool -C rx-usecs): 0 interrupts at once;
+        # else the interrupt fires rx_usecs after the first frame since the last one
+        self.rx_usecs = 0.0
+        self.rx_irq: list[HrTimer] = []
         self.rx_csum: RxCsumMode = rx_csum
         self.peer: FrameSink | None = None
         self.tx_ring: collections.deque[tuple[float, SkBuff, int]] = collections.deque()
@@ -214,7 +220,12 @@ class NicPriv:
         ring.append((frame, h, l4))
         napi = self.napis[q] if self.napis else None
         if napi is not None and not napi.scheduled:
-            napi.schedule()
+            if self.rx_usecs <= 0:
+                napi.schedule()
+            else:
+                irq = self.rx_irq[q]
+                if not irq.is_queued():
+                    irq.start(ktime_get_ns(dev.net) + round(self.rx_usecs * 1e9))
 
     def carrier_up(self) -> bool:
         return bool(self.dev.flags & IFF_UP)
@@ -382,6 +393,7 @@ class NicEthtoolOps(EthtoolOps):
     supports_channels = True
     supports_rxfh = True
     supports_stats = True
+    supports_coalesce = True
 
     def get_channels(self, dev: NetDevice) -> EthtoolChannels:
         """RX-only channels (one TX queue). Kernel: ixgbe_get_channels()."""
@@ -440,6 +452,27 @@ class NicEthtoolOps(EthtoolOps):
         if fields not in allowed:
             raise ConfigError("", errno.EINVAL)
         dev.priv.rss.fields[flow] = fields
+
+    def get_coalesce(self, dev: NetDevice) -> dict[str, int]:
+        """Kernel: ixgbe_get_coalesce()."""
+        priv: NicPriv = dev.priv
+        return {
+            "rx-usecs": round(priv.rx_usecs * 1e6),
+            "tx-usecs": round(priv.tx_usecs * 1e6),
+        }
+
+    def set_coalesce(self, dev: NetDevice, values: dict[str, int]) -> None:
+        """Kernel: ixgbe_set_coalesce()."""
+        priv: NicPriv = dev.priv
+        for key, value in values.items():
+            if key not in ("rx-usecs", "tx-usecs"):
+                raise ConfigError("", errno.EOPNOTSUPP)
+            if value > NIC_MAX_COALESCE_USECS:
+                raise ConfigError("", errno.EINVAL)
+        if "rx-usecs" in values:
+            priv.rx_usecs = values["rx-usecs"] * 1e-6
+        if "tx-usecs" in values:
+            priv.tx_usecs = values["tx-usecs"] * 1e-6
 
     def get_ethtool_stats(self, dev: NetDevice) -> list[tuple[str, int]]:
         """Device counters and per-queue ones. Kernel: ixgbe_get_ethtool_stats()."""
@@ -586,6 +619,7 @@ def _nic_add_napi(priv: NicPriv, q: int) -> None:
     napi = Napi(dev, nic_poll, cpu=q % len(net.cpus), name=name)
     napi.priv = q
     priv.napis.append(napi)
+    priv.rx_irq.append(net.hrtimers.timer(napi.schedule, f"{name}/irq"))
     dev.napi_list.append(napi)
     net.start_napi(napi)
 
@@ -613,6 +647,7 @@ def nic_set_channels(dev: NetDevice, rx: int) -> None:
         ring.clear()
     while len(priv.napis) > rx:  # netif_napi_del()
         napi = priv.napis.pop()
+        priv.rx_irq.pop().cancel()
         napi.kill()
         dev.napi_list.remove(napi)
         priv.rx_rings.pop()

@@ -507,6 +507,76 @@ def set_rxfh_fields(dev: NetDevice, words: list[str]) -> str:
     return ""
 
 
+_COALESCE_LAYOUT: Final = (
+    ("stats-block-usecs", "\t"),
+    ("sample-interval", "\t"),
+    ("pkt-rate-low", "\t\t"),
+    ("pkt-rate-high", "\t\t"),
+    None,
+    ("rx-usecs", "\t"),
+    ("rx-frames", "\t"),
+    ("rx-usecs-irq", "\t"),
+    ("rx-frames-irq", "\t"),
+    None,
+    ("tx-usecs", "\t"),
+    ("tx-frames", "\t"),
+    ("tx-usecs-irq", "\t"),
+    ("tx-frames-irq", "\t"),
+    None,
+    ("rx-usecs-low", "\t"),
+    ("rx-frame-low", "\t"),
+    ("tx-usecs-low", "\t"),
+    ("tx-frame-low", "\t"),
+    None,
+    ("rx-usecs-high", "\t"),
+    ("rx-frame-high", "\t"),
+    ("tx-usecs-high", "\t"),
+    ("tx-frame-high", "\t"),
+    None,
+)
+
+
+def dump_coalesce(dev: NetDevice) -> str:
+    """``ethtool -c DEV``. ethtool: netlink/coalesce.c, coalesce_reply_cb()."""
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_coalesce:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    have = ops.get_coalesce(dev)
+    out = [f"Coalesce parameters for {dev.name}:\n", "Adaptive RX: n/a  TX: n/a\n"]
+    for item in _COALESCE_LAYOUT:
+        if item is None:
+            out.append("\n")
+            continue
+        name, tabs = item
+        value = have.get(name)
+        out.append(f"{name}:{tabs}{'n/a' if value is None else value}\n")
+    out.append("CQE mode RX: n/a  TX: n/a\n")
+    return "".join(out)
+
+
+def set_coalesce(dev: NetDevice, words: list[str]) -> str:
+    """``ethtool -C DEV rx-usecs N [tx-usecs N]``. Kernel: net/ethtool/coalesce.c."""
+    ops = dev.ethtool_ops
+    if ops is None or not ops.supports_coalesce:
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    if not words or len(words) % 2:
+        raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+    known = {name for item in _COALESCE_LAYOUT if item is not None for name in item[:1]}
+    values: dict[str, int] = {}
+    for key, value in zip(words[0::2], words[1::2], strict=True):
+        if key not in known or not value.isdigit():
+            raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
+        values[key] = int(value)
+    have = ops.get_coalesce(dev)
+    if any(k not in have for k in values):  # ethnl_set_coalesce(): unsupported parameter
+        raise _netlink_error("", errno.EOPNOTSUPP)
+    try:
+        ops.set_coalesce(dev, values)
+    except ConfigError as e:
+        raise _netlink_error(str(e), e.errno or errno.EINVAL) from None
+    return ""
+
+
 def dump_stats(dev: NetDevice) -> str:
     """``ethtool -S DEV``. ethtool: ethtool.c, do_gnicstats() / dump_nic_stats()."""
     ops = dev.ethtool_ops
@@ -521,7 +591,7 @@ def ethtool(net: Net, command: str) -> str:
 
     Options: ``-k/-K`` (features), ``-l/-L`` (channels), ``-x/-X`` (RSS
     indirection table and key), ``-n/-N DEV rx-flow-hash FLOW [sdfn]``
-    (hashed fields), ``-S`` (driver statistics).
+    (hashed fields), ``-S`` (driver statistics), ``-c/-C`` (interrupt coalescing).
 
     Raises:
         ConfigError: with ethtool's message (an unknown device: "Cannot get
@@ -566,4 +636,8 @@ def ethtool(net: Net, command: str) -> str:
         return set_rxfh_fields(dev, rest)
     if opt in ("-S", "--statistics"):
         return dump_stats(dev)
+    if opt in ("-c", "--show-coalesce"):
+        return dump_coalesce(dev)
+    if opt in ("-C", "--coalesce"):
+        return set_coalesce(dev, rest)
     raise ConfigError(f'netstack: "ethtool {opt}" is not supported', errno.EOPNOTSUPP)

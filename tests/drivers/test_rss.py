@@ -309,3 +309,36 @@ def test_timed_receive_runs_on_the_cpu_rss_chose(hashing: str) -> None:
     expected, busy = _timed_flows(hashing)
     assert busy == expected
     assert len(busy) == (1 if hashing == "sd" else 4)
+
+
+async def test_rx_interrupt_coalescing_batches_napi_polls(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """With rx-usecs 25, frames arriving 1.2 µs apart are polled in batches."""
+    a = lab.add_host("a")
+    b = lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9)
+    a.ip("addr add 10.0.0.1/24 dev eth0")
+    b.ip("addr add 10.0.0.2/24 dev eth0")
+    assert b.ethtool("-c eth0").splitlines()[7:9] == ["rx-usecs:\t0", "rx-frames:\tn/a"]
+    assert b.ethtool("-C eth0 rx-usecs 25") == ""
+    assert b.ethtool("-c eth0").splitlines()[7] == "rx-usecs:\t25"
+    await a.ping("10.0.0.2", count=1)  # ARP both ways
+    napi = b.dev("eth0").priv.napis[0]
+    polls = napi.polls
+    rx = b.socket(AF_INET, SOCK_DGRAM)
+    await rx.bind(("10.0.0.2", 9))
+    s = a.socket(AF_INET, SOCK_DGRAM)
+    for _ in range(100):
+        await s.sendto(b"x" * 1400, ("10.0.0.2", 9))
+    await trio.sleep(0.01)
+    assert b.dev("eth0").stats.rx_packets >= 100 + 2
+    assert napi.polls - polls <= 100 // 10  # ~20 frames per interrupt
+    for bad, msg in (
+        ("-C eth0 rx-frames 8", "Operation not supported"),
+        ("-C eth0 rx-usecs 5000", "Invalid argument"),
+        ("-C eth0 rx-usecs", "bad command line"),
+        ("-c lo", "Operation not supported"),
+    ):
+        with pytest.raises(ConfigError, match=msg):
+            b.ethtool(bad)
