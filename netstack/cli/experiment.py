@@ -115,13 +115,15 @@ def run_experiment(
     start = time.monotonic()
     worker.start()
     line = ""
-    while worker.is_alive():
-        worker.join(0.2)
-        if show and worker.is_alive():
+    while True:
+        if show:  # drawn at once, then every 0.2 s of wall time
             spin = "|/-\\"[int((time.monotonic() - start) * 5) % 4]
             line = f"experiment {name} ({which}): running {spin} {time.monotonic() - start:5.1f} s"
             out.write("\r" + line)
             out.flush()
+        worker.join(0.2)
+        if not worker.is_alive():
+            break
     if line:
         out.write("\r" + " " * len(line) + "\r")
         out.flush()

@@ -772,7 +772,8 @@ def _complete_tc(ctx: Context, words: list[str], text: str) -> list[str]:
 
 def _complete_ethtool(ctx: Context, words: list[str], text: str) -> list[str]:
     if not words:
-        return [o for o in ("-k", "-K") if o.startswith(text)]
+        options = ("-k", "-K", "-c", "-C", "-l", "-L", "-x", "-X", "-n", "-N", "-S")
+        return [o for o in options if o.startswith(text)]
     if len(words) == 1:
         return _complete_devices(ctx, words, text)
     if words[0] == "-K" and len(words) % 2 == 0:  # -K DEV NAME on|off NAME on|off …
@@ -780,6 +781,8 @@ def _complete_ethtool(ctx: Context, words: list[str], text: str) -> list[str]:
         return sorted({n for n in names if n.startswith(text)})
     if words[0] == "-K":
         return [v for v in ("on", "off") if v.startswith(text)]
+    if words[0] == "-C" and len(words) % 2 == 0:  # -C DEV rx-usecs N tx-usecs N
+        return [k for k in ("rx-usecs", "tx-usecs") if k.startswith(text)]
     return []
 
 
@@ -835,9 +838,10 @@ def default_commands() -> CommandTable:
             Command("tc", "show and change queueing disciplines", _front_end("tc", "tc"),
                     usage="tc [ OPTIONS ] OBJECT { COMMAND | help }", complete=_complete_tc,
                     linux="iproute2 tc"),
-            Command("ethtool", "show and change offload features (-k, -K)",
+            Command("ethtool", "device features, coalescing, channels, RSS (-k -K -c -C -l -x -S…)",
                     _front_end("ethtool", "ethtool"),
-                    usage="ethtool -k|-K DEVNAME ...", complete=_complete_ethtool,
+                    usage="ethtool -k|-K|-c|-C|-l|-L|-x|-X|-n|-N|-S DEVNAME ...",
+                    complete=_complete_ethtool,
                     linux="ethtool"),
             Command("netperf", "TCP/UDP throughput tests", None,
                     missing="netperf needs TCP, which netstack does not emulate yet",
