@@ -29,6 +29,7 @@ LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "netem", "two_hosts"]
 def test_every_example_is_tested() -> None:
     tested = {"two_hosts_ping", "router", "udp_echo", "gre_two_sites", "ipip", "gretap"}
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
+    tested |= {"tcp_transfer"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -156,6 +157,15 @@ async def test_gretap(
     assert r["ping"].received == 2
     assert r["inner_types"][:2] == [0x0806, 0x0806] and 0x0800 in r["inner_types"]
     assert "GRE proto 0x6558 key 7" in capsys.readouterr().out
+
+
+async def test_tcp_transfer(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await load("tcp_transfer").main()
+    out = capsys.readouterr().out
+    assert "ESTAB" in out and "cubic" in out and "cwnd:" in out
+    assert "received intact: True" in out
 
 
 async def test_tc_tbf_shaping(

@@ -36,12 +36,19 @@ import trio
 from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
+    NETIF_F_GRO,
     NETIF_F_GSO,
+    NETIF_F_HW_CSUM,
+    NETIF_F_IP_CSUM,
+    NETIF_F_IPV6_CSUM,
     NETIF_F_LLTX,
     NETIF_F_NOCACHE_COPY,
     NETIF_F_SG,
     NETIF_F_SOFT_FEATURES,
     NETIF_F_SOFT_FEATURES_OFF,
+    NETIF_F_TSO,
+    NETIF_F_TSO6,
+    NETIF_F_TSO_ECN,
 )
 from netstack.core.napi import Napi
 from netstack.core.netdevice import (
@@ -158,6 +165,11 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
     if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
         features &= ~NETIF_F_ALL_TSO
+    # "Dropping TSO features since no CSUM feature."
+    if features & NETIF_F_TSO and not features & (NETIF_F_HW_CSUM | NETIF_F_IP_CSUM):
+        features &= ~(NETIF_F_TSO | NETIF_F_TSO_ECN)
+    if features & NETIF_F_TSO6 and not features & (NETIF_F_HW_CSUM | NETIF_F_IPV6_CSUM):
+        features &= ~NETIF_F_TSO6
     # "Software GSO depends on SG." (tunnels without SG: GSO off, [requested on])
     if features & NETIF_F_GSO and not features & NETIF_F_SG:
         features &= ~NETIF_F_GSO
@@ -692,9 +704,9 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     Kernel: net/core/gro.c, napi_gro_receive().
     """
     gro = napi.gro
-    if gro is not None:
+    if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
         gro.receive(napi, skb)
-    else:
+    else:  # netif_elide_gro(): GRO off on this device
         __netif_receive_skb_core(skb)
 
 

@@ -154,6 +154,8 @@ class Net:
         self.ptype_base: dict[int, list[PacketType]] = {}
         self.ptype_all: list[PacketType] = []
         self.offload_base: dict[int, PacketOffload] = {}
+        # the GRO engine each NAPI instance gets (installed by the gro layer: gro_init)
+        self.gro_factory: Callable[[Napi], Any] | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}
         self.noop_qdisc: Qdisc = NoopQdisc(self, None)
@@ -240,6 +242,9 @@ class Net:
 
     def start_napi(self, napi: Napi) -> None:
         """Start the task that runs *napi* (kernel: netif_napi_add + napi_enable)."""
+        factory = self.gro_factory
+        if factory is not None and napi.gro is None:
+            napi.gro = factory(napi)  # netif_napi_add(): the instance's GRO lists
         self.start_soon(napi.run, napi.name)
 
     def raise_net_tx(self, q: Qdisc) -> None:

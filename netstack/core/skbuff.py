@@ -244,6 +244,7 @@ class SkBuff:
     local_df: bool = False
     cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
     _dataref: list[int] | None = None
+    _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -294,9 +295,18 @@ class SkBuff:
         """Memory charged to a socket for this skb (kernel: skb->truesize).
 
         As ``__alloc_skb`` computes it: the data area (64-byte aligned) plus
-        ``skb_shared_info`` rounded up to a kmalloc size, plus ``sk_buff``.
+        ``skb_shared_info`` rounded up to a kmalloc size, plus ``sk_buff``;
+        or what was set explicitly, for skbs the kernel would build from page
+        fragments (TCP's send queue, GRO aggregates).
         """
+        ts = self._truesize
+        if ts:
+            return ts
         return _kmalloc_size(((len(self.buf) + 63) & ~63) + SKB_SHINFO_SIZE) + SKB_STRUCT_SIZE
+
+    @truesize.setter
+    def truesize(self, value: int) -> None:
+        self._truesize = value
 
     # -- moving data / tail ------------------------------------------------
     def push(self, n: int) -> int:

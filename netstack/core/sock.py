@@ -146,6 +146,11 @@ class Sock:
     def getsockname(self) -> tuple[int, int]:
         return (self.inet_rcv_saddr, self.inet_num)
 
+    def shutdown(self, how: int) -> None:
+        """``shutdown(2)`` for datagram sockets: only marks the socket. Kernel: inet_shutdown()."""
+        self.sk_shutdown |= how + 1
+        self.sk_data_ready()
+
     def getpeername(self) -> tuple[int, int]:
         if self.state != TCP_ESTABLISHED:
             raise sock_oserror(107)  # ENOTCONN

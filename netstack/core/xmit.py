@@ -95,8 +95,12 @@ def netif_skb_features(skb: SkBuff) -> int:
 def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb in software; return the segment list or None on error.
 
-    Dispatches on ``skb.protocol`` to the offload registered on the Net
-    (kernel: ``offload_base``, filled by ``inet_add_offload``/``dev_add_offload``).
+    ``data`` is at the link header (as ``dev_queue_xmit`` leaves it): the
+    link header is pulled and the offload registered on the Net for
+    ``skb.protocol`` (kernel: ``offload_base``, filled by
+    ``inet_add_offload``/``dev_add_offload``) cuts the skb; each segment
+    comes back with ``data`` at its own link header. The skb itself is
+    returned when no segmentation is needed after all.
 
     Kernel: net/core/gso.c, __skb_gso_segment() / skb_mac_gso_segment().
     """
@@ -105,7 +109,13 @@ def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     offload = dev.net.offload_base.get(skb.protocol)
     if offload is None or offload.gso_segment is None:
         return None
-    return offload.gso_segment(skb, features)
+    skb.mac_header = skb.data  # skb_reset_mac_header()
+    mac_len = max(skb.network_header - skb.data, 0)  # skb_reset_mac_len()
+    skb.cb = None  # SKB_GSO_CB(skb)->encap_level = 0
+    skb.data += mac_len  # __skb_pull(skb, mac_len)
+    segs = offload.gso_segment(skb, features)
+    skb.data -= mac_len  # __skb_push()
+    return segs
 
 
 def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:

@@ -246,6 +246,40 @@ FUNCTIONS: Mapping[str, float] = {
     "IP_ECN_decapsulate": 5.0,
     "gro_cells_receive": 40.0,
     "gro_cell_poll": 30.0,
+    # --- TCP (estimates from perf profiles of netperf TCP_STREAM/TCP_RR on
+    # Nehalem/Westmere-class servers, e.g. the netdev 0.1/1.1 TSO/GRO talks:
+    # a 64 KB GSO skb costs TCP about what one MSS segment does; the per-byte
+    # copy is charged to the copy, not to these) ---------------------------------------
+    "tcp_v4_rcv": 150.0,  # lookup, checksum state, socket lock
+    "tcp_v4_do_rcv": 20.0,
+    "tcp_rcv_established": 120.0,
+    "tcp_rcv_state_process": 200.0,
+    "tcp_ack": 250.0,  # window update, clean_rtx_queue, RTT, cong_avoid
+    "tcp_clean_rtx_queue": 120.0,
+    "tcp_sacktag_write_queue": 200.0,
+    "tcp_fastretrans_alert": 80.0,
+    "tcp_data_queue": 150.0,
+    "tcp_data_queue_ofo": 250.0,
+    "tcp_event_data_recv": 40.0,
+    "__tcp_ack_snd_check": 30.0,
+    "__tcp_transmit_skb": 350.0,  # clone, header, options, ip_queue_xmit
+    "__ip_queue_xmit": 120.0,
+    "tcp_write_xmit": 150.0,
+    "tcp_sendmsg_locked": 300.0,  # + the copy from user space
+    "tcp_recvmsg_locked": 250.0,  # + the copy to user space
+    "tcp_cleanup_rbuf": 30.0,
+    "__tcp_send_ack": 100.0,
+    "tcp_retransmit_timer": 300.0,
+    "tcp_delack_timer_handler": 50.0,
+    "tcp_conn_request": 800.0,
+    "tcp_check_req": 400.0,
+    "tcp_create_openreq_child": 1500.0,
+    # --- GRO / GSO --------------------------------------------------------------------
+    "inet_gro_receive": 60.0,
+    "tcp_gro_receive": 60.0,  # + the merge copy (netstack's skbs are linear)
+    "inet_gro_complete": 30.0,
+    "skb_segment": 200.0,  # per GSO skb; + per segment in the caller
+    "inet_gso_segment": 60.0,
     # --- ICMP -----------------------------------------------------------------------
     "icmp_rcv": 60.0,
     # __icmp_send: checks and rate limits; the error's route lookup and output
@@ -254,4 +288,10 @@ FUNCTIONS: Mapping[str, float] = {
     "icmp_echo": 30.0,
     "icmp_reply": 100.0,
     "icmp_push_reply": 80.0,
+    # --- TCP ------------------------------------------------------------------------
+    # sequence-space comparisons are inlined by the compiler: their few
+    # instructions are part of their callers' cost, never a perf top line
+    "before": 0.0,
+    "after": 0.0,
+    "between": 0.0,
 }

@@ -469,16 +469,21 @@ class TimedModel:
 
         return hook
 
-    @contextmanager
-    def measuring(self) -> Iterator[None]:
-        """Charge costs while inside; statistics start from zero on entry."""
-        self.reset()
+    @staticmethod
+    def seed_trio() -> None:
+        """Make Trio's run-queue order (it shuffles ties at random) repeatable."""
         try:
-            import trio._core._run as _run  # deterministic tie order in Trio's run queue
+            import trio._core._run as _run
 
             _run._r.seed(0)
         except (ImportError, AttributeError):  # pragma: no cover - a future Trio
             pass
+
+    @contextmanager
+    def measuring(self) -> Iterator[None]:
+        """Charge costs while inside; statistics start from zero on entry."""
+        self.reset()
+        self.seed_trio()
         try:
             t = trio.current_time() * 1e9
         except RuntimeError:

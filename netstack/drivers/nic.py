@@ -81,6 +81,7 @@ from netstack.core.skbuff import (
     SkBuff,
     consume_skb,
 )
+from netstack.core.xmit import skb_gso_segment
 from netstack.drivers.common import eth_random_addr
 from netstack.drivers.rss import (
     RXH_IP_DST,
@@ -302,8 +303,7 @@ def _frames_of(skb: SkBuff) -> list[bytearray]:
     if skb.gso_size:
         dev = skb.dev
         assert dev is not None
-        offload = dev.net.offload_base.get(skb.protocol)
-        segs = offload.gso_segment(skb.clone(), 0) if offload and offload.gso_segment else None
+        segs = skb_gso_segment(skb.clone(), dev.features)  # the TSO engine
         out: list[bytearray] = []
         s = segs
         while s is not None:

@@ -12,6 +12,7 @@ from netstack.experiments.common import Experiment, ExperimentResult, Figure, Ru
 from netstack.experiments.gre_ioctl import gre_ioctl
 from netstack.experiments.gre_lltx import gre_lltx
 from netstack.experiments.neigh_confirm import neigh_confirm
+from netstack.experiments.qdisc_validate import qdisc_validate
 
 __all__ = [
     "EXPERIMENTS",
@@ -22,6 +23,7 @@ __all__ = [
     "gre_ioctl",
     "gre_lltx",
     "neigh_confirm",
+    "qdisc_validate",
 ]
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -29,5 +31,11 @@ EXPERIMENTS: dict[str, Experiment] = {
     "gre-ioctl": Experiment("gre-ioctl", "seed 3 (2012): fix ip_gre lockless xmits", gre_ioctl, 24),
     "neigh-confirm": Experiment(
         "neigh-confirm", "seed 2 (2012): net: output path optimizations", neigh_confirm, 24
+    ),
+    "qdisc-validate": Experiment(
+        "qdisc-validate",
+        "seed 5 (2014): qdisc: validate skb without holding lock",
+        qdisc_validate,
+        4,
     ),
 }

@@ -21,9 +21,11 @@ from netstack.core.patches import Patches
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
+from netstack.gro import gro_init
 from netstack.host.capture import Capture
 from netstack.iproute2 import ethtool as _ethtool
 from netstack.iproute2 import ip as _ip
+from netstack.iproute2 import ss as _ss
 from netstack.iproute2 import sysctl as _sysctl
 from netstack.iproute2 import sysfs as _sysfs
 from netstack.iproute2 import tc as _tc
@@ -32,6 +34,7 @@ from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
+from netstack.tcp import tcp_of
 from netstack.tunnels import register_tunnel_modules
 from netstack.wire.ipv4 import ntoa
 
@@ -70,6 +73,7 @@ class Host:
         net.debug_skb = debug_skb
         self.net = net
         register_qdiscs(net)
+        gro_init(net)
         lo = loopback_net_init(net)
         inet_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
@@ -181,7 +185,15 @@ class Host:
             for key, value in snap.values:
                 if value and key not in ("Forwarding", "DefaultTTL"):
                     out[f"{mib}{key}"] = value
+        for mib, tsnap in tcp_of(self.net).snmp().items():  # Tcp, TcpExt
+            for key, value in tsnap.values:
+                if value and key not in ("RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"):
+                    out[f"{mib}{key}"] = value
         return out
+
+    def ss(self, command: str = "-t") -> str:
+        """``ss -t [-a|-l] [-i]``: the host's TCP sockets (``-i``: cwnd, rtt, retrans …)."""
+        return _ss.ss(self.net, command)
 
     def drops(self) -> dict[str, int]:
         """Dropped skbs by kernel drop reason."""

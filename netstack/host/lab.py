@@ -60,8 +60,10 @@ class Lab:
     ) -> None:
         self._nursery = nursery
         self.timed = timed
-        if timed is not None and not timed.sites:
-            timed.add_sites(kernel_sites())
+        if timed is not None:
+            timed.seed_trio()  # the set-up before measuring must repeat too
+            if not timed.sites:
+                timed.add_sites(kernel_sites())
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb

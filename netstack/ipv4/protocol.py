@@ -35,8 +35,9 @@ from netstack.core.dev import (
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
-from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, Sock, sock_oserror
+from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.errors import ConfigError
+from netstack.gro.core import NetOffload
 from netstack.ipv4 import arp as _arp
 from netstack.ipv4 import icmp as _icmp
 from netstack.ipv4 import ip_input as _in
@@ -51,7 +52,7 @@ from netstack.ipv4.ip_fragment import IpFrags
 from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, MibSnapshot, UdpMib
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
-from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_UDP, ntoa
+from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -114,6 +115,7 @@ class Ipv4:
         self.peers: dict[int, InetPeer] = {}
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
+        self.inet_offloads: dict[int, NetOffload] = {}  # GRO/GSO per IP protocol
         self.fib = Fib(self)
         self.frags = IpFrags(self)
         self.idents = _out.IpIdents(self)
@@ -128,6 +130,21 @@ class Ipv4:
         self.dst_mc_output = partial(_out.ip_mc_output, self)  # ip_mc_output
         self.dst_local_deliver = partial(_in.ip_local_deliver, self)
         self.dst_forward = partial(_in.ip_forward, self)
+
+    # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
+    def inet_add_offload(self, proto: int, offload: NetOffload) -> None:
+        """Register GRO/GSO callbacks for IP protocol *proto* (first one wins).
+
+        Kernel: net/ipv4/protocol.c, inet_add_offload().
+        """
+        if proto in self.inet_offloads:
+            raise ConfigError(f"IP protocol {proto} already has an offload", errno.EEXIST)
+        self.inet_offloads[proto] = offload
+
+    def inet_del_offload(self, proto: int, offload: NetOffload) -> None:
+        """Kernel: net/ipv4/protocol.c, inet_del_offload()."""
+        if self.inet_offloads.get(proto) is offload:
+            del self.inet_offloads[proto]
 
     # -- the functions other modules reach through the family ----------------------
     def ip_output(self, skb: SkBuff) -> int:
@@ -360,6 +377,10 @@ class Ipv4:
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.PingSock(self)
+        if sock_type == SOCK_STREAM and protocol in (0, IPPROTO_TCP):
+            from netstack.ipv4.tcp_ipv4 import tcp_v4_socket
+
+            return tcp_v4_socket(self)
         if sock_type == SOCK_RAW:
             raise sock_oserror(errno.EPROTONOSUPPORT)
         if sock_type == SOCK_DGRAM:
@@ -654,6 +675,14 @@ def inet_init(net: Net) -> Ipv4:
     net.dev_add_pack(PacketType(ETH_P_IP, partial(_in.ip_rcv, ipv4), name="ip_rcv"))
     net.dev_add_pack(PacketType(ETH_P_ARP, partial(_arp.arp_rcv, ipv4), name="arp_rcv"))
     net.register_netdevice_notifier(ipv4.netdev_event)
+    from netstack.ipv4.offload import ipv4_offload_init
+    from netstack.ipv4.tcp_ipv4 import tcp_v4_err, tcp_v4_init, tcp_v4_rcv
+
+    ipv4_offload_init(ipv4)
+    tcp = tcp_v4_init(ipv4)
+    ipv4.inet_protos[IPPROTO_TCP] = InetProtocol(
+        partial(tcp_v4_rcv, ipv4, tcp), partial(tcp_v4_err, ipv4, tcp)
+    )
     for dev in list(net.devices.values()):  # devices that exist already
         ipv4.netdev_event(NETDEV_REGISTER, dev)
         if dev.flags & 1:

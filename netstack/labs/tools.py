@@ -398,9 +398,8 @@ async def _cmd_nstat(ctx: Context, argv: list[str]) -> int:
 async def _cmd_ss(ctx: Context, argv: list[str]) -> int:
     host = ctx.need_host()
     flags = "".join(a[1:] for a in argv if a.startswith("-") and not a.startswith("--"))
-    if "t" in flags or "--tcp" in argv:
-        ctx.err("ss: TCP sockets are not available yet in netstack (TCP is not emulated yet)")
-        return 127
+    if "t" in flags or "--tcp" in argv:  # TCP sockets: the host's ss front end (iproute2/ss.py)
+        return await _front_end("ss", "ss")(ctx, argv)  # type: ignore[no-any-return]
     listening = "l" in flags
     show_all = "a" in flags
     rows = [("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")]
@@ -826,8 +825,8 @@ def default_commands() -> CommandTable:
                     complete=_complete_tcpdump, linux="tcpdump"),
             Command("nstat", "SNMP counters (increments since the last nstat)", _cmd_nstat,
                     usage="nstat [-a] [-z] [-n] [-r] [-s] [PATTERN ...]", linux="iproute2 nstat"),
-            Command("ss", "socket statistics (UDP; TCP when it exists)", _cmd_ss,
-                    usage="ss [-u] [-a] [-l] [-n]", linux="iproute2 ss"),
+            Command("ss", "socket statistics (-t TCP, -i tcp_info; -u UDP)", _cmd_ss,
+                    usage="ss [-t|-u] [-a] [-l] [-i] [-n]", linux="iproute2 ss"),
             Command("cat", "read /proc/sys/…, /proc/net/snmp, /sys/class/net/…",
                     _cmd_cat, usage="cat FILE ...", linux="coreutils cat"),
             Command("hostname", "print the host's name", _cmd_hostname, linux="hostname"),

@@ -27,6 +27,7 @@ from netstack.core.sock import (
     MSG_DONTWAIT,
     MSG_ERRQUEUE,
     SOCK_DGRAM,
+    SOCK_STREAM,
     Sock,
     SockWouldBlock,
 )
@@ -121,8 +122,14 @@ class Socket:
         sk = self._check()
         if how not in (0, 1, 2):
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
-        sk.sk_shutdown |= how + 1
-        sk.sk_data_ready()
+        sk.shutdown(how)
+
+    def listen(self, backlog: int = min(_stdsocket.SOMAXCONN, 128)) -> None:
+        """``listen(2)`` (SOCK_STREAM). Kernel: inet_listen()."""
+        sk = self._check()
+        if sk.type != SOCK_STREAM:
+            raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+        sk.listen(backlog)  # type: ignore[attr-defined]
 
     def is_readable(self) -> bool:
         return self._check().readable()
@@ -180,6 +187,8 @@ class Socket:
         self._check().bind(addr, port)
 
     async def connect(self, address: Address | tuple[()]) -> None:
+        """``connect(2)``; for SOCK_STREAM it returns once the handshake completes
+        (or raises its error: ECONNREFUSED, ETIMEDOUT …), as ``trio.socket`` does."""
         await trio.lowlevel.checkpoint()
         sk = self._check()
         if address == ():
@@ -187,6 +196,27 @@ class Socket:
             return
         addr, port = parse_inet_addr(address)
         sk.connect(addr, port)
+        if sk.type == SOCK_STREAM:
+            from netstack.tcp.tcp import inet_stream_connect_result
+
+            tsk: Any = sk
+            while not inet_stream_connect_result(tsk):
+                await sk.wait_writable()
+                self._check()
+
+    async def accept(self) -> tuple[Socket, Address]:
+        """Wait for a connection; return a new Socket for it and the peer's address."""
+        sk: Any = self._check()
+        child = await self._nonblocking(False, sk.accept)
+        peer = child.getpeername()
+        return Socket(self._net, child), (ntoa(peer[0]), peer[1])
+
+    async def sendall(self, data: bytes | bytearray | memoryview, flags: int = 0) -> None:
+        """Send everything (``send`` may take part of it, as on a stream socket)."""
+        view = memoryview(data).cast("B")
+        sent = 0
+        while sent < len(view):
+            sent += await self.send(view[sent:], flags)
 
     async def disconnect(self) -> None:
         """``connect(AF_UNSPEC)``: forget the peer."""

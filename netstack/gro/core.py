@@ -1,0 +1,464 @@
+"""The GRO engine: hold lists per NAPI instance, merging, flushing, statistics.
+
+Theory of operation::
+
+    napi_gro_receive ─► dev_gro_receive: device has NETIF_F_GRO? ─► gro_list_prepare
+      (candidates in the skb's hash bucket: same device, same MAC header)
+      ─► the L3 offload for skb.protocol (offload_base: inet_gro_receive …)
+         ─► the L4 offload (inet_offloads: tcp4_gro_receive …) ─► skb_gro_receive
+      ─► pp returned: complete that held skb now (its flow must be flushed)
+      ─► merged: free the skb │ flush set: deliver it alone (GRO_NORMAL)
+         │ else hold it (gro_flush_oldest first when MAX_GRO_SKBS are held)
+    napi_gro_flush (end of each NAPI poll; only old flows after a full poll)
+      ─► napi_gro_complete ─► L3/L4 gro_complete (lengths, checksums, gso_*)
+      ─► netif_receive_skb
+
+A :class:`GroNode` is one NAPI instance's GRO state (kernel 6.13+ names it
+``struct gro_node``; before, these were fields of ``napi_struct``): eight hash
+buckets of held skbs, youngest first, at most ``MAX_GRO_SKBS`` each. Each skb
+in GRO carries a :class:`NapiGroCb` in ``skb.cb`` (kernel: ``NAPI_GRO_CB``):
+the parse offset, ``flush``/``flush_id``, ``count`` of merged segments,
+``same_flow``, the checksum state, ``encap_mark`` for tunnels.
+
+Merging copies the new segment's payload behind the held skb's (netstack's
+skbs are linear, where the kernel chains page frags); that is one memcpy per
+segment, and the merged skb reaches IP and TCP as one packet of up to 64 KB.
+
+The offload tables are per Net and filled when a host is built: EtherType →
+``PacketOffload`` in ``net.offload_base`` (kernel ``dev_add_offload``), IP
+protocol → :class:`NetOffload` in each family's table (kernel
+``inet_add_offload``, ``inet6_add_offload``). Tunnels plug in there.
+
+Kernel: net/core/gro.c, include/net/gro.h.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from netstack.core.features import SKB_GSO_DODGY, SKB_GSO_TCPV4, SKB_GSO_TCPV6
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    SKB_STRUCT_SIZE,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.wire.checksum import csum_add, csum_fold, csum_partial
+
+if TYPE_CHECKING:
+    from netstack.core.napi import Napi
+    from netstack.core.net import Net
+
+__all__ = [
+    "GRO_HASH_BUCKETS",
+    "GRO_HELD",
+    "GRO_MERGED",
+    "GRO_MERGED_FREE",
+    "GRO_NORMAL",
+    "MAX_GRO_SKBS",
+    "GroNode",
+    "GroStats",
+    "NapiGroCb",
+    "NetOffload",
+    "gro_init",
+    "gro_statistics",
+    "skb_gro_checksum_validate",
+    "skb_gro_receive",
+]
+
+MAX_GRO_SKBS: Final = 8
+GRO_HASH_BUCKETS: Final = 8
+GRO_LEGACY_MAX_SIZE: Final = 65536
+GRO_RECURSION_LIMIT: Final = 15
+NAPI_GRO_FREE: Final = 1
+
+# enum gro_result
+GRO_MERGED: Final = 0
+GRO_MERGED_FREE: Final = 1
+GRO_HELD: Final = 2
+GRO_NORMAL: Final = 3
+GRO_CONSUMED: Final = 4
+
+E2BIG: Final = 7
+
+
+@attrs.define(eq=False)
+class NetOffload:
+    """GSO/GRO callbacks of one IP protocol (kernel: ``struct net_offload``).
+
+    ``gro_receive(head, skb) -> held skb to complete or None``,
+    ``gro_complete(skb, nhoff) -> 0 or an error``,
+    ``gso_segment(skb, features) -> segment list or None``.
+    """
+
+    gso_segment: Callable[[SkBuff, int], SkBuff | None] | None = None
+    gro_receive: Callable[[list[SkBuff], SkBuff], SkBuff | None] | None = None
+    gro_complete: Callable[[SkBuff, int], int] | None = None
+    flags: int = 0
+
+
+class NapiGroCb:
+    """Per-skb GRO scratch (kernel: ``struct napi_gro_cb``, ``NAPI_GRO_CB(skb)``).
+
+    ``off`` is the absolute index in ``skb.buf`` of the next header to parse
+    (kernel: ``skb->data + skb_gro_offset(skb)``).
+    """
+
+    __slots__ = (
+        "age",
+        "count",
+        "csum",
+        "csum_cnt",
+        "csum_valid",
+        "encap_mark",
+        "flush",
+        "flush_id",
+        "free",
+        "is_atomic",
+        "is_fou",
+        "is_ipv6",
+        "off",
+        "proto",
+        "recursion_counter",
+        "same_flow",
+    )
+
+    def __init__(self, off: int) -> None:
+        self.off = off
+        self.flush = 0
+        self.flush_id = 0
+        self.count = 1
+        self.same_flow = 0
+        self.free = 0
+        self.encap_mark = 0
+        self.is_atomic = 1
+        self.is_fou = 0
+        self.is_ipv6 = 0
+        self.recursion_counter = 0
+        self.age = 0
+        self.csum = 0
+        self.csum_valid = 0
+        self.csum_cnt = 0
+        self.proto = 0
+
+
+@attrs.frozen
+class GroStats:
+    """Counters of one NAPI instance's GRO (netstack's; the kernel has tracepoints).
+
+    Attributes:
+        received: skbs given to ``napi_gro_receive`` on a GRO device.
+        merged: skbs merged into a held one (GRO_MERGED/GRO_MERGED_FREE).
+        held: skbs that started a flow and were held (GRO_HELD).
+        normal: skbs passed up at once, unmerged (GRO_NORMAL).
+        complete: held skbs completed and passed up (``napi_gro_complete``).
+        complete_segs: segments those carried in total.
+        flush_final: completions because a segment ended its flow (PSH, a
+            short segment, a mismatch, the 64 KB limit: ``pp`` returned).
+        flush_overflow: completions of the oldest flow to hold a new one
+            (``MAX_GRO_SKBS``).
+        flush_napi: completions at the end of a NAPI poll (``napi_complete_done``).
+        flush_old: completions of flows older than a jiffy after a full poll.
+    """
+
+    received: int
+    merged: int
+    held: int
+    normal: int
+    complete: int
+    complete_segs: int
+    flush_final: int
+    flush_overflow: int
+    flush_napi: int
+    flush_old: int
+
+    def __add__(self, other: GroStats) -> GroStats:
+        return GroStats(
+            *(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True))
+        )
+
+
+_STAT_NAMES: Final = tuple(f.name for f in attrs.fields(GroStats))
+
+
+class GroNode:
+    """The GRO state of one NAPI instance (kernel: ``struct gro_node``)."""
+
+    __slots__ = (
+        "bitmask",
+        "complete",
+        "complete_segs",
+        "flush_final",
+        "flush_napi",
+        "flush_old",
+        "flush_overflow",
+        "hash",
+        "held",
+        "merged",
+        "napi",
+        "net",
+        "normal",
+        "received",
+    )
+
+    def __init__(self, napi: Napi) -> None:
+        self.napi = napi
+        self.net: Net = napi.net
+        self.hash: list[list[SkBuff]] = [[] for _ in range(GRO_HASH_BUCKETS)]
+        self.bitmask = 0
+        self.received = 0
+        self.merged = 0
+        self.held = 0
+        self.normal = 0
+        self.complete = 0
+        self.complete_segs = 0
+        self.flush_final = 0
+        self.flush_overflow = 0
+        self.flush_napi = 0
+        self.flush_old = 0
+
+    # -- napi_gro_receive ------------------------------------------------------------
+    def receive(self, napi: Napi, skb: SkBuff) -> int:
+        """Merge, hold or pass up *skb*. Kernel: net/core/gro.c, dev_gro_receive()."""
+        self.received += 1
+        net = self.net
+        ptype = net.offload_base.get(skb.protocol)
+        gro_receive = ptype.gro_receive if ptype is not None else None
+        bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
+        head = self.hash[bucket]
+        if head:
+            gro_list_prepare(head, skb)
+        if gro_receive is None:
+            self.normal += 1
+            napi_gro_normal(skb)
+            return GRO_NORMAL
+        skb.network_header = skb.data
+        cb = NapiGroCb(skb.data)
+        skb.cb = cb
+        if skb.gso_size:
+            cb.count = skb.gso_segs or 1
+            # only TCP GSO skbs from a trusted source may be aggregated
+            gso_type = skb.gso_type
+            if not gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6) or gso_type & SKB_GSO_DODGY:
+                cb.flush = 1
+        summed = skb.ip_summed
+        if summed == CHECKSUM_COMPLETE:
+            cb.csum = skb.csum
+            cb.csum_valid = 1
+        elif summed == CHECKSUM_UNNECESSARY:
+            cb.csum_cnt = skb.csum_level + 1
+        pp = gro_receive(head, skb)
+        if pp is not None:
+            head.remove(pp)
+            self.flush_final += 1
+            self.napi_gro_complete(pp)
+        if cb.same_flow:
+            self.merged += 1
+            if cb.free:
+                skb.cb = None
+                consume_skb(skb)  # napi_skb_finish(GRO_MERGED_FREE)
+                return GRO_MERGED_FREE
+            return GRO_MERGED
+        if cb.flush:
+            skb.cb = None
+            self.normal += 1
+            napi_gro_normal(skb)
+            return GRO_NORMAL
+        if len(head) >= MAX_GRO_SKBS:
+            oldest = head.pop()  # gro_flush_oldest()
+            self.flush_overflow += 1
+            self.napi_gro_complete(oldest)
+        cb.age = net.clock.jiffies
+        if not skb.gso_size:
+            skb.gso_size = skb.tail - cb.off  # skb_gro_len(): the flow's MSS
+        head.insert(0, skb)
+        self.bitmask |= 1 << bucket
+        self.held += 1
+        return GRO_HELD
+
+    def napi_gro_complete(self, skb: SkBuff) -> None:
+        """Finish a held skb and pass it up. Kernel: net/core/gro.c, napi_gro_complete()."""
+        cb: NapiGroCb = skb.cb
+        count = cb.count
+        self.complete += 1
+        self.complete_segs += count
+        if count == 1:
+            skb.gso_size = 0
+        else:
+            ptype = self.net.offload_base.get(skb.protocol)
+            err = -2  # -ENOENT
+            if ptype is not None and ptype.gro_complete is not None:
+                err = ptype.gro_complete(skb, 0)
+            if err:
+                skb.cb = None
+                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                return
+        skb.cb = None
+        napi_gro_normal(skb)
+
+    def flush(self, napi: Napi, flush_old: bool) -> None:
+        """Complete held skbs, oldest first (only old ones if *flush_old*).
+
+        Kernel: net/core/gro.c, napi_gro_flush() / __napi_gro_flush_chain().
+        """
+        if not self.bitmask:
+            return
+        jiffies = self.net.clock.jiffies
+        bitmask = 0
+        for i, head in enumerate(self.hash):
+            while head:
+                skb = head[-1]
+                if flush_old and skb.cb.age == jiffies:
+                    break
+                head.pop()
+                if flush_old:
+                    self.flush_old += 1
+                else:
+                    self.flush_napi += 1
+                self.napi_gro_complete(skb)
+            if head:
+                bitmask |= 1 << i
+        self.bitmask = bitmask
+
+    def held_skbs(self) -> int:
+        """How many skbs are held now."""
+        return sum(len(h) for h in self.hash)
+
+    def statistics(self) -> GroStats:
+        """A snapshot of the counters."""
+        return GroStats(*(getattr(self, name) for name in _STAT_NAMES))
+
+
+def napi_gro_normal(skb: SkBuff) -> None:
+    """Pass an skb up unmerged. Kernel: include/net/gro.h, gro_normal_one()."""
+    from netstack.core.dev import netif_receive_skb
+
+    netif_receive_skb(skb)
+
+
+def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
+    """Mark which held skbs may be the same flow as *skb*.
+
+    Same flow needs the same hash, device and Ethernet header; every held
+    skb's ``flush`` is cleared for this round.
+
+    Kernel: net/core/gro.c, gro_list_prepare().
+    """
+    h = skb.hash
+    dev = skb.dev
+    buf = skb.buf
+    mac = skb.mac_header
+    maclen = dev.hard_header_len if dev is not None else 0
+    mh = bytes(buf[mac : mac + maclen]) if mac >= 0 else b""
+    for p in head:
+        pcb: NapiGroCb = p.cb
+        pcb.flush = 0
+        if p.hash != h or p.dev is not dev:
+            pcb.same_flow = 0
+            continue
+        pm = p.mac_header
+        pcb.same_flow = int(pm < 0 or p.buf[pm : pm + maclen] == mh)
+
+
+def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
+    """Append *skb*'s payload (from its GRO offset) to the held skb *p*.
+
+    Returns 0, or ``-E2BIG`` when the merged packet would reach
+    ``gro_max_size`` (64 KB) or *skb* must not be merged.
+
+    Kernel: net/core/gro.c, skb_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    off = cb.off
+    length = skb.tail - off
+    dev = p.dev
+    gro_max_size = dev.gro_max_size if dev is not None else GRO_LEGACY_MAX_SIZE
+    if p.tail - p.data + length >= min(gro_max_size, GRO_LEGACY_MAX_SIZE) or cb.flush:
+        return -E2BIG
+    truesize = p.truesize  # before the buffer grows: the pieces' sizes add up
+    if p.cloned:
+        p.make_writable()
+    buf = p.buf
+    if p.tail != len(buf):
+        del buf[p.tail :]
+    buf += memoryview(skb.buf)[off : skb.tail]
+    p.tail += length
+    p.truesize = truesize + skb.truesize - SKB_STRUCT_SIZE  # the fragment's memory
+    p.cb.count += cb.count
+    cb.same_flow = 1
+    cb.free = NAPI_GRO_FREE
+    return 0
+
+
+def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
+    """Check an L4 checksum during GRO; True if it is good (or need not be checked).
+
+    *pseudo* is the pseudo-header sum (``inet_gro_compute_pseudo``). A device
+    that verified it (CHECKSUM_UNNECESSARY) spends one verified level; one
+    that summed the packet (CHECKSUM_COMPLETE) is checked by folding; a
+    locally built packet (CHECKSUM_PARTIAL) needs nothing; otherwise the sum
+    is computed here — the per-byte cost the seeds talk about — and the skb
+    becomes CHECKSUM_UNNECESSARY so the stack does not sum it again.
+
+    Kernel: include/net/gro.h, __skb_gro_checksum_validate() /
+    __skb_gro_checksum_complete().
+    """
+    cb: NapiGroCb = skb.cb
+    if skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off:
+        return True
+    if cb.csum_cnt > 0:
+        cb.csum_cnt -= 1  # skb_gro_incr_csum_unnecessary()
+        return True
+    if cb.csum_valid and not csum_fold(csum_add(pseudo, cb.csum)):
+        _incr_csum_unnecessary(skb, cb)
+        return True
+    wsum = csum_partial(skb.buf, cb.off, skb.tail)
+    if csum_fold(csum_add(pseudo, wsum)):
+        return False
+    cb.csum = wsum
+    cb.csum_valid = 1
+    _incr_csum_unnecessary(skb, cb)
+    return True
+
+
+def _incr_csum_unnecessary(skb: SkBuff, cb: NapiGroCb) -> None:
+    """Kernel: include/linux/skbuff.h, __skb_incr_checksum_unnecessary()."""
+    if skb.ip_summed == CHECKSUM_UNNECESSARY:
+        if skb.csum_level < 3:
+            skb.csum_level += 1
+    elif skb.ip_summed == CHECKSUM_NONE:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+        skb.csum_level = 0
+
+
+def gro_init(net: Net) -> None:
+    """Give every NAPI instance of *net* a GRO engine (kernel: ``netif_napi_add``).
+
+    Kernel: net/core/gro.c, gro_init().
+    """
+    net.gro_factory = GroNode
+    for dev in net.devices.values():
+        for napi in dev.napi_list:
+            if napi.gro is None:
+                napi.gro = GroNode(napi)
+
+
+def gro_statistics(net: Net, dev: str | None = None) -> GroStats:
+    """GRO counters summed over the NAPI instances of *net* (or of device *dev*)."""
+    total = GroStats(*(0 for _ in _STAT_NAMES))
+    for d in net.devices.values():
+        if dev is not None and d.name != dev:
+            continue
+        for napi in d.napi_list:
+            node: Any = napi.gro
+            if isinstance(node, GroNode):
+                total = total + node.statistics()
+    return total

@@ -1,0 +1,156 @@
+"""``ss``: the TCP sockets of a host, as iproute2's ``ss -t [-a|-l] [-i] [-n]`` prints them.
+
+Theory of operation: the sockets come from TCP's hash tables (listeners,
+connections, request and TIME_WAIT socks); the queue columns follow ss's
+rules (a listener shows its accept queue and backlog, a connection the bytes
+not yet read and not yet acknowledged); ``-i`` adds the second line of
+``tcp_info`` fields in ss's order and spelling (misc/ss.c, tcp_show_info).
+Addresses are always numeric (``-n`` is accepted and implied).
+
+Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info), net/ipv4/tcp_diag.c.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TYPE_CHECKING, Any
+
+from netstack.errors import ConfigError
+from netstack.tcp import TcpSock, tcp_get_info, tcp_of
+from netstack.tcp.sock import TCP_LISTEN, RequestSock, TimewaitSock
+from netstack.wire.ipv4 import ntoa
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["ss"]
+
+M32 = 0xFFFFFFFF
+
+
+def _fmt_rate(bps: float) -> str:
+    """ss's sprint_bw(): bps, Kbps, Mbps, Gbps with one decimal."""
+    if bps > 1e9:
+        return f"{bps / 1e9:.1f}Gbps"
+    if bps > 1e6:
+        return f"{bps / 1e6:.1f}Mbps"
+    if bps > 1e3:
+        return f"{bps / 1e3:.1f}Kbps"
+    return f"{bps:.0f}bps"
+
+
+def _info_line(sk: TcpSock) -> str:
+    """The ``-i`` line, in tcp_show_info()'s order."""
+    i = tcp_get_info(sk)
+    out: list[str] = []
+    out.extend(o for o in i.options if o in ("ts", "sack"))
+    out.append(i.cong)
+    out.extend(o for o in i.options if o.startswith("wscale"))
+    if i.rto_ms:
+        out.append(f"rto:{i.rto_ms:g}")
+    if i.backoff:
+        out.append(f"backoff:{i.backoff}")
+    if i.rtt_ms:
+        out.append(f"rtt:{i.rtt_ms:g}/{i.rttvar_ms:g}")
+    if i.ato_ms:
+        out.append(f"ato:{i.ato_ms:g}")
+    out.append(f"mss:{i.snd_mss}")
+    out.append(f"pmtu:{i.pmtu}")
+    out.append(f"rcvmss:{i.rcv_mss}")
+    out.append(f"advmss:{i.advmss}")
+    out.append(f"cwnd:{i.snd_cwnd}")
+    if i.snd_ssthresh < 0xFFFF:
+        out.append(f"ssthresh:{i.snd_ssthresh}")
+    if i.bytes_sent:
+        out.append(f"bytes_sent:{i.bytes_sent}")
+    if i.bytes_retrans:
+        out.append(f"bytes_retrans:{i.bytes_retrans}")
+    if i.bytes_acked:
+        out.append(f"bytes_acked:{i.bytes_acked}")
+    if i.bytes_received:
+        out.append(f"bytes_received:{i.bytes_received}")
+    out.append(f"segs_out:{i.segs_out}")
+    out.append(f"segs_in:{i.segs_in}")
+    if i.data_segs_out:
+        out.append(f"data_segs_out:{i.data_segs_out}")
+    if i.data_segs_in:
+        out.append(f"data_segs_in:{i.data_segs_in}")
+    if i.rtt_ms:
+        out.append("send " + _fmt_rate(i.snd_cwnd * i.snd_mss * 8 * 1000 / i.rtt_ms))
+    if i.delivered:
+        out.append(f"delivered:{i.delivered}")
+    if i.unacked:
+        out.append(f"unacked:{i.unacked}")
+    if i.retrans or i.total_retrans:
+        out.append(f"retrans:{i.retrans}/{i.total_retrans}")
+    if i.lost:
+        out.append(f"lost:{i.lost}")
+    if i.sacked:
+        out.append(f"sacked:{i.sacked}")
+    out.append(f"rcv_space:{i.rcv_space}")
+    out.append(f"rcv_ssthresh:{i.rcv_ssthresh}")
+    if i.min_rtt_ms:
+        out.append(f"minrtt:{i.min_rtt_ms:g}")
+    if i.ca_state != "open":
+        out.append(f"ca_state:{i.ca_state}")
+    return "\t " + " ".join(out)
+
+
+def _row(sk: Any) -> tuple[str, int, int, str, str]:
+    if isinstance(sk, TimewaitSock):
+        local = f"{ntoa(sk.rcv_saddr)}:{sk.num}"
+        peer = f"{ntoa(sk.daddr)}:{sk.dport}"
+        return (sk.state_name, 0, 0, local, peer)
+    if isinstance(sk, RequestSock):
+        local = f"{ntoa(sk.loc_addr)}:{sk.num}"
+        return ("SYN-RECV", 0, 0, local, f"{ntoa(sk.rmt_addr)}:{sk.rmt_port}")
+    if sk.state == TCP_LISTEN:
+        local = f"{ntoa(sk.inet_rcv_saddr) if sk.inet_rcv_saddr else '0.0.0.0'}:{sk.inet_num}"
+        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, "0.0.0.0:*")
+    recvq = (sk.rcv_nxt - sk.copied_seq) & M32
+    sendq = (sk.write_seq - sk.snd_una) & M32
+    local = f"{ntoa(sk.inet_saddr)}:{sk.inet_num}"
+    peer = f"{ntoa(sk.inet_daddr)}:{sk.inet_dport}"
+    return (sk.state_name, recvq, sendq, local, peer)
+
+
+def ss(net: Net, command: str = "-t") -> str:
+    """Run ``ss`` with *command*'s options; return what it prints."""
+    args = command.split()
+    show_info = listening = all_ = False
+    for arg in args:
+        if not arg.startswith("-") or arg == "-":
+            raise ConfigError(f'ss: unknown argument "{arg}"', errno.EINVAL)
+        for ch in arg[1:]:
+            if ch == "i":
+                show_info = True
+            elif ch == "l":
+                listening = True
+            elif ch == "a":
+                all_ = True
+            elif ch in "tn4e":
+                pass
+            else:
+                raise ConfigError(f"ss: invalid option -- '{ch}'", errno.EINVAL)
+    tcp = tcp_of(net)
+    rows: list[tuple[tuple[str, int, int, str, str], str | None]] = []
+    for sk in tcp.hashinfo.sockets():
+        is_listen = isinstance(sk, TcpSock) and sk.state == TCP_LISTEN
+        if listening and not is_listen:
+            continue
+        if not listening and not all_ and is_listen:
+            continue
+        extra = _info_line(sk) if show_info and isinstance(sk, TcpSock) else None
+        rows.append((_row(sk), extra))
+    header = ("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")
+    table = [header] + [tuple(str(x) for x in r) for r, _ in rows]
+    widths = [max(len(t[k]) for t in table) for k in range(5)]
+    lines = []
+    for n, t in enumerate(table):
+        lines.append(
+            f"{t[0]:<{widths[0]}} {t[1]:>{widths[1]}} {t[2]:>{widths[2]}} "
+            f"{t[3]:>{widths[3]}} {t[4]:<{widths[4]}}".rstrip()
+        )
+        if n and rows[n - 1][1] is not None:
+            lines.append(rows[n - 1][1] or "")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,379 @@
+"""IPv4's GRO and GSO callbacks: the IPv4 layer, and TCP and UDP over IPv4.
+
+Theory of operation — GRO: ``inet_gro_receive`` is the ``offload_base``
+entry for ETH_P_IP. It takes only option-less, unfragmented headers with a
+good checksum whose protocol has a GRO handler (``inet_offloads``: TCP, UDP;
+IPIP/GRE when tunnels register); any other packet is flushed (delivered
+alone). Against each held skb of the same addresses and protocol it flushes
+on a TTL, TOS or DF difference or a length mismatch, and stores the IP ID
+check in ``flush_id`` so that the transport layer, after it has matched the
+ports, decides with only the innermost ID counting (tunnels call this
+function again for their inner header). ``inet_gro_complete`` rewrites the
+total length and header checksum of a merged skb and calls the transport's
+completion (``tcp4_gro_complete``: the pseudo-header checksum for
+CHECKSUM_PARTIAL and ``SKB_GSO_TCPV4``).
+
+GSO: ``inet_gso_segment`` pulls the IP header, has the transport cut the skb,
+then gives each segment its total length, an incrementing IP ID (unless
+``SKB_GSO_TCP_FIXEDID``) and a fresh header checksum. Headers are located by
+their offset from the link header, so a tunnel's outer header and the inner
+one are each fixed by their own call.
+
+Kernel: net/ipv4/af_inet.c (inet_gro_receive, inet_gro_complete,
+inet_gso_segment), net/ipv4/tcp_offload.c (tcp4_*), net/ipv4/udp_offload.c
+(udp4_*).
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import partial
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.features import (
+    SKB_GSO_TCP_FIXEDID,
+    SKB_GSO_TCPV4,
+    SKB_GSO_UDP,
+    SKB_GSO_UDP_TUNNEL,
+    SKB_GSO_UDP_TUNNEL_CSUM,
+)
+from netstack.core.net import PacketOffload
+from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
+from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload, skb_gro_checksum_validate
+from netstack.gro.segment import skb_gso_cb
+from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
+from netstack.wire.checksum import csum_tcpudp_nofold, ip_fast_csum
+from netstack.wire.ethernet import ETH_P_IP
+from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
+
+if TYPE_CHECKING:
+    from netstack.ipv4.protocol import Ipv4
+
+__all__ = [
+    "inet_gro_complete",
+    "inet_gro_receive",
+    "inet_gso_segment",
+    "ipv4_offload_init",
+    "tcp4_gro_complete",
+    "tcp4_gro_receive",
+    "tcp4_gso_segment",
+    "udp4_gro_complete",
+    "udp4_gro_receive",
+]
+
+_H: Final = struct.Struct("!H")
+_II: Final = struct.Struct("!II")
+
+
+def call_gro_receive(fn: object, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Call a nested ``gro_receive``, refusing beyond ``GRO_RECURSION_LIMIT``.
+
+    Kernel: include/net/gro.h, call_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    cb.recursion_counter += 1
+    if cb.recursion_counter == GRO_RECURSION_LIMIT:
+        cb.flush |= 1
+        return None
+    return fn(head, skb)  # type: ignore[operator, no-any-return]
+
+
+def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """GRO for an IPv4 header at the skb's GRO offset.
+
+    Kernel: net/ipv4/af_inet.c, inet_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    off = cb.off
+    buf = skb.buf
+    flush = 1
+    pp: SkBuff | None = None
+    if skb.tail - off >= 20:
+        proto = buf[off + 9]
+        ops = ipv4.inet_offloads.get(proto)
+        frag = (buf[off + 6] << 8) | buf[off + 7]
+        if (
+            ops is not None
+            and ops.gro_receive is not None
+            and buf[off] == 0x45
+            and not frag & (IP_MF | IP_OFFSET)
+            and not ip_fast_csum(buf, off, 20)
+        ):
+            cb.proto = proto
+            tot_len = (buf[off + 2] << 8) | buf[off + 3]
+            flush = ((tot_len ^ (skb.tail - off)) | (frag & ~IP_DF)) & 0xFFFF
+            ident = (buf[off + 4] << 8) | buf[off + 5]
+            rel = off - skb.data
+            ttl_tos = (buf[off + 8], buf[off + 1])
+            addrs = buf[off + 12 : off + 20]
+            for p in head:
+                pcb: NapiGroCb = p.cb
+                if not pcb.same_flow:
+                    continue
+                pbuf = p.buf
+                o2 = p.data + rel
+                if pbuf[o2 + 9] != proto or pbuf[o2 + 12 : o2 + 20] != addrs:
+                    pcb.same_flow = 0
+                    continue
+                frag2 = (pbuf[o2 + 6] << 8) | pbuf[o2 + 7]
+                # All fields must match except length and checksum.
+                if (pbuf[o2 + 8], pbuf[o2 + 1]) != ttl_tos or (frag ^ frag2) & IP_DF:
+                    pcb.flush |= 1
+                pcb.flush |= flush
+                # The IP ID check is stored, and used by the transport once it
+                # knows this packet belongs to the flow; with a tunnel, the
+                # innermost header's call overwrites it.
+                flush_id = (ident - ((pbuf[o2 + 4] << 8) | pbuf[o2 + 5])) & 0xFFFF
+                if not pcb.is_atomic or not frag & IP_DF:
+                    flush_id ^= pcb.count
+                    flush_id = 0xFFFF if flush_id else 0
+                if cb.is_atomic:
+                    pcb.flush_id = flush_id
+                else:
+                    pcb.flush_id |= flush_id
+            cb.is_atomic = 1 if frag & IP_DF else 0
+            cb.flush |= flush
+            skb.network_header = off
+            cb.off = off + 20  # skb_gro_pull(skb, sizeof(*iph))
+            skb.transport_header = off + 20
+            pp = call_gro_receive(ops.gro_receive, head, skb)
+    cb.flush |= flush  # skb_gro_flush_final()
+    return pp
+
+
+def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
+    """Fix the IPv4 header of a merged skb, then let the transport finish.
+
+    Kernel: net/ipv4/af_inet.c, inet_gro_complete().
+    """
+    buf = skb.buf
+    iph = skb.data + nhoff
+    proto = buf[iph + 9]
+    if skb.encapsulation:
+        skb.inner_protocol = ETH_P_IP
+        skb.inner_network_header = iph
+    _H.pack_into(buf, iph + 2, skb.tail - iph)
+    buf[iph + 10] = buf[iph + 11] = 0
+    _H.pack_into(buf, iph + 10, ip_fast_csum(buf, iph, (buf[iph] & 0xF) * 4))
+    ops = ipv4.inet_offloads.get(proto)
+    if ops is None or ops.gro_complete is None:
+        return -38  # -ENOSYS
+    return ops.gro_complete(skb, nhoff + 20)
+
+
+def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a GSO skb whose ``data`` is at its IPv4 header.
+
+    Kernel: net/ipv4/af_inet.c, inet_gso_segment().
+    """
+    skb.network_header = skb.data
+    mac = skb.mac_header if skb.mac_header >= 0 else skb.data
+    nhoff = skb.network_header - mac
+    buf = skb.buf
+    nh = skb.data
+    if skb.tail - nh < 20:
+        return None
+    ihl = (buf[nh] & 0xF) * 4
+    if ihl < 20 or skb.tail - nh < ihl:
+        return None
+    ident = (buf[nh + 4] << 8) | buf[nh + 5]
+    proto = buf[nh + 9]
+    skb.data = nh + ihl  # __skb_pull(skb, ihl)
+    gcb = skb_gso_cb(skb)
+    encap = gcb.encap_level > 0
+    if encap and skb.dev is not None:
+        features &= skb.dev.hw_enc_features
+    gcb.encap_level += ihl
+    skb.transport_header = skb.data
+    udpfrag = fixedid = False
+    gso_type = skb.gso_type
+    if not skb.encapsulation or encap:
+        udpfrag = bool(gso_type & SKB_GSO_UDP)
+        fixedid = bool(gso_type & SKB_GSO_TCP_FIXEDID)
+        if fixedid and not buf[nh + 6] & 0x40:  # FIXEDID needs DF
+            skb.data = nh
+            return None
+    ops = ipv4.inet_offloads.get(proto)
+    segs = None
+    if ops is not None and ops.gso_segment is not None:
+        segs = ops.gso_segment(skb, features)
+    skb.data = nh
+    if segs is None or segs is skb:
+        skb.network_header = nh
+        return segs
+    offset = 0
+    s: SkBuff | None = segs
+    while s is not None:
+        sb = s.buf
+        iph = s.mac_header + nhoff
+        if udpfrag:
+            field = (offset >> 3) & IP_OFFSET
+            if s.next is not None:
+                field |= IP_MF
+            _H.pack_into(sb, iph + 6, field)
+            offset += s.tail - iph - ihl
+        elif not fixedid:
+            _H.pack_into(sb, iph + 4, ident)
+            ident = (ident + (s.gso_segs if s.gso_size else 1)) & 0xFFFF
+        _H.pack_into(sb, iph + 2, s.tail - iph)
+        sb[iph + 10] = sb[iph + 11] = 0
+        _H.pack_into(sb, iph + 10, ip_fast_csum(sb, iph, ihl))  # ip_send_check()
+        s.network_header = iph
+        if encap:  # skb_reset_inner_headers()
+            s.inner_network_header = iph
+            s.inner_transport_header = iph + ihl
+        s = s.next
+    return segs
+
+
+# -- TCP over IPv4 -------------------------------------------------------------------
+
+
+def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
+    """The pseudo-header sum for the L4 checksum check during GRO.
+
+    Kernel: include/net/gro.h, inet_gro_compute_pseudo().
+    """
+    buf = skb.buf
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+    cb: NapiGroCb = skb.cb
+    return csum_tcpudp_nofold(saddr, daddr, skb.tail - cb.off, proto)
+
+
+def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Check the TCP checksum (unless the packet is flushed anyway), then merge.
+
+    Kernel: net/ipv4/tcp_offload.c, tcp4_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    if not cb.flush and not skb_gro_checksum_validate(
+        skb, inet_gro_compute_pseudo(skb, IPPROTO_TCP)
+    ):
+        cb.flush = 1
+        return None
+    return tcp_gro_receive(head, skb)
+
+
+def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete()."""
+    buf = skb.buf
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+    th = skb.data + thoff
+    _H.pack_into(buf, th + 16, csum_tcpudp_nofold(saddr, daddr, skb.tail - th, IPPROTO_TCP))
+    skb.gso_type |= SKB_GSO_TCPV4
+    cb: NapiGroCb = skb.cb
+    if cb.is_atomic:
+        skb.gso_type |= SKB_GSO_TCP_FIXEDID
+    tcp_gro_complete(skb)
+    return 0
+
+
+def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment()."""
+    if not skb.gso_type & SKB_GSO_TCPV4:
+        return None
+    if skb.tail - skb.data < 20:
+        return None
+    if skb.ip_summed != CHECKSUM_PARTIAL:
+        # Set up the pseudo-header checksum (usually the stack did already).
+        buf = skb.buf
+        saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+        th = skb.transport_header
+        _H.pack_into(buf, th + 16, csum_tcpudp_nofold(saddr, daddr, skb.tail - th, IPPROTO_TCP))
+        skb.ip_summed = CHECKSUM_PARTIAL
+        skb.csum_start = th
+        skb.csum_offset = 16
+    return tcp_gso_segment(skb, features)
+
+
+# -- UDP over IPv4 -------------------------------------------------------------------
+
+
+def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """UDP GRO: only for tunnels' sockets (``gro_receive``); others flush.
+
+    Kernel: net/ipv4/udp_offload.c, udp4_gro_receive() / udp_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    off = cb.off
+    buf = skb.buf
+    if skb.tail - off < 8:
+        cb.flush = 1
+        return None
+    if ((buf[off + 4] << 8) | buf[off + 5]) != skb.tail - off:
+        # the datagram does not fill the IP payload (trailing bytes): its checksum
+        # covers only ulen bytes, so it is left to udp_rcv (udp_gro_receive_segment's
+        # "ulen != skb_gro_len(skb)" flush)
+        cb.flush = 1
+        return None
+    check = (buf[off + 6] << 8) | buf[off + 7]
+    if (
+        not cb.flush
+        and check
+        and not skb_gro_checksum_validate(skb, inet_gro_compute_pseudo(skb, IPPROTO_UDP))
+    ):
+        cb.flush = 1
+        return None
+    cb.is_ipv6 = 0
+    sport, dport = struct.unpack_from("!HH", buf, off)
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+    dev = skb.dev
+    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
+    gro_receive = getattr(sk, "gro_receive", None)
+    if gro_receive is None or cb.encap_mark:
+        cb.flush |= 1  # no GRO for this datagram: flush it
+        return None
+    cb.encap_mark = 1  # this skb passed once through the tunnel GRO layer
+    for p in head:
+        pcb: NapiGroCb = p.cb
+        if not pcb.same_flow:
+            continue
+        th2 = p.transport_header
+        if p.buf[th2 : th2 + 4] != buf[off : off + 4]:
+            pcb.same_flow = 0
+    cb.off = off + 8
+    pp: SkBuff | None = gro_receive(sk, head, skb)
+    return pp
+
+
+def udp4_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
+    """Finish a UDP-tunnel aggregate with the tunnel socket's own completion.
+
+    Kernel: net/ipv4/udp_offload.c, udp4_gro_complete() / udp_gro_complete().
+    """
+    buf = skb.buf
+    uh = skb.data + nhoff
+    _H.pack_into(buf, uh + 4, skb.tail - uh)
+    sport, dport = struct.unpack_from("!HH", buf, uh)
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+    dev = skb.dev
+    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
+    gro_complete = getattr(sk, "gro_complete", None)
+    if gro_complete is None:
+        return -2  # -ENOENT
+    skb.gso_type = SKB_GSO_UDP_TUNNEL_CSUM if buf[uh + 6] | buf[uh + 7] else SKB_GSO_UDP_TUNNEL
+    skb.encapsulation = True
+    return int(gro_complete(sk, skb, nhoff + 8))
+
+
+def ipv4_offload_init(ipv4: Ipv4) -> None:
+    """Register the IPv4, TCP and UDP offloads on the Net.
+
+    Kernel: net/ipv4/af_inet.c, ipv4_offload_init() (dev_add_offload,
+    tcpv4_offload_init, udpv4_offload_init).
+    """
+    ipv4.inet_add_offload(
+        IPPROTO_TCP, NetOffload(tcp4_gso_segment, tcp4_gro_receive, tcp4_gro_complete)
+    )
+    ipv4.inet_add_offload(
+        IPPROTO_UDP,
+        NetOffload(None, partial(udp4_gro_receive, ipv4), partial(udp4_gro_complete, ipv4)),
+    )
+    ipv4.net.dev_add_offload(
+        PacketOffload(
+            ETH_P_IP,
+            gso_segment=partial(inet_gso_segment, ipv4),
+            gro_receive=partial(inet_gro_receive, ipv4),
+            gro_complete=partial(inet_gro_complete, ipv4),
+        )
+    )

@@ -1,0 +1,310 @@
+"""TCP's SNMP counters: ``Tcp:`` of /proc/net/snmp and TCP's part of ``TcpExt:``.
+
+Theory of operation: slotted counter objects written on the data path
+(``tcp.mib.InSegs += 1``); ``snapshot()`` freezes them for ``nstat`` /
+``netstat -s`` style views. Names are the kernel's (``TCP_MIB_*`` and the
+``LINUX_MIB_*`` strings of net/ipv4/proc.c).
+
+Kernel: include/uapi/linux/snmp.h, net/ipv4/proc.c (snmp4_tcp_list, snmp4_net_list).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+__all__ = ["TCPEXT_FIELDS", "TCP_FIELDS", "TcpExtMib", "TcpMib", "TcpMibSnapshot"]
+
+TCP_FIELDS: Final = (
+    "RtoAlgorithm",
+    "RtoMin",
+    "RtoMax",
+    "MaxConn",
+    "ActiveOpens",
+    "PassiveOpens",
+    "AttemptFails",
+    "EstabResets",
+    "CurrEstab",
+    "InSegs",
+    "OutSegs",
+    "RetransSegs",
+    "InErrs",
+    "OutRsts",
+    "InCsumErrors",
+)
+
+TCPEXT_FIELDS: Final = (
+    "SyncookiesSent",
+    "SyncookiesRecv",
+    "SyncookiesFailed",
+    "EmbryonicRsts",
+    "PruneCalled",
+    "RcvPruned",
+    "OfoPruned",
+    "OutOfWindowIcmps",
+    "LockDroppedIcmps",
+    "TW",
+    "TWRecycled",
+    "TWKilled",
+    "PAWSActive",
+    "PAWSEstab",
+    "DelayedACKs",
+    "DelayedACKLocked",
+    "DelayedACKLost",
+    "ListenOverflows",
+    "ListenDrops",
+    "TCPHPHits",
+    "TCPPureAcks",
+    "TCPHPAcks",
+    "TCPRenoRecovery",
+    "TCPSackRecovery",
+    "TCPSACKReneging",
+    "TCPSACKReorder",
+    "TCPRenoReorder",
+    "TCPTSReorder",
+    "TCPFullUndo",
+    "TCPPartialUndo",
+    "TCPDSACKUndo",
+    "TCPLossUndo",
+    "TCPLostRetransmit",
+    "TCPRenoFailures",
+    "TCPSackFailures",
+    "TCPLossFailures",
+    "TCPFastRetrans",
+    "TCPSlowStartRetrans",
+    "TCPTimeouts",
+    "TCPLossProbes",
+    "TCPLossProbeRecovery",
+    "TCPRenoRecoveryFail",
+    "TCPSackRecoveryFail",
+    "TCPRcvCollapsed",
+    "TCPDSACKOldSent",
+    "TCPDSACKOfoSent",
+    "TCPDSACKRecv",
+    "TCPDSACKOfoRecv",
+    "TCPAbortOnData",
+    "TCPAbortOnClose",
+    "TCPAbortOnMemory",
+    "TCPAbortOnTimeout",
+    "TCPAbortOnLinger",
+    "TCPAbortFailed",
+    "TCPMemoryPressures",
+    "TCPSACKDiscard",
+    "TCPDSACKIgnoredOld",
+    "TCPDSACKIgnoredNoUndo",
+    "TCPSpuriousRTOs",
+    "TCPSackShifted",
+    "TCPSackMerged",
+    "TCPSackShiftFallback",
+    "TCPBacklogDrop",
+    "PFMemallocDrop",
+    "TCPMinTTLDrop",
+    "TCPDeferAcceptDrop",
+    "IPReversePathFilter",
+    "TCPTimeWaitOverflow",
+    "TCPReqQFullDoCookies",
+    "TCPReqQFullDrop",
+    "TCPRetransFail",
+    "TCPRcvCoalesce",
+    "TCPOFOQueue",
+    "TCPOFODrop",
+    "TCPOFOMerge",
+    "TCPChallengeACK",
+    "TCPSYNChallenge",
+    "TCPSpuriousRtxHostQueues",
+    "TCPAutoCorking",
+    "TCPFromZeroWindowAdv",
+    "TCPToZeroWindowAdv",
+    "TCPWantZeroWindowAdv",
+    "TCPSynRetrans",
+    "TCPOrigDataSent",
+    "TCPHystartTrainDetect",
+    "TCPHystartTrainCwnd",
+    "TCPHystartDelayDetect",
+    "TCPHystartDelayCwnd",
+    "TCPACKSkippedSynRecv",
+    "TCPACKSkippedPAWS",
+    "TCPACKSkippedSeq",
+    "TCPACKSkippedFinWait2",
+    "TCPACKSkippedTimeWait",
+    "TCPACKSkippedChallenge",
+    "TCPWinProbe",
+    "TCPKeepAlive",
+    "TCPDelivered",
+    "TCPAckCompressed",
+    "TCPZeroWindowDrop",
+    "TCPRcvQDrop",
+    "TCPWqueueTooBig",
+)
+
+
+@attrs.frozen
+class TcpMibSnapshot:
+    """A frozen copy of one MIB: ``snap.InSegs`` or ``snap["InSegs"]``."""
+
+    name: str
+    values: tuple[tuple[str, int], ...]
+
+    def __getattr__(self, key: str) -> int:
+        for k, v in self.values:
+            if k == key:
+                return v
+        raise AttributeError(key)
+
+    def __getitem__(self, key: str) -> int:
+        return int(self.__getattr__(key))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.values)
+
+
+class _Mib:
+    __slots__ = ()
+    NAME = ""
+
+    def __init__(self) -> None:
+        name: str
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def snapshot(self) -> TcpMibSnapshot:
+        slots: tuple[str, ...] = self.__slots__
+        return TcpMibSnapshot(self.NAME, tuple((n, getattr(self, n)) for n in slots))
+
+
+class TcpMib(_Mib):
+    """The ``Tcp:`` lines of /proc/net/snmp (``TCP_MIB_*``)."""
+
+    __slots__ = TCP_FIELDS
+    NAME = "Tcp"
+    RtoAlgorithm: int
+    RtoMin: int
+    RtoMax: int
+    MaxConn: int
+    ActiveOpens: int
+    PassiveOpens: int
+    AttemptFails: int
+    EstabResets: int
+    CurrEstab: int
+    InSegs: int
+    OutSegs: int
+    RetransSegs: int
+    InErrs: int
+    OutRsts: int
+    InCsumErrors: int
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.RtoAlgorithm = 1
+        self.RtoMin = 200
+        self.RtoMax = 120000
+        self.MaxConn = -1
+
+
+class TcpExtMib(_Mib):
+    """TCP's counters of the ``TcpExt:`` lines of /proc/net/netstat (``LINUX_MIB_*``)."""
+
+    __slots__ = TCPEXT_FIELDS
+    NAME = "TcpExt"
+    SyncookiesSent: int
+    SyncookiesRecv: int
+    SyncookiesFailed: int
+    EmbryonicRsts: int
+    PruneCalled: int
+    RcvPruned: int
+    OfoPruned: int
+    OutOfWindowIcmps: int
+    LockDroppedIcmps: int
+    TW: int
+    TWRecycled: int
+    TWKilled: int
+    PAWSActive: int
+    PAWSEstab: int
+    DelayedACKs: int
+    DelayedACKLocked: int
+    DelayedACKLost: int
+    ListenOverflows: int
+    ListenDrops: int
+    TCPHPHits: int
+    TCPPureAcks: int
+    TCPHPAcks: int
+    TCPRenoRecovery: int
+    TCPSackRecovery: int
+    TCPSACKReneging: int
+    TCPSACKReorder: int
+    TCPRenoReorder: int
+    TCPTSReorder: int
+    TCPFullUndo: int
+    TCPPartialUndo: int
+    TCPDSACKUndo: int
+    TCPLossUndo: int
+    TCPLostRetransmit: int
+    TCPRenoFailures: int
+    TCPSackFailures: int
+    TCPLossFailures: int
+    TCPFastRetrans: int
+    TCPSlowStartRetrans: int
+    TCPTimeouts: int
+    TCPLossProbes: int
+    TCPLossProbeRecovery: int
+    TCPRenoRecoveryFail: int
+    TCPSackRecoveryFail: int
+    TCPRcvCollapsed: int
+    TCPDSACKOldSent: int
+    TCPDSACKOfoSent: int
+    TCPDSACKRecv: int
+    TCPDSACKOfoRecv: int
+    TCPAbortOnData: int
+    TCPAbortOnClose: int
+    TCPAbortOnMemory: int
+    TCPAbortOnTimeout: int
+    TCPAbortOnLinger: int
+    TCPAbortFailed: int
+    TCPMemoryPressures: int
+    TCPSACKDiscard: int
+    TCPDSACKIgnoredOld: int
+    TCPDSACKIgnoredNoUndo: int
+    TCPSpuriousRTOs: int
+    TCPSackShifted: int
+    TCPSackMerged: int
+    TCPSackShiftFallback: int
+    TCPBacklogDrop: int
+    PFMemallocDrop: int
+    TCPMinTTLDrop: int
+    TCPDeferAcceptDrop: int
+    IPReversePathFilter: int
+    TCPTimeWaitOverflow: int
+    TCPReqQFullDoCookies: int
+    TCPReqQFullDrop: int
+    TCPRetransFail: int
+    TCPRcvCoalesce: int
+    TCPOFOQueue: int
+    TCPOFODrop: int
+    TCPOFOMerge: int
+    TCPChallengeACK: int
+    TCPSYNChallenge: int
+    TCPSpuriousRtxHostQueues: int
+    TCPAutoCorking: int
+    TCPFromZeroWindowAdv: int
+    TCPToZeroWindowAdv: int
+    TCPWantZeroWindowAdv: int
+    TCPSynRetrans: int
+    TCPOrigDataSent: int
+    TCPHystartTrainDetect: int
+    TCPHystartTrainCwnd: int
+    TCPHystartDelayDetect: int
+    TCPHystartDelayCwnd: int
+    TCPACKSkippedSynRecv: int
+    TCPACKSkippedPAWS: int
+    TCPACKSkippedSeq: int
+    TCPACKSkippedFinWait2: int
+    TCPACKSkippedTimeWait: int
+    TCPACKSkippedChallenge: int
+    TCPWinProbe: int
+    TCPKeepAlive: int
+    TCPDelivered: int
+    TCPAckCompressed: int
+    TCPZeroWindowDrop: int
+    TCPRcvQDrop: int
+    TCPWqueueTooBig: int

@@ -1,0 +1,1663 @@
+"""TCP output: building segments, the send engine, ACKs, retransmissions.
+
+Theory of operation::
+
+    tcp_push ─► tcp_write_xmit: for each skb at the send head
+      cwnd test (tcp_cwnd_test) ─► receive-window test (tcp_snd_wnd_test)
+      ─► Nagle (one segment) | TSO deferral (tcp_tso_should_defer)
+      ─► split at what may go now (tso_fragment) ─► TCP Small Queues
+      ─► tcp_transmit_skb(clone) ─► tcp_event_new_data_sent: skb moves to
+         the retransmit queue, snd_nxt advances, the RTO timer is armed
+    tcp_transmit_skb: clone (or copy, if a previous clone is still in a queue
+      below), push the header (options: tcp_syn_options |
+      tcp_established_options), window from tcp_select_window, checksum left
+      to the device (send_check: the pseudo-header sum, CHECKSUM_PARTIAL),
+      gso_size/gso_segs from the skb's MSS ─► af_ops.queue_xmit (ip_queue_xmit)
+
+The skbs TCP queues are headerless payload (``data`` at the first payload
+byte, ``MAX_TCP_HEADER`` of headroom); a transmitted clone pushes TCP, IP and
+link headers into that headroom. With GSO/TSO a queued skb holds up to 64 KB
+(``tcp_xmit_size_goal``) and goes down as one GSO skb of ``pcount``
+segments; without, one MSS.
+
+Kernel: net/ipv4/tcp_output.c.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.skbuff import (
+    CHECKSUM_PARTIAL,
+    SKB_TRUESIZE_OVERHEAD,
+    SkBuff,
+)
+from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START
+from netstack.tcp.sock import (
+    ICSK_ACK_PUSHED,
+    ICSK_ACK_SCHED,
+    ICSK_ACK_TIMER,
+    ICSK_TIME_DACK,
+    ICSK_TIME_LOSS_PROBE,
+    ICSK_TIME_PROBE0,
+    ICSK_TIME_REO_TIMEOUT,
+    ICSK_TIME_RETRANS,
+    MAX_TCP_HEADER,
+    MAX_TCP_WINDOW,
+    TCP_CA_CWR,
+    TCP_CLOSE,
+    TCP_MAX_WSCALE,
+    TCP_NAGLE_CORK,
+    TCP_NAGLE_OFF,
+    TCP_NAGLE_PUSH,
+    TCPCB_EVER_RETRANS,
+    TCPCB_LOST,
+    TCPCB_RETRANS,
+    TCPCB_SACKED_ACKED,
+    TCPCB_SACKED_RETRANS,
+    TCP_CA_Loss,
+    TCP_CA_Open,
+    TCP_CA_Recovery,
+    TcpSkbCb,
+    TcpSock,
+    after,
+    before,
+)
+from netstack.wire.tcp import (
+    MAX_TCP_OPTION_SPACE,
+    TCP_HDR,
+    TCPHDR_ACK,
+    TCPHDR_FIN,
+    TCPHDR_PSH,
+    TCPHDR_RST,
+    TCPHDR_SYN,
+    TCPOLEN_SACK_BASE_ALIGNED,
+    TCPOLEN_SACK_PERBLOCK,
+    TcpOutOptions,
+)
+
+if TYPE_CHECKING:
+    from netstack.tcp.sock import RequestSock
+
+__all__ = [
+    "tcp_connect",
+    "tcp_current_mss",
+    "tcp_fragment",
+    "tcp_make_synack",
+    "tcp_push",
+    "tcp_retransmit_skb",
+    "tcp_select_initial_window",
+    "tcp_send_ack",
+    "tcp_send_active_reset",
+    "tcp_send_delayed_ack",
+    "tcp_send_fin",
+    "tcp_sync_mss",
+    "tcp_transmit_skb",
+    "tcp_write_xmit",
+    "tcp_xmit_retransmit_queue",
+]
+
+M32: Final = 0xFFFFFFFF
+_H: Final = struct.Struct("!H")
+U16_MAX: Final = 65535
+TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
+
+
+def tcp_packets_in_flight(sk: TcpSock) -> int:
+    """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight()."""
+    return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
+
+
+def tcp_wnd_end(sk: TcpSock) -> int:
+    """The right edge of the peer's window. Kernel: tcp_wnd_end()."""
+    return (sk.snd_una + sk.snd_wnd) & M32
+
+
+def tcp_in_cwnd_reduction(sk: TcpSock) -> bool:
+    """Kernel: tcp_in_cwnd_reduction()."""
+    return sk.icsk_ca_state in (TCP_CA_CWR, TCP_CA_Recovery)
+
+
+def tcp_stream_alloc_skb(sk: TcpSock, size: int = 0) -> SkBuff:
+    """An empty send-queue skb with room for the headers. Kernel: sk_stream_alloc_skb()."""
+    skb = SkBuff(bytearray(MAX_TCP_HEADER + size), MAX_TCP_HEADER, MAX_TCP_HEADER)
+    skb.ip_summed = CHECKSUM_PARTIAL
+    skb.truesize = TCP_SKB_HEAD
+    return skb
+
+
+def tcp_init_nondata_skb(skb: SkBuff, seq: int, flags: int) -> TcpSkbCb:
+    """Control skb (SYN, FIN, RST, ACK): SYN and FIN take a sequence number.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_init_nondata_skb().
+    """
+    skb.ip_summed = CHECKSUM_PARTIAL
+    end = (seq + 1) & M32 if flags & (TCPHDR_SYN | TCPHDR_FIN) else seq
+    tcb = TcpSkbCb(seq, end, flags)
+    skb.cb = tcb
+    return tcb
+
+
+# -- MSS --------------------------------------------------------------------------------
+
+
+def tcp_mtu_to_mss(sk: TcpSock, pmtu: int) -> int:
+    """The MSS for a path MTU, counting the usual options but not SACKs.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_mtu_to_mss() / __tcp_mtu_to_mss().
+    """
+    mss = pmtu - sk.af_ops.net_header_len - 20
+    if mss > sk.mss_clamp:
+        mss = sk.mss_clamp
+    mss -= sk.icsk_ext_hdr_len
+    mss = max(mss, sk.tcp.sysctl_tcp_min_snd_mss)
+    return mss - (sk.tcp_header_len - 20)
+
+
+def tcp_mss_to_mtu(sk: TcpSock, mss: int) -> int:
+    """Kernel: net/ipv4/tcp_output.c, tcp_mss_to_mtu()."""
+    return mss + sk.tcp_header_len + sk.icsk_ext_hdr_len + sk.af_ops.net_header_len
+
+
+def tcp_bound_to_half_wnd(sk: TcpSock, pktsize: int) -> int:
+    """Do not let one segment be more than half the largest window seen.
+
+    Kernel: include/net/tcp.h, tcp_bound_to_half_wnd().
+    """
+    cutoff = sk.max_window >> 1 if sk.max_window > 536 else sk.max_window
+    if cutoff and pktsize > cutoff:
+        return max(cutoff, 68 - sk.tcp_header_len)
+    return pktsize
+
+
+def tcp_mtup_init(sk: TcpSock) -> None:
+    """Kernel: net/ipv4/tcp_output.c, tcp_mtup_init()."""
+    tcp = sk.tcp
+    sk.icsk_mtup_enabled = tcp.sysctl_tcp_mtu_probing > 1
+    sk.icsk_mtup_search_high = sk.mss_clamp + 20 + sk.af_ops.net_header_len
+    sk.icsk_mtup_search_low = tcp_mss_to_mtu(sk, tcp.sysctl_tcp_base_mss)
+    sk.icsk_mtup_probe_size = 0
+
+
+def tcp_sync_mss(sk: TcpSock, pmtu: int) -> int:
+    """Recompute ``mss_cache`` for a path MTU. Kernel: net/ipv4/tcp_output.c, tcp_sync_mss()."""
+    if sk.icsk_mtup_search_high > pmtu:
+        sk.icsk_mtup_search_high = pmtu
+    mss = tcp_bound_to_half_wnd(sk, tcp_mtu_to_mss(sk, pmtu))
+    sk.icsk_pmtu_cookie = pmtu
+    if sk.icsk_mtup_enabled:
+        mss = min(mss, tcp_mtu_to_mss(sk, sk.icsk_mtup_search_low))
+    sk.mss_cache = mss
+    return mss
+
+
+def tcp_current_mss(sk: TcpSock) -> int:
+    """The MSS for the next segment, counting this moment's SACK blocks.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_current_mss().
+    """
+    mss = sk.mss_cache
+    mtu = sk.af_ops.dst_mtu(sk)
+    if mtu and mtu != sk.icsk_pmtu_cookie:
+        mss = tcp_sync_mss(sk, mtu)
+    header_len = tcp_established_options_size(sk) + 20
+    if header_len != sk.tcp_header_len:
+        mss -= header_len - sk.tcp_header_len
+    return mss
+
+
+def tcp_xmit_size_goal(sk: TcpSock, mss_now: int, large_allowed: bool) -> int:
+    """How much one send-queue skb may hold: an MSS, or a GSO skb's worth.
+
+    Kernel: net/ipv4/tcp.c, tcp_xmit_size_goal().
+    """
+    if not large_allowed:
+        return mss_now
+    new_size_goal = sk.sk_gso_max_size - 1 - MAX_TCP_HEADER
+    new_size_goal = tcp_bound_to_half_wnd(sk, new_size_goal)
+    size_goal = max(new_size_goal // mss_now, 1) * mss_now
+    segs = min(tcp_tso_autosize(sk, mss_now, sk.tcp.sysctl_tcp_min_tso_segs), sk.sk_gso_max_segs)
+    return max(min(size_goal, segs * mss_now), mss_now)
+
+
+def tcp_send_mss(sk: TcpSock) -> tuple[int, int]:
+    """``(mss_now, size_goal)`` for tcp_sendmsg. Kernel: net/ipv4/tcp.c, tcp_send_mss()."""
+    mss_now = tcp_current_mss(sk)
+    return mss_now, tcp_xmit_size_goal(sk, mss_now, sk_can_gso(sk))
+
+
+def sk_can_gso(sk: TcpSock) -> bool:
+    """The route's device (or software GSO) takes large TCP skbs. Kernel: sk_can_gso()."""
+    feature = sk.sk_gso_type << 16
+    return bool(feature) and (sk.sk_route_caps & feature) == feature
+
+
+def tcp_tso_autosize(sk: TcpSock, mss_now: int, min_tso_segs: int) -> int:
+    """Segments per TSO skb so that about one goes out per millisecond.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_tso_autosize().
+    """
+    nbytes = min(sk.sk_pacing_rate >> sk.sk_pacing_shift, sk.sk_gso_max_size - 1 - MAX_TCP_HEADER)
+    return max(nbytes // mss_now, min_tso_segs)
+
+
+def tcp_tso_segs(sk: TcpSock, mss_now: int) -> int:
+    """Kernel: net/ipv4/tcp_output.c, tcp_tso_segs()."""
+    segs = tcp_tso_autosize(sk, mss_now, sk.tcp.sysctl_tcp_min_tso_segs)
+    return min(segs, sk.sk_gso_max_segs)
+
+
+def tcp_set_skb_tso_segs(skb: SkBuff, mss_now: int) -> None:
+    """Kernel: net/ipv4/tcp_output.c, tcp_set_skb_tso_segs()."""
+    tcb: TcpSkbCb = skb.cb
+    length = skb.tail - skb.data
+    if length <= mss_now:
+        tcb.pcount = 1
+        tcb.gso_size = 0
+    else:
+        tcb.pcount = (length + mss_now - 1) // mss_now
+        tcb.gso_size = mss_now
+
+
+def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
+    """Kernel: net/ipv4/tcp_output.c, tcp_init_tso_segs()."""
+    tcb: TcpSkbCb = skb.cb
+    segs = tcb.pcount
+    if not segs or (segs > 1 and tcb.gso_size != mss_now):
+        tcp_set_skb_tso_segs(skb, mss_now)
+        segs = tcb.pcount
+    return segs
+
+
+# -- windows ------------------------------------------------------------------------------
+
+
+def tcp_win_from_space(sk: TcpSock, space: int) -> int:
+    """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
+    scale = sk.tcp.sysctl_tcp_adv_win_scale
+    if scale <= 0:
+        return space >> -scale
+    return space - (space >> scale)
+
+
+def tcp_space(sk: TcpSock) -> int:
+    """Free receive buffer, as window. Kernel: tcp_space()."""
+    return tcp_win_from_space(sk, sk.sk_rcvbuf - sk.sk_rmem_alloc)
+
+
+def tcp_full_space(sk: TcpSock) -> int:
+    """Kernel: tcp_full_space()."""
+    return tcp_win_from_space(sk, sk.sk_rcvbuf)
+
+
+def tcp_receive_window(sk: TcpSock) -> int:
+    """What is left of the window we advertised. Kernel: tcp_receive_window()."""
+    win = sk.rcv_wup + sk.rcv_wnd - sk.rcv_nxt
+    win = ((win + 0x80000000) & M32) - 0x80000000
+    return max(win, 0)
+
+
+def tcp_select_initial_window(
+    sk: TcpSock, space: int, mss: int, window_clamp: int, wscale_ok: bool, init_rcv_wnd: int
+) -> tuple[int, int, int]:
+    """The first window to offer and the scale: ``(rcv_wnd, window_clamp, rcv_wscale)``.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_select_initial_window().
+    """
+    tcp = sk.tcp
+    space = max(space, 0)
+    if window_clamp == 0:
+        window_clamp = U16_MAX << TCP_MAX_WSCALE
+    space = min(window_clamp, space)
+    if space > mss:
+        space = space // mss * mss
+    if tcp.sysctl_tcp_workaround_signed_windows:
+        rcv_wnd = min(space, MAX_TCP_WINDOW)
+    else:
+        rcv_wnd = min(space, U16_MAX)
+    if init_rcv_wnd:
+        rcv_wnd = min(rcv_wnd, init_rcv_wnd * mss)
+    rcv_wscale = 0
+    if wscale_ok:
+        ipv4 = sk.net.ipv4
+        rmem_max = sk.net.rmem_max if ipv4 is not None else 0
+        space = max(space, tcp.tcp_rmem[2], rmem_max)
+        space = min(space, window_clamp)
+        while space > U16_MAX and rcv_wscale < TCP_MAX_WSCALE:
+            space >>= 1
+            rcv_wscale += 1
+    window_clamp = min(U16_MAX << rcv_wscale, window_clamp)
+    return rcv_wnd, window_clamp, rcv_wscale
+
+
+def __tcp_select_window(sk: TcpSock) -> int:
+    """The window we can offer now (receiver-side SWS avoidance).
+
+    Kernel: net/ipv4/tcp_output.c, __tcp_select_window().
+    """
+    mss = sk.icsk_ack_rcv_mss
+    free_space = tcp_space(sk)
+    allowed_space = tcp_full_space(sk)
+    full_space = min(sk.window_clamp, allowed_space)
+    if mss > full_space:
+        mss = full_space
+        if mss <= 0:
+            return 0
+    wscale = sk.rcv_wscale
+    if free_space < (full_space >> 1):
+        sk.icsk_ack_quick = 0
+        free_space = free_space >> wscale << wscale
+        if free_space < (allowed_space >> 4) or free_space < mss:
+            return 0
+    if free_space > sk.rcv_ssthresh:
+        free_space = sk.rcv_ssthresh
+    if wscale:
+        window = free_space
+        # advertise enough that it is not scaled away
+        window = (window + (1 << wscale) - 1) >> wscale << wscale
+    else:
+        window = sk.rcv_wnd
+        if window <= free_space - mss or window > free_space:
+            window = free_space // mss * mss if mss else free_space
+        elif mss == full_space and free_space > window + (full_space >> 1):
+            window = free_space
+    return window
+
+
+def tcp_select_window(sk: TcpSock) -> int:
+    """Choose the window for an outgoing segment; never shrink the offered one.
+
+    Returns the scaled value for the header. Kernel: tcp_select_window().
+    """
+    old_win = sk.rcv_wnd
+    cur_win = tcp_receive_window(sk)
+    new_win = __tcp_select_window(sk)
+    wscale = sk.rcv_wscale
+    if new_win < cur_win:
+        if new_win == 0:
+            sk.ext.TCPWantZeroWindowAdv += 1
+        new_win = (cur_win + (1 << wscale) - 1) >> wscale << wscale  # ALIGN()
+    sk.rcv_wnd = new_win
+    sk.rcv_wup = sk.rcv_nxt
+    if not wscale and sk.tcp.sysctl_tcp_workaround_signed_windows:
+        new_win = min(new_win, MAX_TCP_WINDOW)
+    else:
+        new_win = min(new_win, U16_MAX << wscale)
+    new_win >>= wscale
+    if new_win == 0:
+        sk.pred_flags = 0
+        if old_win:
+            sk.ext.TCPToZeroWindowAdv += 1
+    elif old_win == 0:
+        sk.ext.TCPFromZeroWindowAdv += 1
+    return new_win
+
+
+# -- options ------------------------------------------------------------------------------
+
+
+def tcp_established_options_size(sk: TcpSock) -> int:
+    """Option bytes of an established segment now (timestamps, SACKs)."""
+    size = 12 if sk.tstamp_ok else 0
+    eff_sacks = sk.num_sacks + sk.dsack
+    if eff_sacks:
+        remaining = MAX_TCP_OPTION_SPACE - size
+        n = min(eff_sacks, (remaining - TCPOLEN_SACK_BASE_ALIGNED) // TCPOLEN_SACK_PERBLOCK)
+        if n:
+            size += TCPOLEN_SACK_BASE_ALIGNED + n * TCPOLEN_SACK_PERBLOCK
+    return size
+
+
+def tcp_established_options(sk: TcpSock, tsval: int) -> TcpOutOptions | None:
+    """Timestamps and SACK blocks for an established segment.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_established_options().
+    """
+    ts = None
+    size = 0
+    if sk.tstamp_ok:
+        ts = (tsval, sk.ts_recent)
+        size = 12
+    eff_sacks = sk.num_sacks + sk.dsack
+    sacks: tuple[tuple[int, int], ...] = ()
+    if eff_sacks:
+        remaining = MAX_TCP_OPTION_SPACE - size
+        n = min(eff_sacks, (remaining - TCPOLEN_SACK_BASE_ALIGNED) // TCPOLEN_SACK_PERBLOCK)
+        if n:
+            if sk.dsack:
+                blocks = [tuple(sk.duplicate_sack), *(tuple(b) for b in sk.selective_acks)]
+            else:
+                blocks = [tuple(b) for b in sk.selective_acks]
+            sacks = tuple((b[0], b[1]) for b in blocks[:n])
+            sk.dsack = 0  # tcp_options_write(): the D-SACK goes out once
+    if ts is None and not sacks:
+        return None
+    return TcpOutOptions(ts=ts, sacks=sacks)
+
+
+def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
+    """MSS, timestamps, window scale and SACK-permitted for our SYN.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_syn_options().
+    """
+    tcp = sk.tcp
+    opts = TcpOutOptions(mss=tcp_advertise_mss(sk))
+    if tcp.sysctl_tcp_timestamps:
+        opts.ts = (tsval, sk.ts_recent)
+    if tcp.sysctl_tcp_window_scaling:
+        opts.ws = sk.rcv_wscale
+    if tcp.sysctl_tcp_sack:
+        opts.sack_perm = True
+    return opts
+
+
+def tcp_advertise_mss(sk: TcpSock) -> int:
+    """Kernel: net/ipv4/tcp_output.c, tcp_advertise_mss()."""
+    mss = sk.advmss
+    metric = sk.af_ops.advmss(sk)
+    if metric and metric < mss:
+        mss = sk.advmss = metric
+    return mss & 0xFFFF
+
+
+# -- transmit -------------------------------------------------------------------------------
+
+
+def tcp_wfree(skb: SkBuff) -> None:
+    """A transmitted segment left the host: uncharge it; TSQ may send more.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_wfree().
+    """
+    sk = skb.sk
+    if not isinstance(sk, TcpSock):
+        return
+    sk.sk_wmem_alloc -= skb.wmem_charge
+    if sk.tsq_throttled:
+        sk.tsq_throttled = False
+        tsq_schedule(sk)
+
+
+def tsq_schedule(sk: TcpSock) -> None:
+    """Run ``tcp_tsq_handler`` soon, from softirq context (the TSQ tasklet)."""
+    timer = sk.tsq_timer
+    if timer is None:
+        timer = sk.tsq_timer = sk.net.timers.timer(lambda: tcp_tsq_handler(sk), "tcp_tsq")
+    if not timer.pending:
+        timer.mod(sk.net.clock.jiffies)
+
+
+def tcp_tsq_handler(sk: TcpSock) -> None:
+    """Send what TCP Small Queues held back. Kernel: net/ipv4/tcp_output.c, tcp_tsq_handler()."""
+    if sk.state in (1, 4, 11, 8, 9):  # ESTABLISHED FIN_WAIT1 CLOSING CLOSE_WAIT LAST_ACK
+        sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+        if sk.lost_out > sk.retrans_out and sk.snd_cwnd > tcp_packets_in_flight(sk):
+            tcp_xmit_retransmit_queue(sk)
+        tcp_write_xmit(sk, tcp_current_mss(sk), sk.nonagle, 0)
+
+
+def __sock_wfree(skb: SkBuff) -> None:
+    """Kernel: net/core/sock.c, __sock_wfree() (pure ACKs: no TSQ callback)."""
+    sk = skb.sk
+    if sk is not None:
+        sk.sk_wmem_alloc -= skb.wmem_charge
+
+
+def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | None = None) -> int:
+    """Build the TCP header of *skb* (a clone of it) and hand it to IP.
+
+    Returns 0, or a negative errno when nothing went out.
+
+    Kernel: net/ipv4/tcp_output.c, __tcp_transmit_skb().
+    """
+    tcb: TcpSkbCb = skb.cb
+    if rcv_nxt is None:
+        rcv_nxt = sk.rcv_nxt
+    oskb: SkBuff | None = None
+    if clone_it:
+        tcb.in_flight = (tcb.end_seq - sk.snd_una) & M32
+        oskb = skb
+        skb = skb.copy() if skb.cloned else skb.clone()
+    tsval = (sk.tcp_mstamp // 1000 + sk.tsoffset) & M32
+    flags = tcb.tcp_flags
+    if flags & TCPHDR_SYN:
+        opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
+    else:
+        opts = tcp_established_options(sk, tsval)
+    optlen = opts.size() if opts is not None else 0
+    hlen = 20 + optlen
+    length = skb.tail - skb.data
+    skb.data -= hlen  # skb_push()
+    th = skb.data
+    skb.transport_header = th
+    # skb_orphan + ownership by the socket: the segment is charged until freed
+    pure_ack = length == 0 and flags == TCPHDR_ACK
+    skb.sk = sk
+    charge = tcb.pcount * 0 + (skb.truesize if length else TCP_SKB_HEAD)
+    skb.wmem_charge = charge
+    sk.sk_wmem_alloc += charge
+    skb.destructor = __sock_wfree if pure_ack else tcp_wfree
+    skb.hash = sk.sk_txhash
+    if sk.dst_pending_confirm:
+        skb.dst_pending_confirm = True
+    if flags & TCPHDR_SYN:
+        window = min(sk.rcv_wnd, U16_MAX)  # RFC 7323: never scaled in a SYN
+    else:
+        window = tcp_select_window(sk)
+    buf = skb.buf
+    TCP_HDR.pack_into(
+        buf,
+        th,
+        sk.inet_sport,
+        sk.inet_dport,
+        tcb.seq,
+        rcv_nxt,
+        (hlen >> 2) << 4,
+        flags,
+        window,
+        0,
+        0,
+    )
+    if opts is not None:
+        opts.write(buf, th + 20)
+    skb.gso_type = sk.sk_gso_type
+    sk.af_ops.send_check(sk, skb)
+    if flags & TCPHDR_ACK:
+        tcp_event_ack_sent(sk, tcb.pcount, rcv_nxt)
+    if length:
+        tcp_event_data_sent(sk)
+        sk.data_segs_out += tcb.pcount
+        sk.bytes_sent += length
+    if after(tcb.end_seq, sk.snd_nxt) or tcb.seq == tcb.end_seq:
+        sk.mib.OutSegs += tcb.pcount
+    sk.segs_out += tcb.pcount
+    skb.gso_segs = tcb.pcount
+    skb.gso_size = tcb.gso_size if tcb.pcount > 1 else 0
+    skb.cb = None  # our debris is not IP's business
+    err = sk.af_ops.queue_xmit(sk, skb)
+    if err > 0:  # NET_XMIT_DROP / NET_XMIT_CN: local congestion
+        tcp_enter_cwr(sk)
+        err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
+    if not err and oskb is not None:
+        tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
+    return err
+
+
+def tcp_enter_cwr(sk: TcpSock) -> None:
+    """Local congestion: reduce cwnd without a loss. Kernel: tcp_input.c, tcp_enter_cwr()."""
+    from netstack.tcp.input import tcp_enter_cwr as _enter
+
+    _enter(sk)
+
+
+def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
+    """An ACK went out: no delayed ACK is owed. Kernel: tcp_event_ack_sent()."""
+    if rcv_nxt != sk.rcv_nxt:
+        return
+    # tcp_dec_quickack_mode()
+    if sk.icsk_ack_quick:
+        if pkts >= sk.icsk_ack_quick:
+            sk.icsk_ack_quick = 0
+            sk.icsk_ack_ato = sk.tcp.TCP_ATO_MIN  # leaving quickack mode
+        else:
+            sk.icsk_ack_quick -= pkts
+    # inet_csk_clear_xmit_timer(ICSK_TIME_DACK)
+    sk.icsk_ack_pending = 0
+    sk.delack_timer.delete()
+
+
+def tcp_event_data_sent(sk: TcpSock) -> None:
+    """Congestion state after sending data. Kernel: tcp_event_data_sent()."""
+    now = sk.net.clock.jiffies
+    if tcp_packets_in_flight(sk) == 0:
+        sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_TX_START)
+    sk.lsndtime = now
+    # a reply within the ATO of the last received packet: interactive (pingpong)
+    if now - sk.icsk_ack_lrcvtime < sk.icsk_ack_ato:
+        sk.icsk_ack_pingpong = 1
+
+
+def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
+    """RFC 2861: after an idle period longer than the RTO, restart the window.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_restart().
+    """
+    from netstack.tcp.input import tcp_current_ssthresh, tcp_init_cwnd
+
+    restart_cwnd = tcp_init_cwnd(sk)
+    cwnd = sk.snd_cwnd
+    sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_CWND_RESTART)
+    sk.snd_ssthresh = tcp_current_ssthresh(sk)
+    restart_cwnd = min(restart_cwnd, cwnd)
+    delta -= sk.icsk_rto
+    while delta > 0 and cwnd > restart_cwnd:
+        cwnd >>= 1
+        delta -= sk.icsk_rto
+    sk.snd_cwnd = max(cwnd, restart_cwnd)
+    sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    sk.snd_cwnd_used = 0
+
+
+def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
+    """A new segment went out: move it to the retransmit queue, arm the RTO.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_event_new_data_sent().
+    """
+    tcb: TcpSkbCb = skb.cb
+    prior_packets = sk.packets_out
+    sk.snd_nxt = tcb.end_seq
+    wq = sk.write_queue
+    if wq and wq[0] is skb:
+        wq.popleft()
+    else:
+        wq.remove(skb)
+    sk.rtx_queue.append(skb)
+    if sk.highest_sack is None:
+        sk.highest_sack = skb
+    sk.packets_out += tcb.pcount
+    if not prior_packets or sk.icsk_pending == ICSK_TIME_LOSS_PROBE:
+        tcp_rearm_rto(sk)
+    sk.ext.TCPOrigDataSent += tcb.pcount
+    tcp_check_space(sk)
+
+
+def tcp_check_space(sk: TcpSock) -> None:
+    """Wake a writer if the queues shrank below its limit. Kernel: tcp_check_space()."""
+    from netstack.tcp.input import tcp_check_space as _check
+
+    _check(sk)
+
+
+def tcp_rearm_rto(sk: TcpSock) -> None:
+    """Kernel: tcp_input.c, tcp_rearm_rto()."""
+    from netstack.tcp.input import tcp_rearm_rto as _rearm
+
+    _rearm(sk)
+
+
+def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) -> None:
+    """Arm the retransmit timer (RTO, window probe, TLP) or the delayed ACK.
+
+    Kernel: include/net/inet_connection_sock.h, inet_csk_reset_xmit_timer().
+    """
+    when = min(when, max_when)
+    expires = sk.net.clock.jiffies + when
+    if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0, ICSK_TIME_LOSS_PROBE, ICSK_TIME_REO_TIMEOUT):
+        sk.icsk_pending = what
+        sk.icsk_timeout = expires
+        sk.retransmit_timer.mod(expires)
+    elif what == ICSK_TIME_DACK:
+        sk.icsk_ack_pending |= ICSK_ACK_TIMER
+        sk.icsk_ack_timeout = expires
+        sk.delack_timer.mod(expires)
+
+
+def inet_csk_clear_xmit_timer(sk: TcpSock, what: int) -> None:
+    """Kernel: include/net/inet_connection_sock.h, inet_csk_clear_xmit_timer()."""
+    if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0):
+        sk.icsk_pending = 0
+        sk.retransmit_timer.delete()
+    elif what == ICSK_TIME_DACK:
+        sk.icsk_ack_pending = 0
+        sk.delack_timer.delete()
+
+
+def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
+    """Append to the write queue. Kernel: net/ipv4/tcp_output.c, tcp_queue_skb()."""
+    tcb: TcpSkbCb = skb.cb
+    sk.write_seq = tcb.end_seq
+    sk.write_queue.append(skb)
+    sk.sk_wmem_queued += skb.truesize
+
+
+def tcp_adjust_pcount(sk: TcpSock, skb: SkBuff, decr: int) -> None:
+    """Fix the counters when a sent skb's segment count changes.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_adjust_pcount().
+    """
+    sk.packets_out -= decr
+    sacked = skb.cb.sacked
+    if sacked & TCPCB_SACKED_ACKED:
+        sk.sacked_out -= decr
+    if sacked & TCPCB_SACKED_RETRANS:
+        sk.retrans_out -= decr
+    if sacked & TCPCB_LOST:
+        sk.lost_out -= decr
+    if not sk.sack_ok and decr > 0:  # Reno
+        sk.sacked_out -= min(sk.sacked_out, decr)
+    hint = sk.lost_skb_hint
+    if hint is not None and before(skb.cb.seq, hint.cb.seq) and sacked & TCPCB_SACKED_ACKED:
+        sk.lost_cnt_hint -= decr
+
+
+def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: int) -> int:
+    """Split *skb* after *length* bytes; the tail becomes a new skb behind it.
+
+    Returns 0 or a negative errno. Kernel: net/ipv4/tcp_output.c, tcp_fragment().
+    """
+    cur = skb.tail - skb.data
+    if length > cur:
+        return -22
+    tcb: TcpSkbCb = skb.cb
+    nsize = cur - length
+    buff = tcp_stream_alloc_skb(sk, nsize)
+    buff.buf[MAX_TCP_HEADER:] = skb.buf[skb.data + length : skb.tail]
+    buff.tail = MAX_TCP_HEADER + nsize
+    skb.tail = skb.data + length  # skb_trim() (a shared buffer is not written)
+    buff.truesize = TCP_SKB_HEAD + nsize
+    skb.truesize = max(skb.truesize - nsize, TCP_SKB_HEAD)
+    sk.sk_wmem_queued += TCP_SKB_HEAD
+    nseq = (tcb.seq + length) & M32
+    btcb = TcpSkbCb(nseq, tcb.end_seq, tcb.tcp_flags)
+    buff.cb = btcb
+    tcb.end_seq = nseq
+    tcb.tcp_flags &= ~(TCPHDR_FIN | TCPHDR_PSH)  # only the second part keeps them
+    btcb.sacked = tcb.sacked
+    btcb.mstamp = tcb.mstamp
+    btcb.in_flight = tcb.in_flight
+    buff.ip_summed = skb.ip_summed
+    old_factor = tcb.pcount
+    tcp_set_skb_tso_segs(skb, mss_now)
+    tcp_set_skb_tso_segs(buff, mss_now)
+    if not before(sk.snd_nxt, btcb.end_seq):  # already sent: fix the counters
+        diff = old_factor - tcb.pcount - btcb.pcount
+        if diff:
+            tcp_adjust_pcount(sk, skb, diff)
+    if in_rtx:
+        q = sk.rtx_queue
+        q.insert(q.index(skb) + 1, buff)
+    else:
+        wq = sk.write_queue
+        i = wq.index(skb)
+        wq.insert(i + 1, buff)
+    return 0
+
+
+def tso_fragment(sk: TcpSock, skb: SkBuff, length: int, mss_now: int) -> int:
+    """Split a never-sent write-queue skb. Kernel: net/ipv4/tcp_output.c, tso_fragment()."""
+    return tcp_fragment(sk, False, skb, length, mss_now)
+
+
+def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
+    """Drop *length* acknowledged bytes from the front of *skb*.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_trim_head().
+    """
+    skb.data += length
+    tcb: TcpSkbCb = skb.cb
+    tcb.seq = (tcb.seq + length) & M32
+    skb.ip_summed = CHECKSUM_PARTIAL
+    if tcb.pcount > 1:
+        tcp_set_skb_tso_segs(skb, tcb.gso_size)
+    return 0
+
+
+# -- Nagle, cwnd and window tests ---------------------------------------------------------
+
+
+def tcp_minshall_check(sk: TcpSock) -> bool:
+    """A small segment is still unacknowledged. Kernel: tcp_minshall_check()."""
+    return after(sk.snd_sml, sk.snd_una) and not after(sk.snd_sml, sk.snd_nxt)
+
+
+def tcp_minshall_update(sk: TcpSock, mss_now: int, skb: SkBuff) -> None:
+    """Kernel: net/ipv4/tcp_output.c, tcp_minshall_update()."""
+    if skb.tail - skb.data < skb.cb.pcount * mss_now:
+        sk.snd_sml = skb.cb.end_seq
+
+
+def tcp_nagle_check(partial: bool, sk: TcpSock, nonagle: int) -> bool:
+    """True if Nagle holds a partial segment back. Kernel: tcp_nagle_check()."""
+    return partial and (
+        bool(nonagle & TCP_NAGLE_CORK)
+        or (not nonagle and bool(sk.packets_out) and tcp_minshall_check(sk))
+    )
+
+
+def tcp_nagle_test(sk: TcpSock, skb: SkBuff, cur_mss: int, nonagle: int) -> bool:
+    """May this (one-segment) skb go now? Kernel: tcp_nagle_test()."""
+    if nonagle & TCP_NAGLE_PUSH:
+        return True
+    if sk.snd_una != sk.snd_up or skb.cb.tcp_flags & TCPHDR_FIN:  # urgent mode, FIN
+        return True
+    return not tcp_nagle_check(skb.tail - skb.data < cur_mss, sk, nonagle)
+
+
+def tcp_cwnd_test(sk: TcpSock, skb: SkBuff) -> int:
+    """Segments the congestion window allows now (0: none).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_test().
+    """
+    tcb: TcpSkbCb = skb.cb
+    if tcb.tcp_flags & TCPHDR_FIN and tcb.pcount == 1:
+        return 1  # do not be strict about the final FIN
+    in_flight = tcp_packets_in_flight(sk)
+    cwnd = sk.snd_cwnd
+    if in_flight >= cwnd:
+        return 0
+    halfcwnd = max(cwnd >> 1, 1)  # at least two GSO packets in flight
+    return min(halfcwnd, cwnd - in_flight)
+
+
+def tcp_snd_wnd_test(sk: TcpSock, skb: SkBuff, cur_mss: int) -> bool:
+    """Does the first segment of *skb* fit the peer's window? Kernel: tcp_snd_wnd_test()."""
+    tcb: TcpSkbCb = skb.cb
+    end_seq = tcb.end_seq
+    if skb.tail - skb.data > cur_mss:
+        end_seq = (tcb.seq + cur_mss) & M32
+    return not after(end_seq, tcp_wnd_end(sk))
+
+
+def tcp_mss_split_point(sk: TcpSock, skb: SkBuff, mss_now: int, max_segs: int, nonagle: int) -> int:
+    """How much of *skb* may go right away. Kernel: tcp_mss_split_point()."""
+    window: int = (tcp_wnd_end(sk) - skb.cb.seq) & M32
+    max_len: int = mss_now * max_segs
+    if max_len <= window and skb is not sk.write_queue[-1]:
+        return max_len
+    needed: int = min(skb.tail - skb.data, window)
+    if max_len <= needed:
+        return max_len
+    partial = needed % mss_now
+    if tcp_nagle_check(partial != 0, sk, nonagle):
+        return needed - partial
+    return needed
+
+
+def tcp_tso_should_defer(sk: TcpSock, skb: SkBuff, max_segs: int) -> tuple[bool, bool, bool]:
+    """Wait for more window instead of sending a small TSO skb now?
+
+    Returns ``(defer, cwnd_limited, rwnd_limited)``. Kernel:
+    net/ipv4/tcp_output.c, tcp_tso_should_defer() (John Heffner's TSO Nagle).
+    """
+    if sk.icsk_ca_state >= TCP_CA_Recovery:
+        return False, False, False
+    if sk.net.clock.jiffies - sk.lsndtime > 0:  # only defer if the last write was recent
+        return False, False, False
+    in_flight = tcp_packets_in_flight(sk)
+    tcb: TcpSkbCb = skb.cb
+    send_win = (tcp_wnd_end(sk) - tcb.seq) & M32
+    cong_win = (sk.snd_cwnd - in_flight) * sk.mss_cache
+    limit = min(send_win, cong_win)
+    length = skb.tail - skb.data
+    if limit >= max_segs * sk.mss_cache:
+        return False, False, False
+    if skb is not sk.write_queue[-1] and limit >= length:
+        return False, False, False
+    win_divisor = sk.tcp.sysctl_tcp_tso_win_divisor
+    if win_divisor:
+        chunk = min(sk.snd_wnd, sk.snd_cwnd * sk.mss_cache) // win_divisor
+        if limit >= chunk:
+            return False, False, False
+    elif limit > 3 * sk.mss_cache:
+        return False, False, False
+    if not sk.rtx_queue:
+        return False, False, False
+    age = sk.tcp_mstamp - sk.rtx_queue[0].cb.mstamp
+    if age < (sk.srtt_us >> 4):  # the next ACK may come too late: do not defer
+        return False, False, False
+    if cong_win < send_win:
+        if cong_win <= length:
+            return True, True, False
+    elif send_win <= length:
+        return True, False, True
+    if tcb.tcp_flags & TCPHDR_FIN:
+        return False, False, False
+    return True, False, False
+
+
+def tcp_small_queue_check(sk: TcpSock, skb: SkBuff, factor: int) -> bool:
+    """TCP Small Queues: hold back when too much is queued below TCP.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_small_queue_check().
+    """
+    limit = max(2 * skb.truesize, sk.sk_pacing_rate >> sk.sk_pacing_shift)
+    limit = min(limit, sk.tcp.sysctl_tcp_limit_output_bytes) << factor
+    if sk.sk_wmem_alloc > limit:
+        if not sk.rtx_queue:
+            return False
+        sk.tsq_throttled = True
+        if sk.sk_wmem_alloc > limit:
+            return True
+        sk.tsq_throttled = False
+    return False
+
+
+def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
+    """Remember whether the flight was cwnd-limited (RFC 7661 style).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_validate().
+    """
+    if (
+        not before(sk.snd_una, sk.max_packets_seq)
+        or sk.packets_out > sk.max_packets_out
+        or is_cwnd_limited
+    ):
+        sk.max_packets_out = sk.packets_out
+        sk.max_packets_seq = sk.snd_nxt
+        sk.is_cwnd_limited = is_cwnd_limited
+    from netstack.tcp.cong import tcp_is_cwnd_limited
+
+    if tcp_is_cwnd_limited(sk):
+        sk.snd_cwnd_used = 0
+        sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    else:
+        if sk.packets_out > sk.snd_cwnd_used:
+            sk.snd_cwnd_used = sk.packets_out
+        if (
+            sk.tcp.sysctl_tcp_slow_start_after_idle
+            and sk.net.clock.jiffies - sk.snd_cwnd_stamp >= sk.icsk_rto
+        ):
+            tcp_cwnd_application_limited(sk)
+
+
+def tcp_cwnd_application_limited(sk: TcpSock) -> None:
+    """RFC 2861: shrink a window the application did not use for an RTO.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_application_limited().
+    """
+    from netstack.tcp.input import tcp_current_ssthresh, tcp_init_cwnd
+
+    if sk.icsk_ca_state == TCP_CA_Open and not sk.sk_socket_nospace:
+        init_win = tcp_init_cwnd(sk)
+        win_used = max(sk.snd_cwnd_used, init_win)
+        if win_used < sk.snd_cwnd:
+            sk.snd_ssthresh = tcp_current_ssthresh(sk)
+            sk.snd_cwnd = (sk.snd_cwnd + win_used) >> 1
+        sk.snd_cwnd_used = 0
+    sk.snd_cwnd_stamp = sk.net.clock.jiffies
+
+
+def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bool:
+    """Send what the windows, Nagle and TSO deferral allow from the send head.
+
+    Returns True if nothing is in flight, data is queued, and nothing could be
+    sent (the caller arms the zero-window probe).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_write_xmit().
+    """
+    sent_pkts = 0
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+    is_cwnd_limited = False
+    is_rwnd_limited = False
+    max_segs = tcp_tso_segs(sk, mss_now)
+    wq = sk.write_queue
+    while wq:
+        skb = wq[0]
+        tcb: TcpSkbCb = skb.cb
+        tso_segs = tcp_init_tso_segs(skb, mss_now)
+        cwnd_quota = tcp_cwnd_test(sk, skb)
+        if not cwnd_quota:
+            if push_one == 2:
+                cwnd_quota = 1  # force out a loss probe
+            else:
+                break
+        if not tcp_snd_wnd_test(sk, skb, mss_now):
+            is_rwnd_limited = True
+            break
+        if tso_segs == 1:
+            last = skb is wq[-1]
+            if not tcp_nagle_test(sk, skb, mss_now, nonagle if last else TCP_NAGLE_PUSH):
+                break
+        elif not push_one:
+            defer, cl, rl = tcp_tso_should_defer(sk, skb, max_segs)
+            if defer:
+                is_cwnd_limited |= cl
+                is_rwnd_limited |= rl
+                break
+        limit = mss_now
+        if tso_segs > 1 and sk.snd_una == sk.snd_up:
+            limit = tcp_mss_split_point(sk, skb, mss_now, min(cwnd_quota, max_segs), nonagle)
+        if skb.tail - skb.data > limit and tso_fragment(sk, skb, limit, mss_now):
+            break
+        if tcp_small_queue_check(sk, skb, 0):
+            break
+        if tcb.end_seq == tcb.seq:  # an empty skb: a writer sleeps in sendmsg
+            break
+        if tcp_transmit_skb(sk, skb, True):
+            break
+        tcp_event_new_data_sent(sk, skb)
+        tcp_minshall_update(sk, mss_now, skb)
+        sent_pkts += tcb.pcount
+        if push_one:
+            break
+    is_cwnd_limited |= tcp_packets_in_flight(sk) >= sk.snd_cwnd
+    if sent_pkts or is_cwnd_limited:
+        tcp_cwnd_validate(sk, is_cwnd_limited)
+    if sent_pkts:
+        if tcp_in_cwnd_reduction(sk):
+            sk.prr_out += sent_pkts
+        if push_one != 2:
+            tcp_schedule_loss_probe(sk, False)
+        return False
+    return not sk.packets_out and bool(wq)
+
+
+def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
+    """Arm a tail loss probe in about two RTTs (SACK flows, Open/CWR state).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_schedule_loss_probe().
+    """
+    early_retrans = sk.tcp.sysctl_tcp_early_retrans
+    if (
+        early_retrans not in (3, 4)
+        or not sk.packets_out
+        or not sk.sack_ok
+        or sk.icsk_ca_state not in (TCP_CA_Open, TCP_CA_CWR)
+    ):
+        return False
+    tcp = sk.tcp
+    if sk.srtt_us:
+        timeout = tcp.usecs_to_jiffies(sk.srtt_us >> 2)
+        timeout += tcp.TCP_RTO_MIN if sk.packets_out == 1 else tcp.TCP_TIMEOUT_MIN
+    else:
+        timeout = tcp.TCP_TIMEOUT_INIT
+    if advancing_rto:
+        rto_delta = sk.icsk_rto
+    else:
+        rto_delta = tcp_rto_delta(sk)
+    if rto_delta > 0:
+        timeout = min(timeout, rto_delta)
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_LOSS_PROBE, timeout, tcp.TCP_RTO_MAX)
+    return True
+
+
+def tcp_rto_delta(sk: TcpSock) -> int:
+    """Jiffies until the RTO of the head would fire. Kernel: tcp_rto_delta_us()."""
+    if not sk.rtx_queue:
+        return sk.icsk_rto
+    rto_time_stamp_us = sk.rtx_queue[0].cb.mstamp + sk.tcp.jiffies_to_usecs(sk.icsk_rto)
+    delta_us = rto_time_stamp_us - sk.tcp_mstamp
+    return sk.tcp.usecs_to_jiffies(delta_us) if delta_us > 0 else delta_us
+
+
+def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
+    """A previous clone of *skb* still sits in a qdisc or device queue.
+
+    The kernel knows this from fast clones; here the clone shares the buffer
+    and has not been freed. Kernel: net/ipv4/tcp_output.c, skb_still_in_host_queue().
+    """
+    if skb.cloned and getattr(skb, "_in_host", False):
+        sk.ext.TCPSpuriousRtxHostQueues += 1
+        return True
+    return False
+
+
+def tcp_send_loss_probe(sk: TcpSock) -> None:
+    """The probe timeout fired: send new data, or retransmit the last segment.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_loss_probe().
+    """
+    mss = tcp_current_mss(sk)
+    if sk.tlp_high_seq:
+        tcp_rearm_rto(sk)
+        return
+    sk.tlp_retrans = 0
+    wq = sk.write_queue
+    if wq and tcp_snd_wnd_test(sk, wq[0], mss):
+        pcount = sk.packets_out
+        tcp_write_xmit(sk, mss, TCP_NAGLE_OFF, 2)
+        if sk.packets_out > pcount:
+            _probe_sent(sk)
+            return
+        tcp_rearm_rto(sk)
+        return
+    if not sk.rtx_queue:
+        sk.icsk_pending = 0
+        return
+    skb = sk.rtx_queue[-1]
+    pcount = skb.cb.pcount
+    if pcount > 1 and skb.tail - skb.data > (pcount - 1) * mss:
+        if tcp_fragment(sk, True, skb, (pcount - 1) * mss, mss):
+            tcp_rearm_rto(sk)
+            return
+        skb = sk.rtx_queue[-1]
+    if __tcp_retransmit_skb(sk, skb, 1):
+        tcp_rearm_rto(sk)
+        return
+    sk.tlp_retrans = 1
+    _probe_sent(sk)
+
+
+def _probe_sent(sk: TcpSock) -> None:
+    sk.tlp_high_seq = sk.snd_nxt
+    sk.ext.TCPLossProbes += 1
+    sk.icsk_pending = 0  # tcp_rearm_rto restarts the timer from now
+    tcp_rearm_rto(sk)
+
+
+def __tcp_push_pending_frames(sk: TcpSock, cur_mss: int, nonagle: int) -> None:
+    """Kernel: net/ipv4/tcp_output.c, __tcp_push_pending_frames()."""
+    if sk.state == TCP_CLOSE:
+        return
+    if tcp_write_xmit(sk, cur_mss, nonagle, 0):
+        tcp_check_probe_timer(sk)
+
+
+def tcp_push_pending_frames(sk: TcpSock) -> None:
+    """Kernel: include/net/tcp.h, tcp_push_pending_frames()."""
+    if sk.write_queue:
+        __tcp_push_pending_frames(sk, tcp_current_mss(sk), sk.nonagle)
+
+
+def tcp_check_probe_timer(sk: TcpSock) -> None:
+    """Nothing in flight and data waiting: arm the zero-window probe.
+
+    Kernel: include/net/tcp.h, tcp_check_probe_timer().
+    """
+    if not sk.packets_out and not sk.icsk_pending:
+        inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, tcp_probe0_base(sk), sk.tcp.TCP_RTO_MAX)
+
+
+def tcp_probe0_base(sk: TcpSock) -> int:
+    """Kernel: include/net/tcp.h, tcp_probe0_base()."""
+    return max(sk.icsk_rto, sk.tcp.TCP_RTO_MIN)
+
+
+def tcp_probe0_when(sk: TcpSock, max_when: int) -> int:
+    """Kernel: include/net/tcp.h, tcp_probe0_when()."""
+    return min(tcp_probe0_base(sk) << min(sk.icsk_backoff, 31), max_when)
+
+
+def tcp_mark_push(sk: TcpSock, skb: SkBuff) -> None:
+    """Kernel: net/ipv4/tcp.c, tcp_mark_push()."""
+    skb.cb.tcp_flags |= TCPHDR_PSH
+    sk.pushed_seq = sk.write_seq
+
+
+def forced_push(sk: TcpSock) -> bool:
+    """Kernel: net/ipv4/tcp.c, forced_push()."""
+    return after(sk.write_seq, (sk.pushed_seq + (sk.max_window >> 1)) & M32)
+
+
+def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int) -> None:
+    """End of a sendmsg: mark PSH and send (or cork for a bit: autocorking).
+
+    Kernel: net/ipv4/tcp.c, tcp_push().
+    """
+    wq = sk.write_queue
+    if not wq:
+        return
+    skb = wq[-1]
+    if not flags & 0x8000 or forced_push(sk):  # !MSG_MORE
+        tcp_mark_push(sk, skb)
+    if flags & 0x8000:
+        nonagle = TCP_NAGLE_CORK
+    __tcp_push_pending_frames(sk, mss_now, nonagle)
+
+
+# -- ACKs ----------------------------------------------------------------------------------
+
+
+def tcp_send_delayed_ack(sk: TcpSock) -> None:
+    """Arm the delayed-ACK timer (or ACK now if it is overdue).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_delayed_ack().
+    """
+    tcp = sk.tcp
+    ato = sk.icsk_ack_ato
+    if ato > tcp.TCP_DELACK_MIN:
+        max_ato = tcp.hz // 2
+        if sk.icsk_ack_pingpong or sk.icsk_ack_pending & ICSK_ACK_PUSHED:
+            max_ato = tcp.TCP_DELACK_MAX
+        if sk.srtt_us:
+            rtt = max(tcp.usecs_to_jiffies(sk.srtt_us >> 3), tcp.TCP_DELACK_MIN)
+            if rtt < max_ato:
+                max_ato = rtt
+        ato = min(ato, max_ato)
+    now = sk.net.clock.jiffies
+    timeout = now + ato
+    if sk.icsk_ack_pending & ICSK_ACK_TIMER:
+        if sk.icsk_ack_timeout <= now + (ato >> 2):
+            tcp_send_ack(sk)
+            return
+        if timeout >= sk.icsk_ack_timeout:
+            timeout = sk.icsk_ack_timeout
+    sk.icsk_ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
+    sk.icsk_ack_timeout = timeout
+    sk.delack_timer.mod(timeout)
+
+
+def tcp_acceptable_seq(sk: TcpSock) -> int:
+    """The sequence number for a segment without data. Kernel: tcp_acceptable_seq()."""
+    wnd_end = tcp_wnd_end(sk)
+    if not before(wnd_end, sk.snd_nxt) or (
+        sk.wscale_ok and ((sk.snd_nxt - wnd_end) & M32) < (1 << sk.rcv_wscale)
+    ):
+        return sk.snd_nxt
+    return wnd_end
+
+
+def tcp_send_ack(sk: TcpSock, rcv_nxt: int | None = None) -> None:
+    """Send a pure ACK (it carries the window and SACKs).
+
+    Kernel: net/ipv4/tcp_output.c, __tcp_send_ack().
+    """
+    if sk.state == TCP_CLOSE:
+        return
+    skb = tcp_stream_alloc_skb(sk)
+    tcp_init_nondata_skb(skb, tcp_acceptable_seq(sk), TCPHDR_ACK)
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+    tcp_transmit_skb(sk, skb, False, rcv_nxt)
+
+
+def tcp_xmit_probe_skb(sk: TcpSock, urgent: int, mib: str) -> int:
+    """An out-of-date ACK that makes the peer answer (keepalive, window probe).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_xmit_probe_skb().
+    """
+    skb = tcp_stream_alloc_skb(sk)
+    tcp_init_nondata_skb(skb, (sk.snd_una - (0 if urgent else 1)) & M32, TCPHDR_ACK)
+    setattr(sk.ext, mib, getattr(sk.ext, mib) + 1)
+    return tcp_transmit_skb(sk, skb, False)
+
+
+def tcp_write_wakeup(sk: TcpSock, mib: str) -> int:
+    """Probe a (zero) window or keep alive: send data if the window allows, else a probe.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_write_wakeup().
+    """
+    if sk.state == TCP_CLOSE:
+        return -1
+    wq = sk.write_queue
+    if wq and before(wq[0].cb.seq, tcp_wnd_end(sk)):
+        skb = wq[0]
+        tcb: TcpSkbCb = skb.cb
+        mss = tcp_current_mss(sk)
+        seg_size = (tcp_wnd_end(sk) - tcb.seq) & M32
+        if before(sk.pushed_seq, tcb.end_seq):
+            sk.pushed_seq = tcb.end_seq
+        if seg_size < ((tcb.end_seq - tcb.seq) & M32) or skb.tail - skb.data > mss:
+            seg_size = min(seg_size, mss)
+            tcb.tcp_flags |= TCPHDR_PSH
+            if tcp_fragment(sk, False, skb, seg_size, mss):
+                return -1
+        elif not tcb.pcount:
+            tcp_set_skb_tso_segs(skb, mss)
+        tcb.tcp_flags |= TCPHDR_PSH
+        err = tcp_transmit_skb(sk, skb, True)
+        if not err:
+            tcp_event_new_data_sent(sk, skb)
+        return err
+    return tcp_xmit_probe_skb(sk, 0, mib)
+
+
+def tcp_send_probe0(sk: TcpSock) -> None:
+    """The zero-window probe timer fired. Kernel: net/ipv4/tcp_output.c, tcp_send_probe0()."""
+    err = tcp_write_wakeup(sk, "TCPWinProbe")
+    if sk.packets_out or not sk.write_queue:
+        sk.icsk_probes_out = 0
+        sk.icsk_backoff = 0
+        return
+    tcp = sk.tcp
+    if err <= 0:
+        if sk.icsk_backoff < 15:
+            sk.icsk_backoff += 1
+        sk.icsk_probes_out += 1
+        probe_max = tcp.TCP_RTO_MAX
+    else:
+        probe_max = tcp.TCP_RESOURCE_PROBE_INTERVAL
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, tcp_probe0_when(sk, probe_max), tcp.TCP_RTO_MAX)
+
+
+# -- connection setup and teardown ----------------------------------------------------------
+
+
+def tcp_connect_init(sk: TcpSock) -> None:
+    """Everything of connect() that does not depend on the family.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_connect_init().
+    """
+    tcp = sk.tcp
+    sk.tcp_header_len = 20 + (12 if tcp.sysctl_tcp_timestamps else 0)
+    if sk.user_mss:
+        sk.mss_clamp = sk.user_mss
+    sk.max_window = 0
+    tcp_mtup_init(sk)
+    tcp_sync_mss(sk, sk.af_ops.dst_mtu(sk))
+    sk.advmss = tcp_mss_clamp(sk, sk.af_ops.advmss(sk))
+    from netstack.tcp.input import tcp_initialize_rcv_mss
+
+    tcp_initialize_rcv_mss(sk)
+    from netstack.core.sock import SOCK_RCVBUF_LOCK
+
+    if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
+        sk.window_clamp > tcp_full_space(sk) or sk.window_clamp == 0
+    ):
+        sk.window_clamp = tcp_full_space(sk)
+    mss = sk.advmss - (sk.tcp_header_len - 20 if sk.ts_recent_stamp else 0)
+    sk.rcv_wnd, sk.window_clamp, sk.rcv_wscale = tcp_select_initial_window(
+        sk, tcp_full_space(sk), mss, sk.window_clamp, bool(tcp.sysctl_tcp_window_scaling), 0
+    )
+    sk.rcv_ssthresh = sk.rcv_wnd
+    sk.sk_err = 0
+    sk.sock_flag_done = False
+    sk.snd_wnd = 0
+    sk.snd_wl1 = 0
+    tcp_write_queue_purge(sk)
+    sk.snd_una = sk.write_seq
+    sk.snd_sml = sk.write_seq
+    sk.snd_up = sk.write_seq
+    sk.snd_nxt = sk.write_seq
+    sk.rcv_nxt = 0
+    sk.rcv_wup = 0
+    sk.copied_seq = 0
+    sk.icsk_rto = tcp.TCP_TIMEOUT_INIT
+    sk.icsk_retransmits = 0
+    sk.retrans_out = sk.lost_out = sk.sacked_out = 0
+    sk.undo_marker = 0
+    sk.undo_retrans = -1
+
+
+def tcp_mss_clamp(sk: TcpSock, mss: int) -> int:
+    """Kernel: include/net/tcp.h, tcp_mss_clamp()."""
+    user_mss = sk.user_mss
+    return user_mss if user_mss and user_mss < mss else mss
+
+
+def tcp_write_queue_purge(sk: TcpSock) -> None:
+    """Free everything queued for sending. Kernel: net/ipv4/tcp.c, tcp_write_queue_purge()."""
+    from netstack.core.skbuff import consume_skb
+
+    for skb in sk.write_queue:
+        consume_skb(skb)
+    sk.write_queue.clear()
+    for skb in sk.rtx_queue:
+        consume_skb(skb)
+    sk.rtx_queue.clear()
+    sk.sk_wmem_queued = 0
+    sk.highest_sack = None
+    sk.lost_skb_hint = None
+    sk.retransmit_skb_hint = None
+    sk.packets_out = 0
+    sk.retrans_out = sk.lost_out = sk.sacked_out = 0
+
+
+def tcp_connect(sk: TcpSock) -> int:
+    """Build and send the SYN; arm its retransmission timer.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_connect().
+    """
+    if sk.af_ops.rebuild_header(sk):
+        return -113  # -EHOSTUNREACH
+    tcp_connect_init(sk)
+    skb = tcp_stream_alloc_skb(sk)
+    tcb = tcp_init_nondata_skb(skb, sk.write_seq, TCPHDR_SYN)
+    sk.write_seq = (sk.write_seq + 1) & M32
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+    sk.retrans_stamp = sk.tcp_mstamp // 1000
+    tcb.end_seq = sk.write_seq
+    sk.sk_wmem_queued += skb.truesize
+    sk.packets_out += 1
+    sk.rtx_queue.append(skb)
+    err = tcp_transmit_skb(sk, skb, True)
+    if err == -111:  # -ECONNREFUSED
+        return err
+    sk.snd_nxt = sk.write_seq
+    sk.pushed_seq = sk.write_seq
+    sk.mib.ActiveOpens += 1
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+    return 0
+
+
+def tcp_send_synack(sk: TcpSock) -> int:
+    """Simultaneous open: turn our SYN into a SYN-ACK and send it.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_synack().
+    """
+    if not sk.rtx_queue or not sk.rtx_queue[0].cb.tcp_flags & TCPHDR_SYN:
+        return -14
+    skb = sk.rtx_queue[0]
+    tcb: TcpSkbCb = skb.cb
+    if not tcb.tcp_flags & TCPHDR_ACK:
+        if skb.cloned:
+            nskb = skb.copy()
+            nskb.cb = tcb
+            sk.rtx_queue[0] = nskb
+            if sk.highest_sack is skb:
+                sk.highest_sack = nskb
+            from netstack.core.skbuff import consume_skb
+
+            consume_skb(skb)
+            skb = nskb
+        tcb.tcp_flags |= TCPHDR_ACK
+    return tcp_transmit_skb(sk, skb, True)
+
+
+def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
+    """Build the SYN-ACK answering *req* (headers only; IP is added by the caller).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_make_synack() / tcp_synack_options().
+    """
+    skb = tcp_stream_alloc_skb(sk)
+    opts = TcpOutOptions(mss=mss)
+    if req.wscale_ok:
+        opts.ws = req.rcv_wscale
+    tsval_ms = sk.tcp.tcp_time_stamp_ms()
+    if req.tstamp_ok:
+        opts.ts = ((tsval_ms + req.ts_off) & M32, req.ts_recent)
+    if req.sack_ok:
+        opts.sack_perm = True
+    hlen = 20 + opts.size()
+    skb.data -= hlen
+    th = skb.data
+    skb.transport_header = th
+    buf = skb.buf
+    flags = TCPHDR_SYN | TCPHDR_ACK
+    TCP_HDR.pack_into(
+        buf,
+        th,
+        req.num,
+        req.rmt_port,
+        req.snt_isn,
+        req.rcv_nxt,
+        (hlen >> 2) << 4,
+        flags,
+        min(req.rsk_rcv_wnd, U16_MAX),  # never scaled in a SYN-ACK
+        0,
+        0,
+    )
+    opts.write(buf, th + 20)
+    skb.ip_summed = CHECKSUM_PARTIAL
+    skb.hash = req.txhash
+    sk.mib.OutSegs += 1
+    return skb
+
+
+def tcp_send_fin(sk: TcpSock) -> None:
+    """Queue our FIN (on the last unsent skb if there is one) and push.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_fin().
+    """
+    wq = sk.write_queue
+    if wq:
+        tskb = wq[-1]
+        tcb: TcpSkbCb = tskb.cb
+        tcb.tcp_flags |= TCPHDR_FIN
+        tcb.end_seq = (tcb.end_seq + 1) & M32
+        sk.write_seq = (sk.write_seq + 1) & M32
+    else:
+        skb = tcp_stream_alloc_skb(sk)
+        tcp_init_nondata_skb(skb, sk.write_seq, TCPHDR_ACK | TCPHDR_FIN)
+        tcp_queue_skb(sk, skb)
+    __tcp_push_pending_frames(sk, tcp_current_mss(sk), TCP_NAGLE_OFF)
+
+
+def tcp_send_active_reset(sk: TcpSock) -> None:
+    """Abort: send a RST from the socket's state (RFC 2525 §2.17).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_active_reset().
+    """
+    sk.mib.OutRsts += 1
+    skb = tcp_stream_alloc_skb(sk)
+    tcp_init_nondata_skb(skb, tcp_acceptable_seq(sk), TCPHDR_ACK | TCPHDR_RST)
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+    if tcp_transmit_skb(sk, skb, False):
+        sk.ext.TCPAbortFailed += 1
+
+
+# -- retransmission -------------------------------------------------------------------------
+
+
+def __tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
+    """Retransmit (part of) one skb. Returns 0 or a negative errno.
+
+    Kernel: net/ipv4/tcp_output.c, __tcp_retransmit_skb().
+    """
+    tcb: TcpSkbCb = skb.cb
+    if sk.icsk_mtup_probe_size:
+        sk.icsk_mtup_probe_size = 0
+    if sk.sk_wmem_alloc > min(sk.sk_wmem_queued + (sk.sk_wmem_queued >> 2), sk.sk_sndbuf):
+        return -11  # -EAGAIN: do not send more than we queued
+    if before(tcb.seq, sk.snd_una):
+        if before(tcb.end_seq, sk.snd_una):
+            return -22
+        tcp_trim_head(sk, skb, (sk.snd_una - tcb.seq) & M32)
+    if sk.af_ops.rebuild_header(sk):
+        return -113
+    cur_mss = tcp_current_mss(sk)
+    # the peer shrank its window and this is out of it (a probe at snd_una is fine)
+    if not before(tcb.seq, tcp_wnd_end(sk)) and tcb.seq != sk.snd_una:
+        return -11
+    length = cur_mss * segs
+    if skb.tail - skb.data > length:
+        if tcp_fragment(sk, True, skb, length, cur_mss):
+            return -12
+    else:
+        diff = tcb.pcount
+        tcp_set_skb_tso_segs(skb, cur_mss)
+        diff -= tcb.pcount
+        if diff:
+            tcp_adjust_pcount(sk, skb, diff)
+        if skb.tail - skb.data < cur_mss:
+            tcp_retrans_try_collapse(sk, skb, cur_mss)
+    segs = tcb.pcount
+    sk.mib.RetransSegs += segs
+    if tcb.tcp_flags & TCPHDR_SYN:
+        sk.ext.TCPSynRetrans += 1
+    sk.total_retrans += segs
+    sk.bytes_retrans += skb.tail - skb.data
+    err = tcp_transmit_skb(sk, skb, True)
+    if not err:
+        tcb.sacked |= TCPCB_EVER_RETRANS
+    elif err != -16:
+        sk.ext.TCPRetransFail += segs
+    return err
+
+
+def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
+    """Merge small following skbs into a retransmitted one (fewer packets).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_retrans_try_collapse() / tcp_collapse_retrans().
+    """
+    if not sk.tcp.sysctl_tcp_retrans_collapse:
+        return
+    tcb: TcpSkbCb = to.cb
+    if tcb.tcp_flags & TCPHDR_SYN:
+        return
+    q = sk.rtx_queue
+    i = q.index(to)
+    space -= to.tail - to.data
+    while i + 1 < len(q):
+        nxt = q[i + 1]
+        ncb: TcpSkbCb = nxt.cb
+        if ncb.pcount > 1 or nxt.cloned or ncb.sacked & TCPCB_SACKED_ACKED:
+            break
+        if tcb.pcount > 1 or to.cloned or tcb.sacked & TCPCB_SACKED_ACKED:
+            break
+        if tcb.tcp_flags & TCPHDR_FIN:
+            break
+        nlen = nxt.tail - nxt.data
+        space -= nlen
+        if space < 0:
+            break
+        if after(ncb.end_seq, tcp_wnd_end(sk)):
+            break
+        # tcp_collapse_retrans(): append next's data, take over its range and flags
+        if to.tail != len(to.buf):
+            del to.buf[to.tail :]
+        to.buf += nxt.buf[nxt.data : nxt.tail]
+        to.tail += nlen
+        to.truesize = to.truesize + nlen
+        if sk.highest_sack is nxt:
+            sk.highest_sack = to
+        tcb.end_seq = ncb.end_seq
+        tcb.tcp_flags |= ncb.tcp_flags
+        tcb.sacked |= ncb.sacked & TCPCB_EVER_RETRANS
+        sk.lost_skb_hint = None  # tcp_clear_retrans_hints_partial()
+        if sk.retransmit_skb_hint is nxt:
+            sk.retransmit_skb_hint = to
+        tcp_adjust_pcount(sk, nxt, ncb.pcount)
+        del q[i + 1]
+        sk.sk_wmem_queued -= nxt.truesize
+        from netstack.core.skbuff import consume_skb
+
+        consume_skb(nxt)
+
+
+def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
+    """Retransmit and account it. Kernel: net/ipv4/tcp_output.c, tcp_retransmit_skb()."""
+    err = __tcp_retransmit_skb(sk, skb, segs)
+    tcb: TcpSkbCb = skb.cb
+    if err == 0:
+        tcb.sacked |= TCPCB_RETRANS
+        sk.retrans_out += tcb.pcount
+        tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
+        if not sk.retrans_stamp:
+            sk.retrans_stamp = tcb.mstamp // 1000
+    if sk.undo_retrans < 0:
+        sk.undo_retrans = 0
+    sk.undo_retrans += tcb.pcount
+    return err
+
+
+def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
+    """Retransmit the segments marked lost, as far as cwnd allows.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_xmit_retransmit_queue().
+    """
+    if not sk.packets_out:
+        return
+    q = sk.rtx_queue
+    if not q:
+        return
+    rtx_head = q[0]
+    start = sk.retransmit_skb_hint
+    idx = 0
+    if start is not None:
+        try:
+            idx = q.index(start)
+        except ValueError:
+            idx = 0
+    max_segs = tcp_tso_segs(sk, tcp_current_mss(sk))
+    hole: SkBuff | None = None
+    while idx < len(q):
+        skb = q[idx]
+        if hole is None:
+            sk.retransmit_skb_hint = skb
+        segs = sk.snd_cwnd - tcp_packets_in_flight(sk)
+        if segs <= 0:
+            return
+        sacked = skb.cb.sacked
+        segs = min(segs, max_segs)
+        if sk.retrans_out >= sk.lost_out:
+            break
+        if not sacked & TCPCB_LOST:
+            if hole is None and not sacked & (TCPCB_SACKED_RETRANS | TCPCB_SACKED_ACKED):
+                hole = skb
+            idx += 1
+            continue
+        mib = "TCPFastRetrans" if sk.icsk_ca_state != TCP_CA_Loss else "TCPSlowStartRetrans"
+        if sacked & (TCPCB_SACKED_ACKED | TCPCB_SACKED_RETRANS):
+            idx += 1
+            continue
+        if tcp_small_queue_check(sk, skb, 1):
+            return
+        if tcp_retransmit_skb(sk, skb, segs):
+            return
+        setattr(sk.ext, mib, getattr(sk.ext, mib) + skb.cb.pcount)
+        if tcp_in_cwnd_reduction(sk):
+            sk.prr_out += skb.cb.pcount
+        if skb is rtx_head and sk.icsk_pending != ICSK_TIME_REO_TIMEOUT:
+            inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+        # the skb may have been split: continue after it
+        idx = q.index(skb) + 1

@@ -1,0 +1,677 @@
+"""``struct tcp_sock`` and friends: TCP's per-connection state, family-agnostic.
+
+Theory of operation: a :class:`TcpSock` is the kernel's ``tcp_sock`` (with
+its ``inet_connection_sock`` and ``inet_sock`` parts) on top of
+:class:`~netstack.core.sock.Sock`. Everything that differs between IPv4 and
+IPv6 — routing, the header, the pseudo-header checksum, replies without a
+socket — goes through its ``af_ops`` (kernel: ``icsk_af_ops``, an
+:class:`InetConnectionSockAfOps`), so the TCP engine in this package is shared
+by both families, as ``tcp_input.c``/``tcp_output.c`` are.
+
+Data waiting to be sent sits in ``write_queue`` (skbs without headers, sized
+by ``tcp_sendmsg``); sent, unacknowledged data moves to ``rtx_queue``
+(kernel: ``tcp_rtx_queue``), ordered by sequence; received in-order data is in
+``receive_queue``, out-of-order data in ``out_of_order_queue`` (kept sorted).
+Each queued skb carries a :class:`TcpSkbCb` in ``skb.cb`` (``TCP_SKB_CB``).
+
+Sequence numbers are 32-bit and compared with :func:`before`/:func:`after`
+(wrap-around arithmetic). Times: ``jiffies`` for timers, microseconds
+(``tcp_mstamp``) for RTT samples, milliseconds for the timestamp option.
+
+Kernel: include/linux/tcp.h, include/net/tcp.h, include/net/inet_connection_sock.h,
+include/net/request_sock.h, include/net/inet_timewait_sock.h.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from netstack.core.skbuff import SkBuff
+from netstack.core.sock import Sock
+
+if TYPE_CHECKING:
+    from netstack.core.dst import DstEntry
+    from netstack.core.net import Net
+    from netstack.core.timer import TimerList
+    from netstack.tcp.cong import TcpCongestionOps
+    from netstack.tcp.proto import Tcp
+
+__all__ = [
+    "TCP_CLOSE",
+    "TCP_ESTABLISHED",
+    "TCP_LISTEN",
+    "TCP_STATE_NAMES",
+    "InetConnectionSockAfOps",
+    "RequestSock",
+    "TcpSkbCb",
+    "TcpSock",
+    "TimewaitSock",
+    "after",
+    "before",
+    "between",
+]
+
+# sk_state (include/net/tcp_states.h)
+TCP_ESTABLISHED: Final = 1
+TCP_SYN_SENT: Final = 2
+TCP_SYN_RECV: Final = 3
+TCP_FIN_WAIT1: Final = 4
+TCP_FIN_WAIT2: Final = 5
+TCP_TIME_WAIT: Final = 6
+TCP_CLOSE: Final = 7
+TCP_CLOSE_WAIT: Final = 8
+TCP_LAST_ACK: Final = 9
+TCP_LISTEN: Final = 10
+TCP_CLOSING: Final = 11
+TCP_NEW_SYN_RECV: Final = 12
+
+TCP_STATE_NAMES: Final = {
+    TCP_ESTABLISHED: "ESTAB",
+    TCP_SYN_SENT: "SYN-SENT",
+    TCP_SYN_RECV: "SYN-RECV",
+    TCP_FIN_WAIT1: "FIN-WAIT-1",
+    TCP_FIN_WAIT2: "FIN-WAIT-2",
+    TCP_TIME_WAIT: "TIME-WAIT",
+    TCP_CLOSE: "UNCONN",
+    TCP_CLOSE_WAIT: "CLOSE-WAIT",
+    TCP_LAST_ACK: "LAST-ACK",
+    TCP_LISTEN: "LISTEN",
+    TCP_CLOSING: "CLOSING",
+    TCP_NEW_SYN_RECV: "NEW-SYN-RECV",
+}
+"""State names as ``ss`` prints them (misc/ss.c, sstate_name[])."""
+
+# icsk_ca_state (enum tcp_ca_state)
+TCP_CA_Open: Final = 0
+TCP_CA_Disorder: Final = 1
+TCP_CA_CWR: Final = 2
+TCP_CA_Recovery: Final = 3
+TCP_CA_Loss: Final = 4
+CA_STATE_NAMES: Final = ("open", "disorder", "cwr", "recovery", "loss")
+
+# icsk_pending (ICSK_TIME_*)
+ICSK_TIME_RETRANS: Final = 1
+ICSK_TIME_DACK: Final = 2
+ICSK_TIME_PROBE0: Final = 3
+ICSK_TIME_LOSS_PROBE: Final = 5
+ICSK_TIME_REO_TIMEOUT: Final = 6
+
+# icsk_ack.pending (enum inet_csk_ack_state_t)
+ICSK_ACK_SCHED: Final = 1
+ICSK_ACK_TIMER: Final = 2
+ICSK_ACK_PUSHED: Final = 4
+ICSK_ACK_PUSHED2: Final = 8
+ICSK_ACK_NOW: Final = 16
+
+# TCP_SKB_CB(skb)->sacked
+TCPCB_SACKED_ACKED: Final = 0x01
+TCPCB_SACKED_RETRANS: Final = 0x02
+TCPCB_LOST: Final = 0x04
+TCPCB_TAGBITS: Final = 0x07
+TCPCB_REPAIRED: Final = 0x10
+TCPCB_EVER_RETRANS: Final = 0x80
+TCPCB_RETRANS: Final = TCPCB_SACKED_RETRANS | TCPCB_EVER_RETRANS
+
+# tp->nonagle
+TCP_NAGLE_OFF: Final = 1
+TCP_NAGLE_CORK: Final = 2
+TCP_NAGLE_PUSH: Final = 4
+
+# tp->rx_opt.sack_ok
+TCP_SACK_SEEN: Final = 1 << 0
+TCP_DSACK_SEEN: Final = 1 << 2
+
+# sk_shutdown
+RCV_SHUTDOWN: Final = 1
+SEND_SHUTDOWN: Final = 2
+SHUTDOWN_MASK: Final = 3
+
+# ECN (tp->ecn_flags)
+TCP_ECN_OK: Final = 1
+TCP_ECN_QUEUE_CWR: Final = 2
+TCP_ECN_DEMAND_CWR: Final = 4
+TCP_ECN_SEEN: Final = 8
+
+TCP_MSS_DEFAULT: Final = 536
+TCP_MIN_MSS: Final = 88
+TCP_MAX_QUICKACKS: Final = 16
+TCP_INIT_CWND: Final = 10
+TCP_INFINITE_SSTHRESH: Final = 0x7FFFFFFF
+TCP_MAX_WSCALE: Final = 14
+TCP_NUM_SACKS: Final = 4
+TCP_PAWS_24DAYS: Final = 60 * 60 * 24 * 24
+TCP_PAWS_MSL: Final = 60
+TCP_PAWS_WINDOW: Final = 1
+MAX_TCP_HEADER: Final = 320  # L1_CACHE_ALIGN(128 + MAX_HEADER)
+MAX_TCP_WINDOW: Final = 32767
+TCP_TS_HZ: Final = 1000
+# TCP_MAXSEG's bounds
+TCP_MAXSEG_MAX: Final = 65535 - 40
+
+
+def before(seq1: int, seq2: int) -> bool:
+    """``seq1`` comes before ``seq2`` in 32-bit sequence space. Kernel: before()."""
+    return ((seq1 - seq2) & 0xFFFFFFFF) > 0x7FFFFFFF
+
+
+def after(seq1: int, seq2: int) -> bool:
+    """Kernel: after()."""
+    return ((seq2 - seq1) & 0xFFFFFFFF) > 0x7FFFFFFF
+
+
+def between(seq1: int, seq2: int, seq3: int) -> bool:
+    """``seq2 <= seq1 <= seq3`` in sequence space. Kernel: between()."""
+    return ((seq3 - seq2) & 0xFFFFFFFF) >= ((seq1 - seq2) & 0xFFFFFFFF)
+
+
+class TcpSkbCb:
+    """Per-skb TCP state (kernel: ``struct tcp_skb_cb``, ``TCP_SKB_CB(skb)``).
+
+    Attributes:
+        seq, end_seq: the segment's sequence range (SYN and FIN count one).
+        tcp_flags: the header's flag byte.
+        sacked: TCPCB_* scoreboard bits (sent skbs).
+        ack_seq: received skbs: the ACK number.
+        pcount: segments this skb will be (``tcp_gso_segs``).
+        gso_size: its MSS when ``pcount > 1`` (``tcp_gso_size``).
+        mstamp: microseconds when (re)sent (``skb->skb_mstamp``).
+        sacked_off: received skbs: offset of the SACK option in the header
+            (the kernel overloads ``sacked``), 0 if none.
+        tw_isn: received SYNs that reopen a TIME_WAIT port: the ISN to use.
+        dsfield: received skbs: the IP TOS byte.
+        in_flight: bytes outstanding when this skb was sent.
+    """
+
+    __slots__ = (
+        "ack_seq",
+        "dsfield",
+        "end_seq",
+        "gso_size",
+        "in_flight",
+        "mstamp",
+        "pcount",
+        "sacked",
+        "sacked_off",
+        "seq",
+        "tcp_flags",
+        "tw_isn",
+    )
+
+    def __init__(self, seq: int, end_seq: int, tcp_flags: int) -> None:
+        self.seq = seq
+        self.end_seq = end_seq
+        self.tcp_flags = tcp_flags
+        self.sacked = 0
+        self.ack_seq = 0
+        self.pcount = 1
+        self.gso_size = 0
+        self.mstamp = 0
+        self.sacked_off = 0
+        self.tw_isn = 0
+        self.dsfield = 0
+        self.in_flight = 0
+
+    def __repr__(self) -> str:
+        return f"<TcpSkbCb {self.seq}-{self.end_seq} f={self.tcp_flags:#x} s={self.sacked:#x}>"
+
+
+class InetConnectionSockAfOps(Protocol):
+    """What TCP needs from an address family (kernel: ``inet_connection_sock_af_ops``).
+
+    IPv4 provides ``ipv4_specific``; IPv6 will provide ``ipv6_specific``.
+    """
+
+    net_header_len: int
+    family: int
+
+    def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
+        """Add the network header and send (``ip_queue_xmit``); NET_XMIT_* / -errno."""
+
+    def send_check(self, sk: TcpSock, skb: SkBuff) -> None:
+        """Put the pseudo-header sum in the TCP checksum field (CHECKSUM_PARTIAL)."""
+
+    def rebuild_header(self, sk: TcpSock) -> int:
+        """Make sure the socket has a valid route; 0 or a negative errno."""
+
+    def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
+        """A SYN for a listener: create a request sock and answer."""
+
+    def syn_recv_sock(
+        self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
+    ) -> TcpSock | None:
+        """The handshake completed: build the child socket."""
+
+    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+        """Answer *skb* with a RST built from its headers alone."""
+
+    def send_ack(
+        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+    ) -> None:
+        """Send an ACK without a full socket (TIME_WAIT, SYN_RECV)."""
+
+    def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
+        """Build and send the SYN-ACK of *req*."""
+
+    def connect(self, sk: TcpSock, addr: Any, port: int) -> None:
+        """``connect()``: route, bind a local port, send the SYN."""
+
+    def bind(self, sk: TcpSock, addr: Any, port: int) -> None:
+        """``bind()``."""
+
+    def mtu_reduced(self, sk: TcpSock) -> None:
+        """An ICMP frag-needed lowered the path MTU."""
+
+    def dst_mtu(self, sk: TcpSock) -> int:
+        """The cached route's path MTU (0 if none)."""
+
+    def advmss(self, sk: TcpSock) -> int:
+        """The MSS the route allows to advertise (``dst_metric_advmss``)."""
+
+    # the request-sock half (kernel: ``tcp_request_sock_ops`` / ``tcp_request_sock_ipv4_ops``)
+    def init_req(self, req: RequestSock, skb: SkBuff) -> None:
+        """Fill a request's addresses from the SYN (``tcp_v4_init_req``)."""
+
+    def init_seq(self, skb: SkBuff) -> int:
+        """The ISN for a SYN's 4-tuple (``tcp_v4_init_seq``)."""
+
+    def init_ts_off(self, skb: SkBuff) -> int:
+        """The timestamp offset for a SYN's address pair (``tcp_v4_init_ts_off``)."""
+
+    def route_req(self, req: RequestSock) -> Any:
+        """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
+
+
+class TcpSock(Sock):
+    """A TCP socket (kernel: ``struct tcp_sock`` / ``inet_connection_sock``).
+
+    Created by a family's socket() (IPv4: ``Ipv4.socket(SOCK_STREAM)``), or
+    as the child of a listener when a handshake completes.
+    """
+
+    def __init__(self, tcp: Tcp, family: int, af_ops: InetConnectionSockAfOps) -> None:
+        net = tcp.net
+        super().__init__(net, family, 1, 6)  # SOCK_STREAM, IPPROTO_TCP
+        self.tcp = tcp
+        self.af_ops = af_ops
+        self.mib = tcp.mib
+        self.ext = tcp.ext
+        # tcp_init_sock()
+        self.sk_sndbuf = tcp.tcp_wmem[1]
+        self.sk_rcvbuf = tcp.tcp_rmem[1]
+        self.sk_wmem_queued = 0
+        self.sk_max_ack_backlog = 0
+        self.sk_ack_backlog = 0
+        self.sock_flag_keepopen = False
+        self.sock_flag_done = False
+        self.sock_flag_linger = False
+        self.sk_lingertime = 0
+        self.sk_gso_type = 0
+        self.sk_route_caps = 0
+        self.sk_gso_max_size = 65536
+        self.sk_gso_max_segs = 1
+        self.sk_pacing_rate = 0xFFFFFFFFFFFFFFFF
+        self.sk_pacing_shift = 10
+        self.sk_socket_nospace = False  # SOCK_NOSPACE
+        self.sk_err_soft = 0
+        self.sk_rcvlowat = 1
+        self.sk_txhash = 0
+        self.parent: TcpSock | None = None  # the listener a child is queued on
+        # inet_connection_sock
+        self.icsk_ca_ops: TcpCongestionOps = tcp.default_ca()
+        self.icsk_ca_priv: Any = None
+        self.icsk_ca_state = TCP_CA_Open
+        self.icsk_ca_initialized = False
+        self.icsk_retransmits = 0
+        self.icsk_pending = 0
+        self.icsk_backoff = 0
+        self.icsk_syn_retries = 0
+        self.icsk_probes_out = 0
+        self.icsk_ext_hdr_len = 0
+        self.icsk_user_timeout = 0
+        self.icsk_pmtu_cookie = 0
+        self.icsk_timeout = 0
+        self.icsk_rto = tcp.TCP_TIMEOUT_INIT
+        self.icsk_ack_pending = 0
+        self.icsk_ack_quick = 0
+        self.icsk_ack_pingpong = 0
+        self.icsk_ack_ato = 0
+        self.icsk_ack_timeout = 0
+        self.icsk_ack_lrcvtime = 0
+        self.icsk_ack_last_seg_size = 0
+        self.icsk_ack_rcv_mss = 0
+        self.icsk_mtup_enabled = False
+        self.icsk_mtup_search_high = 0
+        self.icsk_mtup_search_low = 0
+        self.icsk_mtup_probe_size = 0
+        self.accept_queue: collections.deque[RequestSock] = collections.deque()
+        self.syn_queue_len = 0  # reqsk_queue_len()
+        self.retransmit_timer: TimerList = net.timers.timer(self._write_timer, "tcp_write_timer")
+        self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
+        self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")
+        self.tsq_timer: TimerList | None = None
+        # tcp_sock: sequence space
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.snd_sml = 0
+        self.snd_up = 0
+        self.snd_wnd = 0
+        self.snd_wl1 = 0
+        self.max_window = 0
+        self.write_seq = 0
+        self.pushed_seq = 0
+        self.rcv_nxt = 0
+        self.copied_seq = 0
+        self.rcv_wup = 0
+        self.rcv_wnd = 0
+        self.rcv_ssthresh = 0
+        self.window_clamp = 0
+        self.bytes_acked = 0
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.bytes_retrans = 0
+        self.segs_in = 0
+        self.segs_out = 0
+        self.data_segs_in = 0
+        self.data_segs_out = 0
+        # MSS and options
+        self.mss_cache = TCP_MSS_DEFAULT
+        self.advmss = 0
+        self.tcp_header_len = 20
+        self.user_mss = 0  # rx_opt.user_mss (TCP_MAXSEG)
+        self.mss_clamp = TCP_MSS_DEFAULT  # rx_opt.mss_clamp
+        self.tstamp_ok = False
+        self.wscale_ok = False
+        self.sack_ok = 0
+        self.snd_wscale = 0
+        self.rcv_wscale = 0
+        self.saw_tstamp = False
+        self.rcv_tsval = 0
+        self.rcv_tsecr = 0
+        self.ts_recent = 0
+        self.ts_recent_stamp = 0
+        self.tsoffset = 0
+        self.num_sacks = 0
+        self.dsack = 0
+        self.selective_acks: list[list[int]] = []
+        self.duplicate_sack = [0, 0]
+        self.recv_sack_cache: list[tuple[int, int]] = []
+        self.pred_flags = 0
+        # RTT and RTO (µs)
+        self.srtt_us = 0
+        self.mdev_us = 0
+        self.mdev_max_us = 0
+        self.rttvar_us = 0
+        self.rtt_seq = 0
+        self.rtt_min = 0  # minmax of RTT samples (µs), simplified to a running minimum
+        self.rtt_min_stamp = 0
+        self.tcp_mstamp = 0
+        self.retrans_stamp = 0
+        self.rcv_tstamp = 0
+        self.lsndtime = 0
+        self.rcv_rtt_est_rtt_us = 0
+        self.rcv_rtt_est_seq = 0
+        self.rcv_rtt_est_time = 0
+        self.rcvq_space_space = 0
+        self.rcvq_space_seq = 0
+        self.rcvq_space_time = 0
+        # congestion control
+        self.snd_cwnd = TCP_INIT_CWND
+        self.snd_ssthresh = TCP_INFINITE_SSTHRESH
+        self.snd_cwnd_cnt = 0
+        self.snd_cwnd_clamp = 0xFFFFFFFF
+        self.snd_cwnd_used = 0
+        self.snd_cwnd_stamp = 0
+        self.prior_cwnd = 0
+        self.prior_ssthresh = 0
+        self.high_seq = 0
+        self.undo_marker = 0
+        self.undo_retrans = -1
+        self.prr_delivered = 0
+        self.prr_out = 0
+        self.packets_out = 0
+        self.retrans_out = 0
+        self.sacked_out = 0
+        self.lost_out = 0
+        self.lost = 0
+        self.delivered = 0
+        self.total_retrans = 0
+        self.reordering = tcp.sysctl_tcp_reordering
+        self.max_packets_out = 0
+        self.max_packets_seq = 0
+        self.is_cwnd_limited = False
+        self.is_sack_reneg = False
+        self.frto = False
+        self.tlp_high_seq = 0
+        self.highest_sack: SkBuff | None = None
+        self.lost_skb_hint: SkBuff | None = None
+        self.lost_cnt_hint = 0
+        self.retransmit_skb_hint: SkBuff | None = None
+        self.ecn_flags = 0
+        # sending
+        self.nonagle = 0
+        self.thin_lto = False
+        self.linger2 = 0
+        self.keepalive_time = 0
+        self.keepalive_intvl = 0
+        self.keepalive_probes = 0
+        self.last_oow_ack_time = 0
+        self.tsq_throttled = False
+        self.notsent_lowat = 0
+        self.write_queue: collections.deque[SkBuff] = collections.deque()
+        self.rtx_queue: list[SkBuff] = []
+        self.out_of_order_queue: list[SkBuff] = []
+        self.defer_connect = False
+        self.connect_pending = False  # a blocking connect() waits
+        self.rst_sent = False
+        self.tlp_retrans = 0
+        self.ehash_key: tuple[int, int, int, int, int] | None = None
+        self.bind_port = 0  # the port held in bhash (0: none)
+        self.orphaned = False  # closed by the user, still finishing (orphan_count)
+        self.hash_connect = False  # the port came from inet_hash_connect
+        self.ever_connected = False
+
+    # -- ICSK helpers --------------------------------------------------------------------
+    @property
+    def state_name(self) -> str:
+        return TCP_STATE_NAMES.get(self.state, str(self.state))
+
+    def _write_timer(self) -> None:
+        from netstack.tcp.timer import tcp_write_timer
+
+        tcp_write_timer(self)
+
+    def _delack_timer(self) -> None:
+        from netstack.tcp.timer import tcp_delack_timer
+
+        tcp_delack_timer(self)
+
+    def _keepalive_timer(self) -> None:
+        from netstack.tcp.timer import tcp_keepalive_timer
+
+        tcp_keepalive_timer(self)
+
+    # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
+    def bind(self, addr: int, port: int) -> None:
+        self.af_ops.bind(self, addr, port)
+
+    def connect(self, addr: int, port: int) -> None:
+        from netstack.tcp.tcp import inet_stream_connect
+
+        inet_stream_connect(self, addr, port)
+
+    def disconnect(self) -> None:
+        from netstack.tcp.tcp import tcp_disconnect
+
+        tcp_disconnect(self)
+
+    def listen(self, backlog: int) -> None:
+        from netstack.tcp.tcp import inet_listen
+
+        inet_listen(self, backlog)
+
+    def accept(self) -> TcpSock:
+        from netstack.tcp.tcp import inet_csk_accept
+
+        return inet_csk_accept(self)
+
+    def sendmsg(
+        self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
+    ) -> int:
+        from netstack.tcp.tcp import tcp_sendmsg
+
+        return tcp_sendmsg(self, data, flags)
+
+    def recvmsg(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
+        from netstack.tcp.tcp import tcp_recvmsg
+
+        data = tcp_recvmsg(self, bufsize, flags)
+        return data, (self.inet_daddr, self.inet_dport), 0, []
+
+    def shutdown(self, how: int) -> None:
+        from netstack.tcp.tcp import inet_shutdown
+
+        inet_shutdown(self, how)
+
+    def close(self) -> None:
+        from netstack.tcp.tcp import tcp_close
+
+        tcp_close(self, self.sk_lingertime if self.sock_flag_linger else -1)
+
+    def getpeername(self) -> tuple[int, int]:
+        if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
+            from netstack.core.sock import sock_oserror
+
+            raise sock_oserror(107)  # ENOTCONN
+        return (self.inet_daddr, self.inet_dport)
+
+    def readable(self) -> bool:
+        from netstack.tcp.tcp import tcp_readable
+
+        return tcp_readable(self)
+
+    def writable(self) -> bool:
+        from netstack.tcp.tcp import tcp_writable
+
+        return tcp_writable(self)
+
+    def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
+        from netstack.tcp.tcp import tcp_setsockopt
+
+        tcp_setsockopt(self, level, optname, value)
+
+    def getsockopt(self, level: int, optname: int) -> int | bytes:
+        from netstack.tcp.tcp import tcp_getsockopt
+
+        return tcp_getsockopt(self, level, optname)
+
+    def default_ttl(self) -> int:
+        return self.tcp.default_ttl()
+
+    def __repr__(self) -> str:
+        return (
+            f"<TcpSock {self.net.name} {self.state_name} "
+            f"{self.inet_rcv_saddr:#x}:{self.inet_num} -> {self.inet_daddr:#x}:{self.inet_dport}>"
+        )
+
+
+class RequestSock:
+    """A connection request in SYN_RECV (kernel: ``struct tcp_request_sock``).
+
+    It lives in the established hash (``TCP_NEW_SYN_RECV``) until the
+    handshake's ACK creates the child, or its SYN-ACK retransmissions run out.
+    """
+
+    def __init__(self, listener: TcpSock) -> None:
+        self.listener = listener
+        self.state = TCP_NEW_SYN_RECV
+        self.family = listener.family
+        self.loc_addr = 0
+        self.rmt_addr = 0
+        self.num = 0  # local port
+        self.rmt_port = 0
+        self.iif = 0
+        self.rcv_isn = 0
+        self.rcv_nxt = 0
+        self.snt_isn = 0
+        self.snt_synack = 0  # µs of the first SYN-ACK
+        self.ts_off = 0
+        self.ts_recent = 0
+        self.mss = 0
+        self.tstamp_ok = False
+        self.sack_ok = 0
+        self.wscale_ok = False
+        self.snd_wscale = 0
+        self.rcv_wscale = 0
+        self.rsk_rcv_wnd = 0
+        self.rsk_window_clamp = 0
+        self.num_retrans = 0
+        self.num_timeout = 0
+        self.acked = False
+        self.ecn_ok = False
+        self.cookie_ts = False
+        self.last_oow_ack_time = 0
+        self.txhash = 0
+        self.tos = 0
+        self.child: TcpSock | None = None
+        self.timer: TimerList | None = None
+        self.hashed = False
+        self.adv_mss = 536  # the MSS our SYN-ACK offers
+        self.ehash_key: tuple[int, int, int, int, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
+
+
+class TimewaitSock:
+    """A connection in TIME_WAIT (or FIN_WAIT2 after close) without its full socket.
+
+    Kernel: include/net/inet_timewait_sock.h, struct inet_timewait_sock +
+    struct tcp_timewait_sock.
+    """
+
+    def __init__(self, sk: TcpSock, state: int) -> None:
+        self.net: Net = sk.net
+        self.tcp = sk.tcp
+        self.family = sk.family
+        self.af_ops = sk.af_ops
+        self.state = TCP_TIME_WAIT
+        self.tw_substate = state
+        self.rcv_saddr = sk.inet_rcv_saddr
+        self.daddr = sk.inet_daddr
+        self.num = sk.inet_num
+        self.dport = sk.inet_dport
+        self.bound_dev_if = sk.sk_bound_dev_if
+        self.rcv_nxt = sk.rcv_nxt
+        self.snd_nxt = sk.snd_nxt
+        self.rcv_wnd = (sk.rcv_wnd - ((sk.rcv_nxt - sk.rcv_wup) & 0xFFFFFFFF)) if sk.rcv_wnd else 0
+        self.rcv_wnd = max(self.rcv_wnd, 0)
+        self.rcv_wscale = sk.rcv_wscale
+        self.ts_recent = sk.ts_recent
+        self.ts_recent_stamp = sk.ts_recent_stamp
+        self.ts_offset = sk.tsoffset
+        self.tstamp_ok = sk.tstamp_ok
+        self.tos = sk.tos
+        self.mark = sk.sk_mark
+        self.priority = sk.sk_priority
+        self.ehash_key = sk.ehash_key
+        self.bind_port = sk.bind_port
+        self.last_oow_ack_time = 0
+        self.reuse = sk.sk_reuse
+        self.reuseport = sk.sk_reuseport
+        self.timer: TimerList = sk.net.timers.timer(self._expire, "tw_timer")
+        self.killed = False
+
+    def _expire(self) -> None:
+        from netstack.tcp.minisocks import tw_timer_handler
+
+        tw_timer_handler(self)
+
+    @property
+    def state_name(self) -> str:
+        return "TIME-WAIT" if self.tw_substate == TCP_TIME_WAIT else "FIN-WAIT-2"
+
+    def __repr__(self) -> str:
+        return f"<TimewaitSock {self.rcv_saddr:#x}:{self.num} -> {self.daddr:#x}:{self.dport}>"

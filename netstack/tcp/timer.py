@@ -1,0 +1,223 @@
+"""TCP's timers: retransmission (RTO, zero-window probe, loss probe), delayed ACK, keepalive.
+
+Theory of operation: each socket has three :class:`~netstack.core.timer.TimerList`
+on the Net's timer base (virtual time). ``retransmit_timer`` serves whatever
+``icsk_pending`` names: the RTO (:func:`tcp_retransmit_timer`: mark
+everything lost, retransmit the head, double the RTO up to TCP_RTO_MAX, give
+up with ETIMEDOUT after ``tcp_retries2`` — ``tcp_syn_retries`` for a SYN), the
+zero-window probe, or a tail loss probe. ``delack_timer`` sends an ACK that
+was held back. ``sk_timer`` is the keepalive timer and, for an orphan in
+FIN_WAIT2, its linger time.
+
+Give-up decisions count retransmissions (``icsk_retransmits``) where the
+kernel compares elapsed time with the time those retransmissions would take
+(``retransmits_timed_out``); with exponential back-off the two agree.
+
+Kernel: net/ipv4/tcp_timer.c.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from netstack.tcp.input import tcp_enter_loss
+from netstack.tcp.output import (
+    inet_csk_reset_xmit_timer,
+    tcp_retransmit_skb,
+    tcp_send_ack,
+    tcp_send_active_reset,
+    tcp_send_loss_probe,
+    tcp_send_probe0,
+    tcp_write_wakeup,
+)
+from netstack.tcp.sock import (
+    ICSK_ACK_PUSHED,
+    ICSK_ACK_TIMER,
+    ICSK_TIME_LOSS_PROBE,
+    ICSK_TIME_PROBE0,
+    ICSK_TIME_REO_TIMEOUT,
+    ICSK_TIME_RETRANS,
+    TCP_CLOSE,
+    TCP_CLOSE_WAIT,
+    TCP_ESTABLISHED,
+    TCP_FIN_WAIT2,
+    TCP_LISTEN,
+    TCP_SYN_RECV,
+    TCP_SYN_SENT,
+    TcpSock,
+)
+from netstack.tcp.state import (
+    inet_csk_reset_keepalive_timer,
+    keepalive_intvl_when,
+    keepalive_probes,
+    keepalive_time_when,
+    tcp_done,
+)
+
+__all__ = ["tcp_delack_timer", "tcp_keepalive_timer", "tcp_retransmit_timer", "tcp_write_timer"]
+
+ETIMEDOUT: Final = 110
+
+
+def tcp_write_err(sk: TcpSock) -> None:
+    """Give up: report ETIMEDOUT (or the soft error seen). Kernel: tcp_write_err()."""
+    sk.sk_err = sk.sk_err_soft or ETIMEDOUT
+    sk.sk_error_report()
+    from netstack.tcp.output import tcp_write_queue_purge
+
+    tcp_write_queue_purge(sk)
+    tcp_done(sk)
+    sk.ext.TCPAbortOnTimeout += 1
+
+
+def tcp_write_timeout(sk: TcpSock) -> bool:
+    """Too many retransmissions? Then the connection is dead. Kernel: tcp_write_timeout()."""
+    tcp = sk.tcp
+    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+        limit = sk.icsk_syn_retries or tcp.sysctl_tcp_syn_retries
+    else:
+        limit = tcp.sysctl_tcp_retries2
+        if sk.dead:
+            limit = tcp.sysctl_tcp_orphan_retries or 8  # tcp_orphan_retries(): 0 means 8
+    if sk.icsk_retransmits >= limit:
+        tcp_write_err(sk)
+        return True
+    return False
+
+
+def tcp_retransmit_timer(sk: TcpSock) -> None:
+    """The RTO fired. Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer()."""
+    tcp = sk.tcp
+    if not sk.packets_out or not sk.rtx_queue:
+        return
+    if (
+        not sk.snd_wnd
+        and not sk.dead
+        and sk.state not in (TCP_SYN_SENT, TCP_SYN_RECV)
+        and sk.icsk_retransmits < tcp.sysctl_tcp_retries2
+    ):
+        # the peer shrank its window to zero: probe, do not give up yet
+        sk.tcp_mstamp = tcp.tcp_clock_us()
+        tcp_enter_loss(sk)
+        tcp_retransmit_skb(sk, sk.rtx_queue[0], 1)
+        sk.icsk_retransmits += 1
+        inet_csk_reset_xmit_timer(
+            sk, ICSK_TIME_RETRANS, min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX), tcp.TCP_RTO_MAX
+        )
+        return
+    if tcp_write_timeout(sk):
+        return
+    if sk.icsk_retransmits == 0:
+        if sk.icsk_ca_state == 3:
+            sk.ext.TCPSackFailures += 1 if sk.sack_ok else 0
+            sk.ext.TCPRenoFailures += 0 if sk.sack_ok else 1
+        elif sk.icsk_ca_state == 4:
+            sk.ext.TCPLossFailures += 1
+    sk.ext.TCPTimeouts += 1
+    sk.tcp_mstamp = tcp.tcp_clock_us()
+    tcp_enter_loss(sk)
+    sk.icsk_retransmits += 1
+    if tcp_retransmit_skb(sk, sk.rtx_queue[0], 1) > 0:
+        inet_csk_reset_xmit_timer(
+            sk, ICSK_TIME_RETRANS, tcp.TCP_RESOURCE_PROBE_INTERVAL, tcp.TCP_RTO_MAX
+        )
+        return
+    sk.icsk_backoff += 1
+    sk.icsk_rto = min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX)
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, tcp.TCP_RTO_MAX)
+
+
+def tcp_probe_timer(sk: TcpSock) -> None:
+    """Zero-window probing. Kernel: net/ipv4/tcp_timer.c, tcp_probe_timer()."""
+    if sk.packets_out or not sk.write_queue:
+        sk.icsk_probes_out = 0
+        return
+    max_probes = sk.tcp.sysctl_tcp_retries2
+    if sk.dead:
+        max_probes = sk.tcp.sysctl_tcp_orphan_retries or 8
+    if sk.icsk_probes_out >= max_probes:
+        tcp_write_err(sk)
+    else:
+        tcp_send_probe0(sk)
+
+
+def tcp_write_timer(sk: TcpSock) -> None:
+    """Dispatch on what the retransmit timer was armed for. Kernel: tcp_write_timer_handler()."""
+    if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_pending:
+        return
+    now = sk.net.clock.jiffies
+    if sk.icsk_timeout > now:
+        sk.retransmit_timer.mod(sk.icsk_timeout)
+        return
+    event = sk.icsk_pending
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
+    if event == ICSK_TIME_LOSS_PROBE:
+        tcp_send_loss_probe(sk)
+        return
+    sk.icsk_pending = 0
+    if event in (ICSK_TIME_RETRANS, ICSK_TIME_REO_TIMEOUT):
+        tcp_retransmit_timer(sk)
+    elif event == ICSK_TIME_PROBE0:
+        tcp_probe_timer(sk)
+
+
+def tcp_delack_timer(sk: TcpSock) -> None:
+    """Send the ACK that was being delayed. Kernel: tcp_delack_timer_handler()."""
+    if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_ack_pending & ICSK_ACK_TIMER:
+        return
+    now = sk.net.clock.jiffies
+    if sk.icsk_ack_timeout > now:
+        sk.delack_timer.mod(sk.icsk_ack_timeout)
+        return
+    sk.icsk_ack_pending &= ~ICSK_ACK_TIMER
+    if sk.icsk_ack_pending & 1:  # inet_csk_ack_scheduled()
+        if not sk.icsk_ack_pingpong:
+            sk.icsk_ack_ato = min(sk.icsk_ack_ato << 1, sk.icsk_rto)
+        else:
+            sk.icsk_ack_pingpong = 0  # delayed ACK missed: leave interactive mode
+            sk.icsk_ack_ato = sk.tcp.TCP_ATO_MIN
+        sk.icsk_ack_pending &= ~ICSK_ACK_PUSHED
+        sk.ext.DelayedACKs += 1
+        tcp_send_ack(sk)
+
+
+def tcp_keepalive_timer(sk: TcpSock) -> None:
+    """Keepalive probes; an orphan's FIN_WAIT2 linger. Kernel: tcp_keepalive_timer()."""
+    tcp = sk.tcp
+    state = sk.state
+    if state == TCP_LISTEN:
+        return
+    if state == TCP_FIN_WAIT2 and sk.dead:
+        if sk.linger2 >= 0:
+            from netstack.tcp.state import tcp_fin_time
+
+            tmo = tcp_fin_time(sk) - tcp.TCP_TIMEWAIT_LEN
+            if tmo > 0:
+                from netstack.tcp.minisocks import tcp_time_wait
+
+                tcp_time_wait(sk, TCP_FIN_WAIT2, tmo)
+                return
+        tcp_send_active_reset(sk)
+        tcp_done(sk)
+        return
+    if not sk.sock_flag_keepopen or state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT, 4):
+        return
+    elapsed_t = keepalive_time_when(sk)
+    if sk.packets_out or sk.write_queue:
+        inet_csk_reset_keepalive_timer(sk, elapsed_t)
+        return
+    now = sk.net.clock.jiffies
+    idle = now - max(sk.rcv_tstamp, sk.icsk_ack_lrcvtime)
+    if idle >= elapsed_t:
+        if sk.icsk_probes_out >= keepalive_probes(sk):
+            tcp_send_active_reset(sk)
+            tcp_write_err(sk)
+            return
+        if tcp_write_wakeup(sk, "TCPKeepAlive") <= 0:
+            sk.icsk_probes_out += 1
+            elapsed_t = keepalive_intvl_when(sk)
+        else:
+            elapsed_t = tcp.TCP_RESOURCE_PROBE_INTERVAL
+    else:
+        elapsed_t = elapsed_t - idle
+    inet_csk_reset_keepalive_timer(sk, elapsed_t)

@@ -1,0 +1,260 @@
+"""Windows, timers and RFC 5961: zero windows and probes, keepalive, Nagle, challenge ACKs."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+import trio
+from helpers import add_addr
+
+from netstack.core.dev import dev_queue_xmit
+from netstack.core.skbuff import SkBuff
+from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.errors import ConfigError
+from netstack.host import Host, Lab
+from netstack.socket import Socket
+from netstack.tcp import TcpSock, tcp_of
+from netstack.wire.checksum import csum_partial, csum_tcpudp_magic, ip_fast_csum
+from netstack.wire.ipv4 import aton
+
+PORT = 6001
+
+
+def pair(lab: Lab, delay: float = 0.0) -> tuple[Host, Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", delay=delay)
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+async def connected(a: Host, b: Host) -> tuple[Socket, Socket]:
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    return c, conn
+
+
+def tsk(s: Socket) -> TcpSock:
+    sk = s.sock
+    assert isinstance(sk, TcpSock)
+    return sk
+
+
+async def test_zero_window_probes_then_resumes(lab: Lab, autojump_clock: object) -> None:
+    """A receiver that stops reading closes its window; the sender probes and waits."""
+    a, b = pair(lab, delay=0.001)
+    b.sysctl("net.ipv4.tcp_rmem=4096 16384 16384")
+    b.sysctl("net.ipv4.tcp_moderate_rcvbuf=0")
+    c, conn = await connected(a, b)
+    payload = bytes(range(256)) * 1024  # 256 KiB, far more than b buffers
+    async with trio.open_nursery() as n:
+        n.start_soon(c.sendall, payload)
+        await trio.sleep(5)
+        sk = tsk(c)
+        assert sk.snd_wnd == 0  # the peer's window is closed
+        assert tcp_of(b.net).snmp()["TcpExt"].TCPToZeroWindowAdv >= 1
+        probes = tcp_of(a.net).snmp()["TcpExt"].TCPWinProbe
+        assert probes >= 2  # zero-window probes with back-off
+        got = bytearray()
+        while len(got) < len(payload):
+            got += await conn.recv(1 << 16)
+    assert got == payload
+    assert tcp_of(b.net).snmp()["TcpExt"].TCPFromZeroWindowAdv >= 1
+
+
+async def test_keepalive_detects_a_dead_peer(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    c, _ = await connected(a, b)
+    c.setsockopt(1, 9, 1)  # SO_KEEPALIVE
+    c.setsockopt(6, 4, 10)  # TCP_KEEPIDLE 10 s
+    c.setsockopt(6, 5, 2)  # TCP_KEEPINTVL 2 s
+    c.setsockopt(6, 6, 3)  # TCP_KEEPCNT 3
+    await trio.sleep(15)
+    assert tcp_of(a.net).snmp()["TcpExt"].TCPKeepAlive >= 1  # answered: still alive
+    assert tsk(c).state_name == "ESTAB"
+    b.ip("link set eth0 down")  # the peer vanishes
+    await trio.sleep(30)
+    with pytest.raises(TimeoutError):
+        await c.recv(10)
+    assert tsk(c).state_name == "UNCONN"
+
+
+async def test_nagle_holds_small_segments_nodelay_does_not(
+    lab: Lab, autojump_clock: object
+) -> None:
+    a, b = pair(lab, delay=0.01)
+    c, _conn = await connected(a, b)
+    cap = a.capture("eth0")
+    for _ in range(5):
+        await c.send(b"x")  # Nagle: one small segment in flight at a time
+    await trio.sleep(0.001)
+    small = [f for _, f, out in cap.frames if out and len(f) > 66]
+    assert len(small) == 1
+    await trio.sleep(0.5)
+    c.setsockopt(6, 1, 1)  # TCP_NODELAY
+    cap.frames.clear()
+    for _ in range(5):
+        await c.send(b"y")
+    await trio.sleep(0.001)
+    assert len([f for _, f, out in cap.frames if out and len(f) > 66]) == 5
+
+
+def _segment(a: Host, b: Host, sport: int, dport: int, seq: int, ack: int, flags: int) -> bytes:
+    tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 1000, 0, 0))
+    src, dst = aton("10.0.0.2"), aton("10.0.0.1")
+    struct.pack_into("!H", tcp, 16, csum_tcpudp_magic(src, dst, 20, 6, csum_partial(tcp, 0, 20)))
+    ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, 40, 7, 0x4000, 64, 6, 0, src, dst))
+    struct.pack_into("!H", ip, 10, ip_fast_csum(ip, 0, 20))
+    return a.dev("eth0").dev_addr + b.dev("eth0").dev_addr + b"\x08\x00" + bytes(ip + tcp)
+
+
+def _inject(b: Host, frame: bytes) -> None:
+    dev = b.dev("eth0")
+    skb = SkBuff(bytearray(64) + bytearray(frame), 64, 64 + len(frame))
+    skb.dev = dev
+    skb.protocol = 0x0800
+    dev_queue_xmit(skb)
+
+
+async def test_rfc5961_rst_and_syn_in_window_get_a_challenge_ack(
+    lab: Lab, autojump_clock: object
+) -> None:
+    a, b = pair(lab)
+    c, conn = await connected(a, b)
+    sk = tsk(c)
+    peer = tsk(conn)
+    # a RST inside the window but not at rcv_nxt: challenge ACK, connection lives
+    _inject(b, _segment(a, b, PORT, sk.inet_num, sk.rcv_nxt + 100, 0, 0x04))
+    await trio.sleep(0.01)
+    assert sk.state_name == "ESTAB"
+    ext = tcp_of(a.net).snmp()["TcpExt"]
+    assert ext.TCPChallengeACK == 1
+    # a SYN on an established connection: challenge ACK too
+    await trio.sleep(1)  # past the per-socket out-of-window rate limit
+    _inject(b, _segment(a, b, PORT, sk.inet_num, sk.rcv_nxt, 0, 0x02))
+    await trio.sleep(0.01)
+    ext = tcp_of(a.net).snmp()["TcpExt"]
+    assert ext.TCPSYNChallenge == 1 and ext.TCPChallengeACK == 2
+    assert sk.state_name == "ESTAB"
+    # the RST at exactly rcv_nxt resets
+    _inject(b, _segment(a, b, PORT, sk.inet_num, sk.rcv_nxt, peer.snd_nxt, 0x04))
+    await trio.sleep(0.01)
+    with pytest.raises(ConnectionResetError):
+        await c.recv(10)
+
+
+async def test_bad_checksum_is_counted_and_dropped(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    c, _ = await connected(a, b)
+    sk = tsk(c)
+    frame = bytearray(_segment(a, b, PORT, sk.inet_num, sk.rcv_nxt, 0, 0x04))
+    frame[-4] ^= 0xFF  # the TCP checksum
+    _inject(b, bytes(frame))
+    await trio.sleep(0.01)
+    assert tcp_of(a.net).snmp()["Tcp"].InCsumErrors == 1
+    assert sk.state_name == "ESTAB"
+
+
+async def test_so_rcvbuf_sets_an_honest_window(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    srv.setsockopt(1, 8, 8192)  # SO_RCVBUF: doubled to 16384, window is half of it
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    assert conn.getsockopt(1, 8) == 16384
+    await c.sendall(b"z" * 20_000)
+    await trio.sleep(1)
+    # the sender never had more outstanding than the window b offered
+    assert tsk(c).max_window <= 16384
+    got = bytearray()
+    while len(got) < 20_000:
+        got += await conn.recv(1 << 16)
+    assert bytes(got) == b"z" * 20_000
+
+
+async def test_congestion_control_sysctl(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    assert a.sysctl("net.ipv4.tcp_congestion_control") == "cubic"
+    assert a.sysctl("net.ipv4.tcp_available_congestion_control") == "reno cubic"
+    a.sysctl("net.ipv4.tcp_congestion_control=reno")
+    c, _ = await connected(a, b)
+    assert c.getsockopt(6, 13) == b"reno"
+    with pytest.raises(ConfigError, match="No such file or directory"):
+        a.sysctl("net.ipv4.tcp_congestion_control=bbr")
+    with pytest.raises(FileNotFoundError):
+        c.setsockopt(6, 13, b"bbr")  # TCP_CONGESTION: ENOENT
+
+
+async def test_close_wakes_a_blocked_reader_and_acceptor(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    c, _conn = await connected(a, b)
+    srv2 = b.socket(AF_INET, SOCK_STREAM)
+    await srv2.bind(("", PORT + 1))
+    srv2.listen(1)
+    errors: list[int] = []
+
+    async def reader(s: Socket, op: str) -> None:
+        try:
+            if op == "recv":
+                await s.recv(10)
+            else:
+                await s.accept()
+        except OSError as e:
+            errors.append(e.errno or 0)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(reader, c, "recv")
+        n.start_soon(reader, srv2, "accept")
+        await trio.sleep(1)
+        c.close()
+        srv2.close()
+    assert errors == [9, 9]  # EBADF, as a closed file descriptor gives
+
+
+@pytest.mark.parametrize(
+    ("state", "errno_"),
+    [("ESTAB", 104), ("CLOSE-WAIT", 32), ("FIN-WAIT-2", 104), ("TIME-WAIT", None)],
+)
+async def test_rst_in_each_state(
+    lab: Lab, autojump_clock: object, state: str, errno_: int | None
+) -> None:
+    """A RST at rcv_nxt ends the connection with the errno tcp_reset() gives that state;
+    in TIME_WAIT it kills the timewait sock early (RFC 1337 off, as by default)."""
+    a, b = pair(lab)
+    c, conn = await connected(a, b)
+    sk = tsk(c)
+    lport = sk.inet_num
+    if state == "CLOSE-WAIT":
+        conn.shutdown(1)
+    elif state == "FIN-WAIT-2":
+        c.shutdown(1)
+    elif state == "TIME-WAIT":
+        c.shutdown(1)
+        await trio.sleep(0.5)
+        conn.shutdown(1)
+    await trio.sleep(0.5)
+    if state == "TIME-WAIT":
+        tws = [t for t in tcp_of(a.net).hashinfo.ehash.values() if t.state_name == "TIME-WAIT"]
+        assert len(tws) == 1
+        rcv_nxt = tws[0].rcv_nxt
+    else:
+        assert sk.state_name == state
+        rcv_nxt = sk.rcv_nxt
+    _inject(b, _segment(a, b, PORT, lport, rcv_nxt, 0, 0x04))
+    await trio.sleep(0.01)
+    if state == "TIME-WAIT":
+        assert not tcp_of(a.net).hashinfo.ehash
+        assert tcp_of(a.net).snmp()["TcpExt"].TWKilled == 1
+        return
+    assert sk.state_name == "UNCONN"
+    with pytest.raises(OSError) as exc:
+        await c.send(b"x")
+    assert exc.value.errno == errno_

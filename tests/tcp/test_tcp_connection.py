@@ -1,0 +1,318 @@
+"""TCP between two hosts through the Trio-style socket API: set-up, data, teardown, errors.
+
+a (10.0.0.1/24) ── veth (or nic) ── b (10.0.0.2/24). Every test runs in virtual
+time (autojump clock); captures are parsed with dpkt, the oracle.
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+
+import dpkt
+import pytest
+import trio
+from helpers import add_addr
+
+from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.host import Host, Lab
+from netstack.socket import Socket
+from netstack.tcp import TCP_STATE_NAMES, TcpSock, tcp_get_info, tcp_of
+from netstack.tcp.sock import TimewaitSock
+
+PORT = 5001
+
+
+def pair(lab: Lab, kind: str = "veth") -> tuple[Host, Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+async def listener(host: Host, port: int = PORT, backlog: int = 8) -> Socket:
+    srv = host.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", port))
+    srv.listen(backlog)
+    return srv
+
+
+async def recv_all(conn: Socket) -> bytes:
+    out = bytearray()
+    while True:
+        data = await conn.recv(1 << 16)
+        if not data:
+            return bytes(out)
+        out += data
+
+
+def st(s: Socket) -> str:
+    sk = s.sock
+    assert isinstance(sk, TcpSock)
+    return sk.state_name
+
+
+def tcp_states(host: Host) -> list[str]:
+    return sorted(sk.state_name for sk in tcp_of(host.net).hashinfo.sockets())
+
+
+def segments(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.tcp.TCP]:
+    out = []
+    for _, frame, _ in frames:
+        eth = dpkt.ethernet.Ethernet(frame)
+        if isinstance(eth.data, dpkt.ip.IP) and isinstance(eth.data.data, dpkt.tcp.TCP):
+            out.append(eth.data)
+    return out
+
+
+def tcp_csum_ok(ip: dpkt.ip.IP) -> bool:
+    raw = bytes(ip.data) if not isinstance(ip.data, bytes) else ip.data
+    seg = bytes(ip)[ip.hl * 4 : ip.len]
+    pseudo = ip.src + ip.dst + struct.pack("!BBH", 0, 6, len(seg))
+    del raw
+    return bool(dpkt.in_cksum(pseudo + seg) == 0)
+
+
+async def test_connect_accept_send_recv_close_byte_exact(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    got: list[bytes] = []
+
+    async def server() -> None:
+        conn, peer = await srv.accept()
+        assert peer[0] == "10.0.0.1"
+        got.append(await recv_all(conn))
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.connect(("10.0.0.2", PORT))
+        assert c.getpeername() == ("10.0.0.2", PORT)
+        assert st(c) == "ESTAB"
+        await c.sendall(payload)
+        c.close()
+    assert got == [payload]
+    await trio.sleep(0.1)
+    snmp = tcp_of(a.net).snmp()
+    assert snmp["Tcp"].ActiveOpens == 1
+    assert tcp_of(b.net).snmp()["Tcp"].PassiveOpens == 1
+    # the active closer keeps the 4-tuple in TIME_WAIT for 60 s
+    assert tcp_states(a) == ["TIME-WAIT"]
+    assert tcp_states(b) == ["LISTEN"]
+    await trio.sleep(61)
+    assert tcp_states(a) == []
+    assert tcp_of(a.net).snmp()["TcpExt"].TW == 1
+
+
+async def test_handshake_data_teardown_capture(lab: Lab, autojump_clock: object) -> None:
+    """Wireshark's view: SYN, SYN-ACK, ACK with Linux's options; data; FIN/ACK both ways."""
+    a, b = pair(lab, "nic")
+    cap = b.capture("eth0")
+    srv = await listener(b)
+
+    async def server() -> None:
+        conn, _ = await srv.accept()
+        assert await recv_all(conn) == b"hello" * 1000
+        await conn.send(b"bye")
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.connect(("10.0.0.2", PORT))
+        await c.sendall(b"hello" * 1000)
+        c.shutdown(1)
+        assert await recv_all(c) == b"bye"
+        c.close()
+    await trio.sleep(1)
+    cap.stop()
+    segs = segments(cap.frames)
+    for ip in segs:
+        assert tcp_csum_ok(ip), ip
+        assert ip.df  # PMTU discovery
+    tcps = [ip.data for ip in segs]
+    syn, synack, ack = tcps[:3]
+    assert syn.flags == dpkt.tcp.TH_SYN
+    assert synack.flags == dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
+    assert ack.flags == dpkt.tcp.TH_ACK
+    assert synack.ack == syn.seq + 1 and ack.ack == synack.seq + 1
+    opts = dict(dpkt.tcp.parse_opts(syn.opts))
+    assert struct.unpack("!H", opts[dpkt.tcp.TCP_OPT_MSS])[0] == 1460
+    assert dpkt.tcp.TCP_OPT_SACKOK in opts and dpkt.tcp.TCP_OPT_WSCALE in opts
+    assert dpkt.tcp.TCP_OPT_TIMESTAMP in opts
+    assert syn.opts[:4] == b"\x02\x04\x05\xb4"  # Linux's order: MSS first
+    data = b"".join(t.data for t in tcps if t.sport == tcps[0].sport)
+    assert data == b"hello" * 1000
+    fins = [t for t in tcps if t.flags & dpkt.tcp.TH_FIN]
+    assert len(fins) == 2
+    assert not any(t.flags & dpkt.tcp.TH_RST for t in tcps)
+    # every segment after the SYN carries an ACK
+    assert all(t.flags & dpkt.tcp.TH_ACK for t in tcps[1:])
+
+
+async def test_connect_refused(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    with pytest.raises(ConnectionRefusedError):
+        await c.connect(("10.0.0.2", 9))
+    assert tcp_of(b.net).snmp()["Tcp"].OutRsts == 1
+    assert tcp_of(a.net).snmp()["Tcp"].AttemptFails == 1
+
+
+async def test_connect_times_out(lab: Lab, autojump_clock: object) -> None:
+    """SYNs into a black hole: retried with back-off, then ETIMEDOUT."""
+    a = lab.add_host("a")
+    port = lab.add_port("a:eth0")
+    add_addr(a, "eth0", "10.0.0.1/24")
+    a.sysctl("net.ipv4.tcp_syn_retries=2")
+    a.ip("neigh add 10.0.0.2 lladdr 02:00:00:00:00:02 dev eth0")
+    c = a.socket(AF_INET, SOCK_STREAM)
+    start = trio.current_time()
+    with pytest.raises(TimeoutError):
+        await c.connect(("10.0.0.2", PORT))
+    assert trio.current_time() - start == pytest.approx(7, abs=0.1)  # 1 + 2 + 4 s
+    frames = []
+    while True:
+        try:
+            frames.append(port.receive_nowait())
+        except trio.WouldBlock:
+            break
+    syns = [f for f in frames if f[12:14] == b"\x08\x00" and f[23] == 6]
+    assert len(syns) == 3
+    assert tcp_of(a.net).snmp()["TcpExt"].TCPSynRetrans == 2
+
+
+async def test_close_with_unread_data_resets(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    await c.sendall(b"x" * 100)
+    await trio.sleep(0.5)
+    conn.close()  # 100 bytes never read: RST, not FIN
+    await trio.sleep(0.5)
+    with pytest.raises(ConnectionResetError):
+        await c.recv(10)
+    assert tcp_of(b.net).snmp()["TcpExt"].TCPAbortOnClose == 1
+    with pytest.raises(BrokenPipeError):
+        await c.send(b"more")
+
+
+async def test_send_after_peer_close_gets_reset_then_epipe(
+    lab: Lab, autojump_clock: object
+) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    conn.close()
+    await trio.sleep(0.5)
+    assert await c.recv(10) == b""  # the FIN: end of stream
+    assert st(c) == "CLOSE-WAIT"
+    await c.send(b"data")  # accepted locally; the peer answers with a RST
+    await trio.sleep(0.5)
+    with pytest.raises(OSError) as exc:
+        await c.send(b"data")
+    assert exc.value.errno in (errno.EPIPE, errno.ECONNRESET)
+
+
+async def test_shutdown_write_half_close(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    c.shutdown(1)
+    assert await conn.recv(10) == b""
+    await trio.sleep(0.5)  # the FIN's ACK may be delayed (tcp_fin: pingpong mode)
+    assert st(conn) == "CLOSE-WAIT"
+    assert st(c) == "FIN-WAIT-2"
+    await conn.sendall(b"still flowing")
+    assert await c.recv(100) == b"still flowing"
+    with pytest.raises(BrokenPipeError):
+        await c.send(b"no")
+    conn.close()
+    await trio.sleep(0.1)
+    assert st(c) in ("TIME-WAIT", "UNCONN")
+    assert TCP_STATE_NAMES[6] == "TIME-WAIT"
+
+
+async def test_simultaneous_close(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    c.close()
+    conn.close()
+    await trio.sleep(1)
+    tws = [s for s in tcp_of(a.net).hashinfo.sockets() if isinstance(s, TimewaitSock)]
+    twb = [s for s in tcp_of(b.net).hashinfo.sockets() if isinstance(s, TimewaitSock)]
+    assert len(tws) == 1 and len(twb) == 1  # both went CLOSING → TIME_WAIT
+
+
+async def test_simultaneous_open(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    ca = a.socket(AF_INET, SOCK_STREAM)
+    cb = b.socket(AF_INET, SOCK_STREAM)
+    await ca.bind(("10.0.0.1", 7001))
+    await cb.bind(("10.0.0.2", 7002))
+    async with trio.open_nursery() as n:
+        n.start_soon(ca.connect, ("10.0.0.2", 7002))
+        n.start_soon(cb.connect, ("10.0.0.1", 7001))
+    assert st(ca) == st(cb) == "ESTAB"
+    await ca.sendall(b"ping")
+    assert await cb.recv(10) == b"ping"
+
+
+async def test_tcp_info_and_options(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    c.setsockopt(6, 13, b"reno")  # TCP_CONGESTION
+    c.setsockopt(6, 1, 1)  # TCP_NODELAY
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    await c.sendall(b"z" * 100_000)
+    data = bytearray()
+    while len(data) < 100_000:
+        data += await conn.recv(65536)
+    info = tcp_get_info(c.sock)
+    assert info.cong == "reno" and info.state == "ESTAB"
+    assert info.snd_mss == 1448 and "sack" in info.options and "ts" in info.options
+    assert info.bytes_acked == 100_000 or info.bytes_sent == 100_000
+    assert c.getsockopt(6, 13) == b"reno"
+    assert c.getsockopt(6, 1) == 1
+    assert tcp_get_info(conn.sock).cong == "cubic"  # the sysctl's default
+
+
+async def test_listen_backlog_bounds_the_queues(lab: Lab, autojump_clock: object) -> None:
+    """A full accept queue drops further handshakes; memory does not grow."""
+    a, b = pair(lab)
+    await listener(b, backlog=2)
+    socks = []
+    for _ in range(6):
+        s = a.socket(AF_INET, SOCK_STREAM)
+        socks.append(s)
+    async with trio.open_nursery() as n:
+        for s in socks:
+            n.start_soon(_try_connect, s)
+        await trio.sleep(5)
+        n.cancel_scope.cancel()
+    tcp = tcp_of(b.net)
+    lst = tcp.hashinfo.listeners[PORT][0]
+    assert len(lst.accept_queue) <= 2
+    assert lst.syn_queue_len <= 2
+    assert tcp.snmp()["TcpExt"].ListenDrops > 0
+
+
+async def _try_connect(s: Socket) -> None:
+    try:
+        await s.connect(("10.0.0.2", PORT))
+    except OSError:
+        pass

@@ -1,0 +1,174 @@
+"""GSO/TSO on the way out, GRO on the way in, with a real TCP flow.
+
+- TSO on: TCP builds GSO skbs, the device (the NIC's TSO engine) cuts them.
+- TSO off, GSO on: ``validate_xmit_skb`` cuts them in software (the sender's
+  capture, a tap after validation, sees MSS-sized frames).
+- both off: TCP builds MSS-sized skbs itself.
+In every case the frames on the wire are byte-identical (IP IDs, sequence
+numbers, flags, checksums, timestamps). With GRO on, the receiver's TCP gets
+aggregates of up to 64 KB, and the GRO counters say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import dpkt
+import pytest
+import trio
+from helpers import add_addr
+
+from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.errors import ConfigError
+from netstack.gro import gro_statistics
+from netstack.host import Host, Lab
+from netstack.tcp import TcpSock, tcp_of
+
+PORT = 5301
+
+
+def pair(lab: Lab, seed: int = 7) -> tuple[Host, Host]:
+    a, b = lab.add_host("a", seed=seed), lab.add_host("b", seed=seed + 1)
+    lab.add_link("a:eth0", "b:eth0", kind="nic")
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+def ethtool(host: Host, cmd: str) -> None:
+    """``ethtool -K``; asking for what is already set is not an error here."""
+    with contextlib.suppress(ConfigError):  # "Could not change any device features"
+        host.ethtool(cmd)
+
+
+async def burst(lab: Lab, tso: str, gso: str, gro: str = "off") -> tuple[list[bytes], list[bytes]]:
+    """Send one 10-segment write right after the handshake; return (sender, receiver) frames."""
+    a, b = pair(lab)
+    ethtool(a, f"-K eth0 tso {tso} gso {gso}")
+    ethtool(b, f"-K eth0 gro {gro}")
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    await trio.sleep(1)
+    cap_a = a.capture("eth0")
+    cap_b = b.capture("eth0")
+    payload = bytes(i % 251 for i in range(1448 * 9 + 1000))
+    await c.sendall(payload)
+    got = bytearray()
+    while len(got) < len(payload):
+        got += await conn.recv(1 << 16)
+    assert got == payload
+    await trio.sleep(0.01)
+    cap_a.stop()
+    cap_b.stop()
+    sent = [f for _, f, out in cap_a.frames if out]
+    rcvd = [f for _, f, out in cap_b.frames if not out and len(f) > 100]
+    return sent, rcvd
+
+
+async def test_segments_are_byte_identical_to_mss_sends(lab: Lab, autojump_clock: object) -> None:
+    from netstack.host import open_lab  # one lab per mode: the runs must not share anything
+
+    frames = {}
+
+    async def run(tso: str, gso: str) -> None:
+        async with open_lab(debug_skb=True) as lab_m:
+            frames[(tso, gso)] = await burst(lab_m, tso, gso)
+
+    # three labs side by side, from the same virtual instant: same ISNs, same timestamps
+    async with trio.open_nursery() as n:
+        for tso, gso in (("on", "on"), ("off", "on"), ("off", "off")):
+            n.start_soon(run, tso, gso)
+    tso_sent, tso_wire = frames[("on", "on")]
+    gso_sent, gso_wire = frames[("off", "on")]
+    _, mss_wire = frames[("off", "off")]
+    data = [f for f in tso_sent if len(f) > 100]
+    # TSO skbs at the tap: tcp_cwnd_test() lets at most half the cwnd go in one skb
+    assert len(data) == 2 and sum(len(f) - 66 for f in data) == 1448 * 9 + 1000
+    assert len([f for f in gso_sent if len(f) > 100]) == 10  # cut before the tap
+    assert len(mss_wire) == 10
+    assert tso_wire == gso_wire == mss_wire
+    ids = [dpkt.ethernet.Ethernet(f).data.id for f in mss_wire]
+    assert ids == [(ids[0] + i) & 0xFFFF for i in range(10)]
+    flags = [dpkt.ethernet.Ethernet(f).data.data.flags for f in mss_wire]
+    assert flags[-1] & dpkt.tcp.TH_PUSH and not any(fl & dpkt.tcp.TH_PUSH for fl in flags[:-1])
+
+
+async def test_gro_aggregates_a_bulk_flow(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    ethtool(b, "-K eth0 gro on")
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    payload = bytes(range(256)) * 4096
+    got = bytearray()
+    async with trio.open_nursery() as n:
+
+        async def server() -> None:
+            conn, _ = await srv.accept()
+            while True:
+                d = await conn.recv(1 << 17)
+                if not d:
+                    break
+                got.extend(d)
+
+        n.start_soon(server)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.connect(("10.0.0.2", PORT))
+        await c.sendall(payload)
+        c.close()
+    assert got == payload
+    st = gro_statistics(b.net, "eth0")
+    assert st.merged > 500
+    assert st.complete_segs / st.complete > 10  # aggregates of many segments
+    rsk = [s for s in tcp_of(b.net).sockets if isinstance(s, TcpSock) and s.data_segs_in]
+    assert rsk and rsk[0].data_segs_in >= len(payload) // 1448
+
+
+@pytest.mark.parametrize("gro", ["on", "off"])
+async def test_gro_flushes_on_push(lab: Lab, autojump_clock: object, gro: str) -> None:
+    """A 10-segment write arrives as one aggregate (PSH ends it), or as 10 skbs without GRO."""
+    from netstack.host import open_lab
+
+    async with open_lab(debug_skb=True) as lab_m:
+        await burst(lab_m, "on", "on", gro)
+        b = lab_m.hosts["b"]
+        st = gro_statistics(b.net, "eth0")
+        if gro == "on":
+            assert st.merged >= 8 and st.flush_final >= 1  # two 5-segment TSO bursts
+        else:
+            assert st.merged == 0
+
+
+async def test_tx_checksumming_off_checksums_in_software(lab: Lab, autojump_clock: object) -> None:
+    """``ethtool -K eth0 tx off``: TSO goes too (it needs checksum offload), the stack
+    segments and sums every segment (skb_checksum_help); the receiver verifies them."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", rx_csum="none")
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    ethtool(a, "-K eth0 tx off")
+    assert "\ttx-tcp-segmentation: off [requested on]" in a.ethtool("-k eth0")
+    cap = b.capture("eth0")
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    payload = bytes(range(256)) * 400
+    await c.sendall(payload)
+    got = bytearray()
+    while len(got) < len(payload):
+        got += await conn.recv(1 << 16)
+    assert got == payload
+    assert tcp_of(b.net).snmp()["Tcp"].InCsumErrors == 0
+    for _, frame, out in cap.frames:
+        ip = dpkt.ethernet.Ethernet(frame).data
+        if not out and isinstance(ip, dpkt.ip.IP) and ip.p == 6:
+            seg = bytes(ip)[ip.hl * 4 : ip.len]
+            pseudo = ip.src + ip.dst + b"\x00\x06" + len(seg).to_bytes(2, "big")
+            assert dpkt.in_cksum(pseudo + seg) == 0

@@ -1,0 +1,100 @@
+"""``ss -ti`` and the netperf-like tool."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from helpers import add_addr
+
+from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.errors import ConfigError
+from netstack.host import Host, Lab
+from netstack.tools import netperf
+
+
+def pair(lab: Lab, kind: str = "veth", delay: float = 0.0) -> tuple[Host, Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind=kind, delay=delay)  # type: ignore[arg-type]
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    return a, b
+
+
+async def test_ss_shows_listeners_connections_and_tcp_info(
+    lab: Lab, autojump_clock: object
+) -> None:
+    a, b = pair(lab, "nic", 0.001)
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", 80))
+    srv.listen(16)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", 80))
+    _conn, _ = await srv.accept()
+    await c.sendall(b"x" * 50_000)
+    await trio.sleep(0.5)
+    out = b.ss("-tl")
+    assert out.splitlines()[0].split()[:3] == ["State", "Recv-Q", "Send-Q"]
+    assert "LISTEN" in out and "0.0.0.0:80" in out and " 16 " in out
+    est = b.ss("-t")
+    assert "ESTAB" in est and "LISTEN" not in est
+    row = next(line for line in est.splitlines() if line.startswith("ESTAB"))
+    assert row.split()[1] == "50000"  # Recv-Q: bytes not yet read
+    info = a.ss("-ti").splitlines()
+    assert info[1].startswith("ESTAB") and "10.0.0.2:80" in info[1]
+    fields = info[2].split()
+    assert fields[:3] == ["ts", "sack", "cubic"]
+    assert any(f.startswith("wscale:") for f in fields)
+    assert any(f.startswith("rtt:") for f in fields)
+    assert "mss:1448" in fields and any(f.startswith("cwnd:") for f in fields)
+    assert "bytes_acked:50001" in fields  # the data and the SYN (tcp_snd_una_update)
+    assert "TcpActiveOpens" in a.nstat()
+    with pytest.raises(ConfigError, match="invalid option"):
+        a.ss("-tz")
+
+
+async def test_ss_time_wait(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair(lab)
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", 80))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", 80))
+    conn, _ = await srv.accept()
+    c.close()
+    await trio.sleep(0.1)
+    conn.close()
+    await trio.sleep(0.5)
+    assert "TIME-WAIT" in a.ss("-ta")
+
+
+@pytest.mark.parametrize("kind", ["veth", "nic"])
+async def test_netperf_tcp_stream(lab: Lab, autojump_clock: object, kind: str) -> None:
+    a, b = pair(lab, kind)
+    res = await netperf(a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=1 << 20)
+    assert res.bytes_received == res.bytes_sent == 1 << 20
+    assert res.wall_goodput_mbps > 0
+
+
+async def test_netperf_tcp_stream_over_a_rated_link(lab: Lab, autojump_clock: object) -> None:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", rate=20e6, delay=0.001)
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    res = await netperf(a, b, "10.0.0.2", test="TCP_STREAM", seconds=1.0)
+    # 20 Mbit/s of line rate: goodput just below it once slow start is over
+    assert 12 < res.throughput_mbps < 20
+
+
+async def test_netperf_tcp_rr_and_udp_stream(lab: Lab, autojump_clock: object) -> None:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", delay=0.0005)
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    rr = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=100)
+    assert rr.transactions == 100
+    assert rr.transactions_per_s == pytest.approx(1000, rel=0.05)  # one 1 ms RTT each
+    udp = await netperf(a, b, "10.0.0.2", test="UDP_STREAM", total_bytes=100 * 1400,
+                        send_size=1400, port=12867)  # fmt: skip
+    assert udp.bytes_received == 100 * 1400
+    with pytest.raises(ValueError, match="unknown test"):
+        await netperf(a, b, "10.0.0.2", test="SCTP_STREAM", seconds=1)
