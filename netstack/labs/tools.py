@@ -843,7 +843,7 @@ def default_commands() -> CommandTable:
                     complete=_complete_ethtool,
                     linux="ethtool"),
             Command("netperf", "TCP/UDP throughput tests", None,
-                    missing="netperf needs TCP, which netstack does not emulate yet",
+                    missing="not wired to the shell yet (netstack.tools.netperf runs it)",
                     linux="netperf"),
             Command("help", "list the commands, or show one's usage", _cmd_help, scope="lab"),
             Command("hosts", "list the hosts and their addresses", _cmd_hosts, scope="lab"),
