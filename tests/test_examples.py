@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import io
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +23,9 @@ def load(name: str) -> ModuleType:
     return module
 
 
+LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "netem", "two_hosts"]
+
+
 def test_every_example_is_tested() -> None:
     tested = {
         "two_hosts_ping",
@@ -35,6 +40,71 @@ def test_every_example_is_tested() -> None:
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     tested |= {"tcp_transfer"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
+    assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
+
+
+@pytest.mark.parametrize("name", LAB_FILES)
+def test_lab_file_runs_and_its_checks_pass(name: str, tmp_path: Path) -> None:
+    """`netstack run examples/NAME.toml --pcap DIR`: every check passes."""
+    from netstack.cli.labs import run_lab_file
+
+    out, err = io.StringIO(), io.StringIO()
+    status = run_lab_file(str(EXAMPLES / f"{name}.toml"), out=out, err=err, pcap_dir=str(tmp_path))
+    assert status == 0, out.getvalue() + err.getvalue()
+    assert re.search(r"(\d+) checks: \1 passed, 0 failed", out.getvalue()), out.getvalue()
+
+
+def test_gre_lab_capture_decodes_as_tcpdump_prints_it(tmp_path: Path) -> None:
+    from netstack.cli.decode import decode
+    from netstack.cli.labs import run_lab_file
+
+    sink = io.StringIO()
+    lab = str(EXAMPLES / "gre_two_sites.toml")
+    assert run_lab_file(lab, out=sink, err=sink, pcap_dir=str(tmp_path)) == 0
+    out, err = io.StringIO(), io.StringIO()
+    assert decode(["-n", "-r", str(tmp_path / "gre-underlay.pcap")], out=out, err=err) == 0
+    lines = out.getvalue().splitlines()
+    assert "link-type EN10MB (Ethernet)" in err.getvalue()
+    assert (
+        "IP 192.0.2.1 > 198.51.100.2: GREv0, off 0x0, key=0x2a, length 96: "
+        "IP 10.1.0.1 > 10.2.0.1: ICMP echo request, id 1, seq 1, length 64"
+    ) in "\n".join(lines)
+    assert any(
+        line.endswith(": UDP, length 100") and "GREv0, off 0x0, key=0x2a, length 140" in line
+        for line in lines
+    )
+    out = io.StringIO()
+    assert decode([str(tmp_path / "gre-inner.pcap")], out=out, err=err) == 0
+    assert "link-type RAW (Raw IP)" in err.getvalue()
+    assert "IP 10.2.0.1 > 10.1.0.1: ICMP echo reply, id 1, seq 3, length 64" in out.getvalue()
+
+
+def test_ipip_and_gretap_captures_decode(tmp_path: Path) -> None:
+    from netstack.cli.decode import decode
+    from netstack.cli.labs import run_lab_file
+
+    sink = io.StringIO()
+    for lab in ("ipip", "gretap"):
+        assert (
+            run_lab_file(str(EXAMPLES / f"{lab}.toml"), out=sink, err=sink, pcap_dir=str(tmp_path))
+            == 0
+        )
+    out, err = io.StringIO(), io.StringIO()
+    assert decode([str(tmp_path / "ipip-underlay.pcap")], out=out, err=err) == 0
+    assert (
+        "IP 192.0.2.1 > 192.0.2.2: IP 10.10.0.1 > 10.10.0.2: "
+        "ICMP echo request, id 1, seq 1, length 64" in out.getvalue()
+    )
+    out = io.StringIO()
+    assert decode(["-c", "4", str(tmp_path / "gretap-underlay.pcap")], out=out, err=err) == 0
+    assert (
+        out.getvalue()
+        .splitlines()[2]
+        .endswith(
+            "IP 192.0.2.1 > 192.0.2.2: GREv0, key=0x7, length 50: "
+            "ARP, Request who-has 10.20.0.2 tell 10.20.0.1, length 28"
+        )
+    )
 
 
 async def test_two_hosts_ping(

@@ -2,11 +2,12 @@
 
 Three hosts in virtual time: ``a`` and ``b`` on two subnets joined by router
 ``r``; ``a``–``r`` is a veth pair, ``r``–``b`` an Ethernet cable at 100 Mbit/s
-with 5 ms of propagation delay. Configured with the same ``ip``/``sysctl``
-commands one types on Linux, then: ARP resolution and pings across the
-router, a TTL-1 ping that the router answers with "time exceeded", a UDP echo
-exchange, a datagram to a closed port (ICMP port unreachable), and the
-counters that recorded it all.
+with 5 ms of propagation delay. The lab is the lab file ``demo.toml`` (also
+``examples/demo.toml``): hosts, links and the same ``ip``/``sysctl`` commands
+one types on Linux. Then: ARP resolution and pings across the router, a
+TTL-1 ping that the router answers with "time exceeded", a UDP echo exchange,
+a datagram to a closed port (ICMP port unreachable), and the counters that
+recorded it all.
 """
 
 from __future__ import annotations
@@ -17,9 +18,14 @@ from typing import TextIO
 import trio
 
 from netstack.host import Host, open_lab, run
+from netstack.labs.labfile import build_lab, parse_lab
+from netstack.labs.session import Session
 from netstack.socket import MSG_DONTWAIT
 
-__all__ = ["demo"]
+__all__ = ["DEMO_LAB", "demo"]
+
+DEMO_LAB = Path(__file__).with_name("demo.toml")
+"""The demo's lab file (installed with the package; ``examples/demo.toml`` is a copy)."""
 
 TOPOLOGY = """\
   a 10.0.1.1/24 ──veth── 10.0.1.254/24 r 10.0.2.254/24 ──100 Mbit/s, 5 ms── 10.0.2.2/24 b
@@ -34,28 +40,19 @@ def _run_ip(out: TextIO, host: Host, command: str) -> None:
 
 
 async def _demo(out: TextIO, pcap_dir: str | None, seed: int) -> int:
-    async with open_lab(seed=seed) as lab:
-        a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
-        lab.add_link("a:eth0", "r:eth0", kind="veth")
-        lab.add_link("r:eth1", "b:eth0", kind="nic", rate=100e6, delay=0.005)
+    spec = parse_lab(DEMO_LAB.read_text(encoding="utf-8"), DEMO_LAB)
+
+    def say(text: str) -> None:
+        print(text, file=out)
+
+    async with open_lab(seed=seed) as lab, trio.open_nursery() as nursery:
         print("netstack demo: three hosts, one router, virtual time\n", file=out)
         print(TOPOLOGY, file=out)
-        if pcap_dir is not None:
-            d = Path(pcap_dir)
-            for host, dev in ((a, "eth0"), (r, "eth0"), (r, "eth1"), (b, "eth0")):
-                host.capture(dev, d / f"{host.name}-{dev}.pcap")
-        for host, cmds in (
-            (a, ["addr add 10.0.1.1/24 dev eth0", "route add default via 10.0.1.254"]),
-            (r, ["addr add 10.0.1.254/24 dev eth0", "addr add 10.0.2.254/24 dev eth1"]),
-            (b, ["addr add 10.0.2.2/24 dev eth0", "route add default via 10.0.2.254"]),
-        ):
-            for cmd in cmds:
-                _run_ip(out, host, cmd)
-        print(
-            f"r# sysctl -w net.ipv4.ip_forward=1\nnet.ipv4.ip_forward = "
-            f"{r.sysctl('net.ipv4.ip_forward=1')}",
-            file=out,
+        session = Session(lab, nursery, out=say, err=say)
+        await build_lab(
+            spec, lab, session, pcap_dir=pcap_dir, echo=say, captures=pcap_dir is not None
         )
+        a, r, b = lab["a"], lab["r"], lab["b"]
 
         print("\na# ping -c 3 10.0.2.2", file=out)
         lines: list[str] = []
@@ -120,6 +117,7 @@ async def _demo(out: TextIO, pcap_dir: str | None, seed: int) -> int:
         print(f"\nVirtual time elapsed: {trio.current_time():.3f} s", file=out)
         ok = result.received == 3 and echoed == 5
         print("demo " + ("OK" if ok else "FAILED"), file=out)
+        nursery.cancel_scope.cancel()
         return 0 if ok else 1
 
 

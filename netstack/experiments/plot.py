@@ -110,7 +110,7 @@ def write_plot(result: ExperimentResult, path: str | Path) -> Path:
         return path
     if suffix == ".png":
         try:
-            import cairosvg  # type: ignore[import-not-found]
+            import cairosvg  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError:
             raise ValueError(
                 "PNG output needs cairosvg (pip install cairosvg); write .svg instead"

@@ -18,6 +18,7 @@ Kernel: net/packet/af_packet.c (packet_rcv), net/core/dev.c (dev_queue_xmit_nit)
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
@@ -50,7 +51,8 @@ class Capture:
 
     Use as a context manager or call :meth:`stop`. ``frames`` holds
     ``(timestamp, bytes, outgoing)`` tuples when no path was given (or
-    ``keep=True``).
+    ``keep=True``); *callback*, if given, is called with each such tuple as
+    the frame passes (``tcpdump`` in the shell prints from it).
     """
 
     def __init__(
@@ -61,14 +63,16 @@ class Capture:
         *,
         keep: bool = False,
         snaplen: int = 262144,
+        callback: Callable[[float, bytes, bool], None] | None = None,
     ) -> None:
         self.net = net
         self.dev = dev
         self.path = Path(path) if path is not None else None
         self.snaplen = snaplen
         self.frames: list[tuple[float, bytes, bool]] = []
-        self.keep = keep or path is None
+        self.keep = keep or (path is None and callback is None)
         self.count = 0
+        self.callback = callback
         self._file: BinaryIO | None = None
         self._writer: dpkt.pcap.Writer | None = None
         if self.path is not None:
@@ -102,6 +106,8 @@ class Capture:
             self._writer.writepkt(data, ts=ts)
         if self.keep:
             self.frames.append((ts, data, outgoing))
+        if self.callback is not None:
+            self.callback(ts, data, outgoing)
 
     def stop(self) -> None:
         """Detach the tap and close the file."""

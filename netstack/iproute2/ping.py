@@ -199,6 +199,7 @@ async def ping(
     ttl: int | None = None,
     deadline: float | None = None,
     output: list[str] | None = None,
+    interrupt: trio.CancelScope | None = None,
 ) -> PingResult:
     """Ping *destination* from *net*; optionally collect ``ping``'s output lines.
 
@@ -210,6 +211,8 @@ async def ping(
         ttl: IP TTL (``-t``).
         deadline: stop after this many seconds in total (``-w``).
         output: if given, receives the lines ``ping`` would print.
+        interrupt: a cancel scope the caller may cancel to stop pinging, as
+            Ctrl-C (SIGINT) stops iputils' ping: the summary is still made.
     """
     v6 = ":" in destination
     try:
@@ -287,7 +290,10 @@ async def ping(
                 emit(f"{len(data)} bytes from {src}: icmp_seq={seq} ttl={ttl_} time={_ms(rtt)} ms")
 
     try:
-        with trio.move_on_at(start + deadline if deadline is not None else math.inf):
+        with (
+            interrupt if interrupt is not None else trio.CancelScope(),
+            trio.move_on_at(start + deadline if deadline is not None else math.inf),
+        ):
             for seq in range(1, count + 1):
                 payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
                 header = struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, 0, seq)

@@ -1,1 +1,64 @@
-"""Helpers for testing protocol behaviour with netstack (pytest plugin in ``plugin``)."""
+"""Testing protocol behaviour with netstack: the pytest plugin and its helpers.
+
+* the plugin (:mod:`.plugin`, registered automatically): fixtures ``lab``,
+  ``two_hosts``, ``routed_hosts``, ``gre_sites``, ``topology``, and pcaps of
+  failing tests;
+* :mod:`.topologies`: the canonical topology functions, :func:`lab_file`;
+* :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
+  ``Frames`` and the layer matchers;
+* :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs.
+"""
+
+from netstack.testing.checkers import (
+    ARP,
+    GRE,
+    ICMP,
+    UDP,
+    Ether,
+    Frames,
+    ICMPv6,
+    IPv4,
+    IPv6,
+    check_frame,
+    decode,
+    expect_frame,
+)
+from netstack.testing.conformance import check_net_device, nic_pair, veth_pair
+from netstack.testing.plugin import topology_fixture
+from netstack.testing.topologies import (
+    GreSites,
+    RoutedHosts,
+    TopologyUnavailable,
+    TwoHosts,
+    gre_sites,
+    lab_file,
+    routed_hosts,
+    two_hosts,
+)
+
+__all__ = [
+    "ARP",
+    "GRE",
+    "ICMP",
+    "UDP",
+    "Ether",
+    "Frames",
+    "GreSites",
+    "ICMPv6",
+    "IPv4",
+    "IPv6",
+    "RoutedHosts",
+    "TopologyUnavailable",
+    "TwoHosts",
+    "check_frame",
+    "check_net_device",
+    "decode",
+    "expect_frame",
+    "gre_sites",
+    "lab_file",
+    "nic_pair",
+    "routed_hosts",
+    "topology_fixture",
+    "two_hosts",
+    "veth_pair",
+]
