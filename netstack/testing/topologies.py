@@ -13,6 +13,11 @@ through the same ``ip``/``sysctl`` commands a user would type.
   ``SetupRoutedStacks``).
 * :func:`gre_sites`: two sites whose routers join their LANs with a GRE
   tunnel across a transit router (needs GRE tunnels; see the function).
+
+Their hosts boot IPv4-only (``net.ipv6.conf.all.disable_ipv6 = 1``), so a
+check of "the next frame on this port" sees what the test sent, not IPv6's
+router solicitations and DAD probes; a test that wants IPv6 builds its own
+hosts (or writes ``0`` to that sysctl).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from netstack.host import Host, Lab
+
+IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
 
 __all__ = [
     "GreSites",
@@ -73,7 +80,7 @@ def _config(host: Host, *commands: str) -> None:
 
 def two_hosts(lab: Lab) -> TwoHosts:
     """``a`` (10.0.0.1/24) and ``b`` (10.0.0.2/24) joined by a veth pair ``eth0``–``eth0``."""
-    a, b = lab.add_host("a"), lab.add_host("b")
+    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0")
     _config(a, "addr add 10.0.0.1/24 dev eth0")
     _config(b, "addr add 10.0.0.2/24 dev eth0")
@@ -82,7 +89,7 @@ def two_hosts(lab: Lab) -> TwoHosts:
 
 def routed_hosts(lab: Lab) -> RoutedHosts:
     """``h1`` — ``router`` — ``h2`` on 10.0.1.0/24 and 10.0.2.0/24, veth links."""
-    h1, router, h2 = lab.add_host("h1"), lab.add_host("router"), lab.add_host("h2")
+    h1, router, h2 = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("h1", "router", "h2"))
     lab.add_link("h1:eth0", "router:eth0")
     lab.add_link("router:eth1", "h2:eth0")
     _config(h1, "addr add 10.0.1.1/24 dev eth0", "route add default via 10.0.1.254")
@@ -110,7 +117,7 @@ def gre_sites(lab: Lab) -> GreSites:
     from netstack.errors import ConfigError
 
     names = ("a1", "ra", "t", "rb", "b1")
-    a1, ra, t, rb, b1 = (lab.add_host(n) for n in names)
+    a1, ra, t, rb, b1 = (lab.add_host(n, sysctls=IPV4_ONLY) for n in names)
     lab.add_link("a1:eth0", "ra:eth0")
     lab.add_link("ra:eth1", "t:eth0")
     lab.add_link("t:eth1", "rb:eth1")

@@ -98,7 +98,7 @@ async def test_lab_file_topology(
 async def test_expect_frame_on_a_port(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    b = lab.add_host("b")
+    b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})  # only what we send
     port = lab.add_port("b:eth0")
     b.ip("addr add 10.0.0.2/24 dev eth0")
     src_mac = b"\x02\x00\x00\x00\x00\x01"
