@@ -589,14 +589,15 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     return ENETDOWN_RC
 
 
-def net_tx_action(net: Net) -> int:
+def net_tx_action(net: Net) -> float:
     """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action().
 
-    A qdisc whose root lock is busy goes back on the queue (``__netif_reschedule``);
-    ``net.tx_busy_until`` records when the earliest such lock frees, in timed mode.
+    A qdisc whose root lock is busy (or, in timed mode, that another CPU was
+    running at this CPU's time) goes back on the queue (``__netif_reschedule``).
+    Returns when the earliest of those frees, in ns of timed mode (inf: none).
     """
-    ran = 0
     busy_until = float("inf")
+    model = net.cpus.model
     for sd in net.softnet:
         queue = sd.output_queue
         if not queue:
@@ -612,19 +613,15 @@ def net_tx_action(net: Net) -> int:
                     line.write("net_tx_action", atomic=True)
                 qdisc_run(q)
                 root_lock.unlock(cpu)
-                model = net.cpus.model
                 if q.state_sched and model is not None:  # timed: another CPU ran it then
                     busy_until = min(busy_until, model.lock_free_at(q.run_iv, cpu.now))
-                ran += 1
             elif not q.deactivated:
                 queue.append(q)  # __netif_reschedule
-                model = net.cpus.model
                 if model is not None:
                     busy_until = min(busy_until, model.lock_free_at(root_lock, cpu.now))
             else:
                 q.state_sched = False
-    net.tx_busy_until = busy_until
-    return ran
+    return busy_until
 
 
 async def net_tx_action_task(net: Net) -> None:
@@ -634,15 +631,15 @@ async def net_tx_action_task(net: Net) -> None:
         if not any(sd.output_queue for sd in net.softnet):
             await lot.park()
             continue
-        net_tx_action(net)
+        busy_until = net_tx_action(net)
         model = net.cpus.model
         if model is not None and model.running:
             await model.wait(net.cpus.current)
-            if net.tx_busy_until != float("inf"):
+            if busy_until != float("inf"):
                 # every qdisc left was locked by another CPU: the softirq gives
                 # up (ksoftirqd) and comes back when the earliest lock is free
                 model.leave()
-                await trio.sleep_until(net.tx_busy_until * 1e-9)
+                await trio.sleep_until(busy_until * 1e-9)
         else:
             await trio.lowlevel.checkpoint()
 

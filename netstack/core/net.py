@@ -165,7 +165,6 @@ class Net:
         self.timers = TimerBase(self)
         self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
-        self.tx_busy_until = float("inf")  # timed mode: see net_tx_action()
         # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
         self.ipv4: Any = None
         self.ipv6: Any = None

@@ -66,7 +66,6 @@ class SpinLock:
     __slots__ = (
         "acquisitions",
         "contentions",
-        "free_at",
         "hold_est",
         "hold_start",
         "holds",
@@ -82,7 +81,6 @@ class SpinLock:
     def __init__(self, name: str) -> None:
         self.name = name
         self.owner = -1
-        self.free_at = 0.0  # timed mode: the latest release on any CPU's clock (ns)
         self.hold_start = 0.0
         self.hold_est = 0.0  # timed mode: a moving average of hold times (ns)
         # timed mode: the last HOLDS_KEPT holds as (start, end) in ns

@@ -11,10 +11,12 @@ Theory of operation. In functional mode the data path costs nothing. A
   speed, to the current CPU's clock and to its profile. Functions that copy or
   checksum data also pay per byte. Nothing is charged in functional mode:
   there is no hook.
-* **locks** — :class:`~netstack.cpu.spinlock.SpinLock` remembers when it was
-  released (``free_at``). A CPU that takes it earlier spins until then: its
-  clock advances, the time is busy time booked to ``_raw_spin_lock``, and the
-  lock counts a contention. Taking a lock is an atomic write to its cache line.
+* **locks** — :class:`~netstack.cpu.spinlock.SpinLock` remembers its recent
+  holds as intervals of virtual time (``holds``); a CPU whose hold of the
+  usual length would collide with one of them spins until it ends
+  (:meth:`TimedModel.lock_free_at`): its clock advances, the time is busy
+  time booked to ``_raw_spin_lock``, and the lock counts a contention.
+  Taking a lock is an atomic write to its cache line.
 * **cache lines** — :class:`~netstack.cpu.cacheline.CacheLine` objects sit on
   the fields the kernel shares between CPUs (dst refcounts, the neighbour's
   ``confirmed``, qdisc state); a miss costs the transfer latency between the
@@ -559,8 +561,6 @@ class TimedModel:
         lock.holds.append((start, end))
         hold = end - start
         lock.hold_est = hold if not lock.hold_est else lock.hold_est + (hold - lock.hold_est) / 8
-        if end > lock.free_at:
-            lock.free_at = end
 
     def lock_free_at(self, lock: SpinLock, t: float) -> float:
         """When *lock* is free for a CPU that wants it at time *t* (ns).
