@@ -212,9 +212,12 @@ def ipip_err(net: Net, skb: SkBuff, info: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-def ipip_netlink_parms(data: IptunParms | None) -> IpTunnelParm:
-    """IFLA_IPTUN_* → parameters. Kernel: net/ipv4/ipip.c, ipip_netlink_parms()."""
-    p = IpTunnelParm(protocol=IPPROTO_IPIP)
+def ipip_netlink_parms(data: IptunParms | None, protocol: int = IPPROTO_IPIP) -> IpTunnelParm:
+    """IFLA_IPTUN_* → parameters; SIT shares it with its own default *protocol*.
+
+    Kernel: net/ipv4/ipip.c, ipip_netlink_parms().
+    """
+    p = IpTunnelParm(protocol=protocol)
     if data is None:
         p.frag_off = IP_DF
         return p

@@ -70,7 +70,7 @@ from netstack.tunnels.ip_tunnel import (
     iptunnel_xmit,
     pskb_inet_may_pull,
 )
-from netstack.tunnels.ipip import IptunParms
+from netstack.tunnels.ipip import IptunParms, ipip_netlink_parms
 from netstack.tunnels.tunnel4 import AF_INET6, XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_SIT
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -335,28 +335,11 @@ def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
 
 
 def _sit_netlink_parms(data: IptunParms | None) -> IpTunnelParm:
-    """Kernel: net/ipv6/sit.c, ipip6_netlink_parms()."""
-    p = IpTunnelParm(protocol=IPPROTO_IPV6)
-    if data is None:
-        p.frag_off = IP_DF
-        return p
-    if data.link is not None:
-        p.link = data.link
-    if data.local is not None:
-        p.saddr = data.local
-    if data.remote is not None:
-        p.daddr = data.remote
-    if data.ttl is not None:
-        p.ttl = data.ttl
-        if p.ttl:
-            p.frag_off = IP_DF
-    if data.tos is not None:
-        p.tos = data.tos
-    if data.proto is not None:
-        p.protocol = data.proto
-    if data.pmtudisc is None or data.pmtudisc:
-        p.frag_off = IP_DF
-    return p
+    """The same IFLA_IPTUN_* parsing as IPIP's, protocol IPPROTO_IPV6 by default.
+
+    Kernel: net/ipv6/sit.c, ipip6_netlink_parms().
+    """
+    return ipip_netlink_parms(data, IPPROTO_IPV6)
 
 
 def _valid_proto(proto: int) -> bool:
