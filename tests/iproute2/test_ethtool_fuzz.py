@@ -22,11 +22,8 @@ WORDS = [
 ]  # fmt: skip
 
 
-@settings(
+@settings(  # deterministic by the suite's profile (tests/conftest.py)
     max_examples=100,
-    deadline=None,
-    derandomize=True,
-    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
