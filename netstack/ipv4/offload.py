@@ -31,6 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import (
+    SKB_GSO_IPXIP4,
     SKB_GSO_TCP_FIXEDID,
     SKB_GSO_TCPV4,
     SKB_GSO_UDP,
@@ -53,6 +54,7 @@ __all__ = [
     "inet_gro_complete",
     "inet_gro_receive",
     "inet_gso_segment",
+    "ipip_gso_segment",
     "ipv4_offload_init",
     "tcp4_gro_complete",
     "tcp4_gro_receive",
@@ -224,6 +226,21 @@ def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
             s.inner_transport_header = iph + ihl
         s = s.next
     return segs
+
+
+def ipip_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment the inner IPv4 packet of an IPIP GSO skb (``SKB_GSO_IPXIP4``).
+
+    The outer ``inet_gso_segment`` has pulled the outer header and counted it
+    in ``encap_level``; this runs ``inet_gso_segment`` again on the inner
+    header, which cuts the TCP payload and fixes the inner IP headers; the
+    outer call then gives each segment its outer length, ID and checksum.
+
+    Kernel: net/ipv4/af_inet.c, ipip_gso_segment().
+    """
+    if not skb.gso_type & SKB_GSO_IPXIP4:
+        return None
+    return inet_gso_segment(ipv4, skb, features)
 
 
 # -- TCP over IPv4 -------------------------------------------------------------------

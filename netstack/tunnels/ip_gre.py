@@ -47,7 +47,7 @@ import attrs
 
 from netstack.core.dev import register_netdevice
 from netstack.core.ethernet import ether_setup
-from netstack.core.features import NETIF_F_LLTX
+from netstack.core.features import NETIF_F_LLTX, SKB_GSO_GRE, SKB_GSO_GRE_CSUM
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,
@@ -479,7 +479,11 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
         return NETDEV_TX_OK
     if skb.data < dev.needed_headroom or skb.cloned:
         skb.cow_head(dev.needed_headroom)  # skb_cow_head()
-    iptunnel_handle_offloads(skb)  # gre_handle_offloads()
+    gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
+    if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
     if t.parms.o_flags & GRE_CSUM and not skb_checksum_help(skb):
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.SKB_CSUM)

@@ -55,6 +55,8 @@ from netstack.core.netdevice import (
 )
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
     PACKET_BROADCAST,
     DropReason,
     SkBuff,
@@ -578,13 +580,37 @@ def ip_tunnel_ctl(
 # ---------------------------------------------------------------------------
 
 
-def iptunnel_handle_offloads(skb: SkBuff) -> None:
-    """Remember where the inner headers are. Kernel: iptunnel_handle_offloads()."""
+def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
+    """Prepare *skb* for encapsulation; False if it must be dropped.
+
+    Remembers where the inner headers are (``skb_reset_inner_headers``) and
+    marks the skb ``encapsulation``. A GSO skb gets *gso_type_mask*
+    (``SKB_GSO_IPXIP4`` for IPIP and SIT, ``SKB_GSO_GRE`` for GRE) added to its
+    ``gso_type``, so that the device below either segments it in hardware
+    (``hw_enc_features``) or ``skb_gso_segment`` finds the tunnel's
+    ``gso_segment`` under the outer header's protocol. A non-GSO skb whose
+    checksum is already complete is sent as plain data (CHECKSUM_NONE, not
+    encapsulated); a CHECKSUM_PARTIAL one keeps its inner checksum for the
+    device or ``skb_checksum_help`` below.
+
+    Kernel: net/ipv4/ip_tunnel_core.c, iptunnel_handle_offloads().
+    """
     if not skb.encapsulation:
         skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
+        skb.inner_transport_header = skb.transport_header
         skb.inner_mac_header = skb.mac_header
         skb.inner_protocol = skb.protocol
         skb.encapsulation = True
+    if skb.gso_size:
+        # (skb_header_unclone() is not needed: gso_type is the skb's own field
+        # here, not shared info, and ip_tunnel_xmit's skb_cow_head() unshares
+        # the headers it writes)
+        skb.gso_type |= gso_type_mask
+        return True
+    if skb.ip_summed != CHECKSUM_PARTIAL:
+        skb.ip_summed = CHECKSUM_NONE
+        skb.encapsulation = False
+    return True
 
 
 def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: int) -> bool:

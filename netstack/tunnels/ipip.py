@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from netstack.core.features import NETIF_F_LLTX
+from netstack.core.features import (
+    NETIF_F_FRAGLIST,
+    NETIF_F_GSO_SOFTWARE,
+    NETIF_F_HIGHDMA,
+    NETIF_F_HW_CSUM,
+    NETIF_F_LLTX,
+    NETIF_F_SG,
+    SKB_GSO_IPXIP4,
+)
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -75,6 +83,13 @@ __all__ = ["IptunParms", "ipip_init_net", "ipip_tunnel_setup"]
 
 _IPIP_KEY: Final = "ipip"
 
+# What an IPIP device can take from the stack above it: any checksum left to
+# do (the NIC below, or skb_checksum_help, fills it in) and GSO skbs of any
+# software-segmentable type, cut after encapsulation (SKB_GSO_IPXIP4).
+IPIP_FEATURES: Final = (
+    NETIF_F_SG | NETIF_F_FRAGLIST | NETIF_F_HIGHDMA | NETIF_F_GSO_SOFTWARE | NETIF_F_HW_CSUM
+)
+
 
 @attrs.define
 class IptunParms:
@@ -109,13 +124,18 @@ IPIP_OPS: Final = IpipOps()
 
 
 def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
-    """Shape an IPIP device; LLTX always. Kernel: net/ipv4/ipip.c, ipip_tunnel_setup()."""
+    """Shape an IPIP device; LLTX and ``IPIP_FEATURES`` always.
+
+    Kernel: net/ipv4/ipip.c, ipip_tunnel_setup().
+    """
     dev.type = ARPHRD_TUNNEL
     dev.flags = IFF_NOARP
     dev.addr_len = 4
     dev.hard_header_len = 0
     dev.priv_flags |= IFF_NO_QUEUE
     dev.features |= NETIF_F_LLTX
+    dev.features |= IPIP_FEATURES
+    dev.hw_features |= IPIP_FEATURES
     ip_tunnel_setup(dev, itn, parms)
 
 
@@ -141,7 +161,10 @@ def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
-    iptunnel_handle_offloads(skb)
+    if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
+        dev.stats.tx_errors += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
     ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
     return NETDEV_TX_OK
 

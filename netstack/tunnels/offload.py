@@ -30,15 +30,22 @@ from typing import TYPE_CHECKING
 from netstack.core.features import SKB_GSO_IPXIP4
 from netstack.gro.core import NapiGroCb, NetOffload
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, inet_gso_segment
-from netstack.wire.ipv4 import IPPROTO_IPIP
+from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, ipip_gso_segment
+from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.ipv4 import IPPROTO_IPIP, IPPROTO_IPV6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.skbuff import SkBuff
     from netstack.ipv4.protocol import Ipv4
 
-__all__ = ["ipip_gro_complete", "ipip_gro_receive", "ipip_offload_init"]
+__all__ = [
+    "ipip_gro_complete",
+    "ipip_gro_receive",
+    "ipip_offload_init",
+    "sit_gso_segment",
+    "sit_offload_init",
+]
 
 
 def ipip_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
@@ -70,10 +77,34 @@ def ipip_offload_init(net: Net) -> None:
     ipv4 = ipv4_of(net)
     if net.patches.ipip_sit_gro:
         offload = NetOffload(
-            partial(inet_gso_segment, ipv4),
+            partial(ipip_gso_segment, ipv4),
             partial(ipip_gro_receive, ipv4),
             partial(ipip_gro_complete, ipv4),
         )
     else:
-        offload = NetOffload(partial(inet_gso_segment, ipv4))
+        offload = NetOffload(partial(ipip_gso_segment, ipv4))
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
+
+
+def sit_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment the inner IPv6 packet of a SIT GSO skb (``SKB_GSO_IPXIP4``).
+
+    ``ipv6_gso_segment`` is IPv6's GSO callback, reached through the Net's
+    ``offload_base``; without one (no IPv6 GSO built) the skb cannot be cut.
+
+    Kernel: net/ipv6/ip6_offload.c, sit_gso_segment().
+    """
+    if not skb.gso_type & SKB_GSO_IPXIP4:
+        return None
+    ipv6_offload = net.offload_base.get(ETH_P_IPV6)
+    if ipv6_offload is None or ipv6_offload.gso_segment is None:
+        return None
+    return ipv6_offload.gso_segment(skb, features)
+
+
+def sit_offload_init(net: Net) -> None:
+    """Register ``sit_offload`` (protocol 41) in IPv4's table: GSO only here.
+
+    Kernel: net/ipv6/ip6_offload.c, ipv6_offload_init() (inet_add_offload(&sit_offload, ...)).
+    """
+    ipv4_of(net).inet_add_offload(IPPROTO_IPV6, NetOffload(partial(sit_gso_segment, net)))

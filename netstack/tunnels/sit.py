@@ -34,7 +34,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.ethernet import LL_RESERVED_SPACE
-from netstack.core.features import NETIF_F_LLTX
+from netstack.core.features import (
+    NETIF_F_FRAGLIST,
+    NETIF_F_GSO_SOFTWARE,
+    NETIF_F_HIGHDMA,
+    NETIF_F_HW_CSUM,
+    NETIF_F_LLTX,
+    NETIF_F_SG,
+    SKB_GSO_IPXIP4,
+)
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -123,6 +131,11 @@ class SitOps(IpTunnelOps):
 
 SIT_OPS: Final = SitOps()
 
+# As IPIP's: checksums and software GSO are done after encapsulation.
+SIT_FEATURES: Final = (
+    NETIF_F_SG | NETIF_F_FRAGLIST | NETIF_F_HIGHDMA | NETIF_F_GSO_SOFTWARE | NETIF_F_HW_CSUM
+)
+
 
 def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape a SIT device; LLTX always. Kernel: net/ipv6/sit.c, ipip6_tunnel_setup()."""
@@ -132,6 +145,8 @@ def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | N
     dev.hard_header_len = 0
     dev.priv_flags |= IFF_NO_QUEUE
     dev.features |= NETIF_F_LLTX
+    dev.features |= SIT_FEATURES
+    dev.hw_features |= SIT_FEATURES
     ip_tunnel_setup(dev, itn, parms)
 
 
@@ -232,7 +247,10 @@ def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
         dev.stats.collisions += 1
         _tx_error(skb, dev, False)
         return
-    iptunnel_handle_offloads(skb)
+    if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
+        rt.release()
+        _tx_error(skb, dev, False)
+        return
     df = tiph.frag_off
     if df:
         mtu = rt.mtu() - (t.hlen + IPV4_HLEN)

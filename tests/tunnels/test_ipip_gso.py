@@ -1,0 +1,157 @@
+"""GSO through an IPIP tunnel: TCP hands the ipip device 64 KB skbs
+(``IPIP_FEATURES``), ``iptunnel_handle_offloads`` marks them
+``SKB_GSO_IPXIP4``, and the NIC below — no IPIP TSO — has them cut by
+software GSO (``inet_gso_segment`` → ``ipip_gso_segment`` →
+``tcp4_gso_segment``). The frames on the wire are byte-identical to those of
+the same transfer with GSO off on the tunnel (TCP building MSS-sized skbs):
+outer and inner IP IDs incrementing, lengths, every checksum."""
+
+from __future__ import annotations
+
+import contextlib
+
+import dpkt
+import trio
+from helpers import IPV4_ONLY
+
+from netstack.core.features import (
+    NETIF_F_GSO,
+    NETIF_F_HW_CSUM,
+    NETIF_F_SG,
+    NETIF_F_TSO,
+    SKB_GSO_IPXIP4,
+    SKB_GSO_TCPV4,
+)
+from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
+from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.errors import ConfigError
+from netstack.host import Host, Lab, open_lab
+from netstack.tcp import TcpSock
+from netstack.tunnels.ip_tunnel import iptunnel_handle_offloads
+
+PORT = 5302
+PAYLOAD = bytes(i % 251 for i in range(1428 * 9 + 1000))
+
+
+def _tunnel(lab: Lab) -> tuple[Host, Host]:
+    a = lab.add_host("a", seed=7, sysctls=IPV4_ONLY)
+    b = lab.add_host("b", seed=8, sysctls=IPV4_ONLY)
+    lab.add_link("a:eth0", "b:eth0", kind="nic")
+    for h, local, remote, inner in (
+        (a, "10.0.0.1", "10.0.0.2", "10.1.0.1/24"),
+        (b, "10.0.0.2", "10.0.0.1", "10.1.0.2/24"),
+    ):
+        h.ip(f"addr add {local}/24 dev eth0")
+        h.ip(f"link add ipip1 type ipip local {local} remote {remote}")
+        h.ip("link set ipip1 up")
+        h.ip(f"addr add {inner} dev ipip1")
+    b.ethtool("-K eth0 gro off")  # the receiver's capture sees the wire frames
+    return a, b
+
+
+async def _burst(lab: Lab, gso: str) -> tuple[list[bytes], list[bytes], int]:
+    """One 10-segment write right after the handshake: (sent, received, ipip1 tx skbs)."""
+    a, b = _tunnel(lab)
+    if gso == "off":
+        with contextlib.suppress(ConfigError):
+            a.ethtool("-K ipip1 tso off gso off")
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.1.0.2", PORT))
+    conn, _ = await srv.accept()
+    assert isinstance(c.sock, TcpSock)
+    await trio.sleep(1)
+    cap_a, cap_b = a.capture("eth0"), b.capture("eth0")
+    skbs0 = a.dev("ipip1").stats.tx_packets
+    await c.sendall(PAYLOAD)
+    got = bytearray()
+    while len(got) < len(PAYLOAD):
+        got += await conn.recv(1 << 16)
+    assert got == PAYLOAD
+    await trio.sleep(0.01)
+    cap_a.stop()
+    cap_b.stop()
+    sent = [f for _, f, out in cap_a.frames if out and len(f) > 100]
+    rcvd = [f for _, f, out in cap_b.frames if not out and len(f) > 100]
+    return sent, rcvd, a.dev("ipip1").stats.tx_packets - skbs0
+
+
+def _check(ip: dpkt.ip.IP) -> None:
+    """The header checksum (and the TCP one, for TCP) is what dpkt computes."""
+    raw = bytes(ip)
+    fresh = dpkt.ip.IP(raw)
+    fresh.sum = 0
+    if isinstance(fresh.data, dpkt.tcp.TCP):
+        fresh.data.sum = 0
+    assert bytes(fresh) == raw
+
+
+async def test_ipip_gso_segments_are_the_mss_sends(autojump_clock: object) -> None:
+    frames: dict[str, tuple[list[bytes], list[bytes], int]] = {}
+
+    async def run(gso: str) -> None:
+        async with open_lab(debug_skb=True) as lab:
+            frames[gso] = await _burst(lab, gso)
+
+    # two labs side by side from the same virtual instant: same ISNs, same timestamps
+    async with trio.open_nursery() as n:
+        for gso in ("on", "off"):
+            n.start_soon(run, gso)
+    gso_sent, gso_wire, gso_skbs = frames["on"]
+    mss_sent, mss_wire, mss_skbs = frames["off"]
+    assert gso_skbs < 10 == mss_skbs  # the tunnel saw GSO skbs, or one skb per segment
+    assert len(gso_wire) == 10
+    assert gso_sent == gso_wire == mss_wire == mss_sent
+    outer = [dpkt.ethernet.Ethernet(f).data for f in gso_wire]
+    inner = [o.data for o in outer]
+    assert all(o.p == 4 and o.df for o in outer)
+    assert [o.id for o in outer] == [(outer[0].id + i) & 0xFFFF for i in range(10)]
+    assert [i.id for i in inner] == [(inner[0].id + k) & 0xFFFF for k in range(10)]
+    assert [o.len - 20 for o in outer] == [i.len for i in inner]
+    seqs = [i.data.seq for i in inner]
+    mss = len(inner[0].data.data)  # 1500 - 20 (outer) - 20 - 20 - 12 (timestamps)
+    assert mss == 1428
+    assert seqs == [(seqs[0] + mss * k) & 0xFFFFFFFF for k in range(10)]
+    assert b"".join(i.data.data for i in inner) == PAYLOAD
+    flags = [i.data.flags for i in inner]
+    assert flags[-1] & dpkt.tcp.TH_PUSH and not any(fl & dpkt.tcp.TH_PUSH for fl in flags[:-1])
+    for o in outer:
+        _check(o)
+        _check(o.data)
+
+
+async def test_the_ipip_device_takes_gso_skbs(lab: Lab, autojump_clock: object) -> None:
+    """ipip.c's IPIP_FEATURES: TCP's route caps allow 64 KB skbs through the tunnel."""
+    a, b = _tunnel(lab)
+    dev = a.dev("ipip1")
+    for bit in (NETIF_F_SG, NETIF_F_HW_CSUM, NETIF_F_TSO, NETIF_F_GSO):
+        assert dev.features & bit and dev.hw_features & bit
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", PORT))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.1.0.2", PORT))
+    assert isinstance(c.sock, TcpSock)
+    assert c.sock.sk_gso_max_segs > 1 and c.sock.sk_route_caps & NETIF_F_TSO
+
+
+def test_iptunnel_handle_offloads() -> None:
+    """A GSO skb gets the tunnel's GSO type; a non-GSO one with its checksum
+    done is sent as plain data; a CHECKSUM_PARTIAL one stays encapsulated."""
+    gso = SkBuff(bytearray(200), 40, 200)
+    gso.network_header = 40
+    gso.gso_size, gso.gso_segs, gso.gso_type = 1440, 3, SKB_GSO_TCPV4
+    gso.ip_summed = CHECKSUM_PARTIAL
+    assert iptunnel_handle_offloads(gso, SKB_GSO_IPXIP4)
+    assert gso.gso_type == SKB_GSO_TCPV4 | SKB_GSO_IPXIP4
+    assert gso.encapsulation and gso.inner_network_header == 40
+    done = SkBuff(bytearray(200), 40, 200)
+    done.ip_summed = CHECKSUM_UNNECESSARY
+    assert iptunnel_handle_offloads(done, SKB_GSO_IPXIP4)
+    assert done.ip_summed == CHECKSUM_NONE and not done.encapsulation and not done.gso_type
+    partial = SkBuff(bytearray(200), 40, 200)
+    partial.ip_summed = CHECKSUM_PARTIAL
+    assert iptunnel_handle_offloads(partial, SKB_GSO_IPXIP4)
+    assert partial.ip_summed == CHECKSUM_PARTIAL and partial.encapsulation
