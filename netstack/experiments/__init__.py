@@ -11,6 +11,7 @@ from __future__ import annotations
 from netstack.experiments.common import Experiment, ExperimentResult, Figure, Run
 from netstack.experiments.gre_ioctl import gre_ioctl
 from netstack.experiments.gre_lltx import gre_lltx
+from netstack.experiments.ipip_sit_gro import ipip_sit_gro
 from netstack.experiments.neigh_confirm import neigh_confirm
 from netstack.experiments.qdisc_validate import qdisc_validate
 
@@ -22,6 +23,7 @@ __all__ = [
     "Run",
     "gre_ioctl",
     "gre_lltx",
+    "ipip_sit_gro",
     "neigh_confirm",
     "qdisc_validate",
 ]
@@ -31,6 +33,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "gre-ioctl": Experiment("gre-ioctl", "seed 3 (2012): fix ip_gre lockless xmits", gre_ioctl, 24),
     "neigh-confirm": Experiment(
         "neigh-confirm", "seed 2 (2012): net: output path optimizations", neigh_confirm, 24
+    ),
+    "ipip-sit-gro": Experiment(
+        "ipip-sit-gro", "seed 4 (2014): net: enable GRO for IPIP and SIT", ipip_sit_gro, 4
     ),
     "qdisc-validate": Experiment(
         "qdisc-validate",
