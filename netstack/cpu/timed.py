@@ -40,6 +40,7 @@ include/linux/cache.h layouts avoid, and perf's view of them.
 from __future__ import annotations
 
 import heapq
+import itertools
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -473,11 +474,28 @@ class TimedModel:
 
     @staticmethod
     def seed_trio() -> None:
-        """Make Trio's run-queue order (it shuffles ties at random) repeatable."""
+        """Make Trio's run-queue order (it shuffles ties at random) repeatable.
+
+        Trio also breaks ties between equal deadlines by ``id()`` of the
+        cancel scopes — by memory address, which depends on everything the
+        process did before (a second run in one process woke tasks in another
+        order and gave other numbers). Ties are broken by the order the
+        deadlines were set instead.
+        """
         try:
             import trio._core._run as _run
 
             _run._r.seed(0)
+            deadlines = _run.Deadlines
+            if not getattr(deadlines.add, "_netstack_fifo", False):
+                order = itertools.count()
+
+                def add(self: Any, deadline: float, cancel_scope: Any) -> None:
+                    heapq.heappush(self._heap, (deadline, next(order), cancel_scope))
+                    self._active += 1
+
+                add._netstack_fifo = True  # type: ignore[attr-defined]
+                deadlines.add = add
         except (ImportError, AttributeError):  # pragma: no cover - a future Trio
             pass
 
