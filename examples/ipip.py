@@ -5,8 +5,10 @@
 
 ``ipip_tunnel_setup`` marks every IPIP device lockless (NETIF_F_LLTX), so
 ``dev_queue_xmit`` never takes its tx queue lock; ``ethtool -k`` says
-``tx-lockless: on [fixed]`` and the 2.6.3x sysfs ``features`` word reads
-0x7000. The outer header is 20 bytes, so the tunnel's MTU is 1480.
+``tx-lockless: on [fixed]``. The 2.6.3x sysfs ``features`` word read 0x7000
+for an IPIP device (seed 3); since 3.10 IPIP devices also have
+``IPIP_FEATURES`` (SG, checksums, GSO), so it reads 0x1b7869 here, the LLTX
+bit 0x1000 included. The outer header is 20 bytes, so the tunnel's MTU is 1480.
 
     python examples/ipip.py
 """

@@ -157,7 +157,7 @@ async def test_ipip(
 ) -> None:
     r: dict[str, Any] = await load("ipip").main()
     assert r["ping"].received == 3
-    assert r["lock"] == 0 and r["features"] == "0x7000"
+    assert r["lock"] == 0 and r["features"] == "0x1b7869"  # LLTX 0x1000 + IPIP_FEATURES
     assert "tx-lockless: on [fixed]" in capsys.readouterr().out
 
 

@@ -6,8 +6,9 @@ net/core/net-sysfs.c formats it. ``features`` is the attribute of the 2.6.3x
 kernels (removed by 3.2, when ethtool's ``ETHTOOL_GFEATURES`` took over):
 the legacy numeric word of the device's *current* features, ``%#lx`` — so
 an ``ip tunnel add … mode gre`` device of a kernel without seed 3's fix reads
-``0x6000`` (NETNS_LOCAL|GRO) and an IPIP device ``0x7000`` (+LLTX), as in
-the seed's report.
+``0x6000`` (NETNS_LOCAL|GRO) and one with LLTX ``0x7000``, as in the seed's
+report (where a 2012 IPIP device, without today's ``IPIP_FEATURES``, read
+``0x7000`` too).
 
 Kernel: net/core/net-sysfs.c (2.6.39 for ``features``).
 """
