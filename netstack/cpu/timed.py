@@ -495,7 +495,7 @@ class TimedModel:
                     self._active += 1
 
                 add._netstack_fifo = True  # type: ignore[attr-defined]
-                deadlines.add = add
+                deadlines.add = add  # type: ignore[method-assign]
         except (ImportError, AttributeError):  # pragma: no cover - a future Trio
             pass
 
