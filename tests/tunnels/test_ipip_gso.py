@@ -9,11 +9,15 @@ outer and inner IP IDs incrementing, lengths, every checksum."""
 from __future__ import annotations
 
 import contextlib
+import struct
 
 import dpkt
 import trio
 from helpers import IPV4_ONLY
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import netstack
 from netstack.core.features import (
     NETIF_F_GSO,
     NETIF_F_HW_CSUM,
@@ -24,6 +28,7 @@ from netstack.core.features import (
 )
 from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.core.xmit import skb_gso_segment
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 from netstack.tcp import TcpSock
@@ -155,3 +160,72 @@ def test_iptunnel_handle_offloads() -> None:
     partial.ip_summed = CHECKSUM_PARTIAL
     assert iptunnel_handle_offloads(partial, SKB_GSO_IPXIP4)
     assert partial.ip_summed == CHECKSUM_PARTIAL and partial.encapsulation
+
+
+def _gso_skb(dev: object, payload: bytes, mss: int, flags: int) -> SkBuff:
+    """An IPIP GSO skb as the ipip device hands it on: Ethernet, outer IPv4
+    (DF, ID 0xfffe), inner IPv4 (DF, ID 0x1234), TCP, *payload*."""
+    total = 20 + 20 + 20 + len(payload)
+    frame = bytearray(b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00")
+    frame += struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0xFFFE, 0x4000, 64, 4, 0,
+                         bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))  # fmt: skip
+    frame += struct.pack("!BBHHHBBH4s4s", 0x45, 0, total - 20, 0x1234, 0x4000, 64, 6, 0,
+                         bytes([10, 1, 0, 1]), bytes([10, 1, 0, 2]))  # fmt: skip
+    frame += struct.pack("!HHIIBBHHH", 5001, 80, 0xFFFFF000, 7, 5 << 4, flags, 512, 0, 0)
+    frame += payload
+    headroom = 64
+    skb = SkBuff(bytearray(headroom) + frame, headroom, headroom + len(frame))
+    skb.mac_header = headroom
+    skb.network_header = headroom + 14
+    skb.transport_header = headroom + 54
+    skb.inner_network_header = headroom + 34
+    skb.inner_transport_header = headroom + 54
+    skb.encapsulation = True
+    skb.protocol = 0x0800
+    skb.dev = dev  # type: ignore[assignment]
+    skb.gso_size = mss
+    skb.gso_segs = -(-len(payload) // mss)
+    skb.gso_type = SKB_GSO_TCPV4 | SKB_GSO_IPXIP4
+    return skb
+
+
+@given(
+    size=st.integers(2, 6000),
+    mss=st.integers(1, 1460),
+    flags=st.sampled_from([0x10, 0x18, 0x19]),
+)
+@settings(max_examples=40)
+def test_skb_gso_segment_of_an_ipip_skb(size: int, mss: int, flags: int) -> None:
+    """Whatever the sizes: every segment's outer and inner headers and TCP
+    checksum are valid (dpkt recomputes them), the IDs of both headers count
+    up, the sequence numbers follow the payload, PSH/FIN only on the last one."""
+    payload = bytes(i * 7 % 256 for i in range(size))
+    if size <= mss:
+        mss = max(1, size - 1)  # a GSO skb is always more than one segment
+    segs: list[SkBuff] = []
+
+    async def main() -> None:
+        async with open_lab() as lab:
+            h = lab.add_host("h", sysctls=IPV4_ONLY)
+            skb = _gso_skb(h.dev("lo"), payload, mss, flags)
+            s = skb_gso_segment(skb, 0)  # a device with no offloads at all
+            while s is not None:
+                segs.append(s)
+                s = s.next
+
+    netstack.run(main)
+    assert len(segs) == -(-size // mss)
+    data = b""
+    for k, s in enumerate(segs):
+        frame = bytes(s.buf[s.data : s.tail])
+        outer = dpkt.ethernet.Ethernet(frame).data
+        inner = outer.data
+        _check(outer)
+        _check(inner)
+        assert (outer.id, inner.id) == ((0xFFFE + k) & 0xFFFF, 0x1234 + k)
+        assert outer.df and inner.df and outer.len == inner.len + 20 == len(frame) - 14
+        assert inner.data.seq == (0xFFFFF000 + k * mss) & 0xFFFFFFFF
+        last = k == len(segs) - 1
+        assert inner.data.flags == (flags if last else flags & ~0x09)
+        data += inner.data.data
+    assert data == payload
