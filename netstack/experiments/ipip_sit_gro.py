@@ -5,16 +5,17 @@ IP-in-IP tunnel over a 10 Gbit/s link, with 1 and with 20 connections. The
 receiving NIC (the seed's bnx2x) does not give CHECKSUM_COMPLETE for
 tunnelled packets and hashes them on the outer 2-tuple only, so every packet
 of every connection arrives on one RX queue and is processed by the one CPU
-that queue interrupts: that CPU checksums every byte (``csum_partial`` in
-``tcp4_gro_receive`` or ``tcp_v4_rcv``) and runs the per-packet receive path
-— ``ip_rcv``, ``ipip_rcv``, the tunnel's ``gro_cells``, the inner ``ip_rcv``,
-``tcp_v4_rcv``, the ACK it sends. Before Tom Herbert's patch
-(``Patches.ipip_sit_gro``) the IPIP offload had no GRO callbacks: each
-packet went up alone, and the interrupting CPU saturates below line rate.
-With the patch the outer and inner headers are matched in GRO on the NIC's
-NAPI and ~45 packets cross the stack as one: the per-packet costs are paid
-once per aggregate, the per-byte checksum remains, and the wire becomes the
-limit.
+that queue interrupts. Before Tom Herbert's patch (``Patches.ipip_sit_gro``)
+the IPIP offload had no GRO callbacks: GRO on the NIC's NAPI flushes every
+outer packet at once, and each goes alone through ``__netif_receive_skb_core``,
+``ip_rcv`` and its route lookup, ``ipip_rcv`` → ``ip_tunnel_rcv`` (lookup,
+decapsulation) into the tunnel's ``gro_cells``, whose NAPI merges the inner
+TCP segments again — checksumming every byte (``csum_partial``: no
+CHECKSUM_COMPLETE) — before the inner ``ip_rcv`` and ``tcp_v4_rcv``. That
+CPU saturates below line rate. With the patch the outer and inner headers are
+matched in GRO on the NIC's NAPI, and a dozen or more packets cross the
+outer path as one: its per-packet costs are paid once per aggregate, the
+per-byte checksum remains, and the wire becomes the limit.
 
 The sender's IPIP device takes 64 KB GSO skbs (``IPIP_FEATURES``);
 ``iptunnel_handle_offloads`` marks them ``SKB_GSO_IPXIP4`` and the NIC,
@@ -23,8 +24,9 @@ which cannot segment IPIP in hardware, has them cut by software GSO
 sender is not what limits either run.
 
 Each run measures *duration* of virtual time after the connections are
-established. Figures: goodput (bytes acknowledged), the busy share of the
-receiver's interrupted CPU and the average utilisation of each host's CPUs.
+established. Figures: goodput (bytes acknowledged), each receiver CPU's busy
+share, the average utilisation of each host, how many packets GRO merged per
+skb on the NIC and in the tunnel's gro_cells, and the GRO hold-list evictions.
 SIT needs TCP over IPv6, which does not exist yet: its rows say so.
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
@@ -136,12 +138,14 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
                                   wait=rx.wait_readable))  # fmt: skip
         una = [tx.snd_una for tx, _ in pairs]
         gro0 = gro_statistics(b.net, "eth0")
+        cells0 = gro_statistics(b.net, "ipip1")
         with model.measuring():
             with trio.move_on_after(duration):  # netperf -l
                 await model.run_threads(threads)
             report = model.report()
         acked = sum((tx.snd_una - u) & 0xFFFFFFFF for (tx, _), u in zip(pairs, una, strict=True))
         gro1 = gro_statistics(b.net, "eth0")
+        cells1 = gro_statistics(b.net, "ipip1")
     label = "after" if patches.ipip_sit_gro else "before"
     by_host = {h: sorted((c for c in report.cpus if c.host == h), key=lambda c: c.cpu)
                for h in ("a", "b")}  # fmt: skip
@@ -152,6 +156,8 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
 
     received = gro1.received - gro0.received
     up = (gro1.normal - gro0.normal) + (gro1.complete - gro0.complete)
+    cells_in = cells1.received - cells0.received
+    cells_up = (cells1.normal - cells0.normal) + (cells1.complete - cells0.complete)
     pub = PUBLISHED.get(("ipip", conns, label))
     figures = (
         Figure("throughput", "Mbit/s", acked * 8 / report.elapsed_ns * 1e3, pub and pub[0]),
@@ -162,6 +168,10 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
         Figure("sender CPU utilisation", "% of all", util("a")),
         Figure("CPU of the RX interrupts", "", float(rx_cpu)),
         Figure("wire packets per skb up the stack", "", received / up if up else 0.0),
+        # the tunnel's gro_cells merge inner TCP again after decapsulation
+        Figure(
+            "ipip1 skbs per skb into TCP (gro_cells)", "", cells_in / cells_up if cells_up else 0.0
+        ),
         Figure("GRO hold-list evictions", "", float(gro1.flush_overflow - gro0.flush_overflow)),
     )
     return Run(f"ipip, {conns} conn, {label}", figures, report)
