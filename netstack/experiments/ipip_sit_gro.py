@@ -46,14 +46,14 @@ from netstack.cpu.timed import Machine, Thread, TimedModel
 from netstack.experiments.common import ExperimentResult, Figure, Run, Which
 from netstack.gro import gro_statistics
 from netstack.host.lab import open_lab, run
-from netstack.socket import AF_INET, SOCK_STREAM
+from netstack.socket import AF_INET, AF_INET6, SOCK_STREAM
 
 if TYPE_CHECKING:
     from netstack.host.host import Host
     from netstack.socket import Socket
     from netstack.tcp.sock import TcpSock
 
-__all__ = ["MACHINE", "PUBLISHED", "ipip_sit_gro"]
+__all__ = ["MACHINE", "PUBLISHED", "TUNNELS", "ipip_sit_gro"]
 
 MACHINE = Machine()
 # (tunnel, connections, before|after) -> (Mbit/s, CPU utilisation %), as published
@@ -71,7 +71,8 @@ SEND_SIZE = 16384  # netperf's default send size for TCP_STREAM
 RECV_SIZE = 87380  # netperf's default receive size
 PORT = 12865
 OUTER = ("10.0.0.1", "10.0.0.2")
-INNER = ("10.1.0.1", "10.1.0.2")
+INNER = {"ipip": ("10.1.0.1", "10.1.0.2"), "sit": ("fd00:1::1", "fd00:1::2")}
+TUNNELS = ("ipip", "sit")
 
 
 async def _accept(listener: Socket, out: list[Socket]) -> None:
@@ -83,17 +84,24 @@ def _neigh(h: Host, peer: Host, addr: str) -> None:
     h.ip(f"neigh add {addr} lladdr {mac} dev eth0 nud permanent")
 
 
-def _setup(a: Host, b: Host) -> None:
-    for h, (local, remote), inner in ((a, OUTER, INNER[0]), (b, OUTER[::-1], INNER[1])):
+def _setup(a: Host, b: Host, tunnel: str) -> None:
+    inner = INNER[tunnel]
+    for h, (local, remote), addr in ((a, OUTER, inner[0]), (b, OUTER[::-1], inner[1])):
         h.ip(f"addr add {local}/24 dev eth0")
-        h.ip(f"link add ipip1 type ipip local {local} remote {remote}")
-        h.ip("link set ipip1 up")
-        h.ip(f"addr add {inner}/24 dev ipip1")
+        h.ip(f"link add {tunnel}1 type {tunnel} local {local} remote {remote}")
+        if tunnel == "sit":
+            # IPv6 only on the tunnel (the hosts boot with it off by default:
+            # no router solicitations or neighbour probes on eth0)
+            h.sysctl(f"net.ipv6.conf.{tunnel}1.disable_ipv6=0")
+            h.ip(f"-6 addr add {addr}/64 dev {tunnel}1 nodad")
+        else:
+            h.ip(f"addr add {addr}/24 dev {tunnel}1")
+        h.ip(f"link set {tunnel}1 up")
     _neigh(a, b, OUTER[1])
     _neigh(b, a, OUTER[0])
-    # bnx2x in 2014: IPIP hashed on the outer 2-tuple (RSS does that for any
-    # protocol without ports) and checksummed by nobody (rx_csum, see the link);
-    # interrupts coalesced as its default rx-usecs
+    # bnx2x in 2014: IPIP and SIT hashed on the outer 2-tuple (RSS does that
+    # for any protocol without ports) and checksummed by nobody (rx_csum, see
+    # the link); interrupts coalesced as its default rx-usecs
     b.ethtool("-C eth0 rx-usecs 25")
 
 
@@ -105,24 +113,26 @@ def _rx_cpu(b: Host) -> int:
     return q % len(b.net.cpus.cpus)
 
 
-async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> Run:
+async def _one_run(tunnel: str, patches: Patches, conns: int, cpus: int, duration: float) -> Run:
     model = TimedModel(MACHINE)
+    family = AF_INET6 if tunnel == "sit" else AF_INET
+    server = INNER[tunnel][1]
     async with open_lab(timed=model) as lab:
-        v4: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}  # IPv4 TCP only
-        a = lab.add_host("a", cpus=cpus, patches=patches, sysctls=v4)
-        b = lab.add_host("b", cpus=cpus, patches=patches, sysctls=v4)
+        v6_off: dict[str, str | int] = {"net.ipv6.conf.default.disable_ipv6": 1}
+        a = lab.add_host("a", cpus=cpus, patches=patches, sysctls=v6_off)
+        b = lab.add_host("b", cpus=cpus, patches=patches, sysctls=v6_off)
         lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9, rx_csum="unnecessary")
-        _setup(a, b)
+        _setup(a, b, tunnel)
         pairs: list[tuple[TcpSock, TcpSock]] = []
         for i in range(conns):
-            listener = b.socket(AF_INET, SOCK_STREAM)
-            await listener.bind((INNER[1], PORT + i))
+            listener = b.socket(family, SOCK_STREAM)
+            await listener.bind((server, PORT + i))
             listener.listen(1)
-            client = a.socket(AF_INET, SOCK_STREAM)
+            client = a.socket(family, SOCK_STREAM)
             accepted: list[Socket] = []
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_accept, listener, accepted)
-                await client.connect((INNER[1], PORT + i))
+                await client.connect((server, PORT + i))
             pairs.append((cast("TcpSock", client.sock), cast("TcpSock", accepted[0].sock)))
         rx_cpu = _rx_cpu(b)
         # netperf's receivers run where the scheduler puts them: away from the
@@ -138,14 +148,14 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
                                   wait=rx.wait_readable))  # fmt: skip
         una = [tx.snd_una for tx, _ in pairs]
         gro0 = gro_statistics(b.net, "eth0")
-        cells0 = gro_statistics(b.net, "ipip1")
+        cells0 = gro_statistics(b.net, f"{tunnel}1")
         with model.measuring():
             with trio.move_on_after(duration):  # netperf -l
                 await model.run_threads(threads)
             report = model.report()
         acked = sum((tx.snd_una - u) & 0xFFFFFFFF for (tx, _), u in zip(pairs, una, strict=True))
         gro1 = gro_statistics(b.net, "eth0")
-        cells1 = gro_statistics(b.net, "ipip1")
+        cells1 = gro_statistics(b.net, f"{tunnel}1")
     label = "after" if patches.ipip_sit_gro else "before"
     by_host = {h: sorted((c for c in report.cpus if c.host == h), key=lambda c: c.cpu)
                for h in ("a", "b")}  # fmt: skip
@@ -158,7 +168,7 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
     up = (gro1.normal - gro0.normal) + (gro1.complete - gro0.complete)
     cells_in = cells1.received - cells0.received
     cells_up = (cells1.normal - cells0.normal) + (cells1.complete - cells0.complete)
-    pub = PUBLISHED.get(("ipip", conns, label))
+    pub = PUBLISHED.get((tunnel, conns, label))
     figures = (
         Figure("throughput", "Mbit/s", acked * 8 / report.elapsed_ns * 1e3, pub and pub[0]),
         # (the seed's "CPU utilization" is of a larger machine of unknown size:
@@ -168,42 +178,45 @@ async def _one_run(patches: Patches, conns: int, cpus: int, duration: float) -> 
         Figure("sender CPU utilisation", "% of all", util("a")),
         Figure("CPU of the RX interrupts", "", float(rx_cpu)),
         Figure("wire packets per skb up the stack", "", received / up if up else 0.0),
-        # the tunnel's gro_cells merge inner TCP again after decapsulation
-        Figure(
-            "ipip1 skbs per skb into TCP (gro_cells)", "", cells_in / cells_up if cells_up else 0.0
-        ),
         Figure("GRO hold-list evictions", "", float(gro1.flush_overflow - gro0.flush_overflow)),
     )
-    return Run(f"ipip, {conns} conn, {label}", figures, report)
+    if tunnel == "ipip":  # (SIT has no gro_cells: its inner packets go to netif_rx)
+        # the tunnel's gro_cells merge the inner TCP segments again after decapsulation
+        ratio = cells_in / cells_up if cells_up else 0.0
+        figures += (Figure("ipip1 skbs per skb into TCP (gro_cells)", "", ratio),)
+    return Run(f"{tunnel}, {conns} conn, {label}", figures, report)
 
 
-async def _experiment(
-    which: Which, conns: tuple[int, ...], cpus: int, duration: float
+def _experiment(
+    which: Which, tunnels: tuple[str, ...], conns: tuple[int, ...], cpus: int, duration: float
 ) -> ExperimentResult:
     runs: list[Run] = []
-    for n in conns:
-        if which in ("before", "both"):
-            runs.append(await _one_run(Patches(ipip_sit_gro=False), n, cpus, duration))
-        if which in ("after", "both"):
-            runs.append(await _one_run(Patches(), n, cpus, duration))
     headline: list[Figure] = []
-    if which == "both":
-        for i, n in enumerate(conns):
-            before, after = runs[2 * i], runs[2 * i + 1]
-            pb, pa = PUBLISHED.get(("ipip", n, "before")), PUBLISHED.get(("ipip", n, "after"))
+    for tunnel in tunnels:
+        for n in conns:
+            # each run on its own Trio loop and virtual clock, so that its figures
+            # do not depend on which runs came before it
+            pair = []
+            if which in ("before", "both"):
+                pair.append(run(_one_run, tunnel, Patches(ipip_sit_gro=False), n, cpus, duration))
+            if which in ("after", "both"):
+                pair.append(run(_one_run, tunnel, Patches(), n, cpus, duration))
+            runs.extend(pair)
+            if which != "both":
+                continue
+            before, after = pair
+            pb, pa = PUBLISHED.get((tunnel, n, "before")), PUBLISHED.get((tunnel, n, "after"))
             for name, k in (("throughput", 0), ("receiver CPU utilisation", 1)):
                 b = before.figure(name).emulated
                 a = after.figure(name).emulated
                 headline.append(
-                    Figure(f"IPIP {n} conn: {name} after/before", "x", a / b if b else 0.0,
-                           pa[k] / pb[k] if pa and pb else None)
+                    Figure(f"{tunnel.upper()} {n} conn: {name} after/before", "x",
+                           a / b if b else 0.0, pa[k] / pb[k] if pa and pb else None)
                 )  # fmt: skip
     notes = (
         "CPU utilisation is netperf's, taken here as the receiver's: the published "
         "percentages are of the seed's machine (more CPUs than these), so only "
         "their after/before ratios are compared.",
-        "SIT (published 1 connection 5653 -> 9143 Mbit/s, +62 %; 20 connections "
-        "9155 -> 6255): needs TCP over IPv6, which netstack does not have yet — not run.",
     )
     return ExperimentResult(
         "ipip-sit-gro",
@@ -219,6 +232,7 @@ def ipip_sit_gro(
     *,
     cpus: int = 4,
     connections: tuple[int, ...] = (1, 20),
+    tunnels: tuple[str, ...] = TUNNELS,
     duration: float = 0.005,
 ) -> ExperimentResult:
     """Run seed 4's benchmark before and/or after ``ipip_sit_gro``.
@@ -227,12 +241,15 @@ def ipip_sit_gro(
         which: ``"before"``, ``"after"`` or ``"both"``.
         cpus: CPUs of each host.
         connections: the TCP_STREAM connection counts to run (the seed: 1 and 20).
+        tunnels: ``"ipip"`` (IPv4 in IPv4) and/or ``"sit"`` (IPv6 in IPv4).
         duration: virtual seconds each run measures (netperf ``-l``).
     """
     if not 1 <= cpus <= MACHINE.ncpus:
         raise ValueError(f"cpus must be 1..{MACHINE.ncpus}")
     if not connections or any(n < 1 for n in connections):
         raise ValueError("connections must be positive")
+    if not tunnels or any(t not in TUNNELS for t in tunnels):
+        raise ValueError(f"tunnels must be among {TUNNELS}")
     if duration <= 0:
         raise ValueError("duration must be positive")
-    return run(_experiment, which, tuple(connections), cpus, duration)
+    return _experiment(which, tuple(tunnels), tuple(connections), cpus, duration)

@@ -33,6 +33,7 @@ import errno
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import netif_rx
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
@@ -52,7 +53,7 @@ from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
-from netstack.tunnels.inet_ecn import ip_tunnel_ecn_encap
+from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
     IPTUNNEL_ERR_TIMEO_S,
     SIOCADDTUNNEL,
@@ -61,7 +62,6 @@ from netstack.tunnels.ip_tunnel import (
     IpTunnelNet,
     IpTunnelOps,
     IpTunnelParm,
-    TnlPtkInfo,
     ip_tunnel_changelink,
     ip_tunnel_create,
     ip_tunnel_ctl,
@@ -71,7 +71,6 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_init_net,
     ip_tunnel_lookup,
     ip_tunnel_newlink,
-    ip_tunnel_rcv,
     ip_tunnel_setup,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
@@ -291,6 +290,10 @@ def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
 def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     """Protocol 41 from the tunnel4 chain: 0 if taken, -1 if not ours.
 
+    sit.c does its own decapsulation (not ``ip_tunnel_rcv``) and hands the
+    inner IPv6 packet to ``netif_rx``, not to GRO cells (the 6rd/ISATAP spoof
+    checks are not emulated).
+
     Kernel: net/ipv6/sit.c, ipip6_rcv().
     """
     itn = sit_itn_of(net)
@@ -305,8 +308,26 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     if not iptunnel_pull_header(skb, 0, ETH_P_IPV6, False):
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
-    skb.mac_header = skb.data
-    ip_tunnel_rcv(t, skb, TnlPtkInfo(proto=ETH_P_IPV6, no_key=True), nh)
+    tdev = t.dev
+    stats = tdev.stats
+    skb.mac_header = skb.network_header = skb.data
+    skb.dev = tdev
+    if not pskb_inet_may_pull(skb):
+        stats.rx_length_errors += 1
+        stats.rx_errors += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    err = IP_ECN_decapsulate(buf[nh + 1], skb)
+    if err > 1:
+        stats.rx_frame_errors += 1
+        stats.rx_errors += 1
+        kfree_skb(skb, DropReason.IP_TUNNEL_ECN)
+        return 0
+    stats.rx_packets += 1
+    stats.rx_bytes += skb.tail - skb.data
+    # Unlike ip_tunnel_rcv(), SIT has no gro_cells: the inner packet goes to
+    # the backlog, where nothing merges it (inner TCP sees every segment).
+    netif_rx(skb)
     return 0
 
 
