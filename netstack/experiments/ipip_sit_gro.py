@@ -17,21 +17,27 @@ matched in GRO on the NIC's NAPI, and a dozen or more packets cross the
 outer path as one: its per-packet costs are paid once per aggregate, the
 per-byte checksum remains, and the wire becomes the limit.
 
-The sender's IPIP device takes 64 KB GSO skbs (``IPIP_FEATURES``);
-``iptunnel_handle_offloads`` marks them ``SKB_GSO_IPXIP4`` and the NIC,
-which cannot segment IPIP in hardware, has them cut by software GSO
-(``inet_gso_segment`` → ``ipip_gso_segment`` → ``tcp4_gso_segment``), so the
-sender is not what limits either run.
+SIT (IPv6 in IPv4) is the same but for one step: sit.c's ``ipip6_rcv`` hands
+the inner packet to ``netif_rx``, not to GRO cells, so before the patch its
+inner TCP sees every segment — SIT's larger published gain.
+
+The sender's tunnel device takes 64 KB GSO skbs (``IPIP_FEATURES``,
+``SIT_FEATURES``); ``iptunnel_handle_offloads`` marks them
+``SKB_GSO_IPXIP4`` and the NIC, which cannot segment them in hardware, has
+them cut by software GSO (``inet_gso_segment`` → ``ipip_gso_segment`` →
+``tcp4_gso_segment``, or the IPv6 equivalents), so the sender is not what
+limits either run.
 
 Each run measures *duration* of virtual time after the connections are
 established. Figures: goodput (bytes acknowledged), each receiver CPU's busy
 share, the average utilisation of each host, how many packets GRO merged per
-skb on the NIC and in the tunnel's gro_cells, and the GRO hold-list evictions.
-SIT needs TCP over IPv6, which does not exist yet: its rows say so.
+skb on the NIC and (IPIP) in the tunnel's gro_cells, and the GRO hold-list
+evictions. Each run has its own Trio loop and virtual clock.
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
 ipip_gso_segment), net/ipv4/ipip.c (IPIP_FEATURES), net/ipv4/ip_tunnel_core.c
-(iptunnel_handle_offloads), net/ipv6/ip6_offload.c (sit_gro_receive).
+(iptunnel_handle_offloads), net/ipv6/ip6_offload.c (sit_gro_receive),
+net/ipv6/sit.c (ipip6_rcv).
 """
 
 from __future__ import annotations

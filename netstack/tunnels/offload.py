@@ -24,7 +24,8 @@ verdict would reach the inner TCP check. ``sit_gro_complete`` marks the
 aggregate ``SKB_GSO_IPXIP4`` and completes the inner IPv6 header. Before the
 patch ``sit_offload`` too had only ``gso_segment`` (``ipv6_gso_segment`` for
 the inner header of a 6in4 GSO skb), so 6in4 packets were flushed from GRO on
-the physical device and aggregated only later, in the sit device's gro_cells.
+the physical device and never aggregated: sit's ``ipip6_rcv`` hands the
+inner packet to ``netif_rx``, which has no GRO.
 
 GRE (protocol 47, Jerry Chu's ``gre_offload``, 3.13+, not a seed patch):
 ``gre_gro_receive`` takes version-0 headers with at most the K flag — any
