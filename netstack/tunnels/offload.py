@@ -34,8 +34,11 @@ packets with other flags, another protocol or another key are another flow;
 the inner header's callbacks decide the merge. ``gre_gro_complete`` marks
 the aggregate ``SKB_GSO_GRE`` and completes the inner header. netstack
 flushes GRE packets with the C (checksum) flag, which the kernel validates
-and merges; GRE has no ``gso_segment`` here (a GRE aggregate that must be
-forwarded out of a device is dropped by ``validate_xmit_skb``).
+and merges. ``gre_gso_segment`` cuts a GRE aggregate again when it is
+forwarded to a device without GRE segmentation: the inner header's
+``gso_segment`` cuts the payload below the copied outer headers, then each
+segment's GRE checksum (if any) is filled; the outer IPv4 header is fixed by
+the ``inet_gso_segment`` that called it.
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
 ipip_offload, ipv4_offload_init), net/ipv6/ip6_offload.c (sit_gro_receive
@@ -50,12 +53,13 @@ from typing import TYPE_CHECKING
 
 from netstack.core.features import SKB_GSO_GRE, SKB_GSO_IPXIP4
 from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload
+from netstack.gro.segment import skb_gso_cb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, inet_gso_segment
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.offload import ipv6_gro_complete, ipv6_gro_receive, ipv6_gso_segment
 from netstack.wire.checksum import csum_block_sub, csum_partial
-from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY
+from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY, gre_checksum
 from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP
 from netstack.wire.ipv6 import NEXTHDR_IPV6
 
@@ -68,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "gre_gro_complete",
     "gre_gro_receive",
+    "gre_gso_segment",
     "gre_offload_init",
     "ipip_gro_complete",
     "ipip_gro_receive",
@@ -217,6 +222,49 @@ def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     return err
 
 
+def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a GRE GSO skb whose ``data`` is at its GRE header.
+
+    netstack's ``skb_segment`` copies every header from the link header down,
+    so the inner ``gso_segment`` cuts below the outer headers and this layer
+    only fixes its own header in each segment (the kernel pulls the tunnel
+    header and pushes it back around ``skb_mac_gso_segment``).
+
+    Kernel: net/ipv4/gre_offload.c, gre_gso_segment().
+    """
+    if not skb.encapsulation:
+        return None
+    buf = skb.buf
+    greh = skb.data
+    if skb.tail - greh < GRE_HLEN:
+        return None
+    flags = (buf[greh] << 8) | buf[greh + 1]
+    grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0) + (4 if flags & GRE_CSUM else 0)
+    ptype = net.offload_base.get((buf[greh + 2] << 8) | buf[greh + 3])
+    if ptype is None or ptype.gso_segment is None or skb.tail - greh < grehlen:
+        return None
+    mac = skb.mac_header if skb.mac_header >= 0 else greh
+    gre_off = greh - mac
+    skb_gso_cb(skb).encap_level += grehlen
+    skb.data = greh + grehlen  # __skb_pull(skb, tnl_hlen)
+    segs = ptype.gso_segment(skb, features)
+    skb.data = greh
+    if segs is None or segs is skb:
+        return segs
+    s: SkBuff | None = segs
+    while s is not None:
+        g = s.mac_header + gre_off
+        s.transport_header = g
+        if flags & GRE_CSUM:
+            sb = s.buf
+            sb[g + 4] = sb[g + 5] = 0
+            c = gre_checksum(sb, g, s.tail)
+            sb[g + 4] = c >> 8
+            sb[g + 5] = c & 0xFF
+        s = s.next
+    return segs
+
+
 def gre_offload_init(net: Net) -> None:
     """Register ``gre_offload`` for IPPROTO_GRE in IPv4's table (built in, no patch).
 
@@ -224,5 +272,9 @@ def gre_offload_init(net: Net) -> None:
     """
     ipv4_of(net).inet_add_offload(
         IPPROTO_GRE,
-        NetOffload(None, partial(gre_gro_receive, net), partial(gre_gro_complete, net)),
+        NetOffload(
+            partial(gre_gso_segment, net),
+            partial(gre_gro_receive, net),
+            partial(gre_gro_complete, net),
+        ),
     )
