@@ -4,7 +4,7 @@ and must cut the aggregates again on the way out (``gre_gso_segment``,
 receives well-formed MSS-sized frames whose every checksum verifies.
 
     a 192.0.2.1 ── nic ── r (GRO on eth0, forwarding) ── nic ── b 198.51.100.2
-    tunnel t1 between a and b: gre [key|csum], ipip or sit
+    tunnel t1 between a and b: gre [key|csum], ipip or sit (or plain IPv6, routed)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def inner_ok(inner: dpkt.Packet) -> bool:
     return bool(dpkt.in_cksum(pseudo + seg) == 0)
 
 
-@pytest.mark.parametrize("tunnel", ["gre", "gre key 7", "gre csum", "ipip", "sit"])
+@pytest.mark.parametrize("tunnel", ["gre", "gre key 7", "gre csum", "ipip", "sit", "ipv6"])
 async def test_router_resegments_tunnel_aggregates(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tunnel: str
 ) -> None:
@@ -47,8 +47,20 @@ async def test_router_resegments_tunnel_aggregates(
     r.sysctl("net.ipv4.ip_forward=1")
     r.ethtool("-K eth1 tso off gso off")  # the router's way out cannot take aggregates
     kind, *opts = tunnel.split()
-    v6 = kind == "sit"
-    ends = ((a, "192.0.2.1", "198.51.100.2", 1), (b, "198.51.100.2", "192.0.2.1", 2))
+    v6 = kind in ("sit", "ipv6")
+    ends: tuple[tuple[netstack.Host, str, str, int], ...] = (
+        (a, "192.0.2.1", "198.51.100.2", 1),
+        (b, "198.51.100.2", "192.0.2.1", 2),
+    )
+    if kind == "ipv6":  # no tunnel: TCPv6 routed by r
+        a.ip("-6 addr add 2001:db8:1::1/64 dev eth0 nodad")
+        r.ip("-6 addr add 2001:db8:1::fe/64 dev eth0 nodad")
+        r.ip("-6 addr add 2001:db8:9::fe/64 dev eth1 nodad")
+        b.ip("-6 addr add 2001:db8:9::2/64 dev eth0 nodad")
+        a.ip("-6 route add default via 2001:db8:1::fe")
+        b.ip("-6 route add default via 2001:db8:9::fe")
+        r.sysctl("net.ipv6.conf.all.forwarding=1")
+        ends = ()
     for h, me, peer, n in ends:
         h.ip(f"link add t1 type {kind} local {me} remote {peer} {' '.join(opts)}".strip())
         h.ip("link set t1 up")
@@ -81,6 +93,11 @@ async def test_router_resegments_tunnel_aggregates(
     assert r.dev("eth1").stats.tx_dropped == 0
     cap.stop()
     frames = [dpkt.ethernet.Ethernet(f) for _, f, out in cap.frames if out]
+    if kind == "ipv6":
+        pkts = [e.data for e in frames if isinstance(e.data, dpkt.ip6.IP6) and e.data.nxt == 6]
+        assert len(pkts) > len(payload) // 1500
+        assert all(len(bytes(p)) <= 1500 and inner_ok(p) for p in pkts)
+        return
     outer = [e.data for e in frames if isinstance(e.data, dpkt.ip.IP)]
     assert len(outer) > len(payload) // 1500
     for ip in outer:
