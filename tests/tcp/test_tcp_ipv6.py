@@ -286,3 +286,32 @@ async def test_ipv6_connection_pcap_is_clean(
         rows = tshark_tcp_rows(path)
         assert len(rows) == len(tcp6)
         assert all(not malformed and status == "1" for malformed, status, _ in rows)
+
+
+async def test_ipv6_socket_options_reach_the_header(lab: Lab, autojump_clock: object) -> None:
+    """IPV6_TCLASS and IPV6_UNICAST_HOPS through icsk_af_ops->setsockopt; v6-only."""
+    from netstack.socket import IPPROTO_IPV6, IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY
+
+    a, b = pair6(lab)
+    await trio.sleep(2)
+    srv = await listener6(b)
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_V6ONLY) == 1
+    with pytest.raises(OSError):
+        c.setsockopt(IPPROTO_IPV6, IPV6_V6ONLY, 0)  # no dual stack
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS) == 64
+    c.setsockopt(IPPROTO_IPV6, IPV6_TCLASS, 0x28)
+    c.setsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 7)
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_TCLASS) == 0x28
+    with pytest.raises(OSError):
+        c.setsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 256)
+    cap = b.capture("eth0")
+    await c.connect(("2001:db8::2", PORT))
+    conn, _ = await srv.accept()
+    await c.sendall(b"x" * 100)
+    assert await conn.recv(100) == b"x" * 100
+    cap.stop()
+    sent = [p for p in tcp6_segments(cap.frames) if p.data.sport != PORT]
+    assert sent and all(p.hlim == 7 for p in sent)
+    tclass = {(int.from_bytes(bytes(p)[:4], "big") >> 20) & 0xFF for p in sent}
+    assert tclass == {0x28}
