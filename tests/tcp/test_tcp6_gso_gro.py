@@ -310,3 +310,18 @@ async def test_checksum_complete_settles_tcp6_without_summing_again(
         skb.csum = csum_partial(skb.buf, skb.data, skb.tail)
         results.append(r.node.receive(r.napi, skb))
     assert results == [GRO_HELD, GRO_MERGED_FREE]
+
+
+@pytest.mark.parametrize("test", ["TCP_STREAM", "TCP_RR", "UDP_STREAM"])
+async def test_netperf_over_ipv6(lab: Lab, autojump_clock: object, test: str) -> None:
+    from netstack.tools import netperf
+
+    a, b = pair6(lab, "veth")
+    await trio.sleep(2)
+    if test == "TCP_RR":
+        res = await netperf(a, b, B6, test=test, transactions=100)
+        assert res.transactions == 100
+    else:
+        res = await netperf(a, b, B6, test=test, total_bytes=1 << 20, send_size=1024)
+        assert res.bytes_received == res.bytes_sent == 1 << 20
+    assert res.wall_seconds > 0
