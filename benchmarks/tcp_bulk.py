@@ -50,7 +50,6 @@ async def run_once(
         if family == 6:
             a.ip("-6 addr add 2001:db8::1/64 dev eth0 nodad")
             b.ip("-6 addr add 2001:db8::2/64 dev eth0 nodad")
-            await trio.sleep(0)
         else:
             a.ip("addr add 10.0.0.1/24 dev eth0")
             b.ip("addr add 10.0.0.2/24 dev eth0")
