@@ -22,9 +22,10 @@ which (with the same patch) clears the ``flush_id`` the outer IPv4 header
 stored — IPv6 has no IP ID, and without the clearing the outer header's ID
 verdict would reach the inner TCP check. ``sit_gro_complete`` marks the
 aggregate ``SKB_GSO_IPXIP4`` and completes the inner IPv6 header. Before the
-patch ``sit_offload`` too had only ``gso_segment`` (``ipv6_gso_segment`` for
-the inner header of a 6in4 GSO skb), so 6in4 packets were flushed from GRO on
-the physical device and aggregated only later, in the sit device's gro_cells.
+patch ``sit_offload`` too had only ``gso_segment`` (``sit_gso_segment``:
+``ipv6_gso_segment`` for the inner header of a ``SKB_GSO_IPXIP4`` skb), so
+6in4 packets were flushed from GRO on the physical device and aggregated
+only later, in the sit device's gro_cells.
 
 GRE (protocol 47, Jerry Chu's ``gre_offload``, 3.13+, not a seed patch):
 ``gre_gro_receive`` takes version-0 headers with at most the K flag — any
@@ -79,6 +80,7 @@ __all__ = [
     "ipip_offload_init",
     "sit_gro_complete",
     "sit_gro_receive",
+    "sit_gso_segment",
     "sit_offload_init",
 ]
 
@@ -121,6 +123,17 @@ def ipip_offload_init(net: Net) -> None:
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
 
 
+def sit_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a 6in4 GSO skb (``data`` at the inner IPv6 header).
+
+    Kernel: net/ipv6/ip6_offload.c, sit_gso_segment() (4.7+; before, sit_offload
+    used ipv6_gso_segment directly).
+    """
+    if not skb.gso_type & SKB_GSO_IPXIP4:
+        return None
+    return ipv6_gso_segment(ipv6, skb, features)
+
+
 def sit_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for the inner IPv6 header of a 6in4 packet (one level of encapsulation).
 
@@ -152,12 +165,12 @@ def sit_offload_init(net: Net) -> None:
     ipv6 = ipv6_of(net)
     if net.patches.ipip_sit_gro:
         offload = NetOffload(
-            partial(ipv6_gso_segment, ipv6),
+            partial(sit_gso_segment, ipv6),
             partial(sit_gro_receive, ipv6),
             partial(sit_gro_complete, ipv6),
         )
     else:
-        offload = NetOffload(partial(ipv6_gso_segment, ipv6))
+        offload = NetOffload(partial(sit_gso_segment, ipv6))
     ipv4.inet_add_offload(NEXTHDR_IPV6, offload)
 
 
