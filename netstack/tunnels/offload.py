@@ -28,18 +28,20 @@ patch ``sit_offload`` too had only ``gso_segment`` (``sit_gso_segment``:
 only later, in the sit device's gro_cells.
 
 GRE (protocol 47, Jerry Chu's ``gre_offload``, 3.13+, not a seed patch):
-``gre_gro_receive`` takes version-0 headers with at most the K flag — any
-other flag (sequence numbers, routing, another version) flushes — and
-whose protocol has an L3 GRO handler (``offload_base``: IPv4, IPv6). Held
-packets with other flags, another protocol or another key are another flow;
-the inner header's callbacks decide the merge. ``gre_gro_complete`` marks
-the aggregate ``SKB_GSO_GRE`` and completes the inner header. netstack
-flushes GRE packets with the C (checksum) flag, which the kernel validates
-and merges. ``gre_gso_segment`` cuts a GRE aggregate again when it is
-forwarded to a device without GRE segmentation: the inner header's
-``gso_segment`` cuts the payload below the copied outer headers, then each
-segment's GRE checksum (if any) is filled; the outer IPv4 header is fixed by
-the ``inet_gso_segment`` that called it.
+``gre_gro_receive`` takes version-0 headers with at most the K and C flags —
+any other flag (sequence numbers, routing, another version) flushes — and
+whose protocol has an L3 GRO handler (``offload_base``: IPv4, IPv6). A C
+packet's checksum is verified first (a bad one flushes). Held packets with
+other flags, another protocol or another key are another flow; the inner
+header's callbacks decide the merge. ``gre_gro_complete`` marks the
+aggregate ``SKB_GSO_GRE`` and completes the inner header; the aggregate's
+GRE checksum is stale, and ``gre_parse_header`` takes a CHECKSUM_PARTIAL skb
+as verified (``skb_csum_unnecessary``). ``gre_gso_segment`` cuts a GRE
+aggregate again when it is forwarded to a device without GRE segmentation:
+the inner header's ``gso_segment`` cuts the payload below the copied outer
+headers, then each segment's GRE checksum (if any) is computed over its
+finished inner packet; the outer IPv4 header is fixed by the
+``inet_gso_segment`` that called it.
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
 ipip_offload, ipv4_offload_init), net/ipv6/ip6_offload.c (sit_gro_receive
@@ -53,7 +55,14 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from netstack.core.features import SKB_GSO_GRE, SKB_GSO_IPXIP4
-from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload
+from netstack.core.skbuff import CHECKSUM_PARTIAL
+from netstack.core.xmit import skb_checksum_help
+from netstack.gro.core import (
+    GRO_RECURSION_LIMIT,
+    NapiGroCb,
+    NetOffload,
+    skb_gro_checksum_validate,
+)
 from netstack.gro.segment import skb_gso_cb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, inet_gso_segment
@@ -187,24 +196,30 @@ def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     if not cb.encap_mark and skb.tail - off >= GRE_HLEN:
         cb.encap_mark = 1
         flags = (buf[off] << 8) | buf[off + 1]
-        # Only version 0 and the K flag (the kernel also takes C, netstack flushes it).
+        # Only version 0 and the K and C flags: sequence numbers could be
+        # merged, but not segmented again if the aggregate is forwarded.
         ptype = net.offload_base.get((buf[off + 2] << 8) | buf[off + 3])
-        grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0)
+        grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0) + (4 if flags & GRE_CSUM else 0)
         if (
             not flags & ~(GRE_KEY | GRE_CSUM)
-            and not flags & GRE_CSUM
             and ptype is not None
             and ptype.gro_receive is not None
             and skb.tail - off >= grehlen
+            # don't bother verifying the checksum if the packet is flushed anyway
+            and (not flags & GRE_CSUM or cb.flush or skb_gro_checksum_validate(skb, 0))
         ):
             rel = off - skb.data
-            ident = buf[off : off + grehlen]  # flags, protocol and key
+            ident = buf[off : off + 4]  # flags and protocol
+            key = buf[off + grehlen - 4 : off + grehlen] if flags & GRE_KEY else b""
             for p in head:
                 pcb: NapiGroCb = p.cb
                 if not pcb.same_flow:
                     continue
                 o2 = p.data + rel
-                if p.buf[o2 : o2 + grehlen] != ident:
+                pbuf = p.buf
+                if pbuf[o2 : o2 + 4] != ident or (
+                    key and pbuf[o2 + grehlen - 4 : o2 + grehlen] != key
+                ):
                     pcb.same_flow = 0  # another tunnel: flags, protocol or key differ
             cb.off = off + grehlen  # skb_gro_pull()
             if cb.csum_valid:  # skb_gro_postpull_rcsum()
@@ -269,6 +284,8 @@ def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
         g = s.mac_header + gre_off
         s.transport_header = g
         if flags & GRE_CSUM:
+            if s.ip_summed == CHECKSUM_PARTIAL:  # the inner checksum first
+                skb_checksum_help(s)
             sb = s.buf
             sb[g + 4] = sb[g + 5] = 0
             c = gre_checksum(sb, g, s.tail)
