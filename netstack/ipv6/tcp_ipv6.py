@@ -336,11 +336,12 @@ class Ipv6Specific:
         Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_conn_request().
         """
         if not ipv6_unicast_destination(skb):
+            sk.ext.ListenDrops += 1  # tcp_listendrop(); no reset
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
         saddr, _ = _addrs(skb)
-        if ipv6_addr_type(saddr) & (IPV6_ADDR_MAPPED | IPV6_ADDR_MULTICAST):
-            self.tcp.ext.ListenDrops += 1
+        if ipv6_addr_type(saddr) & IPV6_ADDR_MAPPED:
+            self.ipv6.ip6_mib.InHdrErrors += 1
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
         return tcp_conn_request(sk, skb)
