@@ -11,6 +11,7 @@ oracle, and every TCP checksum is verified over the IPv6 pseudo-header.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import struct
 import subprocess
@@ -315,3 +316,38 @@ async def test_ipv6_socket_options_reach_the_header(lab: Lab, autojump_clock: ob
     assert sent and all(p.hlim == 7 for p in sent)
     tclass = {(int.from_bytes(bytes(p)[:4], "big") >> 20) & 0xFF for p in sent}
     assert tclass == {0x28}
+
+
+@pytest.mark.parametrize(
+    ("route", "err"), [("prohibit", errno.EACCES), ("unreachable", errno.ENETUNREACH)]
+)
+async def test_icmpv6_errors_reach_a_connecting_socket(
+    lab: Lab, autojump_clock: object, route: str, err: int
+) -> None:
+    """tcp_v6_err: a router's administratively-prohibited answer to the SYN is fatal
+    (EACCES at once); no-route is soft: the SYNs are retried, and when they run out
+    the soft error is what connect() reports (tcp_write_err: sk_err_soft, else
+    ETIMEDOUT)."""
+    a, r = lab.add_host("a"), lab.add_host("r")
+    lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0")
+    lab.add_link("r:eth1", "b:eth0")
+    a.ip("-6 addr add 2001:db8:1::1/64 dev eth0 nodad")
+    r.ip("-6 addr add 2001:db8:1::fe/64 dev eth0 nodad")
+    a.ip("-6 route add default via 2001:db8:1::fe")
+    r.sysctl("net.ipv6.conf.all.forwarding=1")
+    r.ip(f"-6 route add {route} 2001:db8:7::/64")
+    a.sysctl("net.ipv4.tcp_syn_retries=2")
+    await trio.sleep(2)
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    start = trio.current_time()
+    with pytest.raises(OSError) as e:
+        await c.connect(("2001:db8:7::2", PORT))
+    assert e.value.errno == err
+    elapsed = trio.current_time() - start
+    if err == errno.EACCES:
+        assert elapsed < 0.1  # the first ICMPv6 error ends it
+    else:
+        assert elapsed > 6  # 1 + 2 + 4 s of SYN retransmissions
+        assert tcp_of(a.net).snmp()["TcpExt"].TCPSynRetrans == 2
+    assert a.nstat()["Icmp6InDestUnreachs"] >= 1
