@@ -1,7 +1,7 @@
 """TCP over IPv6 through a 6in4 (SIT) tunnel; `ss -t6` mid-flight, then GRO's counters.
 
-The underlay is IPv4 (192.0.2.0/24 over a veth with GRO on at b); sit1 carries
-2001:db8:9::/64. With the `ipip_sit_gro` patch (seed 4, on by default) b's
+The underlay is IPv4 (192.0.2.0/24 over a veth with GRO on at b and TSO off at
+a, so that the wire carries 1500-byte packets); sit1 carries 2001:db8:9::/64. With the `ipip_sit_gro` patch (seed 4, on by default) b's
 physical device merges the 6in4 packets, so ipip6_rcv and TCP see aggregates.
 
 python examples/tcp6_over_sit.py
@@ -33,6 +33,9 @@ async def main() -> bool:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         b.ethtool("-K eth0 gro on")
+        # sit1 hands 64 KB GSO skbs down (SIT_FEATURES) and veth would carry them
+        # whole; without TSO on a's veth they are cut into 1500-byte 6in4 packets
+        a.ethtool("-K eth0 tso off")
         for h, me, peer in ((a, 1, 2), (b, 2, 1)):
             h.ip(f"addr add 192.0.2.{me}/24 dev eth0")
             h.ip(f"link add sit1 type sit local 192.0.2.{me} remote 192.0.2.{peer}")
