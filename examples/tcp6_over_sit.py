@@ -1,8 +1,9 @@
 """TCP over IPv6 through a 6in4 (SIT) tunnel; `ss -t6` mid-flight, then GRO's counters.
 
 The underlay is IPv4 (192.0.2.0/24 over a veth with GRO on at b and TSO off at
-a, so that the wire carries 1500-byte packets); sit1 carries 2001:db8:9::/64. With the `ipip_sit_gro` patch (seed 4, on by default) b's
-physical device merges the 6in4 packets, so ipip6_rcv and TCP see aggregates.
+a, so that the wire carries 1500-byte packets); sit1 carries 2001:db8:9::/64.
+With the `ipip_sit_gro` patch (seed 4, on by default) b's physical device
+merges the 6in4 packets, so ipip6_rcv and TCP see aggregates.
 
 python examples/tcp6_over_sit.py
 """
