@@ -404,10 +404,10 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
         )
     if result.virtual_seconds <= 0:
         ctx.err(
-            "netperf: no virtual time passed: nothing on the path takes time (no link rate or "
-            "delay, no shaping qdisc, functional mode), so the throughput is unbounded; give a "
-            "link a rate or delay, or shape it (tc qdisc add dev DEV root tbf rate 1gbit burst "
-            "64k latency 10ms)"
+            "netperf: no virtual time passed: nothing on the path takes virtual time (no link "
+            "rate or delay, no shaping qdisc), so the throughput is unbounded; give a link a "
+            "rate or delay, or shape it (tc qdisc add dev DEV root tbf rate 1gbit burst 64k "
+            "latency 10ms)"
         )
     cpu = timed and result.local_cpu is not None
     ctx.out(_table(opts, result, send_size, sndbuf, rcvbuf, cpu, client, server))

@@ -178,3 +178,39 @@ def test_timed_mode_tables_have_netperfs_cpu_columns() -> None:
     # 25 % of 2 CPUs for 1 s over 10000 KB: 50 us/KB; 50 % remote: 100 us/KB
     assert out[5].split() == ["131072", "16384", "16384", "1.00", "81.92", "25.00", "50.00",
                               "50.000", "100.000"]  # fmt: skip
+
+
+def test_a_timed_lab_file_gives_netperf_its_cpu_columns(tmp_path: Any) -> None:
+    """``[lab] timed = true``: the shell's lab runs in timed mode, and netperf's table has
+    the CPU utilisation and service demand columns (``-c -C``'s)."""
+    from netstack.labs.labfile import build_lab, parse_lab, timed_model
+
+    spec = parse_lab(
+        '[lab]\ntimed = true\n[hosts.a]\ncommands = ["ip addr add 10.0.0.1/24 dev eth0"]\n'
+        '[hosts.b]\ncommands = ["ip addr add 10.0.0.2/24 dev eth0"]\n'
+        '[[links]]\nends = ["a:eth0", "b:eth0"]\nkind = "nic"\ndelay = "1ms"\n',
+        tmp_path / "t.toml",
+    )
+    assert spec.timed
+    lines: list[str] = []
+
+    async def main() -> None:
+        async with (
+            netstack.open_lab(timed=timed_model(spec)) as lab,
+            trio.open_nursery() as nursery,
+        ):
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            session = Session(lab, nursery, out=lines.append, err=lines.append, clock=clock)
+            await build_lab(spec, lab, session, captures=False)
+            lines.clear()
+            assert await session.run_line("a netperf -H b -t TCP_RR -l -5 -P 0") == 0
+            nursery.cancel_scope.cancel()
+
+    netstack.run(main)
+    out = "\n".join(lines).split("\n")
+    assert out[1].endswith("CPU    CPU    S.dem   S.dem")
+    words = out[5].split()
+    assert words[:4] == ["16384", "131072", "1", "1"]
+    local, remote = float(words[6]), float(words[7])
+    assert 0 < local < 100 and 0 < remote < 100  # CPU time exists in timed mode
