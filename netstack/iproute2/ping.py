@@ -124,8 +124,8 @@ class PingResult:
     def summary(self) -> str:
         """The closing lines ``ping`` prints.
 
-        Kernel: iputils ping/ping_common.c:ping_print_finish (and
-        ping_print_statistics): *time* is the last transmission's time less
+        iputils: ping/ping_common.c, ping_print_finish() and
+        ping_print_statistics(): *time* is the last transmission's time less
         the start (``cur_time - start_time``: one probe takes 0 ms, waiting for
         its reply does not count), the loss is printed with ``%g``, and the
         rtt figures are integer microseconds, the deviation
