@@ -66,6 +66,13 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice, NetdevQueue
 
+# Cache lines of a queued skb that validate_xmit_skb reads: the sk_buff's line
+# with protocol/ip_summed/encapsulation (netif_skb_features, the checksum test)
+# and skb_shared_info's first line (gso_size/gso_segs, nr_frags, frag_list for
+# skb_needs_linearize). Timed mode charges their transfer when the CPU that
+# dequeues an skb is not the one that queued it.
+SKB_VALIDATE_LINES = 2
+
 __all__ = [
     "TCQ_F_BUILTIN",
     "TCQ_F_CAN_BYPASS",
@@ -164,6 +171,7 @@ class QdiscStats:
     bulk_packets: int  # netstack: skbs dequeued by those restarts
     validations_locked: int  # netstack: validate_xmit_skb_list runs with the root lock held
     validations_unlocked: int  # … and after it was released (qdisc_validate_unlocked)
+    validations_remote: int = 0  # netstack, timed mode: validated by a CPU that did not queue it
 
 
 @attrs.frozen
@@ -246,6 +254,7 @@ class Qdisc:
         self.bulk_packets = 0
         self.validations_locked = 0
         self.validations_unlocked = 0
+        self.validations_remote = 0
 
     # -- the discipline (Qdisc_ops) --------------------------------------------
     def init(self, opt: Any) -> None:
@@ -363,6 +372,7 @@ class Qdisc:
             self.bulk_packets,
             self.validations_locked,
             self.validations_unlocked,
+            self.validations_remote,
         )
 
     def __repr__(self) -> str:
@@ -608,6 +618,24 @@ def qdisc_validate(q: Qdisc, skb: SkBuff | None, dev: NetDevice) -> SkBuff | Non
         q.validations_locked += 1
     else:
         q.validations_unlocked += 1
+    cpu = q.net.cpus.current
+    model = cpu.model
+    if model is not None and q.state_line is not None:  # timed mode
+        index = cpu.index
+        s: SkBuff | None = skb
+        while s is not None:
+            owner = s.xmit_cpu
+            if owner >= 0 and owner != index:
+                # Queued by another CPU, dequeued here: the lines validate_xmit_skb
+                # reads (the sk_buff's header fields, the first of skb_shared_info)
+                # are modified in that CPU's cache.
+                q.validations_remote += 1
+                cpu.charge(
+                    "validate_xmit_skb",
+                    SKB_VALIDATE_LINES * model.machine.transfer_ns(index, owner),
+                )
+            s.xmit_cpu = index
+            s = s.next
     return validate_xmit_skb_list(skb, dev)
 
 
@@ -824,6 +852,7 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     line = q.state_line
     if line is not None:
         line.read("__dev_xmit_skb")  # qdisc_is_running()
+        skb.xmit_cpu = cpu.index  # written here last: hot in this CPU's cache
     contended = q.running
     if contended:
         q.busylock.lock(cpu)
