@@ -409,6 +409,7 @@ SS_USAGE: Final = (
     "   -i, --info          show internal TCP information\n"
     "\n"
     "   -4, --ipv4          display only IP version 4 sockets\n"
+    "   -6, --ipv6          display only IP version 6 sockets\n"
     "   -t, --tcp           display only TCP sockets\n"
     "   -u, --udp           display only UDP sockets"
 )
@@ -423,10 +424,10 @@ async def _cmd_ss(ctx: Context, argv: list[str]) -> int:
         ctx.out("ss utility, iproute2-6.1.0")
         return 0
     long = {"--tcp": "-t", "--udp": "-u", "--all": "-a", "--listening": "-l", "--info": "-i",
-            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4"}  # fmt: skip
+            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4", "--ipv6": "-6"}  # fmt: skip
     argv = [long.get(a, a) for a in argv]
     for a in argv:
-        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali4ne"), None)
+        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali46ne"), None)
         if not a.startswith("-") or bad is not None:
             what = f"unrecognized option '{a}'" if a.startswith("--") else (
                 f"invalid option -- '{bad}'" if a.startswith("-") else f'unknown argument "{a}"'
