@@ -12,8 +12,9 @@ Three configurations:
 
 Prints goodput in Gbit/s of wall-clock time (one core). The issue's target:
 at least 2 Gbit/s with GSO and GRO on. Figures are printed, never asserted.
+``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
 
-    python benchmarks/tcp_bulk.py [--mbytes N] [--profile]
+    python benchmarks/tcp_bulk.py [--mbytes N] [--link veth|nic] [--family 4|6] [--profile]
 """
 
 from __future__ import annotations
@@ -41,18 +42,27 @@ CONFIGS = {
 
 
 async def run_once(
-    mbytes: int, tso: str, gso: str, gro: str, kind: str
+    mbytes: int, tso: str, gso: str, gro: str, kind: str, family: int = 4
 ) -> netstack.tools.NetperfResult:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
-        a.ip("addr add 10.0.0.1/24 dev eth0")
-        b.ip("addr add 10.0.0.2/24 dev eth0")
+        if family == 6:
+            a.ip("-6 addr add 2001:db8::1/64 dev eth0 nodad")
+            b.ip("-6 addr add 2001:db8::2/64 dev eth0 nodad")
+        else:
+            a.ip("addr add 10.0.0.1/24 dev eth0")
+            b.ip("addr add 10.0.0.2/24 dev eth0")
         for host, cmd in ((a, f"-K eth0 tso {tso} gso {gso}"), (b, f"-K eth0 gro {gro}")):
             with contextlib.suppress(ConfigError):  # already so
                 host.ethtool(cmd)
         return await netperf(
-            a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=mbytes << 20, send_size=SEND_SIZE
+            a,
+            b,
+            "2001:db8::2" if family == 6 else "10.0.0.2",
+            test="TCP_STREAM",
+            total_bytes=mbytes << 20,
+            send_size=SEND_SIZE,
         )
 
 
@@ -61,6 +71,7 @@ def main() -> None:
     parser.add_argument("--mbytes", type=int, default=64)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--link", choices=("veth", "nic"), default="veth")
+    parser.add_argument("--family", type=int, choices=(4, 6), default=4)
     args = parser.parse_args()
     for name, (tso, gso, gro) in CONFIGS.items():
         if args.profile and name != "gso+gro":
@@ -68,14 +79,14 @@ def main() -> None:
         prof = cProfile.Profile() if args.profile else None
         if prof is not None:
             prof.enable()
-        res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link)
+        res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link, args.family)
         if prof is not None:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
             pstats.Stats(prof).sort_stats("tottime").print_stats(20)
         assert res.bytes_received == res.bytes_sent
         print(
-            f"{args.link} {name:9s} {res.bytes_received >> 20:5d} MB in "
+            f"{args.link} IPv{args.family} {name:9s} {res.bytes_received >> 20:5d} MB in "
             f"{res.wall_seconds:6.2f} s wall: {res.wall_goodput_mbps / 1000:6.2f} Gbit/s goodput"
         )
 

@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Final
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import RTN_LOCAL
+from netstack.ipv6 import ipv6_of
 from netstack.labs.progress import Progress
 from netstack.tools.netperf import NetperfResult, netperf
 from netstack.wire.ipv4 import aton
+from netstack.wire.ipv6 import aton as aton6
 
 if TYPE_CHECKING:
     from netstack.host import Host
@@ -105,6 +107,10 @@ _UNITS: Final = {
     "M": ("MBytes", 1024.0**2),
     "K": ("KBytes", 1024.0),
 }
+
+
+# the local end netperf's banner names: the wildcard address of the family
+_ANY: Final = {"AF_INET": "0.0.0.0 (0.0.0.0)", "AF_INET6": "::0 (::)"}
 
 
 class _Usage(Exception):
@@ -239,8 +245,8 @@ def _parse(argv: list[str]) -> _Options | str:
             # an optional rate follows ("-c 2400"): netperf's own calibration, not needed
             if not att and i + 1 < len(args) and _is_number(args[i + 1]):
                 i += 1
-        elif flag == "-4":
-            pass
+        elif flag in ("-4", "-6"):
+            pass  # the family follows the address given to -H
         else:
             raise _Usage(f"netperf: invalid option -- '{a.lstrip('-')[:1] or a}'")
         i += 1
@@ -283,11 +289,14 @@ def _is_number(text: str) -> bool:
 
 
 def _owner(ctx: Context, addr: str) -> Host | None:
-    """The lab host that has *addr* as a local address."""
-    a = aton(addr)
+    """The lab host that has *addr* (IPv4 or IPv6) as a local address."""
+    v6 = ":" in addr
+    a = aton6(addr) if v6 else aton(addr)
     for host in ctx.lab.hosts.values():
         try:
-            if ipv4_of(host.net).fib.inet_addr_type(a) == RTN_LOCAL:
+            if v6 and ipv6_of(host.net).ipv6_chk_addr(a, None):
+                return host
+            if not v6 and ipv4_of(host.net).fib.inet_addr_type(a) == RTN_LOCAL:
                 return host
         except (AttributeError, ConfigError):
             continue
@@ -314,6 +323,12 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
     addr: str | None
     if target == "localhost":
         addr = "127.0.0.1"
+    elif ":" in target:  # an IPv6 literal: the test runs over IPv6 (netperf -6)
+        try:
+            aton6(target)
+            addr = target
+        except ValueError:
+            addr = None
     else:
         try:
             aton(target)
@@ -326,13 +341,14 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
             "af AF_UNSPEC\ngetaddrinfo returned -2 Name or service not known"
         )
         return 1
-    server = client if addr.startswith("127.") else _owner(ctx, addr)
+    family = "AF_INET6" if ":" in addr else "AF_INET"
+    server = client if addr.startswith("127.") or addr == "::1" else _owner(ctx, addr)
     if server is None or opts.control_port not in _netservers(ctx)[server.name]:
         ctx.err(
             f"establish control: are you sure there is a netserver listening on {addr} at "
             f"port {opts.control_port}?\nestablish_control could not establish the control "
             f"connection from 0.0.0.0 port 0 address family AF_UNSPEC to {addr} port "
-            f"{opts.control_port} address family AF_INET"
+            f"{opts.control_port} address family {family}"
         )
         return 1
     timed = client.net.cpus[0].model is not None
@@ -361,8 +377,8 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
         ctx.session.state["netperf_port"] = DATA_PORT + (port + 1 - DATA_PORT) % 1000
     if opts.banner:
         ctx.out(
-            f"MIGRATED {_BANNER[opts.test]} from 0.0.0.0 (0.0.0.0) port 0 AF_INET to "
-            f"{target} ({addr}) port 0 AF_INET" + (" : first burst 0" if rr else "")
+            f"MIGRATED {_BANNER[opts.test]} from {_ANY[family]} port 0 {family} to "
+            f"{target} ({addr}) port 0 {family}" + (" : first burst 0" if rr else "")
         )
     bar = Progress(1000, "netperf", enabled=False if ctx.background else None)
 

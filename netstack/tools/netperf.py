@@ -13,7 +13,8 @@ wall-clock time (the emulator's own speed: goodput per core of this machine).
 
 netperf's omni tests: TCP_STREAM (client sends, the server discards),
 TCP_RR (request/response transactions on one connection), UDP_STREAM
-(datagrams; the receiver counts what arrived).
+(datagrams; the receiver counts what arrived). An IPv6 *address* runs them
+over IPv6 (netperf -6).
 
 CPU utilisation (netperf's ``-c``/``-C``) exists in timed mode only: the
 busy nanoseconds the model charged to each host's CPUs during the test,
@@ -33,7 +34,7 @@ import attrs
 import trio
 import trio.lowlevel
 
-from netstack.core.sock import AF_INET, SOCK_DGRAM, SOCK_STREAM
+from netstack.core.sock import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -170,6 +171,16 @@ def _cpu_meter(client: Host, server: Host) -> Iterator[list[Callable[[float], fl
         yield meters
 
 
+def _family(address: str) -> int:
+    """AF_INET6 for an IPv6 literal (``2001:db8::2``), else AF_INET."""
+    return AF_INET6 if ":" in address else AF_INET
+
+
+def _any(address: str) -> str:
+    """The wildcard address of *address*'s family, for the server's bind."""
+    return "::" if ":" in address else ""
+
+
 def _done(start: float, seconds: float | None, sent: int, limit: int | None) -> bool:
     if limit is not None and sent >= limit:
         return True
@@ -186,8 +197,8 @@ async def _tcp_stream(
     size: int,
     progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_STREAM)
+    await srv.bind((_any(address), port))
     srv.listen(1)
     received = 0
     end_time = 0.0
@@ -208,7 +219,7 @@ async def _tcp_stream(
     wall = time.perf_counter()
     async with trio.open_nursery() as n:
         n.start_soon(sink)
-        c = client.socket(AF_INET, SOCK_STREAM)
+        c = client.socket(_family(address), SOCK_STREAM)
         await c.connect((address, port))
         start = trio.current_time()
         while not _done(start, seconds, sent, total):
@@ -235,8 +246,8 @@ async def _tcp_rr(
     resp: int,
     progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_STREAM)
+    await srv.bind((_any(address), port))
     srv.listen(1)
     request = bytes(req)
     response = bytes(resp)
@@ -258,7 +269,7 @@ async def _tcp_rr(
     wall = time.perf_counter()
     async with trio.open_nursery() as n:
         n.start_soon(responder)
-        c = client.socket(AF_INET, SOCK_STREAM)
+        c = client.socket(_family(address), SOCK_STREAM)
         c.setsockopt(6, 1, 1)
         await c.connect((address, port))
         start = trio.current_time()
@@ -291,13 +302,13 @@ async def _udp_stream(
     size: int,
     progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_DGRAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_DGRAM)
+    await srv.bind((_any(address), port))
     received = 0
     buf = bytes(size)
     sent = 0
     wall = time.perf_counter()
-    c = client.socket(AF_INET, SOCK_DGRAM)
+    c = client.socket(_family(address), SOCK_DGRAM)
     start = trio.current_time()
     async with trio.open_nursery() as n:
 

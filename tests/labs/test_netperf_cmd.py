@@ -214,3 +214,23 @@ def test_a_timed_lab_file_gives_netperf_its_cpu_columns(tmp_path: Any) -> None:
     assert words[:4] == ["16384", "131072", "1", "1"]
     local, remote = float(words[6]), float(words[7])
     assert 0 < local < 100 and 0 < remote < 100  # CPU time exists in timed mode
+
+
+async def test_netperf_over_ipv6(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
+    """An IPv6 address to -H runs the test over IPv6, as netperf -6 does."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", delay=0.001)  # RTT 2 ms
+    a.ip("-6 addr add 2001:db8::1/64 dev eth0")
+    b.ip("-6 addr add 2001:db8::2/64 dev eth0")
+    await trio.sleep(3)  # duplicate address detection
+    lines: list[str] = []
+    async with trio.open_nursery() as nursery:
+        session = Session(lab, nursery, out=lines.append, err=lines.append, clock=autojump_clock)
+        assert await session.run_line("a netperf -H 2001:db8::2 -t TCP_RR -l -10") == 0
+        nursery.cancel_scope.cancel()
+    assert lines[0] == (
+        "MIGRATED TCP REQUEST/RESPONSE TEST from ::0 (::) port 0 AF_INET6 "
+        "to 2001:db8::2 (2001:db8::2) port 0 AF_INET6 : first burst 0"
+    )
+    assert lines[1].split("\n")[5].split() == ["16384", "131072", "1", "1", "0.02", "500.00"]
+    autojump_clock.autojump_threshold = 0
