@@ -91,6 +91,7 @@ __all__ = [
     "Qdisc",
     "QdiscStats",
     "QdiscWatchdog",
+    "bstats_update",
     "net_xmit_drop_count",
     "qdisc_dequeue_internal",
     "qdisc_dequeue_peeked",
@@ -172,6 +173,7 @@ class QdiscStats:
     validations_locked: int  # netstack: validate_xmit_skb_list runs with the root lock held
     validations_unlocked: int  # … and after it was released (qdisc_validate_unlocked)
     validations_remote: int = 0  # netstack, timed mode: validated by a CPU that did not queue it
+    skbs: int = 0  # netstack: skbs that left (``packets`` counts a GSO skb as its segments)
 
 
 @attrs.frozen
@@ -255,6 +257,7 @@ class Qdisc:
         self.validations_locked = 0
         self.validations_unlocked = 0
         self.validations_remote = 0
+        self.skbs = 0
 
     # -- the discipline (Qdisc_ops) --------------------------------------------
     def init(self, opt: Any) -> None:
@@ -373,6 +376,7 @@ class Qdisc:
             self.validations_locked,
             self.validations_unlocked,
             self.validations_remote,
+            self.skbs,
         )
 
     def __repr__(self) -> str:
@@ -891,7 +895,18 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     return rc
 
 
+def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
+    """Count *skb* (of ``qdisc_pkt_len`` *length*) leaving *q*: a GSO skb
+    counts as its segments, as ``tc -s`` shows them.
+
+    Kernel: include/net/sch_generic.h, bstats_update() (``skb_is_gso(skb) ?
+    skb_shinfo(skb)->gso_segs : 1``).
+    """
+    q.bytes += length
+    q.packets += skb.gso_segs if skb.gso_size and skb.gso_segs else 1
+    q.skbs += 1
+
+
 def qdisc_bstats_update(q: Qdisc, skb: SkBuff) -> None:
     """Count a packet leaving the qdisc. Kernel: qdisc_bstats_update()."""
-    q.bytes += qdisc_pkt_len(skb)
-    q.packets += 1
+    bstats_update(q, skb, qdisc_pkt_len(skb))
