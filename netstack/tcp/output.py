@@ -74,6 +74,9 @@ from netstack.wire.tcp import (
     TCPHDR_SYN,
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
+    TCPOLEN_TIMESTAMP,
+    TCPOPT_NOP,
+    TCPOPT_TIMESTAMP,
     TcpOutOptions,
 )
 
@@ -100,6 +103,9 @@ __all__ = [
 
 M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
+# the TCP header followed by NOP, NOP, TIMESTAMP (tcp_options_write's common case)
+_TCP_HDR_TS: Final = struct.Struct("!HHIIBBHHHIII")
+_NOP_NOP_TS: Final = (TCPOPT_NOP << 24) | (TCPOPT_NOP << 16) | (TCPOPT_TIMESTAMP << 8) | TCPOLEN_TIMESTAMP
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
 
@@ -520,12 +526,15 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         skb = skb.copy() if skb.cloned else skb.clone()
     tsval = (sk.tcp_mstamp // 1000 + sk.tsoffset) & M32
     flags = tcb.tcp_flags
+    opts: TcpOutOptions | None = None
     if flags & TCPHDR_SYN:
-        opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
-    else:
+        opts = tcp_syn_options(sk, tsval)
+        hlen = 20 + opts.size()
+    elif sk.num_sacks or sk.dsack:
         opts = tcp_established_options(sk, tsval)
-    optlen = opts.size() if opts is not None else 0
-    hlen = 20 + optlen
+        hlen = 20 + opts.size() if opts is not None else 20
+    else:  # the bulk of segments: at most a timestamp, written with the header below
+        hlen = 32 if sk.tstamp_ok else 20
     length = skb.tail - skb.data
     skb.data -= hlen  # skb_push()
     th = skb.data
@@ -533,7 +542,7 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     # skb_orphan + ownership by the socket: the segment is charged until freed
     pure_ack = length == 0 and flags == TCPHDR_ACK
     skb.sk = sk
-    charge = tcb.pcount * 0 + (skb.truesize if length else TCP_SKB_HEAD)
+    charge = skb.truesize if length else TCP_SKB_HEAD
     skb.wmem_charge = charge
     sk.sk_wmem_alloc += charge
     skb.destructor = __sock_wfree if pure_ack else tcp_wfree
@@ -545,21 +554,39 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     else:
         window = tcp_select_window(sk)
     buf = skb.buf
-    TCP_HDR.pack_into(
-        buf,
-        th,
-        sk.inet_sport,
-        sk.inet_dport,
-        tcb.seq,
-        rcv_nxt,
-        (hlen >> 2) << 4,
-        flags,
-        window,
-        0,
-        0,
-    )
-    if opts is not None:
-        opts.write(buf, th + 20)
+    if opts is None and hlen == 32:  # tcp_options_write() of a lone timestamp
+        _TCP_HDR_TS.pack_into(
+            buf,
+            th,
+            sk.inet_sport,
+            sk.inet_dport,
+            tcb.seq,
+            rcv_nxt,
+            0x80,  # doff 8
+            flags,
+            window,
+            0,
+            0,
+            _NOP_NOP_TS,
+            tsval,
+            sk.ts_recent & M32,
+        )
+    else:
+        TCP_HDR.pack_into(
+            buf,
+            th,
+            sk.inet_sport,
+            sk.inet_dport,
+            tcb.seq,
+            rcv_nxt,
+            (hlen >> 2) << 4,
+            flags,
+            window,
+            0,
+            0,
+        )
+        if opts is not None:
+            opts.write(buf, th + 20)
     skb.gso_type = sk.sk_gso_type
     sk.af_ops.send_check(sk, skb)
     if flags & TCPHDR_ACK:

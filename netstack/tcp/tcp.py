@@ -350,7 +350,9 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         raise SockWouldBlock(write=False)
     if bufsize == 0:
         return b""
-    parts: list[bytes | bytearray] = []
+    # views of the skbs' data, joined once: one copy to the caller (kernel:
+    # skb_copy_datagram_msg), none for the slices
+    parts: list[memoryview] = []
     copied = 0
     seq = sk.copied_seq
     i = 0
@@ -364,7 +366,7 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         if avail > 0:
             n = min(avail, bufsize - copied)
             start = skb.data + offset
-            parts.append(skb.buf[start : start + n])
+            parts.append(memoryview(skb.buf)[start : start + n])
             copied += n
             seq = (seq + n) & M32
             if n < avail:
@@ -378,15 +380,17 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         consume_skb(skb)
         if tcb.tcp_flags & 0x01:  # FIN: stop at the end of the stream
             break
+    data = b"".join(parts)
+    del parts  # release the views before anything may resize a buffer
     if peek:
-        return b"".join(parts)
+        return data
     sk.copied_seq = seq
     if copied:
         from netstack.tcp.input import tcp_rcv_space_adjust
 
         tcp_rcv_space_adjust(sk)
         tcp_cleanup_rbuf(sk, copied)
-    return b"".join(parts)
+    return data
 
 
 # -- shutdown and close ----------------------------------------------------------------------------
