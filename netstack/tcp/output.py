@@ -343,9 +343,19 @@ def __tcp_select_window(sk: TcpSock) -> int:
     Kernel: net/ipv4/tcp_output.c, __tcp_select_window().
     """
     mss = sk.icsk_ack_rcv_mss
-    free_space = tcp_space(sk)
-    allowed_space = tcp_full_space(sk)
-    full_space = min(sk.window_clamp, allowed_space)
+    # tcp_space() and tcp_full_space(), inline: this runs for every segment sent
+    scale = sk.tcp.sysctl_tcp_adv_win_scale
+    rcvbuf = sk.sk_rcvbuf
+    free_space = rcvbuf - sk.sk_rmem_alloc
+    if scale <= 0:
+        free_space >>= -scale
+        allowed_space = rcvbuf >> -scale
+    else:
+        free_space -= free_space >> scale
+        allowed_space = rcvbuf - (rcvbuf >> scale)
+    full_space = sk.window_clamp
+    if allowed_space < full_space:
+        full_space = allowed_space
     if mss > full_space:
         mss = full_space
         if mss <= 0:
