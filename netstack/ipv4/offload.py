@@ -246,12 +246,8 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     Kernel: net/ipv4/tcp_offload.c, tcp4_gro_receive().
     """
     cb: NapiGroCb = skb.cb
-    # the pseudo-header is summed only if a check is needed (the kernel's macro
-    # tests __skb_gro_checksum_validate_needed first): not for a local packet
-    if (
-        not cb.flush
-        and not (skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off)
-        and not skb_gro_checksum_validate(skb, inet_gro_compute_pseudo(skb, IPPROTO_TCP))
+    if not cb.flush and not skb_gro_checksum_validate(
+        skb, inet_gro_compute_pseudo(skb, IPPROTO_TCP)
     ):
         cb.flush = 1
         return None

@@ -139,10 +139,7 @@ __all__ = [
 
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
-_III: Final = struct.Struct("!III")
 _H: Final = struct.Struct("!H")
-# NOP, NOP, TIMESTAMP, length 10: the aligned timestamp option (TCPOPT_TSTAMP_HDR)
-_TSTAMP_HDR: Final = (1 << 24) | (1 << 16) | (TCPOPT_TIMESTAMP << 8) | TCPOLEN_TIMESTAMP
 
 # tcp_ack() flags
 FLAG_DATA: Final = 0x01
@@ -211,15 +208,8 @@ def tcp_parse_options(
 
     Kernel: net/ipv4/tcp_input.c, tcp_parse_options().
     """
-    end = th + (buf[th + 12] >> 4) * 4
-    if end - th == 32:  # tcp_parse_aligned_timestamp(): only the usual timestamp
-        word, tsval, tsecr = _III.unpack_from(buf, th + 20)
-        if word == _TSTAMP_HDR:
-            rx.saw_tstamp = True
-            rx.rcv_tsval = tsval
-            rx.rcv_tsecr = tsecr
-            return
     rx.saw_tstamp = False
+    end = th + (buf[th + 12] >> 4) * 4
     syn = bool(buf[th + 13] & TCPHDR_SYN)
     for kind, off, size in iter_options(buf, th + 20, end):
         if kind == TCPOPT_TIMESTAMP:
@@ -744,7 +734,7 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
         skb = q[n]
         tcb: TcpSkbCb = skb.cb
         fully_acked = True
-        if ((snd_una - tcb.end_seq) & M32) > 0x7FFFFFFF:  # after(end_seq, snd_una)
+        if after(tcb.end_seq, snd_una):
             if tcb.pcount == 1 or not after(snd_una, tcb.seq):
                 break
             # tcp_tso_acked(): trim the acknowledged whole segments
@@ -802,6 +792,8 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
             sk.highest_sack = q[0]
     if flag & FLAG_ACKED:
         flag |= FLAG_SET_XMIT_TIMER
+    if not after(sk.snd_una, sk.high_seq) and flag & FLAG_RETRANS_DATA_ACKED:
+        pass
     seq_rtt_us = now - first_ackt if first_ackt >= 0 else -1
     ca_rtt_us = now - last_ackt if last_ackt >= 0 else -1
     if flag & FLAG_ACKED or seq_rtt_us >= 0:
@@ -821,11 +813,10 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
 
 def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> bool:
     """Kernel: net/ipv4/tcp_input.c, tcp_may_update_window()."""
-    wl1 = sk.snd_wl1
     return (
-        ((sk.snd_una - ack) & M32) > 0x7FFFFFFF  # after(ack, snd_una)
-        or ((wl1 - ack_seq) & M32) > 0x7FFFFFFF  # after(ack_seq, snd_wl1)
-        or (ack_seq == wl1 and nwin > sk.snd_wnd)
+        after(ack, sk.snd_una)
+        or after(ack_seq, sk.snd_wl1)
+        or (ack_seq == sk.snd_wl1 and nwin > sk.snd_wnd)
     )
 
 
@@ -900,8 +891,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     prior_delivered = sk.delivered
     prior_lost = sk.lost_out
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
-    # before()/after() are spelled out in this function: it runs for every segment
-    if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
+    if before(ack, prior_snd_una):
         if before(ack, (prior_snd_una - sk.max_window) & M32):
             if not flag & FLAG_NO_CHALLENGE_ACK:
                 tcp_send_challenge_ack(sk)
@@ -910,16 +900,12 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
         if tcb.sacked_off and tcp_is_sack(sk):
             tcp_sacktag_write_queue(sk, skb, prior_snd_una)
         return 0
-    if ((sk.snd_nxt - ack) & M32) > 0x7FFFFFFF:  # after(ack, sk.snd_nxt)
+    if after(ack, sk.snd_nxt):
         return -1
-    if ack != prior_snd_una:  # after(ack, prior_snd_una), given not before()
+    if after(ack, prior_snd_una):
         flag |= FLAG_SND_UNA_ADVANCED
         sk.icsk_retransmits = 0
-    if (
-        flag & FLAG_UPDATE_TS_RECENT
-        and sk.saw_tstamp
-        and ((sk.rcv_wup - tcb.seq) & M32) <= 0x7FFFFFFF  # !after(seq, rcv_wup)
-    ):
+    if flag & FLAG_UPDATE_TS_RECENT and sk.saw_tstamp and not after(tcb.seq, sk.rcv_wup):
         sk.ts_recent = sk.rcv_tsval  # tcp_replace_ts_recent()
         sk.ts_recent_stamp = sk.tcp.seconds()
     if tcb.seq != tcb.end_seq:
@@ -1553,10 +1539,9 @@ def tcp_reset(sk: TcpSock) -> None:
 
 def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
     """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
-    # !before(end_seq, rcv_wup) && !after(seq, rcv_nxt + tcp_receive_window())
-    return ((end_seq - sk.rcv_wup) & M32) <= 0x7FFFFFFF and (
-        (sk.rcv_nxt + tcp_receive_window(sk) - seq) & M32
-    ) <= 0x7FFFFFFF
+    return not before(end_seq, sk.rcv_wup) and not after(
+        seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32
+    )
 
 
 def tcp_send_dupack(sk: TcpSock, skb: SkBuff) -> None:

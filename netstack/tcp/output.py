@@ -33,7 +33,7 @@ from netstack.core.skbuff import (
     SKB_TRUESIZE_OVERHEAD,
     SkBuff,
 )
-from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START
+from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
@@ -74,9 +74,6 @@ from netstack.wire.tcp import (
     TCPHDR_SYN,
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
-    TCPOLEN_TIMESTAMP,
-    TCPOPT_NOP,
-    TCPOPT_TIMESTAMP,
     TcpOutOptions,
 )
 
@@ -103,9 +100,6 @@ __all__ = [
 
 M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
-# the TCP header followed by NOP, NOP, TIMESTAMP (tcp_options_write's common case)
-_TCP_HDR_TS: Final = struct.Struct("!HHIIBBHHHIII")
-_NOP_NOP_TS: Final = (TCPOPT_NOP << 24) | (TCPOPT_NOP << 16) | (TCPOPT_TIMESTAMP << 8) | TCPOLEN_TIMESTAMP
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
 
@@ -343,19 +337,9 @@ def __tcp_select_window(sk: TcpSock) -> int:
     Kernel: net/ipv4/tcp_output.c, __tcp_select_window().
     """
     mss = sk.icsk_ack_rcv_mss
-    # tcp_space() and tcp_full_space(), inline: this runs for every segment sent
-    scale = sk.tcp.sysctl_tcp_adv_win_scale
-    rcvbuf = sk.sk_rcvbuf
-    free_space = rcvbuf - sk.sk_rmem_alloc
-    if scale <= 0:
-        free_space >>= -scale
-        allowed_space = rcvbuf >> -scale
-    else:
-        free_space -= free_space >> scale
-        allowed_space = rcvbuf - (rcvbuf >> scale)
-    full_space = sk.window_clamp
-    if allowed_space < full_space:
-        full_space = allowed_space
+    free_space = tcp_space(sk)
+    allowed_space = tcp_full_space(sk)
+    full_space = min(sk.window_clamp, allowed_space)
     if mss > full_space:
         mss = full_space
         if mss <= 0:
@@ -536,15 +520,12 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         skb = skb.copy() if skb.cloned else skb.clone()
     tsval = (sk.tcp_mstamp // 1000 + sk.tsoffset) & M32
     flags = tcb.tcp_flags
-    opts: TcpOutOptions | None = None
     if flags & TCPHDR_SYN:
-        opts = tcp_syn_options(sk, tsval)
-        hlen = 20 + opts.size()
-    elif sk.num_sacks or sk.dsack:
+        opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
+    else:
         opts = tcp_established_options(sk, tsval)
-        hlen = 20 + opts.size() if opts is not None else 20
-    else:  # the bulk of segments: at most a timestamp, written with the header below
-        hlen = 32 if sk.tstamp_ok else 20
+    optlen = opts.size() if opts is not None else 0
+    hlen = 20 + optlen
     length = skb.tail - skb.data
     skb.data -= hlen  # skb_push()
     th = skb.data
@@ -564,39 +545,21 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     else:
         window = tcp_select_window(sk)
     buf = skb.buf
-    if opts is None and hlen == 32:  # tcp_options_write() of a lone timestamp
-        _TCP_HDR_TS.pack_into(
-            buf,
-            th,
-            sk.inet_sport,
-            sk.inet_dport,
-            tcb.seq,
-            rcv_nxt,
-            0x80,  # doff 8
-            flags,
-            window,
-            0,
-            0,
-            _NOP_NOP_TS,
-            tsval,
-            sk.ts_recent & M32,
-        )
-    else:
-        TCP_HDR.pack_into(
-            buf,
-            th,
-            sk.inet_sport,
-            sk.inet_dport,
-            tcb.seq,
-            rcv_nxt,
-            (hlen >> 2) << 4,
-            flags,
-            window,
-            0,
-            0,
-        )
-        if opts is not None:
-            opts.write(buf, th + 20)
+    TCP_HDR.pack_into(
+        buf,
+        th,
+        sk.inet_sport,
+        sk.inet_dport,
+        tcb.seq,
+        rcv_nxt,
+        (hlen >> 2) << 4,
+        flags,
+        window,
+        0,
+        0,
+    )
+    if opts is not None:
+        opts.write(buf, th + 20)
     skb.gso_type = sk.sk_gso_type
     sk.af_ops.send_check(sk, skb)
     if flags & TCPHDR_ACK:
@@ -717,7 +680,8 @@ def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) 
 
     Kernel: include/net/inet_connection_sock.h, inet_csk_reset_xmit_timer().
     """
-    when = min(when, max_when)
+    if when > max_when:
+        when = max_when
     expires = sk.net.clock.jiffies + when
     if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0, ICSK_TIME_LOSS_PROBE, ICSK_TIME_REO_TIMEOUT):
         sk.icsk_pending = what
@@ -777,8 +741,8 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
         return -22
     tcb: TcpSkbCb = skb.cb
     nsize = cur - length
-    buff = tcp_stream_alloc_skb(sk, nsize)
-    buff.buf[MAX_TCP_HEADER:] = skb.buf[skb.data + length : skb.tail]
+    buff = tcp_stream_alloc_skb(sk)
+    buff.buf += memoryview(skb.buf)[skb.data + length : skb.tail]  # one copy of the tail
     buff.tail = MAX_TCP_HEADER + nsize
     skb.tail = skb.data + length  # skb_trim() (a shared buffer is not written)
     buff.truesize = TCP_SKB_HEAD + nsize
@@ -972,8 +936,6 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
         sk.max_packets_out = sk.packets_out
         sk.max_packets_seq = sk.snd_nxt
         sk.is_cwnd_limited = is_cwnd_limited
-    from netstack.tcp.cong import tcp_is_cwnd_limited
-
     if tcp_is_cwnd_limited(sk):
         sk.snd_cwnd_used = 0
         sk.snd_cwnd_stamp = sk.net.clock.jiffies
