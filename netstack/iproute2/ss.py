@@ -1,11 +1,12 @@
-"""``ss``: the TCP sockets of a host, as iproute2's ``ss -t [-a|-l] [-i] [-n]`` prints them.
+"""``ss``: the TCP sockets of a host, as iproute2's ``ss -t [-a|-l] [-i] [-n] [-4|-6]`` prints them.
 
 Theory of operation: the sockets come from TCP's hash tables (listeners,
 connections, request and TIME_WAIT socks); the queue columns follow ss's
 rules (a listener shows its accept queue and backlog, a connection the bytes
 not yet read and not yet acknowledged); ``-i`` adds the second line of
 ``tcp_info`` fields in ss's order and spelling (misc/ss.c, tcp_show_info).
-Addresses are always numeric (``-n`` is accepted and implied).
+Addresses are always numeric (``-n`` is accepted and implied); IPv6 ones
+are bracketed, ``[2001:db8::1]:80``, as ss prints them.
 
 Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info), net/ipv4/tcp_diag.c.
 """
@@ -19,6 +20,7 @@ from netstack.errors import ConfigError
 from netstack.tcp import TcpSock, tcp_get_info, tcp_of
 from netstack.tcp.sock import TCP_LISTEN, RequestSock, TimewaitSock
 from netstack.wire.ipv4 import ntoa
+from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["ss"]
 
 M32 = 0xFFFFFFFF
+AF_INET = 2
+AF_INET6 = 10
 
 
 def _fmt_rate(bps: float) -> str:
@@ -96,21 +100,29 @@ def _info_line(sk: TcpSock) -> str:
     return "\t " + " ".join(out)
 
 
+def _addr(family: int, addr: int, port: int | str) -> str:
+    """ss's address column: ``10.0.0.1:80``, ``[2001:db8::1]:80`` (misc/ss.c, inet_addr_print)."""
+    if family == AF_INET6:
+        return f"[{ntoa6(addr)}]:{port}"
+    return f"{ntoa(addr)}:{port}"
+
+
 def _row(sk: Any) -> tuple[str, int, int, str, str]:
+    fam = sk.family
     if isinstance(sk, TimewaitSock):
-        local = f"{ntoa(sk.rcv_saddr)}:{sk.num}"
-        peer = f"{ntoa(sk.daddr)}:{sk.dport}"
+        local = _addr(fam, sk.rcv_saddr, sk.num)
+        peer = _addr(fam, sk.daddr, sk.dport)
         return (sk.state_name, 0, 0, local, peer)
     if isinstance(sk, RequestSock):
-        local = f"{ntoa(sk.loc_addr)}:{sk.num}"
-        return ("SYN-RECV", 0, 0, local, f"{ntoa(sk.rmt_addr)}:{sk.rmt_port}")
+        local = _addr(fam, sk.loc_addr, sk.num)
+        return ("SYN-RECV", 0, 0, local, _addr(fam, sk.rmt_addr, sk.rmt_port))
     if sk.state == TCP_LISTEN:
-        local = f"{ntoa(sk.inet_rcv_saddr) if sk.inet_rcv_saddr else '0.0.0.0'}:{sk.inet_num}"
-        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, "0.0.0.0:*")
+        local = _addr(fam, sk.inet_rcv_saddr, sk.inet_num)
+        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, _addr(fam, 0, "*"))
     recvq = (sk.rcv_nxt - sk.copied_seq) & M32
     sendq = (sk.write_seq - sk.snd_una) & M32
-    local = f"{ntoa(sk.inet_saddr)}:{sk.inet_num}"
-    peer = f"{ntoa(sk.inet_daddr)}:{sk.inet_dport}"
+    local = _addr(fam, sk.inet_saddr, sk.inet_num)
+    peer = _addr(fam, sk.inet_daddr, sk.inet_dport)
     return (sk.state_name, recvq, sendq, local, peer)
 
 
@@ -118,6 +130,7 @@ def ss(net: Net, command: str = "-t") -> str:
     """Run ``ss`` with *command*'s options; return what it prints."""
     args = command.split()
     show_info = listening = all_ = False
+    families = set()
     for arg in args:
         if not arg.startswith("-") or arg == "-":
             raise ConfigError(f'ss: unknown argument "{arg}"', errno.EINVAL)
@@ -128,7 +141,11 @@ def ss(net: Net, command: str = "-t") -> str:
                 listening = True
             elif ch == "a":
                 all_ = True
-            elif ch in "tn4e":
+            elif ch == "4":
+                families.add(AF_INET)
+            elif ch == "6":
+                families.add(AF_INET6)
+            elif ch in "tne":
                 pass
             else:
                 raise ConfigError(f"ss: invalid option -- '{ch}'", errno.EINVAL)
@@ -137,6 +154,8 @@ def ss(net: Net, command: str = "-t") -> str:
     for sk in tcp.hashinfo.sockets():
         is_listen = isinstance(sk, TcpSock) and sk.state == TCP_LISTEN
         if listening and not is_listen:
+            continue
+        if families and sk.family not in families:
             continue
         if not listening and not all_ and is_listen:
             continue

@@ -34,7 +34,7 @@ from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, N
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
-from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, Sock, sock_oserror
+from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.core.sysctl import invalid
 from netstack.errors import ConfigError
 from netstack.ipv6 import icmp as _icmp
@@ -73,12 +73,14 @@ from netstack.wire.ipv6 import (
     NEXTHDR_FRAGMENT,
     NEXTHDR_NONE,
     NEXTHDR_ROUTING,
+    NEXTHDR_TCP,
     addr_at,
 )
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
+    from netstack.gro.core import NetOffload
     from netstack.ipv6.route import Fib6Info, Flowi6, Rt6Info
 
 __all__ = ["Inet6Protocol", "Ipv6", "inet6_init", "ipv6_of"]
@@ -153,6 +155,7 @@ class Ipv6:
         self.icmp_global_stamp = -60 * net.clock.hz
         self.peers: dict[int, list[int]] = {}  # inet_peer rate-limit state by address
         self.inet6_protos: dict[int, Inet6Protocol] = {}
+        self.inet6_offloads: dict[int, NetOffload] = {}  # GRO/GSO per next header
         self.raw_sockets: list[_raw.Raw6Sock] = []
         self.addr_listeners: list[Any] = []
         self._loopback: NetDevice | None = None
@@ -175,6 +178,16 @@ class Ipv6:
         self.frags = Ip6Frags(self)
         self.udp_table = _udp.Udp6Table(self)
         self.ping_table = _ping.Ping6Table(self)
+
+    # -- offloads (net/ipv6/protocol.c) -------------------------------------------------
+    def inet6_add_offload(self, proto: int, offload: NetOffload) -> None:
+        """Register GRO/GSO callbacks for next header *proto* (first one wins).
+
+        Kernel: net/ipv6/protocol.c, inet6_add_offload().
+        """
+        if proto in self.inet6_offloads:
+            raise ConfigError(f"IPv6 next header {proto} already has an offload", errno.EEXIST)
+        self.inet6_offloads[proto] = offload
 
     # -- dst functions --------------------------------------------------------------------
     def dst_discard_in(self, skb: SkBuff) -> int:
@@ -524,6 +537,10 @@ class Ipv6:
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.Ping6Sock(self)
+        if sock_type == SOCK_STREAM and protocol in (0, NEXTHDR_TCP):
+            from netstack.ipv6.tcp_ipv6 import tcp_v6_socket
+
+            return tcp_v6_socket(self)
         if sock_type == SOCK_RAW:
             if not 0 < protocol <= 255:
                 raise sock_oserror(errno.EINVAL if protocol > 255 else errno.EPROTONOSUPPORT)
@@ -905,6 +922,14 @@ def inet6_init(net: Net) -> Ipv6:
     )
     protos[IPPROTO_UDP] = Inet6Protocol(
         partial(_udp.udpv6_rcv, ipv6), partial(_udp.udpv6_err, ipv6), final | 1
+    )
+    from netstack.ipv6.offload import ipv6_offload_init
+    from netstack.ipv6.tcp_ipv6 import tcp_v6_err, tcp_v6_init, tcp_v6_rcv
+
+    ipv6_offload_init(ipv6)
+    tcp = tcp_v6_init(ipv6)
+    protos[NEXTHDR_TCP] = Inet6Protocol(
+        partial(tcp_v6_rcv, ipv6, tcp), partial(tcp_v6_err, ipv6, tcp), final | 1
     )
     protos[NEXTHDR_ROUTING] = Inet6Protocol(partial(_in.ipv6_rthdr_rcv, ipv6), None, 1)
     protos[NEXTHDR_DEST] = Inet6Protocol(partial(_in.ipv6_destopt_rcv, ipv6), None, 1)

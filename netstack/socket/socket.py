@@ -119,7 +119,7 @@ class Socket:
         self._net = net
         self._sk = sk
         self._closed = False
-        self._v6 = isinstance(sk, Inet6Sock)
+        self._v6 = sk.family == AF_INET6
 
     # -- addresses of this socket's family --------------------------------------------
     def _parse(self, address: Any, for_bind: bool = False) -> Any:
@@ -260,6 +260,12 @@ class Socket:
         if isinstance(sk, Inet6Sock):
             addr, port, _flowinfo, scope_id = parsed
             sk.bind6(addr, port, scope_id)
+        elif self._v6:  # TCP over IPv6: the zone binds the interface
+            from netstack.ipv6.tcp_ipv6 import tcp_v6_set_scope
+
+            addr, port, _flowinfo, scope_id = parsed
+            tcp_v6_set_scope(sk, addr, scope_id)  # type: ignore[arg-type]
+            sk.bind(addr, port)
         else:
             sk.bind(*parsed)
 
@@ -274,6 +280,12 @@ class Socket:
         parsed = self._parse(address)
         if isinstance(sk, Inet6Sock):
             sk.connect6(*parsed)
+        elif self._v6:
+            from netstack.ipv6.tcp_ipv6 import tcp_v6_set_scope
+
+            addr, port, _flowinfo, scope_id = parsed
+            tcp_v6_set_scope(sk, addr, scope_id)  # type: ignore[arg-type]
+            sk.connect(addr, port)
         else:
             sk.connect(*parsed)
         if sk.type == SOCK_STREAM:
@@ -289,7 +301,8 @@ class Socket:
         sk: Any = self._check()
         child = await self._nonblocking(False, sk.accept)
         peer = child.getpeername()
-        return Socket(self._net, child), (ntoa(peer[0]), peer[1])
+        sock = Socket(self._net, child)
+        return sock, sock._fmt(peer)
 
     async def sendall(self, data: bytes | bytearray | memoryview, flags: int = 0) -> None:
         """Send everything (``send`` may take part of it, as on a stream socket)."""

@@ -1942,7 +1942,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.IP_OUTNOROUTES)
         return 0
     # tcp_openreq_init_rwin()
-    mss = max(int(rt.mtu()) - 40, 256)
+    mss = max(int(rt.mtu()) - ops.net_header_len - 20, 256)  # dst_metric_advmss()
     if sk.user_mss and sk.user_mss < mss:
         mss = sk.user_mss
     req.adv_mss = mss

@@ -22,7 +22,7 @@ from netstack.core.rtnetlink import KernelModule, register_module
 from netstack.tunnels.gre_demux import gre_init
 from netstack.tunnels.ip_gre import ipgre_init_net
 from netstack.tunnels.ipip import ipip_init_net
-from netstack.tunnels.offload import ipip_offload_init
+from netstack.tunnels.offload import gre_offload_init, ipip_offload_init, sit_offload_init
 from netstack.tunnels.sit import sit_init_net
 from netstack.tunnels.tunnel4 import tunnel4_init
 
@@ -48,10 +48,14 @@ TUNNEL_MODULES = (
 def register_tunnel_modules(net: Net) -> None:
     """Make the tunnel modules loadable on *net* (``depmod``); none is loaded.
 
-    The IP-in-IP offload is built in (the kernel registers it at boot, in
-    ``ipv4_offload_init``), so it is registered here at once.
+    The IP-in-IP, 6in4 and GRE offloads are built in (the kernel registers
+    them at boot: ``ipv4_offload_init``, ``ipv6_offload_init``,
+    ``gre_offload_init``), so they are registered here at once.
     """
     for module in TUNNEL_MODULES:
         register_module(net, module)
     if net.ipv4 is not None:
         ipip_offload_init(net)
+        gre_offload_init(net)
+        if net.ipv6 is not None:
+            sit_offload_init(net)

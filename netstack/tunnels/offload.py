@@ -1,4 +1,5 @@
-"""GRO and GSO for IP-in-IP: the ``ipip_offload`` entry of IPv4's offload table.
+"""GRO and GSO for IP-in-IP, 6in4 and GRE: the ``ipip_offload``, ``sit_offload``
+and ``gre_offload`` entries of IPv4's offload table.
 
 Theory of operation: IPv4's ``inet_gro_receive`` looks up the outer header's
 protocol in ``inet_offloads``. For IPPROTO_IPIP (4) it finds
@@ -15,11 +16,31 @@ Before Tom Herbert's 2014 patch (``Patches.ipip_sit_gro``) the entry had only
 went up the stack alone; their inner packets met GRO again only in the
 tunnel's ``gro_cells``.
 
-SIT (IPv6 in IPv4, protocol 41) has the same shape with ``ipv6_gro_receive``
-for the inner header; IPv6 GRO is not built yet, so SIT has no GRO here.
+SIT (IPv6 in IPv4, protocol 41) has the same shape: ``sit_gro_receive``
+marks the encapsulation and runs ``ipv6_gro_receive`` on the inner header,
+which (with the same patch) clears the ``flush_id`` the outer IPv4 header
+stored — IPv6 has no IP ID, and without the clearing the outer header's ID
+verdict would reach the inner TCP check. ``sit_gro_complete`` marks the
+aggregate ``SKB_GSO_IPXIP4`` and completes the inner IPv6 header. Before the
+patch ``sit_offload`` too had only ``gso_segment`` (``ipv6_gso_segment`` for
+the inner header of a 6in4 GSO skb), so 6in4 packets were flushed from GRO on
+the physical device and aggregated only later, in the sit device's gro_cells.
+
+GRE (protocol 47, Jerry Chu's ``gre_offload``, 3.13+, not a seed patch):
+``gre_gro_receive`` takes version-0 headers with at most the K flag — any
+other flag (sequence numbers, routing, another version) flushes — and
+whose protocol has an L3 GRO handler (``offload_base``: IPv4, IPv6). Held
+packets with other flags, another protocol or another key are another flow;
+the inner header's callbacks decide the merge. ``gre_gro_complete`` marks
+the aggregate ``SKB_GSO_GRE`` and completes the inner header. netstack
+flushes GRE packets with the C (checksum) flag, which the kernel validates
+and merges; GRE has no ``gso_segment`` here (a GRE aggregate that must be
+forwarded out of a device is dropped by ``validate_xmit_skb``).
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
-ipip_offload, ipv4_offload_init).
+ipip_offload, ipv4_offload_init), net/ipv6/ip6_offload.c (sit_gro_receive
+— sit_ip6ip6_gro_receive since 4.6 —, sit_gro_complete, sit_offload),
+net/ipv4/gre_offload.c (gre_gro_receive, gre_gro_complete, gre_offload_init).
 """
 
 from __future__ import annotations
@@ -27,18 +48,34 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from netstack.core.features import SKB_GSO_IPXIP4
-from netstack.gro.core import NapiGroCb, NetOffload
+from netstack.core.features import SKB_GSO_GRE, SKB_GSO_IPXIP4
+from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, inet_gso_segment
-from netstack.wire.ipv4 import IPPROTO_IPIP
+from netstack.ipv6 import ipv6_of
+from netstack.ipv6.offload import ipv6_gro_complete, ipv6_gro_receive, ipv6_gso_segment
+from netstack.wire.checksum import csum_block_sub, csum_partial
+from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY
+from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP
+from netstack.wire.ipv6 import NEXTHDR_IPV6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.skbuff import SkBuff
     from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv6.protocol import Ipv6
 
-__all__ = ["ipip_gro_complete", "ipip_gro_receive", "ipip_offload_init"]
+__all__ = [
+    "gre_gro_complete",
+    "gre_gro_receive",
+    "gre_offload_init",
+    "ipip_gro_complete",
+    "ipip_gro_receive",
+    "ipip_offload_init",
+    "sit_gro_complete",
+    "sit_gro_receive",
+    "sit_offload_init",
+]
 
 
 def ipip_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
@@ -77,3 +114,115 @@ def ipip_offload_init(net: Net) -> None:
     else:
         offload = NetOffload(partial(inet_gso_segment, ipv4))
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
+
+
+def sit_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """GRO for the inner IPv6 header of a 6in4 packet (one level of encapsulation).
+
+    Kernel: net/ipv6/ip6_offload.c, sit_gro_receive() (4.6+: sit_ip6ip6_gro_receive()).
+    """
+    cb: NapiGroCb = skb.cb
+    if cb.encap_mark:
+        cb.flush = 1
+        return None
+    cb.encap_mark = 1
+    return ipv6_gro_receive(ipv6, head, skb)
+
+
+def sit_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
+    """Kernel: net/ipv6/ip6_offload.c, sit_gro_complete()."""
+    skb.encapsulation = True
+    skb.gso_type |= SKB_GSO_IPXIP4  # 3.18: SKB_GSO_SIT
+    return ipv6_gro_complete(ipv6, skb, nhoff)
+
+
+def sit_offload_init(net: Net) -> None:
+    """Register ``sit_offload`` for IPPROTO_IPV6 in IPv4's table — with its GRO
+    callbacks only under the ``ipip_sit_gro`` patch.
+
+    Kernel: net/ipv6/ip6_offload.c, ipv6_offload_init() (inet_add_offload(&sit_offload,
+    IPPROTO_IPV6)).
+    """
+    ipv4 = ipv4_of(net)
+    ipv6 = ipv6_of(net)
+    if net.patches.ipip_sit_gro:
+        offload = NetOffload(
+            partial(ipv6_gso_segment, ipv6),
+            partial(sit_gro_receive, ipv6),
+            partial(sit_gro_complete, ipv6),
+        )
+    else:
+        offload = NetOffload(partial(ipv6_gso_segment, ipv6))
+    ipv4.inet_add_offload(NEXTHDR_IPV6, offload)
+
+
+def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """GRO for a GRE header (version 0, at most a key) and the packet it carries.
+
+    Kernel: net/ipv4/gre_offload.c, gre_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    flush = 1
+    pp: SkBuff | None = None
+    off = cb.off
+    buf = skb.buf
+    if not cb.encap_mark and skb.tail - off >= GRE_HLEN:
+        cb.encap_mark = 1
+        flags = (buf[off] << 8) | buf[off + 1]
+        # Only version 0 and the K flag (the kernel also takes C, netstack flushes it).
+        ptype = net.offload_base.get((buf[off + 2] << 8) | buf[off + 3])
+        grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0)
+        if (
+            not flags & ~(GRE_KEY | GRE_CSUM)
+            and not flags & GRE_CSUM
+            and ptype is not None
+            and ptype.gro_receive is not None
+            and skb.tail - off >= grehlen
+        ):
+            rel = off - skb.data
+            ident = buf[off : off + grehlen]  # flags, protocol and key
+            for p in head:
+                pcb: NapiGroCb = p.cb
+                if not pcb.same_flow:
+                    continue
+                o2 = p.data + rel
+                if p.buf[o2 : o2 + grehlen] != ident:
+                    pcb.same_flow = 0  # another tunnel: flags, protocol or key differ
+            cb.off = off + grehlen  # skb_gro_pull()
+            if cb.csum_valid:  # skb_gro_postpull_rcsum()
+                cb.csum = csum_block_sub(cb.csum, csum_partial(buf, off, off + grehlen), 0)
+            cb.recursion_counter += 1  # call_gro_receive()
+            if cb.recursion_counter == GRO_RECURSION_LIMIT:
+                cb.flush |= 1
+            else:
+                pp = ptype.gro_receive(head, skb)
+                flush = 0
+    cb.flush |= flush  # skb_gro_flush_final()
+    return pp
+
+
+def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
+    """Kernel: net/ipv4/gre_offload.c, gre_gro_complete()."""
+    buf = skb.buf
+    greh = skb.data + nhoff
+    skb.encapsulation = True
+    skb.gso_type = SKB_GSO_GRE
+    flags = (buf[greh] << 8) | buf[greh + 1]
+    grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0) + (4 if flags & GRE_CSUM else 0)
+    ptype = net.offload_base.get((buf[greh + 2] << 8) | buf[greh + 3])
+    err = -2  # -ENOENT
+    if ptype is not None and ptype.gro_complete is not None:
+        err = int(ptype.gro_complete(skb, nhoff + grehlen))
+    skb.inner_mac_header = greh + grehlen
+    return err
+
+
+def gre_offload_init(net: Net) -> None:
+    """Register ``gre_offload`` for IPPROTO_GRE in IPv4's table (built in, no patch).
+
+    Kernel: net/ipv4/gre_offload.c, gre_offload_init().
+    """
+    ipv4_of(net).inet_add_offload(
+        IPPROTO_GRE,
+        NetOffload(None, partial(gre_gro_receive, net), partial(gre_gro_complete, net)),
+    )

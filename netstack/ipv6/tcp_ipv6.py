@@ -1,0 +1,825 @@
+"""TCP over IPv6: the receive entry point, the IPv6 ``af_ops``, replies without a socket.
+
+Theory of operation::
+
+    ip6_input_finish ─► tcp_v6_rcv: PACKET_HOST only, header length, checksum
+      (the device's verdict, else summed over the IPv6 pseudo-header),
+      TCP_SKB_CB from the header
+      ─► lookup: established hash (full sock | request sock | TIME_WAIT)
+         then the listener for the port (the same tables as IPv4: the keys
+         carry the family)
+      ─► TIME_WAIT / request sock / full sock exactly as tcp_v4_rcv
+      ─► no socket: tcp_v6_send_reset (never in answer to a RST, never to
+         a non-unicast destination)
+    connect: route (ip6_dst_lookup_flow, which selects the source address)
+      ─► inet_hash_connect ─► ISN and timestamp offset ─► tcp_connect (SYN)
+    inet6_csk_xmit: the socket's cached route (re-routed when stale) ─► ip6_xmit:
+      the IPv6 header in the segment's headroom (traffic class from the
+      socket, hop limit from the socket or the route), a packet bigger
+      than the path MTU that is not GSO is refused (EMSGSIZE) ─► ip6_local_out
+    tcp_v6_err: ICMPv6 Packet Too Big ─► the route's PMTU, tcp_v6_mtu_reduced
+      (resync the MSS, retransmit what no longer fits); other errors are
+      icmpv6_err_convert'ed and reported as tcp_v4_err does
+
+A TCPv6 socket is the shared :class:`~netstack.tcp.sock.TcpSock` with
+``family == AF_INET6`` and :class:`Ipv6Specific` as its ``af_ops``; its
+``inet_saddr``/``inet_daddr``/``inet_rcv_saddr`` hold 128-bit addresses
+(the kernel's ``sk_v6_rcv_saddr``, ``np->saddr``, ``sk_v6_daddr``). IPv4-mapped
+peers (dual stack) are refused as on an ``IPV6_V6ONLY`` socket.
+
+Kernel: net/ipv6/tcp_ipv6.c, net/ipv6/inet6_connection_sock.c,
+net/ipv6/ip6_output.c (ip6_xmit), net/ipv6/af_inet6.c (inet6_bind).
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+from typing import TYPE_CHECKING, Any, Final
+
+from netstack.core.features import (
+    NETIF_F_GSO,
+    NETIF_F_GSO_SOFTWARE,
+    NETIF_F_HW_CSUM,
+    NETIF_F_SG,
+    SKB_GSO_TCPV6,
+)
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    DropReason,
+    SkBuff,
+    consume_skb,
+    kfree_skb,
+)
+from netstack.core.sock import sock_oserror
+from netstack.ipv6.constants import RTF_LOCAL
+from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
+from netstack.ipv6.route import Flowi6
+from netstack.tcp.input import (
+    tcp_conn_request,
+    tcp_initialize_rcv_mss,
+    tcp_rcv_established,
+    tcp_rcv_state_process,
+    tcp_simple_retransmit,
+)
+from netstack.tcp.minisocks import (
+    TCP_TW_ACK,
+    TCP_TW_RST,
+    TCP_TW_SYN,
+    inet_csk_reqsk_queue_drop,
+    inet_twsk_kill,
+    tcp_check_req,
+    tcp_child_process,
+    tcp_create_openreq_child,
+    tcp_timewait_state_process,
+)
+from netstack.tcp.output import tcp_connect, tcp_make_synack, tcp_mss_clamp, tcp_sync_mss
+from netstack.tcp.proto import Tcp, tcp_init
+from netstack.tcp.sock import (
+    TCP_CLOSE,
+    TCP_ESTABLISHED,
+    TCP_LISTEN,
+    TCP_NEW_SYN_RECV,
+    TCP_SYN_RECV,
+    TCP_SYN_SENT,
+    TCP_TIME_WAIT,
+    RequestSock,
+    TcpSkbCb,
+    TcpSock,
+    between,
+)
+from netstack.tcp.state import tcp_done, tcp_set_state
+from netstack.wire.checksum import csum_partial
+from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG, NDISC_REDIRECT
+from netstack.wire.ipv6 import (
+    IPV6_ADDR_MAPPED,
+    IPV6_ADDR_MULTICAST,
+    IPV6_HLEN,
+    IPV6_MIN_MTU,
+    NEXTHDR_TCP,
+    addr_at,
+    csum_ipv6_magic,
+    csum_ipv6_pseudo,
+    ip6_flow_hdr,
+    ipv6_addr_needs_scope_id,
+    ipv6_addr_type,
+    put_addr,
+)
+from netstack.wire.tcp import TCP_HDR, TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
+
+if TYPE_CHECKING:
+    from netstack.core.dst import DstEntry
+    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.route import Rt6Info
+
+__all__ = [
+    "Ipv6Specific",
+    "tcp_v6_connect",
+    "tcp_v6_err",
+    "tcp_v6_init",
+    "tcp_v6_rcv",
+    "tcp_v6_set_scope",
+    "tcp_v6_socket",
+]
+
+AF_INET6: Final = 10
+M32: Final = 0xFFFFFFFF
+_H: Final = struct.Struct("!H")
+_HH: Final = struct.Struct("!HH")
+_II: Final = struct.Struct("!II")
+_III: Final = struct.Struct("!III")
+_HBB: Final = struct.Struct("!HBB")
+IP6_RT_MIN_ADVMSS: Final = IPV6_MIN_MTU - 20 - 40  # net.ipv6.route.min_adv_mss default
+TCP_MAX_MSS_V6: Final = 65535 - 20  # IPV6_MAXPLEN - sizeof(tcphdr)
+
+
+def _addrs(skb: SkBuff) -> tuple[int, int]:
+    """(saddr, daddr) of the IPv6 header of *skb*."""
+    buf = skb.buf
+    nh = skb.network_header
+    return addr_at(buf, nh + 8), addr_at(buf, nh + 24)
+
+
+def tcp_v6_check(length: int, saddr: int, daddr: int, base: int) -> int:
+    """The TCP checksum field for data summing to *base*. Kernel: tcp_v6_check()."""
+    return csum_ipv6_magic(saddr, daddr, length, NEXTHDR_TCP, base)
+
+
+class Ipv6Specific:
+    """TCP's IPv6 operations (kernel: ``ipv6_specific``)."""
+
+    net_header_len = IPV6_HLEN
+    family = AF_INET6
+
+    def __init__(self, ipv6: Ipv6, tcp: Tcp) -> None:
+        self.ipv6 = ipv6
+        self.tcp = tcp
+
+    # -- routes -----------------------------------------------------------------------------
+    def _flow(self, sk: TcpSock) -> Flowi6:
+        return Flowi6(
+            sk.inet_daddr,
+            sk.inet_saddr,
+            oif=sk.sk_bound_dev_if,
+            proto=NEXTHDR_TCP,
+            dport=sk.inet_dport,
+            mark=sk.sk_mark,
+        )
+
+    def _route(self, sk: TcpSock) -> Rt6Info | None:
+        """The socket's route, re-routed if stale.
+
+        Kernel: net/ipv6/inet6_connection_sock.c, inet6_csk_route_socket()
+        (``__sk_dst_check`` first).
+        """
+        rt: Rt6Info | None = sk.dst_cache
+        if rt is not None and rt.valid():
+            return rt
+        if rt is not None:
+            rt.release()
+            sk.dst_cache = None
+        found = self.ipv6.ip6_dst_lookup(self._flow(sk), bound_dev_if=sk.sk_bound_dev_if)
+        if isinstance(found, int):
+            return None
+        sk.dst_cache = found
+        sk_setup_caps6(sk, found)
+        return found
+
+    def rebuild_header(self, sk: TcpSock) -> int:
+        """Kernel: net/ipv6/af_inet6.c, inet6_sk_rebuild_header()."""
+        if self._route(sk) is None:
+            sk.sk_err_soft = errno.EHOSTUNREACH
+            return -errno.EHOSTUNREACH
+        return 0
+
+    def dst_mtu(self, sk: TcpSock) -> int:
+        rt = sk.dst_cache
+        return int(rt.mtu()) if rt is not None else 0
+
+    def advmss(self, sk: TcpSock) -> int:
+        """The MSS to offer: the route's MTU less the IPv6 and TCP headers.
+
+        Kernel: net/ipv6/route.c, ip6_default_advmss().
+        """
+        rt = sk.dst_cache
+        mtu = int(rt.mtu()) if rt is not None else 1500
+        return min(max(mtu - IPV6_HLEN - 20, IP6_RT_MIN_ADVMSS), TCP_MAX_MSS_V6)
+
+    # -- transmit -----------------------------------------------------------------------
+    def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
+        """Route the segment and put an IPv6 header in front of it.
+
+        Kernel: net/ipv6/inet6_connection_sock.c, inet6_csk_xmit().
+        """
+        rt = self._route(sk)
+        if rt is None:
+            self.ipv6.ip6_mib.OutNoRoutes += 1
+            sk.sk_err_soft = errno.EHOSTUNREACH
+            kfree_skb(skb, DropReason.IP_OUTNOROUTES)
+            return -errno.EHOSTUNREACH
+        skb.priority = sk.sk_priority
+        skb.mark = sk.sk_mark
+        skb.dst = rt.hold()
+        hlimit = sk.uc_ttl if sk.uc_ttl >= 0 else ip6_dst_hoplimit(rt)
+        return ip6_xmit(self.ipv6, skb, sk.inet_saddr, sk.inet_daddr, sk.tos, hlimit, sk)
+
+    def send_check(self, sk: TcpSock, skb: SkBuff) -> None:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_check() / __tcp_v6_send_check()."""
+        th = skb.transport_header
+        length = skb.tail - th
+        _H.pack_into(
+            skb.buf, th + 16, csum_ipv6_pseudo(sk.inet_saddr, sk.inet_daddr, length, NEXTHDR_TCP)
+        )
+        skb.ip_summed = CHECKSUM_PARTIAL
+        skb.csum_start = th
+        skb.csum_offset = 16
+
+    # -- connection set-up --------------------------------------------------------------
+    def bind(self, sk: TcpSock, addr: int, port: int) -> None:
+        """Kernel: net/ipv6/af_inet6.c, __inet6_bind() (the TCP part)."""
+        if sk.state != TCP_CLOSE or sk.inet_num:
+            raise sock_oserror(errno.EINVAL)
+        addr_type = ipv6_addr_type(addr)
+        if addr_type & IPV6_ADDR_MAPPED:
+            raise sock_oserror(errno.EINVAL)  # v4-mapped on a v6-only socket
+        if addr_type & IPV6_ADDR_MULTICAST:
+            raise sock_oserror(errno.EINVAL)  # "Binding to a multicast address is not allowed"
+        if addr:
+            dev = None
+            if ipv6_addr_needs_scope_id(addr_type):
+                if not sk.sk_bound_dev_if:
+                    raise sock_oserror(errno.EINVAL)  # "requires an interface"
+            if sk.sk_bound_dev_if:
+                dev = self.ipv6.net.dev_get_by_index(sk.sk_bound_dev_if)
+                if dev is None:
+                    raise sock_oserror(errno.ENODEV)
+            if not (sk.freebind or self.ipv6.ip_nonlocal_bind) and not self.ipv6.ipv6_chk_addr(
+                addr, dev
+            ):
+                raise sock_oserror(errno.EADDRNOTAVAIL)
+        sk.inet_rcv_saddr = sk.inet_saddr = addr
+        try:
+            self.tcp.hashinfo.inet_csk_get_port(sk, port)
+        except OSError:
+            sk.inet_rcv_saddr = sk.inet_saddr = 0
+            raise
+        if port:
+            sk.sk_userlocks |= 4  # SOCK_BINDPORT_LOCK
+        if addr:
+            sk.sk_userlocks |= 8  # SOCK_BINDADDR_LOCK
+
+    def connect(self, sk: TcpSock, addr: int, port: int) -> None:
+        tcp_v6_connect(self, sk, addr, port)
+
+    def mtu_reduced(self, sk: TcpSock) -> None:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_mtu_reduced()."""
+        if sk.state in (TCP_LISTEN, TCP_CLOSE):
+            return
+        rt = self._route(sk)
+        if rt is None:
+            return
+        mtu = int(rt.mtu())
+        if sk.icsk_pmtu_cookie > mtu:
+            tcp_sync_mss(sk, mtu)
+            tcp_simple_retransmit(sk)
+
+    # -- passive open -------------------------------------------------------------------
+    def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
+        """Only unicast SYNs start a connection.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_conn_request().
+        """
+        if not ipv6_unicast_destination(skb):
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return 0
+        saddr, _ = _addrs(skb)
+        if ipv6_addr_type(saddr) & (IPV6_ADDR_MAPPED | IPV6_ADDR_MULTICAST):
+            self.tcp.ext.ListenDrops += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return 0
+        return tcp_conn_request(sk, skb)
+
+    def init_req(self, req: RequestSock, skb: SkBuff) -> None:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_init_req()."""
+        saddr, daddr = _addrs(skb)
+        req.loc_addr = daddr
+        req.rmt_addr = saddr
+        nh = skb.network_header
+        buf = skb.buf
+        req.tos = ((buf[nh] & 0x0F) << 4) | (buf[nh + 1] >> 4)  # ipv6_get_dsfield()
+        listener = req.listener
+        # a link-local peer is reached through the interface the SYN came in on
+        if not listener.sk_bound_dev_if and ipv6_addr_needs_scope_id(ipv6_addr_type(saddr)):
+            req.iif = skb.dev.ifindex if skb.dev is not None else 0
+        else:
+            req.iif = listener.sk_bound_dev_if
+
+    def init_seq(self, skb: SkBuff) -> int:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_init_seq() (secure_tcpv6_seq)."""
+        saddr, daddr = _addrs(skb)
+        sport, dport = _HH.unpack_from(skb.buf, skb.transport_header)
+        return self.tcp.secure_tcp_seq(daddr, saddr, dport, sport)
+
+    def init_ts_off(self, skb: SkBuff) -> int:
+        saddr, daddr = _addrs(skb)
+        return self.tcp.secure_tcp_ts_off(daddr, saddr)
+
+    def route_req(self, req: RequestSock) -> Rt6Info | None:
+        """Kernel: net/ipv6/inet6_connection_sock.c, inet6_csk_route_req()."""
+        fl6 = Flowi6(
+            req.rmt_addr,
+            req.loc_addr,
+            oif=req.iif,
+            proto=NEXTHDR_TCP,
+            dport=req.rmt_port,
+            mark=req.listener.sk_mark,
+        )
+        found = self.ipv6.ip6_dst_lookup(fl6, bound_dev_if=req.iif)
+        return None if isinstance(found, int) else found
+
+    def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_synack()."""
+        rt: Any = dst if dst is not None else self.route_req(req)
+        if rt is None:
+            return -errno.EHOSTUNREACH
+        skb = tcp_make_synack(sk, req, req.adv_mss)
+        th = skb.data
+        skb.transport_header = th
+        length = skb.tail - th
+        buf = skb.buf
+        _H.pack_into(
+            buf,
+            th + 16,
+            tcp_v6_check(length, req.loc_addr, req.rmt_addr, csum_partial(buf, th, skb.tail)),
+        )
+        skb.ip_summed = 0
+        skb.priority = sk.sk_priority
+        skb.mark = sk.sk_mark
+        skb.dst = rt.hold()
+        hlimit = sk.uc_ttl if sk.uc_ttl >= 0 else ip6_dst_hoplimit(rt)
+        rc = ip6_xmit(self.ipv6, skb, req.loc_addr, req.rmt_addr, req.tos, hlimit, sk)
+        if dst is None:
+            rt.release()
+        return rc
+
+    def syn_recv_sock(
+        self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
+    ) -> TcpSock | None:
+        """The handshake's ACK arrived: build the child.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_syn_recv_sock().
+        """
+        if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
+            sk.ext.ListenOverflows += 1
+            sk.ext.ListenDrops += 1
+            return None
+        rt: Any = dst if dst is not None else self.route_req(req)
+        if rt is None:
+            sk.ext.ListenDrops += 1
+            return None
+        newsk = tcp_create_openreq_child(sk, req, skb)
+        newsk.inet_daddr = req.rmt_addr
+        newsk.inet_rcv_saddr = newsk.inet_saddr = req.loc_addr
+        newsk.sk_bound_dev_if = req.iif
+        newsk.tos = req.tos
+        newsk.dst_cache = rt
+        sk_setup_caps6(newsk, rt)
+        newsk.icsk_ext_hdr_len = 0
+        tcp_sync_mss(newsk, int(rt.mtu()))
+        newsk.advmss = tcp_mss_clamp(newsk, self.advmss(newsk))
+        tcp_initialize_rcv_mss(newsk)
+        hashinfo = self.tcp.hashinfo
+        key = (AF_INET6, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
+        hashinfo.ehash[key] = newsk  # inet_ehash_nolisten(): replaces the request
+        newsk.ehash_key = key
+        req.hashed = False
+        hashinfo.inet_bind_hash(newsk, req.num)  # __inet_inherit_port()
+        return newsk
+
+    # -- replies without a socket ---------------------------------------------------------
+    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+        """Answer *skb* with a RST (RFC 9293 §3.10.7.1).
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_reset().
+        """
+        buf = skb.buf
+        th = skb.transport_header
+        flags = buf[th + 13]
+        if flags & TCPHDR_RST:
+            return
+        if not ipv6_unicast_destination(skb):
+            return
+        tcb: TcpSkbCb = skb.cb
+        if flags & TCPHDR_ACK:
+            seq, ack, rflags = tcb.ack_seq, 0, TCPHDR_RST
+        else:
+            seq = 0
+            ack = tcb.end_seq
+            rflags = TCPHDR_RST | TCPHDR_ACK
+        self._send_response(skb, seq, ack, rflags, 0, None, sk)
+        self.tcp.mib.OutRsts += 1
+
+    def send_ack(
+        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+    ) -> None:
+        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_ack()."""
+        ts = (tsval, tsecr) if tsval >= 0 else None
+        self._send_response(skb, seq, ack, TCPHDR_ACK, win, ts, sk)
+
+    def _send_response(
+        self,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        flags: int,
+        win: int,
+        ts: tuple[int, int] | None,
+        sk: Any,
+    ) -> None:
+        """Build a bare TCP segment back to *skb*'s sender.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_response().
+        """
+        saddr, daddr = _addrs(skb)
+        th_in = skb.transport_header
+        sport, dport = _HH.unpack_from(skb.buf, th_in)
+        oif = 0
+        if ipv6_addr_needs_scope_id(ipv6_addr_type(saddr)) and skb.dev is not None:
+            oif = skb.dev.ifindex  # tcp_v6_iif(): the reply leaves where the segment came in
+        fl6 = Flowi6(saddr, daddr, oif=oif, proto=NEXTHDR_TCP, dport=sport)
+        found = self.ipv6.ip6_dst_lookup(fl6, bound_dev_if=oif)
+        if isinstance(found, int):
+            return
+        hlen = 32 if ts is not None else 20
+        head = 128
+        out = SkBuff(bytearray(head + hlen), head, head + hlen)
+        th = head
+        out.transport_header = th
+        buf = out.buf
+        TCP_HDR.pack_into(buf, th, dport, sport, seq & M32, ack & M32, (hlen >> 2) << 4, flags,
+                          win, 0, 0)  # fmt: skip
+        if ts is not None:
+            _III.pack_into(buf, th + 20, 0x0101080A, ts[0] & M32, ts[1] & M32)
+        csum = csum_partial(buf, th, th + hlen)
+        _H.pack_into(buf, th + 16, tcp_v6_check(hlen, daddr, saddr, csum))
+        tclass = sk.tos if sk is not None and hasattr(sk, "tos") else 0
+        self.tcp.mib.OutSegs += 1
+        out.dst = found
+        ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None)
+
+
+def ipv6_unicast_destination(skb: SkBuff) -> bool:
+    """Was *skb* routed to a local unicast address? Kernel: ipv6_unicast_destination()."""
+    rt: Any = skb.dst
+    if rt is None:
+        return True
+    return bool(getattr(rt, "rt6i_flags", RTF_LOCAL) & RTF_LOCAL)
+
+
+def ip6_xmit(
+    ipv6: Ipv6,
+    skb: SkBuff,
+    saddr: int,
+    daddr: int,
+    tclass: int,
+    hlimit: int,
+    sk: TcpSock | None,
+) -> int:
+    """Push the IPv6 header into the headroom and send (``skb.dst`` is set).
+
+    A packet bigger than the path MTU that is neither GSO nor allowed to be
+    fragmented is refused with EMSGSIZE (TCP resegments after PMTU changes).
+
+    Kernel: net/ipv6/ip6_output.c, ip6_xmit().
+    """
+    skb.data -= IPV6_HLEN
+    nh = skb.data
+    skb.network_header = nh
+    buf = skb.buf
+    ip6_flow_hdr(buf, nh, tclass, 0)
+    _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, NEXTHDR_TCP, hlimit)
+    put_addr(buf, nh + 8, saddr)
+    put_addr(buf, nh + 24, daddr)
+    skb.protocol = ETH_P_IPV6
+    rt: Any = skb.dst
+    mtu = int(rt.mtu())
+    if skb.tail - nh > mtu and not skb.ignore_df and not skb.gso_size:
+        skb.dev = rt.dev
+        ipv6.ip6_mib.FragFails += 1
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return -errno.EMSGSIZE
+    return ip6_local_out(ipv6, skb)
+
+
+def sk_setup_caps6(sk: TcpSock, rt: Any) -> None:
+    """What the route's device lets TCPv6 build: GSO skbs (``SKB_GSO_TCPV6``) or MSS ones.
+
+    Kernel: net/core/sock.c, sk_setup_caps() (via ip6_dst_store()).
+    """
+    dev = rt.dev
+    if dev is None:
+        return
+    caps = dev.features
+    if caps & NETIF_F_GSO:
+        caps |= NETIF_F_GSO_SOFTWARE
+    sk.sk_gso_type = SKB_GSO_TCPV6
+    feature = SKB_GSO_TCPV6 << 16
+    if caps & feature == feature:
+        caps |= NETIF_F_SG | NETIF_F_HW_CSUM
+        sk.sk_gso_max_size = dev.gso_max_size
+        sk.sk_gso_max_segs = dev.gso_max_segs
+    else:
+        sk.sk_gso_max_segs = 1
+    sk.sk_route_caps = caps
+
+
+def tcp_v6_set_scope(sk: TcpSock, addr: int, scope_id: int) -> None:
+    """Bind the socket to the interface of a link-local address's zone.
+
+    Kernel: net/ipv6/af_inet6.c, __inet6_bind() / tcp_v6_connect()
+    (``sin6_scope_id``).
+    """
+    if not scope_id or not ipv6_addr_needs_scope_id(ipv6_addr_type(addr)):
+        return
+    if sk.sk_bound_dev_if and sk.sk_bound_dev_if != scope_id:
+        raise sock_oserror(errno.EINVAL)
+    sk.sk_bound_dev_if = scope_id
+
+
+def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None:
+    """Route, pick the source address and port, send the SYN.
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_connect().
+    """
+    if not port:
+        raise sock_oserror(errno.ECONNREFUSED)
+    ipv6 = ops.ipv6
+    tcp = ops.tcp
+    if addr == 0:
+        addr = 1  # connect to ::  means connect to ::1 (loopback)
+    addr_type = ipv6_addr_type(addr)
+    if addr_type & IPV6_ADDR_MULTICAST:
+        raise sock_oserror(errno.ENETUNREACH)
+    if addr_type & IPV6_ADDR_MAPPED:
+        raise sock_oserror(errno.ENETUNREACH)  # v6-only: no tcp_v4_connect fallback
+    if ipv6_addr_needs_scope_id(addr_type) and not sk.sk_bound_dev_if:
+        raise sock_oserror(errno.EINVAL)  # a link-local peer needs an interface
+    sk.inet_dport = port
+    sk.inet_daddr = addr
+    fl6 = ops._flow(sk)
+    found = ipv6.ip6_dst_lookup(fl6, bound_dev_if=sk.sk_bound_dev_if)  # source selection too
+    if isinstance(found, int):
+        sk.inet_dport = 0
+        sk.inet_daddr = 0
+        raise sock_oserror(-found)
+    if not sk.inet_saddr:
+        sk.inet_saddr = fl6.saddr
+    if not sk.inet_rcv_saddr:
+        sk.inet_rcv_saddr = sk.inet_saddr
+    sk.icsk_ext_hdr_len = 0
+    sk.mss_clamp = IPV6_MIN_MTU - 20 - IPV6_HLEN  # IPV6_MIN_MTU - headers until the SYN-ACK
+    tcp_set_state(sk, TCP_SYN_SENT)
+    try:
+        tcp.hashinfo.inet_hash_connect(sk)
+    except OSError:
+        tcp_set_state(sk, TCP_CLOSE)
+        sk.inet_dport = 0
+        found.release()
+        raise
+    if sk.dst_cache is not None:
+        sk.dst_cache.release()
+    sk.dst_cache = found
+    sk_setup_caps6(sk, found)
+    if not sk.write_seq:
+        sk.write_seq = tcp.secure_tcp_seq(sk.inet_saddr, addr, sk.inet_sport, port)
+    sk.tsoffset = tcp.secure_tcp_ts_off(sk.inet_saddr, addr)
+    tcp.sockets.add(sk)
+    err = tcp_connect(sk)
+    if err:
+        tcp_set_state(sk, TCP_CLOSE)
+        sk.inet_dport = 0
+        raise sock_oserror(-err)
+
+
+# -- receive --------------------------------------------------------------------------------
+
+
+def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
+    """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_checksum_init() + tcp_checksum_complete()."""
+    s = skb.ip_summed
+    if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
+        return True
+    th = skb.transport_header
+    length = skb.tail - th
+    if s == CHECKSUM_COMPLETE and skb.data == th:
+        return tcp_v6_check(length, saddr, daddr, skb.csum) == 0
+    if tcp_v6_check(length, saddr, daddr, csum_partial(skb.buf, th, skb.tail)) == 0:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+        return True
+    return False
+
+
+def tcp_v6_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
+    """TCP_SKB_CB from the header. Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_fill_cb()."""
+    buf = skb.buf
+    seq, ack = _II.unpack_from(buf, th + 4)
+    doff = (buf[th + 12] >> 4) * 4
+    flags = buf[th + 13]
+    end = (seq + (flags & TCPHDR_SYN) // 2 + (flags & TCPHDR_FIN) + skb.tail - th - doff) & M32
+    tcb = TcpSkbCb(seq, end, flags)
+    tcb.ack_seq = ack
+    nh = skb.network_header
+    tcb.dsfield = ((buf[nh] & 0x0F) << 4) | (buf[nh + 1] >> 4)  # ipv6_get_dsfield()
+    skb.cb = tcb
+    return tcb
+
+
+def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
+    """Every TCP segment for this host over IPv6 starts here.
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_rcv().
+    """
+    mib = tcp.mib
+    if skb.pkt_type != 0:  # PACKET_HOST only
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+    mib.InSegs += 1
+    th = skb.transport_header
+    buf = skb.buf
+    if skb.tail - th < 20:
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        mib.InErrs += 1
+        return 0
+    doff = (buf[th + 12] >> 4) * 4
+    if doff < 20 or doff > skb.tail - th:
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)  # SKB_DROP_REASON_TCP_INVALID_HDR
+        mib.InErrs += 1
+        return 0
+    saddr, daddr = _addrs(skb)
+    if not _csum_ok(skb, saddr, daddr):
+        mib.InCsumErrors += 1
+        mib.InErrs += 1
+        kfree_skb(skb, DropReason.TCP_CSUM)
+        return 0
+    sport, dport = _HH.unpack_from(buf, th)
+    skb.data = th  # __skb_pull to the TCP header
+    tcb = tcp_v6_fill_cb(skb, th)
+    hashinfo = tcp.hashinfo
+    dev = skb.dev
+    dif = dev.ifindex if dev else 0
+    sk: Any = hashinfo.lookup_established(AF_INET6, saddr, sport, daddr, dport)
+    if sk is None:
+        sk = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
+    while True:
+        if sk is None:
+            ipv6_ops(tcp).send_reset(None, skb)  # the no_tcp_socket label
+            kfree_skb(skb, DropReason.NO_SOCKET)
+            return 0
+        state = sk.state
+        if state == TCP_TIME_WAIT:
+            verdict = tcp_timewait_state_process(sk, skb, tcb)
+            if verdict == TCP_TW_SYN:
+                sk2 = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
+                inet_twsk_kill(sk)
+                sk = sk2
+                continue
+            if verdict == TCP_TW_ACK:
+                tw = sk
+                tw.af_ops.send_ack(
+                    tw,
+                    skb,
+                    tw.snd_nxt,
+                    tw.rcv_nxt,
+                    tw.rcv_wnd >> tw.rcv_wscale,
+                    ((tcp.tcp_time_stamp_ms() + tw.ts_offset) & M32) if tw.tstamp_ok else -1,
+                    tw.ts_recent,
+                )
+                consume_skb(skb)
+            elif verdict == TCP_TW_RST:
+                ipv6_ops(tcp).send_reset(sk, skb)
+                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                inet_twsk_kill(sk)
+            else:
+                consume_skb(skb)
+            return 0
+        if state == TCP_NEW_SYN_RECV:
+            req: RequestSock = sk
+            listener = req.listener
+            if listener.state != TCP_LISTEN:
+                inet_csk_reqsk_queue_drop(listener, req)
+                sk = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
+                continue
+            nsk = tcp_check_req(listener, skb, req)
+            if nsk is None:
+                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                return 0
+            if nsk is listener:
+                return _reset_and_free(tcp, listener, skb)
+            if tcp_child_process(listener, nsk, skb):
+                return _reset_and_free(tcp, nsk, skb)
+            return 0
+        break
+    tcb.sacked_off = 0
+    return tcp_v6_do_rcv(tcp, sk, skb)
+
+
+def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
+    ipv6_ops(tcp).send_reset(sk, skb)
+    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    return 0
+
+
+def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
+    """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv()."""
+    if sk.state == TCP_ESTABLISHED:
+        tcp_rcv_established(sk, skb)
+        return 0
+    if tcp_rcv_state_process(sk, skb):
+        return _reset_and_free(tcp, sk, skb)
+    return 0
+
+
+def ipv6_ops(tcp: Tcp) -> Ipv6Specific:
+    ops = tcp.net.proto_data.get("tcp_ipv6")
+    assert isinstance(ops, Ipv6Specific)
+    return ops
+
+
+def tcp_v6_err(
+    ipv6: Ipv6, tcp: Tcp, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int
+) -> None:
+    """An ICMPv6 error about one of our segments (``skb.data`` at the quoted IPv6 header).
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_err().
+    """
+    from netstack.ipv6.udp import icmpv6_err_convert
+
+    buf = skb.buf
+    inner = skb.data
+    th = inner + offset
+    if skb.tail - th < 8:
+        return
+    saddr = addr_at(buf, inner + 8)
+    daddr = addr_at(buf, inner + 24)
+    sport, dport = _HH.unpack_from(buf, th)
+    (seq,) = struct.unpack_from("!I", buf, th + 4)
+    sk = tcp.hashinfo.lookup_established(AF_INET6, daddr, dport, saddr, sport)
+    if sk is None:
+        ipv6.icmp6_mib.InErrors += 1
+        return
+    if not isinstance(sk, TcpSock):
+        return  # TIME_WAIT / request socks ignore errors (tcp_req_err: no SYN cookies here)
+    if sk.state == TCP_CLOSE:
+        return
+    if sk.state not in (TCP_SYN_SENT, TCP_LISTEN) and not between(seq, sk.snd_una, sk.snd_nxt):
+        sk.ext.OutOfWindowIcmps += 1
+        return
+    if icmp_type == NDISC_REDIRECT:
+        return
+    if icmp_type == ICMPV6_PKT_TOOBIG:
+        if sk.state == TCP_LISTEN or info < IPV6_MIN_MTU:
+            return  # "We are not interested in TCP_LISTEN and open_requests"
+        ipv6.ip6_update_pmtu(skb, info, sk.sk_bound_dev_if)
+        rt = sk.dst_cache
+        if rt is not None and not rt.valid():
+            rt.release()
+            sk.dst_cache = None
+        Ipv6Specific.mtu_reduced(ipv6_ops(tcp), sk)
+        return
+    err, fatal = icmpv6_err_convert(icmp_type, code)
+    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+        if fatal:
+            sk.sk_err = err
+            sk.sk_error_report()
+            tcp_done(sk)
+        else:
+            sk.sk_err_soft = err
+        return
+    if sk.recverr:
+        sk.sk_err = err
+        sk.sk_error_report()
+    else:
+        sk.sk_err_soft = err
+
+
+def tcp_v6_init(ipv6: Ipv6) -> Tcp:
+    """Install TCP on an IPv6 Net: the shared state and the IPv6 af_ops.
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcpv6_init() (tcpv6_prot, tcpv6_protocol).
+    """
+    tcp = tcp_init(ipv6.net)
+    ipv6.net.proto_data["tcp_ipv6"] = Ipv6Specific(ipv6, tcp)
+    return tcp
+
+
+def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
+    """A new IPv6 TCP socket. Kernel: inet6_create() + tcp_v6_init_sock()."""
+    ops = ipv6.net.proto_data.get("tcp_ipv6")
+    if not isinstance(ops, Ipv6Specific):
+        tcp_v6_init(ipv6)
+        ops = ipv6.net.proto_data["tcp_ipv6"]
+    assert isinstance(ops, Ipv6Specific)
+    return TcpSock(ops.tcp, AF_INET6, ops)

@@ -1,0 +1,226 @@
+"""TCP over IPv6 through the socket API: handshake, data, teardown, RST, PMTU, ss.
+
+    a (2001:db8::1) ── veth or nic ── b (2001:db8::2)
+    a (2001:db8:1::1) ── r ── b (2001:db8:2::2)        (the PMTU test)
+
+AF_INET6 stream sockets have the shape of IPv4's (tests/tcp/test_tcp_connection.py):
+``host.socket(AF_INET6, SOCK_STREAM)``, addresses as ``(host, port[, flowinfo,
+scope_id])``. Captures are parsed with dpkt (``dpkt.ip6`` + ``dpkt.tcp``), the
+oracle, and every TCP checksum is verified over the IPv6 pseudo-header.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import dpkt
+import pytest
+import trio
+
+from netstack.core.sock import AF_INET6, SOCK_STREAM
+from netstack.host import Host, Lab
+from netstack.socket import Socket
+from netstack.tcp import TcpSock, tcp_of
+
+PORT = 5001
+
+
+def pair6(lab: Lab, kind: str = "veth") -> tuple[Host, Host]:
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
+    a.ip("-6 addr add 2001:db8::1/64 dev eth0 nodad")
+    b.ip("-6 addr add 2001:db8::2/64 dev eth0 nodad")
+    return a, b
+
+
+async def listener6(host: Host, port: int = PORT, backlog: int = 8) -> Socket:
+    srv = host.socket(AF_INET6, SOCK_STREAM)
+    await srv.bind(("::", port))
+    srv.listen(backlog)
+    return srv
+
+
+async def recv_all(conn: Socket) -> bytes:
+    out = bytearray()
+    while data := await conn.recv(1 << 16):
+        out += data
+    return bytes(out)
+
+
+def tcp6_segments(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip6.IP6]:
+    out = []
+    for _, frame, _ in frames:
+        eth = dpkt.ethernet.Ethernet(frame)
+        if isinstance(eth.data, dpkt.ip6.IP6) and isinstance(eth.data.data, dpkt.tcp.TCP):
+            out.append(eth.data)
+    return out
+
+
+def tcp6_csum_ok(ip6: dpkt.ip6.IP6) -> bool:
+    """RFC 8200 §8.1: source, destination, upper-layer length, next header 6."""
+    seg = bytes(ip6)[40 : 40 + ip6.plen]
+    pseudo = ip6.src + ip6.dst + struct.pack("!I3xB", len(seg), 6)
+    return bool(dpkt.in_cksum(pseudo + seg) == 0)
+
+
+async def test_handshake_data_teardown_capture_v6(lab: Lab, autojump_clock: object) -> None:
+    """SYN (MSS 1440 = 1500 - 60), SYN-ACK, ACK; data; FIN/ACK both ways; all checksums good."""
+    a, b = pair6(lab, "nic")
+    cap = b.capture("eth0")
+    srv = await listener6(b)
+
+    async def server() -> None:
+        conn, peer = await srv.accept()
+        assert peer[0] == "2001:db8::1" and len(peer) == 4
+        assert await recv_all(conn) == b"hello" * 1000
+        await conn.send(b"bye")
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET6, SOCK_STREAM)
+        await c.connect(("2001:db8::2", PORT))
+        assert c.getpeername() == ("2001:db8::2", PORT, 0, 0)
+        assert c.getsockname()[0] == "2001:db8::1"
+        await c.sendall(b"hello" * 1000)
+        c.shutdown(1)
+        assert await recv_all(c) == b"bye"
+        c.close()
+    await trio.sleep(1)
+    cap.stop()
+    segs = tcp6_segments(cap.frames)
+    assert segs
+    for ip6 in segs:
+        assert tcp6_csum_ok(ip6), ip6
+        assert ip6.nxt == 6 and ip6.hlim == 64
+    tcps = [ip6.data for ip6 in segs]
+    syn, synack, ack = tcps[:3]
+    assert syn.flags == dpkt.tcp.TH_SYN
+    assert synack.flags == dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
+    assert ack.flags == dpkt.tcp.TH_ACK
+    assert synack.ack == syn.seq + 1 and ack.ack == synack.seq + 1
+    assert syn.opts[:4] == b"\x02\x04\x05\xa0"  # MSS 1440, first as Linux sends it
+    synack_opts = dict(dpkt.tcp.parse_opts(synack.opts))
+    assert struct.unpack("!H", synack_opts[dpkt.tcp.TCP_OPT_MSS])[0] == 1440
+    assert dpkt.tcp.TCP_OPT_SACKOK in synack_opts and dpkt.tcp.TCP_OPT_TIMESTAMP in synack_opts
+    data = b"".join(t.data for t in tcps if t.sport == tcps[0].sport)
+    assert data == b"hello" * 1000
+    assert len([t for t in tcps if t.flags & dpkt.tcp.TH_FIN]) == 2
+    assert not any(t.flags & dpkt.tcp.TH_RST for t in tcps)
+    assert all(t.flags & dpkt.tcp.TH_ACK for t in tcps[1:])
+    assert tcp_of(a.net).snmp()["Tcp"].ActiveOpens == 1
+    assert tcp_of(b.net).snmp()["Tcp"].PassiveOpens == 1
+
+
+async def test_transfer_v6_byte_exact_and_ss(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair6(lab)
+    srv = await listener6(b)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+    got: list[bytes] = []
+
+    async def server() -> None:
+        conn, _ = await srv.accept()
+        got.append(await recv_all(conn))
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET6, SOCK_STREAM)
+        await c.connect(("2001:db8::2", PORT))
+        sk = c.sock
+        assert isinstance(sk, TcpSock) and sk.family == AF_INET6
+        assert sk.advmss == 1440 and sk.mss_cache == 1440 - 12
+        lines = a.ss("-t").splitlines()
+        assert lines[1].split()[0] == "ESTAB"
+        assert lines[1].split()[3].startswith("[2001:db8::1]:")
+        assert lines[1].split()[4] == f"[2001:db8::2]:{PORT}"
+        listen = b.ss("-tl").splitlines()[1].split()
+        assert listen[3:] == [f"[::]:{PORT}", "[::]:*"]
+        assert b.ss("-tl4").splitlines()[1:] == []  # no IPv4 listener
+        await c.sendall(payload)
+        c.close()
+    assert got == [payload]
+    await trio.sleep(0.1)
+    assert [sk.state_name for sk in tcp_of(a.net).hashinfo.sockets()] == ["TIME-WAIT"]
+    assert "TIME-WAIT" in a.ss("-t6")
+
+
+async def test_rst_to_closed_port_is_econnrefused(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair6(lab)
+    await trio.sleep(2)  # ND settles: one SYN, not a retransmission queued behind it
+    cap = a.capture("eth0")
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    with pytest.raises(ConnectionRefusedError):
+        await c.connect(("2001:db8::2", 9))
+    cap.stop()
+    segs = tcp6_segments(cap.frames)
+    assert [s.data.flags for s in segs] == [
+        dpkt.tcp.TH_SYN,
+        dpkt.tcp.TH_RST | dpkt.tcp.TH_ACK,
+    ]
+    syn, rst = segs[0].data, segs[1].data
+    assert rst.ack == syn.seq + 1 and rst.seq == 0 and tcp6_csum_ok(segs[1])
+    assert tcp_of(b.net).snmp()["Tcp"].OutRsts == 1
+    assert tcp_of(a.net).snmp()["Tcp"].AttemptFails == 1
+
+
+async def test_bind_errors_and_link_local_connect(lab: Lab, autojump_clock: object) -> None:
+    a, b = pair6(lab)
+    await trio.sleep(2)  # the link-local addresses finish DAD
+    s = a.socket(AF_INET6, SOCK_STREAM)
+    with pytest.raises(OSError) as e:
+        await s.bind(("2001:db8::99", 0))
+    assert e.value.errno == 99  # EADDRNOTAVAIL
+    with pytest.raises(OSError) as e:
+        await s.connect(("::ffff:10.0.0.1", PORT))
+    assert e.value.errno == 101  # v6-only: ENETUNREACH
+    srv = await listener6(b)
+    ll = b.ip("-6 addr show dev eth0 scope link").split("inet6 ")[1].split("/")[0]
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    with pytest.raises(OSError) as e:
+        await c.connect((ll, PORT))  # a link-local peer needs a zone
+    assert e.value.errno == 22
+    await c.connect((f"{ll}%eth0", PORT))
+    conn, peer = await srv.accept()
+    assert peer[0].startswith("fe80::")
+    await c.sendall(b"over the link-local addresses")
+    c.close()
+    assert await recv_all(conn) == b"over the link-local addresses"
+
+
+async def test_packet_too_big_shrinks_the_mss(lab: Lab, autojump_clock: object) -> None:
+    """A router's 1400-byte link: ICMPv6 Packet Too Big → tcp_v6_mtu_reduced → MSS 1340."""
+    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0")
+    lab.add_link("r:eth1", "b:eth0")
+    a.ip("-6 addr add 2001:db8:1::1/64 dev eth0 nodad")
+    r.ip("-6 addr add 2001:db8:1::fe/64 dev eth0 nodad")
+    r.ip("-6 addr add 2001:db8:2::fe/64 dev eth1 nodad")
+    b.ip("-6 addr add 2001:db8:2::2/64 dev eth0 nodad")
+    a.ip("-6 route add default via 2001:db8:1::fe")
+    b.ip("-6 route add default via 2001:db8:2::fe")
+    r.sysctl("net.ipv6.conf.all.forwarding=1")
+    r.ip("link set eth1 mtu 1400")
+    await trio.sleep(2)
+    srv = await listener6(b)
+    payload = bytes(range(256)) * 1024
+    got: list[bytes] = []
+
+    async def server() -> None:
+        conn, _ = await srv.accept()
+        got.append(await recv_all(conn))
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET6, SOCK_STREAM)
+        await c.connect(("2001:db8:2::2", PORT))
+        # b (MTU 1500) offered MSS 1440: a's first data segments are too big for r's eth1
+        await c.sendall(payload)
+        sk = c.sock
+        assert isinstance(sk, TcpSock)
+        c.close()
+    assert got == [payload]
+    assert sk.icsk_pmtu_cookie == 1400 and sk.mss_cache == 1400 - 60 - 12
+    assert r.nstat()["Icmp6OutPktTooBigs"] >= 1
+    assert "mtu 1400" in a.ip("-6 route get 2001:db8:2::2")
