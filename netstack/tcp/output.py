@@ -238,8 +238,12 @@ def tcp_tso_autosize(sk: TcpSock, mss_now: int, min_tso_segs: int) -> int:
 
     Kernel: net/ipv4/tcp_output.c, tcp_tso_autosize().
     """
-    nbytes = min(sk.sk_pacing_rate >> sk.sk_pacing_shift, sk.sk_gso_max_size - 1 - MAX_TCP_HEADER)
-    return max(nbytes // mss_now, min_tso_segs)
+    nbytes = sk.sk_pacing_rate >> sk.sk_pacing_shift
+    cap = sk.sk_gso_max_size - 1 - MAX_TCP_HEADER
+    if nbytes > cap:
+        nbytes = cap
+    segs = nbytes // mss_now
+    return segs if segs > min_tso_segs else min_tso_segs
 
 
 def tcp_tso_segs(sk: TcpSock, mss_now: int) -> int:
@@ -295,7 +299,7 @@ def tcp_receive_window(sk: TcpSock) -> int:
     """What is left of the window we advertised. Kernel: tcp_receive_window()."""
     win = sk.rcv_wup + sk.rcv_wnd - sk.rcv_nxt
     win = ((win + 0x80000000) & M32) - 0x80000000
-    return max(win, 0)
+    return win if win > 0 else 0
 
 
 def tcp_select_initial_window(
@@ -878,7 +882,7 @@ def tcp_tso_should_defer(sk: TcpSock, skb: SkBuff, max_segs: int) -> tuple[bool,
     tcb: TcpSkbCb = skb.cb
     send_win = (tcp_wnd_end(sk) - tcb.seq) & M32
     cong_win = (sk.snd_cwnd - in_flight) * sk.mss_cache
-    limit = min(send_win, cong_win)
+    limit = send_win if send_win < cong_win else cong_win
     length = skb.tail - skb.data
     if limit >= max_segs * sk.mss_cache:
         return False, False, False
