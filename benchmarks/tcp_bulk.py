@@ -15,8 +15,9 @@ process (``time.process_time``: what one core does, whatever else the shared
 machine runs), best of ``--runs`` runs, with the CPU time per 64 KB skb (45
 segments) and per MSS-sized segment. The issue's target: at least 2 Gbit/s
 with GSO and GRO on. Figures are printed, never asserted.
+``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
 
-    python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--profile]
+    python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--link veth|nic] [--family 4|6] [--profile]
 """
 
 from __future__ import annotations
@@ -44,18 +45,27 @@ CONFIGS = {
 
 
 async def run_once(
-    mbytes: int, tso: str, gso: str, gro: str, kind: str
+    mbytes: int, tso: str, gso: str, gro: str, kind: str, family: int = 4
 ) -> netstack.tools.NetperfResult:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
-        a.ip("addr add 10.0.0.1/24 dev eth0")
-        b.ip("addr add 10.0.0.2/24 dev eth0")
+        if family == 6:
+            a.ip("-6 addr add 2001:db8::1/64 dev eth0 nodad")
+            b.ip("-6 addr add 2001:db8::2/64 dev eth0 nodad")
+        else:
+            a.ip("addr add 10.0.0.1/24 dev eth0")
+            b.ip("addr add 10.0.0.2/24 dev eth0")
         for host, cmd in ((a, f"-K eth0 tso {tso} gso {gso}"), (b, f"-K eth0 gro {gro}")):
             with contextlib.suppress(ConfigError):  # already so
                 host.ethtool(cmd)
         return await netperf(
-            a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=mbytes << 20, send_size=SEND_SIZE
+            a,
+            b,
+            "2001:db8::2" if family == 6 else "10.0.0.2",
+            test="TCP_STREAM",
+            total_bytes=mbytes << 20,
+            send_size=SEND_SIZE,
         )
 
 
@@ -65,6 +75,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--runs", type=int, default=1, help="report the best of R runs")
     parser.add_argument("--link", choices=("veth", "nic"), default="veth")
+    parser.add_argument("--family", type=int, choices=(4, 6), default=4)
     args = parser.parse_args()
     for name, (tso, gso, gro) in CONFIGS.items():
         if args.profile and name != "gso+gro":
@@ -74,7 +85,7 @@ def main() -> None:
             prof = cProfile.Profile() if args.profile else None
             if prof is not None:
                 prof.enable()
-            res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link)
+            res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link, args.family)
             if prof is not None:
                 prof.disable()
                 pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
@@ -86,7 +97,7 @@ def main() -> None:
         nbytes = best.bytes_received
         per_skb = best.cpu_seconds / (nbytes / SEND_SIZE) * 1e6
         print(
-            f"{args.link} {name:9s} {nbytes >> 20:5d} MB: "
+            f"{args.link} IPv{args.family} {name:9s} {nbytes >> 20:5d} MB: "
             f"{best.wall_seconds:6.2f} s wall {best.wall_goodput_mbps / 1000:5.2f} Gbit/s, "
             f"{best.cpu_seconds:6.2f} s CPU {best.cpu_goodput_mbps / 1000:5.2f} Gbit/s; "
             f"CPU per 64 KB: {per_skb:6.0f} µs, per MSS: {per_skb / 45:5.1f} µs"

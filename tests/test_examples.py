@@ -38,7 +38,7 @@ def test_every_example_is_tested() -> None:
         "ipv6_router",
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
-    tested |= {"tcp_transfer"}
+    tested |= {"tcp_transfer", "tcp6_over_sit"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -207,6 +207,17 @@ async def test_tcp_transfer(
     assert await load("tcp_transfer").main()
     out = capsys.readouterr().out
     assert "ESTAB" in out and "cubic" in out and "cwnd:" in out
+    assert "received intact: True" in out
+
+
+async def test_tcp6_over_sit(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await load("tcp6_over_sit").main()
+    out = capsys.readouterr().out
+    assert "ESTAB" in out and "[2001:db8:9::2]:5001" in out
+    merged = int(re.search(r"(\d+) merged", out).group(1))  # type: ignore[union-attr]
+    assert merged > 500
     assert "received intact: True" in out
 
 

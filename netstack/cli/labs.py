@@ -16,7 +16,15 @@ from typing import TextIO
 import trio
 
 from netstack.host import open_lab, run
-from netstack.labs.labfile import CheckResult, LabFileError, LabSpec, build_lab, load_lab, run_lab
+from netstack.labs.labfile import (
+    CheckResult,
+    LabFileError,
+    LabSpec,
+    build_lab,
+    load_lab,
+    run_lab,
+    timed_model,
+)
 from netstack.labs.session import Session
 
 __all__ = ["check_lab_file", "run_lab_file"]
@@ -47,7 +55,10 @@ def run_lab_file(
         print(text, file=out, flush=True)
 
     async def main() -> int:
-        async with open_lab(seed=spec.seed, hz=spec.hz) as lab, trio.open_nursery() as nursery:
+        async with (
+            open_lab(seed=spec.seed, hz=spec.hz, timed=timed_model(spec)) as lab,
+            trio.open_nursery() as nursery,
+        ):
             session = Session(lab, nursery, out=say, err=say)
             say(_headline(spec))
             echo = (lambda s: say("  " + s)) if verbose else None
@@ -104,7 +115,10 @@ def check_lab_file(path: str, *, out: TextIO, err: TextIO) -> int:
         return 2
 
     async def main() -> int:
-        async with open_lab(seed=spec.seed, hz=spec.hz) as lab, trio.open_nursery() as nursery:
+        async with (
+            open_lab(seed=spec.seed, hz=spec.hz, timed=timed_model(spec)) as lab,
+            trio.open_nursery() as nursery,
+        ):
             session = Session(lab, nursery)
             try:
                 await build_lab(spec, lab, session, captures=False)

@@ -34,7 +34,14 @@ import trio.testing
 
 from netstack.cli.experiment import shell_commands
 from netstack.host import open_lab
-from netstack.labs.labfile import LabFileError, LabSpec, build_lab, load_lab, parse_lab
+from netstack.labs.labfile import (
+    LabFileError,
+    LabSpec,
+    build_lab,
+    load_lab,
+    parse_lab,
+    timed_model,
+)
 from netstack.labs.session import Session
 
 __all__ = ["shell"]
@@ -72,7 +79,8 @@ async def _main(
 ) -> int:
     seed = spec.seed if spec is not None else 0
     hz = spec.hz if spec is not None else 1000
-    async with open_lab(seed=seed, hz=hz) as lab, trio.open_nursery() as nursery:
+    timed = timed_model(spec) if spec is not None else None
+    async with open_lab(seed=seed, hz=hz, timed=timed) as lab, trio.open_nursery() as nursery:
         session = Session(lab, nursery, clock=clock, pace=pace, commands=shell_commands())
         if spec is not None:
             try:

@@ -66,6 +66,13 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice, NetdevQueue
 
+# Cache lines of a queued skb that validate_xmit_skb reads: the sk_buff's line
+# with protocol/ip_summed/encapsulation (netif_skb_features, the checksum test)
+# and skb_shared_info's first line (gso_size/gso_segs, nr_frags, frag_list for
+# skb_needs_linearize). Timed mode charges their transfer when the CPU that
+# dequeues an skb is not the one that queued it.
+SKB_VALIDATE_LINES = 2
+
 __all__ = [
     "TCQ_F_BUILTIN",
     "TCQ_F_CAN_BYPASS",
@@ -84,6 +91,7 @@ __all__ = [
     "Qdisc",
     "QdiscStats",
     "QdiscWatchdog",
+    "bstats_update",
     "net_xmit_drop_count",
     "qdisc_dequeue_internal",
     "qdisc_dequeue_peeked",
@@ -164,6 +172,8 @@ class QdiscStats:
     bulk_packets: int  # netstack: skbs dequeued by those restarts
     validations_locked: int  # netstack: validate_xmit_skb_list runs with the root lock held
     validations_unlocked: int  # … and after it was released (qdisc_validate_unlocked)
+    validations_remote: int = 0  # netstack, timed mode: validated by a CPU that did not queue it
+    skbs: int = 0  # netstack: skbs that left (``packets`` counts a GSO skb as its segments)
 
 
 @attrs.frozen
@@ -246,6 +256,8 @@ class Qdisc:
         self.bulk_packets = 0
         self.validations_locked = 0
         self.validations_unlocked = 0
+        self.validations_remote = 0
+        self.skbs = 0
 
     # -- the discipline (Qdisc_ops) --------------------------------------------
     def init(self, opt: Any) -> None:
@@ -363,6 +375,8 @@ class Qdisc:
             self.bulk_packets,
             self.validations_locked,
             self.validations_unlocked,
+            self.validations_remote,
+            self.skbs,
         )
 
     def __repr__(self) -> str:
@@ -608,6 +622,24 @@ def qdisc_validate(q: Qdisc, skb: SkBuff | None, dev: NetDevice) -> SkBuff | Non
         q.validations_locked += 1
     else:
         q.validations_unlocked += 1
+    cpu = q.net.cpus.current
+    model = cpu.model
+    if model is not None and q.state_line is not None:  # timed mode
+        index = cpu.index
+        s: SkBuff | None = skb
+        while s is not None:
+            owner = s.xmit_cpu
+            if owner >= 0 and owner != index:
+                # Queued by another CPU, dequeued here: the lines validate_xmit_skb
+                # reads (the sk_buff's header fields, the first of skb_shared_info)
+                # are modified in that CPU's cache.
+                q.validations_remote += 1
+                cpu.charge(
+                    "validate_xmit_skb",
+                    SKB_VALIDATE_LINES * model.machine.transfer_ns(index, owner),
+                )
+            s.xmit_cpu = index
+            s = s.next
     return validate_xmit_skb_list(skb, dev)
 
 
@@ -824,6 +856,7 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     line = q.state_line
     if line is not None:
         line.read("__dev_xmit_skb")  # qdisc_is_running()
+        skb.xmit_cpu = cpu.index  # written here last: hot in this CPU's cache
     contended = q.running
     if contended:
         q.busylock.lock(cpu)
@@ -862,7 +895,18 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     return rc
 
 
+def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
+    """Count *skb* (of ``qdisc_pkt_len`` *length*) leaving *q*: a GSO skb
+    counts as its segments, as ``tc -s`` shows them.
+
+    Kernel: include/net/sch_generic.h, bstats_update() (``skb_is_gso(skb) ?
+    skb_shinfo(skb)->gso_segs : 1``).
+    """
+    q.bytes += length
+    q.packets += skb.gso_segs if skb.gso_size and skb.gso_segs else 1
+    q.skbs += 1
+
+
 def qdisc_bstats_update(q: Qdisc, skb: SkBuff) -> None:
     """Count a packet leaving the qdisc. Kernel: qdisc_bstats_update()."""
-    q.bytes += qdisc_pkt_len(skb)
-    q.packets += 1
+    bstats_update(q, skb, qdisc_pkt_len(skb))

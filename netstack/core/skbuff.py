@@ -245,6 +245,7 @@ class SkBuff:
     cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
     _dataref: list[int] | None = None
     _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
+    xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf

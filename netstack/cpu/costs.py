@@ -252,6 +252,8 @@ FUNCTIONS: Mapping[str, float] = {
     # copy is charged to the copy, not to these) ---------------------------------------
     "tcp_v4_rcv": 150.0,  # lookup, checksum state, socket lock
     "tcp_v4_do_rcv": 20.0,
+    "tcp_v6_rcv": 150.0,  # tcp_v4_rcv's work over the IPv6 header
+    "tcp_v6_do_rcv": 20.0,
     "tcp_rcv_established": 120.0,
     "tcp_rcv_state_process": 200.0,
     "tcp_ack": 250.0,  # window update, clean_rtx_queue, RTT, cong_avoid
@@ -264,6 +266,7 @@ FUNCTIONS: Mapping[str, float] = {
     "__tcp_ack_snd_check": 30.0,
     "__tcp_transmit_skb": 350.0,  # clone, header, options, ip_queue_xmit
     "__ip_queue_xmit": 120.0,
+    "ip6_xmit": 120.0,  # __ip_queue_xmit's work for IPv6 (TCPv6 output)
     "tcp_write_xmit": 150.0,
     "tcp_sendmsg_locked": 300.0,  # + the copy from user space
     "tcp_recvmsg_locked": 250.0,  # + the copy to user space
@@ -280,6 +283,13 @@ FUNCTIONS: Mapping[str, float] = {
     "inet_gro_complete": 30.0,
     "skb_segment": 200.0,  # per GSO skb; + per segment in the caller
     "inet_gso_segment": 60.0,
+    # the IPv6 and tunnel callbacks do the IPv4 ones' work on their own headers
+    "ipv6_gro_receive": 60.0,
+    "ipv6_gro_complete": 30.0,
+    "ipv6_gso_segment": 60.0,
+    "gre_gro_receive": 60.0,
+    "gre_gro_complete": 30.0,
+    "gre_gso_segment": 60.0,
     # --- ICMP -----------------------------------------------------------------------
     "icmp_rcv": 60.0,
     # __icmp_send: checks and rate limits; the error's route lookup and output

@@ -54,7 +54,7 @@ from netstack.cpu.costs import CostTable, default_costs
 from netstack.cpu.cpu import CONTEXTS, Cpu, CpuSet
 from netstack.cpu.spinlock import LockStat, SpinLock
 
-__all__ = ["Machine", "Thread", "ThreadBlocked", "TimedModel", "TimedReport"]
+__all__ = ["Machine", "Thread", "ThreadBlocked", "TimedModel", "TimedReport", "trio_deterministic"]
 
 SPIN_SITE = "_raw_spin_lock"
 _TIE_NS = 1e-4  # ns between CPUs that would wake at the same instant (CPU index order)
@@ -195,10 +195,15 @@ class TimedModel:
     Args:
         machine: the hardware.
         costs: the cost table (one for every experiment).
+        trio_seed: seeds Trio's shuffle of tasks woken at one instant; runs
+            that differ only in it are repetitions of one experiment.
     """
 
-    def __init__(self, machine: Machine | None = None, costs: CostTable | None = None) -> None:
+    def __init__(
+        self, machine: Machine | None = None, costs: CostTable | None = None, *, trio_seed: int = 0
+    ) -> None:
         self.machine = machine if machine is not None else Machine()
+        self.trio_seed = trio_seed
         self.costs = costs if costs is not None else default_costs()
         self.cpus: list[Cpu] = []
         self.hosts: list[tuple[str, CpuSet]] = []
@@ -471,13 +476,23 @@ class TimedModel:
 
         return hook
 
-    @staticmethod
-    def seed_trio() -> None:
-        """Make Trio's run-queue order (it shuffles ties at random) repeatable."""
+    def seed_trio(self) -> None:
+        """Make Trio's run-queue order repeatable.
+
+        Trio runs the tasks woken at one instant as a batch, in the order its
+        deadline heap gave them up — ties broken by the cancel scopes'
+        addresses, which differ from one run to the next in a process — and
+        reverses the batch at random. Its deterministic mode (the one
+        pytest-trio turns on under Hypothesis) sorts each batch by task
+        creation order and then shuffles it with a seeded generator: that
+        mode, seeded here, makes a timed run repeat exactly whatever ran
+        before it. :func:`trio_deterministic` restores the mode afterwards.
+        """
         try:
             import trio._core._run as _run
 
-            _run._r.seed(0)
+            _run._r.seed(self.trio_seed)
+            setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in Trio)
         except (ImportError, AttributeError):  # pragma: no cover - a future Trio
             pass
 
@@ -644,3 +659,19 @@ def _bits(mask: int) -> Iterator[int]:
             yield i
         mask >>= 1
         i += 1
+
+
+@contextmanager
+def trio_deterministic() -> Iterator[None]:
+    """Restore Trio's scheduling mode on exit (timed labs switch it on)."""
+    try:
+        import trio._core._run as _run
+
+        saved = _run._ALLOW_DETERMINISTIC_SCHEDULING
+    except (ImportError, AttributeError):  # pragma: no cover - a future Trio
+        yield
+        return
+    try:
+        yield
+    finally:
+        setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", saved)  # noqa: B010 (Final in Trio)

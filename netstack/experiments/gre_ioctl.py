@@ -68,13 +68,13 @@ async def _one_run(label: str, threads: int, calls: int, size: int) -> Run:
     return Run(label, figures, report)
 
 
-async def _experiment(which: str, threads: int, calls: int, size: int) -> ExperimentResult:
+def _experiment(which: str, threads: int, calls: int, size: int) -> ExperimentResult:
     labels = {
         "both": ("ipip", "gre before", "gre after"),
         "before": ("ipip", "gre before"),
         "after": ("ipip", "gre after"),
     }[which]
-    raw = [await _one_run(label, threads, calls, size) for label in labels]
+    raw = [run(_one_run, label, threads, calls, size) for label in labels]
     ipip_pps = raw[0].figure("packets/s").emulated
     runs = []
     for r in raw:
@@ -119,4 +119,4 @@ def gre_ioctl(
     """
     if not 1 <= cpus <= MACHINE.ncpus:
         raise ValueError(f"cpus must be 1..{MACHINE.ncpus}")
-    return run(_experiment, which, cpus, calls, size)
+    return _experiment(which, cpus, calls, size)

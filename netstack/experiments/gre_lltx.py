@@ -78,12 +78,12 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> Run
     return Run(label, figures, report)
 
 
-async def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
+def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
     runs = []
     if which in ("before", "both"):
-        runs.append(await _one_run(Patches(gre_lltx=False), threads, calls, size))
+        runs.append(run(_one_run, Patches(gre_lltx=False), threads, calls, size))
     if which in ("after", "both"):
-        runs.append(await _one_run(Patches(), threads, calls, size))
+        runs.append(run(_one_run, Patches(), threads, calls, size))
     headline = []
     if which == "both":
         before, after = runs
@@ -122,4 +122,4 @@ def gre_lltx(
     """
     if not 1 <= cpus <= MACHINE.ncpus:
         raise ValueError(f"cpus must be 1..{MACHINE.ncpus}")
-    return run(_experiment, which, cpus, calls, size)
+    return _experiment(which, cpus, calls, size)

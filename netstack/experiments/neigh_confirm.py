@@ -77,17 +77,17 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> tup
     return Run(label, figures, report), line.bounces
 
 
-async def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
+def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
     runs = []
     bounces = {}
     if which in ("before", "both"):
-        r, b = await _one_run(
-            Patches(neigh_confirm_elide=False, hh_fast_copy=False), threads, calls, size
+        r, b = run(
+            _one_run, Patches(neigh_confirm_elide=False, hh_fast_copy=False), threads, calls, size
         )
         runs.append(r)
         bounces["before"] = b
     if which in ("after", "both"):
-        r, b = await _one_run(Patches(), threads, calls, size)
+        r, b = run(_one_run, Patches(), threads, calls, size)
         runs.append(r)
         bounces["after"] = b
     headline: list[Figure] = []
@@ -127,4 +127,4 @@ def neigh_confirm(
     """
     if not 1 <= cpus <= MACHINE.ncpus:
         raise ValueError(f"cpus must be 1..{MACHINE.ncpus}")
-    return run(_experiment, which, cpus, calls, size)
+    return _experiment(which, cpus, calls, size)

@@ -24,7 +24,7 @@ import trio.testing
 from netstack.core.dev import dev_open
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
-from netstack.cpu.timed import TimedModel
+from netstack.cpu.timed import TimedModel, trio_deterministic
 from netstack.drivers.nic import RxCsumMode, nic_newlink, nic_pair
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import TopologyError
@@ -229,15 +229,17 @@ async def open_lab(
         timed: run the hosts' CPUs on this timed-mode machine
             (:class:`netstack.cpu.timed.TimedModel`); functional mode if None.
     """
-    async with trio.open_nursery() as nursery:
-        lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
-        try:
-            yield lab
-        finally:
-            for host in lab.hosts.values():
-                for cap in host.captures:
-                    cap.stop()
-            nursery.cancel_scope.cancel()
+    # A timed lab switches Trio to its repeatable scheduling while it is open.
+    with trio_deterministic():
+        async with trio.open_nursery() as nursery:
+            lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
+            try:
+                yield lab
+            finally:
+                for host in lab.hosts.values():
+                    for cap in host.captures:
+                        cap.stop()
+                nursery.cancel_scope.cancel()
 
 
 def run(main: Callable[..., Awaitable[T]], *args: Any, clock: Any = None) -> T:

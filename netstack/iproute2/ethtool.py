@@ -135,6 +135,47 @@ OFF_FLAG_DEF: Final = (
 
 ETHTOOL_USAGE: Final = "ethtool: bad command line argument(s)\nFor more information run ethtool -h"
 
+# ethtool: ethtool.c, args[] and show_usage(): the options netstack implements, in
+# ethtool 6.1's order and words ("ethtool [ FLAGS ] OPTS DEVNAME\tHELP", then xhelp lines)
+_HELP_ROWS: Final = (
+    ("-c|--show-coalesce", "DEVNAME", "Show coalesce options", ""),
+    ("-C|--coalesce", "DEVNAME", "Set coalesce options", "\t\t[rx-usecs N]\n\t\t[tx-usecs N]\n"),
+    ("-k|--show-features|--show-offload", "DEVNAME",
+     "Get state of protocol offload and other features", ""),
+    ("-K|--features|--offload", "DEVNAME", "Set protocol offload and other features",
+     "\t\tFEATURE on|off ...\n"),
+    ("-n|-u|--show-nfc|--show-ntuple", "DEVNAME",
+     "Show Rx network flow classification options or rules",
+     "\t\t[ rx-flow-hash tcp4|udp4|ah4|esp4|sctp4|tcp6|udp6|ah6|esp6|sctp6 ]\n"),
+    ("-N|-U|--config-nfc|--config-ntuple", "DEVNAME",
+     "Configure Rx network flow classification options or rules",
+     "\t\trx-flow-hash tcp4|udp4|ah4|esp4|sctp4|tcp6|udp6|ah6|esp6|sctp6 m|v|t|s|d|f|n|r...\n"),
+    ("-x|--show-rxfh-indir|--show-rxfh", "DEVNAME",
+     "Show Rx flow hash indirection table and/or RSS hash key", ""),
+    ("-X|--set-rxfh-indir|--rxfh", "DEVNAME",
+     "Set Rx flow hash indirection table and/or RSS hash key",
+     "\t\t[ equal N | weight W0 W1 ... | default ]\n\t\t[ hkey %x:%x:%x:%x:%x:.... ]\n"),
+    ("-S|--statistics", "DEVNAME", "Show adapter statistics", ""),
+    ("-l|--show-channels", "DEVNAME", "Query Channels", ""),
+    ("-L|--set-channels", "DEVNAME", "Set Channels",
+     "\t\t[ rx N ]\n\t\t[ tx N ]\n\t\t[ other N ]\n\t\t[ combined N ]\n"),
+    ("-h|--help", "\t", "Show this help", ""),
+    ("--version", "\t", "Show version number", ""),
+)  # fmt: skip
+ETHTOOL_VERSION: Final = "ethtool version 6.1"
+ETHTOOL_HELP: Final = (
+    f"{ETHTOOL_VERSION}\nUsage:\n"
+    + "".join(
+        f"        ethtool [ FLAGS ] {opts} {dev}\t{text}\n{xhelp}"
+        for opts, dev, text, xhelp in _HELP_ROWS
+    )
+    + "\nFLAGS:\n"
+    "\t--debug MASK\tturn on debugging messages\n"
+    "\t--json\t\tenable JSON output format (not supported by all commands)\n"
+    "\t-I|--include-statistics\t\trequest device statistics related to the command "
+    "(not supported by all commands)\n"
+)
+
 
 def flag_pattern_match(name: str, pattern: str) -> bool:
     """ethtool: netlink/features.c, flag_pattern_match() (one asterisk at most)."""
@@ -591,13 +632,18 @@ def ethtool(net: Net, command: str) -> str:
 
     Options: ``-k/-K`` (features), ``-l/-L`` (channels), ``-x/-X`` (RSS
     indirection table and key), ``-n/-N DEV rx-flow-hash FLOW [sdfn]``
-    (hashed fields), ``-S`` (driver statistics), ``-c/-C`` (interrupt coalescing).
+    (hashed fields), ``-S`` (driver statistics), ``-c/-C`` (interrupt coalescing),
+    ``-h``/``--help`` (the usage, as ``show_usage()`` prints it) and ``--version``.
 
     Raises:
         ConfigError: with ethtool's message (an unknown device: "Cannot get
             device feature settings: No such device" style text).
     """
     argv = shlex.split(command)
+    if argv[:1] in (["-h"], ["--help"]):  # ethtool.c: show_usage(), exit status 0
+        return ETHTOOL_HELP
+    if argv[:1] == ["--version"]:
+        return ETHTOOL_VERSION + "\n"
     if len(argv) < 2:
         raise ConfigError(ETHTOOL_USAGE, errno.EINVAL)
     opt, devname, rest = argv[0], argv[1], argv[2:]

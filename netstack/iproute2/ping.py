@@ -122,21 +122,36 @@ class PingResult:
         return self.received > 0
 
     def summary(self) -> str:
-        """The closing lines ``ping`` prints."""
+        """The closing lines ``ping`` prints.
+
+        iputils: ping/ping_common.c, ping_print_finish() and
+        ping_print_statistics(): *time* is the last transmission's time less
+        the start (``cur_time - start_time``: one probe takes 0 ms, waiting for
+        its reply does not count), the loss is printed with ``%g``, and the
+        rtt figures are integer microseconds, the deviation
+        ``llsqrt(tsum2/n - tavg²)`` as iputils computes it.
+        """
         lines = [f"--- {self.destination} ping statistics ---"]
-        loss = round(100 * self.loss)
         err = f"+{len(self.errors)} errors, " if self.errors else ""
+        loss = f"{100.0 * (self.transmitted - self.received) / self.transmitted:g}%"
+        ms = int(self.time * 1000 + 0.5)
         lines.append(
             f"{self.transmitted} packets transmitted, {self.received} received, "
-            f"{err}{loss}% packet loss, time {round(self.time * 1000)}ms"
+            f"{err}{loss} packet loss, time {ms}ms"
         )
-        rtts = [r * 1000 for r in self.rtts]
-        if rtts:
-            avg = sum(rtts) / len(rtts)
-            mdev = math.sqrt(sum((r - avg) ** 2 for r in rtts) / len(rtts))
-            lines.append(
-                f"rtt min/avg/max/mdev = {min(rtts):.3f}/{avg:.3f}/{max(rtts):.3f}/{mdev:.3f} ms"
-            )
+        usecs = [int(r * 1_000_000) for r in self.rtts]
+        if usecs:
+            n = len(usecs)
+            tsum, tsum2 = sum(usecs), sum(u * u for u in usecs)
+            tavg = tsum // n
+            if tsum < 2**31 - 1:  # "this slightly clumsy computation order" of iputils
+                tvar = (tsum2 - (tsum * tsum) // n) // n
+            else:
+                tvar = tsum2 // n - tavg * tavg
+            tdev = math.isqrt(max(tvar, 0))
+            figures = "/".join(f"{u // 1000}.{u % 1000:03d}" for u in (min(usecs), tavg))
+            figures += "/" + "/".join(f"{u // 1000}.{u % 1000:03d}" for u in (max(usecs), tdev))
+            lines.append(f"rtt min/avg/max/mdev = {figures} ms")
         return "\n".join(lines)
 
 
@@ -241,7 +256,7 @@ async def ping(
     if timeout is None:
         timeout = max(2 * interval, 1.0)
     clock = net.clock
-    start = clock.now()
+    start = last_sent = clock.now()
     sent: dict[int, float] = {}
     replies: dict[int, PingReply] = {}
     errors: list[PingReply] = []
@@ -305,7 +320,7 @@ async def ping(
                 except OSError as e:
                     errors.append(PingReply(seq, None, error=e.strerror or str(e)))
                     emit(f"ping: sendmsg: {e.strerror}")
-                sent[seq] = clock.now()
+                sent[seq] = last_sent = clock.now()
                 end = clock.now() + (interval if seq < count else timeout)
                 while clock.now() < end and not (
                     seq == count and len(replies) + len(errors) >= count
@@ -316,7 +331,8 @@ async def ping(
                 drain()
     finally:
         sock.close()
-    elapsed = clock.now() - start
+    # iputils reports cur_time - start_time: cur_time is the last probe's send time
+    elapsed = last_sent - start
     result = PingResult(
         destination, len(sent), tuple(replies[s] for s in sorted(replies)), tuple(errors), elapsed
     )

@@ -53,10 +53,11 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import sock_oserror
+from netstack.core.sock import Sock, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
 from netstack.ipv6.route import Flowi6
+from netstack.ipv6.sock import IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, SOL_IPV6
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_initialize_rcv_mss,
@@ -286,6 +287,48 @@ class Ipv6Specific:
             tcp_sync_mss(sk, mtu)
             tcp_simple_retransmit(sk)
 
+    # -- options --------------------------------------------------------------------------
+    def setsockopt(self, sk: TcpSock, level: int, optname: int, value: int | bytes) -> None:
+        """SOL_IPV6 options of a TCP socket; SOL_IP goes to IPv4's (``ip_setsockopt``).
+
+        Kernel: net/ipv6/ipv6_sockglue.c, ipv6_setsockopt() (the options TCP uses:
+        IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY).
+        """
+        if level != SOL_IPV6:
+            Sock.setsockopt(sk, level, optname, value)
+            return
+        val = sk._int(value)
+        if optname == IPV6_TCLASS:
+            if not -1 <= val <= 0xFF:
+                raise sock_oserror(errno.EINVAL)
+            sk.tos = max(val, 0)  # -1: the default, 0
+        elif optname == IPV6_UNICAST_HOPS:
+            if not -1 <= val <= 255:
+                raise sock_oserror(errno.EINVAL)
+            sk.uc_ttl = val  # -1: the route's hop limit
+        elif optname == IPV6_V6ONLY:
+            if sk.inet_num:
+                raise sock_oserror(errno.EINVAL)
+            if not val:
+                raise sock_oserror(errno.EINVAL)  # no dual stack in netstack: v6-only
+        else:
+            raise sock_oserror(errno.ENOPROTOOPT)
+
+    def getsockopt(self, sk: TcpSock, level: int, optname: int) -> int | bytes:
+        """Kernel: net/ipv6/ipv6_sockglue.c, ipv6_getsockopt()."""
+        if level != SOL_IPV6:
+            return Sock.getsockopt(sk, level, optname)
+        if optname == IPV6_TCLASS:
+            return sk.tos
+        if optname == IPV6_UNICAST_HOPS:
+            if sk.uc_ttl >= 0:
+                return sk.uc_ttl
+            rt = sk.dst_cache
+            return ip6_dst_hoplimit(rt) if rt is not None else self.ipv6.devconf_all.hop_limit
+        if optname == IPV6_V6ONLY:
+            return 1
+        raise sock_oserror(errno.ENOPROTOOPT)
+
     # -- passive open -------------------------------------------------------------------
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
         """Only unicast SYNs start a connection.
@@ -293,11 +336,12 @@ class Ipv6Specific:
         Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_conn_request().
         """
         if not ipv6_unicast_destination(skb):
+            sk.ext.ListenDrops += 1  # tcp_listendrop(); no reset
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
         saddr, _ = _addrs(skb)
-        if ipv6_addr_type(saddr) & (IPV6_ADDR_MAPPED | IPV6_ADDR_MULTICAST):
-            self.tcp.ext.ListenDrops += 1
+        if ipv6_addr_type(saddr) & IPV6_ADDR_MAPPED:
+            self.ipv6.ip6_mib.InHdrErrors += 1
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
         return tcp_conn_request(sk, skb)

@@ -38,6 +38,7 @@ from netstack.labs.tomlpos import locate
 from netstack.labs.units import parse_rate, parse_time
 
 if TYPE_CHECKING:
+    from netstack.cpu.timed import TimedModel
     from netstack.host import Lab
     from netstack.labs.session import Session
 
@@ -52,6 +53,7 @@ __all__ = [
     "load_lab",
     "parse_lab",
     "run_lab",
+    "timed_model",
 ]
 
 
@@ -171,6 +173,8 @@ SCHEMA: Final[dict[str, tuple[Key, ...]]] = {
         Key("description", (str,), "what the lab shows", example='"two hosts and a router"'),
         Key("seed", (int,), "base seed of the hosts' random numbers", example="0"),
         Key("hz", (int,), "default CONFIG_HZ of the hosts", _positive_int, example="1000"),
+        Key("timed", (bool,), "run the hosts' CPUs in timed mode (2 x Xeon E5540): CPU time "
+            "exists, netperf reports CPU utilisation", example="true"),
     ),
     "host": (
         Key("cpus", (int,), "emulated CPUs", _positive_int, example="2"),
@@ -260,6 +264,7 @@ class LabSpec:
     captures: tuple[CaptureSpec, ...]
     steps: tuple[Line, ...]
     checks: tuple[Line, ...]
+    timed: bool = False
 
 
 class _Validator:
@@ -452,6 +457,7 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
         captures=tuple(captures),
         steps=lines("steps"),
         checks=lines("checks"),
+        timed=lab.get("timed", False) is True,
     )
 
 
@@ -503,6 +509,16 @@ class _Recorder:
         text = "\n".join(self.lines)
         self.lines = []
         return text
+
+
+def timed_model(spec: LabSpec) -> TimedModel | None:
+    """The timed-mode model a lab with ``[lab] timed = true`` runs on (the reference
+    machine, 2 x Xeon E5540), or None for functional mode."""
+    if not spec.timed:
+        return None
+    from netstack.cpu.timed import Machine, TimedModel
+
+    return TimedModel(Machine())
 
 
 async def build_lab(

@@ -33,6 +33,7 @@ from netstack.iproute2.ping import ping as _ping
 from netstack.iproute2.tcpdump import TCPDUMP_USAGE, TCPDUMP_VERSION, Dumper, parse_tcpdump_args
 from netstack.ipv4 import ipv4_of
 from netstack.labs.commands import Command, CommandTable
+from netstack.labs.netperf_cmd import cmd_netperf, cmd_netserver
 from netstack.labs.progress import Progress
 from netstack.wire.arp import ARPHRD_LOOPBACK
 from netstack.wire.ipv4 import aton, ntoa
@@ -395,8 +396,44 @@ async def _cmd_nstat(ctx: Context, argv: list[str]) -> int:
 
 
 # -- ss ----------------------------------------------------------------------------------------
+# iproute2 misc/ss.c, _usage(): the options netstack's ss implements, in ss's words
+SS_USAGE: Final = (
+    "Usage: ss [ OPTIONS ]\n"
+    "       ss [ OPTIONS ] [ FILTER ]\n"
+    "   -h, --help          this message\n"
+    "   -V, --version       output version information\n"
+    "   -n, --numeric       don't resolve service names\n"
+    "   -a, --all           display all sockets\n"
+    "   -l, --listening     display listening sockets\n"
+    "   -e, --extended      show detailed socket information\n"
+    "   -i, --info          show internal TCP information\n"
+    "\n"
+    "   -4, --ipv4          display only IP version 4 sockets\n"
+    "   -6, --ipv6          display only IP version 6 sockets\n"
+    "   -t, --tcp           display only TCP sockets\n"
+    "   -u, --udp           display only UDP sockets"
+)
+
+
 async def _cmd_ss(ctx: Context, argv: list[str]) -> int:
     host = ctx.need_host()
+    if "-h" in argv or "--help" in argv:  # ss.c: help() prints the usage on stdout, exit 0
+        ctx.out(SS_USAGE)
+        return 0
+    if "-V" in argv or "--version" in argv:
+        ctx.out("ss utility, iproute2-6.1.0")
+        return 0
+    long = {"--tcp": "-t", "--udp": "-u", "--all": "-a", "--listening": "-l", "--info": "-i",
+            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4", "--ipv6": "-6"}  # fmt: skip
+    argv = [long.get(a, a) for a in argv]
+    for a in argv:
+        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali46ne"), None)
+        if not a.startswith("-") or bad is not None:
+            what = f"unrecognized option '{a}'" if a.startswith("--") else (
+                f"invalid option -- '{bad}'" if a.startswith("-") else f'unknown argument "{a}"'
+            )  # fmt: skip
+            ctx.err(f"ss: {what}\n{SS_USAGE}")
+            return 255
     flags = "".join(a[1:] for a in argv if a.startswith("-") and not a.startswith("--"))
     if "t" in flags or "--tcp" in argv:  # TCP sockets: the host's ss front end (iproute2/ss.py)
         return await _front_end("ss", "ss")(ctx, argv)  # type: ignore[no-any-return]
@@ -422,15 +459,27 @@ async def _cmd_ss(ctx: Context, argv: list[str]) -> int:
 
 
 # -- udpflood ----------------------------------------------------------------------------------
+UDPFLOOD_BUDGET: Final = 100_000  # datagrams a time-limited flood sends at most
+
+
 async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
-    """``udpflood [-n COUNT] [-s SIZE] [-p PORT] [-r PPS] DEST``: UDP datagrams as fast as asked."""
+    """``udpflood [-c COUNT] [-l SECS] [-s SIZE] [-r PPS] [-p PORT] DEST[:PORT]``.
+
+    Sends UDP datagrams from an unbound socket, as fast as the socket takes
+    them (a full send buffer blocks, as it does on Linux) or at ``-r`` per
+    second: *COUNT* of them (1000 by default), or for *SECS* of virtual time.
+    A time-limited flood on a path where nothing takes time would never see
+    the clock move, so it also stops at ``UDPFLOOD_BUDGET`` datagrams and says so.
+    """
     host = ctx.need_host()
-    count, size, port, rate = 1000, 64, 9, 0.0
+    count: int | None = None
+    size, port, rate = 64, 9, 0.0
+    seconds: float | None = None
     dest: str | None = None
     it = iter(argv)
     for a in it:
         try:
-            if a == "-n":
+            if a in ("-n", "-c"):
                 count = int(next(it))
             elif a == "-s":
                 size = int(next(it))
@@ -438,6 +487,13 @@ async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
                 port = int(next(it))
             elif a == "-r":
                 rate = float(next(it))
+            elif a == "-l":
+                seconds = float(next(it))
+                if seconds <= 0:
+                    raise ValueError
+            elif a in ("-h", "--help"):
+                ctx.out(_UDPFLOOD_USAGE)
+                return 0
             elif a.startswith("-"):
                 ctx.err(f"udpflood: invalid option -- '{a.lstrip('-')}'\n{_UDPFLOOD_USAGE}")
                 return 2
@@ -446,6 +502,11 @@ async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
         except (StopIteration, ValueError):
             ctx.err(f"udpflood: bad value for {a}\n{_UDPFLOOD_USAGE}")
             return 2
+    if dest is not None and dest.count(":") == 1:
+        dest, _, port_text = dest.partition(":")
+        port = int(port_text) if port_text.isdigit() else -1
+    if count is None:
+        count = UDPFLOOD_BUDGET if seconds is not None else 1000
     if dest is None or count < 1 or not 0 <= size <= 65507 or not 0 < port < 65536:
         ctx.err(_UDPFLOOD_USAGE)
         return 2
@@ -467,6 +528,8 @@ async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
     try:
         with ctx.interrupt:
             for i in range(count):
+                if seconds is not None and clock.now() - start >= seconds:
+                    break
                 try:
                     await sock.sendto(payload, (addr, port))
                     sent += 1
@@ -480,6 +543,12 @@ async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
         progress.close()
         sock.close()
     elapsed = clock.now() - start
+    if seconds is not None and sent + errors >= count and elapsed < seconds:
+        ctx.err(
+            f"udpflood: stopped after {count} datagrams, {elapsed:.6f} s into the {seconds:g} s "
+            "asked: nothing on the path takes virtual time fast enough (no rate or delay); "
+            "give -c COUNT or -r PPS"
+        )
     rate_text = f", {sent / elapsed:.0f} pps" if elapsed > 0 else ""
     ctx.out(
         f"udpflood: {sent} datagrams of {size} bytes to {addr}:{port} in {elapsed:.6f} s "
@@ -488,7 +557,14 @@ async def _cmd_udpflood(ctx: Context, argv: list[str]) -> int:
     return 0 if sent else 1
 
 
-_UDPFLOOD_USAGE: Final = "Usage: udpflood [-n COUNT] [-s SIZE] [-p PORT] [-r PPS] DESTINATION"
+_UDPFLOOD_USAGE: Final = (
+    "Usage: udpflood [-c COUNT] [-l SECONDS] [-s SIZE] [-r PPS] [-p PORT] DESTINATION[:PORT]\n"
+    "  -c COUNT    datagrams to send (default 1000; -n COUNT too)\n"
+    "  -l SECONDS  send for SECONDS of virtual time instead (at most 100000 datagrams)\n"
+    "  -s SIZE     UDP payload bytes (default 64)\n"
+    "  -r PPS      datagrams per second (default: as fast as the socket takes them)\n"
+    "  -p PORT     destination port (default 9, discard)"
+)
 
 
 # -- expect: assertions on counters ---------------------------------------------------------
@@ -805,6 +881,19 @@ def _complete_hosts(ctx: Context, words: list[str], text: str) -> list[str]:
     return [h for h in ctx.lab.hosts if h.startswith(text)]
 
 
+_NETPERF_TESTS: Final = ("TCP_STREAM", "TCP_RR", "UDP_STREAM")
+
+
+def _complete_netperf(ctx: Context, words: list[str], text: str) -> list[str]:
+    if words and words[-1] == "-H":
+        return _complete_hosts(ctx, words, text)
+    if words and words[-1] == "-t":
+        return [t for t in _NETPERF_TESTS if t.startswith(text.upper())]
+    if "--" in words:
+        return [o for o in ("-m", "-r", "-P", "-D") if o.startswith(text)]
+    return [o for o in ("-H", "-t", "-l", "-f", "-p", "-c", "-C", "--") if o.startswith(text)]
+
+
 def default_commands() -> CommandTable:
     """The command table every session starts with."""
     return CommandTable(
@@ -830,8 +919,10 @@ def default_commands() -> CommandTable:
             Command("cat", "read /proc/sys/…, /proc/net/snmp, /sys/class/net/…",
                     _cmd_cat, usage="cat FILE ...", linux="coreutils cat"),
             Command("hostname", "print the host's name", _cmd_hostname, linux="hostname"),
-            Command("udpflood", "send COUNT UDP datagrams as fast as possible (or at -r PPS)",
-                    _cmd_udpflood, usage=_UDPFLOOD_USAGE, complete=_complete_hosts),
+            Command("udpflood", "send UDP datagrams: -c COUNT or -l SECS, as fast as possible "
+                    "(or at -r PPS)",
+                    _cmd_udpflood, usage=_UDPFLOOD_USAGE.split("\n")[0][len("Usage: ") :],
+                    complete=_complete_hosts),
             Command("expect", "check a counter: expect IpForwDatagrams >= 3", _cmd_expect,
                     usage="expect COUNTER OP VALUE", complete=_complete_expect),
             Command("tc", "show and change queueing disciplines", _front_end("tc", "tc"),
@@ -842,9 +933,13 @@ def default_commands() -> CommandTable:
                     usage="ethtool -k|-K|-c|-C|-l|-L|-x|-X|-n|-N|-S DEVNAME ...",
                     complete=_complete_ethtool,
                     linux="ethtool"),
-            Command("netperf", "TCP/UDP throughput tests", None,
-                    missing="not wired to the shell yet (netstack.tools.netperf runs it)",
+            Command("netperf", "TCP_STREAM, TCP_RR, UDP_STREAM tests to a host's netserver",
+                    cmd_netperf, usage="netperf -H HOST [-t TCP_STREAM|TCP_RR|UDP_STREAM] "
+                    "[-l SECS|-BYTES] [-f g|m|k|G|M|K] [-p PORT] [-c] [-C] [--budget BYTES] "
+                    "[-- -m SIZE -r REQ,RSP -P PORT]", complete=_complete_netperf,
                     linux="netperf"),
+            Command("netserver", "serve netperf on another port (every host serves 12865)",
+                    cmd_netserver, usage="netserver [-p PORT]", linux="netperf netserver"),
             Command("help", "list the commands, or show one's usage", _cmd_help, scope="lab"),
             Command("hosts", "list the hosts and their addresses", _cmd_hosts, scope="lab"),
             Command("sleep", "let N seconds of virtual time pass", _cmd_sleep, scope="lab",

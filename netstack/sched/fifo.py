@@ -26,6 +26,7 @@ from netstack.core.qdisc import (
     TC_H_ROOT,
     TCQ_F_CAN_BYPASS,
     Qdisc,
+    bstats_update,
     qdisc_pkt_len,
     qdisc_tree_reduce_backlog,
 )
@@ -107,8 +108,7 @@ class PfifoQdisc(Qdisc):
         length = qdisc_pkt_len(skb)
         self.qlen -= 1
         self.backlog -= length
-        self.bytes += length
-        self.packets += 1
+        bstats_update(self, skb, length)
         return skb
 
     def peek(self) -> SkBuff | None:

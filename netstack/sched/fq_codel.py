@@ -41,6 +41,7 @@ from netstack.core.qdisc import (
     ClassDump,
     ClassStats,
     Qdisc,
+    bstats_update,
     qdisc_dequeue_internal,
     qdisc_pkt_len,
     qdisc_tree_reduce_backlog,
@@ -397,8 +398,7 @@ class FqCodelQdisc(Qdisc):
                     flow.chain = None
                 continue
             length = qdisc_pkt_len(skb)
-            self.bytes += length
-            self.packets += 1
+            bstats_update(self, skb, length)
             flow.deficit -= length
             return skb
 

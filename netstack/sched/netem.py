@@ -56,6 +56,7 @@ from netstack.core.qdisc import (
     ClassStats,
     Qdisc,
     QdiscWatchdog,
+    bstats_update,
     net_xmit_drop_count,
     qdisc_pkt_len,
     qdisc_purge_queue,
@@ -557,8 +558,7 @@ class NetemQdisc(Qdisc):
     def _deliver(self, skb: SkBuff) -> SkBuff:
         length = qdisc_pkt_len(skb)
         self.backlog -= length
-        self.bytes += length
-        self.packets += 1
+        bstats_update(self, skb, length)
         return skb
 
     def dequeue(self) -> SkBuff | None:

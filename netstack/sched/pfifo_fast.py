@@ -22,7 +22,14 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import NET_XMIT_SUCCESS
-from netstack.core.qdisc import TC_H_ROOT, TC_PRIO_MAX, TCQ_F_CAN_BYPASS, Qdisc, qdisc_pkt_len
+from netstack.core.qdisc import (
+    TC_H_ROOT,
+    TC_PRIO_MAX,
+    TCQ_F_CAN_BYPASS,
+    Qdisc,
+    bstats_update,
+    qdisc_pkt_len,
+)
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sched.pkt_sched import TcPrioQopt
 
@@ -77,8 +84,7 @@ class PfifoFastQdisc(Qdisc):
         self.qlen -= 1
         length = skb.tail - skb.data if not skb.gso_size else qdisc_pkt_len(skb)
         self.backlog -= length
-        self.bytes += length
-        self.packets += 1
+        bstats_update(self, skb, length)
         return skb
 
     def peek(self) -> SkBuff | None:

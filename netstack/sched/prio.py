@@ -34,6 +34,7 @@ from netstack.core.qdisc import (
     ClassDump,
     ClassStats,
     Qdisc,
+    bstats_update,
     net_xmit_drop_count,
     qdisc_dequeue_peeked,
     qdisc_pkt_len,
@@ -143,8 +144,7 @@ class PrioQdisc(Qdisc):
             skb = qdisc_dequeue_peeked(child)
             if skb is not None:
                 length = qdisc_pkt_len(skb)
-                self.bytes += length
-                self.packets += 1
+                bstats_update(self, skb, length)
                 self.backlog -= length
                 self.qlen -= 1
                 return skb

@@ -36,6 +36,7 @@ from netstack.core.qdisc import (
     ClassStats,
     Qdisc,
     QdiscWatchdog,
+    bstats_update,
     net_xmit_drop_count,
     qdisc_dequeue_peeked,
     qdisc_pkt_len,
@@ -229,8 +230,7 @@ class TbfQdisc(Qdisc):
             self.ptokens = ptoks
             self.backlog -= length
             self.qlen -= 1
-            self.bytes += length
-            self.packets += 1
+            bstats_update(self, skb, length)
             return skb
         self.watchdog.schedule_ns(now + max(-toks, -ptoks))
         # "Maybe we have a shorter packet in the queue, which can be sent now.

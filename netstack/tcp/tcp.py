@@ -614,6 +614,10 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
             sk.sk_write_space()
         return
     if level != IPPROTO_TCP:
+        af_set = getattr(sk.af_ops, "setsockopt", None)  # icsk_af_ops->setsockopt (IPv6)
+        if af_set is not None:
+            af_set(sk, level, optname, value)
+            return
         Sock.setsockopt(sk, level, optname, value)
         return
     if optname == TCP_CONGESTION:
@@ -686,6 +690,9 @@ def tcp_getsockopt(sk: TcpSock, level: int, optname: int) -> int | bytes:
             ).to_bytes(4, "little")
         return Sock.getsockopt(sk, level, optname)
     if level != IPPROTO_TCP:
+        af_get = getattr(sk.af_ops, "getsockopt", None)  # icsk_af_ops->getsockopt (IPv6)
+        if af_get is not None:
+            return af_get(sk, level, optname)  # type: ignore[no-any-return]
         return Sock.getsockopt(sk, level, optname)
     if optname == TCP_NODELAY:
         return int(bool(sk.nonagle & TCP_NAGLE_OFF))

@@ -13,20 +13,32 @@ wall-clock time (the emulator's own speed: goodput per core of this machine).
 
 netperf's omni tests: TCP_STREAM (client sends, the server discards),
 TCP_RR (request/response transactions on one connection), UDP_STREAM
-(datagrams; the receiver counts what arrived).
+(datagrams; the receiver counts what arrived). An IPv6 *address* runs them
+over IPv6 (netperf -6).
+
+CPU utilisation (netperf's ``-c``/``-C``) exists in timed mode only: the
+busy nanoseconds the model charged to each host's CPUs during the test,
+over the test's virtual time and the host's CPU count. When the model is
+not already measuring, the test measures itself (``TimedModel.measuring``).
+In functional mode nothing costs time, and the figures are None.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
+import trio.lowlevel
 
-from netstack.core.sock import AF_INET, SOCK_DGRAM, SOCK_STREAM
+from netstack.core.sock import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from netstack.host import Host
 
 __all__ = ["NetperfResult", "netperf"]
@@ -44,6 +56,9 @@ class NetperfResult:
         transactions: TCP_RR round trips completed.
         virtual_seconds: the test's duration in the hosts' virtual time.
         wall_seconds: how long the emulation took on this machine.
+        send_errors: UDP_STREAM sends that failed (ENOBUFS…: netperf's "Errors").
+        local_cpu / remote_cpu: timed mode: percent of the client's / server's
+            CPUs busy during the test (None in functional mode).
         cpu_seconds: the CPU time this process spent meanwhile (``time.process_time``):
             on a shared machine, the emulator's cost without the other jobs' share.
     """
@@ -54,6 +69,9 @@ class NetperfResult:
     transactions: int
     virtual_seconds: float
     wall_seconds: float
+    send_errors: int = 0
+    local_cpu: float | None = None
+    remote_cpu: float | None = None
     cpu_seconds: float = 0.0
 
     @property
@@ -98,19 +116,80 @@ async def netperf(
     send_size: int = 16384,
     request_size: int = 1,
     response_size: int = 1,
+    progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    """Run one netperf test from *client* to *server* (listening on *address*:*port*)."""
+    """Run one netperf test from *client* to *server* (listening on *address*:*port*).
+
+    *progress*, if given, is called after each send (TCP_RR: each transaction)
+    with the bytes (transactions) done so far and the virtual seconds elapsed.
+    """
     if test not in TESTS:
         raise ValueError(f"netperf: unknown test {test!r} (one of {', '.join(TESTS)})")
     if seconds is None and total_bytes is None and transactions is None:
         raise ValueError("netperf: give seconds=, total_bytes= or transactions=")
-    if test == "TCP_STREAM":
-        return await _tcp_stream(client, server, address, port, seconds, total_bytes, send_size)
-    if test == "TCP_RR":
-        return await _tcp_rr(
-            client, server, address, port, seconds, transactions, request_size, response_size
-        )
-    return await _udp_stream(client, server, address, port, seconds, total_bytes, send_size)
+    with _cpu_meter(client, server) as meter:
+        if test == "TCP_STREAM":
+            result = await _tcp_stream(
+                client, server, address, port, seconds, total_bytes, send_size, progress
+            )
+        elif test == "TCP_RR":
+            result = await _tcp_rr(
+                client,
+                server,
+                address,
+                port,
+                seconds,
+                transactions,
+                request_size,
+                response_size,
+                progress,
+            )
+        else:
+            result = await _udp_stream(
+                client, server, address, port, seconds, total_bytes, send_size, progress
+            )
+    if meter:
+        local, remote = meter[0](result.virtual_seconds), meter[1](result.virtual_seconds)
+        result = attrs.evolve(result, local_cpu=local, remote_cpu=remote)
+    return result
+
+
+def _busy_ns(host: Host) -> float:
+    return sum(sum(cpu.busy.values()) for cpu in host.net.cpus.cpus)
+
+
+@contextlib.contextmanager
+def _cpu_meter(client: Host, server: Host) -> Iterator[list[Callable[[float], float]]]:
+    """Timed mode: yields [local, remote] functions of the elapsed virtual seconds
+    giving the percent of each host's CPUs busy since entry; [] in functional mode."""
+    model = client.net.cpus.cpus[0].model
+    if model is None:
+        yield []
+        return
+    own = contextlib.nullcontext() if model.running else model.measuring()
+    with own:
+        before = {h.name: _busy_ns(h) for h in (client, server)}
+        meters: list[Callable[[float], float]] = []
+        for host in (client, server):
+
+            def util(seconds: float, host: Host = host) -> float:
+                if seconds <= 0:
+                    return 0.0
+                busy = _busy_ns(host) - before[host.name]
+                return 100.0 * busy / (seconds * 1e9 * len(host.net.cpus))
+
+            meters.append(util)
+        yield meters
+
+
+def _family(address: str) -> int:
+    """AF_INET6 for an IPv6 literal (``2001:db8::2``), else AF_INET."""
+    return AF_INET6 if ":" in address else AF_INET
+
+
+def _any(address: str) -> str:
+    """The wildcard address of *address*'s family, for the server's bind."""
+    return "::" if ":" in address else ""
 
 
 def _done(start: float, seconds: float | None, sent: int, limit: int | None) -> bool:
@@ -127,9 +206,10 @@ async def _tcp_stream(
     seconds: float | None,
     total: int | None,
     size: int,
+    progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_STREAM)
+    await srv.bind((_any(address), port))
     srv.listen(1)
     received = 0
     end_time = 0.0
@@ -151,13 +231,15 @@ async def _tcp_stream(
     cpu = time.process_time()
     async with trio.open_nursery() as n:
         n.start_soon(sink)
-        c = client.socket(AF_INET, SOCK_STREAM)
+        c = client.socket(_family(address), SOCK_STREAM)
         await c.connect((address, port))
         start = trio.current_time()
         while not _done(start, seconds, sent, total):
             chunk = buf if total is None else buf[: min(size, total - sent)]
             await c.sendall(chunk)
             sent += len(chunk)
+            if progress is not None:
+                progress(sent, trio.current_time() - start)
         c.close()
     srv.close()
     return NetperfResult(
@@ -167,7 +249,7 @@ async def _tcp_stream(
         0,
         end_time - start,
         time.perf_counter() - wall,
-        time.process_time() - cpu,
+        cpu_seconds=time.process_time() - cpu,
     )
 
 
@@ -180,9 +262,10 @@ async def _tcp_rr(
     count: int | None,
     req: int,
     resp: int,
+    progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_STREAM)
+    await srv.bind((_any(address), port))
     srv.listen(1)
     request = bytes(req)
     response = bytes(resp)
@@ -205,7 +288,7 @@ async def _tcp_rr(
     cpu = time.process_time()
     async with trio.open_nursery() as n:
         n.start_soon(responder)
-        c = client.socket(AF_INET, SOCK_STREAM)
+        c = client.socket(_family(address), SOCK_STREAM)
         c.setsockopt(6, 1, 1)
         await c.connect((address, port))
         start = trio.current_time()
@@ -218,6 +301,8 @@ async def _tcp_rr(
                     break
                 got += len(data)
             done += 1
+            if progress is not None:
+                progress(done, trio.current_time() - start)
         elapsed = trio.current_time() - start
         c.close()
     srv.close()
@@ -228,7 +313,7 @@ async def _tcp_rr(
         done,
         elapsed,
         time.perf_counter() - wall,
-        time.process_time() - cpu,
+        cpu_seconds=time.process_time() - cpu,
     )
 
 
@@ -240,15 +325,16 @@ async def _udp_stream(
     seconds: float | None,
     total: int | None,
     size: int,
+    progress: Callable[[int, float], None] | None = None,
 ) -> NetperfResult:
-    srv = server.socket(AF_INET, SOCK_DGRAM)
-    await srv.bind(("", port))
+    srv = server.socket(_family(address), SOCK_DGRAM)
+    await srv.bind((_any(address), port))
     received = 0
     buf = bytes(size)
     sent = 0
     wall = time.perf_counter()
     cpu = time.process_time()
-    c = client.socket(AF_INET, SOCK_DGRAM)
+    c = client.socket(_family(address), SOCK_DGRAM)
     start = trio.current_time()
     async with trio.open_nursery() as n:
 
@@ -259,12 +345,20 @@ async def _udp_stream(
                 received += len(data)
 
         n.start_soon(sink)
-        while not _done(start, seconds, sent, total):
-            await c.sendto(buf, (address, port))
+        errors = 0
+        while not _done(start, seconds, sent + errors * size, total):
+            try:
+                await c.sendto(buf, (address, port))
+            except OSError:  # ENOBUFS, an ICMP error reported on the socket…
+                errors += 1
+                await trio.lowlevel.checkpoint()
+                continue
             sent += size
+            if progress is not None:
+                progress(sent, trio.current_time() - start)
+        elapsed = trio.current_time() - start
         await trio.sleep(0.01)  # let the last datagrams arrive
         n.cancel_scope.cancel()
-    elapsed = trio.current_time() - start
     c.close()
     srv.close()
     return NetperfResult(
@@ -274,5 +368,6 @@ async def _udp_stream(
         0,
         elapsed,
         time.perf_counter() - wall,
-        time.process_time() - cpu,
+        send_errors=errors,
+        cpu_seconds=time.process_time() - cpu,
     )

@@ -17,7 +17,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.skbuff import CHECKSUM_COMPLETE, CHECKSUM_UNNECESSARY, DropReason, SkBuff
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    DropReason,
+    SkBuff,
+)
 from netstack.core.skbuff import kfree_skb as _kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
@@ -127,8 +133,8 @@ def gre_parse_header(
     if flags & GRE_CSUM and verify_csum:
         if skb.ip_summed == CHECKSUM_COMPLETE:
             ok = csum_fold(skb.csum) == 0
-        elif skb.ip_summed == CHECKSUM_UNNECESSARY:
-            ok = True
+        elif skb.ip_summed in (CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL):
+            ok = True  # skb_csum_unnecessary(): verified, or a GRO aggregate
         else:
             ok = csum_fold(csum_partial(buf, skb.data, skb.tail)) == 0
         tpi.csum_err = not ok

@@ -22,20 +22,26 @@ which (with the same patch) clears the ``flush_id`` the outer IPv4 header
 stored — IPv6 has no IP ID, and without the clearing the outer header's ID
 verdict would reach the inner TCP check. ``sit_gro_complete`` marks the
 aggregate ``SKB_GSO_IPXIP4`` and completes the inner IPv6 header. Before the
-patch ``sit_offload`` too had only ``gso_segment`` (``ipv6_gso_segment`` for
-the inner header of a 6in4 GSO skb), so 6in4 packets were flushed from GRO on
-the physical device and aggregated only later, in the sit device's gro_cells.
+patch ``sit_offload`` too had only ``gso_segment`` (``sit_gso_segment``:
+``ipv6_gso_segment`` for the inner header of a ``SKB_GSO_IPXIP4`` skb), so
+6in4 packets were flushed from GRO on the physical device and aggregated
+only later, in the sit device's gro_cells.
 
 GRE (protocol 47, Jerry Chu's ``gre_offload``, 3.13+, not a seed patch):
-``gre_gro_receive`` takes version-0 headers with at most the K flag — any
-other flag (sequence numbers, routing, another version) flushes — and
-whose protocol has an L3 GRO handler (``offload_base``: IPv4, IPv6). Held
-packets with other flags, another protocol or another key are another flow;
-the inner header's callbacks decide the merge. ``gre_gro_complete`` marks
-the aggregate ``SKB_GSO_GRE`` and completes the inner header. netstack
-flushes GRE packets with the C (checksum) flag, which the kernel validates
-and merges; GRE has no ``gso_segment`` here (a GRE aggregate that must be
-forwarded out of a device is dropped by ``validate_xmit_skb``).
+``gre_gro_receive`` takes version-0 headers with at most the K and C flags —
+any other flag (sequence numbers, routing, another version) flushes — and
+whose protocol has an L3 GRO handler (``offload_base``: IPv4, IPv6). A C
+packet's checksum is verified first (a bad one flushes). Held packets with
+other flags, another protocol or another key are another flow; the inner
+header's callbacks decide the merge. ``gre_gro_complete`` marks the
+aggregate ``SKB_GSO_GRE`` and completes the inner header; the aggregate's
+GRE checksum is stale, and ``gre_parse_header`` takes a CHECKSUM_PARTIAL skb
+as verified (``skb_csum_unnecessary``). ``gre_gso_segment`` cuts a GRE
+aggregate again when it is forwarded to a device without GRE segmentation:
+the inner header's ``gso_segment`` cuts the payload below the copied outer
+headers, then each segment's GRE checksum (if any) is computed over its
+finished inner packet; the outer IPv4 header is fixed by the
+``inet_gso_segment`` that called it.
 
 Kernel: net/ipv4/af_inet.c (ipip_gro_receive, ipip_gro_complete,
 ipip_offload, ipv4_offload_init), net/ipv6/ip6_offload.c (sit_gro_receive
@@ -49,13 +55,21 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from netstack.core.features import SKB_GSO_GRE, SKB_GSO_IPXIP4
-from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload
+from netstack.core.skbuff import CHECKSUM_PARTIAL
+from netstack.core.xmit import skb_checksum_help
+from netstack.gro.core import (
+    GRO_RECURSION_LIMIT,
+    NapiGroCb,
+    NetOffload,
+    skb_gro_checksum_validate,
+)
+from netstack.gro.segment import skb_gso_cb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, inet_gso_segment
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.offload import ipv6_gro_complete, ipv6_gro_receive, ipv6_gso_segment
 from netstack.wire.checksum import csum_block_sub, csum_partial
-from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY
+from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY, gre_checksum
 from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP
 from netstack.wire.ipv6 import NEXTHDR_IPV6
 
@@ -68,12 +82,14 @@ if TYPE_CHECKING:
 __all__ = [
     "gre_gro_complete",
     "gre_gro_receive",
+    "gre_gso_segment",
     "gre_offload_init",
     "ipip_gro_complete",
     "ipip_gro_receive",
     "ipip_offload_init",
     "sit_gro_complete",
     "sit_gro_receive",
+    "sit_gso_segment",
     "sit_offload_init",
 ]
 
@@ -116,6 +132,17 @@ def ipip_offload_init(net: Net) -> None:
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
 
 
+def sit_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a 6in4 GSO skb (``data`` at the inner IPv6 header).
+
+    Kernel: net/ipv6/ip6_offload.c, sit_gso_segment() (4.7+; before, sit_offload
+    used ipv6_gso_segment directly).
+    """
+    if not skb.gso_type & SKB_GSO_IPXIP4:
+        return None
+    return ipv6_gso_segment(ipv6, skb, features)
+
+
 def sit_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for the inner IPv6 header of a 6in4 packet (one level of encapsulation).
 
@@ -147,12 +174,12 @@ def sit_offload_init(net: Net) -> None:
     ipv6 = ipv6_of(net)
     if net.patches.ipip_sit_gro:
         offload = NetOffload(
-            partial(ipv6_gso_segment, ipv6),
+            partial(sit_gso_segment, ipv6),
             partial(sit_gro_receive, ipv6),
             partial(sit_gro_complete, ipv6),
         )
     else:
-        offload = NetOffload(partial(ipv6_gso_segment, ipv6))
+        offload = NetOffload(partial(sit_gso_segment, ipv6))
     ipv4.inet_add_offload(NEXTHDR_IPV6, offload)
 
 
@@ -169,24 +196,30 @@ def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     if not cb.encap_mark and skb.tail - off >= GRE_HLEN:
         cb.encap_mark = 1
         flags = (buf[off] << 8) | buf[off + 1]
-        # Only version 0 and the K flag (the kernel also takes C, netstack flushes it).
+        # Only version 0 and the K and C flags: sequence numbers could be
+        # merged, but not segmented again if the aggregate is forwarded.
         ptype = net.offload_base.get((buf[off + 2] << 8) | buf[off + 3])
-        grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0)
+        grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0) + (4 if flags & GRE_CSUM else 0)
         if (
             not flags & ~(GRE_KEY | GRE_CSUM)
-            and not flags & GRE_CSUM
             and ptype is not None
             and ptype.gro_receive is not None
             and skb.tail - off >= grehlen
+            # don't bother verifying the checksum if the packet is flushed anyway
+            and (not flags & GRE_CSUM or cb.flush or skb_gro_checksum_validate(skb, 0))
         ):
             rel = off - skb.data
-            ident = buf[off : off + grehlen]  # flags, protocol and key
+            ident = buf[off : off + 4]  # flags and protocol
+            key = buf[off + grehlen - 4 : off + grehlen] if flags & GRE_KEY else b""
             for p in head:
                 pcb: NapiGroCb = p.cb
                 if not pcb.same_flow:
                     continue
                 o2 = p.data + rel
-                if p.buf[o2 : o2 + grehlen] != ident:
+                pbuf = p.buf
+                if pbuf[o2 : o2 + 4] != ident or (
+                    key and pbuf[o2 + grehlen - 4 : o2 + grehlen] != key
+                ):
                     pcb.same_flow = 0  # another tunnel: flags, protocol or key differ
             cb.off = off + grehlen  # skb_gro_pull()
             if cb.csum_valid:  # skb_gro_postpull_rcsum()
@@ -217,6 +250,51 @@ def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     return err
 
 
+def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a GRE GSO skb whose ``data`` is at its GRE header.
+
+    netstack's ``skb_segment`` copies every header from the link header down,
+    so the inner ``gso_segment`` cuts below the outer headers and this layer
+    only fixes its own header in each segment (the kernel pulls the tunnel
+    header and pushes it back around ``skb_mac_gso_segment``).
+
+    Kernel: net/ipv4/gre_offload.c, gre_gso_segment().
+    """
+    if not skb.encapsulation:
+        return None
+    buf = skb.buf
+    greh = skb.data
+    if skb.tail - greh < GRE_HLEN:
+        return None
+    flags = (buf[greh] << 8) | buf[greh + 1]
+    grehlen = GRE_HLEN + (4 if flags & GRE_KEY else 0) + (4 if flags & GRE_CSUM else 0)
+    ptype = net.offload_base.get((buf[greh + 2] << 8) | buf[greh + 3])
+    if ptype is None or ptype.gso_segment is None or skb.tail - greh < grehlen:
+        return None
+    mac = skb.mac_header if skb.mac_header >= 0 else greh
+    gre_off = greh - mac
+    skb_gso_cb(skb).encap_level += grehlen
+    skb.data = greh + grehlen  # __skb_pull(skb, tnl_hlen)
+    segs = ptype.gso_segment(skb, features)
+    skb.data = greh
+    if segs is None or segs is skb:
+        return segs
+    s: SkBuff | None = segs
+    while s is not None:
+        g = s.mac_header + gre_off
+        s.transport_header = g
+        if flags & GRE_CSUM:
+            if s.ip_summed == CHECKSUM_PARTIAL:  # the inner checksum first
+                skb_checksum_help(s)
+            sb = s.buf
+            sb[g + 4] = sb[g + 5] = 0
+            c = gre_checksum(sb, g, s.tail)
+            sb[g + 4] = c >> 8
+            sb[g + 5] = c & 0xFF
+        s = s.next
+    return segs
+
+
 def gre_offload_init(net: Net) -> None:
     """Register ``gre_offload`` for IPPROTO_GRE in IPv4's table (built in, no patch).
 
@@ -224,5 +302,9 @@ def gre_offload_init(net: Net) -> None:
     """
     ipv4_of(net).inet_add_offload(
         IPPROTO_GRE,
-        NetOffload(None, partial(gre_gro_receive, net), partial(gre_gro_complete, net)),
+        NetOffload(
+            partial(gre_gso_segment, net),
+            partial(gre_gro_receive, net),
+            partial(gre_gro_complete, net),
+        ),
     )

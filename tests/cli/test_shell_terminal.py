@@ -143,3 +143,26 @@ def test_experiment_shows_that_it_runs_on_a_terminal() -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_netperf_and_udpflood_at_the_prompt(tmp_path: Path) -> None:
+    """netperf's table on the demo lab (10 ms round trips to b), completion of its options,
+    and a run that ends on a path where no virtual time passes (a to r: a veth)."""
+    child = spawn(tmp_path, DEMO)
+    child.send("a netperf -t TCP_\t\t")
+    child.expect("TCP_RR +TCP_STREAM")
+    child.expect_exact(PROMPT + "a netperf -t TCP_")
+    child.send("RR -H b -l 1\r")
+    child.expect_exact("MIGRATED TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET")
+    child.expect(r"16384  131072 1        1       1\.00 +(\d+\.\d\d)")
+    assert 95 <= float(child.match.group(1)) <= 100  # one transaction per 10 ms round trip
+    child.expect_exact(PROMPT)
+    out = run(child, "a netperf -H 10.0.1.254 -l 10 --budget 100000")
+    assert "netperf: stopped at the budget of 100000 bytes" in out
+    assert "netperf: no virtual time passed" in out
+    out = run(child, "a udpflood -c 3 b:7")
+    assert "udpflood: 3 datagrams of 64 bytes to 10.0.2.2:7" in out
+    out = run(child, "a ethtool -h")
+    assert "Usage:" in out and "bad command line" not in out
+    child.sendline("exit")
+    child.expect(pexpect.EOF)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import netstack
 from netstack.core.features import SKB_GSO_TCPV6
-from netstack.core.skbuff import SkBuff
+from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
 from netstack.errors import ConfigError
 from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GRO_NORMAL, GroNode, gro_statistics
 from netstack.host import Host, Lab
@@ -283,3 +283,45 @@ async def test_gso_off_builds_mss_skbs(autojump_clock: object, tso: str) -> None
         sk = c.sock
         assert isinstance(sk, TcpSock)
         assert (sk.sk_gso_max_segs > 1) == (tso == "on")
+
+
+async def test_checksum_complete_settles_tcp6_without_summing_again(
+    lab: Lab, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device's CHECKSUM_COMPLETE sum (from the IPv6 header on) minus the header
+    (skb_gro_postpull_rcsum) verifies the TCP checksum: GRO sums nothing itself."""
+    import netstack.gro.core as gro_core
+
+    r = GroRig(lab)
+    frames = [frame6(1000), frame6(2000)]
+
+    def no_sum(*args: object) -> int:
+        raise AssertionError("GRO summed the packet again")
+
+    monkeypatch.setattr(gro_core, "csum_partial", no_sum)
+    results = []
+    for f in frames:
+        skb = SkBuff(bytearray(64) + bytearray(f), 64, 64 + len(f))
+        skb.mac_header = 64
+        skb.data = skb.network_header = 64 + 14
+        skb.protocol = ETH_P_IPV6
+        skb.dev = r.dev
+        skb.ip_summed = CHECKSUM_COMPLETE
+        skb.csum = csum_partial(skb.buf, skb.data, skb.tail)
+        results.append(r.node.receive(r.napi, skb))
+    assert results == [GRO_HELD, GRO_MERGED_FREE]
+
+
+@pytest.mark.parametrize("test", ["TCP_STREAM", "TCP_RR", "UDP_STREAM"])
+async def test_netperf_over_ipv6(lab: Lab, autojump_clock: object, test: str) -> None:
+    from netstack.tools import netperf
+
+    a, b = pair6(lab, "veth")
+    await trio.sleep(2)
+    if test == "TCP_RR":
+        res = await netperf(a, b, B6, test=test, transactions=100)
+        assert res.transactions == 100
+    else:
+        res = await netperf(a, b, B6, test=test, total_bytes=1 << 20, send_size=1024)
+        assert res.bytes_received == res.bytes_sent == 1 << 20
+    assert res.wall_seconds > 0

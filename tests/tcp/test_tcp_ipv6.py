@@ -11,7 +11,11 @@ oracle, and every TCP checksum is verified over the IPv6 pseudo-header.
 
 from __future__ import annotations
 
+import errno
+import shutil
 import struct
+import subprocess
+from pathlib import Path
 
 import dpkt
 import pytest
@@ -224,3 +228,126 @@ async def test_packet_too_big_shrinks_the_mss(lab: Lab, autojump_clock: object) 
     assert sk.icsk_pmtu_cookie == 1400 and sk.mss_cache == 1400 - 60 - 12
     assert r.nstat()["Icmp6OutPktTooBigs"] >= 1
     assert "mtu 1400" in a.ip("-6 route get 2001:db8:2::2")
+
+
+TSHARK = shutil.which("tshark")
+
+
+def tshark_tcp_rows(path: Path) -> list[list[str]]:
+    """tshark's verdict per TCP frame: malformed?, checksum status, expert severity."""
+    assert TSHARK is not None
+    out = subprocess.run(
+        [TSHARK, "-r", str(path), "-o", "tcp.check_checksum:TRUE", "-Y", "tcp",
+         "-T", "fields", "-E", "separator=|", "-e", "_ws.malformed",
+         "-e", "tcp.checksum.status", "-e", "_ws.expert.severity"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return [line.split("|") for line in out.splitlines()]
+
+
+async def test_ipv6_connection_pcap_is_clean(
+    lab: Lab, autojump_clock: object, tmp_path: Path
+) -> None:
+    """A TCPv6 connection written to pcap: dpkt parses every frame and every TCP
+    checksum verifies; tshark (when installed) finds nothing malformed or bad."""
+    a, b = pair6(lab, "nic")
+    b.ethtool("-K eth0 gro off")  # frames as they were on the wire
+    await trio.sleep(2)
+    paths = [tmp_path / "a.pcap", tmp_path / "b.pcap"]
+    caps = [a.capture("eth0", paths[0]), b.capture("eth0", paths[1])]
+    srv = await listener6(b)
+    payload = bytes(range(256)) * 400
+
+    async def server() -> None:
+        conn, _ = await srv.accept()
+        assert await recv_all(conn) == payload
+        conn.close()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(server)
+        c = a.socket(AF_INET6, SOCK_STREAM)
+        await c.connect(("2001:db8::2", PORT))
+        await c.sendall(payload)
+        c.close()
+    await trio.sleep(1)
+    for cap in caps:
+        cap.stop()
+    for path in paths:
+        with path.open("rb") as f:
+            frames = [dpkt.ethernet.Ethernet(buf) for _, buf in dpkt.pcap.Reader(f)]
+        tcp6 = [e.data for e in frames if isinstance(e.data, dpkt.ip6.IP6) and e.data.nxt == 6]
+        assert len(tcp6) > 20
+        assert all(isinstance(p.data, dpkt.tcp.TCP) and tcp6_csum_ok(p) for p in tcp6)
+        flags = [p.data.flags for p in tcp6]
+        assert flags[0] == dpkt.tcp.TH_SYN and flags[1] == dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
+        assert len([fl for fl in flags if fl & dpkt.tcp.TH_FIN]) == 2
+        assert not any(fl & dpkt.tcp.TH_RST for fl in flags)
+        if TSHARK is None:
+            continue
+        rows = tshark_tcp_rows(path)
+        assert len(rows) == len(tcp6)
+        assert all(not malformed and status == "1" for malformed, status, _ in rows)
+
+
+async def test_ipv6_socket_options_reach_the_header(lab: Lab, autojump_clock: object) -> None:
+    """IPV6_TCLASS and IPV6_UNICAST_HOPS through icsk_af_ops->setsockopt; v6-only."""
+    from netstack.socket import IPPROTO_IPV6, IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY
+
+    a, b = pair6(lab)
+    await trio.sleep(2)
+    srv = await listener6(b)
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_V6ONLY) == 1
+    with pytest.raises(OSError):
+        c.setsockopt(IPPROTO_IPV6, IPV6_V6ONLY, 0)  # no dual stack
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS) == 64
+    c.setsockopt(IPPROTO_IPV6, IPV6_TCLASS, 0x28)
+    c.setsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 7)
+    assert c.getsockopt(IPPROTO_IPV6, IPV6_TCLASS) == 0x28
+    with pytest.raises(OSError):
+        c.setsockopt(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 256)
+    cap = b.capture("eth0")
+    await c.connect(("2001:db8::2", PORT))
+    conn, _ = await srv.accept()
+    await c.sendall(b"x" * 100)
+    assert await conn.recv(100) == b"x" * 100
+    cap.stop()
+    sent = [p for p in tcp6_segments(cap.frames) if p.data.sport != PORT]
+    assert sent and all(p.hlim == 7 for p in sent)
+    tclass = {(int.from_bytes(bytes(p)[:4], "big") >> 20) & 0xFF for p in sent}
+    assert tclass == {0x28}
+
+
+@pytest.mark.parametrize(
+    ("route", "err"), [("prohibit", errno.EACCES), ("unreachable", errno.ENETUNREACH)]
+)
+async def test_icmpv6_errors_reach_a_connecting_socket(
+    lab: Lab, autojump_clock: object, route: str, err: int
+) -> None:
+    """tcp_v6_err: a router's administratively-prohibited answer to the SYN is fatal
+    (EACCES at once); no-route is soft: the SYNs are retried, and when they run out
+    the soft error is what connect() reports (tcp_write_err: sk_err_soft, else
+    ETIMEDOUT)."""
+    a, r = lab.add_host("a"), lab.add_host("r")
+    lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0")
+    lab.add_link("r:eth1", "b:eth0")
+    a.ip("-6 addr add 2001:db8:1::1/64 dev eth0 nodad")
+    r.ip("-6 addr add 2001:db8:1::fe/64 dev eth0 nodad")
+    a.ip("-6 route add default via 2001:db8:1::fe")
+    r.sysctl("net.ipv6.conf.all.forwarding=1")
+    r.ip(f"-6 route add {route} 2001:db8:7::/64")
+    a.sysctl("net.ipv4.tcp_syn_retries=2")
+    await trio.sleep(2)
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    start = trio.current_time()
+    with pytest.raises(OSError) as e:
+        await c.connect(("2001:db8:7::2", PORT))
+    assert e.value.errno == err
+    elapsed = trio.current_time() - start
+    if err == errno.EACCES:
+        assert elapsed < 0.1  # the first ICMPv6 error ends it
+    else:
+        assert elapsed > 6  # 1 + 2 + 4 s of SYN retransmissions
+        assert tcp_of(a.net).snmp()["TcpExt"].TCPSynRetrans == 2
+    assert a.nstat()["Icmp6InDestUnreachs"] >= 1

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 from helpers import add_addr
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.tools import netperf
+from netstack.tools.netperf import NetperfResult
 
 
 def pair(lab: Lab, kind: str = "veth", delay: float = 0.0) -> tuple[Host, Host]:
@@ -99,3 +101,31 @@ async def test_netperf_tcp_rr_and_udp_stream(lab: Lab, autojump_clock: object) -
     assert udp.bytes_received == 100 * 1400
     with pytest.raises(ValueError, match="unknown test"):
         await netperf(a, b, "10.0.0.2", test="SCTP_STREAM", seconds=1)
+
+
+def test_netperf_reports_cpu_utilisation_in_timed_mode() -> None:
+    """Timed mode: the busy time charged to each host's CPUs, over the test's time."""
+    import netstack
+    from netstack.cpu.timed import Machine, TimedModel
+
+    model = TimedModel(Machine())
+    results: list[NetperfResult] = []
+
+    async def main() -> None:
+        async with netstack.open_lab(timed=model) as lab:
+            a, b = pair(lab, "nic", 0.0001)
+            results.append(await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=20))
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    (r,) = results
+    assert r.transactions == 20 and r.virtual_seconds > 0
+    assert r.local_cpu is not None and r.remote_cpu is not None
+    assert 0 < r.local_cpu < 100 and 0 < r.remote_cpu < 100
+
+
+async def test_netperf_has_no_cpu_figures_in_functional_mode(
+    lab: Lab, autojump_clock: object
+) -> None:
+    a, b = pair(lab, "nic", 0.0001)
+    r = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=3)
+    assert r.local_cpu is None and r.remote_cpu is None

@@ -1,6 +1,6 @@
 """GRO for GRE (``gre_offload``, built in): a TCP bulk flow through a GRE tunnel is
-merged on the physical device's NAPI when the GRE header has no flags or only a
-key; sequence numbers (and, in netstack, checksums) keep every packet apart.
+merged on the physical device's NAPI when the GRE header has no flags, a key or
+a checksum (verified first); sequence numbers keep every packet apart.
 
     a 192.0.2.1 ── veth (GRO on b) ── b 192.0.2.2
     gre1 10.9.0.1/24                gre1 10.9.0.2/24
@@ -8,13 +8,17 @@ key; sequence numbers (and, in netstack, checksums) keep every packet apart.
 
 from __future__ import annotations
 
+import dpkt
 import pytest
 import trio
 
 import netstack
-from netstack.gro import gro_statistics
+from netstack.core.skbuff import SkBuff
+from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GRO_NORMAL, GroNode, gro_statistics
 from netstack.socket import AF_INET, SOCK_STREAM
 from netstack.tcp import tcp_of
+from netstack.wire.gre import GRE_CSUM, GRE_KEY
+from netstack.wire.gre import pack as gre_pack
 
 PORT = 5001
 
@@ -54,7 +58,7 @@ async def gre_transfer(lab: netstack.Lab, opts: str) -> tuple[netstack.Host, byt
 
 @pytest.mark.parametrize(
     ("opts", "merges"),
-    [("", True), ("key 42", True), ("seq", False), ("csum", False)],
+    [("", True), ("key 42", True), ("csum", True), ("key 42 csum", True), ("seq", False)],
 )
 async def test_gre_gro_merges_plain_and_keyed_gre(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, opts: str, merges: bool
@@ -73,3 +77,55 @@ async def test_gre_gro_merges_plain_and_keyed_gre(
     else:
         assert phys.merged == 0  # flushed at the GRE header
         assert gre_in >= data_frames
+
+
+def gre_frame(seq: int, *, key: int | None = None, bad_csum: bool = False) -> bytes:
+    """Ethernet/IPv4/GRE (C, and K if *key*)/IPv4/TCP, every checksum good unless asked."""
+    tcp = dpkt.tcp.TCP(sport=4000, dport=PORT, seq=seq, ack=1, flags=dpkt.tcp.TH_ACK, win=500)
+    tcp.data = b"q" * 1000
+    inner = dpkt.ip.IP(src=bytes([10, 9, 0, 1]), dst=bytes([10, 9, 0, 2]), p=6, ttl=64)
+    inner.id = seq // 1000
+    inner.data = tcp
+    inner.len = 20 + len(bytes(tcp))
+    flags = GRE_CSUM | (GRE_KEY if key is not None else 0)
+    gre = bytearray(gre_pack(flags, 0x0800, bytes(inner), key=key or 0))
+    if bad_csum:
+        gre[4] ^= 0x55
+    outer = dpkt.ip.IP(src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 2]), p=47, ttl=64)
+    outer.id = seq // 1000  # both IDs increment (no DF)
+    outer.data = bytes(gre)
+    outer.len = 20 + len(gre)
+    eth = dpkt.ethernet.Ethernet(dst=b"\x02\0\0\0\0\x02", src=b"\x02\0\0\0\0\x01", type=0x0800)
+    eth.data = outer
+    return bytes(eth)
+
+
+async def test_gre_gro_rules_for_checksums_and_keys(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = lab.add_host("h")
+    lab.add_host("p")
+    lab.add_link("h:eth0", "p:eth0")
+    h.ethtool("-K eth0 gro on")
+    dev = h.dev("eth0")
+    napi = dev.napi_list[0]
+    node = napi.gro
+    assert isinstance(node, GroNode)
+
+    def rx(frame: bytes) -> int:
+        skb = SkBuff(bytearray(64) + bytearray(frame), 64, 64 + len(frame))
+        skb.mac_header = 64
+        skb.data = skb.network_header = 64 + 14
+        skb.protocol = 0x0800
+        skb.dev = dev
+        return node.receive(napi, skb)
+
+    assert rx(gre_frame(1000)) == GRO_HELD
+    assert rx(gre_frame(2000)) == GRO_MERGED_FREE  # C packets merge once verified
+    assert rx(gre_frame(3000, bad_csum=True)) == GRO_NORMAL  # a bad GRE checksum: alone
+    assert rx(gre_frame(3000, key=5)) == GRO_HELD  # K: another tunnel
+    assert rx(gre_frame(4000, key=6)) == GRO_HELD  # another key: another tunnel
+    assert rx(gre_frame(4000, key=5)) == GRO_MERGED_FREE
+    assert node.held_skbs() == 3
+    node.flush(napi, False)
+    assert node.statistics().complete_segs == 5

@@ -1,0 +1,236 @@
+"""``netperf``, ``netserver`` and ``udpflood`` at the prompt: netperf's tables, its errors,
+and runs that end even where no virtual time passes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import netstack
+from netstack.labs import tools
+from netstack.labs.session import Session
+from netstack.testing import routed_hosts
+
+
+class Term:
+    def __init__(self, session: Session, lines: list[str]) -> None:
+        self.session = session
+        self.lines = lines
+
+    async def run(self, line: str) -> tuple[int, list[str]]:
+        self.lines.clear()
+        status = await self.session.run_line(line)
+        return status, "\n".join(self.lines).split("\n")
+
+
+@pytest.fixture
+async def term(lab: netstack.Lab) -> AsyncIterator[Term]:
+    routed_hosts(lab)  # h1 10.0.1.1 — router — h2 10.0.2.2, veth links: no time passes
+    lines: list[str] = []
+    async with trio.open_nursery() as nursery:
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        session = Session(lab, nursery, out=lines.append, err=lines.append, clock=clock)
+        yield Term(session, lines)
+        nursery.cancel_scope.cancel()
+    clock.autojump_threshold = 0
+
+
+async def test_tcp_rr_prints_netperfs_table(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    await term.run("h2 tc qdisc add dev eth0 root netem delay 5ms")  # RTT 5 ms
+    status, out = await term.run("h1 netperf -H h2 -t TCP_RR -l 1")
+    assert status == 0
+    assert out[0] == (
+        "MIGRATED TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET "
+        "to h2 (10.0.2.2) port 0 AF_INET : first burst 0"
+    )
+    assert out[1:6] == [
+        "Local /Remote",
+        "Socket Size   Request  Resp.   Elapsed  Trans.",
+        "Send   Recv   Size     Size    Time     Rate         ",
+        "bytes  Bytes  bytes    bytes   secs.    per sec   ",
+        "",
+    ]
+    # 1 s of 5 ms round trips: 200 transactions, the last one ending at 1.00 s
+    words = out[6].split()
+    assert words[:4] == ["16384", "131072", "1", "1"]
+    assert words[4] == "1.00" and 195 <= float(words[5]) <= 200
+    assert out[7] == "16384  131072"
+
+
+async def test_byte_limited_stream_and_send_size(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    await term.run("h2 tc qdisc add dev eth0 root netem delay 5ms")
+    # -l below zero: a byte count; -m: the send size
+    status, out = await term.run("h1 netperf -H 10.0.2.2 -l -300000 -P 0 -- -m 1000")
+    assert status == 0
+    assert out[:5] == [
+        "Recv   Send    Send                          ",
+        "Socket Socket  Message  Elapsed              ",
+        "Size   Size    Size     Time     Throughput  ",
+        "bytes  bytes   bytes    secs.    10^6bits/sec  ",
+        "",
+    ]
+    recv, send, msg, secs, tput = out[5].split()
+    assert (recv, send, msg) == ("131072", "16384", "1000")
+    # throughput = 300000 bytes over the elapsed time (printed rounded to 10 ms)
+    assert float(tput) > 0 and abs(300000 * 8 / 1e6 / float(tput) - float(secs)) < 0.006
+
+
+async def test_a_time_limited_run_ends_where_no_virtual_time_passes(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Regression: on veth links in functional mode ``-l 10`` used to send forever."""
+    for test in ("TCP_STREAM", "TCP_RR", "UDP_STREAM"):
+        status, out = await term.run(f"h1 netperf -H h2 -t {test} -l 10 --budget 20000")
+        assert status == 0
+        assert any(line.startswith("netperf: stopped at the budget of") for line in out), out
+        assert any(line.startswith("netperf: no virtual time passed") for line in out), out
+        assert out[-1].split()[-1] == "inf" or out[-2].split()[-1] == "inf"
+    # UDP: 20000 bytes of 1000-byte datagrams, all of them received
+    status, out = await term.run("h1 netperf -H h2 -t UDP_STREAM --budget 20000 -P 0 -- -m 1000")
+    assert out[-2].split()[:5] == ["212992", "1000", "0.00", "20", "0"]
+    assert out[-1].split()[:3] == ["212992", "0.00", "20"]
+
+
+async def test_netserver_ports_and_netperf_errors(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    status, out = await term.run("h1 netperf -H 10.0.9.9")
+    assert status == 1 and out[0] == (
+        "establish control: are you sure there is a netserver listening on 10.0.9.9 at port 12865?"
+    )
+    status, out = await term.run("h1 netperf -H h2 -p 5000")
+    assert status == 1 and "10.0.2.2 at port 5000?" in out[0]
+    assert await term.run("h2 netserver -p 5000") == (
+        0,
+        ["Starting netserver with host 'IN(6)ADDR_ANY' port '5000' and family AF_UNSPEC"],
+    )
+    status, out = await term.run("h2 netserver")  # every host already serves 12865
+    assert status == 1 and out[0].startswith("Unable to start netserver")
+    status, out = await term.run("h1 netperf -H h2 -p 5000 -t TCP_RR -l -3 -P 0")
+    assert status == 0 and out[-2].split()[:4] == ["16384", "131072", "1", "1"]
+    status, out = await term.run("h1 netperf -H h2 -t SCTP_STREAM")
+    assert status == 255 and "not supported by netstack" in out[0]
+    assert "Usage: netperf [global options] -- [test options]" in out
+    status, out = await term.run("h1 netperf -h")
+    assert status == 0 and out[0] == "Usage: netperf [global options] -- [test options]"
+    status, out = await term.run("h1 netperf -H nosuch")
+    assert status == 1 and "could not resolve remote 'nosuch'" in out[0]
+    status, out = await term.run("h1 netperf -H h2 -c -l -1000 -P 0")
+    assert status == 0 and out[0].startswith("netperf: CPU utilisation exists in timed mode only")
+
+
+async def test_udpflood_count_port_and_time_limit(
+    term: Term, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, out = await term.run("h1 udpflood -c 5 h2:7")
+    assert status == 0
+    assert out == ["udpflood: 5 datagrams of 64 bytes to 10.0.2.2:7 in 0.000000 s of virtual time"]
+    assert (await term.run("h2 expect UdpNoPorts == 5"))[0] == 0
+    status, out = await term.run("h1 udpflood -l 0.5 -r 100 -s 10 h2")
+    assert out == [
+        "udpflood: 50 datagrams of 10 bytes to 10.0.2.2:9 in 0.500000 s of virtual time, 100 pps"
+    ]
+    monkeypatch.setattr(tools, "UDPFLOOD_BUDGET", 30)
+    status, out = await term.run("h1 udpflood -l 5 h2")  # no rate: no time passes
+    assert status == 0 and out[0].startswith("udpflood: stopped after 30 datagrams, 0.000000 s")
+    assert out[1].startswith("udpflood: 30 datagrams")
+    status, out = await term.run("h1 udpflood -x h2")
+    assert status == 2 and out[0] == "udpflood: invalid option -- 'x'"
+
+
+async def test_help_lines_and_usage_of_the_tools(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    status, out = await term.run("h1 ethtool -h")
+    assert status == 0 and out[:2] == ["ethtool version 6.1", "Usage:"]
+    assert any("-K|--features|--offload DEVNAME\tSet protocol offload" in line for line in out)
+    status, out = await term.run("h1 ss -h")
+    assert status == 0 and out[0] == "Usage: ss [ OPTIONS ]"
+    status, out = await term.run("h1 ss -Z")
+    assert status == 255 and out[0] == "ss: invalid option -- 'Z'"
+    status, out = await term.run("help")
+    assert any(line.split()[:1] == ["netperf"] for line in out)
+    assert any(line.split()[:1] == ["netserver"] for line in out)
+    assert not any("not available yet" in line and "netperf" in line for line in out)
+
+
+def test_timed_mode_tables_have_netperfs_cpu_columns() -> None:
+    """The CPU titles and formats of nettest_bsd.c (what ``-c -C`` prints), in timed mode."""
+    from types import SimpleNamespace
+
+    from netstack.labs.netperf_cmd import _Options, _table
+    from netstack.tools.netperf import NetperfResult
+
+    host: Any = SimpleNamespace(net=SimpleNamespace(cpus=[0, 1]))
+    r = NetperfResult("TCP_STREAM", 10_240_000, 10_240_000, 0, 1.0, 0.1, 0, 25.0, 50.0)
+    out = _table(_Options(), r, 16384, 16384, 131072, True, host, host).split("\n")
+    assert out[0].endswith("Utilization       Service Demand")
+    assert out[3] == "bytes  bytes   bytes    secs.    10^6bits/s  % S      % S      us/KB   us/KB"
+    # 25 % of 2 CPUs for 1 s over 10000 KB: 50 us/KB; 50 % remote: 100 us/KB
+    assert out[5].split() == ["131072", "16384", "16384", "1.00", "81.92", "25.00", "50.00",
+                              "50.000", "100.000"]  # fmt: skip
+
+
+def test_a_timed_lab_file_gives_netperf_its_cpu_columns(tmp_path: Any) -> None:
+    """``[lab] timed = true``: the shell's lab runs in timed mode, and netperf's table has
+    the CPU utilisation and service demand columns (``-c -C``'s)."""
+    from netstack.labs.labfile import build_lab, parse_lab, timed_model
+
+    spec = parse_lab(
+        '[lab]\ntimed = true\n[hosts.a]\ncommands = ["ip addr add 10.0.0.1/24 dev eth0"]\n'
+        '[hosts.b]\ncommands = ["ip addr add 10.0.0.2/24 dev eth0"]\n'
+        '[[links]]\nends = ["a:eth0", "b:eth0"]\nkind = "nic"\ndelay = "1ms"\n',
+        tmp_path / "t.toml",
+    )
+    assert spec.timed
+    lines: list[str] = []
+
+    async def main() -> None:
+        async with (
+            netstack.open_lab(timed=timed_model(spec)) as lab,
+            trio.open_nursery() as nursery,
+        ):
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            session = Session(lab, nursery, out=lines.append, err=lines.append, clock=clock)
+            await build_lab(spec, lab, session, captures=False)
+            lines.clear()
+            assert await session.run_line("a netperf -H b -t TCP_RR -l -5 -P 0") == 0
+            nursery.cancel_scope.cancel()
+
+    netstack.run(main)
+    out = "\n".join(lines).split("\n")
+    assert out[1].endswith("CPU    CPU    S.dem   S.dem")
+    words = out[5].split()
+    assert words[:4] == ["16384", "131072", "1", "1"]
+    local, remote = float(words[6]), float(words[7])
+    assert 0 < local < 100 and 0 < remote < 100  # CPU time exists in timed mode
+
+
+async def test_netperf_over_ipv6(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
+    """An IPv6 address to -H runs the test over IPv6, as netperf -6 does."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", delay=0.001)  # RTT 2 ms
+    a.ip("-6 addr add 2001:db8::1/64 dev eth0")
+    b.ip("-6 addr add 2001:db8::2/64 dev eth0")
+    await trio.sleep(3)  # duplicate address detection
+    lines: list[str] = []
+    async with trio.open_nursery() as nursery:
+        session = Session(lab, nursery, out=lines.append, err=lines.append, clock=autojump_clock)
+        assert await session.run_line("a netperf -H 2001:db8::2 -t TCP_RR -l -10") == 0
+        nursery.cancel_scope.cancel()
+    assert lines[0] == (
+        "MIGRATED TCP REQUEST/RESPONSE TEST from ::0 (::) port 0 AF_INET6 "
+        "to 2001:db8::2 (2001:db8::2) port 0 AF_INET6 : first burst 0"
+    )
+    assert lines[1].split("\n")[5].split() == ["16384", "131072", "1", "1", "0.02", "500.00"]
+    autojump_clock.autojump_threshold = 0
