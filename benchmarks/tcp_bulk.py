@@ -17,7 +17,8 @@ segments) and per MSS-sized segment. The issue's target: at least 2 Gbit/s
 with GSO and GRO on. Figures are printed, never asserted.
 ``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
 
-    python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--link veth|nic] [--family 4|6] [--profile]
+    python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--link veth|nic] [--family 4|6]
+                                  [--profile]
 """
 
 from __future__ import annotations
