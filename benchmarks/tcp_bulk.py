@@ -10,11 +10,15 @@ Three configurations:
 - ``gso only``: GRO off at the receiver (every MSS-sized frame climbs alone);
 - ``none``: TSO, GSO and GRO off (TCP builds MSS-sized skbs).
 
-Prints goodput in Gbit/s of wall-clock time (one core). The issue's target:
-at least 2 Gbit/s with GSO and GRO on. Figures are printed, never asserted.
+Prints goodput in Gbit/s of wall-clock time and per CPU-second of this
+process (``time.process_time``: what one core does, whatever else the shared
+machine runs), best of ``--runs`` runs, with the CPU time per 64 KB skb (45
+segments) and per MSS-sized segment. The issue's target: at least 2 Gbit/s
+with GSO and GRO on. Figures are printed, never asserted.
 ``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
 
-    python benchmarks/tcp_bulk.py [--mbytes N] [--link veth|nic] [--family 4|6] [--profile]
+    python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--link veth|nic] [--family 4|6]
+                                  [--profile]
 """
 
 from __future__ import annotations
@@ -70,24 +74,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mbytes", type=int, default=64)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--runs", type=int, default=1, help="report the best of R runs")
     parser.add_argument("--link", choices=("veth", "nic"), default="veth")
     parser.add_argument("--family", type=int, choices=(4, 6), default=4)
     args = parser.parse_args()
     for name, (tso, gso, gro) in CONFIGS.items():
         if args.profile and name != "gso+gro":
             continue
-        prof = cProfile.Profile() if args.profile else None
-        if prof is not None:
-            prof.enable()
-        res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link, args.family)
-        if prof is not None:
-            prof.disable()
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
-            pstats.Stats(prof).sort_stats("tottime").print_stats(20)
-        assert res.bytes_received == res.bytes_sent
+        best: netstack.tools.NetperfResult | None = None
+        for _ in range(args.runs):
+            prof = cProfile.Profile() if args.profile else None
+            if prof is not None:
+                prof.enable()
+            res = trio.run(run_once, args.mbytes, tso, gso, gro, args.link, args.family)
+            if prof is not None:
+                prof.disable()
+                pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+                pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+            assert res.bytes_received == res.bytes_sent
+            if best is None or res.cpu_seconds < best.cpu_seconds:
+                best = res
+        assert best is not None
+        nbytes = best.bytes_received
+        per_skb = best.cpu_seconds / (nbytes / SEND_SIZE) * 1e6
         print(
-            f"{args.link} IPv{args.family} {name:9s} {res.bytes_received >> 20:5d} MB in "
-            f"{res.wall_seconds:6.2f} s wall: {res.wall_goodput_mbps / 1000:6.2f} Gbit/s goodput"
+            f"{args.link} IPv{args.family} {name:9s} {nbytes >> 20:5d} MB: "
+            f"{best.wall_seconds:6.2f} s wall {best.wall_goodput_mbps / 1000:5.2f} Gbit/s, "
+            f"{best.cpu_seconds:6.2f} s CPU {best.cpu_goodput_mbps / 1000:5.2f} Gbit/s; "
+            f"CPU per 64 KB: {per_skb:6.0f} µs, per MSS: {per_skb / 45:5.1f} µs"
         )
 
 

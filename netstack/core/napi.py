@@ -4,7 +4,9 @@ Theory of operation: a driver's receive ring is drained by its NAPI poll
 function, which takes up to ``budget`` packets and hands each up the stack
 (``napi_gro_receive`` → ``netif_receive_skb``) synchronously. The task around
 it is the only place receive awaits: it parks until the driver calls
-:meth:`Napi.schedule` (kernel: ``napi_schedule`` from the interrupt), runs a
+:meth:`Napi.schedule` (kernel: ``napi_schedule`` from the interrupt; here a
+direct ``trio.lowlevel.reschedule`` of the one parked task, which costs less
+than a ParkingLot on this per-packet path), runs a
 poll, and either completes (fewer than ``weight`` packets: GRO is flushed, the
 task parks again) or, with work left, flushes old GRO flows and yields once
 before the next poll — the softirq's budget.
@@ -67,7 +69,7 @@ class Napi:
         self.dead = False  # netif_napi_del() done: the task ends
         self.gro: Any = None  # the GRO engine, when the gro layer installs one
         self.priv: Any = None  # driver data (the ring this instance drains)
-        self._lot = trio.lowlevel.ParkingLot()
+        self._waiting: trio.lowlevel.Task | None = None  # the task parked in run()
         self.polls = 0
         self.packets = 0
         self.full_polls = 0
@@ -78,7 +80,7 @@ class Napi:
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
-            self._lot.unpark_all()
+            self._wake()
 
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests)."""
@@ -101,13 +103,31 @@ class Napi:
         """Remove this instance; its task returns. Kernel: netif_napi_del()."""
         self.dead = True
         self.scheduled = False
-        self._lot.unpark_all()
+        self._wake()
+
+    def _wake(self) -> None:
+        task = self._waiting
+        if task is not None:
+            self._waiting = None
+            trio.lowlevel.reschedule(task)
+
+    async def _park(self) -> None:
+        """Sleep until :meth:`schedule` or :meth:`kill` (what ``ParkingLot.park`` does)."""
+        if self._waiting is not None:
+            raise RuntimeError(f"{self.name}: two tasks run one NAPI instance")
+        self._waiting = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._waiting = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     async def run(self) -> None:
         """The NAPI task: park until scheduled, poll, yield between full polls."""
         while not self.dead:
             if not self.scheduled:
-                await self._lot.park()
+                await self._park()
                 continue
             work = self.poll_once()
             model = self.net.cpus.model

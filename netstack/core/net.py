@@ -223,6 +223,7 @@ class Net:
         if self._nursery is not None:
             raise RuntimeError(f"Net {self.name} is already attached")
         self._nursery = nursery
+        self.clock.follow_run_clock()
         from netstack.core.dev import net_tx_action_task
 
         nursery.start_soon(self.timers.run, name=f"{self.name}/timers")

@@ -4,8 +4,12 @@ Theory of operation: every Net has one :class:`TimerBase`, a heap of armed
 timers ordered by expiry (in jiffies), served by one Trio task that sleeps
 until the earliest expiry and then runs every due callback synchronously, as
 the timer softirq does. Arming a timer is synchronous and cheap; if it becomes
-the earliest, the task is woken to sleep for the shorter time. Re-arming or
-deleting leaves a stale heap entry behind, recognised by a generation number.
+the earliest, the task is woken to sleep for the shorter time. Re-arming
+earlier or deleting leaves a stale heap entry behind, recognised by a
+generation number. Re-arming later (TCP pushes its RTO back on every ACK)
+only records the new expiry: the queued entry, reaching the head of the heap,
+is re-queued under the key an immediate push would have given it (expiry and
+arming sequence number), so timers fire in the same order either way.
 
 Kernel: kernel/time/timer.c, include/linux/timer.h.
 """
@@ -28,7 +32,7 @@ __all__ = ["TimerBase", "TimerList"]
 class TimerList:
     """A timer (kernel: ``struct timer_list``); *function* runs when it expires."""
 
-    __slots__ = ("_base", "_gen", "expires", "function", "name", "pending")
+    __slots__ = ("_base", "_gen", "_queued", "_seq", "expires", "function", "name", "pending")
 
     def __init__(self, base: TimerBase, function: Callable[[], None], name: str = "") -> None:
         self._base = base
@@ -37,12 +41,19 @@ class TimerList:
         self.expires = 0
         self.pending = False
         self._gen = 0
+        self._queued = 0  # the expiry of the live heap entry (<= expires)
+        self._seq = 0  # the arming sequence number: the heap's tie-break
 
     def mod(self, expires: int) -> bool:
         """(Re)arm for jiffy *expires*; True if it was pending. Kernel: mod_timer()."""
         was = self.pending
-        if was and expires == self.expires:
-            return True
+        if was:
+            if expires == self.expires:
+                return True
+            if expires > self._queued:  # later: the queued entry is re-queued when due
+                self.expires = expires
+                self._seq = next(self._base._seq)
+                return True
         self._gen += 1
         self.expires = expires
         self.pending = True
@@ -79,7 +90,9 @@ class TimerBase:
         return TimerList(self, function, name)
 
     def _push(self, t: TimerList) -> None:
-        heapq.heappush(self._heap, (t.expires, next(self._seq), t._gen, t))
+        seq = t._seq = next(self._seq)
+        t._queued = t.expires
+        heapq.heappush(self._heap, (t.expires, seq, t._gen, t))
         if self._head < 0 or t.expires < self._head:
             self._head = t.expires
             self._lot.unpark_all()
@@ -96,11 +109,19 @@ class TimerBase:
         while heap:
             expires, _, gen, t = heap[0]
             if t.pending and t._gen == gen:
-                return expires
+                if t.expires == expires:
+                    return expires
+                self._requeue(t)
+                continue
             heapq.heappop(heap)
             if self._stale:
                 self._stale -= 1
         return -1
+
+    def _requeue(self, t: TimerList) -> None:
+        """The head entry of *t*, re-armed later since: queue it under its real key."""
+        t._queued = t.expires
+        heapq.heapreplace(self._heap, (t.expires, t._seq, t._gen, t))
 
     def run_due(self) -> int:
         """Fire every timer due now; return how many fired."""
@@ -117,6 +138,9 @@ class TimerBase:
                 continue
             if expires > now:
                 break
+            if t.expires != expires:
+                self._requeue(t)
+                continue
             heapq.heappop(heap)
             t.pending = False
             self._net.cpus.run_on(0)

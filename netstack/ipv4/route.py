@@ -189,7 +189,7 @@ class Rtable(DstEntry):
                 and mtu > 576
             ):
                 mtu = 576
-        return min(mtu, IP_MAX_MTU)
+        return mtu if mtu < IP_MAX_MTU else IP_MAX_MTU
 
     def nexthop(self, daddr: int) -> int:
         """The address to resolve. Kernel: rt_nexthop()."""

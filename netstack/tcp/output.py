@@ -33,7 +33,7 @@ from netstack.core.skbuff import (
     SKB_TRUESIZE_OVERHEAD,
     SkBuff,
 )
-from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START
+from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
@@ -238,8 +238,12 @@ def tcp_tso_autosize(sk: TcpSock, mss_now: int, min_tso_segs: int) -> int:
 
     Kernel: net/ipv4/tcp_output.c, tcp_tso_autosize().
     """
-    nbytes = min(sk.sk_pacing_rate >> sk.sk_pacing_shift, sk.sk_gso_max_size - 1 - MAX_TCP_HEADER)
-    return max(nbytes // mss_now, min_tso_segs)
+    nbytes = sk.sk_pacing_rate >> sk.sk_pacing_shift
+    cap = sk.sk_gso_max_size - 1 - MAX_TCP_HEADER
+    if nbytes > cap:
+        nbytes = cap
+    segs = nbytes // mss_now
+    return segs if segs > min_tso_segs else min_tso_segs
 
 
 def tcp_tso_segs(sk: TcpSock, mss_now: int) -> int:
@@ -295,7 +299,7 @@ def tcp_receive_window(sk: TcpSock) -> int:
     """What is left of the window we advertised. Kernel: tcp_receive_window()."""
     win = sk.rcv_wup + sk.rcv_wnd - sk.rcv_nxt
     win = ((win + 0x80000000) & M32) - 0x80000000
-    return max(win, 0)
+    return win if win > 0 else 0
 
 
 def tcp_select_initial_window(
@@ -533,7 +537,7 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     # skb_orphan + ownership by the socket: the segment is charged until freed
     pure_ack = length == 0 and flags == TCPHDR_ACK
     skb.sk = sk
-    charge = tcb.pcount * 0 + (skb.truesize if length else TCP_SKB_HEAD)
+    charge = skb.truesize if length else TCP_SKB_HEAD
     skb.wmem_charge = charge
     sk.sk_wmem_alloc += charge
     skb.destructor = __sock_wfree if pure_ack else tcp_wfree
@@ -680,7 +684,8 @@ def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) 
 
     Kernel: include/net/inet_connection_sock.h, inet_csk_reset_xmit_timer().
     """
-    when = min(when, max_when)
+    if when > max_when:
+        when = max_when
     expires = sk.net.clock.jiffies + when
     if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0, ICSK_TIME_LOSS_PROBE, ICSK_TIME_REO_TIMEOUT):
         sk.icsk_pending = what
@@ -740,8 +745,8 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
         return -22
     tcb: TcpSkbCb = skb.cb
     nsize = cur - length
-    buff = tcp_stream_alloc_skb(sk, nsize)
-    buff.buf[MAX_TCP_HEADER:] = skb.buf[skb.data + length : skb.tail]
+    buff = tcp_stream_alloc_skb(sk)
+    buff.buf += memoryview(skb.buf)[skb.data + length : skb.tail]  # one copy of the tail
     buff.tail = MAX_TCP_HEADER + nsize
     skb.tail = skb.data + length  # skb_trim() (a shared buffer is not written)
     buff.truesize = TCP_SKB_HEAD + nsize
@@ -877,7 +882,7 @@ def tcp_tso_should_defer(sk: TcpSock, skb: SkBuff, max_segs: int) -> tuple[bool,
     tcb: TcpSkbCb = skb.cb
     send_win = (tcp_wnd_end(sk) - tcb.seq) & M32
     cong_win = (sk.snd_cwnd - in_flight) * sk.mss_cache
-    limit = min(send_win, cong_win)
+    limit = send_win if send_win < cong_win else cong_win
     length = skb.tail - skb.data
     if limit >= max_segs * sk.mss_cache:
         return False, False, False
@@ -935,8 +940,6 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
         sk.max_packets_out = sk.packets_out
         sk.max_packets_seq = sk.snd_nxt
         sk.is_cwnd_limited = is_cwnd_limited
-    from netstack.tcp.cong import tcp_is_cwnd_limited
-
     if tcp_is_cwnd_limited(sk):
         sk.snd_cwnd_used = 0
         sk.snd_cwnd_stamp = sk.net.clock.jiffies

@@ -180,11 +180,11 @@ class Tcp:
     # -- clocks ------------------------------------------------------------------------
     def tcp_clock_us(self) -> int:
         """Microseconds (``tcp_clock_us``)."""
-        return int(trio.current_time() * 1_000_000)
+        return int(self.net.clock.now() * 1_000_000)
 
     def tcp_time_stamp_ms(self) -> int:
         """The timestamp-option clock, milliseconds (``tcp_time_stamp_ms``)."""
-        return int(trio.current_time() * 1000) & 0xFFFFFFFF
+        return int(self.net.clock.now() * 1000) & 0xFFFFFFFF
 
     def jiffies(self) -> int:
         return self.net.clock.jiffies
@@ -201,7 +201,7 @@ class Tcp:
 
     def seconds(self) -> int:
         """``ktime_get_seconds()``."""
-        return int(trio.current_time())
+        return int(self.net.clock.now())
 
     # -- secrets (net/core/secure_seq.c) -------------------------------------------------
     def secure_tcp_seq(self, saddr: int, daddr: int, sport: int, dport: int) -> int:

@@ -25,19 +25,23 @@ import attrs
 from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.tcp.cong import tcp_set_congestion_control
+from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,
+    forced_push,
     tcp_mark_push,
     tcp_push,
     tcp_push_pending_frames,
     tcp_queue_skb,
+    tcp_receive_window,
     tcp_send_ack,
     tcp_send_active_reset,
     tcp_send_fin,
     tcp_send_mss,
     tcp_stream_alloc_skb,
     tcp_write_queue_purge,
+    tcp_write_xmit,
 )
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
@@ -274,14 +278,10 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
         sk.write_seq = (sk.write_seq + n) & M32
         copied += n
         if skb.tail - skb.data >= size_goal:
-            from netstack.tcp.output import forced_push
-
             if forced_push(sk):
                 tcp_mark_push(sk, skb)
                 __tcp_push_pending_frames(sk, mss_now, TCP_NAGLE_PUSH)
             elif skb is wq[0]:
-                from netstack.tcp.output import tcp_write_xmit
-
                 tcp_write_xmit(sk, mss_now, sk.nonagle, 1)  # tcp_push_one()
     if copied:
         tcp_push(sk, flags, mss_now, sk.nonagle, size_goal)
@@ -314,8 +314,6 @@ def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
     ):
         time_to_ack = True
     if copied > 0 and not time_to_ack and not sk.sk_shutdown & RCV_SHUTDOWN:
-        from netstack.tcp.output import tcp_receive_window
-
         rcv_window_now = tcp_receive_window(sk)
         if 2 * rcv_window_now <= sk.window_clamp:
             new_window = __tcp_select_window(sk)
@@ -350,7 +348,9 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         raise SockWouldBlock(write=False)
     if bufsize == 0:
         return b""
-    parts: list[bytes | bytearray] = []
+    # views of the skbs' data, joined once: one copy to the caller (kernel:
+    # skb_copy_datagram_msg), none for the slices
+    parts: list[memoryview] = []
     copied = 0
     seq = sk.copied_seq
     i = 0
@@ -364,7 +364,7 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         if avail > 0:
             n = min(avail, bufsize - copied)
             start = skb.data + offset
-            parts.append(skb.buf[start : start + n])
+            parts.append(memoryview(skb.buf)[start : start + n])
             copied += n
             seq = (seq + n) & M32
             if n < avail:
@@ -378,15 +378,15 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         consume_skb(skb)
         if tcb.tcp_flags & 0x01:  # FIN: stop at the end of the stream
             break
+    data = b"".join(parts)
+    del parts  # release the views before anything may resize a buffer
     if peek:
-        return b"".join(parts)
+        return data
     sk.copied_seq = seq
     if copied:
-        from netstack.tcp.input import tcp_rcv_space_adjust
-
         tcp_rcv_space_adjust(sk)
         tcp_cleanup_rbuf(sk, copied)
-    return b"".join(parts)
+    return data
 
 
 # -- shutdown and close ----------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import trio
 import trio.testing
@@ -123,6 +125,42 @@ async def test_timers_fire_in_order_at_their_jiffy(autojump_clock: trio.testing.
         b.mod(150)  # re-armed: the old expiry is stale
         await trio.sleep(1)
         assert fired == [("b", 150), ("a", 300)]
+        assert net.timers.pending_count() == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_timers_rearmed_later_fire_once_at_the_last_expiry_in_arming_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """mod_timer to a later jiffy only records it; the heap entry is re-queued when due
+    under the key an immediate push would have had, so ties fire in arming order."""
+    net = Net("t")
+    fired: list[tuple[str, int]] = []
+
+    def firing(name: str) -> Callable[[], None]:
+        return lambda: fired.append((name, net.clock.jiffies))
+
+    timers = {n: net.timers.timer(firing(n)) for n in "abcd"}
+    async with trio.open_nursery() as nursery:
+        net.attach(nursery)
+        assert net.clock.now() == trio.current_time()  # the run's clock, read directly
+        a, b, c, d = (timers[n] for n in "abcd")
+        a.mod(10)
+        b.mod(20)
+        for j in range(11, 60):  # an RTO pushed back on every ACK
+            assert a.mod(j)
+        assert b.mod(59)  # re-armed after a's last re-arm: fires after it on the tie
+        c.mod(40)
+        assert c.mod(70)
+        assert c.mod(30)  # earlier again: a new entry
+        d.mod(5)
+        assert d.mod(25)
+        assert d.delete()
+        assert net.timers.pending_count() == 3
+        await trio.sleep(0.020)
+        assert fired == []  # nothing fired at a queued, superseded expiry
+        await trio.sleep(1)
+        assert fired == [("c", 30), ("a", 59), ("b", 59)]
         assert net.timers.pending_count() == 0
         nursery.cancel_scope.cancel()
 

@@ -75,6 +75,7 @@ async def test_netperf_tcp_stream(lab: Lab, autojump_clock: object, kind: str) -
     res = await netperf(a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=1 << 20)
     assert res.bytes_received == res.bytes_sent == 1 << 20
     assert res.wall_goodput_mbps > 0
+    assert res.cpu_seconds > 0 and res.cpu_goodput_mbps > 0
 
 
 async def test_netperf_tcp_stream_over_a_rated_link(lab: Lab, autojump_clock: object) -> None:
