@@ -157,6 +157,7 @@ class ExperimentResult:
                 for r in self.runs
             },
             "headline": [fig(f) for f in self.headline],
+            "notes": list(self.notes),
         }
         return json.dumps(data, indent=2)
 

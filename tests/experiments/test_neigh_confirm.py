@@ -40,6 +40,7 @@ def test_experiment_command_prints_json(capsys: pytest.CaptureFixture[str]) -> N
     assert data["experiment"] == "neigh-confirm"
     assert list(data["runs"]) == ["after"]
     assert data["runs"]["after"]["profile"][0]["percent"] > 0
+    assert data["notes"] == []  # notes (qdisc-validate's repetitions) are carried too
 
 
 def test_experiment_command_draws_an_svg(
