@@ -64,7 +64,7 @@ from netstack.tcp.minisocks import (
     tcp_create_openreq_child,
     tcp_timewait_state_process,
 )
-from netstack.tcp.output import tcp_connect, tcp_make_synack, tcp_sync_mss
+from netstack.tcp.output import tcp_bare_segment, tcp_connect, tcp_make_synack, tcp_sync_mss
 from netstack.tcp.proto import Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -79,7 +79,7 @@ from netstack.tcp.sock import (
 )
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
-from netstack.wire.tcp import TCP_HDR, TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
+from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
@@ -92,7 +92,6 @@ AF_INET: Final = 2
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
-_III: Final = struct.Struct("!III")
 
 
 def _addrs(skb: SkBuff) -> tuple[int, int]:
@@ -393,16 +392,10 @@ class Ipv4Specific:
         rt = self.ipv4.ip_route_output_key(fl4)
         if isinstance(rt, int):
             return
-        hlen = 32 if ts is not None else 20
-        head = 128
-        out = SkBuff(bytearray(head + hlen), head, head + hlen)
-        th = head
-        out.transport_header = th
+        out = tcp_bare_segment(dport, sport, seq, ack, flags, win, ts)
         buf = out.buf
-        TCP_HDR.pack_into(buf, th, dport, sport, seq & M32, ack & M32, (hlen >> 2) << 4, flags,
-                          win, 0, 0)  # fmt: skip
-        if ts is not None:
-            _III.pack_into(buf, th + 20, 0x0101080A, ts[0] & M32, ts[1] & M32)
+        th = out.transport_header
+        hlen = out.tail - th
         _H.pack_into(
             buf,
             th + 16,

@@ -76,7 +76,13 @@ from netstack.tcp.minisocks import (
     tcp_create_openreq_child,
     tcp_timewait_state_process,
 )
-from netstack.tcp.output import tcp_connect, tcp_make_synack, tcp_mss_clamp, tcp_sync_mss
+from netstack.tcp.output import (
+    tcp_bare_segment,
+    tcp_connect,
+    tcp_make_synack,
+    tcp_mss_clamp,
+    tcp_sync_mss,
+)
 from netstack.tcp.proto import Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -109,7 +115,7 @@ from netstack.wire.ipv6 import (
     ipv6_addr_type,
     put_addr,
 )
-from netstack.wire.tcp import TCP_HDR, TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
+from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
@@ -131,7 +137,6 @@ M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
 _HH: Final = struct.Struct("!HH")
 _II: Final = struct.Struct("!II")
-_III: Final = struct.Struct("!III")
 _HBB: Final = struct.Struct("!HBB")
 IP6_RT_MIN_ADVMSS: Final = IPV6_MIN_MTU - 20 - 40  # net.ipv6.route.min_adv_mss default
 TCP_MAX_MSS_V6: Final = 65535 - 20  # IPV6_MAXPLEN - sizeof(tcphdr)
@@ -497,16 +502,10 @@ class Ipv6Specific:
         found = self.ipv6.ip6_dst_lookup(fl6, bound_dev_if=oif)
         if isinstance(found, int):
             return
-        hlen = 32 if ts is not None else 20
-        head = 128
-        out = SkBuff(bytearray(head + hlen), head, head + hlen)
-        th = head
-        out.transport_header = th
+        out = tcp_bare_segment(dport, sport, seq, ack, flags, win, ts)
         buf = out.buf
-        TCP_HDR.pack_into(buf, th, dport, sport, seq & M32, ack & M32, (hlen >> 2) << 4, flags,
-                          win, 0, 0)  # fmt: skip
-        if ts is not None:
-            _III.pack_into(buf, th + 20, 0x0101080A, ts[0] & M32, ts[1] & M32)
+        th = out.transport_header
+        hlen = out.tail - th
         csum = csum_partial(buf, th, th + hlen)
         _H.pack_into(buf, th + 16, tcp_v6_check(hlen, daddr, saddr, csum))
         tclass = sk.tos if sk is not None and hasattr(sk, "tos") else 0

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from netstack.tcp.sock import RequestSock
 
 __all__ = [
+    "tcp_bare_segment",
     "tcp_connect",
     "tcp_current_mss",
     "tcp_fragment",
@@ -102,6 +103,31 @@ M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
+_TSOPT: Final = struct.Struct("!III")
+_TSOPT_HDR: Final = 0x0101080A  # NOP, NOP, TCPOPT_TIMESTAMP, TCPOLEN_TIMESTAMP
+
+
+def tcp_bare_segment(
+    sport: int, dport: int, seq: int, ack: int, flags: int, win: int, ts: tuple[int, int] | None
+) -> SkBuff:
+    """A header-only segment for a reply sent without a full socket (RST, the
+    ACKs of TIME_WAIT and request socks): the TCP header, the timestamp option
+    if *ts* is ``(tsval, tsecr)``, headroom for the network headers, and a
+    zero checksum field the family's caller fills from its pseudo-header.
+
+    The header both families' ``send_reset``/``send_ack`` build
+    (tcp_v4_send_ack()'s ``rep.th``, tcp_v6_send_response()'s ``t1``).
+    """
+    hlen = 32 if ts is not None else 20
+    head = 128
+    out = SkBuff(bytearray(head + hlen), head, head + hlen)
+    out.transport_header = head
+    buf = out.buf
+    TCP_HDR.pack_into(buf, head, sport, dport, seq & M32, ack & M32, (hlen >> 2) << 4, flags,
+                      win, 0, 0)  # fmt: skip
+    if ts is not None:
+        _TSOPT.pack_into(buf, head + 20, _TSOPT_HDR, ts[0] & M32, ts[1] & M32)
+    return out
 
 
 def tcp_packets_in_flight(sk: TcpSock) -> int:
