@@ -12,16 +12,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
+import trio
 
 from netstack.cpu.timed import Thread, TimedReport
+from netstack.socket import SOCK_STREAM
 
 if TYPE_CHECKING:
     from netstack.host.host import Host
+    from netstack.socket import Socket
+    from netstack.tcp.sock import TcpSock
 
-__all__ = ["Experiment", "ExperimentResult", "Figure", "Run", "Which", "udp_senders"]
+__all__ = [
+    "Experiment",
+    "ExperimentResult",
+    "Figure",
+    "Run",
+    "Which",
+    "neigh_permanent",
+    "stream_pairs",
+    "udp_senders",
+]
 
 Which = Literal["before", "after", "both"]
 
@@ -191,6 +204,37 @@ async def udp_senders(
 
         out.append(Thread(host.net.cpus, i, op, calls))
     return out
+
+
+def neigh_permanent(h: Host, peer: Host, addr: str) -> None:
+    """``ip neigh add ADDR lladdr PEER'S-MAC dev eth0 nud permanent``: no ARP
+    while measuring."""
+    mac = ":".join(f"{x:02x}" for x in peer.dev("eth0").dev_addr)
+    h.ip(f"neigh add {addr} lladdr {mac} dev eth0 nud permanent")
+
+
+async def _accept(listener: Socket, out: list[Socket]) -> None:
+    out.append((await listener.accept())[0])
+
+
+async def stream_pairs(
+    client: Host, server: Host, family: int, addr: str, port: int, n: int
+) -> list[tuple[TcpSock, TcpSock]]:
+    """*n* established TCP connections from *client* to *server*'s *addr*,
+    ports *port*, *port* + 1, …: the ``(sender, receiver)`` socks of netperf
+    TCP_STREAM tests."""
+    pairs = []
+    for i in range(n):
+        listener = server.socket(family, SOCK_STREAM)
+        await listener.bind((addr, port + i))
+        listener.listen(1)
+        sock = client.socket(family, SOCK_STREAM)
+        accepted: list[Socket] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_accept, listener, accepted)
+            await sock.connect((addr, port + i))
+        pairs.append((cast("TcpSock", sock.sock), cast("TcpSock", accepted[0].sock)))
+    return pairs
 
 
 @attrs.frozen

@@ -43,21 +43,26 @@ net/ipv6/sit.c (ipip6_rcv).
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import trio
 
 from netstack.core.patches import Patches
 from netstack.cpu.timed import Machine, Thread, TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, Which
+from netstack.experiments.common import (
+    ExperimentResult,
+    Figure,
+    Run,
+    Which,
+    neigh_permanent,
+    stream_pairs,
+)
 from netstack.gro import gro_statistics
 from netstack.host.lab import open_lab, run
-from netstack.socket import AF_INET, AF_INET6, SOCK_STREAM
+from netstack.socket import AF_INET, AF_INET6
 
 if TYPE_CHECKING:
     from netstack.host.host import Host
-    from netstack.socket import Socket
-    from netstack.tcp.sock import TcpSock
 
 __all__ = ["MACHINE", "PUBLISHED", "TUNNELS", "ipip_sit_gro"]
 
@@ -81,15 +86,6 @@ INNER = {"ipip": ("10.1.0.1", "10.1.0.2"), "sit": ("fd00:1::1", "fd00:1::2")}
 TUNNELS = ("ipip", "sit")
 
 
-async def _accept(listener: Socket, out: list[Socket]) -> None:
-    out.append((await listener.accept())[0])
-
-
-def _neigh(h: Host, peer: Host, addr: str) -> None:
-    mac = ":".join(f"{x:02x}" for x in peer.dev("eth0").dev_addr)
-    h.ip(f"neigh add {addr} lladdr {mac} dev eth0 nud permanent")
-
-
 def _setup(a: Host, b: Host, tunnel: str) -> None:
     inner = INNER[tunnel]
     for h, (local, remote), addr in ((a, OUTER, inner[0]), (b, OUTER[::-1], inner[1])):
@@ -103,8 +99,8 @@ def _setup(a: Host, b: Host, tunnel: str) -> None:
         else:
             h.ip(f"addr add {addr}/24 dev {tunnel}1")
         h.ip(f"link set {tunnel}1 up")
-    _neigh(a, b, OUTER[1])
-    _neigh(b, a, OUTER[0])
+    neigh_permanent(a, b, OUTER[1])
+    neigh_permanent(b, a, OUTER[0])
     # bnx2x in 2014: IPIP and SIT hashed on the outer 2-tuple (RSS does that
     # for any protocol without ports) and checksummed by nobody (rx_csum, see
     # the link); interrupts coalesced as its default rx-usecs
@@ -129,17 +125,7 @@ async def _one_run(tunnel: str, patches: Patches, conns: int, cpus: int, duratio
         b = lab.add_host("b", cpus=cpus, patches=patches, sysctls=v6_off)
         lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9, rx_csum="unnecessary")
         _setup(a, b, tunnel)
-        pairs: list[tuple[TcpSock, TcpSock]] = []
-        for i in range(conns):
-            listener = b.socket(family, SOCK_STREAM)
-            await listener.bind((server, PORT + i))
-            listener.listen(1)
-            client = a.socket(family, SOCK_STREAM)
-            accepted: list[Socket] = []
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_accept, listener, accepted)
-                await client.connect((server, PORT + i))
-            pairs.append((cast("TcpSock", client.sock), cast("TcpSock", accepted[0].sock)))
+        pairs = await stream_pairs(a, b, family, server, PORT, conns)
         rx_cpu = _rx_cpu(b)
         # netperf's receivers run where the scheduler puts them: away from the
         # CPU busy with the NIC's interrupts, when there is another one

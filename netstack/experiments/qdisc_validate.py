@@ -28,21 +28,22 @@ patch), net/core/dev.c (__dev_xmit_skb, validate_xmit_skb_list).
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 import attrs
 import trio
 
 from netstack.core.patches import Patches
 from netstack.cpu.timed import Machine, Thread, TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, Which
+from netstack.experiments.common import (
+    ExperimentResult,
+    Figure,
+    Run,
+    Which,
+    neigh_permanent,
+    stream_pairs,
+)
 from netstack.host.lab import open_lab, run
-from netstack.socket import AF_INET, SOCK_STREAM
-
-if TYPE_CHECKING:
-    from netstack.host.host import Host
-    from netstack.socket import Socket
-    from netstack.tcp.sock import TcpSock
+from netstack.socket import AF_INET
 
 __all__ = ["MACHINE", "qdisc_validate"]
 
@@ -52,15 +53,6 @@ PUBLISHED_SPIN = {("off", "before"): 2.66, ("off", "after"): 1.44, ("on", "after
 PUBLISHED_QDISC_PART = {("off", "after"): 80.0, ("on", "after"): 54.74}
 SEND_SIZE = 16384  # netperf's default send size for TCP_STREAM
 RECV_SIZE = 87380  # netperf's default receive size
-
-
-async def _accept(listener: Socket, out: list[Socket]) -> None:
-    out.append((await listener.accept())[0])
-
-
-def _neigh(h: Host, peer: Host, addr: str) -> None:
-    mac = ":".join(f"{x:02x}" for x in peer.dev("eth0").dev_addr)
-    h.ip(f"neigh add {addr} lladdr {mac} dev eth0 nud permanent")
 
 
 async def _one_run(
@@ -74,20 +66,10 @@ async def _one_run(
         lab.add_link("a:eth0", "b:eth0", kind="nic", rate=10e9)
         a.ip("addr add 10.0.0.1/24 dev eth0")
         b.ip("addr add 10.0.0.2/24 dev eth0")
-        _neigh(a, b, "10.0.0.2")
-        _neigh(b, a, "10.0.0.1")
+        neigh_permanent(a, b, "10.0.0.2")
+        neigh_permanent(b, a, "10.0.0.1")
         a.ethtool(f"-K eth0 tso off gso {gso}")
-        pairs: list[tuple[TcpSock, TcpSock]] = []
-        for i in range(flows):
-            listener = b.socket(AF_INET, SOCK_STREAM)
-            await listener.bind(("10.0.0.2", 12865 + i))
-            listener.listen(1)
-            client = a.socket(AF_INET, SOCK_STREAM)
-            accepted: list[Socket] = []
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_accept, listener, accepted)
-                await client.connect(("10.0.0.2", 12865 + i))
-            pairs.append((cast("TcpSock", client.sock), cast("TcpSock", accepted[0].sock)))
+        pairs = await stream_pairs(a, b, AF_INET, "10.0.0.2", 12865, flows)
         payload = b"\x00" * SEND_SIZE
         threads = []
         for i, (tx, rx) in enumerate(pairs):
