@@ -60,6 +60,7 @@ from netstack.ipv6.route import Flowi6
 from netstack.ipv6.sock import IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, SOL_IPV6
 from netstack.tcp.input import (
     tcp_conn_request,
+    tcp_err_report,
     tcp_initialize_rcv_mss,
     tcp_rcv_established,
     tcp_rcv_state_process,
@@ -89,7 +90,6 @@ from netstack.tcp.sock import (
     TCP_ESTABLISHED,
     TCP_LISTEN,
     TCP_NEW_SYN_RECV,
-    TCP_SYN_RECV,
     TCP_SYN_SENT,
     TCP_TIME_WAIT,
     RequestSock,
@@ -97,7 +97,7 @@ from netstack.tcp.sock import (
     TcpSock,
     between,
 )
-from netstack.tcp.state import tcp_done, tcp_set_state
+from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG, NDISC_REDIRECT
@@ -833,19 +833,7 @@ def tcp_v6_err(
         Ipv6Specific.mtu_reduced(ipv6_ops(tcp), sk)
         return
     err, fatal = icmpv6_err_convert(icmp_type, code)
-    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
-        if fatal:
-            sk.sk_err = err
-            sk.sk_error_report()
-            tcp_done(sk)
-        else:
-            sk.sk_err_soft = err
-        return
-    if sk.recverr:
-        sk.sk_err = err
-        sk.sk_error_report()
-    else:
-        sk.sk_err_soft = err
+    tcp_err_report(sk, err, fatal)
 
 
 def tcp_v6_init(ipv6: Ipv6) -> Tcp:

@@ -131,6 +131,7 @@ __all__ = [
     "tcp_ack",
     "tcp_conn_request",
     "tcp_enter_loss",
+    "tcp_err_report",
     "tcp_parse_options",
     "tcp_rcv_established",
     "tcp_rcv_state_process",
@@ -2021,6 +2022,28 @@ _ICMP_UNREACH: Final = (
 )
 
 
+def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
+    """Hand an ICMP error (an errno) to the socket: a fatal one aborts a
+    connection still being set up; otherwise it is reported at once only with
+    IP_RECVERR/IPV6_RECVERR, else kept as the soft error a timeout returns.
+
+    The tail tcp_v4_err() and tcp_v6_err() share.
+    """
+    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+        if fatal:
+            sk.sk_err = err
+            sk.sk_error_report()
+            tcp_done(sk)
+        else:
+            sk.sk_err_soft = err
+        return
+    if sk.recverr:
+        sk.sk_err = err
+        sk.sk_error_report()
+    else:
+        sk.sk_err_soft = err
+
+
 def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int) -> None:
     """Apply an ICMP error to a connection. Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err()."""
     if sk.state == TCP_CLOSE:
@@ -2045,16 +2068,4 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
         err, fatal = 71, True  # EPROTO
     else:
         return
-    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
-        if fatal:
-            sk.sk_err = err
-            sk.sk_error_report()
-            tcp_done(sk)
-        else:
-            sk.sk_err_soft = err
-        return
-    if sk.recverr:
-        sk.sk_err = err
-        sk.sk_error_report()
-    else:
-        sk.sk_err_soft = err
+    tcp_err_report(sk, err, fatal)
