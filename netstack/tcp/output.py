@@ -1198,6 +1198,27 @@ def forced_push(sk: TcpSock) -> bool:
     return after(sk.write_seq, (sk.pushed_seq + (sk.max_window >> 1)) & M32)
 
 
+def tcp_should_autocork(sk: TcpSock, skb: SkBuff, size_goal: int) -> bool:
+    """Hold a small tail back while earlier segments still sit below TCP.
+
+    Autocorking (``net.ipv4.tcp_autocorking``): when the last write left an
+    skb smaller than the size goal and transmitted skbs are still charged to
+    the socket (in a qdisc, a device ring, a veth peer's queue: they are
+    uncharged when the receiver's ``ip_rcv`` orphans them or the driver frees
+    them), more writes will likely grow it; the TX completion
+    (``tcp_wfree`` → TSQ handler) sends it. Small writes thus leave as large
+    GSO skbs, and a GRO receiver sees fewer PSH boundaries.
+
+    Kernel: net/ipv4/tcp.c, tcp_should_autocork().
+    """
+    return (
+        skb.tail - skb.data < size_goal
+        and bool(sk.tcp.sysctl_tcp_autocorking)
+        and bool(sk.rtx_queue)
+        and sk.sk_wmem_alloc > skb.truesize
+    )  # tcp_skb_can_collapse_to(): no MSG_EOR here
+
+
 def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int) -> None:
     """End of a sendmsg: mark PSH and send (or cork for a bit: autocorking).
 
@@ -1209,6 +1230,12 @@ def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int
     skb = wq[-1]
     if not flags & 0x8000 or forced_push(sk):  # !MSG_MORE
         tcp_mark_push(sk, skb)
+    if tcp_should_autocork(sk, skb, size_goal):
+        if not sk.tsq_throttled:  # the TX completion (tcp_wfree) sends it
+            sk.ext.TCPAutoCorking += 1
+            sk.tsq_throttled = True
+        if sk.sk_wmem_alloc > skb.truesize:  # no completion came in between
+            return
     if flags & 0x8000:
         nonagle = TCP_NAGLE_CORK
     __tcp_push_pending_frames(sk, mss_now, nonagle)
