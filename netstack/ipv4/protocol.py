@@ -387,6 +387,26 @@ class Ipv4:
             raise sock_oserror(errno.EPROTONOSUPPORT)
         raise sock_oserror(errno.ESOCKTNOSUPPORT)
 
+    # IPv4's UDP, as the kernel exports it to IPv6 for dual-stack sockets
+    # (AF_INET6 sockets and ``::ffff:a.b.c.d`` peers; IPv6 cannot import IPv4)
+    def udp_sendmsg(
+        self,
+        sk: Sock,
+        data: bytes | bytearray | memoryview,
+        dest: tuple[int, int] | None,
+        flags: int,
+    ) -> int:
+        """Kernel: net/ipv4/udp.c, udp_sendmsg() (called by udpv6_sendmsg)."""
+        return _udp.udp_sendmsg(self, sk, data, dest, flags)
+
+    def ip4_datagram_connect(self, sk: Sock, addr: int, port: int) -> None:
+        """Kernel: net/ipv4/datagram.c, __ip4_datagram_connect() (by __ip6_datagram_connect)."""
+        _udp.ip4_datagram_connect(self, sk, addr, port)
+
+    def udp_csum_ok(self, skb: SkBuff) -> bool:
+        """Kernel: udp_lib_checksum_complete() of an IPv4 datagram (udpv6_recvmsg, is_udp4)."""
+        return _udp.udp_csum_ok(skb)
+
     # -- statistics -------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""

@@ -177,7 +177,7 @@ async def test_bind_errors_and_link_local_connect(lab: Lab, autojump_clock: obje
     assert e.value.errno == 99  # EADDRNOTAVAIL
     with pytest.raises(OSError) as e:
         await s.connect(("::ffff:10.0.0.1", PORT))
-    assert e.value.errno == 101  # v6-only: ENETUNREACH
+    assert e.value.errno == 101  # mapped: IPv4 has no route (ENETUNREACH)
     srv = await listener6(b)
     ll = b.ip("-6 addr show dev eth0 scope link").split("inet6 ")[1].split("/")[0]
     c = a.socket(AF_INET6, SOCK_STREAM)
