@@ -8,9 +8,10 @@ default WANT: fragment at the source), ``IPV6_DONTFRAG``, ``IPV6_RECVERR``
 and ``IPV6_V6ONLY``. Addresses cross the socket API as sockaddr_in6
 four-tuples ``(addr, port, flowinfo, scope_id)``; the ``*6`` methods take and
 return them, the generic ``bind``/``connect``/``sendmsg``/``recvmsg`` of the
-base class use scope 0. IPv4-mapped addresses (dual stack) are not
-delivered: ``IPV6_V6ONLY`` reads and writes honestly, and sending to
-``::ffff:a.b.c.d`` fails with ENETUNREACH as on a v6-only socket.
+base class use scope 0. ``IPV6_V6ONLY`` (``sk_ipv6only``, from
+``net.ipv6.bindv6only``; EINVAL once bound) decides whether the socket also
+talks IPv4 to ``::ffff:a.b.c.d`` peers (dual stack: see ``ipv6/udp.py``); the
+base ``inet_*`` fields then hold the IPv4 view of its addresses.
 
 Error reports (``IPV6_RECVERR``) carry a ``sock_extended_err`` followed by the
 offender's ``sockaddr_in6`` (``SOL_IPV6``/``IPV6_RECVERR`` control message).

@@ -588,6 +588,8 @@ class Ipv6Mapped:
     ``tcp_v4_send_check``, ``inet_sk_rebuild_header``, ``tcp_v4_mtu_reduced``);
     the listener half and the socket options stay IPv6's. ``family`` is the
     family on the wire, the one the socket's hash keys carry.
+
+    Kernel: net/ipv6/tcp_ipv6.c, ipv6_mapped (tcp_v6_connect, tcp_v6_syn_recv_sock).
     """
 
     net_header_len = 20  # sizeof(struct iphdr)
