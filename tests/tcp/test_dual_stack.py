@@ -192,6 +192,16 @@ async def test_v6only_refusals(lab: Lab, autojump_clock: object) -> None:
     with pytest.raises(OSError) as e:
         await d.bind(("::ffff:10.0.0.99", 0))
     assert e.value.errno == errno.EADDRNOTAVAIL
+    # bound to a mapped address, it cannot reach a native IPv6 peer (ip6_dst_lookup_tail)
+    await d.bind(("::ffff:10.0.0.1", 0))
+    with pytest.raises(OSError) as e:
+        await d.connect(("2001:db8::2", PORT))
+    assert e.value.errno == errno.EAFNOSUPPORT
+    u = a.socket(AF_INET6, SOCK_DGRAM)
+    await u.bind(("::ffff:10.0.0.1", 0))
+    with pytest.raises(OSError) as e:
+        await u.sendto(b"x", ("2001:db8::2", 9))
+    assert e.value.errno == errno.EAFNOSUPPORT
     # a native IPv6 bind makes the socket v6-only (__inet6_bind)
     n6 = a.socket(AF_INET6, SOCK_STREAM)
     await n6.bind(("2001:db8::1", 0))
