@@ -396,15 +396,15 @@ class Ipv4:
         dest: tuple[int, int] | None,
         flags: int,
     ) -> int:
-        """Kernel: net/ipv4/udp.c, udp_sendmsg() (called by udpv6_sendmsg)."""
+        """IPv4's udp_sendmsg, for udpv6_sendmsg (the module function is the mirror)."""
         return _udp.udp_sendmsg(self, sk, data, dest, flags)
 
     def ip4_datagram_connect(self, sk: Sock, addr: int, port: int) -> None:
-        """Kernel: net/ipv4/datagram.c, __ip4_datagram_connect() (by __ip6_datagram_connect)."""
+        """IPv4's __ip4_datagram_connect, for __ip6_datagram_connect (see ipv4/udp.py)."""
         _udp.ip4_datagram_connect(self, sk, addr, port)
 
     def udp_csum_ok(self, skb: SkBuff) -> bool:
-        """Kernel: udp_lib_checksum_complete() of an IPv4 datagram (udpv6_recvmsg, is_udp4)."""
+        """IPv4's udp_lib_checksum_complete, for udpv6_recvmsg's IPv4 datagrams."""
         return _udp.udp_csum_ok(skb)
 
     # -- statistics -------------------------------------------------------------------------

@@ -159,7 +159,7 @@ class UdpSock(Sock):
         ipv4.udp_table.get_port(self, port)
 
     def connect(self, addr: int, port: int) -> None:
-        """Kernel: net/ipv4/datagram.c, __ip4_datagram_connect()."""
+        """``connect()``: ip4_datagram_connect below, then autobind."""
         ip4_datagram_connect(self.ipv4, self, addr, port)
         if not self.inet_num:
             self.ipv4.udp_table.get_port(self, 0)
@@ -184,7 +184,7 @@ class UdpSock(Sock):
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        """Send one datagram. Kernel: net/ipv4/udp.c, udp_sendmsg()."""
+        """Send one datagram (udp_sendmsg below mirrors the kernel's)."""
         return udp_sendmsg(self.ipv4, self, data, dest, flags)
 
     # -- receiving ----------------------------------------------------------------------------

@@ -500,7 +500,7 @@ class Ipv6Specific:
         child, which then talks IPv4 through ``ipv6_mapped`` and reports
         ``::ffff:a.b.c.d`` addresses.
 
-        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_syn_recv_sock() (the
+        Kernel: net/ipv6/tcp_ipv6.c (tcp_v6_syn_recv_sock, its
         ``skb->protocol == htons(ETH_P_IP)`` branch).
         """
         mapped = self.mapped()
@@ -589,7 +589,8 @@ class Ipv6Mapped:
     the listener half and the socket options stay IPv6's. ``family`` is the
     family on the wire, the one the socket's hash keys carry.
 
-    Kernel: net/ipv6/tcp_ipv6.c, ipv6_mapped (tcp_v6_connect, tcp_v6_syn_recv_sock).
+    Kernel: net/ipv6/tcp_ipv6.c (ipv6_mapped; set by tcp_v6_connect and
+    tcp_v6_syn_recv_sock).
     """
 
     net_header_len = 20  # sizeof(struct iphdr)
@@ -802,7 +803,7 @@ def _is_v4mapped(addr: int) -> bool:
 def inet6_mapped_addr_ok(ipv6: Ipv6, sk: TcpSock, v4addr: int) -> bool:
     """May *sk* bind to ``::ffff:<v4addr>``? The AF_INET checks, reproduced.
 
-    Kernel: net/ipv6/af_inet6.c, __inet6_bind() → inet_addr_valid_or_nonlocal().
+    Kernel: net/ipv4/af_inet.c, inet_addr_valid_or_nonlocal() (from __inet6_bind).
     """
     if not v4addr or sk.freebind or ipv6.ip_nonlocal_bind:
         return True
@@ -818,7 +819,7 @@ def tcp_v6_connect_mapped(ops: Ipv6Specific, sk: TcpSock, v4addr: int, port: int
     """Connect an AF_INET6 socket to ``::ffff:<v4addr>``: switch its af_ops to
     ``ipv6_mapped`` and let IPv4 connect it (IPv4 route, source, MSS, GSO).
 
-    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_connect() (the ``IPV6_ADDR_MAPPED``
+    Kernel: net/ipv6/tcp_ipv6.c (tcp_v6_connect, its ``IPV6_ADDR_MAPPED``
     branch calling tcp_v4_connect).
     """
     if sk.ipv6only:

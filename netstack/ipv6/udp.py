@@ -254,8 +254,8 @@ class Udp6Sock(Inet6Sock):
     def _connect_mapped(self, v4addr: int, port: int) -> None:
         """Connect to ``::ffff:<v4addr>``: IPv4 routes and remembers the peer.
 
-        Kernel: net/ipv6/datagram.c, __ip6_datagram_connect() (the
-        ``IPV6_ADDR_MAPPED`` branch, calling __ip4_datagram_connect).
+        Kernel: net/ipv6/datagram.c (__ip6_datagram_connect, its
+        ``IPV6_ADDR_MAPPED`` branch calling __ip4_datagram_connect).
         """
         ipv4 = self.ipv4
         if self.ipv6only or ipv4 is None:
@@ -440,8 +440,8 @@ class Udp6Sock(Inet6Sock):
     ) -> int:
         """A datagram to ``::ffff:a.b.c.d`` is IPv4's to send.
 
-        Kernel: net/ipv6/udp.c, udpv6_sendmsg() (``ipv6_addr_v4mapped(daddr)``:
-        ENETUNREACH on a v6-only socket, else udp_sendmsg()).
+        Kernel: net/ipv6/udp.c (udpv6_sendmsg with ``ipv6_addr_v4mapped``
+        daddr: ENETUNREACH on a v6-only socket, else udp_sendmsg).
         """
         ipv4 = self.ipv4
         if self.ipv6only or ipv4 is None:

@@ -69,7 +69,8 @@ def sk_rcv_saddr_pair(sk: Any) -> tuple[int, int | None, bool]:
     IPv6 address ``127.0.0.6`` (which matches nothing). A socket using the
     ``ipv6_mapped`` af_ops holds its IPv4 address in ``inet_rcv_saddr``.
 
-    Kernel: net/ipv6/af_inet6.c, __inet6_bind() (v4addr = LOOPBACK4_IPV6).
+    As __inet6_bind sets them (v4addr = LOOPBACK4_IPV6); a helper, not a
+    kernel function.
     """
     tw = sk.state == TCP_TIME_WAIT
     addr = sk.rcv_saddr if tw else sk.inet_rcv_saddr

@@ -554,10 +554,9 @@ class TcpSock(Sock):
 
     def user_addr(self, addr: int) -> int:
         """An address as the socket's user sees it: an IPv4 address of an AF_INET6
-        socket talking IPv4 (``ipv6_mapped`` af_ops) is ``::ffff:a.b.c.d``.
-
-        Kernel: net/ipv6/af_inet6.c, inet6_getname() (``sk_v6_daddr`` /
-        ``sk_v6_rcv_saddr`` hold the v4-mapped form).
+        socket talking IPv4 (``ipv6_mapped`` af_ops) is ``::ffff:a.b.c.d``, as
+        inet6_getname reports the kernel's ``sk_v6_daddr``/``sk_v6_rcv_saddr``
+        (a helper, not a kernel function: timed mode charges nothing for it).
         """
         if self.family != self.af_ops.family and addr:
             return V4MAPPED_PREFIX | addr
