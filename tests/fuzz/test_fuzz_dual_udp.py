@@ -66,7 +66,8 @@ def udp_frame(dst_mac: bytes, d: dict[str, Any]) -> bytes:
         struct.pack_into("!H", seg, 6, c)
     ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(seg), 1, 0, 64, 17, 0, src, dst))
     struct.pack_into("!H", ip, 10, dpkt.in_cksum(bytes(ip)))
-    return dst_mac + PEER_MAC + b"\x08\x00" + bytes(ip) + bytes(seg) + d["pad"]
+    pad: bytes = d["pad"]
+    return dst_mac + PEER_MAC + b"\x08\x00" + bytes(ip) + bytes(seg) + pad
 
 
 def run_fuzz(rx_csum: str, datagrams: list[dict[str, Any]]) -> None:
