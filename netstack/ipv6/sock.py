@@ -118,6 +118,7 @@ SO_EE_ORIGIN_ICMP6: Final = 3
 AF_INET6: Final = 10
 _EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
 _SIN6: Final = struct.Struct("=H2s4s16sI")  # struct sockaddr_in6
+_V4MAPPED: Final = 0xFFFF << 32
 
 
 def pack_sockaddr_in6(
@@ -253,12 +254,23 @@ class Inet6Sock(Sock):
     def recv_errqueue6(
         self, bufsize: int
     ) -> tuple[bytes, list[tuple[int, int, bytes]], int, Sockaddr6]:
-        """Read one report.
+        """Read one report. An IPv4 one (a dual-stack socket's, queued by IPv4's
+        ip_icmp_error) reads as IPv6's: the address and the offender
+        ``::ffff:a.b.c.d``, the control message SOL_IPV6/IPV6_RECVERR.
 
         Kernel: ipv6_recv_error().
         """
         data, anc, flags, addr = self.recv_errqueue(bufsize)
         full: tuple[int, ...] = tuple(addr)
+        if anc and anc[0][0] == 0:  # SOL_IP: an IPv4 report (dual stack, ip_icmp_error)
+            full = (_V4MAPPED | full[0], full[1], 0, 0)
+            ee = anc[0][2]
+            offender = int.from_bytes(ee[_EE.size + 4 : _EE.size + 8], "big")
+            if ee[4] == SO_EE_ORIGIN_LOCAL:  # no offender for a local error
+                sin6 = pack_sockaddr_in6(0, family=0)
+            else:
+                sin6 = pack_sockaddr_in6(_V4MAPPED | offender)
+            anc = [(SOL_IPV6, IPV6_RECVERR, ee[: _EE.size] + sin6), *anc[1:]]
         if len(full) == 2:
             full = (full[0], full[1], 0, 0)
         return data, anc, flags, (full[0], full[1], full[2], full[3])

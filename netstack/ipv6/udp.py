@@ -145,6 +145,23 @@ class Udp6Sock(Inet6Sock):
     def _table(self) -> Udp6Table:
         return self.ipv6.udp_table
 
+    def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
+        """SOL_IP options too (IP_RECVERR, IP_TOS…: they govern the IPv4 side
+        of a dual-stack socket).
+
+        Kernel: net/ipv6/ipv6_sockglue.c, ipv6_setsockopt() (``level == SOL_IP``
+        → udp_prot.setsockopt → ip_setsockopt).
+        """
+        if level == 0:  # SOL_IP
+            self._ip_set(optname, value)
+            return
+        super().setsockopt(level, optname, value)
+
+    def getsockopt(self, level: int, optname: int) -> int | bytes:
+        if level == 0:  # SOL_IP
+            return self._ip_get(optname)
+        return super().getsockopt(level, optname)
+
     # -- binding -------------------------------------------------------------------------
     def bind6(self, addr: int, port: int, scope_id: int) -> None:
         """Kernel: net/ipv6/af_inet6.c, __inet6_bind()."""

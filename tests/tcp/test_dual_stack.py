@@ -385,3 +385,26 @@ async def test_udp_v6only_and_v4_preferred(lab: Lab, autojump_clock: object) -> 
     await trio.sleep(0.1)
     with pytest.raises(BlockingIOError):
         d.recvfrom_nowait(100)
+
+
+async def test_udp_mapped_errors_read_as_ipv6(lab: Lab, autojump_clock: object) -> None:
+    """IP_RECVERR on a dual-stack socket: an ICMP port unreachable about an IPv4
+    datagram reads as IPv6's report (ipv6_recv_error): ``::ffff:`` addresses."""
+    from netstack.core.sock import MSG_ERRQUEUE
+    from netstack.socket import IP_RECVERR, IPPROTO_IP, SOL_IPV6
+    from netstack.socket import IPV6_RECVERR as RECVERR6
+
+    a, _ = dual_pair(lab)
+    u = a.socket(AF_INET6, SOCK_DGRAM)
+    u.setsockopt(IPPROTO_IP, IP_RECVERR, 1)  # SOL_IP reaches ip_setsockopt
+    assert u.getsockopt(IPPROTO_IP, IP_RECVERR) == 1
+    await u.sendto(b"nobody", ("::ffff:10.0.0.2", 9))
+    await trio.sleep(0.1)
+    data, anc, _, addr = await u.recvmsg(100, 1024, MSG_ERRQUEUE)
+    assert data == b"nobody" and addr == ("::ffff:10.0.0.2", 9, 0, 0)
+    ((level, kind, ee),) = anc
+    assert (level, kind) == (SOL_IPV6, RECVERR6)
+    err, origin, icmp_type, code = struct.unpack_from("=IBBB", ee)
+    assert (err, origin, icmp_type, code) == (errno.ECONNREFUSED, 2, 3, 3)  # ICMP port unreach
+    fam, _, _, offender, _ = struct.unpack_from("=H2s4s16sI", ee, 16)
+    assert fam == AF_INET6 and offender == bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 2])
