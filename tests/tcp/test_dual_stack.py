@@ -158,6 +158,10 @@ async def test_mapped_client_reaches_an_ipv4_listener(lab: Lab, autojump_clock: 
     await trio.sleep(1)
     cap.stop()
     assert got == [("10.0.0.1", c.sock.inet_num), payload]
+    # the active closer's TIME_WAIT sock keeps the mapped view (and is keyed as IPv4)
+    tw_row = f"TIME-WAIT 0 0 [::ffff:10.0.0.1]:{c.sock.inet_num} [::ffff:10.0.0.2]:{PORT}"
+    assert tw_row in [" ".join(line.split()) for line in a.ss("-tan").splitlines()]
+    assert "TIME-WAIT" not in a.ss("-4tan")
     v4 = assert_plain_ipv4(ip_packets(cap.frames), 6)
     syn = v4[0].data
     assert syn.flags == dpkt.tcp.TH_SYN and syn.opts[:4] == b"\x02\x04\x05\xb4"  # MSS 1460
