@@ -585,7 +585,7 @@ def _table(
             f"{sndbuf:<6d} {rcvbuf:<6d}"
         )
     sent = r.bytes_sent // send_size
-    got = r.bytes_received // send_size
+    got = r.messages_received  # the netserver's count
     if not cpu:
         return (
             "Socket  Message  Elapsed      Messages                \n"

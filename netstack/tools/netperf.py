@@ -420,25 +420,35 @@ async def netserver(
 
 
 async def _control(host: Host, conn: Socket) -> None:
-    """One control connection of a netserver: one test, from request to results."""
+    """One control connection of a netserver: one test, from request to results.
+    A client that goes away (reset, closed early) ends only its own test."""
     with conn:
-        line = await _readline(conn)
         try:
-            params = _Params.decode(line)
-        except (ValueError, KeyError):
-            return  # not netperf: drop it, as netserver does
-        async with trio.open_nursery() as nursery:
-            try:
-                tally: _Tally = await nursery.start(_serve_test, host, conn.family, params)
-            except OSError as e:
-                await conn.sendall(f"error errno={e.errno}\n".encode())
-                return
-            await conn.sendall(f"ok port={params.port}\n".encode())
-            if params.test == "UDP_STREAM":  # the receiver runs until the client asks
-                await _readline(conn)
-                nursery.cancel_scope.cancel()
-        if params.test != "UDP_STREAM":  # TCP: the data side ended at the sender's EOF
-            await _readline(conn)
+            await _control_test(host, conn)
+        except* OSError:
+            pass  # ECONNRESET, EPIPE: the netserver goes on serving the others
+
+
+async def _control_test(host: Host, conn: Socket) -> None:
+    """The exchange of :func:`_control`: request, ``ok``, the test, results."""
+    line = await _readline(conn)
+    try:
+        params = _Params.decode(line)
+    except (ValueError, KeyError):
+        return  # not netperf: drop it, as netserver does
+    async with trio.open_nursery() as nursery:
+        try:
+            tally: _Tally = await nursery.start(_serve_test, host, conn.family, params)
+        except OSError as e:
+            await conn.sendall(f"error errno={e.errno}\n".encode())
+            return
+        await conn.sendall(f"ok port={params.port}\n".encode())
+        # "results" once the client's test is over; "" if the client went away
+        asked = await _readline(conn)
+        if params.test == "UDP_STREAM" or not asked:  # UDP receives until asked
+            nursery.cancel_scope.cancel()
+        # TCP: the data side ends at the sender's EOF
+    if asked:
         await conn.sendall(tally.encode())
 
 

@@ -177,3 +177,27 @@ async def test_netperf_without_a_netserver_cannot_establish_control(
         "10.0.0.2",
         12865,
     )
+
+
+async def test_a_netserver_outlives_clients_that_go_away(lab: Lab, autojump_clock: object) -> None:
+    """A control connection closed mid-test and one that is not netperf's end only
+    themselves: the next netperf through the same netserver runs."""
+    from netstack.tools.netperf import netserver
+
+    a, b = pair(lab, "nic", 0.001)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(netserver, b)
+        for request, reply in (
+            (b"TCP_STREAM port=13000 req=1 resp=1\n", b"ok port=13000\n"),
+            (b"GET / HTTP/1.0\n", b""),  # the netserver just closes it
+        ):
+            c = a.socket(AF_INET, SOCK_STREAM)
+            await c.connect(("10.0.0.2", 12865))
+            await c.sendall(request)
+            assert await c.recv(100) == reply
+            c.close()  # before the test: the netserver drops its data socket
+        await trio.sleep(0.1)
+        assert "13000" not in b.ss("-ltn")  # the abandoned test's data socket is closed
+        r = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=5, control_port=12865)
+        assert r.transactions == 5
+        nursery.cancel_scope.cancel()
