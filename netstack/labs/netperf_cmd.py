@@ -47,18 +47,22 @@ from netstack.ipv4.constants import RTN_LOCAL
 from netstack.ipv6 import ipv6_of
 from netstack.labs.progress import Progress
 from netstack.socket import AF_INET, AF_INET6, AF_UNSPEC
-from netstack.tools.netperf import NetperfControlError, NetperfResult, netperf, netserver
+from netstack.tools.netperf import (
+    NETSERVER_PORT,
+    NetperfControlError,
+    NetperfResult,
+    netperf,
+    netserver,
+)
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
 
 if TYPE_CHECKING:
     from netstack.host import Host
     from netstack.labs.session import Context
-    from netstack.socket import Socket
 
 __all__ = ["NETPERF_USAGE", "NETSERVER_PORT", "cmd_netperf", "cmd_netserver"]
 
-NETSERVER_PORT: Final = 12865
 DEFAULT_BUDGET: Final = 16_000_000
 DATA_PORT: Final = 12866  # the first data port; each run takes the next one
 
@@ -130,12 +134,6 @@ class _Usage(Exception):
     """A bad command line: print this message and the usage, exit 255 (netperf's)."""
 
 
-def _netservers(ctx: Context) -> dict[str, dict[int, list[Socket]]]:
-    """Each host's running netservers: port → their listening sockets."""
-    servers: dict[str, dict[int, list[Socket]]] = ctx.session.state.setdefault("netserver", {})
-    return servers
-
-
 async def _start_netserver(
     ctx: Context, host: Host, port: int, address: str | None, family: int
 ) -> OSError | None:
@@ -148,18 +146,17 @@ async def _start_netserver(
         families = [AF_INET6 if ":" in address else AF_INET]
     else:
         families = [AF_INET, AF_INET6] if family == AF_UNSPEC else [family]
-    listening: list[Socket] = []
+    listening = False
     for fam in families:
         try:
-            sock = await ctx.session.nursery.start(
+            await ctx.session.nursery.start(
                 partial(netserver, host, port, address=address, family=fam)
             )
         except OSError as e:
             if family == AF_UNSPEC and fam == AF_INET6 and listening:
                 continue  # no IPv6 on this host (or its port taken): IPv4 serves
             return e
-        listening.append(sock)
-    _netservers(ctx).setdefault(host.name, {}).setdefault(port, []).extend(listening)
+        listening = True
     return None
 
 
@@ -200,7 +197,7 @@ async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
         if a.startswith("-L"):
             name, _, fam = (a[2:] or next(it, "")).partition(",")
             if fam:
-                family = AF_INET6 if fam == "6" else AF_INET
+                family = AF_INET6 if fam.lower() in ("6", "inet6", "af_inet6") else AF_INET
             if name:
                 address = _listen_address(ctx, name, family)
                 if address is None:

@@ -367,3 +367,28 @@ def test_timed_udp_stream_still_ends_at_the_budget_on_a_fast_path(tmp_path: Any)
     out = _timed_udp_stream(tmp_path, "a netperf -H b -t UDP_STREAM -l 100 --budget 70000 -P 0")
     assert out[0].startswith("netperf: stopped at the budget of 70000 bytes after 0.00")
     assert out[-2].split()[:5] == ["212992", "65507", "0.00", "2", "0"]
+
+
+async def test_netserver_listen_address_and_family(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """netserver -L ADDR listens on one address, -4/-6 on one family's wildcard."""
+    status, out = await term.run("h2 netserver -L 10.0.2.2 -p 6001")
+    assert (status, out) == (
+        0,
+        ["Starting netserver with host '10.0.2.2' port '6001' and family AF_UNSPEC"],
+    )
+    assert (await term.run("h2 netserver -4 -p 6002"))[1] == [
+        "Starting netserver with host 'IN(6)ADDR_ANY' port '6002' and family AF_INET"
+    ]
+    assert (await term.run("h2 netserver -6 -p 6003"))[0] == 0
+    status, out = await term.run("h2 ss -ltn")
+    listening = sorted(line.split()[3] for line in out[1:])
+    assert [a for a in listening if "600" in a] == ["0.0.0.0:6002", "10.0.2.2:6001", "[::]:6003"]
+    status, out = await term.run("h1 netperf -H h2 -p 6001 -t TCP_RR -l -2 -P 0")
+    assert status == 0 and out[-2].split()[:4] == ["16384", "131072", "1", "1"]
+    # -6 only: an IPv4 netperf to that port is refused
+    status, out = await term.run("h1 netperf -H h2 -p 6003 -t TCP_RR -l -2 -P 0")
+    assert status == 255 and out[0].endswith("listening on h2 at port 6003?")
+    status, out = await term.run("h2 netserver -L nosuch")
+    assert status == 1 and out == ["netserver: could not resolve 'nosuch'"]
