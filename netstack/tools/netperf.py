@@ -186,7 +186,11 @@ class _Tally:
 
     @classmethod
     def decode(cls, line: str) -> _Tally:
-        kv = dict(w.split("=", 1) for w in line.split()[1:])
+        """The netserver's results line; ECONNRESET if it closed without one."""
+        words = line.split()
+        if words[:1] != ["results"]:
+            raise OSError(errno.ECONNRESET, "the netserver sent no results")
+        kv = dict(w.split("=", 1) for w in words[1:])
         return cls(int(kv["received"]), int(kv["messages"]), float(kv["end"]))
 
 
@@ -227,9 +231,7 @@ async def netperf(
     limit = transactions if test == "TCP_RR" else total_bytes
     family = _family(address)
 
-    async def run_client() -> tuple[_ClientTally, float, float]:
-        wall = time.perf_counter()
-        cpu = time.process_time()
+    async def run_client() -> _ClientTally:
         if test == "TCP_STREAM":
             tally = await _tcp_stream(client, address, port, seconds, limit, send_size, progress)
         elif test == "TCP_RR":
@@ -237,7 +239,7 @@ async def netperf(
         else:
             tally = await _udp_stream(client, address, port, seconds, limit, send_size, progress)
             await trio.sleep(UDP_SETTLE)  # let the last datagrams arrive
-        return tally, time.perf_counter() - wall, time.process_time() - cpu
+        return tally
 
     if control_port is None:
         with _cpu_meter(client, server) as meter:
@@ -245,10 +247,12 @@ async def netperf(
                 remote: _Tally = await n.start(_serve_test, server, family, params)
                 if started is not None:
                     started()
-                mine, wall, cpu = await run_client()
+                wall, cpu = time.perf_counter(), time.process_time()
+                mine = await run_client()
                 if test == "UDP_STREAM":
                     n.cancel_scope.cancel()
             # TCP: the server's half ended at the sender's EOF (or its own close)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             local, remote_cpu = _utilisation(meter, mine.elapsed(remote))
     else:
         ctl = client.socket(family, SOCK_STREAM)
@@ -265,9 +269,11 @@ async def netperf(
             if started is not None:
                 started()
             with _cpu_meter(client, server) as meter:
-                mine, wall, cpu = await run_client()
+                wall, cpu = time.perf_counter(), time.process_time()
+                mine = await run_client()
                 await ctl.sendall(b"results\n")
                 remote = _Tally.decode(await _readline(ctl))
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                 local, remote_cpu = _utilisation(meter, mine.elapsed(remote))
         finally:
             ctl.close()
