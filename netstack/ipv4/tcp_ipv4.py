@@ -232,7 +232,7 @@ class Ipv4Specific:
         if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
-        return tcp_conn_request(sk, skb)
+        return tcp_conn_request(sk, skb, self)
 
     def init_req(self, req: RequestSock, skb: SkBuff) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_init_req()."""

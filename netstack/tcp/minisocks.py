@@ -96,7 +96,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
     """
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
-    ops: Any = listener.af_ops
+    ops: Any = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
     tcp = listener.tcp
     if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
         # a retransmitted SYN: our SYN-ACK was lost
@@ -132,7 +132,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
         return None
     if not flags & TCPHDR_ACK:
         return None
-    child = ops.syn_recv_sock(listener, skb, req, None)
+    child = listener.af_ops.syn_recv_sock(listener, skb, req, None)
     if child is None:
         if tcp.sysctl_tcp_abort_on_overflow:
             inet_csk_reqsk_queue_drop(listener, req)
@@ -213,6 +213,7 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
         "icsk_user_timeout",
         "sock_flag_linger",
         "sk_lingertime",
+        "ipv6only",
     ):
         setattr(sk, attr, getattr(listener, attr))
     sk.icsk_ca_ops = listener.icsk_ca_ops
