@@ -13,7 +13,8 @@ mode, where CPU time exists).
 The netserver and the control connection: every host runs a netserver on
 TCP port 12865, as the Debian/Ubuntu package starts it at boot, so
 ``netperf -H HOST`` works against any lab host. It is a real listening socket
-(an IPv4 and, where the host has IPv6, an IPv6 one), started the first time
+(``[::]``, dual-stack, as netserver's on Linux; ``0.0.0.0`` on a host
+without IPv6), started the first time
 the session needs it — a ``netperf`` to the host or a ``netserver`` on it —
 and listening from then on (``ss -ltn`` shows it). ``netserver [-p PORT]
 [-L ADDR] [-4|-6]`` starts another one (or says it cannot, for a port
@@ -37,6 +38,7 @@ would be infinite) and says why.
 
 from __future__ import annotations
 
+import errno
 import math
 from functools import partial
 from typing import TYPE_CHECKING, Final
@@ -139,24 +141,30 @@ async def _start_netserver(
 ) -> OSError | None:
     """Start a netserver on *host* in the session's nursery; the bind's error if none could.
 
-    AF_UNSPEC without an address listens on both families' wildcards, as
-    netserver's ``IN(6)ADDR_ANY`` does (IPv6 only where the host has it).
+    AF_UNSPEC without an address listens on ``[::]``, dual-stack (IPv4
+    peers arrive as ``::ffff:a.b.c.d``), as netserver's ``IN(6)ADDR_ANY``
+    does on Linux; on a host without IPv6, on ``0.0.0.0``.
     """
     if address is not None:
-        families = [AF_INET6 if ":" in address else AF_INET]
-    else:
-        families = [AF_INET, AF_INET6] if family == AF_UNSPEC else [family]
-    listening = False
-    for fam in families:
-        try:
-            await ctx.session.nursery.start(
-                partial(netserver, host, port, address=address, family=fam)
+        family = AF_INET6 if ":" in address else AF_INET
+    try:
+        await ctx.session.nursery.start(
+            partial(
+                netserver,
+                host,
+                port,
+                address=address,
+                family=AF_INET6 if family == AF_UNSPEC else family,
             )
-        except OSError as e:
-            if family == AF_UNSPEC and fam == AF_INET6 and listening:
-                continue  # no IPv6 on this host (or its port taken): IPv4 serves
+        )
+    except OSError as e:
+        if family != AF_UNSPEC or e.errno == errno.EADDRINUSE:
             return e
-        listening = True
+        # no IPv6 on this host: the IPv4 wildcard
+        try:
+            await ctx.session.nursery.start(partial(netserver, host, port, family=AF_INET))
+        except OSError as e4:
+            return e4
     return None
 
 

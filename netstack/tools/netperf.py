@@ -23,7 +23,7 @@ results back on the same connection. :func:`netserver` is that server (a
 task serving one host until cancelled) and ``netperf(control_port=PORT)``
 that client: the exchange is real TCP traffic (it shows in captures and in
 ``ss``), one line each way in a format of netstack's own (``TCP_STREAM
-port=12866 req=1 resp=1`` out, ``ok port=12866`` back; after the test
+family=4 port=12866 req=1 resp=1`` out, ``ok port=12866`` back; after the test
 ``results`` out, ``results received=N end=T`` back). Without
 *control_port* (the default) no control connection exists: ``netperf``
 runs the server's half itself, and a run moves only the data traffic.
@@ -154,12 +154,17 @@ class _Params:
     """One test's parameters: what the control connection carries to the netserver."""
 
     test: str
+    family: int  # the data socket's, as netperf's -4/-6 (the client's address's)
     port: int
     request: int = 1
     response: int = 1
 
     def encode(self) -> bytes:
-        return f"{self.test} port={self.port} req={self.request} resp={self.response}\n".encode()
+        fam = 6 if self.family == AF_INET6 else 4
+        return (
+            f"{self.test} family={fam} port={self.port} req={self.request} "
+            f"resp={self.response}\n".encode()
+        )
 
     @classmethod
     def decode(cls, line: str) -> _Params:
@@ -167,7 +172,8 @@ class _Params:
         if not words or words[0] not in TESTS:
             raise ValueError(f"netserver: bad request {line!r}")
         kv = dict(w.split("=", 1) for w in words[1:])
-        return cls(words[0], int(kv["port"]), int(kv["req"]), int(kv["resp"]))
+        family = AF_INET6 if kv["family"] == "6" else AF_INET
+        return cls(words[0], family, int(kv["port"]), int(kv["req"]), int(kv["resp"]))
 
 
 @attrs.define
@@ -227,9 +233,9 @@ async def netperf(
         raise ValueError(f"netperf: unknown test {test!r} (one of {', '.join(TESTS)})")
     if seconds is None and total_bytes is None and transactions is None:
         raise ValueError("netperf: give seconds=, total_bytes= or transactions=")
-    params = _Params(test, port, request_size, response_size)
-    limit = transactions if test == "TCP_RR" else total_bytes
     family = _family(address)
+    params = _Params(test, family, port, request_size, response_size)
+    limit = transactions if test == "TCP_RR" else total_bytes
 
     async def run_client() -> _ClientTally:
         if test == "TCP_STREAM":
@@ -244,7 +250,7 @@ async def netperf(
     if control_port is None:
         with _cpu_meter(client, server) as meter:
             async with trio.open_nursery() as n:
-                remote: _Tally = await n.start(_serve_test, server, family, params)
+                remote: _Tally = await n.start(_serve_test, server, params)
                 if started is not None:
                     started()
                 wall, cpu = time.perf_counter(), time.process_time()
@@ -444,7 +450,7 @@ async def _control_test(host: Host, conn: Socket) -> None:
         return  # not netperf: drop it, as netserver does
     async with trio.open_nursery() as nursery:
         try:
-            tally: _Tally = await nursery.start(_serve_test, host, conn.family, params)
+            tally: _Tally = await nursery.start(_serve_test, host, params)
         except OSError as e:
             await conn.sendall(f"error errno={e.errno}\n".encode())
             return
@@ -460,7 +466,6 @@ async def _control_test(host: Host, conn: Socket) -> None:
 
 async def _serve_test(
     host: Host,
-    family: int,
     params: _Params,
     *,
     task_status: trio.TaskStatus[_Tally] = trio.TASK_STATUS_IGNORED,
@@ -469,6 +474,7 @@ async def _serve_test(
     report a :class:`_Tally` once it is ready, then serve — TCP until the
     client's EOF, UDP until cancelled."""
     tally = _Tally()
+    family = params.family
     proto = SOCK_DGRAM if params.test == "UDP_STREAM" else SOCK_STREAM
     with host.socket(family, proto) as srv:
         await srv.bind((_any(family), params.port))

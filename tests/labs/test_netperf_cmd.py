@@ -124,13 +124,8 @@ async def test_netserver_ports_and_netperf_errors(
         0,
         ["Starting netserver with host 'IN(6)ADDR_ANY' port '5000' and family AF_UNSPEC"],
     )
-    status, out = await term.run("h2 ss -ltn")  # real listeners, both families
-    assert sorted(line.split()[3] for line in out[1:]) == [
-        "0.0.0.0:12865",
-        "0.0.0.0:5000",
-        "[::]:12865",
-        "[::]:5000",
-    ]
+    status, out = await term.run("h2 ss -ltn")  # real listeners, dual-stack as on Linux
+    assert sorted(line.split()[3] for line in out[1:]) == ["[::]:12865", "[::]:5000"]
     status, out = await term.run("h2 netserver")  # every host already serves 12865
     assert status == 1 and out[0].startswith("Unable to start netserver")
     status, out = await term.run("h1 netperf -H h2 -p 5000 -t TCP_RR -l -3 -P 0")
@@ -270,7 +265,8 @@ async def test_the_control_connection_shows_in_ss_during_a_run(
     assert peers == ["10.0.2.2:12865", "10.0.2.2:12866"], out
     status, out = await term.run("h2 ss -tn")
     local = sorted(line.split()[3] for line in out[1:] if line.split()[0] == "ESTAB")
-    assert local == ["10.0.2.2:12865", "10.0.2.2:12866"], out
+    # the netserver's dual-stack listener took the control connection: IPv4-mapped
+    assert local == ["10.0.2.2:12866", "[::ffff:10.0.2.2]:12865"], out
     status, out = await term.run("wait")
     assert any(line.split()[:4] == ["16384", "131072", "1", "1"] for line in out), out
     # the netserver keeps listening; the control connection is gone
@@ -387,8 +383,8 @@ async def test_netserver_listen_address_and_family(
     assert [a for a in listening if "600" in a] == ["0.0.0.0:6002", "10.0.2.2:6001", "[::]:6003"]
     status, out = await term.run("h1 netperf -H h2 -p 6001 -t TCP_RR -l -2 -P 0")
     assert status == 0 and out[-2].split()[:4] == ["16384", "131072", "1", "1"]
-    # -6 only: an IPv4 netperf to that port is refused
+    # -6: [::], which takes IPv4 peers too (IPV6_V6ONLY is off, as netserver leaves it)
     status, out = await term.run("h1 netperf -H h2 -p 6003 -t TCP_RR -l -2 -P 0")
-    assert status == 255 and out[0].endswith("listening on h2 at port 6003?")
+    assert status == 0, out
     status, out = await term.run("h2 netserver -L nosuch")
     assert status == 1 and out == ["netserver: could not resolve 'nosuch'"]

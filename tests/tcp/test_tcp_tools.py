@@ -188,7 +188,7 @@ async def test_a_netserver_outlives_clients_that_go_away(lab: Lab, autojump_cloc
     async with trio.open_nursery() as nursery:
         await nursery.start(netserver, b)
         for request, reply in (
-            (b"TCP_STREAM port=13000 req=1 resp=1\n", b"ok port=13000\n"),
+            (b"TCP_STREAM family=4 port=13000 req=1 resp=1\n", b"ok port=13000\n"),
             (b"GET / HTTP/1.0\n", b""),  # the netserver just closes it
         ):
             c = a.socket(AF_INET, SOCK_STREAM)
