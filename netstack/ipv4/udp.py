@@ -57,7 +57,7 @@ from netstack.core.sock import (
 )
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
-from netstack.ipv4.route import Flowi4
+from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
 from netstack.wire.checksum import (
     CSUM_MANGLED_0,
@@ -245,20 +245,7 @@ def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
     if sk.dst_cache is not None:
         sk.dst_cache.release()
         sk.dst_cache = None
-    fl4 = Flowi4(
-        addr,
-        sk.inet_saddr,
-        oif=sk.sk_bound_dev_if,
-        tos=sk.tos,
-        proto=IPPROTO_UDP,
-        sport=sk.inet_sport,
-        dport=port,
-    )
-    rt = ipv4.ip_route_output_key(fl4)
-    if isinstance(rt, int):
-        if rt == -101:
-            ipv4.ip.OutNoRoutes += 1
-        raise sock_oserror(-rt)
+    rt, fl4 = ip_route_sock_flow(ipv4, sk, addr, port, IPPROTO_UDP)
     if rt.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
         rt.release()
         raise sock_oserror(EACCES)
@@ -282,20 +269,7 @@ def _udp_route(
         if rt is not None and rt.valid():
             fl4 = Flowi4(daddr, sk.inet_saddr)
             return rt.hold(), fl4
-    fl4 = Flowi4(
-        daddr,
-        sk.inet_saddr,
-        oif=sk.sk_bound_dev_if,
-        tos=sk.tos,
-        proto=IPPROTO_UDP,
-        sport=sk.inet_sport,
-        dport=dport,
-    )
-    rt2 = ipv4.ip_route_output_key(fl4)
-    if isinstance(rt2, int):
-        if rt2 == -101:
-            ipv4.ip.OutNoRoutes += 1
-        raise sock_oserror(-rt2)
+    rt2, fl4 = ip_route_sock_flow(ipv4, sk, daddr, dport, IPPROTO_UDP)
     if rt2.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
         rt2.release()
         raise sock_oserror(EACCES)
