@@ -87,8 +87,7 @@ def inet_put_port(sk: TcpSock) -> None:
     if port:
         sk.tcp.hashinfo.inet_put_port(sk, port)
         sk.bind_port = 0
-        sk.inet_num = 0
-        sk.inet_sport = 0
+        sk.inet_num = 0  # __inet_put_port(): inet_sport stays, a RST sent next still names it
 
 
 def tcp_clear_xmit_timers(sk: TcpSock) -> None:

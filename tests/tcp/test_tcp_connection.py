@@ -202,6 +202,29 @@ async def test_close_with_unread_data_resets(lab: Lab, autojump_clock: object) -
         await c.send(b"more")
 
 
+async def test_client_close_with_unread_data_resets_from_its_port(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """The connecting side's port came from inet_hash_connect; tcp_set_state(CLOSE)
+    gives it back (inet_num = 0), but the RST sent next still carries it."""
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    sport = c.getsockname()[1]
+    conn, _ = await srv.accept()
+    cap = a.capture("eth0")
+    await conn.sendall(b"y" * 100)
+    await trio.sleep(0.5)
+    c.close()  # 100 bytes never read
+    await trio.sleep(0.5)
+    rsts = [f for _, f, out in cap.frames if out and f[23] == 6 and f[14 + 20 + 13] & 0x04]
+    assert len(rsts) == 1
+    assert int.from_bytes(rsts[0][34:36], "big") == sport
+    with pytest.raises(ConnectionResetError):
+        await conn.recv(10)
+
+
 async def test_send_after_peer_close_gets_reset_then_epipe(
     lab: Lab, autojump_clock: object
 ) -> None:
