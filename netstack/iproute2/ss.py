@@ -6,7 +6,9 @@ rules (a listener shows its accept queue and backlog, a connection the bytes
 not yet read and not yet acknowledged); ``-i`` adds the second line of
 ``tcp_info`` fields in ss's order and spelling (misc/ss.c, tcp_show_info).
 Addresses are always numeric (``-n`` is accepted and implied); IPv6 ones
-are bracketed, ``[2001:db8::1]:80``, as ss prints them. An AF_INET6 socket
+are bracketed, ``[2001:db8::1]:80``, as ss prints them; the wildcard of a
+dual-stack socket (IPV6_V6ONLY off) is ``*``, ``*:80``, of a v6-only one
+``[::]:80``. An AF_INET6 socket
 talking IPv4 (dual stack) shows ``[::ffff:10.0.0.1]:80`` and, as with the
 real ss (whose ``-4``/``-6`` ask inet_diag for one ``sk_family``), is listed
 by ``-6`` and not by ``-4``.
@@ -104,9 +106,13 @@ def _info_line(sk: TcpSock) -> str:
     return "\t " + " ".join(out)
 
 
-def _addr(family: int, addr: int, port: int | str) -> str:
-    """ss's address column: ``10.0.0.1:80``, ``[2001:db8::1]:80`` (misc/ss.c, inet_addr_print)."""
+def _addr(family: int, addr: int, port: int | str, v6only: bool = True) -> str:
+    """ss's address column: ``10.0.0.1:80``, ``[2001:db8::1]:80``, and ``*:80`` for
+    the wildcard of a dual-stack AF_INET6 socket (IPV6_V6ONLY off: inet_diag's
+    INET_DIAG_SKV6ONLY), which takes IPv4 too (misc/ss.c, inet_addr_print)."""
     if family == AF_INET6:
+        if not addr and not v6only:
+            return f"*:{port}"
         return f"[{ntoa6(addr)}]:{port}"
     return f"{ntoa(addr)}:{port}"
 
@@ -130,9 +136,11 @@ def _row(sk: Any) -> tuple[str, int, int, str, str]:
         wf = sk.af_specific.family
         local = _addr(fam, _v6view(sk, wf, sk.loc_addr), sk.num)
         return ("SYN-RECV", 0, 0, local, _addr(fam, _v6view(sk, wf, sk.rmt_addr), sk.rmt_port))
+    v6only = bool(getattr(sk, "ipv6only", True))
     if sk.state == TCP_LISTEN:
-        local = _addr(fam, sk.inet_rcv_saddr, sk.inet_num)
-        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, _addr(fam, 0, "*"))
+        local = _addr(fam, sk.inet_rcv_saddr, sk.inet_num, v6only)
+        peer = _addr(fam, 0, "*", v6only)
+        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, peer)
     recvq = (sk.rcv_nxt - sk.copied_seq) & M32
     sendq = (sk.write_seq - sk.snd_una) & M32
     local = _addr(fam, sk.user_addr(sk.inet_saddr), sk.inet_num)

@@ -412,3 +412,17 @@ async def test_udp_mapped_errors_read_as_ipv6(lab: Lab, autojump_clock: object) 
     assert (err, origin, icmp_type, code) == (errno.ECONNREFUSED, 2, 3, 3)  # ICMP port unreach
     fam, _, _, offender, _ = struct.unpack_from("=H2s4s16sI", ee, 16)
     assert fam == AF_INET6 and offender == bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 2])
+
+
+async def test_ss_prints_a_dual_stack_wildcard_as_star(lab: Lab, autojump_clock: object) -> None:
+    """misc/ss.c inet_addr_print: ``::`` of a socket that takes IPv4 too is ``*``."""
+    a, _ = dual_pair(lab)
+    dual = a.socket(AF_INET6, SOCK_STREAM)
+    await dual.bind(("::", 7001))
+    dual.listen(1)
+    only = a.socket(AF_INET6, SOCK_STREAM)
+    only.setsockopt(IPPROTO_IPV6, IPV6_V6ONLY, 1)
+    await only.bind(("::", 7002))
+    only.listen(1)
+    rows = {line.split()[3]: line.split()[4] for line in a.ss("-ltn").splitlines()[1:]}
+    assert rows == {"*:7001": "*:*", "[::]:7002": "[::]:*"}
