@@ -53,8 +53,9 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import Sock, sock_oserror
+from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
+from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
 from netstack.ipv6.route import Flowi6
 from netstack.ipv6.sock import IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, SOL_IPV6
@@ -64,6 +65,7 @@ from netstack.tcp.input import (
     tcp_initialize_rcv_mss,
     tcp_rcv_established,
     tcp_rcv_state_process,
+    tcp_req_err,
     tcp_simple_retransmit,
 )
 from netstack.tcp.minisocks import (
@@ -95,6 +97,7 @@ from netstack.tcp.sock import (
     RequestSock,
     TcpSkbCb,
     TcpSock,
+    TimewaitSock,
     between,
 )
 from netstack.tcp.state import tcp_set_state
@@ -316,6 +319,9 @@ class Ipv6Specific:
                 raise sock_oserror(errno.EINVAL)
             if not val:
                 raise sock_oserror(errno.EINVAL)  # no dual stack in netstack: v6-only
+        elif optname == IPV6_AUTOFLOWLABEL:
+            sk.autoflowlabel = int(bool(val))
+            sk.fl6_gen = -1  # make the label again
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
@@ -332,6 +338,8 @@ class Ipv6Specific:
             return ip6_dst_hoplimit(rt) if rt is not None else self.ipv6.devconf_all.hop_limit
         if optname == IPV6_V6ONLY:
             return 1
+        if optname == IPV6_AUTOFLOWLABEL:
+            return int(ip6_autoflowlabel(self.ipv6, sk.autoflowlabel))
         raise sock_oserror(errno.ENOPROTOOPT)
 
     # -- passive open -------------------------------------------------------------------
@@ -509,9 +517,17 @@ class Ipv6Specific:
         csum = csum_partial(buf, th, th + hlen)
         _H.pack_into(buf, th + 16, tcp_v6_check(hlen, daddr, saddr, csum))
         tclass = sk.tos if sk is not None and hasattr(sk, "tos") else 0
+        # the connection's hash keeps its flow label (sk_txhash, tw_txhash);
+        # without one the label comes from the flow's keys
+        label = 0
+        if isinstance(sk, TcpSock):
+            out.hash = sk.sk_txhash
+        elif isinstance(sk, TimewaitSock):
+            out.hash = sk.tw_txhash
+            label = sk.tw_flowlabel
         self.tcp.mib.OutSegs += 1
         out.dst = found
-        ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None)
+        ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None, label)
 
 
 def ipv6_unicast_destination(skb: SkBuff) -> bool:
@@ -530,19 +546,34 @@ def ip6_xmit(
     tclass: int,
     hlimit: int,
     sk: TcpSock | None,
+    flowlabel: int = 0,
 ) -> int:
     """Push the IPv6 header into the headroom and send (``skb.dst`` is set).
+
+    The flow label is ``ip6_make_flowlabel`` of the skb's hash (TCP's
+    ``sk_txhash``). A socket keeps the label it made last with the hash and
+    sysctl generation it came from, so a connection pays for it once, not per
+    segment. Without a socket (replies), *flowlabel* or the automatic one.
 
     A packet bigger than the path MTU that is neither GSO nor allowed to be
     fragmented is refused with EMSGSIZE (TCP resegments after PMTU changes).
 
     Kernel: net/ipv6/ip6_output.c, ip6_xmit().
     """
+    h = skb.hash
+    if sk is not None:
+        if h != sk.fl6_hash or sk.fl6_gen != ipv6.flowlabel_gen:
+            sk.fl6_label = _tcp_flowlabel(ipv6, skb, saddr, daddr, sk.flow_label, sk.autoflowlabel)
+            sk.fl6_hash = h
+            sk.fl6_gen = ipv6.flowlabel_gen
+        flowlabel = sk.fl6_label
+    elif not flowlabel:
+        flowlabel = _tcp_flowlabel(ipv6, skb, saddr, daddr, 0, -1)
     skb.data -= IPV6_HLEN
     nh = skb.data
     skb.network_header = nh
     buf = skb.buf
-    ip6_flow_hdr(buf, nh, tclass, 0)
+    ip6_flow_hdr(buf, nh, tclass, flowlabel)
     _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, NEXTHDR_TCP, hlimit)
     put_addr(buf, nh + 8, saddr)
     put_addr(buf, nh + 24, daddr)
@@ -555,6 +586,17 @@ def ip6_xmit(
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return -errno.EMSGSIZE
     return ip6_local_out(ipv6, skb)
+
+
+def _tcp_flowlabel(
+    ipv6: Ipv6, skb: SkBuff, saddr: int, daddr: int, flowlabel: int, autoflowlabel: int
+) -> int:
+    """``ip6_make_flowlabel`` for a TCP skb: its hash, else the flow's (skb_get_hash_flowi6)."""
+    h = skb.hash
+    if not h and not flowlabel and ipv6.auto_flowlabels:
+        sport, dport = _HH.unpack_from(skb.buf, skb.data)  # the TCP header
+        h = ipv6.flow_hash.flowi6(saddr, daddr, sport, dport, NEXTHDR_TCP)
+    return ip6_make_flowlabel(ipv6, h, flowlabel, ip6_autoflowlabel(ipv6, autoflowlabel))
 
 
 def sk_setup_caps6(sk: TcpSock, rt: Any) -> None:
@@ -632,6 +674,7 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.inet_dport = 0
         found.release()
         raise
+    sk_set_txhash(sk)
     if sk.dst_cache is not None:
         sk.dst_cache.release()
     sk.dst_cache = found
@@ -813,8 +856,12 @@ def tcp_v6_err(
     if sk is None:
         ipv6.icmp6_mib.InErrors += 1
         return
-    if not isinstance(sk, TcpSock):
-        return  # TIME_WAIT / request socks ignore errors (tcp_req_err: no SYN cookies here)
+    if sk.state == TCP_TIME_WAIT:
+        return  # inet_twsk_put(): nothing to tell a connection that is over
+    if sk.state == TCP_NEW_SYN_RECV:
+        _, fatal = icmpv6_err_convert(icmp_type, code)
+        tcp_req_err(sk, seq, fatal)
+        return
     if sk.state == TCP_CLOSE:
         return
     if sk.state not in (TCP_SYN_SENT, TCP_LISTEN) and not between(seq, sk.snd_una, sk.snd_nxt):

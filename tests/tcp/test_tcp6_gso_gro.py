@@ -110,6 +110,7 @@ async def test_v6_segments_are_byte_identical_to_mss_sends(autojump_clock: objec
         assert dpkt.in_cksum(pseudo + seg) == 0
     seqs = [p.data.seq for p in pkts]
     assert seqs == [(seqs[0] + 1428 * i) & 0xFFFFFFFF for i in range(10)]
+    assert len({p.flow for p in pkts}) == 1 and pkts[0].flow  # GSO copies the flow label
     flags = [p.data.flags for p in pkts]
     assert flags[-1] & dpkt.tcp.TH_PUSH and not any(fl & dpkt.tcp.TH_PUSH for fl in flags[:-1])
 
@@ -241,6 +242,16 @@ async def test_ipv6_gro_rules(lab: Lab, autojump_clock: object) -> None:
     assert r.rx(bytes(bad)) == GRO_NORMAL
     r.node.flush(r.napi, False)
     assert r.node.held_skbs() == 0
+
+
+async def test_ipv6_gro_merges_labelled_flows(lab: Lab, autojump_clock: object) -> None:
+    """Automatic flow labels do not stop GRO: same label, same flow (ipv6_gro_receive
+    compares the first word under 0xF00FFFFF)."""
+    r = GroRig(lab)
+    assert r.rx(frame6(1000, flow=0xABCDE)) == GRO_HELD
+    assert r.rx(frame6(2000, flow=0xABCDE)) == GRO_MERGED_FREE
+    assert r.rx(frame6(3000, flow=0xABCDF)) == GRO_HELD  # a new label: another flow
+    assert r.node.held_skbs() == 2
 
 
 @settings(max_examples=25)  # a lab per example
