@@ -654,12 +654,15 @@ def ipv4_ops(tcp: Tcp) -> Ipv4Specific:
 
 
 def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
-    """An ICMP error about one of our segments (``skb`` holds the quoted headers).
+    """An ICMP error about one of our segments.
+
+    ``skb.data`` is at the quoted IPv4 header, ``skb.transport_header`` at the
+    ICMP header (icmp_unreach's layout).
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err().
     """
     buf = skb.buf
-    nh = skb.network_header  # the quoted IPv4 header
+    nh = skb.data  # the quoted IPv4 header
     ihl = (buf[nh] & 0xF) * 4
     th = nh + ihl
     if skb.tail - th < 8:
@@ -673,8 +676,8 @@ def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
         return
     if sk.state == TCP_TIME_WAIT:
         return  # inet_twsk_put(): nothing to tell a connection that is over
-    icmp = skb.cb if isinstance(skb.cb, tuple) else None
-    icmp_type, code = icmp if icmp is not None else (3, 1)
+    icmp_type = buf[skb.transport_header]  # icmp_hdr(skb)
+    code = buf[skb.transport_header + 1]
     if sk.state == TCP_NEW_SYN_RECV:
         # an unreachable network or host, a time exceeded or a parameter problem
         # quoting our SYN-ACK ends the request

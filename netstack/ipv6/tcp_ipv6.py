@@ -58,7 +58,13 @@ from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
 from netstack.ipv6.route import Flowi6
-from netstack.ipv6.sock import IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, SOL_IPV6
+from netstack.ipv6.sock import (
+    IPV6_DSTOPTS,
+    IPV6_TCLASS,
+    IPV6_UNICAST_HOPS,
+    IPV6_V6ONLY,
+    SOL_IPV6,
+)
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
@@ -109,6 +115,7 @@ from netstack.wire.ipv6 import (
     IPV6_ADDR_MULTICAST,
     IPV6_HLEN,
     IPV6_MIN_MTU,
+    NEXTHDR_DEST,
     NEXTHDR_TCP,
     addr_at,
     csum_ipv6_magic,
@@ -305,6 +312,9 @@ class Ipv6Specific:
         if level != SOL_IPV6:
             Sock.setsockopt(sk, level, optname, value)
             return
+        if optname == IPV6_DSTOPTS:
+            ipv6_set_opt_hdr(sk, value)
+            return
         val = sk._int(value)
         if optname == IPV6_TCLASS:
             if not -1 <= val <= 0xFF:
@@ -340,6 +350,8 @@ class Ipv6Specific:
             return 1
         if optname == IPV6_AUTOFLOWLABEL:
             return int(ip6_autoflowlabel(self.ipv6, sk.autoflowlabel))
+        if optname == IPV6_DSTOPTS:
+            return sk.opt_dst1opt  # ipv6_getsockopt_sticky()
         raise sock_oserror(errno.ENOPROTOOPT)
 
     # -- passive open -------------------------------------------------------------------
@@ -569,12 +581,24 @@ def ip6_xmit(
         flowlabel = sk.fl6_label
     elif not flowlabel:
         flowlabel = _tcp_flowlabel(ipv6, skb, saddr, daddr, 0, -1)
+    proto = NEXTHDR_TCP
+    if sk is not None and sk.opt_dst1opt:  # ipv6_push_frag_opts()
+        opt = sk.opt_dst1opt
+        olen = len(opt)
+        dev: Any = skb.dst.dev if skb.dst is not None else None
+        ll = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16 if dev is not None else 32
+        if skb.data < olen + IPV6_HLEN + ll:
+            skb.cow_head(olen + IPV6_HLEN + ll)  # skb_expand_head()
+        skb.data -= olen
+        skb.buf[skb.data : skb.data + olen] = opt
+        skb.buf[skb.data] = proto  # ipv6_push_exthdr(): its next header
+        proto = NEXTHDR_DEST
     skb.data -= IPV6_HLEN
     nh = skb.data
     skb.network_header = nh
     buf = skb.buf
     ip6_flow_hdr(buf, nh, tclass, flowlabel)
-    _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, NEXTHDR_TCP, hlimit)
+    _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, proto, hlimit)
     put_addr(buf, nh + 8, saddr)
     put_addr(buf, nh + 24, daddr)
     skb.protocol = ETH_P_IPV6
@@ -586,6 +610,28 @@ def ip6_xmit(
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return -errno.EMSGSIZE
     return ip6_local_out(ipv6, skb)
+
+
+def ipv6_set_opt_hdr(sk: TcpSock, value: int | bytes) -> None:
+    """``IPV6_DSTOPTS``: the destination options header sent in front of TCP.
+
+    An empty value removes it (RFC 3542). A connection's MSS makes room for it
+    (``icsk_ext_hdr_len``, ``tcp_sync_mss``), as ``ipv6_update_options`` does.
+
+    Kernel: net/ipv6/ipv6_sockglue.c, ipv6_set_opt_hdr() / ipv6_update_options().
+    """
+    opt = bytes(value) if isinstance(value, bytes | bytearray) else b""
+    if opt:
+        if len(opt) < 2 or len(opt) & 7 or len(opt) > 8 * 255:
+            raise sock_oserror(errno.EINVAL)
+        optlen = (opt[1] + 1) << 3  # ipv6_optlen()
+        if optlen > len(opt):
+            raise sock_oserror(errno.EINVAL)
+        opt = opt[:optlen]  # ipv6_renew_options() keeps the header's own length
+    sk.opt_dst1opt = opt
+    if sk.state not in (TCP_LISTEN, TCP_CLOSE):
+        sk.icsk_ext_hdr_len = len(opt)
+        tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
 
 
 def _tcp_flowlabel(
@@ -664,7 +710,7 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.inet_saddr = fl6.saddr
     if not sk.inet_rcv_saddr:
         sk.inet_rcv_saddr = sk.inet_saddr
-    sk.icsk_ext_hdr_len = 0
+    sk.icsk_ext_hdr_len = len(sk.opt_dst1opt)  # opt->opt_flen + opt->opt_nflen
     sk.mss_clamp = IPV6_MIN_MTU - 20 - IPV6_HLEN  # IPV6_MIN_MTU - headers until the SYN-ACK
     tcp_set_state(sk, TCP_SYN_SENT)
     try:

@@ -323,6 +323,7 @@ class TcpSock(Sock):
         self.fl6_hash = -1
         self.fl6_gen = -1
         self.fl6_label = 0
+        self.opt_dst1opt = b""  # np->opt->dst1opt: IPV6_DSTOPTS, sent before TCP
         self.timeout_rehash = 0
         self.parent: TcpSock | None = None  # the listener a child is queued on
         # inet_connection_sock
