@@ -267,3 +267,31 @@ def test_fuzz_icmp_errors_at_request_and_time_wait(
             await trio.sleep(3)  # timers run over whatever is left
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.mark.parametrize("family", [AF_INET6, AF_INET])
+async def test_established_learns_the_path_mtu(
+    lab: Lab, autojump_clock: object, family: int
+) -> None:
+    """The quoted header is read where the ICMP layer leaves it: a Packet Too Big /
+    fragmentation needed quoting an outstanding segment shrinks the MSS; one quoting
+    a sequence outside snd_una..snd_nxt counts OutOfWindowIcmps."""
+    rig = Rig(lab, family)
+    await trio.sleep(1)
+    la, lb = ADDRS[family]
+    srv = rig.b.socket(family, SOCK_STREAM)
+    await srv.bind((lb, PORT))
+    srv.listen(1)
+    c = rig.a.socket(family, SOCK_STREAM)
+    await c.connect((lb, PORT))
+    _conn, _ = await srv.accept()
+    sk = c.sock
+    before = sk.mss_cache
+    tc = (2, 0) if family == AF_INET6 else (3, 4)
+    rig.inject(icmp_err_frame(family, rig.macs, la, lb, sk.inet_num, PORT, sk.snd_una - 5000, *tc))
+    await trio.sleep(0.01)
+    assert _ext(rig).OutOfWindowIcmps == 1 and sk.mss_cache == before
+    rig.inject(icmp_err_frame(family, rig.macs, la, lb, sk.inet_num, PORT, sk.snd_una, *tc))
+    await trio.sleep(0.01)
+    # 1280 - 40 - 20 - 12 (IPv6); 1200 - 20 - 20 - 12 (IPv4)
+    assert sk.mss_cache == (1208 if family == AF_INET6 else 1148) < before
