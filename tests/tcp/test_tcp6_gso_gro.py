@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import netstack
 from netstack.core.features import SKB_GSO_TCPV6
 from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
+from netstack.core.xmit import skb_gso_segment
 from netstack.errors import ConfigError
 from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GRO_NORMAL, GroNode, gro_statistics
 from netstack.host import Host, Lab
@@ -450,3 +451,73 @@ async def test_netperf_over_ipv6(lab: Lab, autojump_clock: object, test: str) ->
         res = await netperf(a, b, B6, test=test, total_bytes=1 << 20, send_size=1024)
         assert res.bytes_received == res.bytes_sent == 1 << 20
     assert res.wall_seconds > 0
+
+
+def _gso6_skb(dev: object, chain: list[int], payload: bytes, mss: int) -> SkBuff:
+    """A TCPv6 GSO skb as dev_queue_xmit sees it: Ethernet, IPv6, the extension
+    headers of *chain* (8 bytes each, PadN), TCP, *payload*."""
+    s, d = aton6(A6), aton6(B6)
+    tcp = struct.pack("!HHIIBBHHH", 5001, PORT, 0xFFFFF000, 7, 5 << 4, 0x18, 512, 0, 0)
+    nexts = [*chain[1:], 6] if chain else []
+    ext = b"".join(bytes([n, 0, 1, 4, 0, 0, 0, 0]) for n in nexts)
+    body = ext + tcp + payload
+    hdr = struct.pack("!IHBB", 6 << 28, len(body), chain[0] if chain else 6, 64)
+    hdr += s.to_bytes(16, "big") + d.to_bytes(16, "big")
+    frame = b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x86\xdd" + hdr + body
+    headroom = 64
+    skb = SkBuff(bytearray(headroom) + frame, headroom, headroom + len(frame))
+    skb.mac_header = headroom
+    skb.network_header = headroom + 14
+    skb.transport_header = headroom + 54 + len(ext)
+    skb.protocol = ETH_P_IPV6
+    skb.dev = dev  # type: ignore[assignment]
+    skb.gso_size = mss
+    skb.gso_segs = -(-len(payload) // mss)
+    skb.gso_type = SKB_GSO_TCPV6
+    return skb
+
+
+@given(
+    chain=st.sampled_from([[], [0], [60], [43], [0, 60], [0, 43, 60], [60, 43]]),
+    size=st.integers(2, 5000),
+    mss=st.integers(1, 1400),
+)
+@settings(max_examples=30)
+def test_ipv6_gso_segment_pulls_extension_headers(chain: list[int], size: int, mss: int) -> None:
+    """ipv6_gso_pull_exthdrs: hop-by-hop, destination options and routing headers
+    are copied into every segment; payload lengths count them; TCP checksums
+    over the pseudo-header, sequence numbers and flags as dpkt reads them."""
+    payload = bytes(i * 13 % 256 for i in range(size))
+    if size <= mss:
+        mss = max(1, size - 1)
+    segs: list[SkBuff] = []
+
+    async def main() -> None:
+        async with netstack.open_lab() as lab:
+            h = lab.add_host("h")
+            s = skb_gso_segment(_gso6_skb(h.dev("lo"), chain, payload, mss), 0)
+            while s is not None:
+                segs.append(s)
+                s = s.next
+
+    netstack.run(main)
+    assert len(segs) == -(-size // mss)
+    data = b""
+    for k, s in enumerate(segs):
+        frame = bytes(s.buf[s.data : s.tail])
+        p = dpkt.ethernet.Ethernet(frame).data
+        assert isinstance(p, dpkt.ip6.IP6) and p.p == 6
+        assert p.nxt == (chain[0] if chain else 6) and p.plen == len(frame) - 14 - 40
+        raw = bytes(p)
+        nexts = [*chain[1:], 6] if chain else []
+        assert raw[40 : 40 + 8 * len(chain)] == bytes(
+            b for n in nexts for b in (n, 0, 1, 4, 0, 0, 0, 0)
+        )
+        seg = raw[40 + 8 * len(chain) :]
+        pseudo = p.src + p.dst + struct.pack("!I3xB", len(seg), 6)
+        assert dpkt.in_cksum(pseudo + seg) == 0
+        tcp = dpkt.tcp.TCP(seg)
+        assert tcp.seq == (0xFFFFF000 + k * mss) & 0xFFFFFFFF
+        assert tcp.flags == (0x18 if k == len(segs) - 1 else 0x10)
+        data += tcp.data
+    assert data == payload

@@ -25,7 +25,7 @@ from netstack.core.skbuff import SkBuff
 from netstack.core.sock import AF_INET, AF_INET6, SOCK_STREAM
 from netstack.host import Lab, open_lab
 from netstack.tcp import tcp_of
-from netstack.tcp.sock import RequestSock, TimewaitSock
+from netstack.tcp.sock import RequestSock, TcpSock, TimewaitSock
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ipv6 import aton as aton6
 from netstack.wire.ipv6 import csum_ipv6_magic
@@ -286,6 +286,7 @@ async def test_established_learns_the_path_mtu(
     await c.connect((lb, PORT))
     _conn, _ = await srv.accept()
     sk = c.sock
+    assert isinstance(sk, TcpSock)
     before = sk.mss_cache
     tc = (2, 0) if family == AF_INET6 else (3, 4)
     rig.inject(icmp_err_frame(family, rig.macs, la, lb, sk.inet_num, PORT, sk.snd_una - 5000, *tc))
