@@ -18,7 +18,7 @@ with GSO and GRO on. Figures are printed, never asserted.
 ``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
 
     python benchmarks/tcp_bulk.py [--mbytes N] [--runs R] [--link veth|nic] [--family 4|6]
-                                  [--profile]
+                                  [--config NAME] [--profile]
 """
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="report the best of R runs")
     parser.add_argument("--link", choices=("veth", "nic"), default="veth")
     parser.add_argument("--family", type=int, choices=(4, 6), default=4)
+    parser.add_argument("--config", choices=tuple(CONFIGS), action="append", help="only these")
     args = parser.parse_args()
     for name, (tso, gso, gro) in CONFIGS.items():
-        if args.profile and name != "gso+gro":
+        if (args.profile and name != "gso+gro") or (args.config and name not in args.config):
             continue
         best: netstack.tools.NetperfResult | None = None
         for _ in range(args.runs):

@@ -776,12 +776,10 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
         d.pop("cb", None)
         if xnet:
             d.pop("mark", None)
-    if xnet:
-        destructor = skb.destructor  # skb_orphan()
-        if destructor is not None:
-            skb.destructor = None
-            destructor(skb)
-        skb.sk = None
+    # Since 4.19 (9c4c325252c5, "skbuff: preserve sock reference when
+    # scrubbing the skb") crossing a namespace keeps skb->sk: a veth peer's
+    # queue still counts against the sender's socket (TSQ, autocorking) until
+    # the receiver's ip_rcv_core()/ip6_rcv_core() orphans the skb.
 
 
 def skb_orphan(skb: SkBuff) -> None:

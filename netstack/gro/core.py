@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from netstack.core.dev import netif_receive_skb
 from netstack.core.features import SKB_GSO_DODGY, SKB_GSO_TCPV4, SKB_GSO_TCPV6
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -339,8 +340,6 @@ class GroNode:
 
 def napi_gro_normal(skb: SkBuff) -> None:
     """Pass an skb up unmerged. Kernel: include/net/gro.h, gro_normal_one()."""
-    from netstack.core.dev import netif_receive_skb
-
     netif_receive_skb(skb)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import skb_orphan
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -118,6 +119,10 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         skb.tail = nh + tot_len
     skb.network_header = nh
     skb.transport_header = nh + ihl
+    if (
+        skb.destructor is not None or skb.sk is not None
+    ):  # "Must drop socket now because of tproxy."
+        skb_orphan(skb)  # a sender's socket on this machine (veth) is uncharged here
     ecn = buf[nh + 1] & 3
     if ecn == 0:
         ipext.InNoECTPkts += 1

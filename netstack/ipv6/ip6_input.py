@@ -37,6 +37,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import skb_orphan
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     PACKET_BROADCAST,
@@ -224,6 +225,10 @@ def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: 
     if nexthdr == NEXTHDR_HOP and not ipv6_parse_hopopts(ipv6, skb):
         mib.InHdrErrors += 1
         return
+    if (
+        skb.destructor is not None or skb.sk is not None
+    ):  # "Must drop socket now because of tproxy."
+        skb_orphan(skb)  # a sender's socket on this machine (veth) is uncharged here
     ip6_rcv_finish(ipv6, skb)
 
 

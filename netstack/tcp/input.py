@@ -42,13 +42,16 @@ from netstack.tcp.output import (
     tcp_in_cwnd_reduction,
     tcp_mtup_init,
     tcp_packets_in_flight,
+    tcp_probe0_when,
     tcp_push_pending_frames,
     tcp_receive_window,
+    tcp_rto_delta,
     tcp_schedule_loss_probe,
     tcp_send_ack,
     tcp_send_delayed_ack,
     tcp_send_synack,
     tcp_set_skb_tso_segs,
+    tcp_snd_wnd_test,
     tcp_space,
     tcp_sync_mss,
     tcp_trim_head,
@@ -385,8 +388,6 @@ def tcp_rearm_rto(sk: TcpSock) -> None:
         return
     rto = sk.icsk_rto
     if sk.icsk_pending in (ICSK_TIME_REO_TIMEOUT, ICSK_TIME_LOSS_PROBE):
-        from netstack.tcp.output import tcp_rto_delta
-
         delta = tcp_rto_delta(sk)
         rto = max(delta, 1)
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, rto, sk.tcp.TCP_RTO_MAX)
@@ -955,8 +956,6 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
 
 def tcp_ack_probe(sk: TcpSock) -> None:
     """The window opened (or not): stop or re-arm the zero-window probe. Kernel: tcp_ack_probe()."""
-    from netstack.tcp.output import tcp_probe0_when, tcp_snd_wnd_test
-
     head = sk.write_queue[0]
     if tcp_snd_wnd_test(sk, head, tcp_current_mss(sk)):
         sk.icsk_backoff = 0
@@ -1010,8 +1009,6 @@ def tcp_time_to_recover(sk: TcpSock) -> bool:
 
 def _may_send_now(sk: TcpSock) -> bool:
     """New data can go out now (tcp_may_send_now, without Nagle's subtleties)."""
-    from netstack.tcp.output import tcp_snd_wnd_test
-
     wq = sk.write_queue
     if not wq:
         return False

@@ -32,6 +32,7 @@ from netstack.core.skbuff import (
     CHECKSUM_PARTIAL,
     SKB_TRUESIZE_OVERHEAD,
     SkBuff,
+    consume_skb,
 )
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.sock import (
@@ -615,9 +616,7 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
 
 def tcp_enter_cwr(sk: TcpSock) -> None:
     """Local congestion: reduce cwnd without a loss. Kernel: tcp_input.c, tcp_enter_cwr()."""
-    from netstack.tcp.input import tcp_enter_cwr as _enter
-
-    _enter(sk)
+    _tcp_input.tcp_enter_cwr(sk)
 
 
 def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
@@ -652,12 +651,10 @@ def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
 
     Kernel: net/ipv4/tcp_output.c, tcp_cwnd_restart().
     """
-    from netstack.tcp.input import tcp_current_ssthresh, tcp_init_cwnd
-
-    restart_cwnd = tcp_init_cwnd(sk)
+    restart_cwnd = _tcp_input.tcp_init_cwnd(sk)
     cwnd = sk.snd_cwnd
     sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_CWND_RESTART)
-    sk.snd_ssthresh = tcp_current_ssthresh(sk)
+    sk.snd_ssthresh = _tcp_input.tcp_current_ssthresh(sk)
     restart_cwnd = min(restart_cwnd, cwnd)
     delta -= sk.icsk_rto
     while delta > 0 and cwnd > restart_cwnd:
@@ -693,16 +690,12 @@ def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
 
 def tcp_check_space(sk: TcpSock) -> None:
     """Wake a writer if the queues shrank below its limit. Kernel: tcp_check_space()."""
-    from netstack.tcp.input import tcp_check_space as _check
-
-    _check(sk)
+    _tcp_input.tcp_check_space(sk)
 
 
 def tcp_rearm_rto(sk: TcpSock) -> None:
     """Kernel: tcp_input.c, tcp_rearm_rto()."""
-    from netstack.tcp.input import tcp_rearm_rto as _rearm
-
-    _rearm(sk)
+    _tcp_input.tcp_rearm_rto(sk)
 
 
 def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) -> None:
@@ -984,13 +977,11 @@ def tcp_cwnd_application_limited(sk: TcpSock) -> None:
 
     Kernel: net/ipv4/tcp_output.c, tcp_cwnd_application_limited().
     """
-    from netstack.tcp.input import tcp_current_ssthresh, tcp_init_cwnd
-
     if sk.icsk_ca_state == TCP_CA_Open and not sk.sk_socket_nospace:
-        init_win = tcp_init_cwnd(sk)
+        init_win = _tcp_input.tcp_init_cwnd(sk)
         win_used = max(sk.snd_cwnd_used, init_win)
         if win_used < sk.snd_cwnd:
-            sk.snd_ssthresh = tcp_current_ssthresh(sk)
+            sk.snd_ssthresh = _tcp_input.tcp_current_ssthresh(sk)
             sk.snd_cwnd = (sk.snd_cwnd + win_used) >> 1
         sk.snd_cwnd_used = 0
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
@@ -1198,6 +1189,27 @@ def forced_push(sk: TcpSock) -> bool:
     return after(sk.write_seq, (sk.pushed_seq + (sk.max_window >> 1)) & M32)
 
 
+def tcp_should_autocork(sk: TcpSock, skb: SkBuff, size_goal: int) -> bool:
+    """Hold a small tail back while earlier segments still sit below TCP.
+
+    Autocorking (``net.ipv4.tcp_autocorking``): when the last write left an
+    skb smaller than the size goal and transmitted skbs are still charged to
+    the socket (in a qdisc, a device ring, a veth peer's queue: they are
+    uncharged when the receiver's ``ip_rcv`` orphans them or the driver frees
+    them), more writes will likely grow it; the TX completion
+    (``tcp_wfree`` → TSQ handler) sends it. Small writes thus leave as large
+    GSO skbs, and a GRO receiver sees fewer PSH boundaries.
+
+    Kernel: net/ipv4/tcp.c, tcp_should_autocork().
+    """
+    return (
+        skb.tail - skb.data < size_goal
+        and bool(sk.tcp.sysctl_tcp_autocorking)
+        and bool(sk.rtx_queue)
+        and sk.sk_wmem_alloc > skb.truesize
+    )  # tcp_skb_can_collapse_to(): no MSG_EOR here
+
+
 def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int) -> None:
     """End of a sendmsg: mark PSH and send (or cork for a bit: autocorking).
 
@@ -1209,6 +1221,12 @@ def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int
     skb = wq[-1]
     if not flags & 0x8000 or forced_push(sk):  # !MSG_MORE
         tcp_mark_push(sk, skb)
+    if tcp_should_autocork(sk, skb, size_goal):
+        if not sk.tsq_throttled:  # the TX completion (tcp_wfree) sends it
+            sk.ext.TCPAutoCorking += 1
+            sk.tsq_throttled = True
+        if sk.sk_wmem_alloc > skb.truesize:  # no completion came in between
+            return
     if flags & 0x8000:
         nonagle = TCP_NAGLE_CORK
     __tcp_push_pending_frames(sk, mss_now, nonagle)
@@ -1385,8 +1403,6 @@ def tcp_mss_clamp(sk: TcpSock, mss: int) -> int:
 
 def tcp_write_queue_purge(sk: TcpSock) -> None:
     """Free everything queued for sending. Kernel: net/ipv4/tcp.c, tcp_write_queue_purge()."""
-    from netstack.core.skbuff import consume_skb
-
     for skb in sk.write_queue:
         consume_skb(skb)
     sk.write_queue.clear()
@@ -1444,8 +1460,6 @@ def tcp_send_synack(sk: TcpSock) -> int:
             sk.rtx_queue[0] = nskb
             if sk.highest_sack is skb:
                 sk.highest_sack = nskb
-            from netstack.core.skbuff import consume_skb
-
             consume_skb(skb)
             skb = nskb
         tcb.tcp_flags |= TCPHDR_ACK
@@ -1618,8 +1632,6 @@ def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
         tcp_adjust_pcount(sk, nxt, ncb.pcount)
         del q[i + 1]
         sk.sk_wmem_queued -= nxt.truesize
-        from netstack.core.skbuff import consume_skb
-
         consume_skb(nxt)
 
 
@@ -1690,3 +1702,9 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
         # the skb may have been split: continue after it
         idx = q.index(skb) + 1
+
+
+# tcp_input.c and tcp_output.c call each other. input.py imports names from
+# this module at its top; the calls back into it go through the module, bound
+# here once this module's names exist (a function-level import costs ~5 µs).
+from netstack.tcp import input as _tcp_input  # noqa: E402

@@ -486,68 +486,46 @@ class TcpSock(Sock):
         return TCP_STATE_NAMES.get(self.state, str(self.state))
 
     def _write_timer(self) -> None:
-        from netstack.tcp.timer import tcp_write_timer
-
-        tcp_write_timer(self)
+        _timer.tcp_write_timer(self)
 
     def _delack_timer(self) -> None:
-        from netstack.tcp.timer import tcp_delack_timer
-
-        tcp_delack_timer(self)
+        _timer.tcp_delack_timer(self)
 
     def _keepalive_timer(self) -> None:
-        from netstack.tcp.timer import tcp_keepalive_timer
-
-        tcp_keepalive_timer(self)
+        _timer.tcp_keepalive_timer(self)
 
     # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
     def bind(self, addr: int, port: int) -> None:
         self.af_ops.bind(self, addr, port)
 
     def connect(self, addr: int, port: int) -> None:
-        from netstack.tcp.tcp import inet_stream_connect
-
-        inet_stream_connect(self, addr, port)
+        _tcp.inet_stream_connect(self, addr, port)
 
     def disconnect(self) -> None:
-        from netstack.tcp.tcp import tcp_disconnect
-
-        tcp_disconnect(self)
+        _tcp.tcp_disconnect(self)
 
     def listen(self, backlog: int) -> None:
-        from netstack.tcp.tcp import inet_listen
-
-        inet_listen(self, backlog)
+        _tcp.inet_listen(self, backlog)
 
     def accept(self) -> TcpSock:
-        from netstack.tcp.tcp import inet_csk_accept
-
-        return inet_csk_accept(self)
+        return _tcp.inet_csk_accept(self)
 
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        from netstack.tcp.tcp import tcp_sendmsg
-
-        return tcp_sendmsg(self, data, flags)
+        return _tcp.tcp_sendmsg(self, data, flags)
 
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        from netstack.tcp.tcp import tcp_recvmsg
-
-        data = tcp_recvmsg(self, bufsize, flags)
+        data = _tcp.tcp_recvmsg(self, bufsize, flags)
         return data, (self.inet_daddr, self.inet_dport), 0, []
 
     def shutdown(self, how: int) -> None:
-        from netstack.tcp.tcp import inet_shutdown
-
-        inet_shutdown(self, how)
+        _tcp.inet_shutdown(self, how)
 
     def close(self) -> None:
-        from netstack.tcp.tcp import tcp_close
-
-        tcp_close(self, self.sk_lingertime if self.sock_flag_linger else -1)
+        _tcp.tcp_close(self, self.sk_lingertime if self.sock_flag_linger else -1)
 
     def getpeername(self) -> tuple[int, int]:
         if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
@@ -557,24 +535,16 @@ class TcpSock(Sock):
         return (self.inet_daddr, self.inet_dport)
 
     def readable(self) -> bool:
-        from netstack.tcp.tcp import tcp_readable
-
-        return tcp_readable(self)
+        return _tcp.tcp_readable(self)
 
     def writable(self) -> bool:
-        from netstack.tcp.tcp import tcp_writable
-
-        return tcp_writable(self)
+        return _tcp.tcp_writable(self)
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
-        from netstack.tcp.tcp import tcp_setsockopt
-
-        tcp_setsockopt(self, level, optname, value)
+        _tcp.tcp_setsockopt(self, level, optname, value)
 
     def getsockopt(self, level: int, optname: int) -> int | bytes:
-        from netstack.tcp.tcp import tcp_getsockopt
-
-        return tcp_getsockopt(self, level, optname)
+        return _tcp.tcp_getsockopt(self, level, optname)
 
     def default_ttl(self) -> int:
         return self.tcp.default_ttl()
@@ -686,3 +656,10 @@ class TimewaitSock:
 
     def __repr__(self) -> str:
         return f"<TimewaitSock {self.rcv_saddr:#x}:{self.num} -> {self.daddr:#x}:{self.dport}>"
+
+
+# The socket calls are implemented in tcp.py and the timers in timer.py, both
+# of which import this module; they are reached through the modules, bound
+# here once this module's names exist (a function-level import costs ~5 µs).
+from netstack.tcp import tcp as _tcp  # noqa: E402
+from netstack.tcp import timer as _timer  # noqa: E402

@@ -96,12 +96,37 @@ async def test_nagle_holds_small_segments_nodelay_does_not(
     small = [f for _, f, out in cap.frames if out and len(f) > 66]
     assert len(small) == 1
     await trio.sleep(0.5)
+    a.sysctl("net.ipv4.tcp_autocorking=0")  # else TX completions pace the writes (below)
     c.setsockopt(6, 1, 1)  # TCP_NODELAY
     cap.frames.clear()
     for _ in range(5):
         await c.send(b"y")
     await trio.sleep(0.001)
     assert len([f for _, f, out in cap.frames if out and len(f) > 66]) == 5
+
+
+async def test_autocorking_coalesces_small_writes_until_tx_completion(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """TCP_NODELAY does not stop autocorking (3.14+): while the first segment
+    is still in the NIC (not yet freed by TX completion), later small writes
+    grow the tail skb instead of leaving one by one."""
+    a, b = pair(lab, delay=0.01)
+    c, conn = await connected(a, b)
+    c.setsockopt(6, 1, 1)  # TCP_NODELAY
+    await trio.sleep(0.5)
+    corked0 = a.nstat().get("TcpExtTCPAutoCorking", 0)
+    cap = a.capture("eth0")
+    for _ in range(5):
+        await c.send(b"y")
+    got = b""
+    while len(got) < 5:
+        got += await conn.recv(100)
+    assert got == b"yyyyy"
+    data = [f for _, f, out in cap.frames if out and len(f) > 66]
+    assert 2 <= len(data) < 5  # the first alone, then what the TX completion let go
+    assert len(data[0]) == 66 + 1
+    assert a.nstat().get("TcpExtTCPAutoCorking", 0) > corked0
 
 
 def _segment(a: Host, b: Host, sport: int, dport: int, seq: int, ack: int, flags: int) -> bytes:

@@ -45,6 +45,9 @@ async def burst(lab: Lab, tso: str, gso: str, gro: str = "off") -> tuple[list[by
     """Send one 10-segment write right after the handshake; return (sender, receiver) frames."""
     a, b = pair(lab)
     ethtool(a, f"-K eth0 tso {tso} gso {gso}")
+    # with MSS-sized skbs the 1000-byte tail would wait for the NIC's TX
+    # completion (autocorking) and leave with a newer TSecr: compare cuts only
+    a.sysctl("net.ipv4.tcp_autocorking=0")
     ethtool(b, f"-K eth0 gro {gro}")
     srv = b.socket(AF_INET, SOCK_STREAM)
     await srv.bind(("", PORT))

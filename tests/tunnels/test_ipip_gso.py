@@ -57,6 +57,7 @@ def _tunnel(lab: Lab) -> tuple[Host, Host]:
 async def _burst(lab: Lab, gso: str) -> tuple[list[bytes], list[bytes], int]:
     """One 10-segment write right after the handshake: (sent, received, ipip1 tx skbs)."""
     a, b = _tunnel(lab)
+    a.sysctl("net.ipv4.tcp_autocorking=0")  # the MSS-skb tail must not wait for TX completion
     if gso == "off":
         with contextlib.suppress(ConfigError):
             a.ethtool("-K ipip1 tso off gso off")
@@ -247,6 +248,7 @@ async def _sit_burst(lab: Lab, gso: str) -> tuple[list[bytes], int]:
         h.ip(f"-6 addr add {inner} dev sit1 nodad")
         h.ip("link set sit1 up")
     b.ethtool("-K eth0 gro off")
+    a.sysctl("net.ipv4.tcp_autocorking=0")  # as in _burst
     if gso == "off":
         with contextlib.suppress(ConfigError):
             a.ethtool("-K sit1 tso off gso off")
