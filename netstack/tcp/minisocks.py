@@ -215,6 +215,8 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
         "icsk_user_timeout",
         "sock_flag_linger",
         "sk_lingertime",
+        "autoflowlabel",  # ipv6_pinfo, copied whole by tcp_v6_syn_recv_sock()
+        "flow_label",
     ):
         setattr(sk, attr, getattr(listener, attr))
     sk.icsk_ca_ops = listener.icsk_ca_ops

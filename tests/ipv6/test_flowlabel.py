@@ -232,3 +232,27 @@ async def test_udp_and_echo_labels_are_per_flow(lab: Lab, autojump_clock: object
     assert len(echo) == 2 and all(echo)
     nd = [p.flow for p in icmp if p.data.type in (135, 136)]
     assert nd and not any(nd)  # ndisc_send_skb: label 0, as Linux
+
+
+async def test_child_inherits_ipv6_autoflowlabel(lab: Lab, autojump_clock: object) -> None:
+    """A listener's IPV6_AUTOFLOWLABEL 0 covers its SYN-ACKs (ip6_xmit with the
+    listener) and reaches its children (the ipv6_pinfo copy): nothing is labelled."""
+    a, b = pair6(lab)
+    srv = b.socket(AF_INET6, SOCK_STREAM)
+    srv.setsockopt(IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 0)
+    await srv.bind(("::", PORT))
+    srv.listen(1)
+    cap = a.capture("eth0")
+    c = a.socket(AF_INET6, SOCK_STREAM)
+    await c.connect(("2001:db8::2", PORT))
+    conn, _ = await srv.accept()
+    await conn.send(b"from the child")
+    assert await c.recv(100) == b"from the child"
+    cap.stop()
+    assert conn.getsockopt(IPPROTO_IPV6, IPV6_AUTOFLOWLABEL) == 0
+    down = [
+        p.flow
+        for p in ip6_packets(cap.frames)
+        if isinstance(p.data, dpkt.tcp.TCP) and p.data.sport == PORT
+    ]
+    assert down and not any(down)
