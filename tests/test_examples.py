@@ -38,7 +38,7 @@ def test_every_example_is_tested() -> None:
         "ipv6_router",
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
-    tested |= {"tcp_transfer", "tcp6_over_sit"}
+    tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -199,6 +199,16 @@ async def test_ipv6_router(
     assert "From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit" in out
     assert r["r"].nstat()["Ip6OutForwDatagrams"] >= 6
     assert r["b"].nstat()["Udp6InDatagrams"] == 1
+
+
+async def test_dual_stack(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("dual_stack").main()
+    assert r["tcp"] == r["udp"] == ["::ffff:10.0.0.1", "2001:db8::1"]
+    assert r["mapped_client"] == ("::ffff:10.0.0.1", "10.0.0.1")
+    out = capsys.readouterr().out
+    assert "[::ffff:10.0.0.2]:80" in out and "reply b'answer'" in out
 
 
 async def test_tcp_transfer(

@@ -6,7 +6,10 @@ rules (a listener shows its accept queue and backlog, a connection the bytes
 not yet read and not yet acknowledged); ``-i`` adds the second line of
 ``tcp_info`` fields in ss's order and spelling (misc/ss.c, tcp_show_info).
 Addresses are always numeric (``-n`` is accepted and implied); IPv6 ones
-are bracketed, ``[2001:db8::1]:80``, as ss prints them.
+are bracketed, ``[2001:db8::1]:80``, as ss prints them. An AF_INET6 socket
+talking IPv4 (dual stack) shows ``[::ffff:10.0.0.1]:80`` and, as with the
+real ss (whose ``-4``/``-6`` ask inet_diag for one ``sk_family``), is listed
+by ``-6`` and not by ``-4``.
 
 Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info), net/ipv4/tcp_diag.c.
 """
@@ -30,6 +33,7 @@ __all__ = ["ss"]
 M32 = 0xFFFFFFFF
 AF_INET = 2
 AF_INET6 = 10
+V4MAPPED_PREFIX = 0xFFFF << 32
 
 
 def _fmt_rate(bps: float) -> str:
@@ -107,22 +111,32 @@ def _addr(family: int, addr: int, port: int | str) -> str:
     return f"{ntoa(addr)}:{port}"
 
 
+def _v6view(sk: Any, wire_family: int, addr: int) -> int:
+    """An AF_INET6 socket talking IPv4 (dual stack) shows ``::ffff:a.b.c.d``, as the
+    kernel's inet_diag fills ``sk_v6_rcv_saddr``/``sk_v6_daddr`` (inet_diag_msg_common_fill)."""
+    if sk.family == AF_INET6 and wire_family == AF_INET and addr:
+        return V4MAPPED_PREFIX | addr
+    return addr
+
+
 def _row(sk: Any) -> tuple[str, int, int, str, str]:
     fam = sk.family
     if isinstance(sk, TimewaitSock):
-        local = _addr(fam, sk.rcv_saddr, sk.num)
-        peer = _addr(fam, sk.daddr, sk.dport)
+        wf = sk.af_ops.family
+        local = _addr(fam, _v6view(sk, wf, sk.rcv_saddr), sk.num)
+        peer = _addr(fam, _v6view(sk, wf, sk.daddr), sk.dport)
         return (sk.state_name, 0, 0, local, peer)
     if isinstance(sk, RequestSock):
-        local = _addr(fam, sk.loc_addr, sk.num)
-        return ("SYN-RECV", 0, 0, local, _addr(fam, sk.rmt_addr, sk.rmt_port))
+        wf = sk.af_specific.family
+        local = _addr(fam, _v6view(sk, wf, sk.loc_addr), sk.num)
+        return ("SYN-RECV", 0, 0, local, _addr(fam, _v6view(sk, wf, sk.rmt_addr), sk.rmt_port))
     if sk.state == TCP_LISTEN:
         local = _addr(fam, sk.inet_rcv_saddr, sk.inet_num)
         return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, _addr(fam, 0, "*"))
     recvq = (sk.rcv_nxt - sk.copied_seq) & M32
     sendq = (sk.write_seq - sk.snd_una) & M32
-    local = _addr(fam, sk.inet_saddr, sk.inet_num)
-    peer = _addr(fam, sk.inet_daddr, sk.inet_dport)
+    local = _addr(fam, sk.user_addr(sk.inet_saddr), sk.inet_num)
+    peer = _addr(fam, sk.user_addr(sk.inet_daddr), sk.inet_dport)
     return (sk.state_name, recvq, sendq, local, peer)
 
 

@@ -387,6 +387,26 @@ class Ipv4:
             raise sock_oserror(errno.EPROTONOSUPPORT)
         raise sock_oserror(errno.ESOCKTNOSUPPORT)
 
+    # IPv4's UDP, as the kernel exports it to IPv6 for dual-stack sockets
+    # (AF_INET6 sockets and ``::ffff:a.b.c.d`` peers; IPv6 cannot import IPv4)
+    def udp_sendmsg(
+        self,
+        sk: Sock,
+        data: bytes | bytearray | memoryview,
+        dest: tuple[int, int] | None,
+        flags: int,
+    ) -> int:
+        """IPv4's udp_sendmsg, for udpv6_sendmsg (the module function is the mirror)."""
+        return _udp.udp_sendmsg(self, sk, data, dest, flags)
+
+    def ip4_datagram_connect(self, sk: Sock, addr: int, port: int) -> None:
+        """IPv4's __ip4_datagram_connect, for __ip6_datagram_connect (see ipv4/udp.py)."""
+        _udp.ip4_datagram_connect(self, sk, addr, port)
+
+    def udp_csum_ok(self, skb: SkBuff) -> bool:
+        """IPv4's udp_lib_checksum_complete, for udpv6_recvmsg's IPv4 datagrams."""
+        return _udp.udp_csum_ok(skb)
+
     # -- statistics -------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""

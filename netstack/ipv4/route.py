@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import errno
 import struct
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
     IP_MAX_MTU,
@@ -301,6 +302,34 @@ def __mkroute_output(
         else:
             nh.rth_output[ipv4.net.cpus.current.id] = rth
     return rth
+
+
+def ip_route_sock_flow(
+    ipv4: Ipv4, sk: Any, daddr: int, dport: int, proto: int
+) -> tuple[Rtable, Flowi4]:
+    """Route a socket's flow to *daddr*:*dport*; a failure raises as the socket call does.
+
+    The flow carries what ip_route_connect_init() takes from the socket (source
+    address, bound device, TOS, ports). No route counts ``OutNoRoutes``; the
+    error becomes the call's OSError (ENETUNREACH, EHOSTUNREACH…). Used by TCP
+    connect, UDP connect and unconnected UDP sends; each checks the route's
+    type (broadcast, multicast) itself.
+    """
+    fl4 = Flowi4(
+        daddr,
+        sk.inet_saddr,
+        oif=sk.sk_bound_dev_if,
+        tos=sk.tos,
+        proto=proto,
+        sport=sk.inet_sport,
+        dport=dport,
+    )
+    rt = ipv4.ip_route_output_key(fl4)
+    if isinstance(rt, int):
+        if rt == -errno.ENETUNREACH:
+            ipv4.ip.OutNoRoutes += 1
+        raise sock_oserror(-rt)
+    return rt, fl4
 
 
 def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:

@@ -47,7 +47,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
-from netstack.ipv4.route import Flowi4
+from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -233,7 +233,7 @@ class Ipv4Specific:
         if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
-        return tcp_conn_request(sk, skb)
+        return tcp_conn_request(sk, skb, self)
 
     def init_req(self, req: RequestSock, skb: SkBuff) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_init_req()."""
@@ -440,20 +440,7 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
         raise sock_oserror(errno.ECONNREFUSED)  # connecting to port 0: nobody listens there
     ipv4 = ops.ipv4
     tcp = ops.tcp
-    fl4 = Flowi4(
-        addr,
-        sk.inet_saddr,
-        oif=sk.sk_bound_dev_if,
-        tos=sk.tos,
-        proto=IPPROTO_TCP,
-        sport=sk.inet_sport,
-        dport=port,
-    )
-    rt = ipv4.ip_route_output_key(fl4)
-    if isinstance(rt, int):
-        if rt == -101:
-            ipv4.ip.OutNoRoutes += 1
-        raise sock_oserror(-rt)
+    rt, fl4 = ip_route_sock_flow(ipv4, sk, addr, port, IPPROTO_TCP)
     if rt.rt_flags & 0x30000000:  # RTCF_MULTICAST | RTCF_BROADCAST
         rt.release()
         raise sock_oserror(errno.ENETUNREACH)

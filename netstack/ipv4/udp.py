@@ -57,7 +57,7 @@ from netstack.core.sock import (
 )
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
-from netstack.ipv4.route import Flowi4
+from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
 from netstack.wire.checksum import (
     CSUM_MANGLED_0,
@@ -80,7 +80,14 @@ if TYPE_CHECKING:
     from netstack.ipv4.protocol import Ipv4
     from netstack.ipv4.route import Rtable
 
-__all__ = ["ICMP_ERR_CONVERT", "UdpSock", "udp_err", "udp_rcv"]
+__all__ = [
+    "ICMP_ERR_CONVERT",
+    "UdpSock",
+    "ip4_datagram_connect",
+    "udp_err",
+    "udp_rcv",
+    "udp_sendmsg",
+]
 
 EACCES: Final = 13
 EAGAIN: Final = 11
@@ -152,39 +159,10 @@ class UdpSock(Sock):
         ipv4.udp_table.get_port(self, port)
 
     def connect(self, addr: int, port: int) -> None:
-        """Kernel: net/ipv4/datagram.c, __ip4_datagram_connect()."""
-        ipv4 = self.ipv4
-        if self.dst_cache is not None:
-            self.dst_cache.release()
-            self.dst_cache = None
-        fl4 = Flowi4(
-            addr,
-            self.inet_saddr,
-            oif=self.sk_bound_dev_if,
-            tos=self.tos,
-            proto=IPPROTO_UDP,
-            sport=self.inet_sport,
-            dport=port,
-        )
-        rt = ipv4.ip_route_output_key(fl4)
-        if isinstance(rt, int):
-            if rt == -101:
-                ipv4.ip.OutNoRoutes += 1
-            raise sock_oserror(-rt)
-        if rt.rt_flags & RTCF_BROADCAST and not self.sk_broadcast:
-            rt.release()
-            raise sock_oserror(EACCES)
-        if not self.inet_saddr:
-            self.inet_saddr = fl4.saddr
-        if not self.inet_rcv_saddr:
-            self.inet_rcv_saddr = fl4.saddr
-        self.inet_daddr = fl4.daddr
-        self.inet_dport = port
-        self.inet_id = ipv4.net.rng.getrandbits(16)
-        self.dst_cache = rt
-        self.state = TCP_ESTABLISHED
+        """``connect()``: ip4_datagram_connect below, then autobind."""
+        ip4_datagram_connect(self.ipv4, self, addr, port)
         if not self.inet_num:
-            ipv4.udp_table.get_port(self, 0)
+            self.ipv4.udp_table.get_port(self, 0)
 
     def disconnect(self) -> None:
         """``connect(AF_UNSPEC)``. Kernel: __udp_disconnect()."""
@@ -201,134 +179,13 @@ class UdpSock(Sock):
 
     # -- sending ---------------------------------------------------------------------------
     def _route(self, daddr: int, dport: int, connected: bool) -> tuple[Rtable, Flowi4]:
-        ipv4 = self.ipv4
-        if connected:
-            rt = self.dst_cache
-            if rt is not None and rt.valid():
-                fl4 = Flowi4(daddr, self.inet_saddr)
-                return rt.hold(), fl4
-        fl4 = Flowi4(
-            daddr,
-            self.inet_saddr,
-            oif=self.sk_bound_dev_if,
-            tos=self.tos,
-            proto=IPPROTO_UDP,
-            sport=self.inet_sport,
-            dport=dport,
-        )
-        rt2 = ipv4.ip_route_output_key(fl4)
-        if isinstance(rt2, int):
-            if rt2 == -101:
-                ipv4.ip.OutNoRoutes += 1
-            raise sock_oserror(-rt2)
-        if rt2.rt_flags & RTCF_BROADCAST and not self.sk_broadcast:
-            rt2.release()
-            raise sock_oserror(EACCES)
-        if connected:
-            if self.dst_cache is not None:
-                self.dst_cache.release()
-            self.dst_cache = rt2.hold()
-        return rt2, fl4
+        return _udp_route(self.ipv4, self, daddr, dport, connected)
 
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        """Send one datagram. Kernel: net/ipv4/udp.c, udp_sendmsg()."""
-        if self.sk_err:
-            raise sock_oserror(self.sock_error())
-        length = len(data)
-        if length > UDP_MAX_PAYLOAD:
-            raise sock_oserror(EMSGSIZE)
-        ipv4 = self.ipv4
-        if dest is not None:
-            daddr, dport = dest
-            if not dport:
-                raise sock_oserror(EINVAL)
-            if not self.inet_num:
-                ipv4.udp_table.get_port(self, 0)
-            rt, fl4 = self._route(daddr, dport, False)
-            saddr = fl4.saddr
-        else:
-            if self.state != TCP_ESTABLISHED:
-                raise sock_oserror(EDESTADDRREQ)
-            daddr = self.inet_daddr
-            dport = self.inet_dport
-            rt = self.dst_cache  # sk_dst_check()
-            if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
-                rt.refcnt += 1  # dst_hold()
-                rt.holds += 1
-                line = rt.line
-                if line is not None:
-                    line.write("dst_hold", atomic=True)
-            else:
-                rt, _ = self._route(daddr, dport, True)
-            saddr = self.inet_saddr
-        if flags & MSG_PROBE:
-            if flags & MSG_CONFIRM and rt.dev is not None:
-                n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
-                if n is not None:
-                    neigh_confirm(n)
-            rt.release()
-            return 0
-        if self.sk_wmem_alloc >= self.sk_sndbuf:  # sock_alloc_send_skb()
-            rt.release()
-            if flags & MSG_DONTWAIT:
-                raise sock_oserror(EAGAIN)
-            raise SockWouldBlock(write=True)
-        total = UDP_HLEN + length
-        mtu = rt.mtu()
-        fits = total + 20 <= mtu
-        if not fits and 2 <= self.pmtudisc <= 4:  # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
-            rt.release()
-            self._local_error(EMSGSIZE, daddr, dport, mtu)
-            raise sock_oserror(EMSGSIZE)
-        skb = ip_make_skb(ipv4, self, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu)
-        buf = skb.buf
-        th = skb.transport_header
-        buf[th + UDP_HLEN : th + total] = data
-        # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
-        skb.sk = self
-        size = skb.truesize
-        skb.wmem_charge = size
-        self.sk_wmem_alloc += size
-        skb.destructor = sock_wfree
-        dev = rt.dev
-        sport = self.inet_num
-        if self.no_check_tx:
-            UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
-        elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
-            # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
-            s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
-            s = (s & 0xFFFF) + (s >> 16)
-            UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
-            skb.ip_summed = CHECKSUM_PARTIAL
-            skb.csum_start = th
-            skb.csum_offset = 6
-        else:
-            UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
-            c = csum_tcpudp_magic(
-                saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total)
-            )
-            UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
-        if flags & MSG_CONFIRM:
-            skb.dst_pending_confirm = True
-            self.dst_pending_confirm = True
-        rc = ip_local_out(ipv4, skb)
-        if rc == 1:  # NET_XMIT_DROP: net_xmit_errno() is -ENOBUFS (NET_XMIT_CN is not an error)
-            ipv4.ip.OutDiscards += 1  # ip_send_skb()
-            ipv4.udp_mib.SndbufErrors += 1
-            if self.recverr:
-                raise sock_oserror(ENOBUFS)
-            return length  # udp_send_skb(): the drop is not an OutDatagram
-        ipv4.udp_mib.OutDatagrams += 1
-        return length
-
-    def _local_error(self, err: int, daddr: int, dport: int, info: int) -> None:
-        """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
-        if not self.recverr:
-            return
-        ee = _EE.pack(err, 1, 0, 0, 0, info, 0) + _SIN.pack(2, 0, daddr.to_bytes(4, "big"))
-        self.queue_error(b"", ee, (daddr, dport), err)
+        """Send one datagram (udp_sendmsg below mirrors the kernel's)."""
+        return udp_sendmsg(self.ipv4, self, data, dest, flags)
 
     # -- receiving ----------------------------------------------------------------------------
     def recvmsg(
@@ -350,7 +207,7 @@ class UdpSock(Sock):
                     raise sock_oserror(EAGAIN)
                 raise SockWouldBlock(write=False)
             skb = q[0]
-            if not _udp_csum_ok(skb):
+            if not udp_csum_ok(skb):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InCsumErrors += 1
@@ -379,6 +236,157 @@ class UdpSock(Sock):
             return data, (saddr, sport), mflags, anc
 
 
+def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
+    """Route to the peer and remember it; also IPv4's half of an AF_INET6
+    socket connecting to ``::ffff:a.b.c.d`` (dual stack).
+
+    Kernel: net/ipv4/datagram.c, __ip4_datagram_connect().
+    """
+    if sk.dst_cache is not None:
+        sk.dst_cache.release()
+        sk.dst_cache = None
+    rt, fl4 = ip_route_sock_flow(ipv4, sk, addr, port, IPPROTO_UDP)
+    if rt.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
+        rt.release()
+        raise sock_oserror(EACCES)
+    if not sk.inet_saddr:
+        sk.inet_saddr = fl4.saddr
+    if not sk.inet_rcv_saddr:
+        sk.inet_rcv_saddr = fl4.saddr
+    sk.inet_daddr = fl4.daddr
+    sk.inet_dport = port
+    sk.inet_id = ipv4.net.rng.getrandbits(16)
+    sk.dst_cache = rt
+    sk.state = TCP_ESTABLISHED
+
+
+def _udp_route(
+    ipv4: Ipv4, sk: Any, daddr: int, dport: int, connected: bool
+) -> tuple[Rtable, Flowi4]:
+    """The route of a datagram (the connected socket's cached one if still valid)."""
+    if connected:
+        rt = sk.dst_cache
+        if rt is not None and rt.valid():
+            fl4 = Flowi4(daddr, sk.inet_saddr)
+            return rt.hold(), fl4
+    rt2, fl4 = ip_route_sock_flow(ipv4, sk, daddr, dport, IPPROTO_UDP)
+    if rt2.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
+        rt2.release()
+        raise sock_oserror(EACCES)
+    if connected:
+        if sk.dst_cache is not None:
+            sk.dst_cache.release()
+        sk.dst_cache = rt2.hold()
+    return rt2, fl4
+
+
+def udp_sendmsg(
+    ipv4: Ipv4,
+    sk: Any,
+    data: bytes | bytearray | memoryview,
+    dest: tuple[int, int] | None,
+    flags: int,
+) -> int:
+    """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
+    ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
+
+    Kernel: net/ipv4/udp.c, udp_sendmsg().
+    """
+    if sk.sk_err:
+        raise sock_oserror(sk.sock_error())
+    length = len(data)
+    if length > UDP_MAX_PAYLOAD:
+        raise sock_oserror(EMSGSIZE)
+    if dest is not None:
+        daddr, dport = dest
+        if not dport:
+            raise sock_oserror(EINVAL)
+        if not sk.inet_num:
+            ipv4.udp_table.get_port(sk, 0)
+        rt, fl4 = _udp_route(ipv4, sk, daddr, dport, False)
+        saddr = fl4.saddr
+    else:
+        if sk.state != TCP_ESTABLISHED:
+            raise sock_oserror(EDESTADDRREQ)
+        daddr = sk.inet_daddr
+        dport = sk.inet_dport
+        rt = sk.dst_cache  # sk_dst_check()
+        if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
+            rt.refcnt += 1  # dst_hold()
+            rt.holds += 1
+            line = rt.line
+            if line is not None:
+                line.write("dst_hold", atomic=True)
+        else:
+            rt, _ = _udp_route(ipv4, sk, daddr, dport, True)
+        saddr = sk.inet_saddr
+    if flags & MSG_PROBE:
+        if flags & MSG_CONFIRM and rt.dev is not None:
+            n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
+            if n is not None:
+                neigh_confirm(n)
+        rt.release()
+        return 0
+    if sk.sk_wmem_alloc >= sk.sk_sndbuf:  # sock_alloc_send_skb()
+        rt.release()
+        if flags & MSG_DONTWAIT:
+            raise sock_oserror(EAGAIN)
+        raise SockWouldBlock(write=True)
+    total = UDP_HLEN + length
+    mtu = rt.mtu()
+    fits = total + 20 <= mtu
+    if not fits and 2 <= sk.pmtudisc <= 4:  # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
+        rt.release()
+        _udp_local_error(sk, EMSGSIZE, daddr, dport, mtu)
+        raise sock_oserror(EMSGSIZE)
+    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu)
+    buf = skb.buf
+    th = skb.transport_header
+    buf[th + UDP_HLEN : th + total] = data
+    # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
+    skb.sk = sk
+    size = skb.truesize
+    skb.wmem_charge = size
+    sk.sk_wmem_alloc += size
+    skb.destructor = sock_wfree
+    dev = rt.dev
+    sport = sk.inet_num
+    if sk.no_check_tx:
+        UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+    elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
+        # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
+        s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
+        s = (s & 0xFFFF) + (s >> 16)
+        UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
+        skb.ip_summed = CHECKSUM_PARTIAL
+        skb.csum_start = th
+        skb.csum_offset = 6
+    else:
+        UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
+        UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
+    if flags & MSG_CONFIRM:
+        skb.dst_pending_confirm = True
+        sk.dst_pending_confirm = True
+    rc = ip_local_out(ipv4, skb)
+    if rc == 1:  # NET_XMIT_DROP: net_xmit_errno() is -ENOBUFS (NET_XMIT_CN is not an error)
+        ipv4.ip.OutDiscards += 1  # ip_send_skb()
+        ipv4.udp_mib.SndbufErrors += 1
+        if sk.recverr:
+            raise sock_oserror(ENOBUFS)
+        return length  # udp_send_skb(): the drop is not an OutDatagram
+    ipv4.udp_mib.OutDatagrams += 1
+    return length
+
+
+def _udp_local_error(sk: Any, err: int, daddr: int, dport: int, info: int) -> None:
+    """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
+    if not sk.recverr:
+        return
+    ee = _EE.pack(err, 1, 0, 0, 0, info, 0) + _SIN.pack(2, 0, daddr.to_bytes(4, "big"))
+    sk.queue_error(b"", ee, (daddr, dport), err)
+
+
 def IPV4_HLEN_PLUS(n: int) -> int:
     return n + 20
 
@@ -391,7 +399,7 @@ def atype_is_bcast_or_mc(addr: int) -> bool:
     return ipv4_is_multicast(addr) or ipv4_is_lbcast(addr)
 
 
-def _udp_csum_ok(skb: SkBuff) -> bool:
+def udp_csum_ok(skb: SkBuff) -> bool:
     """Verify on read unless already known good. Kernel: udp_lib_checksum_complete()."""
     s = skb.ip_summed
     if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
@@ -410,7 +418,13 @@ def _udp_csum_ok(skb: SkBuff) -> bool:
 
 
 class UdpTable:
-    """Bound UDP sockets by port (kernel: ``udp_table``)."""
+    """Bound UDP sockets by port (kernel: ``udp_table``).
+
+    AF_INET6 sockets that are not ``IPV6_V6ONLY`` and are bound to ``::`` or
+    to ``::ffff:a.b.c.d`` are in here too (IPv6's table registers them), with
+    their IPv4 view in ``inet_rcv_saddr``/``inet_daddr``: the kernel has one
+    table for both families, and an IPv4 datagram may be theirs.
+    """
 
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
@@ -475,7 +489,7 @@ class UdpTable:
         best: UdpSock | None = None
         best_score = -1
         for sk in lst:
-            score = 0
+            score = 2 if sk.family == 2 else 1  # AF_INET beats a dual-stack AF_INET6 socket
             if sk.inet_rcv_saddr:
                 if sk.inet_rcv_saddr != daddr:
                     continue
@@ -575,7 +589,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     if found is not None:
         _queue(ipv4, found, skb)
         return 0
-    if not _udp_csum_ok(skb):
+    if not udp_csum_ok(skb):
         mib.InCsumErrors += 1
         mib.InErrors += 1
         kfree_skb(skb, DropReason.UDP_CSUM)

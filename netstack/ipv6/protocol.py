@@ -251,6 +251,8 @@ class Ipv6:
         if rt is None:
             rt = _route.ip6_route_output(self, fl6, bound_dev_if=bound_dev_if)
         err = rt.error
+        if not err and fl6.saddr >> 32 == 0xFFFF and fl6.daddr >> 32 != 0xFFFF and fl6.daddr:
+            err = -errno.EAFNOSUPPORT  # a v4-mapped source cannot talk to a native IPv6 peer
         if err:
             rt.release()
             if err == -errno.ENETUNREACH:

@@ -8,9 +8,10 @@ default WANT: fragment at the source), ``IPV6_DONTFRAG``, ``IPV6_RECVERR``
 and ``IPV6_V6ONLY``. Addresses cross the socket API as sockaddr_in6
 four-tuples ``(addr, port, flowinfo, scope_id)``; the ``*6`` methods take and
 return them, the generic ``bind``/``connect``/``sendmsg``/``recvmsg`` of the
-base class use scope 0. IPv4-mapped addresses (dual stack) are not
-delivered: ``IPV6_V6ONLY`` reads and writes honestly, and sending to
-``::ffff:a.b.c.d`` fails with ENETUNREACH as on a v6-only socket.
+base class use scope 0. ``IPV6_V6ONLY`` (``sk_ipv6only``, from
+``net.ipv6.bindv6only``; EINVAL once bound) decides whether the socket also
+talks IPv4 to ``::ffff:a.b.c.d`` peers (dual stack: see ``ipv6/udp.py``); the
+base ``inet_*`` fields then hold the IPv4 view of its addresses.
 
 Error reports (``IPV6_RECVERR``) carry a ``sock_extended_err`` followed by the
 offender's ``sockaddr_in6`` (``SOL_IPV6``/``IPV6_RECVERR`` control message).
@@ -119,6 +120,7 @@ SO_EE_ORIGIN_ICMP6: Final = 3
 AF_INET6: Final = 10
 _EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
 _SIN6: Final = struct.Struct("=H2s4s16sI")  # struct sockaddr_in6
+_V4MAPPED: Final = 0xFFFF << 32
 
 
 def pack_sockaddr_in6(
@@ -255,12 +257,23 @@ class Inet6Sock(Sock):
     def recv_errqueue6(
         self, bufsize: int
     ) -> tuple[bytes, list[tuple[int, int, bytes]], int, Sockaddr6]:
-        """Read one report.
+        """Read one report. An IPv4 one (a dual-stack socket's, queued by IPv4's
+        ip_icmp_error) reads as IPv6's: the address and the offender
+        ``::ffff:a.b.c.d``, the control message SOL_IPV6/IPV6_RECVERR.
 
         Kernel: ipv6_recv_error().
         """
         data, anc, flags, addr = self.recv_errqueue(bufsize)
         full: tuple[int, ...] = tuple(addr)
+        if anc and anc[0][0] == 0:  # SOL_IP: an IPv4 report (dual stack, ip_icmp_error)
+            full = (_V4MAPPED | full[0], full[1], 0, 0)
+            ee = anc[0][2]
+            offender = int.from_bytes(ee[_EE.size + 4 : _EE.size + 8], "big")
+            if ee[4] == SO_EE_ORIGIN_LOCAL:  # no offender for a local error
+                sin6 = pack_sockaddr_in6(0, family=0)
+            else:
+                sin6 = pack_sockaddr_in6(_V4MAPPED | offender)
+            anc = [(SOL_IPV6, IPV6_RECVERR, ee[: _EE.size] + sin6), *anc[1:]]
         if len(full) == 2:
             full = (full[0], full[1], 0, 0)
         return data, anc, flags, (full[0], full[1], full[2], full[3])

@@ -24,8 +24,24 @@ Theory of operation::
 A TCPv6 socket is the shared :class:`~netstack.tcp.sock.TcpSock` with
 ``family == AF_INET6`` and :class:`Ipv6Specific` as its ``af_ops``; its
 ``inet_saddr``/``inet_daddr``/``inet_rcv_saddr`` hold 128-bit addresses
-(the kernel's ``sk_v6_rcv_saddr``, ``np->saddr``, ``sk_v6_daddr``). IPv4-mapped
-peers (dual stack) are refused as on an ``IPV6_V6ONLY`` socket.
+(the kernel's ``sk_v6_rcv_saddr``, ``np->saddr``, ``sk_v6_daddr``).
+
+Dual stack (IPv4-mapped addresses, ``::ffff:a.b.c.d``), unless the socket is
+``IPV6_V6ONLY`` (default: ``net.ipv6.bindv6only``, 0)::
+
+    connect(::ffff:a.b.c.d) ─► af_ops := Ipv6Mapped (the kernel's
+      ``ipv6_mapped``: IPv4 routing, header, checksum, MSS = MTU - 40,
+      SKB_GSO_TCPV4) ─► IPv4's tcp_v4_connect; the socket's inet_* fields
+      hold IPv4 addresses from then on and its hash keys are AF_INET
+    IPv4 SYN ─► tcp_v4_rcv finds a listener on ``::`` (or ``::ffff:<daddr>``)
+      ─► tcp_v6_conn_request hands it to tcp_v4_conn_request (the request
+      sock is IPv4's) ─► the handshake's ACK ─► tcp_v6_syn_recv_sock builds
+      the child with tcp_v4_syn_recv_sock, then switches it to Ipv6Mapped
+    getsockname/getpeername/accept report ``::ffff:a.b.c.d``
+    v6-only: connect to a mapped address → ENETUNREACH, bind → EINVAL
+
+The only cost on the data path is none: the family is chosen once, at
+connect or accept time, by the socket's af_ops.
 
 Kernel: net/ipv6/tcp_ipv6.c, net/ipv6/inet6_connection_sock.c,
 net/ipv6/ip6_output.c (ip6_xmit), net/ipv6/af_inet6.c (inet6_bind).
@@ -108,7 +124,7 @@ from netstack.tcp.sock import (
 )
 from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial
-from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG, NDISC_REDIRECT
 from netstack.wire.ipv6 import (
     IPV6_ADDR_MAPPED,
@@ -133,6 +149,7 @@ if TYPE_CHECKING:
     from netstack.ipv6.route import Rt6Info
 
 __all__ = [
+    "Ipv6Mapped",
     "Ipv6Specific",
     "tcp_v6_connect",
     "tcp_v6_err",
@@ -142,7 +159,9 @@ __all__ = [
     "tcp_v6_socket",
 ]
 
+AF_INET: Final = 2
 AF_INET6: Final = 10
+V4MAPPED_PREFIX: Final = 0xFFFF << 32
 M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
 _HH: Final = struct.Struct("!HH")
@@ -173,6 +192,17 @@ class Ipv6Specific:
     def __init__(self, ipv6: Ipv6, tcp: Tcp) -> None:
         self.ipv6 = ipv6
         self.tcp = tcp
+        self._mapped: Ipv6Mapped | None = None
+
+    def mapped(self) -> Ipv6Mapped | None:
+        """The ``ipv6_mapped`` af_ops, or None when the host has no IPv4 (TCP over
+        IPv4 registers ``tcp_ipv4`` in the Net when the host is built)."""
+        if self._mapped is None:
+            v4 = self.tcp.net.proto_data.get("tcp_ipv4")
+            if v4 is None:
+                return None
+            self._mapped = Ipv6Mapped(self, v4)
+        return self._mapped
 
     # -- routes -----------------------------------------------------------------------------
     def _flow(self, sk: TcpSock) -> Flowi6:
@@ -260,10 +290,13 @@ class Ipv6Specific:
             raise sock_oserror(errno.EINVAL)
         addr_type = ipv6_addr_type(addr)
         if addr_type & IPV6_ADDR_MAPPED:
-            raise sock_oserror(errno.EINVAL)  # v4-mapped on a v6-only socket
-        if addr_type & IPV6_ADDR_MULTICAST:
+            if sk.ipv6only:
+                raise sock_oserror(errno.EINVAL)  # "makes no sense" on a v6-only socket
+            if not inet6_mapped_addr_ok(self.ipv6, sk, addr & M32):
+                raise sock_oserror(errno.EADDRNOTAVAIL)
+        elif addr_type & IPV6_ADDR_MULTICAST:
             raise sock_oserror(errno.EINVAL)  # "Binding to a multicast address is not allowed"
-        if addr:
+        elif addr:
             dev = None
             if ipv6_addr_needs_scope_id(addr_type):
                 if not sk.sk_bound_dev_if:
@@ -277,10 +310,14 @@ class Ipv6Specific:
             ):
                 raise sock_oserror(errno.EADDRNOTAVAIL)
         sk.inet_rcv_saddr = sk.inet_saddr = addr
+        saved_ipv6only = sk.ipv6only
+        if addr and not addr_type & IPV6_ADDR_MAPPED:
+            sk.ipv6only = True  # a native IPv6 address: no IPv4 can reach it
         try:
             self.tcp.hashinfo.inet_csk_get_port(sk, port)
         except OSError:
             sk.inet_rcv_saddr = sk.inet_saddr = 0
+            sk.ipv6only = saved_ipv6only
             raise
         if port:
             sk.sk_userlocks |= 4  # SOCK_BINDPORT_LOCK
@@ -326,9 +363,8 @@ class Ipv6Specific:
             sk.uc_ttl = val  # -1: the route's hop limit
         elif optname == IPV6_V6ONLY:
             if sk.inet_num:
-                raise sock_oserror(errno.EINVAL)
-            if not val:
-                raise sock_oserror(errno.EINVAL)  # no dual stack in netstack: v6-only
+                raise sock_oserror(errno.EINVAL)  # not once bound
+            sk.ipv6only = bool(val)
         elif optname == IPV6_AUTOFLOWLABEL:
             sk.autoflowlabel = int(bool(val))
             sk.fl6_gen = -1  # make the label again
@@ -347,7 +383,7 @@ class Ipv6Specific:
             rt = sk.dst_cache
             return ip6_dst_hoplimit(rt) if rt is not None else self.ipv6.devconf_all.hop_limit
         if optname == IPV6_V6ONLY:
-            return 1
+            return int(sk.ipv6only)
         if optname == IPV6_AUTOFLOWLABEL:
             return int(ip6_autoflowlabel(self.ipv6, sk.autoflowlabel))
         if optname == IPV6_DSTOPTS:
@@ -356,10 +392,17 @@ class Ipv6Specific:
 
     # -- passive open -------------------------------------------------------------------
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
-        """Only unicast SYNs start a connection.
+        """Only unicast SYNs start a connection; an IPv4 SYN (dual-stack listener)
+        is IPv4's to answer.
 
         Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_conn_request().
         """
+        if skb.protocol == ETH_P_IP:
+            mapped = self.mapped()
+            if mapped is None:
+                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                return 0
+            return int(mapped.v4.conn_request(sk, skb))
         if not ipv6_unicast_destination(skb):
             sk.ext.ListenDrops += 1  # tcp_listendrop(); no reset
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
@@ -369,7 +412,7 @@ class Ipv6Specific:
             self.ipv6.ip6_mib.InHdrErrors += 1
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return 0
-        return tcp_conn_request(sk, skb)
+        return tcp_conn_request(sk, skb, self)
 
     def init_req(self, req: RequestSock, skb: SkBuff) -> None:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_init_req()."""
@@ -441,6 +484,8 @@ class Ipv6Specific:
 
         Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_syn_recv_sock().
         """
+        if skb.protocol == ETH_P_IP:
+            return self._syn_recv_sock_mapped(sk, skb, req, dst)
         if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
             sk.ext.ListenOverflows += 1
             sk.ext.ListenDrops += 1
@@ -466,6 +511,28 @@ class Ipv6Specific:
         newsk.ehash_key = key
         req.hashed = False
         hashinfo.inet_bind_hash(newsk, req.num)  # __inet_inherit_port()
+        return newsk
+
+    def _syn_recv_sock_mapped(
+        self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
+    ) -> TcpSock | None:
+        """An IPv4 handshake completed on a dual-stack listener: IPv4 builds the
+        child, which then talks IPv4 through ``ipv6_mapped`` and reports
+        ``::ffff:a.b.c.d`` addresses.
+
+        Kernel: net/ipv6/tcp_ipv6.c (tcp_v6_syn_recv_sock, its
+        ``skb->protocol == htons(ETH_P_IP)`` branch).
+        """
+        mapped = self.mapped()
+        if mapped is None:
+            return None
+        newsk: TcpSock | None = mapped.v4.syn_recv_sock(sk, skb, req, dst)
+        if newsk is None:
+            return None
+        newsk.af_ops = mapped
+        # "we could not do this before: af_ops were ipv6_specific" (the child's
+        # MSS was computed with the IPv6 header length, as in the kernel)
+        tcp_sync_mss(newsk, newsk.icsk_pmtu_cookie)
         return newsk
 
     # -- replies without a socket ---------------------------------------------------------
@@ -540,6 +607,87 @@ class Ipv6Specific:
         self.tcp.mib.OutSegs += 1
         out.dst = found
         ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None, label)
+
+
+class Ipv6Mapped:
+    """TCP's operations for an AF_INET6 socket talking IPv4 (kernel: ``ipv6_mapped``).
+
+    Transmit, checksum, routes, MSS and PMTU are IPv4's (``ip_queue_xmit``,
+    ``tcp_v4_send_check``, ``inet_sk_rebuild_header``, ``tcp_v4_mtu_reduced``);
+    the listener half and the socket options stay IPv6's. ``family`` is the
+    family on the wire, the one the socket's hash keys carry.
+
+    Kernel: net/ipv6/tcp_ipv6.c (ipv6_mapped; set by tcp_v6_connect and
+    tcp_v6_syn_recv_sock).
+    """
+
+    net_header_len = 20  # sizeof(struct iphdr)
+    family = AF_INET
+
+    def __init__(self, v6: Ipv6Specific, v4: Any) -> None:
+        self.v6 = v6
+        self.v4 = v4  # IPv4's ``ipv4_specific`` (Ipv4Specific), found in the Net
+
+    def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
+        return int(self.v4.queue_xmit(sk, skb))
+
+    def send_check(self, sk: TcpSock, skb: SkBuff) -> None:
+        self.v4.send_check(sk, skb)
+
+    def rebuild_header(self, sk: TcpSock) -> int:
+        return int(self.v4.rebuild_header(sk))
+
+    def dst_mtu(self, sk: TcpSock) -> int:
+        return int(self.v4.dst_mtu(sk))
+
+    def advmss(self, sk: TcpSock) -> int:
+        return int(self.v4.advmss(sk))
+
+    def mtu_reduced(self, sk: TcpSock) -> None:
+        self.v4.mtu_reduced(sk)
+
+    def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
+        return self.v6.conn_request(sk, skb)
+
+    def syn_recv_sock(
+        self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
+    ) -> TcpSock | None:
+        return self.v6.syn_recv_sock(sk, skb, req, dst)
+
+    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+        self.v4.send_reset(sk, skb)
+
+    def send_ack(
+        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+    ) -> None:
+        self.v4.send_ack(sk, skb, seq, ack, win, tsval, tsecr)
+
+    def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
+        return int(self.v4.send_synack(sk, req, dst))
+
+    def init_req(self, req: RequestSock, skb: SkBuff) -> None:
+        self.v4.init_req(req, skb)
+
+    def init_seq(self, skb: SkBuff) -> int:
+        return int(self.v4.init_seq(skb))
+
+    def init_ts_off(self, skb: SkBuff) -> int:
+        return int(self.v4.init_ts_off(skb))
+
+    def route_req(self, req: RequestSock) -> Any:
+        return self.v4.route_req(req)
+
+    def connect(self, sk: TcpSock, addr: int, port: int) -> None:
+        self.v6.connect(sk, addr, port)
+
+    def bind(self, sk: TcpSock, addr: int, port: int) -> None:
+        self.v6.bind(sk, addr, port)
+
+    def setsockopt(self, sk: TcpSock, level: int, optname: int, value: int | bytes) -> None:
+        self.v6.setsockopt(sk, level, optname, value)
+
+    def getsockopt(self, sk: TcpSock, level: int, optname: int) -> int | bytes:
+        return self.v6.getsockopt(sk, level, optname)
 
 
 def ipv6_unicast_destination(skb: SkBuff) -> bool:
@@ -629,7 +777,8 @@ def ipv6_set_opt_hdr(sk: TcpSock, value: int | bytes) -> None:
             raise sock_oserror(errno.EINVAL)
         opt = opt[:optlen]  # ipv6_renew_options() keeps the header's own length
     sk.opt_dst1opt = opt
-    if sk.state not in (TCP_LISTEN, TCP_CLOSE):
+    # not for a v4-mapped connection (the kernel's inet_daddr != LOOPBACK4_IPV6)
+    if sk.state not in (TCP_LISTEN, TCP_CLOSE) and sk.af_ops.family == AF_INET6:
         sk.icsk_ext_hdr_len = len(opt)
         tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
 
@@ -689,13 +838,14 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         raise sock_oserror(errno.ECONNREFUSED)
     ipv6 = ops.ipv6
     tcp = ops.tcp
-    if addr == 0:
-        addr = 1  # connect to ::  means connect to ::1 (loopback)
+    if addr == 0:  # connect to :: means connect to the loopback (BSD'ism)
+        addr = V4MAPPED_PREFIX | 0x7F000001 if _is_v4mapped(sk.inet_rcv_saddr) else 1
     addr_type = ipv6_addr_type(addr)
     if addr_type & IPV6_ADDR_MULTICAST:
         raise sock_oserror(errno.ENETUNREACH)
     if addr_type & IPV6_ADDR_MAPPED:
-        raise sock_oserror(errno.ENETUNREACH)  # v6-only: no tcp_v4_connect fallback
+        tcp_v6_connect_mapped(ops, sk, addr & M32, port)
+        return
     if ipv6_addr_needs_scope_id(addr_type) and not sk.sk_bound_dev_if:
         raise sock_oserror(errno.EINVAL)  # a link-local peer needs an interface
     sk.inet_dport = port
@@ -734,6 +884,50 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         tcp_set_state(sk, TCP_CLOSE)
         sk.inet_dport = 0
         raise sock_oserror(-err)
+
+
+def _is_v4mapped(addr: int) -> bool:
+    return addr >> 32 == 0xFFFF
+
+
+def inet6_mapped_addr_ok(ipv6: Ipv6, sk: TcpSock, v4addr: int) -> bool:
+    """May *sk* bind to ``::ffff:<v4addr>``? The AF_INET checks, reproduced.
+
+    Kernel: net/ipv4/af_inet.c, inet_addr_valid_or_nonlocal() (from __inet6_bind).
+    """
+    if not v4addr or sk.freebind or ipv6.ip_nonlocal_bind:
+        return True
+    ipv4: Any = ipv6.net.ipv4
+    if ipv4 is None:
+        return False
+    if ipv4.ip_nonlocal_bind:
+        return True
+    return ipv4.fib.inet_addr_type(v4addr, None) in (2, 3, 5)  # LOCAL, BROADCAST, MULTICAST
+
+
+def tcp_v6_connect_mapped(ops: Ipv6Specific, sk: TcpSock, v4addr: int, port: int) -> None:
+    """Connect an AF_INET6 socket to ``::ffff:<v4addr>``: switch its af_ops to
+    ``ipv6_mapped`` and let IPv4 connect it (IPv4 route, source, MSS, GSO).
+
+    Kernel: net/ipv6/tcp_ipv6.c (tcp_v6_connect, its ``IPV6_ADDR_MAPPED``
+    branch calling tcp_v4_connect).
+    """
+    if sk.ipv6only:
+        raise sock_oserror(errno.ENETUNREACH)
+    mapped = ops.mapped()
+    if mapped is None:
+        raise sock_oserror(errno.ENETUNREACH)
+    saved = (sk.inet_saddr, sk.inet_rcv_saddr, sk.icsk_ext_hdr_len)
+    bound = sk.inet_rcv_saddr
+    v4 = bound & M32 if _is_v4mapped(bound) else 0
+    sk.af_ops = mapped
+    sk.inet_saddr = sk.inet_rcv_saddr = v4
+    try:
+        mapped.v4.connect(sk, v4addr, port)
+    except OSError:
+        sk.af_ops = ops
+        sk.inet_saddr, sk.inet_rcv_saddr, sk.icsk_ext_hdr_len = saved
+        raise
 
 
 # -- receive --------------------------------------------------------------------------------
@@ -946,4 +1140,6 @@ def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
         tcp_v6_init(ipv6)
         ops = ipv6.net.proto_data["tcp_ipv6"]
     assert isinstance(ops, Ipv6Specific)
-    return TcpSock(ops.tcp, AF_INET6, ops)
+    sk = TcpSock(ops.tcp, AF_INET6, ops)
+    sk.ipv6only = bool(ipv6.bindv6only)  # inet6_create(): sk_ipv6only = net.ipv6.bindv6only
+    return sk

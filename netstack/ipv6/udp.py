@@ -3,9 +3,10 @@
 Theory of operation::
 
     udpv6_sendmsg: pending error? ─► destination (or the connected peer);
-      v4-mapped destinations fail with ENETUNREACH (no dual stack here)
-      ─► autobind an ephemeral port ─► flow: scope id of a link-local
-      destination, the bound device, IPV6_MULTICAST_IF / IPV6_UNICAST_IF
+      a v4-mapped one (``::ffff:a.b.c.d``) goes to IPv4's udp_sendmsg unless
+      the socket is IPV6_V6ONLY (ENETUNREACH) ─► autobind an ephemeral port
+      ─► flow: scope id of a link-local destination, the bound device,
+      IPV6_MULTICAST_IF / IPV6_UNICAST_IF
       ─► ip6_dst_lookup_flow (source address selection when unbound)
       ─► size checks of __ip6_append_data: IPV6_DONTFRAG or PMTUDISC_DO and
       bigger than the path MTU → EMSGSIZE (reported to IPV6_RECVERR too);
@@ -18,6 +19,12 @@ Theory of operation::
       port that accepts the group; unicast: the best-scoring socket ─►
       receive queue if memory allows (else RcvbufErrors) | no socket: NoPorts
       and ICMPv6 port unreachable
+    dual stack: a socket that is not IPV6_V6ONLY and is bound to ``::`` or
+      ``::ffff:a.b.c.d`` is also in IPv4's table (the kernel has one table
+      for both), with its IPv4 view (inet_rcv_saddr, inet_daddr); udp_rcv
+      queues IPv4 datagrams to it (an AF_INET socket scores higher) and
+      udpv6_recvmsg reports their source as ``::ffff:a.b.c.d``. Binds
+      conflict across the families per inet_rcv_saddr_equal.
     udpv6_err: ICMPv6 errors → the socket's error (hard errors on connected
       sockets, all with IPV6_RECVERR); Packet Too Big updates the PMTU
 
@@ -58,6 +65,7 @@ from netstack.ipv6.constants import IPV6_PMTUDISC_DONT, IPV6_PMTUDISC_PROBE
 from netstack.ipv6.route import Flowi6
 from netstack.ipv6.sock import SO_EE_ORIGIN_ICMP6, Inet6Sock, Sockaddr6
 from netstack.neigh.neighbour import neigh_confirm
+from netstack.tcp.hashtables import LOOPBACK4_IPV6, V4MAPPED_PREFIX, ipv6_rcv_saddr_equal
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_partial
 from netstack.wire.icmpv6 import (
     ICMPV6_DEST_UNREACH,
@@ -127,9 +135,32 @@ class Udp6Sock(Inet6Sock):
         self, ipv6: Ipv6, sock_type: int = SOCK_DGRAM, protocol: int = IPPROTO_UDP
     ) -> None:
         super().__init__(ipv6, sock_type, protocol)
+        self.no_check_tx = False  # UDP_NO_CHECK6_TX (read by udp_sendmsg for mapped peers)
+
+    @property
+    def ipv4(self) -> Any:
+        """The Net's IPv4 (None without), for v4-mapped peers."""
+        return self.net.ipv4
 
     def _table(self) -> Udp6Table:
         return self.ipv6.udp_table
+
+    def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
+        """SOL_IP options too (IP_RECVERR, IP_TOS…: they govern the IPv4 side
+        of a dual-stack socket).
+
+        Kernel: net/ipv6/ipv6_sockglue.c, ipv6_setsockopt() (``level == SOL_IP``
+        → udp_prot.setsockopt → ip_setsockopt).
+        """
+        if level == 0:  # SOL_IP
+            self._ip_set(optname, value)
+            return
+        super().setsockopt(level, optname, value)
+
+    def getsockopt(self, level: int, optname: int) -> int | bytes:
+        if level == 0:  # SOL_IP
+            return self._ip_get(optname)
+        return super().getsockopt(level, optname)
 
     # -- binding -------------------------------------------------------------------------
     def bind6(self, addr: int, port: int, scope_id: int) -> None:
@@ -138,9 +169,22 @@ class Udp6Sock(Inet6Sock):
         addr_type = ipv6_addr_type(addr)
         if self.state != TCP_CLOSE or self.inet_num:
             raise sock_oserror(errno.EINVAL)
+        v4addr = 0
         if addr_type == IPV6_ADDR_MAPPED:
-            raise sock_oserror(errno.EINVAL if self.ipv6only else errno.EADDRNOTAVAIL)
-        if addr_type != 0:
+            if self.ipv6only:
+                raise sock_oserror(errno.EINVAL)  # "makes no sense" on a v6-only socket
+            # reproduce the AF_INET checks (inet_addr_valid_or_nonlocal)
+            v4addr = addr & 0xFFFFFFFF
+            ipv4 = self.ipv4
+            if ipv4 is None:
+                raise sock_oserror(errno.EADDRNOTAVAIL)
+            if (
+                v4addr
+                and not (self.freebind or ipv4.ip_nonlocal_bind)
+                and ipv4.fib.inet_addr_type(v4addr) not in (2, 3, 5)  # LOCAL, BCAST, MCAST
+            ):
+                raise sock_oserror(errno.EADDRNOTAVAIL)
+        elif addr_type != 0:
             dev = None
             if ipv6_addr_needs_scope_id(addr_type):
                 if scope_id:
@@ -156,6 +200,9 @@ class Udp6Sock(Inet6Sock):
                     addr, dev
                 ):
                     raise sock_oserror(errno.EADDRNOTAVAIL)
+        if addr_type not in (0, IPV6_ADDR_MAPPED):
+            v4addr = LOOPBACK4_IPV6  # a native IPv6 bind: its IPv4 view matches nothing
+        self.inet_rcv_saddr = self.inet_saddr = v4addr
         self.sk_v6_rcv_saddr = addr
         if not addr_type & IPV6_ADDR_MULTICAST:
             self.saddr6 = addr
@@ -167,7 +214,10 @@ class Udp6Sock(Inet6Sock):
         except OSError:
             self.ipv6only = saved
             self.sk_v6_rcv_saddr = self.saddr6 = 0
+            self.inet_rcv_saddr = self.inet_saddr = 0
             raise
+        if addr:
+            self.sk_userlocks |= 8  # SOCK_BINDADDR_LOCK
 
     def connect6(self, addr: int, port: int, flowinfo: int, scope_id: int) -> None:
         """Kernel: net/ipv6/datagram.c, __ip6_datagram_connect()."""
@@ -175,11 +225,15 @@ class Udp6Sock(Inet6Sock):
         if not self.inet_num:
             self._table().get_port(self, 0)  # inet_autobind()
         addr_type = ipv6_addr_type(addr)
-        if addr_type == 0:
-            addr = 1  # "connect to self": ::1
+        if addr_type == 0:  # "connect to self"
+            if self.sk_v6_rcv_saddr >> 32 == 0xFFFF:
+                addr = V4MAPPED_PREFIX | 0x7F000001
+            else:
+                addr = 1  # ::1
             addr_type = ipv6_addr_type(addr)
         if addr_type & IPV6_ADDR_MAPPED:
-            raise sock_oserror(errno.ENETUNREACH)  # v4-mapped: not delivered (v6-only)
+            self._connect_mapped(addr & 0xFFFFFFFF, port)
+            return
         if ipv6_addr_needs_scope_id(addr_type):
             if scope_id:
                 if self.sk_bound_dev_if and self.sk_bound_dev_if != scope_id:
@@ -207,10 +261,31 @@ class Udp6Sock(Inet6Sock):
             self.saddr6 = fl6.saddr
         if not self.sk_v6_rcv_saddr:
             self.sk_v6_rcv_saddr = fl6.saddr
+            self.inet_rcv_saddr = LOOPBACK4_IPV6  # no IPv4 datagram is for it now
+        self.inet_daddr = 0
         if self.dst_cache is not None:
             self.dst_cache.release()
         self.dst_cache = found
         self.state = TCP_ESTABLISHED
+
+    def _connect_mapped(self, v4addr: int, port: int) -> None:
+        """Connect to ``::ffff:<v4addr>``: IPv4 routes and remembers the peer.
+
+        Kernel: net/ipv6/datagram.c (__ip6_datagram_connect, its
+        ``IPV6_ADDR_MAPPED`` branch calling __ip4_datagram_connect).
+        """
+        ipv4 = self.ipv4
+        if self.ipv6only or ipv4 is None:
+            raise sock_oserror(errno.ENETUNREACH)
+        if self.dst_cache is not None:
+            self.dst_cache.release()
+            self.dst_cache = None
+        ipv4.ip4_datagram_connect(self, v4addr, port)
+        self.sk_v6_daddr = V4MAPPED_PREFIX | self.inet_daddr
+        if not self.saddr6 or self.saddr6 == V4MAPPED_PREFIX:
+            self.saddr6 = V4MAPPED_PREFIX | self.inet_saddr
+        if not self.sk_v6_rcv_saddr or self.sk_v6_rcv_saddr == V4MAPPED_PREFIX:
+            self.sk_v6_rcv_saddr = V4MAPPED_PREFIX | self.inet_rcv_saddr
 
     def disconnect(self) -> None:
         """``connect(AF_UNSPEC)``.
@@ -219,7 +294,11 @@ class Udp6Sock(Inet6Sock):
         """
         self.state = TCP_CLOSE
         self.sk_v6_daddr = 0
+        self.inet_daddr = 0
         self.inet_dport = 0
+        if not self.sk_userlocks & 8:  # SOCK_BINDADDR_LOCK: inet_reset_saddr()
+            self.sk_v6_rcv_saddr = self.saddr6 = 0
+            self.inet_rcv_saddr = self.inet_saddr = 0
         if self.dst_cache is not None:
             self.dst_cache.release()
             self.dst_cache = None
@@ -277,13 +356,15 @@ class Udp6Sock(Inet6Sock):
         if dest is not None:
             daddr, dport, _flowinfo, scope_id = dest
             if ipv6_addr_v4mapped(daddr):
-                raise sock_oserror(errno.ENETUNREACH)  # ipv6_only_sock(): no udp_sendmsg
+                return self._sendmsg_mapped(data, (daddr & 0xFFFFFFFF, dport), flags)
             if not dport:
                 raise sock_oserror(errno.EINVAL)
         else:
             if self.state != TCP_ESTABLISHED:
                 raise sock_oserror(errno.EDESTADDRREQ)
             daddr, dport, scope_id = self.sk_v6_daddr, self.inet_dport, 0
+            if ipv6_addr_v4mapped(daddr):
+                return self._sendmsg_mapped(data, None, flags)
             connected = True
         if not self.inet_num:
             self._table().get_port(self, 0)  # inet_send_prepare() → inet_autobind()
@@ -374,6 +455,21 @@ class Udp6Sock(Inet6Sock):
         ipv6.udp6_mib.OutDatagrams += 1
         return length
 
+    def _sendmsg_mapped(
+        self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
+    ) -> int:
+        """A datagram to ``::ffff:a.b.c.d`` is IPv4's to send.
+
+        Kernel: net/ipv6/udp.c (udpv6_sendmsg with ``ipv6_addr_v4mapped``
+        daddr: ENETUNREACH on a v6-only socket, else udp_sendmsg).
+        """
+        ipv4 = self.ipv4
+        if self.ipv6only or ipv4 is None:
+            raise sock_oserror(errno.ENETUNREACH)
+        if dest is not None and dest[1] and not self.inet_num:
+            self._table().get_port(self, 0)  # inet_send_prepare() → inet_autobind()
+        return int(ipv4.udp_sendmsg(self, data, dest, flags))
+
     # -- receiving ----------------------------------------------------------------------------
     def recvmsg6(
         self, bufsize: int, flags: int
@@ -394,17 +490,22 @@ class Udp6Sock(Inet6Sock):
                     raise sock_oserror(errno.EAGAIN)
                 raise SockWouldBlock(write=False)
             skb = q[0]
-            if not udp6_csum_ok(skb):
+            buf = skb.buf
+            nh = skb.network_header
+            is_udp4 = buf[nh] >> 4 == 4  # a dual-stack socket's IPv4 datagram
+            mib = self.ipv4.udp_mib if is_udp4 else ipv6.udp6_mib
+            if not (self.ipv4.udp_csum_ok(skb) if is_udp4 else udp6_csum_ok(skb)):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
-                ipv6.udp6_mib.InCsumErrors += 1
-                ipv6.udp6_mib.InErrors += 1
+                mib.InCsumErrors += 1
+                mib.InErrors += 1
                 kfree_skb(skb, DropReason.UDP_CSUM)
                 continue
-            buf = skb.buf
             th = skb.transport_header
-            nh = skb.network_header
-            saddr = addr_at(buf, nh + 8)
+            if is_udp4:  # ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr)
+                saddr = V4MAPPED_PREFIX | int.from_bytes(buf[nh + 12 : nh + 16], "big")
+            else:
+                saddr = addr_at(buf, nh + 8)
             sport = (buf[th] << 8) | buf[th + 1]
             start = th + UDP_HLEN
             ulen = skb.tail - start
@@ -417,11 +518,11 @@ class Udp6Sock(Inet6Sock):
             dev = skb.dev
             iif = skb.skb_iif or (dev.ifindex if dev is not None else 0)
             addr = (saddr, sport, 0, self.scope_for(saddr, iif))
-            anc = self.cmsgs6(skb)
+            anc = [] if is_udp4 else self.cmsgs6(skb)
             if not flags & MSG_PEEK:
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
-                ipv6.udp6_mib.InDatagrams += 1
+                mib.InDatagrams += 1
                 consume_skb(skb)
             return data, addr, mflags, anc
 
@@ -452,9 +553,19 @@ class Udp6Table:
         self.ipv6 = ipv6
         self.ports: dict[int, list[Udp6Sock]] = {}
 
+    def _v4_table(self) -> Any:
+        ipv4: Any = self.ipv6.net.ipv4
+        return ipv4.udp_table if ipv4 is not None else None
+
     def _conflicts(self, sk: Udp6Sock, port: int) -> bool:
-        """Kernel: udp_lib_lport_inuse() with ipv6_rcv_saddr_equal()."""
-        for other in self.ports.get(port, ()):
+        """Kernel: udp_lib_lport_inuse() with inet_rcv_saddr_equal() →
+        ipv6_rcv_saddr_equal() (IPv4 sockets of the port count unless *sk* is v6-only).
+        """
+        others: list[Any] = list(self.ports.get(port, ()))
+        v4 = self._v4_table()
+        if v4 is not None:
+            others += [o for o in v4.ports.get(port, ()) if o.family == 2]  # AF_INET
+        for other in others:
             if other is sk:
                 continue
             if (
@@ -463,10 +574,15 @@ class Udp6Table:
                 and other.sk_bound_dev_if != sk.sk_bound_dev_if
             ):
                 continue
-            if (
-                other.sk_v6_rcv_saddr
-                and sk.sk_v6_rcv_saddr
-                and other.sk_v6_rcv_saddr != sk.sk_v6_rcv_saddr
+            v6b = other.sk_v6_rcv_saddr if other.family == sk.family else None
+            if not ipv6_rcv_saddr_equal(
+                sk.sk_v6_rcv_saddr,
+                v6b,
+                sk.inet_rcv_saddr,
+                other.inet_rcv_saddr,
+                sk.ipv6only,
+                bool(getattr(other, "ipv6only", False)),
+                True,
             ):
                 continue
             if sk.sk_reuse and other.sk_reuse:
@@ -497,6 +613,9 @@ class Udp6Table:
         sk.inet_num = port
         sk.inet_sport = port
         self.ports.setdefault(port, []).append(sk)
+        v4 = self._v4_table()
+        if v4 is not None and not sk.ipv6only:  # IPv4 datagrams may be for it
+            v4.ports.setdefault(port, []).append(sk)
 
     def unhash(self, sk: Udp6Sock) -> None:
         lst = self.ports.get(sk.inet_num)
@@ -504,6 +623,9 @@ class Udp6Table:
             lst.remove(sk)
             if not lst:
                 del self.ports[sk.inet_num]
+        v4 = self._v4_table()
+        if v4 is not None:
+            v4.unhash(sk)
 
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Udp6Sock | None:
         """The best socket for a unicast datagram.

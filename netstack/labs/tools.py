@@ -442,6 +442,8 @@ async def _cmd_ss(ctx: Context, argv: list[str]) -> int:
     rows = [("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")]
     ipv4 = ipv4_of(host.net)
     for sk in sorted(ipv4.udp_table.sockets(), key=lambda s: s.inet_num):
+        if sk.family != 2:
+            continue  # a dual-stack AF_INET6 socket (IPv6 UDP is not listed here)
         connected = bool(sk.inet_dport)
         if (listening and connected) or not (show_all or listening or connected):
             continue

@@ -13,6 +13,15 @@ address), and ``inet_hash_connect`` picks an ephemeral port whose 4-tuple is
 unused. Keys carry the family, so IPv4 and IPv6 share the tables as they do
 in the kernel (``tcp_hashinfo``).
 
+Dual stack: the family of an ``ehash`` key is the family on the wire
+(``af_ops.family``), so an AF_INET6 socket talking IPv4 through the
+``ipv6_mapped`` af_ops is keyed, and found, as an IPv4 connection. An IPv4
+SYN may find an AF_INET6 listener that is not ``IPV6_V6ONLY`` and is bound
+to ``::`` or to ``::ffff:<daddr>`` (an AF_INET listener scores higher, as
+in the kernel's ``compute_score``). Bind conflicts between the families
+follow ``inet_rcv_saddr_equal``: ``0.0.0.0`` and ``::`` clash unless the
+IPv6 socket is v6-only.
+
 Kernel: net/ipv4/inet_hashtables.c, net/ipv4/inet_connection_sock.c
 (inet_csk_get_port, inet_csk_bind_conflict).
 """
@@ -27,7 +36,13 @@ if TYPE_CHECKING:
     from netstack.tcp.proto import Tcp
     from netstack.tcp.sock import TcpSock
 
-__all__ = ["InetHashinfo"]
+__all__ = [
+    "InetHashinfo",
+    "inet_rcv_saddr_equal",
+    "ipv4_rcv_saddr_equal",
+    "ipv6_rcv_saddr_equal",
+    "sk_rcv_saddr_pair",
+]
 
 EADDRINUSE: Final = 98
 EADDRNOTAVAIL: Final = 99
@@ -35,6 +50,94 @@ TCP_LISTEN: Final = 10
 TCP_TIME_WAIT: Final = 6
 
 Key = tuple[int, int, int, int, int]
+AF_INET: Final = 2
+AF_INET6: Final = 10
+V4MAPPED_PREFIX: Final = 0xFFFF << 32
+LOOPBACK4_IPV6: Final = 0x7F000006  # 127.0.0.6: the IPv4 view of a native IPv6 bind
+
+
+def _is_v4mapped(addr: int) -> bool:
+    return addr >> 32 == 0xFFFF
+
+
+def sk_rcv_saddr_pair(sk: Any) -> tuple[int, int | None, bool]:
+    """(IPv4 view ``sk_rcv_saddr``, IPv6 view ``sk_v6_rcv_saddr`` or None for an
+    AF_INET socket, ``ipv6_only_sock``) of a full or TIME_WAIT socket.
+
+    An AF_INET6 socket bound to ``::ffff:a.b.c.d`` has the IPv4 view
+    ``a.b.c.d``, one bound to ``::`` has ``0.0.0.0``, one bound to a native
+    IPv6 address ``127.0.0.6`` (which matches nothing). A socket using the
+    ``ipv6_mapped`` af_ops holds its IPv4 address in ``inet_rcv_saddr``.
+
+    As __inet6_bind sets them (v4addr = LOOPBACK4_IPV6); a helper, not a
+    kernel function.
+    """
+    tw = sk.state == TCP_TIME_WAIT
+    addr = sk.rcv_saddr if tw else sk.inet_rcv_saddr
+    if sk.family != AF_INET6:
+        return addr, None, False
+    if sk.af_ops.family == AF_INET:  # ipv6_mapped
+        return addr, (V4MAPPED_PREFIX | addr) if addr else 0, bool(sk.ipv6only)
+    if not addr:
+        return 0, 0, bool(sk.ipv6only)
+    v4 = addr & 0xFFFFFFFF if _is_v4mapped(addr) else LOOPBACK4_IPV6
+    return v4, addr, bool(sk.ipv6only)
+
+
+def ipv4_rcv_saddr_equal(
+    sk1_rcv_saddr: int, sk2_rcv_saddr: int, sk2_ipv6only: bool, match_wildcard: bool
+) -> bool:
+    """Kernel: net/ipv4/inet_connection_sock.c, ipv4_rcv_saddr_equal()."""
+    if not sk2_ipv6only:
+        if sk1_rcv_saddr == sk2_rcv_saddr:
+            return True
+        return match_wildcard and (not sk1_rcv_saddr or not sk2_rcv_saddr)
+    return False
+
+
+def ipv6_rcv_saddr_equal(
+    sk1_rcv_saddr6: int,
+    sk2_rcv_saddr6: int | None,
+    sk1_rcv_saddr: int,
+    sk2_rcv_saddr: int,
+    sk1_ipv6only: bool,
+    sk2_ipv6only: bool,
+    match_wildcard: bool,
+) -> bool:
+    """Do an IPv6 socket's bound address and another's overlap? ``sk2_rcv_saddr6``
+    is None when the other socket is AF_INET (it counts as v4-mapped).
+
+    Kernel: net/ipv4/inet_connection_sock.c, ipv6_rcv_saddr_equal().
+    """
+    mapped1 = _is_v4mapped(sk1_rcv_saddr6)
+    mapped2 = sk2_rcv_saddr6 is None or _is_v4mapped(sk2_rcv_saddr6)
+    if mapped1 and mapped2:  # both mapped: treat as IPv4
+        if not sk2_ipv6only:
+            if sk1_rcv_saddr == sk2_rcv_saddr:
+                return True
+            return match_wildcard and (not sk1_rcv_saddr or not sk2_rcv_saddr)
+        return False
+    any1 = sk1_rcv_saddr6 == 0
+    any2 = sk2_rcv_saddr6 == 0
+    if any1 and any2:
+        return True
+    if any2 and match_wildcard and not (sk2_ipv6only and mapped1):
+        return True
+    if any1 and match_wildcard and not (sk1_ipv6only and mapped2):
+        return True
+    return sk2_rcv_saddr6 is not None and sk1_rcv_saddr6 == sk2_rcv_saddr6
+
+
+def inet_rcv_saddr_equal(sk: Any, sk2: Any, match_wildcard: bool = True) -> bool:
+    """Do two sockets' bound addresses overlap (either family, v6-only aware)?
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_rcv_saddr_equal().
+    """
+    v4, v6, only = sk_rcv_saddr_pair(sk)
+    v4b, v6b, onlyb = sk_rcv_saddr_pair(sk2)
+    if v6 is not None:
+        return ipv6_rcv_saddr_equal(v6, v6b, v4, v4b, only, onlyb, match_wildcard)
+    return ipv4_rcv_saddr_equal(v4, v4b, onlyb, match_wildcard)
 
 
 class InetHashinfo:
@@ -95,8 +198,10 @@ class InetHashinfo:
         """The listener for a SYN to (daddr, dport) arriving on device *dif*.
 
         An exact local address wins over a wildcard; a socket bound to the
-        device scores over an unbound one. Kernel: __inet_lookup_listener() /
-        compute_score().
+        device scores over an unbound one. An IPv4 SYN may also find an
+        AF_INET6 listener that is not v6-only, bound to ``::`` or to
+        ``::ffff:<daddr>``; an AF_INET one scores higher. Kernel:
+        __inet_lookup_listener() / compute_score().
         """
         lst = self.listeners.get(dport)
         if not lst:
@@ -104,13 +209,20 @@ class InetHashinfo:
         for want in (daddr, 0):
             best: TcpSock | None = None
             best_score = -1
+            want6 = (V4MAPPED_PREFIX | want) if want else 0
             for sk in lst:
-                if sk.family != family or sk.inet_rcv_saddr != want:
+                if sk.family == family:
+                    if sk.inet_rcv_saddr != want:
+                        continue
+                    score = 1 if family == AF_INET else 0
+                elif family == AF_INET and not sk.ipv6only and sk.inet_rcv_saddr == want6:
+                    score = 0  # a dual-stack AF_INET6 listener
+                else:
                     continue
                 bound = sk.sk_bound_dev_if
                 if bound and bound != dif:
                     continue
-                score = 2 if bound else 1
+                score += 2 if bound else 1
                 if score > best_score:
                     best, best_score = sk, score
             if best is not None:
@@ -122,24 +234,22 @@ class InetHashinfo:
         """Would binding *sk* to *port* clash with a socket that holds it?
 
         Two sockets clash when their bound devices and local addresses overlap
-        (a wildcard overlaps everything), unless both set SO_REUSEADDR and the
-        holder is not listening (explicit binds only: *relax*), or both set
-        SO_REUSEPORT. Sockets of the other family never clash here (IPv6's
-        dual-stack rules belong to its bind).
+        (``inet_rcv_saddr_equal``: a wildcard overlaps everything of its
+        family, and ``0.0.0.0`` and ``::`` overlap unless the IPv6 socket is
+        v6-only), unless both set SO_REUSEADDR and the holder is not listening
+        (explicit binds only: *relax*), or both set SO_REUSEPORT.
 
         Kernel: net/ipv4/inet_connection_sock.c, inet_csk_bind_conflict().
         """
         dev = sk.sk_bound_dev_if
-        addr = sk.inet_rcv_saddr
         for sk2 in self.bhash.get(port, ()):
-            if sk2 is sk or sk2.family != sk.family:
+            if sk2 is sk:
                 continue
             tw = sk2.state == TCP_TIME_WAIT
             dev2 = sk2.bound_dev_if if tw else sk2.sk_bound_dev_if
             if dev and dev2 and dev != dev2:
                 continue
-            addr2 = sk2.rcv_saddr if tw else sk2.inet_rcv_saddr
-            equal = not addr or not addr2 or addr == addr2
+            equal = inet_rcv_saddr_equal(sk, sk2)
             reuse2 = sk2.reuse if tw else sk2.sk_reuse
             reuseport2 = sk2.reuseport if tw else sk2.sk_reuseport
             if sk.sk_reuse and reuse2 and sk2.state != TCP_LISTEN:
@@ -201,7 +311,7 @@ class InetHashinfo:
         """
         from netstack.tcp.minisocks import tcp_twsk_unique
 
-        family = sk.family
+        family = sk.af_ops.family  # the family on the wire (AF_INET for ipv6_mapped)
         laddr = sk.inet_saddr
         raddr = sk.inet_daddr
         rport = sk.inet_dport

@@ -1891,8 +1891,11 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 # -- passive open --------------------------------------------------------------------------------
 
 
-def tcp_conn_request(sk: TcpSock, skb: SkBuff) -> int:
+def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK.
+
+    *af_ops* is the family of the SYN (``tcp_request_sock_ipv4_ops`` for an
+    IPv4 SYN on a dual-stack AF_INET6 listener); the listener's by default.
 
     The SYN queue is bounded by the listen backlog (and
     ``tcp_max_syn_backlog``): beyond it SYNs are dropped and counted — SYN
@@ -1901,7 +1904,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff) -> int:
     Kernel: net/ipv4/tcp_input.c, tcp_conn_request().
     """
     tcp = sk.tcp
-    ops: Any = sk.af_ops
+    ops: Any = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
     limit = min(max(sk.sk_max_ack_backlog, 1), max(tcp.sysctl_max_syn_backlog, 1))
     if sk.syn_queue_len >= limit and not tcb.tw_isn:
@@ -1921,6 +1924,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff) -> int:
     rx.mss_clamp = TCP_MSS_DEFAULT
     tcp_parse_options(buf, th, rx, False)
     req = RequestSock(sk)
+    req.af_specific = ops
     ops.init_req(req, skb)
     req.num = sk.inet_num
     req.rmt_port = (buf[th] << 8) | buf[th + 1]
@@ -1958,7 +1962,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    key = (sk.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
+    key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
     tcp.hashinfo.ehash[key] = req
     req.hashed = True
     req.ehash_key = key
@@ -1986,7 +1990,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
 
         inet_csk_reqsk_queue_drop(listener, req)
         return
-    ops: Any = listener.af_ops
+    ops: Any = req.af_specific
     req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1

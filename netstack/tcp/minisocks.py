@@ -97,7 +97,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
     """
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
-    ops: Any = listener.af_ops
+    ops: Any = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
     tcp = listener.tcp
     if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
         # a retransmitted SYN: our SYN-ACK was lost
@@ -134,7 +134,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
         return None
     if not flags & TCPHDR_ACK:
         return None
-    child = ops.syn_recv_sock(listener, skb, req, None)
+    child = listener.af_ops.syn_recv_sock(listener, skb, req, None)
     if child is None:
         if tcp.sysctl_tcp_abort_on_overflow:
             inet_csk_reqsk_queue_drop(listener, req)
@@ -215,6 +215,7 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
         "icsk_user_timeout",
         "sock_flag_linger",
         "sk_lingertime",
+        "ipv6only",
         "autoflowlabel",  # ipv6_pinfo, copied whole by tcp_v6_syn_recv_sock()
         "flow_label",
     ):

@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 # sk_state (include/net/tcp_states.h)
+V4MAPPED_PREFIX: Final = 0xFFFF << 32  # ::ffff:0.0.0.0/96 (ipv6_addr_set_v4mapped)
 TCP_ESTABLISHED: Final = 1
 TCP_SYN_SENT: Final = 2
 TCP_SYN_RECV: Final = 3
@@ -294,6 +295,7 @@ class TcpSock(Sock):
         super().__init__(net, family, 1, 6)  # SOCK_STREAM, IPPROTO_TCP
         self.tcp = tcp
         self.af_ops = af_ops
+        self.ipv6only = False  # sk_ipv6only (AF_INET6: IPV6_V6ONLY / net.ipv6.bindv6only)
         self.mib = tcp.mib
         self.ext = tcp.ext
         # tcp_init_sock()
@@ -519,7 +521,10 @@ class TcpSock(Sock):
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
         data = _tcp.tcp_recvmsg(self, bufsize, flags)
-        return data, (self.inet_daddr, self.inet_dport), 0, []
+        daddr = self.inet_daddr
+        if self.family != self.af_ops.family:  # an AF_INET6 socket talking IPv4
+            daddr |= V4MAPPED_PREFIX
+        return data, (daddr, self.inet_dport), 0, []
 
     def shutdown(self, how: int) -> None:
         _tcp.inet_shutdown(self, how)
@@ -532,7 +537,20 @@ class TcpSock(Sock):
             from netstack.core.sock import sock_oserror
 
             raise sock_oserror(107)  # ENOTCONN
-        return (self.inet_daddr, self.inet_dport)
+        return (self.user_addr(self.inet_daddr), self.inet_dport)
+
+    def getsockname(self) -> tuple[int, int]:
+        return (self.user_addr(self.inet_rcv_saddr), self.inet_num)
+
+    def user_addr(self, addr: int) -> int:
+        """An address as the socket's user sees it: an IPv4 address of an AF_INET6
+        socket talking IPv4 (``ipv6_mapped`` af_ops) is ``::ffff:a.b.c.d``, as
+        inet6_getname reports the kernel's ``sk_v6_daddr``/``sk_v6_rcv_saddr``
+        (a helper, not a kernel function: timed mode charges nothing for it).
+        """
+        if self.family != self.af_ops.family and addr:
+            return V4MAPPED_PREFIX | addr
+        return addr
 
     def readable(self) -> bool:
         return _tcp.tcp_readable(self)
@@ -567,6 +585,8 @@ class RequestSock:
         self.listener = listener
         self.state = TCP_NEW_SYN_RECV
         self.family = listener.family
+        # tcp_rsk(req)->af_specific: the family of the SYN (IPv4 on a dual-stack listener)
+        self.af_specific: Any = listener.af_ops
         self.loc_addr = 0
         self.rmt_addr = 0
         self.num = 0  # local port
@@ -616,6 +636,7 @@ class TimewaitSock:
         self.tcp = sk.tcp
         self.family = sk.family
         self.af_ops = sk.af_ops
+        self.ipv6only = sk.ipv6only  # tw_ipv6only
         self.state = TCP_TIME_WAIT
         self.tw_substate = state
         self.rcv_saddr = sk.inet_rcv_saddr

@@ -5,7 +5,9 @@ test; hypothesis builds segments for its 4-tuple — any flags, sequence and
 ACK numbers near the edges of the windows or anywhere, random or malformed
 options, payloads, bad data offsets, bad checksums, truncated headers — and
 they are transmitted from b's side of the veth, so they take a's whole
-receive path. After each batch: nothing escaped (the lab is alive), the
+receive path. Dual-stack states put an AF_INET6 socket (IPv4-mapped: a
+listener on ``::``, its request sock, a connection to ``::ffff:10.0.0.2``) in
+the IPv4 socket's place. After each batch: nothing escaped (the lab is alive), the
 scoreboard and memory counters are consistent, bad checksums and bad headers
 were counted, and every segment a sent is well formed (dpkt, checksums).
 """
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.skbuff import SkBuff
-from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.core.sock import AF_INET, AF_INET6, SOCK_STREAM
 from netstack.host import Lab, open_lab
 from netstack.tcp import TcpSock, tcp_of
 from netstack.tcp.sock import RequestSock, TimewaitSock
@@ -172,8 +174,10 @@ class Rig:
 Setup = Callable[[Rig], Awaitable[tuple[str, int, int, Callable[[], tuple[int, int]]]]]
 
 
-async def st_listen(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
-    srv = rig.a.socket(AF_INET, SOCK_STREAM)
+async def st_listen(
+    rig: Rig, family: int = AF_INET
+) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
+    srv = rig.a.socket(family, SOCK_STREAM)
     await srv.bind(("", PORT))
     srv.listen(4)
     rig.keep = srv  # type: ignore[attr-defined]
@@ -197,8 +201,10 @@ async def _connect_quietly(c: Any, addr: tuple[str, int]) -> None:
         pass
 
 
-async def st_syn_recv(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
-    await st_listen(rig)
+async def st_syn_recv(
+    rig: Rig, family: int = AF_INET
+) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
+    await st_listen(rig, family)
     s: Segment = {
         "flags": 0x02, "seq_mode": "rcv_nxt", "seq_delta": 0, "seq_rand": 0, "ack_mode": "random",
         "ack_delta": 0, "ack_rand": 0, "window": 65535, "options": b"\x02\x04\x05\xb4",
@@ -213,12 +219,12 @@ async def st_syn_recv(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int, 
     return GHOST_IP, 42000, PORT, lambda: (req.rcv_nxt, req.snt_isn + 1)
 
 
-async def _established(rig: Rig) -> tuple[Any, Any]:
+async def _established(rig: Rig, mapped: bool = False) -> tuple[Any, Any]:
     srv = rig.b.socket(AF_INET, SOCK_STREAM)
     await srv.bind(("", PORT))
     srv.listen(4)
-    c = rig.a.socket(AF_INET, SOCK_STREAM)
-    await c.connect((B_IP, PORT))
+    c = rig.a.socket(AF_INET6 if mapped else AF_INET, SOCK_STREAM)
+    await c.connect((f"::ffff:{B_IP}" if mapped else B_IP, PORT))
     conn, _ = await srv.accept()
     await c.sendall(b"a" * 3000)
     await conn.sendall(b"b" * 3000)
@@ -232,8 +238,10 @@ def _tuple_of(c: Any) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
     return B_IP, PORT, sk.inet_num, lambda: (sk.rcv_nxt, sk.snd_nxt)
 
 
-async def st_established(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
-    c, _ = await _established(rig)
+async def st_established(
+    rig: Rig, mapped: bool = False
+) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
+    c, _ = await _established(rig, mapped)
     return _tuple_of(c)
 
 
@@ -251,8 +259,10 @@ async def st_fin_wait2(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int,
     return _tuple_of(c)
 
 
-async def st_time_wait(rig: Rig) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
-    c, conn = await _established(rig)
+async def st_time_wait(
+    rig: Rig, mapped: bool = False
+) -> tuple[str, int, int, Callable[[], tuple[int, int]]]:
+    c, conn = await _established(rig, mapped)
     sk = c.sock
     lport = sk.inet_num
     await c.recv(1 << 16)
@@ -281,6 +291,11 @@ STATES: Final[dict[str, Setup]] = {
     "FIN-WAIT-2": st_fin_wait2,
     "TIME-WAIT": st_time_wait,
     "CLOSED": st_closed,
+    # dual stack: AF_INET6 sockets talking IPv4
+    "LISTEN-dual": lambda rig: st_listen(rig, AF_INET6),
+    "SYN-RECV-dual": lambda rig: st_syn_recv(rig, AF_INET6),
+    "ESTAB-mapped": lambda rig: st_established(rig, True),
+    "TIME-WAIT-mapped": lambda rig: st_time_wait(rig, True),
 }
 
 
