@@ -38,7 +38,7 @@ def test_every_example_is_tested() -> None:
         "ipv6_router",
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
-    tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack"}
+    tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -218,6 +218,22 @@ async def test_tcp_transfer(
     out = capsys.readouterr().out
     assert "ESTAB" in out and "cubic" in out and "cwnd:" in out
     assert "received intact: True" in out
+
+
+def test_netperf_netserver(capsys: pytest.CaptureFixture[str]) -> None:
+    """A timed lab: netperf refused without a netserver, then TCP_RR and UDP_STREAM
+    through one, with transactions/s, throughput and CPU figures."""
+    import netstack
+
+    rr, udp = netstack.run(load("netperf_netserver").main)
+    out = capsys.readouterr().out
+    assert "no netserver on 10.0.0.2 port 12865: Connection refused" in out
+    assert rr.transactions > 0 and rr.transactions_per_s > 0
+    assert udp.bytes_sent > 0 and udp.messages_received == udp.bytes_sent // 1400
+    for r in (rr, udp):
+        assert r.local_cpu is not None and r.remote_cpu is not None
+        assert 0 < r.local_cpu < 100 and 0 < r.remote_cpu < 100
+    assert "0.0.0.0:12865" in out  # the netserver's listener
 
 
 async def test_tcp6_over_sit(

@@ -10,14 +10,21 @@ TCP, qdiscs, links — in virtual time. It prints netperf's banner
 ``cpu_title``/``cpu_fmt_1`` with the CPU columns when the lab runs in timed
 mode, where CPU time exists).
 
-The netserver: every host runs one on TCP port 12865 from the start, as the
-Debian/Ubuntu package starts it at boot, so ``netperf -H HOST`` works against
-any lab host. ``netserver [-p PORT]`` starts another one (or says it cannot,
-for a port already served); ``netperf -p PORT`` must name a port some
-netserver serves on the target, or netperf fails as it does on Linux
-(``establish control: are you sure there is a netserver listening…``).
-The control connection itself is not emulated: the test's data connection
-is the one that crosses the lab.
+The netserver and the control connection: every host runs a netserver on
+TCP port 12865, as the Debian/Ubuntu package starts it at boot, so
+``netperf -H HOST`` works against any lab host. It is a real listening socket
+(``[::]``, dual-stack, as netserver's on Linux; ``0.0.0.0`` on a host
+without IPv6), started the first time
+the session needs it — a ``netperf`` to the host or a ``netserver`` on it —
+and listening from then on (``ss -ltn`` shows it). ``netserver [-p PORT]
+[-L ADDR] [-4|-6]`` starts another one (or says it cannot, for a port
+already bound). ``netperf`` first connects to ``-p PORT`` (12865) on the
+target — a real TCP connection, in captures and in ``ss`` — and sends the
+test there; the netserver opens the data socket, and sends its side's
+results back when the test ends (:func:`netstack.tools.netperf.netserver`).
+When nothing listens there the connection is refused, and netperf fails as
+it does on Linux (``establish control: are you sure there is a netserver
+listening…``, exit status 255).
 
 Virtual time only passes when something on the path takes time (a link rate
 or delay, a qdisc's rate, timed mode's CPU costs). On a path where nothing
@@ -31,7 +38,9 @@ would be infinite) and says why.
 
 from __future__ import annotations
 
+import errno
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
@@ -39,7 +48,14 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import RTN_LOCAL
 from netstack.ipv6 import ipv6_of
 from netstack.labs.progress import Progress
-from netstack.tools.netperf import NetperfResult, netperf
+from netstack.socket import AF_INET, AF_INET6, AF_UNSPEC
+from netstack.tools.netperf import (
+    NETSERVER_PORT,
+    NetperfControlError,
+    NetperfResult,
+    netperf,
+    netserver,
+)
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
 
@@ -49,7 +65,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NETPERF_USAGE", "NETSERVER_PORT", "cmd_netperf", "cmd_netserver"]
 
-NETSERVER_PORT: Final = 12865
 DEFAULT_BUDGET: Final = 16_000_000
 DATA_PORT: Final = 12866  # the first data port; each run takes the next one
 
@@ -89,7 +104,11 @@ Usage: netserver [options]
 
 Options:
     -h                Display this text
+    -D                Do not daemonize (accepted: a netserver is a task of the session)
+    -L name,family    Use name to pick listen address and family for family
     -p portnum        Listen for connect requests on portnum.
+    -4                Do IPv4
+    -6                Do IPv6
     -V                Display version information and exit
 """.strip("\n")
 
@@ -117,18 +136,52 @@ class _Usage(Exception):
     """A bad command line: print this message and the usage, exit 255 (netperf's)."""
 
 
-def _netservers(ctx: Context) -> dict[str, set[int]]:
-    """Each host's netserver ports (12865 on every host from the start)."""
-    servers: dict[str, set[int]] = ctx.session.state.setdefault("netserver", {})
-    for name in ctx.lab.hosts:
-        servers.setdefault(name, {NETSERVER_PORT})
-    return servers
+async def _start_netserver(
+    ctx: Context, host: Host, port: int, address: str | None, family: int
+) -> OSError | None:
+    """Start a netserver on *host* in the session's nursery; the bind's error if none could.
+
+    AF_UNSPEC without an address listens on ``[::]``, dual-stack (IPv4
+    peers arrive as ``::ffff:a.b.c.d``), as netserver's ``IN(6)ADDR_ANY``
+    does on Linux; on a host without IPv6, on ``0.0.0.0``.
+    """
+    if address is not None:
+        family = AF_INET6 if ":" in address else AF_INET
+    try:
+        await ctx.session.nursery.start(
+            partial(
+                netserver,
+                host,
+                port,
+                address=address,
+                family=AF_INET6 if family == AF_UNSPEC else family,
+            )
+        )
+    except OSError as e:
+        if family != AF_UNSPEC or e.errno == errno.EADDRINUSE:
+            return e
+        # no IPv6 on this host: the IPv4 wildcard
+        try:
+            await ctx.session.nursery.start(partial(netserver, host, port, family=AF_INET))
+        except OSError as e4:
+            return e4
+    return None
+
+
+async def _boot_netserver(ctx: Context, host: Host) -> None:
+    """The netserver a host runs from boot (port 12865), started when first needed."""
+    booted: set[str] = ctx.session.state.setdefault("netserver_boot", set())
+    if host.name not in booted:
+        booted.add(host.name)
+        await _start_netserver(ctx, host, NETSERVER_PORT, None, AF_UNSPEC)
 
 
 async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
-    """``netserver [-p PORT]``: serve netperf on another port of this host."""
+    """``netserver [-p PORT] [-L ADDR[,FAMILY]] [-4|-6] [-D]``: serve netperf on this host."""
     host = ctx.need_host()
     port = NETSERVER_PORT
+    address: str | None = None
+    family = AF_UNSPEC
     it = iter(argv)
     for a in it:
         if a in ("-h", "--help"):
@@ -137,7 +190,10 @@ async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
         if a == "-V":
             ctx.out("Netperf version 2.7.0")
             return 0
-        if a in ("-D", "-f", "-4", "-d"):
+        if a in ("-D", "-f", "-d"):
+            continue
+        if a in ("-4", "-6"):
+            family = AF_INET if a == "-4" else AF_INET6
             continue
         if a.startswith("-p"):
             value = a[2:] or next(it, "")
@@ -146,17 +202,40 @@ async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
                 return 1
             port = int(value)
             continue
+        if a.startswith("-L"):
+            name, _, fam = (a[2:] or next(it, "")).partition(",")
+            if fam:
+                family = AF_INET6 if fam.lower() in ("6", "inet6", "af_inet6") else AF_INET
+            if name:
+                address = _listen_address(ctx, name, family)
+                if address is None:
+                    ctx.err(f"netserver: could not resolve '{name}'")
+                    return 1
+            continue
         ctx.err(f"netserver: invalid option -- '{a.lstrip('-')[:1]}'\n{NETSERVER_USAGE}")
         return 1
-    ports = _netservers(ctx)[host.name]
-    if port in ports:
-        ctx.err(
-            f"Unable to start netserver with  'IN(6)ADDR_ANY' port '{port}' and family AF_UNSPEC"
-        )
+    await _boot_netserver(ctx, host)
+    shown = address or "IN(6)ADDR_ANY"
+    fam_name = {AF_INET: "AF_INET", AF_INET6: "AF_INET6"}.get(family, "AF_UNSPEC")
+    error = await _start_netserver(ctx, host, port, address, family)
+    if error is not None:
+        ctx.err(f"Unable to start netserver with  '{shown}' port '{port}' and family {fam_name}")
         return 1
-    ports.add(port)
-    ctx.out(f"Starting netserver with host 'IN(6)ADDR_ANY' port '{port}' and family AF_UNSPEC")
+    ctx.out(f"Starting netserver with host '{shown}' port '{port}' and family {fam_name}")
     return 0
+
+
+def _listen_address(ctx: Context, name: str, family: int) -> str | None:
+    """netserver -L's name as an address literal (a lab host name resolves)."""
+    for parse in (aton, aton6):
+        try:
+            parse(name)
+            return name
+        except ValueError:
+            continue
+    if family == AF_INET6:
+        return None
+    return ctx.resolve(name)
 
 
 def _int(flag: str, value: str) -> int:
@@ -343,14 +422,11 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
         return 1
     family = "AF_INET6" if ":" in addr else "AF_INET"
     server = client if addr.startswith("127.") or addr == "::1" else _owner(ctx, addr)
-    if server is None or opts.control_port not in _netservers(ctx)[server.name]:
-        ctx.err(
-            f"establish control: are you sure there is a netserver listening on {addr} at "
-            f"port {opts.control_port}?\nestablish_control could not establish the control "
-            f"connection from 0.0.0.0 port 0 address family AF_UNSPEC to {addr} port "
-            f"{opts.control_port} address family {family}"
-        )
-        return 1
+    if server is None:  # no lab host has the address: nobody can answer (netperf's
+        # connect would time out; the words are the same)
+        ctx.err(_no_netserver(target, opts.control_port, family))
+        return 255
+    await _boot_netserver(ctx, server)
     timed = client.net.cpus[0].model is not None
     if opts.cpu_asked and not timed:
         ctx.err("netperf: CPU utilisation exists in timed mode only; functional mode costs no time")
@@ -375,11 +451,14 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
     if port is None:  # netperf's data connections use a fresh port each run
         port = ctx.session.state.get("netperf_port", DATA_PORT)
         ctx.session.state["netperf_port"] = DATA_PORT + (port + 1 - DATA_PORT) % 1000
-    if opts.banner:
-        ctx.out(
-            f"MIGRATED {_BANNER[opts.test]} from {_ANY[family]} port 0 {family} to "
-            f"{target} ({addr}) port 0 {family}" + (" : first burst 0" if rr else "")
-        )
+
+    def banner() -> None:  # once the control connection is up, as netperf prints it
+        if opts.banner:
+            ctx.out(
+                f"MIGRATED {_BANNER[opts.test]} from {_ANY[family]} port 0 {family} to "
+                f"{target} ({addr}) port 0 {family}" + (" : first burst 0" if rr else "")
+            )
+
     bar = Progress(1000, "netperf", enabled=False if ctx.background else None)
 
     def progress(done: int, elapsed: float) -> None:
@@ -403,7 +482,12 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
                 request_size=opts.request,
                 response_size=opts.response,
                 progress=progress,
+                control_port=opts.control_port,
+                started=banner,
             )
+    except NetperfControlError:
+        ctx.err(_no_netserver(target, opts.control_port, family))
+        return 255
     except OSError as e:
         ctx.err(f"netperf: send_omni: data connection to {addr} port {port}: {e}")
         return 1
@@ -428,6 +512,16 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
     cpu = timed and result.local_cpu is not None
     ctx.out(_table(opts, result, send_size, sndbuf, rcvbuf, cpu, client, server))
     return 0
+
+
+def _no_netserver(target: str, port: int, family: str) -> str:
+    """netlib.c establish_control_internal()'s and establish_control()'s words."""
+    return (
+        f"establish control: are you sure there is a netserver listening on {target} at "
+        f"port {port}?\nestablish_control could not establish the control connection from "
+        f"0.0.0.0 port 0 address family AF_UNSPEC to {target} port {port} address family "
+        f"{family}"
+    )
 
 
 def _table(
@@ -496,7 +590,7 @@ def _table(
             f"{sndbuf:<6d} {rcvbuf:<6d}"
         )
     sent = r.bytes_sent // send_size
-    got = r.bytes_received // send_size
+    got = r.messages_received  # the netserver's count
     if not cpu:
         return (
             "Socket  Message  Elapsed      Messages                \n"

@@ -940,8 +940,9 @@ def default_commands() -> CommandTable:
                     "[-l SECS|-BYTES] [-f g|m|k|G|M|K] [-p PORT] [-c] [-C] [--budget BYTES] "
                     "[-- -m SIZE -r REQ,RSP -P PORT]", complete=_complete_netperf,
                     linux="netperf"),
-            Command("netserver", "serve netperf on another port (every host serves 12865)",
-                    cmd_netserver, usage="netserver [-p PORT]", linux="netperf netserver"),
+            Command("netserver", "serve netperf on another port or address (every host serves "
+                    "12865)", cmd_netserver, usage="netserver [-p PORT] [-L ADDR[,4|6]] [-4|-6] "
+                    "[-D]", linux="netperf netserver"),
             Command("help", "list the commands, or show one's usage", _cmd_help, scope="lab"),
             Command("hosts", "list the hosts and their addresses", _cmd_hosts, scope="lab"),
             Command("sleep", "let N seconds of virtual time pass", _cmd_sleep, scope="lab",

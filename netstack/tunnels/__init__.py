@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from netstack.core.rtnetlink import KernelModule, register_module
+from netstack.gro.eth import eth_offload_init
 from netstack.tunnels.gre_demux import gre_init
 from netstack.tunnels.ip_gre import ipgre_init_net
 from netstack.tunnels.ipip import ipip_init_net
@@ -50,12 +51,14 @@ def register_tunnel_modules(net: Net) -> None:
 
     The IP-in-IP, 6in4 and GRE offloads are built in (the kernel registers
     them at boot: ``ipv4_offload_init``, ``ipv6_offload_init``,
-    ``gre_offload_init``), so they are registered here at once.
+    ``gre_offload_init``), so they are registered here at once, with the
+    offload for Ethernet inside GRE (gretap; ``eth_offload_init``).
     """
     for module in TUNNEL_MODULES:
         register_module(net, module)
     if net.ipv4 is not None:
         ipip_offload_init(net)
         gre_offload_init(net)
+        eth_offload_init(net)
         if net.ipv6 is not None:
             sit_offload_init(net)

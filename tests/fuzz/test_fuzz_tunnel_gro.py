@@ -46,6 +46,17 @@ def gre_frame(i: int) -> bytes:
     return outer(47, gre_pack(GRE_CSUM | GRE_KEY, 0x0800, bytes(inner), key=3), i)
 
 
+def gretap_frame(i: int) -> bytes:
+    """GRE (K) carrying an Ethernet frame carrying IPv4/TCP (eth_gro_receive's input)."""
+    inner = dpkt.ip.IP(src=bytes([10, 9, 0, 1]), dst=bytes([10, 9, 0, 2]), p=6, ttl=64)
+    inner.id = i
+    inner.data = dpkt.tcp.TCP(tcp_bytes(1000 + 500 * i))
+    inner.len = 20 + 520
+    eth = dpkt.ethernet.Ethernet(dst=b"\x02\0\0\0\0\x12", src=b"\x02\0\0\0\0\x11", type=0x0800)
+    eth.data = inner
+    return outer(47, gre_pack(GRE_KEY, 0x6558, bytes(eth), key=3), i)
+
+
 def sit_frame(i: int) -> bytes:
     s, d = aton6("2001:db8:9::1"), aton6("2001:db8:9::2")
     raw = bytearray(tcp_bytes(1000 + 500 * i))
@@ -58,13 +69,13 @@ def sit_frame(i: int) -> bytes:
 
 @settings(max_examples=30)  # a lab per example
 @given(
-    kind=st.sampled_from(["gre", "sit"]),
-    pos=st.lists(st.integers(14, 14 + 20 + 16 + 40), min_size=1, max_size=4),
+    kind=st.sampled_from(["gre", "gretap", "sit"]),
+    pos=st.lists(st.integers(14, 14 + 20 + 8 + 14 + 40), min_size=1, max_size=4),
     val=st.integers(0, 255),
     cut=st.integers(0, 80),
 )
 def test_fuzz_tunnel_gro_receive(kind: str, pos: list[int], val: int, cut: int) -> None:
-    build = gre_frame if kind == "gre" else sit_frame
+    build = {"gre": gre_frame, "gretap": gretap_frame, "sit": sit_frame}[kind]
 
     async def main() -> None:
         async with netstack.open_lab() as lab:

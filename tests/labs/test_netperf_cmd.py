@@ -13,6 +13,7 @@ import trio.testing
 import netstack
 from netstack.labs import tools
 from netstack.labs.session import Session
+from netstack.tcp import tcp_of
 from netstack.testing import routed_hosts
 
 
@@ -103,16 +104,28 @@ async def test_a_time_limited_run_ends_where_no_virtual_time_passes(
 async def test_netserver_ports_and_netperf_errors(
     term: Term, autojump_clock: trio.testing.MockClock
 ) -> None:
-    status, out = await term.run("h1 netperf -H 10.0.9.9")
-    assert status == 1 and out[0] == (
-        "establish control: are you sure there is a netserver listening on 10.0.9.9 at port 12865?"
-    )
+    status, out = await term.run("h1 netperf -H 10.0.9.9")  # no lab host has it
+    assert status == 255 and out == [
+        "establish control: are you sure there is a netserver listening on 10.0.9.9 at port 12865?",
+        "establish_control could not establish the control connection from 0.0.0.0 port 0 "
+        "address family AF_UNSPEC to 10.0.9.9 port 12865 address family AF_INET",
+    ]
+    # h2 is there but nothing listens on 5000: its TCP refuses the control connection
     status, out = await term.run("h1 netperf -H h2 -p 5000")
-    assert status == 1 and "10.0.2.2 at port 5000?" in out[0]
+    assert status == 255 and out == [
+        "establish control: are you sure there is a netserver listening on h2 at port 5000?",
+        "establish_control could not establish the control connection from 0.0.0.0 port 0 "
+        "address family AF_UNSPEC to h2 port 5000 address family AF_INET",
+    ]
+    lab = term.session.lab
+    assert tcp_of(lab.hosts["h2"].net).mib.OutRsts == 1  # the RST that refused it
+    assert tcp_of(lab.hosts["h1"].net).mib.AttemptFails == 1
     assert await term.run("h2 netserver -p 5000") == (
         0,
         ["Starting netserver with host 'IN(6)ADDR_ANY' port '5000' and family AF_UNSPEC"],
     )
+    status, out = await term.run("h2 ss -ltn")  # real listeners, dual-stack as on Linux
+    assert sorted(line.split()[3] for line in out[1:]) == ["[::]:12865", "[::]:5000"]
     status, out = await term.run("h2 netserver")  # every host already serves 12865
     assert status == 1 and out[0].startswith("Unable to start netserver")
     status, out = await term.run("h1 netperf -H h2 -p 5000 -t TCP_RR -l -3 -P 0")
@@ -234,3 +247,144 @@ async def test_netperf_over_ipv6(lab: netstack.Lab, autojump_clock: trio.testing
     )
     assert lines[1].split("\n")[5].split() == ["16384", "131072", "1", "1", "0.02", "500.00"]
     autojump_clock.autojump_threshold = 0
+
+
+async def test_the_control_connection_shows_in_ss_during_a_run(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """netperf talks to the netserver on 12865 first; during the test both the control
+    and the data connection are established TCP connections."""
+    await term.run("h2 tc qdisc add dev eth0 root netem delay 5ms")
+    status, out = await term.run("h1 netperf -H h2 -t TCP_RR -l 1 -P 0 &")
+    assert status == 0
+    term.session.thaw()
+    await trio.sleep(0.5)  # the job is half-way through its test
+    term.session.freeze()
+    status, out = await term.run("h1 ss -tn")
+    peers = sorted(line.split()[4] for line in out[1:] if line.split()[0] == "ESTAB")
+    assert peers == ["10.0.2.2:12865", "10.0.2.2:12866"], out
+    status, out = await term.run("h2 ss -tn")
+    local = sorted(line.split()[3] for line in out[1:] if line.split()[0] == "ESTAB")
+    # the netserver's dual-stack listener took the control connection: IPv4-mapped
+    assert local == ["10.0.2.2:12866", "[::ffff:10.0.2.2]:12865"], out
+    status, out = await term.run("wait")
+    assert any(line.split()[:4] == ["16384", "131072", "1", "1"] for line in out), out
+    # the netserver keeps listening; the control connection is gone
+    status, out = await term.run("h2 ss -tn state established")
+    assert all("12865" not in line for line in out[1:]), out
+
+
+async def test_udp_stream_table_counts_come_from_the_udp_counters(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The "Okay" column is the sender's UdpOutDatagrams, the receive line's count the
+    receiver's UdpInDatagrams (functional mode: no time passes; the timed test below
+    checks the throughputs)."""
+    status, out = await term.run("h1 netperf -H h2 -t UDP_STREAM -l -30000 -P 0 -- -m 1000")
+    assert status == 0
+    sent = _counter((await term.run("h1 nstat -a"))[1], "UdpOutDatagrams")
+    got = _counter((await term.run("h2 nstat -a"))[1], "UdpInDatagrams")
+    size, msg, _secs, okay, errors, _tput = out[-2].split()
+    assert (size, msg, int(okay), int(errors)) == ("212992", "1000", sent, 0)
+    assert int(out[-1].split()[2]) == got
+
+
+def _counter(lines: list[str], name: str) -> int:
+    """A counter of ``nstat -a``'s output."""
+    for line in lines:
+        words = line.split()
+        if words and words[0] == name:
+            return int(words[1])
+    return 0
+
+
+def _timed_udp_stream(tmp_path: Any, command: str) -> list[str]:
+    """*command* in a fresh timed lab: a — 100 Mbit/s, 1 ms — b."""
+    from netstack.labs.labfile import build_lab, parse_lab, timed_model
+
+    spec = parse_lab(
+        '[lab]\ntimed = true\n[hosts.a]\ncommands = ["ip addr add 10.0.0.1/24 dev eth0"]\n'
+        '[hosts.b]\ncommands = ["ip addr add 10.0.0.2/24 dev eth0"]\n'
+        '[[links]]\nends = ["a:eth0", "b:eth0"]\nkind = "nic"\nrate = "100mbit"\n'
+        'delay = "1ms"\n',
+        tmp_path / "t.toml",
+    )
+    lines: list[str] = []
+
+    async def main() -> None:
+        async with (
+            netstack.open_lab(timed=timed_model(spec)) as lab,
+            trio.open_nursery() as nursery,
+        ):
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            session = Session(lab, nursery, out=lines.append, err=lines.append, clock=clock)
+            await build_lab(spec, lab, session, captures=False)
+            lines.clear()
+            for line in command.split(";"):
+                assert await session.run_line(line) == 0
+            nursery.cancel_scope.cancel()
+
+    netstack.run(main)
+    return "\n".join(lines).split("\n")
+
+
+def test_timed_udp_stream_moves_virtual_time_and_reports_cpu(tmp_path: Any) -> None:
+    """Regression: in timed mode UDP_STREAM's sends cost nothing and it ended at the byte
+    budget at time 0. Now each sendto is a system call of a thread on the client's CPU:
+    the test lasts its -l, the table has throughput and CPU columns, and two runs of the
+    same lab print the same figures."""
+    cmd = "a netperf -H b -t UDP_STREAM -l 0.02 -c -C -P 0 -- -m 1400;a nstat -a;b nstat -a"
+    out = _timed_udp_stream(tmp_path, cmd)
+    assert out == _timed_udp_stream(tmp_path, cmd)  # deterministic
+    assert not any(line.startswith("netperf: ") for line in out), out  # no budget, no note
+    assert out[0].endswith("CPU      Service")
+    size, msg, secs, okay, errors, tput, lutil, lsdem = out[4].split()
+    rsize, rsecs, rokay, rtput, rutil, rsdem = out[5].split()
+    assert (size, msg, secs, errors) == ("212992", "1400", "0.02", "0")
+    assert int(okay) == _counter(out, "UdpOutDatagrams")
+    assert int(rokay) == _counter(out, "UdpInDatagrams") == int(okay)
+    assert (rsize, rsecs, rtput) == ("212992", secs, tput)  # every datagram arrived
+    # the printed throughput is those bytes over ~0.02 s (the elapsed time is rounded)
+    assert 0.02 * 0.95 < int(okay) * 1400 * 8 / 1e6 / float(tput) < 0.02 * 1.05
+    assert 0 < float(lutil) < 100 and 0 < float(rutil) < 100
+    # service demand: us of CPU per KB: util x elapsed / KB, from the same figures
+    kb = int(okay) * 1400 / 1024
+    assert abs(float(lutil) / 100 * int(okay) * 1400 * 8 / float(tput) / kb - float(lsdem)) < (
+        0.01 * float(lsdem)
+    )
+    rkb = int(rokay) * 1400 / 1024
+    assert abs(float(rutil) / 100 * int(rokay) * 1400 * 8 / float(rtput) / rkb - float(rsdem)) < (
+        0.01 * float(rsdem)
+    )
+
+
+def test_timed_udp_stream_still_ends_at_the_budget_on_a_fast_path(tmp_path: Any) -> None:
+    out = _timed_udp_stream(tmp_path, "a netperf -H b -t UDP_STREAM -l 100 --budget 70000 -P 0")
+    assert out[0].startswith("netperf: stopped at the budget of 70000 bytes after 0.00")
+    assert out[-2].split()[:5] == ["212992", "65507", "0.00", "2", "0"]
+
+
+async def test_netserver_listen_address_and_family(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    """netserver -L ADDR listens on one address, -4/-6 on one family's wildcard."""
+    status, out = await term.run("h2 netserver -L 10.0.2.2 -p 6001")
+    assert (status, out) == (
+        0,
+        ["Starting netserver with host '10.0.2.2' port '6001' and family AF_UNSPEC"],
+    )
+    assert (await term.run("h2 netserver -4 -p 6002"))[1] == [
+        "Starting netserver with host 'IN(6)ADDR_ANY' port '6002' and family AF_INET"
+    ]
+    assert (await term.run("h2 netserver -6 -p 6003"))[0] == 0
+    status, out = await term.run("h2 ss -ltn")
+    listening = sorted(line.split()[3] for line in out[1:])
+    assert [a for a in listening if "600" in a] == ["0.0.0.0:6002", "10.0.2.2:6001", "[::]:6003"]
+    status, out = await term.run("h1 netperf -H h2 -p 6001 -t TCP_RR -l -2 -P 0")
+    assert status == 0 and out[-2].split()[:4] == ["16384", "131072", "1", "1"]
+    # -6: [::], which takes IPv4 peers too (IPV6_V6ONLY is off, as netserver leaves it)
+    status, out = await term.run("h1 netperf -H h2 -p 6003 -t TCP_RR -l -2 -P 0")
+    assert status == 0, out
+    status, out = await term.run("h2 netserver -L nosuch")
+    assert status == 1 and out == ["netserver: could not resolve 'nosuch'"]

@@ -23,6 +23,7 @@ from netstack.errors import ConfigError
 from netstack.gro import gro_statistics
 from netstack.host import Host, Lab
 from netstack.tcp import TcpSock, tcp_of
+from netstack.tools import netperf
 
 PORT = 5301
 
@@ -129,6 +130,38 @@ async def test_gro_aggregates_a_bulk_flow(lab: Lab, autojump_clock: object) -> N
     assert st.complete_segs / st.complete > 10  # aggregates of many segments
     rsk = [s for s in tcp_of(b.net).sockets if isinstance(s, TcpSock) and s.data_segs_in]
     assert rsk and rsk[0].data_segs_in >= len(payload) // 1448
+
+
+@pytest.mark.parametrize("gso", ["on", "off"])
+async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
+    lab: Lab, autojump_clock: object, gso: str
+) -> None:
+    """The issue's acceptance: over veth with GRO on, TCP is handed ~64 KB skbs.
+
+    With GSO on, the veth hands the sender's GSO skbs over whole; with it off,
+    GRO rebuilds them from MSS-sized skbs. ``TcpInSegs`` counts skbs as TCP
+    receives them (tcp_v4_rcv), so bytes per InSeg is their size. The
+    receiver's buffer is raised because on the frozen clock no receiver RTT
+    passes for auto-tuning (tcp_rcv_space_adjust) to open the window.
+    """
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="veth")
+    add_addr(a, "eth0", "10.0.0.1/24")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    ethtool(a, f"-K eth0 tso {gso} gso {gso}")
+    ethtool(b, "-K eth0 gro on")
+    b.sysctl("net.ipv4.tcp_rmem=4096 1048576 6291456")
+    res = await netperf(a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=4 << 20, send_size=65160)
+    assert res.bytes_received == 4 << 20
+    per_skb = res.bytes_received / b.nstat()["TcpInSegs"]
+    st = gro_statistics(b.net, "eth0")
+    if gso == "on":
+        assert per_skb > 45_000
+        assert st.merged == 0  # nothing to merge: 64 KB GSO skbs arrive whole
+    else:
+        assert per_skb > 32_000  # ~26 segments per skb on average
+        assert st.complete_segs / st.complete > 20
+        assert st.merged > (4 << 20) // 1448 * 9 // 10
 
 
 @pytest.mark.parametrize("gro", ["on", "off"])

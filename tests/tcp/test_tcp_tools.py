@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 import trio
 import trio.testing
@@ -129,3 +131,73 @@ async def test_netperf_has_no_cpu_figures_in_functional_mode(
     a, b = pair(lab, "nic", 0.0001)
     r = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=3)
     assert r.local_cpu is None and r.remote_cpu is None
+
+
+@pytest.mark.parametrize("test", ["TCP_STREAM", "TCP_RR", "UDP_STREAM"])
+async def test_netperf_through_a_netserver_gives_the_same_figures(
+    lab: Lab, autojump_clock: object, test: str
+) -> None:
+    """control_port=: the parameters go to a netserver over a real TCP connection and its
+    results come back on it; the figures are those of a run without one."""
+    from netstack.tcp import tcp_of
+    from netstack.tools.netperf import NETSERVER_PORT, netserver
+
+    a, b = pair(lab, "nic", 0.001)
+    kw: dict[str, object] = {"test": test, "send_size": 1000}
+    kw |= {"transactions": 20} if test == "TCP_RR" else {"total_bytes": 50_000}
+    await netperf(a, b, "10.0.0.2", port=12868, **kw)  # type: ignore[arg-type]  # warm up (ARP…)
+    plain = await netperf(a, b, "10.0.0.2", port=12866, **kw)  # type: ignore[arg-type]
+    passive = tcp_of(b.net).mib.PassiveOpens
+    async with trio.open_nursery() as nursery:
+        await nursery.start(netserver, b)
+        via = await netperf(a, b, "10.0.0.2", port=12867, control_port=NETSERVER_PORT, **kw)  # type: ignore[arg-type]
+        nursery.cancel_scope.cancel()
+    # one control connection, plus the data connection of the TCP tests
+    assert tcp_of(b.net).mib.PassiveOpens - passive == (1 if test == "UDP_STREAM" else 2)
+    assert (via.bytes_sent, via.bytes_received, via.transactions) == (
+        plain.bytes_sent,
+        plain.bytes_received,
+        plain.transactions,
+    )
+    assert via.virtual_seconds == pytest.approx(plain.virtual_seconds)
+    if test == "UDP_STREAM":
+        assert via.messages_received == plain.messages_received == 50
+
+
+async def test_netperf_without_a_netserver_cannot_establish_control(
+    lab: Lab, autojump_clock: object
+) -> None:
+    from netstack.tools.netperf import NetperfControlError
+
+    a, b = pair(lab, "nic", 0.001)
+    with pytest.raises(NetperfControlError) as info:
+        await netperf(a, b, "10.0.0.2", total_bytes=1000, control_port=12865)
+    assert (info.value.errno, info.value.address, info.value.port) == (
+        errno.ECONNREFUSED,
+        "10.0.0.2",
+        12865,
+    )
+
+
+async def test_a_netserver_outlives_clients_that_go_away(lab: Lab, autojump_clock: object) -> None:
+    """A control connection closed mid-test and one that is not netperf's end only
+    themselves: the next netperf through the same netserver runs."""
+    from netstack.tools.netperf import netserver
+
+    a, b = pair(lab, "nic", 0.001)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(netserver, b)
+        for request, reply in (
+            (b"TCP_STREAM family=4 port=13000 req=1 resp=1\n", b"ok port=13000\n"),
+            (b"GET / HTTP/1.0\n", b""),  # the netserver just closes it
+        ):
+            c = a.socket(AF_INET, SOCK_STREAM)
+            await c.connect(("10.0.0.2", 12865))
+            await c.sendall(request)
+            assert await c.recv(100) == reply
+            c.close()  # before the test: the netserver drops its data socket
+        await trio.sleep(0.1)
+        assert "13000" not in b.ss("-ltn")  # the abandoned test's data socket is closed
+        r = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=5, control_port=12865)
+        assert r.transactions == 5
+        nursery.cancel_scope.cancel()

@@ -23,7 +23,9 @@ from netstack.wire.gre import pack as gre_pack
 PORT = 5001
 
 
-async def gre_transfer(lab: netstack.Lab, opts: str) -> tuple[netstack.Host, bytes, bytes]:
+async def gre_transfer(
+    lab: netstack.Lab, opts: str, kind: str = "gre"
+) -> tuple[netstack.Host, bytes, bytes]:
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -33,7 +35,7 @@ async def gre_transfer(lab: netstack.Lab, opts: str) -> tuple[netstack.Host, byt
         (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/24"),
         (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/24"),
     ):
-        h.ip(f"link add gre1 type gre local {local} remote {remote} {opts}".strip())
+        h.ip(f"link add gre1 type {kind} local {local} remote {remote} {opts}".strip())
         h.ip("link set gre1 up")
         h.ip(f"addr add {addr} dev gre1")
     srv = b.socket(AF_INET, SOCK_STREAM)
@@ -57,13 +59,23 @@ async def gre_transfer(lab: netstack.Lab, opts: str) -> tuple[netstack.Host, byt
 
 
 @pytest.mark.parametrize(
-    ("opts", "merges"),
-    [("", True), ("key 42", True), ("csum", True), ("key 42 csum", True), ("seq", False)],
+    ("kind", "opts", "merges"),
+    [
+        ("gre", "", True),
+        ("gre", "key 42", True),
+        ("gre", "csum", True),
+        ("gre", "key 42 csum", True),
+        ("gre", "seq", False),
+        # gretap: Ethernet inside (eth_gro_receive compares the inner MAC header)
+        ("gretap", "", True),
+        ("gretap", "key 42 csum", True),
+        ("gretap", "seq", False),
+    ],
 )
 async def test_gre_gro_merges_plain_and_keyed_gre(
-    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, opts: str, merges: bool
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, kind: str, opts: str, merges: bool
 ) -> None:
-    b, payload, got = await gre_transfer(lab, opts)
+    b, payload, got = await gre_transfer(lab, opts, kind)
     assert got == payload
     phys = gro_statistics(b.net, "eth0")
     gre_in = b.dev("gre1").stats.rx_packets

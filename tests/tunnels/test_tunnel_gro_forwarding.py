@@ -31,7 +31,9 @@ def inner_ok(inner: dpkt.Packet) -> bool:
     return bool(dpkt.in_cksum(pseudo + seg) == 0)
 
 
-@pytest.mark.parametrize("tunnel", ["gre", "gre key 7", "gre csum", "ipip", "sit", "ipv6"])
+@pytest.mark.parametrize(
+    "tunnel", ["gre", "gre key 7", "gre csum", "gretap", "gretap key 9", "ipip", "sit", "ipv6"]
+)
 async def test_router_resegments_tunnel_aggregates(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tunnel: str
 ) -> None:
@@ -103,11 +105,15 @@ async def test_router_resegments_tunnel_aggregates(
         assert len(bytes(ip)) <= 1500
         assert dpkt.in_cksum(bytes(ip)[: ip.hl * 4]) == 0  # outer header checksum
         raw = bytes(ip)[ip.hl * 4 : ip.len]
-        if kind == "gre":
+        if kind in ("gre", "gretap"):
             flags = struct.unpack("!H", raw[:2])[0]
             glen = 4 + (4 if flags & 0x2000 else 0) + (4 if flags & 0x8000 else 0)
             if flags & 0x8000:
                 assert dpkt.in_cksum(raw) == 0  # the GRE checksum of each segment
             raw = raw[glen:]
+            if kind == "gretap":  # an Ethernet frame inside (ARP ones too)
+                if struct.unpack("!H", raw[12:14])[0] != 0x0800:
+                    continue
+                raw = raw[14:]
         inner = dpkt.ip6.IP6(raw) if v6 else dpkt.ip.IP(raw)
         assert inner_ok(inner)
