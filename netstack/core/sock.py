@@ -24,6 +24,8 @@ from netstack.core.skbuff import SkBuff
 from netstack.cpu.timed import ThreadBlocked
 
 if TYPE_CHECKING:
+    import random
+
     from netstack.core.net import Net
 
 __all__ = [
@@ -31,6 +33,9 @@ __all__ = [
     "SOCK_MIN_SNDBUF",
     "Sock",
     "SockWouldBlock",
+    "net_tx_rndhash",
+    "sk_rethink_txhash",
+    "sk_set_txhash",
     "sock_oserror",
     "sock_wfree",
 ]
@@ -422,6 +427,35 @@ class Sock:
         skb = q.popleft()
         self.sk_rmem_alloc -= skb.rmem_charge
         return skb
+
+
+def net_tx_rndhash(rng: random.Random) -> int:
+    """A random transmit hash, never 0 (0 means "none").
+
+    Kernel: include/net/sock.h, net_tx_rndhash().
+    """
+    return rng.getrandbits(32) or 1
+
+
+def sk_set_txhash(sk: Any) -> None:
+    """Draw the socket's transmit hash (its skbs' ``hash``, its IPv6 flow label).
+
+    Kernel: include/net/sock.h, sk_set_txhash().
+    """
+    sk.sk_txhash = net_tx_rndhash(sk.net.rng)
+
+
+def sk_rethink_txhash(sk: Any) -> bool:
+    """Draw a new transmit hash (a new path under ECMP, a new flow label).
+
+    ``SO_TXREHASH`` is not modelled: the ``net.core.txrehash`` default, on.
+
+    Kernel: include/net/sock.h, sk_rethink_txhash().
+    """
+    if sk.sk_txhash:
+        sk_set_txhash(sk)
+        return True
+    return False
 
 
 def sock_wfree(skb: SkBuff) -> None:

@@ -45,13 +45,14 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import sock_oserror
+from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
     tcp_rcv_state_process,
+    tcp_req_err,
     tcp_v4_err_state,
 )
 from netstack.tcp.minisocks import (
@@ -461,6 +462,7 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.inet_dport = 0
         rt.release()
         raise
+    sk_set_txhash(sk)
     if sk.dst_cache is not None:
         sk.dst_cache.release()
     sk.dst_cache = rt
@@ -639,12 +641,15 @@ def ipv4_ops(tcp: Tcp) -> Ipv4Specific:
 
 
 def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
-    """An ICMP error about one of our segments (``skb`` holds the quoted headers).
+    """An ICMP error about one of our segments.
+
+    ``skb.data`` is at the quoted IPv4 header, ``skb.transport_header`` at the
+    ICMP header (icmp_unreach's layout).
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err().
     """
     buf = skb.buf
-    nh = skb.network_header  # the quoted IPv4 header
+    nh = skb.data  # the quoted IPv4 header
     ihl = (buf[nh] & 0xF) * 4
     th = nh + ihl
     if skb.tail - th < 8:
@@ -653,11 +658,19 @@ def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
     sport, dport = struct.unpack_from("!HH", buf, th)
     (seq,) = struct.unpack_from("!I", buf, th + 4)
     sk = tcp.hashinfo.lookup_established(AF_INET, daddr, dport, saddr, sport)
-    if sk is None or not isinstance(sk, TcpSock):
-        tcp.ext.OutOfWindowIcmps += 0
+    if sk is None:
+        ipv4.icmp_mib.InErrors += 1  # __ICMP_INC_STATS(net, ICMP_MIB_INERRORS)
         return
-    icmp = skb.cb if isinstance(skb.cb, tuple) else None
-    icmp_type, code = icmp if icmp is not None else (3, 1)
+    if sk.state == TCP_TIME_WAIT:
+        return  # inet_twsk_put(): nothing to tell a connection that is over
+    icmp_type = buf[skb.transport_header]  # icmp_hdr(skb)
+    code = buf[skb.transport_header + 1]
+    if sk.state == TCP_NEW_SYN_RECV:
+        # an unreachable network or host, a time exceeded or a parameter problem
+        # quoting our SYN-ACK ends the request
+        abort = icmp_type in (11, 12) or (icmp_type == 3 and code in (0, 1))
+        tcp_req_err(sk, seq, abort)
+        return
     tcp_v4_err_state(sk, seq, icmp_type, code, info)
 
 

@@ -259,7 +259,17 @@ def icmpv6_push(
     from netstack.ipv6.ip6_output import ip6_local_out, ip6_make_skb
 
     length = ICMPV6_HLEN + len(data)
-    skb = ip6_make_skb(ipv6, rt, saddr, daddr, IPPROTO_ICMPV6, length, hlimit=hlimit, tclass=tclass)
+    skb = ip6_make_skb(
+        ipv6,
+        rt,
+        saddr,
+        daddr,
+        IPPROTO_ICMPV6,
+        length,
+        hlimit=hlimit,
+        tclass=tclass,
+        fl_dport=icmp_type << 8 | code,  # fl6_icmp_type, fl6_icmp_code
+    )
     buf = skb.buf
     th = skb.transport_header
     buf[th] = icmp_type

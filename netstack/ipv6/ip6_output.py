@@ -41,6 +41,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import skb_checksum_help
 from netstack.ipv6.constants import IPV6_PMTUDISC_PROBE
+from netstack.ipv6.flowlabel import ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.route import rt6_nexthop
 from netstack.neigh.neighbour import neigh_confirm, neigh_output
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -117,13 +118,20 @@ def ip6_make_skb(
     hlimit: int,
     tclass: int = 0,
     flowlabel: int = 0,
+    autoflowlabel: int = -1,
+    fl_sport: int = 0,
+    fl_dport: int = 0,
     sk: Sock | None = None,
     ignore_df: bool = True,
 ) -> SkBuff:
     """An skb with an IPv6 header and room for *payload_len* bytes of *proto*.
 
     The transport header starts at ``skb.transport_header``; the caller
-    fills it. *rt*'s reference passes to the skb.
+    fills it. *rt*'s reference passes to the skb. The flow label is
+    *flowlabel* if set, else an automatic one (``ip6_make_flowlabel``) from
+    the flow's hash: *fl_sport*/*fl_dport* are the flow's ports (for ICMPv6
+    ``fl6_icmp_type``/``code`` share the destination port's bytes);
+    *autoflowlabel* is the socket's ``IPV6_AUTOFLOWLABEL`` (-1: not set).
 
     Kernel: net/ipv6/ip6_output.c, ip6_make_skb() / __ip6_make_skb().
     """
@@ -136,6 +144,13 @@ def ip6_make_skb(
     skb.transport_header = hh_len + IPV6_HLEN
     skb.protocol = ETH_P_IPV6
     buf = skb.buf
+    if not flowlabel and ipv6.auto_flowlabels:
+        flowlabel = ip6_make_flowlabel(
+            ipv6,
+            ipv6.flow_hash.flowi6(saddr, daddr, fl_sport, fl_dport, proto),
+            0,
+            ip6_autoflowlabel(ipv6, autoflowlabel),
+        )
     ip6_flow_hdr(buf, hh_len, tclass, flowlabel)
     _HBB.pack_into(buf, hh_len + 4, payload_len & 0xFFFF, proto, hlimit)
     put_addr(buf, hh_len + 8, saddr)

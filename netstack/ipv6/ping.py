@@ -207,6 +207,8 @@ class Ping6Sock(Inet6Sock):
             length,
             hlimit=hlimit,
             tclass=self.tclass6,
+            autoflowlabel=self.autoflowlabel,
+            fl_dport=ICMPV6_ECHO_REQUEST << 8,  # fl6_icmp_type, fl6_icmp_code
             sk=self,
             ignore_df=self.ip6_sk_ignore_df(),
         )

@@ -61,6 +61,7 @@ from netstack.ipv6.constants import (
     RTNH_F_DEAD,
     RTNH_F_LINKDOWN,
 )
+from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
 from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Mib6Snapshot, Udp6Mib
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -119,6 +120,8 @@ class Ipv6:
         self.idgen_retries = 3
         self.idgen_delay = 1
         self.flowlabel_state_ranges = 0
+        self.flow_hash = FlowHash(net.seed, net.name)  # the flow dissector's hashrnd
+        self.flowlabel_gen = 0  # bumped when a sysctl changes what labels are made
         self.max_dst_opts_number = 8  # IP6_DEFAULT_MAX_DST_OPTS_CNT
         self.max_hbh_opts_number = 8
         self.max_dst_opts_length = INT_MAX
@@ -839,12 +842,28 @@ def _register_globals(ipv6: Ipv6) -> None:
     s.register_int(
         f"{p}.flowlabel_consistency", ipv6, "flowlabel_consistency", minimum=0, maximum=1
     )
-    s.register_int(f"{p}.auto_flowlabels", ipv6, "auto_flowlabels", minimum=0, maximum=3)
+
+    def flowlabel_changed(_value: int) -> None:
+        ipv6.flowlabel_gen += 1  # sockets' cached labels are stale
+
+    s.register_int(
+        f"{p}.auto_flowlabels",
+        ipv6,
+        "auto_flowlabels",
+        minimum=0,
+        maximum=3,
+        on_change=flowlabel_changed,
+    )
     s.register_int(f"{p}.fwmark_reflect", ipv6, "fwmark_reflect", minimum=0, maximum=1)
     s.register_int(f"{p}.idgen_retries", ipv6, "idgen_retries")
     s.register_int(f"{p}.idgen_delay", ipv6, "idgen_delay")
     s.register_int(
-        f"{p}.flowlabel_state_ranges", ipv6, "flowlabel_state_ranges", minimum=0, maximum=1
+        f"{p}.flowlabel_state_ranges",
+        ipv6,
+        "flowlabel_state_ranges",
+        minimum=0,
+        maximum=1,
+        on_change=flowlabel_changed,
     )
     s.register_int(f"{p}.max_dst_opts_number", ipv6, "max_dst_opts_number")
     s.register_int(f"{p}.max_hbh_opts_number", ipv6, "max_hbh_opts_number")

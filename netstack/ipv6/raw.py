@@ -288,6 +288,8 @@ class Raw6Sock(Inet6Sock):
             length,
             hlimit=hlimit,
             tclass=self.tclass6,
+            autoflowlabel=self.autoflowlabel,
+            fl_dport=(data[0] << 8 | data[1]) if proto == IPPROTO_ICMPV6 and length >= 2 else 0,
             sk=self,
             ignore_df=self.ip6_sk_ignore_df(),
         )

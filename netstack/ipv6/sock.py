@@ -39,6 +39,7 @@ from netstack.ipv6.constants import (
     IPV6_PMTUDISC_INTERFACE,
     IPV6_PMTUDISC_OMIT,
 )
+from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel
 from netstack.wire.ipv6 import ipv6_addr_needs_scope_id, ipv6_addr_type
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ IPV6_MTU_DISCOVER: Final = 23
 IPV6_MTU: Final = 24
 IPV6_RECVERR: Final = 25
 IPV6_V6ONLY: Final = 26
+IPV6_DSTOPTS: Final = 59
 IPV6_RECVPKTINFO: Final = 49
 IPV6_PKTINFO: Final = 50
 IPV6_RECVHOPLIMIT: Final = 51
@@ -144,6 +146,7 @@ class Inet6Sock(Sock):
         self.saddr6 = 0  # np->saddr: the source used to send
         self.sk_v6_daddr = 0
         self.flow_label = 0
+        self.autoflowlabel = -1  # IPV6_AUTOFLOWLABEL; -1: not set (np->autoflowlabel_set = 0)
         self.hop_limit = -1  # np->hop_limit (IPV6_UNICAST_HOPS); -1: the route's
         self.mcast_hops = 1  # IPV6_DEFAULT_MCASTHOPS
         self.mcast_oif = 0
@@ -375,6 +378,8 @@ class Inet6Sock(Sock):
             if val < -1 or val > 0xFF:
                 raise sock_oserror(errno.EINVAL)
             self.tclass6 = 0 if val == -1 else val
+        elif optname == IPV6_AUTOFLOWLABEL:
+            self.autoflowlabel = int(bool(val))
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
@@ -418,6 +423,8 @@ class Inet6Sock(Sock):
             return int(self.recvpktinfo)
         if optname == IPV6_TCLASS:
             return self.tclass6
+        if optname == IPV6_AUTOFLOWLABEL:
+            return int(ip6_autoflowlabel(self.ipv6, self.autoflowlabel))
         raise sock_oserror(errno.ENOPROTOOPT)
 
     def _membership(self, join: bool, value: int | bytes) -> None:

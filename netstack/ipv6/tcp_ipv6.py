@@ -69,17 +69,25 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import Sock, sock_oserror
+from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
+from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
 from netstack.ipv6.route import Flowi6
-from netstack.ipv6.sock import IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, SOL_IPV6
+from netstack.ipv6.sock import (
+    IPV6_DSTOPTS,
+    IPV6_TCLASS,
+    IPV6_UNICAST_HOPS,
+    IPV6_V6ONLY,
+    SOL_IPV6,
+)
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
     tcp_initialize_rcv_mss,
     tcp_rcv_established,
     tcp_rcv_state_process,
+    tcp_req_err,
     tcp_simple_retransmit,
 )
 from netstack.tcp.minisocks import (
@@ -111,6 +119,7 @@ from netstack.tcp.sock import (
     RequestSock,
     TcpSkbCb,
     TcpSock,
+    TimewaitSock,
     between,
 )
 from netstack.tcp.state import tcp_set_state
@@ -122,6 +131,7 @@ from netstack.wire.ipv6 import (
     IPV6_ADDR_MULTICAST,
     IPV6_HLEN,
     IPV6_MIN_MTU,
+    NEXTHDR_DEST,
     NEXTHDR_TCP,
     addr_at,
     csum_ipv6_magic,
@@ -339,6 +349,9 @@ class Ipv6Specific:
         if level != SOL_IPV6:
             Sock.setsockopt(sk, level, optname, value)
             return
+        if optname == IPV6_DSTOPTS:
+            ipv6_set_opt_hdr(sk, value)
+            return
         val = sk._int(value)
         if optname == IPV6_TCLASS:
             if not -1 <= val <= 0xFF:
@@ -352,6 +365,9 @@ class Ipv6Specific:
             if sk.inet_num:
                 raise sock_oserror(errno.EINVAL)  # not once bound
             sk.ipv6only = bool(val)
+        elif optname == IPV6_AUTOFLOWLABEL:
+            sk.autoflowlabel = int(bool(val))
+            sk.fl6_gen = -1  # make the label again
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
@@ -368,6 +384,10 @@ class Ipv6Specific:
             return ip6_dst_hoplimit(rt) if rt is not None else self.ipv6.devconf_all.hop_limit
         if optname == IPV6_V6ONLY:
             return int(sk.ipv6only)
+        if optname == IPV6_AUTOFLOWLABEL:
+            return int(ip6_autoflowlabel(self.ipv6, sk.autoflowlabel))
+        if optname == IPV6_DSTOPTS:
+            return sk.opt_dst1opt  # ipv6_getsockopt_sticky()
         raise sock_oserror(errno.ENOPROTOOPT)
 
     # -- passive open -------------------------------------------------------------------
@@ -576,9 +596,17 @@ class Ipv6Specific:
         csum = csum_partial(buf, th, th + hlen)
         _H.pack_into(buf, th + 16, tcp_v6_check(hlen, daddr, saddr, csum))
         tclass = sk.tos if sk is not None and hasattr(sk, "tos") else 0
+        # the connection's hash keeps its flow label (sk_txhash, tw_txhash);
+        # without one the label comes from the flow's keys
+        label = 0
+        if isinstance(sk, TcpSock):
+            out.hash = sk.sk_txhash
+        elif isinstance(sk, TimewaitSock):
+            out.hash = sk.tw_txhash
+            label = sk.tw_flowlabel
         self.tcp.mib.OutSegs += 1
         out.dst = found
-        ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None)
+        ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None, label)
 
 
 class Ipv6Mapped:
@@ -678,20 +706,47 @@ def ip6_xmit(
     tclass: int,
     hlimit: int,
     sk: TcpSock | None,
+    flowlabel: int = 0,
 ) -> int:
     """Push the IPv6 header into the headroom and send (``skb.dst`` is set).
+
+    The flow label is ``ip6_make_flowlabel`` of the skb's hash (TCP's
+    ``sk_txhash``). A socket keeps the label it made last with the hash and
+    sysctl generation it came from, so a connection pays for it once, not per
+    segment. Without a socket (replies), *flowlabel* or the automatic one.
 
     A packet bigger than the path MTU that is neither GSO nor allowed to be
     fragmented is refused with EMSGSIZE (TCP resegments after PMTU changes).
 
     Kernel: net/ipv6/ip6_output.c, ip6_xmit().
     """
+    h = skb.hash
+    if sk is not None:
+        if h != sk.fl6_hash or sk.fl6_gen != ipv6.flowlabel_gen:
+            sk.fl6_label = _tcp_flowlabel(ipv6, skb, saddr, daddr, sk.flow_label, sk.autoflowlabel)
+            sk.fl6_hash = h
+            sk.fl6_gen = ipv6.flowlabel_gen
+        flowlabel = sk.fl6_label
+    elif not flowlabel:
+        flowlabel = _tcp_flowlabel(ipv6, skb, saddr, daddr, 0, -1)
+    proto = NEXTHDR_TCP
+    if sk is not None and sk.opt_dst1opt:  # ipv6_push_frag_opts()
+        opt = sk.opt_dst1opt
+        olen = len(opt)
+        dev: Any = skb.dst.dev if skb.dst is not None else None
+        ll = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16 if dev is not None else 32
+        if skb.data < olen + IPV6_HLEN + ll:
+            skb.cow_head(olen + IPV6_HLEN + ll)  # skb_expand_head()
+        skb.data -= olen
+        skb.buf[skb.data : skb.data + olen] = opt
+        skb.buf[skb.data] = proto  # ipv6_push_exthdr(): its next header
+        proto = NEXTHDR_DEST
     skb.data -= IPV6_HLEN
     nh = skb.data
     skb.network_header = nh
     buf = skb.buf
-    ip6_flow_hdr(buf, nh, tclass, 0)
-    _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, NEXTHDR_TCP, hlimit)
+    ip6_flow_hdr(buf, nh, tclass, flowlabel)
+    _HBB.pack_into(buf, nh + 4, (skb.tail - nh - IPV6_HLEN) & 0xFFFF, proto, hlimit)
     put_addr(buf, nh + 8, saddr)
     put_addr(buf, nh + 24, daddr)
     skb.protocol = ETH_P_IPV6
@@ -703,6 +758,40 @@ def ip6_xmit(
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return -errno.EMSGSIZE
     return ip6_local_out(ipv6, skb)
+
+
+def ipv6_set_opt_hdr(sk: TcpSock, value: int | bytes) -> None:
+    """``IPV6_DSTOPTS``: the destination options header sent in front of TCP.
+
+    An empty value removes it (RFC 3542). A connection's MSS makes room for it
+    (``icsk_ext_hdr_len``, ``tcp_sync_mss``), as ``ipv6_update_options`` does.
+
+    Kernel: net/ipv6/ipv6_sockglue.c, ipv6_set_opt_hdr() / ipv6_update_options().
+    """
+    opt = bytes(value) if isinstance(value, bytes | bytearray) else b""
+    if opt:
+        if len(opt) < 2 or len(opt) & 7 or len(opt) > 8 * 255:
+            raise sock_oserror(errno.EINVAL)
+        optlen = (opt[1] + 1) << 3  # ipv6_optlen()
+        if optlen > len(opt):
+            raise sock_oserror(errno.EINVAL)
+        opt = opt[:optlen]  # ipv6_renew_options() keeps the header's own length
+    sk.opt_dst1opt = opt
+    # not for a v4-mapped connection (the kernel's inet_daddr != LOOPBACK4_IPV6)
+    if sk.state not in (TCP_LISTEN, TCP_CLOSE) and sk.af_ops.family == AF_INET6:
+        sk.icsk_ext_hdr_len = len(opt)
+        tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
+
+
+def _tcp_flowlabel(
+    ipv6: Ipv6, skb: SkBuff, saddr: int, daddr: int, flowlabel: int, autoflowlabel: int
+) -> int:
+    """``ip6_make_flowlabel`` for a TCP skb: its hash, else the flow's (skb_get_hash_flowi6)."""
+    h = skb.hash
+    if not h and not flowlabel and ipv6.auto_flowlabels:
+        sport, dport = _HH.unpack_from(skb.buf, skb.data)  # the TCP header
+        h = ipv6.flow_hash.flowi6(saddr, daddr, sport, dport, NEXTHDR_TCP)
+    return ip6_make_flowlabel(ipv6, h, flowlabel, ip6_autoflowlabel(ipv6, autoflowlabel))
 
 
 def sk_setup_caps6(sk: TcpSock, rt: Any) -> None:
@@ -771,7 +860,7 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.inet_saddr = fl6.saddr
     if not sk.inet_rcv_saddr:
         sk.inet_rcv_saddr = sk.inet_saddr
-    sk.icsk_ext_hdr_len = 0
+    sk.icsk_ext_hdr_len = len(sk.opt_dst1opt)  # opt->opt_flen + opt->opt_nflen
     sk.mss_clamp = IPV6_MIN_MTU - 20 - IPV6_HLEN  # IPV6_MIN_MTU - headers until the SYN-ACK
     tcp_set_state(sk, TCP_SYN_SENT)
     try:
@@ -781,6 +870,7 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.inet_dport = 0
         found.release()
         raise
+    sk_set_txhash(sk)
     if sk.dst_cache is not None:
         sk.dst_cache.release()
     sk.dst_cache = found
@@ -1006,8 +1096,12 @@ def tcp_v6_err(
     if sk is None:
         ipv6.icmp6_mib.InErrors += 1
         return
-    if not isinstance(sk, TcpSock):
-        return  # TIME_WAIT / request socks ignore errors (tcp_req_err: no SYN cookies here)
+    if sk.state == TCP_TIME_WAIT:
+        return  # inet_twsk_put(): nothing to tell a connection that is over
+    if sk.state == TCP_NEW_SYN_RECV:
+        _, fatal = icmpv6_err_convert(icmp_type, code)
+        tcp_req_err(sk, seq, fatal)
+        return
     if sk.state == TCP_CLOSE:
         return
     if sk.state not in (TCP_SYN_SENT, TCP_LISTEN) and not between(seq, sk.snd_una, sk.snd_nxt):

@@ -413,6 +413,9 @@ class Udp6Sock(Inet6Sock):
             hlimit=hlimit,
             tclass=self.tclass6,
             flowlabel=self.flow_label if connected else 0,
+            autoflowlabel=self.autoflowlabel,
+            fl_sport=self.inet_num,
+            fl_dport=dport,
             sk=self,
             ignore_df=self.ip6_sk_ignore_df(),
         )

@@ -44,6 +44,7 @@ from netstack.core.sock import (
     SOL_IP,
     SOL_SOCKET,
 )
+from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL
 from netstack.ipv6.sock import (
     ICMP6_FILTER,
     IPPROTO_ICMPV6,
@@ -82,6 +83,7 @@ __all__ = [
     "IPPROTO_IPV6",
     "IPPROTO_TCP",
     "IPPROTO_UDP",
+    "IPV6_AUTOFLOWLABEL",
     "IPV6_DONTFRAG",
     "IPV6_HOPLIMIT",
     "IPV6_JOIN_GROUP",

@@ -31,6 +31,7 @@ import struct
 from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.core.sock import net_tx_rndhash
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.output import (
     __tcp_select_window,
@@ -1938,7 +1939,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     req.mss = rx.mss_clamp
     req.snt_isn = tcb.tw_isn or ops.init_seq(skb)
     req.ts_off = ops.init_ts_off(skb) if req.tstamp_ok else 0
-    req.txhash = sk.net.rng.getrandbits(32)
+    req.txhash = net_tx_rndhash(sk.net.rng)
     rt = ops.route_req(req)
     if rt is None:
         kfree_skb(skb, DropReason.IP_OUTNOROUTES)
@@ -1990,6 +1991,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
         inet_csk_reqsk_queue_drop(listener, req)
         return
     ops: Any = req.af_specific
+    req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1
         tcp.ext.TCPSynRetrans += 1
@@ -2043,6 +2045,26 @@ def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
         sk.sk_error_report()
     else:
         sk.sk_err_soft = err
+
+
+def tcp_req_err(req: RequestSock, seq: int, abort: bool) -> None:
+    """An ICMP error about a SYN-ACK of a request sock (SYN_RECV).
+
+    An error quoting another sequence number than our SYN-ACK's is out of
+    window; a fatal one (*abort*) quoting it drops the request silently: the
+    error cannot reach a child that does not exist yet, and POSIX does not
+    want network errors from accept().
+
+    Kernel: net/ipv4/tcp_ipv4.c, tcp_req_err().
+    """
+    listener = req.listener
+    if seq != req.snt_isn:
+        listener.ext.OutOfWindowIcmps += 1
+    elif abort:
+        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
+
+        inet_csk_reqsk_queue_drop(listener, req)
+        listener.ext.ListenDrops += 1  # tcp_listendrop()
 
 
 def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int) -> None:

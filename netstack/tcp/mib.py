@@ -136,6 +136,7 @@ TCPEXT_FIELDS: Final = (
     "TCPZeroWindowDrop",
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
+    "TcpTimeoutRehash",
 )
 
 
@@ -308,3 +309,4 @@ class TcpExtMib(_Mib):
     TCPZeroWindowDrop: int
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
+    TcpTimeoutRehash: int

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from netstack.core.skbuff import SkBuff
+from netstack.core.sock import net_tx_rndhash
 from netstack.tcp.input import TcpOptionsReceived, tcp_ack_update_rtt, tcp_parse_options
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -103,6 +104,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
         from netstack.tcp.input import tcp_oow_rate_limited
 
         if not tcp_oow_rate_limited(req_ratelimit(req, listener), "TCPACKSkippedSynRecv"):
+            req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack()
             if ops.send_synack(listener, req, None) == 0:
                 tcp.mib.RetransSegs += 1
                 tcp.ext.TCPSynRetrans += 1
@@ -214,6 +216,8 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
         "sock_flag_linger",
         "sk_lingertime",
         "ipv6only",
+        "autoflowlabel",  # ipv6_pinfo, copied whole by tcp_v6_syn_recv_sock()
+        "flow_label",
     ):
         setattr(sk, attr, getattr(listener, attr))
     sk.icsk_ca_ops = listener.icsk_ca_ops

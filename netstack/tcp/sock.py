@@ -318,6 +318,15 @@ class TcpSock(Sock):
         self.sk_err_soft = 0
         self.sk_rcvlowat = 1
         self.sk_txhash = 0
+        # ipv6_pinfo: the flow label (np->flow_label), IPV6_AUTOFLOWLABEL (-1: not
+        # set) and the label ip6_xmit last made, for the txhash and sysctl generation
+        self.flow_label = 0
+        self.autoflowlabel = -1
+        self.fl6_hash = -1
+        self.fl6_gen = -1
+        self.fl6_label = 0
+        self.opt_dst1opt = b""  # np->opt->dst1opt: IPV6_DSTOPTS, sent before TCP
+        self.timeout_rehash = 0
         self.parent: TcpSock | None = None  # the listener a child is queued on
         # inet_connection_sock
         self.icsk_ca_ops: TcpCongestionOps = tcp.default_ca()
@@ -652,6 +661,8 @@ class TimewaitSock:
         self.last_oow_ack_time = 0
         self.reuse = sk.sk_reuse
         self.reuseport = sk.sk_reuseport
+        self.tw_txhash = sk.sk_txhash  # the connection's flow label lives on
+        self.tw_flowlabel = sk.flow_label
         self.timer: TimerList = sk.net.timers.timer(self._expire, "tw_timer")
         self.killed = False
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.core.sock import sk_rethink_txhash
 from netstack.tcp.input import tcp_enter_loss
 from netstack.tcp.output import (
     inet_csk_reset_xmit_timer,
@@ -82,6 +83,10 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
     if sk.icsk_retransmits >= limit:
         tcp_write_err(sk)
         return True
+    # a new path (ECMP) and a new IPv6 flow label for the retransmission
+    if sk_rethink_txhash(sk):
+        sk.timeout_rehash += 1
+        sk.ext.TcpTimeoutRehash += 1
     return False
 
 

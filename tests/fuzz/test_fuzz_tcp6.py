@@ -4,10 +4,11 @@ connection, a TIME_WAIT sock and a closed port.
 Host a holds the socket in the state under test; hypothesis builds segments for
 its 4-tuple (any flags, sequence and ACK numbers at or near the windows or
 anywhere, random options, payloads, bad data offsets, bad checksums, truncated
-headers) and they are transmitted from b's side of the veth, so they take a's
-whole receive path (ipv6_rcv → tcp_v6_rcv). After each segment: bad checksums
-were counted, nothing escaped, and every segment a sent is well formed (dpkt,
-checksum over the IPv6 pseudo-header).
+headers, behind a destination options or hop-by-hop header or not) and they
+are transmitted from b's side of the veth, so they take a's whole receive path
+(ipv6_rcv → tcp_v6_rcv). After each segment: bad checksums were counted,
+nothing escaped, and every segment a sent is well formed (dpkt, checksum over
+the IPv6 pseudo-header).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ segment = st.fixed_dictionaries(
         "doff_bias": st.sampled_from([0, 0, 0, -1, 1, -5, 10]),
         "bad_csum": st.booleans(),
         "truncate": st.sampled_from([0, 0, 0, 0, 8, 19]),
+        # an extension header in front of TCP: none, destination options, hop-by-hop
+        "exthdr": st.sampled_from([6, 6, 60, 0]),
     }
 )
 
@@ -91,7 +94,9 @@ def build_frame6(
     struct.pack_into("!H", tcp, 16, c)
     if s["truncate"]:
         tcp = tcp[: s["truncate"]]
-    ip6 = struct.pack("!IHBB", 6 << 28, len(tcp), 6, 64)
+    if s["exthdr"] != 6:  # PadN-only options: the segment still reaches TCP
+        tcp = bytearray(bytes([6, 0, 1, 4, 0, 0, 0, 0])) + tcp
+    ip6 = struct.pack("!IHBB", 6 << 28, len(tcp), s["exthdr"], 64)
     ip6 += saddr.to_bytes(16, "big") + daddr.to_bytes(16, "big")
     return dst_mac + src_mac + b"\x86\xdd" + ip6 + bytes(tcp)
 

@@ -24,10 +24,12 @@ from hypothesis import strategies as st
 import netstack
 from netstack.core.features import SKB_GSO_TCPV6
 from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
+from netstack.core.xmit import skb_gso_segment
 from netstack.errors import ConfigError
 from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GRO_NORMAL, GroNode, gro_statistics
 from netstack.host import Host, Lab
-from netstack.socket import AF_INET6, SOCK_STREAM
+from netstack.ipv6.sock import IPV6_DSTOPTS
+from netstack.socket import AF_INET6, IPPROTO_IPV6, SOCK_STREAM
 from netstack.tcp import TcpSock, tcp_of
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -52,7 +54,9 @@ def ethtool(host: Host, cmd: str) -> None:
         host.ethtool(cmd)
 
 
-async def burst6(lab: Lab, tso: str, gso: str) -> tuple[list[bytes], list[bytes]]:
+async def burst6(
+    lab: Lab, tso: str, gso: str, dstopts: bytes = b"", mss: int = 1428
+) -> tuple[list[bytes], list[bytes]]:
     """One 10-segment write right after the handshake; (sender, receiver) frames."""
     a, b = pair6(lab)
     ethtool(a, f"-K eth0 tso {tso} gso {gso}")
@@ -67,10 +71,12 @@ async def burst6(lab: Lab, tso: str, gso: str) -> tuple[list[bytes], list[bytes]
     c = a.socket(AF_INET6, SOCK_STREAM)
     await c.connect((B6, PORT))
     conn, _ = await srv.accept()
+    if dstopts:
+        c.setsockopt(IPPROTO_IPV6, IPV6_DSTOPTS, dstopts)
     await trio.sleep(1)
     cap_a = a.capture("eth0")
     cap_b = b.capture("eth0")
-    payload = bytes(i % 251 for i in range(1428 * 9 + 1000))
+    payload = bytes(i % 251 for i in range(mss * 9 + 1000))
     await c.sendall(payload)
     got = bytearray()
     while len(got) < len(payload):
@@ -113,8 +119,96 @@ async def test_v6_segments_are_byte_identical_to_mss_sends(autojump_clock: objec
         assert dpkt.in_cksum(pseudo + seg) == 0
     seqs = [p.data.seq for p in pkts]
     assert seqs == [(seqs[0] + 1428 * i) & 0xFFFFFFFF for i in range(10)]
+    assert len({p.flow for p in pkts}) == 1 and pkts[0].flow  # GSO copies the flow label
     flags = [p.data.flags for p in pkts]
     assert flags[-1] & dpkt.tcp.TH_PUSH and not any(fl & dpkt.tcp.TH_PUSH for fl in flags[:-1])
+
+
+# a destination options header: next header (rewritten on send), length 1 (16 bytes),
+# a PadN of 4 and an unknown option of type 0x1e ("skip if unrecognized") with 8 bytes
+DSTOPTS = bytes([0, 1, 1, 2, 0, 0, 0x1E, 8]) + b"netstack"
+
+
+async def test_v6_gso_with_destination_options(autojump_clock: object) -> None:
+    """IPV6_DSTOPTS on a live connection: the MSS shrinks by 16 and every segment
+    carries the header; ipv6_gso_segment pulls it (ipv6_gso_pull_exthdrs) and the
+    segments equal what TCP sends MSS by MSS, as dpkt reads them."""
+    from netstack.host import open_lab
+
+    frames = {}
+
+    async def run(gso: str) -> None:
+        async with open_lab(debug_skb=True) as lab_m:
+            frames[gso] = await burst6(lab_m, "off", gso, DSTOPTS, mss=1412)
+
+    async with trio.open_nursery() as n:
+        for gso in ("on", "off"):
+            n.start_soon(run, gso)
+    gso_sent, gso_wire = frames["on"]
+    _, mss_wire = frames["off"]
+    assert len([f for f in gso_sent if len(f) > 100]) == 10
+    assert gso_wire == mss_wire and len(mss_wire) == 10
+    pkts = [dpkt.ethernet.Ethernet(f).data for f in mss_wire]
+    for p in pkts:
+        assert p.nxt == 60 and p.p == 6 and isinstance(p.data, dpkt.tcp.TCP)
+        raw = bytes(p)
+        assert raw[40:56] == bytes([6]) + DSTOPTS[1:]  # next header: TCP
+        seg = raw[56 : 40 + p.plen]
+        pseudo = p.src + p.dst + struct.pack("!I3xB", len(seg), 6)
+        assert dpkt.in_cksum(pseudo + seg) == 0
+    assert [p.plen for p in pkts] == [16 + 32 + 1412] * 9 + [16 + 32 + 1000]
+    assert max(len(f) for f in mss_wire) == 1514
+
+
+async def test_gro_aggregates_a_flow_with_destination_options(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """Set before connect: the MSS leaves room from the first segment; GRO pulls the
+    destination options (ipv6_gro_pull_exthdrs) and still aggregates the flow; the
+    merged skbs reach TCP through ipv6_rcv's destination options parser."""
+    a, b = pair6(lab, "veth")
+    ethtool(a, "-K eth0 tso off gso off")
+    b.ethtool("-K eth0 gro on")
+    await trio.sleep(2)
+    srv = b.socket(AF_INET6, SOCK_STREAM)
+    await srv.bind(("::", PORT))
+    srv.listen(1)
+    payload = bytes(range(256)) * 2048  # 512 KiB
+    got = bytearray()
+    async with trio.open_nursery() as n:
+
+        async def server() -> None:
+            conn, _ = await srv.accept()
+            while d := await conn.recv(1 << 17):
+                got.extend(d)
+
+        n.start_soon(server)
+        c = a.socket(AF_INET6, SOCK_STREAM)
+        c.setsockopt(IPPROTO_IPV6, IPV6_DSTOPTS, DSTOPTS + b"\0" * 8)  # kept: 16 bytes
+        assert c.getsockopt(IPPROTO_IPV6, IPV6_DSTOPTS) == DSTOPTS
+        await c.connect((B6, PORT))
+        csk = c.sock
+        assert isinstance(csk, TcpSock) and csk.icsk_ext_hdr_len == 16
+        assert csk.mss_cache == 1440 - 16 - 12
+        await c.sendall(payload)
+        c.close()
+    assert got == payload
+    gro = gro_statistics(b.net, "eth0")
+    assert gro.merged > len(payload) // 1412 // 2
+    assert gro.complete_segs / gro.complete > 5
+    assert b.snmp6()["Ip6"].InHdrErrors == 0
+
+
+async def test_dstopts_sockopt_validation(lab: Lab, autojump_clock: object) -> None:
+    a, _ = pair6(lab)
+    s = a.socket(AF_INET6, SOCK_STREAM)
+    for bad in (b"\0" * 4, b"\0" * 12, bytes([0, 2]) + b"\0" * 14):  # short, odd, too long
+        with pytest.raises(OSError) as e:
+            s.setsockopt(IPPROTO_IPV6, IPV6_DSTOPTS, bad)
+        assert e.value.errno == 22
+    s.setsockopt(IPPROTO_IPV6, IPV6_DSTOPTS, DSTOPTS)
+    s.setsockopt(IPPROTO_IPV6, IPV6_DSTOPTS, b"")  # RFC 3542: empty removes it
+    assert s.getsockopt(IPPROTO_IPV6, IPV6_DSTOPTS) == b""
 
 
 @pytest.mark.parametrize("sender_gso", ["on", "off"])
@@ -178,6 +272,7 @@ def frame6(
     flags: int = dpkt.tcp.TH_ACK,
     trailer: bytes = b"",
     nxt: int = 6,
+    pad: int = 0,
 ) -> bytes:
     s = aton6(src)
     d = aton6(dst)
@@ -188,8 +283,8 @@ def frame6(
     csum = csum_ipv6_magic(s, d, len(raw), 6, csum_partial(raw, 0, len(raw)))
     raw[16:18] = csum.to_bytes(2, "big")
     body = bytes(raw)
-    if nxt == 60:  # a destination options header in front of TCP
-        body = bytes([6, 0, 1, 4, 0, 0, 0, 0]) + body
+    if nxt in (0, 43, 60):  # a hop-by-hop, routing or destination options header
+        body = bytes([6, 0, 1, 4, pad, 0, 0, 0]) + body  # PadN (or its bytes as routing)
     first = (6 << 28) | (tclass << 20) | flow
     hdr = struct.pack("!IHBB", first, len(body), nxt, hlim) + s.to_bytes(16, "big")
     hdr += d.to_bytes(16, "big")
@@ -234,7 +329,7 @@ async def test_ipv6_gro_rules(lab: Lab, autojump_clock: object) -> None:
     # a payload length mismatch: delivered alone, and it ends the flow it matches
     assert r.rx(frame6(4000, tclass=4, trailer=b"\0" * 6)) == GRO_NORMAL
     assert r.node.statistics().flush_final == 2
-    assert r.rx(frame6(9000, nxt=60)) == GRO_NORMAL  # extension header: not pulled here
+    assert r.rx(frame6(9000, nxt=0)) == GRO_NORMAL  # hop-by-hop: not pulled (since 6.6)
     assert r.rx(frame6(4000, tclass=4, src="2001:db8::8")) == GRO_HELD  # other address
     assert r.rx(frame6(6000, b"y" * 500, tclass=4, hlim=63)) == GRO_MERGED_FREE  # short: ends
     st_ = r.node.statistics()
@@ -246,26 +341,57 @@ async def test_ipv6_gro_rules(lab: Lab, autojump_clock: object) -> None:
     assert r.node.held_skbs() == 0
 
 
+@pytest.mark.parametrize("nxt", [60, 43])
+async def test_ipv6_gro_pulls_destination_options_and_routing(
+    lab: Lab, autojump_clock: object, nxt: int
+) -> None:
+    """ipv6_gro_pull_exthdrs: TCP behind a destination options or routing header
+    merges; other extension header bytes, or none, are another flow."""
+    r = GroRig(lab)
+    assert r.rx(frame6(1000, nxt=nxt)) == GRO_HELD
+    assert r.rx(frame6(2000, nxt=nxt)) == GRO_MERGED_FREE
+    assert r.rx(frame6(3000, nxt=nxt, pad=1)) == GRO_HELD  # other option bytes
+    assert r.rx(frame6(3000)) == GRO_HELD  # no extension header
+    assert r.node.held_skbs() == 3
+    r.node.flush(r.napi, False)
+    assert r.node.statistics().merged == 1
+    assert r.node.held_skbs() == 0
+
+
+async def test_ipv6_gro_merges_labelled_flows(lab: Lab, autojump_clock: object) -> None:
+    """Automatic flow labels do not stop GRO: same label, same flow (ipv6_gro_receive
+    compares the first word under 0xF00FFFFF)."""
+    r = GroRig(lab)
+    assert r.rx(frame6(1000, flow=0xABCDE)) == GRO_HELD
+    assert r.rx(frame6(2000, flow=0xABCDE)) == GRO_MERGED_FREE
+    assert r.rx(frame6(3000, flow=0xABCDF)) == GRO_HELD  # a new label: another flow
+    assert r.node.held_skbs() == 2
+
+
 @settings(max_examples=25)  # a lab per example
 @given(
-    pos=st.lists(st.integers(0, 14 + 40 + 20 + 40), min_size=1, max_size=4),
+    pos=st.lists(st.integers(0, 14 + 40 + 8 + 20 + 40), min_size=1, max_size=4),
     val=st.integers(0, 255),
-    cut=st.integers(0, 40),
+    cut=st.integers(0, 48),
+    nxt=st.sampled_from([6, 60, 43, 0]),
 )
-def test_fuzz_ipv6_gro_receive(pos: list[int], val: int, cut: int) -> None:
-    """Mutated or truncated IPv6/TCP frames never break the GRO engine or the stack."""
+def test_fuzz_ipv6_gro_receive(pos: list[int], val: int, cut: int, nxt: int) -> None:
+    """Mutated or truncated IPv6/TCP frames, with or without an extension header in
+    front of TCP (destination options, routing, hop-by-hop), never break the GRO
+    engine or the stack."""
 
     async def main() -> None:
         async with netstack.open_lab() as lab:
             r = GroRig(lab)
-            r.rx(frame6(1000))
-            f = bytearray(frame6(2000))
+            r.rx(frame6(1000, nxt=nxt))
+            f = bytearray(frame6(2000, nxt=nxt))
             for p in pos:
-                f[p] = val
+                if p < len(f):
+                    f[p] = val
             if cut:
                 f = f[: 14 + 40 + cut]
             r.rx(bytes(f))
-            r.rx(frame6(3000))
+            r.rx(frame6(3000, nxt=nxt))
             r.node.flush(r.napi, False)
             assert r.node.held_skbs() == 0
 
@@ -328,3 +454,73 @@ async def test_netperf_over_ipv6(lab: Lab, autojump_clock: object, test: str) ->
         res = await netperf(a, b, B6, test=test, total_bytes=1 << 20, send_size=1024)
         assert res.bytes_received == res.bytes_sent == 1 << 20
     assert res.wall_seconds > 0
+
+
+def _gso6_skb(dev: object, chain: list[int], payload: bytes, mss: int) -> SkBuff:
+    """A TCPv6 GSO skb as dev_queue_xmit sees it: Ethernet, IPv6, the extension
+    headers of *chain* (8 bytes each, PadN), TCP, *payload*."""
+    s, d = aton6(A6), aton6(B6)
+    tcp = struct.pack("!HHIIBBHHH", 5001, PORT, 0xFFFFF000, 7, 5 << 4, 0x18, 512, 0, 0)
+    nexts = [*chain[1:], 6] if chain else []
+    ext = b"".join(bytes([n, 0, 1, 4, 0, 0, 0, 0]) for n in nexts)
+    body = ext + tcp + payload
+    hdr = struct.pack("!IHBB", 6 << 28, len(body), chain[0] if chain else 6, 64)
+    hdr += s.to_bytes(16, "big") + d.to_bytes(16, "big")
+    frame = b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x86\xdd" + hdr + body
+    headroom = 64
+    skb = SkBuff(bytearray(headroom) + frame, headroom, headroom + len(frame))
+    skb.mac_header = headroom
+    skb.network_header = headroom + 14
+    skb.transport_header = headroom + 54 + len(ext)
+    skb.protocol = ETH_P_IPV6
+    skb.dev = dev  # type: ignore[assignment]
+    skb.gso_size = mss
+    skb.gso_segs = -(-len(payload) // mss)
+    skb.gso_type = SKB_GSO_TCPV6
+    return skb
+
+
+@given(
+    chain=st.sampled_from([[], [0], [60], [43], [0, 60], [0, 43, 60], [60, 43]]),
+    size=st.integers(2, 5000),
+    mss=st.integers(1, 1400),
+)
+@settings(max_examples=30)
+def test_ipv6_gso_segment_pulls_extension_headers(chain: list[int], size: int, mss: int) -> None:
+    """ipv6_gso_pull_exthdrs: hop-by-hop, destination options and routing headers
+    are copied into every segment; payload lengths count them; TCP checksums
+    over the pseudo-header, sequence numbers and flags as dpkt reads them."""
+    payload = bytes(i * 13 % 256 for i in range(size))
+    if size <= mss:
+        mss = max(1, size - 1)
+    segs: list[SkBuff] = []
+
+    async def main() -> None:
+        async with netstack.open_lab() as lab:
+            h = lab.add_host("h")
+            s = skb_gso_segment(_gso6_skb(h.dev("lo"), chain, payload, mss), 0)
+            while s is not None:
+                segs.append(s)
+                s = s.next
+
+    netstack.run(main)
+    assert len(segs) == -(-size // mss)
+    data = b""
+    for k, s in enumerate(segs):
+        frame = bytes(s.buf[s.data : s.tail])
+        p = dpkt.ethernet.Ethernet(frame).data
+        assert isinstance(p, dpkt.ip6.IP6) and p.p == 6
+        assert p.nxt == (chain[0] if chain else 6) and p.plen == len(frame) - 14 - 40
+        raw = bytes(p)
+        nexts = [*chain[1:], 6] if chain else []
+        assert raw[40 : 40 + 8 * len(chain)] == bytes(
+            b for n in nexts for b in (n, 0, 1, 4, 0, 0, 0, 0)
+        )
+        seg = raw[40 + 8 * len(chain) :]
+        pseudo = p.src + p.dst + struct.pack("!I3xB", len(seg), 6)
+        assert dpkt.in_cksum(pseudo + seg) == 0
+        tcp = dpkt.tcp.TCP(seg)
+        assert tcp.seq == (0xFFFFF000 + k * mss) & 0xFFFFFFFF
+        assert tcp.flags == (0x18 if k == len(segs) - 1 else 0x10)
+        data += tcp.data
+    assert data == payload
