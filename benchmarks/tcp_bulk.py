@@ -45,6 +45,8 @@ from netstack.tools import netperf
 # 45 segments of 1448 bytes: the largest GSO skb (tcp_xmit_size_goal), so each
 # send fills whole skbs instead of leaving a small one for Nagle to let go
 SEND_SIZE = 45 * 1448
+# IPv6: MSS 1440 - 12 (timestamps); 45 * 1448 would leave a 900-byte skb per send
+SEND_SIZE6 = 45 * 1428
 
 CONFIGS = {
     "gso+gro": ("on", "on", "on"),
@@ -99,10 +101,12 @@ def main() -> None:
     parser.add_argument(
         "--send-size",
         type=int,
-        default=SEND_SIZE,
+        default=None,
         help="bytes per send() (netperf -m); default 45 MSS, one full GSO skb",
     )
     args = parser.parse_args()
+    if args.send_size is None:
+        args.send_size = SEND_SIZE6 if args.family == 6 else SEND_SIZE
     for name, (tso, gso, gro) in CONFIGS.items():
         if (args.profile and name != "gso+gro") or (args.config and name not in args.config):
             continue
