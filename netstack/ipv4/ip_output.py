@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import netif_rx
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -247,8 +248,6 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
 
 def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
     """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
-    from netstack.core.dev import netif_rx
-
     skb.make_writable()
     skb.data = skb.network_header
     skb.mac_header = skb.data

@@ -29,6 +29,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import netif_rx
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_PARTIAL,
@@ -339,8 +340,6 @@ def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
 
     Kernel: dev_loopback_xmit().
     """
-    from netstack.core.dev import netif_rx
-
     skb.make_writable()
     skb.data = skb.network_header
     skb.mac_header = skb.data
