@@ -20,7 +20,14 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.features import NETIF_F_GSO_MASK, can_checksum_protocol, net_gso_ok
+from netstack.core.features import (
+    NETIF_F_GSO_MASK,
+    SKB_GSO_TCPV4,
+    SKB_GSO_TCPV6,
+    SKB_GSO_UDP_L4,
+    can_checksum_protocol,
+    net_gso_ok,
+)
 from netstack.core.netdevice import (
     NET_XMIT_MASK,
     NETDEV_TX_BUSY,
@@ -49,6 +56,7 @@ __all__ = [
     "netif_skb_features",
     "skb_checksum_help",
     "skb_gso_segment",
+    "skb_gso_validate_network_len",
     "validate_xmit_skb",
     "validate_xmit_skb_list",
 ]
@@ -116,6 +124,34 @@ def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     segs = offload.gso_segment(skb, features)
     skb.data -= mac_len  # __skb_push()
     return segs
+
+
+def skb_gso_validate_network_len(skb: SkBuff, mtu: int) -> bool:
+    """Will each segment of GSO *skb* fit in *mtu* at the network layer?
+
+    The segment's size is the network and transport headers (for an
+    encapsulated skb, down to the inner TCP header) plus ``gso_size``; the
+    forwarding paths ask this of a GSO skb longer than the egress MTU
+    (``ip_exceeds_mtu``, ``ip6_pkt_too_big``): if its segments do not fit,
+    the sender gets a Fragmentation Needed / Packet Too Big.
+
+    Kernel: net/core/gso.c, skb_gso_validate_network_len()
+    (skb_gso_network_seglen, skb_gso_transport_seglen).
+    """
+    buf = skb.buf
+    th = skb.transport_header
+    gso_type = skb.gso_type
+    thlen = 0
+    if skb.encapsulation:
+        ith = skb.inner_transport_header
+        thlen = ith - th
+        if gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
+            thlen += (buf[ith + 12] >> 4) * 4  # inner_tcp_hdrlen()
+    elif gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
+        thlen = (buf[th + 12] >> 4) * 4  # tcp_hdrlen()
+    elif gso_type & SKB_GSO_UDP_L4:
+        thlen = 8
+    return th - skb.network_header + thlen + skb.gso_size <= mtu
 
 
 def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:

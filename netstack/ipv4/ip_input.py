@@ -35,6 +35,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import RTCF_DOREDIRECT, RTN_BROADCAST, RTN_MULTICAST
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
@@ -232,7 +233,7 @@ def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
         return False
     if skb.ignore_df:
         return False
-    return not skb.gso_size
+    return not (skb.gso_size and skb_gso_validate_network_len(skb, mtu))
 
 
 def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:

@@ -50,6 +50,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv6.constants import RTF_GATEWAY
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.icmpv6 import (
@@ -577,7 +578,7 @@ def ip6_pkt_too_big(skb: SkBuff, mtu: int) -> bool:
         return True
     if skb.ignore_df:
         return False
-    return not skb.gso_size
+    return not (skb.gso_size and skb_gso_validate_network_len(skb, mtu))
 
 
 def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:

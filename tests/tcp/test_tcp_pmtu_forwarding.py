@@ -1,0 +1,83 @@
+"""A router forwarding a sender's GSO skbs onto a smaller MTU checks each
+skb's *segments* against it (``skb_gso_validate_network_len`` in
+``ip_exceeds_mtu`` / ``ip6_pkt_too_big``): too big, and the sender gets a
+Fragmentation Needed / Packet Too Big and lowers its MSS; nothing longer than
+the MTU ever crosses the small link (the router segments in software, so
+its capture shows each segment).
+
+    a ── veth ── r (eth1 mtu 1400) ── veth ── b
+"""
+
+from __future__ import annotations
+
+import dpkt
+import pytest
+import trio
+
+from netstack.core.sock import AF_INET, AF_INET6, SOCK_STREAM
+from netstack.host import Lab
+from netstack.tcp import TcpSock
+
+PORT = 5601
+MTU = 1400
+
+
+@pytest.mark.parametrize("family", [AF_INET, AF_INET6])
+async def test_forwarded_gso_skbs_are_checked_per_segment(
+    lab: Lab, autojump_clock: object, family: int
+) -> None:
+    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+    lab.add_link("a:eth0", "r:eth0")
+    lab.add_link("r:eth1", "b:eth0")
+    if family == AF_INET6:
+        a.ip("-6 addr add 2001:db8:1::1/64 dev eth0 nodad")
+        r.ip("-6 addr add 2001:db8:1::fe/64 dev eth0 nodad")
+        r.ip("-6 addr add 2001:db8:2::fe/64 dev eth1 nodad")
+        b.ip("-6 addr add 2001:db8:2::2/64 dev eth0 nodad")
+        a.ip("-6 route add default via 2001:db8:1::fe")
+        b.ip("-6 route add default via 2001:db8:2::fe")
+        r.sysctl("net.ipv6.conf.all.forwarding=1")
+        dst, any_ = "2001:db8:2::2", "::"
+    else:
+        a.ip("addr add 192.0.2.1/24 dev eth0")
+        r.ip("addr add 192.0.2.254/24 dev eth0")
+        r.ip("addr add 198.51.100.254/24 dev eth1")
+        b.ip("addr add 198.51.100.2/24 dev eth0")
+        a.ip("route add default via 192.0.2.254")
+        b.ip("route add default via 198.51.100.254")
+        r.sysctl("net.ipv4.ip_forward=1")
+        dst, any_ = "198.51.100.2", ""
+    r.ip(f"link set eth1 mtu {MTU}")
+    r.ethtool("-K eth1 tso off gso off")  # cut before the tap: it sees what the wire gets
+    await trio.sleep(2)
+    srv = b.socket(family, SOCK_STREAM)
+    await srv.bind((any_, PORT))
+    srv.listen(1)
+    cap = r.capture("eth1")
+    payload = bytes(range(256)) * 1024
+    got = bytearray()
+    async with trio.open_nursery() as n:
+
+        async def server() -> None:
+            conn, _ = await srv.accept()
+            while d := await conn.recv(1 << 16):
+                got.extend(d)
+
+        n.start_soon(server)
+        c = a.socket(family, SOCK_STREAM)
+        await c.connect((dst, PORT))
+        # a's first skbs are GSO skbs of 1440- (IPv6: 1428-) byte segments
+        await c.sendall(payload)
+        sk = c.sock
+        assert isinstance(sk, TcpSock)
+        c.close()
+    assert got == payload
+    cap.stop()
+    ips = [dpkt.ethernet.Ethernet(f).data for _, f, out in cap.frames if out]
+    assert ips and max(len(bytes(ip)) for ip in ips) <= MTU
+    if family == AF_INET6:
+        assert r.nstat()["Icmp6OutPktTooBigs"] >= 1
+        assert sk.mss_cache == MTU - 60 - 12
+    else:
+        assert r.nstat()["IcmpOutDestUnreachs"] >= 1
+        assert sk.mss_cache == MTU - 40 - 12
