@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import trio
+
 import netstack
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
 from netstack.ipv4 import ipv4_of
+from netstack.socket import Socket
 from netstack.wire import ethernet as eth
 from netstack.wire import ipv4, udp
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP
@@ -105,3 +108,35 @@ def build_sites(
         gw.ip("link set gre1 up")
         gw.ip(f"route add {net_} dev gre1")
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}
+
+
+async def stream_transfer(
+    client: netstack.Host,
+    server: netstack.Host,
+    family: int,
+    address: str,
+    port: int,
+    payload: bytes,
+) -> tuple[bytes, Socket]:
+    """Listen on *server*'s wildcard, connect from *client* to *address*, send
+    *payload*, close; return what the server read and the client's socket."""
+    from netstack.core.sock import AF_INET6, SOCK_STREAM
+
+    srv = server.socket(family, SOCK_STREAM)
+    await srv.bind(("::" if family == AF_INET6 else "", port))
+    srv.listen(1)
+    got = bytearray()
+    async with trio.open_nursery() as n:
+
+        async def sink() -> None:
+            conn, _ = await srv.accept()
+            while d := await conn.recv(1 << 17):
+                got.extend(d)
+
+        n.start_soon(sink)
+        c = client.socket(family, SOCK_STREAM)
+        await c.connect((address, port))
+        await c.sendall(payload)
+        c.close()
+    srv.close()
+    return bytes(got), c

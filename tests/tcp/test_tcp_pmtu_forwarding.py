@@ -13,8 +13,9 @@ from __future__ import annotations
 import dpkt
 import pytest
 import trio
+from helpers import stream_transfer
 
-from netstack.core.sock import AF_INET, AF_INET6, SOCK_STREAM
+from netstack.core.sock import AF_INET, AF_INET6
 from netstack.host import Lab
 from netstack.tcp import TcpSock
 
@@ -37,7 +38,7 @@ async def test_forwarded_gso_skbs_are_checked_per_segment(
         a.ip("-6 route add default via 2001:db8:1::fe")
         b.ip("-6 route add default via 2001:db8:2::fe")
         r.sysctl("net.ipv6.conf.all.forwarding=1")
-        dst, any_ = "2001:db8:2::2", "::"
+        dst = "2001:db8:2::2"
     else:
         a.ip("addr add 192.0.2.1/24 dev eth0")
         r.ip("addr add 192.0.2.254/24 dev eth0")
@@ -46,31 +47,16 @@ async def test_forwarded_gso_skbs_are_checked_per_segment(
         a.ip("route add default via 192.0.2.254")
         b.ip("route add default via 198.51.100.254")
         r.sysctl("net.ipv4.ip_forward=1")
-        dst, any_ = "198.51.100.2", ""
+        dst = "198.51.100.2"
     r.ip(f"link set eth1 mtu {MTU}")
     r.ethtool("-K eth1 tso off gso off")  # cut before the tap: it sees what the wire gets
     await trio.sleep(2)
-    srv = b.socket(family, SOCK_STREAM)
-    await srv.bind((any_, PORT))
-    srv.listen(1)
     cap = r.capture("eth1")
     payload = bytes(range(256)) * 1024
-    got = bytearray()
-    async with trio.open_nursery() as n:
-
-        async def server() -> None:
-            conn, _ = await srv.accept()
-            while d := await conn.recv(1 << 16):
-                got.extend(d)
-
-        n.start_soon(server)
-        c = a.socket(family, SOCK_STREAM)
-        await c.connect((dst, PORT))
-        # a's first skbs are GSO skbs of 1440- (IPv6: 1428-) byte segments
-        await c.sendall(payload)
-        sk = c.sock
-        assert isinstance(sk, TcpSock)
-        c.close()
+    # a's first skbs are GSO skbs of 1440- (IPv6: 1428-) byte segments
+    got, c = await stream_transfer(a, b, family, dst, PORT, payload)
+    sk = c.sock
+    assert isinstance(sk, TcpSock)
     assert got == payload
     cap.stop()
     ips = [dpkt.ethernet.Ethernet(f).data for _, f, out in cap.frames if out]

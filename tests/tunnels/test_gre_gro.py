@@ -11,11 +11,12 @@ from __future__ import annotations
 import dpkt
 import pytest
 import trio
+from helpers import stream_transfer
 
 import netstack
 from netstack.core.skbuff import SkBuff
 from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GRO_NORMAL, GroNode, gro_statistics
-from netstack.socket import AF_INET, SOCK_STREAM
+from netstack.socket import AF_INET
 from netstack.tcp import tcp_of
 from netstack.wire.gre import GRE_CSUM, GRE_KEY
 from netstack.wire.gre import pack as gre_pack
@@ -38,24 +39,9 @@ async def gre_transfer(
         h.ip(f"link add gre1 type {kind} local {local} remote {remote} {opts}".strip())
         h.ip("link set gre1 up")
         h.ip(f"addr add {addr} dev gre1")
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", PORT))
-    srv.listen(1)
     payload = bytes(range(256)) * 2048  # 512 KB
-    got = bytearray()
-    async with trio.open_nursery() as n:
-
-        async def server() -> None:
-            conn, _ = await srv.accept()
-            while d := await conn.recv(1 << 17):
-                got.extend(d)
-
-        n.start_soon(server)
-        c = a.socket(AF_INET, SOCK_STREAM)
-        await c.connect(("10.9.0.2", PORT))
-        await c.sendall(payload)
-        c.close()
-    return b, payload, bytes(got)
+    got, _ = await stream_transfer(a, b, AF_INET, "10.9.0.2", PORT, payload)
+    return b, payload, got
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 import trio
+from helpers import stream_transfer
 
 import netstack
 from netstack.gro import gro_statistics
-from netstack.socket import AF_INET, SOCK_STREAM
+from netstack.socket import AF_INET
 
 PORT = 5001
 
@@ -34,24 +35,9 @@ async def _transfer(lab: netstack.Lab, patched: bool) -> tuple[netstack.Host, by
         h.ip(f"tunnel add ipip1 mode ipip local {local} remote {remote}")
         h.ip("link set ipip1 up")
         h.ip(f"addr add {addr} dev ipip1")
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", PORT))
-    srv.listen(1)
     payload = bytes(range(256)) * 2048  # 512 KB
-    got = bytearray()
-    async with trio.open_nursery() as n:
-
-        async def server() -> None:
-            conn, _ = await srv.accept()
-            while d := await conn.recv(1 << 17):
-                got.extend(d)
-
-        n.start_soon(server)
-        c = a.socket(AF_INET, SOCK_STREAM)
-        await c.connect(("10.9.0.2", PORT))
-        await c.sendall(payload)
-        c.close()
-    return b, payload, bytes(got)
+    got, _ = await stream_transfer(a, b, AF_INET, "10.9.0.2", PORT, payload)
+    return b, payload, got
 
 
 @pytest.mark.parametrize("patched", [False, True])

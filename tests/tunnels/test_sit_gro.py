@@ -14,13 +14,14 @@ from collections.abc import Callable
 import dpkt
 import pytest
 import trio
+from helpers import stream_transfer
 
 import netstack
 from netstack.core.features import SKB_GSO_IPXIP4, SKB_GSO_TCPV6
 from netstack.core.skbuff import SkBuff
 from netstack.gro import GRO_HELD, GRO_MERGED_FREE, GroNode, gro_statistics
 from netstack.ipv6 import ipv6_of
-from netstack.socket import AF_INET6, SOCK_STREAM
+from netstack.socket import AF_INET6
 from netstack.tcp import tcp_of
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ipv6 import aton as aton6
@@ -55,24 +56,9 @@ async def sit_transfer(
     if setup is not None:
         setup(b)
     await trio.sleep(2)
-    srv = b.socket(AF_INET6, SOCK_STREAM)
-    await srv.bind(("::", PORT))
-    srv.listen(1)
     payload = bytes(range(256)) * (size // 256)
-    got = bytearray()
-    async with trio.open_nursery() as n:
-
-        async def server() -> None:
-            conn, _ = await srv.accept()
-            while d := await conn.recv(1 << 17):
-                got.extend(d)
-
-        n.start_soon(server)
-        c = a.socket(AF_INET6, SOCK_STREAM)
-        await c.connect(("2001:db8:9::2", PORT))
-        await c.sendall(payload)
-        c.close()
-    return b, payload, bytes(got)
+    got, _ = await stream_transfer(a, b, AF_INET6, "2001:db8:9::2", PORT, payload)
+    return b, payload, got
 
 
 @pytest.mark.parametrize("patched", [False, True])
