@@ -69,6 +69,7 @@ __all__ = [
     "GroStats",
     "NapiGroCb",
     "NetOffload",
+    "call_gro_receive",
     "gro_init",
     "gro_statistics",
     "skb_gro_checksum_validate",
@@ -365,6 +366,19 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
             continue
         pm = p.mac_header
         pcb.same_flow = int(pm < 0 or p.buf[pm : pm + maclen] == mh)
+
+
+def call_gro_receive(fn: object, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Call a nested ``gro_receive``, refusing beyond ``GRO_RECURSION_LIMIT``.
+
+    Kernel: include/net/gro.h, call_gro_receive().
+    """
+    cb: NapiGroCb = skb.cb
+    cb.recursion_counter += 1
+    if cb.recursion_counter == GRO_RECURSION_LIMIT:
+        cb.flush |= 1
+        return None
+    return fn(head, skb)  # type: ignore[operator, no-any-return]
 
 
 def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:

@@ -31,7 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from netstack.core.net import PacketOffload
-from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb
+from netstack.gro.core import NapiGroCb, call_gro_receive
 from netstack.gro.segment import skb_gso_cb
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_TEB
@@ -71,11 +71,7 @@ def eth_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             cb.off = off + ETH_HLEN  # skb_gro_pull()
             if cb.csum_valid:  # skb_gro_postpull_rcsum()
                 cb.csum = csum_block_sub(cb.csum, csum_partial(buf, off, off + ETH_HLEN), 0)
-            cb.recursion_counter += 1  # call_gro_receive()
-            if cb.recursion_counter == GRO_RECURSION_LIMIT:
-                cb.flush |= 1
-            else:
-                pp = ptype.gro_receive(head, skb)
+            pp = call_gro_receive(ptype.gro_receive, head, skb)
     cb.flush |= flush  # skb_gro_flush_final()
     return pp
 

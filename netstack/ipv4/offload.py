@@ -40,7 +40,12 @@ from netstack.core.features import (
 )
 from netstack.core.net import PacketOffload
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
-from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload, skb_gro_checksum_validate
+from netstack.gro.core import (
+    NapiGroCb,
+    NetOffload,
+    call_gro_receive,
+    skb_gro_checksum_validate,
+)
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
 from netstack.wire.checksum import csum_tcpudp_nofold, ip_fast_csum
@@ -65,19 +70,6 @@ __all__ = [
 
 _H: Final = struct.Struct("!H")
 _II: Final = struct.Struct("!II")
-
-
-def call_gro_receive(fn: object, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
-    """Call a nested ``gro_receive``, refusing beyond ``GRO_RECURSION_LIMIT``.
-
-    Kernel: include/net/gro.h, call_gro_receive().
-    """
-    cb: NapiGroCb = skb.cb
-    cb.recursion_counter += 1
-    if cb.recursion_counter == GRO_RECURSION_LIMIT:
-        cb.flush |= 1
-        return None
-    return fn(head, skb)  # type: ignore[operator, no-any-return]
 
 
 def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
