@@ -23,7 +23,7 @@ def load(name: str) -> ModuleType:
     return module
 
 
-LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "netem", "two_hosts"]
+LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "netem", "nic_pair", "two_hosts"]
 
 
 def test_every_example_is_tested() -> None:
