@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netstack.core import net_sysfs as _sysfs
 from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
@@ -24,13 +25,6 @@ from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
-from netstack.iproute2 import ethtool as _ethtool
-from netstack.iproute2 import ip as _ip
-from netstack.iproute2 import ss as _ss
-from netstack.iproute2 import sysctl as _sysctl
-from netstack.iproute2 import sysfs as _sysfs
-from netstack.iproute2 import tc as _tc
-from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.ipv6 import inet6_init, ipv6_of
@@ -38,6 +32,12 @@ from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp import tcp_of
 from netstack.tunnels import register_tunnel_modules
+from netstack.userspace.ethtool import ethtool as _ethtool
+from netstack.userspace.iproute2 import ss as _ss
+from netstack.userspace.iproute2 import tc as _tc
+from netstack.userspace.iproute2.ip import ip as _ip
+from netstack.userspace.iputils.ping import PingResult, ping
+from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ Theory of operation: each ``_cmd_*`` coroutine takes a
 name, prints through ``ctx.out``/``ctx.err`` what the Linux tool prints on
 stdout/stderr, and returns the tool's exit status. Kernel-side work goes
 through the host's API (``host.ip``, ``host.sysctl``, ``host.capture``…) and
-the user-space tools in :mod:`netstack.iproute2`; nothing here knows a
+the user-space tools in :mod:`netstack.userspace`; nothing here knows a
 kernel structure the tools do not.
 
 :func:`default_commands` builds the table. To add a tool: write its
@@ -27,14 +27,19 @@ import trio.lowlevel
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.errors import ConfigError, NetstackError
 from netstack.host.capture import Capture
-from netstack.iproute2 import sysctl as _sysctl
-from netstack.iproute2.ethtool import NETDEV_FEATURES_STRINGS, OFF_FLAG_DEF
-from netstack.iproute2.ping import ping as _ping
-from netstack.iproute2.tcpdump import TCPDUMP_USAGE, TCPDUMP_VERSION, Dumper, parse_tcpdump_args
 from netstack.ipv4 import ipv4_of
 from netstack.labs.commands import Command, CommandTable
-from netstack.labs.netperf_cmd import cmd_netperf, cmd_netserver
-from netstack.labs.progress import Progress
+from netstack.userspace.ethtool.ethtool import NETDEV_FEATURES_STRINGS, OFF_FLAG_DEF
+from netstack.userspace.iputils.ping import ping as _ping
+from netstack.userspace.netperf.netperf_cmd import cmd_netperf, cmd_netserver
+from netstack.userspace.procps import sysctl as _sysctl
+from netstack.userspace.progress import Progress
+from netstack.userspace.tcpdump.tcpdump import (
+    TCPDUMP_USAGE,
+    TCPDUMP_VERSION,
+    Dumper,
+    parse_tcpdump_args,
+)
 from netstack.wire.arp import ARPHRD_LOOPBACK
 from netstack.wire.ipv4 import aton, ntoa
 
@@ -253,7 +258,7 @@ async def _cmd_tcpdump(ctx: Context, argv: list[str]) -> int:
         ctx.err(TCPDUMP_USAGE)
         return 0
     if opts.read_file is not None:
-        from netstack.iproute2.tcpdump import read_pcap
+        from netstack.userspace.tcpdump.tcpdump import read_pcap
 
         head, frames = read_pcap(opts.read_file)
         dumper = Dumper(opts, ctx.out, ctx.resolve)

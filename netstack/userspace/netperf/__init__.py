@@ -1,8 +1,8 @@
-"""Tools that drive whole hosts: ``netperf``-like benchmarks.
+"""netperf: ``netperf`` (TCP_STREAM, TCP_RR, UDP_STREAM) and ``netserver`` between hosts.
 
 Kernel/userland: netperf (https://github.com/HewlettPackard/netperf).
 """
 
-from netstack.tools.netperf import NetperfResult, netperf
+from netstack.userspace.netperf.netperf import NetperfResult, netperf, netserver
 
-__all__ = ["NetperfResult", "netperf"]
+__all__ = ["NetperfResult", "netperf", "netserver"]

@@ -3,7 +3,7 @@
 Theory of operation: ``a netperf -H b -t TCP_STREAM -l 10 -- -m 16384``
 parses netperf's global options (before ``--``) and the test's own (after
 it), finds the lab host that owns the destination address, and runs
-:func:`netstack.tools.netperf.netperf` between the two hosts — real sockets,
+:func:`netstack.userspace.netperf.netperf.netperf` between the two hosts — real sockets,
 TCP, qdiscs, links — in virtual time. It prints netperf's banner
 (``MIGRATED TCP STREAM TEST from … to …``) and its classic result table
 (``nettest_bsd.c``'s titles and formats: ``tput_title``/``tput_fmt_1``, or
@@ -21,7 +21,7 @@ and listening from then on (``ss -ltn`` shows it). ``netserver [-p PORT]
 already bound). ``netperf`` first connects to ``-p PORT`` (12865) on the
 target — a real TCP connection, in captures and in ``ss`` — and sends the
 test there; the netserver opens the data socket, and sends its side's
-results back when the test ends (:func:`netstack.tools.netperf.netserver`).
+results back when the test ends (:func:`netstack.userspace.netperf.netperf.netserver`).
 When nothing listens there the connection is refused, and netperf fails as
 it does on Linux (``establish control: are you sure there is a netserver
 listening…``, exit status 255).
@@ -47,15 +47,15 @@ from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import RTN_LOCAL
 from netstack.ipv6 import ipv6_of
-from netstack.labs.progress import Progress
 from netstack.socket import AF_INET, AF_INET6, AF_UNSPEC
-from netstack.tools.netperf import (
+from netstack.userspace.netperf.netperf import (
     NETSERVER_PORT,
     NetperfControlError,
     NetperfResult,
     netperf,
     netserver,
 )
+from netstack.userspace.progress import Progress
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
 

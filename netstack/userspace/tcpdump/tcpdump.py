@@ -29,8 +29,8 @@ import attrs
 import dpkt
 
 from netstack.errors import ConfigError
-from netstack.iproute2.tcpdump_filter import Predicate, compile_filter, dissect
-from netstack.iproute2.tcpdump_print import Printer
+from netstack.userspace.tcpdump.tcpdump_filter import Predicate, compile_filter, dissect
+from netstack.userspace.tcpdump.tcpdump_print import Printer
 
 __all__ = [
     "TCPDUMP_USAGE",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netstack.iproute2.ping import PingReply, PingResult
+from netstack.userspace.iputils.ping import PingReply, PingResult
 
 
 def result(rtts: list[float], sent: int, time: float, errors: int = 0) -> PingResult:

@@ -180,8 +180,8 @@ def test_timed_mode_tables_have_netperfs_cpu_columns() -> None:
     """The CPU titles and formats of nettest_bsd.c (what ``-c -C`` prints), in timed mode."""
     from types import SimpleNamespace
 
-    from netstack.labs.netperf_cmd import _Options, _table
-    from netstack.tools.netperf import NetperfResult
+    from netstack.userspace.netperf.netperf import NetperfResult
+    from netstack.userspace.netperf.netperf_cmd import _Options, _table
 
     host: Any = SimpleNamespace(net=SimpleNamespace(cpus=[0, 1]))
     r = NetperfResult("TCP_STREAM", 10_240_000, 10_240_000, 0, 1.0, 0.1, 0, 25.0, 50.0)

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from netstack.errors import ConfigError
-from netstack.iproute2.tcpdump import Dumper, parse_tcpdump_args, read_pcap
-from netstack.iproute2.tcpdump_filter import compile_filter, dissect
-from netstack.iproute2.tcpdump_print import Printer, format_timestamp
+from netstack.userspace.tcpdump.tcpdump import Dumper, parse_tcpdump_args, read_pcap
+from netstack.userspace.tcpdump.tcpdump_filter import compile_filter, dissect
+from netstack.userspace.tcpdump.tcpdump_print import Printer, format_timestamp
 
 TCPDUMP = shutil.which("tcpdump")
 needs_tcpdump = pytest.mark.skipif(TCPDUMP is None, reason="tcpdump is not installed")

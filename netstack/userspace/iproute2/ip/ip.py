@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_addr import do_ipaddr
-from netstack.iproute2.ip_common import (
+from netstack.userspace.iproute2.ip.ip_addr import do_ipaddr
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_BRIDGE,
     AF_INET,
     AF_INET6,
@@ -47,10 +47,10 @@ from netstack.iproute2.ip_common import (
     matches,
     read_family,
 )
-from netstack.iproute2.ip_link import do_iplink
-from netstack.iproute2.ip_neigh import do_ipneigh
-from netstack.iproute2.ip_route import do_iproute
-from netstack.iproute2.ip_tunnel import do_iptunnel
+from netstack.userspace.iproute2.ip.ip_link import do_iplink
+from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
+from netstack.userspace.iproute2.ip.ip_route import do_iproute
+from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -22,21 +22,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import (
-    AF_INET6,
-    AF_UNSPEC,
-    INFINITY_LIFE_TIME,
-    InetPrefix,
-    IpOptions,
-    devices,
-    extack_error,
-    inet6_addr_match,
-    ipv6_or_error,
-    rtnl_error,
-    rtnl_rtprot_n2a,
-    rtnl_rtscope_n2a,
-    rtnl_rttable_n2a,
-)
 from netstack.ipv6.constants import (
     IFA_F_NOPREFIXROUTE,
     IFA_F_PERMANENT,
@@ -52,6 +37,21 @@ from netstack.ipv6.constants import (
 )
 from netstack.ipv6.route import Fib6Config, Fib6Info, Flowi6, fib6_route_expires_in, ip6_del_rt
 from netstack.ipv6.route import ip6_route_add as _ip6_route_add
+from netstack.userspace.iproute2.ip.ip_common import (
+    AF_INET6,
+    AF_UNSPEC,
+    INFINITY_LIFE_TIME,
+    InetPrefix,
+    IpOptions,
+    devices,
+    extack_error,
+    inet6_addr_match,
+    ipv6_or_error,
+    rtnl_error,
+    rtnl_rtprot_n2a,
+    rtnl_rtscope_n2a,
+    rtnl_rttable_n2a,
+)
 from netstack.wire.ipv6 import ntoa as ntoa6
 from netstack.wire.ipv6 import prefix_mask
 

@@ -4,7 +4,7 @@ Theory of operation: listing follows iproute2's ``ipaddr_list_flush_or_save``:
 dump the links (ifindex order), dump the addresses of the family asked for,
 drop the links none of whose addresses pass the filters (``ipaddr_filter`` —
 a link without any address survives only when no family was given), then
-print each link (:func:`~netstack.iproute2.ip_link.print_linkinfo`, without
+print each link (:func:`~netstack.userspace.iproute2.ip.ip_link.print_linkinfo`, without
 ``mode``) followed by its addresses (:func:`print_addrinfo`) and, with ``-s``,
 its statistics. ``ip link show`` is the same lister with ``do_link`` set and
 the family forced to ``link``. Addresses come from ``dev.ip_ptr.ifa_list``
@@ -32,8 +32,21 @@ import attrs
 
 from netstack.core.netdevice import IFF_UP
 from netstack.errors import ConfigError
-from netstack.iproute2.ip6 import addr6_list, addr6_passes, ipaddr_modify6, print_addrinfo6
-from netstack.iproute2.ip_common import (
+from netstack.ipv4.constants import (
+    IFA_F_NOPREFIXROUTE,
+    IFA_F_PERMANENT,
+    IFA_F_SECONDARY,
+    RT_SCOPE_HOST,
+    RT_SCOPE_NOWHERE,
+    RT_SCOPE_UNIVERSE,
+)
+from netstack.userspace.iproute2.ip.ip6 import (
+    addr6_list,
+    addr6_passes,
+    ipaddr_modify6,
+    print_addrinfo6,
+)
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET,
     AF_INET6,
     AF_PACKET,
@@ -61,21 +74,13 @@ from netstack.iproute2.ip_common import (
     rtnl_rtscope_a2n,
     rtnl_rtscope_n2a,
 )
-from netstack.iproute2.ip_link import (
+from netstack.userspace.iproute2.ip.ip_link import (
     IPLINK_TYPES_USAGE,
     IPLINK_USAGE,
     LinkFilter,
     link_attrs,
     print_link_stats,
     print_linkinfo,
-)
-from netstack.ipv4.constants import (
-    IFA_F_NOPREFIXROUTE,
-    IFA_F_PERMANENT,
-    IFA_F_SECONDARY,
-    RT_SCOPE_HOST,
-    RT_SCOPE_NOWHERE,
-    RT_SCOPE_UNIVERSE,
 )
 
 if TYPE_CHECKING:

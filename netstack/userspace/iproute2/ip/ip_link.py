@@ -58,8 +58,8 @@ from netstack.core.rtnetlink import request_module, rtnl_link_ops_get
 from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
-from netstack.iproute2 import link_tunnel
-from netstack.iproute2.ip_common import (
+from netstack.userspace.iproute2.ip import link_tunnel
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     IFNAMSIZ,
@@ -622,7 +622,7 @@ def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link:
 
 def iplink_show(net: Net, opts: IpOptions, args: Args) -> None:
     """``ip link show``: delegate to the shared lister with ``do_link``."""
-    from netstack.iproute2.ip_addr import ipaddr_list
+    from netstack.userspace.iproute2.ip.ip_addr import ipaddr_list
 
     saved = opts.family
     opts.family = AF_PACKET

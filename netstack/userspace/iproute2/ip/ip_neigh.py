@@ -28,7 +28,20 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import (
+from netstack.neigh.neighbour import NTF_EXT_LEARNED, NTF_PROXY, NTF_ROUTER, neigh_add
+from netstack.neigh.nud import (
+    NUD_DELAY,
+    NUD_FAILED,
+    NUD_INCOMPLETE,
+    NUD_NOARP,
+    NUD_NONE,
+    NUD_PERMANENT,
+    NUD_PROBE,
+    NUD_REACHABLE,
+    NUD_STALE,
+    NUD_VALID,
+)
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET,
     AF_INET6,
     AF_UNSPEC,
@@ -54,19 +67,6 @@ from netstack.iproute2.ip_common import (
     nodev,
     rtnl_error,
     rtnl_rtprot_a2n,
-)
-from netstack.neigh.neighbour import NTF_EXT_LEARNED, NTF_PROXY, NTF_ROUTER, neigh_add
-from netstack.neigh.nud import (
-    NUD_DELAY,
-    NUD_FAILED,
-    NUD_INCOMPLETE,
-    NUD_NOARP,
-    NUD_NONE,
-    NUD_PERMANENT,
-    NUD_PROBE,
-    NUD_REACHABLE,
-    NUD_STALE,
-    NUD_VALID,
 )
 
 if TYPE_CHECKING:

@@ -38,38 +38,6 @@ import attrs
 
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb
 from netstack.errors import ConfigError
-from netstack.iproute2.ip6 import iproute_flush6, iproute_get6, iproute_list6, iproute_modify6
-from netstack.iproute2.ip_common import (
-    AF_INET,
-    AF_INET6,
-    AF_UNSPEC,
-    USER_HZ,
-    Args,
-    InetPrefix,
-    IpOptions,
-    duparg2,
-    extack_error,
-    get_addr,
-    get_prefix,
-    get_u32,
-    get_unsigned,
-    inet_addr_match,
-    invarg,
-    ipv4_or_error,
-    ll_name_to_dev,
-    matches,
-    nodev,
-    ntoa,
-    read_family,
-    rtnl_error,
-    rtnl_rtprot_a2n,
-    rtnl_rtprot_n2a,
-    rtnl_rtscope_a2n,
-    rtnl_rtscope_n2a,
-    rtnl_rttable_a2n,
-    rtnl_rttable_n2a,
-    strtoul,
-)
 from netstack.ipv4.constants import (
     NLM_F_APPEND,
     NLM_F_CREATE,
@@ -109,6 +77,43 @@ from netstack.ipv4.constants import (
 )
 from netstack.ipv4.fib import RouteConfig
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_input_noref, ip_route_output_key
+from netstack.userspace.iproute2.ip.ip6 import (
+    iproute_flush6,
+    iproute_get6,
+    iproute_list6,
+    iproute_modify6,
+)
+from netstack.userspace.iproute2.ip.ip_common import (
+    AF_INET,
+    AF_INET6,
+    AF_UNSPEC,
+    USER_HZ,
+    Args,
+    InetPrefix,
+    IpOptions,
+    duparg2,
+    extack_error,
+    get_addr,
+    get_prefix,
+    get_u32,
+    get_unsigned,
+    inet_addr_match,
+    invarg,
+    ipv4_or_error,
+    ll_name_to_dev,
+    matches,
+    nodev,
+    ntoa,
+    read_family,
+    rtnl_error,
+    rtnl_rtprot_a2n,
+    rtnl_rtprot_n2a,
+    rtnl_rtscope_a2n,
+    rtnl_rtscope_n2a,
+    rtnl_rttable_a2n,
+    rtnl_rttable_n2a,
+    strtoul,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Final, NoReturn
 
 from netstack.core.rtnetlink import dev_load
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import (
+from netstack.tunnels.ip_tunnel import (
+    SIOCADDTUNNEL,
+    SIOCCHGTUNNEL,
+    SIOCDELTUNNEL,
+    SIOCGETTUNNEL,
+    IpTunnelParm,
+)
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET,
     AF_INET6,
     AF_UNSPEC,
@@ -41,14 +48,7 @@ from netstack.iproute2.ip_common import (
     invarg,
     matches,
 )
-from netstack.iproute2.ip_route import rtnl_dsfield_a2n
-from netstack.tunnels.ip_tunnel import (
-    SIOCADDTUNNEL,
-    SIOCCHGTUNNEL,
-    SIOCDELTUNNEL,
-    SIOCGETTUNNEL,
-    IpTunnelParm,
-)
+from netstack.userspace.iproute2.ip.ip_route import rtnl_dsfield_a2n
 from netstack.wire.arp import ARPHRD_IPGRE, ARPHRD_SIT, ARPHRD_TUNNEL
 from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_SEQ
 from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPPROTO_IPIP, IPPROTO_IPV6, ntoa

@@ -18,12 +18,12 @@ import errno
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import Args, get_u8, invarg, matches
-from netstack.iproute2.ip_route import rtnl_dsfield_a2n
-from netstack.iproute2.ip_tunnel import get_addr32, tnl_parse_key
 from netstack.tunnels.ip_gre import GreParms
 from netstack.tunnels.ip_tunnel import IpTunnel
 from netstack.tunnels.ipip import IptunParms
+from netstack.userspace.iproute2.ip.ip_common import Args, get_u8, invarg, matches
+from netstack.userspace.iproute2.ip.ip_route import rtnl_dsfield_a2n
+from netstack.userspace.iproute2.ip.ip_tunnel import get_addr32, tnl_parse_key
 from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_SEQ
 from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP, IPPROTO_IPV6, ntoa
 

@@ -6,6 +6,6 @@ offer it as ``host.tc("…")``.
 
 from __future__ import annotations
 
-from netstack.iproute2.tc.tc import TC_VERSION, tc
+from netstack.userspace.iproute2.tc.tc import TC_VERSION, tc
 
 __all__ = ["TC_VERSION", "tc"]

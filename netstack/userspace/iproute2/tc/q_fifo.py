@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from netstack.iproute2.tc.q_prio import print_prio_opt
-from netstack.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
-from netstack.iproute2.tc.tc_util import get_size, sprint_size
 from netstack.sched.pkt_sched import TcFifoQopt, TcPrioQopt
+from netstack.userspace.iproute2.tc.q_prio import print_prio_opt
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_util import get_size, sprint_size
 
 __all__ = ["FifoUtil", "NoqueueUtil", "PfifoFastUtil"]
 

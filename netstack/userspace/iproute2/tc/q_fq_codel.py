@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from netstack.iproute2.ip_common import get_u8, get_unsigned
-from netstack.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
-from netstack.iproute2.tc.tc_util import get_size, get_time, sprint_size, sprint_time
 from netstack.sched.pkt_sched import FqCodelClassXstats, FqCodelOptions, FqCodelXstats
+from netstack.userspace.iproute2.ip.ip_common import get_u8, get_unsigned
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_util import get_size, get_time, sprint_size, sprint_time
 
 __all__ = ["FqCodelUtil"]
 

@@ -13,10 +13,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from netstack.iproute2.ip_common import get_u32, matches
-from netstack.iproute2.tc.netem_dist import netem_dist_table
-from netstack.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
-from netstack.iproute2.tc.tc_util import (
+from netstack.sched.pkt_sched import (
+    NetemOptions,
+    TcNetemCorr,
+    TcNetemCorrupt,
+    TcNetemGemodel,
+    TcNetemGimodel,
+    TcNetemQopt,
+    TcNetemRate,
+    TcNetemReorder,
+    TcNetemSlot,
+)
+from netstack.userspace.iproute2.ip.ip_common import get_u32, matches
+from netstack.userspace.iproute2.tc.netem_dist import netem_dist_table
+from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_util import (
     UINT32_MAX,
     get_percent,
     get_rate64,
@@ -33,17 +44,6 @@ from netstack.iproute2.tc.tc_util import (
     sprint_time64,
     tc_core_time2big,
     tc_core_time2tick,
-)
-from netstack.sched.pkt_sched import (
-    NetemOptions,
-    TcNetemCorr,
-    TcNetemCorrupt,
-    TcNetemGemodel,
-    TcNetemGimodel,
-    TcNetemQopt,
-    TcNetemRate,
-    TcNetemReorder,
-    TcNetemSlot,
 )
 
 __all__ = ["NETEM_USAGE", "NetemUtil"]

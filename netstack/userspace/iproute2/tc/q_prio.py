@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from netstack.iproute2.ip_common import get_integer, get_unsigned
-from netstack.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
 from netstack.sched.pkt_sched import TcPrioQopt
+from netstack.userspace.iproute2.ip.ip_common import get_integer, get_unsigned
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
 
 __all__ = ["PrioUtil", "print_prio_opt"]
 

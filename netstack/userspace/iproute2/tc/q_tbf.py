@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from netstack.iproute2.ip_common import matches
-from netstack.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
-from netstack.iproute2.tc.tc_util import (
+from netstack.sched.pkt_sched import (
+    TC_LINKLAYER_ETHERNET,
+    TC_LINKLAYER_MASK,
+    TbfOptions,
+    TcRatespec,
+    TcTbfQopt,
+)
+from netstack.userspace.iproute2.ip.ip_common import matches
+from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_util import (
     TIME_UNITS_PER_SEC,
     _to_u32,
     get_linklayer,
@@ -30,13 +37,6 @@ from netstack.iproute2.tc.tc_util import (
     tc_calc_xmitsize,
     tc_calc_xmittime,
     tc_core_tick2time,
-)
-from netstack.sched.pkt_sched import (
-    TC_LINKLAYER_ETHERNET,
-    TC_LINKLAYER_MASK,
-    TbfOptions,
-    TcRatespec,
-    TcTbfQopt,
 )
 
 __all__ = ["TbfUtil"]

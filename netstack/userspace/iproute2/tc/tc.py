@@ -20,15 +20,21 @@ import shlex
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import matches
-from netstack.iproute2.tc.q_fifo import FifoUtil, NoqueueUtil, PfifoFastUtil
-from netstack.iproute2.tc.q_fq_codel import FqCodelUtil
-from netstack.iproute2.tc.q_netem import NetemUtil
-from netstack.iproute2.tc.q_prio import PrioUtil
-from netstack.iproute2.tc.q_tbf import TbfUtil
-from netstack.iproute2.tc.tc_class import do_class
-from netstack.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, UnknownQdiscUtil, fail
-from netstack.iproute2.tc.tc_qdisc import do_qdisc
+from netstack.userspace.iproute2.ip.ip_common import matches
+from netstack.userspace.iproute2.tc.q_fifo import FifoUtil, NoqueueUtil, PfifoFastUtil
+from netstack.userspace.iproute2.tc.q_fq_codel import FqCodelUtil
+from netstack.userspace.iproute2.tc.q_netem import NetemUtil
+from netstack.userspace.iproute2.tc.q_prio import PrioUtil
+from netstack.userspace.iproute2.tc.q_tbf import TbfUtil
+from netstack.userspace.iproute2.tc.tc_class import do_class
+from netstack.userspace.iproute2.tc.tc_common import (
+    DevSpeed,
+    QdiscUtil,
+    TcOptions,
+    UnknownQdiscUtil,
+    fail,
+)
+from netstack.userspace.iproute2.tc.tc_qdisc import do_qdisc
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

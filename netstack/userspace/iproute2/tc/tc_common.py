@@ -141,7 +141,7 @@ class DevSpeed:
 
     def percent_rate64(self, text: str, dev: str) -> int | None:
         """``get_percent_rate64``: bytes/s, or None with :attr:`errors` filled."""
-        from netstack.iproute2.tc.tc_util import get_rate64, parse_percent
+        from netstack.userspace.iproute2.tc.tc_util import get_rate64, parse_percent
 
         self.errors = []
         if not dev:

@@ -17,14 +17,6 @@ import errno
 from typing import TYPE_CHECKING
 
 from netstack.core.qdisc import TC_H_INGRESS, TC_H_MAKE, TC_H_ROOT
-from netstack.iproute2.ip_common import check_ifname, duparg, invarg, matches, nodev
-from netstack.iproute2.tc.tc_common import TcOptions, fail
-from netstack.iproute2.tc.tc_util import (
-    get_qdisc_handle,
-    get_tc_classid,
-    print_tc_classid,
-    print_tcstats,
-)
 from netstack.sched.sch_api import (
     NLM_F_CREATE,
     NLM_F_EXCL,
@@ -34,10 +26,18 @@ from netstack.sched.sch_api import (
     tc_dump_qdisc,
     tc_modify_qdisc,
 )
+from netstack.userspace.iproute2.ip.ip_common import check_ifname, duparg, invarg, matches, nodev
+from netstack.userspace.iproute2.tc.tc_common import TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_util import (
+    get_qdisc_handle,
+    get_tc_classid,
+    print_tc_classid,
+    print_tcstats,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
-    from netstack.iproute2.tc.tc import TcKinds
+    from netstack.userspace.iproute2.tc.tc import TcKinds
 
 __all__ = ["QDISC_USAGE", "do_qdisc", "print_qdisc"]
 

@@ -23,8 +23,8 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.qdisc import TC_H_MAJ, TC_H_MIN, TC_H_ROOT, TC_H_UNSPEC
-from netstack.iproute2.ip_common import strtol, strtoul
 from netstack.sched.pkt_sched import TC_LINKLAYER_ATM, TC_LINKLAYER_ETHERNET
+from netstack.userspace.iproute2.ip.ip_common import strtol, strtoul
 
 if TYPE_CHECKING:
     from netstack.core.qdisc import ClassStats, QdiscStats
@@ -394,7 +394,7 @@ def print_tc_classid(h: int) -> str:
 
 def get_linklayer(text: str) -> int | None:
     """iproute2: tc/tc_util.c, get_linklayer()."""
-    from netstack.iproute2.ip_common import matches
+    from netstack.userspace.iproute2.ip.ip_common import matches
 
     if matches(text, "ethernet"):
         return TC_LINKLAYER_ETHERNET

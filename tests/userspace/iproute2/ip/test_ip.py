@@ -17,7 +17,7 @@ from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
 from netstack.host import Host, open_lab
 from netstack.host.host import Host as HostClass
-from netstack.iproute2.ip import IP_USAGE, IP_VERSION, ip
+from netstack.userspace.iproute2.ip.ip import IP_USAGE, IP_VERSION, ip
 
 
 @contextlib.contextmanager

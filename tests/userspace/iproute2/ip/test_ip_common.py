@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from netstack.errors import ConfigError
-from netstack.iproute2.ip_common import (
+from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET,
     AF_INET6,
     AF_PACKET,

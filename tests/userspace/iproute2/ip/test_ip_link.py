@@ -10,7 +10,7 @@ import trio.testing
 
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, mac_for
-from netstack.iproute2.ip_link import print_link_flags
+from netstack.userspace.iproute2.ip.ip_link import print_link_flags
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
-from netstack.iproute2.tc.netem_dist import netem_dist_table
+from netstack.userspace.iproute2.tc.netem_dist import netem_dist_table
 
 PFIFO_FAST = "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap  1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n"
 

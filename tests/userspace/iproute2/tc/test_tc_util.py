@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netstack.iproute2.tc import tc_util as u
+from netstack.userspace.iproute2.tc import tc_util as u
 
 FAST = settings(max_examples=200, deadline=None, derandomize=True, database=None)
 
