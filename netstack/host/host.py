@@ -12,6 +12,7 @@ through the same paths a user would take on Linux: ``host.ip("…")``,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,9 +185,21 @@ class Host:
         """A socket on this host, with ``trio.socket``'s interface."""
         return socket_create(self.net, family, type, proto)
 
-    def capture(self, dev: str, path: str | Path | None = None, *, keep: bool = False) -> Capture:
-        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory)."""
-        cap = Capture(self.net, self.dev(dev), path, keep=keep)
+    def capture(
+        self,
+        dev: str,
+        path: str | Path | None = None,
+        *,
+        keep: bool = False,
+        snaplen: int = 262144,
+        callback: Callable[[float, bytes, bool], None] | None = None,
+    ) -> Capture:
+        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory).
+
+        *snaplen* and *callback* are :class:`~netstack.host.capture.Capture`'s
+        (``tcpdump -s``, and a function called with each frame as it passes).
+        """
+        cap = Capture(self.net, self.dev(dev), path, keep=keep, snaplen=snaplen, callback=callback)
         self.captures.append(cap)
         return cap
 

@@ -46,8 +46,9 @@ from netstack.errors import ConfigError
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["NETDEV_FEATURES_STRINGS", "OFF_FLAG_DEF", "ethtool"]
+__all__ = ["NETDEV_FEATURES_STRINGS", "OFF_FLAG_DEF", "ethtool", "main"]
 
 # net/ethtool/common.c, netdev_features_strings[] (6.1), by bit; "" = unnamed bit
 NETDEV_FEATURES_STRINGS: Final = (
@@ -687,3 +688,11 @@ def ethtool(net: Net, command: str) -> str:
     if opt in ("-C", "--coalesce"):
         return set_coalesce(dev, rest)
     raise ConfigError(f'netstack: "ethtool {opt}" is not supported', errno.EOPNOTSUPP)
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``ethtool`` command: run *argv* on *host*'s kernel and print what ethtool prints."""
+    text = ethtool(host.net, shlex.join(argv))
+    if text:
+        proc.out(text.rstrip("\n"))
+    return 0

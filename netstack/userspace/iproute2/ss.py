@@ -13,15 +13,22 @@ talking IPv4 (dual stack) shows ``[::ffff:10.0.0.1]:80`` and, as with the
 real ss (whose ``-4``/``-6`` ask inet_diag for one ``sk_family``), is listed
 by ``-6`` and not by ``-4``.
 
-Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info), net/ipv4/tcp_diag.c.
+UDP (``ss -u [-a|-l]``): the IPv4 UDP sockets, ``UNCONN`` or ``ESTAB``, with
+the bytes in the receive and send buffers as the queues. :func:`main` is the
+command: ss's options (short, bundled, and the long ``--tcp``… forms), its
+usage on ``-h`` and its messages and exit status 255 for bad ones.
+
+Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info, udp_show), net/ipv4/tcp_diag.c.
 """
 
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+import shlex
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import ConfigError
+from netstack.ipv4 import ipv4_of
 from netstack.tcp import TcpSock, tcp_get_info, tcp_of
 from netstack.tcp.sock import TCP_LISTEN, RequestSock, TimewaitSock
 from netstack.wire.ipv4 import ntoa
@@ -29,8 +36,9 @@ from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["ss"]
+__all__ = ["SS_USAGE", "main", "ss"]
 
 M32 = 0xFFFFFFFF
 AF_INET = 2
@@ -195,3 +203,70 @@ def ss(net: Net, command: str = "-t") -> str:
         if n and rows[n - 1][1] is not None:
             lines.append(rows[n - 1][1] or "")
     return "\n".join(lines) + "\n"
+
+
+# iproute2 misc/ss.c, _usage(): the options netstack's ss implements, in ss's words
+SS_USAGE: Final = (
+    "Usage: ss [ OPTIONS ]\n"
+    "       ss [ OPTIONS ] [ FILTER ]\n"
+    "   -h, --help          this message\n"
+    "   -V, --version       output version information\n"
+    "   -n, --numeric       don't resolve service names\n"
+    "   -a, --all           display all sockets\n"
+    "   -l, --listening     display listening sockets\n"
+    "   -e, --extended      show detailed socket information\n"
+    "   -i, --info          show internal TCP information\n"
+    "\n"
+    "   -4, --ipv4          display only IP version 4 sockets\n"
+    "   -6, --ipv6          display only IP version 6 sockets\n"
+    "   -t, --tcp           display only TCP sockets\n"
+    "   -u, --udp           display only UDP sockets"
+)
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``ss`` command: TCP sockets (``-t``, :func:`ss`) or UDP ones (``-u``)."""
+    if "-h" in argv or "--help" in argv:  # ss.c: help() prints the usage on stdout, exit 0
+        proc.out(SS_USAGE)
+        return 0
+    if "-V" in argv or "--version" in argv:
+        proc.out("ss utility, iproute2-6.1.0")
+        return 0
+    long = {"--tcp": "-t", "--udp": "-u", "--all": "-a", "--listening": "-l", "--info": "-i",
+            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4", "--ipv6": "-6"}  # fmt: skip
+    argv = [long.get(a, a) for a in argv]
+    for a in argv:
+        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali46ne"), None)
+        if not a.startswith("-") or bad is not None:
+            what = f"unrecognized option '{a}'" if a.startswith("--") else (
+                f"invalid option -- '{bad}'" if a.startswith("-") else f'unknown argument "{a}"'
+            )  # fmt: skip
+            proc.err(f"ss: {what}\n{SS_USAGE}")
+            return 255
+    flags = "".join(a[1:] for a in argv if a.startswith("-") and not a.startswith("--"))
+    if "t" in flags or "--tcp" in argv:  # TCP sockets
+        text = ss(host.net, shlex.join(argv))
+        if text:
+            proc.out(text.rstrip("\n"))
+        return 0
+    listening = "l" in flags
+    show_all = "a" in flags
+    rows = [("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")]
+    ipv4 = ipv4_of(host.net)
+    for sk in sorted(ipv4.udp_table.sockets(), key=lambda s: s.inet_num):
+        if sk.family != 2:
+            continue  # a dual-stack AF_INET6 socket (IPv6 UDP is not listed here)
+        connected = bool(sk.inet_dport)
+        if (listening and connected) or not (show_all or listening or connected):
+            continue
+        local = f"{ntoa(sk.inet_rcv_saddr) if sk.inet_rcv_saddr else '0.0.0.0'}:{sk.inet_num}"
+        peer = f"{ntoa(sk.inet_daddr)}:{sk.inet_dport}" if connected else "0.0.0.0:*"
+        state = "ESTAB" if connected else "UNCONN"
+        rows.append((state, str(sk.sk_rmem_alloc), str(sk.sk_wmem_alloc), local, peer))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        proc.out(
+            f"{r[0]:<{widths[0]}} {r[1]:<{widths[1]}} {r[2]:<{widths[2]}} "
+            f"{r[3]:>{widths[3]}} {r[4]:<{widths[4]}}".rstrip()
+        )
+    return 0

@@ -14,13 +14,21 @@ bytes``, ``Destination unreachable: Address unreachable``, ``Packet too big:
 mtu=1280``, ``Time exceeded: Hop limit``).
 
 All timing is on the host's Trio clock (virtual under ``MockClock``).
+
+:func:`main` is the ``ping`` command: iputils' option letters (``-c -i -W -s
+-t -w -q``, bundled or not, the value attached or the next word), its range
+checks and messages, a host name resolved through ``/etc/hosts``, the lines
+printed as they happen, and exit status 0 when a reply came, 1 when none did,
+2 for a usage error. :func:`ping` is the library behind it (``await
+host.ping(…)`` calls it).
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -32,6 +40,7 @@ from netstack.core.sock import (
     IPPROTO_IP,
     SOCK_DGRAM,
 )
+from netstack.errors import ConfigError
 from netstack.ipv6.sock import (
     IPPROTO_IPV6,
     IPV6_RECVERR,
@@ -67,8 +76,9 @@ from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["PingReply", "PingResult", "ping"]
+__all__ = ["PING_USAGE", "PingReply", "PingResult", "main", "ping"]
 
 _EE: Final = struct.Struct("=IBBBBII")
 _TS: Final = struct.Struct("!d")
@@ -340,3 +350,129 @@ async def ping(
         output.append("")
         output.extend(result.summary().split("\n"))
     return result
+
+
+# -- the command ---------------------------------------------------------------------------
+PING_USAGE: Final = (
+    "\nUsage\n  ping [options] <destination>\n\nOptions:\n"
+    "  <destination>      dns name or ip address\n"
+    "  -c <count>         stop after <count> replies\n"
+    "  -i <interval>      seconds between sending each packet\n"
+    "  -n                 no dns name resolution\n"
+    "  -q                 quiet output\n"
+    "  -s <size>          use <size> as number of data bytes to be sent\n"
+    "  -t <ttl>           define time to live\n"
+    "  -w <deadline>      reply wait <deadline> in seconds\n"
+    "  -W <timeout>       time to wait for response"
+)
+
+
+class _LiveLines(list[str]):
+    """A list whose appends print at once (ping's output as it happens)."""
+
+    def __init__(self, write: Callable[[str], None], rename: tuple[str, str] | None) -> None:
+        super().__init__()
+        self._write = write
+        self._rename = rename
+
+    def append(self, line: str) -> None:
+        if self._rename is not None:
+            addr, name = self._rename
+            if line.startswith(f"PING {addr} ({addr})"):
+                line = line.replace(f"PING {addr} ", f"PING {name} ", 1)
+            elif line == f"--- {addr} ping statistics ---":
+                line = f"--- {name} ping statistics ---"
+        super().append(line)
+        self._write(line)
+
+    def extend(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.append(line)
+
+
+def _ping_number(flag: str, value: str, kind: type, low: float, high: float) -> Any:
+    """iputils' strtol_or_err()/strtod checks: the value, or ping's message."""
+    try:
+        n = kind(value)
+    except ValueError:
+        raise ConfigError(f"ping: invalid argument: '{value}'") from None
+    if not low <= n <= high:
+        if kind is int:
+            raise ConfigError(
+                f"ping: invalid argument: '{value}': out of range: "
+                f"{int(low)} <= value <= {int(high)}"
+            )
+        raise ConfigError(f"ping: bad timing interval: {value}")
+    return n
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``ping`` command (see the module docstring)."""
+    opts: dict[str, Any] = {}
+    quiet = False
+    dest: str | None = None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a.startswith("-") and len(a) > 1:
+            j = 1
+            while j < len(a):
+                c = a[j]
+                j += 1
+                if c in "nvDO4":
+                    continue
+                if c == "q":
+                    quiet = True
+                    continue
+                if c not in "ciWstw":
+                    proc.err(f"ping: invalid option -- '{c}'{PING_USAGE}")
+                    return 2
+                if j < len(a):
+                    value, j = a[j:], len(a)
+                elif i < len(argv):
+                    value = argv[i]
+                    i += 1
+                else:
+                    proc.err(f"ping: option requires an argument -- '{c}'{PING_USAGE}")
+                    return 2
+                if c == "c":
+                    opts["count"] = _ping_number(c, value, int, 1, 2**63 - 1)
+                elif c == "i":
+                    opts["interval"] = _ping_number(c, value, float, 0, 2**31)
+                elif c == "W":
+                    opts["timeout"] = _ping_number(c, value, float, 0, 2**31)
+                elif c == "s":
+                    opts["size"] = _ping_number(c, value, int, 0, 65507)
+                elif c == "t":
+                    opts["ttl"] = _ping_number(c, value, int, 0, 255)
+                elif c == "w":
+                    opts["deadline"] = _ping_number(c, value, float, 0, 2**31)
+        elif dest is None:
+            dest = a
+        else:
+            dest = a  # iputils takes the last operand as the destination
+    if dest is None:
+        proc.err("ping: usage error: Destination address required")
+        return 2
+    addr = dest
+    rename = None
+    try:
+        aton(dest)
+    except ValueError:
+        resolved = proc.resolve(dest)
+        if resolved is None:
+            proc.err(f"ping: {dest}: Name or service not known")
+            return 2
+        addr, rename = resolved, (resolved, dest)
+    if "count" not in opts:
+        opts["count"] = 65535 if "deadline" not in opts else 2**31
+    lines: list[str] = _LiveLines(proc.out, rename) if not quiet else []
+    result = await ping(host.net, addr, output=lines, interrupt=proc.interrupt, **opts)
+    if quiet:
+        summary = result.summary().split("\n")
+        if rename is not None:
+            summary[0] = f"--- {dest} ping statistics ---"
+        proc.out(lines[0].replace(f"PING {addr} ", f"PING {dest} ", 1) if lines else "")
+        proc.out("\n" + "\n".join(summary))
+    return 0 if result.received else 1

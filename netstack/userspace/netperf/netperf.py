@@ -66,8 +66,8 @@ from netstack.cpu.timed import Thread, ThreadBlocked
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from netstack.host import Host
     from netstack.socket import Socket
+    from netstack.userspace.process import Machine
 
 __all__ = ["NETSERVER_PORT", "NetperfControlError", "NetperfResult", "netperf", "netserver"]
 
@@ -201,8 +201,8 @@ class _Tally:
 
 
 async def netperf(
-    client: Host,
-    server: Host,
+    client: Machine,
+    server: Machine,
     address: str,
     *,
     test: str = "TCP_STREAM",
@@ -335,12 +335,12 @@ def _utilisation(
     return meter[0](elapsed), meter[1](elapsed)
 
 
-def _busy_ns(host: Host) -> float:
+def _busy_ns(host: Machine) -> float:
     return sum(sum(cpu.busy.values()) for cpu in host.net.cpus.cpus)
 
 
 @contextlib.contextmanager
-def _cpu_meter(client: Host, server: Host) -> Iterator[list[Callable[[float], float]]]:
+def _cpu_meter(client: Machine, server: Machine) -> Iterator[list[Callable[[float], float]]]:
     """Timed mode: yields [local, remote] functions of the elapsed virtual seconds
     giving the percent of each host's CPUs busy since entry; [] in functional mode."""
     model = client.net.cpus.cpus[0].model
@@ -353,7 +353,7 @@ def _cpu_meter(client: Host, server: Host) -> Iterator[list[Callable[[float], fl
         meters: list[Callable[[float], float]] = []
         for host in (client, server):
 
-            def util(seconds: float, host: Host = host) -> float:
+            def util(seconds: float, host: Machine = host) -> float:
                 if seconds <= 0:
                     return 0.0
                 busy = _busy_ns(host) - before[host.name]
@@ -379,7 +379,7 @@ def _done(start: float, seconds: float | None, sent: int, limit: int | None) -> 
     return seconds is not None and trio.current_time() - start >= seconds
 
 
-def _user_cpu(host: Host) -> int:
+def _user_cpu(host: Machine) -> int:
     """The CPU a netperf process runs on: the host's last one (the NIC's
     interrupts land on CPU 0; with one CPU, that one)."""
     return len(host.net.cpus) - 1
@@ -398,7 +398,7 @@ async def _readline(sock: Socket) -> str:
 
 # -- the netserver ------------------------------------------------------------------------
 async def netserver(
-    host: Host,
+    host: Machine,
     port: int = NETSERVER_PORT,
     *,
     address: str | None = None,
@@ -431,7 +431,7 @@ async def netserver(
         lsn.close()
 
 
-async def _control(host: Host, conn: Socket) -> None:
+async def _control(host: Machine, conn: Socket) -> None:
     """One control connection of a netserver: one test, from request to results.
     A client that goes away (reset, closed early) ends only its own test."""
     with conn:
@@ -441,7 +441,7 @@ async def _control(host: Host, conn: Socket) -> None:
             pass  # ECONNRESET, EPIPE: the netserver goes on serving the others
 
 
-async def _control_test(host: Host, conn: Socket) -> None:
+async def _control_test(host: Machine, conn: Socket) -> None:
     """The exchange of :func:`_control`: request, ``ok``, the test, results."""
     line = await _readline(conn)
     try:
@@ -465,7 +465,7 @@ async def _control_test(host: Host, conn: Socket) -> None:
 
 
 async def _serve_test(
-    host: Host,
+    host: Machine,
     params: _Params,
     *,
     task_status: trio.TaskStatus[_Tally] = trio.TASK_STATUS_IGNORED,
@@ -510,7 +510,7 @@ async def _serve_test(
                 await conn.sendall(response)
 
 
-async def _udp_sink(host: Host, srv: Socket, tally: _Tally) -> None:
+async def _udp_sink(host: Machine, srv: Socket, tally: _Tally) -> None:
     """Count the datagrams that arrive, until cancelled; in timed mode each
     ``recvfrom`` is a system call of a user thread on the host's CPU."""
     model = host.net.cpus.model
@@ -534,7 +534,7 @@ async def _udp_sink(host: Host, srv: Socket, tally: _Tally) -> None:
 
 # -- the client's half ----------------------------------------------------------------------
 async def _tcp_stream(
-    client: Host,
+    client: Machine,
     address: str,
     port: int,
     seconds: float | None,
@@ -558,7 +558,7 @@ async def _tcp_stream(
 
 
 async def _tcp_rr(
-    client: Host,
+    client: Machine,
     address: str,
     params: _Params,
     seconds: float | None,
@@ -589,7 +589,7 @@ async def _tcp_rr(
 
 
 async def _udp_stream(
-    client: Host,
+    client: Machine,
     address: str,
     port: int,
     seconds: float | None,

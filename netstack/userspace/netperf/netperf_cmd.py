@@ -55,15 +55,15 @@ from netstack.userspace.netperf.netperf import (
     netperf,
     netserver,
 )
+from netstack.userspace.procps.sysctl import sysctl_spec
 from netstack.userspace.progress import Progress
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
 
 if TYPE_CHECKING:
-    from netstack.host import Host
-    from netstack.labs.session import Context
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["NETPERF_USAGE", "NETSERVER_PORT", "cmd_netperf", "cmd_netserver"]
+__all__ = ["NETPERF_USAGE", "NETSERVER_PORT", "main", "netserver_main"]
 
 DEFAULT_BUDGET: Final = 16_000_000
 DATA_PORT: Final = 12866  # the first data port; each run takes the next one
@@ -137,9 +137,9 @@ class _Usage(Exception):
 
 
 async def _start_netserver(
-    ctx: Context, host: Host, port: int, address: str | None, family: int
+    proc: Process, host: Machine, port: int, address: str | None, family: int
 ) -> OSError | None:
-    """Start a netserver on *host* in the session's nursery; the bind's error if none could.
+    """Start a netserver daemon on *host*; the bind's error if none could.
 
     AF_UNSPEC without an address listens on ``[::]``, dual-stack (IPv4
     peers arrive as ``::ffff:a.b.c.d``), as netserver's ``IN(6)ADDR_ANY``
@@ -148,7 +148,7 @@ async def _start_netserver(
     if address is not None:
         family = AF_INET6 if ":" in address else AF_INET
     try:
-        await ctx.session.nursery.start(
+        await proc.start_daemon(
             partial(
                 netserver,
                 host,
@@ -162,33 +162,32 @@ async def _start_netserver(
             return e
         # no IPv6 on this host: the IPv4 wildcard
         try:
-            await ctx.session.nursery.start(partial(netserver, host, port, family=AF_INET))
+            await proc.start_daemon(partial(netserver, host, port, family=AF_INET))
         except OSError as e4:
             return e4
     return None
 
 
-async def _boot_netserver(ctx: Context, host: Host) -> None:
+async def _boot_netserver(proc: Process, host: Machine) -> None:
     """The netserver a host runs from boot (port 12865), started when first needed."""
-    booted: set[str] = ctx.session.state.setdefault("netserver_boot", set())
+    booted: set[str] = proc.state.setdefault("netserver_boot", set())
     if host.name not in booted:
         booted.add(host.name)
-        await _start_netserver(ctx, host, NETSERVER_PORT, None, AF_UNSPEC)
+        await _start_netserver(proc, host, NETSERVER_PORT, None, AF_UNSPEC)
 
 
-async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
+async def netserver_main(proc: Process, host: Machine, argv: list[str]) -> int:
     """``netserver [-p PORT] [-L ADDR[,FAMILY]] [-4|-6] [-D]``: serve netperf on this host."""
-    host = ctx.need_host()
     port = NETSERVER_PORT
     address: str | None = None
     family = AF_UNSPEC
     it = iter(argv)
     for a in it:
         if a in ("-h", "--help"):
-            ctx.out(NETSERVER_USAGE)
+            proc.out(NETSERVER_USAGE)
             return 0
         if a == "-V":
-            ctx.out("Netperf version 2.7.0")
+            proc.out("Netperf version 2.7.0")
             return 0
         if a in ("-D", "-f", "-d"):
             continue
@@ -198,7 +197,7 @@ async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
         if a.startswith("-p"):
             value = a[2:] or next(it, "")
             if not value.isdigit() or not 0 < int(value) < 65536:
-                ctx.err(f"netserver: invalid port '{value}'\n{NETSERVER_USAGE}")
+                proc.err(f"netserver: invalid port '{value}'\n{NETSERVER_USAGE}")
                 return 1
             port = int(value)
             continue
@@ -207,25 +206,25 @@ async def cmd_netserver(ctx: Context, argv: list[str]) -> int:
             if fam:
                 family = AF_INET6 if fam.lower() in ("6", "inet6", "af_inet6") else AF_INET
             if name:
-                address = _listen_address(ctx, name, family)
+                address = _listen_address(proc, name, family)
                 if address is None:
-                    ctx.err(f"netserver: could not resolve '{name}'")
+                    proc.err(f"netserver: could not resolve '{name}'")
                     return 1
             continue
-        ctx.err(f"netserver: invalid option -- '{a.lstrip('-')[:1]}'\n{NETSERVER_USAGE}")
+        proc.err(f"netserver: invalid option -- '{a.lstrip('-')[:1]}'\n{NETSERVER_USAGE}")
         return 1
-    await _boot_netserver(ctx, host)
+    await _boot_netserver(proc, host)
     shown = address or "IN(6)ADDR_ANY"
     fam_name = {AF_INET: "AF_INET", AF_INET6: "AF_INET6"}.get(family, "AF_UNSPEC")
-    error = await _start_netserver(ctx, host, port, address, family)
+    error = await _start_netserver(proc, host, port, address, family)
     if error is not None:
-        ctx.err(f"Unable to start netserver with  '{shown}' port '{port}' and family {fam_name}")
+        proc.err(f"Unable to start netserver with  '{shown}' port '{port}' and family {fam_name}")
         return 1
-    ctx.out(f"Starting netserver with host '{shown}' port '{port}' and family {fam_name}")
+    proc.out(f"Starting netserver with host '{shown}' port '{port}' and family {fam_name}")
     return 0
 
 
-def _listen_address(ctx: Context, name: str, family: int) -> str | None:
+def _listen_address(proc: Process, name: str, family: int) -> str | None:
     """netserver -L's name as an address literal (a lab host name resolves)."""
     for parse in (aton, aton6):
         try:
@@ -235,7 +234,7 @@ def _listen_address(ctx: Context, name: str, family: int) -> str | None:
             continue
     if family == AF_INET6:
         return None
-    return ctx.resolve(name)
+    return proc.resolve(name)
 
 
 def _int(flag: str, value: str) -> int:
@@ -367,11 +366,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _owner(ctx: Context, addr: str) -> Host | None:
+def _owner(proc: Process, addr: str) -> Machine | None:
     """The lab host that has *addr* (IPv4 or IPv6) as a local address."""
     v6 = ":" in addr
     a = aton6(addr) if v6 else aton(addr)
-    for host in ctx.lab.hosts.values():
+    for host in proc.peers():
         try:
             if v6 and ipv6_of(host.net).ipv6_chk_addr(a, None):
                 return host
@@ -382,21 +381,20 @@ def _owner(ctx: Context, addr: str) -> Host | None:
     return None
 
 
-def _sysctl_middle(host: Host, name: str) -> int:
+def _sysctl_middle(host: Machine, name: str) -> int:
     """The middle value of ``tcp_rmem``/``tcp_wmem`` (the default buffer size)."""
-    return int(host.sysctl(name).split()[1])
+    return int(sysctl_spec(host.net, name).split()[1])
 
 
-async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
+async def main(proc: Process, client: Machine, argv: list[str]) -> int:
     """``netperf -H HOST [-t TEST] [-l SECS|-BYTES] [-f UNITS] [-- -m SIZE -r REQ,RSP]``."""
-    client = ctx.need_host()
     try:
         opts = _parse(argv)
     except _Usage as e:
-        ctx.err(f"{e}\n{NETPERF_USAGE}")
+        proc.err(f"{e}\n{NETPERF_USAGE}")
         return 255
     if isinstance(opts, str):
-        ctx.out(opts)
+        proc.out(opts)
         return 0
     target = opts.host or "localhost"
     addr: str | None
@@ -413,23 +411,25 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
             aton(target)
             addr = target
         except ValueError:
-            addr = ctx.resolve(target)
+            addr = proc.resolve(target)
     if addr is None:
-        ctx.err(
+        proc.err(
             f"establish_control could not resolve remote '{target}' port '{opts.control_port}' "
             "af AF_UNSPEC\ngetaddrinfo returned -2 Name or service not known"
         )
         return 1
     family = "AF_INET6" if ":" in addr else "AF_INET"
-    server = client if addr.startswith("127.") or addr == "::1" else _owner(ctx, addr)
+    server = client if addr.startswith("127.") or addr == "::1" else _owner(proc, addr)
     if server is None:  # no lab host has the address: nobody can answer (netperf's
         # connect would time out; the words are the same)
-        ctx.err(_no_netserver(target, opts.control_port, family))
+        proc.err(_no_netserver(target, opts.control_port, family))
         return 255
-    await _boot_netserver(ctx, server)
+    await _boot_netserver(proc, server)
     timed = client.net.cpus[0].model is not None
     if opts.cpu_asked and not timed:
-        ctx.err("netperf: CPU utilisation exists in timed mode only; functional mode costs no time")
+        proc.err(
+            "netperf: CPU utilisation exists in timed mode only; functional mode costs no time"
+        )
     udp = opts.test == "UDP_STREAM"
     if udp:
         sndbuf, rcvbuf = client.net.wmem_default, server.net.rmem_default
@@ -449,17 +449,17 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
         cap, capped = limit, False
     port = opts.data_port
     if port is None:  # netperf's data connections use a fresh port each run
-        port = ctx.session.state.get("netperf_port", DATA_PORT)
-        ctx.session.state["netperf_port"] = DATA_PORT + (port + 1 - DATA_PORT) % 1000
+        port = proc.state.get("netperf_port", DATA_PORT)
+        proc.state["netperf_port"] = DATA_PORT + (port + 1 - DATA_PORT) % 1000
 
     def banner() -> None:  # once the control connection is up, as netperf prints it
         if opts.banner:
-            ctx.out(
+            proc.out(
                 f"MIGRATED {_BANNER[opts.test]} from {_ANY[family]} port 0 {family} to "
                 f"{target} ({addr}) port 0 {family}" + (" : first burst 0" if rr else "")
             )
 
-    bar = Progress(1000, "netperf", enabled=False if ctx.background else None)
+    bar = Progress(1000, "netperf", enabled=False if proc.background else None)
 
     def progress(done: int, elapsed: float) -> None:
         frac = done / cap
@@ -468,7 +468,7 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
         bar.update(int(1000 * min(frac, 1.0)))
 
     try:
-        with ctx.interrupt:
+        with proc.interrupt:
             result = await netperf(
                 client,
                 server,
@@ -486,31 +486,31 @@ async def cmd_netperf(ctx: Context, argv: list[str]) -> int:
                 started=banner,
             )
     except NetperfControlError:
-        ctx.err(_no_netserver(target, opts.control_port, family))
+        proc.err(_no_netserver(target, opts.control_port, family))
         return 255
     except OSError as e:
-        ctx.err(f"netperf: send_omni: data connection to {addr} port {port}: {e}")
+        proc.err(f"netperf: send_omni: data connection to {addr} port {port}: {e}")
         return 1
     finally:
         bar.close()
-    if ctx.interrupt.cancelled_caught:
+    if proc.interrupt.cancelled_caught:
         return 130
     done = result.transactions if rr else result.bytes_sent
     if capped and done >= cap and (seconds is None or result.virtual_seconds < seconds):
         what = f"{cap} transactions" if rr else f"{cap} bytes"
-        ctx.err(
+        proc.err(
             f"netperf: stopped at the budget of {what} after {result.virtual_seconds:.6f} s of "
             f"virtual time (--budget BYTES changes it)"
         )
     if result.virtual_seconds <= 0:
-        ctx.err(
+        proc.err(
             "netperf: no virtual time passed: nothing on the path takes virtual time (no link "
             "rate or delay, no shaping qdisc), so the throughput is unbounded; give a link a "
             "rate or delay, or shape it (tc qdisc add dev DEV root tbf rate 1gbit burst 64k "
             "latency 10ms)"
         )
     cpu = timed and result.local_cpu is not None
-    ctx.out(_table(opts, result, send_size, sndbuf, rcvbuf, cpu, client, server))
+    proc.out(_table(opts, result, send_size, sndbuf, rcvbuf, cpu, client, server))
     return 0
 
 
@@ -531,8 +531,8 @@ def _table(
     sndbuf: int,
     rcvbuf: int,
     cpu: bool,
-    client: Host,
-    server: Host,
+    client: Machine,
+    server: Machine,
 ) -> str:
     """netperf's result table: nettest_bsd.c's titles and formats for the test."""
     label, divisor = _UNITS[opts.units]

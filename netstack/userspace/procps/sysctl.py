@@ -15,8 +15,9 @@ from netstack.errors import ConfigError
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["sysctl", "sysctl_spec"]
+__all__ = ["main", "sysctl", "sysctl_spec"]
 
 
 def sysctl_spec(net: Net, spec: str) -> str:
@@ -78,3 +79,11 @@ def sysctl(net: Net, command: str | list[str]) -> str:
             v = net.sysctl.read(a)
             out.append(v if values_only else f"{a.strip()} = {v}")
     return "\n".join(out)
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``sysctl`` command: read or set *host*'s ``/proc/sys`` entries and print them."""
+    text = sysctl(host.net, argv)
+    if text:
+        proc.out(text)
+    return 0

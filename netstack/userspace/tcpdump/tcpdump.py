@@ -9,8 +9,8 @@ counts tcpdump reports at the end (``3 packets captured``). :func:`read_pcap`
 yields the frames of a capture file; ``netstack decode`` is ``tcpdump -r``.
 
 The live form (``tcpdump -i eth0`` on an emulated host) is the same
-:class:`Dumper` fed by a packet tap; it lives with the shell's commands
-(:mod:`netstack.labs.tools`), because taps belong to the host.
+:class:`Dumper` fed by a packet tap the host opens (``host.capture``, the
+``AF_PACKET`` socket of this emulation); :func:`main` is the command, both forms.
 
 Deviations from tcpdump, on purpose: addresses and ports are always numeric
 (``-n``/``-nn`` are accepted and change nothing), timestamps are virtual time
@@ -23,19 +23,25 @@ import errno
 import struct
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 import attrs
 import dpkt
+import trio
 
 from netstack.errors import ConfigError
 from netstack.userspace.tcpdump.tcpdump_filter import Predicate, compile_filter, dissect
 from netstack.userspace.tcpdump.tcpdump_print import Printer
+from netstack.wire.arp import ARPHRD_LOOPBACK
+
+if TYPE_CHECKING:
+    from netstack.userspace.process import Machine, Process
 
 __all__ = [
     "TCPDUMP_USAGE",
     "Dumper",
     "TcpdumpOptions",
+    "main",
     "parse_tcpdump_args",
     "read_pcap",
 ]
@@ -353,3 +359,77 @@ def _pcap_records(f: BinaryIO, order: str, unit: float) -> Iterator[tuple[float,
         if len(data) < caplen:
             return
         yield sec + frac * unit, data, wirelen
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``tcpdump`` command: ``-r FILE``, or a live capture on *host* until ``-c`` or Ctrl-C."""
+    opts = parse_tcpdump_args(argv)
+    if opts.show_version:
+        proc.out(TCPDUMP_VERSION)
+        return 0
+    if opts.show_help:
+        proc.err(TCPDUMP_USAGE)
+        return 0
+    if opts.read_file is not None:
+        head, frames = read_pcap(opts.read_file)
+        dumper = Dumper(opts, proc.out, proc.resolve)
+        proc.err(head)
+        try:
+            for ts, data, wirelen in frames:
+                dumper.frame(ts, data, wirelen)
+                if dumper.done:
+                    break
+        finally:
+            dumper.close()
+            frames.close()
+        return 0
+    net = host.net
+    name = opts.interface
+    if name is None:
+        up = [d for d in net.devices.values() if d.name != "lo" and d.is_up()]
+        if not up:
+            proc.err("tcpdump: no suitable device found")
+            return 1
+        name = up[0].name
+    dev = net.dev_get_by_name(name)
+    if dev is None:
+        proc.err(f"tcpdump: {name}: No such device exists\n(No such device exists)")
+        return 1
+    if not dev.is_up():
+        proc.err(f"tcpdump: {name}: That device is not up")
+        return 1
+    # devices without a link-layer header (gre, ipip, sit) capture raw IP, as in their pcaps
+    raw = dev.header_ops is None and dev.type != ARPHRD_LOOPBACK
+    dumper = Dumper(opts, proc.out, proc.resolve, raw=raw)
+    link = "RAW (Raw IP)" if raw else "EN10MB (Ethernet)"
+    if opts.verbose or opts.write_file is not None:
+        proc.err(
+            f"tcpdump: listening on {name}, link-type {link}, snapshot length {opts.snaplen} bytes"
+        )
+    else:
+        proc.err("tcpdump: verbose output suppressed, use -v[v]... for full protocol decode")
+        proc.err(f"listening on {name}, link-type {link}, snapshot length {opts.snaplen} bytes")
+    done = trio.Event()
+
+    def on_frame(ts: float, frame: bytes, outgoing: bool) -> None:
+        if (opts.direction == "in" and outgoing) or (opts.direction == "out" and not outgoing):
+            return
+        if raw:  # the printer and filter read Ethernet: give the packet an empty header
+            etype = b"\x86\xdd" if frame[:1] and frame[0] >> 4 == 6 else b"\x08\x00"
+            frame = bytes(12) + etype + frame
+        dumper.frame(ts, frame)
+        if dumper.done:
+            done.set()
+
+    cap = host.capture(name, snaplen=opts.snaplen, callback=on_frame)
+    interrupted = False
+    try:
+        with proc.interrupt:
+            await done.wait()
+        interrupted = proc.interrupt.cancelled_caught
+    finally:
+        cap.stop()
+        host.captures.remove(cap)
+        dumper.close()
+    proc.err(("\n" if interrupted and not proc.background else "") + dumper.summary())
+    return 0

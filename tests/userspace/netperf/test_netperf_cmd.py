@@ -1,4 +1,4 @@
-"""``netperf``, ``netserver`` and ``udpflood`` at the prompt: netperf's tables, its errors,
+"""``netperf`` and ``netserver`` at the prompt: netperf's tables, its errors,
 and runs that end even where no virtual time passes."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import trio
 import trio.testing
 
 import netstack
-from netstack.labs import tools
 from netstack.labs.session import Session
 from netstack.tcp import tcp_of
 from netstack.testing import routed_hosts
@@ -139,25 +138,6 @@ async def test_netserver_ports_and_netperf_errors(
     assert status == 1 and "could not resolve remote 'nosuch'" in out[0]
     status, out = await term.run("h1 netperf -H h2 -c -l -1000 -P 0")
     assert status == 0 and out[0].startswith("netperf: CPU utilisation exists in timed mode only")
-
-
-async def test_udpflood_count_port_and_time_limit(
-    term: Term, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    status, out = await term.run("h1 udpflood -c 5 h2:7")
-    assert status == 0
-    assert out == ["udpflood: 5 datagrams of 64 bytes to 10.0.2.2:7 in 0.000000 s of virtual time"]
-    assert (await term.run("h2 expect UdpNoPorts == 5"))[0] == 0
-    status, out = await term.run("h1 udpflood -l 0.5 -r 100 -s 10 h2")
-    assert out == [
-        "udpflood: 50 datagrams of 10 bytes to 10.0.2.2:9 in 0.500000 s of virtual time, 100 pps"
-    ]
-    monkeypatch.setattr(tools, "UDPFLOOD_BUDGET", 30)
-    status, out = await term.run("h1 udpflood -l 5 h2")  # no rate: no time passes
-    assert status == 0 and out[0].startswith("udpflood: stopped after 30 datagrams, 0.000000 s")
-    assert out[1].startswith("udpflood: 30 datagrams")
-    status, out = await term.run("h1 udpflood -x h2")
-    assert status == 2 and out[0] == "udpflood: invalid option -- 'x'"
 
 
 async def test_help_lines_and_usage_of_the_tools(

@@ -54,8 +54,9 @@ from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["IP_USAGE", "IP_VERSION", "ip"]
+__all__ = ["IP_USAGE", "IP_VERSION", "ip", "main"]
 
 IP_VERSION: Final = "ip utility, iproute2-6.1.0"
 
@@ -268,3 +269,11 @@ def ip(net: Net, command: str) -> str:
         raise ConfigError(f'netstack: "ip {obj}" is not implemented', errno.EOPNOTSUPP)
     handler(net, opts, args)
     return opts.text()
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``ip`` command: run *argv* on *host*'s kernel and print what ip prints."""
+    text = ip(host.net, shlex.join(argv))
+    if text:
+        proc.out(text.rstrip("\n"))
+    return 0

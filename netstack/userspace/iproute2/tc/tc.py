@@ -38,8 +38,9 @@ from netstack.userspace.iproute2.tc.tc_qdisc import do_qdisc
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.userspace.process import Machine, Process
 
-__all__ = ["TC_USAGE", "TC_VERSION", "TcKinds", "tc"]
+__all__ = ["TC_USAGE", "TC_VERSION", "TcKinds", "main", "tc"]
 
 TC_VERSION: Final = "tc utility, iproute2-6.6.0"
 
@@ -180,3 +181,11 @@ def tc(net: Net, command: str) -> str:
     else:
         fail(f'Object "{obj}" is unknown, try "tc help".')
     return o.text()
+
+
+async def main(proc: Process, host: Machine, argv: list[str]) -> int:
+    """The ``tc`` command: run *argv* on *host*'s kernel and print what tc prints."""
+    text = tc(host.net, shlex.join(argv))
+    if text:
+        proc.out(text.rstrip("\n"))
+    return 0
