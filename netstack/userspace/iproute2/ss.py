@@ -1,10 +1,14 @@
 """``ss``: the TCP sockets of a host, as iproute2's ``ss -t [-a|-l] [-i] [-n] [-4|-6]`` prints them.
 
-Theory of operation: the sockets come from TCP's hash tables (listeners,
-connections, request and TIME_WAIT socks); the queue columns follow ss's
-rules (a listener shows its accept queue and backlog, a connection the bytes
-not yet read and not yet acknowledged); ``-i`` adds the second line of
-``tcp_info`` fields in ss's order and spelling (misc/ss.c, tcp_show_info).
+Theory of operation: as the real ss, this one asks the kernel through
+sock_diag (:mod:`netstack.socket.diag`: an ``inet_diag_req_v2`` with the
+family, the protocol and the states wanted) and prints the ``inet_diag_msg``
+rows it gets back: the state by ss's names, the queue columns the kernel
+fills (a listener's accept queue and backlog, a connection's bytes not yet
+read and not yet acknowledged), the addresses; ``-i`` asks for
+``INET_DIAG_INFO`` and adds the second line of ``tcp_info`` fields in ss's
+order and spelling (misc/ss.c, tcp_show_info). Nothing here reads a kernel
+table.
 Addresses are always numeric (``-n`` is accepted and implied); IPv6 ones
 are bracketed, ``[2001:db8::1]:80``, as ss prints them; the wildcard of a
 dual-stack socket (IPV6_V6ONLY off) is ``*``, ``*:80``, of a v6-only one
@@ -18,20 +22,26 @@ the bytes in the receive and send buffers as the queues. :func:`main` is the
 command: ss's options (short, bundled, and the long ``--tcp``… forms), its
 usage on ``-h`` and its messages and exit status 255 for bad ones.
 
-Kernel/iproute2: misc/ss.c (tcp_show, tcp_show_info, udp_show), net/ipv4/tcp_diag.c.
+iproute2: misc/ss.c (tcp_show, tcp_show_info, udp_show, inet_addr_print).
 """
 
 from __future__ import annotations
 
 import errno
 import shlex
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.ipv4 import ipv4_of
-from netstack.tcp import TcpSock, tcp_get_info, tcp_of
-from netstack.tcp.sock import TCP_LISTEN, RequestSock, TimewaitSock
-from netstack.wire.ipv4 import ntoa
+from netstack.socket.diag import (
+    INET_DIAG_INFO,
+    TCPF_ALL,
+    InetDiagMsg,
+    InetDiagReqV2,
+    inet_diag_dump,
+)
+from netstack.tcp import TCP_STATE_NAMES, TcpInfo
+from netstack.tcp.sock import TCP_CLOSE, TCP_LISTEN
+from netstack.wire.ipv4 import IPPROTO_TCP, IPPROTO_UDP, ntoa
 from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
@@ -40,10 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = ["SS_USAGE", "main", "ss"]
 
-M32 = 0xFFFFFFFF
+AF_UNSPEC = 0
 AF_INET = 2
 AF_INET6 = 10
-V4MAPPED_PREFIX = 0xFFFF << 32
+# ss's state filters (misc/ss.c): -l, -a, and the default SS_CONN (neither listening nor closed)
+SS_LISTEN: Final = 1 << TCP_LISTEN
+SS_CONN: Final = TCPF_ALL & ~((1 << TCP_LISTEN) | (1 << TCP_CLOSE))
 
 
 def _fmt_rate(bps: float) -> str:
@@ -57,9 +69,8 @@ def _fmt_rate(bps: float) -> str:
     return f"{bps:.0f}bps"
 
 
-def _info_line(sk: TcpSock) -> str:
+def _info_line(i: TcpInfo) -> str:
     """The ``-i`` line, in tcp_show_info()'s order."""
-    i = tcp_get_info(sk)
     out: list[str] = []
     out.extend(o for o in i.options if o in ("ts", "sack"))
     out.append(i.cong)
@@ -114,50 +125,37 @@ def _info_line(sk: TcpSock) -> str:
     return "\t " + " ".join(out)
 
 
-def _addr(family: int, addr: int, port: int | str, v6only: bool = True) -> str:
+def _addr(family: int, addr: int, port: int, v6only: bool = True) -> str:
     """ss's address column: ``10.0.0.1:80``, ``[2001:db8::1]:80``, and ``*:80`` for
     the wildcard of a dual-stack AF_INET6 socket (IPV6_V6ONLY off: inet_diag's
-    INET_DIAG_SKV6ONLY), which takes IPv4 too (misc/ss.c, inet_addr_print)."""
+    INET_DIAG_SKV6ONLY), which takes IPv4 too; port 0 is ``*`` (misc/ss.c,
+    inet_addr_print, resolve_service)."""
+    service = str(port) if port else "*"
     if family == AF_INET6:
         if not addr and not v6only:
-            return f"*:{port}"
-        return f"[{ntoa6(addr)}]:{port}"
-    return f"{ntoa(addr)}:{port}"
+            return f"*:{service}"
+        return f"[{ntoa6(addr)}]:{service}"
+    return f"{ntoa(addr)}:{service}"
 
 
-def _v6view(sk: Any, wire_family: int, addr: int) -> int:
-    """An AF_INET6 socket talking IPv4 (dual stack) shows ``::ffff:a.b.c.d``, as the
-    kernel's inet_diag fills ``sk_v6_rcv_saddr``/``sk_v6_daddr`` (inet_diag_msg_common_fill)."""
-    if sk.family == AF_INET6 and wire_family == AF_INET and addr:
-        return V4MAPPED_PREFIX | addr
-    return addr
+def _row(r: InetDiagMsg) -> tuple[str, int, int, str, str]:
+    fam = r.idiag_family
+    return (
+        TCP_STATE_NAMES.get(r.idiag_state, str(r.idiag_state)),
+        r.idiag_rqueue,
+        r.idiag_wqueue,
+        _addr(fam, r.idiag_src, r.idiag_sport, r.skv6only),
+        _addr(fam, r.idiag_dst, r.idiag_dport, r.skv6only),
+    )
 
 
-def _row(sk: Any) -> tuple[str, int, int, str, str]:
-    fam = sk.family
-    if isinstance(sk, TimewaitSock):
-        wf = sk.af_ops.family
-        local = _addr(fam, _v6view(sk, wf, sk.rcv_saddr), sk.num)
-        peer = _addr(fam, _v6view(sk, wf, sk.daddr), sk.dport)
-        return (sk.state_name, 0, 0, local, peer)
-    if isinstance(sk, RequestSock):
-        wf = sk.af_specific.family
-        local = _addr(fam, _v6view(sk, wf, sk.loc_addr), sk.num)
-        return ("SYN-RECV", 0, 0, local, _addr(fam, _v6view(sk, wf, sk.rmt_addr), sk.rmt_port))
-    v6only = bool(getattr(sk, "ipv6only", True))
-    if sk.state == TCP_LISTEN:
-        local = _addr(fam, sk.inet_rcv_saddr, sk.inet_num, v6only)
-        peer = _addr(fam, 0, "*", v6only)
-        return ("LISTEN", len(sk.accept_queue), sk.sk_max_ack_backlog, local, peer)
-    recvq = (sk.rcv_nxt - sk.copied_seq) & M32
-    sendq = (sk.write_seq - sk.snd_una) & M32
-    local = _addr(fam, sk.user_addr(sk.inet_saddr), sk.inet_num)
-    peer = _addr(fam, sk.user_addr(sk.inet_daddr), sk.inet_dport)
-    return (sk.state_name, recvq, sendq, local, peer)
+def _states(listening: bool, all_: bool) -> int:
+    """The ``idiag_states`` of ``-l``, ``-a`` or neither (ss's default: connected)."""
+    return SS_LISTEN if listening else TCPF_ALL if all_ else SS_CONN
 
 
 def ss(net: Net, command: str = "-t") -> str:
-    """Run ``ss`` with *command*'s options; return what it prints."""
+    """Run ``ss`` with *command*'s options (TCP sockets); return what it prints."""
     args = command.split()
     show_info = listening = all_ = False
     families = set()
@@ -179,18 +177,14 @@ def ss(net: Net, command: str = "-t") -> str:
                 pass
             else:
                 raise ConfigError(f"ss: invalid option -- '{ch}'", errno.EINVAL)
-    tcp = tcp_of(net)
-    rows: list[tuple[tuple[str, int, int, str, str], str | None]] = []
-    for sk in tcp.hashinfo.sockets():
-        is_listen = isinstance(sk, TcpSock) and sk.state == TCP_LISTEN
-        if listening and not is_listen:
-            continue
-        if families and sk.family not in families:
-            continue
-        if not listening and not all_ and is_listen:
-            continue
-        extra = _info_line(sk) if show_info and isinstance(sk, TcpSock) else None
-        rows.append((_row(sk), extra))
+    req = InetDiagReqV2(
+        families.pop() if len(families) == 1 else AF_UNSPEC,
+        IPPROTO_TCP,
+        idiag_ext=1 << (INET_DIAG_INFO - 1) if show_info else 0,
+        idiag_states=_states(listening, all_),
+    )
+    rows = [(_row(r), _info_line(r.info) if r.info is not None else None)
+            for r in inet_diag_dump(net, req)]  # fmt: skip
     header = ("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")
     table = [header] + [tuple(str(x) for x in r) for r, _ in rows]
     widths = [max(len(t[k]) for t in table) for k in range(5)]
@@ -249,20 +243,14 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
         if text:
             proc.out(text.rstrip("\n"))
         return 0
+    # UDP (IPv4; for UDP, ss's -l means unconnected: TCP_CLOSE)
     listening = "l" in flags
-    show_all = "a" in flags
-    rows = [("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")]
-    ipv4 = ipv4_of(host.net)
-    for sk in sorted(ipv4.udp_table.sockets(), key=lambda s: s.inet_num):
-        if sk.family != 2:
-            continue  # a dual-stack AF_INET6 socket (IPv6 UDP is not listed here)
-        connected = bool(sk.inet_dport)
-        if (listening and connected) or not (show_all or listening or connected):
-            continue
-        local = f"{ntoa(sk.inet_rcv_saddr) if sk.inet_rcv_saddr else '0.0.0.0'}:{sk.inet_num}"
-        peer = f"{ntoa(sk.inet_daddr)}:{sk.inet_dport}" if connected else "0.0.0.0:*"
-        state = "ESTAB" if connected else "UNCONN"
-        rows.append((state, str(sk.sk_rmem_alloc), str(sk.sk_wmem_alloc), local, peer))
+    states = (1 << TCP_CLOSE) if listening else _states(False, "a" in flags)
+    req = InetDiagReqV2(AF_INET, IPPROTO_UDP, idiag_states=states)
+    rows: list[tuple[str, ...]] = [
+        ("State", "Recv-Q", "Send-Q", "Local Address:Port", "Peer Address:Port")
+    ]
+    rows += [tuple(str(x) for x in _row(r)) for r in inet_diag_dump(host.net, req)]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         proc.out(
