@@ -51,19 +51,6 @@ async def test_errors_like_linux(term: Term, autojump_clock: trio.testing.MockCl
     assert (await term.run('h1 ip "unterminated'))[0] == 2
 
 
-async def test_front_ends_of_other_branches_answer_not_available(
-    term: Term, autojump_clock: trio.testing.MockClock
-) -> None:
-    host = term.session.lab.hosts["h1"]
-    for tool in ("tc", "ethtool"):
-        if hasattr(host, tool):
-            continue  # the branch has landed: the command works
-        status, out = await term.run(f"h1 {tool} -s qdisc")
-        assert status == 127 and out == (
-            f"{tool}: not available yet in netstack (this host has no {tool} front end)"
-        )
-
-
 async def test_tunnels_ethtool_and_sysfs_at_the_prompt(
     term: Term, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
