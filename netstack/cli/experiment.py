@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from netstack.experiments import EXPERIMENTS
 from netstack.experiments.common import METER
 from netstack.experiments.plot import check_plot_path
-from netstack.labs.commands import Command, CommandTable
-from netstack.labs.progress import Progress
-from netstack.labs.tools import default_commands
+from netstack.labs.commands import Command, CommandTable, default_commands
+from netstack.userspace.progress import Progress
 
 if TYPE_CHECKING:
     from netstack.labs.session import Context

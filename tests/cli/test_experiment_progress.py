@@ -11,7 +11,7 @@ import netstack.experiments.plot as plot
 from netstack.cli.experiment import _left, run_experiment
 from netstack.cli.main import main
 from netstack.experiments.common import Meter
-from netstack.labs.progress import Progress
+from netstack.userspace.progress import Progress
 
 
 def test_meter_interpolates_the_current_step_by_the_steps_done() -> None:
