@@ -51,7 +51,7 @@ log = logging.getLogger("mkdocs.hooks.netstack")
 FENCE = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
 IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+\.(?:toml|json))\)")
 EXAMPLE_LINK = re.compile(r"\]\((?P<path>[^)\s#]*examples/(?P<name>[\w-]+\.(?:py|toml)))\)")
-EXAMPLE_CODE = re.compile(r"(?<![\[\w])`examples/(?P<name>[\w-]+\.(?:py|toml))`(?!\]\()")
+CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 FILE_BLOCK = re.compile(
     r"^```toml\n# file: (?P<name>\S+)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL
 )
@@ -281,7 +281,7 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     for f in files.documentation_pages():
         markdown = f.content_string
         for m in IMAGE.finditer(markdown):
-            if _inside_fence(markdown, m.start()):
+            if _inside_code(markdown, m.start()):
                 continue
             try:
                 uri, svg = _picture(f.src_uri, m["src"], markdown)
@@ -295,8 +295,13 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     return files
 
 
-def _inside_fence(markdown: str, pos: int) -> bool:
-    return any(m.start() <= pos < m.end() for m in FENCE.finditer(markdown))
+def _inside_code(markdown: str, pos: int) -> bool:
+    """True if *pos* is in a fenced block or a code span of *markdown*."""
+    if any(m.start() <= pos < m.end() for m in FENCE.finditer(markdown)):
+        return True
+    line_start = markdown.rfind("\n", 0, pos) + 1
+    para = markdown[line_start:]
+    return any(m.start() <= pos - line_start < m.end() for m in CODE_SPAN.finditer(para[:2000]))
 
 
 def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -304,26 +309,30 @@ def on_page_markdown(markdown: str, *, page: Page, config: MkDocsConfig, files: 
     uri = page.file.src_uri
     base = posixpath.dirname(uri)
 
+    def picture(m: re.Match[str]) -> str:
+        drawn = _pictures.get((uri, m["src"]))
+        if drawn is None:
+            return m[0]
+        return f"![{m['alt']}]({_relative(uri, drawn)})"
+
+    def link(m: re.Match[str]) -> str:
+        target = (ROOT / "docs" / base / m["path"]).resolve()
+        if target.parent != EXAMPLES or not target.is_file():
+            return m[0]
+        return f"]({_relative(uri, example_uri(target.name))})"
+
     def prose(text: str) -> str:
-        def picture(m: re.Match[str]) -> str:
-            drawn = _pictures.get((uri, m["src"]))
-            if drawn is None:
-                return m[0]
-            return f"![{m['alt']}]({_relative(uri, drawn)})"
-
-        def link(m: re.Match[str]) -> str:
-            target = (ROOT / "docs" / base / m["path"]).resolve()
-            if target.parent != EXAMPLES or not target.is_file():
-                return m[0]
-            return f"]({_relative(uri, example_uri(target.name))})"
-
-        def code(m: re.Match[str]) -> str:
-            if not (EXAMPLES / m["name"]).is_file():
-                return m[0]
-            return f"[{m[0]}]({_relative(uri, example_uri(m['name']))})"
-
-        text = IMAGE.sub(picture, text)
-        text = EXAMPLE_LINK.sub(link, text)
-        return EXAMPLE_CODE.sub(code, text)
+        out, last = [], 0
+        for m in CODE_SPAN.finditer(text):  # code shows links; it does not make them
+            out.append(EXAMPLE_LINK.sub(link, IMAGE.sub(picture, text[last : m.start()])))
+            name = re.fullmatch(r"examples/([\w-]+\.(?:py|toml))", m[2].strip())
+            linked = text[m.start() - 1 : m.start()] == "[" and text[m.end() :].startswith("](")
+            if name and not linked and (EXAMPLES / name[1]).is_file():
+                out.append(f"[{m[0]}]({_relative(uri, example_uri(name[1]))})")
+            else:
+                out.append(m[0])
+            last = m.end()
+        out.append(EXAMPLE_LINK.sub(link, IMAGE.sub(picture, text[last:])))
+        return "".join(out)
 
     return _outside_fences(markdown, prose)
