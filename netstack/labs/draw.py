@@ -140,6 +140,8 @@ class Geometry:
     canvas: Box
     nodes: dict[str, Box]
     labels: list[tuple[str, Box]]
+    # each line: its two nodes and points along it
+    paths: list[tuple[tuple[str, str], list[tuple[float, float]]]] = attrs.field(factory=list)
 
 
 # -- the lab as a picture's model --------------------------------------------------------------
@@ -335,7 +337,26 @@ def _dot_geometry(g: Any) -> Geometry:
         w, h = float(obj["width"]) * 72, float(obj["height"]) * 72
         nodes[obj["name"]] = Box(x - w / 2, y - h / 2, x + w / 2, y + h / 2)
     labels = []
+    names = {obj["_gvid"]: obj.get("name", "") for obj in data.get("objects", [])}
+    paths: list[tuple[tuple[str, str], list[tuple[float, float]]]] = []
     for edge in data.get("edges", []):
+        points: list[tuple[float, float]] = []
+        for op in edge.get("_draw_", []):
+            if op["op"] in ("b", "B"):  # a B-spline as cubic Bézier segments: sample them
+                pts = [flip(*p) for p in op["points"]]
+                for i in range(0, len(pts) - 3, 3):
+                    p0, p1, p2, p3 = pts[i : i + 4]
+                    for k in range(9):
+                        t = k / 8
+                        points.append(
+                            (
+                                (1 - t) ** 3 * p0[0] + 3 * (1 - t) ** 2 * t * p1[0]
+                                + 3 * (1 - t) * t * t * p2[0] + t**3 * p3[0],
+                                (1 - t) ** 3 * p0[1] + 3 * (1 - t) ** 2 * t * p1[1]
+                                + 3 * (1 - t) * t * t * p2[1] + t**3 * p3[1],
+                            )
+                        )  # fmt: skip
+        paths.append(((names.get(edge["tail"], ""), names.get(edge["head"], "")), points))
         size = float(_LABEL_SIZE)
         for op in edge.get("_ldraw_", []):
             if op["op"] == "F":
@@ -345,7 +366,7 @@ def _dot_geometry(g: Any) -> Geometry:
                 w = float(op["width"])
                 left = {"l": x, "r": x - w}.get(op["align"], x - w / 2)
                 labels.append((op["text"], Box(left, y - size, left + w, y + 0.3 * size)))
-    return Geometry(Box(x0, 0.0, x1, y1 - y0), nodes, labels)
+    return Geometry(Box(x0, 0.0, x1, y1 - y0), nodes, labels, paths)
 
 
 # -- the built-in layout (no Graphviz) ---------------------------------------------------------
@@ -537,7 +558,15 @@ class _Builtin:
 
     def geometry(self) -> Geometry:
         labels = [label for _, _, label in self.lines if label is not None]
-        return Geometry(self.canvas, dict(self.boxes), labels)
+        paths = []
+        for link, pts, _ in self.lines:  # points every few pixels along the polyline
+            along = [
+                (x0 + (x1 - x0) * k / 20, y0 + (y1 - y0) * k / 20)
+                for (x0, y0), (x1, y1) in itertools.pairwise(pts)
+                for k in range(21)
+            ]
+            paths.append(((link.a[0], link.b[0]), along))
+        return Geometry(self.canvas, dict(self.boxes), labels, paths)
 
 
 def _engine(engine: Engine) -> Literal["graphviz", "builtin"]:

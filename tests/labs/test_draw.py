@@ -3,8 +3,10 @@
 Each lab below is built from lab-file text (as ``netstack draw`` builds it) and
 laid out by both engines: Graphviz's ``dot`` (skipped without it) and the
 built-in fallback. The geometry the layout reports is checked: host boxes do
-not overlap, link labels overlap neither each other nor a box, and every
-label lies inside the picture. The SVG carries every label in full.
+not overlap, link labels overlap neither each other nor a box, every label
+lies inside the picture, and no line crosses a box other than its two ends'
+(the GRE tunnel once ran straight through the transit router). The SVG
+carries every label in full.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from netstack.labs.draw import (
+    Box,
     Geometry,
     HostInfo,
     LinkInfo,
@@ -104,6 +107,15 @@ def check_legible(geo: Geometry, links: list[LinkInfo]) -> None:
             assert not box.overlaps(node), f"label {text!r} lies on {name}"
     for (ta, a), (tb, b) in itertools.combinations(geo.labels, 2):
         assert not a.overlaps(b), f"labels {ta!r} and {tb!r} overlap"
+    assert len(geo.paths) == len(links)
+    for ends, points in geo.paths:  # no line crosses a box but its own ends'
+        assert len(points) > 8, ends
+        for name, node in geo.nodes.items():
+            if name in ends:
+                continue
+            inner = Box(node.x0 + 1, node.y0 + 1, node.x1 - 1, node.y1 - 1)
+            for x, y in points:
+                assert not inner.overlaps(Box(x, y, x, y)), f"the line {ends} crosses {name}"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
