@@ -1,0 +1,1 @@
+"""What runs in user space: one subpackage per upstream project (packetdrill, …)."""
