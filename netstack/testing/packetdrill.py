@@ -10,7 +10,9 @@ files and directories (``*.pkt``, sorted). The pytest hook
 passes and fails with packetdrill's report otherwise. A script whose first
 lines carry a comment ``// xfail: REASON`` is expected to fail (strictly: a
 pass is reported as an error) — the way to keep a script that reproduces a
-known difference from Linux until it is fixed.
+known difference from Linux until it is fixed; ``// cmdline: OPTIONS`` gives
+options for the command line (``--ip_version=ipv4-mapped-ipv6``), which the
+``netstack packetdrill`` command honours too.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from netstack.userspace.packetdrill import Result, run_script
 __all__ = ["PacketdrillFile", "PacketdrillItem", "pytest_collect_file", "run_file", "run_paths"]
 
 _XFAIL = re.compile(r"^\s*//\s*xfail:\s*(.+?)\s*$", re.M)
+_CMDLINE = re.compile(r"^\s*//\s*cmdline:\s*(.+?)\s*$", re.M)
 
 
 def run_file(
@@ -69,6 +72,21 @@ def run_paths(
     return [run_file(f, opts) for f in iter_scripts(paths)]
 
 
+def cmdline_options(text: str) -> list[tuple[str, str | None]]:
+    """The options of a script's ``// cmdline: --ip_version=ipv6 …`` comment.
+
+    Some options cannot be written in a script (packetdrill's lexer reads
+    ``ipv4-mapped-ipv6`` as three tokens): its test runner passes them on the
+    command line, and this comment is how a script asks the collector to.
+    """
+    out: list[tuple[str, str | None]] = []
+    for m in _CMDLINE.finditer(text):
+        for arg in m.group(1).split():
+            name, eq, value = arg.lstrip("-").partition("=")
+            out.append((name, value if eq else None))
+    return out
+
+
 def xfail_reason(text: str) -> str | None:
     """The ``// xfail: REASON`` of a script, if it has one."""
     m = _XFAIL.search(text)
@@ -93,7 +111,7 @@ class PacketdrillItem(pytest.Item):
             self.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=PacketdrillFailed))
 
     def runtest(self) -> None:
-        result = run_file(self.path)
+        result = run_file(self.path, cmdline_options(self.path.read_text(encoding="utf-8")))
         if not result.passed:
             raise PacketdrillFailed(result)
 

@@ -182,7 +182,7 @@ class FdState:
     """A script file descriptor: its netstack socket, O_NONBLOCK, closed or not."""
 
     fd: int
-    sock: Socket
+    sock: Any  # the netstack Socket (a real socket in the Linux comparison backend)
     nonblock: bool = False
     closed: bool = False
     tracked: TrackedSocket | None = None
@@ -511,11 +511,17 @@ class Runner:
         fd = self.fds.get(sut.script_fd)
         if fd is None or fd.closed or (fd.tracked is not sut and fd.tracked is not None):
             raise self.fail(ev.line, "runtime error in code: can't find getsockopt to get TCP info")
+        variables = self.tcp_info(fd)
+        if variables is None:
+            raise self.fail(ev.line, "runtime error in code: can't find getsockopt to get TCP info")
+        self.code.append((self.path, ev.line, variables, spec.text))
+
+    def tcp_info(self, fd: FdState) -> dict[str, int] | None:
+        """The ``tcpi_*`` variables of *fd*'s socket now (None: not a TCP socket)."""
         sk: Any = fd.sock.sock
         if not hasattr(sk, "snd_cwnd"):
-            raise self.fail(ev.line, "runtime error in code: can't find getsockopt to get TCP info")
-        variables = tcp_info_snapshot(sk, sk.tcp.jiffies())
-        self.code.append((self.path, ev.line, variables, spec.text))
+            return None
+        return tcp_info_snapshot(sk, sk.tcp.jiffies())
 
     # ------------------------------------------------------------------ packets
     async def run_packet_event(self, ev: Event, spec: TcpPacketSpec) -> None:
@@ -623,8 +629,12 @@ class Runner:
             self.output(
                 f"inbound injected packet: {self.now_usecs() / 1e6:9.6f} {packet_to_string(p)}"
             )
+        self.inject(build_packet(p))
+
+    def inject(self, packet: bytes) -> None:
+        """Write one inbound packet into tun0 (with ``--mss``: as a GSO packet of that size)."""
         assert self.dev is not None
-        tun_write(self.dev, build_packet(p), gso_size=self.config.mss)
+        tun_write(self.dev, packet, gso_size=self.config.mss)
 
     def _live_packet_socket(self, p: Packet) -> TrackedSocket | None:
         """packetdrill's find_socket_for_live_packet() / find_connect_for_live_packet()."""
