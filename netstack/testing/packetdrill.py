@@ -105,6 +105,7 @@ class PacketdrillItem(pytest.Item):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
+        self.obj = self.runtest  # plugins that look at item.obj (pytest-trio) see a sync test
         text = self.path.read_text(encoding="utf-8")
         reason = xfail_reason(text)
         if reason is not None:

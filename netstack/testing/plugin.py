@@ -43,9 +43,9 @@ from netstack.testing.topologies import GreSites, RoutedHosts, TopologyUnavailab
 
 __all__ = [
     "capture_all",
-    "pytest_collect_file",
     "gre_sites",
     "lab",
+    "pytest_collect_file",
     "routed_hosts",
     "topology",
     "topology_fixture",

@@ -55,16 +55,62 @@ VNET_HDR = struct.Struct("=BBHHHH")  # flags, gso_type, hdr_len, gso_size, csum_
 
 # struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_rcv_wnd
 _TCP_INFO_FIELDS = (
-    "B:state B:ca_state B:retransmits B:probes B:backoff B:options B:wscale B:flags "
-    "I:rto I:ato I:snd_mss I:rcv_mss I:unacked I:sacked I:lost I:retrans I:fackets "
-    "I:last_data_sent I:last_ack_sent I:last_data_recv I:last_ack_recv I:pmtu "
-    "I:rcv_ssthresh I:rtt I:rttvar I:snd_ssthresh I:snd_cwnd I:advmss I:reordering "
-    "I:rcv_rtt I:rcv_space I:total_retrans Q:pacing_rate Q:max_pacing_rate Q:bytes_acked "
-    "Q:bytes_received I:segs_out I:segs_in I:notsent_bytes I:min_rtt I:data_segs_in "
-    "I:data_segs_out Q:delivery_rate Q:busy_time Q:rwnd_limited Q:sndbuf_limited "
-    "I:delivered I:delivered_ce Q:bytes_sent Q:bytes_retrans I:dsack_dups I:reord_seen "
-    "I:rcv_ooopack I:snd_wnd I:rcv_wnd"
-).split()
+    "B:state",
+    "B:ca_state",
+    "B:retransmits",
+    "B:probes",
+    "B:backoff",
+    "B:options",
+    "B:wscale",
+    "B:flags",
+    "I:rto",
+    "I:ato",
+    "I:snd_mss",
+    "I:rcv_mss",
+    "I:unacked",
+    "I:sacked",
+    "I:lost",
+    "I:retrans",
+    "I:fackets",
+    "I:last_data_sent",
+    "I:last_ack_sent",
+    "I:last_data_recv",
+    "I:last_ack_recv",
+    "I:pmtu",
+    "I:rcv_ssthresh",
+    "I:rtt",
+    "I:rttvar",
+    "I:snd_ssthresh",
+    "I:snd_cwnd",
+    "I:advmss",
+    "I:reordering",
+    "I:rcv_rtt",
+    "I:rcv_space",
+    "I:total_retrans",
+    "Q:pacing_rate",
+    "Q:max_pacing_rate",
+    "Q:bytes_acked",
+    "Q:bytes_received",
+    "I:segs_out",
+    "I:segs_in",
+    "I:notsent_bytes",
+    "I:min_rtt",
+    "I:data_segs_in",
+    "I:data_segs_out",
+    "Q:delivery_rate",
+    "Q:busy_time",
+    "Q:rwnd_limited",
+    "Q:sndbuf_limited",
+    "I:delivered",
+    "I:delivered_ce",
+    "Q:bytes_sent",
+    "Q:bytes_retrans",
+    "I:dsack_dups",
+    "I:reord_seen",
+    "I:rcv_ooopack",
+    "I:snd_wnd",
+    "I:rcv_wnd",
+)
 _TCP_INFO = struct.Struct("=" + "".join(f.split(":")[0] for f in _TCP_INFO_FIELDS))
 
 
@@ -352,14 +398,18 @@ class LinuxRunner(Runner):
         raise Unsupported(f"{self.path}:{ev.line}: unsupported in the Linux comparison: poll")
 
 
+def _cmdline(path: str) -> list[tuple[str, str | None]]:
+    with open(path, encoding="utf-8") as f:
+        return cmdline_options(f.read())
+
+
 async def _main(argv: list[str]) -> None:
     extra = [(a[2:].partition("=")[0], a.partition("=")[2] or None) for a in argv if a[:2] == "--"]
     paths = [a for a in argv if a[:2] != "--"]
     for path in paths:
         status, message = "pass", ""
         try:
-            with open(path, encoding="utf-8") as f:
-                options = cmdline_options(f.read())
+            options = _cmdline(path)
             script, config = load_script(path, [*options, *extra])
             out: list[str] = []
             try:

@@ -240,8 +240,11 @@ def _check(tree: ast.AST, where: str, known: set[str]) -> None:
             if isinstance(node.ctx, ast.Store):
                 known.add(node.id)
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in (*_CALLS, "print"):
-                name = node.func.id if isinstance(node.func, ast.Name) else "this call"
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                raise Unsupported(f"{where}: unsupported: Attribute in Python code")
+            if not isinstance(func, ast.Name) or func.id not in (*_CALLS, "print"):
+                name = func.id if isinstance(func, ast.Name) else "this call"
                 raise Unsupported(f"{where}: unsupported: {name}() in Python code")
 
 

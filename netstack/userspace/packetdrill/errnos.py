@@ -417,4 +417,6 @@ _STRERROR: Final[dict[int, str]] = {
 
 def strerror(err: int) -> str:
     """glibc's text for errno *err* (``Unknown error N`` otherwise)."""
+    if err == 0:
+        return "Success"
     return _STRERROR.get(err, f"Unknown error {err}")

@@ -110,8 +110,9 @@ _RULES: Final[list[tuple[str, re.Pattern[str] | None]]] = [
     ("COMMENT", re.compile(r"/\*(?:[^*]|\*[^/])*\*/", re.S)),
     ("CODE", re.compile(r"%\{(?:[^}]|\}[^%])*\}%", re.S)),
     ("IPV4_ADDR", re.compile(_V4)),
-    ("IPV6_ADDR", re.compile("|".join(f"(?:{p})" for p in _V6_PARTS))),
+    ("IPV6_ADDR", None),  # the alternatives of _V6, each tried (flex takes the longest)
 ]
+_V6: Final = [re.compile(p) for p in _V6_PARTS]
 
 
 @attrs.frozen
@@ -129,11 +130,9 @@ def _longest(text: str, pos: int) -> tuple[str, int]:
     for kind, rx in _RULES:
         if kind == "KEYWORD":
             # a keyword matches only as a whole: let the word rule compete on length
-            m = None
-            for k in _KEYWORDS:
-                if text.startswith(k, pos) and len(k) > (m or 0):
-                    m = len(k)
-            n = m or 0
+            n = max((len(k) for k in _KEYWORDS if text.startswith(k, pos)), default=0)
+        elif kind == "IPV6_ADDR":
+            n = max((m.end() - pos for r in _V6 if (m := r.match(text, pos))), default=0)
         else:
             assert rx is not None
             mm = rx.match(text, pos)
