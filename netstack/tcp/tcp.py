@@ -666,9 +666,11 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
         if val and val < 2048 // 2:
             raise sock_oserror(EINVAL)
         sk.window_clamp = val
-    elif optname == TCP_QUICKACK:
+    elif optname == TCP_QUICKACK:  # __tcp_sock_set_quickack()
         if val:
             sk.icsk_ack_pingpong = 0
+        else:
+            sk.icsk_ack_pingpong = 1  # inet_csk_enter_pingpong_mode(): ACKs are delayed
     elif optname == TCP_USER_TIMEOUT:
         if val < 0:
             raise sock_oserror(EINVAL)
