@@ -72,10 +72,11 @@ from netstack.drivers.tun import (
     tun_write,
 )
 from netstack.errors import ConfigError, NetstackError
-from netstack.iproute2 import ethtool as _ethtool
-from netstack.iproute2 import ip as _ip
-from netstack.iproute2 import sysctl as _sysctl
-from netstack.iproute2 import tc as _tc
+from netstack.userspace.ethtool.ethtool import ethtool as ethtool_cmd
+from netstack.userspace.iproute2.ip.ip import ip as ip_cmd
+from netstack.userspace.iproute2.tc.tc import tc as tc_cmd
+from netstack.userspace.procps.sysctl import sysctl as sysctl_cmd
+from netstack.userspace.procps.sysctl import sysctl_spec
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp.tcp import inet_stream_connect_result
 from netstack.userspace.packetdrill.code import run_code, tcp_info_snapshot
@@ -265,14 +266,14 @@ class Runner:
         self.dev = dev
         net = self.net
         if cfg.mtu != 1500:
-            _ip.ip(net, f"link set tun0 mtu {cfg.mtu}")
-        _ip.ip(net, "link set tun0 up")
+            ip_cmd(net, f"link set tun0 mtu {cfg.mtu}")
+        ip_cmd(net, "link set tun0 up")
         if cfg.wire_version == 4:
-            _ip.ip(net, f"addr add {self.local_ip}/16 dev tun0")
-            _ip.ip(net, f"route add {self.remote_ip}/32 dev tun0")
+            ip_cmd(net, f"addr add {self.local_ip}/16 dev tun0")
+            ip_cmd(net, f"route add {self.remote_ip}/32 dev tun0")
         else:
-            _ip.ip(net, f"-6 addr add {self.local_ip}/48 dev tun0 nodad")
-            _ip.ip(net, f"-6 route add {self.remote_ip}/128 dev tun0")
+            ip_cmd(net, f"-6 addr add {self.local_ip}/48 dev tun0 nodad")
+            ip_cmd(net, f"-6 route add {self.remote_ip}/128 dev tun0")
 
     def _on_packet(self, data: bytes, when: float) -> None:
         self.queue.append((data, when))
@@ -471,13 +472,13 @@ class Runner:
         net = self.net
         try:
             if prog == "sysctl":
-                _sysctl.sysctl(net, argv)
+                sysctl_cmd(net, argv)
             elif prog == "ip":
-                _ip.ip(net, " ".join(shlex.quote(a) for a in argv[1:]))
+                ip_cmd(net, " ".join(shlex.quote(a) for a in argv[1:]))
             elif prog == "tc":
-                _tc.tc(net, " ".join(shlex.quote(a) for a in argv[1:]))
+                tc_cmd(net, " ".join(shlex.quote(a) for a in argv[1:]))
             elif prog == "ethtool":
-                _ethtool.ethtool(net, " ".join(shlex.quote(a) for a in argv[1:]))
+                ethtool_cmd(net, " ".join(shlex.quote(a) for a in argv[1:]))
             elif prog in ("true", ":"):
                 pass
             elif prog == "echo" and ">" in argv:
@@ -488,7 +489,7 @@ class Runner:
                         f"{where}: unsupported: `{cmd}`: echo writes only to /proc/sys here"
                     )
                 key = target[len("/proc/sys/") :].replace("/", ".")
-                _sysctl.sysctl_spec(net, f"{key}={' '.join(argv[1:k])}")
+                sysctl_spec(net, f"{key}={' '.join(argv[1:k])}")
             elif prog == "echo":
                 pass
             else:
