@@ -72,13 +72,11 @@ from netstack.drivers.tun import (
     tun_write,
 )
 from netstack.errors import ConfigError, NetstackError
+from netstack.socket.socket import Socket, socket_create
+from netstack.tcp.tcp import inet_stream_connect_result
 from netstack.userspace.ethtool.ethtool import ethtool as ethtool_cmd
 from netstack.userspace.iproute2.ip.ip import ip as ip_cmd
 from netstack.userspace.iproute2.tc.tc import tc as tc_cmd
-from netstack.userspace.procps.sysctl import sysctl as sysctl_cmd
-from netstack.userspace.procps.sysctl import sysctl_spec
-from netstack.socket.socket import Socket, socket_create
-from netstack.tcp.tcp import inet_stream_connect_result
 from netstack.userspace.packetdrill.code import run_code, tcp_info_snapshot
 from netstack.userspace.packetdrill.config import Config
 from netstack.userspace.packetdrill.errnos import ERRNO_NAMES, strerror
@@ -110,6 +108,8 @@ from netstack.userspace.packetdrill.script import (
     TcpPacketSpec,
 )
 from netstack.userspace.packetdrill.symbols import symbol_to_int
+from netstack.userspace.procps.sysctl import sysctl as sysctl_cmd
+from netstack.userspace.procps.sysctl import sysctl_spec
 
 __all__ = ["SUPPORTED_SYSCALLS", "Runner"]
 
