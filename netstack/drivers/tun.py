@@ -95,10 +95,13 @@ class TunPriv:
 
 
 class TunOps(NetDeviceOps):
-    """Kernel: tun_netdev_ops."""
+    """Kernel: drivers/net/tun.c, tun_netdev_ops."""
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        """Hand the skb to the reader as one IP packet. Kernel: tun_net_xmit()."""
+        """Hand the skb to the reader as one IP packet.
+
+        Kernel: drivers/net/tun.c, tun_net_xmit().
+        """
         priv: TunPriv = dev.priv
         start = skb.network_header if skb.network_header >= 0 else skb.data
         packet = bytearray(skb.buf[start : skb.tail])
@@ -119,7 +122,7 @@ class TunOps(NetDeviceOps):
         return NETDEV_TX_OK
 
     def ndo_fix_features(self, dev: NetDevice, features: int) -> int:
-        """Kernel: tun_net_fix_features()."""
+        """Kernel: drivers/net/tun.c, tun_net_fix_features()."""
         priv: TunPriv = dev.priv
         return (features & priv.set_features) | (features & ~TUN_USER_FEATURES)
 
@@ -128,7 +131,10 @@ TUN_OPS: Final = TunOps()
 
 
 def tun_net_init(dev: NetDevice) -> None:
-    """A point-to-point TUN device. Kernel: drivers/net/tun.c, tun_net_init()."""
+    """A point-to-point TUN device.
+
+    Kernel: drivers/net/tun.c, tun_net_init().
+    """
     dev.hard_header_len = 0
     dev.addr_len = 0
     dev.mtu = 1500
@@ -158,7 +164,10 @@ def tun_newlink(net: Net, name: str = "tun%d", *, reader: TunReader | None = Non
 
 
 def tun_set_offload(dev: NetDevice, arg: int) -> None:
-    """``ioctl(TUNSETOFFLOAD, arg)``. Kernel: drivers/net/tun.c, set_offload()."""
+    """``ioctl(TUNSETOFFLOAD, arg)``.
+
+    Kernel: drivers/net/tun.c, set_offload().
+    """
     features = 0
     if arg & TUN_F_CSUM:
         features |= NETIF_F_HW_CSUM
