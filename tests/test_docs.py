@@ -7,10 +7,11 @@ Blocks are run by kind:
   written to the page's working directory (a later console block uses it);
   otherwise it must be a valid lab file.
 - ```` ```console ````: ``$ netstack …`` lines are run through the CLI's
-  ``main()`` (in a directory where ``examples/`` is the repository's), and
-  the lines after a command are its expected output. ``$ netstack shell
-  LAB`` followed by prompt lines (``netstack> CMD``, ``a# CMD``) runs those
-  lines in one shell. Other ``$`` lines (``pip install``…) are not run.
+  ``main()`` (in a directory where ``examples/`` and ``tests/`` are the
+  repository's), and the lines after a command are its expected output.
+  ``$ netstack shell LAB`` followed by prompt lines (``netstack> CMD``,
+  ``a# CMD``) runs those lines in one shell. Other ``$`` lines (``pip
+  install``…) are not run.
 
 Expected output matches when each of its lines matches a later line of the
 real output, in order; ``…`` in a line matches anything, and a line of only
@@ -153,7 +154,8 @@ def test_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
     from netstack.labs.labfile import parse_lab
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    for shared in ("examples", "tests"):  # pages name files of the repository
+        (tmp_path / shared).symlink_to(ROOT / shared)
     namespace: dict[str, Any] = {"__name__": f"docs_{page.stem}"}
     for block in blocks(page):
         where = f"{page.relative_to(ROOT)}:{block.line}"
