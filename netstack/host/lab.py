@@ -36,7 +36,7 @@ from netstack.host.sites import kernel_sites
 from netstack.socket import interpose, trio_socket
 from netstack.socket.resolver import Names, addresses_of
 
-__all__ = ["Lab", "Link", "open_lab", "run"]
+__all__ = ["Lab", "Link", "open_lab", "run", "sole_exception"]
 
 T = TypeVar("T")
 
@@ -68,6 +68,8 @@ class Lab:
             timed.seed_trio()  # the set-up before measuring must repeat too
             if not timed.sites:
                 timed.add_sites(kernel_sites())
+        else:
+            seed_trio_scheduler(seed)
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
@@ -425,16 +427,55 @@ async def open_lab(
     """
     # A timed lab switches Trio to its repeatable scheduling while it is open.
     with trio_deterministic():
-        async with trio.open_nursery() as nursery:
-            lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
-            try:
-                yield lab
-            finally:
-                for host in lab.hosts.values():
-                    for cap in host.captures:
-                        cap.stop()
-                nursery.cancel_scope.cancel()
-                lab._adapters_close()
+        try:
+            async with trio.open_nursery() as nursery:
+                lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
+                try:
+                    yield lab
+                finally:
+                    for host in lab.hosts.values():
+                        for cap in host.captures:
+                            cap.stop()
+                    nursery.cancel_scope.cancel()
+                    lab._adapters_close()
+        except BaseExceptionGroup as group:
+            # The block raises what failed in it: one exception (an assertion in the
+            # body, an error in one host task) comes out as itself, not wrapped in
+            # the nursery's group; several stay a group.
+            leaf = sole_exception(group)
+            if leaf is None:
+                raise
+            raise leaf from None
+
+
+def seed_trio_scheduler(seed: int) -> None:
+    """Make the order in which Trio runs the tasks woken at one instant repeat
+    from the lab's seed (Trio's deterministic mode, as timed labs use it):
+    the hosts' timers draw from their seeded RNGs in the same order on every
+    run, so the same program and seed give the same packets, byte for byte.
+    :func:`open_lab` restores Trio's mode when the lab closes."""
+    try:
+        import trio._core._run as _run
+
+        _run._r.seed(seed)
+        setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in Trio)
+    except (ImportError, AttributeError):  # pragma: no cover - a future Trio
+        pass
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one leaf exception of *group* (nested groups flattened), or None."""
+    leaves: list[BaseException] = []
+    todo: list[BaseException] = [group]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        else:
+            leaves.append(e)
+            if len(leaves) > 1:
+                return None
+    return leaves[0] if leaves else None
 
 
 def run(main: Callable[..., Awaitable[T]], *args: Any, clock: Any = None) -> T:

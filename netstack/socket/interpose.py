@@ -15,7 +15,12 @@ first:
   the host's resolver (Trio's numeric fast path calls the former too);
 * ``socket.gethostname()`` inside a host is the host's name;
 * ``trio.socket.from_stdlib_socket(s)`` of a ``HostSocket`` is a
-  :class:`~netstack.socket.trio_socket.TrioSocket`.
+  :class:`~netstack.socket.trio_socket.TrioSocket`;
+* ``time.monotonic()`` and ``time.time()`` (and their ``_ns`` forms) inside a
+  host on a lab's virtual clock (Trio's ``MockClock``) read that clock —
+  ``time.time()`` as seconds since :data:`VIRTUAL_EPOCH` — so a library that
+  measures its own timeouts (dnspython does, with ``time.time()``) sees the
+  lab's time, and a run repeats exactly.
 
 And a ``sys.addaudithook`` hook (installed once per process: audit hooks
 cannot be removed) refuses, with :class:`RealNetworkRefused`, anything that
@@ -38,21 +43,30 @@ from __future__ import annotations
 import socket as _stdsocket
 import sys
 import threading
+import time as _time
 from typing import Any, Final
 
 import trio
+import trio.testing
 
 from netstack.socket.context import HostContext, current_host
 from netstack.socket.stdlib import BlockingCallRefused, HostSocket, host_socket
 from netstack.socket.trio_socket import TrioSocket
 
-__all__ = ["RealNetworkRefused", "acquire", "active", "release"]
+__all__ = ["VIRTUAL_EPOCH", "RealNetworkRefused", "acquire", "active", "release"]
 
 _REAL_SOCKET: Final = _stdsocket.socket
 _REAL_GETADDRINFO: Final = _stdsocket.getaddrinfo
 _REAL_GETHOSTBYNAME: Final = _stdsocket.gethostbyname
 _REAL_GETHOSTNAME: Final = _stdsocket.gethostname
 _REAL_FROM_STDLIB: Final = trio.socket.from_stdlib_socket
+_REAL_TIME: Final = _time.time
+_REAL_TIME_NS: Final = _time.time_ns
+_REAL_MONOTONIC: Final = _time.monotonic
+_REAL_MONOTONIC_NS: Final = _time.monotonic_ns
+
+#: What ``time.time()`` reads at virtual time 0 inside a host: 2024-01-01T00:00:00Z.
+VIRTUAL_EPOCH: Final = 1_704_067_200
 
 _AI_NUMERIC: Final = _stdsocket.AI_NUMERICHOST
 _NI_NUMERICHOST: Final = _stdsocket.NI_NUMERICHOST
@@ -137,6 +151,42 @@ def from_stdlib_socket(sock: Any) -> trio.socket.SocketType:
     return _REAL_FROM_STDLIB(sock)
 
 
+def _virtual_now() -> float | None:
+    """The lab's virtual time, if the caller is a host's code on a MockClock."""
+    ctx = current_host.get()
+    if ctx is None or threading.get_ident() != ctx.thread:
+        return None
+    try:
+        clock = trio.lowlevel.current_clock()
+    except RuntimeError:
+        return None
+    if not isinstance(clock, trio.testing.MockClock):
+        return None
+    return clock.current_time()
+
+
+def monotonic() -> float:
+    """``time.monotonic``; inside a host on a virtual clock, that clock."""
+    now = _virtual_now()
+    return _REAL_MONOTONIC() if now is None else now
+
+
+def monotonic_ns() -> int:
+    now = _virtual_now()
+    return _REAL_MONOTONIC_NS() if now is None else int(now * 1e9)
+
+
+def time() -> float:
+    """``time.time``; inside a host on a virtual clock, :data:`VIRTUAL_EPOCH` + that clock."""
+    now = _virtual_now()
+    return _REAL_TIME() if now is None else VIRTUAL_EPOCH + now
+
+
+def time_ns() -> int:
+    now = _virtual_now()
+    return _REAL_TIME_NS() if now is None else VIRTUAL_EPOCH * 10**9 + int(now * 1e9)
+
+
 # audit events that reach the real network: (event, index of a flags argument that,
 # with the numeric bit set, makes the call harmless, that bit)
 _REFUSED: Final = {
@@ -201,6 +251,10 @@ def acquire() -> None:
             _stdsocket.gethostbyname = gethostbyname
             _stdsocket.gethostname = gethostname
             trio.socket.from_stdlib_socket = from_stdlib_socket
+            _time.time = time
+            _time.time_ns = time_ns
+            _time.monotonic = monotonic
+            _time.monotonic_ns = monotonic_ns
 
 
 def release() -> None:
@@ -215,6 +269,10 @@ def release() -> None:
             _stdsocket.gethostbyname = _REAL_GETHOSTBYNAME
             _stdsocket.gethostname = _REAL_GETHOSTNAME
             trio.socket.from_stdlib_socket = _REAL_FROM_STDLIB
+            _time.time = _REAL_TIME
+            _time.time_ns = _REAL_TIME_NS
+            _time.monotonic = _REAL_MONOTONIC
+            _time.monotonic_ns = _REAL_MONOTONIC_NS
 
 
 def active() -> bool:
