@@ -425,6 +425,7 @@ async def open_lab(
         timed: run the hosts' CPUs on this timed-mode machine
             (:class:`netstack.cpu.timed.TimedModel`); functional mode if None.
     """
+    __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.
     with trio_deterministic():
         try:

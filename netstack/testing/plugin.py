@@ -116,7 +116,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where failing tests' pcaps go (default: a directory under pytest's basetemp)",
     )
 
-
     group.addoption(
         "--netstack-seed",
         metavar="SEED",
@@ -188,7 +187,12 @@ def _inside_host(item: pytest.Item, fn: Callable[..., Any], name: str) -> Callab
             raise pytest.UsageError(
                 f"@pytest.mark.netstack_host({name!r}) needs the test to use the lab fixture"
             )
-        async with lab.host(name).as_current():
+        if name not in lab.hosts:
+            raise pytest.UsageError(
+                f"@pytest.mark.netstack_host({name!r}): the lab has no host {name!r} when the "
+                "test body starts; build the topology in a fixture (or the topology marker)"
+            )
+        async with lab.hosts[name].as_current():
             return await fn(**kwargs)
 
     return run_inside
@@ -209,8 +213,7 @@ def pytest_runtest_makereport(
     if report.when == "call" and report.failed:
         seed = _seed_of(item)
         if seed is not None:
-            args = item.config.invocation_params.args
-            rerun = ["pytest", *[a for a in args if a.startswith("-p")], item.nodeid]
+            rerun = ["pytest", item.nodeid]
             if "[" not in item.nodeid:
                 rerun.insert(1, f"--netstack-seed={seed}")
             report.sections.append(
@@ -302,6 +305,7 @@ def netstack_seed(request: pytest.FixtureRequest) -> int:
 async def lab(request: pytest.FixtureRequest, netstack_seed: int) -> AsyncIterator[Lab]:
     """An empty lab (seeded by ``netstack_seed``), skb poisoning on, captured for failure
     reports. Tests using it run on Trio's autojump clock (virtual time)."""
+    __tracebackhide__ = True
     nocapture = request.config.getoption("--netstack-no-capture") or (
         request.node.get_closest_marker("netstack_nocapture") is not None
     )

@@ -33,7 +33,9 @@ def lab_pair(lab: Lab, *, netem: str | None = None) -> tuple[Host, Host]:
     return a, b
 
 
-async def h11_server(port: int = 80, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED) -> None:
+async def h11_server(
+    port: int = 80, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED
+) -> None:
     """Answer every request with ``200`` and a body naming the host and the path."""
 
     async def handle(stream: trio.SocketStream) -> None:

@@ -101,5 +101,8 @@ ends = ["a:eth0", "b:eth0"]
         await build_lab(spec, lab, Session(lab, nursery), captures=False)
     r = lab["a"].context.resolver
     assert [x[4][0] for x in r.getaddrinfo("db", 1, type=1)] == ["192.0.2.81", "2001:db8::81"]
-    with pytest.raises(Exception, match=r"n.toml:1:1: names: name 'web': '300.1.1.1' is not an IPv4 or IPv6 address"):
+    with pytest.raises(
+        Exception,
+        match=r"n.toml:1:1: names: name 'web': '300.1.1.1' is not an IPv4 or IPv6 address",
+    ):
         parse_lab('[names]\nweb = "300.1.1.1"\n', "n.toml")
