@@ -50,8 +50,8 @@ import trio.testing
 
 from netstack.core.dev import NETDEV_REGISTER
 from netstack.host import Host, Lab, open_lab
-from netstack.host.lab import sole_exception
 from netstack.host.capture import Capture
+from netstack.host.lab import sole_exception
 from netstack.testing import topologies
 from netstack.testing.topologies import GreSites, RoutedHosts, TopologyUnavailable, TwoHosts
 
@@ -90,7 +90,7 @@ def seeds(n: int, *, start: int = 0) -> Callable[[F], F]:
     mark = pytest.mark.parametrize(
         "netstack_seed", values, indirect=True, ids=[f"seed={v}" for v in values]
     )
-    return mark  # type: ignore[return-value]
+    return mark
 
 
 def netstack_run(
@@ -136,7 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _has_pytest_trio() -> bool:
     try:
-        import pytest_trio  # noqa: F401
+        import pytest_trio  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return False
     return True

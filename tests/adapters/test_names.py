@@ -132,7 +132,7 @@ async def test_ula_before_ipv4_as_glibc_not_rfc6724(lab: Lab) -> None:
 
 
 async def test_addrconfig_and_numerichost(lab: Lab) -> None:
-    a, b = two_stacks(lab)
+    _, b = two_stacks(lab)
     r = b.context.resolver
     b.ip("-6 addr flush dev eth0")  # no IPv6 address but ::1 (and lo's)
     got = r.getaddrinfo(None, 80, type=s.SOCK_STREAM, flags=s.AI_PASSIVE | s.AI_ADDRCONFIG)
@@ -143,7 +143,7 @@ async def test_addrconfig_and_numerichost(lab: Lab) -> None:
 
 
 async def test_hosts_file_and_getnameinfo(lab: Lab) -> None:
-    a, b = two_stacks(lab)
+    a, _ = two_stacks(lab)
     text = lab.hosts_file("192.0.2.80 web www # the web server\n")
     assert text.splitlines() == [
         "127.0.0.1\tlocalhost",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import socket
+from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
 import trio
+import trio.lowlevel
 from adapters.apps import lab_pair
 
 import netstack
@@ -110,7 +112,7 @@ async def test_unsupported_calls_raise_what_linux_raises(lab: Lab) -> None:
 
 
 async def test_cancelled_connect_closes_the_socket(lab: Lab, autojump_clock: object) -> None:
-    a, b = lab_pair(lab)
+    a, _ = lab_pair(lab)
     lab.partition("a", "b")
     async with a.as_current():
         s = trio.socket.socket()
@@ -135,9 +137,10 @@ async def test_each_task_on_its_own_host(lab: Lab) -> None:
     seen: dict[str, str] = {}
 
     async def who(name: str, port: int) -> None:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         s = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM)
         await s.bind(("", port))  # 4000 on both hosts: two stacks, no conflict
+        assert isinstance(s, TrioSocket)
         seen[name] = f"{s.host_name} {socket.gethostname()}"
 
     async with trio.open_nursery() as n:
@@ -153,13 +156,13 @@ async def test_real_sockets_are_refused_inside_a_host(lab: Lab) -> None:
     real = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # made outside: real
     try:
         async with a.as_current():
-            with pytest.raises(RealNetworkRefused, match="socket.sendto"):
+            with pytest.raises(RealNetworkRefused, match=r"socket\.sendto"):
                 real.sendto(b"x", ("127.0.0.1", 9))
             import _socket
 
-            with pytest.raises(RealNetworkRefused, match=r"socket.__new__"):
+            with pytest.raises(RealNetworkRefused, match=r"socket\.__new__"):
                 _socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            with pytest.raises(RealNetworkRefused, match="socket.gethostbyaddr"):
+            with pytest.raises(RealNetworkRefused, match=r"socket\.gethostbyaddr"):
                 socket.gethostbyaddr("127.0.0.1")
     finally:
         real.close()
@@ -169,11 +172,11 @@ async def test_stdlib_socket_inside_a_host(lab: Lab) -> None:
     a, b = lab_pair(lab)
     await b.start(trio.serve_tcp, echo, 7)
     async with a.as_current():
-        s = socket.socket()
+        s: Any = socket.socket()  # a HostSocket, which typeshed cannot know
         assert isinstance(s, HostSocket)
         with pytest.raises(BlockingCallRefused, match="blocking socket call on host 'a'"):
             s.connect(("b", 7))
-        s2 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s2: Any = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s2.setblocking(False)
         with pytest.raises(BlockingIOError) as e:
             s2.connect(("10.0.0.2", 7))

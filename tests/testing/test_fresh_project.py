@@ -13,7 +13,6 @@ from pathlib import Path
 import dpkt
 from fresh_project import run_pytest
 
-
 FAILING = textwrap.dedent("""
     import trio
     import pytest
