@@ -20,7 +20,9 @@ import netstack
 
 
 # -- the protocol under test: "SET k v" / "GET k", one line each, answers on one line
-async def kv_server(port: int, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED) -> None:
+async def kv_server(
+    port: int, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED
+) -> None:
     store: dict[str, str] = {}
 
     async def session(stream: trio.SocketStream) -> None:
@@ -97,15 +99,18 @@ async def main(pcap: str | None = None) -> dict[str, object]:
             print(f"on a new connection: GET k1 -> {fresh!r}")
 
         retrans = client.nstat().get("TcpRetransSegs", 0)
-        print(f"client retransmitted {retrans} segments; "
-              f"server dropped {server.drops().get('NETFILTER_DROP', 0)} during the partition")  # fmt: skip
+        dropped = server.drops().get("NETFILTER_DROP", 0)
+        print(
+            f"client retransmitted {retrans} segments; "
+            f"server dropped {dropped} during the partition"
+        )
         return {
             "values": values,
             "timed_out": timed_out,
             "late": late,
             "fresh": fresh,
             "retrans": retrans,
-            "dropped": server.drops().get("NETFILTER_DROP", 0),
+            "dropped": dropped,
         }
 
 

@@ -219,10 +219,12 @@ class Host:
         """
         return HostScope(self)
 
-    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """``await fn(*args)`` on this host, in the calling task."""
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``await fn(*args, **kwargs)`` on this host, in the calling task (keyword
+        arguments pass through, so ``nursery.start(host.run, trio.serve_tcp, h, 80)``
+        hands ``task_status`` on)."""
         with self.as_current():
-            return await fn(*args)
+            return await fn(*args, **kwargs)
 
     def start_soon(
         self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
