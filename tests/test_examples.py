@@ -39,6 +39,7 @@ def test_every_example_is_tested() -> None:
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
+    tested |= {"own_protocol"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -275,3 +276,22 @@ async def test_tc_fq_codel_vs_pfifo(
     # (> 350: the hosts also boot IPv6, whose RS/NS share the tbf with the flood)
     assert len(r["pfifo limit 100"]) == 10 and min(r["pfifo limit 100"]) > 350
     assert "new_flows_len" in capsys.readouterr().out
+
+
+def test_own_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Trio key-value client and server over a lossy link, a partition the client
+    times out on, the stale answer it then reads, and a pcap of it."""
+    import dpkt
+
+    import netstack
+
+    pcap = tmp_path / "kv.pcap"
+    result = netstack.run(load("own_protocol").main, str(pcap))
+    assert result["values"] == [f"v{i}" for i in range(50)]
+    assert result["timed_out"] is True
+    assert (result["late"], result["fresh"]) == ("v0", "v1")
+    assert result["retrans"] == 17  # seed 1: netem's losses, then the partition
+    assert result["dropped"] == 9
+    with pcap.open("rb") as f:
+        assert sum(1 for _ in dpkt.pcap.Reader(f)) > 200
+    assert "timed out: True" in capsys.readouterr().out

@@ -150,6 +150,25 @@ def _patches(v: Any) -> str | None:
     return None
 
 
+def _names(v: Any) -> str | None:
+    import socket
+
+    for name, value in v.items():
+        addrs = value if isinstance(value, list) else [value]
+        if not addrs or not all(isinstance(a, str) for a in addrs):
+            return f"name {name!r} must map to an address or a list of addresses"
+        for a in addrs:
+            for fam in (socket.AF_INET, socket.AF_INET6):
+                try:
+                    socket.inet_pton(fam, a)
+                    break
+                except OSError:
+                    pass
+            else:
+                return f"name {name!r}: {a!r} is not an IPv4 or IPv6 address"
+    return None
+
+
 def _sysctls(v: Any) -> str | None:
     for name, value in v.items():
         if not isinstance(value, str | int | bool):
@@ -163,6 +182,8 @@ SCHEMA: Final[dict[str, tuple[Key, ...]]] = {
         Key("hosts", (dict,), "one [hosts.NAME] table per host"),
         Key("links", (list,), "one [[links]] table per link"),
         Key("captures", (list,), "one [[captures]] table per pcap file to write"),
+        Key("names", (dict,), "extra host names every host resolves (its /etc/hosts)", _names,
+            example='{ web = "10.0.0.80", db = ["10.0.0.81", "2001:db8::81"] }'),
         Key("steps", (list,), "shell lines run after the hosts are configured", _strings,
             example='["a ping -c 3 b", "sleep 1"]'),
         Key("checks", (list,), "shell lines that must succeed (exit status 0)", _strings,
@@ -265,6 +286,8 @@ class LabSpec:
     steps: tuple[Line, ...]
     checks: tuple[Line, ...]
     timed: bool = False
+    #: ``[names]``: (name, addresses) in file order
+    names: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class _Validator:
@@ -458,6 +481,10 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
         steps=lines("steps"),
         checks=lines("checks"),
         timed=lab.get("timed", False) is True,
+        names=tuple(
+            (n, tuple(a if isinstance(a, list) else [a]))
+            for n, a in (data.get("names") or {}).items()
+        ),
     )
 
 
@@ -543,6 +570,8 @@ async def build_lab(
     Raises:
         LabFileError: the first command that failed (or a wiring error), with its line.
     """
+    for name, addrs in spec.names:
+        lab.hosts_file("".join(f"{a} {name}\n" for a in addrs))
     for h in spec.hosts:
         try:
             lab.add_host(h.name, cpus=h.cpus, hz=h.hz, seed=h.seed, patches=h.patches)
