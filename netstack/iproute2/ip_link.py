@@ -523,8 +523,9 @@ def print_link_stats(opts: IpOptions, dev: NetDevice) -> str:
 def _details(opts: IpOptions, la: LinkAttrs) -> str:
     dev = la.dev
     o: list[str] = []
-    promisc = int(getattr(dev, "promiscuity", 1 if dev.flags & IFF_PROMISC else 0))
-    allmulti = int(getattr(dev, "allmulti", 1 if dev.flags & IFF_ALLMULTI else 0))
+    # the kernel's counters include the user's flag (dev->gflags)
+    promisc = dev.promiscuity + (1 if dev.flags & IFF_PROMISC else 0)
+    allmulti = dev.allmulti + (1 if dev.flags & IFF_ALLMULTI else 0)
     o.append(f" promiscuity {promisc} ")
     o.append(f"allmulti {allmulti} ")
     o.append(f"minmtu {dev.min_mtu} ")
