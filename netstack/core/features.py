@@ -167,7 +167,7 @@ def net_gso_ok(features: int, gso_type: int) -> bool:
 
 
 def vlan_hw_offload_capable(features: int, proto: int) -> bool:
-    """True if the device inserts a tag of TPID *proto* itself. Kernel: vlan_hw_offload_capable()."""
+    """True if the device inserts a *proto* tag itself. Kernel: vlan_hw_offload_capable()."""
     if proto == 0x8100:
         return bool(features & NETIF_F_HW_VLAN_CTAG_TX)
     if proto == 0x88A8:
