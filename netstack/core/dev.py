@@ -751,8 +751,7 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
-    dev = skb.dev
-    assert dev is not None
+    dev: NetDevice = skb.dev  # type: ignore[assignment]
     skb.network_header = skb.data  # skb_reset_network_header
     if skb.transport_header < 0:
         skb.transport_header = skb.data
