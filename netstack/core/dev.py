@@ -102,6 +102,7 @@ __all__ = [
     "NETDEV_REGISTER",
     "NETDEV_UNREGISTER",
     "NETDEV_UP",
+    "deliver_ptype_list_skb",
     "dev_activate",
     "dev_change_flags",
     "dev_close",
@@ -788,7 +789,15 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
             skb.vlan_proto = 0
             skb.vlan_tci = 0
         break
-    handlers = net.ptype_base.get(skb.protocol)
+    deliver_ptype_list_skb(skb, dev)
+
+
+def deliver_ptype_list_skb(skb: SkBuff, dev: NetDevice) -> None:
+    """Hand *skb* to the protocol handlers for ``skb.protocol`` (or count it unhandled).
+
+    Kernel: net/core/dev.c, the end of __netif_receive_skb_core() (deliver_ptype_list_skb).
+    """
+    handlers = dev.net.ptype_base.get(skb.protocol)
     if handlers:
         matched: PacketType | None = None
         for pt in handlers:

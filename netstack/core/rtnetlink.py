@@ -356,7 +356,7 @@ def _fdb_vid(tb: Mapping[int, Any]) -> int:
         return 0
     vid = int(vid) & 0xFFFF
     if not vid or vid >= VLAN_VID_MASK:
-        raise fdb_extack(f"invalid vlan id {vid}")
+        raise fdb_extack("invalid vlan id")
     return vid
 
 

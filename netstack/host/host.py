@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netstack.bridge import register_bridge_modules
 from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
@@ -81,6 +82,7 @@ class Host:
         inet_init(net)
         inet6_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
+        register_bridge_modules(net)
         dev_open(lo)
         self.captures: list[Capture] = []
 
@@ -137,6 +139,12 @@ class Host:
             ConfigError: with tc's (or the kernel's) message, on bad input.
         """
         return _tc.tc(self.net, command)
+
+    def bridge(self, command: str) -> str:
+        """Run a ``bridge`` command (iproute2 syntax: ``link``, ``fdb``, ``vlan``)."""
+        from netstack.iproute2 import bridge as _bridge
+
+        return _bridge.bridge(self.net, command)
 
     def ethtool(self, command: str) -> str:
         """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""
