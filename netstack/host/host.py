@@ -20,8 +20,10 @@ from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
+from netstack.core.rtnetlink import register_module
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
+from netstack.drivers.vlan import VLAN_MODULE
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
@@ -83,6 +85,7 @@ class Host:
         inet6_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
         register_bridge_modules(net)
+        register_module(net, VLAN_MODULE)  # 8021q
         dev_open(lo)
         self.captures: list[Capture] = []
 

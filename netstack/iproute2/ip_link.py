@@ -58,7 +58,7 @@ from netstack.core.rtnetlink import request_module, rtnl_link_ops_get
 from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
-from netstack.iproute2 import link_bridge, link_tunnel
+from netstack.iproute2 import link_bridge, link_tunnel, link_vlan
 from netstack.iproute2.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
@@ -536,6 +536,8 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
             o.append(link_tunnel.print_opt(dev))
         elif la.kind in link_bridge.BRIDGE_KINDS:
             o.append(link_bridge.print_opt(dev))
+        elif la.kind in link_vlan.VLAN_KINDS:
+            o.append(link_vlan.print_opt(dev))
     if dev.master is not None and dev.master.kind == "bridge":
         o.append(f"{opts.sl}    bridge_slave {link_bridge.print_slave_opt(dev)}")
     big_tso = dev.type == 772 or la.kind in ("veth", "bridge")  # they raise tso_max_size
@@ -919,6 +921,9 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
     elif kind in link_bridge.BRIDGE_KINDS:
         _newlink_rtnl(net, req, link_bridge.bridge_parse_opt(net, type_args))
         return
+    elif kind in link_vlan.VLAN_KINDS:
+        _newlink_rtnl(net, req, link_vlan.vlan_parse_opt(type_args))
+        return
     elif type_args:
         word = type_args.peek()
         if kind in NO_PARSE_OPT_KINDS or kind not in KERNEL_KINDS:
@@ -990,7 +995,7 @@ def _newlink_rtnl(net: Net, req: LinkReq, data: object) -> None:
         raise ConfigError("Error: Unknown device type.", errno.EOPNOTSUPP)
     if req.index:
         raise ConfigError('netstack: "ip link add ... index N" is not supported', errno.EOPNOTSUPP)
-    tb = {"mtu": req.mtu, "address": req.address}
+    tb = {"mtu": req.mtu, "address": req.address, "link": req.link}
     dev = ops.newlink(net, name, data, tb)
     try:
         _configure_new(dev, attrs.evolve(req, mtu=None))
@@ -1114,6 +1119,16 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
                 raise rtnl_error(errno.EOPNOTSUPP)
             br_port_slave_changelink(dev, data)
             return
+        if req.kind is not None and req.kind in link_vlan.VLAN_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            vops = rtnl_link_ops_get(net, req.kind)
+            vdata = link_vlan.vlan_parse_opt(args)
+            if vops is None or vops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            vops.changelink(dev, vdata, {"mtu": req.mtu})
+            return
         if req.kind is not None and req.kind in link_bridge.BRIDGE_KINDS and args:
             if req.kind != link_kind(dev):
                 raise rtnl_error(errno.EOPNOTSUPP)
@@ -1158,6 +1173,8 @@ def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
             raise ConfigError(VETH_USAGE)
         if args and args.peek() in link_tunnel.TUNNEL_KINDS:
             raise ConfigError(link_tunnel.usage(args.peek()))
+        if args and args.peek() == "vlan":
+            raise ConfigError(link_vlan.VLAN_USAGE)
         if args and args.peek() == "bridge":
             raise ConfigError(link_bridge.BRIDGE_USAGE)
         if args and args.peek() == "bridge_slave":
