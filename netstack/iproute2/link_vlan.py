@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.vlan_core import VLAN_FLAG_REORDER_HDR
 from netstack.drivers.vlan import (
     VLAN_FLAG_BRIDGE_BINDING,
     VLAN_FLAG_GVRP,
@@ -16,7 +17,6 @@ from netstack.drivers.vlan import (
     VlanParms,
     vlan_fill_info,
 )
-from netstack.core.vlan_core import VLAN_FLAG_REORDER_HDR
 from netstack.errors import ConfigError
 from netstack.iproute2.ip_common import Args, get_unsigned, invarg, matches
 
