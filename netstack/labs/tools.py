@@ -32,6 +32,7 @@ from netstack.iproute2.ethtool import NETDEV_FEATURES_STRINGS, OFF_FLAG_DEF
 from netstack.iproute2.ping import ping as _ping
 from netstack.iproute2.tcpdump import TCPDUMP_USAGE, TCPDUMP_VERSION, Dumper, parse_tcpdump_args
 from netstack.ipv4 import ipv4_of
+from netstack.labs import mininet
 from netstack.labs.commands import Command, CommandTable
 from netstack.labs.netperf_cmd import cmd_netperf, cmd_netserver
 from netstack.labs.progress import Progress
@@ -955,5 +956,12 @@ def default_commands() -> CommandTable:
             Command("exit", "leave the current host, or the shell", _cmd_exit, scope="lab",
                     linux="bash exit"),
             Command("quit", "leave the shell", _cmd_quit, scope="lab"),
+            mininet.BRIDGE_COMMAND,
+            mininet.NODES_COMMAND,
+            mininet.NET_COMMAND,
+            mininet.LINKS_COMMAND,
+            mininet.DUMP_COMMAND,
+            mininet.PINGALL_COMMAND,
+            mininet.LINK_COMMAND,
         ]
     )  # fmt: skip
