@@ -53,7 +53,7 @@ def _switches(lab: Lab) -> list[Host]:
 
 
 def _intf(dev: NetDevice) -> str:
-    """A lab-wide interface name, Mininet style: ``s1-eth1`` as is, ``eth0`` of h1 as ``h1-eth0``."""
+    """A lab-wide interface name, Mininet style: ``s1-eth1`` as is, h1's ``eth0`` as ``h1-eth0``."""
     host = dev.net.name
     return dev.name if dev.name.startswith(f"{host}-") else f"{host}-{dev.name}"
 
