@@ -137,6 +137,7 @@ class Lab:
         ageing_time: float | None = None,
         priority: int | None = None,
         seed: int | None = None,
+        sysctls: dict[str, str | int] | None = None,
     ) -> Host:
         """Create switch *name*: a host running a Linux bridge ``br0``, up.
 
@@ -146,8 +147,9 @@ class Lab:
             ageing_time: FDB ageing in seconds (default 300).
             priority: the bridge priority (STP root election; default 32768).
             seed: RNG seed (default: the lab's).
+            sysctls: applied when the switch is created (``add_host``'s).
         """
-        host = self.add_host(name, seed=seed)
+        host = self.add_host(name, seed=seed, sysctls=sysctls)
         opts = f" stp_state {int(stp)} vlan_filtering {int(vlan_filtering)}"
         if ageing_time is not None:
             opts += f" ageing_time {round(ageing_time * 100)}"
