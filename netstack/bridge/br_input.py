@@ -255,5 +255,6 @@ def br_backlog_run(br: NetBridge) -> None:
                 deliver_ptype_list_skb(rskb, dev)
     finally:
         br.softirq_draining = False
-    if backlog:
+    if backlog:  # out of budget again: ksoftirqd comes back next jiffy
+        br.time_squeeze += 1
         br.backlog_timer.mod(net.clock.jiffies + 1)

@@ -267,6 +267,7 @@ class Lab:
         dev = nic_newlink(host.net, dname, addr=mac_for(host.name, dname), rx_csum=rx_csum, mtu=mtu)
         port = Port(dev)
         dev.priv.peer = port
+        self._enslave(dev)
         if up:
             dev_open(dev)
         self.ports[spec] = port

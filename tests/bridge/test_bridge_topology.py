@@ -116,9 +116,7 @@ async def test_fdb_ages_out_on_the_clock(
     last = max(ts for cap in caps for ts, _, _ in cap.frames)
     assert last == 6.0
     assert len(learned(s1)) == 2
-    assert s1.bridge("-s fdb show brport s1-eth1").splitlines()[0].endswith(
-        "used 5/5 master br0 "
-    )
+    assert s1.bridge("-s fdb show brport s1-eth1").splitlines()[0].endswith("used 5/5 master br0 ")
     await trio.sleep_until(last + 29.999)
     assert len(learned(s1)) == 2
     assert "used 29/29" in s1.bridge("-s fdb show brport s1-eth1")
