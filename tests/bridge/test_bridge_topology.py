@@ -106,7 +106,7 @@ async def test_unknown_unicast_floods_then_is_switched(
 async def test_fdb_ages_out_on_the_clock(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    s1, h1, h2, h3 = lan(lab, ageing_time=30)
+    s1, h1, _h2, _h3 = lan(lab, ageing_time=30)
     caps = [s1.capture(p) for p in PORTS]
     await trio.sleep(1)
     assert (await h1.ping("10.0.0.2", count=1)).received == 1
@@ -130,7 +130,7 @@ async def test_fdb_ages_out_on_the_clock(
 async def test_static_and_local_entries_never_age(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    s1, h1, h2, h3 = lan(lab, ageing_time=10)
+    s1, _h1, _h2, _h3 = lan(lab, ageing_time=10)
     s1.bridge("fdb add 02:00:00:00:00:01 dev s1-eth2 master static")
     s1.bridge("fdb add 02:00:00:00:00:02 dev s1-eth2 master")
     s1.bridge("fdb add 02:00:00:00:00:03 dev s1-eth3 master dynamic")
@@ -150,7 +150,7 @@ async def test_bridge_device_routes_like_a_host(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
     """An address on br0: the switch host answers through its bridge, as Linux does."""
-    s1, h1, h2, h3 = lan(lab)
+    s1, h1, _h2, _h3 = lan(lab)
     s1.ip("addr add 10.0.0.254/24 dev br0")
     result = await h1.ping("10.0.0.254", count=2, interval=0.1)
     assert result.received == 2
@@ -162,7 +162,7 @@ async def test_bridge_device_routes_like_a_host(
 async def test_link_down_disables_the_port_and_flushes_it(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    s1, h1, h2, h3 = lan(lab)
+    s1, h1, _h2, h3 = lan(lab)
     assert (await h1.ping("10.0.0.3", count=1)).received == 1
     h3.ip("link set eth0 down")
     link = s1.bridge("link show dev s1-eth3")
