@@ -121,6 +121,8 @@ async def test_fdb_ages_out_on_the_clock(
     assert len(learned(s1)) == 2
     assert "used 29/29" in s1.bridge("-s fdb show brport s1-eth1")
     await trio.sleep_until(last + 30.0)
+    # expired at this jiffy: "stale" until the collector (due now too) deletes them
+    await trio.sleep_until(last + 30.001)
     assert learned(s1) == []
     assert bridge_of(s1).statistics().fdb_aged == 2
     # the collector's next run: a whole ageing_time later (no entry left to age)
