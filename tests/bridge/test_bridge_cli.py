@@ -1,4 +1,4 @@
-"""``ip link … type bridge``, ``master``/``nomaster`` and the ``bridge`` command: outputs and refusals.
+"""``ip link … type bridge``, ``master``/``nomaster``, the ``bridge`` command: output, refusals.
 
 Every refusal is the text iproute2 6.1 prints against Linux 6.18 (checked by
 hand in a namespace; tests/bridge/test_real_kernel.py compares what can be

@@ -25,7 +25,7 @@ from netstack.errors import ConfigError
 def vlan_switch(lab: netstack.Lab) -> netstack.Host:
     s1 = lab.add_switch("s1", vlan_filtering=True, sysctls=IPV4_ONLY)
     for name, vid in (("a", 10), ("b", 20), ("c", 10)):
-        host = lab.add_host(name, sysctls=IPV4_ONLY)
+        lab.add_host(name, sysctls=IPV4_ONLY)
         lab.add_link(f"{name}:eth0", "s1")
         port = s1.dev(f"s1-eth{' abc'.index(name)}").name
         s1.bridge(f"vlan add dev {port} vid {vid} pvid untagged")
