@@ -120,8 +120,10 @@ async def test_stp_and_vlan_frames_are_tshark_clean(
     argv = [TSHARK, "-r", str(path), "-T", "fields", "-E", "separator=|"]
     for f in fields:
         argv += ["-e", f]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    rows = [dict(zip(fields, line.split("|"), strict=True)) for line in out.splitlines()]
+    done = await trio.to_thread.run_sync(
+        lambda: subprocess.run(argv, capture_output=True, text=True, check=True)
+    )
+    rows = [dict(zip(fields, line.split("|"), strict=True)) for line in done.stdout.splitlines()]
     bpdus = [r for r in rows if r["stp.type"]]
     tagged = [r for r in rows if r["vlan.id"]]
     assert len(bpdus) == 2  # hellos at 2 s and 4 s
