@@ -1,4 +1,4 @@
-"""The lab-level commands Mininet users type first, and the ``bridge`` tool.
+"""The lab-level commands Mininet users type first: nodes, net, links, dump, pingall, link.
 
 Theory of operation: ``nodes``, ``net``, ``links``, ``dump``, ``pingall``
 and ``link A B up|down`` look at the lab as Mininet's CLI looks at a
@@ -12,9 +12,6 @@ timeout, in virtual time. ``link`` sets both ends of every link between two
 nodes down or up (``ip link set … down|up``), so a switch sees its port
 lose carrier and STP reacts.
 
-``bridge`` is iproute2's ``bridge`` on a host (:mod:`netstack.iproute2.bridge`);
-its errors exit 255, as the real tool's do.
-
 Mininet: mininet/cli.py (do_nodes, do_net, do_links, do_dump, do_pingall,
 do_link), mininet/util.py (dumpNodeConnections), mininet/net.py (pingAll,
 configLinkStatus).
@@ -22,26 +19,16 @@ configLinkStatus).
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING
 
-from netstack.errors import ConfigError, NetstackError
-from netstack.labs.commands import Command
+from netstack.errors import NetstackError
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.host import Host, Lab
     from netstack.labs.session import Context
 
-__all__ = [
-    "BRIDGE_COMMAND",
-    "DUMP_COMMAND",
-    "LINKS_COMMAND",
-    "LINK_COMMAND",
-    "NET_COMMAND",
-    "NODES_COMMAND",
-    "PINGALL_COMMAND",
-]
+__all__ = ["cmd_dump", "cmd_link", "cmd_links", "cmd_net", "cmd_nodes", "cmd_pingall"]
 
 
 def _hosts(lab: Lab) -> list[Host]:
@@ -178,34 +165,3 @@ async def cmd_link(ctx: Context, argv: list[str]) -> int:
         ctx.err(f"src and dst not connected: {src} {dst}")
         return 1
     return 0
-
-
-async def cmd_bridge(ctx: Context, argv: list[str]) -> int:
-    """``bridge …`` on a host; a refusal prints the tool's text and exits 255."""
-    try:
-        text = ctx.need_host().bridge(shlex.join(argv))
-    except ConfigError as e:
-        ctx.err(str(e))
-        return 255
-    if text:
-        ctx.out(text.rstrip("\n"))
-    return 0
-
-
-NODES_COMMAND = Command("nodes", "list the nodes (hosts and switches), as Mininet does", cmd_nodes,
-                        scope="lab", linux="mininet nodes")  # fmt: skip
-NET_COMMAND = Command("net", "list each node's interfaces and their peers (Mininet)", cmd_net,
-                      scope="lab", linux="mininet net")  # fmt: skip
-LINKS_COMMAND = Command("links", "list the links and their state (Mininet)", cmd_links,
-                        scope="lab", linux="mininet links")  # fmt: skip
-DUMP_COMMAND = Command("dump", "one line per node with its interfaces' addresses (Mininet)",
-                       cmd_dump, scope="lab", linux="mininet dump")  # fmt: skip
-PINGALL_COMMAND = Command("pingall", "every host pings every other once (Mininet)", cmd_pingall,
-                          scope="lab", usage="pingall [TIMEOUT]",
-                          linux="mininet pingall")  # fmt: skip
-LINK_COMMAND = Command("link", "take the links between two nodes down or up (Mininet)",
-                       cmd_link, scope="lab", usage="link NODE1 NODE2 up|down",
-                       linux="mininet link")  # fmt: skip
-BRIDGE_COMMAND = Command("bridge", "show and change bridge ports, the FDB and bridge VLANs",
-                         cmd_bridge, usage="bridge [ OPTIONS ] OBJECT { COMMAND | help }",
-                         linux="iproute2 bridge")  # fmt: skip
