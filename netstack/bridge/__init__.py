@@ -29,6 +29,7 @@ from netstack.bridge.br_netlink import (
     br_fill_info,
 )
 from netstack.bridge.br_stp_if import br_stp_rcv
+from netstack.bridge.br_sysfs import br_sysfs_init
 from netstack.bridge.stp import llc_init, stp_init, stp_proto_register
 from netstack.core.rtnetlink import KernelModule, RtnlLinkOps, register_module, rtnl_link_register
 
@@ -41,6 +42,7 @@ __all__ = ["BRIDGE_MODULES", "br_init_net", "register_bridge_modules"]
 def br_init_net(net: Net) -> None:
     """The bridge module's per-Net init. Kernel: net/bridge/br.c, br_init()."""
     stp_proto_register(net, br_stp_rcv)
+    br_sysfs_init(net)
     net.register_netdevice_notifier(br_device_event)
     rtnl_link_register(
         net,

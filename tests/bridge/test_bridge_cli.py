@@ -194,3 +194,18 @@ async def test_sysctl_free_bridge_options_show_in_ip_details(
         "    bridge forward_delay 400 hello_time 100 max_age 600 ageing_time 1000 "
         "stp_state 0 priority 4096 vlan_filtering 1 vlan_protocol 802.1ad bridge_id 1000."
     )
+
+
+async def test_sysfs_bridge_and_brport(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    s = two_ports(lab)
+    mac = s.dev("br0").dev_addr.hex()
+    assert s.sysfs("class/net/br0/bridge/bridge_id") == f"8000.{mac}\n"
+    assert s.sysfs("class/net/br0/bridge/ageing_time") == "30000\n"
+    assert s.sysfs("class/net/br0/bridge/group_addr") == "01:80:c2:00:00:00\n"
+    assert s.sysfs("class/net/v1/brport/port_id") == "0x8001\n"
+    assert s.sysfs("class/net/v2/brport/port_no") == "0x2\n"
+    assert s.sysfs("class/net/v1/brport/state") == "3\n"
+    with pytest.raises(ConfigError, match="No such file or directory"):
+        s.sysfs("class/net/v1/bridge/bridge_id")

@@ -32,7 +32,7 @@ FUZZ: Final = settings(
 SRC: Final = bytes.fromhex("020000000077")
 BCAST: Final = b"\xff" * 6
 STP: Final = bytes.fromhex("0180c2000000")
-IPV4_ONLY: Final = {"net.ipv6.conf.all.disable_ipv6": 1}
+IPV4_ONLY: Final[dict[str, str | int]] = {"net.ipv6.conf.all.disable_ipv6": 1}
 
 
 def arp(tag: bytes = b"") -> bytes:
