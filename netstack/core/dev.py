@@ -789,13 +789,29 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
             skb.vlan_proto = 0
             skb.vlan_tci = 0
         break
-    deliver_ptype_list_skb(skb, dev)
+    # deliver_ptype_list_skb(), inline as in the kernel (not a cost site of its own)
+    handlers = net.ptype_base.get(skb.protocol)
+    if handlers:
+        matched: PacketType | None = None
+        for pt in handlers:
+            if pt.dev is None or pt.dev is dev:
+                if matched is not None:
+                    matched.func(skb.clone(), dev, matched, dev)
+                matched = pt
+        if matched is not None:
+            matched.func(skb, dev, matched, dev)
+            return
+    dev.stats.rx_nohandler += 1
+    kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
 def deliver_ptype_list_skb(skb: SkBuff, dev: NetDevice) -> None:
     """Hand *skb* to the protocol handlers for ``skb.protocol`` (or count it unhandled).
 
-    Kernel: net/core/dev.c, the end of __netif_receive_skb_core() (deliver_ptype_list_skb).
+    The receive core does the same inline; the bridge's backlog (a frame a
+    port passed up after its softirq budget deferred it) calls this.
+
+    Kernel: net/core/dev.c, deliver_ptype_list_skb().
     """
     handlers = dev.net.ptype_base.get(skb.protocol)
     if handlers:
