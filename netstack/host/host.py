@@ -19,13 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
+from netstack.bridge import register_bridge_modules
 from netstack.core import net_sysfs as _sysfs
 from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
+from netstack.core.rtnetlink import register_module
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
+from netstack.drivers.vlan import VLAN_MODULE
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
@@ -42,6 +45,7 @@ from netstack.tunnels import register_tunnel_modules
 from netstack.userspace.ethtool import ethtool as _ethtool
 from netstack.userspace.iproute2 import ss as _ss
 from netstack.userspace.iproute2 import tc as _tc
+from netstack.userspace.iproute2.bridge import bridge as _bridge
 from netstack.userspace.iproute2.ip import ip as _ip
 from netstack.userspace.iputils.ping import PingResult, ping
 from netstack.userspace.procps import sysctl as _sysctl
@@ -90,6 +94,8 @@ class Host:
         inet_init(net)
         inet6_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
+        register_bridge_modules(net)
+        register_module(net, VLAN_MODULE)  # 8021q
         dev_open(lo)
         self.captures: list[Capture] = []
         self._context: HostContext | None = None
@@ -147,6 +153,10 @@ class Host:
             ConfigError: with tc's (or the kernel's) message, on bad input.
         """
         return _tc.tc(self.net, command)
+
+    def bridge(self, command: str) -> str:
+        """Run a ``bridge`` command (iproute2 syntax: ``link``, ``fdb``, ``vlan``)."""
+        return _bridge.bridge(self.net, command)
 
     def ethtool(self, command: str) -> str:
         """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""

@@ -9,6 +9,14 @@ timeout costs microseconds and every run is reproducible.
 Links: ``kind="veth"`` joins two hosts with a veth pair; ``kind="nic"`` with
 two emulated Ethernet NICs and a cable of ``rate`` bit/s and ``delay``
 seconds. Both ends are brought up (the one convenience over ``ip link add``).
+
+Switches: :meth:`Lab.add_switch` makes a host whose job is to switch — a
+Linux box with a bridge ``br0`` (as a Mininet ``LinuxBridge`` or a Kathará
+collision domain is one). It is a full host (``s1 bridge fdb show``, ``s1
+ip -d link``, its own clock and counters), listed in ``lab.switches`` as
+well as ``lab.hosts``. A link end that names just a switch (``"s1"``) gets
+the next Mininet-style port name (``s1-eth1``, ``s1-eth2``…) and every port
+on a switch is enslaved to ``br0`` and brought up.
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ class Lab:
         self.partitions: list[Partition] = []
         self._trio_saved: tuple[Any, Any] | None = None
         self._interposed = False
+        self.switches: dict[str, Host] = {}
 
     def add_host(
         self,
@@ -130,6 +139,54 @@ class Lab:
     def __getitem__(self, name: str) -> Host:
         return self.host(name)
 
+    def add_switch(
+        self,
+        name: str,
+        *,
+        stp: bool = False,
+        vlan_filtering: bool = False,
+        ageing_time: float | None = None,
+        priority: int | None = None,
+        seed: int | None = None,
+        sysctls: dict[str, str | int] | None = None,
+    ) -> Host:
+        """Create switch *name*: a host running a Linux bridge ``br0``, up.
+
+        Args:
+            stp: run 802.1D spanning tree (``stp_state 1``).
+            vlan_filtering: ``vlan_filtering 1`` (ports start with PVID 1 untagged).
+            ageing_time: FDB ageing in seconds (default 300).
+            priority: the bridge priority (STP root election; default 32768).
+            seed: RNG seed (default: the lab's).
+            sysctls: applied when the switch is created (``add_host``'s).
+        """
+        host = self.add_host(name, seed=seed, sysctls=sysctls)
+        opts = f" stp_state {int(stp)} vlan_filtering {int(vlan_filtering)}"
+        if ageing_time is not None:
+            opts += f" ageing_time {round(ageing_time * 100)}"
+        if priority is not None:
+            opts += f" priority {priority}"
+        host.ip("link add br0 type bridge" + opts)
+        host.ip("link set br0 up")
+        self.switches[name] = host
+        return host
+
+    def _switch_port(self, spec: str) -> str:
+        """``"s1"`` (a switch) → ``"s1:s1-ethN"`` with the next free N."""
+        if isinstance(spec, str) and ":" not in spec and spec in self.switches:
+            host = self.switches[spec]
+            n = 1
+            while host.net.dev_get_by_name(f"{spec}-eth{n}") is not None:
+                n += 1
+            return f"{spec}:{spec}-eth{n}"
+        return spec
+
+    def _enslave(self, dev: NetDevice) -> None:
+        """A device on a switch joins its bridge."""
+        host = self.switches.get(dev.net.name)
+        if host is not None and host.net is dev.net:
+            host.ip(f"link set {dev.name} master br0")
+
     def _end(self, spec: str) -> tuple[Host, str]:
         if not isinstance(spec, str) or spec.count(":") != 1:
             raise TopologyError(f"link end must be 'host:device', not {spec!r}")
@@ -152,7 +209,7 @@ class Lab:
         queues: int | None = None,
         up: bool = True,
     ) -> Link:
-        """Join ``"host:dev"`` *a* and *b*.
+        """Join ``"host:dev"`` *a* and *b* (a bare switch name: its next port).
 
         Args:
             kind: ``"veth"`` (virtual pair, noqueue) or ``"nic"`` (Ethernet
@@ -165,6 +222,8 @@ class Lab:
                 its host, at most 16, as ixgbe). ``nic`` only.
             up: bring both ends up.
         """
+        a = self._switch_port(a)
+        b = self._switch_port(b)
         ha, da = self._end(a)
         hb, db = self._end(b)
         if ha is hb and da == db:
@@ -197,6 +256,8 @@ class Lab:
             )
         else:
             raise TopologyError(f"unknown link kind {kind!r} (veth or nic)")
+        self._enslave(dev_a)
+        self._enslave(dev_b)
         if up:
             dev_open(dev_a)
             dev_open(dev_b)
@@ -402,6 +463,7 @@ class Lab:
         dev = nic_newlink(host.net, dname, addr=mac_for(host.name, dname), rx_csum=rx_csum, mtu=mtu)
         port = Port(dev)
         dev.priv.peer = port
+        self._enslave(dev)
         if up:
             dev_open(dev)
         self.ports[spec] = port
