@@ -19,10 +19,9 @@ labels slid along their line until they meet nothing, tunnels as arcs over
 the boxes; it is made for small labs. :func:`geometry` gives the boxes of
 either layout (hosts and labels) for tests.
 
-Switches (``[switches.NAME]`` in a lab file, ``lab.add_switch``) are drawn
-as a box of their own shape; for a lab-file parser that does not know the
-table yet, each switch is built as a bare host whose ports the links create
-(:func:`split_switches`).
+Switches (``[switches.NAME]`` or a LAN name in a lab file,
+``lab.add_switch``) are drawn as a box of their own shape, without their
+ports; a link to a switch ends on the box.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import json
 import math
 import re
 import shutil
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -61,7 +59,6 @@ __all__ = [
     "graphviz_available",
     "lab_svg",
     "render_svg",
-    "split_switches",
     "svg_only",
     "topology",
 ]
@@ -600,70 +597,6 @@ def geometry(
 
 
 # -- lab files ---------------------------------------------------------------------------------
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$", re.MULTILINE)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))  # a TOML basic string
-
-
-def split_switches(text: str) -> tuple[str, list[str]]:
-    """A lab file's switches, read leniently: ``(text, names)``.
-
-    *names* are the ``[switches.NAME]`` tables. If the lab-file parser does
-    not know switches yet, *text* comes back with each switch as a plain host
-    (``[hosts.NAME]``) and each link end on a switch given a port of its own
-    (``s1`` → ``s1:p1``), so the lab builds and the picture has its links;
-    else *text* is unchanged.
-    """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return text, []
-    table = data.get("switches")
-    if not isinstance(table, dict) or not table:
-        return text, []
-    switches = list(table)
-    from netstack.labs.labfile import SCHEMA
-
-    if any(k.name == "switches" for k in SCHEMA[""]):
-        return text, switches
-    starts = [m.start() for m in _HEADER.finditer(text)] + [len(text)]
-    kept = [text[: starts[0]]]
-    ports = dict.fromkeys(switches, 0)
-    for begin, stop in itertools.pairwise(starts):
-        section = text[begin:stop]
-        match = _HEADER.match(section)
-        header = match[1] if match else ""
-        if header == "switches" or header.startswith("switches."):
-            name = header.partition(".")[2].strip('"')
-            if name in ports:
-                kept.append(f"[hosts.{json.dumps(name)}]\n\n")
-            continue
-        if header == "links":
-            try:
-                link = dict(tomllib.loads(section)["links"][0])
-            except (tomllib.TOMLDecodeError, KeyError, IndexError, TypeError):
-                link = {}
-            ends = link.get("ends")
-            if isinstance(ends, list) and any(str(e).split(":")[0] in ports for e in ends):
-                for i, e in enumerate(ends):
-                    if str(e) in ports:
-                        ports[str(e)] += 1
-                        ends[i] = f"{e}:p{ports[str(e)]}"
-                body = "".join(f"{k} = {_toml_value(v)}\n" for k, v in link.items())
-                kept.append(f"[[links]]\n{body}\n")
-                continue
-        kept.append(section)
-    return "".join(kept), switches
-
-
 def _link_label(link: Any) -> str:
     label: str = link.kind
     if link.rate:
@@ -693,7 +626,6 @@ def lab_topology(
     from netstack.labs.labfile import build_lab, parse_lab
     from netstack.labs.session import Session
 
-    text, switches = split_switches(text)
     spec = parse_lab(text, path)
 
     async def main() -> tuple[list[HostInfo], list[LinkInfo]]:
@@ -703,7 +635,7 @@ def lab_topology(
             finally:
                 nursery.cancel_scope.cancel()
             labels = {(lk.a, lk.b): _link_label(lk) for lk in spec.links}
-            return topology(lab, labels, switches)
+            return topology(lab, labels, (sw.name for sw in spec.switches))
 
     hosts, links = run(main)
     return spec, hosts, links

@@ -26,7 +26,6 @@ from netstack.labs.draw import (
     graphviz_available,
     lab_topology,
     render_svg,
-    split_switches,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -79,7 +78,7 @@ def switched() -> str:
     hosts = {n: [f"ip addr add 10.0.0.{i + 1}/24 dev eth0"] for i, n in enumerate("abc")}
     hosts["r"] = ["ip addr add 10.0.0.254/24 dev eth0", "ip addr add 10.9.0.1/24 dev eth1"]
     hosts["w"] = ["ip addr add 10.9.0.2/24 dev eth0"]
-    links = [f"{n}:eth0 s1" for n in "abc"] + ["r:eth0 s1:p4", "r:eth1 w:eth0 nic"]
+    links = [f"{n}:eth0 s1" for n in "abc"] + ["r:eth0 s1", "r:eth1 w:eth0 nic"]
     return _lab("switched", hosts, links, extra="[switches.s1]\nvlan_filtering = false\n")
 
 
@@ -144,11 +143,7 @@ def test_tunnel_is_a_labelled_dashed_line_between_its_ends() -> None:
     assert dashed == [LinkInfo(("gw1", "gre1"), ("gw2", "gre1"), "gre tunnel", dashed=True)]
 
 
-def test_switches_are_read_leniently_and_drawn_as_switches() -> None:
-    text, switches = split_switches(switched())
-    assert switches == ["s1"]
-    assert '[hosts."s1"]' in text and "[switches" not in text
-    assert 'ends = ["a:eth0", "s1:p1"]' in text and 'ends = ["r:eth0", "s1:p4"]' in text
+def test_switches_are_drawn_as_switches() -> None:
     _, hosts, drawn = lab_topology(switched(), "switched.toml")
     assert HostInfo("s1", (), "switch") in hosts
     assert LinkInfo(("a", "eth0"), ("s1", ""), "veth") in drawn
@@ -157,6 +152,12 @@ def test_switches_are_read_leniently_and_drawn_as_switches() -> None:
         assert 'id="switch-s1"' in svg and 'id="host-a"' in svg
 
 
-def test_a_lab_without_switches_is_unchanged() -> None:
-    text = chain()
-    assert split_switches(text) == (text, [])
+def test_a_lan_is_an_implicit_switch() -> None:
+    text = (
+        _lab("lan", {"a": [], "b": []}, [])
+        .replace("[hosts.a]", '[hosts.a]\nlans = { eth0 = "A" }')
+        .replace("[hosts.b]", '[hosts.b]\nlans = { eth0 = "A" }')
+    )
+    _, hosts, drawn = lab_topology(text, "lan.toml")
+    assert HostInfo("A", (), "switch") in hosts
+    assert {lk.b for lk in drawn} == {("A", "")}
