@@ -86,6 +86,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net, PacketType
@@ -502,6 +503,8 @@ def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
 
 def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     """Choose a tx queue index. Kernel: netdev_core_pick_tx() / skb_tx_hash()."""
+    if TIMED:
+        spend("netdev_core_pick_tx")
     n = dev.real_num_tx_queues
     if n == 1:
         return 0
@@ -518,6 +521,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
 
     Kernel: net/core/dev.c, __dev_queue_xmit().
     """
+    if TIMED:
+        spend("__dev_queue_xmit")
     dev = skb.dev
     assert dev is not None
     skb.mac_header = skb.data  # skb_reset_mac_header
@@ -596,6 +601,8 @@ def net_tx_action(net: Net) -> float:
     running at this CPU's time) goes back on the queue (``__netif_reschedule``).
     Returns when the earliest of those frees, in ns of timed mode (inf: none).
     """
+    if TIMED:
+        spend("net_tx_action")
     busy_until = float("inf")
     model = net.cpus.model
     for sd in net.softnet:
@@ -660,6 +667,8 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
+    if TIMED:
+        spend("__netif_receive_skb_core")
     dev = skb.dev
     assert dev is not None
     skb.network_header = skb.data  # skb_reset_network_header
@@ -689,6 +698,8 @@ def netif_receive_skb(skb: SkBuff) -> None:
 
     Kernel: netif_receive_skb().
     """
+    if TIMED:
+        spend("netif_receive_skb")
     __netif_receive_skb_core(skb)
 
 
@@ -700,6 +711,8 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
 
     Kernel: net/core/gro.c, napi_gro_receive().
     """
+    if TIMED:
+        spend("napi_gro_receive")
     gro = napi.gro
     if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
         gro.receive(napi, skb)
@@ -709,6 +722,8 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
 
 def process_backlog(napi: Napi, quota: int) -> int:
     """Drain this CPU's ``input_pkt_queue``. Kernel: process_backlog()."""
+    if TIMED:
+        spend("process_backlog")
     sd = napi.priv
     queue = sd.input_pkt_queue
     work = 0
@@ -727,6 +742,8 @@ def netif_rx(skb: SkBuff) -> int:
 
     Kernel: net/core/dev.c, netif_rx() / enqueue_to_backlog().
     """
+    if TIMED:
+        spend("netif_rx")
     dev = skb.dev
     assert dev is not None
     net = dev.net
@@ -799,6 +816,8 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
     Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
     skb_scrub_packet, eth_type_trans).
     """
+    if TIMED:
+        spend("__dev_forward_skb2")
     if not dev.flags & IFF_UP or (
         skb.tail - skb.data > dev.mtu + dev.hard_header_len + 4 and not skb.gso_size
     ):

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from netstack.sites import TIMED, spend
+
 if TYPE_CHECKING:
     from netstack.cpu import Clock
 
@@ -158,10 +160,14 @@ class Dql:
 
     def avail(self) -> int:
         """Bytes that may still be queued (negative: over the limit). Kernel: dql_avail()."""
+        if TIMED:
+            spend("dql_avail")
         return self.adj_limit - self.num_queued
 
     def completed(self, count: int) -> None:
         """Record *count* bytes completed and adapt the limit. Kernel: dql_completed()."""
+        if TIMED:
+            spend("dql_completed")
         num_queued = self.num_queued
         num_completed = self.num_completed
         if count > num_queued - num_completed:  # BUG_ON in the kernel

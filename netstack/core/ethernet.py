@@ -27,6 +27,7 @@ from netstack.core.skbuff import (
     PACKET_OTHERHOST,
     SkBuff,
 )
+from netstack.sites import TIMED, spend
 from netstack.wire.arp import ARPHRD_ETHER
 from netstack.wire.ethernet import (
     BROADCAST,
@@ -70,6 +71,8 @@ def eth_type_trans(skb: SkBuff, dev: NetDevice) -> int:
 
     Kernel: net/ethernet/eth.c, eth_type_trans().
     """
+    if TIMED:
+        spend("eth_type_trans")
     skb.dev = dev
     buf = skb.buf
     d = skb.data

@@ -21,6 +21,7 @@ from netstack.core.dev import napi_gro_receive, netif_rx
 from netstack.core.features import NETIF_F_GRO
 from netstack.core.napi import Napi
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -56,6 +57,8 @@ class GroCells:
 
 def _gro_cell_poll(napi: Napi, budget: int) -> int:
     """Kernel: net/core/gro_cells.c, gro_cell_poll()."""
+    if TIMED:
+        spend("gro_cell_poll")
     queue: collections.deque[SkBuff] = napi.priv
     work = 0
     while queue and work < budget:
@@ -69,6 +72,8 @@ def gro_cells_receive(cells: GroCells, skb: SkBuff) -> int:
 
     Kernel: net/core/gro_cells.c, gro_cells_receive().
     """
+    if TIMED:
+        spend("gro_cells_receive")
     dev = skb.dev
     assert dev is not None
     if not cells.queues or skb.cloned or not dev.features & NETIF_F_GRO:

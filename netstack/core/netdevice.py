@@ -24,6 +24,7 @@ import attrs
 from netstack.core.dql import Dql
 from netstack.core.features import NETIF_F_LLTX
 from netstack.cpu import SpinLock
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -148,6 +149,8 @@ DEFAULT_TX_QUEUE_LEN: Final = 1000
 
 def dev_xmit_complete(rc: int) -> bool:
     """True if the driver consumed the skb. Kernel: dev_xmit_complete()."""
+    if TIMED:
+        spend("dev_xmit_complete")
     return rc < NET_XMIT_MASK
 
 
@@ -429,6 +432,8 @@ def netif_tx_stop_queue(txq: NetdevQueue) -> None:
 
 def netif_tx_queue_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_tx_queue_stopped()."""
+    if TIMED:
+        spend("netif_tx_queue_stopped")
     return bool(txq.state & QUEUE_STATE_DRV_XOFF)
 
 
@@ -439,6 +444,8 @@ def netif_xmit_stopped(txq: NetdevQueue) -> bool:
 
 def netif_xmit_frozen_or_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_xmit_frozen_or_stopped()."""
+    if TIMED:
+        spend("netif_xmit_frozen_or_stopped")
     line = txq.state_line
     if line is not None:
         line.read("netif_xmit_frozen_or_stopped")

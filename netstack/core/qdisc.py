@@ -60,6 +60,7 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb, kfree_skb_list
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb_list
 from netstack.cpu import SpinLock
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.hrtimer import HrTimer
@@ -719,6 +720,8 @@ def try_bulk_dequeue_skb(q: Qdisc, skb: SkBuff, txq: NetdevQueue) -> int:
 
     Kernel: net/sched/sch_generic.c, try_bulk_dequeue_skb().
     """
+    if TIMED:
+        spend("try_bulk_dequeue_skb")
     bytelimit = txq.dql.avail() - (skb.tail - skb.data)
     packets = 1
     tail = skb
@@ -746,6 +749,8 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
 
     Kernel: net/sched/sch_generic.c, dequeue_skb().
     """
+    if TIMED:
+        spend("dequeue_skb")
     skb = q.gso_skb
     txq = q.dev_queue
     if txq is None:  # noop: nothing is ever queued (kernel: noop_netdev_queue)
@@ -791,6 +796,8 @@ def sch_direct_xmit(
     cpu = net.cpus.current
     root_lock = q.lock
     root_lock.unlock(cpu)
+    if TIMED:  # its work is done with the root lock released
+        spend("sch_direct_xmit")
     if validate:
         skb = qdisc_validate(q, skb, dev)
     if skb is None:
@@ -816,6 +823,8 @@ def sch_direct_xmit(
 
 def qdisc_restart(q: Qdisc) -> int:
     """Dequeue and transmit once; return the packets sent (0: stop). Kernel: qdisc_restart()."""
+    if TIMED:
+        spend("qdisc_restart")
     skb, validate, packets = dequeue_skb(q)
     if packets == 0:
         return 0
@@ -828,6 +837,8 @@ def qdisc_restart(q: Qdisc) -> int:
 
 def __qdisc_run(q: Qdisc) -> None:
     """Dequeue until empty, stopped or out of quota. Kernel: __qdisc_run()."""
+    if TIMED:
+        spend("__qdisc_run")
     quota = q.net.dev_tx_weight()
     while True:
         packets = qdisc_restart(q)
@@ -851,6 +862,8 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
 
     Kernel: net/core/dev.c, __dev_xmit_skb().
     """
+    if TIMED:
+        spend("__dev_xmit_skb")
     cpu = q.net.cpus.current
     root_lock = q.lock
     line = q.state_line
@@ -902,6 +915,8 @@ def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
     Kernel: include/net/sch_generic.h, bstats_update() (``skb_is_gso(skb) ?
     skb_shinfo(skb)->gso_segs : 1``).
     """
+    if TIMED:
+        spend("bstats_update")
     q.bytes += length
     q.packets += skb.gso_segs if skb.gso_size and skb.gso_segs else 1
     q.skbs += 1
@@ -909,4 +924,6 @@ def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
 
 def qdisc_bstats_update(q: Qdisc, skb: SkBuff) -> None:
     """Count a packet leaving the qdisc. Kernel: qdisc_bstats_update()."""
+    if TIMED:
+        spend("qdisc_bstats_update")
     bstats_update(q, skb, qdisc_pkt_len(skb))

@@ -25,6 +25,7 @@ import enum
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import SkbPanic
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
@@ -546,6 +547,8 @@ def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> Non
 
     Kernel: net/core/skbuff.c, kfree_skb_reason().
     """
+    if TIMED:
+        spend("kfree_skb_reason")
     net = _net_of(skb)
     _release(skb)
     if net is not None:
@@ -557,6 +560,8 @@ def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> Non
 
 def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECIFIED) -> None:
     """Drop every skb of a ``next``-linked list. Kernel: kfree_skb_list_reason()."""
+    if TIMED:
+        spend("kfree_skb_list_reason")
     while skb is not None:
         nxt = skb.next
         skb.next = None
@@ -566,6 +571,8 @@ def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECI
 
 def consume_skb(skb: SkBuff) -> None:
     """Free an skb that was used as intended (not a drop). Kernel: consume_skb()."""
+    if TIMED:
+        spend("consume_skb")
     _release(skb)
     dev = skb.dev
     if dev is not None and dev.net.debug_skb:

@@ -22,6 +22,7 @@ import trio
 
 from netstack.core.skbuff import SkBuff
 from netstack.cpu.timed import ThreadBlocked
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     import random
@@ -360,6 +361,8 @@ class Sock:
     # -- wake-ups -----------------------------------------------------------------
     def sk_data_ready(self) -> None:
         """Data or an error arrived. Kernel: sock_def_readable()."""
+        if TIMED:
+            spend("sock_def_readable")
         if self._readers:
             self._readers.unpark_all()
 
@@ -408,6 +411,8 @@ class Sock:
         Kernel: __udp_enqueue_schedule_skb() / sock_queue_rcv_skb(): drop only
         when the memory already charged exceeds ``sk_rcvbuf``.
         """
+        if TIMED:
+            spend("__udp_enqueue_schedule_skb")
         if self.sk_rmem_alloc > self.sk_rcvbuf:
             self.sk_drops += 1
             return False
@@ -421,6 +426,8 @@ class Sock:
 
     def skb_dequeue(self) -> SkBuff | None:
         """Take the next received skb and uncharge it. Kernel: __skb_recv_datagram()."""
+        if TIMED:
+            spend("__skb_recv_datagram")
         q = self.receive_queue
         if not q:
             return None
@@ -460,6 +467,8 @@ def sk_rethink_txhash(sk: Any) -> bool:
 
 def sock_wfree(skb: SkBuff) -> None:
     """Release the send-buffer charge. Kernel: sock_wfree()."""
+    if TIMED:
+        spend("sock_wfree")
     sk = skb.sk
     if isinstance(sk, Sock):
         sk.sk_wmem_alloc -= skb.wmem_charge

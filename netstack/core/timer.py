@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from netstack.sites import TIMED, spend
+
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
@@ -46,6 +48,8 @@ class TimerList:
 
     def mod(self, expires: int) -> bool:
         """(Re)arm for jiffy *expires*; True if it was pending. Kernel: mod_timer()."""
+        if TIMED:
+            spend("mod_timer")
         was = self.pending
         if was:
             if expires == self.expires:

@@ -45,6 +45,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ def skb_checksum_help(skb: SkBuff) -> bool:
 
     Kernel: net/core/dev.c, skb_checksum_help().
     """
+    if TIMED:
+        spend("skb_checksum_help")
     if skb.ip_summed != CHECKSUM_PARTIAL:
         return True
     if skb.gso_size:
@@ -90,6 +93,8 @@ def skb_checksum_help(skb: SkBuff) -> bool:
 
 def netif_skb_features(skb: SkBuff) -> int:
     """The device features that apply to this skb. Kernel: netif_skb_features()."""
+    if TIMED:
+        spend("netif_skb_features")
     dev = skb.dev
     assert dev is not None
     features = dev.features
@@ -159,6 +164,8 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
 
     Kernel: net/core/dev.c, validate_xmit_skb().
     """
+    if TIMED:
+        spend("validate_xmit_skb")
     gso = skb.gso_size
     summed = skb.ip_summed
     if not gso and summed != CHECKSUM_PARTIAL:
@@ -192,6 +199,8 @@ def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
 
     Kernel: net/core/dev.c, validate_xmit_skb_list().
     """
+    if TIMED:
+        spend("validate_xmit_skb_list")
     head: SkBuff | None = None
     tail: SkBuff | None = None
     while skb is not None:
@@ -213,6 +222,8 @@ def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
 
 def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
     """Give a copy of an outgoing skb to every packet tap. Kernel: dev_queue_xmit_nit()."""
+    if TIMED:
+        spend("dev_queue_xmit_nit")
     for pt in (*dev.net.ptype_all, *dev.ptype_all):
         if pt.dev is not None and pt.dev is not dev:
             continue
@@ -235,6 +246,8 @@ def dev_hard_start_xmit(
 
     Kernel: net/core/dev.c, dev_hard_start_xmit() / xmit_one() / netdev_start_xmit().
     """
+    if TIMED:
+        spend("dev_hard_start_xmit")
     net = dev.net
     xmit = dev.ops.ndo_start_xmit
     if first.next is None and not net.ptype_all and not dev.ptype_all:

@@ -36,6 +36,7 @@ from netstack.core.netdevice import (
 )
 from netstack.core.skbuff import SkBuff, consume_skb
 from netstack.drivers.common import eth_random_addr
+from netstack.sites import TIMED, spend
 
 __all__ = ["DummyOps", "dummy_newlink"]
 
@@ -45,6 +46,8 @@ class DummyOps(NetDeviceOps):
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Count and free. Kernel: dummy_xmit()."""
+        if TIMED:
+            spend("dummy_xmit")
         stats = dev.stats
         stats.tx_packets += 1
         stats.tx_bytes += skb.tail - skb.data

@@ -34,6 +34,7 @@ from netstack.core.netdevice import (
     NetDeviceOps,
 )
 from netstack.core.skbuff import SkBuff
+from netstack.sites import TIMED, spend
 from netstack.wire.arp import ARPHRD_LOOPBACK
 from netstack.wire.ethernet import ETH_ALEN, ETH_HLEN
 
@@ -47,6 +48,8 @@ class LoopbackOps(NetDeviceOps):
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Turn the packet around. Kernel: loopback_xmit()."""
+        if TIMED:
+            spend("loopback_xmit")
         skb_orphan(skb)
         skb.protocol = eth_type_trans(skb, dev)
         length = skb.tail - skb.data

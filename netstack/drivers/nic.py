@@ -92,6 +92,7 @@ from netstack.drivers.rss import (
     netdev_rss_key,
 )
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial, csum_tcpudp_magic
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_ZLEN
 
@@ -275,6 +276,8 @@ class NicPriv:
 
     def complete_tx(self, now: float) -> None:
         """TX completion interrupt: free skbs, BQL, wake the queue. Kernel: e1000_clean_tx_irq()."""
+        if TIMED:
+            spend("e1000_clean_tx_irq")
         tx_ring = self.tx_ring
         dev = self.dev
         pkts = nbytes = 0
@@ -351,6 +354,8 @@ class NicOps(NetDeviceOps):
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Post *skb* on the TX ring. Kernel: e1000_xmit_frame()."""
+        if TIMED:
+            spend("e1000_xmit_frame")
         priv: NicPriv = dev.priv
         txq = dev._tx[skb.queue_mapping]
         if len(priv.tx_ring) >= priv.tx_ring_size:
@@ -508,6 +513,8 @@ def nic_poll(napi: Napi, budget: int) -> int:
     Kernel: e1000_clean_rx_irq(); the hash and queue as ixgbe_rx_hash() and
     skb_record_rx_queue() set them.
     """
+    if TIMED:
+        spend("e1000_clean_rx_irq")
     dev = napi.dev
     priv: NicPriv = dev.priv
     q: int = napi.priv

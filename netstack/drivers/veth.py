@@ -69,6 +69,7 @@ from netstack.core.netdevice import (
 )
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.drivers.common import eth_random_addr
+from netstack.sites import TIMED, spend
 from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU
 
 __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
@@ -122,6 +123,8 @@ class VethOps(NetDeviceOps):
 
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Forward to the peer's ring. Kernel: veth_xmit()."""
+        if TIMED:
+            spend("veth_xmit")
         priv: VethPriv = dev.priv
         rcv = priv.peer
         if rcv is None or skb.tail - skb.data < ETH_HLEN:
@@ -181,6 +184,8 @@ VETH_OPS: Final = VethOps()
 
 def veth_poll(napi: Napi, budget: int) -> int:
     """Drain the ring into the stack; wake the peer's stopped queue. Kernel: veth_poll()."""
+    if TIMED:
+        spend("veth_poll")
     dev = napi.dev
     priv: VethPriv = dev.priv
     ring = priv.ring

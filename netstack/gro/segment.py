@@ -24,6 +24,7 @@ from typing import Final
 
 from netstack.core.features import can_checksum_protocol
 from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
+from netstack.sites import TIMED, spend
 
 __all__ = ["GSO_BY_FRAGS", "SkbGsoCb", "csum_len_adjust", "skb_gso_cb", "skb_segment"]
 
@@ -76,6 +77,8 @@ def skb_segment(head_skb: SkBuff, features: int, proto: int) -> SkBuff | None:
 
     Kernel: net/core/skbuff.c, skb_segment().
     """
+    if TIMED:
+        spend("skb_segment")
     mss = head_skb.gso_size
     mac = head_skb.mac_header
     data = head_skb.data

@@ -32,6 +32,7 @@ from netstack.core.features import NETIF_F_GSO_ROBUST, SKB_GSO_DODGY, net_gso_ok
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import NapiGroCb, skb_gro_receive
 from netstack.gro.segment import csum_len_adjust, skb_segment
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_fold, csum_partial
 
 __all__ = ["tcp_gro_complete", "tcp_gro_receive", "tcp_gso_segment"]
@@ -61,6 +62,8 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
     Kernel: net/ipv4/tcp_offload.c, tcp_gro_receive().
     """
+    if TIMED:
+        spend("tcp_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf

@@ -30,7 +30,6 @@ from netstack.drivers.veth import veth_newlink
 from netstack.errors import TopologyError
 from netstack.host.host import Host, mac_for
 from netstack.host.port import Port
-from netstack.host.sites import kernel_sites
 
 __all__ = ["Lab", "Link", "open_lab", "run"]
 
@@ -62,8 +61,6 @@ class Lab:
         self.timed = timed
         if timed is not None:
             timed.seed_trio()  # the set-up before measuring must repeat too
-            if not timed.sites:
-                timed.add_sites(kernel_sites())
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb

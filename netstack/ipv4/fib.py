@@ -54,6 +54,7 @@ from netstack.ipv4.constants import (
     RTNH_F_ONLINK,
     RTPROT_KERNEL,
 )
+from netstack.sites import TIMED, spend
 from netstack.wire.ipv4 import (
     INADDR_BROADCAST,
     inet_make_mask,
@@ -341,6 +342,8 @@ class FibTable:
         ignore_linkdown: bool = False,
     ) -> FibAlias | None:
         """Longest-prefix match. Kernel: fib_table_lookup()."""
+        if TIMED:
+            spend("fib_table_lookup")
         by_len = self.by_len
         for plen in self.lens:
             bucket = by_len[plen].get(daddr & MASKS[plen])

@@ -36,6 +36,7 @@ from netstack.core.sock import IP_PMTUDISC_DONT
 from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_LOCAL, RTCF_MULTICAST, RTN_BROADCAST
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import Flowi4
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_fold, csum_partial, ip_compute_csum
 from netstack.wire.icmp import (
     ICMP_ADDRESS,
@@ -158,6 +159,8 @@ def _icmp_push(
     tos: int,
 ) -> None:
     """Build and send one ICMP message. Kernel: icmp_push_reply()."""
+    if TIMED:
+        spend("icmp_push_reply")
     skb = _ip_output.ip_make_skb(
         ipv4,
         None,
@@ -190,6 +193,8 @@ def icmp_send(ipv4: Ipv4, skb_in: SkBuff, icmp_type: int, code: int, info: int) 
 
     Kernel: net/ipv4/icmp.c, __icmp_send().
     """
+    if TIMED:
+        spend("__icmp_send")
     rt: Any = skb_in.dst
     if rt is None:
         return
@@ -269,6 +274,8 @@ def _csum_ok(skb: SkBuff) -> bool:
 
 def icmp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive an ICMP message. Kernel: net/ipv4/icmp.c, icmp_rcv()."""
+    if TIMED:
+        spend("icmp_rcv")
     mib = ipv4.icmp_mib
     mib.InMsgs += 1
     if not _csum_ok(skb):
@@ -339,6 +346,8 @@ def icmp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
 
 def icmp_echo(ipv4: Ipv4, skb: SkBuff) -> bool:
     """Answer an echo request. Kernel: icmp_echo() / icmp_reply()."""
+    if TIMED:
+        spend("icmp_echo")
     if ipv4.icmp_echo_ignore_all:
         return True
     th = skb.transport_header
@@ -366,6 +375,8 @@ def icmp_reply(
     ipv4: Ipv4, skb: SkBuff, icmp_type: int, code: int, un: bytes, data: bytes | bytearray
 ) -> None:
     """Reply to a query from the address it was sent to. Kernel: icmp_reply()."""
+    if TIMED:
+        spend("icmp_reply")
     rt: Any = skb.dst
     buf = skb.buf
     nh = skb.network_header

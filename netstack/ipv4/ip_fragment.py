@@ -20,6 +20,7 @@ import struct
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.icmp import ICMP_EXC_FRAGTIME, ICMP_TIME_EXCEEDED
 from netstack.wire.ipv4 import IP_MF, IP_OFFSET
@@ -60,6 +61,8 @@ class IpFrags:
 
     def ip_defrag(self, skb: SkBuff) -> SkBuff | None:
         """Queue a fragment; return the whole datagram once complete. Kernel: ip_defrag()."""
+        if TIMED:
+            spend("ip_defrag")
         ipv4 = self.ipv4
         ip = ipv4.ip
         ip.ReasmReqds += 1
@@ -149,6 +152,8 @@ class IpFrags:
 
     def _reasm(self, q: Ipq) -> SkBuff:
         """Rebuild the datagram. Kernel: ip_frag_reasm()."""
+        if TIMED:
+            spend("ip_frag_reasm")
         first = q.frags[0][2]
         fb = first.buf
         nh = first.network_header

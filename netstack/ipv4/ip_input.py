@@ -38,6 +38,7 @@ from netstack.core.skbuff import (
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import RTCF_DOREDIRECT, RTN_BROADCAST, RTN_MULTICAST
 from netstack.ipv4.route import ip_route_input_noref
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -76,6 +77,8 @@ def rt_tos2priority(tos: int) -> int:
 
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram. Kernel: ip_rcv() / ip_rcv_core()."""
+    if TIMED:
+        spend("ip_rcv")
     if skb.pkt_type == PACKET_OTHERHOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return
@@ -189,6 +192,8 @@ def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
 
 def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     """Reassemble, then deliver to the transport protocol. Kernel: ip_local_deliver()."""
+    if TIMED:
+        spend("ip_local_deliver")
     buf = skb.buf
     nh = skb.network_header
     if ((buf[nh + 6] << 8) | buf[nh + 7]) & (IP_MF | IP_OFFSET):
@@ -238,6 +243,8 @@ def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
 
 def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     """Forward a datagram routed through this host. Kernel: net/ipv4/ip_forward.c, ip_forward()."""
+    if TIMED:
+        spend("ip_forward")
     if skb.pkt_type != PACKET_HOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return 0

@@ -28,6 +28,7 @@ from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PRO
 from netstack.core.xmit import skb_checksum_help
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_MULTICAST
 from netstack.neigh.neighbour import neigh_confirm, neigh_output
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
@@ -72,6 +73,8 @@ class IpIdents:
 
     def reserve(self, daddr: int, saddr: int, protocol: int, segs: int) -> int:
         """Kernel: __ip_select_ident() → ip_idents_reserve()."""
+        if TIMED:
+            spend("__ip_select_ident")
         bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
         lines = self.lines
         if lines is not None:
@@ -149,6 +152,8 @@ def ip_make_skb(
 
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
+    if TIMED:
+        spend("ip_make_skb")
     dev = rt.dev
     assert dev is not None
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
@@ -213,6 +218,8 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
     """
+    if TIMED:
+        spend("ip_local_out")
     buf = skb.buf
     nh = skb.network_header
     _H.pack_into(buf, nh + 2, skb.tail - nh)  # tot_len
@@ -226,6 +233,8 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
 
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    if TIMED:
+        spend("ip_output")
     dst: Any = skb.dst
     ipv4.ip.OutTransmits += 1
     ipv4.ipext.OutOctets += skb.tail - skb.data
@@ -264,6 +273,8 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
     """
+    if TIMED:
+        spend("ip_finish_output")
     dst = skb.dst
     assert dst is not None
     mtu = dst.mtu()
@@ -276,6 +287,8 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
 
 def ip_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Refuse (DF) or fragment. Kernel: net/ipv4/ip_output.c, ip_fragment()."""
+    if TIMED:
+        spend("ip_fragment")
     buf = skb.buf
     nh = skb.network_header
     if buf[nh + 6] & 0x40 and not skb.ignore_df:
@@ -316,6 +329,8 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 
     Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
     """
+    if TIMED:
+        spend("ip_do_fragment")
     if skb.ip_summed == CHECKSUM_PARTIAL and not skb_checksum_help(skb):
         kfree_skb(skb, DropReason.SKB_CSUM)
         ipv4.ip.FragFails += 1
@@ -385,6 +400,8 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().
     """
+    if TIMED:
+        spend("ip_finish_output2")
     rt: Any = skb.dst
     dev = rt.dev
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE

@@ -48,6 +48,7 @@ from netstack.gro.core import (
 )
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_tcpudp_nofold, ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
@@ -77,6 +78,8 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
 
     Kernel: net/ipv4/af_inet.c, inet_gro_receive().
     """
+    if TIMED:
+        spend("inet_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
@@ -140,6 +143,8 @@ def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
 
     Kernel: net/ipv4/af_inet.c, inet_gro_complete().
     """
+    if TIMED:
+        spend("inet_gro_complete")
     buf = skb.buf
     iph = skb.data + nhoff
     proto = buf[iph + 9]
@@ -160,6 +165,8 @@ def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
 
     Kernel: net/ipv4/af_inet.c, inet_gso_segment().
     """
+    if TIMED:
+        spend("inet_gso_segment")
     skb.network_header = skb.data
     mac = skb.mac_header if skb.mac_header >= 0 else skb.data
     nhoff = skb.network_header - mac

@@ -50,6 +50,7 @@ from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
 from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, MibSnapshot, UdpMib
+from netstack.sites import TIMED, spend
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
@@ -212,6 +213,8 @@ class Ipv4:
 
     def ip_dev_find(self, addr: int) -> NetDevice | None:
         """The device owning local address *addr*. Kernel: __ip_dev_find()."""
+        if TIMED:
+            spend("__ip_dev_find")
         ifas = self.inet_addr_lst.get(addr)
         if ifas:
             return ifas[0].dev
@@ -363,6 +366,8 @@ class Ipv4:
     def fib_validate_source(self, saddr: int, dev: NetDevice, in_dev: InDevice) -> int:
         """A packet arrived with one of our own addresses as source: martian
         unless ``accept_local``. Kernel: fib_validate_source() (rp_filter 0)."""
+        if TIMED:
+            spend("fib_validate_source")
         if in_dev.orconf("accept_local"):
             return 0
         return -errno.EINVAL if saddr in self.inet_addr_lst else 0

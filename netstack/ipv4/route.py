@@ -54,6 +54,7 @@ from netstack.ipv4.constants import (
 )
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.fib import FIB_PROPS_ERROR, FibNh, FibNhException, FibResult
+from netstack.sites import TIMED, spend
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_HOST_UNREACH,
@@ -254,6 +255,8 @@ def __mkroute_output(
     rtype: int,
 ) -> Rtable | int:
     """Build (or reuse) the rtable for an output flow. Kernel: __mkroute_output()."""
+    if TIMED:
+        spend("__mkroute_output")
     daddr = fl4.daddr
     if ipv4_is_loopback(fl4.saddr) and not dev_out.flags & IFF_LOOPBACK:
         return -errno.EINVAL
@@ -337,6 +340,8 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
 
     Kernel: net/ipv4/route.c, ip_route_output_key_hash_rcu().
     """
+    if TIMED:
+        spend("ip_route_output_key_hash_rcu")
     net = ipv4.net
     orig_oif = fl4.oif
     flags = 0
@@ -405,6 +410,8 @@ def ip_route_output(
     ipv4: Ipv4, daddr: int, saddr: int = 0, *, tos: int = 0, oif: int = 0, proto: int = 0
 ) -> Rtable | int:
     """Convenience wrapper. Kernel: ip_route_output()."""
+    if TIMED:
+        spend("ip_route_output")
     return ip_route_output_key(ipv4, Flowi4(daddr, saddr, oif=oif, tos=tos, proto=proto))
 
 
@@ -430,6 +437,8 @@ def ip_route_input_noref(
 
     Kernel: net/ipv4/route.c, ip_route_input_slow().
     """
+    if TIMED:
+        spend("ip_route_input_slow")
     in_dev = dev.ip_ptr
     if in_dev is None:
         return -errno.EINVAL
@@ -515,6 +524,8 @@ def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
 
 def _no_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, err: int) -> int:
     """Kernel: ip_route_input_slow(), the no_route / local_input(RTN_UNREACHABLE) path."""
+    if TIMED:
+        spend("ip_route_input_slow")
     rt = _mkroute_input_local(ipv4, dev, 0, RTN_UNREACHABLE, None)
     rt.rt_flags &= ~RTCF_LOCAL
     rt.input = ipv4.ip_error
@@ -632,6 +643,8 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
 
 def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     """Learn a smaller path MTU towards *daddr*. Kernel: __ip_rt_update_pmtu()."""
+    if TIMED:
+        spend("__ip_rt_update_pmtu")
     old_mtu = rt.mtu()
     lock = False
     if rt.metric_mtu and rt.metric_mtu_locked:

@@ -48,6 +48,7 @@ from netstack.core.skbuff import (
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
+from netstack.sites import TIMED, spend
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -158,6 +159,8 @@ class Ipv4Specific:
 
         Kernel: net/ipv4/ip_output.c, __ip_queue_xmit().
         """
+        if TIMED:
+            spend("__ip_queue_xmit")
         rt = self._route(sk)
         if rt is None:
             self.ipv4.ip.OutNoRoutes += 1
@@ -517,6 +520,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_rcv().
     """
+    if TIMED:
+        spend("tcp_v4_rcv")
     mib = tcp.mib
     rt: Any = skb.dst
     if rt is not None and getattr(rt, "rt_type", 2) != 2 and skb.pkt_type != 0:
@@ -612,6 +617,8 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
 
 def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
     """Kernel: tcp_v4_rcv(), the no_tcp_socket label."""
+    if TIMED:
+        spend("tcp_v4_rcv")
     ipv4_ops(tcp).send_reset(None, skb)
     kfree_skb(skb, DropReason.NO_SOCKET)
     return 0
@@ -619,6 +626,8 @@ def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
 
 def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv()."""
+    if TIMED:
+        spend("tcp_v4_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0

@@ -59,6 +59,7 @@ from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RT
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import (
     CSUM_MANGLED_0,
     csum_partial,
@@ -192,6 +193,8 @@ class UdpSock(Sock):
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
         """Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        if TIMED:
+            spend("udp_recvmsg")
         if flags & MSG_ERRQUEUE:
             raise sock_oserror(EINVAL)
         ipv4 = self.ipv4
@@ -292,6 +295,8 @@ def udp_sendmsg(
 
     Kernel: net/ipv4/udp.c, udp_sendmsg().
     """
+    if TIMED:
+        spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
     if sk.sk_err:
         raise sock_oserror(sk.sock_error())
     length = len(data)
@@ -483,6 +488,8 @@ class UdpTable:
 
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> UdpSock | None:
         """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
+        if TIMED:
+            spend("__udp4_lib_lookup")
         lst = self.ports.get(dport)
         if not lst:
             return None
@@ -533,6 +540,8 @@ class UdpTable:
 
 def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
     """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    if TIMED:
+        spend("udp_queue_rcv_one_skb")
     if sk.dead:
         kfree_skb(skb, DropReason.NO_SOCKET)
         return
@@ -544,6 +553,8 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
 
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram. Kernel: net/ipv4/udp.c, __udp4_lib_rcv()."""
+    if TIMED:
+        spend("__udp4_lib_rcv")
     mib = ipv4.udp_mib
     buf = skb.buf
     th = skb.data

@@ -52,6 +52,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv6.constants import RTF_GATEWAY
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.icmpv6 import (
     ICMPV6_DEST_UNREACH,
@@ -147,6 +148,8 @@ def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: 
 
     Kernel: net/ipv6/ip6_input.c, ipv6_rcv() / ip6_rcv_core().
     """
+    if TIMED:
+        spend("ipv6_rcv")
     if skb.pkt_type == PACKET_OTHERHOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return

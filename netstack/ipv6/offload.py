@@ -48,6 +48,7 @@ from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload, skb_gro_checksum_validate
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.ipv6 import (
@@ -149,6 +150,8 @@ def ipv6_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_receive().
     """
+    if TIMED:
+        spend("ipv6_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
@@ -210,6 +213,8 @@ def ipv6_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_complete().
     """
+    if TIMED:
+        spend("ipv6_gro_complete")
     buf = skb.buf
     iph = skb.data + nhoff
     if skb.encapsulation:
@@ -228,6 +233,8 @@ def ipv6_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gso_segment().
     """
+    if TIMED:
+        spend("ipv6_gso_segment")
     skb.network_header = skb.data
     mac = skb.mac_header if skb.mac_header >= 0 else skb.data
     nhoff = skb.network_header - mac

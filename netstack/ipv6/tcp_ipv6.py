@@ -81,6 +81,7 @@ from netstack.ipv6.sock import (
     IPV6_V6ONLY,
     SOL_IPV6,
 )
+from netstack.sites import TIMED, spend
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
@@ -720,6 +721,8 @@ def ip6_xmit(
 
     Kernel: net/ipv6/ip6_output.c, ip6_xmit().
     """
+    if TIMED:
+        spend("ip6_xmit")
     h = skb.hash
     if sk is not None:
         if h != sk.fl6_hash or sk.fl6_gen != ipv6.flowlabel_gen:
@@ -968,6 +971,8 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
 
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_rcv().
     """
+    if TIMED:
+        spend("tcp_v6_rcv")
     mib = tcp.mib
     if skb.pkt_type != 0:  # PACKET_HOST only
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
@@ -1060,6 +1065,8 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
 
 def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv()."""
+    if TIMED:
+        spend("tcp_v6_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0

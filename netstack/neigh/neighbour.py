@@ -53,6 +53,7 @@ from netstack.neigh.nud import (
     timer_handler,
     update,
 )
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -565,6 +566,8 @@ def neigh_event_send(n: Neighbour, skb: SkBuff | None) -> int:
 
     Kernel: include/net/neighbour.h, neigh_event_send().
     """
+    if TIMED:
+        spend("neigh_event_send")
     tbl = n.tbl
     now = tbl.net.clock.jiffies
     if n.used != now:
@@ -634,6 +637,8 @@ def neigh_confirm(n: Neighbour) -> None:
 
     Kernel: include/net/neighbour.h, neigh_confirm() (dst_confirm() before 4.11).
     """
+    if TIMED:
+        spend("neigh_confirm")
     tbl = n.tbl
     net = tbl.net
     now = net.clock.jiffies
@@ -683,7 +688,8 @@ def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
             return -1
         skb.buf[data - hh_alen : data] = hh.hh_data[:hh_alen]
         tbl.hh_aligned_copies += 1
-        tbl.net.cpus.current.call("memcpy")  # the out-of-line copy the patch inlined
+        if TIMED:
+            spend("memcpy")  # the out-of-line copy the patch inlined
     skb.data = data - hh_len
     return dev_queue_xmit(skb)
 
@@ -711,6 +717,8 @@ def neigh_resolve_output(n: Neighbour, skb: SkBuff) -> int:
 
     Kernel: net/core/neighbour.c, neigh_resolve_output().
     """
+    if TIMED:
+        spend("neigh_resolve_output")
     if neigh_event_send(n, skb):
         return 0
     dev = n.dev
@@ -737,6 +745,8 @@ def neigh_connected_output(n: Neighbour, skb: SkBuff) -> int:
 
 def neigh_direct_output(n: Neighbour, skb: SkBuff) -> int:
     """No link-layer header: transmit as is. Kernel: neigh_direct_output()."""
+    if TIMED:
+        spend("neigh_direct_output")
     return dev_queue_xmit(skb)
 
 

@@ -28,6 +28,8 @@ from typing import Final, NamedTuple, Protocol
 
 import attrs
 
+from netstack.sites import TIMED, spend
+
 __all__ = [
     "NUD_CONNECTED",
     "NUD_DELAY",
@@ -309,6 +311,8 @@ def event_send(
     Kernel: include/net/neighbour.h neigh_event_send() and
     net/core/neighbour.c __neigh_event_send().
     """
+    if TIMED:
+        spend("neigh_event_send")
     if n.used != now:
         n.used = now
     state = n.nud_state

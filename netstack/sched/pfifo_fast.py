@@ -32,6 +32,7 @@ from netstack.core.qdisc import (
 )
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sched.pkt_sched import TcPrioQopt
+from netstack.sites import TIMED, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -62,6 +63,8 @@ class PfifoFastQdisc(Qdisc):
 
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: pfifo_fast_enqueue()."""
+        if TIMED:
+            spend("pfifo_fast_enqueue")
         dev = self.dev_queue.dev if self.dev_queue is not None else None
         if self.qlen < (dev.tx_queue_len if dev is not None else 1000):
             band = PRIO2BAND[skb.priority & TC_PRIO_MAX]
@@ -74,6 +77,8 @@ class PfifoFastQdisc(Qdisc):
 
     def dequeue(self) -> SkBuff | None:
         """Kernel: pfifo_fast_dequeue()."""
+        if TIMED:
+            spend("pfifo_fast_dequeue")
         band = BITMAP2BAND[self.bitmap]
         if band < 0:
             return None

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import net_tx_rndhash
+from netstack.sites import TIMED, spend
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.output import (
     __tcp_select_window,
@@ -656,6 +657,8 @@ def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int
     Kernel: net/ipv4/tcp_input.c, tcp_sacktag_write_queue() (without the
     SACK-shifting of skbs and the block cache).
     """
+    if TIMED:
+        spend("tcp_sacktag_write_queue")
     tcb: TcpSkbCb = skb.cb
     blocks = _sack_blocks(skb.buf, tcb.sacked_off)
     flag = 0
@@ -724,6 +727,8 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
 
     Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue().
     """
+    if TIMED:
+        spend("tcp_clean_rtx_queue")
     now = sk.tcp_mstamp
     first_ackt = -1
     last_ackt = -1
@@ -886,6 +891,8 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
 
     Kernel: net/ipv4/tcp_input.c, tcp_ack().
     """
+    if TIMED:
+        spend("tcp_ack")
     tcb: TcpSkbCb = skb.cb
     prior_snd_una = sk.snd_una
     ack = tcb.ack_seq
@@ -1038,6 +1045,8 @@ def tcp_fastretrans_alert(sk: TcpSock, prior_snd_una: int, is_dupack: bool, flag
     Kernel: net/ipv4/tcp_input.c, tcp_fastretrans_alert() (NewReno and SACK
     recovery; no RACK, no F-RTO, no undo).
     """
+    if TIMED:
+        spend("tcp_fastretrans_alert")
     if not sk.packets_out and sk.sacked_out:
         sk.sacked_out = 0
     state = sk.icsk_ca_state
@@ -1214,6 +1223,8 @@ def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
 
 def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
     """Delayed-ACK bookkeeping for a data segment. Kernel: tcp_event_data_recv()."""
+    if TIMED:
+        spend("tcp_event_data_recv")
     inet_csk_schedule_ack(sk)
     tcp_measure_rcv_mss(sk, skb)
     tcp_rcv_rtt_measure_ts(sk)
@@ -1316,6 +1327,8 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
 
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
+    if TIMED:
+        spend("tcp_data_queue")
     tcb: TcpSkbCb = skb.cb
     if tcb.seq == tcb.end_seq:
         consume_skb(skb)
@@ -1394,6 +1407,8 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
 
     Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (no coalescing).
     """
+    if TIMED:
+        spend("tcp_data_queue_ofo")
     tcb: TcpSkbCb = skb.cb
     if not tcp_try_rmem_schedule(sk, skb):
         sk.ext.TCPOFODrop += 1
@@ -1485,6 +1500,8 @@ def tcp_fin(sk: TcpSock) -> None:
 
 def __tcp_ack_snd_check(sk: TcpSock, ofo_possible: bool) -> None:
     """ACK now or later. Kernel: net/ipv4/tcp_input.c, __tcp_ack_snd_check()."""
+    if TIMED:
+        spend("__tcp_ack_snd_check")
     if (
         (
             ((sk.rcv_nxt - sk.rcv_wup) & M32) > sk.icsk_ack_rcv_mss
@@ -1609,6 +1626,8 @@ def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
 
 def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     """A segment for an established connection. Kernel: tcp_rcv_established()."""
+    if TIMED:
+        spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += max(skb.gso_segs, 1)
@@ -1767,6 +1786,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
     """
+    if TIMED:
+        spend("tcp_rcv_state_process")
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
     state = sk.state
@@ -1903,6 +1924,8 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
 
     Kernel: net/ipv4/tcp_input.c, tcp_conn_request().
     """
+    if TIMED:
+        spend("tcp_conn_request")
     tcp = sk.tcp
     ops: Any = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb

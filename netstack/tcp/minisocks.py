@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import net_tx_rndhash
+from netstack.sites import TIMED, spend
 from netstack.tcp.input import TcpOptionsReceived, tcp_ack_update_rtt, tcp_parse_options
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -95,6 +96,8 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
 
     Kernel: net/ipv4/tcp_minisocks.c, tcp_check_req().
     """
+    if TIMED:
+        spend("tcp_check_req")
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
     ops: Any = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
@@ -192,6 +195,8 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
     Kernel: net/ipv4/tcp_minisocks.c, tcp_create_openreq_child() /
     inet_csk_clone_lock().
     """
+    if TIMED:
+        spend("tcp_create_openreq_child")
     tcp = listener.tcp
     sk = TcpSock(tcp, listener.family, listener.af_ops)
     for attr in (

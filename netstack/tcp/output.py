@@ -34,6 +34,7 @@ from netstack.core.skbuff import (
     SkBuff,
     consume_skb,
 )
+from netstack.sites import TIMED, spend
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
@@ -148,6 +149,8 @@ def tcp_in_cwnd_reduction(sk: TcpSock) -> bool:
 
 def tcp_stream_alloc_skb(sk: TcpSock, size: int = 0) -> SkBuff:
     """An empty send-queue skb with room for the headers. Kernel: sk_stream_alloc_skb()."""
+    if TIMED:
+        spend("sk_stream_alloc_skb")
     skb = SkBuff(bytearray(MAX_TCP_HEADER + size), MAX_TCP_HEADER, MAX_TCP_HEADER)
     skb.ip_summed = CHECKSUM_PARTIAL
     skb.truesize = TCP_SKB_HEAD
@@ -541,6 +544,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
 
     Kernel: net/ipv4/tcp_output.c, __tcp_transmit_skb().
     """
+    if TIMED:
+        spend("__tcp_transmit_skb")
     tcb: TcpSkbCb = skb.cb
     if rcv_nxt is None:
         rcv_nxt = sk.rcv_nxt
@@ -670,6 +675,8 @@ def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
 
     Kernel: net/ipv4/tcp_output.c, tcp_event_new_data_sent().
     """
+    if TIMED:
+        spend("tcp_event_new_data_sent")
     tcb: TcpSkbCb = skb.cb
     prior_packets = sk.packets_out
     sk.snd_nxt = tcb.end_seq
@@ -995,6 +1002,8 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
 
     Kernel: net/ipv4/tcp_output.c, tcp_write_xmit().
     """
+    if TIMED:
+        spend("tcp_write_xmit")
     sent_pkts = 0
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     is_cwnd_limited = False
@@ -1279,6 +1288,8 @@ def tcp_send_ack(sk: TcpSock, rcv_nxt: int | None = None) -> None:
 
     Kernel: net/ipv4/tcp_output.c, __tcp_send_ack().
     """
+    if TIMED:
+        spend("__tcp_send_ack")
     if sk.state == TCP_CLOSE:
         return
     skb = tcp_stream_alloc_skb(sk)

@@ -24,6 +24,7 @@ import attrs
 
 from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
+from netstack.sites import TIMED, spend
 from netstack.tcp.cong import tcp_set_congestion_control
 from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
@@ -229,6 +230,8 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
 
     Kernel: net/ipv4/tcp.c, tcp_sendmsg_locked().
     """
+    if TIMED:
+        spend("tcp_sendmsg_locked")
     if sk.sk_err:
         raise sock_oserror(sk.sock_error())
     if sk.sk_shutdown & SEND_SHUTDOWN:
@@ -300,6 +303,8 @@ def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
 
     Kernel: net/ipv4/tcp.c, tcp_cleanup_rbuf().
     """
+    if TIMED:
+        spend("tcp_cleanup_rbuf")
     time_to_ack = False
     pending = sk.icsk_ack_pending
     if pending & 1 and (  # an ACK is owed (inet_csk_ack_scheduled)
@@ -328,6 +333,8 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
 
     Kernel: net/ipv4/tcp.c, tcp_recvmsg_locked().
     """
+    if TIMED:
+        spend("tcp_recvmsg_locked")
     if sk.state == TCP_LISTEN:
         raise sock_oserror(ENOTCONN)
     if bufsize < 0:

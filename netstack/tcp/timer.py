@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 from netstack.core.sock import sk_rethink_txhash
+from netstack.sites import TIMED, spend
 from netstack.tcp.input import tcp_enter_loss
 from netstack.tcp.output import (
     inet_csk_reset_xmit_timer,
@@ -92,6 +93,8 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
 
 def tcp_retransmit_timer(sk: TcpSock) -> None:
     """The RTO fired. Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer()."""
+    if TIMED:
+        spend("tcp_retransmit_timer")
     tcp = sk.tcp
     if not sk.packets_out or not sk.rtx_queue:
         return
@@ -168,6 +171,8 @@ def tcp_write_timer(sk: TcpSock) -> None:
 
 def tcp_delack_timer(sk: TcpSock) -> None:
     """Send the ACK that was being delayed. Kernel: tcp_delack_timer_handler()."""
+    if TIMED:
+        spend("tcp_delack_timer_handler")
     if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_ack_pending & ICSK_ACK_TIMER:
         return
     now = sk.net.clock.jiffies

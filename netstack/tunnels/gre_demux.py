@@ -27,6 +27,7 @@ from netstack.core.skbuff import (
 from netstack.core.skbuff import kfree_skb as _kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
+from netstack.sites import TIMED, spend
 from netstack.tunnels.ip_tunnel import TnlPtkInfo
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_IP
@@ -77,6 +78,8 @@ def gre_add_protocol(net: Net, proto: GreProtocol, version: int) -> None:
 
 def gre_rcv(net: Net, skb: SkBuff) -> int:
     """``inet_protos[47]``: dispatch by GRE version. Kernel: gre_demux.c, gre_rcv()."""
+    if TIMED:
+        spend("gre_rcv")
     if skb.tail - skb.data < 12:
         _kfree_skb(skb, DropReason.GRE_INVALID)
         return 1
@@ -117,6 +120,8 @@ def gre_parse_header(
 
     Kernel: net/ipv4/gre_demux.c, gre_parse_header().
     """
+    if TIMED:
+        spend("gre_parse_header")
     buf = skb.buf
     off = skb.data + nhs
     if off + 4 > skb.tail:

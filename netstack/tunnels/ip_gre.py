@@ -66,6 +66,7 @@ from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.sites import TIMED, spend
 from netstack.tunnels.gre_demux import GreProtocol, gre_add_protocol, gre_parse_header
 from netstack.tunnels.ip_tunnel import (
     SIOCADDTUNNEL,
@@ -453,6 +454,8 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
 
     Kernel: include/net/gre.h, gre_build_header() (called by __gre_xmit()).
     """
+    if TIMED:
+        spend("gre_build_header")
     p = t.parms
     flags = p.o_flags & (GRE_CSUM | GRE_KEY | GRE_SEQ)
     seq = 0
@@ -472,6 +475,8 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
 
 def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit()."""
+    if TIMED:
+        spend("ipgre_xmit")
     t: IpTunnel = dev.priv
     if not pskb_inet_may_pull(skb):
         dev.stats.tx_dropped += 1
@@ -495,11 +500,15 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
 
 def ipgre_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
+    if TIMED:
+        spend("ipgre_xmit")
     return _gre_xmit(skb, dev, skb.protocol)
 
 
 def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
+    if TIMED:
+        spend("gre_tap_xmit")
     return _gre_xmit(skb, dev, ETH_P_TEB)
 
 
@@ -510,6 +519,8 @@ def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
 
 def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) -> bool:
     """Find the tunnel and hand over; False if none. Kernel: __ipgre_rcv()."""
+    if TIMED:
+        spend("__ipgre_rcv")
     buf = skb.buf
     nh = skb.network_header
     saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
@@ -531,6 +542,8 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
 
 def ipgre_rcv_v0(net: Net, skb: SkBuff) -> int:
     """GRE version 0 received. Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv()."""
+    if TIMED:
+        spend("gre_rcv")
     tpi = TnlPtkInfo()
     hdr_len = gre_parse_header(skb, tpi)
     if hdr_len < 0:

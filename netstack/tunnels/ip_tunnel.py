@@ -66,6 +66,7 @@ from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.ip_output import ip_local_out
 from netstack.ipv4.route import Flowi4, Rtable
+from netstack.sites import TIMED, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.wire.arp import ARPHRD_ETHER
 from netstack.wire.checksum import csum_partial, csum_sub
@@ -310,6 +311,8 @@ def ip_tunnel_lookup(
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_lookup().
     """
+    if TIMED:
+        spend("ip_tunnel_lookup")
     cand: IpTunnel | None = None
     head = itn.tunnels[ip_tunnel_hash(key, remote)]
     for t in head:
@@ -595,6 +598,8 @@ def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
 
     Kernel: net/ipv4/ip_tunnel_core.c, iptunnel_handle_offloads().
     """
+    if TIMED:
+        spend("iptunnel_handle_offloads")
     if not skb.encapsulation:
         skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
         skb.inner_transport_header = skb.transport_header
@@ -620,6 +625,8 @@ def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: 
 
     Kernel: net/ipv4/ip_tunnel.c, tnl_update_pmtu().
     """
+    if TIMED:
+        spend("tnl_update_pmtu")
     t: IpTunnel = dev.priv
     tunnel_hlen = t.hlen
     pkt_size = skb.tail - skb.data - tunnel_hlen
@@ -650,6 +657,8 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit().
     """
+    if TIMED:
+        spend("ip_tunnel_xmit")
     t: IpTunnel = dev.priv
     net = dev.net
     ipv4 = ipv4_of(net)
@@ -748,6 +757,8 @@ def iptunnel_xmit(
 
     Kernel: net/ipv4/ip_tunnel_core.c, iptunnel_xmit().
     """
+    if TIMED:
+        spend("iptunnel_xmit")
     pkt_len = skb.tail - skb.inner_network_header
     skb_scrub_packet(skb, False)
     skb.dst = rt  # skb_dst_set(): the route's reference passes to the skb
@@ -781,6 +792,8 @@ def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto:
 
     Kernel: net/ipv4/ip_tunnel_core.c, __iptunnel_pull_header().
     """
+    if TIMED:
+        spend("__iptunnel_pull_header")
     if skb.tail - skb.data < hdr_len:
         return False
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_pull_rcsum()
@@ -817,6 +830,8 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_rcv().
     """
+    if TIMED:
+        spend("ip_tunnel_rcv")
     dev = t.dev
     stats = dev.stats
     buf = skb.buf

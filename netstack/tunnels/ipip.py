@@ -39,6 +39,7 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.sites import TIMED, spend
 from netstack.tunnels.ip_tunnel import (
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
@@ -151,6 +152,8 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
 
 def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit``. Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit()."""
+    if TIMED:
+        spend("ipip_tunnel_xmit")
     t: IpTunnel = dev.priv
     tiph = t.parms
     if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IP:
@@ -171,6 +174,8 @@ def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
 
 def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
     """Take the packet if a tunnel matches (0), else -1. Kernel: ipip_tunnel_rcv()."""
+    if TIMED:
+        spend("ipip_tunnel_rcv")
     itn = ipip_itn_of(net)
     buf = skb.buf
     nh = skb.network_header
@@ -330,4 +335,6 @@ def ipip_init_net(net: Net) -> None:
 
 def ipip_tunnel_rcv_v4(net: Net, skb: SkBuff) -> int:
     """Kernel: net/ipv4/ipip.c, ipip_rcv()."""
+    if TIMED:
+        spend("ipip_rcv")
     return ipip_tunnel_rcv(net, skb, IPPROTO_IPIP)

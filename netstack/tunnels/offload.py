@@ -69,6 +69,7 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, ipip_gso_segment
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.offload import ipv6_gro_complete, ipv6_gro_receive, ipv6_gso_segment
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY, gre_checksum
 from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP
@@ -189,6 +190,8 @@ def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
     Kernel: net/ipv4/gre_offload.c, gre_gro_receive().
     """
+    if TIMED:
+        spend("gre_gro_receive")
     cb: NapiGroCb = skb.cb
     flush = 1
     pp: SkBuff | None = None
@@ -237,6 +240,8 @@ def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     """Kernel: net/ipv4/gre_offload.c, gre_gro_complete()."""
+    if TIMED:
+        spend("gre_gro_complete")
     buf = skb.buf
     greh = skb.data + nhoff
     skb.encapsulation = True
@@ -261,6 +266,8 @@ def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
 
     Kernel: net/ipv4/gre_offload.c, gre_gso_segment().
     """
+    if TIMED:
+        spend("gre_gso_segment")
     if not skb.encapsulation:
         return None
     buf = skb.buf

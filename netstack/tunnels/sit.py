@@ -53,6 +53,7 @@ from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
+from netstack.sites import TIMED, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
     IPTUNNEL_ERR_TIMEO_S,
@@ -171,6 +172,8 @@ def sit_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
 
     Kernel: net/ipv6/sit.c, sit_tunnel_xmit() → ipip6_tunnel_xmit().
     """
+    if TIMED:
+        spend("sit_tunnel_xmit")
     t: IpTunnel = dev.priv
     if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IPV6:
         dev.stats.tx_errors += 1
@@ -296,6 +299,8 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
 
     Kernel: net/ipv6/sit.c, ipip6_rcv().
     """
+    if TIMED:
+        spend("ipip6_rcv")
     itn = sit_itn_of(net)
     buf = skb.buf
     nh = skb.network_header

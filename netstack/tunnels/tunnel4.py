@@ -22,6 +22,7 @@ import attrs
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
+from netstack.sites import TIMED, spend
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_PORT_UNREACH
 from netstack.wire.ipv4 import IPPROTO_IPIP, IPPROTO_IPV6
 
@@ -84,6 +85,8 @@ def xfrm4_tunnel_deregister(net: Net, handler: XfrmTunnel, family: int) -> None:
 
 def _tunnel_rcv(net: Net, family: int, min_len: int, skb: SkBuff) -> int:
     """Kernel: net/ipv4/tunnel4.c, tunnel4_rcv() / tunnel64_rcv()."""
+    if TIMED:
+        spend("tunnel4_rcv")
     if skb.tail - skb.data < min_len:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.sites import TIMED, spend
+
 __all__ = [
     "CSUM_MANGLED_0",
     "csum_add",
@@ -48,6 +50,8 @@ def csum_partial(
     if end is None:
         end = len(buf)
     length = end - start
+    if TIMED:
+        spend("csum_partial", length)
     if length <= 0:
         return initial
     n = int.from_bytes(memoryview(buf)[start:end], "big")
@@ -105,6 +109,8 @@ def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> in
 
     Kernel: arch/x86/include/asm/checksum_64.h, ip_fast_csum().
     """
+    if TIMED:
+        spend("ip_fast_csum")
     n = int.from_bytes(buf[off : off + hlen], "big")
     s = n % 0xFFFF
     if s == 0 and n:
@@ -116,6 +122,8 @@ def ip_compute_csum(
     buf: bytes | bytearray | memoryview, start: int = 0, end: int | None = None
 ) -> int:
     """Checksum of a whole area (ICMP messages, GRE). Kernel: ip_compute_csum()."""
+    if TIMED:
+        spend("ip_compute_csum")
     return csum_fold(csum_partial(buf, start, end))
 
 

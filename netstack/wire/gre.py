@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import TIMED, spend
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_TEB
 
@@ -144,6 +145,8 @@ def gre_checksum(buf: bytes | bytearray | memoryview, off: int, end: int) -> int
 
     Kernel: net/ipv4/ip_gre.c (2.6.3x–3.x), ``*(__sum16 *)ptr = ip_compute_csum()``.
     """
+    if TIMED:
+        spend("ip_compute_csum")
     return csum_fold(csum_partial(buf, off, end))
 
 

@@ -29,6 +29,8 @@ import struct
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
+from netstack.sites import TIMED, spend
+
 __all__ = [
     "IPV6_HDR",
     "IPV6_HLEN",
@@ -221,6 +223,8 @@ def csum_ipv6_magic(saddr: int, daddr: int, length: int, proto: int, s: int = 0)
 
     Kernel: net/ipv6/ip6_checksum.c, csum_ipv6_magic().
     """
+    if TIMED:
+        spend("csum_ipv6_magic")
     t = s + length + proto
     a = saddr
     while a:
@@ -240,6 +244,8 @@ def csum_ipv6_pseudo(saddr: int, daddr: int, length: int, proto: int) -> int:
 
     Kernel: ~csum_ipv6_magic(saddr, daddr, len, proto, 0).
     """
+    if TIMED:
+        spend("csum_ipv6_magic")
     return ~csum_ipv6_magic(saddr, daddr, length, proto, 0) & 0xFFFF
 
 
