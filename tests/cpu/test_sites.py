@@ -172,3 +172,39 @@ def test_editing_docstrings_cannot_change_a_cost() -> None:
         netstack.run(_udp_to_dummy, second, 20)
     assert first.report() == second.report()
     assert first.report().share("udp_sendmsg") > 0
+
+
+def test_a_function_spends_only_what_its_marker_says_it_mirrors() -> None:
+    """``spend("x")`` sits in a function marked ``@kernel(..., "x", ...)``: the
+    cost is the mirrored kernel function's (memcpy: the out-of-line copy
+    neigh_hh_output makes without seed 2's patch)."""
+    for info in pkgutil.walk_packages(netstack.__path__, "netstack."):
+        importlib.import_module(info.name)
+    checked = 0
+    for path in PACKAGE.rglob("*.py"):
+        mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        mod = mod.removesuffix(".__init__")
+
+        def walk(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.AST]]:
+            for node in body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    yield prefix + node.name, node
+                    yield from walk(node.body, f"{prefix}{node.name}.<locals>.")
+                elif isinstance(node, ast.ClassDef):
+                    yield from walk(node.body, f"{prefix}{node.name}.")
+
+        for qual, fn in walk(ast.parse(path.read_text()).body, ""):
+            names = {
+                n.args[0].value
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "spend"
+                and isinstance(n.args[0], ast.Constant)
+            }
+            if not names - {"memcpy"}:
+                continue
+            refs = MARKERS.get(f"{mod}.{qual}", ())
+            assert names - {"memcpy"} <= set(refs), (f"{mod}.{qual}", names, refs)
+            checked += 1
+    assert checked > 100
