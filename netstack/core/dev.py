@@ -86,7 +86,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
-from netstack.sites import TIMED, spend
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net, PacketType
@@ -145,6 +145,7 @@ ENETDOWN_RC: Final = -errno.ENETDOWN
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/core/dev.c", "dev_valid_name")
 def dev_valid_name(name: str) -> bool:
     """Kernel: net/core/dev.c, dev_valid_name()."""
     if not name or len(name) >= IFNAMSIZ or name in (".", ".."):
@@ -152,6 +153,7 @@ def dev_valid_name(name: str) -> bool:
     return not any(c == "/" or c == ":" or c.isspace() for c in name)
 
 
+@kernel("dev_alloc_name")
 def dev_alloc_name(net: Net, pattern: str) -> str:
     """Expand ``%d`` to the first free number (``eth%d`` → ``eth0``). Kernel: dev_alloc_name()."""
     if "%d" not in pattern:
@@ -162,6 +164,7 @@ def dev_alloc_name(net: Net, pattern: str) -> str:
     return name
 
 
+@kernel("netdev_fix_features")
 def netdev_fix_features(dev: NetDevice, features: int) -> int:
     """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
     if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
@@ -177,6 +180,7 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     return features
 
 
+@kernel("net/core/dev.c", "register_netdevice")
 def register_netdevice(dev: NetDevice) -> None:
     """Add *dev* to its Net: name, ifindex, queues, features, notifiers.
 
@@ -217,6 +221,7 @@ def register_netdevice(dev: NetDevice) -> None:
     dev.log.debug("netdev_registered", ifindex=dev.ifindex, kind=dev.kind)
 
 
+@kernel("unregister_netdevice")
 def unregister_netdevice(dev: NetDevice) -> None:
     """Remove *dev*: close it, notify, free its qdiscs. Kernel: unregister_netdevice()."""
     net = dev.net
@@ -248,6 +253,7 @@ def unregister_netdevice(dev: NetDevice) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/sched/sch_generic.c", "qdisc_create_dflt")
 def qdisc_create_dflt(
     dev: NetDevice, index: int, kind: str, parent: int = TC_H_ROOT
 ) -> Qdisc | None:
@@ -271,6 +277,7 @@ def qdisc_create_dflt(
     return q
 
 
+@kernel("net/sched/sch_generic.c", "attach_default_qdiscs", "attach_one_default_qdisc")
 def attach_default_qdiscs(dev: NetDevice) -> None:
     """Attach the default root qdisc: noqueue for ``IFF_NO_QUEUE`` devices, else
     ``net.core.default_qdisc``; if that cannot start, fall back to noqueue.
@@ -305,6 +312,7 @@ def attach_default_qdiscs(dev: NetDevice) -> None:
         )
 
 
+@kernel("dev_activate")
 def dev_activate(dev: NetDevice) -> None:
     """Point each tx queue at its configured qdisc. Kernel: dev_activate()."""
     if dev.qdisc is dev.net.noop_qdisc:
@@ -317,6 +325,7 @@ def dev_activate(dev: NetDevice) -> None:
         txq.qdisc = q
 
 
+@kernel("dev_deactivate")
 def dev_deactivate(dev: NetDevice) -> None:
     """Detach qdiscs (noop while down) and drop what was queued. Kernel: dev_deactivate()."""
     noop = dev.net.noop_qdisc
@@ -328,6 +337,7 @@ def dev_deactivate(dev: NetDevice) -> None:
             q.reset()
 
 
+@kernel("dev_graft_qdisc")
 def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
     """Install *q* as the root of tx queue *index*; return the old one.
 
@@ -351,6 +361,7 @@ def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/core/link_watch.c", "linkwatch_do_dev", "rfc2863_policy", "default_operstate")
 def _linkwatch(dev: NetDevice) -> None:
     """Carrier changed: recompute operstate, (de)activate the qdiscs.
 
@@ -370,6 +381,7 @@ def _linkwatch(dev: NetDevice) -> None:
         dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)  # netdev_state_change()
 
 
+@kernel("netif_carrier_on")
 def netif_carrier_on(dev: NetDevice) -> None:
     """The link is up. Kernel: netif_carrier_on()."""
     if not dev.carrier:
@@ -378,6 +390,7 @@ def netif_carrier_on(dev: NetDevice) -> None:
         _linkwatch(dev)
 
 
+@kernel("netif_carrier_off")
 def netif_carrier_off(dev: NetDevice) -> None:
     """The link is down. Kernel: netif_carrier_off()."""
     if dev.carrier:
@@ -386,12 +399,14 @@ def netif_carrier_off(dev: NetDevice) -> None:
         _linkwatch(dev)
 
 
+@kernel("dev_change_carrier")
 def dev_change_carrier(dev: NetDevice, on: bool) -> None:
     """``ip link set DEV carrier on|off`` (drivers that allow it). Kernel: dev_change_carrier()."""
     if not dev.ops.ndo_change_carrier(dev, on):
         raise ConfigError("RTNETLINK answers: Operation not supported", errno.EOPNOTSUPP)
 
 
+@kernel("net/core/dev.c", "dev_open", "__dev_open")
 def dev_open(dev: NetDevice) -> None:
     """Bring *dev* up. Kernel: net/core/dev.c, dev_open() / __dev_open()."""
     if dev.flags & IFF_UP:
@@ -409,6 +424,7 @@ def dev_open(dev: NetDevice) -> None:
     dev.log.debug("link_up")
 
 
+@kernel("net/core/dev.c", "dev_close", "__dev_close_many")
 def dev_close(dev: NetDevice) -> None:
     """Bring *dev* down. Kernel: net/core/dev.c, dev_close() / __dev_close_many()."""
     if not dev.flags & IFF_UP:
@@ -425,6 +441,7 @@ def dev_close(dev: NetDevice) -> None:
     dev.log.debug("link_down")
 
 
+@kernel("dev_change_flags")
 def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
     """Change the user-settable flags under *mask*; IFF_UP opens/closes.
 
@@ -441,6 +458,7 @@ def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
     dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
 
 
+@kernel("dev_set_mtu_ext", "dev_validate_mtu")
 def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
     """Change the MTU within the device's limits. Kernel: dev_set_mtu_ext() / dev_validate_mtu()."""
     if mtu == dev.mtu:
@@ -453,6 +471,7 @@ def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
     dev.net.call_netdevice_notifiers(NETDEV_CHANGEMTU, dev)
 
 
+@kernel("dev_set_mac_address")
 def dev_set_mac_address(dev: NetDevice, addr: bytes) -> None:
     """Change the hardware address. Kernel: dev_set_mac_address()."""
     from netstack.core.netdevice import IFF_LIVE_ADDR_CHANGE
@@ -467,6 +486,7 @@ def dev_set_mac_address(dev: NetDevice, addr: bytes) -> None:
         dev.net.call_netdevice_notifiers(NETDEV_NOTIFY_PEERS, dev)
 
 
+@kernel("dev_change_name")
 def dev_change_name(dev: NetDevice, newname: str) -> None:
     """Rename a (down) device. Kernel: dev_change_name()."""
     net = dev.net
@@ -488,6 +508,7 @@ def dev_change_name(dev: NetDevice, newname: str) -> None:
     net.call_netdevice_notifiers(NETDEV_CHANGENAME, dev)
 
 
+@kernel("dev_change_tx_queue_len")
 def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
     """Kernel: dev_change_tx_queue_len()."""
     if qlen < 0 or qlen > 0xFFFFFFFF:
@@ -501,6 +522,7 @@ def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("netdev_core_pick_tx", "skb_tx_hash")
 def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     """Choose a tx queue index. Kernel: netdev_core_pick_tx() / skb_tx_hash()."""
     if TIMED:
@@ -514,6 +536,7 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     return ((skb.hash or hash((skb.protocol, skb.priority))) & 0xFFFFFFFF) * n >> 32
 
 
+@kernel("net/core/dev.c", "__dev_queue_xmit")
 def dev_queue_xmit(skb: SkBuff) -> int:
     """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
 
@@ -594,6 +617,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     return ENETDOWN_RC
 
 
+@kernel("net_tx_action")
 def net_tx_action(net: Net) -> float:
     """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action().
 
@@ -662,6 +686,7 @@ def _deliver_taps(skb: SkBuff, dev: NetDevice) -> None:
             pt.func(skb.clone(), dev, pt, dev)
 
 
+@kernel("net/core/dev.c", "__netif_receive_skb_core")
 def __netif_receive_skb_core(skb: SkBuff) -> None:
     """Deliver to taps, then to the handler registered for ``skb.protocol``.
 
@@ -693,6 +718,7 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
+@kernel("netif_receive_skb")
 def netif_receive_skb(skb: SkBuff) -> None:
     """Process a received skb now, in the caller's (softirq) context.
 
@@ -703,6 +729,7 @@ def netif_receive_skb(skb: SkBuff) -> None:
     __netif_receive_skb_core(skb)
 
 
+@kernel("net/core/gro.c", "napi_gro_receive")
 def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     """Receive through GRO when the Net has an engine and the device NETIF_F_GRO.
 
@@ -720,6 +747,7 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
         __netif_receive_skb_core(skb)
 
 
+@kernel("process_backlog")
 def process_backlog(napi: Napi, quota: int) -> int:
     """Drain this CPU's ``input_pkt_queue``. Kernel: process_backlog()."""
     if TIMED:
@@ -735,6 +763,7 @@ def process_backlog(napi: Napi, quota: int) -> int:
     return work
 
 
+@kernel("net/core/dev.c", "netif_rx", "enqueue_to_backlog")
 def netif_rx(skb: SkBuff) -> int:
     """Queue *skb* on the current CPU's backlog (loopback, decapsulation).
 
@@ -769,6 +798,7 @@ def netif_rx(skb: SkBuff) -> int:
     return 0
 
 
+@kernel("is_skb_forwardable")
 def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
     """Small enough for *dev* (MTU + link header + a VLAN tag). Kernel: is_skb_forwardable()."""
     if not dev.flags & IFF_UP:
@@ -777,6 +807,7 @@ def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
     return skb.tail - skb.data <= length or bool(skb.gso_size)
 
 
+@kernel("skb_scrub_packet")
 def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
     skb.pkt_type = PACKET_HOST
@@ -799,6 +830,7 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     # the receiver's ip_rcv_core()/ip6_rcv_core() orphans the skb.
 
 
+@kernel("skb_orphan")
 def skb_orphan(skb: SkBuff) -> None:
     """Detach *skb* from its socket, running the destructor. Kernel: skb_orphan()."""
     destructor = skb.destructor
@@ -808,6 +840,7 @@ def skb_orphan(skb: SkBuff) -> None:
     skb.sk = None
 
 
+@kernel("net/core/dev.c", "__dev_forward_skb2")
 def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
     """Prepare *skb* to be received by *dev* (the peer of a pair).
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
@@ -99,6 +101,7 @@ def rtnl_of(net: Net) -> Rtnl:
     return rtnl
 
 
+@kernel("rtnl_link_register")
 def rtnl_link_register(net: Net, ops: RtnlLinkOps) -> None:
     """Make a link kind creatable. Kernel: rtnl_link_register()."""
     rtnl = rtnl_of(net)
@@ -107,11 +110,13 @@ def rtnl_link_register(net: Net, ops: RtnlLinkOps) -> None:
     rtnl.link_ops[ops.kind] = ops
 
 
+@kernel("rtnl_link_unregister")
 def rtnl_link_unregister(net: Net, kind: str) -> None:
     """Kernel: rtnl_link_unregister()."""
     rtnl_of(net).link_ops.pop(kind, None)
 
 
+@kernel("rtnl_link_ops_get")
 def rtnl_link_ops_get(net: Net, kind: str) -> RtnlLinkOps | None:
     """The ops registered for *kind*, or None. Kernel: rtnl_link_ops_get()."""
     return rtnl_of(net).link_ops.get(kind)
@@ -141,6 +146,7 @@ def load_module(net: Net, name: str) -> bool:
     return True
 
 
+@kernel("kernel/kmod.c", "__request_module")
 def request_module(net: Net, alias: str) -> bool:
     """Load the module that provides *alias*; False if none does.
 
@@ -154,6 +160,7 @@ def request_module(net: Net, alias: str) -> bool:
     return load_module(net, name)
 
 
+@kernel("net/core/dev_ioctl.c", "dev_load")
 def dev_load(net: Net, name: str) -> NetDevice | None:
     """Find device *name*, loading ``netdev-NAME`` if it does not exist.
 

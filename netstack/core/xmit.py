@@ -45,7 +45,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.sites import TIMED, spend
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ __all__ = [
 _H: Final = struct.Struct("!H")
 
 
+@kernel("net/core/dev.c", "skb_checksum_help")
 def skb_checksum_help(skb: SkBuff) -> bool:
     """Fill in a CHECKSUM_PARTIAL checksum in software; False on error.
 
@@ -91,6 +92,7 @@ def skb_checksum_help(skb: SkBuff) -> bool:
     return True
 
 
+@kernel("netif_skb_features")
 def netif_skb_features(skb: SkBuff) -> int:
     """The device features that apply to this skb. Kernel: netif_skb_features()."""
     if TIMED:
@@ -105,6 +107,7 @@ def netif_skb_features(skb: SkBuff) -> int:
     return features
 
 
+@kernel("net/core/gso.c", "__skb_gso_segment", "skb_mac_gso_segment")
 def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb in software; return the segment list or None on error.
 
@@ -131,6 +134,7 @@ def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     return segs
 
 
+@kernel("net/core/gso.c", "skb_gso_validate_network_len")
 def skb_gso_validate_network_len(skb: SkBuff, mtu: int) -> bool:
     """Will each segment of GSO *skb* fit in *mtu* at the network layer?
 
@@ -159,6 +163,7 @@ def skb_gso_validate_network_len(skb: SkBuff, mtu: int) -> bool:
     return th - skb.network_header + thlen + skb.gso_size <= mtu
 
 
+@kernel("net/core/dev.c", "validate_xmit_skb")
 def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
     """Segment / checksum *skb* as *dev* requires; None if it was dropped.
 
@@ -194,6 +199,7 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
     return skb
 
 
+@kernel("net/core/dev.c", "validate_xmit_skb_list")
 def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
     """Validate every skb of a ``next``-linked list, re-linking the results.
 
@@ -220,6 +226,7 @@ def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
     return head
 
 
+@kernel("dev_queue_xmit_nit")
 def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
     """Give a copy of an outgoing skb to every packet tap. Kernel: dev_queue_xmit_nit()."""
     if TIMED:
@@ -236,6 +243,7 @@ def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
         pt.func(skb2, dev, pt, dev)
 
 
+@kernel("net/core/dev.c", "dev_hard_start_xmit", "xmit_one", "netdev_start_xmit")
 def dev_hard_start_xmit(
     first: SkBuff, dev: NetDevice, txq: NetdevQueue
 ) -> tuple[SkBuff | None, int]:

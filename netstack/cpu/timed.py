@@ -52,7 +52,7 @@ from netstack.cpu.cacheline import CacheLine, CacheLineStat
 from netstack.cpu.costs import CostTable, default_costs
 from netstack.cpu.cpu import CONTEXTS, Cpu, CpuSet
 from netstack.cpu.spinlock import LockStat, SpinLock
-from netstack.sites import activate, deactivate
+from netstack.sites import activate, deactivate, kernel
 
 __all__ = ["Machine", "Thread", "ThreadBlocked", "TimedModel", "TimedReport", "trio_deterministic"]
 
@@ -497,6 +497,7 @@ class TimedModel:
         line.write(SPIN_SITE, atomic=True)
         lock.hold_start = cpu.now
 
+    @kernel("spin_trylock")
     def spin_trylock(self, lock: SpinLock, cpu: Cpu) -> bool:
         """Kernel: spin_trylock(): fails while another CPU's hold lasts."""
         if not self.running:

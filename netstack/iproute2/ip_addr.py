@@ -77,6 +77,7 @@ from netstack.ipv4.constants import (
     RT_SCOPE_NOWHERE,
     RT_SCOPE_UNIVERSE,
 )
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -701,6 +702,7 @@ def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     )
 
 
+@kernel("inet_rtm_deladdr")
 def _deladdr(
     dev: NetDevice,
     lcl: InetPrefix | None,

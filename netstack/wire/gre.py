@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
-from netstack.sites import TIMED, spend
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_TEB
 
@@ -76,6 +76,7 @@ class GreHdr(NamedTuple):
         return gre_calc_hlen(self.flags)
 
 
+@kernel("include/net/gre.h", "gre_calc_hlen")
 def gre_calc_hlen(flags: int) -> int:
     """Header length for a flags word: 4, plus 4 for each of C, K, S.
 
@@ -140,6 +141,7 @@ def pack_into(
     return hlen
 
 
+@kernel("net/ipv4/ip_gre.c", "ip_compute_csum")
 def gre_checksum(buf: bytes | bytearray | memoryview, off: int, end: int) -> int:
     """The GRE checksum of the packet ``buf[off:end]`` whose checksum field is zero.
 
