@@ -14,7 +14,8 @@ neither (``Kernel: Qdisc_ops.init.``) needs no marker; a marker without a
 inserts the marker directly above the ``def``/``class`` line (below any other
 decorator, so it sees the plain function), rewrites a disagreeing one, drops a
 stale one, imports ``kernel`` from :mod:`netstack.sites`, and runs ``ruff``
-(import order, format) on the files it changed. It reads and writes source
+(import order on every file with markers, format on the files it
+changed). It reads and writes source
 text only — it imports nothing of netstack, so it works on a tree that does
 not import yet (say, right after a merge) — and running it twice changes
 nothing the second time.
@@ -145,6 +146,15 @@ def sites(path: Path) -> list[Site]:
     return list(_walk(path, ast.parse(path.read_text(), str(path))))
 
 
+def _imports_kernel(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "netstack.sites"
+        and any(a.name == "kernel" for a in node.names)
+        for node in tree.body
+    )
+
+
 def problems(site: Site) -> str | None:
     """What is wrong with *site*'s marker, or None."""
     if site.marked is None:
@@ -178,14 +188,14 @@ def fix_file(path: Path) -> bool:
             start = site.marker.lineno - 1
             end = site.marker.end_lineno or site.marker.lineno
             edits.append((start, end, _render(site.refs, indent)))
-    if not edits:
-        return False
     for start, end, new in sorted(edits, reverse=True):
         lines[start:end] = [new] if new else []
-    text = "".join(lines)
-    if "@kernel(" in text:
-        text = _add_import(text)
-    path.write_text(text)
+    new_text = "".join(lines)
+    if "@kernel(" in new_text:  # also when a merge kept the markers but lost the import
+        new_text = _add_import(new_text)
+    if new_text == text:
+        return False
+    path.write_text(new_text)
     return True
 
 
@@ -217,25 +227,34 @@ def _add_import(text: str) -> str:
     return "".join(lines)
 
 
-def _ruff(paths: list[Path]) -> None:
+def _ruff(changed: list[Path], marked: list[Path]) -> None:
+    """Import order on every file with markers (a merge may have left the import
+    out of place), unused imports and format on the files changed here."""
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    if not Path(ruff).exists() and shutil.which(ruff) is None:
+    if shutil.which(ruff) is None and not Path(ruff).exists():
         print("ruff not found: run ruff check --select I --fix and ruff format yourself")
         return
-    args = [str(p) for p in paths]
-    subprocess.run([ruff, "check", "-q", "--select", "I,F401", "--fix", *args], check=False)
-    subprocess.run([ruff, "format", "-q", *args], check=False)
+    quiet = ["check", "-q", "--fix", "--exit-zero"]
+    subprocess.run([ruff, *quiet, "--select", "I", *map(str, marked)], check=False)
+    if changed:
+        subprocess.run([ruff, *quiet, "--select", "F401", *map(str, changed)], check=False)
+        subprocess.run([ruff, "format", "-q", *map(str, changed)], check=False)
 
 
 def main(argv: list[str]) -> int:
     if "--fix" in argv:
         changed = [p for p in files() if fix_file(p)]
-        if changed:
-            _ruff(changed)
+        _ruff(changed, [p for p in files() if "@kernel(" in p.read_text()])
         print(f"kernel markers: {len(changed)} files changed")
         return 0
     bad = 0
     for path in files():
+        text = path.read_text()
+        if "@kernel(" in text and not _imports_kernel(ast.parse(text)):
+            bad += 1
+            print(
+                f"{path.relative_to(ROOT)}: uses @kernel without importing it from netstack.sites"
+            )
         for site in sites(path):
             msg = problems(site)
             if msg is not None:

@@ -12,9 +12,11 @@ through the same paths a user would take on Linux: ``host.ip("…")``,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netstack.core import net_sysfs as _sysfs
 from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
@@ -24,13 +26,6 @@ from netstack.drivers.loopback import loopback_net_init
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
-from netstack.iproute2 import ethtool as _ethtool
-from netstack.iproute2 import ip as _ip
-from netstack.iproute2 import ss as _ss
-from netstack.iproute2 import sysctl as _sysctl
-from netstack.iproute2 import sysfs as _sysfs
-from netstack.iproute2 import tc as _tc
-from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.ipv6 import inet6_init, ipv6_of
@@ -38,6 +33,12 @@ from netstack.sched import register_qdiscs
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp import tcp_of
 from netstack.tunnels import register_tunnel_modules
+from netstack.userspace.ethtool import ethtool as _ethtool
+from netstack.userspace.iproute2 import ss as _ss
+from netstack.userspace.iproute2 import tc as _tc
+from netstack.userspace.iproute2.ip import ip as _ip
+from netstack.userspace.iputils.ping import PingResult, ping
+from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
@@ -184,9 +185,21 @@ class Host:
         """A socket on this host, with ``trio.socket``'s interface."""
         return socket_create(self.net, family, type, proto)
 
-    def capture(self, dev: str, path: str | Path | None = None, *, keep: bool = False) -> Capture:
-        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory)."""
-        cap = Capture(self.net, self.dev(dev), path, keep=keep)
+    def capture(
+        self,
+        dev: str,
+        path: str | Path | None = None,
+        *,
+        keep: bool = False,
+        snaplen: int = 262144,
+        callback: Callable[[float, bytes, bool], None] | None = None,
+    ) -> Capture:
+        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory).
+
+        *snaplen* and *callback* are :class:`~netstack.host.capture.Capture`'s
+        (``tcpdump -s``, and a function called with each frame as it passes).
+        """
+        cap = Capture(self.net, self.dev(dev), path, keep=keep, snaplen=snaplen, callback=callback)
         self.captures.append(cap)
         return cap
 

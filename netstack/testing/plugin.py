@@ -38,12 +38,14 @@ from netstack.core.dev import NETDEV_REGISTER
 from netstack.host import Host, Lab, open_lab
 from netstack.host.capture import Capture
 from netstack.testing import topologies
+from netstack.testing.packetdrill import pytest_collect_file  # collects *.pkt files
 from netstack.testing.topologies import GreSites, RoutedHosts, TopologyUnavailable, TwoHosts
 
 __all__ = [
     "capture_all",
     "gre_sites",
     "lab",
+    "pytest_collect_file",
     "routed_hosts",
     "topology",
     "topology_fixture",
