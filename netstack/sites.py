@@ -88,7 +88,8 @@ def spend(site: str, nbytes: int = 0) -> None:
     """Charge one call of kernel function *site* (and *nbytes* of its per-byte
     work) to the CPU running the current data-path section.
 
-    Call it only under ``if TIMED:``; the model's cost table must list *site*.
+    Call it only under ``if TIMED:``; *site* is a key of the cost table (a test
+    checks that the default table lists every site the data path spends).
     """
     (_spender[-1] if _spender else _idle)(site, nbytes)
 

@@ -410,15 +410,19 @@ class TimedModel:
         per-byte work) to the CPU running the current section.
 
         The target of :func:`netstack.sites.spend` while measuring. Outside a
-        section (no current CPU) nothing is charged. A *site* the cost table
-        does not list is a bug in the data path and raises ``KeyError``.
+        section (no current CPU) nothing is charged, and neither is a *site*
+        this model's table does not list (a table may price only what an
+        experiment studies; that the default table prices every site the data
+        path names is a test).
         """
         cpu = self.current
         if cpu is None:
             return
-        ns = self._ns[site]
+        ns = self._ns.get(site, 0.0)
         if nbytes:
             ns += nbytes * self._per_byte.get(site, 0.0)
+        if not ns:
+            return
         ns *= cpu.speed
         cpu.now += ns
         cpu.busy[cpu.ctx] += ns
