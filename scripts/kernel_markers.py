@@ -13,7 +13,8 @@ neither (``Kernel: Qdisc_ops.init.``) needs no marker; a marker without a
 ``Kernel:`` line is an error. ``--fix`` takes the docstring as the truth: it
 inserts the marker directly above the ``def``/``class`` line (below any other
 decorator, so it sees the plain function), rewrites a disagreeing one, drops a
-stale one, imports ``kernel`` from :mod:`netstack.sites`, and runs ``ruff``
+stale one, imports from :mod:`netstack.sites` what a file uses of it
+(``kernel``, ``TIMED``, ``spend``), and runs ``ruff``
 (import order on every file with markers, format on the files it
 changed). It reads and writes source
 text only — it imports nothing of netstack, so it works on a tree that does
@@ -42,7 +43,6 @@ SKIP = {PACKAGE / "sites.py"}  # defines the marker
 
 _FUNC = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
 _PATH = re.compile(r"(?<![\w./-])([\w+-]+(?:/[\w.+-]+)*\.[ch])\b")
-IMPORT = "from netstack.sites import kernel\n"
 
 __all__ = [
     "Site",
@@ -146,15 +146,6 @@ def sites(path: Path) -> list[Site]:
     return list(_walk(path, ast.parse(path.read_text(), str(path))))
 
 
-def _imports_kernel(tree: ast.Module) -> bool:
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module == "netstack.sites"
-        and any(a.name == "kernel" for a in node.names)
-        for node in tree.body
-    )
-
-
 def problems(site: Site) -> str | None:
     """What is wrong with *site*'s marker, or None."""
     if site.marked is None:
@@ -191,25 +182,47 @@ def fix_file(path: Path) -> bool:
     for start, end, new in sorted(edits, reverse=True):
         lines[start:end] = [new] if new else []
     new_text = "".join(lines)
-    if "@kernel(" in new_text:  # also when a merge kept the markers but lost the import
-        new_text = _add_import(new_text)
+    new_text = _add_import(new_text)  # also when a merge kept markers or charges, lost imports
     if new_text == text:
         return False
     path.write_text(new_text)
     return True
 
 
+SITES_NAMES = ("TIMED", "kernel", "spend")
+
+
+def _needed(tree: ast.Module) -> set[str]:
+    """The names of netstack.sites the module uses without importing them."""
+    used = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id in SITES_NAMES and isinstance(n.ctx, ast.Load)
+    }
+    have: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            have |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            have.add(node.name)
+        elif isinstance(node, ast.Assign):
+            have |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return used - have
+
+
 def _add_import(text: str) -> str:
-    """Import ``kernel`` at the top: into an existing ``from netstack.sites import``
-    or after the module's first block of imports (not a bottom-of-module one)."""
+    """Import what the module uses of netstack.sites (``kernel``, and after a
+    merge that kept a charge but lost its import, ``TIMED``/``spend``): into an
+    existing ``from netstack.sites import`` or after the module's first block of
+    imports (not a bottom-of-module one)."""
     tree = ast.parse(text)
+    need = _needed(tree)
+    if not need:
+        return text
     lines = text.splitlines(keepends=True)
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "netstack.sites":
-            names = [a.name for a in node.names]
-            if "kernel" in names:
-                return text
-            names = sorted([*names, "kernel"], key=lambda n: (not n.isupper(), n))
+            names = sorted({a.name for a in node.names} | need, key=lambda n: (not n.isupper(), n))
             start, end = node.lineno - 1, node.end_lineno or node.lineno
             lines[start:end] = [f"from netstack.sites import {', '.join(names)}\n"]
             return "".join(lines)
@@ -223,7 +236,8 @@ def _add_import(text: str) -> str:
             at = node.end_lineno or node.lineno  # the module docstring
         elif seen_import:
             break
-    lines.insert(at, IMPORT)
+    names = sorted(need, key=lambda n: (not n.isupper(), n))
+    lines.insert(at, f"from netstack.sites import {', '.join(names)}\n")
     return "".join(lines)
 
 
@@ -250,10 +264,12 @@ def main(argv: list[str]) -> int:
     bad = 0
     for path in files():
         text = path.read_text()
-        if "@kernel(" in text and not _imports_kernel(ast.parse(text)):
+        missing = _needed(ast.parse(text))
+        if missing:
             bad += 1
+            rel = path.relative_to(ROOT)
             print(
-                f"{path.relative_to(ROOT)}: uses @kernel without importing it from netstack.sites"
+                f"{rel}: uses {', '.join(sorted(missing))} without importing it from netstack.sites"
             )
         for site in sites(path):
             msg = problems(site)
