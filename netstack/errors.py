@@ -18,6 +18,8 @@ from __future__ import annotations
 import errno as _errno
 import os
 
+from netstack.sites import kernel
+
 __all__ = ["ConfigError", "NetstackError", "SkbPanic", "TopologyError", "oserror"]
 
 
@@ -41,6 +43,7 @@ class TopologyError(NetstackError, ValueError):
     """A lab was wired wrongly: unknown host, unknown device, a port used twice."""
 
 
+@kernel("net/core/skbuff.c", "skb_panic")
 class SkbPanic(NetstackError, RuntimeError):
     """An skb invariant broke: a bug in netstack, never a bad packet.
 

@@ -1,7 +1,12 @@
-"""Generate docs/kernel-map.md from the ``Kernel:`` lines of netstack's docstrings.
+"""Generate docs/kernel-map.md from the ``@kernel(...)`` markers of netstack's code.
 
 python scripts/gen_kernel_map.py          # rewrite docs/kernel-map.md
 python scripts/gen_kernel_map.py --check  # exit 1 if it is out of date
+
+Functions and classes come from their markers (``netstack.sites.kernel``),
+with the timed-mode costs each one spends (``spend("name")`` in its body);
+modules, which carry no marker, from their docstrings' ``Kernel:`` lines.
+Reads source text only (``scripts/kernel_markers.py`` parses it).
 """
 
 from __future__ import annotations
@@ -10,61 +15,80 @@ import ast
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernel_markers import ROOT, files, is_path, kernel_text, module_name, sites
+
 OUT = ROOT / "docs" / "kernel-map.md"
 
 HEADER = """# Kernel map
 
-Every netstack function or class that mirrors kernel code names it in the
-last line of its docstring (`Kernel: file, function()`). This table is
-generated from those lines by `scripts/gen_kernel_map.py`; a test keeps it
-current. Use it to go from a kernel function you know to the code that
-emulates it, or back.
+Every netstack function or class that mirrors kernel code carries a marker
+naming the kernel files and functions it mirrors
+(`@kernel("net/core/dev.c", "__dev_queue_xmit")`, `netstack/sites.py`), and
+its docstring ends with the matching `Kernel:` line (`scripts/kernel_markers.py
+--check` keeps the two in step). This page is generated from the markers by
+`scripts/gen_kernel_map.py`; a test keeps it current. Use it to go from a
+kernel function you know to the code that emulates it, or back. The last
+column lists what the function charges in [timed mode](timed.md)
+(`spend("…")`, priced by `netstack/cpu/costs.py`); markers themselves cost
+nothing and decide no cost.
 
-| netstack | kernel |
+## Functions and classes
+
+| netstack | kernel source | kernel functions | timed-mode cost |
+|---|---|---|---|
+"""
+
+MODULES = """
+## Modules
+
+| module | kernel |
 |---|---|
 """
 
 
-def kernel_line(doc: str | None) -> str | None:
-    if not doc:
-        return None
-    lines = [ln.strip() for ln in doc.strip().splitlines()]
-    for i, ln in enumerate(lines):
-        if ln.startswith("Kernel:"):
-            text = " ".join([ln[len("Kernel:") :].strip(), *lines[i + 1 :]]).strip()
-            return " ".join(text.split())
-    return None
+def _spends(node: ast.AST) -> list[str]:
+    """The sites a function's own body spends (not those of nested functions)."""
+    out: list[str] = []
 
+    def visit(n: ast.AST) -> None:
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id == "spend"
+                and child.args
+                and isinstance(child.args[0], ast.Constant)
+                and isinstance(child.args[0].value, str)
+                and child.args[0].value not in out
+            ):
+                out.append(child.args[0].value)
+            visit(child)
 
-def rows() -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for path in sorted((ROOT / "netstack").rglob("*.py")):
-        mod = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        if mod.endswith(".__init__"):
-            mod = mod[: -len(".__init__")]
-        tree = ast.parse(path.read_text())
-        k = kernel_line(ast.get_docstring(tree))
-        if k:
-            out.append((f"`{mod}`", k))
-
-        def walk(body: list[ast.stmt], prefix: str, mod: str = mod) -> None:
-            for node in body:
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    k = kernel_line(ast.get_docstring(node))
-                    name = f"{prefix}{node.name}"
-                    if k:
-                        out.append((f"`{mod}.{name}`", k))
-                    if isinstance(node, ast.ClassDef):
-                        walk(node.body, f"{name}.", mod)
-
-        walk(tree.body, "")
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        visit(node)
     return out
 
 
 def render() -> str:
-    body = "".join(f"| {a} | {b.replace('|', '/')} |\n" for a, b in rows())
-    return HEADER + body
+    rows: list[str] = []
+    mods: list[str] = []
+    for path in files():
+        mod = module_name(path)
+        text = kernel_text(ast.get_docstring(ast.parse(path.read_text())))
+        if text:
+            mods.append(f"| `{mod}` | {text.replace('|', '/')} |\n")
+        for site in sites(path):
+            if site.marked is None:
+                continue
+            paths = ", ".join(r for r in site.marked if is_path(r))
+            funcs = ", ".join(f"{r}()" for r in site.marked if not is_path(r))
+            spent = ", ".join(f"`{s}`" for s in _spends(site.node))
+            rows.append(f"| `{mod}.{site.qualname}` | {paths} | {funcs} | {spent} |\n")
+    return HEADER + "".join(rows) + MODULES + "".join(mods)
 
 
 def main() -> int:
@@ -76,7 +100,7 @@ def main() -> int:
         return 0
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)} ({text.count(chr(10)) - HEADER.count(chr(10))} rows)")
+    print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 
 

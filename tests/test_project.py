@@ -61,5 +61,16 @@ def test_kernel_map_is_current() -> None:
     assert rc.returncode == 0, rc.stdout
 
 
+def test_kernel_markers_match_the_docstrings() -> None:
+    """Every ``Kernel:`` line naming kernel files or functions has its
+    ``@kernel(...)`` marker and no marker lacks one (scripts/kernel_markers.py)."""
+    rc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "kernel_markers.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert rc.returncode == 0, rc.stdout
+
+
 def test_demo_runs(capsys: object) -> None:
     assert cli_main(["demo"]) == 0

@@ -32,6 +32,7 @@ from netstack.bridge.br_stp_if import br_stp_rcv
 from netstack.bridge.br_sysfs import br_sysfs_init
 from netstack.bridge.stp import llc_init, stp_init, stp_proto_register
 from netstack.core.rtnetlink import KernelModule, RtnlLinkOps, register_module, rtnl_link_register
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["BRIDGE_MODULES", "br_init_net", "register_bridge_modules"]
 
 
+@kernel("net/bridge/br.c", "br_init")
 def br_init_net(net: Net) -> None:
     """The bridge module's per-Net init. Kernel: net/bridge/br.c, br_init()."""
     stp_proto_register(net, br_stp_rcv)

@@ -70,6 +70,7 @@ from netstack.core.netdevice import (
 from netstack.core.skbuff import SkBuff
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -83,6 +84,7 @@ ETH_MAX_MTU: Final = 0xFFFF
 _BCAST: Final = b"\xff\xff\xff\xff\xff\xff"
 
 
+@kernel("net/bridge/br_device.c", "br_dev_xmit")
 def br_dev_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """The host sends through the bridge. Kernel: net/bridge/br_device.c, br_dev_xmit()."""
     br: NetBridge = dev.priv
@@ -116,14 +118,17 @@ class BridgeOps(NetDeviceOps):
 
     has_add_slave = True
 
+    @kernel("br_dev_init")
     def ndo_init(self, dev: NetDevice) -> None:
         """Kernel: br_dev_init() (the bridge's default VLAN 1)."""
         br_vlan_init(dev.priv)
 
+    @kernel("br_dev_open")
     def ndo_open(self, dev: NetDevice) -> None:
         """Kernel: br_dev_open()."""
         br_stp_enable_bridge(dev.priv)
 
+    @kernel("br_dev_stop")
     def ndo_stop(self, dev: NetDevice) -> None:
         """Kernel: br_dev_stop()."""
         br_stp_disable_bridge(dev.priv)
@@ -131,11 +136,13 @@ class BridgeOps(NetDeviceOps):
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         return br_dev_xmit(skb, dev)
 
+    @kernel("br_change_mtu")
     def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
         """Kernel: br_change_mtu() (the user's MTU sticks)."""
         dev.mtu = new_mtu
         dev.priv.mtu_set_by_user = True
 
+    @kernel("br_set_mac_address")
     def ndo_set_mac_address(self, dev: NetDevice, addr: bytes) -> None:
         """Kernel: br_set_mac_address() (and the address is now the user's)."""
         if not is_valid_ether_addr(addr):
@@ -145,10 +152,12 @@ class BridgeOps(NetDeviceOps):
         if dev.dev_addr != addr:
             br_stp_change_bridge_id(br, bytes(addr))
 
+    @kernel("br_add_slave")
     def ndo_add_slave(self, dev: NetDevice, slave: NetDevice) -> None:
         """Kernel: br_add_slave()."""
         br_add_if(dev.priv, slave)
 
+    @kernel("br_del_slave")
     def ndo_del_slave(self, dev: NetDevice, slave: NetDevice) -> None:
         """Kernel: br_del_slave()."""
         br_del_if(dev.priv, slave)
@@ -183,6 +192,7 @@ class BridgeOps(NetDeviceOps):
 BR_OPS: Final = BridgeOps()
 
 
+@kernel("net/bridge/br_device.c", "br_dev_setup")
 def br_dev_setup(net: Net, name: str) -> NetDevice:
     """Allocate a bridge device (not registered). Kernel: net/bridge/br_device.c, br_dev_setup()."""
     dev = NetDevice(net, name, BR_OPS, kind="bridge")

@@ -52,6 +52,7 @@ from netstack.core.rtnetlink import (
     fdb_errno,
     fdb_extack,
 )
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -74,16 +75,19 @@ __all__ = [
 _ZERO = bytes(6)
 
 
+@kernel("is_valid_ether_addr")
 def is_valid_ether_addr(addr: bytes) -> bool:
     """Unicast and not all zeros. Kernel: is_valid_ether_addr()."""
     return not addr[0] & 1 and addr != _ZERO
 
 
+@kernel("hold_time")
 def hold_time(br: NetBridge) -> int:
     """Kernel: hold_time(): forward_delay during a topology change, else ageing_time."""
     return br.forward_delay if br.topology_change else br.ageing_time
 
 
+@kernel("has_expired")
 def has_expired(br: NetBridge, f: FdbEntry) -> bool:
     """Kernel: has_expired()."""
     return (
@@ -92,6 +96,7 @@ def has_expired(br: NetBridge, f: FdbEntry) -> bool:
     )
 
 
+@kernel("fdb_to_nud")
 def fdb_to_nud(br: NetBridge, f: FdbEntry) -> int:
     """Kernel: fdb_to_nud()."""
     if f.flags & BR_FDB_LOCAL:
@@ -103,11 +108,13 @@ def fdb_to_nud(br: NetBridge, f: FdbEntry) -> int:
     return NUD_REACHABLE
 
 
+@kernel("br_fdb_find", "br_fdb_find_rcu")
 def br_fdb_find(br: NetBridge, addr: bytes, vid: int) -> FdbEntry | None:
     """Kernel: br_fdb_find() / br_fdb_find_rcu()."""
     return br.fdb.get((addr, vid))
 
 
+@kernel("fdb_create")
 def fdb_create(
     br: NetBridge, source: NetBridgePort | None, addr: bytes, vid: int, flags: int
 ) -> FdbEntry:
@@ -117,11 +124,13 @@ def fdb_create(
     return f
 
 
+@kernel("fdb_delete")
 def fdb_delete(br: NetBridge, f: FdbEntry) -> None:
     """Kernel: fdb_delete()."""
     br.fdb.pop((f.addr, f.vlan_id), None)
 
 
+@kernel("net/bridge/br_fdb.c", "fdb_delete_local")
 def fdb_delete_local(br: NetBridge, p: NetBridgePort | None, f: FdbEntry) -> None:
     """Delete a local entry unless another port (or the bridge) has that address.
 
@@ -142,6 +151,7 @@ def fdb_delete_local(br: NetBridge, p: NetBridgePort | None, f: FdbEntry) -> Non
     fdb_delete(br, f)
 
 
+@kernel("fdb_add_local")
 def fdb_add_local(br: NetBridge, source: NetBridgePort | None, addr: bytes, vid: int) -> int:
     """Insert a local (own address) entry; 0 or a negative errno. Kernel: fdb_add_local()."""
     if not is_valid_ether_addr(addr):
@@ -160,11 +170,13 @@ def fdb_add_local(br: NetBridge, source: NetBridgePort | None, addr: bytes, vid:
     return 0
 
 
+@kernel("br_fdb_add_local")
 def br_fdb_add_local(br: NetBridge, source: NetBridgePort | None, addr: bytes, vid: int) -> int:
     """Kernel: br_fdb_add_local()."""
     return fdb_add_local(br, source, addr, vid)
 
 
+@kernel("br_fdb_changeaddr")
 def br_fdb_changeaddr(p: NetBridgePort, newaddr: bytes) -> None:
     """A port's MAC changed: move its local entries. Kernel: br_fdb_changeaddr()."""
     br = p.br
@@ -178,6 +190,7 @@ def br_fdb_changeaddr(p: NetBridgePort, newaddr: bytes) -> None:
         fdb_add_local(br, p, newaddr, v.vid)
 
 
+@kernel("br_fdb_change_mac_address")
 def br_fdb_change_mac_address(br: NetBridge, newaddr: bytes) -> None:
     """The bridge's own MAC changes. Kernel: br_fdb_change_mac_address()."""
     old = bytes(br.dev.dev_addr)
@@ -204,6 +217,7 @@ def br_fdb_change_mac_address(br: NetBridge, newaddr: bytes) -> None:
         fdb_add_local(br, None, newaddr, v.vid)
 
 
+@kernel("net/bridge/br_fdb.c", "br_fdb_cleanup")
 def br_fdb_cleanup(br: NetBridge) -> None:
     """The garbage collector: delete expired dynamic entries, re-arm for the next.
 
@@ -226,6 +240,7 @@ def br_fdb_cleanup(br: NetBridge) -> None:
     br.gc_work.mod(now + work_delay)  # mod_delayed_work()
 
 
+@kernel("br_fdb_flush")
 def br_fdb_flush(br: NetBridge) -> None:
     """Delete every dynamic entry. Kernel: br_fdb_flush()."""
     for f in list(br.fdb.values()):
@@ -233,6 +248,7 @@ def br_fdb_flush(br: NetBridge) -> None:
             fdb_delete(br, f)
 
 
+@kernel("net/bridge/br_fdb.c", "br_fdb_delete_by_port")
 def br_fdb_delete_by_port(br: NetBridge, p: NetBridgePort, vid: int, do_all: bool) -> None:
     """Flush a port's entries (``do_all``: static and local ones too).
 
@@ -249,6 +265,7 @@ def br_fdb_delete_by_port(br: NetBridge, p: NetBridgePort, vid: int, do_all: boo
             fdb_delete(br, f)
 
 
+@kernel("net/bridge/br_fdb.c", "br_fdb_update")
 def br_fdb_update(br: NetBridge, source: NetBridgePort, addr: bytes, vid: int, flags: int) -> None:
     """Learn (or refresh) *addr* on *source*. Kernel: net/bridge/br_fdb.c, br_fdb_update()."""
     if not hold_time(br):
@@ -275,6 +292,7 @@ def br_fdb_update(br: NetBridge, source: NetBridgePort, addr: bytes, vid: int, f
     br.fdb_learned += 1
 
 
+@kernel("fdb_fill_info")
 def _fill(br: NetBridge, f: FdbEntry) -> FdbMsg:
     """Kernel: fdb_fill_info()."""
     net = br.dev.net
@@ -297,6 +315,7 @@ def _fill(br: NetBridge, f: FdbEntry) -> FdbMsg:
     )
 
 
+@kernel("net/bridge/br_fdb.c", "br_fdb_dump")
 def br_fdb_dump(dev: NetDevice, filter_dev: NetDevice | None) -> list[FdbMsg]:
     """The bridge's part of ``bridge fdb show``, newest entries first.
 
@@ -318,6 +337,7 @@ def br_fdb_dump(dev: NetDevice, filter_dev: NetDevice | None) -> list[FdbMsg]:
     return out
 
 
+@kernel("fdb_add_entry")
 def fdb_add_entry(
     br: NetBridge,
     source: NetBridgePort | None,
@@ -375,6 +395,7 @@ def _br_and_port(dev: NetDevice, what: str) -> tuple[NetBridge, NetBridgePort | 
     return p.br, p
 
 
+@kernel("net/bridge/br_fdb.c", "br_fdb_add", "__br_fdb_add")
 def br_fdb_add(
     ndm_state: int,
     ndm_flags: int,
@@ -421,6 +442,7 @@ def br_fdb_add(
             fdb_add_entry(br, p, addr, ndm_state, ndm_flags, nlflags, one)
 
 
+@kernel("br_fdb_delete")
 def br_fdb_delete(
     ndm_state: int,
     ndm_flags: int,

@@ -30,6 +30,7 @@ from netstack.bridge.br_private import (
 from netstack.bridge.br_vlan import br_allowed_egress, br_handle_vlan
 from netstack.core.dev import dev_queue_xmit, is_skb_forwardable
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.sites import kernel
 
 __all__ = [
     "BR_PKT_BROADCAST",
@@ -47,6 +48,7 @@ BR_PKT_BROADCAST: Final = 2
 ETH_HLEN: Final = 14
 
 
+@kernel("net/bridge/br_forward.c", "should_deliver")
 def should_deliver(p: NetBridgePort, skb: SkBuff, src_isolated: bool) -> bool:
     """Kernel: net/bridge/br_forward.c, should_deliver()."""
     return bool(
@@ -57,6 +59,7 @@ def should_deliver(p: NetBridgePort, skb: SkBuff, src_isolated: bool) -> bool:
     )
 
 
+@kernel("net/bridge/br_forward.c", "br_dev_queue_push_xmit")
 def br_dev_queue_push_xmit(skb: SkBuff) -> None:
     """Put the Ethernet header back and transmit on the port.
 
@@ -72,6 +75,7 @@ def br_dev_queue_push_xmit(skb: SkBuff) -> None:
     dev_queue_xmit(skb)
 
 
+@kernel("net/bridge/br_forward.c", "__br_forward")
 def __br_forward(to: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     """Kernel: net/bridge/br_forward.c, __br_forward()."""
     nskb = br_handle_vlan(to.br, to, to.vlgrp, skb)
@@ -83,6 +87,7 @@ def __br_forward(to: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     br_dev_queue_push_xmit(nskb)
 
 
+@kernel("deliver_clone")
 def deliver_clone(prev: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     """Kernel: deliver_clone() (``skb_clone`` copies the bridge's cb too)."""
     skb2 = skb.clone()
@@ -90,6 +95,7 @@ def deliver_clone(prev: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     __br_forward(prev, skb2, local_orig)
 
 
+@kernel("net/bridge/br_forward.c", "br_forward")
 def br_forward(
     to: NetBridgePort | None, skb: SkBuff, local_rcv: bool, local_orig: bool, src_isolated: bool
 ) -> None:
@@ -108,6 +114,7 @@ def br_forward(
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
 
+@kernel("net/bridge/br_forward.c", "br_flood", "maybe_deliver")
 def br_flood(
     br: NetBridge,
     skb: SkBuff,

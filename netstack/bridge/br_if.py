@@ -57,6 +57,7 @@ from netstack.core.dev import (
 )
 from netstack.core.netdevice import IFF_BRIDGE_PORT, IFF_EBRIDGE, IFF_LOOPBACK
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -76,6 +77,7 @@ def _link_speed(dev: NetDevice) -> int:
     return SPEED_UNKNOWN
 
 
+@kernel("net/bridge/br_if.c", "port_cost")
 def port_cost(dev: NetDevice) -> int:
     """The 802.1D path cost for the device's speed. Kernel: net/bridge/br_if.c, port_cost()."""
     speed = _link_speed(dev)
@@ -95,6 +97,7 @@ def port_cost(dev: NetDevice) -> int:
     return 100  # "assume old 10Mbps"
 
 
+@kernel("find_portno")
 def _find_portno(br: NetBridge) -> int:
     """Kernel: find_portno() (port 0 is reserved)."""
     used = {p.port_no for p in br.port_list}
@@ -104,6 +107,7 @@ def _find_portno(br: NetBridge) -> int:
     raise ConfigError("RTNETLINK answers: Numerical argument out of domain", errno.EXFULL)
 
 
+@kernel("br_mtu_auto_adjust")
 def br_mtu_auto_adjust(br: NetBridge) -> None:
     """The MTU follows the smallest port's unless set by hand. Kernel: br_mtu_auto_adjust()."""
     if br.mtu_set_by_user or not br.port_list:
@@ -113,6 +117,7 @@ def br_mtu_auto_adjust(br: NetBridge) -> None:
         br.dev.mtu = mtu
 
 
+@kernel("net/bridge/br_if.c", "br_add_if")
 def br_add_if(br: NetBridge, dev: NetDevice) -> None:
     """Enslave *dev* to the bridge. Kernel: net/bridge/br_if.c, br_add_if()."""
     if (
@@ -155,6 +160,7 @@ def br_add_if(br: NetBridge, dev: NetDevice) -> None:
     br.log.info("br_add_if", msg=f"port {p.port_no}({dev.name}) entered disabled state")
 
 
+@kernel("net/bridge/br_if.c", "del_nbp")
 def del_nbp(p: NetBridgePort) -> None:
     """Kernel: net/bridge/br_if.c, del_nbp()."""
     br = p.br
@@ -179,6 +185,7 @@ def del_nbp(p: NetBridgePort) -> None:
     p.hold_timer.delete()
 
 
+@kernel("net/bridge/br_if.c", "br_del_if")
 def br_del_if(br: NetBridge, dev: NetDevice) -> None:
     """Release a port. Kernel: net/bridge/br_if.c, br_del_if()."""
     p = br_port_get_rcu(dev)
@@ -190,6 +197,7 @@ def br_del_if(br: NetBridge, dev: NetDevice) -> None:
         br.dev.net.call_netdevice_notifiers(NETDEV_CHANGEADDR, br.dev)
 
 
+@kernel("net/bridge/br_if.c", "br_port_carrier_check")
 def br_port_carrier_check(p: NetBridgePort) -> None:
     """Carrier changed on a port. Kernel: net/bridge/br_if.c, br_port_carrier_check()."""
     dev = p.dev
@@ -205,6 +213,7 @@ def br_port_carrier_check(p: NetBridgePort) -> None:
         br_stp_disable_port(p)
 
 
+@kernel("br_notify.c", "br_device_event")
 def br_device_event(event: int, dev: NetDevice) -> None:
     """The bridge's netdevice notifier, for ports. Kernel: br_notify.c, br_device_event()."""
     p = br_port_get_rcu(dev)

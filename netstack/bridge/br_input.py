@@ -58,6 +58,7 @@ from netstack.core.dev import (
     netif_receive_skb,
 )
 from netstack.core.skbuff import PACKET_HOST, PACKET_LOOPBACK, DropReason, SkBuff, kfree_skb
+from netstack.sites import kernel
 
 __all__ = ["br_handle_frame", "br_handle_frame_finish", "br_pass_frame_up"]
 
@@ -66,6 +67,7 @@ _LINK_LOCAL: Final = b"\x01\x80\xc2\x00\x00"
 ETH_P_PAUSE: Final = 0x8808
 
 
+@kernel("net/bridge/br_input.c", "br_pass_frame_up")
 def br_pass_frame_up(skb: SkBuff, br: NetBridge) -> None:
     """Deliver to the host: the skb becomes the bridge device's and is received again.
 
@@ -86,6 +88,7 @@ def br_pass_frame_up(skb: SkBuff, br: NetBridge) -> None:
     netif_receive_skb(nskb)
 
 
+@kernel("net/bridge/br_input.c", "br_handle_frame_finish")
 def br_handle_frame_finish(skb: SkBuff, p: NetBridgePort) -> None:
     """VLAN ingress, learning, and the forwarding decision.
 
@@ -141,6 +144,7 @@ def br_handle_frame_finish(skb: SkBuff, p: NetBridgePort) -> None:
         br_pass_frame_up(skb, br)
 
 
+@kernel("__br_handle_local_finish")
 def _br_handle_local_finish(skb: SkBuff, p: NetBridgePort) -> None:
     """Learn from a link-local frame going up. Kernel: __br_handle_local_finish()."""
     if p.flags & BR_LEARNING and p.state in (BR_STATE_LEARNING, BR_STATE_FORWARDING):
@@ -153,6 +157,7 @@ def _br_handle_local_finish(skb: SkBuff, p: NetBridgePort) -> None:
         br_fdb_update(p.br, p, bytes(skb.buf[m + 6 : m + 12]), vid, 0)
 
 
+@kernel("net/bridge/br_input.c", "br_handle_frame")
 def br_handle_frame(skb: SkBuff) -> tuple[int, SkBuff | None]:
     """The rx_handler of every bridge port. Kernel: net/bridge/br_input.c, br_handle_frame()."""
     if skb.pkt_type == PACKET_LOOPBACK:

@@ -65,6 +65,7 @@ from netstack.bridge.br_vlan import (
 from netstack.core.dev import register_netdevice, unregister_netdevice
 from netstack.core.netdevice import NET_ADDR_SET
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -123,6 +124,7 @@ class BridgePortOpts:
     fdb_flush: bool = False
 
 
+@kernel("br_dev_newlink")
 def br_dev_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) -> NetDevice:
     """``ip link add NAME type bridge [options]``. Kernel: br_dev_newlink()."""
     dev = br_dev_setup(net, name or "bridge%d")
@@ -156,6 +158,7 @@ def br_dev_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) ->
     return dev
 
 
+@kernel("br_netlink.c", "br_changelink")
 def br_changelink(dev: NetDevice, data: BridgeOpts, tb: dict[str, Any] | None = None) -> None:
     """Apply ``IFLA_BR_*`` in the kernel's order. Kernel: br_netlink.c, br_changelink()."""
     br: NetBridge = dev.priv
@@ -202,6 +205,7 @@ def br_changelink(dev: NetDevice, data: BridgeOpts, tb: dict[str, Any] | None = 
         br_fdb_flush(br)
 
 
+@kernel("br_dev_delete")
 def br_dev_delete(dev: NetDevice) -> None:
     """``ip link del br0``: release every port, then the device. Kernel: br_dev_delete()."""
     br: NetBridge = dev.priv
@@ -215,6 +219,7 @@ def br_dev_delete(dev: NetDevice) -> None:
     unregister_netdevice(dev)
 
 
+@kernel("net/bridge/br_netlink.c", "br_setport")
 def br_setport(p: NetBridgePort, o: BridgePortOpts) -> None:
     """Apply ``IFLA_BRPORT_*``. Kernel: net/bridge/br_netlink.c, br_setport()."""
     flags = p.flags
@@ -243,6 +248,7 @@ def br_setport(p: NetBridgePort, o: BridgePortOpts) -> None:
         br_fdb_delete_by_port(p.br, p, 0, False)
 
 
+@kernel("br_set_port_state")
 def br_set_port_state(p: NetBridgePort, state: int) -> None:
     """Set a port's state by hand (STP off only). Kernel: br_set_port_state()."""
     if state > BR_STATE_BLOCKING:
@@ -256,6 +262,7 @@ def br_set_port_state(p: NetBridgePort, state: int) -> None:
     br_port_state_selection(p.br)
 
 
+@kernel("br_port_slave_changelink")
 def br_port_slave_changelink(dev: NetDevice, data: BridgePortOpts) -> None:
     """``ip link set DEV type bridge_slave …``. Kernel: br_port_slave_changelink()."""
     p = br_port_get_rcu(dev)
@@ -292,6 +299,7 @@ class BridgeInfo:
     group_addr: bytes
 
 
+@kernel("net/bridge/br_netlink.c", "br_fill_info")
 def br_fill_info(dev: NetDevice) -> BridgeInfo:
     """Kernel: net/bridge/br_netlink.c, br_fill_info()."""
     br: NetBridge = dev.priv
@@ -344,6 +352,7 @@ class BridgePortInfo:
     group_fwd_mask: int
 
 
+@kernel("net/bridge/br_netlink.c", "br_port_fill_attrs")
 def br_port_fill_info(dev: NetDevice) -> BridgePortInfo | None:
     """Kernel: net/bridge/br_netlink.c, br_port_fill_attrs()."""
     p = br_port_get_rcu(dev)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
@@ -101,11 +103,13 @@ USER_HZ: Final = 100
 ETH_STP_ADDR: Final = b"\x01\x80\xc2\x00\x00\x00"
 
 
+@kernel("clock_t_to_jiffies")
 def clock_t_to_jiffies(net: Net, x: int) -> int:
     """USER_HZ ticks → jiffies. Kernel: clock_t_to_jiffies()."""
     return x * net.clock.hz // USER_HZ
 
 
+@kernel("jiffies_to_clock_t")
 def jiffies_to_clock_t(net: Net, j: int) -> int:
     """Kernel: jiffies_to_clock_t()."""
     return j * USER_HZ // net.clock.hz
@@ -182,6 +186,7 @@ class NetBridgeVlan:
         self.tx_packets = 0
         self.tx_bytes = 0
 
+    @kernel("br_vlan_should_use")
     def should_use(self) -> bool:
         """A bridge's context-only VLAN (no BRENTRY) is not used. Kernel: br_vlan_should_use()."""
         if self.flags & BRIDGE_VLAN_INFO_MASTER:
@@ -198,6 +203,7 @@ class VlanGroup:
         self.vlans: dict[int, NetBridgeVlan] = {}
         self.pvid = 0
 
+    @kernel("br_vlan_find")
     def find(self, vid: int) -> NetBridgeVlan | None:
         """Kernel: br_vlan_find()."""
         return self.vlans.get(vid)
@@ -304,6 +310,7 @@ class NetBridge:
             ports={p.dev.name: attrs.evolve(p.stats) for p in self.port_list},
         )
 
+    @kernel("br_get_port")
     def get_port(self, port_no: int) -> NetBridgePort | None:
         """Kernel: br_get_port()."""
         for p in self.port_list:
@@ -312,22 +319,26 @@ class NetBridge:
         return None
 
 
+@kernel("br_port_get_rcu")
 def br_port_get_rcu(dev: NetDevice) -> NetBridgePort | None:
     """The bridge port of an enslaved device. Kernel: br_port_get_rcu()."""
     p = dev.rx_handler_data
     return p if isinstance(p, NetBridgePort) else None
 
 
+@kernel("br_is_root_bridge")
 def br_is_root_bridge(br: NetBridge) -> bool:
     """Kernel: br_is_root_bridge()."""
     return br.bridge_id == br.designated_root
 
 
+@kernel("br_is_designated_port")
 def br_is_designated_port(p: NetBridgePort) -> bool:
     """Kernel: br_is_designated_port()."""
     return p.designated_bridge == p.br.bridge_id and p.designated_port == p.port_id
 
 
+@kernel("round_jiffies")
 def round_jiffies(net: Net, j: int) -> int:
     """Round an expiry to a whole second (CPU 0's skew is 0). Kernel: round_jiffies()."""
     hz = net.clock.hz

@@ -51,6 +51,7 @@ from netstack.bridge.br_stp_bpdu import (
 )
 from netstack.core.dev import netif_carrier_off, netif_carrier_on
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.timer import TimerList
@@ -83,6 +84,7 @@ def _now(br: NetBridge) -> int:
     return br.dev.net.clock.jiffies
 
 
+@kernel("net/bridge/br_stp.c", "br_set_state")
 def br_set_state(p: NetBridgePort, state: int) -> None:
     """Kernel: net/bridge/br_stp.c, br_set_state()."""
     p.state = state
@@ -97,6 +99,7 @@ def br_set_state(p: NetBridgePort, state: int) -> None:
             p.stats.transition_fwd += 1
 
 
+@kernel("br_should_become_root_port")
 def _should_become_root_port(p: NetBridgePort, root_port: int) -> bool:
     """Kernel: br_should_become_root_port()."""
     br = p.br
@@ -121,6 +124,7 @@ def _should_become_root_port(p: NetBridgePort, root_port: int) -> bool:
     return p.port_id < rp.port_id
 
 
+@kernel("br_root_port_block")
 def _root_port_block(br: NetBridge, p: NetBridgePort) -> None:
     """Kernel: br_root_port_block()."""
     br.log.info("br_root_block", msg=f"port {p.port_no}({p.dev.name}) tried to become root port")
@@ -129,6 +133,7 @@ def _root_port_block(br: NetBridge, p: NetBridgePort) -> None:
         p.forward_delay_timer.mod(_now(br) + br.forward_delay)
 
 
+@kernel("net/bridge/br_stp.c", "br_root_selection")
 def br_root_selection(br: NetBridge) -> None:
     """Kernel: net/bridge/br_stp.c, br_root_selection()."""
     root_port = 0
@@ -150,6 +155,7 @@ def br_root_selection(br: NetBridge) -> None:
         br.root_path_cost = rp.designated_cost + rp.path_cost
 
 
+@kernel("net/bridge/br_stp.c", "br_become_root_bridge")
 def br_become_root_bridge(br: NetBridge) -> None:
     """Kernel: net/bridge/br_stp.c, br_become_root_bridge()."""
     br.max_age = br.bridge_max_age
@@ -162,6 +168,7 @@ def br_become_root_bridge(br: NetBridge) -> None:
         br.hello_timer.mod(_now(br) + br.hello_time)
 
 
+@kernel("br_transmit_config")
 def br_transmit_config(p: NetBridgePort) -> None:
     """Send a configuration BPDU on *p* unless the hold timer runs. Kernel: br_transmit_config()."""
     if p.hold_timer.pending:
@@ -196,6 +203,7 @@ def br_transmit_config(p: NetBridgePort) -> None:
             p.hold_timer.mod(round_jiffies(net, now + BR_HOLD_TIME_S * net.clock.hz))
 
 
+@kernel("br_record_config_information")
 def _record_config_information(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
     """Kernel: br_record_config_information()."""
     now = _now(p.br)
@@ -207,6 +215,7 @@ def _record_config_information(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
     p.message_age_timer.mod(now + (bpdu.max_age - bpdu.message_age))
 
 
+@kernel("br_record_config_timeout_values")
 def _record_config_timeout_values(br: NetBridge, bpdu: BrConfigBpdu) -> None:
     """Kernel: br_record_config_timeout_values()."""
     br.max_age = bpdu.max_age
@@ -215,6 +224,7 @@ def _record_config_timeout_values(br: NetBridge, bpdu: BrConfigBpdu) -> None:
     br_set_topology_change(br, bpdu.topology_change)
 
 
+@kernel("br_transmit_tcn")
 def br_transmit_tcn(br: NetBridge) -> None:
     """Kernel: br_transmit_tcn()."""
     p = br.get_port(br.root_port)
@@ -222,6 +232,7 @@ def br_transmit_tcn(br: NetBridge) -> None:
         br_send_tcn_bpdu(p)
 
 
+@kernel("br_should_become_designated_port")
 def _should_become_designated_port(p: NetBridgePort) -> bool:
     """Kernel: br_should_become_designated_port()."""
     br = p.br
@@ -236,6 +247,7 @@ def _should_become_designated_port(p: NetBridgePort) -> bool:
     return p.port_id < p.designated_port
 
 
+@kernel("br_designated_port_selection")
 def br_designated_port_selection(br: NetBridge) -> None:
     """Kernel: br_designated_port_selection()."""
     for p in br.port_list:
@@ -243,6 +255,7 @@ def br_designated_port_selection(br: NetBridge) -> None:
             br_become_designated_port(p)
 
 
+@kernel("br_supersedes_port_info")
 def _supersedes_port_info(p: NetBridgePort, bpdu: BrConfigBpdu) -> bool:
     """Kernel: br_supersedes_port_info()."""
     if bpdu.root != p.designated_root:
@@ -261,6 +274,7 @@ def _topology_change_acknowledged(br: NetBridge) -> None:
     br.tcn_timer.delete()
 
 
+@kernel("net/bridge/br_stp.c", "br_topology_change_detection")
 def br_topology_change_detection(br: NetBridge) -> None:
     """Kernel: net/bridge/br_stp.c, br_topology_change_detection()."""
     if br.stp_enabled != BR_KERNEL_STP:
@@ -280,6 +294,7 @@ def br_topology_change_detection(br: NetBridge) -> None:
     br.topology_change_detected = 1
 
 
+@kernel("br_config_bpdu_generation")
 def br_config_bpdu_generation(br: NetBridge) -> None:
     """Kernel: br_config_bpdu_generation()."""
     for p in br.port_list:
@@ -287,12 +302,14 @@ def br_config_bpdu_generation(br: NetBridge) -> None:
             br_transmit_config(p)
 
 
+@kernel("br_configuration_update")
 def br_configuration_update(br: NetBridge) -> None:
     """Kernel: br_configuration_update()."""
     br_root_selection(br)
     br_designated_port_selection(br)
 
 
+@kernel("br_become_designated_port")
 def br_become_designated_port(p: NetBridgePort) -> None:
     """Kernel: br_become_designated_port()."""
     br = p.br
@@ -302,6 +319,7 @@ def br_become_designated_port(p: NetBridgePort) -> None:
     p.designated_port = p.port_id
 
 
+@kernel("br_make_blocking")
 def _make_blocking(p: NetBridgePort) -> None:
     """Kernel: br_make_blocking()."""
     if p.state not in (BR_STATE_DISABLED, BR_STATE_BLOCKING):
@@ -311,6 +329,7 @@ def _make_blocking(p: NetBridgePort) -> None:
         p.forward_delay_timer.delete()
 
 
+@kernel("br_make_forwarding")
 def _make_forwarding(p: NetBridgePort) -> None:
     """Kernel: br_make_forwarding()."""
     br = p.br
@@ -328,6 +347,7 @@ def _make_forwarding(p: NetBridgePort) -> None:
         p.forward_delay_timer.mod(_now(br) + br.forward_delay)
 
 
+@kernel("net/bridge/br_stp.c", "br_port_state_selection")
 def br_port_state_selection(br: NetBridge) -> None:
     """Root and designated ports forward, the others block; carrier follows.
 
@@ -362,6 +382,7 @@ def _topology_change_acknowledge(p: NetBridgePort) -> None:
     br_transmit_config(p)
 
 
+@kernel("net/bridge/br_stp.c", "br_received_config_bpdu")
 def br_received_config_bpdu(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
     """Kernel: net/bridge/br_stp.c, br_received_config_bpdu()."""
     p.stats.rx_bpdu += 1
@@ -386,6 +407,7 @@ def br_received_config_bpdu(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
         br_transmit_config(p)  # br_reply()
 
 
+@kernel("net/bridge/br_stp.c", "br_received_tcn_bpdu")
 def br_received_tcn_bpdu(p: NetBridgePort) -> None:
     """Kernel: net/bridge/br_stp.c, br_received_tcn_bpdu()."""
     p.stats.rx_tcn += 1
@@ -395,6 +417,7 @@ def br_received_tcn_bpdu(p: NetBridgePort) -> None:
         _topology_change_acknowledge(p)
 
 
+@kernel("__br_set_topology_change")
 def br_set_topology_change(br: NetBridge, val: int) -> None:
     """Kernel: __br_set_topology_change() (ageing drops to 2 × forward_delay meanwhile)."""
     if br.stp_enabled == BR_KERNEL_STP and br.topology_change != val:
@@ -409,6 +432,7 @@ def _range_error(msg: str) -> ConfigError:
     return ConfigError("RTNETLINK answers: Numerical result out of range", errno.ERANGE)
 
 
+@kernel("br_set_hello_time")
 def br_set_hello_time(br: NetBridge, val: int) -> None:
     """Kernel: br_set_hello_time() (ERANGE outside 1–10 s)."""
     net = br.dev.net
@@ -420,6 +444,7 @@ def br_set_hello_time(br: NetBridge, val: int) -> None:
         br.hello_time = t
 
 
+@kernel("br_set_max_age")
 def br_set_max_age(br: NetBridge, val: int) -> None:
     """Kernel: br_set_max_age() (ERANGE outside 6–40 s)."""
     net = br.dev.net
@@ -431,6 +456,7 @@ def br_set_max_age(br: NetBridge, val: int) -> None:
         br.max_age = t
 
 
+@kernel("__br_set_forward_delay")
 def br_set_forward_delay_jiffies(br: NetBridge, t: int) -> None:
     """Kernel: __br_set_forward_delay()."""
     br.bridge_forward_delay = t
@@ -438,6 +464,7 @@ def br_set_forward_delay_jiffies(br: NetBridge, t: int) -> None:
         br.forward_delay = t
 
 
+@kernel("br_set_forward_delay")
 def br_set_forward_delay(br: NetBridge, val: int) -> None:
     """Kernel: br_set_forward_delay() (2–30 s, checked only while STP is on)."""
     net = br.dev.net
@@ -450,6 +477,7 @@ def br_set_forward_delay(br: NetBridge, val: int) -> None:
     br_set_forward_delay_jiffies(br, t)
 
 
+@kernel("br_set_ageing_time")
 def br_set_ageing_time(br: NetBridge, val: int) -> None:
     """Kernel: br_set_ageing_time(): 0 never ages, 1 forgets at once; gc runs now."""
     t = clock_t_to_jiffies(br.dev.net, val)
@@ -465,6 +493,7 @@ def _is_designated_for_some_port(br: NetBridge) -> bool:
     )
 
 
+@kernel("br_hello_timer_expired")
 def _hello_timer_expired(br: NetBridge) -> None:
     """Kernel: br_hello_timer_expired()."""
     if br.dev.flags & 0x1:
@@ -474,6 +503,7 @@ def _hello_timer_expired(br: NetBridge) -> None:
             br.hello_timer.mod(round_jiffies(net, net.clock.jiffies + br.hello_time))
 
 
+@kernel("br_message_age_timer_expired")
 def _message_age_timer_expired(p: NetBridgePort) -> None:
     """Kernel: br_message_age_timer_expired()."""
     if p.state == BR_STATE_DISABLED:
@@ -492,6 +522,7 @@ def _message_age_timer_expired(p: NetBridgePort) -> None:
         br_become_root_bridge(br)
 
 
+@kernel("br_forward_delay_timer_expired")
 def _forward_delay_timer_expired(p: NetBridgePort) -> None:
     """Kernel: br_forward_delay_timer_expired()."""
     br = p.br
@@ -505,6 +536,7 @@ def _forward_delay_timer_expired(p: NetBridgePort) -> None:
         netif_carrier_on(br.dev)
 
 
+@kernel("br_tcn_timer_expired")
 def _tcn_timer_expired(br: NetBridge) -> None:
     """Kernel: br_tcn_timer_expired()."""
     if not br_is_root_bridge(br) and br.dev.flags & 0x1:
@@ -512,18 +544,21 @@ def _tcn_timer_expired(br: NetBridge) -> None:
         br.tcn_timer.mod(_now(br) + br.bridge_hello_time)
 
 
+@kernel("br_topology_change_timer_expired")
 def _topology_change_timer_expired(br: NetBridge) -> None:
     """Kernel: br_topology_change_timer_expired()."""
     br.topology_change_detected = 0
     br_set_topology_change(br, 0)
 
 
+@kernel("br_hold_timer_expired")
 def _hold_timer_expired(p: NetBridgePort) -> None:
     """Kernel: br_hold_timer_expired()."""
     if p.config_pending:
         br_transmit_config(p)
 
 
+@kernel("br_stp_timer_init")
 def br_stp_timer_init(br: NetBridge) -> None:
     """Kernel: br_stp_timer_init()."""
     br.hello_timer.function = lambda: _hello_timer_expired(br)
@@ -531,6 +566,7 @@ def br_stp_timer_init(br: NetBridge) -> None:
     br.topology_change_timer.function = lambda: _topology_change_timer_expired(br)
 
 
+@kernel("br_stp_port_timer_init")
 def br_stp_port_timer_init(p: NetBridgePort) -> None:
     """Kernel: br_stp_port_timer_init()."""
     p.message_age_timer.function = lambda: _message_age_timer_expired(p)
@@ -538,6 +574,7 @@ def br_stp_port_timer_init(p: NetBridgePort) -> None:
     p.hold_timer.function = lambda: _hold_timer_expired(p)
 
 
+@kernel("br_timer_value")
 def br_timer_value(br: NetBridge, timer: TimerList) -> int:
     """Ticks left in USER_HZ (0 if not armed). Kernel: br_timer_value()."""
     if not timer.pending:

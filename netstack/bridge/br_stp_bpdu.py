@@ -24,6 +24,7 @@ import attrs
 from netstack.bridge.br_private import BR_KERNEL_STP, NetBridgePort
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.skbuff import alloc_skb
+from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_HDR, ETH_HLEN
 from netstack.wire.stp import (
     BPDU_TYPE_CONFIG,
@@ -65,16 +66,19 @@ class BrConfigBpdu:
     forward_delay: int = 0
 
 
+@kernel("br_set_ticks")
 def br_set_ticks(net: Net, j: int) -> int:
     """Jiffies → STP ticks (1/256 s), rounded down. Kernel: br_set_ticks()."""
     return (STP_HZ * j // net.clock.hz) & 0xFFFF
 
 
+@kernel("br_get_ticks")
 def br_get_ticks(net: Net, ticks: int) -> int:
     """STP ticks → jiffies, rounded up. Kernel: br_get_ticks()."""
     return -(-ticks * net.clock.hz // STP_HZ)
 
 
+@kernel("br_send_bpdu")
 def br_send_bpdu(p: NetBridgePort, data: bytes) -> None:
     """Wrap *data* in LLC and 802.3 and transmit it on *p*. Kernel: br_send_bpdu()."""
     dev = p.dev
@@ -94,6 +98,7 @@ def br_send_bpdu(p: NetBridgePort, data: bytes) -> None:
     dev_queue_xmit(skb)
 
 
+@kernel("net/bridge/br_stp_bpdu.c", "br_send_config_bpdu")
 def br_send_config_bpdu(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
     """Kernel: net/bridge/br_stp_bpdu.c, br_send_config_bpdu()."""
     br = p.br
@@ -119,6 +124,7 @@ def br_send_config_bpdu(p: NetBridgePort, bpdu: BrConfigBpdu) -> None:
     p.stats.tx_bpdu += 1
 
 
+@kernel("net/bridge/br_stp_bpdu.c", "br_send_tcn_bpdu")
 def br_send_tcn_bpdu(p: NetBridgePort) -> None:
     """Kernel: net/bridge/br_stp_bpdu.c, br_send_tcn_bpdu()."""
     if p.br.stp_enabled != BR_KERNEL_STP:

@@ -55,6 +55,7 @@ from netstack.bridge.br_stp_bpdu import BrConfigBpdu, br_get_ticks
 from netstack.core.netdevice import NET_ADDR_SET
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 from netstack.wire.stp import BPDU_TYPE_CONFIG, BPDU_TYPE_TCN
 
 if TYPE_CHECKING:
@@ -79,11 +80,13 @@ __all__ = [
 _CFG: Final = struct.Struct("!BB8sI8sHHHHH")  # type … forward delay
 
 
+@kernel("br_make_port_id")
 def br_make_port_id(priority: int, port_no: int) -> int:
     """Kernel: br_make_port_id()."""
     return ((priority << BR_PORT_BITS) | (port_no & ((1 << BR_PORT_BITS) - 1))) & 0xFFFF
 
 
+@kernel("net/bridge/br_stp_if.c", "br_init_port")
 def br_init_port(p: NetBridgePort) -> None:
     """Kernel: net/bridge/br_stp_if.c, br_init_port()."""
     p.port_id = br_make_port_id(p.priority, p.port_no)
@@ -93,6 +96,7 @@ def br_init_port(p: NetBridgePort) -> None:
     p.config_pending = 0
 
 
+@kernel("br_stp_enable_bridge")
 def br_stp_enable_bridge(br: NetBridge) -> None:
     """The bridge came up. Kernel: br_stp_enable_bridge()."""
     net = br.dev.net
@@ -106,6 +110,7 @@ def br_stp_enable_bridge(br: NetBridge) -> None:
             br_stp_enable_port(p)
 
 
+@kernel("br_stp_disable_bridge")
 def br_stp_disable_bridge(br: NetBridge) -> None:
     """The bridge went down. Kernel: br_stp_disable_bridge()."""
     for p in br.port_list:
@@ -119,12 +124,14 @@ def br_stp_disable_bridge(br: NetBridge) -> None:
     br.gc_work.delete()
 
 
+@kernel("br_stp_enable_port")
 def br_stp_enable_port(p: NetBridgePort) -> None:
     """Kernel: br_stp_enable_port()."""
     br_init_port(p)
     br_port_state_selection(p.br)
 
 
+@kernel("net/bridge/br_stp_if.c", "br_stp_disable_port")
 def br_stp_disable_port(p: NetBridgePort) -> None:
     """Kernel: net/bridge/br_stp_if.c, br_stp_disable_port()."""
     br = p.br
@@ -143,6 +150,7 @@ def br_stp_disable_port(p: NetBridgePort) -> None:
         br_become_root_bridge(br)
 
 
+@kernel("br_stp_set_enabled")
 def br_stp_set_enabled(br: NetBridge, val: int) -> None:
     """``stp_state 0|1``: start or stop the kernel STP. Kernel: br_stp_set_enabled()."""
     if val:
@@ -152,6 +160,7 @@ def br_stp_set_enabled(br: NetBridge, val: int) -> None:
         br.stp_enabled = BR_NO_STP  # br_stp_stop(): kernel STP needs no helper to stop
 
 
+@kernel("br_stp_start")
 def _br_stp_start(br: NetBridge) -> None:
     """No ``/sbin/bridge-stp`` here, so the kernel's STP. Kernel: br_stp_start()."""
     hz = br.dev.net.clock.hz
@@ -165,6 +174,7 @@ def _br_stp_start(br: NetBridge) -> None:
     br_port_state_selection(br)
 
 
+@kernel("br_stp_change_bridge_id")
 def br_stp_change_bridge_id(br: NetBridge, addr: bytes) -> None:
     """The bridge takes a new MAC (and bridge id). Kernel: br_stp_change_bridge_id()."""
     wasroot = br_is_root_bridge(br)
@@ -183,6 +193,7 @@ def br_stp_change_bridge_id(br: NetBridge, addr: bytes) -> None:
         br_become_root_bridge(br)
 
 
+@kernel("net/bridge/br_stp_if.c", "br_stp_recalculate_bridge_id")
 def br_stp_recalculate_bridge_id(br: NetBridge) -> bool:
     """The lowest port MAC, unless the user set one; True if it changed.
 
@@ -202,6 +213,7 @@ def br_stp_recalculate_bridge_id(br: NetBridge) -> bool:
     return True
 
 
+@kernel("br_stp_set_bridge_priority")
 def br_stp_set_bridge_priority(br: NetBridge, newprio: int) -> None:
     """Kernel: br_stp_set_bridge_priority()."""
     wasroot = br_is_root_bridge(br)
@@ -216,6 +228,7 @@ def br_stp_set_bridge_priority(br: NetBridge, newprio: int) -> None:
         br_become_root_bridge(br)
 
 
+@kernel("br_stp_set_port_priority")
 def br_stp_set_port_priority(p: NetBridgePort, newprio: int) -> None:
     """Kernel: br_stp_set_port_priority() (ERANGE above 63)."""
     if newprio > BR_MAX_PORT_PRIORITY:
@@ -230,6 +243,7 @@ def br_stp_set_port_priority(p: NetBridgePort, newprio: int) -> None:
         br_port_state_selection(p.br)
 
 
+@kernel("br_stp_set_path_cost")
 def br_stp_set_path_cost(p: NetBridgePort, path_cost: int) -> None:
     """Kernel: br_stp_set_path_cost() (ERANGE outside 1–65535)."""
     if path_cost < BR_MIN_PATH_COST or path_cost > BR_MAX_PATH_COST:
@@ -240,6 +254,7 @@ def br_stp_set_path_cost(p: NetBridgePort, path_cost: int) -> None:
     br_port_state_selection(p.br)
 
 
+@kernel("net/bridge/br_stp_bpdu.c", "br_stp_rcv")
 def br_stp_rcv(skb: SkBuff, dev: NetDevice) -> None:
     """A BPDU (LLC already stripped) arrived on *dev*: configuration or TCN.
 

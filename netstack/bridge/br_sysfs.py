@@ -29,6 +29,7 @@ from netstack.bridge.br_private import (
     jiffies_to_clock_t,
 )
 from netstack.bridge.br_stp import br_timer_value
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["br_sysfs_init"]
 
 
+@kernel("br_show_bridge_id")
 def _id(bid: bytes) -> str:
     """Kernel: br_show_bridge_id()."""
     return f"{bid[0]:02x}{bid[1]:02x}.{bid[2:].hex()}"
@@ -113,6 +115,7 @@ def _brport_attr(dev: NetDevice, attr: str) -> str | None:
     return show(p)
 
 
+@kernel("br_sysfs_addbr", "br_sysfs_addif")
 def br_sysfs_init(net: Net) -> None:
     """Register the ``bridge`` and ``brport`` groups. Kernel: br_sysfs_addbr(), br_sysfs_addif()."""
     groups = net.proto_data.setdefault("sysfs_groups", {})

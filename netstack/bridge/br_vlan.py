@@ -43,6 +43,7 @@ from netstack.bridge.br_private import (
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.vlan_core import skb_vlan_untag, vlan_insert_tag
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 __all__ = [
     "br_allowed_egress",
@@ -60,12 +61,14 @@ __all__ = [
 VLAN_VID_MASK = 0x0FFF
 
 
+@kernel("br_vlan_valid_id")
 def br_vlan_valid_id(vid: int) -> None:
     """Kernel: br_vlan_valid_id() ("Vlan id is invalid")."""
     if not 0 < vid < VLAN_VID_MASK:
         raise ConfigError("Error: bridge: Vlan id is invalid.", errno.EINVAL)
 
 
+@kernel("__vlan_add_flags")
 def _set_pvid(vg: VlanGroup, v: NetBridgeVlan, flags: int) -> None:
     """Kernel: __vlan_add_flags() (PVID and UNTAGGED of an existing or new VLAN)."""
     if flags & BRIDGE_VLAN_INFO_PVID:
@@ -78,6 +81,7 @@ def _set_pvid(vg: VlanGroup, v: NetBridgeVlan, flags: int) -> None:
         v.flags &= ~BRIDGE_VLAN_INFO_UNTAGGED
 
 
+@kernel("net/bridge/br_vlan.c", "br_vlan_add")
 def br_vlan_add(br: NetBridge, vid: int, flags: int) -> bool:
     """Add (or update) a VLAN on the bridge device (``bridge vlan add … self``).
 
@@ -102,6 +106,7 @@ def br_vlan_add(br: NetBridge, vid: int, flags: int) -> bool:
     return True
 
 
+@kernel("br_vlan_delete")
 def br_vlan_delete(br: NetBridge, vid: int) -> None:
     """Kernel: br_vlan_delete() (ENOENT if absent)."""
     vg = br.vlgrp
@@ -118,6 +123,7 @@ def br_vlan_delete(br: NetBridge, vid: int) -> None:
         del vg.vlans[vid]
 
 
+@kernel("net/bridge/br_vlan.c", "nbp_vlan_add")
 def nbp_vlan_add(p: NetBridgePort, vid: int, flags: int) -> bool:
     """Add (or update) a VLAN on a port. Kernel: net/bridge/br_vlan.c, nbp_vlan_add()."""
     br = p.br
@@ -136,6 +142,7 @@ def nbp_vlan_add(p: NetBridgePort, vid: int, flags: int) -> bool:
     return True
 
 
+@kernel("nbp_vlan_delete")
 def nbp_vlan_delete(p: NetBridgePort, vid: int) -> None:
     """Kernel: nbp_vlan_delete() (ENOENT if absent); the port's entries on it go too."""
     vg = p.vlgrp
@@ -158,23 +165,27 @@ def nbp_vlan_delete(p: NetBridgePort, vid: int) -> None:
         del br.vlgrp.vlans[vid]
 
 
+@kernel("br_vlan_init")
 def br_vlan_init(br: NetBridge) -> None:
     """The bridge's default VLAN 1, PVID untagged. Kernel: br_vlan_init()."""
     br.default_pvid = 1
     br_vlan_add(br, 1, BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED | BRIDGE_VLAN_INFO_BRENTRY)
 
 
+@kernel("nbp_vlan_init")
 def nbp_vlan_init(p: NetBridgePort) -> None:
     """A new port's default PVID. Kernel: nbp_vlan_init()."""
     if p.br.default_pvid:
         nbp_vlan_add(p, p.br.default_pvid, BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED)
 
 
+@kernel("br_vlan_filter_toggle")
 def br_vlan_filter_toggle(br: NetBridge, val: int) -> None:
     """``vlan_filtering 0|1``. Kernel: br_vlan_filter_toggle()."""
     br.vlan_enabled = bool(val)
 
 
+@kernel("__br_vlan_set_proto")
 def br_vlan_set_proto(br: NetBridge, proto: int) -> None:
     """``vlan_protocol 802.1Q|802.1ad``. Kernel: __br_vlan_set_proto()."""
     if proto not in (0x8100, 0x88A8):
@@ -182,6 +193,7 @@ def br_vlan_set_proto(br: NetBridge, proto: int) -> None:
     br.vlan_proto = proto
 
 
+@kernel("__br_vlan_set_default_pvid")
 def br_vlan_set_default_pvid(br: NetBridge, pvid: int) -> None:
     """``vlan_default_pvid N`` (0 disables). Kernel: __br_vlan_set_default_pvid()."""
     if pvid >= VLAN_VID_MASK:
@@ -212,6 +224,7 @@ def br_vlan_set_default_pvid(br: NetBridge, pvid: int) -> None:
 
 
 # -- the data path ------------------------------------------------------------------------------
+@kernel("net/bridge/br_vlan.c", "br_allowed_ingress", "__allowed_ingress")
 def br_allowed_ingress(br: NetBridge, vg: VlanGroup, skb: SkBuff) -> int:
     """Classify an incoming frame into a VLAN; -1 if it was dropped (not allowed).
 
@@ -267,6 +280,7 @@ def br_allowed_ingress(br: NetBridge, vg: VlanGroup, skb: SkBuff) -> int:
     return vid
 
 
+@kernel("net/bridge/br_vlan.c", "br_allowed_egress")
 def br_allowed_egress(vg: VlanGroup, skb: SkBuff) -> bool:
     """May *skb* leave through the port (or up to the bridge) of *vg*?
 
@@ -278,6 +292,7 @@ def br_allowed_egress(vg: VlanGroup, skb: SkBuff) -> bool:
     return v is not None and v.should_use()
 
 
+@kernel("net/bridge/br_vlan.c", "br_handle_vlan")
 def br_handle_vlan(
     br: NetBridge, p: NetBridgePort | None, vg: VlanGroup, skb: SkBuff
 ) -> SkBuff | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.net import PacketType
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.sites import kernel
 from netstack.wire.stp import LLC_SAP_BSPAN, LLC_UI
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ GARP_ADDR_MAX: Final = 0x2F
 StpRcv = Callable[[SkBuff, "NetDevice"], None]
 
 
+@kernel("net/llc/llc_input.c", "llc_rcv", "llc_fixup_skb")
 def llc_rcv(net: Net, skb: SkBuff, dev: NetDevice, pt: PacketType, orig: NetDevice) -> None:
     """Kernel: net/llc/llc_input.c, llc_rcv() / llc_fixup_skb() for a UI PDU."""
     d = skb.data
@@ -59,6 +61,7 @@ def llc_rcv(net: Net, skb: SkBuff, dev: NetDevice, pt: PacketType, orig: NetDevi
     stp_pdu_rcv(net, skb, dev, ssap, ctrl)
 
 
+@kernel("net/802/stp.c", "stp_pdu_rcv")
 def stp_pdu_rcv(net: Net, skb: SkBuff, dev: NetDevice, ssap: int, ctrl: int) -> None:
     """Kernel: net/802/stp.c, stp_pdu_rcv()."""
     if ssap != LLC_SAP_BSPAN or ctrl != LLC_UI:
@@ -75,6 +78,7 @@ def stp_pdu_rcv(net: Net, skb: SkBuff, dev: NetDevice, ssap: int, ctrl: int) -> 
     proto(skb, dev)
 
 
+@kernel("llc_init")
 def llc_init(net: Net) -> None:
     """The ``llc`` module's init: take ETH_P_802_2. Kernel: llc_init()."""
     net.dev_add_pack(
@@ -90,6 +94,7 @@ def stp_init(net: Net) -> None:
     """The ``stp`` module (SAP 0x42 opened on first use; nothing to do per Net)."""
 
 
+@kernel("net/802/stp.c", "stp_proto_register")
 def stp_proto_register(net: Net, rcv: StpRcv) -> None:
     """Kernel: net/802/stp.c, stp_proto_register() (the bridge's br_stp_rcv)."""
     net.proto_data["stp_proto"] = rcv

@@ -88,6 +88,7 @@ from netstack.core.skbuff import (
 from netstack.core.vlan_core import skb_vlan_untag, vlan_do_receive
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net, PacketType
@@ -153,6 +154,7 @@ ENETDOWN_RC: Final = -errno.ENETDOWN
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/core/dev.c", "dev_valid_name")
 def dev_valid_name(name: str) -> bool:
     """Kernel: net/core/dev.c, dev_valid_name()."""
     if not name or len(name) >= IFNAMSIZ or name in (".", ".."):
@@ -160,6 +162,7 @@ def dev_valid_name(name: str) -> bool:
     return not any(c == "/" or c == ":" or c.isspace() for c in name)
 
 
+@kernel("dev_alloc_name")
 def dev_alloc_name(net: Net, pattern: str) -> str:
     """Expand ``%d`` to the first free number (``eth%d`` → ``eth0``). Kernel: dev_alloc_name()."""
     if "%d" not in pattern:
@@ -170,6 +173,7 @@ def dev_alloc_name(net: Net, pattern: str) -> str:
     return name
 
 
+@kernel("netdev_fix_features")
 def netdev_fix_features(dev: NetDevice, features: int) -> int:
     """Drop feature combinations the core cannot honour. Kernel: netdev_fix_features()."""
     if features & NETIF_F_ALL_TSO and not features & NETIF_F_SG:
@@ -185,6 +189,7 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     return features
 
 
+@kernel("net/core/dev.c", "register_netdevice")
 def register_netdevice(dev: NetDevice) -> None:
     """Add *dev* to its Net: name, ifindex, queues, features, notifiers.
 
@@ -225,6 +230,7 @@ def register_netdevice(dev: NetDevice) -> None:
     dev.log.debug("netdev_registered", ifindex=dev.ifindex, kind=dev.kind)
 
 
+@kernel("unregister_netdevice")
 def unregister_netdevice(dev: NetDevice) -> None:
     """Remove *dev*: close it, notify, free its qdiscs. Kernel: unregister_netdevice()."""
     net = dev.net
@@ -256,6 +262,7 @@ def unregister_netdevice(dev: NetDevice) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/core/dev.c", "netdev_rx_handler_register")
 def netdev_rx_handler_register(dev: NetDevice, handler: Any, data: Any) -> None:
     """Install *dev*'s receive hook (a bridge port's ``br_handle_frame``).
 
@@ -270,12 +277,14 @@ def netdev_rx_handler_register(dev: NetDevice, handler: Any, data: Any) -> None:
     dev.rx_handler = handler
 
 
+@kernel("netdev_rx_handler_unregister")
 def netdev_rx_handler_unregister(dev: NetDevice) -> None:
     """Kernel: netdev_rx_handler_unregister()."""
     dev.rx_handler = None
     dev.rx_handler_data = None
 
 
+@kernel("netdev_has_upper_dev")
 def netdev_has_upper_dev(dev: NetDevice, upper: NetDevice) -> bool:
     """True if *upper* is above *dev*, directly or not. Kernel: netdev_has_upper_dev()."""
     m = dev.master
@@ -286,6 +295,7 @@ def netdev_has_upper_dev(dev: NetDevice, upper: NetDevice) -> bool:
     return False
 
 
+@kernel("net/core/dev.c", "__netdev_upper_dev_link")
 def netdev_master_upper_dev_link(dev: NetDevice, upper: NetDevice) -> None:
     """Make *upper* the master of *dev*.
 
@@ -301,12 +311,14 @@ def netdev_master_upper_dev_link(dev: NetDevice, upper: NetDevice) -> None:
     dev.master = upper
 
 
+@kernel("netdev_upper_dev_unlink")
 def netdev_upper_dev_unlink(dev: NetDevice, upper: NetDevice) -> None:
     """Kernel: netdev_upper_dev_unlink()."""
     if dev.master is upper:
         dev.master = None
 
 
+@kernel("net/core/dev.c", "dev_set_promiscuity", "__dev_set_promiscuity")
 def dev_set_promiscuity(dev: NetDevice, inc: int) -> None:
     """Count a user of promiscuous mode (``ip -d link``'s ``promiscuity``).
 
@@ -315,6 +327,7 @@ def dev_set_promiscuity(dev: NetDevice, inc: int) -> None:
     dev.promiscuity = max(0, dev.promiscuity + inc)
 
 
+@kernel("net/core/dev.c", "dev_set_allmulti")
 def dev_set_allmulti(dev: NetDevice, inc: int) -> None:
     """Kernel: net/core/dev.c, dev_set_allmulti()."""
     dev.allmulti = max(0, dev.allmulti + inc)
@@ -325,6 +338,7 @@ def dev_set_allmulti(dev: NetDevice, inc: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/sched/sch_generic.c", "qdisc_create_dflt")
 def qdisc_create_dflt(
     dev: NetDevice, index: int, kind: str, parent: int = TC_H_ROOT
 ) -> Qdisc | None:
@@ -348,6 +362,7 @@ def qdisc_create_dflt(
     return q
 
 
+@kernel("net/sched/sch_generic.c", "attach_default_qdiscs", "attach_one_default_qdisc")
 def attach_default_qdiscs(dev: NetDevice) -> None:
     """Attach the default root qdisc: noqueue for ``IFF_NO_QUEUE`` devices, else
     ``net.core.default_qdisc``; if that cannot start, fall back to noqueue.
@@ -382,6 +397,7 @@ def attach_default_qdiscs(dev: NetDevice) -> None:
         )
 
 
+@kernel("dev_activate")
 def dev_activate(dev: NetDevice) -> None:
     """Point each tx queue at its configured qdisc. Kernel: dev_activate()."""
     if dev.qdisc is dev.net.noop_qdisc:
@@ -394,6 +410,7 @@ def dev_activate(dev: NetDevice) -> None:
         txq.qdisc = q
 
 
+@kernel("dev_deactivate")
 def dev_deactivate(dev: NetDevice) -> None:
     """Detach qdiscs (noop while down) and drop what was queued. Kernel: dev_deactivate()."""
     noop = dev.net.noop_qdisc
@@ -405,6 +422,7 @@ def dev_deactivate(dev: NetDevice) -> None:
             q.reset()
 
 
+@kernel("dev_graft_qdisc")
 def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
     """Install *q* as the root of tx queue *index*; return the old one.
 
@@ -428,6 +446,7 @@ def dev_graft_qdisc(dev: NetDevice, index: int, q: Qdisc) -> Qdisc:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/core/link_watch.c", "linkwatch_do_dev", "rfc2863_policy", "default_operstate")
 def _linkwatch(dev: NetDevice) -> None:
     """Carrier changed: recompute operstate, (de)activate the qdiscs.
 
@@ -447,6 +466,7 @@ def _linkwatch(dev: NetDevice) -> None:
         dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)  # netdev_state_change()
 
 
+@kernel("netif_carrier_on")
 def netif_carrier_on(dev: NetDevice) -> None:
     """The link is up. Kernel: netif_carrier_on()."""
     if not dev.carrier:
@@ -455,6 +475,7 @@ def netif_carrier_on(dev: NetDevice) -> None:
         _linkwatch(dev)
 
 
+@kernel("netif_carrier_off")
 def netif_carrier_off(dev: NetDevice) -> None:
     """The link is down. Kernel: netif_carrier_off()."""
     if dev.carrier:
@@ -463,12 +484,14 @@ def netif_carrier_off(dev: NetDevice) -> None:
         _linkwatch(dev)
 
 
+@kernel("dev_change_carrier")
 def dev_change_carrier(dev: NetDevice, on: bool) -> None:
     """``ip link set DEV carrier on|off`` (drivers that allow it). Kernel: dev_change_carrier()."""
     if not dev.ops.ndo_change_carrier(dev, on):
         raise ConfigError("RTNETLINK answers: Operation not supported", errno.EOPNOTSUPP)
 
 
+@kernel("net/core/dev.c", "dev_open", "__dev_open")
 def dev_open(dev: NetDevice) -> None:
     """Bring *dev* up. Kernel: net/core/dev.c, dev_open() / __dev_open()."""
     if dev.flags & IFF_UP:
@@ -486,6 +509,7 @@ def dev_open(dev: NetDevice) -> None:
     dev.log.debug("link_up")
 
 
+@kernel("net/core/dev.c", "dev_close", "__dev_close_many")
 def dev_close(dev: NetDevice) -> None:
     """Bring *dev* down. Kernel: net/core/dev.c, dev_close() / __dev_close_many()."""
     if not dev.flags & IFF_UP:
@@ -502,6 +526,7 @@ def dev_close(dev: NetDevice) -> None:
     dev.log.debug("link_down")
 
 
+@kernel("dev_change_flags")
 def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
     """Change the user-settable flags under *mask*; IFF_UP opens/closes.
 
@@ -518,6 +543,7 @@ def dev_change_flags(dev: NetDevice, flags: int, mask: int) -> None:
     dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)
 
 
+@kernel("dev_set_mtu_ext", "dev_validate_mtu")
 def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
     """Change the MTU within the device's limits. Kernel: dev_set_mtu_ext() / dev_validate_mtu()."""
     if mtu == dev.mtu:
@@ -530,6 +556,7 @@ def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
     dev.net.call_netdevice_notifiers(NETDEV_CHANGEMTU, dev)
 
 
+@kernel("dev_set_mac_address")
 def dev_set_mac_address(dev: NetDevice, addr: bytes) -> None:
     """Change the hardware address. Kernel: dev_set_mac_address()."""
     from netstack.core.netdevice import IFF_LIVE_ADDR_CHANGE
@@ -544,6 +571,7 @@ def dev_set_mac_address(dev: NetDevice, addr: bytes) -> None:
         dev.net.call_netdevice_notifiers(NETDEV_NOTIFY_PEERS, dev)
 
 
+@kernel("dev_change_name")
 def dev_change_name(dev: NetDevice, newname: str) -> None:
     """Rename a (down) device. Kernel: dev_change_name()."""
     net = dev.net
@@ -565,6 +593,7 @@ def dev_change_name(dev: NetDevice, newname: str) -> None:
     net.call_netdevice_notifiers(NETDEV_CHANGENAME, dev)
 
 
+@kernel("dev_change_tx_queue_len")
 def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
     """Kernel: dev_change_tx_queue_len()."""
     if qlen < 0 or qlen > 0xFFFFFFFF:
@@ -578,8 +607,11 @@ def dev_change_tx_queue_len(dev: NetDevice, qlen: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("netdev_core_pick_tx", "skb_tx_hash")
 def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     """Choose a tx queue index. Kernel: netdev_core_pick_tx() / skb_tx_hash()."""
+    if TIMED:
+        spend("netdev_core_pick_tx")
     n = dev.real_num_tx_queues
     if n == 1:
         return 0
@@ -589,6 +621,7 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     return ((skb.hash or hash((skb.protocol, skb.priority))) & 0xFFFFFFFF) * n >> 32
 
 
+@kernel("net/core/dev.c", "__dev_queue_xmit")
 def dev_queue_xmit(skb: SkBuff) -> int:
     """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
 
@@ -596,6 +629,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
 
     Kernel: net/core/dev.c, __dev_queue_xmit().
     """
+    if TIMED:
+        spend("__dev_queue_xmit")
     dev = skb.dev
     assert dev is not None
     skb.mac_header = skb.data  # skb_reset_mac_header
@@ -667,6 +702,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     return ENETDOWN_RC
 
 
+@kernel("net_tx_action")
 def net_tx_action(net: Net) -> float:
     """Run every qdisc waiting on a CPU's output queue. Kernel: net_tx_action().
 
@@ -674,6 +710,8 @@ def net_tx_action(net: Net) -> float:
     running at this CPU's time) goes back on the queue (``__netif_reschedule``).
     Returns when the earliest of those frees, in ns of timed mode (inf: none).
     """
+    if TIMED:
+        spend("net_tx_action")
     busy_until = float("inf")
     model = net.cpus.model
     for sd in net.softnet:
@@ -740,6 +778,7 @@ RX_HANDLER_EXACT: Final = 2
 RX_HANDLER_PASS: Final = 3
 
 
+@kernel("net/core/dev.c", "__netif_receive_skb_core")
 def __netif_receive_skb_core(skb: SkBuff) -> None:
     """Deliver to taps, the device's ``rx_handler``, then the handler for ``skb.protocol``.
 
@@ -752,6 +791,8 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
+    if TIMED:
+        spend("__netif_receive_skb_core")
     dev: NetDevice = skb.dev  # type: ignore[assignment]
     skb.network_header = skb.data  # skb_reset_network_header
     if skb.transport_header < 0:
@@ -805,6 +846,7 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
+@kernel("net/core/dev.c", "deliver_ptype_list_skb")
 def deliver_ptype_list_skb(skb: SkBuff, dev: NetDevice) -> None:
     """Hand *skb* to the protocol handlers for ``skb.protocol`` (or count it unhandled).
 
@@ -828,14 +870,18 @@ def deliver_ptype_list_skb(skb: SkBuff, dev: NetDevice) -> None:
     kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
+@kernel("netif_receive_skb")
 def netif_receive_skb(skb: SkBuff) -> None:
     """Process a received skb now, in the caller's (softirq) context.
 
     Kernel: netif_receive_skb().
     """
+    if TIMED:
+        spend("netif_receive_skb")
     __netif_receive_skb_core(skb)
 
 
+@kernel("net/core/gro.c", "napi_gro_receive")
 def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     """Receive through GRO when the Net has an engine and the device NETIF_F_GRO.
 
@@ -844,6 +890,8 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
 
     Kernel: net/core/gro.c, napi_gro_receive().
     """
+    if TIMED:
+        spend("napi_gro_receive")
     gro = napi.gro
     if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
         gro.receive(napi, skb)
@@ -851,8 +899,11 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
         __netif_receive_skb_core(skb)
 
 
+@kernel("process_backlog")
 def process_backlog(napi: Napi, quota: int) -> int:
     """Drain this CPU's ``input_pkt_queue``. Kernel: process_backlog()."""
+    if TIMED:
+        spend("process_backlog")
     sd = napi.priv
     queue = sd.input_pkt_queue
     work = 0
@@ -864,6 +915,7 @@ def process_backlog(napi: Napi, quota: int) -> int:
     return work
 
 
+@kernel("net/core/dev.c", "netif_rx", "enqueue_to_backlog")
 def netif_rx(skb: SkBuff) -> int:
     """Queue *skb* on the current CPU's backlog (loopback, decapsulation).
 
@@ -871,6 +923,8 @@ def netif_rx(skb: SkBuff) -> int:
 
     Kernel: net/core/dev.c, netif_rx() / enqueue_to_backlog().
     """
+    if TIMED:
+        spend("netif_rx")
     dev = skb.dev
     assert dev is not None
     net = dev.net
@@ -896,6 +950,7 @@ def netif_rx(skb: SkBuff) -> int:
     return 0
 
 
+@kernel("is_skb_forwardable")
 def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
     """Small enough for *dev* (MTU + link header + a VLAN tag). Kernel: is_skb_forwardable()."""
     if not dev.flags & IFF_UP:
@@ -904,6 +959,7 @@ def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
     return skb.tail - skb.data <= length or bool(skb.gso_size)
 
 
+@kernel("skb_scrub_packet")
 def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
     skb.pkt_type = PACKET_HOST
@@ -926,6 +982,7 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     # the receiver's ip_rcv_core()/ip6_rcv_core() orphans the skb.
 
 
+@kernel("skb_orphan")
 def skb_orphan(skb: SkBuff) -> None:
     """Detach *skb* from its socket, running the destructor. Kernel: skb_orphan()."""
     destructor = skb.destructor
@@ -935,6 +992,7 @@ def skb_orphan(skb: SkBuff) -> None:
     skb.sk = None
 
 
+@kernel("net/core/dev.c", "__dev_forward_skb2")
 def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
     """Prepare *skb* to be received by *dev* (the peer of a pair).
 
@@ -943,6 +1001,8 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
     Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
     skb_scrub_packet, eth_type_trans).
     """
+    if TIMED:
+        spend("__dev_forward_skb2")
     if not dev.flags & IFF_UP or (
         skb.tail - skb.data > dev.mtu + dev.hard_header_len + 4 and not skb.gso_size
     ):

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from netstack.sites import TIMED, kernel, spend
+
 if TYPE_CHECKING:
     from netstack.cpu import Clock
 
@@ -99,6 +101,7 @@ class Dql:
         "stall_thrs",
     )
 
+    @kernel("dql_init")
     def __init__(self, clock: Clock, hold_time: int | None = None) -> None:
         """Set up with *hold_time* jiffies of slack hold (HZ, i.e. 1 s, by default).
 
@@ -115,6 +118,7 @@ class Dql:
         self.history = 0
         self.reset(now=0)
 
+    @kernel("dql_reset")
     def reset(self, now: int | None = None) -> None:
         """Forget the dynamic state (``adj_limit`` stays until the next completion).
 
@@ -138,6 +142,7 @@ class Dql:
         self.history_head = now // BITS_PER_LONG
         self.history = 0
 
+    @kernel("dql_queued")
     def queued(self, count: int) -> None:
         """Record *count* bytes handed to the hardware. Kernel: dql_queued()."""
         self.last_obj_cnt = count
@@ -156,12 +161,18 @@ class Dql:
             self.history_head = now_hi
         self.history |= 1 << (now % _HIST_BITS)
 
+    @kernel("dql_avail")
     def avail(self) -> int:
         """Bytes that may still be queued (negative: over the limit). Kernel: dql_avail()."""
+        if TIMED:
+            spend("dql_avail")
         return self.adj_limit - self.num_queued
 
+    @kernel("dql_completed")
     def completed(self, count: int) -> None:
         """Record *count* bytes completed and adapt the limit. Kernel: dql_completed()."""
+        if TIMED:
+            spend("dql_completed")
         num_queued = self.num_queued
         num_completed = self.num_completed
         if count > num_queued - num_completed:  # BUG_ON in the kernel
@@ -209,6 +220,7 @@ class Dql:
         if self.stall_thrs:
             self._check_stall()
 
+    @kernel("dql_check_stall")
     def _check_stall(self) -> None:
         """Count a completion gap longer than ``stall_thrs``. Kernel: dql_check_stall()."""
         thrs = self.stall_thrs

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
@@ -71,6 +73,7 @@ class DstEntry:
         # timed mode: the line with the refcount (``__rcuref``), None otherwise
         self.line = dev.net.cacheline("dst") if dev is not None else None
 
+    @kernel("dst_hold")
     def hold(self) -> DstEntry:
         """Take a reference. Kernel: dst_hold()."""
         self.refcnt += 1
@@ -80,6 +83,7 @@ class DstEntry:
             line.write("dst_hold", atomic=True)
         return self
 
+    @kernel("dst_release")
     def release(self) -> None:
         """Drop a reference. Kernel: dst_release()."""
         self.refcnt -= 1
@@ -88,20 +92,24 @@ class DstEntry:
         if line is not None:
             line.write("dst_release", atomic=True)
 
+    @kernel("dst_mtu")
     def mtu(self) -> int:
         """The path MTU. Kernel: dst_mtu()."""
         dev = self.dev
         return dev.mtu if dev is not None else 1500
 
+    @kernel("update_pmtu")
     def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
         """Learn a smaller path MTU for the packet *skb* (its network header is
         the family's). Tunnels call this on the inner packet's route without
         knowing its family. Kernel: dst->ops->update_pmtu().
         """
 
+    @kernel("link_failure")
     def link_failure(self, skb: SkBuff) -> None:
         """The next hop failed: tell the sender. Kernel: dst->ops->link_failure()."""
 
+    @kernel("dst_check")
     def check(self) -> bool:
         """Still valid? Kernel: dst_check()."""
         return self.obsolete == DST_OBSOLETE_NONE

@@ -27,6 +27,7 @@ from netstack.core.skbuff import (
     PACKET_OTHERHOST,
     SkBuff,
 )
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.arp import ARPHRD_ETHER
 from netstack.wire.ethernet import (
     BROADCAST,
@@ -63,6 +64,7 @@ def LL_RESERVED_SPACE(dev: NetDevice) -> int:
     return ((dev.hard_header_len + dev.needed_headroom) & ~(HH_DATA_MOD - 1)) + HH_DATA_MOD
 
 
+@kernel("net/ethernet/eth.c", "eth_type_trans")
 def eth_type_trans(skb: SkBuff, dev: NetDevice) -> int:
     """Classify a received frame, pull its header and return its protocol.
 
@@ -70,6 +72,8 @@ def eth_type_trans(skb: SkBuff, dev: NetDevice) -> int:
 
     Kernel: net/ethernet/eth.c, eth_type_trans().
     """
+    if TIMED:
+        spend("eth_type_trans")
     skb.dev = dev
     buf = skb.buf
     d = skb.data
@@ -96,6 +100,7 @@ class EthHeaderOps(HeaderOps):
 
     has_cache = True
 
+    @kernel("eth_header")
     def create(
         self,
         skb: SkBuff,
@@ -115,11 +120,13 @@ class EthHeaderOps(HeaderOps):
         ETH_HDR.pack_into(skb.buf, off, daddr, saddr, proto)
         return ETH_HLEN
 
+    @kernel("eth_header_parse")
     def parse(self, skb: SkBuff) -> bytes:
         """The sender's MAC. Kernel: eth_header_parse()."""
         m = skb.mac_header
         return bytes(skb.buf[m + 6 : m + 12])
 
+    @kernel("eth_header_cache")
     def cache(self, neigh: Any, hh: Any, proto: int) -> bool:
         """Fill ``hh`` from the neighbour. Kernel: eth_header_cache()."""
         dev = neigh.dev
@@ -128,6 +135,7 @@ class EthHeaderOps(HeaderOps):
         hh.hh_len = ETH_HLEN
         return True
 
+    @kernel("eth_header_cache_update")
     def cache_update(self, hh: Any, dev: NetDevice, haddr: bytes) -> None:
         """Rewrite the destination MAC. Kernel: eth_header_cache_update()."""
         off = HH_DATA_OFF(ETH_HLEN)
@@ -137,6 +145,7 @@ class EthHeaderOps(HeaderOps):
 ETH_HEADER_OPS: Final = EthHeaderOps()
 
 
+@kernel("net/ethernet/eth.c", "ether_setup")
 def ether_setup(dev: NetDevice) -> None:
     """Make *dev* an Ethernet device. Kernel: net/ethernet/eth.c, ether_setup()."""
     dev.header_ops = ETH_HEADER_OPS

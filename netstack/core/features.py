@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.sites import kernel
+
 NETIF_F_SG: Final = 1 << 0
 NETIF_F_IP_CSUM: Final = 1 << 1
 NETIF_F_NO_CSUM_LEGACY: Final = 1 << 2  # 2.6.3x NETIF_F_NO_CSUM; unused since 3.2
@@ -160,12 +162,14 @@ FEATURE_NAMES: Final[dict[int, str]] = {
 }
 
 
+@kernel("net_gso_ok")
 def net_gso_ok(features: int, gso_type: int) -> bool:
     """True if *features* can segment every GSO type bit in *gso_type*. Kernel: net_gso_ok()."""
     feature = (gso_type << NETIF_F_GSO_SHIFT) & NETIF_F_GSO_MASK
     return (features & feature) == feature
 
 
+@kernel("vlan_hw_offload_capable")
 def vlan_hw_offload_capable(features: int, proto: int) -> bool:
     """True if the device inserts a *proto* tag itself. Kernel: vlan_hw_offload_capable()."""
     if proto == 0x8100:
@@ -175,6 +179,7 @@ def vlan_hw_offload_capable(features: int, proto: int) -> bool:
     return False
 
 
+@kernel("include/linux/netdevice.h", "can_checksum_protocol")
 def can_checksum_protocol(features: int, protocol: int) -> bool:
     """True if the device can fill a checksum for an L3 *protocol* (EtherType).
 

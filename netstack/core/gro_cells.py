@@ -21,6 +21,7 @@ from netstack.core.dev import napi_gro_receive, netif_rx
 from netstack.core.features import NETIF_F_GRO
 from netstack.core.napi import Napi
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -44,6 +45,7 @@ class GroCells:
             dev.napi_list.append(napi)
             dev.net.start_napi(napi)
 
+    @kernel("gro_cells_destroy")
     def destroy(self) -> None:
         """Kernel: gro_cells_destroy()."""
         for napi, queue in zip(self.napis, self.queues, strict=True):
@@ -54,8 +56,11 @@ class GroCells:
         self.queues = []
 
 
+@kernel("net/core/gro_cells.c", "gro_cell_poll")
 def _gro_cell_poll(napi: Napi, budget: int) -> int:
     """Kernel: net/core/gro_cells.c, gro_cell_poll()."""
+    if TIMED:
+        spend("gro_cell_poll")
     queue: collections.deque[SkBuff] = napi.priv
     work = 0
     while queue and work < budget:
@@ -64,11 +69,14 @@ def _gro_cell_poll(napi: Napi, budget: int) -> int:
     return work
 
 
+@kernel("net/core/gro_cells.c", "gro_cells_receive")
 def gro_cells_receive(cells: GroCells, skb: SkBuff) -> int:
     """Queue *skb* on this CPU's cell (or ``netif_rx`` it). Returns NET_RX_SUCCESS/DROP.
 
     Kernel: net/core/gro_cells.c, gro_cells_receive().
     """
+    if TIMED:
+        spend("gro_cells_receive")
     dev = skb.dev
     assert dev is not None
     if not cells.queues or skb.cloned or not dev.features & NETIF_F_GRO:

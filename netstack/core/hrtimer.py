@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
@@ -34,6 +36,7 @@ __all__ = ["HrTimer", "HrTimerBase", "ktime_get_ns"]
 NSEC_PER_SEC = 1_000_000_000
 
 
+@kernel("ktime_get_ns")
 def ktime_get_ns(net: Net) -> int:
     """The host's monotonic clock in nanoseconds. Kernel: ktime_get_ns()."""
     return round(net.clock.now() * NSEC_PER_SEC)
@@ -56,6 +59,7 @@ class HrTimer:
         self.queued = False
         self._gen = 0
 
+    @kernel("hrtimer_start")
     def start(self, expires_ns: int) -> None:
         """Arm (or re-arm) for absolute time *expires_ns*. Kernel: hrtimer_start()."""
         if self.queued and expires_ns == self.expires:
@@ -67,6 +71,7 @@ class HrTimer:
         self.queued = True
         self._base._push(self)
 
+    @kernel("hrtimer_cancel")
     def cancel(self) -> bool:
         """Disarm; True if it was armed. Kernel: hrtimer_cancel()."""
         was = self.queued
@@ -76,6 +81,7 @@ class HrTimer:
             self._base._stale += 1
         return was
 
+    @kernel("hrtimer_is_queued")
     def is_queued(self) -> bool:
         """Kernel: hrtimer_is_queued()."""
         return self.queued
@@ -96,6 +102,7 @@ class HrTimerBase:
         self._head = -1
         self.fired = 0
 
+    @kernel("hrtimer_setup")
     def timer(self, function: Callable[[], None], name: str = "") -> HrTimer:
         """A new, unarmed timer. Kernel: hrtimer_setup()."""
         return HrTimer(self, function, name)

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import trio
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
 
@@ -75,6 +77,7 @@ class Napi:
         self.full_polls = 0
         self.schedules = 0
 
+    @kernel("napi_schedule")
     def schedule(self) -> None:
         """Ask for a poll (idempotent while scheduled). Kernel: napi_schedule()."""
         if not self.scheduled:
@@ -99,6 +102,7 @@ class Napi:
                 gro.flush(self, True)  # net_rx_action: flush old flows
         return work
 
+    @kernel("netif_napi_del")
     def kill(self) -> None:
         """Remove this instance; its task returns. Kernel: netif_napi_del()."""
         self.dead = True

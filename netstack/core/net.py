@@ -37,6 +37,7 @@ from netstack.core.sysctl import SysctlTable
 from netstack.core.timer import TimerBase
 from netstack.cpu import Clock, CpuSet
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -199,6 +200,7 @@ class Net:
             s.register_int(f"net.core.{name}", self, name, minimum=256)
         s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
 
+    @kernel("net/core/sysctl_net_core.c", "set_default_qdisc", "qdisc_set_default")
     def _set_default_qdisc(self, text: str) -> None:
         """The qdisc kind new devices get; an unknown kind is ENOENT.
 
@@ -247,12 +249,14 @@ class Net:
             napi.gro = factory(napi)  # netif_napi_add(): the instance's GRO lists
         self.start_soon(napi.run, napi.name)
 
+    @kernel("__netif_reschedule")
     def raise_net_tx(self, q: Qdisc) -> None:
         """Queue *q* for the NET_TX softirq. Kernel: __netif_reschedule()."""
         self.softnet[self.cpus.current.id].output_queue.append(q)
         self._net_tx_lot.unpark_all()
 
     # -- tables ------------------------------------------------------------------------
+    @kernel("dev_add_pack")
     def dev_add_pack(self, pt: PacketType) -> None:
         """Register a receive handler or tap. Kernel: dev_add_pack()."""
         if pt.proto == 0x0003:  # ETH_P_ALL
@@ -263,6 +267,7 @@ class Net:
         else:
             self.ptype_base.setdefault(pt.proto, []).append(pt)
 
+    @kernel("dev_remove_pack")
     def dev_remove_pack(self, pt: PacketType) -> None:
         """Kernel: dev_remove_pack()."""
         if pt.proto == 0x0003:
@@ -274,34 +279,41 @@ class Net:
             if pt in lst:
                 lst.remove(pt)
 
+    @kernel("dev_add_offload")
     def dev_add_offload(self, po: PacketOffload) -> None:
         """Register GSO/GRO callbacks for an EtherType. Kernel: dev_add_offload()."""
         self.offload_base[po.proto] = po
 
+    @kernel("register_qdisc")
     def register_qdisc(self, kind: str, factory: Callable[..., Qdisc]) -> None:
         """Make a qdisc kind available on this Net. Kernel: register_qdisc()."""
         if kind in self.qdisc_ops:
             raise ValueError(f"qdisc {kind} already registered")
         self.qdisc_ops[kind] = factory
 
+    @kernel("register_netdevice_notifier")
     def register_netdevice_notifier(self, fn: Callable[[int, NetDevice], None]) -> None:
         """Be told of device events (NETDEV_UP …). Kernel: register_netdevice_notifier()."""
         self.netdev_chain.append(fn)
 
+    @kernel("call_netdevice_notifiers")
     def call_netdevice_notifiers(self, event: int, dev: NetDevice) -> None:
         """Kernel: call_netdevice_notifiers()."""
         for fn in list(self.netdev_chain):
             fn(event, dev)
 
     # -- devices ------------------------------------------------------------------------
+    @kernel("__dev_get_by_name")
     def dev_get_by_name(self, name: str) -> NetDevice | None:
         """Kernel: __dev_get_by_name()."""
         return self.devices.get(name)
 
+    @kernel("__dev_get_by_index")
     def dev_get_by_index(self, ifindex: int) -> NetDevice | None:
         """Kernel: __dev_get_by_index()."""
         return self.dev_index.get(ifindex)
 
+    @kernel("dev_index_reserve")
     def dev_new_index(self) -> int:
         """The next free ifindex. Kernel: dev_index_reserve()."""
         self.ifindex += 1

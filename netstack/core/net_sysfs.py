@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 from netstack.core.features import legacy_features_word
 from netstack.core.netdevice import IF_OPER_DOWN
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -77,6 +78,7 @@ BQL_ATTRS: Final = {
 }
 
 
+@kernel("net-sysfs.c")
 def _bql(net: Net, parts: list[str], full: str) -> str:
     """``class/net/DEV/queues/tx-N/byte_queue_limits/ATTR``. Kernel: net-sysfs.c, bql_show_*()."""
     dev = net.dev_get_by_name(parts[2])

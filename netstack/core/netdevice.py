@@ -25,6 +25,7 @@ import attrs
 from netstack.core.dql import Dql
 from netstack.core.features import NETIF_F_LLTX
 from netstack.cpu import SpinLock
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -150,8 +151,11 @@ NET_ADDR_SET: Final = 3
 DEFAULT_TX_QUEUE_LEN: Final = 1000
 
 
+@kernel("dev_xmit_complete")
 def dev_xmit_complete(rc: int) -> bool:
     """True if the driver consumed the skb. Kernel: dev_xmit_complete()."""
+    if TIMED:
+        spend("dev_xmit_complete")
     return rc < NET_XMIT_MASK
 
 
@@ -206,10 +210,12 @@ class EthtoolOps:
         """Kernel: ethtool_ops.set_rxfh (``None`` = unchanged; ``[]`` = the default table)."""
         raise NotImplementedError
 
+    @kernel("get_rxnfc")
     def get_rxfh_fields(self, dev: NetDevice, flow: str) -> int:
         """RXH_* bits hashed for *flow* ("tcp4"…). Kernel: get_rxnfc(ETHTOOL_GRXFH)."""
         raise NotImplementedError
 
+    @kernel("set_rxnfc")
     def set_rxfh_fields(self, dev: NetDevice, flow: str, fields: int) -> None:
         """Kernel: set_rxnfc(ETHTOOL_SRXFH)."""
         raise NotImplementedError
@@ -287,6 +293,7 @@ class NetDeviceOps:
     # -- forwarding database (``bridge fdb``): see netstack.core.rtnetlink -------------
     # The defaults are the kernel's ndo_dflt_fdb_* (a device's own unicast and
     # multicast address lists), which rtnl_fdb_* use when the op is NULL.
+    @kernel("ndo_dflt_fdb_add")
     def ndo_fdb_add(
         self,
         ndm_state: int,
@@ -302,6 +309,7 @@ class NetDeviceOps:
 
         ndo_dflt_fdb_add(ndm_state, ndm_flags, tb, dev, addr, vid, nlflags)
 
+    @kernel("ndo_dflt_fdb_del")
     def ndo_fdb_del(
         self,
         ndm_state: int,
@@ -316,6 +324,7 @@ class NetDeviceOps:
 
         ndo_dflt_fdb_del(ndm_state, ndm_flags, tb, dev, addr, vid)
 
+    @kernel("ndo_dflt_fdb_dump")
     def ndo_fdb_dump(self, dev: NetDevice, filter_dev: NetDevice | None) -> list[Any]:
         """RTM_GETNEIGH dump: a list of :class:`~netstack.core.rtnetlink.FdbMsg`.
 
@@ -475,6 +484,7 @@ class NetdevQueue:
         return f"<NetdevQueue {self.dev.name}:{self.index}>"
 
 
+@kernel("netif_tx_stop_queue")
 def netif_tx_stop_queue(txq: NetdevQueue) -> None:
     """The driver stops the queue (ring full). Kernel: netif_tx_stop_queue()."""
     txq.state |= QUEUE_STATE_DRV_XOFF
@@ -483,30 +493,39 @@ def netif_tx_stop_queue(txq: NetdevQueue) -> None:
         line.write("netif_tx_stop_queue", atomic=True)  # set_bit()
 
 
+@kernel("netif_tx_queue_stopped")
 def netif_tx_queue_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_tx_queue_stopped()."""
+    if TIMED:
+        spend("netif_tx_queue_stopped")
     return bool(txq.state & QUEUE_STATE_DRV_XOFF)
 
 
+@kernel("netif_xmit_stopped")
 def netif_xmit_stopped(txq: NetdevQueue) -> bool:
     """Stopped by the driver or by BQL. Kernel: netif_xmit_stopped()."""
     return bool(txq.state & QUEUE_STATE_ANY_XOFF)
 
 
+@kernel("netif_xmit_frozen_or_stopped")
 def netif_xmit_frozen_or_stopped(txq: NetdevQueue) -> bool:
     """Kernel: netif_xmit_frozen_or_stopped()."""
+    if TIMED:
+        spend("netif_xmit_frozen_or_stopped")
     line = txq.state_line
     if line is not None:
         line.read("netif_xmit_frozen_or_stopped")
     return bool(txq.state & QUEUE_STATE_ANY_XOFF_OR_FROZEN)
 
 
+@kernel("netif_schedule_queue")
 def netif_schedule_queue(txq: NetdevQueue) -> None:
     """Reschedule the queue's qdisc unless stopped. Kernel: netif_schedule_queue()."""
     if not txq.state & QUEUE_STATE_ANY_XOFF:
         txq.qdisc.netif_schedule()
 
 
+@kernel("netif_tx_wake_queue")
 def netif_tx_wake_queue(txq: NetdevQueue) -> None:
     """The driver has room again: clear XOFF and run the qdisc. Kernel: netif_tx_wake_queue()."""
     if txq.state & QUEUE_STATE_DRV_XOFF:
@@ -517,11 +536,13 @@ def netif_tx_wake_queue(txq: NetdevQueue) -> None:
         txq.qdisc.netif_schedule()
 
 
+@kernel("netif_tx_start_queue")
 def netif_tx_start_queue(txq: NetdevQueue) -> None:
     """Kernel: netif_tx_start_queue()."""
     txq.state &= ~QUEUE_STATE_DRV_XOFF
 
 
+@kernel("include/linux/netdevice.h", "netdev_tx_sent_queue")
 def netdev_tx_sent_queue(txq: NetdevQueue, nbytes: int) -> None:
     """BQL: *nbytes* handed to hardware; stop the stack side when over the limit.
 
@@ -537,6 +558,7 @@ def netdev_tx_sent_queue(txq: NetdevQueue, nbytes: int) -> None:
         line.write("netdev_tx_sent_queue", atomic=True)  # set_bit()
 
 
+@kernel("include/linux/netdevice.h", "netdev_tx_completed_queue")
 def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
     """BQL: hardware finished *nbytes*; restart the stack side when under the limit.
 
@@ -556,6 +578,7 @@ def netdev_tx_completed_queue(txq: NetdevQueue, pkts: int, nbytes: int) -> None:
         netif_schedule_queue(txq)
 
 
+@kernel("netdev_tx_reset_queue")
 def netdev_tx_reset_queue(txq: NetdevQueue) -> None:
     """Kernel: netdev_tx_reset_queue()."""
     txq.state &= ~QUEUE_STATE_STACK_XOFF
@@ -642,6 +665,7 @@ class NetDevice:
         """Create the tx queues (kernel: netif_alloc_netdev_queues)."""
         self._tx = [NetdevQueue(self, i) for i in range(self.num_tx_queues)]
 
+    @kernel("netdev_get_tx_queue")
     def get_tx_queue(self, index: int) -> NetdevQueue:
         """Kernel: netdev_get_tx_queue()."""
         return self._tx[index]
@@ -660,18 +684,22 @@ class NetDevice:
         """Kernel: dev->flags & IFF_UP."""
         return bool(self.flags & IFF_UP)
 
+    @kernel("netif_running")
     def netif_running(self) -> bool:
         """Kernel: netif_running()."""
         return self.running
 
+    @kernel("netif_carrier_ok")
     def netif_carrier_ok(self) -> bool:
         """Kernel: netif_carrier_ok()."""
         return self.carrier
 
+    @kernel("netif_oper_up")
     def netif_oper_up(self) -> bool:
         """Kernel: netif_oper_up()."""
         return self.operstate in (IF_OPER_UP, IF_OPER_UNKNOWN)
 
+    @kernel("net/core/dev.c", "dev_get_flags")
     def get_flags(self) -> int:
         """The flags user space sees, with RUNNING/LOWER_UP derived from state.
 
@@ -685,6 +713,7 @@ class NetDevice:
                 flags |= IFF_LOWER_UP
         return flags
 
+    @kernel("dev_get_stats")
     def statistics(self) -> NetDeviceStats:
         """Counters as ``ip -s link`` shows them. Kernel: dev_get_stats()."""
         stats = self.stats.copy()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.sites import kernel
+
 __all__ = ["RndState"]
 
 _M32: Final = 0xFFFFFFFF
@@ -33,6 +35,7 @@ class RndState:
         self.s1 = self.s2 = self.s3 = self.s4 = 0
         self.seed_state(seed)
 
+    @kernel("prandom_seed_state")
     def seed_state(self, seed: int) -> None:
         """Set the state from a 64-bit seed. Kernel: prandom_seed_state()."""
         seed &= (1 << 64) - 1
@@ -42,6 +45,7 @@ class RndState:
         self.s3 = _seed(i, 16)
         self.s4 = _seed(i, 128)
 
+    @kernel("prandom_u32_state")
     def u32(self) -> int:
         """The next 32-bit value. Kernel: prandom_u32_state()."""
         s1, s2, s3, s4 = self.s1, self.s2, self.s3, self.s4

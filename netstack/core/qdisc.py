@@ -60,6 +60,7 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb, kfree_skb_list
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb_list
 from netstack.cpu import SpinLock
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.hrtimer import HrTimer
@@ -131,21 +132,25 @@ NET_XMIT_STOLEN: Final = 0x00010000
 NET_XMIT_BYPASS: Final = 0x00020000
 
 
+@kernel("include/uapi/linux/pkt_sched.h", "TC_H_MAJ")
 def TC_H_MAJ(h: int) -> int:
     """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MAJ()."""
     return h & TC_H_MAJ_MASK
 
 
+@kernel("include/uapi/linux/pkt_sched.h", "TC_H_MIN")
 def TC_H_MIN(h: int) -> int:
     """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MIN()."""
     return h & TC_H_MIN_MASK
 
 
+@kernel("include/uapi/linux/pkt_sched.h", "TC_H_MAKE")
 def TC_H_MAKE(maj: int, minor: int) -> int:
     """Kernel: include/uapi/linux/pkt_sched.h, TC_H_MAKE()."""
     return (maj & TC_H_MAJ_MASK) | (minor & TC_H_MIN_MASK)
 
 
+@kernel("include/net/sch_generic.h", "net_xmit_drop_count")
 def net_xmit_drop_count(rc: int) -> bool:
     """Did the enqueue that returned *rc* drop a packet (not steal it)?
 
@@ -220,6 +225,7 @@ class Qdisc:
     classful: ClassVar[bool] = False  # has Qdisc_class_ops
     has_change: ClassVar[bool] = False  # has Qdisc_ops.change
 
+    @kernel("net/sched/sch_generic.c", "qdisc_alloc")
     def __init__(
         self, net: Net, dev_queue: NetdevQueue | None, handle: int = 0, parent: int = TC_H_ROOT
     ) -> None:
@@ -284,6 +290,7 @@ class Qdisc:
         """Look at the next skb without taking it (default: qdisc_peek_dequeued)."""
         return qdisc_peek_dequeued(self)
 
+    @kernel("qdisc_reset")
     def reset(self) -> None:
         """Drop everything queued, keep the counters. Kernel: qdisc_reset()."""
         skb = self.gso_skb
@@ -293,6 +300,7 @@ class Qdisc:
         self.qlen = 0
         self.backlog = 0
 
+    @kernel("qdisc_destroy")
     def destroy(self) -> None:
         """Free private state, children and timers. Kernel: qdisc_destroy() / ops->destroy."""
         self.reset()
@@ -338,6 +346,7 @@ class Qdisc:
         """Class *cl*'s child became empty. Kernel: Qdisc_class_ops.qlen_notify."""
 
     # -- helpers for disciplines -----------------------------------------------
+    @kernel("qdisc_drop")
     def qdisc_drop(self, skb: SkBuff, reason: DropReason = DropReason.QDISC_DROP) -> int:
         """Count and free a packet the discipline refuses. Kernel: qdisc_drop()."""
         self.drops += 1
@@ -345,10 +354,12 @@ class Qdisc:
         return NET_XMIT_DROP
 
     @property
+    @kernel("qdisc_dev")
     def dev(self) -> NetDevice | None:
         """Kernel: qdisc_dev()."""
         return self.dev_queue.dev if self.dev_queue is not None else None
 
+    @kernel("__netif_schedule")
     def netif_schedule(self) -> None:
         """Ask NET_TX to run this qdisc later. Kernel: __netif_schedule()."""
         if not self.state_sched and self.can_enqueue:
@@ -383,6 +394,7 @@ class Qdisc:
         return f"<Qdisc {self.kind} {self.handle >> 16:x}: qlen={self.qlen}>"
 
 
+@kernel("net/sched/sch_generic.c")
 class NoopQdisc(Qdisc):
     """``noop``: drops everything; attached while a device is down.
 
@@ -403,6 +415,7 @@ class NoopQdisc(Qdisc):
         return None
 
 
+@kernel("net/sched/sch_generic.c")
 class NoqueueQdisc(Qdisc):
     """``noqueue``: no queue at all; ``dev_queue_xmit`` calls the driver directly.
 
@@ -442,6 +455,7 @@ class QueueFifo:
         return len(self.q)
 
 
+@kernel("net/sched/sch_api.c", "qdisc_watchdog")
 class QdiscWatchdog:
     """An hrtimer that reschedules a throttled qdisc's root (tbf, netem).
 
@@ -450,18 +464,21 @@ class QdiscWatchdog:
 
     __slots__ = ("last_expires", "qdisc", "timer")
 
+    @kernel("qdisc_watchdog_init")
     def __init__(self, qdisc: Qdisc) -> None:
         """Kernel: qdisc_watchdog_init()."""
         self.qdisc = qdisc
         self.timer: HrTimer = qdisc.net.hrtimers.timer(self._fire, name=f"watchdog:{qdisc.kind}")
         self.last_expires = 0
 
+    @kernel("qdisc_watchdog", "__netif_schedule", "qdisc_root")
     def _fire(self) -> None:
         """Kernel: qdisc_watchdog() → __netif_schedule(qdisc_root(wd->qdisc))."""
         txq = self.qdisc.dev_queue
         if txq is not None:
             txq.qdisc.netif_schedule()
 
+    @kernel("qdisc_watchdog_schedule_range_ns")
     def schedule_ns(self, expires: int, delta_ns: int = 0) -> None:
         """Wake the qdisc at *expires* ns unless the root is deactivated.
 
@@ -476,6 +493,7 @@ class QdiscWatchdog:
         self.last_expires = expires
         self.timer.start(expires)
 
+    @kernel("qdisc_watchdog_cancel")
     def cancel(self) -> None:
         """Kernel: qdisc_watchdog_cancel()."""
         self.timer.cancel()
@@ -486,6 +504,7 @@ class QdiscWatchdog:
 # ---------------------------------------------------------------------------
 
 
+@kernel("include/net/sch_generic.h", "qdisc_peek_dequeued")
 def qdisc_peek_dequeued(sch: Qdisc) -> SkBuff | None:
     """Peek by dequeuing into ``gso_skb`` (still counted as queued).
 
@@ -501,6 +520,7 @@ def qdisc_peek_dequeued(sch: Qdisc) -> SkBuff | None:
     return skb
 
 
+@kernel("include/net/sch_generic.h", "qdisc_dequeue_peeked")
 def qdisc_dequeue_peeked(sch: Qdisc) -> SkBuff | None:
     """Take the skb a peek left in ``gso_skb``, or dequeue.
 
@@ -516,6 +536,7 @@ def qdisc_dequeue_peeked(sch: Qdisc) -> SkBuff | None:
     return sch.dequeue()
 
 
+@kernel("include/net/sch_generic.h", "qdisc_dequeue_internal")
 def qdisc_dequeue_internal(sch: Qdisc) -> SkBuff | None:
     """Take a peeked skb from ``gso_skb`` first, else dequeue (a qdisc trimming
     itself to a new limit).
@@ -532,6 +553,7 @@ def qdisc_dequeue_internal(sch: Qdisc) -> SkBuff | None:
     return sch.dequeue()  # (the kernel's direct=false)
 
 
+@kernel("qdisc_reset")
 def qdisc_reset(q: Qdisc) -> None:
     """Purge *q*'s packets (counted as ``QUEUE_PURGE`` drops). Kernel: qdisc_reset()."""
     q.reset()
@@ -552,6 +574,7 @@ def qdisc_tree(root: Qdisc) -> Iterator[Qdisc]:
                 yield from qdisc_tree(leaf)
 
 
+@kernel("qdisc_lookup")
 def qdisc_lookup(dev: NetDevice, handle: int) -> Qdisc | None:
     """The qdisc of *dev* with *handle*, anywhere in its tree. Kernel: qdisc_lookup()."""
     if not handle:
@@ -565,6 +588,7 @@ def qdisc_lookup(dev: NetDevice, handle: int) -> Qdisc | None:
     return None
 
 
+@kernel("net/sched/sch_api.c", "qdisc_tree_reduce_backlog")
 def qdisc_tree_reduce_backlog(sch: Qdisc, n: int, length: int) -> None:
     """Tell *sch*'s ancestors that *n* packets / *length* bytes left it outside
     their enqueue/dequeue (dropped, or handed on); they count *n* as drops.
@@ -593,6 +617,7 @@ def qdisc_tree_reduce_backlog(sch: Qdisc, n: int, length: int) -> None:
         sch.drops += drops
 
 
+@kernel("include/net/sch_generic.h", "qdisc_purge_queue")
 def qdisc_purge_queue(sch: Qdisc) -> None:
     """Reset *sch* and take what it held off its ancestors' counters.
 
@@ -603,6 +628,7 @@ def qdisc_purge_queue(sch: Qdisc) -> None:
     qdisc_tree_reduce_backlog(sch, qlen, backlog)
 
 
+@kernel("include/net/sch_generic.h", "qdisc_tree_flush_backlog")
 def qdisc_tree_flush_backlog(sch: Qdisc) -> None:
     """Kernel: include/net/sch_generic.h, qdisc_tree_flush_backlog()."""
     qdisc_tree_reduce_backlog(sch, sch.qlen, sch.backlog)
@@ -643,6 +669,7 @@ def qdisc_validate(q: Qdisc, skb: SkBuff | None, dev: NetDevice) -> SkBuff | Non
     return validate_xmit_skb_list(skb, dev)
 
 
+@kernel("include/net/sch_generic.h", "qdisc_run_begin")
 def qdisc_run_begin(q: Qdisc) -> bool:
     """Claim the right to dequeue; False if another context runs *q*.
 
@@ -670,6 +697,7 @@ def qdisc_run_begin(q: Qdisc) -> bool:
     return True
 
 
+@kernel("qdisc_run_end")
 def qdisc_run_end(q: Qdisc) -> None:
     """Kernel: qdisc_run_end()."""
     q.running = False
@@ -682,6 +710,7 @@ def qdisc_run_end(q: Qdisc) -> None:
             model.note_hold(q.run_iv, q.run_iv.hold_start, cpu.now)
 
 
+@kernel("net/core/dev.c", "qdisc_pkt_len_init")
 def qdisc_pkt_len(skb: SkBuff) -> int:
     """The length a qdisc accounts for *skb* (all segments of a GSO skb).
 
@@ -697,6 +726,7 @@ def qdisc_pkt_len(skb: SkBuff) -> int:
     return length
 
 
+@kernel("net/sched/sch_generic.c", "dev_requeue_skb")
 def dev_requeue_skb(skb: SkBuff, q: Qdisc) -> None:
     """Put back an skb (list) the driver refused; each one counts as a requeue.
 
@@ -714,11 +744,14 @@ def dev_requeue_skb(skb: SkBuff, q: Qdisc) -> None:
     q.netif_schedule()
 
 
+@kernel("net/sched/sch_generic.c", "try_bulk_dequeue_skb")
 def try_bulk_dequeue_skb(q: Qdisc, skb: SkBuff, txq: NetdevQueue) -> int:
     """Chain more skbs behind *skb* while the BQL budget lasts; return the count.
 
     Kernel: net/sched/sch_generic.c, try_bulk_dequeue_skb().
     """
+    if TIMED:
+        spend("try_bulk_dequeue_skb")
     bytelimit = txq.dql.avail() - (skb.tail - skb.data)
     packets = 1
     tail = skb
@@ -737,6 +770,7 @@ def try_bulk_dequeue_skb(q: Qdisc, skb: SkBuff, txq: NetdevQueue) -> int:
     return packets
 
 
+@kernel("net/sched/sch_generic.c", "dequeue_skb")
 def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
     """Take the next skb (or list) to transmit: ``(skb, validate, packets)``.
 
@@ -746,6 +780,8 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
 
     Kernel: net/sched/sch_generic.c, dequeue_skb().
     """
+    if TIMED:
+        spend("dequeue_skb")
     skb = q.gso_skb
     txq = q.dev_queue
     if txq is None:  # noop: nothing is ever queued (kernel: noop_netdev_queue)
@@ -777,6 +813,7 @@ def dequeue_skb(q: Qdisc) -> tuple[SkBuff | None, bool, int]:
     return skb, True, packets
 
 
+@kernel("net/sched/sch_generic.c", "sch_direct_xmit")
 def sch_direct_xmit(
     skb: SkBuff | None, q: Qdisc, dev: NetDevice, txq: NetdevQueue, validate: bool
 ) -> bool:
@@ -791,6 +828,8 @@ def sch_direct_xmit(
     cpu = net.cpus.current
     root_lock = q.lock
     root_lock.unlock(cpu)
+    if TIMED:  # its work is done with the root lock released
+        spend("sch_direct_xmit")
     if validate:
         skb = qdisc_validate(q, skb, dev)
     if skb is None:
@@ -814,8 +853,11 @@ def sch_direct_xmit(
     return not netif_xmit_frozen_or_stopped(txq)
 
 
+@kernel("qdisc_restart")
 def qdisc_restart(q: Qdisc) -> int:
     """Dequeue and transmit once; return the packets sent (0: stop). Kernel: qdisc_restart()."""
+    if TIMED:
+        spend("qdisc_restart")
     skb, validate, packets = dequeue_skb(q)
     if packets == 0:
         return 0
@@ -826,8 +868,11 @@ def qdisc_restart(q: Qdisc) -> int:
     return packets
 
 
+@kernel("__qdisc_run")
 def __qdisc_run(q: Qdisc) -> None:
     """Dequeue until empty, stopped or out of quota. Kernel: __qdisc_run()."""
+    if TIMED:
+        spend("__qdisc_run")
     quota = q.net.dev_tx_weight()
     while True:
         packets = qdisc_restart(q)
@@ -839,6 +884,7 @@ def __qdisc_run(q: Qdisc) -> None:
             return
 
 
+@kernel("qdisc_run")
 def qdisc_run(q: Qdisc) -> None:
     """Run *q* if nobody else is. Called with the root lock held. Kernel: qdisc_run()."""
     if qdisc_run_begin(q):
@@ -846,11 +892,14 @@ def qdisc_run(q: Qdisc) -> None:
         qdisc_run_end(q)
 
 
+@kernel("net/core/dev.c", "__dev_xmit_skb")
 def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> int:
     """Enqueue *skb* on *q* (or bypass an empty qdisc) and run it.
 
     Kernel: net/core/dev.c, __dev_xmit_skb().
     """
+    if TIMED:
+        spend("__dev_xmit_skb")
     cpu = q.net.cpus.current
     root_lock = q.lock
     line = q.state_line
@@ -895,6 +944,7 @@ def __dev_xmit_skb(skb: SkBuff, q: Qdisc, dev: NetDevice, txq: NetdevQueue) -> i
     return rc
 
 
+@kernel("include/net/sch_generic.h", "bstats_update", "skb_is_gso", "skb_shinfo")
 def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
     """Count *skb* (of ``qdisc_pkt_len`` *length*) leaving *q*: a GSO skb
     counts as its segments, as ``tc -s`` shows them.
@@ -902,11 +952,16 @@ def bstats_update(q: Qdisc, skb: SkBuff, length: int) -> None:
     Kernel: include/net/sch_generic.h, bstats_update() (``skb_is_gso(skb) ?
     skb_shinfo(skb)->gso_segs : 1``).
     """
+    if TIMED:
+        spend("bstats_update")
     q.bytes += length
     q.packets += skb.gso_segs if skb.gso_size and skb.gso_segs else 1
     q.skbs += 1
 
 
+@kernel("qdisc_bstats_update")
 def qdisc_bstats_update(q: Qdisc, skb: SkBuff) -> None:
     """Count a packet leaving the qdisc. Kernel: qdisc_bstats_update()."""
+    if TIMED:
+        spend("qdisc_bstats_update")
     bstats_update(q, skb, qdisc_pkt_len(skb))

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -149,6 +150,7 @@ def rtnl_of(net: Net) -> Rtnl:
     return rtnl
 
 
+@kernel("rtnl_link_register")
 def rtnl_link_register(net: Net, ops: RtnlLinkOps) -> None:
     """Make a link kind creatable. Kernel: rtnl_link_register()."""
     rtnl = rtnl_of(net)
@@ -157,11 +159,13 @@ def rtnl_link_register(net: Net, ops: RtnlLinkOps) -> None:
     rtnl.link_ops[ops.kind] = ops
 
 
+@kernel("rtnl_link_unregister")
 def rtnl_link_unregister(net: Net, kind: str) -> None:
     """Kernel: rtnl_link_unregister()."""
     rtnl_of(net).link_ops.pop(kind, None)
 
 
+@kernel("rtnl_link_ops_get")
 def rtnl_link_ops_get(net: Net, kind: str) -> RtnlLinkOps | None:
     """The ops registered for *kind*, or None. Kernel: rtnl_link_ops_get()."""
     return rtnl_of(net).link_ops.get(kind)
@@ -191,6 +195,7 @@ def load_module(net: Net, name: str) -> bool:
     return True
 
 
+@kernel("kernel/kmod.c", "__request_module")
 def request_module(net: Net, alias: str) -> bool:
     """Load the module that provides *alias*; False if none does.
 
@@ -204,6 +209,7 @@ def request_module(net: Net, alias: str) -> bool:
     return load_module(net, name)
 
 
+@kernel("net/core/dev_ioctl.c", "dev_load")
 def dev_load(net: Net, name: str) -> NetDevice | None:
     """Find device *name*, loading ``netdev-NAME`` if it does not exist.
 
@@ -287,6 +293,7 @@ def _is_multicast(addr: bytes) -> bool:
     return bool(addr[0] & 1)
 
 
+@kernel("net/core/rtnetlink.c", "ndo_dflt_fdb_add")
 def ndo_dflt_fdb_add(
     ndm_state: int,
     ndm_flags: int,
@@ -316,6 +323,7 @@ def ndo_dflt_fdb_add(
     lst.append(bytes(addr))
 
 
+@kernel("net/core/rtnetlink.c", "ndo_dflt_fdb_del")
 def ndo_dflt_fdb_del(
     ndm_state: int,
     ndm_flags: int,
@@ -333,6 +341,7 @@ def ndo_dflt_fdb_del(
     lst.remove(addr)
 
 
+@kernel("ndo_dflt_fdb_dump")
 def ndo_dflt_fdb_dump(dev: NetDevice, filter_dev: NetDevice | None) -> list[FdbMsg]:
     """The device's own addresses, ``self permanent``. Kernel: ndo_dflt_fdb_dump()."""
     return [
@@ -349,6 +358,7 @@ def _fdb_target(net: Net, ifindex: int, tb: Mapping[int, Any], what: str) -> Net
     return dev
 
 
+@kernel("fdb_vid_parse")
 def _fdb_vid(tb: Mapping[int, Any]) -> int:
     """Kernel: fdb_vid_parse()."""
     vid = tb.get(NDA_VLAN)
@@ -360,6 +370,7 @@ def _fdb_vid(tb: Mapping[int, Any]) -> int:
     return vid
 
 
+@kernel("net/core/rtnetlink.c", "rtnl_fdb_add")
 def rtnl_fdb_add(
     net: Net, ifindex: int, ndm_state: int, ndm_flags: int, tb: Mapping[int, Any], nlflags: int
 ) -> None:
@@ -388,6 +399,7 @@ def rtnl_fdb_add(
         raise err
 
 
+@kernel("net/core/rtnetlink.c", "rtnl_fdb_del")
 def rtnl_fdb_del(
     net: Net, ifindex: int, ndm_state: int, ndm_flags: int, tb: Mapping[int, Any]
 ) -> None:
@@ -413,11 +425,13 @@ def rtnl_fdb_del(
         raise err
 
 
+@kernel("netif_is_bridge_port")
 def _is_port(dev: NetDevice) -> bool:
     """Kernel: netif_is_bridge_port() (IFF_BRIDGE_PORT with an rx_handler)."""
     return bool(dev.priv_flags & 0x200) and dev.rx_handler is not None
 
 
+@kernel("net/core/rtnetlink.c", "rtnl_fdb_dump")
 def rtnl_fdb_dump(
     net: Net, *, brport: NetDevice | None = None, br: NetDevice | None = None
 ) -> list[FdbMsg]:

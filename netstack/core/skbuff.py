@@ -25,6 +25,7 @@ import enum
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import SkbPanic
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
@@ -198,6 +199,7 @@ def _kmalloc_size(n: int) -> int:
     return 96 if n <= 96 else 128 if n <= 128 else 192
 
 
+@kernel("include/linux/skbuff.h")
 class SkBuff:
     """A packet: ``buf`` with headroom and the kernel's offsets and fields.
 
@@ -293,10 +295,12 @@ class SkBuff:
         """``skb->len``: bytes from ``data`` to ``tail``."""
         return self.tail - self.data
 
+    @kernel("skb_headroom")
     def headroom(self) -> int:
         """Kernel: skb_headroom()."""
         return self.data
 
+    @kernel("skb_tailroom")
     def tailroom(self) -> int:
         """Kernel: skb_tailroom()."""
         return len(self.buf) - self.tail
@@ -320,6 +324,7 @@ class SkBuff:
         self._truesize = value
 
     # -- moving data / tail ------------------------------------------------
+    @kernel("skb_push")
     def push(self, n: int) -> int:
         """Claim *n* bytes of headroom; return the new ``data``. Kernel: skb_push()."""
         self.data -= n
@@ -328,6 +333,7 @@ class SkBuff:
             raise SkbPanic(f"skb_push({n}) under headroom {self.data}")
         return self.data
 
+    @kernel("skb_pull")
     def pull(self, n: int) -> int:
         """Consume *n* bytes from the front; return the new ``data``. Kernel: skb_pull()."""
         if n > self.tail - self.data:
@@ -335,6 +341,7 @@ class SkBuff:
         self.data += n
         return self.data
 
+    @kernel("skb_put")
     def put(self, n: int) -> int:
         """Extend the tail by *n* bytes, growing ``buf`` if needed; return the old tail.
 
@@ -346,11 +353,13 @@ class SkBuff:
             self.buf.extend(bytes(self.tail - len(self.buf)))
         return off
 
+    @kernel("skb_reserve")
     def reserve(self, n: int) -> None:
         """Move an empty skb's data and tail forward by *n*. Kernel: skb_reserve()."""
         self.data += n
         self.tail += n
 
+    @kernel("skb_trim", "pskb_trim_rcsum")
     def trim(self, length: int) -> None:
         """Cut the packet to *length* bytes. Kernel: skb_trim() / pskb_trim_rcsum()."""
         if length < self.tail - self.data:
@@ -358,45 +367,55 @@ class SkBuff:
             if self.ip_summed == CHECKSUM_COMPLETE:
                 self.ip_summed = CHECKSUM_NONE
 
+    @kernel("pskb_may_pull")
     def may_pull(self, n: int) -> bool:
         """True if *n* bytes are available (always linear). Kernel: pskb_may_pull()."""
         return self.tail - self.data >= n
 
     # -- header offsets ------------------------------------------------------
+    @kernel("skb_reset_mac_header")
     def reset_mac_header(self) -> None:
         """Kernel: skb_reset_mac_header()."""
         self.mac_header = self.data
 
+    @kernel("skb_reset_network_header")
     def reset_network_header(self) -> None:
         """Kernel: skb_reset_network_header()."""
         self.network_header = self.data
 
+    @kernel("skb_reset_transport_header")
     def reset_transport_header(self) -> None:
         """Kernel: skb_reset_transport_header()."""
         self.transport_header = self.data
 
+    @kernel("skb_mac_header_was_set")
     def mac_header_was_set(self) -> bool:
         """Kernel: skb_mac_header_was_set()."""
         return self.mac_header != -1
 
+    @kernel("skb_network_header_len")
     def network_header_len(self) -> int:
         """Kernel: skb_network_header_len()."""
         return self.transport_header - self.network_header
 
+    @kernel("skb_network_offset")
     def network_offset(self) -> int:
         """Kernel: skb_network_offset() (may be negative once pulled past)."""
         return self.network_header - self.data
 
+    @kernel("skb_transport_offset")
     def transport_offset(self) -> int:
         """Kernel: skb_transport_offset()."""
         return self.transport_header - self.data
 
+    @kernel("skb_is_gso")
     def is_gso(self) -> bool:
         """Kernel: skb_is_gso()."""
         return self.gso_size != 0
 
     # -- sharing, copying ----------------------------------------------------
     @property
+    @kernel("skb_cloned")
     def cloned(self) -> bool:
         """True if another skb shares ``buf``. Kernel: skb_cloned()."""
         ref = self._dataref
@@ -429,6 +448,7 @@ class SkBuff:
             nd.pop("_dataref", None)
             nd.pop("cb", None)
 
+    @kernel("skb_clone")
     def clone(self) -> SkBuff:
         """A second skb sharing this one's buffer. Kernel: skb_clone()."""
         if self._freed:
@@ -442,6 +462,7 @@ class SkBuff:
         new._dataref = ref
         return new
 
+    @kernel("skb_copy", "skb_copy_expand")
     def copy(self, extra_headroom: int = 0) -> SkBuff:
         """A private copy of the buffer and metadata. Kernel: skb_copy() / skb_copy_expand()."""
         if extra_headroom:
@@ -477,11 +498,13 @@ class SkBuff:
             self._dataref = None
         self.buf = bytearray(self.buf)
 
+    @kernel("skb_cow", "skb_unclone")
     def make_writable(self) -> None:
         """Give this skb a private buffer if it shares one. Kernel: skb_cow() / skb_unclone()."""
         if self.cloned:
             self._unshare()
 
+    @kernel("skb_cow_head")
     def cow_head(self, headroom: int) -> None:
         """Ensure *headroom* bytes of private headroom. Kernel: skb_cow_head().
 
@@ -512,6 +535,7 @@ class SkBuff:
         return f"<SkBuff len={self.tail - self.data} proto={self.protocol:#06x} dev={dev}>"
 
 
+@kernel("alloc_skb", "skb_reserve")
 def alloc_skb(size: int, headroom: int = 0) -> SkBuff:
     """An empty skb with room for *size* bytes after *headroom*.
 
@@ -549,6 +573,7 @@ def _release(skb: SkBuff) -> None:
         destructor(skb)
 
 
+@kernel("net/core/skbuff.c", "kfree_skb_reason")
 def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> None:
     """Drop *skb*, counting *reason* in its Net's drop statistics.
 
@@ -556,6 +581,8 @@ def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> Non
 
     Kernel: net/core/skbuff.c, kfree_skb_reason().
     """
+    if TIMED:
+        spend("kfree_skb_reason")
     net = _net_of(skb)
     _release(skb)
     if net is not None:
@@ -565,8 +592,11 @@ def kfree_skb(skb: SkBuff, reason: DropReason = DropReason.NOT_SPECIFIED) -> Non
         skb.data = skb.tail = -(1 << 30)
 
 
+@kernel("kfree_skb_list_reason")
 def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECIFIED) -> None:
     """Drop every skb of a ``next``-linked list. Kernel: kfree_skb_list_reason()."""
+    if TIMED:
+        spend("kfree_skb_list_reason")
     while skb is not None:
         nxt = skb.next
         skb.next = None
@@ -574,8 +604,11 @@ def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECI
         skb = nxt
 
 
+@kernel("consume_skb")
 def consume_skb(skb: SkBuff) -> None:
     """Free an skb that was used as intended (not a drop). Kernel: consume_skb()."""
+    if TIMED:
+        spend("consume_skb")
     _release(skb)
     dev = skb.dev
     if dev is not None and dev.net.debug_skb:

@@ -22,6 +22,7 @@ import trio
 
 from netstack.core.skbuff import SkBuff
 from netstack.cpu.timed import ThreadBlocked
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     import random
@@ -151,6 +152,7 @@ class Sock:
     def getsockname(self) -> tuple[int, int]:
         return (self.inet_rcv_saddr, self.inet_num)
 
+    @kernel("inet_shutdown")
     def shutdown(self, how: int) -> None:
         """``shutdown(2)`` for datagram sockets: only marks the socket. Kernel: inet_shutdown()."""
         self.sk_shutdown |= how + 1
@@ -181,16 +183,19 @@ class Sock:
     def writable(self) -> bool:
         return self.sock_writeable() or bool(self.sk_err)
 
+    @kernel("ip_icmp_error", "sock_queue_err_skb")
     def queue_error(self, data: bytes, ee: bytes, addr: tuple[int, int], err: int) -> None:
         """Queue an ``IP_RECVERR`` report. Kernel: ip_icmp_error() / sock_queue_err_skb()."""
         self.error_queue.append((data, [(SOL_IP, IP_RECVERR, ee)], addr, err))
 
+    @kernel("ip_cmsg_recv")
     def cmsgs(self, skb: SkBuff) -> list[tuple[int, int, bytes]]:
         """Ancillary data for a received skb (IP_RECVTTL). Kernel: ip_cmsg_recv()."""
         if self.recvttl and skb.network_header >= 0:
             return [(SOL_IP, IP_TTL, skb.buf[skb.network_header + 8].to_bytes(4, "little"))]
         return []
 
+    @kernel("ip_recv_error")
     def recv_errqueue(
         self, bufsize: int
     ) -> tuple[bytes, list[tuple[int, int, bytes]], int, tuple[int, int]]:
@@ -358,16 +363,21 @@ class Sock:
         return 64
 
     # -- wake-ups -----------------------------------------------------------------
+    @kernel("sock_def_readable")
     def sk_data_ready(self) -> None:
         """Data or an error arrived. Kernel: sock_def_readable()."""
+        if TIMED:
+            spend("sock_def_readable")
         if self._readers:
             self._readers.unpark_all()
 
+    @kernel("sock_def_write_space")
     def sk_write_space(self) -> None:
         """Send buffer space was freed. Kernel: sock_def_write_space()."""
         if self._writers:
             self._writers.unpark_all()
 
+    @kernel("sk_error_report")
     def sk_error_report(self) -> None:
         """An error is pending: wake both sides. Kernel: sk_error_report()."""
         self.sk_data_ready()
@@ -382,6 +392,7 @@ class Sock:
         await self._writers.park()
 
     # -- errors -------------------------------------------------------------------------
+    @kernel("sock_error")
     def sock_error(self) -> int:
         """Take the pending error (0 if none). Kernel: sock_error()."""
         err = self.sk_err
@@ -390,6 +401,7 @@ class Sock:
         return err
 
     # -- memory accounting ------------------------------------------------------------------
+    @kernel("skb_set_owner_w")
     def sock_wmem_charge(self, skb: SkBuff) -> None:
         """Charge *skb* to the send buffer until it is freed. Kernel: skb_set_owner_w()."""
         skb.sk = self
@@ -398,16 +410,20 @@ class Sock:
         self.sk_wmem_alloc += size
         skb.destructor = sock_wfree
 
+    @kernel("sock_writeable")
     def sock_writeable(self) -> bool:
         """Room to send? Kernel: sock_writeable() (wmem below sndbuf)."""
         return self.sk_wmem_alloc < self.sk_sndbuf
 
+    @kernel("__udp_enqueue_schedule_skb", "sock_queue_rcv_skb")
     def sock_queue_rcv_skb(self, skb: SkBuff) -> bool:
         """Queue on the receive queue if rmem allows; False (not queued) if full.
 
         Kernel: __udp_enqueue_schedule_skb() / sock_queue_rcv_skb(): drop only
         when the memory already charged exceeds ``sk_rcvbuf``.
         """
+        if TIMED:
+            spend("__udp_enqueue_schedule_skb")
         if self.sk_rmem_alloc > self.sk_rcvbuf:
             self.sk_drops += 1
             return False
@@ -419,8 +435,11 @@ class Sock:
         self.sk_data_ready()
         return True
 
+    @kernel("__skb_recv_datagram")
     def skb_dequeue(self) -> SkBuff | None:
         """Take the next received skb and uncharge it. Kernel: __skb_recv_datagram()."""
+        if TIMED:
+            spend("__skb_recv_datagram")
         q = self.receive_queue
         if not q:
             return None
@@ -429,6 +448,7 @@ class Sock:
         return skb
 
 
+@kernel("include/net/sock.h", "net_tx_rndhash")
 def net_tx_rndhash(rng: random.Random) -> int:
     """A random transmit hash, never 0 (0 means "none").
 
@@ -437,6 +457,7 @@ def net_tx_rndhash(rng: random.Random) -> int:
     return rng.getrandbits(32) or 1
 
 
+@kernel("include/net/sock.h", "sk_set_txhash")
 def sk_set_txhash(sk: Any) -> None:
     """Draw the socket's transmit hash (its skbs' ``hash``, its IPv6 flow label).
 
@@ -445,6 +466,7 @@ def sk_set_txhash(sk: Any) -> None:
     sk.sk_txhash = net_tx_rndhash(sk.net.rng)
 
 
+@kernel("include/net/sock.h", "sk_rethink_txhash")
 def sk_rethink_txhash(sk: Any) -> bool:
     """Draw a new transmit hash (a new path under ECMP, a new flow label).
 
@@ -458,8 +480,11 @@ def sk_rethink_txhash(sk: Any) -> bool:
     return False
 
 
+@kernel("sock_wfree")
 def sock_wfree(skb: SkBuff) -> None:
     """Release the send-buffer charge. Kernel: sock_wfree()."""
+    if TIMED:
+        spend("sock_wfree")
     sk = skb.sk
     if isinstance(sk, Sock):
         sk.sk_wmem_alloc -= skb.wmem_charge

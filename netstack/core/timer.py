@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from netstack.sites import TIMED, kernel, spend
+
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
@@ -44,8 +46,11 @@ class TimerList:
         self._queued = 0  # the expiry of the live heap entry (<= expires)
         self._seq = 0  # the arming sequence number: the heap's tie-break
 
+    @kernel("mod_timer")
     def mod(self, expires: int) -> bool:
         """(Re)arm for jiffy *expires*; True if it was pending. Kernel: mod_timer()."""
+        if TIMED:
+            spend("mod_timer")
         was = self.pending
         if was:
             if expires == self.expires:
@@ -60,6 +65,7 @@ class TimerList:
         self._base._push(self)
         return was
 
+    @kernel("del_timer")
     def delete(self) -> bool:
         """Disarm; True if it was pending. Kernel: del_timer()."""
         was = self.pending
@@ -85,6 +91,7 @@ class TimerBase:
         self._head = -1
         self.fired = 0
 
+    @kernel("timer_setup")
     def timer(self, function: Callable[[], None], name: str = "") -> TimerList:
         """A new, unarmed timer. Kernel: timer_setup()."""
         return TimerList(self, function, name)

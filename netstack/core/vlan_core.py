@@ -41,6 +41,7 @@ from netstack.core.skbuff import (
     SkBuff,
     kfree_skb,
 )
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -71,6 +72,7 @@ _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
 
 
+@kernel("eth_type_vlan")
 def eth_type_vlan(proto: int) -> bool:
     """True for the 802.1Q and 802.1ad TPIDs. Kernel: eth_type_vlan()."""
     return proto == ETH_P_8021Q or proto == ETH_P_8021AD
@@ -108,6 +110,7 @@ class VlanInfo:
         return len(self.devices)
 
 
+@kernel("vlan_find_dev")
 def vlan_find_dev(real_dev: NetDevice, proto: int, vid: int) -> NetDevice | None:
     """The VLAN device for (*proto*, *vid*) on *real_dev*. Kernel: vlan_find_dev()."""
     info: VlanInfo | None = real_dev.vlan_info
@@ -116,18 +119,21 @@ def vlan_find_dev(real_dev: NetDevice, proto: int, vid: int) -> NetDevice | None
     return info.devices.get((proto, vid))
 
 
+@kernel("__vlan_hwaccel_put_tag")
 def vlan_hwaccel_put_tag(skb: SkBuff, proto: int, tci: int) -> None:
     """Put a tag in the skb's metadata. Kernel: __vlan_hwaccel_put_tag()."""
     skb.vlan_proto = proto
     skb.vlan_tci = tci
 
 
+@kernel("__vlan_hwaccel_clear_tag")
 def vlan_hwaccel_clear_tag(skb: SkBuff) -> None:
     """Kernel: __vlan_hwaccel_clear_tag()."""
     skb.vlan_proto = 0
     skb.vlan_tci = 0
 
 
+@kernel("include/linux/if_vlan.h", "vlan_insert_tag_set_proto", "__vlan_insert_inner_tag")
 def vlan_insert_tag(skb: SkBuff, proto: int, tci: int) -> None:
     """Insert an in-band tag after the MAC addresses; ``skb.data`` is at the MAC header.
 
@@ -143,12 +149,14 @@ def vlan_insert_tag(skb: SkBuff, proto: int, tci: int) -> None:
     skb.protocol = proto
 
 
+@kernel("__vlan_hwaccel_push_inside")
 def vlan_hwaccel_push_inside(skb: SkBuff) -> None:
     """Move an accelerated tag into the frame. Kernel: __vlan_hwaccel_push_inside()."""
     vlan_insert_tag(skb, skb.vlan_proto, skb.vlan_tci)
     vlan_hwaccel_clear_tag(skb)
 
 
+@kernel("net/core/skbuff.c", "skb_vlan_untag", "skb_reorder_vlan_header")
 def skb_vlan_untag(skb: SkBuff) -> bool:
     """Move the in-band tag at ``skb.data`` into the metadata; False if the skb was dropped.
 
@@ -187,6 +195,7 @@ def skb_vlan_untag(skb: SkBuff) -> bool:
     return True
 
 
+@kernel("net/8021q/vlan_core.c", "vlan_do_receive")
 def vlan_do_receive(skb: SkBuff) -> tuple[bool, SkBuff | None]:
     """Hand an accelerated-tagged skb to the VLAN device its tag names.
 

@@ -49,6 +49,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.vlan_core import vlan_hwaccel_push_inside
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ __all__ = [
 _H: Final = struct.Struct("!H")
 
 
+@kernel("net/core/dev.c", "skb_checksum_help")
 def skb_checksum_help(skb: SkBuff) -> bool:
     """Fill in a CHECKSUM_PARTIAL checksum in software; False on error.
 
@@ -76,6 +78,8 @@ def skb_checksum_help(skb: SkBuff) -> bool:
 
     Kernel: net/core/dev.c, skb_checksum_help().
     """
+    if TIMED:
+        spend("skb_checksum_help")
     if skb.ip_summed != CHECKSUM_PARTIAL:
         return True
     if skb.gso_size:
@@ -92,8 +96,11 @@ def skb_checksum_help(skb: SkBuff) -> bool:
     return True
 
 
+@kernel("netif_skb_features")
 def netif_skb_features(skb: SkBuff) -> int:
     """The device features that apply to this skb. Kernel: netif_skb_features()."""
+    if TIMED:
+        spend("netif_skb_features")
     dev = skb.dev
     assert dev is not None
     features = dev.features
@@ -106,6 +113,7 @@ def netif_skb_features(skb: SkBuff) -> int:
     return features
 
 
+@kernel("net/core/gso.c", "__skb_gso_segment", "skb_mac_gso_segment")
 def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb in software; return the segment list or None on error.
 
@@ -137,6 +145,7 @@ def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     return segs
 
 
+@kernel("net/core/gso.c", "skb_gso_validate_network_len")
 def skb_gso_validate_network_len(skb: SkBuff, mtu: int) -> bool:
     """Will each segment of GSO *skb* fit in *mtu* at the network layer?
 
@@ -165,11 +174,14 @@ def skb_gso_validate_network_len(skb: SkBuff, mtu: int) -> bool:
     return th - skb.network_header + thlen + skb.gso_size <= mtu
 
 
+@kernel("net/core/dev.c", "validate_xmit_skb")
 def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
     """Segment / checksum *skb* as *dev* requires; None if it was dropped.
 
     Kernel: net/core/dev.c, validate_xmit_skb().
     """
+    if TIMED:
+        spend("validate_xmit_skb")
     gso = skb.gso_size
     summed = skb.ip_summed
     if skb.vlan_proto and not vlan_hw_offload_capable(dev.features, skb.vlan_proto):
@@ -200,11 +212,14 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
     return skb
 
 
+@kernel("net/core/dev.c", "validate_xmit_skb_list")
 def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
     """Validate every skb of a ``next``-linked list, re-linking the results.
 
     Kernel: net/core/dev.c, validate_xmit_skb_list().
     """
+    if TIMED:
+        spend("validate_xmit_skb_list")
     head: SkBuff | None = None
     tail: SkBuff | None = None
     while skb is not None:
@@ -224,8 +239,11 @@ def validate_xmit_skb_list(skb: SkBuff | None, dev: NetDevice) -> SkBuff | None:
     return head
 
 
+@kernel("dev_queue_xmit_nit")
 def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
     """Give a copy of an outgoing skb to every packet tap. Kernel: dev_queue_xmit_nit()."""
+    if TIMED:
+        spend("dev_queue_xmit_nit")
     for pt in (*dev.net.ptype_all, *dev.ptype_all):
         if pt.dev is not None and pt.dev is not dev:
             continue
@@ -238,6 +256,7 @@ def dev_queue_xmit_nit(skb: SkBuff, dev: NetDevice) -> None:
         pt.func(skb2, dev, pt, dev)
 
 
+@kernel("net/core/dev.c", "dev_hard_start_xmit", "xmit_one", "netdev_start_xmit")
 def dev_hard_start_xmit(
     first: SkBuff, dev: NetDevice, txq: NetdevQueue
 ) -> tuple[SkBuff | None, int]:
@@ -248,6 +267,8 @@ def dev_hard_start_xmit(
 
     Kernel: net/core/dev.c, dev_hard_start_xmit() / xmit_one() / netdev_start_xmit().
     """
+    if TIMED:
+        spend("dev_hard_start_xmit")
     net = dev.net
     xmit = dev.ops.ndo_start_xmit
     if first.next is None and not net.ptype_all and not dev.ptype_all:

@@ -8,10 +8,11 @@ functional mode; taking it is bookkeeping (acquisitions, owner) that makes the
 kernel's locking visible and testable. Time is Trio's clock, read through
 :class:`Clock`, which turns it into ``jiffies`` at a configurable ``HZ``.
 
-Timed mode (a later layer) gives each CPU a virtual clock and a cost table and
-makes locks serialise CPUs in virtual time; the data path does not change,
-because it already takes its locks through these objects and runs its cost
-sites — the kernel-named functions — on a :class:`Cpu`.
+Timed mode (:mod:`netstack.cpu.timed`) gives each CPU a virtual clock and a
+cost table and makes locks serialise CPUs in virtual time; the data path does
+not change, because it already takes its locks through these objects, runs on
+a :class:`Cpu`, and names its costs explicitly (``if TIMED: spend("ip_rcv")``,
+:mod:`netstack.sites`).
 """
 
 from netstack.cpu.clock import (

@@ -18,6 +18,8 @@ from typing import Final
 
 import trio
 
+from netstack.sites import kernel
+
 _floor: Final = math.floor
 HZ_DEFAULT: Final = 1000
 USER_HZ: Final = 100
@@ -62,14 +64,17 @@ class Clock:
         """The clock time at which tick *j* starts (when a timer for *j* fires)."""
         return j / self.hz
 
+    @kernel("msecs_to_jiffies")
     def msecs_to_jiffies(self, ms: float) -> int:
         """Round up, as the kernel does. Kernel: msecs_to_jiffies()."""
         return math.ceil(ms * self.hz / 1000)
 
+    @kernel("jiffies_to_msecs")
     def jiffies_to_msecs(self, j: int) -> int:
         """Kernel: jiffies_to_msecs()."""
         return j * 1000 // self.hz
 
+    @kernel("jiffies_to_clock_t")
     def jiffies_to_clock_t(self, j: int) -> int:
         """Ticks → USER_HZ units, as /proc and ``ip -s neigh`` print.
 
@@ -78,21 +83,25 @@ class Clock:
         return j * USER_HZ // self.hz
 
 
+@kernel("time_after")
 def time_after(a: int, b: int) -> bool:
     """True if *a* is after *b*. Kernel: time_after()."""
     return a > b
 
 
+@kernel("time_before")
 def time_before(a: int, b: int) -> bool:
     """True if *a* is before *b*. Kernel: time_before()."""
     return a < b
 
 
+@kernel("time_after_eq")
 def time_after_eq(a: int, b: int) -> bool:
     """Kernel: time_after_eq()."""
     return a >= b
 
 
+@kernel("time_before_eq")
 def time_before_eq(a: int, b: int) -> bool:
     """Kernel: time_before_eq()."""
     return a <= b

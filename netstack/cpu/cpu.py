@@ -94,14 +94,6 @@ class Cpu:
         prof = self.profile
         prof[site] = prof.get(site, 0.0) + ns
 
-    def call(self, site: str) -> None:
-        """Pay for one call of kernel function *site* that has no Python function
-        of its own (``memcpy`` inside an inline helper). Functional mode: free.
-        """
-        model = self.model
-        if model is not None:
-            model.charge_call(self, site)
-
     def __repr__(self) -> str:
         return f"<Cpu {self.id}>"
 

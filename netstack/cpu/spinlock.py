@@ -34,6 +34,7 @@ import attrs
 
 from netstack.cpu.cpu import Cpu
 from netstack.errors import SkbPanic
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.cpu.cacheline import CacheLine
@@ -98,10 +99,12 @@ class SpinLock:
         self.holdtime_max = 0.0
 
     @property
+    @kernel("spin_is_locked")
     def held(self) -> bool:
         """True while some CPU holds the lock. Kernel: spin_is_locked()."""
         return self.owner != -1
 
+    @kernel("spin_lock")
     def lock(self, cpu: Cpu) -> None:
         """Take the lock on *cpu*. Kernel: spin_lock()."""
         if self.owner != -1:
@@ -114,6 +117,7 @@ class SpinLock:
         self.owner = cpu.id
         self.acquisitions += 1
 
+    @kernel("spin_trylock")
     def trylock(self, cpu: Cpu) -> bool:
         """Take the lock if free; False otherwise. Kernel: spin_trylock()."""
         if self.owner != -1:
@@ -126,6 +130,7 @@ class SpinLock:
         self.acquisitions += 1
         return True
 
+    @kernel("spin_unlock")
     def unlock(self, cpu: Cpu) -> None:
         """Release the lock. Kernel: spin_unlock()."""
         if self.owner != cpu.id:

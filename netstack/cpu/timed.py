@@ -4,13 +4,15 @@ Theory of operation. In functional mode the data path costs nothing. A
 :class:`TimedModel` gives the CPUs of a lab's hosts a virtual clock each
 (``Cpu.now``, nanoseconds) and makes the data path spend time on them:
 
-* **functions** — while the model is running it watches Python calls
-  (``sys.setprofile``); a call of a function that mirrors a kernel function
-  (its docstring's ``Kernel:`` line names it) adds that function's cost from
-  the :class:`~netstack.cpu.costs.CostTable`, scaled to the hardware thread's
-  speed, to the current CPU's clock and to its profile. Functions that copy or
-  checksum data also pay per byte. Nothing is charged in functional mode:
-  there is no hook.
+* **functions** — a data-path function that mirrors a costly kernel
+  function charges it explicitly (``if TIMED: spend("ip_rcv")``, see
+  :mod:`netstack.sites`); while the model measures, :meth:`spend` adds that
+  function's cost from the :class:`~netstack.cpu.costs.CostTable`, plus its
+  per-byte part for copies and checksums, scaled to the hardware thread's
+  speed, to the current CPU's clock and to its profile. Nothing traces
+  calls; outside a data-path section (Trio's own code) and in functional
+  mode nothing is charged, and the data path pays one global check per
+  charge site.
 * **locks** — :class:`~netstack.cpu.spinlock.SpinLock` remembers its recent
   holds as intervals of virtual time (``holds``); a CPU whose hold of the
   usual length would collide with one of them spins until it ends
@@ -40,11 +42,8 @@ include/linux/cache.h layouts avoid, and perf's view of them.
 from __future__ import annotations
 
 import heapq
-import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from types import CodeType, FrameType
-from typing import Any
 
 import attrs
 import trio
@@ -53,6 +52,7 @@ from netstack.cpu.cacheline import CacheLine, CacheLineStat
 from netstack.cpu.costs import CostTable, default_costs
 from netstack.cpu.cpu import CONTEXTS, Cpu, CpuSet
 from netstack.cpu.spinlock import LockStat, SpinLock
+from netstack.sites import activate, deactivate, kernel
 
 __all__ = ["Machine", "Thread", "ThreadBlocked", "TimedModel", "TimedReport", "trio_deterministic"]
 
@@ -205,24 +205,18 @@ class TimedModel:
         self.machine = machine if machine is not None else Machine()
         self.trio_seed = trio_seed
         self.costs = costs if costs is not None else default_costs()
+        self._ns = dict(self.costs.functions)
+        self._per_byte = dict(self.costs.per_byte)
         self.cpus: list[Cpu] = []
         self.hosts: list[tuple[str, CpuSet]] = []
         self.current: Cpu | None = None
         self.lines: dict[str, CacheLine] = {}
         self.locks: dict[int, SpinLock] = {}
-        self.sites: dict[CodeType, str] = {}
-        # keyed by id(code): hashing a code object hashes its bytecode, every time
-        self._charges: dict[int, tuple[str, float]] = {}
-        self._bytes: dict[int, tuple[str, float, Callable[[Mapping[str, Any]], int]]] = {}
-        self.unknown_sites: set[str] = set()
         self._kinds: dict[str, int] = {}
         self.running = False
         self.start_ns = 0.0
         self._base_speed = 1.0
         self._sibling: dict[int, Cpu] = {}
-        self._hooked = False
-        self._saved_profile: Any = None
-        self._hook = self._make_hook()
 
     # -- building -------------------------------------------------------------------------
     def add_cpus(self, host: str, cpuset: CpuSet) -> None:
@@ -272,26 +266,6 @@ class TimedModel:
         frac = min(1.0, max(0.0, work / span))
         return base * (1.0 + (self.machine.smt_slowdown - 1.0) * frac)
 
-    def add_sites(self, sites: Mapping[CodeType, str]) -> None:
-        """Tell the model which Python functions mirror which kernel functions.
-
-        The composition root builds *sites* from the ``Kernel:`` lines (the
-        model cannot import the layers above it).
-        """
-        self.sites.update(sites)
-        self._charges.clear()
-        self._bytes.clear()
-        costs = self.costs
-        for code, name in self.sites.items():
-            ns = costs.functions.get(name)
-            if ns is None:
-                self.unknown_sites.add(name)
-                ns = costs.default_ns
-            self._charges[id(code)] = (name, ns)
-            per_byte = costs.per_byte.get(name)
-            if per_byte is not None:
-                self._bytes[id(code)] = (name, *per_byte)
-
     def line(self, name: str) -> CacheLine:
         """The cache line called *name* (created on first use)."""
         line = self.lines.get(name)
@@ -315,9 +289,6 @@ class TimedModel:
             return
         self.current = cpu
         cpu.ctx = ctx
-        if not self._hooked:
-            self._hooked = True
-            sys.settrace(self._hook)
         try:
             t = trio.current_time() * 1e9 - cpu.index * _TIE_NS
         except RuntimeError:  # outside Trio: no wall to catch up with
@@ -331,9 +302,6 @@ class TimedModel:
         """The data-path section is over: stop charging until the next
         :meth:`switch_to` (Trio's own code between sections costs nothing).
         """
-        if self._hooked:
-            self._hooked = False
-            sys.settrace(self._saved_profile)
         self.current = None
 
     async def wait(self, cpu: Cpu) -> None:
@@ -437,44 +405,29 @@ class TimedModel:
             op()
             await self.wait(cpu)
 
-    def charge_call(self, cpu: Cpu, site: str) -> None:
-        """One call of *site* at the cost table's price (see :meth:`Cpu.call`)."""
-        if self.current is not cpu:
-            return
-        ns = self.costs.functions.get(site, self.costs.default_ns) * cpu.speed
-        cpu.charge(site, ns)
+    def spend(self, site: str, nbytes: int = 0) -> None:
+        """Charge one call of kernel function *site* (and *nbytes* of its
+        per-byte work) to the CPU running the current section.
 
-    def _make_hook(self) -> Callable[[FrameType, str, object], None]:
-        """The trace function: charge the current CPU for each costed call.
-
-        Installed with ``sys.settrace`` (which reports Python calls only, not
-        C calls) and returning None, so no per-line tracing happens. It is the
-        one piece of timed mode on the hot path, hence the closure.
+        The target of :func:`netstack.sites.spend` while measuring. Outside a
+        section (no current CPU) nothing is charged, and neither is a *site*
+        this model's table does not list (a table may price only what an
+        experiment studies; that the default table prices every site the data
+        path names is a test).
         """
-        get = self._charges.get
-        get_bytes = self._bytes.get
-        model = self
-
-        def hook(frame: FrameType, event: str, arg: object) -> None:
-            code = id(frame.f_code)
-            entry = get(code)
-            if entry is None:
-                return
-            cpu = model.current
-            if cpu is None:
-                return
-            name, ns = entry
-            speed = cpu.speed
-            ns *= speed
-            extra = get_bytes(code)
-            if extra is not None:
-                ns += extra[2](frame.f_locals) * extra[1] * speed
-            cpu.now += ns
-            cpu.busy[cpu.ctx] += ns
-            prof = cpu.profile
-            prof[name] = prof.get(name, 0.0) + ns
-
-        return hook
+        cpu = self.current
+        if cpu is None:
+            return
+        ns = self._ns.get(site, 0.0)
+        if nbytes:
+            ns += nbytes * self._per_byte.get(site, 0.0)
+        if not ns:
+            return
+        ns *= cpu.speed
+        cpu.now += ns
+        cpu.busy[cpu.ctx] += ns
+        prof = cpu.profile
+        prof[site] = prof.get(site, 0.0) + ns
 
     def seed_trio(self) -> None:
         """Make Trio's run-queue order repeatable.
@@ -509,10 +462,11 @@ class TimedModel:
             cpu.now = max(cpu.now, t)
         self.start_ns = t
         self.running = True
-        self._saved_profile = sys.gettrace()
+        activate(self.spend)
         try:
             yield
         finally:
+            deactivate(self.spend)
             self.leave()
             self.running = False
 
@@ -547,6 +501,7 @@ class TimedModel:
         line.write(SPIN_SITE, atomic=True)
         lock.hold_start = cpu.now
 
+    @kernel("spin_trylock")
     def spin_trylock(self, lock: SpinLock, cpu: Cpu) -> bool:
         """Kernel: spin_trylock(): fails while another CPU's hold lasts."""
         if not self.running:

@@ -36,6 +36,7 @@ from netstack.core.netdevice import (
 )
 from netstack.core.skbuff import SkBuff, consume_skb
 from netstack.drivers.common import eth_random_addr
+from netstack.sites import TIMED, kernel, spend
 
 __all__ = ["DummyOps", "dummy_newlink"]
 
@@ -43,14 +44,18 @@ __all__ = ["DummyOps", "dummy_newlink"]
 class DummyOps(NetDeviceOps):
     """Kernel: dummy_netdev_ops."""
 
+    @kernel("dummy_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Count and free. Kernel: dummy_xmit()."""
+        if TIMED:
+            spend("dummy_xmit")
         stats = dev.stats
         stats.tx_packets += 1
         stats.tx_bytes += skb.tail - skb.data
         consume_skb(skb)
         return NETDEV_TX_OK
 
+    @kernel("dummy_change_carrier")
     def ndo_change_carrier(self, dev: NetDevice, on: bool) -> bool:
         """``ip link set dummy0 carrier on|off``. Kernel: dummy_change_carrier()."""
         if on:
@@ -63,6 +68,7 @@ class DummyOps(NetDeviceOps):
 DUMMY_OPS: Final = DummyOps()
 
 
+@kernel("drivers/net/dummy.c", "dummy_setup")
 def dummy_setup(dev: NetDevice) -> None:
     """Kernel: drivers/net/dummy.c, dummy_setup()."""
     ether_setup(dev)

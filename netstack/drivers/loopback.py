@@ -34,6 +34,7 @@ from netstack.core.netdevice import (
     NetDeviceOps,
 )
 from netstack.core.skbuff import SkBuff
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.arp import ARPHRD_LOOPBACK
 from netstack.wire.ethernet import ETH_ALEN, ETH_HLEN
 
@@ -45,8 +46,11 @@ LOOPBACK_IFINDEX: Final = 1
 class LoopbackOps(NetDeviceOps):
     """Kernel: loopback_ops."""
 
+    @kernel("loopback_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Turn the packet around. Kernel: loopback_xmit()."""
+        if TIMED:
+            spend("loopback_xmit")
         skb_orphan(skb)
         skb.protocol = eth_type_trans(skb, dev)
         length = skb.tail - skb.data
@@ -55,6 +59,7 @@ class LoopbackOps(NetDeviceOps):
             dev.priv[1] += length
         return NETDEV_TX_OK
 
+    @kernel("loopback_get_stats64")
     def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
         """rx and tx are the same packets. Kernel: loopback_get_stats64()."""
         packets, nbytes = dev.priv
@@ -67,6 +72,7 @@ class LoopbackOps(NetDeviceOps):
 LOOPBACK_OPS: Final = LoopbackOps()
 
 
+@kernel("drivers/net/loopback.c", "gen_lo_setup")
 def loopback_setup(dev: NetDevice) -> None:
     """Kernel: drivers/net/loopback.c, gen_lo_setup()."""
     dev.mtu = 64 * 1024
@@ -98,6 +104,7 @@ def loopback_setup(dev: NetDevice) -> None:
     dev.max_mtu = 0
 
 
+@kernel("loopback_net_init")
 def loopback_net_init(net: Net) -> NetDevice:
     """Create ``lo`` as ifindex 1 (down; the host brings it up). Kernel: loopback_net_init()."""
     dev = NetDevice(net, "lo", LOOPBACK_OPS, kind="")

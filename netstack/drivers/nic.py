@@ -92,6 +92,7 @@ from netstack.drivers.rss import (
     netdev_rss_key,
 )
 from netstack.errors import ConfigError
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial, csum_tcpudp_magic
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_ZLEN
 
@@ -273,8 +274,11 @@ class NicPriv:
                 if peer is not None and peer.carrier_up():
                     peer.deliver(frame)
 
+    @kernel("e1000_clean_tx_irq")
     def complete_tx(self, now: float) -> None:
         """TX completion interrupt: free skbs, BQL, wake the queue. Kernel: e1000_clean_tx_irq()."""
+        if TIMED:
+            spend("e1000_clean_tx_irq")
         tx_ring = self.tx_ring
         dev = self.dev
         pkts = nbytes = 0
@@ -349,8 +353,11 @@ class NicOps(NetDeviceOps):
         for ring in priv.rx_rings:
             ring.clear()
 
+    @kernel("e1000_xmit_frame")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Post *skb* on the TX ring. Kernel: e1000_xmit_frame()."""
+        if TIMED:
+            spend("e1000_xmit_frame")
         priv: NicPriv = dev.priv
         txq = dev._tx[skb.queue_mapping]
         if len(priv.tx_ring) >= priv.tx_ring_size:
@@ -384,6 +391,7 @@ class NicOps(NetDeviceOps):
 NIC_OPS: Final = NicOps()
 
 
+@kernel("drivers/net/ethernet/intel/ixgbe/ixgbe_ethtool.c")
 class NicEthtoolOps(EthtoolOps):
     """``ethtool -l/-L/-x/-X/-n/-N/-S`` for the NIC: RX channels, RSS and statistics.
 
@@ -395,6 +403,7 @@ class NicEthtoolOps(EthtoolOps):
     supports_stats = True
     supports_coalesce = True
 
+    @kernel("ixgbe_get_channels")
     def get_channels(self, dev: NetDevice) -> EthtoolChannels:
         """RX-only channels (one TX queue). Kernel: ixgbe_get_channels()."""
         priv: NicPriv = dev.priv
@@ -402,6 +411,7 @@ class NicEthtoolOps(EthtoolOps):
             max_rx=NIC_MAX_QUEUES, max_tx=1, rx_count=len(priv.rx_rings), tx_count=1
         )
 
+    @kernel("ixgbe_set_channels")
     def set_channels(self, dev: NetDevice, ch: EthtoolChannels) -> None:
         """Kernel: ixgbe_set_channels()."""
         if ch.tx_count != 1:
@@ -411,11 +421,13 @@ class NicEthtoolOps(EthtoolOps):
         except ValueError as e:
             raise ConfigError(str(e), errno.EINVAL) from None
 
+    @kernel("ixgbe_get_rxfh")
     def get_rxfh(self, dev: NetDevice) -> tuple[list[int], bytes]:
         """Kernel: ixgbe_get_rxfh()."""
         rss = dev.priv.rss
         return list(rss.indir), rss.key
 
+    @kernel("ixgbe_set_rxfh")
     def set_rxfh(self, dev: NetDevice, indir: list[int] | None, key: bytes | None) -> None:
         """Kernel: ixgbe_set_rxfh()."""
         rss = dev.priv.rss
@@ -435,10 +447,12 @@ class NicEthtoolOps(EthtoolOps):
             rss.indir = list(indir)
             rss.indir_user_set = True
 
+    @kernel("ixgbe_get_rss_hash_opts")
     def get_rxfh_fields(self, dev: NetDevice, flow: str) -> int:
         """Kernel: ixgbe_get_rss_hash_opts()."""
         return int(dev.priv.rss.fields[flow])
 
+    @kernel("ixgbe_set_rss_hash_opt")
     def set_rxfh_fields(self, dev: NetDevice, flow: str, fields: int) -> None:
         """TCP must hash on the 4-tuple; UDP on 2 or 4; IP on the 2-tuple.
 
@@ -453,6 +467,7 @@ class NicEthtoolOps(EthtoolOps):
             raise ConfigError("", errno.EINVAL)
         dev.priv.rss.fields[flow] = fields
 
+    @kernel("ixgbe_get_coalesce")
     def get_coalesce(self, dev: NetDevice) -> dict[str, int]:
         """Kernel: ixgbe_get_coalesce()."""
         priv: NicPriv = dev.priv
@@ -461,6 +476,7 @@ class NicEthtoolOps(EthtoolOps):
             "tx-usecs": round(priv.tx_usecs * 1e6),
         }
 
+    @kernel("ixgbe_set_coalesce")
     def set_coalesce(self, dev: NetDevice, values: dict[str, int]) -> None:
         """Kernel: ixgbe_set_coalesce()."""
         priv: NicPriv = dev.priv
@@ -474,6 +490,7 @@ class NicEthtoolOps(EthtoolOps):
         if "tx-usecs" in values:
             priv.tx_usecs = values["tx-usecs"] * 1e-6
 
+    @kernel("ixgbe_get_ethtool_stats")
     def get_ethtool_stats(self, dev: NetDevice) -> list[tuple[str, int]]:
         """Device counters and per-queue ones. Kernel: ixgbe_get_ethtool_stats()."""
         priv: NicPriv = dev.priv
@@ -502,12 +519,15 @@ class NicEthtoolOps(EthtoolOps):
 NIC_ETHTOOL_OPS: Final = NicEthtoolOps()
 
 
+@kernel("e1000_clean_rx_irq", "ixgbe_rx_hash", "skb_record_rx_queue")
 def nic_poll(napi: Napi, budget: int) -> int:
     """Build skbs from one RX queue's ring and pass them up.
 
     Kernel: e1000_clean_rx_irq(); the hash and queue as ixgbe_rx_hash() and
     skb_record_rx_queue() set them.
     """
+    if TIMED:
+        spend("e1000_clean_rx_irq")
     dev = napi.dev
     priv: NicPriv = dev.priv
     q: int = napi.priv
@@ -624,6 +644,7 @@ def _nic_add_napi(priv: NicPriv, q: int) -> None:
     net.start_napi(napi)
 
 
+@kernel("net/ethtool/channels.c", "ethnl_set_channels", "ixgbe_set_channels")
 def nic_set_channels(dev: NetDevice, rx: int) -> None:
     """Change the number of RX queues (``ethtool -L DEV rx N``).
 

@@ -34,6 +34,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Final
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -81,6 +83,7 @@ FLOW_TYPES: Final = {
 _L4_FLOW: Final = {(4, 6): "tcp4", (4, 17): "udp4", (6, 6): "tcp6", (6, 17): "udp6"}
 
 
+@kernel("net/ethtool/ioctl.c", "netdev_rss_key_fill")
 def netdev_rss_key(net: Net) -> bytes:
     """The Net's RSS key, drawn once (kernel: the boot-time ``netdev_rss_key``).
 
@@ -121,6 +124,7 @@ def toeplitz_tables(key: bytes, nbytes: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tables)
 
 
+@kernel("tools/testing/selftests/net/toeplitz.c", "toeplitz")
 def toeplitz(key: bytes, data: bytes | bytearray) -> int:
     """The Toeplitz hash of *data* under *key*, bit by bit (the reference form).
 
@@ -136,6 +140,7 @@ def toeplitz(key: bytes, data: bytes | bytearray) -> int:
     return h
 
 
+@kernel("include/linux/ethtool.h", "ethtool_rxfh_indir_default")
 def ethtool_rxfh_indir_default(index: int, n_rx_rings: int) -> int:
     """The default indirection: round robin over the rings.
 

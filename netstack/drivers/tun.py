@@ -52,6 +52,7 @@ from netstack.core.netdevice import (
     NetDeviceOps,
 )
 from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff, consume_skb
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_fold, csum_partial
 
 __all__ = [
@@ -94,9 +95,11 @@ class TunPriv:
         self.set_features = 0
 
 
+@kernel("drivers/net/tun.c")
 class TunOps(NetDeviceOps):
     """Kernel: drivers/net/tun.c, tun_netdev_ops."""
 
+    @kernel("drivers/net/tun.c", "tun_net_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Hand the skb to the reader as one IP packet.
 
@@ -121,6 +124,7 @@ class TunOps(NetDeviceOps):
             reader(bytes(packet), trio.current_time())
         return NETDEV_TX_OK
 
+    @kernel("drivers/net/tun.c", "tun_net_fix_features")
     def ndo_fix_features(self, dev: NetDevice, features: int) -> int:
         """Kernel: drivers/net/tun.c, tun_net_fix_features()."""
         priv: TunPriv = dev.priv
@@ -130,6 +134,7 @@ class TunOps(NetDeviceOps):
 TUN_OPS: Final = TunOps()
 
 
+@kernel("drivers/net/tun.c", "tun_net_init")
 def tun_net_init(dev: NetDevice) -> None:
     """A point-to-point TUN device.
 
@@ -145,6 +150,7 @@ def tun_net_init(dev: NetDevice) -> None:
     dev.tx_queue_len = TUN_READQ_SIZE
 
 
+@kernel("drivers/net/tun.c", "tun_set_iff")
 def tun_newlink(net: Net, name: str = "tun%d", *, reader: TunReader | None = None) -> NetDevice:
     """Create and register a tun device (down), as ``TUNSETIFF`` with
     ``IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`` does.
@@ -163,6 +169,7 @@ def tun_newlink(net: Net, name: str = "tun%d", *, reader: TunReader | None = Non
     return dev
 
 
+@kernel("drivers/net/tun.c", "set_offload")
 def tun_set_offload(dev: NetDevice, arg: int) -> None:
     """``ioctl(TUNSETOFFLOAD, arg)``.
 
@@ -184,6 +191,7 @@ def tun_set_offload(dev: NetDevice, arg: int) -> None:
     dev.features = TUN_OPS.ndo_fix_features(dev, wanted)
 
 
+@kernel("drivers/net/tun.c", "tun_get_user", "tun_rx_batched")
 def tun_write(dev: NetDevice, packet: bytes | bytearray, *, gso_size: int = 0) -> bool:
     """``write()`` one IP packet into the stack; False if it was dropped.
 

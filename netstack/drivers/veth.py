@@ -71,6 +71,7 @@ from netstack.core.netdevice import (
 )
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.drivers.common import eth_random_addr
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU
 
 __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
@@ -110,6 +111,7 @@ class VethPriv:
 class VethOps(NetDeviceOps):
     """Kernel: veth_netdev_ops."""
 
+    @kernel("veth_open")
     def ndo_open(self, dev: NetDevice) -> None:
         """Carrier on both ends once both are up. Kernel: veth_open()."""
         peer = dev.priv.peer
@@ -117,6 +119,7 @@ class VethOps(NetDeviceOps):
             netif_carrier_on(dev)
             netif_carrier_on(peer)
 
+    @kernel("veth_close")
     def ndo_stop(self, dev: NetDevice) -> None:
         """Kernel: veth_close()."""
         netif_carrier_off(dev)
@@ -124,8 +127,11 @@ class VethOps(NetDeviceOps):
         if peer is not None:
             netif_carrier_off(peer)
 
+    @kernel("veth_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Forward to the peer's ring. Kernel: veth_xmit()."""
+        if TIMED:
+            spend("veth_xmit")
         priv: VethPriv = dev.priv
         rcv = priv.peer
         if rcv is None or skb.tail - skb.data < ETH_HLEN:
@@ -158,6 +164,7 @@ class VethOps(NetDeviceOps):
             napi.schedule()
         return NETDEV_TX_OK
 
+    @kernel("veth_get_stats64")
     def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
         """The peer's tx counters are this end's rx ones. Kernel: veth_get_stats64()."""
         priv: VethPriv = dev.priv
@@ -183,8 +190,11 @@ class VethOps(NetDeviceOps):
 VETH_OPS: Final = VethOps()
 
 
+@kernel("veth_poll")
 def veth_poll(napi: Napi, budget: int) -> int:
     """Drain the ring into the stack; wake the peer's stopped queue. Kernel: veth_poll()."""
+    if TIMED:
+        spend("veth_poll")
     dev = napi.dev
     priv: VethPriv = dev.priv
     ring = priv.ring
@@ -200,6 +210,7 @@ def veth_poll(napi: Napi, budget: int) -> int:
     return done
 
 
+@kernel("drivers/net/veth.c", "veth_setup")
 def veth_setup(dev: NetDevice) -> None:
     """Kernel: drivers/net/veth.c, veth_setup()."""
     ether_setup(dev)
@@ -226,6 +237,7 @@ def _alloc(net: Net, name: str, addr: bytes | None) -> NetDevice:
     return dev
 
 
+@kernel("drivers/net/veth.c", "veth_newlink")
 def veth_newlink(
     net: Net,
     name: str,

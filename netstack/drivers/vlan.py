@@ -84,6 +84,7 @@ from netstack.core.vlan_core import (
     VlanInfo,
 )
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -122,6 +123,7 @@ class VlanHeaderOps(EthHeaderOps):
 class VlanOps(NetDeviceOps):
     """Kernel: vlan_netdev_ops."""
 
+    @kernel("vlan_dev_open")
     def ndo_open(self, dev: NetDevice) -> None:
         """Kernel: vlan_dev_open() (ENETDOWN while the real device is down)."""
         vlan: VlanDevPriv = dev.priv
@@ -133,10 +135,12 @@ class VlanOps(NetDeviceOps):
         else:
             netif_carrier_off(dev)
 
+    @kernel("vlan_dev_stop")
     def ndo_stop(self, dev: NetDevice) -> None:
         """Kernel: vlan_dev_stop()."""
         netif_carrier_off(dev)
 
+    @kernel("vlan_dev_hard_start_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Tag and hand to the real device. Kernel: vlan_dev_hard_start_xmit()."""
         vlan: VlanDevPriv = dev.priv
@@ -163,6 +167,7 @@ class VlanOps(NetDeviceOps):
         real: NetDevice = dev.priv.real_dev
         return real.ifindex
 
+    @kernel("vlan_dev_get_stats64")
     def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
         """Kernel: vlan_dev_get_stats64()."""
         vlan: VlanDevPriv = dev.priv
@@ -174,6 +179,7 @@ class VlanOps(NetDeviceOps):
         stats.tx_dropped += vlan.tx_dropped
         stats.rx_errors += vlan.rx_errors
 
+    @kernel("vlan_dev_change_mtu")
     def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
         """Kernel: vlan_dev_change_mtu() (not above the real device's)."""
         real: NetDevice = dev.priv.real_dev
@@ -186,6 +192,7 @@ class VlanOps(NetDeviceOps):
 VLAN_OPS: Final = VlanOps()
 
 
+@kernel("net/8021q/vlan_dev.c", "vlan_setup")
 def vlan_setup(dev: NetDevice) -> None:
     """Kernel: net/8021q/vlan_dev.c, vlan_setup()."""
     ether_setup(dev)
@@ -196,6 +203,7 @@ def vlan_setup(dev: NetDevice) -> None:
     dev.broadcast = bytes(6)
 
 
+@kernel("net/8021q/vlan_dev.c", "vlan_dev_init")
 def vlan_dev_init(dev: NetDevice, real: NetDevice) -> None:
     """Inherit from the real device. Kernel: net/8021q/vlan_dev.c, vlan_dev_init()."""
     vlan: VlanDevPriv = dev.priv
@@ -227,6 +235,7 @@ def vlan_dev_init(dev: NetDevice, real: NetDevice) -> None:
         dev.hard_header_len = real.hard_header_len + VLAN_HLEN
 
 
+@kernel("net/8021q/vlan_netlink.c", "vlan_validate", "vlan_newlink", "vlan.c", "register_vlan_dev")
 def vlan_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) -> NetDevice:
     """``ip link add link DEV name NAME type vlan id VID [protocol …]``.
 
@@ -283,6 +292,7 @@ def vlan_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) -> N
     return dev
 
 
+@kernel("vlan_changelink")
 def vlan_changelink(dev: NetDevice, data: Any, tb: dict[str, Any]) -> None:
     """``ip link set eth0.10 type vlan reorder_hdr off …``. Kernel: vlan_changelink()."""
     parms: VlanParms = data
@@ -296,6 +306,7 @@ def vlan_changelink(dev: NetDevice, data: Any, tb: dict[str, Any]) -> None:
         vlan.egress_priority_map[frm & 0xF] = (to & 7) << 13
 
 
+@kernel("net/8021q/vlan.c", "unregister_vlan_dev")
 def unregister_vlan_dev(dev: NetDevice) -> None:
     """Kernel: net/8021q/vlan.c, unregister_vlan_dev()."""
     vlan: VlanDevPriv = dev.priv
@@ -307,6 +318,7 @@ def unregister_vlan_dev(dev: NetDevice) -> None:
     unregister_netdevice(dev)
 
 
+@kernel("vlan.c", "vlan_device_event")
 def vlan_device_event(event: int, dev: NetDevice) -> None:
     """The real device changed: its VLAN devices follow. Kernel: vlan.c, vlan_device_event()."""
     info: VlanInfo | None = dev.vlan_info
@@ -337,6 +349,7 @@ def vlan_device_event(event: int, dev: NetDevice) -> None:
             unregister_vlan_dev(v)
 
 
+@kernel("vlan_netlink.c", "vlan_fill_info")
 def vlan_fill_info(dev: NetDevice) -> VlanParms:
     """What ``ip -d link`` shows. Kernel: vlan_netlink.c, vlan_fill_info()."""
     vlan: VlanDevPriv = dev.priv
@@ -350,6 +363,7 @@ def vlan_fill_info(dev: NetDevice) -> VlanParms:
     )
 
 
+@kernel("net/8021q/vlan.c", "vlan_proto_init")
 def vlan_init_net(net: Net) -> None:
     """The ``8021q`` module's per-Net init. Kernel: net/8021q/vlan.c, vlan_proto_init()."""
     net.register_netdevice_notifier(vlan_device_event)

@@ -52,6 +52,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_add, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -228,6 +229,7 @@ class GroNode:
         self.flush_old = 0
 
     # -- napi_gro_receive ------------------------------------------------------------
+    @kernel("net/core/gro.c", "dev_gro_receive")
     def receive(self, napi: Napi, skb: SkBuff) -> int:
         """Merge, hold or pass up *skb*. Kernel: net/core/gro.c, dev_gro_receive()."""
         self.received += 1
@@ -286,6 +288,7 @@ class GroNode:
         self.held += 1
         return GRO_HELD
 
+    @kernel("net/core/gro.c", "napi_gro_complete")
     def napi_gro_complete(self, skb: SkBuff) -> None:
         """Finish a held skb and pass it up. Kernel: net/core/gro.c, napi_gro_complete()."""
         cb: NapiGroCb = skb.cb
@@ -306,6 +309,7 @@ class GroNode:
         skb.cb = None
         napi_gro_normal(skb)
 
+    @kernel("net/core/gro.c", "napi_gro_flush", "__napi_gro_flush_chain")
     def flush(self, napi: Napi, flush_old: bool) -> None:
         """Complete held skbs, oldest first (only old ones if *flush_old*).
 
@@ -339,11 +343,13 @@ class GroNode:
         return GroStats(*(getattr(self, name) for name in _STAT_NAMES))
 
 
+@kernel("include/net/gro.h", "gro_normal_one")
 def napi_gro_normal(skb: SkBuff) -> None:
     """Pass an skb up unmerged. Kernel: include/net/gro.h, gro_normal_one()."""
     netif_receive_skb(skb)
 
 
+@kernel("net/core/gro.c", "gro_list_prepare")
 def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
     """Mark which held skbs may be the same flow as *skb*.
 
@@ -368,6 +374,7 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
         pcb.same_flow = int(pm < 0 or p.buf[pm : pm + maclen] == mh)
 
 
+@kernel("include/net/gro.h", "call_gro_receive")
 def call_gro_receive(fn: object, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Call a nested ``gro_receive``, refusing beyond ``GRO_RECURSION_LIMIT``.
 
@@ -381,6 +388,7 @@ def call_gro_receive(fn: object, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     return fn(head, skb)  # type: ignore[operator, no-any-return]
 
 
+@kernel("net/core/gro.c", "skb_gro_receive")
 def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     """Append *skb*'s payload (from its GRO offset) to the held skb *p*.
 
@@ -411,6 +419,7 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("include/net/gro.h", "__skb_gro_checksum_validate", "__skb_gro_checksum_complete")
 def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     """Check an L4 checksum during GRO; True if it is good (or need not be checked).
 
@@ -442,6 +451,7 @@ def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     return True
 
 
+@kernel("include/linux/skbuff.h", "__skb_incr_checksum_unnecessary")
 def _incr_csum_unnecessary(skb: SkBuff, cb: NapiGroCb) -> None:
     """Kernel: include/linux/skbuff.h, __skb_incr_checksum_unnecessary()."""
     if skb.ip_summed == CHECKSUM_UNNECESSARY:
@@ -452,6 +462,7 @@ def _incr_csum_unnecessary(skb: SkBuff, cb: NapiGroCb) -> None:
         skb.csum_level = 0
 
 
+@kernel("net/core/gro.c", "gro_init")
 def gro_init(net: Net) -> None:
     """Give every NAPI instance of *net* a GRO engine (kernel: ``netif_napi_add``).
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from netstack.core.net import PacketOffload
 from netstack.gro.core import NapiGroCb, call_gro_receive
 from netstack.gro.segment import skb_gso_cb
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_TEB
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["eth_gro_complete", "eth_gro_receive", "eth_offload_init", "teb_gso_segment"]
 
 
+@kernel("net/ethernet/eth.c", "eth_gro_receive")
 def eth_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an Ethernet header inside a tunnel and the packet it carries.
 
@@ -76,6 +78,7 @@ def eth_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
+@kernel("net/ethernet/eth.c", "eth_gro_complete")
 def eth_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     """Kernel: net/ethernet/eth.c, eth_gro_complete()."""
     eh = skb.data + nhoff
@@ -88,6 +91,7 @@ def eth_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     return int(ptype.gro_complete(skb, nhoff + ETH_HLEN))
 
 
+@kernel("net/core/dev.c", "__skb_network_protocol", "skb_mac_gso_segment")
 def teb_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a tunnelled Ethernet frame: skip its header, cut what it carries.
 
@@ -111,6 +115,7 @@ def teb_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
     return segs
 
 
+@kernel("net/ethernet/eth.c", "eth_offload_init")
 def eth_offload_init(net: Net) -> None:
     """Register ``eth_packet_offload`` for ``ETH_P_TEB`` (built in, at boot).
 

@@ -24,6 +24,7 @@ from typing import Final
 
 from netstack.core.features import can_checksum_protocol
 from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
+from netstack.sites import TIMED, kernel, spend
 
 __all__ = ["GSO_BY_FRAGS", "SkbGsoCb", "csum_len_adjust", "skb_gso_cb", "skb_segment"]
 
@@ -43,6 +44,7 @@ class SkbGsoCb:
         self.encap_level = 0
 
 
+@kernel("SKB_GSO_CB")
 def skb_gso_cb(skb: SkBuff) -> SkbGsoCb:
     """The skb's GSO scratch, created on first use. Kernel: SKB_GSO_CB()."""
     cb = skb.cb
@@ -65,6 +67,7 @@ def csum_len_adjust(check: int, oldlen: int, newlen: int) -> int:
     return (s & 0xFFFF) + (s >> 16)
 
 
+@kernel("net/core/skbuff.c", "skb_segment")
 def skb_segment(head_skb: SkBuff, features: int, proto: int) -> SkBuff | None:
     """Cut *head_skb* (``data`` at its payload) into ``gso_size`` segments.
 
@@ -76,6 +79,8 @@ def skb_segment(head_skb: SkBuff, features: int, proto: int) -> SkBuff | None:
 
     Kernel: net/core/skbuff.c, skb_segment().
     """
+    if TIMED:
+        spend("skb_segment")
     mss = head_skb.gso_size
     mac = head_skb.mac_header
     data = head_skb.data

@@ -32,6 +32,7 @@ from netstack.core.features import NETIF_F_GSO_ROBUST, SKB_GSO_DODGY, net_gso_ok
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import NapiGroCb, skb_gro_receive
 from netstack.gro.segment import csum_len_adjust, skb_segment
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_fold, csum_partial
 
 __all__ = ["tcp_gro_complete", "tcp_gro_receive", "tcp_gso_segment"]
@@ -53,6 +54,7 @@ _FINAL_FLAGS: Final = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN 
 SKB_GSO_TCP_ECN: Final = 1 << 2
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp_gro_receive")
 def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Try to merge the TCP segment *skb* into a held skb of its flow.
 
@@ -61,6 +63,8 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
     Kernel: net/ipv4/tcp_offload.c, tcp_gro_receive().
     """
+    if TIMED:
+        spend("tcp_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
@@ -130,6 +134,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp_gro_complete")
 def tcp_gro_complete(skb: SkBuff) -> None:
     """Turn a merged skb into a GSO skb the stack can take (or forward).
 
@@ -147,6 +152,7 @@ def tcp_gro_complete(skb: SkBuff) -> None:
         skb.inner_transport_header = th
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp_gso_segment")
 def tcp_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a TCP GSO skb whose ``data`` is at its TCP header.
 

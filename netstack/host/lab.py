@@ -40,7 +40,6 @@ from netstack.errors import TopologyError
 from netstack.host.faults import Partition
 from netstack.host.host import Host, mac_for
 from netstack.host.port import Port
-from netstack.host.sites import kernel_sites
 from netstack.socket import interpose, trio_socket
 from netstack.socket.resolver import Names, addresses_of
 
@@ -74,8 +73,6 @@ class Lab:
         self.timed = timed
         if timed is not None:
             timed.seed_trio()  # the set-up before measuring must repeat too
-            if not timed.sites:
-                timed.add_sites(kernel_sites())
         else:
             seed_trio_scheduler(seed)
         self.seed = seed

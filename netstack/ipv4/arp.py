@@ -61,6 +61,7 @@ from netstack.neigh.nud import (
     NUD_VALID,
     NeighParms,
 )
+from netstack.sites import kernel
 from netstack.wire.arp import (
     ARP_ETH_IP,
     ARP_ETH_IP_LEN,
@@ -114,6 +115,7 @@ def make_arp_tbl(ipv4: Ipv4) -> NeighTable:
     return NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
 
 
+@kernel("arp_constructor")
 def arp_constructor(
     ipv4: Ipv4, n: Neighbour, ops_generic: NeighOps, ops_hh: NeighOps, ops_direct: NeighOps
 ) -> bool:
@@ -142,6 +144,7 @@ def arp_constructor(
     return True
 
 
+@kernel("arp_create")
 def arp_create(
     op: int,
     ptype: int,
@@ -181,6 +184,7 @@ def arp_create(
     return skb
 
 
+@kernel("arp_send_dst", "arp_xmit")
 def arp_send(
     ipv4: Ipv4,
     op: int,
@@ -200,6 +204,7 @@ def arp_send(
     dev_queue_xmit(skb)
 
 
+@kernel("arp_solicit")
 def arp_solicit(ipv4: Ipv4, n: Neighbour, skb: SkBuff | None) -> None:
     """Send one request for *n* (broadcast, or unicast while PROBE). Kernel: arp_solicit()."""
     dev = n.dev
@@ -231,12 +236,14 @@ def arp_solicit(ipv4: Ipv4, n: Neighbour, skb: SkBuff | None) -> None:
     arp_send(ipv4, ARPOP_REQUEST, ETH_P_ARP, target, dev, saddr, dst_hw, dev.dev_addr, None)
 
 
+@kernel("arp_error_report")
 def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
     """Resolution failed for a queued packet: ICMP host unreachable. Kernel: arp_error_report()."""
     ipv4.ipv4_link_failure(skb)
     kfree_skb(skb, DropReason.NEIGH_FAILED)
 
 
+@kernel("net/ipv4/arp.c", "arp_rcv")
 def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
     if dev.flags & IFF_NOARP or skb.pkt_type in (PACKET_OTHERHOST, PACKET_LOOPBACK):
@@ -256,6 +263,7 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
     arp_process(ipv4, skb, dev)
 
 
+@kernel("net/ipv4/arp.c", "arp_process")
 def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process()."""
     in_dev = dev.ip_ptr
@@ -335,6 +343,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     consume_skb(skb)
 
 
+@kernel("arp_ignore")
 def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
     """Should a request for *tip* go unanswered? Kernel: arp_ignore()."""
     mode = in_dev.maxconf("arp_ignore")
@@ -349,6 +358,7 @@ def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
     return bool(mode == 8)
 
 
+@kernel("arp_accept")
 def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
     """Kernel: arp_accept()."""
     mode = in_dev.maxconf("arp_accept")
@@ -359,6 +369,7 @@ def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
     return any(ifa.match(sip) for ifa in in_dev.primaries())
 
 
+@kernel("inetdev_send_gratuitous_arp")
 def arp_send_gratuitous(ipv4: Ipv4, dev: NetDevice) -> None:
     """Announce every address of *dev* (``arping -U``, address change).
 

@@ -26,6 +26,7 @@ from netstack.ipv4.constants import (
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
 )
+from netstack.sites import kernel
 from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class InIfaddr:
     def prefix(self) -> int:
         return self.ifa_address & self.ifa_mask
 
+    @kernel("inet_ifa_match")
     def match(self, addr: int) -> bool:
         """Is *addr* in this address's subnet? Kernel: inet_ifa_match()."""
         return not ((addr ^ self.ifa_address) & self.ifa_mask)
@@ -218,6 +220,7 @@ class InDevice:
         return None
 
     # -- adding and deleting addresses ------------------------------------------------
+    @kernel("__inet_insert_ifa")
     def insert_ifa(self, ifa: InIfaddr) -> None:
         """Add an address. Kernel: __inet_insert_ifa()."""
         if ifa.ifa_local == 0:
@@ -240,6 +243,7 @@ class InDevice:
         self.ipv4.fib.fib_add_ifaddr(ifa)
         self.ipv4.notify_addr(ifa, added=True)
 
+    @kernel("__inet_del_ifa")
     def delete_ifa(self, ifa: InIfaddr) -> None:
         """Remove an address (and, without promote_secondaries, its secondaries).
 
@@ -275,6 +279,7 @@ class InDevice:
         self.ipv4.rt_cache_flush()
 
 
+@kernel("net/ipv4/devinet.c", "inet_select_addr")
 def inet_select_addr(ipv4: Ipv4, dev: NetDevice | None, dst: int, scope: int) -> int:
     """Choose a source address on *dev* for *dst* within *scope*.
 
@@ -305,6 +310,7 @@ def inet_select_addr(ipv4: Ipv4, dev: NetDevice | None, dst: int, scope: int) ->
     return 0
 
 
+@kernel("inet_ifa_byprefix")
 def inet_ifa_byprefix(in_dev: InDevice, prefix: int, mask: int) -> InIfaddr | None:
     """Kernel: inet_ifa_byprefix()."""
     for ifa in in_dev.primaries():

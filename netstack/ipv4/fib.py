@@ -54,6 +54,7 @@ from netstack.ipv4.constants import (
     RTNH_F_ONLINK,
     RTPROT_KERNEL,
 )
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ipv4 import (
     INADDR_BROADCAST,
     inet_make_mask,
@@ -269,6 +270,7 @@ class FibTable:
             bucket = level[dst] = []
         return bucket
 
+    @kernel("fib_table_insert")
     def insert(self, fa: FibAlias, nlflags: int) -> None:
         """Kernel: fib_table_insert()."""
         bucket = self._bucket(fa.dst, fa.dst_len, True)
@@ -296,6 +298,7 @@ class FibTable:
             i = len([o for o in bucket if (-o.tos, o.fi.priority) < key])
         bucket.insert(i, fa)
 
+    @kernel("fib_table_delete")
     def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
         """Remove the first alias *match* accepts; ESRCH if none. Kernel: fib_table_delete()."""
         bucket = self._bucket(dst, dst_len, False)
@@ -333,6 +336,7 @@ class FibTable:
                     self._prune(dst, dst_len)
         return n
 
+    @kernel("fib_table_lookup")
     def lookup(
         self,
         daddr: int,
@@ -341,6 +345,8 @@ class FibTable:
         ignore_linkdown: bool = False,
     ) -> FibAlias | None:
         """Longest-prefix match. Kernel: fib_table_lookup()."""
+        if TIMED:
+            spend("fib_table_lookup")
         by_len = self.by_len
         for plen in self.lens:
             bucket = by_len[plen].get(daddr & MASKS[plen])
@@ -402,6 +408,7 @@ class Fib:
             t = self.tables[table_id] = FibTable(table_id)
         return t
 
+    @kernel("fib_lookup")
     def lookup(self, daddr: int, oif: int = 0, scope: int = RT_SCOPE_UNIVERSE) -> FibResult | None:
         """Walk the rules (local, main, default). Kernel: fib_lookup()."""
         ignore_linkdown = False
@@ -419,6 +426,7 @@ class Fib:
                 return res
         return None
 
+    @kernel("inet_addr_type")
     def inet_addr_type(self, addr: int, dev: NetDevice | None = None) -> int:
         """RTN_LOCAL / BROADCAST / MULTICAST / UNICAST of *addr*. Kernel: inet_addr_type()."""
         if ipv4_is_zeronet(addr) or ipv4_is_lbcast(addr):
@@ -431,6 +439,7 @@ class Fib:
         return RTN_UNICAST
 
     # -- configuration -----------------------------------------------------------------------
+    @kernel("fib_create_info", "fib_table_insert")
     def add_route(self, cfg: RouteConfig) -> FibAlias:
         """``ip route add|replace|append``. Kernel: fib_create_info() + fib_table_insert()."""
         if cfg.dst & ~MASKS[cfg.dst_len]:
@@ -474,6 +483,7 @@ class Fib:
         self.changed()
         return fa
 
+    @kernel("fib_create_info", "fib_check_nh_v4_gw", "_nongw")
     def _check_nh(self, cfg: RouteConfig) -> FibNh:
         """Validate the nexthop. Kernel: fib_create_info() / fib_check_nh_v4_gw() / _nongw()."""
         dev = cfg.dev
@@ -523,6 +533,7 @@ class Fib:
         if not nh.dev.carrier:
             nh.flags |= RTNH_F_LINKDOWN
 
+    @kernel("fib_table_delete")
     def delete_route(
         self,
         cfg: RouteConfig,
@@ -566,12 +577,14 @@ class Fib:
         self.changed()
         return fa
 
+    @kernel("rt_cache_flush")
     def changed(self) -> None:
         """Invalidate cached routes. Kernel: rt_cache_flush()."""
         self.changes += 1
         self.ipv4.rt_cache_flush()
 
     # -- routes that follow addresses (fib_frontend.c) -------------------------------
+    @kernel("fib_magic")
     def _magic(
         self,
         table_id: int,
@@ -623,11 +636,13 @@ class Fib:
                 )
             )
 
+    @kernel("fib_add_ifaddr")
     def fib_add_ifaddr(self, ifa: InIfaddr) -> None:
         """Kernel routes for a new address. Kernel: fib_add_ifaddr()."""
         self._ifaddr_routes(ifa, add=True)
         self.changed()
 
+    @kernel("fib_del_ifaddr")
     def fib_del_ifaddr(self, ifa: InIfaddr) -> None:
         """Kernel: fib_del_ifaddr()."""
         self._ifaddr_routes(ifa, add=False, force=True)
@@ -684,6 +699,7 @@ class Fib:
                     add,
                 )
 
+    @kernel("fib_netdev_event")
     def fib_netdev_up(self, dev: NetDevice) -> None:
         """Device up: add the routes of its addresses. Kernel: fib_netdev_event(NETDEV_UP)."""
         in_dev = dev.ip_ptr
@@ -694,6 +710,7 @@ class Fib:
         self.fib_sync_up(dev)
         self.changed()
 
+    @kernel("fib_sync_down_dev", "fib_flush")
     def fib_sync_down_dev(self, dev: NetDevice, unregister: bool) -> None:
         """Device down: drop routes through it, keep its local ones unless it goes away.
 
@@ -709,6 +726,7 @@ class Fib:
             )
         self.changed()
 
+    @kernel("fib_sync_down_dev", "fib_sync_up")
     def fib_sync_linkdown(self, dev: NetDevice, down: bool) -> None:
         """Carrier change: flag nexthops ``linkdown``.
 

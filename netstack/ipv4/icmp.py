@@ -36,6 +36,7 @@ from netstack.core.sock import IP_PMTUDISC_DONT
 from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_LOCAL, RTCF_MULTICAST, RTN_BROADCAST
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import Flowi4
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_fold, csum_partial, ip_compute_csum
 from netstack.wire.icmp import (
     ICMP_ADDRESS,
@@ -77,6 +78,7 @@ _I: Final = struct.Struct("!I")
 # ---------------------------------------------------------------------------
 
 
+@kernel("icmpv4_mask_allow")
 def icmpv4_mask_allow(ipv4: Ipv4, icmp_type: int, code: int) -> bool:
     """True if the type is never rate limited. Kernel: icmpv4_mask_allow()."""
     if icmp_type > NR_ICMP_TYPES:
@@ -86,6 +88,7 @@ def icmpv4_mask_allow(ipv4: Ipv4, icmp_type: int, code: int) -> bool:
     return not (1 << icmp_type) & ipv4.icmp_ratemask
 
 
+@kernel("icmp_global_allow")
 def icmp_global_allow(ipv4: Ipv4) -> bool:
     """The per-Net token bucket of icmp_msgs_per_sec. Kernel: icmp_global_allow()."""
     if ipv4.icmp_global_credit > 0:
@@ -104,6 +107,7 @@ def icmp_global_allow(ipv4: Ipv4) -> bool:
     return True
 
 
+@kernel("icmp_global_consume")
 def icmp_global_consume(ipv4: Ipv4) -> None:
     """Kernel: icmp_global_consume() (0 to 2 credits, at random)."""
     ncredits = ipv4.net.rng.randrange(3)
@@ -111,6 +115,7 @@ def icmp_global_consume(ipv4: Ipv4) -> None:
         ipv4.icmp_global_credit -= ncredits
 
 
+@kernel("inet_peer_xrlim_allow")
 def inet_peer_xrlim_allow(ipv4: Ipv4, daddr: int, timeout: int) -> bool:
     """Per-destination token bucket. Kernel: inet_peer_xrlim_allow()."""
     peer = ipv4.inet_getpeer(daddr)
@@ -127,6 +132,7 @@ def inet_peer_xrlim_allow(ipv4: Ipv4, daddr: int, timeout: int) -> bool:
     return rc
 
 
+@kernel("icmpv4_xrlim_allow")
 def icmpv4_xrlim_allow(ipv4: Ipv4, rt: Rtable, daddr: int, apply_ratelimit: bool) -> bool:
     """Kernel: icmpv4_xrlim_allow()."""
     if not apply_ratelimit:
@@ -147,6 +153,7 @@ def icmpv4_xrlim_allow(ipv4: Ipv4, rt: Rtable, daddr: int, apply_ratelimit: bool
 # ---------------------------------------------------------------------------
 
 
+@kernel("icmp_push_reply")
 def _icmp_push(
     ipv4: Ipv4,
     rt: Rtable,
@@ -158,6 +165,8 @@ def _icmp_push(
     tos: int,
 ) -> None:
     """Build and send one ICMP message. Kernel: icmp_push_reply()."""
+    if TIMED:
+        spend("icmp_push_reply")
     skb = _ip_output.ip_make_skb(
         ipv4,
         None,
@@ -185,11 +194,14 @@ def _icmp_push(
     _ip_output.ip_local_out(ipv4, skb)
 
 
+@kernel("net/ipv4/icmp.c", "__icmp_send")
 def icmp_send(ipv4: Ipv4, skb_in: SkBuff, icmp_type: int, code: int, info: int) -> None:
     """Send an ICMP error about *skb_in* to its source (the skb is not consumed).
 
     Kernel: net/ipv4/icmp.c, __icmp_send().
     """
+    if TIMED:
+        spend("__icmp_send")
     rt: Any = skb_in.dst
     if rt is None:
         return
@@ -257,6 +269,7 @@ def icmp_send(ipv4: Ipv4, skb_in: SkBuff, icmp_type: int, code: int, info: int) 
 # ---------------------------------------------------------------------------
 
 
+@kernel("skb_checksum_simple_validate")
 def _csum_ok(skb: SkBuff) -> bool:
     """Kernel: skb_checksum_simple_validate()."""
     if skb.ip_summed in (CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL):
@@ -267,8 +280,11 @@ def _csum_ok(skb: SkBuff) -> bool:
     return csum_fold(csum_partial(skb.buf, skb.data, skb.tail)) == 0
 
 
+@kernel("net/ipv4/icmp.c", "icmp_rcv")
 def icmp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive an ICMP message. Kernel: net/ipv4/icmp.c, icmp_rcv()."""
+    if TIMED:
+        spend("icmp_rcv")
     mib = ipv4.icmp_mib
     mib.InMsgs += 1
     if not _csum_ok(skb):
@@ -337,8 +353,11 @@ def icmp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("icmp_echo", "icmp_reply")
 def icmp_echo(ipv4: Ipv4, skb: SkBuff) -> bool:
     """Answer an echo request. Kernel: icmp_echo() / icmp_reply()."""
+    if TIMED:
+        spend("icmp_echo")
     if ipv4.icmp_echo_ignore_all:
         return True
     th = skb.transport_header
@@ -349,6 +368,7 @@ def icmp_echo(ipv4: Ipv4, skb: SkBuff) -> bool:
     return True
 
 
+@kernel("icmp_timestamp")
 def icmp_timestamp(ipv4: Ipv4, skb: SkBuff) -> bool:
     """Answer a timestamp request (RFC 792). Kernel: icmp_timestamp()."""
     if skb.tail - skb.data < 12:
@@ -362,10 +382,13 @@ def icmp_timestamp(ipv4: Ipv4, skb: SkBuff) -> bool:
     return True
 
 
+@kernel("icmp_reply")
 def icmp_reply(
     ipv4: Ipv4, skb: SkBuff, icmp_type: int, code: int, un: bytes, data: bytes | bytearray
 ) -> None:
     """Reply to a query from the address it was sent to. Kernel: icmp_reply()."""
+    if TIMED:
+        spend("icmp_reply")
     rt: Any = skb.dst
     buf = skb.buf
     nh = skb.network_header
@@ -391,6 +414,7 @@ def icmp_reply(
     _icmp_push(ipv4, rt2, fl4, icmp_type, code, un, data, tos)
 
 
+@kernel("icmp_unreach")
 def icmp_unreach(ipv4: Ipv4, skb: SkBuff) -> bool:
     """An error about a datagram we sent: tell its protocol. Kernel: icmp_unreach()."""
     buf = skb.buf
@@ -429,6 +453,7 @@ def icmp_unreach(ipv4: Ipv4, skb: SkBuff) -> bool:
     return True
 
 
+@kernel("icmp_redirect", "ip_do_redirect")
 def icmp_redirect(ipv4: Ipv4, skb: SkBuff) -> bool:
     """Learn a better first hop for a destination. Kernel: icmp_redirect() → ip_do_redirect()."""
     buf = skb.buf

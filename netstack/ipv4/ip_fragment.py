@@ -20,6 +20,7 @@ import struct
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.icmp import ICMP_EXC_FRAGTIME, ICMP_TIME_EXCEEDED
 from netstack.wire.ipv4 import IP_MF, IP_OFFSET
@@ -58,8 +59,11 @@ class IpFrags:
         self.queues: dict[tuple[int, int, int, int], Ipq] = {}
         self.mem = 0
 
+    @kernel("ip_defrag")
     def ip_defrag(self, skb: SkBuff) -> SkBuff | None:
         """Queue a fragment; return the whole datagram once complete. Kernel: ip_defrag()."""
+        if TIMED:
+            spend("ip_defrag")
         ipv4 = self.ipv4
         ip = ipv4.ip
         ip.ReasmReqds += 1
@@ -147,8 +151,11 @@ class IpFrags:
         self.mem -= q.mem
         q.frags = []
 
+    @kernel("ip_frag_reasm")
     def _reasm(self, q: Ipq) -> SkBuff:
         """Rebuild the datagram. Kernel: ip_frag_reasm()."""
+        if TIMED:
+            spend("ip_frag_reasm")
         first = q.frags[0][2]
         fb = first.buf
         nh = first.network_header
@@ -184,6 +191,7 @@ class IpFrags:
         self.ipv4.ip.ReasmOKs += 1
         return skb
 
+    @kernel("ip_expire")
     def ip_expire(self, q: Ipq) -> None:
         """The reassembly timer fired. Kernel: ip_expire()."""
         if self.queues.get(q.key) is not q:

@@ -38,6 +38,7 @@ from netstack.core.skbuff import (
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import RTCF_DOREDIRECT, RTN_BROADCAST, RTN_MULTICAST
 from netstack.ipv4.route import ip_route_input_noref
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -69,13 +70,17 @@ _II: Final = struct.Struct("!II")
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
 
 
+@kernel("rt_tos2priority")
 def rt_tos2priority(tos: int) -> int:
     """Kernel: rt_tos2priority()."""
     return IP_TOS2PRIO[(tos & 0x1E) >> 1]
 
 
+@kernel("ip_rcv", "ip_rcv_core")
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram. Kernel: ip_rcv() / ip_rcv_core()."""
+    if TIMED:
+        spend("ip_rcv")
     if skb.pkt_type == PACKET_OTHERHOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return
@@ -140,6 +145,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     ip_rcv_finish(ipv4, skb, dev)
 
 
+@kernel("ip_rcv_finish_core")
 def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     """Route the datagram and process its options. Kernel: ip_rcv_finish_core()."""
     buf = skb.buf
@@ -164,6 +170,7 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     rt.input(skb)
 
 
+@kernel("ip_rcv_options")
 def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
     """Check options; refuse source routing (accept_source_route=0). Kernel: ip_rcv_options()."""
     buf = skb.buf
@@ -191,8 +198,11 @@ def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
     return True
 
 
+@kernel("ip_local_deliver")
 def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     """Reassemble, then deliver to the transport protocol. Kernel: ip_local_deliver()."""
+    if TIMED:
+        spend("ip_local_deliver")
     buf = skb.buf
     nh = skb.network_header
     if ((buf[nh + 6] << 8) | buf[nh + 7]) & (IP_MF | IP_OFFSET):
@@ -203,6 +213,7 @@ def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_local_deliver_finish(ipv4, skb)
 
 
+@kernel("ip_protocol_deliver_rcu")
 def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
     """Pull the IP header and call the protocol handler. Kernel: ip_protocol_deliver_rcu()."""
     buf = skb.buf
@@ -229,6 +240,7 @@ def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("ip_exceeds_mtu")
 def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
     """Kernel: ip_exceeds_mtu()."""
     if skb.tail - skb.data <= mtu:
@@ -240,8 +252,11 @@ def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
     return not (skb.gso_size and skb_gso_validate_network_len(skb, mtu))
 
 
+@kernel("net/ipv4/ip_forward.c", "ip_forward")
 def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     """Forward a datagram routed through this host. Kernel: net/ipv4/ip_forward.c, ip_forward()."""
+    if TIMED:
+        spend("ip_forward")
     if skb.pkt_type != PACKET_HOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return 0

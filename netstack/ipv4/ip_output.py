@@ -28,6 +28,7 @@ from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PRO
 from netstack.core.xmit import skb_checksum_help
 from netstack.ipv4.constants import RTCF_BROADCAST, RTN_MULTICAST
 from netstack.neigh.neighbour import neigh_confirm, neigh_output
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
@@ -70,8 +71,11 @@ class IpIdents:
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
 
+    @kernel("__ip_select_ident", "ip_idents_reserve")
     def reserve(self, daddr: int, saddr: int, protocol: int, segs: int) -> int:
         """Kernel: __ip_select_ident() → ip_idents_reserve()."""
+        if TIMED:
+            spend("__ip_select_ident")
         bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
         lines = self.lines
         if lines is not None:
@@ -94,6 +98,7 @@ class IpIdents:
         return (new - segs) & 0xFFFF
 
 
+@kernel("ip_select_ident_segs")
 def ip_select_ident(
     ipv4: Ipv4, buf: bytearray, off: int, sk: Sock | None, ignore_df: bool, segs: int = 1
 ) -> None:
@@ -110,6 +115,7 @@ def ip_select_ident(
     _H.pack_into(buf, off + 4, ident)
 
 
+@kernel("ip_dont_fragment")
 def ip_dont_fragment(sk: Sock | None, rt: Rtable) -> bool:
     """Kernel: ip_dont_fragment()."""
     if sk is None:
@@ -119,6 +125,7 @@ def ip_dont_fragment(sk: Sock | None, rt: Rtable) -> bool:
     )
 
 
+@kernel("ip_sk_ignore_df")
 def ip_sk_ignore_df(sk: Sock | None) -> bool:
     """Kernel: ip_sk_ignore_df()."""
     if sk is None:
@@ -126,6 +133,7 @@ def ip_sk_ignore_df(sk: Sock | None) -> bool:
     return sk.pmtudisc < IP_PMTUDISC_DO or sk.pmtudisc == IP_PMTUDISC_OMIT
 
 
+@kernel("net/ipv4/ip_output.c", "ip_make_skb", "__ip_make_skb")
 def ip_make_skb(
     ipv4: Ipv4,
     sk: Sock | None,
@@ -149,6 +157,8 @@ def ip_make_skb(
 
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
+    if TIMED:
+        spend("ip_make_skb")
     dev = rt.dev
     assert dev is not None
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
@@ -208,11 +218,14 @@ def ip_make_skb(
     return skb
 
 
+@kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out")
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
     """
+    if TIMED:
+        spend("ip_local_out")
     buf = skb.buf
     nh = skb.network_header
     _H.pack_into(buf, nh + 2, skb.tail - nh)  # tot_len
@@ -224,8 +237,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     return int(skb.dst.output(skb))  # type: ignore[union-attr]  # dst_output()
 
 
+@kernel("net/ipv4/ip_output.c", "ip_output")
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    if TIMED:
+        spend("ip_output")
     dst: Any = skb.dst
     ipv4.ip.OutTransmits += 1
     ipv4.ipext.OutOctets += skb.tail - skb.data
@@ -234,6 +250,7 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_finish_output(ipv4, skb)
 
 
+@kernel("ip_mc_output")
 def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Broadcast/multicast output: loop a copy back to this host. Kernel: ip_mc_output()."""
     rt: Any = skb.dst
@@ -246,6 +263,7 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_output(ipv4, skb)
 
 
+@kernel("dev_loopback_xmit")
 def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
     """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
     skb.make_writable()
@@ -259,11 +277,14 @@ def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
     netif_rx(skb)
 
 
+@kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
 
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
     """
+    if TIMED:
+        spend("ip_finish_output")
     dst = skb.dst
     assert dst is not None
     mtu = dst.mtu()
@@ -274,8 +295,11 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_finish_output2(ipv4, skb)
 
 
+@kernel("net/ipv4/ip_output.c", "ip_fragment")
 def ip_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Refuse (DF) or fragment. Kernel: net/ipv4/ip_output.c, ip_fragment()."""
+    if TIMED:
+        spend("ip_fragment")
     buf = skb.buf
     nh = skb.network_header
     if buf[nh + 6] & 0x40 and not skb.ignore_df:
@@ -286,6 +310,7 @@ def ip_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     return ip_do_fragment(ipv4, skb, mtu)
 
 
+@kernel("ip_options_fragment")
 def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
     """Replace options that are not copied into fragments by NOOPs.
 
@@ -311,11 +336,14 @@ def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
         i += olen
 
 
+@kernel("net/ipv4/ip_output.c", "ip_do_fragment")
 def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Cut *skb* into fragments of at most *mtu* bytes and send each.
 
     Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
     """
+    if TIMED:
+        spend("ip_do_fragment")
     if skb.ip_summed == CHECKSUM_PARTIAL and not skb_checksum_help(skb):
         kfree_skb(skb, DropReason.SKB_CSUM)
         ipv4.ip.FragFails += 1
@@ -380,11 +408,14 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     return err
 
 
+@kernel("net/ipv4/ip_output.c", "ip_finish_output2")
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
 
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().
     """
+    if TIMED:
+        spend("ip_finish_output2")
     rt: Any = skb.dst
     dev = rt.dev
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE

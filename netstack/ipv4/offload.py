@@ -48,6 +48,7 @@ from netstack.gro.core import (
 )
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_tcpudp_nofold, ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
@@ -72,11 +73,14 @@ _H: Final = struct.Struct("!H")
 _II: Final = struct.Struct("!II")
 
 
+@kernel("net/ipv4/af_inet.c", "inet_gro_receive")
 def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv4 header at the skb's GRO offset.
 
     Kernel: net/ipv4/af_inet.c, inet_gro_receive().
     """
+    if TIMED:
+        spend("inet_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
@@ -135,11 +139,14 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     return pp
 
 
+@kernel("net/ipv4/af_inet.c", "inet_gro_complete")
 def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     """Fix the IPv4 header of a merged skb, then let the transport finish.
 
     Kernel: net/ipv4/af_inet.c, inet_gro_complete().
     """
+    if TIMED:
+        spend("inet_gro_complete")
     buf = skb.buf
     iph = skb.data + nhoff
     proto = buf[iph + 9]
@@ -155,11 +162,14 @@ def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     return ops.gro_complete(skb, nhoff + 20)
 
 
+@kernel("net/ipv4/af_inet.c", "inet_gso_segment")
 def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb whose ``data`` is at its IPv4 header.
 
     Kernel: net/ipv4/af_inet.c, inet_gso_segment().
     """
+    if TIMED:
+        spend("inet_gso_segment")
     skb.network_header = skb.data
     mac = skb.mac_header if skb.mac_header >= 0 else skb.data
     nhoff = skb.network_header - mac
@@ -220,6 +230,7 @@ def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
     return segs
 
 
+@kernel("net/ipv4/af_inet.c", "ipip_gso_segment")
 def ipip_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment the inner IPv4 packet of an IPIP GSO skb (``SKB_GSO_IPXIP4``).
 
@@ -238,6 +249,7 @@ def ipip_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
 # -- TCP over IPv4 -------------------------------------------------------------------
 
 
+@kernel("include/net/gro.h", "inet_gro_compute_pseudo")
 def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """The pseudo-header sum for the L4 checksum check during GRO.
 
@@ -249,6 +261,7 @@ def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     return csum_tcpudp_nofold(saddr, daddr, skb.tail - cb.off, proto)
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp4_gro_receive")
 def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check the TCP checksum (unless the packet is flushed anyway), then merge.
 
@@ -263,6 +276,7 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return tcp_gro_receive(head, skb)
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp4_gro_complete")
 def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
     """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete()."""
     buf = skb.buf
@@ -277,6 +291,7 @@ def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
     return 0
 
 
+@kernel("net/ipv4/tcp_offload.c", "tcp4_gso_segment")
 def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment()."""
     if not skb.gso_type & SKB_GSO_TCPV4:
@@ -298,6 +313,7 @@ def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
 # -- UDP over IPv4 -------------------------------------------------------------------
 
 
+@kernel("net/ipv4/udp_offload.c", "udp4_gro_receive", "udp_gro_receive")
 def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """UDP GRO: only for tunnels' sockets (``gro_receive``); others flush.
 
@@ -345,6 +361,7 @@ def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     return pp
 
 
+@kernel("net/ipv4/udp_offload.c", "udp4_gro_complete", "udp_gro_complete")
 def udp4_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     """Finish a UDP-tunnel aggregate with the tunnel socket's own completion.
 
@@ -365,6 +382,7 @@ def udp4_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     return int(gro_complete(sk, skb, nhoff + 8))
 
 
+@kernel("net/ipv4/af_inet.c", "ipv4_offload_init")
 def ipv4_offload_init(ipv4: Ipv4) -> None:
     """Register the IPv4, TCP and UDP offloads on the Net.
 

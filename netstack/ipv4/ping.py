@@ -31,6 +31,7 @@ from netstack.core.sock import (
     sock_oserror,
 )
 from netstack.ipv4.udp import ICMP_ERR_CONVERT, UdpSock
+from netstack.sites import kernel
 from netstack.wire.checksum import ip_compute_csum
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -64,6 +65,7 @@ class PingSock(UdpSock):
     def __init__(self, ipv4: Ipv4) -> None:
         super().__init__(ipv4, SOCK_DGRAM, IPPROTO_ICMP)
 
+    @kernel("ping_bind")
     def bind(self, addr: int, port: int) -> None:
         """Bind an address and (optionally) the identifier. Kernel: ping_bind()."""
         ipv4 = self.ipv4
@@ -81,6 +83,7 @@ class PingSock(UdpSock):
         self.ipv4.ping_table.unhash(self)
         super(UdpSock, self).close()
 
+    @kernel("net/ipv4/ping.c", "ping_v4_sendmsg")
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
@@ -130,6 +133,7 @@ class PingSock(UdpSock):
         _ip_output.ip_local_out(ipv4, skb)
         return length
 
+    @kernel("ping_recvmsg")
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
@@ -169,6 +173,7 @@ class PingTable:
         self.ports: dict[int, list[PingSock]] = {}
         self.rover = 0
 
+    @kernel("ping_get_port")
     def get_port(self, sk: PingSock, ident: int) -> None:
         """Kernel: ping_get_port()."""
         if ident:
@@ -196,6 +201,7 @@ class PingTable:
             if not lst:
                 del self.ports[sk.inet_num]
 
+    @kernel("ping_lookup")
     def lookup(self, ident: int, saddr: int, daddr: int, dif: int) -> PingSock | None:
         """Kernel: ping_lookup()."""
         for sk in self.ports.get(ident, ()):
@@ -207,6 +213,7 @@ class PingTable:
         return None
 
 
+@kernel("ping_rcv")
 def ping_rcv(ipv4: Ipv4, skb: SkBuff) -> bool | None:
     """Deliver an echo reply to its socket. Kernel: ping_rcv()."""
     buf = skb.buf
@@ -223,6 +230,7 @@ def ping_rcv(ipv4: Ipv4, skb: SkBuff) -> bool | None:
     return None
 
 
+@kernel("ping_err")
 def ping_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
     """An ICMP error quotes one of our echo requests. Kernel: ping_err()."""
     buf = skb.buf

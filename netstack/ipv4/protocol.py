@@ -51,6 +51,7 @@ from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
 from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, MibSnapshot, UdpMib
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
@@ -136,6 +137,7 @@ class Ipv4:
         self.dst_forward = partial(_in.ip_forward, self)
 
     # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
+    @kernel("net/ipv4/protocol.c", "inet_add_offload")
     def inet_add_offload(self, proto: int, offload: NetOffload) -> None:
         """Register GRO/GSO callbacks for IP protocol *proto* (first one wins).
 
@@ -145,6 +147,7 @@ class Ipv4:
             raise ConfigError(f"IP protocol {proto} already has an offload", errno.EEXIST)
         self.inet_offloads[proto] = offload
 
+    @kernel("net/ipv4/protocol.c", "inet_del_offload")
     def inet_del_offload(self, proto: int, offload: NetOffload) -> None:
         """Kernel: net/ipv4/protocol.c, inet_del_offload()."""
         if self.inet_offloads.get(proto) is offload:
@@ -170,6 +173,7 @@ class Ipv4:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return 0
 
+    @kernel("ip_rt_bug")
     def ip_rt_bug(self, skb: SkBuff) -> int:
         """Output through an input route. Kernel: ip_rt_bug()."""
         self.net.log.warning("ip_rt_bug")
@@ -193,10 +197,12 @@ class Ipv4:
     def ping_rcv(self, skb: SkBuff) -> bool | None:
         return _ping.ping_rcv(self, skb)
 
+    @kernel("raw_local_deliver")
     def raw_local_deliver(self, skb: SkBuff, protocol: int) -> bool:
         """Copies to raw sockets (none in this foundation). Kernel: raw_local_deliver()."""
         return False
 
+    @kernel("raw_icmp_error")
     def raw_icmp_error(self, skb: SkBuff, protocol: int, info: int) -> None:
         """Kernel: raw_icmp_error()."""
 
@@ -210,12 +216,16 @@ class Ipv4:
             self._loopback = lo
         return lo
 
+    @kernel("rt_cache_flush")
     def rt_cache_flush(self) -> None:
         """Invalidate every cached route. Kernel: rt_cache_flush() (rt_genid_bump_ipv4)."""
         self.rt_genid += 1
 
+    @kernel("__ip_dev_find")
     def ip_dev_find(self, addr: int) -> NetDevice | None:
         """The device owning local address *addr*. Kernel: __ip_dev_find()."""
+        if TIMED:
+            spend("__ip_dev_find")
         ifas = self.inet_addr_lst.get(addr)
         if ifas:
             return ifas[0].dev
@@ -224,6 +234,7 @@ class Ipv4:
             return fa.fi.nh.dev
         return None
 
+    @kernel("inet_getpeer_v4")
     def inet_getpeer(self, daddr: int) -> InetPeer:
         """Kernel: inet_getpeer_v4()."""
         peer = self.peers.get(daddr)
@@ -237,6 +248,7 @@ class Ipv4:
         b = skb.buf
         return (b[nh + 12] << 24) | (b[nh + 13] << 16) | (b[nh + 14] << 8) | b[nh + 15]
 
+    @kernel("ip_handle_martian_source")
     def martian_source(self, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> None:
         """Kernel: ip_handle_martian_source()."""
         self.in_martian_src += 1
@@ -250,6 +262,7 @@ class Ipv4:
         if in_dev is not None and in_dev.orconf("log_martians"):
             self.net.log.info("martian_destination", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
+    @kernel("ipv4_sk_update_pmtu")
     def ipv4_sk_update_pmtu(self, sk: Sock, daddr: int, mtu: int) -> None:
         """An ICMP frag-needed for a socket's flow. Kernel: ipv4_sk_update_pmtu()."""
         rt = sk.dst_cache if sk.inet_daddr == daddr else None
@@ -263,6 +276,7 @@ class Ipv4:
         if own:
             rt.release()
 
+    @kernel("__ip_do_redirect")
     def ip_do_redirect(self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice) -> None:
         """Accept an ICMP redirect. Kernel: __ip_do_redirect()."""
         from netstack.ipv4.fib import FibNhException
@@ -283,6 +297,7 @@ class Ipv4:
         fnhe.rth = None
         self.rt_cache_flush()
 
+    @kernel("ip_rt_send_redirect")
     def ip_rt_send_redirect(self, skb: SkBuff) -> None:
         """Tell the sender of *skb* about a better first hop. Kernel: ip_rt_send_redirect()."""
         rt: Any = skb.dst
@@ -312,6 +327,7 @@ class Ipv4:
             raise ConfigError(f'Cannot find device "{dev.name}"', errno.ENODEV)
         return in_dev
 
+    @kernel("inet_rtm_newaddr")
     def add_address(
         self,
         dev: NetDevice,
@@ -343,6 +359,7 @@ class Ipv4:
         self.in_dev(dev).insert_ifa(ifa)
         return ifa
 
+    @kernel("inet_rtm_deladdr")
     def del_address(self, dev: NetDevice, local: int, prefixlen: int | None) -> None:
         """``ip addr del``. Kernel: inet_rtm_deladdr()."""
         in_dev = self.in_dev(dev)
@@ -364,14 +381,18 @@ class Ipv4:
         for fn in self.addr_listeners:
             fn(ifa, added)
 
+    @kernel("fib_validate_source")
     def fib_validate_source(self, saddr: int, dev: NetDevice, in_dev: InDevice) -> int:
         """A packet arrived with one of our own addresses as source: martian
         unless ``accept_local``. Kernel: fib_validate_source() (rp_filter 0)."""
+        if TIMED:
+            spend("fib_validate_source")
         if in_dev.orconf("accept_local"):
             return 0
         return -errno.EINVAL if saddr in self.inet_addr_lst else 0
 
     # -- sockets -------------------------------------------------------------------------
+    @kernel("inet_create")
     def socket(self, sock_type: int, protocol: int) -> Sock:
         """Create a protocol socket. Kernel: inet_create() over inetsw."""
         if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
@@ -517,6 +538,7 @@ def _register_devconf(
             s.register_int(f"{prefix}.{f}", cnf, f)
 
 
+@kernel("net/ipv4/devinet.c", "inet_forward_change")
 def inet_forward_change(ipv4: Ipv4, on: int) -> None:
     """``net.ipv4.ip_forward`` / ``conf.all.forwarding``: every device follows.
 
@@ -683,6 +705,7 @@ def _register_globals(ipv4: Ipv4) -> None:
     _register_neigh(ipv4, "net.ipv4.neigh.default", None)
 
 
+@kernel("net/ipv4/af_inet.c", "inet_init")
 def inet_init(net: Net) -> Ipv4:
     """Install IPv4 on *net*. Kernel: net/ipv4/af_inet.c, inet_init()."""
     if net.ipv4 is not None:

@@ -54,6 +54,7 @@ from netstack.ipv4.constants import (
 )
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.fib import FIB_PROPS_ERROR, FibNh, FibNhException, FibResult
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_HOST_UNREACH,
@@ -170,10 +171,12 @@ class Rtable(DstEntry):
         if flags & RTCF_LOCAL:
             self.input = ipv4.dst_local_deliver
 
+    @kernel("rt_cache_valid")
     def valid(self) -> bool:
         """Still usable from a cache? Kernel: rt_cache_valid()."""
         return self.rt_genid == self.ipv4.rt_genid and self.obsolete == DST_OBSOLETE_FORCE_CHK
 
+    @kernel("ipv4_mtu")
     def mtu(self) -> int:
         """Kernel: ipv4_mtu()."""
         mtu = self.rt_pmtu
@@ -192,10 +195,12 @@ class Rtable(DstEntry):
                 mtu = 576
         return mtu if mtu < IP_MAX_MTU else IP_MAX_MTU
 
+    @kernel("rt_nexthop")
     def nexthop(self, daddr: int) -> int:
         """The address to resolve. Kernel: rt_nexthop()."""
         return self.rt_gw4 if self.rt_uses_gateway else daddr
 
+    @kernel("ip_rt_update_pmtu")
     def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
         """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu()."""
         if skb is None:
@@ -203,6 +208,7 @@ class Rtable(DstEntry):
         daddr = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
         ip_rt_update_pmtu(self.ipv4, self, daddr, mtu)
 
+    @kernel("ipv4_link_failure")
     def link_failure(self, skb: SkBuff) -> None:
         """Kernel: ipv4_link_failure()."""
         ipv4_link_failure(self.ipv4, skb)
@@ -213,6 +219,7 @@ class Rtable(DstEntry):
 # ---------------------------------------------------------------------------
 
 
+@kernel("rt_set_nexthop")
 def _rt_set_nexthop(
     rt: Rtable, daddr: int, res: FibResult | None, fnhe: FibNhException | None
 ) -> None:
@@ -244,6 +251,7 @@ def _find_exception(ipv4: Ipv4, nh: FibNh, daddr: int) -> FibNhException | None:
     return fnhe
 
 
+@kernel("__mkroute_output")
 def __mkroute_output(
     ipv4: Ipv4,
     res: FibResult | None,
@@ -254,6 +262,8 @@ def __mkroute_output(
     rtype: int,
 ) -> Rtable | int:
     """Build (or reuse) the rtable for an output flow. Kernel: __mkroute_output()."""
+    if TIMED:
+        spend("__mkroute_output")
     daddr = fl4.daddr
     if ipv4_is_loopback(fl4.saddr) and not dev_out.flags & IFF_LOOPBACK:
         return -errno.EINVAL
@@ -332,11 +342,14 @@ def ip_route_sock_flow(
     return rt, fl4
 
 
+@kernel("net/ipv4/route.c", "ip_route_output_key_hash_rcu")
 def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
     """Route a locally generated flow; fills ``fl4.saddr``. Returns an rtable or -errno.
 
     Kernel: net/ipv4/route.c, ip_route_output_key_hash_rcu().
     """
+    if TIMED:
+        spend("ip_route_output_key_hash_rcu")
     net = ipv4.net
     orig_oif = fl4.oif
     flags = 0
@@ -401,10 +414,13 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
     return __mkroute_output(ipv4, res, fl4, orig_oif, dev_out, flags, res.type)
 
 
+@kernel("ip_route_output")
 def ip_route_output(
     ipv4: Ipv4, daddr: int, saddr: int = 0, *, tos: int = 0, oif: int = 0, proto: int = 0
 ) -> Rtable | int:
     """Convenience wrapper. Kernel: ip_route_output()."""
+    if TIMED:
+        spend("ip_route_output")
     return ip_route_output_key(ipv4, Flowi4(daddr, saddr, oif=oif, tos=tos, proto=proto))
 
 
@@ -423,6 +439,7 @@ def _mkroute_input_local(
     return rt
 
 
+@kernel("net/ipv4/route.c", "ip_route_input_slow")
 def ip_route_input_noref(
     ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
 ) -> int:
@@ -430,6 +447,8 @@ def ip_route_input_noref(
 
     Kernel: net/ipv4/route.c, ip_route_input_slow().
     """
+    if TIMED:
+        spend("ip_route_input_slow")
     in_dev = dev.ip_ptr
     if in_dev is None:
         return -errno.EINVAL
@@ -513,8 +532,11 @@ def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
     return 0
 
 
+@kernel("ip_route_input_slow", "local_input")
 def _no_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, err: int) -> int:
     """Kernel: ip_route_input_slow(), the no_route / local_input(RTN_UNREACHABLE) path."""
+    if TIMED:
+        spend("ip_route_input_slow")
     rt = _mkroute_input_local(ipv4, dev, 0, RTN_UNREACHABLE, None)
     rt.rt_flags &= ~RTCF_LOCAL
     rt.input = ipv4.ip_error
@@ -532,6 +554,7 @@ def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
     return 0
 
 
+@kernel("__mkroute_input")
 def _mkroute_input(
     ipv4: Ipv4, skb: SkBuff, res: FibResult, in_dev_dev: NetDevice, daddr: int, saddr: int
 ) -> int:
@@ -569,6 +592,7 @@ def _mkroute_input(
     return 0
 
 
+@kernel("inet_addr_onlink")
 def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
     """Both addresses in a subnet of *dev*. Kernel: inet_addr_onlink()."""
     in_dev = dev.ip_ptr
@@ -582,6 +606,7 @@ def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip_error")
 def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
     """Input handler of unreachable/reject routes: count, maybe ICMP. Kernel: ip_error()."""
     rt = skb.dst
@@ -630,8 +655,11 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("__ip_rt_update_pmtu")
 def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     """Learn a smaller path MTU towards *daddr*. Kernel: __ip_rt_update_pmtu()."""
+    if TIMED:
+        spend("__ip_rt_update_pmtu")
     old_mtu = rt.mtu()
     lock = False
     if rt.metric_mtu and rt.metric_mtu_locked:
@@ -666,6 +694,7 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     rt.expires = fnhe.expires
 
 
+@kernel("ipv4_link_failure")
 def ipv4_link_failure(ipv4: Ipv4, skb: SkBuff) -> None:
     """The neighbour could not be resolved: tell the sender. Kernel: ipv4_link_failure()."""
     ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_HOST_UNREACH, 0)

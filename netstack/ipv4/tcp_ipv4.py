@@ -48,6 +48,7 @@ from netstack.core.skbuff import (
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -135,6 +136,7 @@ class Ipv4Specific:
         sk_setup_caps(sk, rt2)
         return rt2
 
+    @kernel("net/ipv4/af_inet.c", "inet_sk_rebuild_header")
     def rebuild_header(self, sk: TcpSock) -> int:
         """Kernel: net/ipv4/af_inet.c, inet_sk_rebuild_header()."""
         if self._route(sk) is None:
@@ -146,6 +148,7 @@ class Ipv4Specific:
         rt = sk.dst_cache
         return int(rt.mtu()) if rt is not None else 0
 
+    @kernel("net/ipv4/route.c", "ipv4_default_advmss")
     def advmss(self, sk: TcpSock) -> int:
         """Kernel: net/ipv4/route.c, ipv4_default_advmss()."""
         rt = sk.dst_cache
@@ -153,11 +156,14 @@ class Ipv4Specific:
         return max(mtu - 40, 256)
 
     # -- transmit -----------------------------------------------------------------------
+    @kernel("net/ipv4/ip_output.c", "__ip_queue_xmit")
     def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
         """Put an IPv4 header in front of the segment and send it.
 
         Kernel: net/ipv4/ip_output.c, __ip_queue_xmit().
         """
+        if TIMED:
+            spend("__ip_queue_xmit")
         rt = self._route(sk)
         if rt is None:
             self.ipv4.ip.OutNoRoutes += 1
@@ -178,6 +184,7 @@ class Ipv4Specific:
         skb.dst = rt.hold()
         return ip_local_out(self.ipv4, skb)
 
+    @kernel("net/ipv4/tcp_ipv4.c", "__tcp_v4_send_check")
     def send_check(self, sk: TcpSock, skb: SkBuff) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, __tcp_v4_send_check()."""
         th = skb.transport_header
@@ -192,6 +199,7 @@ class Ipv4Specific:
         skb.csum_offset = 16
 
     # -- connection set-up --------------------------------------------------------------
+    @kernel("net/ipv4/af_inet.c", "__inet_bind")
     def bind(self, sk: TcpSock, addr: int, port: int) -> None:
         """Kernel: net/ipv4/af_inet.c, __inet_bind()."""
         if sk.state != TCP_CLOSE or sk.inet_num:
@@ -212,6 +220,7 @@ class Ipv4Specific:
     def connect(self, sk: TcpSock, addr: int, port: int) -> None:
         tcp_v4_connect(self, sk, addr, port)
 
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_mtu_reduced")
     def mtu_reduced(self, sk: TcpSock) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_mtu_reduced()."""
         if sk.state in (TCP_LISTEN, TCP_CLOSE):
@@ -227,6 +236,7 @@ class Ipv4Specific:
             tcp_simple_retransmit(sk)
 
     # -- passive open -------------------------------------------------------------------
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_conn_request")
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_conn_request()."""
         rt: Any = skb.dst
@@ -235,6 +245,7 @@ class Ipv4Specific:
             return 0
         return tcp_conn_request(sk, skb, self)
 
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_init_req")
     def init_req(self, req: RequestSock, skb: SkBuff) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_init_req()."""
         saddr, daddr = _addrs(skb)
@@ -252,6 +263,7 @@ class Ipv4Specific:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
 
+    @kernel("net/ipv4/inet_connection_sock.c", "inet_csk_route_req")
     def route_req(self, req: RequestSock) -> Rtable | None:
         """Kernel: net/ipv4/inet_connection_sock.c, inet_csk_route_req()."""
         fl4 = Flowi4(
@@ -266,6 +278,7 @@ class Ipv4Specific:
         rt = self.ipv4.ip_route_output_key(fl4)
         return None if isinstance(rt, int) else rt
 
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_synack")
     def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_send_synack()."""
         rt: Any = dst if dst is not None else self.route_req(req)
@@ -307,6 +320,7 @@ class Ipv4Specific:
             skb.mark = sk.sk_mark
         return ip_local_out(self.ipv4, skb)
 
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_syn_recv_sock")
     def syn_recv_sock(
         self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
     ) -> TcpSock | None:
@@ -345,6 +359,7 @@ class Ipv4Specific:
         return newsk
 
     # -- replies without a socket ---------------------------------------------------------
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_reset")
     def send_reset(self, sk: Any, skb: SkBuff) -> None:
         """Answer *skb* with a RST (RFC 9293 §3.10.7.1).
 
@@ -368,6 +383,7 @@ class Ipv4Specific:
         self._reply(skb, seq, ack, rflags, 0, None, sk)
         self.tcp.mib.OutRsts += 1
 
+    @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_ack")
     def send_ack(
         self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
     ) -> None:
@@ -375,6 +391,7 @@ class Ipv4Specific:
         ts = (tsval, tsecr) if tsval >= 0 else None
         self._reply(skb, seq, ack, TCPHDR_ACK, win, ts, sk)
 
+    @kernel("ip_send_unicast_reply")
     def _reply(
         self,
         skb: SkBuff,
@@ -408,6 +425,7 @@ class Ipv4Specific:
         rt.release()
 
 
+@kernel("net/core/sock.c", "sk_setup_caps")
 def sk_setup_caps(sk: TcpSock, rt: Any) -> None:
     """What the route's device lets TCP build: GSO skbs or MSS-sized ones.
 
@@ -431,6 +449,7 @@ def sk_setup_caps(sk: TcpSock, rt: Any) -> None:
     sk.sk_route_caps = caps
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_connect")
 def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None:
     """Route, pick the source address and port, send the SYN.
 
@@ -482,6 +501,7 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
 # -- receive --------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_checksum_init", "tcp_checksum_complete")
 def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
     """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_checksum_init() + tcp_checksum_complete()."""
     s = skb.ip_summed
@@ -498,6 +518,7 @@ def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_fill_cb")
 def tcp_v4_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
     """TCP_SKB_CB from the header. Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_fill_cb()."""
     buf = skb.buf
@@ -512,11 +533,14 @@ def tcp_v4_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
     return tcb
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_rcv")
 def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     """Every TCP segment for this host starts here.
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_rcv().
     """
+    if TIMED:
+        spend("tcp_v4_rcv")
     mib = tcp.mib
     rt: Any = skb.dst
     if rt is not None and getattr(rt, "rt_type", 2) != 2 and skb.pkt_type != 0:
@@ -610,15 +634,21 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("tcp_v4_rcv")
 def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
     """Kernel: tcp_v4_rcv(), the no_tcp_socket label."""
+    if TIMED:
+        spend("tcp_v4_rcv")
     ipv4_ops(tcp).send_reset(None, skb)
     kfree_skb(skb, DropReason.NO_SOCKET)
     return 0
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_do_rcv")
 def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv()."""
+    if TIMED:
+        spend("tcp_v4_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
@@ -627,6 +657,7 @@ def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("inet_csk_reqsk_queue_drop")
 def req_unhash(tcp: Tcp, req: RequestSock) -> None:
     """Kernel: inet_csk_reqsk_queue_drop()."""
     from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
@@ -640,6 +671,7 @@ def ipv4_ops(tcp: Tcp) -> Ipv4Specific:
     return ops
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_err")
 def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
     """An ICMP error about one of our segments.
 
@@ -674,6 +706,7 @@ def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
     tcp_v4_err_state(sk, seq, icmp_type, code, info)
 
 
+@kernel("net/ipv4/af_inet.c", "inet_init", "tcp_v4_init")
 def tcp_v4_init(ipv4: Ipv4) -> Tcp:
     """Install TCP on an IPv4 Net: the shared state, the af_ops, the protocol handler.
 
@@ -685,6 +718,7 @@ def tcp_v4_init(ipv4: Ipv4) -> Tcp:
     return tcp
 
 
+@kernel("inet_create", "tcp_v4_init_sock")
 def tcp_v4_socket(ipv4: Ipv4) -> TcpSock:
     """A new IPv4 TCP socket. Kernel: inet_create() + tcp_v4_init_sock()."""
     tcp = tcp_init(ipv4.net)

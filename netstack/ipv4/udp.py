@@ -59,6 +59,7 @@ from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RT
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import (
     CSUM_MANGLED_0,
     csum_partial,
@@ -142,6 +143,7 @@ class UdpSock(Sock):
         return self.ipv4.ip_default_ttl
 
     # -- binding ----------------------------------------------------------------------
+    @kernel("inet_bind", "__inet_bind")
     def bind(self, addr: int, port: int) -> None:
         """Kernel: inet_bind() / __inet_bind()."""
         ipv4 = self.ipv4
@@ -164,6 +166,7 @@ class UdpSock(Sock):
         if not self.inet_num:
             self.ipv4.udp_table.get_port(self, 0)
 
+    @kernel("__udp_disconnect")
     def disconnect(self) -> None:
         """``connect(AF_UNSPEC)``. Kernel: __udp_disconnect()."""
         self.state = TCP_CLOSE
@@ -188,10 +191,13 @@ class UdpSock(Sock):
         return udp_sendmsg(self.ipv4, self, data, dest, flags)
 
     # -- receiving ----------------------------------------------------------------------------
+    @kernel("net/ipv4/udp.c", "udp_recvmsg")
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
         """Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        if TIMED:
+            spend("udp_recvmsg")
         if flags & MSG_ERRQUEUE:
             raise sock_oserror(EINVAL)
         ipv4 = self.ipv4
@@ -236,6 +242,7 @@ class UdpSock(Sock):
             return data, (saddr, sport), mflags, anc
 
 
+@kernel("net/ipv4/datagram.c", "__ip4_datagram_connect")
 def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
     """Route to the peer and remember it; also IPv4's half of an AF_INET6
     socket connecting to ``::ffff:a.b.c.d`` (dual stack).
@@ -280,6 +287,7 @@ def _udp_route(
     return rt2, fl4
 
 
+@kernel("net/ipv4/udp.c", "udp_sendmsg")
 def udp_sendmsg(
     ipv4: Ipv4,
     sk: Any,
@@ -292,6 +300,8 @@ def udp_sendmsg(
 
     Kernel: net/ipv4/udp.c, udp_sendmsg().
     """
+    if TIMED:
+        spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
     if sk.sk_err:
         raise sock_oserror(sk.sock_error())
     length = len(data)
@@ -379,6 +389,7 @@ def udp_sendmsg(
     return length
 
 
+@kernel("ip_local_error")
 def _udp_local_error(sk: Any, err: int, daddr: int, dport: int, info: int) -> None:
     """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
     if not sk.recverr:
@@ -399,6 +410,7 @@ def atype_is_bcast_or_mc(addr: int) -> bool:
     return ipv4_is_multicast(addr) or ipv4_is_lbcast(addr)
 
 
+@kernel("udp_lib_checksum_complete")
 def udp_csum_ok(skb: SkBuff) -> bool:
     """Verify on read unless already known good. Kernel: udp_lib_checksum_complete()."""
     s = skb.ip_summed
@@ -453,6 +465,7 @@ class UdpTable:
             return True
         return False
 
+    @kernel("udp_lib_get_port")
     def get_port(self, sk: UdpSock, port: int) -> None:
         """Bind *sk* to *port*, or to a free ephemeral port if 0. Kernel: udp_lib_get_port()."""
         if port:
@@ -481,8 +494,11 @@ class UdpTable:
             if not lst:
                 del self.ports[sk.inet_num]
 
+    @kernel("__udp4_lib_lookup", "compute_score")
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> UdpSock | None:
         """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
+        if TIMED:
+            spend("__udp4_lib_lookup")
         lst = self.ports.get(dport)
         if not lst:
             return None
@@ -510,6 +526,7 @@ class UdpTable:
                 best, best_score = sk, score
         return best
 
+    @kernel("__udp4_lib_mcast_deliver")
     def mcast_matches(
         self, saddr: int, sport: int, daddr: int, dport: int, dif: int
     ) -> list[UdpSock]:
@@ -531,8 +548,11 @@ class UdpTable:
         return [sk for lst in self.ports.values() for sk in lst]
 
 
+@kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
     """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    if TIMED:
+        spend("udp_queue_rcv_one_skb")
     if sk.dead:
         kfree_skb(skb, DropReason.NO_SOCKET)
         return
@@ -542,8 +562,11 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
+@kernel("net/ipv4/udp.c", "__udp4_lib_rcv")
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram. Kernel: net/ipv4/udp.c, __udp4_lib_rcv()."""
+    if TIMED:
+        spend("__udp4_lib_rcv")
     mib = ipv4.udp_mib
     buf = skb.buf
     th = skb.data
@@ -601,6 +624,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv4/udp.c", "__udp4_lib_err")
 def udp_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
     """An ICMP error quotes a datagram we sent. Kernel: net/ipv4/udp.c, __udp4_lib_err()."""
     buf = skb.buf

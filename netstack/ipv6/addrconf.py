@@ -96,6 +96,7 @@ from netstack.ipv6.constants import (
     RTPROT_KERNEL,
 )
 from netstack.ipv6.route import Fib6Config, Fib6Info, ip6_del_rt, ip6_route_add
+from netstack.sites import kernel
 from netstack.wire.icmpv6 import PREFIX_INFO
 from netstack.wire.ipv6 import (
     IN6ADDR_INTERFACELOCAL_ALLNODES,
@@ -219,6 +220,7 @@ IPV6_ADDR_LABELS: Final = (
 )
 
 
+@kernel("net/ipv6/addrlabel.c", "ipv6_addr_label")
 def ipv6_addr_label(addr: int) -> int:
     """The default policy table's label.
 
@@ -391,6 +393,7 @@ class Inet6Dev:
         return f"<Inet6Dev {self.dev.name}>"
 
 
+@kernel("ipv6_accept_ra")
 def ipv6_accept_ra(idev: Inet6Dev) -> bool:
     """RAs are accepted by hosts, and by routers only with accept_ra=2.
 
@@ -400,12 +403,14 @@ def ipv6_accept_ra(idev: Inet6Dev) -> bool:
     return cnf.accept_ra == 2 if cnf.forwarding else bool(cnf.accept_ra)
 
 
+@kernel("qdisc_tx_is_noop")
 def qdisc_tx_is_noop(dev: NetDevice) -> bool:
     """Kernel: qdisc_tx_is_noop()."""
     noop = dev.net.noop_qdisc
     return all(txq.qdisc is noop for txq in dev.tx_queues)
 
 
+@kernel("addrconf_link_ready")
 def addrconf_link_ready(dev: NetDevice) -> bool:
     """Up, operationally up and with a qdisc attached.
 
@@ -425,6 +430,7 @@ class Addrconf:
         self.dad_failures = 0
 
     # -- lookups --------------------------------------------------------------------------
+    @kernel("__in6_dev_get")
     def idev(self, dev: NetDevice | None) -> Inet6Dev | None:
         """Kernel: __in6_dev_get()."""
         if dev is None:
@@ -432,6 +438,7 @@ class Addrconf:
         idev: Inet6Dev | None = dev.ip6_ptr
         return idev
 
+    @kernel("ipv6_get_ifaddr")
     def ipv6_get_ifaddr(self, addr: int, dev: NetDevice | None, strict: bool) -> Inet6Ifaddr | None:
         """Kernel: ipv6_get_ifaddr()."""
         for ifp in self.addr_lst.get(addr, ()):
@@ -443,6 +450,7 @@ class Addrconf:
                 return ifp
         return None
 
+    @kernel("ipv6_chk_addr_and_flags")
     def ipv6_chk_addr(
         self,
         addr: int,
@@ -467,6 +475,7 @@ class Addrconf:
                 return True
         return False
 
+    @kernel("ipv6_get_lladdr")
     def ipv6_get_lladdr(self, dev: NetDevice, banned: int) -> int | None:
         """The device's (first configured) link-local address.
 
@@ -487,6 +496,7 @@ class Addrconf:
         return list(idev.addr_list) if idev is not None else []
 
     # -- source address selection (RFC 6724) ---------------------------------------------
+    @kernel("net/ipv6/addrconf.c", "ipv6_dev_get_saddr", "__ipv6_dev_get_saddr")
     def ipv6_dev_get_saddr(
         self, dst_dev: NetDevice | None, daddr: int, prefs: int = 0
     ) -> int | None:
@@ -541,6 +551,7 @@ class Addrconf:
         return best.addr if best is not None else None
 
     # -- devices --------------------------------------------------------------------------
+    @kernel("ipv6_add_dev")
     def ipv6_add_dev(self, dev: NetDevice) -> Inet6Dev | None:
         """Give *dev* its IPv6 state.
 
@@ -565,6 +576,7 @@ class Addrconf:
             self.ipv6_dev_mc_inc(dev, IN6ADDR_LINKLOCAL_ALLROUTERS)
         return idev
 
+    @kernel("ipv6_find_idev")
     def ipv6_find_idev(self, dev: NetDevice) -> Inet6Dev | None:
         """Kernel: ipv6_find_idev()."""
         idev = self.idev(dev)
@@ -572,6 +584,7 @@ class Addrconf:
             idev = self.ipv6_add_dev(dev)
         return idev
 
+    @kernel("addrconf_add_dev")
     def addrconf_add_dev(self, dev: NetDevice) -> Inet6Dev:
         """The device's IPv6 state and its ff00::/8 route.
 
@@ -587,6 +600,7 @@ class Addrconf:
         return idev
 
     # -- kernel routes ----------------------------------------------------------------------
+    @kernel("addrconf_prefix_route")
     def addrconf_prefix_route(
         self, pfx: int, plen: int, metric: int, dev: NetDevice, expires: int, flags: int
     ) -> None:
@@ -613,6 +627,7 @@ class Addrconf:
         except ConfigError:
             pass  # already there (EEXIST), as ip6_route_add's callers ignore
 
+    @kernel("addrconf_get_prefix_route")
     def addrconf_get_prefix_route(
         self, pfx: int, plen: int, dev: NetDevice, flags: int, noflags: int
     ) -> Fib6Info | None:
@@ -629,6 +644,7 @@ class Addrconf:
             return f
         return None
 
+    @kernel("addrconf_add_mroute")
     def addrconf_add_mroute(self, dev: NetDevice) -> None:
         """``multicast ff00::/8 dev DEV table local``.
 
@@ -650,6 +666,7 @@ class Addrconf:
         except ConfigError:
             pass
 
+    @kernel("addrconf_f6i_alloc")
     def addrconf_f6i_alloc(self, idev: Inet6Dev, addr: int, anycast: bool) -> Fib6Info:
         """The local (or anycast) /128 route of an address.
 
@@ -670,6 +687,7 @@ class Addrconf:
         )
         return ip6_route_info_create(self.ipv6, cfg)
 
+    @kernel("ip6_ins_rt")
     def ip6_ins_rt(self, f: Fib6Info) -> None:
         """Insert a prepared route (duplicates ignored).
 
@@ -685,6 +703,7 @@ class Addrconf:
         self.ipv6.fib6_changed(f)
 
     # -- multicast and anycast membership ----------------------------------------------------
+    @kernel("net/ipv6/mcast.c", "ipv6_dev_mc_inc")
     def ipv6_dev_mc_inc(self, dev: NetDevice, addr: int) -> None:
         """Join a group on *dev* (counted).
 
@@ -695,6 +714,7 @@ class Addrconf:
             return
         idev.mc_list[addr] = idev.mc_list.get(addr, 0) + 1
 
+    @kernel("__ipv6_dev_mc_dec")
     def ipv6_dev_mc_dec(self, idev: Inet6Dev, addr: int) -> None:
         """Kernel: __ipv6_dev_mc_dec()."""
         users = idev.mc_list.get(addr, 0)
@@ -703,6 +723,7 @@ class Addrconf:
         else:
             idev.mc_list[addr] = users - 1
 
+    @kernel("ipv6_chk_mcast_addr")
     def ipv6_chk_mcast_addr(self, dev: NetDevice, group: int, src: int = 0) -> bool:
         """Is this host a member of *group* on *dev*?
 
@@ -711,12 +732,14 @@ class Addrconf:
         idev = self.idev(dev)
         return idev is not None and group in idev.mc_list
 
+    @kernel("addrconf_join_solict")
     def addrconf_join_solict(self, dev: NetDevice, addr: int) -> None:
         """Kernel: addrconf_join_solict()."""
         if dev.flags & (IFF_LOOPBACK | IFF_NOARP):
             return
         self.ipv6_dev_mc_inc(dev, solicited_node(addr))
 
+    @kernel("addrconf_leave_solict")
     def addrconf_leave_solict(self, idev: Inet6Dev, addr: int) -> None:
         """Kernel: addrconf_leave_solict()."""
         if idev.dev.flags & (IFF_LOOPBACK | IFF_NOARP):
@@ -729,6 +752,7 @@ class Addrconf:
         addr = ifp.addr & prefix_mask(ifp.prefix_len)
         return addr or None
 
+    @kernel("addrconf_join_anycast")
     def addrconf_join_anycast(self, ifp: Inet6Ifaddr) -> None:
         """Routers answer for the subnet-router anycast address.
 
@@ -744,6 +768,7 @@ class Addrconf:
             self.ip6_ins_rt(f)
         idev.ac_list[addr] = (users + 1, f)
 
+    @kernel("addrconf_leave_anycast", "__ipv6_dev_ac_dec")
     def addrconf_leave_anycast(self, ifp: Inet6Ifaddr) -> None:
         """Kernel: addrconf_leave_anycast() → __ipv6_dev_ac_dec()."""
         addr = self._subnet_router_anycast(ifp)
@@ -758,6 +783,7 @@ class Addrconf:
         if f is not None and not f.dead:
             ip6_del_rt(self.ipv6, f)
 
+    @kernel("ipv6_chk_acast_addr")
     def ipv6_chk_acast_addr(self, dev: NetDevice | None, addr: int) -> bool:
         """Kernel: ipv6_chk_acast_addr()."""
         devs = [dev] if dev is not None else list(self.net.devices.values())
@@ -768,6 +794,7 @@ class Addrconf:
         return False
 
     # -- adding and deleting addresses ---------------------------------------------------------
+    @kernel("ipv6_add_addr")
     def ipv6_add_addr(
         self,
         idev: Inet6Dev,
@@ -831,6 +858,7 @@ class Addrconf:
         lst.insert(i, ifp)
         return ifp
 
+    @kernel("ipv6_del_addr")
     def ipv6_del_addr(self, ifp: Inet6Ifaddr) -> None:
         """Remove an address, its routes and memberships.
 
@@ -863,6 +891,7 @@ class Addrconf:
                     self.ipv6.fib6.fib6_force_start_gc()
         self.ipv6.rt6_remove_prefsrc(ifp.addr)
 
+    @kernel("check_cleanup_prefix_route")
     def _check_cleanup_prefix_route(self, ifp: Inet6Ifaddr) -> tuple[str, int] | None:
         """Does the prefix route outlive the address?
 
@@ -888,6 +917,7 @@ class Addrconf:
             if not lst:
                 del self.addr_lst[ifp.addr]
 
+    @kernel("__ipv6_ifa_notify")
     def _ifa_notify_new(self, ifp: Inet6Ifaddr) -> None:
         """The address is valid: its local route goes in.
 
@@ -908,6 +938,7 @@ class Addrconf:
         for fn in ipv6.addr_listeners:
             fn(ifp, True)
 
+    @kernel("__ipv6_ifa_notify")
     def _ifa_notify_del(self, ifp: Inet6Ifaddr) -> None:
         """Kernel: __ipv6_ifa_notify(RTM_DELADDR)."""
         ipv6 = self.ipv6
@@ -934,6 +965,7 @@ class Addrconf:
         b = table.bucket(f.dst, f.dst_len)
         return b is not None and f in b
 
+    @kernel("inet6_rtm_newaddr", "inet6_addr_add")
     def inet6_addr_add(
         self,
         dev: NetDevice,
@@ -994,6 +1026,7 @@ class Addrconf:
         self.addrconf_verify()
         return ifp
 
+    @kernel("inet6_addr_modify")
     def inet6_addr_modify(
         self,
         ifp: Inet6Ifaddr,
@@ -1059,6 +1092,7 @@ class Addrconf:
                 ip6_del_rt(self.ipv6, f)
         self.addrconf_verify()
 
+    @kernel("inet6_rtm_deladdr", "inet6_addr_del")
     def inet6_addr_del(self, dev: NetDevice, addr: int, plen: int) -> None:
         """``ip -6 addr del``.
 
@@ -1076,6 +1110,7 @@ class Addrconf:
                 return
         raise ConfigError("Error: ipv6: address not found.", errno.EADDRNOTAVAIL)
 
+    @kernel("add_addr")
     def add_addr(self, idev: Inet6Dev, addr: int, plen: int, scope: int) -> None:
         """A permanent, never-tentative address (lo, sit).
 
@@ -1091,6 +1126,7 @@ class Addrconf:
         ifp.state = INET6_IFADDR_STATE_POSTDAD
         self._ifa_notify_new(ifp)
 
+    @kernel("net/ipv6/addrconf.c", "add_v4_addrs", "sit_add_v4_addrs")
     def add_v4_addrs(self, idev: Inet6Dev) -> None:
         """Addresses derived from IPv4 ones, for sit and gre devices.
 
@@ -1137,6 +1173,7 @@ class Addrconf:
                 self.add_addr(idev, addr, plen, flag)
                 self.addrconf_prefix_route(addr, plen, 0, dev, 0, pflags)
 
+    @kernel("init_loopback")
     def init_loopback(self, dev: NetDevice) -> None:
         """``::1/128`` on lo.
 
@@ -1147,6 +1184,7 @@ class Addrconf:
             return
         self.add_addr(idev, IN6ADDR_LOOPBACK, 128, IFA_HOST)
 
+    @kernel("addrconf_add_linklocal")
     def addrconf_add_linklocal(self, idev: Inet6Dev, addr: int, flags: int = 0) -> None:
         """A link-local address, its fe80::/64 route, and DAD.
 
@@ -1167,6 +1205,7 @@ class Addrconf:
         self.addrconf_prefix_route(ifp.addr, ifp.prefix_len, 0, idev.dev, 0, 0)
         self.addrconf_dad_start(ifp)
 
+    @kernel("ipv6_generate_eui64")
     def ipv6_generate_eui64(self, dev: NetDevice) -> int | None:
         """The interface identifier, by device type.
 
@@ -1184,6 +1223,7 @@ class Addrconf:
             return None  # only ISATAP sit devices have one (not emulated)
         return None
 
+    @kernel("addrconf_addr_gen")
     def addrconf_addr_gen(self, idev: Inet6Dev, prefix_route: bool) -> None:
         """Generate the link-local address.
 
@@ -1198,6 +1238,7 @@ class Addrconf:
         elif prefix_route:
             self.addrconf_prefix_route(LINKLOCAL_PREFIX, 64, 0, idev.dev, 0, 0)
 
+    @kernel("addrconf_dev_config")
     def addrconf_dev_config(self, dev: NetDevice) -> None:
         """Ethernet-like devices: the EUI-64 link-local.
 
@@ -1211,6 +1252,7 @@ class Addrconf:
             return
         self.addrconf_addr_gen(idev, False)
 
+    @kernel("addrconf_sit_config")
     def addrconf_sit_config(self, dev: NetDevice) -> None:
         """sit devices: addresses from IPv4.
 
@@ -1223,6 +1265,7 @@ class Addrconf:
         if dev.flags & IFF_POINTOPOINT:
             self.addrconf_add_mroute(dev)
 
+    @kernel("addrconf_gre_config")
     def addrconf_gre_config(self, dev: NetDevice) -> None:
         """gre devices.
 
@@ -1237,6 +1280,7 @@ class Addrconf:
             return
         self.add_v4_addrs(idev)
 
+    @kernel("addrconf_init_auto_addrs")
     def addrconf_init_auto_addrs(self, dev: NetDevice) -> None:
         """Kernel: addrconf_init_auto_addrs()."""
         if dev.type == ARPHRD_SIT:
@@ -1248,6 +1292,7 @@ class Addrconf:
         else:
             self.addrconf_dev_config(dev)
 
+    @kernel("addrconf_permanent_addr")
     def addrconf_permanent_addr(self, dev: NetDevice) -> None:
         """Restore routes of addresses kept over a down.
 
@@ -1266,6 +1311,7 @@ class Addrconf:
                     self.addrconf_dad_start(ifp)
 
     # -- device events ------------------------------------------------------------------------
+    @kernel("net/ipv6/addrconf.c", "addrconf_notify")
     def addrconf_notify(self, event: int, dev: NetDevice) -> None:
         """Kernel: net/ipv6/addrconf.c, addrconf_notify()."""
         from netstack.core.dev import (
@@ -1337,6 +1383,7 @@ class Addrconf:
             idev.cnf.mtu6 = dev.mtu
         idev.tstamp = self.net.clock.jiffies
 
+    @kernel("addrconf_ifdown")
     def addrconf_ifdown(self, dev: NetDevice, *, unregister: bool) -> None:
         """Remove addresses, routes and neighbours of *dev*.
 
@@ -1391,18 +1438,21 @@ class Addrconf:
         if ifp.dad_timer is not None:
             ifp.dad_timer.delete()
 
+    @kernel("addrconf_mod_dad_work")
     def _mod_dad_timer(self, ifp: Inet6Ifaddr, delay: int) -> None:
         """Kernel: addrconf_mod_dad_work()."""
         if ifp.dad_timer is None:
             ifp.dad_timer = self.net.timers.timer(lambda: self.addrconf_dad_work(ifp), "dad")
         ifp.dad_timer.mod(self.net.clock.jiffies + delay)
 
+    @kernel("addrconf_dad_start")
     def addrconf_dad_start(self, ifp: Inet6Ifaddr) -> None:
         """Kernel: addrconf_dad_start()."""
         if ifp.state != INET6_IFADDR_STATE_DEAD:
             ifp.state = INET6_IFADDR_STATE_PREDAD
             self._mod_dad_timer(ifp, 0)
 
+    @kernel("addrconf_dad_kick")
     def addrconf_dad_kick(self, ifp: Inet6Ifaddr) -> None:
         """Wait a random part of rtr_solicit_delay, pick a nonce.
 
@@ -1421,6 +1471,7 @@ class Addrconf:
         ifp.dad_probes = idev.cnf.dad_transmits
         self._mod_dad_timer(ifp, rand_num)
 
+    @kernel("addrconf_dad_begin")
     def addrconf_dad_begin(self, ifp: Inet6Ifaddr) -> None:
         """Kernel: addrconf_dad_begin()."""
         idev = ifp.idev
@@ -1446,6 +1497,7 @@ class Addrconf:
             return
         self.addrconf_dad_kick(ifp)
 
+    @kernel("addrconf_dad_work")
     def addrconf_dad_work(self, ifp: Inet6Ifaddr) -> None:
         """The DAD state machine's work item.
 
@@ -1495,6 +1547,7 @@ class Addrconf:
             return False
         return True
 
+    @kernel("addrconf_dad_stop")
     def addrconf_dad_stop(self, ifp: Inet6Ifaddr, *, dad_failed: bool) -> None:
         """Kernel: addrconf_dad_stop()."""
         if dad_failed:
@@ -1507,6 +1560,7 @@ class Addrconf:
         else:
             self.ipv6_del_addr(ifp)
 
+    @kernel("addrconf_dad_failure")
     def addrconf_dad_failure(self, skb: SkBuff | None, ifp: Inet6Ifaddr) -> None:
         """Someone else has (or is trying) this address.
 
@@ -1527,6 +1581,7 @@ class Addrconf:
         ifp.state = INET6_IFADDR_STATE_ERRDAD
         self._mod_dad_timer(ifp, 0)
 
+    @kernel("ipv6_lonely_lladdr")
     def _lonely_lladdr(self, ifp: Inet6Ifaddr) -> bool:
         """Kernel: ipv6_lonely_lladdr()."""
         for other in reversed(ifp.idev.addr_list):
@@ -1542,6 +1597,7 @@ class Addrconf:
                 return False
         return True
 
+    @kernel("addrconf_dad_completed")
     def addrconf_dad_completed(self, ifp: Inet6Ifaddr, bump_id: bool, send_na: bool) -> None:
         """The address is ours: route it, maybe start soliciting routers.
 
@@ -1583,6 +1639,7 @@ class Addrconf:
         if bump_id:
             self.ipv6.rt6_genid_bump()
 
+    @kernel("addrconf_dad_run")
     def addrconf_dad_run(self, idev: Inet6Dev) -> None:
         """Restart DAD of tentative addresses (link came back).
 
@@ -1593,6 +1650,7 @@ class Addrconf:
                 self.addrconf_dad_kick(ifp)
 
     # -- router solicitation --------------------------------------------------------------------
+    @kernel("rfc3315_s14_backoff_init")
     def _backoff_init(self, irt_s: int) -> int:
         """irt × (0.9 … 1.1).
 
@@ -1601,6 +1659,7 @@ class Addrconf:
         hz = self.net.clock.hz
         return (900000 + self.net.rng.randrange(200001)) * irt_s * hz // 1000000
 
+    @kernel("rfc3315_s14_backoff_update")
     def _backoff_update(self, rt: int, mrt: int) -> int:
         """rt × (1.9 … 2.1), capped at mrt × (0.9 … 1.1).
 
@@ -1612,6 +1671,7 @@ class Addrconf:
             tmp = (900000 + rng.randrange(200001)) * mrt // 1000000
         return tmp
 
+    @kernel("addrconf_rs_timer")
     def addrconf_rs_timer(self, idev: Inet6Dev) -> None:
         """Send the next router solicitation.
 
@@ -1644,6 +1704,7 @@ class Addrconf:
             idev.rs_timer.mod(self.net.clock.jiffies + delay)
 
     # -- SLAAC (RFC 4862) -------------------------------------------------------------------------
+    @kernel("net/ipv6/addrconf.c", "addrconf_prefix_rcv", "addrconf_prefix_rcv_add_addr")
     def addrconf_prefix_rcv(
         self, dev: NetDevice, buf: bytes | bytearray, opt: int, optlen: int, sllao: bool
     ) -> None:
@@ -1745,6 +1806,7 @@ class Addrconf:
                 ifp.flags &= ~IFA_F_DEPRECATED
             self.addrconf_verify()
 
+    @kernel("ipv6_inherit_eui64")
     def _inherit_eui64(self, idev: Inet6Dev) -> int | None:
         """Kernel: ipv6_inherit_eui64()."""
         for ifp in reversed(idev.addr_list):
@@ -1755,6 +1817,7 @@ class Addrconf:
         return None
 
     # -- lifetimes ---------------------------------------------------------------------------------
+    @kernel("addrconf_verify_rtnl")
     def addrconf_verify(self) -> None:
         """Deprecate and expire addresses; re-arm at the next event.
 
@@ -1787,6 +1850,7 @@ class Addrconf:
         self.verify_timer.mod(sched)
 
     # -- forwarding -----------------------------------------------------------------------------
+    @kernel("dev_forward_change")
     def dev_forward_change(self, idev: Inet6Dev) -> None:
         """Join/leave the all-routers groups and subnet anycast.
 

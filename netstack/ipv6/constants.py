@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.sites import kernel
+
 # rt6i_flags / fib6_flags (include/uapi/linux/route.h, ipv6_route.h)
 RTF_UP: Final = 0x0001
 RTF_GATEWAY: Final = 0x0002
@@ -31,11 +33,13 @@ RTF_PCPU: Final = 0x40000000
 RTF_LOCAL: Final = 0x80000000
 
 
+@kernel("RTF_PREF")
 def RTF_PREF(pref: int) -> int:
     """Kernel: RTF_PREF()."""
     return pref << 27
 
 
+@kernel("IPV6_EXTRACT_PREF")
 def IPV6_EXTRACT_PREF(flags: int) -> int:
     """Kernel: IPV6_EXTRACT_PREF()."""
     return (flags & RTF_PREF_MASK) >> 27
@@ -111,6 +115,7 @@ IFA_SITE: Final = 0x0040
 INFINITY_LIFE_TIME: Final = 0xFFFFFFFF
 
 
+@kernel("rt_scope")
 def rt_scope(ifa_scope: int) -> int:
     """``inet6_ifaddr->scope`` → the ``RT_SCOPE_*`` that netlink reports.
 

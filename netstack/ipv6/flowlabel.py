@@ -44,6 +44,8 @@ import random
 from hashlib import blake2s
 from typing import TYPE_CHECKING, Final
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.ipv6.protocol import Ipv6
 
@@ -72,6 +74,7 @@ _M32: Final = 0xFFFFFFFF
 _CACHE_MAX: Final = 4096
 
 
+@kernel("include/net/ipv6.h", "ip6_default_np_autolabel")
 def ip6_default_np_autolabel(ipv6: Ipv6) -> bool:
     """Do sockets that did not say get automatic labels?
 
@@ -80,6 +83,7 @@ def ip6_default_np_autolabel(ipv6: Ipv6) -> bool:
     return ipv6.auto_flowlabels in (IP6_AUTO_FLOW_LABEL_OPTOUT, IP6_AUTO_FLOW_LABEL_FORCED)
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_autoflowlabel")
 def ip6_autoflowlabel(ipv6: Ipv6, autoflowlabel: int) -> bool:
     """The socket's choice (``IPV6_AUTOFLOWLABEL``; -1: not set, the sysctl's default).
 
@@ -90,6 +94,7 @@ def ip6_autoflowlabel(ipv6: Ipv6, autoflowlabel: int) -> bool:
     return bool(autoflowlabel)
 
 
+@kernel("include/net/ipv6.h", "ip6_make_flowlabel")
 def ip6_make_flowlabel(ipv6: Ipv6, flowhash: int, flowlabel: int, autolabel: bool) -> int:
     """The flow label to send: the user's, else one made from the flow hash, else 0.
 
@@ -109,6 +114,7 @@ def ip6_make_flowlabel(ipv6: Ipv6, flowhash: int, flowlabel: int, autolabel: boo
     return flowlabel
 
 
+@kernel("net/core/flow_dissector.c")
 class FlowHash:
     """The flow dissector's keyed hash of a flow's keys, per Net.
 
@@ -124,6 +130,7 @@ class FlowHash:
         self._key = random.Random(f"{seed}/{name}/flow_dissector_hashrnd").randbytes(16)
         self._cache: dict[tuple[int, int, int, int, int, int], int] = {}
 
+    @kernel("net/core/flow_dissector.c", "__get_hash_from_flowi6")
     def flowi6(
         self, saddr: int, daddr: int, sport: int, dport: int, proto: int, flowlabel: int = 0
     ) -> int:

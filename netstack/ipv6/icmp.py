@@ -42,6 +42,7 @@ from netstack.core.skbuff import (
 from netstack.ipv6.constants import RTF_ANYCAST, RTF_LOCAL
 from netstack.ipv6.ip6_input import Inet6SkbParm
 from netstack.ipv6.route import Flowi6
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.icmpv6 import (
     ICMPV6_DEST_UNREACH,
@@ -131,6 +132,7 @@ def format_ratemask(mask: int) -> str:
 # ---------------------------------------------------------------------------
 
 
+@kernel("icmpv6_mask_allow")
 def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
     """True if *icmp_type* is not rate limited.
 
@@ -141,6 +143,7 @@ def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
     return not (ipv6.icmpv6_ratemask >> icmp_type) & 1
 
 
+@kernel("icmp_global_allow")
 def icmp_global_allow(ipv6: Ipv6) -> bool:
     """The token bucket of ``net.ipv4.icmp_msgs_per_sec``/``burst``.
 
@@ -165,6 +168,7 @@ def icmp_global_allow(ipv6: Ipv6) -> bool:
     return True
 
 
+@kernel("icmpv6_global_allow")
 def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
     """``(allowed, apply_ratelimit)``.
 
@@ -181,6 +185,7 @@ def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
     return False, False
 
 
+@kernel("inet_peer_xrlim_allow")
 def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
     """Per-destination token bucket.
 
@@ -203,6 +208,7 @@ def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
     return rc
 
 
+@kernel("icmpv6_xrlim_allow")
 def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
     """The per-destination limit; wider routes get more.
 
@@ -239,6 +245,7 @@ def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
 # ---------------------------------------------------------------------------
 
 
+@kernel("icmpv6_push_pending_frames")
 def icmpv6_push(
     ipv6: Ipv6,
     rt: Rt6Info,
@@ -282,6 +289,7 @@ def icmpv6_push(
     _ip6_output.ip6_local_out(ipv6, skb)
 
 
+@kernel("icmp6_iif")
 def _icmp6_iif(skb: SkBuff) -> int:
     """The real input device, even for traffic to ourselves over lo.
 
@@ -297,6 +305,7 @@ def _icmp6_iif(skb: SkBuff) -> int:
     return iif
 
 
+@kernel("opt_unrec")
 def _opt_unrec(skb: SkBuff, offset: int) -> bool:
     """Does the option at *offset* ask for an error even to multicast?
 
@@ -308,6 +317,7 @@ def _opt_unrec(skb: SkBuff, offset: int) -> bool:
     return (skb.buf[off] & 0xC0) == 0x80
 
 
+@kernel("is_ineligible")
 def _is_ineligible(skb: SkBuff) -> bool:
     """Never answer an ICMPv6 error (or a packet with an unknown ICMPv6 type).
 
@@ -328,6 +338,7 @@ def _is_ineligible(skb: SkBuff) -> bool:
     return False
 
 
+@kernel("net/ipv6/icmp.c", "icmp6_send")
 def icmp6_send(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
     """Send an ICMPv6 error about *skb* to its source (the skb is not consumed).
 
@@ -396,6 +407,7 @@ def icmp6_send(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, info: int) ->
     )
 
 
+@kernel("icmpv6_param_prob_reason")
 def icmpv6_param_prob(ipv6: Ipv6, skb: SkBuff, code: int, pos: int) -> None:
     """Send a parameter problem and free *skb*.
 
@@ -410,6 +422,7 @@ def icmpv6_param_prob(ipv6: Ipv6, skb: SkBuff, code: int, pos: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("skb_checksum_validate")
 def _csum_ok(skb: SkBuff) -> bool:
     """Kernel: skb_checksum_validate(skb, IPPROTO_ICMPV6, ip6_compute_pseudo)."""
     s = skb.ip_summed
@@ -427,6 +440,7 @@ def _csum_ok(skb: SkBuff) -> bool:
     return csum_ipv6_magic(saddr, daddr, length, IPPROTO_ICMPV6, total) == 0
 
 
+@kernel("net/ipv6/icmp.c", "icmpv6_rcv")
 def icmpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Receive an ICMPv6 message.
 
@@ -489,6 +503,7 @@ def icmpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv6/icmp.c", "icmpv6_echo_reply")
 def icmpv6_echo_reply(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Answer an echo request.
 
@@ -542,6 +557,7 @@ def icmpv6_echo_reply(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     return None
 
 
+@kernel("icmpv6_notify")
 def icmpv6_notify(
     ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, info: int
 ) -> DropReason | None:
@@ -576,6 +592,7 @@ def icmpv6_notify(
     return None
 
 
+@kernel("net/ipv6/icmp.c", "icmpv6_err")
 def icmpv6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
     """An error quoting one of our ICMPv6 messages: learn the PMTU, tell ping sockets.
 

@@ -52,6 +52,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv6.constants import RTF_GATEWAY
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.icmpv6 import (
     ICMPV6_DEST_UNREACH,
@@ -142,11 +143,14 @@ def ip6cb(skb: SkBuff) -> Inet6SkbParm:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/ip6_input.c", "ipv6_rcv", "ip6_rcv_core")
 def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv6 packet.
 
     Kernel: net/ipv6/ip6_input.c, ipv6_rcv() / ip6_rcv_core().
     """
+    if TIMED:
+        spend("ipv6_rcv")
     if skb.pkt_type == PACKET_OTHERHOST:
         kfree_skb(skb, DropReason.OTHERHOST)
         return
@@ -237,6 +241,7 @@ def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: 
     ip6_rcv_finish(ipv6, skb)
 
 
+@kernel("ip6_rcv_finish")
 def ip6_rcv_finish(ipv6: Ipv6, skb: SkBuff) -> None:
     """Route the packet and hand it to ``dst.input``.
 
@@ -254,6 +259,7 @@ def ip6_rcv_finish(ipv6: Ipv6, skb: SkBuff) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/exthdrs.c", "ip6_parse_tlv", "ip6_tlvopt_unknown")
 def ip6_parse_tlv(ipv6: Ipv6, skb: SkBuff, off: int, hopbyhop: bool) -> bool:
     """Walk the options of the header at *off*; False if the packet was dropped.
 
@@ -331,6 +337,7 @@ def _bad_tlv(skb: SkBuff) -> bool:
     return False
 
 
+@kernel("net/ipv6/exthdrs.c", "ipv6_hop_jumbo")
 def ipv6_hop_jumbo(ipv6: Ipv6, skb: SkBuff, optoff: int, optlen: int) -> bool:
     """A Jumbo Payload option: only valid for > 65535 bytes, so here always an error.
 
@@ -357,6 +364,7 @@ def ipv6_hop_jumbo(ipv6: Ipv6, skb: SkBuff, optoff: int, optlen: int) -> bool:
     return _bad_tlv(skb)  # (never reached over the emulated links: MTU ≤ 65535)
 
 
+@kernel("ipv6_parse_hopopts")
 def ipv6_parse_hopopts(ipv6: Ipv6, skb: SkBuff) -> bool:
     """The hop-by-hop header right after the IPv6 header.
 
@@ -380,6 +388,7 @@ def ipv6_parse_hopopts(ipv6: Ipv6, skb: SkBuff) -> bool:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ipv6_destopt_rcv")
 def ipv6_destopt_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Destination options. Returns 1 (resubmit) or -1 (consumed).
 
@@ -401,6 +410,7 @@ def ipv6_destopt_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     return -1
 
 
+@kernel("ipv6_rthdr_rcv")
 def ipv6_rthdr_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """A routing header. Returns 1 (resubmit) or -1 (consumed).
 
@@ -447,6 +457,7 @@ def ipv6_rthdr_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     return -1
 
 
+@kernel("dst_discard")
 def nodata_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """No Next Header (59): nothing follows.
 
@@ -461,6 +472,7 @@ def nodata_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip6_input", "ip6_input_finish")
 def ip6_input(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.input`` of local and anycast routes.
 
@@ -470,6 +482,7 @@ def ip6_input(ipv6: Ipv6, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("ip6_protocol_deliver_rcu")
 def ip6_protocol_deliver(ipv6: Ipv6, skb: SkBuff, nexthdr: int, have_final: bool) -> None:
     """Walk the header chain to the upper-layer protocol.
 
@@ -536,6 +549,7 @@ def ip6_protocol_deliver(ipv6: Ipv6, skb: SkBuff, nexthdr: int, have_final: bool
         return
 
 
+@kernel("ipv6_is_mld")
 def ipv6_is_mld(skb: SkBuff, nexthdr: int) -> bool:
     """Is this an MLD message (delivered even without membership)?
 
@@ -549,6 +563,7 @@ def ipv6_is_mld(skb: SkBuff, nexthdr: int) -> bool:
     return skb.buf[th] in (130, 131, 132, 143)
 
 
+@kernel("ip6_mc_input")
 def ip6_mc_input(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.input`` of ff00::/8: deliver if this host is a member.
 
@@ -573,6 +588,7 @@ def ip6_mc_input(ipv6: Ipv6, skb: SkBuff) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip6_pkt_too_big")
 def ip6_pkt_too_big(skb: SkBuff, mtu: int) -> bool:
     """Kernel: ip6_pkt_too_big()."""
     if skb.tail - skb.data <= mtu:
@@ -585,6 +601,7 @@ def ip6_pkt_too_big(skb: SkBuff, mtu: int) -> bool:
     return not (skb.gso_size and skb_gso_validate_network_len(skb, mtu))
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_forward")
 def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:
     """Forward a packet routed through this host.
 
@@ -653,6 +670,7 @@ def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:
     return int(rt.output(skb))
 
 
+@kernel("include/net/ip6_route.h", "ip6_dst_mtu_maybe_forward")
 def ip6_dst_mtu_maybe_forward(rt: Any) -> int:
     """Forwarding uses the egress device's mtu6 unless the MTU metric is locked.
 

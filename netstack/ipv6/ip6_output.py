@@ -45,6 +45,7 @@ from netstack.ipv6.constants import IPV6_PMTUDISC_PROBE
 from netstack.ipv6.flowlabel import ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.route import rt6_nexthop
 from netstack.neigh.neighbour import neigh_confirm, neigh_output
+from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG
 from netstack.wire.ipv6 import (
@@ -81,6 +82,7 @@ _HBB: Final = struct.Struct("!HBB")
 EMSGSIZE: Final = 90
 
 
+@kernel("ip6_dst_hoplimit")
 def ip6_dst_hoplimit(rt: Any) -> int:
     """The route's hop limit metric, else the device's hop_limit.
 
@@ -96,6 +98,7 @@ def ip6_dst_hoplimit(rt: Any) -> int:
     return int(ipv6.devconf_all.hop_limit) if ipv6 is not None else 64
 
 
+@kernel("ipv6_select_ident")
 def ipv6_select_ident(ipv6: Ipv6) -> int:
     """A fragment identification: random, never 0.
 
@@ -108,6 +111,7 @@ def ipv6_select_ident(ipv6: Ipv6) -> int:
     return ident
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_make_skb", "__ip6_make_skb")
 def ip6_make_skb(
     ipv6: Ipv6,
     rt: Rt6Info,
@@ -165,6 +169,7 @@ def ip6_make_skb(
     return skb
 
 
+@kernel("net/ipv6/output_core.c", "ip6_local_out", "__ip6_local_out")
 def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
@@ -182,6 +187,7 @@ def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
     return int(dst.output(skb))
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_output")
 def ip6_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.output`` of IPv6 routes.
 
@@ -199,6 +205,7 @@ def ip6_output(ipv6: Ipv6, skb: SkBuff) -> int:
     return ip6_finish_output(ipv6, skb)
 
 
+@kernel("ip6_skb_dst_mtu")
 def ip6_skb_dst_mtu(skb: SkBuff) -> int:
     """The MTU to fragment to: the device's for PMTUDISC_PROBE sockets.
 
@@ -211,6 +218,7 @@ def ip6_skb_dst_mtu(skb: SkBuff) -> int:
     return int(dst.mtu())
 
 
+@kernel("__ip6_finish_output")
 def ip6_finish_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """Fragment when bigger than the path MTU.
 
@@ -221,6 +229,7 @@ def ip6_finish_output(ipv6: Ipv6, skb: SkBuff) -> int:
     return ip6_finish_output2(ipv6, skb)
 
 
+@kernel("net/ipv6/output_core.c", "ip6_find_1stfragopt")
 def ip6_find_1stfragopt(buf: bytearray, nh: int, end: int) -> tuple[int, int]:
     """``(length of the unfragmentable part, offset of its last nexthdr byte)``.
 
@@ -258,6 +267,7 @@ def ip6_find_1stfragopt(buf: bytearray, nh: int, end: int) -> tuple[int, int]:
     return offset, prevhdr
 
 
+@kernel("ip6_fragment")
 def ip6_fragment(ipv6: Ipv6, skb: SkBuff) -> int:
     """Refuse (Packet Too Big) or cut into fragments.
 
@@ -335,6 +345,7 @@ def _fail_toobig(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
     return -EMSGSIZE
 
 
+@kernel("dev_loopback_xmit")
 def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
     """Deliver a copy of an outgoing multicast locally.
 
@@ -351,6 +362,7 @@ def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
     netif_rx(skb)
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_finish_output2")
 def ip6_finish_output2(ipv6: Ipv6, skb: SkBuff) -> int:
     """Multicast loopback, the first hop's neighbour, transmit.
 

@@ -87,6 +87,7 @@ from netstack.neigh.nud import (
     NUD_VALID,
     NeighParms,
 )
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import (
@@ -192,6 +193,7 @@ def make_nd_tbl(ipv6: Ipv6) -> NeighTable:
     )
 
 
+@kernel("ndisc_constructor")
 def ndisc_constructor(
     ipv6: Ipv6, n: Neighbour, ops_generic: NeighOps, ops_hh: NeighOps, ops_direct: NeighOps
 ) -> bool:
@@ -230,6 +232,7 @@ def ndisc_constructor(
     return True
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_solicit")
 def ndisc_solicit(ipv6: Ipv6, n: Neighbour, skb: SkBuff | None) -> None:
     """Send one NS for *n*: multicast while INCOMPLETE, unicast while PROBE.
 
@@ -252,6 +255,7 @@ def ndisc_solicit(ipv6: Ipv6, n: Neighbour, skb: SkBuff | None) -> None:
         ndisc_send_ns(ipv6, dev, target, solicited_node(target), saddr)
 
 
+@kernel("ndisc_error_report")
 def ndisc_error_report(ipv6: Ipv6, n: Neighbour, skb: SkBuff) -> None:
     """Resolution failed for a queued packet: tell its sender.
 
@@ -268,6 +272,7 @@ def ndisc_error_report(ipv6: Ipv6, n: Neighbour, skb: SkBuff) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/route.c", "icmp6_dst_alloc")
 def icmp6_dst_alloc(ipv6: Ipv6, dev: NetDevice) -> Rt6Info:
     """A dst for an ND message on *dev* (no gateway: the destination is resolved).
 
@@ -280,6 +285,7 @@ def icmp6_dst_alloc(ipv6: Ipv6, dev: NetDevice) -> Rt6Info:
     return rt
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_alloc_skb", "ndisc_send_skb", "ip6_nd_hdr")
 def ndisc_send_skb(ipv6: Ipv6, dev: NetDevice, msg: bytes, daddr: int, saddr: int) -> None:
     """Wrap *msg* in an IPv6 header (hop limit 255) and send it on *dev*.
 
@@ -316,6 +322,7 @@ def ndisc_send_skb(ipv6: Ipv6, dev: NetDevice, msg: bytes, daddr: int, saddr: in
         ipv6.icmp6_mib.OutMsgs += 1
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_send_ns")
 def ndisc_send_ns(
     ipv6: Ipv6, dev: NetDevice, solicit: int, daddr: int, saddr: int | None, nonce: bytes = b""
 ) -> None:
@@ -338,6 +345,7 @@ def ndisc_send_ns(
     ndisc_send_skb(ipv6, dev, bytes(msg), daddr, saddr)
 
 
+@kernel("ndisc_send_na")
 def ndisc_send_na(
     ipv6: Ipv6,
     dev: NetDevice,
@@ -379,6 +387,7 @@ def ndisc_send_na(
     ndisc_send_skb(ipv6, dev, bytes(msg), daddr, src)
 
 
+@kernel("ndisc_send_rs")
 def ndisc_send_rs(ipv6: Ipv6, dev: NetDevice, saddr: int, daddr: int) -> None:
     """A Router Solicitation.
 
@@ -391,6 +400,7 @@ def ndisc_send_rs(ipv6: Ipv6, dev: NetDevice, saddr: int, daddr: int) -> None:
     ndisc_send_skb(ipv6, dev, bytes(msg), daddr, saddr)
 
 
+@kernel("ndisc_send_redirect")
 def ndisc_send_redirect(ipv6: Ipv6, skb: SkBuff, target: int) -> None:
     """Tell the sender of *skb* about a better first hop.
 
@@ -438,6 +448,7 @@ def ndisc_send_redirect(ipv6: Ipv6, skb: SkBuff, target: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ndisc_update", "neigh_update")
 def ndisc_update(ipv6: Ipv6, n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> None:
     """Update an entry, with the router flag when asked.
 
@@ -459,6 +470,7 @@ def _drop(skb: SkBuff, reason: DropReason) -> int:
     return 0
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_rcv")
 def ndisc_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Validate and dispatch an ND message (``skb.data`` at the ICMPv6 header).
 
@@ -504,6 +516,7 @@ def _options(skb: SkBuff, fixed: int) -> NdOptions | None:
     return ndisc_parse_options(skb.buf, start, skb.tail)
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_recv_ns")
 def ndisc_recv_ns(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Kernel: net/ipv6/ndisc.c, ndisc_recv_ns()."""
     buf = skb.buf
@@ -592,6 +605,7 @@ def ndisc_recv_ns(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     return DropReason.NOT_SPECIFIED
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_recv_na")
 def ndisc_recv_na(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Kernel: net/ipv6/ndisc.c, ndisc_recv_na()."""
     buf = skb.buf
@@ -654,6 +668,7 @@ def ndisc_recv_na(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     return None
 
 
+@kernel("ndisc_recv_rs")
 def ndisc_recv_rs(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Routers refresh the soliciting host's entry.
 
@@ -692,6 +707,7 @@ def ndisc_recv_rs(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     return None
 
 
+@kernel("rt6_get_dflt_router")
 def rt6_get_dflt_router(ipv6: Ipv6, gw: int, dev: NetDevice) -> Fib6Info | None:
     """The RA-learned default route via *gw*.
 
@@ -709,6 +725,7 @@ def rt6_get_dflt_router(ipv6: Ipv6, gw: int, dev: NetDevice) -> Fib6Info | None:
     return None
 
 
+@kernel("rt6_add_dflt_router")
 def rt6_add_dflt_router(
     ipv6: Ipv6, gw: int, dev: NetDevice, pref: int, metric: int, lifetime: int
 ) -> Fib6Info | None:
@@ -735,6 +752,7 @@ def rt6_add_dflt_router(
     return rt6_get_dflt_router(ipv6, gw, dev)
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_router_discovery")
 def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Process a Router Advertisement.
 
@@ -859,6 +877,7 @@ def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     return reason
 
 
+@kernel("ndisc_redirect_rcv", "rt6_redirect")
 def ndisc_redirect_rcv(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """A router tells us a better first hop.
 

@@ -48,6 +48,7 @@ from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import GRO_RECURSION_LIMIT, NapiGroCb, NetOffload, skb_gro_checksum_validate
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.ipv6 import (
@@ -80,6 +81,7 @@ _TCLASS_MASK: Final = 0x0FF00000  # traffic class: flush if it differs
 INET6_PROTO_GSO_EXTHDR: Final = 0x1  # an extension header GSO and GRO walk over
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_gro_pull_exthdrs")
 def ipv6_gro_pull_exthdrs(ipv6: Ipv6, skb: SkBuff, off: int, proto: int) -> tuple[int, int]:
     """Walk the extension headers GRO may pass over; (next header, offset after them).
 
@@ -101,6 +103,7 @@ def ipv6_gro_pull_exthdrs(ipv6: Ipv6, skb: SkBuff, off: int, proto: int) -> tupl
     return proto, off
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_gso_pull_exthdrs")
 def ipv6_gso_pull_exthdrs(ipv6: Ipv6, skb: SkBuff, proto: int) -> int:
     """Pull hop-by-hop, destination options and routing headers off ``skb.data``.
 
@@ -124,6 +127,7 @@ def ipv6_gso_pull_exthdrs(ipv6: Ipv6, skb: SkBuff, proto: int) -> int:
     return proto
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_exthdrs_len")
 def ipv6_exthdrs_len(ipv6: Ipv6, buf: bytearray, iph: int, end: int) -> tuple[int, int]:
     """The extension headers' length after the header at *iph*, and the protocol after them.
 
@@ -144,11 +148,14 @@ def ipv6_exthdrs_len(ipv6: Ipv6, buf: bytearray, iph: int, end: int) -> tuple[in
     return off - iph - IPV6_HLEN, proto
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_gro_receive")
 def ipv6_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv6 header at the skb's GRO offset.
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_receive().
     """
+    if TIMED:
+        spend("ipv6_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
@@ -205,11 +212,14 @@ def ipv6_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     return pp
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_gro_complete")
 def ipv6_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
     """Fix the payload length of a merged skb, then let the transport finish.
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_complete().
     """
+    if TIMED:
+        spend("ipv6_gro_complete")
     buf = skb.buf
     iph = skb.data + nhoff
     if skb.encapsulation:
@@ -223,11 +233,14 @@ def ipv6_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
     return ops.gro_complete(skb, nhoff + IPV6_HLEN + extlen)
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_gso_segment")
 def ipv6_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb whose ``data`` is at its IPv6 header.
 
     Kernel: net/ipv6/ip6_offload.c, ipv6_gso_segment().
     """
+    if TIMED:
+        spend("ipv6_gso_segment")
     skb.network_header = skb.data
     mac = skb.mac_header if skb.mac_header >= 0 else skb.data
     nhoff = skb.network_header - mac
@@ -266,6 +279,7 @@ def ipv6_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
 # -- TCP over IPv6 -------------------------------------------------------------------
 
 
+@kernel("include/net/ip6_checksum.h", "ip6_gro_compute_pseudo")
 def ip6_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """The pseudo-header sum for the L4 checksum check during GRO.
 
@@ -277,6 +291,7 @@ def ip6_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     return csum_ipv6_pseudo(addr_at(buf, nh + 8), addr_at(buf, nh + 24), skb.tail - cb.off, proto)
 
 
+@kernel("net/ipv6/tcpv6_offload.c", "tcp6_gro_receive")
 def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check the TCP checksum (unless the packet is flushed anyway), then merge.
 
@@ -291,6 +306,7 @@ def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return tcp_gro_receive(head, skb)
 
 
+@kernel("net/ipv6/tcpv6_offload.c", "tcp6_gro_complete")
 def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:
     """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gro_complete()."""
     buf = skb.buf
@@ -306,6 +322,7 @@ def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:
     return 0
 
 
+@kernel("net/ipv6/tcpv6_offload.c", "tcp6_gso_segment")
 def tcp6_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gso_segment()."""
     if not skb.gso_type & SKB_GSO_TCPV6:
@@ -330,6 +347,7 @@ def tcp6_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     return tcp_gso_segment(skb, features)
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_offload_init")
 def ipv6_offload_init(ipv6: Ipv6) -> None:
     """Register the IPv6 and TCPv6 offloads on the Net.
 

@@ -35,6 +35,7 @@ from netstack.core.sock import (
 from netstack.ipv6.route import Flowi6
 from netstack.ipv6.sock import SO_EE_ORIGIN_ICMP6, Inet6Sock, Sockaddr6
 from netstack.ipv6.udp import icmpv6_err_convert
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.icmpv6 import ICMPV6_ECHO_REQUEST, ICMPV6_HLEN
 from netstack.wire.ipv6 import (
@@ -63,6 +64,7 @@ class Ping6Sock(Inet6Sock):
     def __init__(self, ipv6: Ipv6) -> None:
         super().__init__(ipv6, SOCK_DGRAM, IPPROTO_ICMPV6)
 
+    @kernel("net/ipv4/ping.c", "ping_bind", "ping_check_bind_addr")
     def bind6(self, addr: int, port: int, scope_id: int) -> None:
         """Kernel: net/ipv4/ping.c, ping_bind() / ping_check_bind_addr() (AF_INET6)."""
         ipv6 = self.ipv6
@@ -86,6 +88,7 @@ class Ping6Sock(Inet6Sock):
         self.sk_v6_rcv_saddr = self.saddr6 = addr
         ipv6.ping_table.get_port(self, port)
 
+    @kernel("ip6_datagram_connect")
     def connect6(self, addr: int, port: int, flowinfo: int, scope_id: int) -> None:
         """Kernel: ip6_datagram_connect() (ping sockets use it too)."""
         if not self.inet_num:
@@ -129,6 +132,7 @@ class Ping6Sock(Inet6Sock):
         self.ipv6.ping_table.unhash(self)
         super().close()
 
+    @kernel("net/ipv6/ping.c", "ping_v6_sendmsg")
     def sendmsg6(
         self, data: bytes | bytearray | memoryview, dest: Sockaddr6 | None, flags: int
     ) -> int:
@@ -228,6 +232,7 @@ class Ping6Sock(Inet6Sock):
         _ip6_output.ip6_local_out(ipv6, skb)
         return length
 
+    @kernel("ping_recvmsg")
     def recvmsg6(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, Sockaddr6, int, list[tuple[int, int, bytes]]]:
@@ -275,6 +280,7 @@ class Ping6Table:
         self.ports: dict[int, list[Ping6Sock]] = {}
         self.rover = 0
 
+    @kernel("ping_get_port")
     def get_port(self, sk: Ping6Sock, ident: int) -> None:
         """Kernel: ping_get_port()."""
         if ident:
@@ -302,6 +308,7 @@ class Ping6Table:
             if not lst:
                 del self.ports[sk.inet_num]
 
+    @kernel("ping_lookup")
     def lookup(self, ident: int, daddr: int, dif: int) -> Ping6Sock | None:
         """Kernel: ping_lookup() (AF_INET6)."""
         for sk in self.ports.get(ident, ()):
@@ -313,6 +320,7 @@ class Ping6Table:
         return None
 
 
+@kernel("net/ipv4/ping.c", "ping_rcv")
 def ping6_rcv(ipv6: Ipv6, skb: SkBuff) -> None:
     """Deliver an echo reply to its socket.
 
@@ -331,6 +339,7 @@ def ping6_rcv(ipv6: Ipv6, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
+@kernel("ping_err")
 def ping6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
     """An ICMPv6 error quotes one of our echo requests.
 

@@ -65,6 +65,7 @@ from netstack.ipv6.constants import (
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
 from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Mib6Snapshot, Udp6Mib
+from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
 from netstack.wire.ipv6 import (
@@ -187,6 +188,7 @@ class Ipv6:
         self.ping_table = _ping.Ping6Table(self)
 
     # -- offloads (net/ipv6/protocol.c) -------------------------------------------------
+    @kernel("net/ipv6/protocol.c", "inet6_add_offload")
     def inet6_add_offload(self, proto: int, offload: NetOffload) -> None:
         """Register GRO/GSO callbacks for next header *proto* (first one wins).
 
@@ -206,6 +208,7 @@ class Ipv6:
         return 0
 
     # -- the functions other modules (and other families) reach through the family --------
+    @kernel("icmpv6_send")
     def icmpv6_send(self, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
         """Send an ICMPv6 error about *skb* (not consumed).
 
@@ -213,6 +216,7 @@ class Ipv6:
         """
         _icmp.icmp6_send(self, skb, icmp_type, code, info)
 
+    @kernel("icmpv6_param_prob")
     def icmpv6_param_prob(self, skb: SkBuff, code: int, pos: int) -> None:
         """Parameter problem pointing at *pos*; frees *skb*.
 
@@ -233,6 +237,7 @@ class Ipv6:
     def ip6_dst_hoplimit(self, rt: Any) -> int:
         return _out.ip6_dst_hoplimit(rt)
 
+    @kernel("net/ipv6/ip6_output.c", "ip6_dst_lookup_tail")
     def ip6_dst_lookup(self, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info | int:
         """Route *fl6* and choose its source address; a held route or ``-errno``.
 
@@ -264,6 +269,7 @@ class Ipv6:
             return err
         return rt
 
+    @kernel("ipv6_chk_addr_and_flags")
     def ipv6_chk_addr(
         self, addr: int, dev: NetDevice | None, *, strict: bool = False, banned: int = 0x40
     ) -> bool:
@@ -273,6 +279,7 @@ class Ipv6:
         """
         return self.addrconf.ipv6_chk_addr(addr, dev, strict=strict, banned=banned)
 
+    @kernel("ipv6_dev_get_saddr")
     def ipv6_dev_get_saddr(self, dev: NetDevice | None, daddr: int, prefs: int = 0) -> int | None:
         """Source address selection (RFC 6724).
 
@@ -322,6 +329,7 @@ class Ipv6:
     def ping_err(self, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
         _ping.ping6_err(self, skb, icmp_type, code, offset, info)
 
+    @kernel("raw6_local_deliver")
     def raw_local_deliver(self, skb: SkBuff, nexthdr: int) -> bool:
         """Clones to matching raw sockets.
 
@@ -331,6 +339,7 @@ class Ipv6:
             return False
         return _raw.raw6_local_deliver(self, skb, nexthdr)
 
+    @kernel("raw6_icmp_error")
     def raw_icmp_error(
         self, skb: SkBuff, nexthdr: int, icmp_type: int, code: int, inner_offset: int, info: int
     ) -> None:
@@ -352,6 +361,7 @@ class Ipv6:
         return self.net.dev_get_by_index(1)
 
     # -- route cache and FIB maintenance ----------------------------------------------------
+    @kernel("rt_genid_bump_ipv6")
     def rt6_genid_bump(self) -> None:
         """Invalidate every cached route copy.
 
@@ -359,6 +369,7 @@ class Ipv6:
         """
         self.rt6_genid += 1
 
+    @kernel("fib6_add", "fib6_update_sernum_upto_root")
     def fib6_changed(self, f: Fib6Info) -> None:
         """A route was inserted.
 
@@ -371,6 +382,7 @@ class Ipv6:
     def _all_routes(self) -> list[Fib6Info]:
         return [f for t in self.fib6.tables.values() for f in t.routes()]
 
+    @kernel("rt6_sync_down_dev", "fib6_ifdown")
     def rt6_sync_down_dev(self, dev: NetDevice, event: int) -> None:
         """The device went down or away: its routes go.
 
@@ -388,6 +400,7 @@ class Ipv6:
                 _route.ip6_del_rt(self, f)
         self.rt6_genid_bump()
 
+    @kernel("rt6_sync_up", "fib6_ifup")
     def rt6_sync_up(self, dev: NetDevice) -> None:
         """Routes through *dev* are usable again.
 
@@ -399,6 +412,7 @@ class Ipv6:
                 f.nh.flags &= ~clear
         self.rt6_genid_bump()
 
+    @kernel("net/ipv6/route.c", "rt6_disable_ip")
     def rt6_disable_ip(self, dev: NetDevice, unregister: bool) -> None:
         """Kernel: net/ipv6/route.c, rt6_disable_ip()."""
         from netstack.core.dev import NETDEV_UNREGISTER
@@ -406,6 +420,7 @@ class Ipv6:
         self.rt6_sync_down_dev(dev, NETDEV_UNREGISTER if unregister else NETDEV_DOWN)
         self.nd_tbl.neigh_ifdown(dev)
 
+    @kernel("net/ipv6/route.c", "rt6_mtu_change", "fib6_nh_mtu_change")
     def rt6_mtu_change(self, dev: NetDevice, mtu: int) -> None:
         """The device MTU changed: update routes' MTU metrics and learnt PMTUs.
 
@@ -425,6 +440,7 @@ class Ipv6:
                     ex.rt6i_pmtu = mtu  # rt6_exceptions_update_pmtu()
         self.rt6_genid_bump()
 
+    @kernel("rt6_remove_prefsrc")
     def rt6_remove_prefsrc(self, addr: int) -> None:
         """An address went away: routes stop preferring it.
 
@@ -435,6 +451,7 @@ class Ipv6:
                 f.prefsrc = 0
         self.rt6_genid_bump()
 
+    @kernel("net/ipv6/route.c", "rt6_clean_tohost")
     def rt6_clean_tohost(self, gateway: int) -> None:
         """A neighbour stopped being a router: drop redirects/exceptions through it.
 
@@ -453,6 +470,7 @@ class Ipv6:
                 pass  # only cached clones and RA routes depend on the router flag
         self.rt6_genid_bump()
 
+    @kernel("rt6_purge_dflt_routers")
     def rt6_purge_dflt_routers(self) -> None:
         """Forwarding turned on: forget RA-learnt default routers.
 
@@ -467,6 +485,7 @@ class Ipv6:
                 if idev is None or idev.cnf.accept_ra != 2:
                     _route.ip6_del_rt(self, f)
 
+    @kernel("rt6_do_redirect")
     def rt6_do_redirect(self, f: Fib6Info, dest: int, target: int, on_link: bool) -> None:
         """Install a redirect as a per-destination exception.
 
@@ -488,6 +507,7 @@ class Ipv6:
         nrt.genid = self.rt6_genid
 
     # -- PMTU ---------------------------------------------------------------------------------
+    @kernel("net/ipv6/route.c", "ip6_update_pmtu")
     def ip6_update_pmtu(self, skb: SkBuff, mtu: int, oif: int) -> None:
         """A Packet Too Big quoting *skb*'s inner packet (at ``skb.data``).
 
@@ -508,6 +528,7 @@ class Ipv6:
         finally:
             rt.release()
 
+    @kernel("ip6_sk_update_pmtu")
     def ip6_sk_update_pmtu(self, skb: SkBuff, sk: Any, mtu: int) -> None:
         """The same for a socket's flow, refreshing its cached route.
 
@@ -533,6 +554,7 @@ class Ipv6:
         return idev
 
     # -- sockets -------------------------------------------------------------------------------
+    @kernel("inet6_create")
     def socket(self, sock_type: int, protocol: int) -> Sock:
         """Create an AF_INET6 socket.
 
@@ -559,6 +581,7 @@ class Ipv6:
         raise sock_oserror(errno.ESOCKTNOSUPPORT)
 
     # -- statistics ------------------------------------------------------------------------------
+    @kernel("net/ipv6/proc.c", "snmp6_seq_show")
     def snmp6(self) -> dict[str, Mib6Snapshot]:
         """``/proc/net/snmp6`` as snapshots: ``Ip6``, ``Icmp6`` (with the per-type
         counters) and ``Udp6``.
@@ -605,6 +628,7 @@ class Ipv6:
             self._loopback = dev
 
     # -- sysctls -------------------------------------------------------------------------------
+    @kernel("addrconf_sysctl_register")
     def register_dev_sysctls(self, dev: NetDevice) -> None:
         """``net.ipv6.conf.DEV.*`` and ``net.ipv6.neigh.DEV.*``.
 
@@ -620,6 +644,7 @@ class Ipv6:
         self.net.sysctl.unregister_prefix(f"net.ipv6.neigh.{idev.conf_name}.")
 
 
+@kernel("ip6_pkt_discard_out", "ip6_pkt_prohibit_out")
 def _pkt_drop_out(ipv6: Ipv6, code: int, skb: SkBuff) -> int:
     """Output through a reject route.
 
@@ -644,6 +669,7 @@ _CONF_RANGES: Final[dict[str, tuple[int | None, int | None]]] = {
 }
 
 
+@kernel("__addrconf_sysctl_register")
 def _register_devconf(ipv6: Ipv6, prefix: str, cnf: DevConf6, idev: Inet6Dev | None) -> None:
     """Register one ``net.ipv6.conf.X`` directory.
 
@@ -689,6 +715,7 @@ def _register_devconf(ipv6: Ipv6, prefix: str, cnf: DevConf6, idev: Inet6Dev | N
             s.register_int(key, cnf, name, minimum=lo, maximum=hi)
 
 
+@kernel("net/ipv6/addrconf.c", "addrconf_fixup_forwarding")
 def addrconf_fixup_forwarding(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
     """``net.ipv6.conf.*.forwarding``.
 
@@ -708,6 +735,7 @@ def addrconf_fixup_forwarding(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, 
     ipv6.rt6_genid_bump()
 
 
+@kernel("addrconf_forward_change")
 def addrconf_forward_change(ipv6: Ipv6, newf: int) -> None:
     """Every device follows ``all.forwarding``.
 
@@ -723,6 +751,7 @@ def addrconf_forward_change(ipv6: Ipv6, newf: int) -> None:
             ipv6.addrconf.dev_forward_change(idev)
 
 
+@kernel("addrconf_disable_ipv6", "dev_disable_change")
 def addrconf_disable_ipv6(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
     """``net.ipv6.conf.*.disable_ipv6``.
 
@@ -747,6 +776,7 @@ def addrconf_disable_ipv6(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf
         _dev_disable_change(ipv6, idev)
 
 
+@kernel("dev_disable_change")
 def _dev_disable_change(ipv6: Ipv6, idev: Inet6Dev) -> None:
     """Kernel: dev_disable_change()."""
     dev = idev.dev
@@ -775,6 +805,7 @@ NEIGH_SYSCTLS: Final = {
 SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576
 
 
+@kernel("neigh_sysctl_register")
 def _register_neigh(ipv6: Ipv6, prefix: str, dev: NetDevice | None) -> None:
     """``net.ipv6.neigh.{default,DEV}.*``.
 
@@ -916,6 +947,7 @@ def _register_globals(ipv6: Ipv6) -> None:
         f"{r}.skip_notify_on_dev_down", ipv6, "skip_notify_on_dev_down", minimum=0, maximum=1
     )
 
+    @kernel("ipv6_sysctl_rtcache_flush", "fib6_run_gc")
     def flush(text: str) -> None:
         """Kernel: ipv6_sysctl_rtcache_flush() → fib6_run_gc()."""
         ipv6.fib6.fib6_run_gc()
@@ -929,6 +961,7 @@ def _register_globals(ipv6: Ipv6) -> None:
     _register_neigh(ipv6, f"{p}.neigh.default", None)
 
 
+@kernel("net/ipv6/af_inet6.c", "inet6_init")
 def inet6_init(net: Net) -> Ipv6:
     """Install IPv6 on *net*.
 

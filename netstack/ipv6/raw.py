@@ -49,6 +49,7 @@ from netstack.ipv6.sock import (
     Inet6Sock,
     Sockaddr6,
 )
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG
 from netstack.wire.ipv6 import (
@@ -86,6 +87,7 @@ class Raw6Sock(Inet6Sock):
         ipv6.raw_sockets.append(self)
 
     # -- addresses --------------------------------------------------------------------
+    @kernel("net/ipv6/raw.c", "rawv6_bind")
     def bind6(self, addr: int, port: int, scope_id: int) -> None:
         """Kernel: net/ipv6/raw.c, rawv6_bind()."""
         addr_type = ipv6_addr_type(addr)
@@ -114,6 +116,7 @@ class Raw6Sock(Inet6Sock):
         if not addr_type & IPV6_ADDR_MULTICAST:
             self.saddr6 = addr
 
+    @kernel("ip6_datagram_connect")
     def connect6(self, addr: int, port: int, flowinfo: int, scope_id: int) -> None:
         """Kernel: ip6_datagram_connect()."""
         addr_type = ipv6_addr_type(addr)
@@ -170,6 +173,7 @@ class Raw6Sock(Inet6Sock):
         super().close()
 
     # -- options ------------------------------------------------------------------------
+    @kernel("rawv6_setsockopt")
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
         """ICMP6_FILTER and IPV6_CHECKSUM, else the IPv6 options.
 
@@ -212,6 +216,7 @@ class Raw6Sock(Inet6Sock):
             return self.offset if self.checksum else -1
         return super().getsockopt(level, optname)
 
+    @kernel("icmpv6_filter")
     def filtered(self, icmp_type: int) -> bool:
         """Does ICMP6_FILTER block *icmp_type*?
 
@@ -223,6 +228,7 @@ class Raw6Sock(Inet6Sock):
         return bool(word >> (icmp_type & 31) & 1)
 
     # -- sending -----------------------------------------------------------------------------
+    @kernel("net/ipv6/raw.c", "rawv6_sendmsg")
     def sendmsg6(
         self, data: bytes | bytearray | memoryview, dest: Sockaddr6 | None, flags: int
     ) -> int:
@@ -310,6 +316,7 @@ class Raw6Sock(Inet6Sock):
         return length
 
     # -- receiving ---------------------------------------------------------------------------
+    @kernel("net/ipv6/raw.c", "rawv6_recvmsg")
     def recvmsg6(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, Sockaddr6, int, list[tuple[int, int, bytes]]]:
@@ -350,6 +357,7 @@ class Raw6Sock(Inet6Sock):
         return data, addr, mflags, anc
 
 
+@kernel("raw_v6_match")
 def _raw_match(sk: Raw6Sock, daddr: int, saddr: int, dif: int) -> bool:
     """Kernel: raw_v6_match()."""
     if sk.sk_v6_rcv_saddr and sk.sk_v6_rcv_saddr != daddr:
@@ -361,6 +369,7 @@ def _raw_match(sk: Raw6Sock, daddr: int, saddr: int, dif: int) -> bool:
     return not (daddr >> 120 == 0xFF and not sk.inet6_mc_check(daddr))
 
 
+@kernel("net/ipv6/raw.c", "raw6_local_deliver", "ipv6_raw_deliver")
 def raw6_local_deliver(ipv6: Ipv6, skb: SkBuff, nexthdr: int) -> bool:
     """Give a clone to every matching raw socket; True if any matched.
 
@@ -401,6 +410,7 @@ def raw6_local_deliver(ipv6: Ipv6, skb: SkBuff, nexthdr: int) -> bool:
     return delivered
 
 
+@kernel("raw6_icmp_error")
 def raw6_icmp_error(
     ipv6: Ipv6, skb: SkBuff, nexthdr: int, icmp_type: int, code: int, inner_offset: int, info: int
 ) -> None:

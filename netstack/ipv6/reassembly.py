@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.ipv6.ip6_input import IP6SKB_FRAGMENTED, ip6cb
+from netstack.sites import kernel
 from netstack.wire.icmpv6 import (
     ICMPV6_EXC_FRAGTIME,
     ICMPV6_HDR_FIELD,
@@ -98,6 +99,7 @@ class Ip6Frags:
         self.queues: dict[tuple[int, int, int, int], Frag6Queue] = {}
         self.mem = 0
 
+    @kernel("inet_frag_kill", "inet_frag_destroy")
     def _kill(self, q: Frag6Queue, reason: DropReason | None) -> None:
         """Kernel: inet_frag_kill() + inet_frag_destroy()."""
         if self.queues.get(q.key) is q:
@@ -113,6 +115,7 @@ class Ip6Frags:
         self.mem -= q.mem
         q.mem = 0
 
+    @kernel("ip6_frag_expire", "ip6frag_expire_frag_queue")
     def ip6_frag_expire(self, q: Frag6Queue) -> None:
         """The reassembly timer fired.
 
@@ -138,6 +141,7 @@ class Ip6Frags:
         self._kill(q, DropReason.FRAG_REASM_TIMEOUT)
 
 
+@kernel("include/net/ipv6_frag.h", "ipv6frag_thdr_truncated")
 def _thdr_truncated(skb: SkBuff, start: int, nexthdr: int) -> bool:
     """Does the first fragment stop before the upper-layer header ends?
 
@@ -157,6 +161,7 @@ def _thdr_truncated(skb: SkBuff, start: int, nexthdr: int) -> bool:
     return offset > skb.tail
 
 
+@kernel("net/ipv6/reassembly.c", "ipv6_frag_rcv")
 def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """The Fragment header handler: 1 = go on with (the reassembled) *skb*, -1 = consumed.
 
@@ -209,6 +214,7 @@ def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     return ip6_frag_queue(ipv6, q, skb)
 
 
+@kernel("ip6_frag_queue")
 def ip6_frag_queue(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
     """Insert one fragment; reassemble when complete.
 
@@ -287,6 +293,7 @@ def _discard_fq(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff, reason: DropReason) -> i
     return -1
 
 
+@kernel("ip6_frag_reasm")
 def ip6_frag_reasm(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
     """Rebuild the datagram in *skb* (which completed it).
 

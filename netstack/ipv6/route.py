@@ -68,6 +68,7 @@ from netstack.ipv6.constants import (
     RTPROT_BOOT,
 )
 from netstack.neigh.nud import NUD_FAILED, NUD_VALID
+from netstack.sites import kernel
 from netstack.wire.icmpv6 import (
     ICMPV6_ADDR_UNREACH,
     ICMPV6_DEST_UNREACH,
@@ -215,6 +216,7 @@ class Fib6Info:
         self.dead = False
         self.seq = 0
 
+    @kernel("fib6_check_expired")
     def expired(self, now: int) -> bool:
         """Kernel: fib6_check_expired()."""
         return bool(self.flags & RTF_EXPIRES) and self.expires != 0 and now > self.expires
@@ -294,6 +296,7 @@ class Fib6Table:
             b = level[dst] = []
         return b
 
+    @kernel("fib6_add_rt2node")
     def insert(self, f: Fib6Info, nlflags: int) -> None:
         """Insert keeping metric order.
 
@@ -351,6 +354,7 @@ class Fib6Table:
         return iter(self.routes())
 
 
+@kernel("rt6_duplicate_nexthop")
 def _same_nexthop(a: Fib6Info, b: Fib6Info) -> bool:
     """Kernel: rt6_duplicate_nexthop()."""
     return a.nh.dev is b.nh.dev and a.nh.gw == b.nh.gw and a.type == b.type
@@ -383,6 +387,7 @@ class Rt6Info(DstEntry):
         self.metric_mtu = 0
         self.metric_hoplimit = 0
 
+    @kernel("include/net/dst.h", "dst_hold")
     def hold(self) -> Rt6Info:
         """Take a reference.
 
@@ -393,6 +398,7 @@ class Rt6Info(DstEntry):
         return self
 
     # -- dst_ops ----------------------------------------------------------------------
+    @kernel("ip6_dst_check")
     def valid(self) -> bool:
         """Usable from a cache?
 
@@ -404,6 +410,7 @@ class Rt6Info(DstEntry):
             return self.ipv6.net.clock.jiffies < self.expires
         return True
 
+    @kernel("ip6_mtu")
     def mtu(self) -> int:
         """Kernel: ip6_mtu()."""
         mtu = self.rt6i_pmtu
@@ -416,6 +423,7 @@ class Rt6Info(DstEntry):
             mtu = idev.cnf.mtu6 if idev is not None else IPV6_MIN_MTU
         return min(mtu, IP6_MAX_MTU)
 
+    @kernel("ip6_rt_update_pmtu")
     def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
         """Learn a smaller path MTU for the IPv6 packet *skb*.
 
@@ -426,6 +434,7 @@ class Rt6Info(DstEntry):
         nh = skb.network_header
         rt6_update_pmtu(self.ipv6, self, addr_at(skb.buf, nh + 24), addr_at(skb.buf, nh + 8), mtu)
 
+    @kernel("ip6_link_failure")
     def link_failure(self, skb: SkBuff) -> None:
         """The neighbour could not be resolved.
 
@@ -433,6 +442,7 @@ class Rt6Info(DstEntry):
         """
         ip6_link_failure(self.ipv6, skb)
 
+    @kernel("rt6_nexthop")
     def nexthop(self, daddr: int) -> int:
         """Kernel: rt6_nexthop()."""
         return rt6_nexthop(self, daddr)
@@ -442,6 +452,7 @@ class Rt6Info(DstEntry):
         return f"<Rt6Info dev={dev} flags={self.rt6i_flags:#x} refcnt={self.refcnt}>"
 
 
+@kernel("rt6_nexthop")
 def rt6_nexthop(rt: Rt6Info, daddr: int) -> int:
     """The address to resolve: the gateway, or the destination.
 
@@ -459,6 +470,7 @@ def rt6_nexthop(rt: Rt6Info, daddr: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip6_rt_init_dst")
 def ip6_rt_init_dst(ipv6: Ipv6, rt: Rt6Info, f: Fib6Info) -> None:
     """Set input/output/error from the route type.
 
@@ -487,6 +499,7 @@ def ip6_rt_init_dst(ipv6: Ipv6, rt: Rt6Info, f: Fib6Info) -> None:
         rt.input = ipv6.dst_forward
 
 
+@kernel("ip6_rt_get_dev_rcu")
 def _rt_dev(ipv6: Ipv6, f: Fib6Info) -> NetDevice:
     """Copies of local routes use the loopback.
 
@@ -497,6 +510,7 @@ def _rt_dev(ipv6: Ipv6, f: Fib6Info) -> NetDevice:
     return f.nh.dev
 
 
+@kernel("ip6_create_rt_rcu", "ip6_rt_copy_init")
 def ip6_rt_copy(ipv6: Ipv6, f: Fib6Info) -> Rt6Info:
     """A dst copy of a route.
 
@@ -516,6 +530,7 @@ def ip6_rt_copy(ipv6: Ipv6, f: Fib6Info) -> Rt6Info:
     return rt
 
 
+@kernel("ip6_rt_cache_alloc")
 def ip6_rt_cache_alloc(ipv6: Ipv6, f: Fib6Info, daddr: int) -> Rt6Info:
     """An RTF_CACHE clone for one destination.
 
@@ -548,6 +563,7 @@ def make_null_entry(ipv6: Ipv6) -> Rt6Info:
 # ---------------------------------------------------------------------------
 
 
+@kernel("rt6_check_neigh")
 def rt6_check_neigh(ipv6: Ipv6, nh: Fib6Nh) -> int:
     """Is the gateway's neighbour usable?
 
@@ -561,11 +577,13 @@ def rt6_check_neigh(ipv6: Ipv6, nh: Fib6Nh) -> int:
     return RT6_NUD_FAIL_PROBE
 
 
+@kernel("IPV6_DECODE_PREF")
 def _decode_pref(pref: int) -> int:
     """Kernel: IPV6_DECODE_PREF(): low 1, medium 2, high 3 (invalid 0)."""
     return {0: 2, 1: 3, 3: 1}.get(pref, 0)
 
 
+@kernel("rt6_score_route")
 def rt6_score_route(ipv6: Ipv6, f: Fib6Info, oif: int, strict: int) -> int:
     """Kernel: rt6_score_route()."""
     nh = f.nh
@@ -582,6 +600,7 @@ def rt6_score_route(ipv6: Ipv6, f: Fib6Info, oif: int, strict: int) -> int:
     return m
 
 
+@kernel("find_match")
 def _find_match(ipv6: Ipv6, f: Fib6Info, oif: int, strict: int, now: int) -> int | None:
     """The route's score, or None if it cannot be used.
 
@@ -601,6 +620,7 @@ def _find_match(ipv6: Ipv6, f: Fib6Info, oif: int, strict: int, now: int) -> int
     return m
 
 
+@kernel("rt6_select")
 def rt6_select(ipv6: Ipv6, b: list[Fib6Info], oif: int, strict: int, now: int) -> Fib6Info | None:
     """The best route of one prefix: lowest metric group first.
 
@@ -622,6 +642,7 @@ def rt6_select(ipv6: Ipv6, b: list[Fib6Info], oif: int, strict: int, now: int) -
     return None
 
 
+@kernel("fib6_table_lookup")
 def fib6_table_lookup(
     ipv6: Ipv6, table: Fib6Table, daddr: int, oif: int, strict: int
 ) -> Fib6Info | None:
@@ -645,6 +666,7 @@ def fib6_table_lookup(
         return None
 
 
+@kernel("fib6_rule_lookup")
 def fib6_lookup(ipv6: Ipv6, daddr: int, oif: int, strict: int) -> Fib6Info | None:
     """Walk the default rules: local, then main.
 
@@ -662,6 +684,7 @@ def fib6_lookup(ipv6: Ipv6, daddr: int, oif: int, strict: int) -> Fib6Info | Non
     return None
 
 
+@kernel("ip6_pol_route")
 def _cached_copy(ipv6: Ipv6, f: Fib6Info, daddr: int) -> Rt6Info:
     """The exception for *daddr*, else the route's cached copy.
 
@@ -700,6 +723,7 @@ def _cached_copy(ipv6: Ipv6, f: Fib6Info, daddr: int) -> Rt6Info:
     return rt
 
 
+@kernel("ip6_pol_route")
 def ip6_pol_route(ipv6: Ipv6, fl6: Flowi6, oif: int, flags: int) -> Rt6Info:
     """Route lookup shared by input and output; a held reference.
 
@@ -714,11 +738,13 @@ def ip6_pol_route(ipv6: Ipv6, fl6: Flowi6, oif: int, flags: int) -> Rt6Info:
     return _cached_copy(ipv6, f, fl6.daddr)
 
 
+@kernel("rt6_need_strict")
 def rt6_need_strict(daddr: int) -> bool:
     """Kernel: rt6_need_strict()."""
     return bool(ipv6_addr_type(daddr) & (IPV6_ADDR_MULTICAST | IPV6_ADDR_LINKLOCAL | 0x10))
 
 
+@kernel("net/ipv6/route.c", "ip6_route_output_flags")
 def ip6_route_output(ipv6: Ipv6, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info:
     """Route a locally generated flow; never None (the null entry carries the error).
 
@@ -734,6 +760,7 @@ def ip6_route_output(ipv6: Ipv6, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6In
     return ip6_pol_route(ipv6, fl6, fl6.oif, flags)
 
 
+@kernel("net/ipv6/route.c", "ip6_route_input")
 def ip6_route_input(ipv6: Ipv6, skb: SkBuff) -> None:
     """Set ``skb.dst`` for a received packet.
 
@@ -755,6 +782,7 @@ def ip6_route_input(ipv6: Ipv6, skb: SkBuff) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip6_route_get_saddr")
 def ip6_route_get_saddr(ipv6: Ipv6, f: Fib6Info | None, daddr: int, prefs: int = 0) -> int | None:
     """The route's preferred source, else source address selection.
 
@@ -771,6 +799,7 @@ def ip6_route_get_saddr(ipv6: Ipv6, f: Fib6Info | None, daddr: int, prefs: int =
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/route.c", "__ip6_rt_update_pmtu")
 def rt6_update_pmtu(ipv6: Ipv6, rt: Rt6Info, daddr: int, saddr: int, mtu: int) -> None:
     """Learn *mtu* towards *daddr*: update an exception or create one.
 
@@ -803,6 +832,7 @@ def rt6_update_pmtu(ipv6: Ipv6, rt: Rt6Info, daddr: int, saddr: int, mtu: int) -
     nrt.genid = ipv6.rt6_genid
 
 
+@kernel("ip6_link_failure")
 def ip6_link_failure(ipv6: Ipv6, skb: SkBuff) -> None:
     """Tell the sender the neighbour is unreachable.
 
@@ -814,6 +844,7 @@ def ip6_link_failure(ipv6: Ipv6, skb: SkBuff) -> None:
         rt.expires = ipv6.net.clock.jiffies  # rt6_remove_exception_rt()
 
 
+@kernel("ip6_pkt_drop")
 def ip6_pkt_drop(ipv6: Ipv6, skb: SkBuff, code: int, output: bool) -> int:
     """Input/output of a reject route: count, ICMPv6 unreachable, drop.
 
@@ -848,6 +879,7 @@ def _extack(msg: str, err: int) -> ConfigError:
     return ConfigError(f"Error: {msg}.", err)
 
 
+@kernel("ip6_route_check_nh")
 def ip6_route_check_nh(ipv6: Ipv6, cfg: Fib6Config) -> NetDevice:
     """A non-link-local gateway must be reachable directly.
 
@@ -863,6 +895,7 @@ def ip6_route_check_nh(ipv6: Ipv6, cfg: Fib6Config) -> NetDevice:
     return f.nh.dev
 
 
+@kernel("ip6_validate_gw")
 def ip6_validate_gw(ipv6: Ipv6, cfg: Fib6Config) -> NetDevice:
     """Check a gateway and find its device.
 
@@ -898,6 +931,7 @@ def ip6_validate_gw(ipv6: Ipv6, cfg: Fib6Config) -> NetDevice:
     return dev
 
 
+@kernel("ip6_route_info_create", "fib6_nh_init")
 def ip6_route_info_create(ipv6: Ipv6, cfg: Fib6Config) -> Fib6Info:
     """Validate a request and build the route.
 
@@ -966,6 +1000,7 @@ def ip6_route_info_create(ipv6: Ipv6, cfg: Fib6Config) -> Fib6Info:
     return f
 
 
+@kernel("ip6_route_add")
 def ip6_route_add(ipv6: Ipv6, cfg: Fib6Config) -> Fib6Info:
     """``ip -6 route add`` and the kernel's own routes.
 
@@ -979,6 +1014,7 @@ def ip6_route_add(ipv6: Ipv6, cfg: Fib6Config) -> Fib6Info:
     return f
 
 
+@kernel("ip6_del_rt", "fib6_del")
 def ip6_del_rt(ipv6: Ipv6, f: Fib6Info) -> None:
     """Remove a route.
 
@@ -1015,6 +1051,7 @@ class Fib6:
         self.gc_timer = ipv6.net.timers.timer(self.fib6_run_gc, "fib6_gc")
         self.gc_runs = 0
 
+    @kernel("fib6_get_table", "fib6_new_table")
     def table(self, table_id: int, create: bool = False) -> Fib6Table | None:
         """Kernel: fib6_get_table() / fib6_new_table()."""
         t = self.tables.get(table_id)
@@ -1026,6 +1063,7 @@ class Fib6:
         for t in self.tables.values():
             yield from t.routes()
 
+    @kernel("fib6_force_start_gc")
     def fib6_force_start_gc(self) -> None:
         """Arm the GC if it is not running.
 
@@ -1035,6 +1073,7 @@ class Fib6:
             clock = self.ipv6.net.clock
             self.gc_timer.mod(clock.jiffies + self.ipv6.ip6_rt_gc_interval * clock.hz)
 
+    @kernel("fib6_run_gc")
     def fib6_run_gc(self) -> None:
         """Remove expired routes; re-arm while some still expire.
 

@@ -19,6 +19,8 @@ from typing import Final
 
 import attrs
 
+from netstack.sites import kernel
+
 __all__ = [
     "ICMP6_FIELDS",
     "ICMP6_TYPE_NAMES",
@@ -215,6 +217,7 @@ class Icmp6MsgMib:
         self.in_types: Counter[int] = Counter()
         self.out_types: Counter[int] = Counter()
 
+    @kernel("net/ipv6/proc.c", "snmp6_seq_show_icmpv6msg")
     def values(self) -> list[tuple[str, int]]:
         """By name for RFC 2466's types (always), then by number (non-zero only).
 

@@ -40,6 +40,7 @@ from netstack.ipv6.constants import (
     IPV6_PMTUDISC_OMIT,
 )
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel
+from netstack.sites import kernel
 from netstack.wire.ipv6 import ipv6_addr_needs_scope_id, ipv6_addr_type
 
 if TYPE_CHECKING:
@@ -223,6 +224,7 @@ class Inet6Sock(Sock):
         return int(self.ipv6.devconf_all.hop_limit)
 
     # -- errors -----------------------------------------------------------------------------
+    @kernel("ipv6_icmp_error", "ipv6_local_error")
     def queue_error6(
         self,
         data: bytes,
@@ -245,6 +247,7 @@ class Inet6Sock(Sock):
             ee += pack_sockaddr_in6(offender)
         self.error_queue.append((data, [(SOL_IPV6, IPV6_RECVERR, ee)], addr, err))
 
+    @kernel("ipv6_local_error")
     def local_error(self, err: int, daddr: int, dport: int, info: int) -> None:
         """A locally detected error (EMSGSIZE).
 
@@ -254,6 +257,7 @@ class Inet6Sock(Sock):
             return
         self.queue_error6(b"", err, SO_EE_ORIGIN_LOCAL, 0, 0, info, None, (daddr, dport, 0, 0))
 
+    @kernel("ipv6_recv_error")
     def recv_errqueue6(
         self, bufsize: int
     ) -> tuple[bytes, list[tuple[int, int, bytes]], int, Sockaddr6]:
@@ -278,6 +282,7 @@ class Inet6Sock(Sock):
             full = (full[0], full[1], 0, 0)
         return data, anc, flags, (full[0], full[1], full[2], full[3])
 
+    @kernel("ip6_datagram_recv_ctl")
     def cmsgs6(self, skb: SkBuff) -> list[tuple[int, int, bytes]]:
         """Ancillary data for a received skb.
 
@@ -321,6 +326,7 @@ class Inet6Sock(Sock):
             return self._sol_socket_get(optname)
         raise sock_oserror(errno.ENOPROTOOPT)
 
+    @kernel("net/ipv6/ipv6_sockglue.c", "do_ipv6_setsockopt")
     def _ipv6_set(self, optname: int, value: int | bytes) -> None:
         """Kernel: net/ipv6/ipv6_sockglue.c, do_ipv6_setsockopt()."""
         if optname in (IPV6_JOIN_GROUP, IPV6_LEAVE_GROUP):
@@ -383,6 +389,7 @@ class Inet6Sock(Sock):
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
+    @kernel("net/ipv6/ipv6_sockglue.c", "do_ipv6_getsockopt")
     def _ipv6_get(self, optname: int) -> int:
         """Kernel: net/ipv6/ipv6_sockglue.c, do_ipv6_getsockopt()."""
         if optname == IPV6_UNICAST_HOPS:
@@ -427,6 +434,7 @@ class Inet6Sock(Sock):
             return int(ip6_autoflowlabel(self.ipv6, self.autoflowlabel))
         raise sock_oserror(errno.ENOPROTOOPT)
 
+    @kernel("net/ipv6/mcast.c", "ipv6_sock_mc_join", "ipv6_sock_mc_drop")
     def _membership(self, join: bool, value: int | bytes) -> None:
         """``IPV6_JOIN_GROUP``/``IPV6_LEAVE_GROUP`` with a ``struct ipv6_mreq``.
 
@@ -465,6 +473,7 @@ class Inet6Sock(Sock):
                 return
         raise sock_oserror(errno.EADDRNOTAVAIL)
 
+    @kernel("inet6_mc_check")
     def inet6_mc_check(self, group: int) -> bool:
         """May this socket receive *group*?
 
@@ -484,14 +493,17 @@ class Inet6Sock(Sock):
         super().close()
 
     # -- helpers -----------------------------------------------------------------------------
+    @kernel("ip6_sk_ignore_df")
     def ip6_sk_ignore_df(self) -> bool:
         """Kernel: ip6_sk_ignore_df()."""
         return self.pmtudisc6 < IPV6_PMTUDISC_DO or self.pmtudisc6 == IPV6_PMTUDISC_OMIT
 
+    @kernel("ip6_sk_accept_pmtu")
     def ip6_sk_accept_pmtu(self) -> bool:
         """Kernel: ip6_sk_accept_pmtu()."""
         return self.pmtudisc6 not in (IPV6_PMTUDISC_INTERFACE, IPV6_PMTUDISC_OMIT)
 
+    @kernel("ipv6_iface_scope_id")
     def scope_for(self, addr: int, ifindex: int) -> int:
         """The scope id reported for *addr* received on *ifindex*.
 

@@ -81,6 +81,7 @@ from netstack.ipv6.sock import (
     IPV6_V6ONLY,
     SOL_IPV6,
 )
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
@@ -178,6 +179,7 @@ def _addrs(skb: SkBuff) -> tuple[int, int]:
     return addr_at(buf, nh + 8), addr_at(buf, nh + 24)
 
 
+@kernel("tcp_v6_check")
 def tcp_v6_check(length: int, saddr: int, daddr: int, base: int) -> int:
     """The TCP checksum field for data summing to *base*. Kernel: tcp_v6_check()."""
     return csum_ipv6_magic(saddr, daddr, length, NEXTHDR_TCP, base)
@@ -215,6 +217,7 @@ class Ipv6Specific:
             mark=sk.sk_mark,
         )
 
+    @kernel("net/ipv6/inet6_connection_sock.c", "inet6_csk_route_socket")
     def _route(self, sk: TcpSock) -> Rt6Info | None:
         """The socket's route, re-routed if stale.
 
@@ -234,6 +237,7 @@ class Ipv6Specific:
         sk_setup_caps6(sk, found)
         return found
 
+    @kernel("net/ipv6/af_inet6.c", "inet6_sk_rebuild_header")
     def rebuild_header(self, sk: TcpSock) -> int:
         """Kernel: net/ipv6/af_inet6.c, inet6_sk_rebuild_header()."""
         if self._route(sk) is None:
@@ -245,6 +249,7 @@ class Ipv6Specific:
         rt = sk.dst_cache
         return int(rt.mtu()) if rt is not None else 0
 
+    @kernel("net/ipv6/route.c", "ip6_default_advmss")
     def advmss(self, sk: TcpSock) -> int:
         """The MSS to offer: the route's MTU less the IPv6 and TCP headers.
 
@@ -255,6 +260,7 @@ class Ipv6Specific:
         return min(max(mtu - IPV6_HLEN - 20, IP6_RT_MIN_ADVMSS), TCP_MAX_MSS_V6)
 
     # -- transmit -----------------------------------------------------------------------
+    @kernel("net/ipv6/inet6_connection_sock.c", "inet6_csk_xmit")
     def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
         """Route the segment and put an IPv6 header in front of it.
 
@@ -272,6 +278,7 @@ class Ipv6Specific:
         hlimit = sk.uc_ttl if sk.uc_ttl >= 0 else ip6_dst_hoplimit(rt)
         return ip6_xmit(self.ipv6, skb, sk.inet_saddr, sk.inet_daddr, sk.tos, hlimit, sk)
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_check", "__tcp_v6_send_check")
     def send_check(self, sk: TcpSock, skb: SkBuff) -> None:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_check() / __tcp_v6_send_check()."""
         th = skb.transport_header
@@ -284,6 +291,7 @@ class Ipv6Specific:
         skb.csum_offset = 16
 
     # -- connection set-up --------------------------------------------------------------
+    @kernel("net/ipv6/af_inet6.c", "__inet6_bind")
     def bind(self, sk: TcpSock, addr: int, port: int) -> None:
         """Kernel: net/ipv6/af_inet6.c, __inet6_bind() (the TCP part)."""
         if sk.state != TCP_CLOSE or sk.inet_num:
@@ -327,6 +335,7 @@ class Ipv6Specific:
     def connect(self, sk: TcpSock, addr: int, port: int) -> None:
         tcp_v6_connect(self, sk, addr, port)
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_mtu_reduced")
     def mtu_reduced(self, sk: TcpSock) -> None:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_mtu_reduced()."""
         if sk.state in (TCP_LISTEN, TCP_CLOSE):
@@ -340,6 +349,7 @@ class Ipv6Specific:
             tcp_simple_retransmit(sk)
 
     # -- options --------------------------------------------------------------------------
+    @kernel("net/ipv6/ipv6_sockglue.c", "ipv6_setsockopt")
     def setsockopt(self, sk: TcpSock, level: int, optname: int, value: int | bytes) -> None:
         """SOL_IPV6 options of a TCP socket; SOL_IP goes to IPv4's (``ip_setsockopt``).
 
@@ -371,6 +381,7 @@ class Ipv6Specific:
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
+    @kernel("net/ipv6/ipv6_sockglue.c", "ipv6_getsockopt")
     def getsockopt(self, sk: TcpSock, level: int, optname: int) -> int | bytes:
         """Kernel: net/ipv6/ipv6_sockglue.c, ipv6_getsockopt()."""
         if level != SOL_IPV6:
@@ -391,6 +402,7 @@ class Ipv6Specific:
         raise sock_oserror(errno.ENOPROTOOPT)
 
     # -- passive open -------------------------------------------------------------------
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_conn_request")
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
         """Only unicast SYNs start a connection; an IPv4 SYN (dual-stack listener)
         is IPv4's to answer.
@@ -414,6 +426,7 @@ class Ipv6Specific:
             return 0
         return tcp_conn_request(sk, skb, self)
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_init_req")
     def init_req(self, req: RequestSock, skb: SkBuff) -> None:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_init_req()."""
         saddr, daddr = _addrs(skb)
@@ -429,6 +442,7 @@ class Ipv6Specific:
         else:
             req.iif = listener.sk_bound_dev_if
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_init_seq")
     def init_seq(self, skb: SkBuff) -> int:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_init_seq() (secure_tcpv6_seq)."""
         saddr, daddr = _addrs(skb)
@@ -439,6 +453,7 @@ class Ipv6Specific:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
 
+    @kernel("net/ipv6/inet6_connection_sock.c", "inet6_csk_route_req")
     def route_req(self, req: RequestSock) -> Rt6Info | None:
         """Kernel: net/ipv6/inet6_connection_sock.c, inet6_csk_route_req()."""
         fl6 = Flowi6(
@@ -452,6 +467,7 @@ class Ipv6Specific:
         found = self.ipv6.ip6_dst_lookup(fl6, bound_dev_if=req.iif)
         return None if isinstance(found, int) else found
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_synack")
     def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_synack()."""
         rt: Any = dst if dst is not None else self.route_req(req)
@@ -477,6 +493,7 @@ class Ipv6Specific:
             rt.release()
         return rc
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_syn_recv_sock")
     def syn_recv_sock(
         self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
     ) -> TcpSock | None:
@@ -513,6 +530,7 @@ class Ipv6Specific:
         hashinfo.inet_bind_hash(newsk, req.num)  # __inet_inherit_port()
         return newsk
 
+    @kernel("net/ipv6/tcp_ipv6.c", "htons")
     def _syn_recv_sock_mapped(
         self, sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None
     ) -> TcpSock | None:
@@ -536,6 +554,7 @@ class Ipv6Specific:
         return newsk
 
     # -- replies without a socket ---------------------------------------------------------
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_reset")
     def send_reset(self, sk: Any, skb: SkBuff) -> None:
         """Answer *skb* with a RST (RFC 9293 §3.10.7.1).
 
@@ -558,6 +577,7 @@ class Ipv6Specific:
         self._send_response(skb, seq, ack, rflags, 0, None, sk)
         self.tcp.mib.OutRsts += 1
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_ack")
     def send_ack(
         self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
     ) -> None:
@@ -565,6 +585,7 @@ class Ipv6Specific:
         ts = (tsval, tsecr) if tsval >= 0 else None
         self._send_response(skb, seq, ack, TCPHDR_ACK, win, ts, sk)
 
+    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_response")
     def _send_response(
         self,
         skb: SkBuff,
@@ -609,6 +630,7 @@ class Ipv6Specific:
         ip6_xmit(self.ipv6, out, daddr, saddr, tclass, ip6_dst_hoplimit(found), None, label)
 
 
+@kernel("net/ipv6/tcp_ipv6.c")
 class Ipv6Mapped:
     """TCP's operations for an AF_INET6 socket talking IPv4 (kernel: ``ipv6_mapped``).
 
@@ -690,6 +712,7 @@ class Ipv6Mapped:
         return self.v6.getsockopt(sk, level, optname)
 
 
+@kernel("ipv6_unicast_destination")
 def ipv6_unicast_destination(skb: SkBuff) -> bool:
     """Was *skb* routed to a local unicast address? Kernel: ipv6_unicast_destination()."""
     rt: Any = skb.dst
@@ -698,6 +721,7 @@ def ipv6_unicast_destination(skb: SkBuff) -> bool:
     return bool(getattr(rt, "rt6i_flags", RTF_LOCAL) & RTF_LOCAL)
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_xmit")
 def ip6_xmit(
     ipv6: Ipv6,
     skb: SkBuff,
@@ -720,6 +744,8 @@ def ip6_xmit(
 
     Kernel: net/ipv6/ip6_output.c, ip6_xmit().
     """
+    if TIMED:
+        spend("ip6_xmit")
     h = skb.hash
     if sk is not None:
         if h != sk.fl6_hash or sk.fl6_gen != ipv6.flowlabel_gen:
@@ -760,6 +786,7 @@ def ip6_xmit(
     return ip6_local_out(ipv6, skb)
 
 
+@kernel("net/ipv6/ipv6_sockglue.c", "ipv6_set_opt_hdr", "ipv6_update_options")
 def ipv6_set_opt_hdr(sk: TcpSock, value: int | bytes) -> None:
     """``IPV6_DSTOPTS``: the destination options header sent in front of TCP.
 
@@ -794,6 +821,7 @@ def _tcp_flowlabel(
     return ip6_make_flowlabel(ipv6, h, flowlabel, ip6_autoflowlabel(ipv6, autoflowlabel))
 
 
+@kernel("net/core/sock.c", "sk_setup_caps", "ip6_dst_store")
 def sk_setup_caps6(sk: TcpSock, rt: Any) -> None:
     """What the route's device lets TCPv6 build: GSO skbs (``SKB_GSO_TCPV6``) or MSS ones.
 
@@ -816,6 +844,7 @@ def sk_setup_caps6(sk: TcpSock, rt: Any) -> None:
     sk.sk_route_caps = caps
 
 
+@kernel("net/ipv6/af_inet6.c", "__inet6_bind", "tcp_v6_connect")
 def tcp_v6_set_scope(sk: TcpSock, addr: int, scope_id: int) -> None:
     """Bind the socket to the interface of a link-local address's zone.
 
@@ -829,6 +858,7 @@ def tcp_v6_set_scope(sk: TcpSock, addr: int, scope_id: int) -> None:
     sk.sk_bound_dev_if = scope_id
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_connect")
 def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None:
     """Route, pick the source address and port, send the SYN.
 
@@ -890,6 +920,7 @@ def _is_v4mapped(addr: int) -> bool:
     return addr >> 32 == 0xFFFF
 
 
+@kernel("net/ipv4/af_inet.c", "inet_addr_valid_or_nonlocal")
 def inet6_mapped_addr_ok(ipv6: Ipv6, sk: TcpSock, v4addr: int) -> bool:
     """May *sk* bind to ``::ffff:<v4addr>``? The AF_INET checks, reproduced.
 
@@ -905,6 +936,7 @@ def inet6_mapped_addr_ok(ipv6: Ipv6, sk: TcpSock, v4addr: int) -> bool:
     return ipv4.fib.inet_addr_type(v4addr, None) in (2, 3, 5)  # LOCAL, BROADCAST, MULTICAST
 
 
+@kernel("net/ipv6/tcp_ipv6.c")
 def tcp_v6_connect_mapped(ops: Ipv6Specific, sk: TcpSock, v4addr: int, port: int) -> None:
     """Connect an AF_INET6 socket to ``::ffff:<v4addr>``: switch its af_ops to
     ``ipv6_mapped`` and let IPv4 connect it (IPv4 route, source, MSS, GSO).
@@ -933,6 +965,7 @@ def tcp_v6_connect_mapped(ops: Ipv6Specific, sk: TcpSock, v4addr: int, port: int
 # -- receive --------------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_checksum_init", "tcp_checksum_complete")
 def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
     """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_checksum_init() + tcp_checksum_complete()."""
     s = skb.ip_summed
@@ -948,6 +981,7 @@ def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
     return False
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_fill_cb")
 def tcp_v6_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
     """TCP_SKB_CB from the header. Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_fill_cb()."""
     buf = skb.buf
@@ -963,11 +997,14 @@ def tcp_v6_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
     return tcb
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_rcv")
 def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
     """Every TCP segment for this host over IPv6 starts here.
 
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_rcv().
     """
+    if TIMED:
+        spend("tcp_v6_rcv")
     mib = tcp.mib
     if skb.pkt_type != 0:  # PACKET_HOST only
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
@@ -1058,8 +1095,11 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_do_rcv")
 def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv()."""
+    if TIMED:
+        spend("tcp_v6_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
@@ -1074,6 +1114,7 @@ def ipv6_ops(tcp: Tcp) -> Ipv6Specific:
     return ops
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_err")
 def tcp_v6_err(
     ipv6: Ipv6, tcp: Tcp, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int
 ) -> None:
@@ -1123,6 +1164,7 @@ def tcp_v6_err(
     tcp_err_report(sk, err, fatal)
 
 
+@kernel("net/ipv6/tcp_ipv6.c", "tcpv6_init")
 def tcp_v6_init(ipv6: Ipv6) -> Tcp:
     """Install TCP on an IPv6 Net: the shared state and the IPv6 af_ops.
 
@@ -1133,6 +1175,7 @@ def tcp_v6_init(ipv6: Ipv6) -> Tcp:
     return tcp
 
 
+@kernel("inet6_create", "tcp_v6_init_sock")
 def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
     """A new IPv6 TCP socket. Kernel: inet6_create() + tcp_v6_init_sock()."""
     ops = ipv6.net.proto_data.get("tcp_ipv6")

@@ -65,6 +65,7 @@ from netstack.ipv6.constants import IPV6_PMTUDISC_DONT, IPV6_PMTUDISC_PROBE
 from netstack.ipv6.route import Flowi6
 from netstack.ipv6.sock import SO_EE_ORIGIN_ICMP6, Inet6Sock, Sockaddr6
 from netstack.neigh.neighbour import neigh_confirm
+from netstack.sites import kernel
 from netstack.tcp.hashtables import LOOPBACK4_IPV6, V4MAPPED_PREFIX, ipv6_rcv_saddr_equal
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_partial
 from netstack.wire.icmpv6 import (
@@ -110,6 +111,7 @@ TAB_UNREACH: Final = (
 )
 
 
+@kernel("net/ipv6/icmp.c", "icmpv6_err_convert")
 def icmpv6_err_convert(icmp_type: int, code: int) -> tuple[int, bool]:
     """An ICMPv6 error as ``(errno, fatal)``.
 
@@ -145,6 +147,7 @@ class Udp6Sock(Inet6Sock):
     def _table(self) -> Udp6Table:
         return self.ipv6.udp_table
 
+    @kernel("net/ipv6/ipv6_sockglue.c", "ipv6_setsockopt")
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
         """SOL_IP options too (IP_RECVERR, IP_TOS…: they govern the IPv4 side
         of a dual-stack socket).
@@ -163,6 +166,7 @@ class Udp6Sock(Inet6Sock):
         return super().getsockopt(level, optname)
 
     # -- binding -------------------------------------------------------------------------
+    @kernel("net/ipv6/af_inet6.c", "__inet6_bind")
     def bind6(self, addr: int, port: int, scope_id: int) -> None:
         """Kernel: net/ipv6/af_inet6.c, __inet6_bind()."""
         ipv6 = self.ipv6
@@ -219,6 +223,7 @@ class Udp6Sock(Inet6Sock):
         if addr:
             self.sk_userlocks |= 8  # SOCK_BINDADDR_LOCK
 
+    @kernel("net/ipv6/datagram.c", "__ip6_datagram_connect")
     def connect6(self, addr: int, port: int, flowinfo: int, scope_id: int) -> None:
         """Kernel: net/ipv6/datagram.c, __ip6_datagram_connect()."""
         ipv6 = self.ipv6
@@ -268,6 +273,7 @@ class Udp6Sock(Inet6Sock):
         self.dst_cache = found
         self.state = TCP_ESTABLISHED
 
+    @kernel("net/ipv6/datagram.c")
     def _connect_mapped(self, v4addr: int, port: int) -> None:
         """Connect to ``::ffff:<v4addr>``: IPv4 routes and remembers the peer.
 
@@ -287,6 +293,7 @@ class Udp6Sock(Inet6Sock):
         if not self.sk_v6_rcv_saddr or self.sk_v6_rcv_saddr == V4MAPPED_PREFIX:
             self.sk_v6_rcv_saddr = V4MAPPED_PREFIX | self.inet_rcv_saddr
 
+    @kernel("__udp_disconnect")
     def disconnect(self) -> None:
         """``connect(AF_UNSPEC)``.
 
@@ -323,6 +330,7 @@ class Udp6Sock(Inet6Sock):
             fl6.oif = self.ucast_oif
         return fl6, connected
 
+    @kernel("ip6_sk_dst_lookup_flow")
     def _dst(self, fl6: Flowi6, connected: bool) -> Rt6Info:
         """Kernel: ip6_sk_dst_lookup_flow()."""
         ipv6 = self.ipv6
@@ -341,6 +349,7 @@ class Udp6Sock(Inet6Sock):
             self.dst_cache = found.hold()
         return found
 
+    @kernel("net/ipv6/udp.c", "udpv6_sendmsg")
     def sendmsg6(
         self, data: bytes | bytearray | memoryview, dest: Sockaddr6 | None, flags: int
     ) -> int:
@@ -453,6 +462,7 @@ class Udp6Sock(Inet6Sock):
         ipv6.udp6_mib.OutDatagrams += 1
         return length
 
+    @kernel("net/ipv6/udp.c")
     def _sendmsg_mapped(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
@@ -469,6 +479,7 @@ class Udp6Sock(Inet6Sock):
         return int(ipv4.udp_sendmsg(self, data, dest, flags))
 
     # -- receiving ----------------------------------------------------------------------------
+    @kernel("net/ipv6/udp.c", "udpv6_recvmsg")
     def recvmsg6(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, Sockaddr6, int, list[tuple[int, int, bytes]]]:
@@ -525,6 +536,7 @@ class Udp6Sock(Inet6Sock):
             return data, addr, mflags, anc
 
 
+@kernel("udp_lib_checksum_complete")
 def udp6_csum_ok(skb: SkBuff) -> bool:
     """Verify when read unless already known good.
 
@@ -555,6 +567,7 @@ class Udp6Table:
         ipv4: Any = self.ipv6.net.ipv4
         return ipv4.udp_table if ipv4 is not None else None
 
+    @kernel("udp_lib_lport_inuse", "inet_rcv_saddr_equal", "ipv6_rcv_saddr_equal")
     def _conflicts(self, sk: Udp6Sock, port: int) -> bool:
         """Kernel: udp_lib_lport_inuse() with inet_rcv_saddr_equal() →
         ipv6_rcv_saddr_equal() (IPv4 sockets of the port count unless *sk* is v6-only).
@@ -590,6 +603,7 @@ class Udp6Table:
             return True
         return False
 
+    @kernel("udp_v6_get_port", "udp_lib_get_port")
     def get_port(self, sk: Udp6Sock, port: int) -> None:
         """Kernel: udp_v6_get_port() → udp_lib_get_port()."""
         if port:
@@ -625,6 +639,7 @@ class Udp6Table:
         if v4 is not None:
             v4.unhash(sk)
 
+    @kernel("__udp6_lib_lookup", "compute_score")
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Udp6Sock | None:
         """The best socket for a unicast datagram.
 
@@ -654,6 +669,7 @@ class Udp6Table:
                 best, best_score = sk, score
         return best
 
+    @kernel("__udp_v6_is_mcast_sock")
     def mcast_matches(
         self, saddr: int, sport: int, daddr: int, dport: int, dif: int
     ) -> list[Udp6Sock]:
@@ -677,6 +693,7 @@ class Udp6Table:
         return [sk for lst in self.ports.values() for sk in lst]
 
 
+@kernel("udpv6_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def _queue(ipv6: Ipv6, sk: Udp6Sock, skb: SkBuff) -> None:
     """Kernel: udpv6_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
     if sk.dead:
@@ -688,6 +705,7 @@ def _queue(ipv6: Ipv6, sk: Udp6Sock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
+@kernel("net/ipv6/udp.c", "__udp6_lib_rcv")
 def udpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
@@ -764,6 +782,7 @@ def _csum_error(ipv6: Ipv6, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv6/udp.c", "__udp6_lib_err")
 def udpv6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
     """An ICMPv6 error quotes a datagram we sent.
 

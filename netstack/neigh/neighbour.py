@@ -53,6 +53,7 @@ from netstack.neigh.nud import (
     timer_handler,
     update,
 )
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -195,6 +196,7 @@ class NeighTableStats:
     confirm_skipped: int  # confirmations elided because jiffies had not changed
 
 
+@kernel("neigh_blackhole")
 def neigh_blackhole(n: Neighbour, skb: SkBuff) -> int:
     """Output of a dead entry. Kernel: neigh_blackhole()."""
     kfree_skb(skb, DropReason.NEIGH_DEAD)
@@ -264,6 +266,7 @@ class NeighTable:
         self.gc_timer.mod(self.parms.base_reachable_time // 2)
 
     # -- parameters -----------------------------------------------------------------
+    @kernel("neigh_rand_reach_time")
     def _randomised(self, p: NeighParms) -> NeighParms:
         """Draw reachable_time in [base/2, 3·base/2). Kernel: neigh_rand_reach_time()."""
         base = p.base_reachable_time
@@ -292,10 +295,12 @@ class NeighTable:
             return self._randomised(new)
         return new
 
+    @kernel("neigh_parms_alloc")
     def add_dev_parms(self, dev: NetDevice) -> None:
         """A device appeared: it starts with the default parameters. Kernel: neigh_parms_alloc()."""
         self.dev_parms[dev.ifindex] = self.parms
 
+    @kernel("neigh_parms_release")
     def del_dev_parms(self, dev: NetDevice) -> None:
         """Kernel: neigh_parms_release()."""
         self.dev_parms.pop(dev.ifindex, None)
@@ -304,6 +309,7 @@ class NeighTable:
     def hash_key(self, key: int, dev: NetDevice) -> int:
         return (dev.ifindex << self.addr_bits) | key
 
+    @kernel("neigh_lookup")
     def lookup(self, key: int, dev: NetDevice) -> Neighbour | None:
         """Kernel: neigh_lookup()."""
         self.lookups += 1
@@ -312,6 +318,7 @@ class NeighTable:
             self.hits += 1
         return n
 
+    @kernel("__neigh_create")
     def create(self, key: int, dev: NetDevice) -> Neighbour | None:
         """Create (or find) an entry; None if the table is full. Kernel: __neigh_create()."""
         hkey = (dev.ifindex << self.addr_bits) | key
@@ -334,6 +341,7 @@ class NeighTable:
         self.allocs += 1
         return n
 
+    @kernel("__neigh_lookup")
     def lookup_or_create(self, key: int, dev: NetDevice, creat: bool = True) -> Neighbour | None:
         """Find an entry, creating it if *creat*. Kernel: __neigh_lookup()."""
         n = self.lookup(key, dev)
@@ -358,6 +366,7 @@ class NeighTable:
         neigh_purge_queue(n, DropReason.NEIGH_DEAD)
         self.destroys += 1
 
+    @kernel("neigh_forced_gc")
     def neigh_forced_gc(self) -> bool:
         """Free unreferenced FAILED/stale entries. Kernel: neigh_forced_gc()."""
         self.forced_gc_runs += 1
@@ -377,6 +386,7 @@ class NeighTable:
         self.last_flush = self.net.clock.jiffies
         return shrunk
 
+    @kernel("neigh_periodic_work")
     def neigh_periodic_work(self) -> None:
         """Re-draw reachable_time every 300 s; free idle entries. Kernel: neigh_periodic_work()."""
         net = self.net
@@ -401,6 +411,7 @@ class NeighTable:
                     self._unlink(n)
         self.gc_timer.mod(now + max(self.parms.base_reachable_time // 2, 1))
 
+    @kernel("neigh_ifdown")
     def neigh_ifdown(self, dev: NetDevice) -> None:
         """Flush every entry of *dev* (device down). Kernel: neigh_ifdown()."""
         for n in [n for n in self.hash.values() if n.dev is dev]:
@@ -418,6 +429,7 @@ class NeighTable:
             self._unlink(n)
         return len(victims)
 
+    @kernel("neigh_delete")
     def delete(self, key: int, dev: NetDevice) -> None:
         """``ip neigh del``. Kernel: neigh_delete()."""
         n = self.hash.get((dev.ifindex << self.addr_bits) | key)
@@ -454,11 +466,13 @@ class NeighTable:
 # ---------------------------------------------------------------------------
 
 
+@kernel("neigh_connect")
 def neigh_connect(n: Neighbour) -> None:
     """Use the connected output. Kernel: neigh_connect()."""
     n.output = n.ops.connected_output
 
 
+@kernel("neigh_suspect")
 def neigh_suspect(n: Neighbour) -> None:
     """Use the resolving output. Kernel: neigh_suspect()."""
     n.output = n.ops.output
@@ -471,6 +485,7 @@ def neigh_purge_queue(n: Neighbour, reason: DropReason) -> None:
     n.arp_queue_len_bytes = 0
 
 
+@kernel("neigh_probe")
 def neigh_probe(n: Neighbour) -> None:
     """Send one solicitation, hinted by the newest queued packet. Kernel: neigh_probe()."""
     skb = n.arp_queue[-1] if n.arp_queue else None
@@ -480,6 +495,7 @@ def neigh_probe(n: Neighbour) -> None:
     n.probes += 1
 
 
+@kernel("neigh_invalidate")
 def neigh_invalidate(n: Neighbour) -> None:
     """FAILED: report every queued packet as unreachable. Kernel: neigh_invalidate()."""
     n.tbl.res_failed += 1
@@ -548,6 +564,7 @@ def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> No
             )
 
 
+@kernel("neigh_timer_handler")
 def neigh_timer_handler(n: Neighbour) -> None:
     """The entry's timer. Kernel: neigh_timer_handler()."""
     if n.dead:
@@ -560,11 +577,14 @@ def neigh_timer_handler(n: Neighbour) -> None:
     _apply(n, actions)
 
 
+@kernel("include/net/neighbour.h", "neigh_event_send")
 def neigh_event_send(n: Neighbour, skb: SkBuff | None) -> int:
     """Let the NUD machine see a packet to send; 0 means send it now.
 
     Kernel: include/net/neighbour.h, neigh_event_send().
     """
+    if TIMED:
+        spend("neigh_event_send")
     tbl = n.tbl
     now = tbl.net.clock.jiffies
     if n.used != now:
@@ -583,6 +603,7 @@ def neigh_event_send(n: Neighbour, skb: SkBuff | None) -> int:
     return rc
 
 
+@kernel("neigh_update")
 def neigh_update(n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> bool:
     """Confirmation or administrative change of an entry. Kernel: neigh_update()."""
     if n.dead:
@@ -610,6 +631,7 @@ def neigh_update(n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> bo
     return ok
 
 
+@kernel("neigh_update_hhs")
 def neigh_update_hhs(n: Neighbour) -> None:
     """Rewrite the cached header after an address change. Kernel: neigh_update_hhs()."""
     hops = n.dev.header_ops
@@ -617,6 +639,7 @@ def neigh_update_hhs(n: Neighbour) -> None:
         hops.cache_update(n.hh, n.dev, n.ha)
 
 
+@kernel("neigh_event_ns")
 def neigh_event_ns(tbl: NeighTable, lladdr: bytes, key: int, dev: NetDevice) -> Neighbour | None:
     """A solicitation from *key* arrived: it is at least STALE. Kernel: neigh_event_ns()."""
     n = tbl.lookup_or_create(key, dev, True)
@@ -625,6 +648,7 @@ def neigh_event_ns(tbl: NeighTable, lladdr: bytes, key: int, dev: NetDevice) -> 
     return n
 
 
+@kernel("include/net/neighbour.h", "neigh_confirm", "dst_confirm")
 def neigh_confirm(n: Neighbour) -> None:
     """Upper-layer proof of reachability: ``n.confirmed = jiffies``.
 
@@ -634,6 +658,8 @@ def neigh_confirm(n: Neighbour) -> None:
 
     Kernel: include/net/neighbour.h, neigh_confirm() (dst_confirm() before 4.11).
     """
+    if TIMED:
+        spend("neigh_confirm")
     tbl = n.tbl
     net = tbl.net
     now = net.clock.jiffies
@@ -656,6 +682,7 @@ def neigh_confirm(n: Neighbour) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("include/net/neighbour.h", "neigh_hh_output")
 def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
     """Prepend the cached header and transmit.
 
@@ -683,11 +710,13 @@ def neigh_hh_output(n: Neighbour, skb: SkBuff) -> int:
             return -1
         skb.buf[data - hh_alen : data] = hh.hh_data[:hh_alen]
         tbl.hh_aligned_copies += 1
-        tbl.net.cpus.current.call("memcpy")  # the out-of-line copy the patch inlined
+        if TIMED:
+            spend("memcpy")  # the out-of-line copy the patch inlined
     skb.data = data - hh_len
     return dev_queue_xmit(skb)
 
 
+@kernel("include/net/neighbour.h", "neigh_output")
 def neigh_output(n: Neighbour, skb: SkBuff) -> int:
     """Transmit through the neighbour. Kernel: include/net/neighbour.h, neigh_output()."""
     if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
@@ -706,11 +735,14 @@ def _dev_hard_header(n: Neighbour, skb: SkBuff) -> int:
     return hops.create(skb, dev, skb.protocol, n.ha, None, skb.tail - skb.data)
 
 
+@kernel("net/core/neighbour.c", "neigh_resolve_output")
 def neigh_resolve_output(n: Neighbour, skb: SkBuff) -> int:
     """Resolve if needed, fill hh_cache once, build the header, transmit.
 
     Kernel: net/core/neighbour.c, neigh_resolve_output().
     """
+    if TIMED:
+        spend("neigh_resolve_output")
     if neigh_event_send(n, skb):
         return 0
     dev = n.dev
@@ -727,6 +759,7 @@ def neigh_resolve_output(n: Neighbour, skb: SkBuff) -> int:
     return dev_queue_xmit(skb)
 
 
+@kernel("neigh_connected_output")
 def neigh_connected_output(n: Neighbour, skb: SkBuff) -> int:
     """Build the header from ``n.ha`` and transmit. Kernel: neigh_connected_output()."""
     if _dev_hard_header(n, skb) < 0:
@@ -735,11 +768,15 @@ def neigh_connected_output(n: Neighbour, skb: SkBuff) -> int:
     return dev_queue_xmit(skb)
 
 
+@kernel("neigh_direct_output")
 def neigh_direct_output(n: Neighbour, skb: SkBuff) -> int:
     """No link-layer header: transmit as is. Kernel: neigh_direct_output()."""
+    if TIMED:
+        spend("neigh_direct_output")
     return dev_queue_xmit(skb)
 
 
+@kernel("net/core/neighbour.c", "neigh_add")
 def neigh_add(
     tbl: NeighTable,
     key: int,

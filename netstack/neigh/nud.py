@@ -28,6 +28,8 @@ from typing import Final, NamedTuple, Protocol
 
 import attrs
 
+from netstack.sites import TIMED, kernel, spend
+
 __all__ = [
     "NUD_CONNECTED",
     "NUD_DELAY",
@@ -159,6 +161,7 @@ class NudEntry:
     probes: int = 0
 
 
+@kernel("neigh_max_probes")
 def neigh_max_probes(n: NudFields, p: NeighParms) -> int:
     """Solicitations allowed before FAILED. Kernel: neigh_max_probes()."""
     return (
@@ -252,6 +255,7 @@ TIMER_TABLE: Final[tuple[TimerRow, ...]] = (
 """Timer transitions, tried in order (kernel: neigh_timer_handler)."""
 
 
+@kernel("net/core/neighbour.c", "neigh_timer_handler")
 def timer_handler(n: NudFields, p: NeighParms, now: int) -> list[Action]:
     """The entry's timer fired: transition and say what to do.
 
@@ -301,6 +305,7 @@ SEND_TABLE: Final = (
 """What :func:`event_send` does in each state (kernel: __neigh_event_send)."""
 
 
+@kernel("include/net/neighbour.h", "neigh_event_send", "net/core/neighbour.c", "__neigh_event_send")
 def event_send(
     n: NudFields, p: NeighParms, now: int, immediate_ok: bool = True
 ) -> tuple[int, list[Action]]:
@@ -309,6 +314,8 @@ def event_send(
     Kernel: include/net/neighbour.h neigh_event_send() and
     net/core/neighbour.c __neigh_event_send().
     """
+    if TIMED:
+        spend("neigh_event_send")
     if n.used != now:
         n.used = now
     state = n.nud_state
@@ -342,6 +349,7 @@ def event_send(
     return 0, actions
 
 
+@kernel("net/core/neighbour.c", "__neigh_update")
 def update(
     n: NudFields,
     p: NeighParms,

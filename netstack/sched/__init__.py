@@ -20,6 +20,7 @@ from netstack.sched.netem import NetemQdisc
 from netstack.sched.pfifo_fast import PfifoFastQdisc
 from netstack.sched.prio import PrioQdisc
 from netstack.sched.tbf import TbfQdisc
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -49,6 +50,7 @@ QDISC_KINDS = (
 )
 
 
+@kernel("net/sched/sch_api.c", "pktsched_init", "register_qdisc")
 def register_qdiscs(net: Net) -> None:
     """Make every discipline of this package available on *net*.
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import SkBuff
 from netstack.sched.inet_ecn import INET_ECN_set_ce
+from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ _M64: Final = (1 << 64) - 1
 NSEC_PER_USEC: Final = 1000
 
 
+@kernel("include/net/codel.h", "MS2TIME")
 def MS2TIME(ms: int) -> int:
     """Kernel: include/net/codel.h, MS2TIME()."""
     return (ms * 1_000_000) >> CODEL_SHIFT
@@ -61,11 +63,13 @@ def us2time(us: int) -> int:
     return ((us * NSEC_PER_USEC) >> CODEL_SHIFT) & _M32
 
 
+@kernel("include/net/codel.h", "codel_time_to_us")
 def codel_time_to_us(val: int) -> int:
     """Kernel: include/net/codel.h, codel_time_to_us()."""
     return ((val & _M32) << CODEL_SHIFT) // NSEC_PER_USEC
 
 
+@kernel("codel_get_time", "ktime_get_ns")
 def codel_get_time(now_ns: int) -> int:
     """Kernel: codel_get_time() (from ``ktime_get_ns()``)."""
     return (now_ns >> CODEL_SHIFT) & _M32
@@ -76,11 +80,13 @@ def _s32(x: int) -> int:
     return x - (1 << 32) if x & 0x80000000 else x
 
 
+@kernel("codel_time_after")
 def codel_time_after(a: int, b: int) -> bool:
     """Kernel: codel_time_after()."""
     return _s32(a - b) > 0
 
 
+@kernel("codel_time_after_eq")
 def codel_time_after_eq(a: int, b: int) -> bool:
     """Kernel: codel_time_after_eq()."""
     return _s32(a - b) >= 0
@@ -92,6 +98,7 @@ class CodelParams:
     __slots__ = ("ce_threshold", "ce_threshold_mask", "ce_threshold_selector", "ecn", "interval",
                  "mtu", "target")  # fmt: skip
 
+    @kernel("codel_params_init")
     def __init__(self) -> None:
         """Kernel: codel_params_init()."""
         self.interval = MS2TIME(100)
@@ -109,6 +116,7 @@ class CodelVars:
     __slots__ = ("count", "drop_next", "dropping", "first_above_time", "lastcount", "ldelay",
                  "rec_inv_sqrt")  # fmt: skip
 
+    @kernel("codel_vars_init")
     def __init__(self) -> None:
         """Kernel: codel_vars_init()."""
         self.count = 0
@@ -133,6 +141,7 @@ class CodelStats:
         self.ce_mark = 0
 
 
+@kernel("include/net/codel_impl.h", "codel_Newton_step")
 def codel_newton_step(v: CodelVars) -> None:
     """rec_inv_sqrt ← rec_inv_sqrt/2 · (3 − count·rec_inv_sqrt²), in Q0.32.
 
@@ -146,11 +155,13 @@ def codel_newton_step(v: CodelVars) -> None:
     v.rec_inv_sqrt = (val >> REC_INV_SQRT_SHIFT) & 0xFFFF
 
 
+@kernel("codel_control_law")
 def codel_control_law(t: int, interval: int, rec_inv_sqrt: int) -> int:
     """t + interval/sqrt(count). Kernel: codel_control_law()."""
     return (t + ((interval * ((rec_inv_sqrt << REC_INV_SQRT_SHIFT) & _M32)) >> 32)) & _M32
 
 
+@kernel("skb_get_dsfield")
 def skb_get_dsfield(skb: SkBuff) -> int:
     """The IPv4 TOS / IPv6 traffic class byte, or -1. Kernel: skb_get_dsfield()."""
     nh = skb.network_header
@@ -168,6 +179,7 @@ SkbLen = Callable[[SkBuff], int]
 SkbTime = Callable[[SkBuff], int]
 
 
+@kernel("include/net/codel_impl.h", "codel_should_drop")
 def codel_should_drop(
     skb: SkBuff | None,
     sch: Qdisc,
@@ -197,6 +209,7 @@ def codel_should_drop(
     return codel_time_after(now, v.first_above_time)
 
 
+@kernel("include/net/codel_impl.h", "codel_dequeue")
 def codel_dequeue(
     sch: Qdisc,
     p: CodelParams,

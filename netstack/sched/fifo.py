@@ -34,6 +34,7 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
 from netstack.sched.pkt_sched import TcFifoQopt
 from netstack.sched.psched import psched_mtu
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -67,6 +68,7 @@ class PfifoQdisc(Qdisc):
         dev = self.dev
         return dev.tx_queue_len if dev is not None else 1000
 
+    @kernel("net/sched/sch_fifo.c", "__fifo_init")
     def _fifo_init(self, opt: Any) -> None:
         """Kernel: net/sched/sch_fifo.c, __fifo_init()."""
         if opt is None:
@@ -83,14 +85,17 @@ class PfifoQdisc(Qdisc):
     def _bypass_ok(self) -> bool:
         return self.limit >= 1
 
+    @kernel("fifo_init")
     def init(self, opt: Any) -> None:
         """Kernel: fifo_init()."""
         self._fifo_init(opt)
 
+    @kernel("fifo_init")
     def change(self, opt: Any) -> None:
         """Kernel: fifo_init() (the ``change`` op)."""
         self._fifo_init(opt)
 
+    @kernel("pfifo_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Tail-drop at ``limit`` packets. Kernel: pfifo_enqueue()."""
         if self.qlen < self.limit:
@@ -100,6 +105,7 @@ class PfifoQdisc(Qdisc):
             return NET_XMIT_SUCCESS
         return self.qdisc_drop(skb)
 
+    @kernel("qdisc_dequeue_head")
     def dequeue(self) -> SkBuff | None:
         """Kernel: qdisc_dequeue_head()."""
         if not self.q:
@@ -111,16 +117,19 @@ class PfifoQdisc(Qdisc):
         bstats_update(self, skb, length)
         return skb
 
+    @kernel("qdisc_peek_head")
     def peek(self) -> SkBuff | None:
         """Kernel: qdisc_peek_head()."""
         return self.q[0] if self.q else None
 
+    @kernel("qdisc_reset_queue")
     def reset(self) -> None:
         """Kernel: qdisc_reset_queue()."""
         while self.q:
             kfree_skb(self.q.popleft(), DropReason.QUEUE_PURGE)
         super().reset()
 
+    @kernel("fifo_dump")
     def dump(self) -> TcFifoQopt:
         """Kernel: fifo_dump()."""
         return TcFifoQopt(self.limit)
@@ -142,6 +151,7 @@ class BfifoQdisc(PfifoQdisc):
         dev = self.dev
         return self.limit >= (psched_mtu(dev) if dev is not None else 1514)
 
+    @kernel("bfifo_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Tail-drop beyond ``limit`` bytes. Kernel: bfifo_enqueue()."""
         length = qdisc_pkt_len(skb)
@@ -161,6 +171,7 @@ class PfifoHeadDropQdisc(PfifoQdisc):
 
     kind = "pfifo_head_drop"
 
+    @kernel("pfifo_tail_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: pfifo_tail_enqueue()."""
         if self.limit == 0:
@@ -181,12 +192,14 @@ class PfifoHeadDropQdisc(PfifoQdisc):
         return NET_XMIT_CN
 
 
+@kernel("fifo_set_limit")
 def fifo_set_limit(q: Qdisc, limit: int) -> None:
     """Change a fifo child's limit (tbf keeps its bfifo in step). Kernel: fifo_set_limit()."""
     if isinstance(q, PfifoQdisc):
         q.change(TcFifoQopt(limit))
 
 
+@kernel("fifo_create_dflt")
 def fifo_create_dflt(sch: Qdisc, cls: type[PfifoQdisc], limit: int) -> PfifoQdisc:
     """A fifo child of *sch* (class 1) with *limit*. Kernel: fifo_create_dflt()."""
     q = cls(sch.net, sch.dev_queue, 0, TC_H_MAKE(sch.handle, 1))

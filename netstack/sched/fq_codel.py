@@ -65,6 +65,7 @@ from netstack.sched.pkt_sched import (
     FqCodelXstats,
 )
 from netstack.sched.psched import psched_mtu
+from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def _rol32(x: int, n: int) -> int:
     return ((x << n) | (x >> (32 - n))) & _M32
 
 
+@kernel("include/linux/jhash.h", "jhash_3words")
 def jhash_3words(a: int, b: int, c: int, initval: int) -> int:
     """Bob Jenkins' hash of three words. Kernel: include/linux/jhash.h, jhash_3words()."""
     initval = (initval + JHASH_INITVAL + (3 << 2)) & _M32
@@ -104,6 +106,7 @@ def jhash_3words(a: int, b: int, c: int, initval: int) -> int:
     return c
 
 
+@kernel("net/core/flow_dissector.c", "__skb_get_hash", "__flow_hash_from_keys")
 def skb_get_hash(skb: SkBuff, key: int) -> int:
     """The flow hash of *skb* (computed once, then kept in ``skb.hash``).
 
@@ -165,12 +168,14 @@ def _einval(msg: str = "") -> ConfigError:
     return ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
 
 
+@kernel("codel_get_enqueue_time")
 def _codel_time(skb: SkBuff) -> int:
     """Kernel: codel_get_enqueue_time()."""
     cb: tuple[int, int] = skb.cb
     return cb[0]
 
 
+@kernel("net/sched/sch_fq_codel.c")
 class FqCodelQdisc(Qdisc):
     """Kernel: net/sched/sch_fq_codel.c, fq_codel_qdisc_ops."""
 
@@ -205,6 +210,7 @@ class FqCodelQdisc(Qdisc):
         self.hash_key = zlib.crc32(f"{net.seed}/{net.name}/flow_dissector".encode())
 
     # -- configuration ----------------------------------------------------------
+    @kernel("fq_codel_init")
     def init(self, opt: Any) -> None:
         """Defaults: 10240p, 1024 flows, quantum = MTU, 5 ms / 100 ms, ecn.
 
@@ -224,6 +230,7 @@ class FqCodelQdisc(Qdisc):
         else:
             self.flags &= ~TCQ_F_CAN_BYPASS
 
+    @kernel("fq_codel_change")
     def change(self, opt: Any) -> None:
         """Kernel: fq_codel_change()."""
         if not isinstance(opt, FqCodelOptions):
@@ -274,6 +281,7 @@ class FqCodelQdisc(Qdisc):
         qdisc_tree_reduce_backlog(self, dropped_pkts, dropped_bytes)
 
     # -- the data path ------------------------------------------------------------
+    @kernel("fq_codel_classify")
     def classify(self, skb: SkBuff) -> int:
         """Bucket number + 1. Kernel: fq_codel_classify() (no filters)."""
         prio = skb.priority
@@ -281,6 +289,7 @@ class FqCodelQdisc(Qdisc):
             return TC_H_MIN(prio)
         return ((skb_get_hash(skb, self.hash_key) * self.flows_cnt) >> 32) + 1
 
+    @kernel("fq_codel_drop")
     def _drop(self, max_packets: int) -> int:
         """Drop up to half the fattest flow's backlog from its head. Kernel: fq_codel_drop()."""
         backlogs = self.backlogs
@@ -304,6 +313,7 @@ class FqCodelQdisc(Qdisc):
         self.qlen -= i
         return idx
 
+    @kernel("fq_codel_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: fq_codel_enqueue()."""
         idx = self.classify(skb) - 1
@@ -342,6 +352,7 @@ class FqCodelQdisc(Qdisc):
         qdisc_tree_reduce_backlog(self, prev_qlen, prev_backlog)
         return NET_XMIT_SUCCESS
 
+    @kernel("sch_fq_codel.c", "dequeue_func")
     def _flow_dequeue(self, v: CodelVars) -> SkBuff | None:
         """Kernel: sch_fq_codel.c, dequeue_func()."""
         flow = self._cur_flow
@@ -355,11 +366,13 @@ class FqCodelQdisc(Qdisc):
         self.backlog -= length
         return skb
 
+    @kernel("sch_fq_codel.c", "drop_func")
     def _drop_func(self, skb: SkBuff) -> None:
         """Kernel: sch_fq_codel.c, drop_func()."""
         kfree_skb(skb, DropReason.QDISC_DROP)
         self.drops += 1
 
+    @kernel("__fq_codel_dequeue")
     def _dequeue(self) -> SkBuff | None:
         """New flows first, then old ones, DRR by quantum. Kernel: __fq_codel_dequeue()."""
         now = codel_get_time(ktime_get_ns(self.net))
@@ -402,6 +415,7 @@ class FqCodelQdisc(Qdisc):
             flow.deficit -= length
             return skb
 
+    @kernel("fq_codel_dequeue_drop")
     def _dequeue_drop(self) -> None:
         """Tell the parents about CoDel's drops. Kernel: fq_codel_dequeue_drop()."""
         stats = self.cstats
@@ -410,12 +424,14 @@ class FqCodelQdisc(Qdisc):
             stats.drop_count = 0
             stats.drop_len = 0
 
+    @kernel("fq_codel_dequeue")
     def dequeue(self) -> SkBuff | None:
         """Kernel: fq_codel_dequeue()."""
         skb = self._dequeue()
         self._dequeue_drop()
         return skb
 
+    @kernel("fq_codel_peek")
     def peek(self) -> SkBuff | None:
         """Dequeue into ``gso_skb`` (still queued), then report drops. Kernel: fq_codel_peek()."""
         skb = self.gso_skb
@@ -428,6 +444,7 @@ class FqCodelQdisc(Qdisc):
             self._dequeue_drop()
         return skb
 
+    @kernel("fq_codel_reset")
     def reset(self) -> None:
         """Kernel: fq_codel_reset()."""
         self.new_flows.clear()
@@ -441,6 +458,7 @@ class FqCodelQdisc(Qdisc):
         self.memory_usage = 0
         super().reset()
 
+    @kernel("fq_codel_dump")
     def dump(self) -> FqCodelOptions:
         """Kernel: fq_codel_dump()."""
         p = self.cparams
@@ -462,6 +480,7 @@ class FqCodelQdisc(Qdisc):
             ce_threshold_mask=p.ce_threshold_mask if p.ce_threshold_mask else None,
         )
 
+    @kernel("fq_codel_dump_stats")
     def dump_stats(self) -> FqCodelXstats:
         """Kernel: fq_codel_dump_stats()."""
         return FqCodelXstats(
@@ -477,18 +496,22 @@ class FqCodelQdisc(Qdisc):
         )
 
     # -- classes: the active flows ----------------------------------------------------
+    @kernel("fq_codel_find")
     def cl_find(self, classid: int) -> int:
         """Kernel: fq_codel_find() — flows cannot be addressed for grafting."""
         return 0
 
+    @kernel("fq_codel_walk")
     def cl_walk(self) -> list[int]:
         """Every flow that is on a list. Kernel: fq_codel_walk()."""
         return [i + 1 for i, f in enumerate(self.flows) if f.chain is not None]
 
+    @kernel("fq_codel_dump_class")
     def cl_dump(self, cl: int) -> ClassDump:
         """Kernel: fq_codel_dump_class()."""
         return ClassDump(TC_H_MAKE(self.handle, cl), self.handle, 0)
 
+    @kernel("fq_codel_dump_class_stats")
     def cl_dump_stats(self, cl: int) -> ClassStats:
         """The flow's queue and CoDel state. Kernel: fq_codel_dump_class_stats()."""
         idx = cl - 1

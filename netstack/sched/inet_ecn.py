@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_add, csum_sub
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 
@@ -34,6 +35,7 @@ INET_ECN_CE: Final = 3
 INET_ECN_MASK: Final = 3
 
 
+@kernel("include/net/inet_ecn.h", "IP_ECN_set_ce")
 def IP_ECN_set_ce(skb: SkBuff, nh: int) -> int:
     """Mark an IPv4 header CE; 1 if it is (now) CE, 0 if Not-ECT.
 
@@ -57,6 +59,7 @@ def IP_ECN_set_ce(skb: SkBuff, nh: int) -> int:
     return 1
 
 
+@kernel("IP6_ECN_set_ce")
 def IP6_ECN_set_ce(skb: SkBuff, nh: int) -> int:
     """Mark an IPv6 header CE; 0 if Not-ECT. Kernel: IP6_ECN_set_ce()."""
     buf = skb.buf
@@ -72,6 +75,7 @@ def IP6_ECN_set_ce(skb: SkBuff, nh: int) -> int:
     return 1
 
 
+@kernel("include/net/inet_ecn.h", "INET_ECN_set_ce")
 def INET_ECN_set_ce(skb: SkBuff) -> int:
     """Set CE on an ECN-capable IPv4/IPv6 packet; 0 if it cannot be marked.
 

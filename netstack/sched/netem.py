@@ -88,6 +88,7 @@ from netstack.sched.pkt_sched import (
     TcNetemSlot,
 )
 from netstack.sched.psched import NSEC_PER_SEC, PSCHED_NS2TICKS, PSCHED_TICKS2NS
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -121,6 +122,7 @@ class CrndState:
         self.rho = 0
 
 
+@kernel("get_crandom")
 def get_crandom(state: CrndState | None, prng: RndState) -> int:
     """A u32 correlated with the previous one by ``rho``. Kernel: get_crandom()."""
     if state is None or state.rho == 0:  # no correlation
@@ -140,6 +142,7 @@ def _extack(msg: str) -> ConfigError:
     return ConfigError(f"Error: {msg}.", errno.EINVAL)
 
 
+@kernel("net/sched/sch_netem.c")
 class NetemQdisc(Qdisc):
     """Kernel: net/sched/sch_netem.c, netem_qdisc_ops."""
 
@@ -193,6 +196,7 @@ class NetemQdisc(Qdisc):
         self.bytes_left = 0
 
     # -- configuration ------------------------------------------------------------
+    @kernel("netem_init")
     def init(self, opt: Any) -> None:
         """Kernel: netem_init() — options are required."""
         if opt is None:
@@ -200,11 +204,13 @@ class NetemQdisc(Qdisc):
         self.loss_model = CLG_RANDOM
         self.change(opt)
 
+    @kernel("init_crandom")
     def _init_crandom(self, state: CrndState, rho: int) -> None:
         """Kernel: init_crandom() (its initial value comes from the host's RNG here)."""
         state.rho = rho & _M32
         state.last = self.net.rng.getrandbits(32)
 
+    @kernel("netem_change")
     def change(self, opt: Any) -> None:
         """Apply every option; tc sends the whole configuration each time.
 
@@ -287,6 +293,7 @@ class NetemQdisc(Qdisc):
         )
         self.prng.seed_state(self.seed)
 
+    @kernel("get_slot")
     def _get_slot(self, c: TcNetemSlot) -> None:
         """Kernel: get_slot()."""
         self.slot_config = TcNetemSlot(
@@ -307,6 +314,7 @@ class NetemQdisc(Qdisc):
             self.slot_next = 0
 
     # -- random decisions ---------------------------------------------------------------
+    @kernel("loss_4state")
     def _loss_4state(self) -> bool:
         """The GI 4-state Markov chain. Kernel: loss_4state()."""
         a1, a2, a3, a4, a5 = self.clg
@@ -337,6 +345,7 @@ class NetemQdisc(Qdisc):
             self.clg_state = TX_IN_GAP_PERIOD
         return False
 
+    @kernel("loss_gilb_ell")
     def _loss_gilb_ell(self) -> bool:
         """Gilbert-Elliott: Good/Bad states, each with its loss probability.
 
@@ -356,6 +365,7 @@ class NetemQdisc(Qdisc):
                 return True
         return False
 
+    @kernel("loss_event")
     def _loss_event(self) -> bool:
         """Kernel: loss_event()."""
         model = self.loss_model
@@ -365,6 +375,7 @@ class NetemQdisc(Qdisc):
             return self._loss_4state()
         return self._loss_gilb_ell()
 
+    @kernel("tabledist")
     def _tabledist(
         self, mu: int, sigma: int, state: CrndState | None, dist: tuple[int, ...] | None
     ) -> int:
@@ -381,6 +392,7 @@ class NetemQdisc(Qdisc):
         q = abs(x) // NETEM_DIST_SCALE
         return (q if x >= 0 else -q) + (sigma // NETEM_DIST_SCALE) * t + mu
 
+    @kernel("packet_time_ns")
     def _packet_time_ns(self, length: int) -> int:
         """Serialisation time at ``rate`` with overhead and cells. Kernel: packet_time_ns()."""
         length += self.packet_overhead
@@ -391,6 +403,7 @@ class NetemQdisc(Qdisc):
             length = cells * (self.cell_size + self.cell_overhead)
         return length * NSEC_PER_SEC // self.rate
 
+    @kernel("get_slot_next")
     def _get_slot_next(self, now: int) -> None:
         """Open the next delivery slot. Kernel: get_slot_next()."""
         cfg = self.slot_config
@@ -404,6 +417,7 @@ class NetemQdisc(Qdisc):
         self.bytes_left = cfg.max_bytes
 
     # -- the tfifo ----------------------------------------------------------------
+    @kernel("tfifo_enqueue")
     def _tfifo_enqueue(self, skb: SkBuff, time_to_send: int) -> None:
         """Insert by time to send, after packets with the same time. Kernel: tfifo_enqueue()."""
         if not self.tfifo or time_to_send > self.t_last:
@@ -422,6 +436,7 @@ class NetemQdisc(Qdisc):
         return last
 
     # -- the data path ------------------------------------------------------------
+    @kernel("netem_segment")
     def _segment(self, skb: SkBuff) -> SkBuff | None:
         """Kernel: netem_segment()."""
         features = netif_skb_features(skb) & ~NETIF_F_GSO_MASK
@@ -432,6 +447,7 @@ class NetemQdisc(Qdisc):
         consume_skb(skb)
         return segs
 
+    @kernel("netem_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Decide the packet's fate and queue it by its time to send.
 
@@ -528,6 +544,7 @@ class NetemQdisc(Qdisc):
             self.requeues += 1
         return self._finish_segs(skb, segs, prev_len)
 
+    @kernel("netem_enqueue")
     def _finish_segs(
         self, skb: SkBuff | None, segs: SkBuff | None, prev_len: int, skb2: SkBuff | None = None
     ) -> int:
@@ -561,6 +578,7 @@ class NetemQdisc(Qdisc):
         bstats_update(self, skb, length)
         return skb
 
+    @kernel("netem_dequeue")
     def dequeue(self) -> SkBuff | None:
         """Release the earliest packet whose time has come, else arm the watchdog.
 
@@ -612,6 +630,7 @@ class NetemQdisc(Qdisc):
                 return self._deliver(skb3)
         return None
 
+    @kernel("netem_reset")
     def reset(self) -> None:
         """Kernel: netem_reset()."""
         while self.reorder_q:
@@ -625,6 +644,7 @@ class NetemQdisc(Qdisc):
         super().reset()
         self.watchdog.cancel()
 
+    @kernel("netem_destroy")
     def destroy(self) -> None:
         """Kernel: netem_destroy()."""
         self.watchdog.cancel()
@@ -632,6 +652,7 @@ class NetemQdisc(Qdisc):
             self.qdisc.destroy()
         super().destroy()
 
+    @kernel("netem_dump")
     def dump(self) -> NetemOptions:
         """Kernel: netem_dump()."""
         cfg = self.slot_config
@@ -681,14 +702,17 @@ class NetemQdisc(Qdisc):
         )
 
     # -- the one class --------------------------------------------------------------------
+    @kernel("netem_find")
     def cl_find(self, classid: int) -> int:
         """Kernel: netem_find()."""
         return 1
 
+    @kernel("netem_leaf")
     def cl_leaf(self, cl: int) -> Qdisc | None:
         """Kernel: netem_leaf()."""
         return self.qdisc
 
+    @kernel("netem_graft")
     def cl_graft(self, cl: int, new: Qdisc | None) -> Qdisc | None:
         """Kernel: netem_graft()."""
         old = self.qdisc
@@ -697,10 +721,12 @@ class NetemQdisc(Qdisc):
             qdisc_purge_queue(old)
         return old
 
+    @kernel("netem_walk")
     def cl_walk(self) -> list[int]:
         """Kernel: netem_walk() (a class without a child cannot be dumped)."""
         return [1] if self.qdisc is not None else []
 
+    @kernel("netem_dump_class")
     def cl_dump(self, cl: int) -> ClassDump:
         """Kernel: netem_dump_class()."""
         leaf = self.qdisc.handle if self.qdisc is not None else 0

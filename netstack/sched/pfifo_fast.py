@@ -32,6 +32,7 @@ from netstack.core.qdisc import (
 )
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sched.pkt_sched import TcPrioQopt
+from netstack.sites import TIMED, kernel, spend
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -44,6 +45,7 @@ PRIO2BAND: Final = (1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
 BITMAP2BAND: Final = (-1, 0, 1, 0, 2, 0, 1, 0)
 
 
+@kernel("net/sched/sch_generic.c")
 class PfifoFastQdisc(Qdisc):
     """Kernel: net/sched/sch_generic.c, pfifo_fast."""
 
@@ -57,11 +59,15 @@ class PfifoFastQdisc(Qdisc):
         self.bands: tuple[deque[SkBuff], ...] = tuple(deque() for _ in range(PFIFO_FAST_BANDS))
         self.bitmap = 0
 
+    @kernel("pfifo_fast_init")
     def init(self, opt: Any) -> None:
         """Options are ignored. Kernel: pfifo_fast_init()."""
 
+    @kernel("pfifo_fast_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: pfifo_fast_enqueue()."""
+        if TIMED:
+            spend("pfifo_fast_enqueue")
         dev = self.dev_queue.dev if self.dev_queue is not None else None
         if self.qlen < (dev.tx_queue_len if dev is not None else 1000):
             band = PRIO2BAND[skb.priority & TC_PRIO_MAX]
@@ -72,8 +78,11 @@ class PfifoFastQdisc(Qdisc):
             return NET_XMIT_SUCCESS
         return self.qdisc_drop(skb)
 
+    @kernel("pfifo_fast_dequeue")
     def dequeue(self) -> SkBuff | None:
         """Kernel: pfifo_fast_dequeue()."""
+        if TIMED:
+            spend("pfifo_fast_dequeue")
         band = BITMAP2BAND[self.bitmap]
         if band < 0:
             return None
@@ -87,11 +96,13 @@ class PfifoFastQdisc(Qdisc):
         bstats_update(self, skb, length)
         return skb
 
+    @kernel("pfifo_fast_peek")
     def peek(self) -> SkBuff | None:
         """Kernel: pfifo_fast_peek()."""
         band = BITMAP2BAND[self.bitmap]
         return self.bands[band][0] if band >= 0 else None
 
+    @kernel("pfifo_fast_reset")
     def reset(self) -> None:
         """Kernel: pfifo_fast_reset()."""
         for q in self.bands:
@@ -100,6 +111,7 @@ class PfifoFastQdisc(Qdisc):
         self.bitmap = 0
         super().reset()
 
+    @kernel("pfifo_fast_dump")
     def dump(self) -> TcPrioQopt:
         """``bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1``. Kernel: pfifo_fast_dump()."""
         return TcPrioQopt(PFIFO_FAST_BANDS, PRIO2BAND)

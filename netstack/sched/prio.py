@@ -46,6 +46,7 @@ from netstack.core.skbuff import SkBuff
 from netstack.errors import ConfigError
 from netstack.sched.fifo import PfifoQdisc
 from netstack.sched.pkt_sched import TCQ_MIN_PRIO_BANDS, TCQ_PRIO_BANDS, TcPrioQopt
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -58,6 +59,7 @@ def _einval() -> ConfigError:
     return ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
 
 
+@kernel("net/sched/sch_prio.c")
 class PrioQdisc(Qdisc):
     """Kernel: net/sched/sch_prio.c, prio_qdisc_ops."""
 
@@ -73,18 +75,21 @@ class PrioQdisc(Qdisc):
         self.prio2band: tuple[int, ...] = (0,) * (TC_PRIO_MAX + 1)
         self.queues: list[Qdisc] = []
 
+    @kernel("qdisc_create_dflt")
     def _default_child(self, band: int) -> Qdisc:
         """A pfifo for band index *band* (class ``band + 1``). Kernel: qdisc_create_dflt()."""
         child = PfifoQdisc(self.net, self.dev_queue, 0, TC_H_MAKE(self.handle, band + 1))
         child.flags |= TCQ_F_INVISIBLE  # qdisc_hash_add(child, true)
         return child
 
+    @kernel("prio_init")
     def init(self, opt: Any) -> None:
         """Kernel: prio_init() — options are required."""
         if opt is None:
             raise _einval()
         self.change(opt)
 
+    @kernel("prio_tune")
     def change(self, opt: Any) -> None:
         """Set bands and priomap; new bands get a pfifo. Kernel: prio_tune()."""
         if not isinstance(opt, TcPrioQopt):
@@ -105,6 +110,7 @@ class PrioQdisc(Qdisc):
         for child in removed:
             child.destroy()
 
+    @kernel("prio_classify")
     def _classify(self, skb: SkBuff) -> Qdisc:
         """Kernel: prio_classify() (no filters attached)."""
         band = skb.priority
@@ -117,6 +123,7 @@ class PrioQdisc(Qdisc):
             return self.queues[self.prio2band[0]]
         return self.queues[idx]
 
+    @kernel("prio_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: prio_enqueue()."""
         length = qdisc_pkt_len(skb)
@@ -130,6 +137,7 @@ class PrioQdisc(Qdisc):
             self.drops += 1
         return ret
 
+    @kernel("prio_peek")
     def peek(self) -> SkBuff | None:
         """Kernel: prio_peek()."""
         for child in self.queues:
@@ -138,6 +146,7 @@ class PrioQdisc(Qdisc):
                 return skb
         return None
 
+    @kernel("prio_dequeue")
     def dequeue(self) -> SkBuff | None:
         """Kernel: prio_dequeue()."""
         for child in self.queues:
@@ -150,23 +159,27 @@ class PrioQdisc(Qdisc):
                 return skb
         return None
 
+    @kernel("prio_reset")
     def reset(self) -> None:
         """Kernel: prio_reset()."""
         for child in self.queues:
             qdisc_reset(child)
         super().reset()
 
+    @kernel("prio_destroy")
     def destroy(self) -> None:
         """Kernel: prio_destroy()."""
         for child in self.queues:
             child.destroy()
         super().destroy()
 
+    @kernel("prio_dump")
     def dump(self) -> TcPrioQopt:
         """Kernel: prio_dump()."""
         return TcPrioQopt(self.bands, self.prio2band)
 
     # -- classes -------------------------------------------------------------------
+    @kernel("prio_find")
     def cl_find(self, classid: int) -> int:
         """Kernel: prio_find()."""
         band = TC_H_MIN(classid)
@@ -174,10 +187,12 @@ class PrioQdisc(Qdisc):
             return 0
         return band
 
+    @kernel("prio_leaf")
     def cl_leaf(self, cl: int) -> Qdisc | None:
         """Kernel: prio_leaf()."""
         return self.queues[cl - 1]
 
+    @kernel("prio_graft")
     def cl_graft(self, cl: int, new: Qdisc | None) -> Qdisc | None:
         """Kernel: prio_graft() (a deleted child becomes a default pfifo)."""
         band = cl - 1
@@ -188,14 +203,17 @@ class PrioQdisc(Qdisc):
         qdisc_purge_queue(old)  # qdisc_replace()
         return old
 
+    @kernel("prio_walk")
     def cl_walk(self) -> list[int]:
         """Kernel: prio_walk()."""
         return list(range(1, self.bands + 1))
 
+    @kernel("prio_dump_class")
     def cl_dump(self, cl: int) -> ClassDump:
         """Kernel: prio_dump_class()."""
         return ClassDump(TC_H_MAKE(self.handle, cl), self.handle, self.queues[cl - 1].handle)
 
+    @kernel("prio_dump_class_stats")
     def cl_dump_stats(self, cl: int) -> ClassStats:
         """The band's child's counters. Kernel: prio_dump_class_stats()."""
         q = self.queues[cl - 1]

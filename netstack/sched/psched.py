@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from netstack.sched.pkt_sched import TC_LINKLAYER_ATM, TC_LINKLAYER_MASK, TcRatespec
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -36,16 +37,19 @@ PSCHED_SHIFT: Final = 6
 U32_MAX: Final = 0xFFFFFFFF
 
 
+@kernel("include/net/pkt_sched.h", "PSCHED_TICKS2NS")
 def PSCHED_TICKS2NS(x: int) -> int:
     """Kernel: include/net/pkt_sched.h, PSCHED_TICKS2NS()."""
     return x << PSCHED_SHIFT
 
 
+@kernel("include/net/pkt_sched.h", "PSCHED_NS2TICKS")
 def PSCHED_NS2TICKS(x: int) -> int:
     """Kernel: include/net/pkt_sched.h, PSCHED_NS2TICKS()."""
     return x >> PSCHED_SHIFT
 
 
+@kernel("psched_mtu")
 def psched_mtu(dev: NetDevice) -> int:
     """The largest frame a device sends: MTU plus link header. Kernel: psched_mtu()."""
     return dev.mtu + dev.hard_header_len
@@ -56,6 +60,7 @@ class PschedRatecfg:
 
     __slots__ = ("linklayer", "mpu", "mult", "overhead", "rate_bytes_ps", "shift")
 
+    @kernel("net/sched/sch_generic.c", "psched_ratecfg_precompute")
     def __init__(self, conf: TcRatespec | None = None, rate64: int = 0) -> None:
         """Kernel: net/sched/sch_generic.c, psched_ratecfg_precompute()."""
         self.rate_bytes_ps = 0
@@ -82,6 +87,7 @@ class PschedRatecfg:
             factor <<= 1
             self.shift += 1
 
+    @kernel("psched_l2t_ns")
     def l2t_ns(self, length: int) -> int:
         """Nanoseconds to send *length* bytes at this rate. Kernel: psched_l2t_ns()."""
         length += self.overhead
@@ -91,6 +97,7 @@ class PschedRatecfg:
             return (((length + 47) // 48) * 53 * self.mult) >> self.shift
         return (length * self.mult) >> self.shift
 
+    @kernel("sch_tbf.c", "psched_ns_t2l")
     def t2l(self, time_ns: int) -> int:
         """Bytes that fit in *time_ns* at this rate. Kernel: sch_tbf.c, psched_ns_t2l()."""
         length = time_ns * self.rate_bytes_ps // NSEC_PER_SEC
@@ -98,6 +105,7 @@ class PschedRatecfg:
             length = length // 53 * 48
         return length - self.overhead if length > self.overhead else 0
 
+    @kernel("psched_ratecfg_getrate")
     def getrate(self) -> TcRatespec:
         """The ratespec a dump reports. Kernel: psched_ratecfg_getrate()."""
         return TcRatespec(

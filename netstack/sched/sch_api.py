@@ -54,6 +54,7 @@ from netstack.core.qdisc import (
     qdisc_tree,
 )
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -130,6 +131,7 @@ def _sched_net(net: Net) -> _SchedNet:
     return state
 
 
+@kernel("qdisc_alloc_handle")
 def qdisc_alloc_handle(dev: NetDevice) -> int:
     """The next free ``8001:``-style handle of *dev*. Kernel: qdisc_alloc_handle()."""
     state = _sched_net(dev.net)
@@ -142,6 +144,7 @@ def qdisc_alloc_handle(dev: NetDevice) -> int:
     return 0
 
 
+@kernel("net/sched/sch_generic.c", "qdisc_put", "__qdisc_destroy")
 def qdisc_put(q: Qdisc) -> None:
     """Drop a reference; destroy *q* (freeing what it holds) on the last one.
 
@@ -154,6 +157,7 @@ def qdisc_put(q: Qdisc) -> None:
         q.destroy()
 
 
+@kernel("net/sched/sch_api.c", "qdisc_create")
 def qdisc_create(
     dev: NetDevice, txq: NetdevQueue, parent: int, handle: int, kind: str | None, options: Any
 ) -> Qdisc:
@@ -191,6 +195,7 @@ def qdisc_create(
     return sch
 
 
+@kernel("net/sched/sch_api.c", "qdisc_change")
 def qdisc_change(sch: Qdisc, options: Any) -> None:
     """Kernel: net/sched/sch_api.c, qdisc_change()."""
     if options is None:
@@ -200,6 +205,7 @@ def qdisc_change(sch: Qdisc, options: Any) -> None:
     sch.change(options)
 
 
+@kernel("qdisc_graft", "dev_graft_qdisc")
 def _graft_root(dev: NetDevice, new: Qdisc | None) -> None:
     """Install *new* (None: nothing) as the root of every tx queue.
 
@@ -225,6 +231,7 @@ def _graft_root(dev: NetDevice, new: Qdisc | None) -> None:
         dev_activate(dev)
 
 
+@kernel("net/sched/sch_api.c", "qdisc_graft")
 def qdisc_graft(
     dev: NetDevice, parent: Qdisc | None, classid: int, new: Qdisc | None, old: Qdisc | None
 ) -> None:
@@ -253,6 +260,7 @@ def qdisc_graft(
         qdisc_put(replaced)
 
 
+@kernel("check_loop")
 def _check_loop(q: Qdisc, p: Qdisc, depth: int) -> bool:
     """True if *p* sits below *q* (a graft would make a loop). Kernel: check_loop()."""
     if not q.classful:
@@ -267,6 +275,7 @@ def _check_loop(q: Qdisc, p: Qdisc, depth: int) -> bool:
     return False
 
 
+@kernel("qdisc_leaf")
 def _leaf(p: Qdisc, classid: int) -> Qdisc | None:
     """The child of class *classid* of *p*; refuse a classless *p* or an unknown class.
 
@@ -287,6 +296,7 @@ def _dev(net: Net, ifindex: int) -> NetDevice:
     return dev
 
 
+@kernel("net/sched/sch_api.c", "tc_modify_qdisc")
 def tc_modify_qdisc(
     net: Net,
     ifindex: int,
@@ -375,6 +385,7 @@ def tc_modify_qdisc(
     qdisc_change(q, options)
 
 
+@kernel("tc_modify_qdisc")
 def _create_n_graft(
     dev: NetDevice,
     p: Qdisc | None,
@@ -400,6 +411,7 @@ def _create_n_graft(
         raise
 
 
+@kernel("tc_get_qdisc")
 def tc_del_qdisc(net: Net, ifindex: int, parent: int, handle: int, kind: str | None) -> None:
     """Delete a qdisc (``tc qdisc del``). Kernel: tc_get_qdisc() for RTM_DELQDISC."""
     dev = _dev(net, ifindex)
@@ -434,6 +446,7 @@ def tc_del_qdisc(net: Net, ifindex: int, parent: int, handle: int, kind: str | N
     qdisc_graft(dev, p, clid, None, q)
 
 
+@kernel("tc_fill_qdisc")
 def _info(dev: NetDevice, q: Qdisc) -> QdiscInfo:
     """Kernel: tc_fill_qdisc()."""
     options = q.dump()
@@ -442,6 +455,7 @@ def _info(dev: NetDevice, q: Qdisc) -> QdiscInfo:
     )
 
 
+@kernel("tc_qdisc_dump_ignore")
 def _dump_ignore(q: Qdisc, dump_invisible: bool) -> bool:
     """Kernel: tc_qdisc_dump_ignore()."""
     if q.flags & TCQ_F_BUILTIN:
@@ -449,6 +463,7 @@ def _dump_ignore(q: Qdisc, dump_invisible: bool) -> bool:
     return bool(q.flags & TCQ_F_INVISIBLE) and not dump_invisible
 
 
+@kernel("net/sched/sch_api.c", "tc_dump_qdisc", "tc_dump_qdisc_root")
 def tc_dump_qdisc(net: Net, *, dump_invisible: bool = False) -> list[QdiscInfo]:
     """Every qdisc of every device: the root first, then those below it.
 
@@ -462,6 +477,7 @@ def tc_dump_qdisc(net: Net, *, dump_invisible: bool = False) -> list[QdiscInfo]:
     return out
 
 
+@kernel("net/sched/sch_api.c", "tc_dump_tclass", "tc_dump_tclass_qdisc")
 def tc_dump_tclass(net: Net, ifindex: int, parent: int = 0) -> list[ClassInfo]:
     """The classes of one device's qdiscs (of qdisc ``parent``'s major only, if given).
 
@@ -482,6 +498,7 @@ def tc_dump_tclass(net: Net, ifindex: int, parent: int = 0) -> list[ClassInfo]:
     return out
 
 
+@kernel("net/sched/sch_api.c", "tc_ctl_tclass")
 def tc_ctl_tclass(
     net: Net, ifindex: int, parent: int, classid: int, *, delete: bool, flags: int
 ) -> None:

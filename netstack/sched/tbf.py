@@ -50,6 +50,7 @@ from netstack.errors import ConfigError
 from netstack.sched.fifo import BfifoQdisc, fifo_create_dflt, fifo_set_limit
 from netstack.sched.pkt_sched import TbfOptions, TcRatespec, TcTbfQopt
 from netstack.sched.psched import PSCHED_NS2TICKS, PSCHED_TICKS2NS, PschedRatecfg, psched_mtu
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -60,6 +61,7 @@ __all__ = ["TbfQdisc"]
 U32_MAX = 0xFFFFFFFF
 
 
+@kernel("skb_gso_mac_seglen")
 def skb_gso_mac_seglen(skb: SkBuff) -> int:
     """Length of each segment of a GSO skb, headers included. Kernel: skb_gso_mac_seglen()."""
     hdr_len = skb.transport_header - skb.mac_header
@@ -74,6 +76,7 @@ def _einval() -> ConfigError:
     return ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
 
 
+@kernel("net/sched/sch_tbf.c")
 class TbfQdisc(Qdisc):
     """Kernel: net/sched/sch_tbf.c, tbf_qdisc_ops."""
 
@@ -96,6 +99,7 @@ class TbfQdisc(Qdisc):
         self.qdisc: Qdisc = net.noop_qdisc
         self.watchdog = QdiscWatchdog(self)
 
+    @kernel("tbf_init")
     def init(self, opt: Any) -> None:
         """Kernel: tbf_init()."""
         if opt is None:
@@ -103,6 +107,7 @@ class TbfQdisc(Qdisc):
         self.t_c = ktime_get_ns(self.net)
         self.change(opt)
 
+    @kernel("tbf_change")
     def change(self, opt: Any) -> None:
         """Apply rate/burst/limit; validate first, change nothing on error.
 
@@ -159,6 +164,7 @@ class TbfQdisc(Qdisc):
         self.rate = rate
         self.peak = peak
 
+    @kernel("tbf_segment")
     def _segment(self, skb: SkBuff) -> int:
         """Send a too-big GSO skb as segments that each fit. Kernel: tbf_segment()."""
         prev_len = qdisc_pkt_len(skb)
@@ -188,6 +194,7 @@ class TbfQdisc(Qdisc):
             consume_skb(skb)
         return NET_XMIT_SUCCESS if nb > 0 else NET_XMIT_DROP
 
+    @kernel("tbf_enqueue")
     def enqueue(self, skb: SkBuff) -> int:
         """Kernel: tbf_enqueue()."""
         length = qdisc_pkt_len(skb)
@@ -204,6 +211,7 @@ class TbfQdisc(Qdisc):
         self.qlen += 1
         return NET_XMIT_SUCCESS
 
+    @kernel("tbf_dequeue")
     def dequeue(self) -> SkBuff | None:
         """Send the head packet if the bucket(s) cover it, else arm the watchdog.
 
@@ -238,6 +246,7 @@ class TbfQdisc(Qdisc):
         self.overlimits += 1
         return None
 
+    @kernel("tbf_reset")
     def reset(self) -> None:
         """Kernel: tbf_reset()."""
         qdisc_reset(self.qdisc)
@@ -247,12 +256,14 @@ class TbfQdisc(Qdisc):
         self.ptokens = self.mtu
         self.watchdog.cancel()
 
+    @kernel("tbf_destroy")
     def destroy(self) -> None:
         """Kernel: tbf_destroy()."""
         self.watchdog.cancel()
         self.qdisc.destroy()
         super().destroy()
 
+    @kernel("tbf_dump")
     def dump(self) -> TbfOptions:
         """Kernel: tbf_dump()."""
         self.backlog = self.qdisc.backlog
@@ -270,14 +281,17 @@ class TbfQdisc(Qdisc):
         return TbfOptions(parms, rate64=rate64, prate64=prate64)
 
     # -- the one class ------------------------------------------------------------------
+    @kernel("tbf_find")
     def cl_find(self, classid: int) -> int:
         """Kernel: tbf_find()."""
         return 1
 
+    @kernel("tbf_leaf")
     def cl_leaf(self, cl: int) -> Qdisc | None:
         """Kernel: tbf_leaf()."""
         return self.qdisc
 
+    @kernel("tbf_graft")
     def cl_graft(self, cl: int, new: Qdisc | None) -> Qdisc | None:
         """Kernel: tbf_graft()."""
         if new is None:
@@ -288,10 +302,12 @@ class TbfQdisc(Qdisc):
             qdisc_purge_queue(old)
         return old
 
+    @kernel("tbf_walk")
     def cl_walk(self) -> list[int]:
         """Kernel: tbf_walk()."""
         return [1]
 
+    @kernel("tbf_dump_class")
     def cl_dump(self, cl: int) -> ClassDump:
         """Kernel: tbf_dump_class()."""
         return ClassDump(TC_H_MAKE(self.handle, 1), self.handle, self.qdisc.handle)

@@ -38,6 +38,7 @@ import attrs
 
 from netstack.core.sock import AF_INET, AF_INET6, AF_UNSPEC
 from netstack.ipv4 import ipv4_of
+from netstack.sites import kernel
 from netstack.tcp import TcpInfo, TcpSock, tcp_get_info, tcp_of
 from netstack.tcp.sock import (
     TCP_LISTEN,
@@ -147,6 +148,7 @@ def _tcp_msg(sk: Any, want_info: bool) -> InetDiagMsg:
     )  # fmt: skip
 
 
+@kernel("net/ipv4/inet_diag.c", "inet_diag_dump_icsk")
 def tcp_diag_dump(net: Net, req: InetDiagReqV2) -> list[InetDiagMsg]:
     """The TCP sockets of *net* matching *req*, in hash-table order (listeners first).
 
@@ -169,6 +171,7 @@ def tcp_diag_dump(net: Net, req: InetDiagReqV2) -> list[InetDiagMsg]:
     return out
 
 
+@kernel("net/ipv4/udp_diag.c", "udp_dump")
 def udp_diag_dump(net: Net, req: InetDiagReqV2) -> list[InetDiagMsg]:
     """The IPv4 UDP sockets of *net* matching *req*, by port (the hash slots' order).
 
@@ -191,6 +194,7 @@ def udp_diag_dump(net: Net, req: InetDiagReqV2) -> list[InetDiagMsg]:
     return out
 
 
+@kernel("net/ipv4/inet_diag.c", "inet_diag_dump", "inet_diag_lock_handler")
 def inet_diag_dump(net: Net, req: InetDiagReqV2) -> list[InetDiagMsg]:
     """A ``SOCK_DIAG_BY_FAMILY`` dump request, handed to the protocol's dumper.
 

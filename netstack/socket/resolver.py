@@ -51,6 +51,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import AF_INET, AF_INET6, AF_UNSPEC, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -321,6 +322,7 @@ def _match_prefix(family: int, addr: int, table: tuple[tuple[int, int, int], ...
     return table[-1][2]  # pragma: no cover - ::/0 always matches
 
 
+@kernel("getaddrinfo.c", "get_scope")
 def _get_scope(family: int, addr: int) -> int:
     """Kernel: glibc getaddrinfo.c, get_scope()."""
     if family == AF_INET6:
@@ -376,6 +378,7 @@ class Resolver:
         self.names = names
 
     # -- the host's addresses (check_pf) --------------------------------------------------------
+    @kernel("sysdeps/unix/sysv/linux/check_pf.c", "make_request")
     def _interfaces(self) -> tuple[bool, bool, list[tuple[int, int, int, int, int]]]:
         """(seen_ipv4, seen_ipv6, [(family, addr, flags, prefixlen, ifindex)]).
 
@@ -425,6 +428,7 @@ class Resolver:
         finally:
             sk.close()
 
+    @kernel("sysdeps/unix/sysv/linux/check_native.c", "__check_native")
     def _native(self, index: int) -> int:
         """Kernel: glibc sysdeps/unix/sysv/linux/check_native.c, __check_native()."""
         for dev in self.net.devices.values():
@@ -432,6 +436,7 @@ class Resolver:
                 return int(dev.type not in (_ARPHRD_TUNNEL, _ARPHRD_TUNNEL6, _ARPHRD_SIT))
         return 0
 
+    @kernel("sysdeps/posix/getaddrinfo.c", "getaddrinfo", "rfc3484_sort")
     def _sort(self, entries: list[tuple[int, int, int]]) -> list[int]:
         """The order ``rfc3484_sort`` gives *entries* ``(family, addr, scope_id)``.
 
@@ -563,6 +568,7 @@ class Resolver:
         return sorted(range(len(results)), key=functools.cmp_to_key(cmp))
 
     # -- getaddrinfo -------------------------------------------------------------------------------
+    @kernel("sysdeps/posix/getaddrinfo.c", "getaddrinfo", "gaih_inet")
     def getaddrinfo(
         self,
         host: bytes | str | None,
@@ -685,6 +691,7 @@ class Resolver:
             raise gaierror(EAI_NONAME)
         return out, cname if flags & AI_CANONNAME else ""
 
+    @kernel("inet/getnameinfo.c", "getnameinfo")
     def getnameinfo(self, sockaddr: tuple[Any, ...], flags: int) -> tuple[str, str]:
         """``socket.getnameinfo`` on this host: the hosts database backwards.
 

@@ -35,6 +35,7 @@ from netstack.core.sock import (
     SockWouldBlock,
 )
 from netstack.ipv6.sock import Inet6Sock
+from netstack.sites import kernel
 from netstack.wire.ipv4 import INADDR_BROADCAST, aton, ntoa
 from netstack.wire.ipv6 import aton as aton6
 from netstack.wire.ipv6 import ntoa as ntoa6
@@ -196,6 +197,7 @@ class Socket:
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
         sk.shutdown(how)
 
+    @kernel("inet_listen")
     def listen(self, backlog: int = min(_stdsocket.SOMAXCONN, 128)) -> None:
         """``listen(2)`` (SOCK_STREAM). Kernel: inet_listen()."""
         sk = self._check()
@@ -426,6 +428,7 @@ class Socket:
         data, addr, mflags, anc = await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
         return bytes(data), anc, mflags, self._fmt(addr)
 
+    @kernel("recvmmsg")
     async def recvmmsg(
         self, bufsize: int, vlen: int, flags: int = 0
     ) -> list[tuple[bytes, Address]]:
@@ -479,6 +482,7 @@ class Socket:
         return bytes(data), self._fmt(addr)
 
 
+@kernel("net/socket.c", "__sock_create")
 def socket_create(
     net: Net,
     family: int = AF_INET,

@@ -43,6 +43,7 @@ from netstack.core.sock import (
 )
 from netstack.ipv6.sock import Inet6Sock
 from netstack.ipv6.tcp_ipv6 import tcp_v6_set_scope
+from netstack.sites import kernel
 from netstack.socket.socket import parse_inet6_addr, parse_inet_addr, socket_create
 from netstack.tcp.tcp import inet_stream_connect_result
 from netstack.wire.ipv4 import ntoa
@@ -464,6 +465,7 @@ SOCK_NONBLOCK = 0o4000
 SOCK_CLOEXEC = 0o2000000
 
 
+@kernel("net/socket.c", "__sys_socket", "__sock_create")
 def host_socket(
     ctx: HostContext,
     family: int = -1,

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from netstack.sites import kernel
+
 if TYPE_CHECKING:
     from netstack.tcp.sock import TcpSock
 
@@ -88,6 +90,7 @@ class TcpCongestionOps:
         return f"<TcpCongestionOps {self.name}>"
 
 
+@kernel("include/net/tcp.h", "tcp_is_cwnd_limited")
 def tcp_is_cwnd_limited(sk: TcpSock) -> bool:
     """Was the last flight limited by cwnd (so cwnd may grow)?
 
@@ -102,6 +105,7 @@ def tcp_is_cwnd_limited(sk: TcpSock) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_slow_start")
 def tcp_slow_start(sk: TcpSock, acked: int) -> int:
     """Grow cwnd by *acked* up to ssthresh; return the acked count left over.
 
@@ -113,6 +117,7 @@ def tcp_slow_start(sk: TcpSock, acked: int) -> int:
     return acked
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_cong_avoid_ai")
 def tcp_cong_avoid_ai(sk: TcpSock, w: int, acked: int) -> None:
     """Additive increase: one segment per *w* segments acknowledged.
 
@@ -129,6 +134,7 @@ def tcp_cong_avoid_ai(sk: TcpSock, w: int, acked: int) -> None:
     sk.snd_cwnd = min(sk.snd_cwnd, sk.snd_cwnd_clamp)
 
 
+@kernel("tcp_reno_cong_avoid")
 def tcp_reno_cong_avoid(sk: TcpSock, ack: int, acked: int) -> None:
     """Slow start below ssthresh, additive increase above. Kernel: tcp_reno_cong_avoid()."""
     if not tcp_is_cwnd_limited(sk):
@@ -140,11 +146,13 @@ def tcp_reno_cong_avoid(sk: TcpSock, ack: int, acked: int) -> None:
     tcp_cong_avoid_ai(sk, sk.snd_cwnd, acked)
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_reno_ssthresh")
 def tcp_reno_ssthresh(sk: TcpSock) -> int:
     """Half the window, at least 2. Kernel: net/ipv4/tcp_cong.c, tcp_reno_ssthresh()."""
     return max(sk.snd_cwnd >> 1, 2)
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_reno_undo_cwnd")
 def tcp_reno_undo_cwnd(sk: TcpSock) -> int:
     """Kernel: net/ipv4/tcp_cong.c, tcp_reno_undo_cwnd()."""
     return max(sk.snd_cwnd, sk.prior_cwnd)
@@ -162,12 +170,14 @@ class TcpReno(TcpCongestionOps):
         tcp_reno_cong_avoid(sk, ack, acked)
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_init_congestion_control")
 def tcp_init_congestion_control(sk: TcpSock) -> None:
     """Start the socket's algorithm. Kernel: net/ipv4/tcp_cong.c, tcp_init_congestion_control()."""
     sk.icsk_ca_initialized = True
     sk.icsk_ca_ops.init(sk)
 
 
+@kernel("net/ipv4/tcp_cong.c", "tcp_set_congestion_control", "tcp_reinit_congestion_control")
 def tcp_set_congestion_control(sk: TcpSock, ops: TcpCongestionOps) -> None:
     """Switch a socket's algorithm (``TCP_CONGESTION``).
 
@@ -183,6 +193,7 @@ def tcp_set_congestion_control(sk: TcpSock, ops: TcpCongestionOps) -> None:
         ops.init(sk)
 
 
+@kernel("inet_csk_ca")
 def ca_priv(sk: TcpSock) -> Any:
     """The algorithm's per-socket state. Kernel: inet_csk_ca()."""
     return sk.icsk_ca_priv

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from netstack.sites import kernel
 from netstack.tcp.cong import (
     CA_EVENT_TX_START,
     TcpCongestionOps,
@@ -91,6 +92,7 @@ class BicTcp:
         self.curr_rtt = 0xFFFFFFFF
         self.sample_cnt = 0
 
+    @kernel("bictcp_reset")
     def reset(self) -> None:
         """Kernel: bictcp_reset()."""
         self.cnt = 0
@@ -106,6 +108,7 @@ class BicTcp:
         self.found = 0
 
 
+@kernel("net/ipv4/tcp_cubic.c", "cubic_root")
 def cubic_root(a: int) -> int:
     """Integer cube root: a table lookup and one Newton-Raphson step.
 
@@ -121,6 +124,7 @@ def cubic_root(a: int) -> int:
     return (x * 341) >> 10
 
 
+@kernel("bictcp_hystart_reset")
 def _hystart_reset(sk: TcpSock, ca: BicTcp) -> None:
     """Kernel: bictcp_hystart_reset()."""
     ca.round_start = ca.last_ack = sk.tcp_mstamp
@@ -129,6 +133,7 @@ def _hystart_reset(sk: TcpSock, ca: BicTcp) -> None:
     ca.sample_cnt = 0
 
 
+@kernel("bictcp_update")
 def bictcp_update(sk: TcpSock, ca: BicTcp, cwnd: int, acked: int) -> None:
     """Compute ``ca.cnt``: ACKs per one-segment increase. Kernel: bictcp_update()."""
     ca.ack_cnt += acked
@@ -177,6 +182,7 @@ def bictcp_update(sk: TcpSock, ca: BicTcp, cwnd: int, acked: int) -> None:
     ca.cnt = max(ca.cnt, 2)
 
 
+@kernel("net/ipv4/tcp_cubic.c", "hystart_update")
 def hystart_update(sk: TcpSock, ca: BicTcp, delay: int) -> None:
     """Leave slow start early on a stretched ACK train or a rising RTT.
 
@@ -224,6 +230,7 @@ class TcpCubic(TcpCongestionOps):
             ca = sk.icsk_ca_priv = BicTcp()
         return ca
 
+    @kernel("cubictcp_init")
     def init(self, sk: TcpSock) -> None:
         """Kernel: cubictcp_init()."""
         ca = self._ca(sk)
@@ -231,6 +238,7 @@ class TcpCubic(TcpCongestionOps):
         if HYSTART:
             _hystart_reset(sk, ca)
 
+    @kernel("cubictcp_cwnd_event")
     def cwnd_event(self, sk: TcpSock, event: int) -> None:
         """After an idle period, shift the epoch so growth stays on the curve.
 
@@ -245,6 +253,7 @@ class TcpCubic(TcpCongestionOps):
                 if ca.epoch_start > now:
                     ca.epoch_start = now
 
+    @kernel("cubictcp_cong_avoid")
     def cong_avoid(self, sk: TcpSock, ack: int, acked: int) -> None:
         """Kernel: cubictcp_cong_avoid()."""
         if not tcp_is_cwnd_limited(sk):
@@ -257,6 +266,7 @@ class TcpCubic(TcpCongestionOps):
         bictcp_update(sk, ca, sk.snd_cwnd, acked)
         tcp_cong_avoid_ai(sk, ca.cnt, acked)
 
+    @kernel("cubictcp_recalc_ssthresh")
     def ssthresh(self, sk: TcpSock) -> int:
         """Kernel: cubictcp_recalc_ssthresh()."""
         ca = self._ca(sk)
@@ -268,6 +278,7 @@ class TcpCubic(TcpCongestionOps):
             ca.last_max_cwnd = cwnd
         return max((cwnd * BETA) // BICTCP_BETA_SCALE, 2)
 
+    @kernel("cubictcp_state")
     def set_state(self, sk: TcpSock, new_state: int) -> None:
         """Kernel: cubictcp_state()."""
         if new_state == 4:  # TCP_CA_Loss
@@ -275,6 +286,7 @@ class TcpCubic(TcpCongestionOps):
             ca.reset()
             _hystart_reset(sk, ca)
 
+    @kernel("cubictcp_acked")
     def pkts_acked(self, sk: TcpSock, pkts_acked: int, rtt_us: int) -> None:
         """Track the minimum delay; feed HyStart. Kernel: cubictcp_acked()."""
         if rtt_us < 0:

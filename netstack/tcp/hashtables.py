@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import sock_oserror
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.tcp.proto import Tcp
@@ -84,6 +85,7 @@ def sk_rcv_saddr_pair(sk: Any) -> tuple[int, int | None, bool]:
     return v4, addr, bool(sk.ipv6only)
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "ipv4_rcv_saddr_equal")
 def ipv4_rcv_saddr_equal(
     sk1_rcv_saddr: int, sk2_rcv_saddr: int, sk2_ipv6only: bool, match_wildcard: bool
 ) -> bool:
@@ -95,6 +97,7 @@ def ipv4_rcv_saddr_equal(
     return False
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "ipv6_rcv_saddr_equal")
 def ipv6_rcv_saddr_equal(
     sk1_rcv_saddr6: int,
     sk2_rcv_saddr6: int | None,
@@ -128,6 +131,7 @@ def ipv6_rcv_saddr_equal(
     return sk2_rcv_saddr6 is not None and sk1_rcv_saddr6 == sk2_rcv_saddr6
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "inet_rcv_saddr_equal")
 def inet_rcv_saddr_equal(sk: Any, sk2: Any, match_wildcard: bool = True) -> bool:
     """Do two sockets' bound addresses overlap (either family, v6-only aware)?
 
@@ -151,6 +155,7 @@ class InetHashinfo:
         self._next_port = 0
 
     # -- established ----------------------------------------------------------------------
+    @kernel("inet_ehash_insert")
     def ehash_add(
         self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
     ) -> bool:
@@ -173,6 +178,7 @@ class InetHashinfo:
     ) -> None:
         self.ehash[(family, laddr, lport, raddr, rport)] = sk
 
+    @kernel("net/ipv4/inet_hashtables.c", "__inet_lookup_established")
     def lookup_established(
         self, family: int, saddr: int, sport: int, daddr: int, dport: int
     ) -> Any:
@@ -183,6 +189,7 @@ class InetHashinfo:
         return self.ehash.get((family, daddr, dport, saddr, sport))
 
     # -- listeners --------------------------------------------------------------------------
+    @kernel("inet_hash")
     def listen_add(self, sk: TcpSock) -> None:
         """Kernel: inet_hash() for a listener (__inet_hash)."""
         self.listeners.setdefault(sk.inet_num, []).append(sk)
@@ -194,6 +201,7 @@ class InetHashinfo:
             if not lst:
                 del self.listeners[sk.inet_num]
 
+    @kernel("__inet_lookup_listener", "compute_score")
     def lookup_listener(self, family: int, daddr: int, dport: int, dif: int) -> TcpSock | None:
         """The listener for a SYN to (daddr, dport) arriving on device *dif*.
 
@@ -230,6 +238,7 @@ class InetHashinfo:
         return None
 
     # -- binds ------------------------------------------------------------------------------
+    @kernel("net/ipv4/inet_connection_sock.c", "inet_csk_bind_conflict")
     def _conflict(self, sk: TcpSock, port: int, relax: bool, reuseport_ok: bool) -> bool:
         """Would binding *sk* to *port* clash with a socket that holds it?
 
@@ -260,6 +269,7 @@ class InetHashinfo:
                     return True
         return False
 
+    @kernel("net/ipv4/inet_connection_sock.c", "inet_csk_get_port", "inet_csk_find_open_port")
     def inet_csk_get_port(self, sk: TcpSock, port: int) -> None:
         """Bind *sk* to *port* (0: pick one), or raise EADDRINUSE.
 
@@ -285,6 +295,7 @@ class InetHashinfo:
                 raise sock_oserror(EADDRINUSE)
         self.inet_bind_hash(sk, port)
 
+    @kernel("inet_bind_hash")
     def inet_bind_hash(self, sk: Any, port: int) -> None:
         """Kernel: inet_bind_hash()."""
         if hasattr(sk, "inet_num"):
@@ -293,6 +304,7 @@ class InetHashinfo:
             sk.bind_port = port
         self.bhash.setdefault(port, []).append(sk)
 
+    @kernel("inet_put_port")
     def inet_put_port(self, sk: Any, port: int) -> None:
         """Release the bind bucket entry. Kernel: inet_put_port()."""
         lst = self.bhash.get(port)
@@ -301,6 +313,7 @@ class InetHashinfo:
             if not lst:
                 del self.bhash[port]
 
+    @kernel("net/ipv4/inet_hashtables.c", "__inet_hash_connect", "__inet_check_established")
     def inet_hash_connect(self, sk: TcpSock) -> None:
         """Give a connecting socket a local port that makes its 4-tuple unique.
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import net_tx_rndhash
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.output import (
     __tcp_select_window,
@@ -201,6 +202,7 @@ class TcpOptionsReceived:
         self.user_mss = 0
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def tcp_parse_options(
     buf: bytes | bytearray, th: int, rx: Any, estab: bool, tcb: TcpSkbCb | None = None
 ) -> None:
@@ -255,11 +257,13 @@ def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
 # -- small helpers (include/net/tcp.h) ------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "tcp_init_cwnd")
 def tcp_init_cwnd(sk: TcpSock) -> int:
     """Kernel: include/net/tcp.h, tcp_init_cwnd() (no route metric: TCP_INIT_CWND)."""
     return min(TCP_INIT_CWND, sk.snd_cwnd_clamp)
 
 
+@kernel("include/net/tcp.h", "tcp_current_ssthresh")
 def tcp_current_ssthresh(sk: TcpSock) -> int:
     """Kernel: include/net/tcp.h, tcp_current_ssthresh()."""
     if tcp_in_cwnd_reduction(sk):
@@ -275,12 +279,14 @@ def tcp_left_out(sk: TcpSock) -> int:
     return sk.sacked_out + sk.lost_out
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_set_ca_state")
 def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_set_ca_state()."""
     sk.icsk_ca_ops.set_state(sk, state)
     sk.icsk_ca_state = state
 
 
+@kernel("tcp_initialize_rcv_mss")
 def tcp_initialize_rcv_mss(sk: TcpSock) -> None:
     """A first guess of the peer's segment size. Kernel: tcp_initialize_rcv_mss()."""
     hint = min(sk.advmss, sk.mss_cache)
@@ -289,6 +295,7 @@ def tcp_initialize_rcv_mss(sk: TcpSock) -> None:
     sk.icsk_ack_rcv_mss = max(hint, 88)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_sndbuf_expand")
 def tcp_sndbuf_expand(sk: TcpSock) -> None:
     """Room for twice the congestion window in the send buffer.
 
@@ -305,6 +312,7 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
         sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
 def tcp_init_buffer_space(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space()."""
     tcp_sndbuf_expand(sk)
@@ -318,6 +326,7 @@ def tcp_init_buffer_space(sk: TcpSock) -> None:
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_space_adjust")
 def tcp_rcv_space_adjust(sk: TcpSock) -> None:
     """Receive-buffer auto-tuning, simplified (called as the reader copies data).
 
@@ -347,6 +356,7 @@ def tcp_rcv_space_adjust(sk: TcpSock) -> None:
     sk.rcvq_space_time = now
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_grow_window")
 def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     """Open the offered window as data arrives (rcv_ssthresh toward window_clamp).
 
@@ -364,6 +374,7 @@ def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
             sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_check_space", "tcp_new_space")
 def tcp_check_space(sk: TcpSock) -> None:
     """Wake a writer when the send queue has room; grow sndbuf with cwnd.
 
@@ -377,6 +388,7 @@ def tcp_check_space(sk: TcpSock) -> None:
             sk.sk_write_space()
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_rearm_rto")
 def tcp_rearm_rto(sk: TcpSock) -> None:
     """Arm the RTO for the head of the retransmit queue, or stop it.
 
@@ -393,6 +405,7 @@ def tcp_rearm_rto(sk: TcpSock) -> None:
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, rto, sk.tcp.TCP_RTO_MAX)
 
 
+@kernel("tcp_enter_cwr")
 def tcp_enter_cwr(sk: TcpSock) -> None:
     """Reduce cwnd for local congestion or ECN. Kernel: tcp_enter_cwr()."""
     sk.prior_ssthresh = 0
@@ -402,6 +415,7 @@ def tcp_enter_cwr(sk: TcpSock) -> None:
         tcp_set_ca_state(sk, TCP_CA_CWR)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_init_cwnd_reduction")
 def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
     sk.high_seq = sk.snd_nxt
@@ -412,6 +426,7 @@ def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
     sk.snd_ssthresh = sk.icsk_ca_ops.ssthresh(sk)
 
 
+@kernel("tcp_cwnd_reduction")
 def tcp_cwnd_reduction(sk: TcpSock, newly_acked_sacked: int, newly_lost: int, flag: int) -> None:
     """Proportional Rate Reduction (RFC 6937). Kernel: tcp_cwnd_reduction()."""
     if newly_acked_sacked <= 0 or not sk.prior_cwnd:
@@ -430,6 +445,7 @@ def tcp_cwnd_reduction(sk: TcpSock, newly_acked_sacked: int, newly_lost: int, fl
     sk.snd_cwnd = in_flight + sndcnt
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_end_cwnd_reduction")
 def tcp_end_cwnd_reduction(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_end_cwnd_reduction()."""
     if sk.icsk_ca_state == TCP_CA_CWR or (
@@ -447,6 +463,7 @@ def tcp_rto_min_us(sk: TcpSock) -> int:
     return sk.tcp.jiffies_to_usecs(sk.tcp.TCP_RTO_MIN)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_rtt_estimator")
 def tcp_rtt_estimator(sk: TcpSock, mrtt_us: int) -> None:
     """Van Jacobson's smoothed RTT, as the kernel keeps it (srtt×8, mdev×4).
 
@@ -483,6 +500,7 @@ def tcp_rtt_estimator(sk: TcpSock, mrtt_us: int) -> None:
     sk.srtt_us = max(1, srtt)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_set_rto", "__tcp_set_rto", "tcp_bound_rto")
 def tcp_set_rto(sk: TcpSock) -> None:
     """RTO = srtt + 4·rttvar (rttvar ≥ RTO_min/4), at most TCP_RTO_MAX.
 
@@ -493,6 +511,7 @@ def tcp_set_rto(sk: TcpSock) -> None:
     sk.icsk_rto = min(rto, tcp.TCP_RTO_MAX)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt")
 def tcp_ack_update_rtt(sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int) -> bool:
     """Take an RTT sample: the timestamp echo first (Karn-safe), else the skb's send time.
 
@@ -516,6 +535,7 @@ def tcp_ack_update_rtt(sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int) 
 # -- the scoreboard -----------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_mark_skb_lost")
 def tcp_mark_skb_lost(sk: TcpSock, skb: SkBuff) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_mark_skb_lost()."""
     tcb: TcpSkbCb = skb.cb
@@ -531,6 +551,7 @@ def tcp_mark_skb_lost(sk: TcpSock, skb: SkBuff) -> None:
         sk.lost_out += tcb.pcount
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_mark_head_lost")
 def tcp_mark_head_lost(sk: TcpSock, packets: int, mark_head: bool) -> None:
     """Mark un-SACKed segments at the head lost until *packets* are counted.
 
@@ -549,6 +570,7 @@ def tcp_mark_head_lost(sk: TcpSock, packets: int, mark_head: bool) -> None:
             break
 
 
+@kernel("include/net/tcp.h")
 def tcp_fackets_out(sk: TcpSock) -> int:
     """Segments from snd_una up to the highest SACKed one, holes included (FACK).
 
@@ -567,6 +589,7 @@ def tcp_fackets_out(sk: TcpSock) -> int:
     return n
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_update_scoreboard")
 def tcp_update_scoreboard(sk: TcpSock, fast_rexmit: bool) -> None:
     """Mark segments lost: FACK's holes below the highest SACK, Reno's head.
 
@@ -579,18 +602,21 @@ def tcp_update_scoreboard(sk: TcpSock, fast_rexmit: bool) -> None:
         tcp_mark_head_lost(sk, 1, True)
 
 
+@kernel("tcp_add_reno_sack")
 def tcp_add_reno_sack(sk: TcpSock) -> None:
     """A duplicate ACK without SACK counts as one segment received. Kernel: tcp_add_reno_sack()."""
     sk.sacked_out += 1
     sk.sacked_out = min(sk.sacked_out, max(sk.packets_out - sk.lost_out, 0))
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_remove_reno_sacks")
 def tcp_remove_reno_sacks(sk: TcpSock, acked: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_remove_reno_sacks()."""
     if acked > 0:
         sk.sacked_out = max(sk.sacked_out - (acked - 1), 0)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_match_skb_to_sack")
 def _match_skb_to_sack(sk: TcpSock, skb: SkBuff, start: int, end: int) -> bool:
     """Split a GSO skb so that a SACK block covers whole skbs; True if *skb* is in it.
 
@@ -620,6 +646,7 @@ def _match_skb_to_sack(sk: TcpSock, skb: SkBuff, start: int, end: int) -> bool:
     return in_sack
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_mark_lost_retrans")
 def tcp_mark_lost_retrans(sk: TcpSock) -> None:
     """A retransmission is lost too if data sent after it has been SACKed.
 
@@ -647,6 +674,7 @@ def tcp_mark_lost_retrans(sk: TcpSock) -> None:
             break
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_sacktag_write_queue")
 def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int:
     """Mark what the SACK blocks of *skb* cover; return FLAG_* bits.
 
@@ -656,6 +684,8 @@ def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int
     Kernel: net/ipv4/tcp_input.c, tcp_sacktag_write_queue() (without the
     SACK-shifting of skbs and the block cache).
     """
+    if TIMED:
+        spend("tcp_sacktag_write_queue")
     tcb: TcpSkbCb = skb.cb
     blocks = _sack_blocks(skb.buf, tcb.sacked_off)
     flag = 0
@@ -719,11 +749,14 @@ def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int
 # -- ACK processing ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_clean_rtx_queue")
 def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
     """Free what the cumulative ACK covers; sample the RTT. Returns (flag, pkts_acked).
 
     Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue().
     """
+    if TIMED:
+        spend("tcp_clean_rtx_queue")
     now = sk.tcp_mstamp
     first_ackt = -1
     last_ackt = -1
@@ -814,6 +847,7 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
     return flag, pkts_acked
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_may_update_window")
 def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> bool:
     """Kernel: net/ipv4/tcp_input.c, tcp_may_update_window()."""
     return (
@@ -823,6 +857,7 @@ def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> boo
     )
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_window")
 def tcp_ack_update_window(sk: TcpSock, skb: SkBuff, ack: int, ack_seq: int) -> int:
     """Kernel: net/ipv4/tcp_input.c, tcp_ack_update_window()."""
     th = skb.transport_header
@@ -844,6 +879,7 @@ def tcp_ack_update_window(sk: TcpSock, skb: SkBuff, ack: int, ack_seq: int) -> i
     return flag
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_send_challenge_ack")
 def tcp_send_challenge_ack(sk: TcpSock) -> None:
     """RFC 5961 challenge ACK, per-socket and host-wide rate limited.
 
@@ -864,6 +900,7 @@ def tcp_send_challenge_ack(sk: TcpSock) -> None:
         tcp_send_ack(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "__tcp_oow_rate_limited")
 def tcp_oow_rate_limited(sk: Any, mib: str) -> bool:
     """At most one out-of-window ACK per ``tcp_invalid_ratelimit`` ms.
 
@@ -881,11 +918,14 @@ def tcp_oow_rate_limited(sk: Any, mib: str) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_ack")
 def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     """Process the ACK field of an incoming segment. >0: acceptable, 0: old, <0: invalid.
 
     Kernel: net/ipv4/tcp_input.c, tcp_ack().
     """
+    if TIMED:
+        spend("tcp_ack")
     tcb: TcpSkbCb = skb.cb
     prior_snd_una = sk.snd_una
     ack = tcb.ack_seq
@@ -954,6 +994,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     return 1
 
 
+@kernel("tcp_ack_probe")
 def tcp_ack_probe(sk: TcpSock) -> None:
     """The window opened (or not): stop or re-arm the zero-window probe. Kernel: tcp_ack_probe()."""
     head = sk.write_queue[0]
@@ -967,6 +1008,7 @@ def tcp_ack_probe(sk: TcpSock) -> None:
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, when, sk.tcp.TCP_RTO_MAX)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_enter_recovery")
 def tcp_enter_recovery(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_enter_recovery()."""
     if tcp_is_sack(sk):
@@ -982,6 +1024,7 @@ def tcp_enter_recovery(sk: TcpSock) -> None:
     tcp_set_ca_state(sk, TCP_CA_Recovery)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_time_to_recover")
 def tcp_time_to_recover(sk: TcpSock) -> bool:
     """Enough duplicate ACKs / SACKed data to start fast recovery?
 
@@ -1017,6 +1060,7 @@ def _may_send_now(sk: TcpSock) -> bool:
     )
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_try_to_open")
 def tcp_try_to_open(sk: TcpSock, flag: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_try_to_open()."""
     if not tcp_is_sack(sk):
@@ -1032,12 +1076,15 @@ def tcp_try_to_open(sk: TcpSock, flag: int) -> None:
             sk.high_seq = sk.snd_nxt
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_fastretrans_alert")
 def tcp_fastretrans_alert(sk: TcpSock, prior_snd_una: int, is_dupack: bool, flag: int) -> bool:
     """The loss-recovery state machine. Returns True if lost segments should go out now.
 
     Kernel: net/ipv4/tcp_input.c, tcp_fastretrans_alert() (NewReno and SACK
     recovery; no RACK, no F-RTO, no undo).
     """
+    if TIMED:
+        spend("tcp_fastretrans_alert")
     if not sk.packets_out and sk.sacked_out:
         sk.sacked_out = 0
     state = sk.icsk_ca_state
@@ -1085,6 +1132,7 @@ def tcp_fastretrans_alert(sk: TcpSock, prior_snd_una: int, is_dupack: bool, flag
     return True
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_process_loss")
 def tcp_process_loss(sk: TcpSock, flag: int, is_dupack: bool) -> bool:
     """After an RTO: leave Loss once everything sent before it is acknowledged.
 
@@ -1102,6 +1150,7 @@ def tcp_process_loss(sk: TcpSock, flag: int, is_dupack: bool) -> bool:
     return True
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_enter_loss", "tcp_timeout_mark_lost")
 def tcp_enter_loss(sk: TcpSock) -> None:
     """The retransmission timer fired: everything outstanding is presumed lost.
 
@@ -1141,6 +1190,7 @@ def tcp_enter_loss(sk: TcpSock) -> None:
     sk.high_seq = sk.snd_nxt
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_simple_retransmit")
 def tcp_simple_retransmit(sk: TcpSock) -> None:
     """The path MTU dropped: resend what no longer fits, without a cwnd cut.
 
@@ -1165,6 +1215,7 @@ def tcp_simple_retransmit(sk: TcpSock) -> None:
 # -- receiving data ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_incr_quickack")
 def tcp_incr_quickack(sk: TcpSock, max_quickacks: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_incr_quickack()."""
     rcv_mss = max(sk.icsk_ack_rcv_mss, 1)
@@ -1175,6 +1226,7 @@ def tcp_incr_quickack(sk: TcpSock, max_quickacks: int) -> None:
         sk.icsk_ack_quick = quickacks
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_enter_quickack_mode")
 def tcp_enter_quickack_mode(sk: TcpSock, max_quickacks: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_enter_quickack_mode()."""
     tcp_incr_quickack(sk, max_quickacks)
@@ -1182,11 +1234,13 @@ def tcp_enter_quickack_mode(sk: TcpSock, max_quickacks: int) -> None:
     sk.icsk_ack_ato = sk.tcp.TCP_ATO_MIN
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_in_quickack_mode")
 def tcp_in_quickack_mode(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp_input.c, tcp_in_quickack_mode()."""
     return bool(sk.icsk_ack_quick) and not sk.icsk_ack_pingpong
 
 
+@kernel("tcp_measure_rcv_mss")
 def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
     """The peer's segment size (GRO skbs: gso_size). Kernel: tcp_measure_rcv_mss()."""
     length = skb.gso_size or (skb.tail - skb.data)
@@ -1200,6 +1254,7 @@ def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
 
 
+@kernel("tcp_rcv_rtt_measure_ts")
 def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
     """The receiver's RTT from timestamp echoes. Kernel: tcp_rcv_rtt_measure_ts()."""
     if sk.saw_tstamp and sk.rcv_tsecr:
@@ -1212,8 +1267,11 @@ def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
             )
 
 
+@kernel("tcp_event_data_recv")
 def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
     """Delayed-ACK bookkeeping for a data segment. Kernel: tcp_event_data_recv()."""
+    if TIMED:
+        spend("tcp_event_data_recv")
     inet_csk_schedule_ack(sk)
     tcp_measure_rcv_mss(sk, skb)
     tcp_rcv_rtt_measure_ts(sk)
@@ -1236,6 +1294,7 @@ def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
     tcp_grow_window(sk, skb)
 
 
+@kernel("tcp_dsack_set")
 def tcp_dsack_set(sk: TcpSock, seq: int, end_seq: int) -> None:
     """Report a duplicate segment in the next ACK (RFC 2883). Kernel: tcp_dsack_set()."""
     if tcp_is_sack(sk) and sk.tcp.sysctl_tcp_dsack:
@@ -1247,6 +1306,7 @@ def tcp_dsack_set(sk: TcpSock, seq: int, end_seq: int) -> None:
         sk.duplicate_sack = [seq, end_seq]
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_sack_new_ofo_skb", "tcp_sack_maybe_coalesce")
 def tcp_sack_new_ofo_skb(sk: TcpSock, seq: int, end_seq: int) -> None:
     """Report an out-of-order segment first in our SACK blocks.
 
@@ -1270,6 +1330,7 @@ def tcp_sack_new_ofo_skb(sk: TcpSock, seq: int, end_seq: int) -> None:
     sk.num_sacks = len(sk.selective_acks)
 
 
+@kernel("tcp_sack_remove")
 def tcp_sack_remove(sk: TcpSock) -> None:
     """Drop SACK blocks rcv_nxt has passed. Kernel: tcp_sack_remove()."""
     if not sk.out_of_order_queue:
@@ -1279,6 +1340,7 @@ def tcp_sack_remove(sk: TcpSock) -> None:
     sk.num_sacks = len(sk.selective_acks)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_try_rmem_schedule", "tcp_prune_queue")
 def tcp_try_rmem_schedule(sk: TcpSock, skb: SkBuff) -> bool:
     """Room in the receive buffer? Prune the out-of-order queue if not.
 
@@ -1311,11 +1373,14 @@ def _queue_rcv(sk: TcpSock, skb: SkBuff) -> None:
     sk.rcv_nxt = tcb.end_seq
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_data_queue")
 def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
 
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
+    if TIMED:
+        spend("tcp_data_queue")
     tcb: TcpSkbCb = skb.cb
     if tcb.seq == tcb.end_seq:
         consume_skb(skb)
@@ -1389,11 +1454,14 @@ def _out_of_window(sk: TcpSock, skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_data_queue_ofo")
 def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     """Keep a segment that arrived ahead of a hole; SACK it.
 
     Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (no coalescing).
     """
+    if TIMED:
+        spend("tcp_data_queue_ofo")
     tcb: TcpSkbCb = skb.cb
     if not tcp_try_rmem_schedule(sk, skb):
         sk.ext.TCPOFODrop += 1
@@ -1434,6 +1502,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
 
 
+@kernel("tcp_ofo_queue")
 def tcp_ofo_queue(sk: TcpSock) -> None:
     """Move what the new rcv_nxt reaches from the out-of-order queue. Kernel: tcp_ofo_queue()."""
     q = sk.out_of_order_queue
@@ -1456,6 +1525,7 @@ def tcp_ofo_queue(sk: TcpSock) -> None:
             break
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_fin")
 def tcp_fin(sk: TcpSock) -> None:
     """The peer finished sending. Kernel: net/ipv4/tcp_input.c, tcp_fin()."""
     inet_csk_schedule_ack(sk)
@@ -1483,8 +1553,11 @@ def tcp_fin(sk: TcpSock) -> None:
         sk_state_change(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "__tcp_ack_snd_check")
 def __tcp_ack_snd_check(sk: TcpSock, ofo_possible: bool) -> None:
     """ACK now or later. Kernel: net/ipv4/tcp_input.c, __tcp_ack_snd_check()."""
+    if TIMED:
+        spend("__tcp_ack_snd_check")
     if (
         (
             ((sk.rcv_nxt - sk.rcv_wup) & M32) > sk.icsk_ack_rcv_mss
@@ -1499,6 +1572,7 @@ def __tcp_ack_snd_check(sk: TcpSock, ofo_possible: bool) -> None:
     tcp_send_delayed_ack(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_snd_check")
 def tcp_ack_snd_check(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_ack_snd_check()."""
     if not sk.icsk_ack_pending & 1:  # inet_csk_ack_scheduled()
@@ -1506,6 +1580,7 @@ def tcp_ack_snd_check(sk: TcpSock) -> None:
     __tcp_ack_snd_check(sk, True)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_data_snd_check")
 def tcp_data_snd_check(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_data_snd_check()."""
     tcp_push_pending_frames(sk)
@@ -1515,6 +1590,7 @@ def tcp_data_snd_check(sk: TcpSock) -> None:
 # -- RST, validation ----------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_reset")
 def tcp_reset(sk: TcpSock) -> None:
     """The peer reset the connection: report the errno the state calls for.
 
@@ -1536,6 +1612,7 @@ def tcp_reset(sk: TcpSock) -> None:
         sk.sk_error_report()
 
 
+@kernel("tcp_sequence")
 def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
     """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
     return not before(end_seq, sk.rcv_wup) and not after(
@@ -1543,6 +1620,7 @@ def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
     )
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_send_dupack")
 def tcp_send_dupack(sk: TcpSock, skb: SkBuff) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_send_dupack()."""
     tcb: TcpSkbCb = skb.cb
@@ -1556,6 +1634,7 @@ def tcp_send_dupack(sk: TcpSock, skb: SkBuff) -> None:
     tcp_send_ack(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_validate_incoming")
 def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
     """PAWS, the window, RST and SYN checks (RFC 5961). False: the skb was consumed.
 
@@ -1599,6 +1678,7 @@ def _syn_challenge(sk: TcpSock, skb: SkBuff) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_paws_discard")
 def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
     """Kernel: net/ipv4/tcp_input.c, tcp_paws_discard() (no disordered-ACK exception)."""
     return tcp_paws_reject(sk, False)
@@ -1607,8 +1687,11 @@ def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
 # -- the state machine -----------------------------------------------------------------------------
 
 
+@kernel("tcp_rcv_established")
 def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     """A segment for an established connection. Kernel: tcp_rcv_established()."""
+    if TIMED:
+        spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += max(skb.gso_segs, 1)
@@ -1628,6 +1711,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         tcp_ack_snd_check(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_init_transfer")
 def tcp_init_transfer(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_transfer()."""
     tcp_mtup_init(sk)
@@ -1640,6 +1724,7 @@ def tcp_init_transfer(sk: TcpSock) -> None:
     tcp_init_congestion_control(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_finish_connect")
 def tcp_finish_connect(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_finish_connect()."""
     tcp_set_state(sk, TCP_ESTABLISHED)
@@ -1653,6 +1738,7 @@ def tcp_finish_connect(sk: TcpSock) -> None:
         sk_state_change(sk)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_synsent_state_process")
 def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Our SYN is out: a SYN-ACK completes the connection, a SYN is a simultaneous open.
 
@@ -1759,6 +1845,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_state_process")
 def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Every state but ESTABLISHED (and TIME_WAIT, handled by its minisock).
 
@@ -1767,6 +1854,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
     """
+    if TIMED:
+        spend("tcp_rcv_state_process")
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
     state = sk.state
@@ -1891,6 +1980,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 # -- passive open --------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
 def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK.
 
@@ -1903,6 +1993,8 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
 
     Kernel: net/ipv4/tcp_input.c, tcp_conn_request().
     """
+    if TIMED:
+        spend("tcp_conn_request")
     tcp = sk.tcp
     ops: Any = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
@@ -1976,6 +2068,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     return 0
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "reqsk_timer_handler")
 def reqsk_timer_handler(req: RequestSock) -> None:
     """Retransmit the SYN-ACK with back-off, or give up.
 
@@ -2047,6 +2140,7 @@ def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
         sk.sk_err_soft = err
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_req_err")
 def tcp_req_err(req: RequestSock, seq: int, abort: bool) -> None:
     """An ICMP error about a SYN-ACK of a request sock (SYN_RECV).
 
@@ -2067,6 +2161,7 @@ def tcp_req_err(req: RequestSock, seq: int, abort: bool) -> None:
         listener.ext.ListenDrops += 1  # tcp_listendrop()
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_err")
 def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int) -> None:
     """Apply an ICMP error to a connection. Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err()."""
     if sk.state == TCP_CLOSE:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import net_tx_rndhash
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import TcpOptionsReceived, tcp_ack_update_rtt, tcp_parse_options
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -61,6 +62,7 @@ TCP_TW_ACK: Final = 2
 TCP_TW_SYN: Final = 3
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_in_window")
 def tcp_in_window(seq: int, end_seq: int, s_win: int, e_win: int) -> bool:
     """Kernel: net/ipv4/tcp_minisocks.c, tcp_in_window()."""
     if seq == s_win:
@@ -73,6 +75,7 @@ def tcp_in_window(seq: int, end_seq: int, s_win: int, e_win: int) -> bool:
 # -- request socks ------------------------------------------------------------------------------
 
 
+@kernel("inet_csk_reqsk_queue_drop")
 def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> None:
     """Forget a request: out of the hash, timer stopped. Kernel: inet_csk_reqsk_queue_drop()."""
     if not req.hashed:
@@ -87,6 +90,7 @@ def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> None:
         req.timer.delete()
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_check_req")
 def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
     """A segment for a connection in SYN_RECV.
 
@@ -95,6 +99,8 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
 
     Kernel: net/ipv4/tcp_minisocks.c, tcp_check_req().
     """
+    if TIMED:
+        spend("tcp_check_req")
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
     ops: Any = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
@@ -172,6 +178,7 @@ def req_ratelimit(req: RequestSock, listener: TcpSock) -> Any:
     return holder
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_child_process")
 def tcp_child_process(parent: TcpSock, child: TcpSock, skb: SkBuff) -> int:
     """The child handles the handshake's ACK (and any data on it); wake the listener.
 
@@ -186,12 +193,15 @@ def tcp_child_process(parent: TcpSock, child: TcpSock, skb: SkBuff) -> int:
     return ret
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_create_openreq_child", "inet_csk_clone_lock")
 def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -> TcpSock:
     """The full socket of an accepted connection, from its request and the listener.
 
     Kernel: net/ipv4/tcp_minisocks.c, tcp_create_openreq_child() /
     inet_csk_clone_lock().
     """
+    if TIMED:
+        spend("tcp_create_openreq_child")
     tcp = listener.tcp
     sk = TcpSock(tcp, listener.family, listener.af_ops)
     for attr in (
@@ -276,6 +286,7 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
 # -- TIME_WAIT ----------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_time_wait")
 def tcp_time_wait(sk: TcpSock, state: int, timeo: int) -> None:
     """Leave the 4-tuple to a TIME_WAIT sock and free the full socket.
 
@@ -309,6 +320,7 @@ def tcp_time_wait(sk: TcpSock, state: int, timeo: int) -> None:
     tcp_done(sk)
 
 
+@kernel("inet_twsk_kill")
 def inet_twsk_kill(tw: TimewaitSock) -> None:
     """Take a TIME_WAIT sock out of the tables. Kernel: inet_twsk_kill()."""
     if tw.killed:
@@ -326,18 +338,21 @@ def inet_twsk_kill(tw: TimewaitSock) -> None:
     tw.tcp.sockets.discard(tw)
 
 
+@kernel("net/ipv4/inet_timewait_sock.c", "tw_timer_handler")
 def tw_timer_handler(tw: TimewaitSock) -> None:
     """TIME_WAIT is over. Kernel: net/ipv4/inet_timewait_sock.c, tw_timer_handler()."""
     tw.tcp.ext.TW += 1
     inet_twsk_kill(tw)
 
 
+@kernel("inet_twsk_deschedule_put")
 def inet_twsk_deschedule_put(tw: TimewaitSock) -> None:
     """Killed before its time. Kernel: inet_twsk_deschedule_put()."""
     tw.tcp.ext.TWKilled += 1
     inet_twsk_kill(tw)
 
 
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_timewait_state_process")
 def tcp_timewait_state_process(tw: TimewaitSock, skb: SkBuff, tcb: TcpSkbCb) -> int:
     """A segment for a connection in TIME_WAIT (or orphaned FIN_WAIT2). Returns TCP_TW_*.
 
@@ -434,6 +449,7 @@ class _TwRx:
         self.rcv_tsval = tsval
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_twsk_unique")
 def tcp_twsk_unique(sk: TcpSock, tw: TimewaitSock) -> bool:
     """May a new connection take over this TIME_WAIT 4-tuple (``tcp_tw_reuse``)?
 
@@ -454,6 +470,7 @@ def tcp_twsk_unique(sk: TcpSock, tw: TimewaitSock) -> bool:
     return False
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_listen_stop")
 def inet_csk_listen_stop(sk: TcpSock) -> None:
     """Closing a listener: reset the unaccepted children, forget the requests.
 

@@ -34,6 +34,7 @@ from netstack.core.skbuff import (
     SkBuff,
     consume_skb,
 )
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
@@ -131,29 +132,36 @@ def tcp_bare_segment(
     return out
 
 
+@kernel("tcp_packets_in_flight")
 def tcp_packets_in_flight(sk: TcpSock) -> int:
     """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight()."""
     return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
 
 
+@kernel("tcp_wnd_end")
 def tcp_wnd_end(sk: TcpSock) -> int:
     """The right edge of the peer's window. Kernel: tcp_wnd_end()."""
     return (sk.snd_una + sk.snd_wnd) & M32
 
 
+@kernel("tcp_in_cwnd_reduction")
 def tcp_in_cwnd_reduction(sk: TcpSock) -> bool:
     """Kernel: tcp_in_cwnd_reduction()."""
     return sk.icsk_ca_state in (TCP_CA_CWR, TCP_CA_Recovery)
 
 
+@kernel("sk_stream_alloc_skb")
 def tcp_stream_alloc_skb(sk: TcpSock, size: int = 0) -> SkBuff:
     """An empty send-queue skb with room for the headers. Kernel: sk_stream_alloc_skb()."""
+    if TIMED:
+        spend("sk_stream_alloc_skb")
     skb = SkBuff(bytearray(MAX_TCP_HEADER + size), MAX_TCP_HEADER, MAX_TCP_HEADER)
     skb.ip_summed = CHECKSUM_PARTIAL
     skb.truesize = TCP_SKB_HEAD
     return skb
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_init_nondata_skb")
 def tcp_init_nondata_skb(skb: SkBuff, seq: int, flags: int) -> TcpSkbCb:
     """Control skb (SYN, FIN, RST, ACK): SYN and FIN take a sequence number.
 
@@ -169,6 +177,7 @@ def tcp_init_nondata_skb(skb: SkBuff, seq: int, flags: int) -> TcpSkbCb:
 # -- MSS --------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_mtu_to_mss", "__tcp_mtu_to_mss")
 def tcp_mtu_to_mss(sk: TcpSock, pmtu: int) -> int:
     """The MSS for a path MTU, counting the usual options but not SACKs.
 
@@ -182,11 +191,13 @@ def tcp_mtu_to_mss(sk: TcpSock, pmtu: int) -> int:
     return mss - (sk.tcp_header_len - 20)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_mss_to_mtu")
 def tcp_mss_to_mtu(sk: TcpSock, mss: int) -> int:
     """Kernel: net/ipv4/tcp_output.c, tcp_mss_to_mtu()."""
     return mss + sk.tcp_header_len + sk.icsk_ext_hdr_len + sk.af_ops.net_header_len
 
 
+@kernel("include/net/tcp.h", "tcp_bound_to_half_wnd")
 def tcp_bound_to_half_wnd(sk: TcpSock, pktsize: int) -> int:
     """Do not let one segment be more than half the largest window seen.
 
@@ -198,6 +209,7 @@ def tcp_bound_to_half_wnd(sk: TcpSock, pktsize: int) -> int:
     return pktsize
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_mtup_init")
 def tcp_mtup_init(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_output.c, tcp_mtup_init()."""
     tcp = sk.tcp
@@ -207,6 +219,7 @@ def tcp_mtup_init(sk: TcpSock) -> None:
     sk.icsk_mtup_probe_size = 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_sync_mss")
 def tcp_sync_mss(sk: TcpSock, pmtu: int) -> int:
     """Recompute ``mss_cache`` for a path MTU. Kernel: net/ipv4/tcp_output.c, tcp_sync_mss()."""
     if sk.icsk_mtup_search_high > pmtu:
@@ -219,6 +232,7 @@ def tcp_sync_mss(sk: TcpSock, pmtu: int) -> int:
     return mss
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_current_mss")
 def tcp_current_mss(sk: TcpSock) -> int:
     """The MSS for the next segment, counting this moment's SACK blocks.
 
@@ -234,6 +248,7 @@ def tcp_current_mss(sk: TcpSock) -> int:
     return mss
 
 
+@kernel("net/ipv4/tcp.c", "tcp_xmit_size_goal")
 def tcp_xmit_size_goal(sk: TcpSock, mss_now: int, large_allowed: bool) -> int:
     """How much one send-queue skb may hold: an MSS, or a GSO skb's worth.
 
@@ -248,18 +263,21 @@ def tcp_xmit_size_goal(sk: TcpSock, mss_now: int, large_allowed: bool) -> int:
     return max(min(size_goal, segs * mss_now), mss_now)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_send_mss")
 def tcp_send_mss(sk: TcpSock) -> tuple[int, int]:
     """``(mss_now, size_goal)`` for tcp_sendmsg. Kernel: net/ipv4/tcp.c, tcp_send_mss()."""
     mss_now = tcp_current_mss(sk)
     return mss_now, tcp_xmit_size_goal(sk, mss_now, sk_can_gso(sk))
 
 
+@kernel("sk_can_gso")
 def sk_can_gso(sk: TcpSock) -> bool:
     """The route's device (or software GSO) takes large TCP skbs. Kernel: sk_can_gso()."""
     feature = sk.sk_gso_type << 16
     return bool(feature) and (sk.sk_route_caps & feature) == feature
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_tso_autosize")
 def tcp_tso_autosize(sk: TcpSock, mss_now: int, min_tso_segs: int) -> int:
     """Segments per TSO skb so that about one goes out per millisecond.
 
@@ -273,12 +291,14 @@ def tcp_tso_autosize(sk: TcpSock, mss_now: int, min_tso_segs: int) -> int:
     return segs if segs > min_tso_segs else min_tso_segs
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_tso_segs")
 def tcp_tso_segs(sk: TcpSock, mss_now: int) -> int:
     """Kernel: net/ipv4/tcp_output.c, tcp_tso_segs()."""
     segs = tcp_tso_autosize(sk, mss_now, sk.tcp.sysctl_tcp_min_tso_segs)
     return min(segs, sk.sk_gso_max_segs)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_set_skb_tso_segs")
 def tcp_set_skb_tso_segs(skb: SkBuff, mss_now: int) -> None:
     """Kernel: net/ipv4/tcp_output.c, tcp_set_skb_tso_segs()."""
     tcb: TcpSkbCb = skb.cb
@@ -291,6 +311,7 @@ def tcp_set_skb_tso_segs(skb: SkBuff, mss_now: int) -> None:
         tcb.gso_size = mss_now
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_init_tso_segs")
 def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
     """Kernel: net/ipv4/tcp_output.c, tcp_init_tso_segs()."""
     tcb: TcpSkbCb = skb.cb
@@ -304,6 +325,7 @@ def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
 # -- windows ------------------------------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "tcp_win_from_space")
 def tcp_win_from_space(sk: TcpSock, space: int) -> int:
     """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
     scale = sk.tcp.sysctl_tcp_adv_win_scale
@@ -312,16 +334,19 @@ def tcp_win_from_space(sk: TcpSock, space: int) -> int:
     return space - (space >> scale)
 
 
+@kernel("tcp_space")
 def tcp_space(sk: TcpSock) -> int:
     """Free receive buffer, as window. Kernel: tcp_space()."""
     return tcp_win_from_space(sk, sk.sk_rcvbuf - sk.sk_rmem_alloc)
 
 
+@kernel("tcp_full_space")
 def tcp_full_space(sk: TcpSock) -> int:
     """Kernel: tcp_full_space()."""
     return tcp_win_from_space(sk, sk.sk_rcvbuf)
 
 
+@kernel("tcp_receive_window")
 def tcp_receive_window(sk: TcpSock) -> int:
     """What is left of the window we advertised. Kernel: tcp_receive_window()."""
     win = sk.rcv_wup + sk.rcv_wnd - sk.rcv_nxt
@@ -329,6 +354,7 @@ def tcp_receive_window(sk: TcpSock) -> int:
     return win if win > 0 else 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_select_initial_window")
 def tcp_select_initial_window(
     sk: TcpSock, space: int, mss: int, window_clamp: int, wscale_ok: bool, init_rcv_wnd: int
 ) -> tuple[int, int, int]:
@@ -362,6 +388,7 @@ def tcp_select_initial_window(
     return rcv_wnd, window_clamp, rcv_wscale
 
 
+@kernel("net/ipv4/tcp_output.c", "__tcp_select_window")
 def __tcp_select_window(sk: TcpSock) -> int:
     """The window we can offer now (receiver-side SWS avoidance).
 
@@ -396,6 +423,7 @@ def __tcp_select_window(sk: TcpSock) -> int:
     return window
 
 
+@kernel("tcp_select_window")
 def tcp_select_window(sk: TcpSock) -> int:
     """Choose the window for an outgoing segment; never shrink the offered one.
 
@@ -440,6 +468,7 @@ def tcp_established_options_size(sk: TcpSock) -> int:
     return size
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_established_options")
 def tcp_established_options(sk: TcpSock, tsval: int) -> TcpOutOptions | None:
     """Timestamps and SACK blocks for an established segment.
 
@@ -467,6 +496,7 @@ def tcp_established_options(sk: TcpSock, tsval: int) -> TcpOutOptions | None:
     return TcpOutOptions(ts=ts, sacks=sacks)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_syn_options")
 def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
     """MSS, timestamps, window scale and SACK-permitted for our SYN.
 
@@ -483,6 +513,7 @@ def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
     return opts
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_advertise_mss")
 def tcp_advertise_mss(sk: TcpSock) -> int:
     """Kernel: net/ipv4/tcp_output.c, tcp_advertise_mss()."""
     mss = sk.advmss
@@ -495,6 +526,7 @@ def tcp_advertise_mss(sk: TcpSock) -> int:
 # -- transmit -------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_wfree")
 def tcp_wfree(skb: SkBuff) -> None:
     """A transmitted segment left the host: uncharge it; TSQ may send more.
 
@@ -518,6 +550,7 @@ def tsq_schedule(sk: TcpSock) -> None:
         timer.mod(sk.net.clock.jiffies)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_tsq_handler")
 def tcp_tsq_handler(sk: TcpSock) -> None:
     """Send what TCP Small Queues held back. Kernel: net/ipv4/tcp_output.c, tcp_tsq_handler()."""
     if sk.state in (1, 4, 11, 8, 9):  # ESTABLISHED FIN_WAIT1 CLOSING CLOSE_WAIT LAST_ACK
@@ -527,6 +560,7 @@ def tcp_tsq_handler(sk: TcpSock) -> None:
         tcp_write_xmit(sk, tcp_current_mss(sk), sk.nonagle, 0)
 
 
+@kernel("net/core/sock.c", "__sock_wfree")
 def __sock_wfree(skb: SkBuff) -> None:
     """Kernel: net/core/sock.c, __sock_wfree() (pure ACKs: no TSQ callback)."""
     sk = skb.sk
@@ -534,6 +568,7 @@ def __sock_wfree(skb: SkBuff) -> None:
         sk.sk_wmem_alloc -= skb.wmem_charge
 
 
+@kernel("net/ipv4/tcp_output.c", "__tcp_transmit_skb")
 def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | None = None) -> int:
     """Build the TCP header of *skb* (a clone of it) and hand it to IP.
 
@@ -541,6 +576,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
 
     Kernel: net/ipv4/tcp_output.c, __tcp_transmit_skb().
     """
+    if TIMED:
+        spend("__tcp_transmit_skb")
     tcb: TcpSkbCb = skb.cb
     if rcv_nxt is None:
         rcv_nxt = sk.rcv_nxt
@@ -614,11 +651,13 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     return err
 
 
+@kernel("tcp_input.c", "tcp_enter_cwr")
 def tcp_enter_cwr(sk: TcpSock) -> None:
     """Local congestion: reduce cwnd without a loss. Kernel: tcp_input.c, tcp_enter_cwr()."""
     _tcp_input.tcp_enter_cwr(sk)
 
 
+@kernel("tcp_event_ack_sent")
 def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
     """An ACK went out: no delayed ACK is owed. Kernel: tcp_event_ack_sent()."""
     if rcv_nxt != sk.rcv_nxt:
@@ -635,6 +674,7 @@ def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
     sk.delack_timer.delete()
 
 
+@kernel("tcp_event_data_sent")
 def tcp_event_data_sent(sk: TcpSock) -> None:
     """Congestion state after sending data. Kernel: tcp_event_data_sent()."""
     now = sk.net.clock.jiffies
@@ -646,6 +686,7 @@ def tcp_event_data_sent(sk: TcpSock) -> None:
         sk.icsk_ack_pingpong = 1
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_restart")
 def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
     """RFC 2861: after an idle period longer than the RTO, restart the window.
 
@@ -665,11 +706,14 @@ def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
     sk.snd_cwnd_used = 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_event_new_data_sent")
 def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
     """A new segment went out: move it to the retransmit queue, arm the RTO.
 
     Kernel: net/ipv4/tcp_output.c, tcp_event_new_data_sent().
     """
+    if TIMED:
+        spend("tcp_event_new_data_sent")
     tcb: TcpSkbCb = skb.cb
     prior_packets = sk.packets_out
     sk.snd_nxt = tcb.end_seq
@@ -688,16 +732,19 @@ def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
     tcp_check_space(sk)
 
 
+@kernel("tcp_check_space")
 def tcp_check_space(sk: TcpSock) -> None:
     """Wake a writer if the queues shrank below its limit. Kernel: tcp_check_space()."""
     _tcp_input.tcp_check_space(sk)
 
 
+@kernel("tcp_input.c", "tcp_rearm_rto")
 def tcp_rearm_rto(sk: TcpSock) -> None:
     """Kernel: tcp_input.c, tcp_rearm_rto()."""
     _tcp_input.tcp_rearm_rto(sk)
 
 
+@kernel("include/net/inet_connection_sock.h", "inet_csk_reset_xmit_timer")
 def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) -> None:
     """Arm the retransmit timer (RTO, window probe, TLP) or the delayed ACK.
 
@@ -716,6 +763,7 @@ def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) 
         sk.delack_timer.mod(expires)
 
 
+@kernel("include/net/inet_connection_sock.h", "inet_csk_clear_xmit_timer")
 def inet_csk_clear_xmit_timer(sk: TcpSock, what: int) -> None:
     """Kernel: include/net/inet_connection_sock.h, inet_csk_clear_xmit_timer()."""
     if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0):
@@ -726,6 +774,7 @@ def inet_csk_clear_xmit_timer(sk: TcpSock, what: int) -> None:
         sk.delack_timer.delete()
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_queue_skb")
 def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     """Append to the write queue. Kernel: net/ipv4/tcp_output.c, tcp_queue_skb()."""
     tcb: TcpSkbCb = skb.cb
@@ -734,6 +783,7 @@ def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.sk_wmem_queued += skb.truesize
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_adjust_pcount")
 def tcp_adjust_pcount(sk: TcpSock, skb: SkBuff, decr: int) -> None:
     """Fix the counters when a sent skb's segment count changes.
 
@@ -754,6 +804,7 @@ def tcp_adjust_pcount(sk: TcpSock, skb: SkBuff, decr: int) -> None:
         sk.lost_cnt_hint -= decr
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_fragment")
 def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: int) -> int:
     """Split *skb* after *length* bytes; the tail becomes a new skb behind it.
 
@@ -797,11 +848,13 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     return 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tso_fragment")
 def tso_fragment(sk: TcpSock, skb: SkBuff, length: int, mss_now: int) -> int:
     """Split a never-sent write-queue skb. Kernel: net/ipv4/tcp_output.c, tso_fragment()."""
     return tcp_fragment(sk, False, skb, length, mss_now)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_trim_head")
 def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
     """Drop *length* acknowledged bytes from the front of *skb*.
 
@@ -819,17 +872,20 @@ def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
 # -- Nagle, cwnd and window tests ---------------------------------------------------------
 
 
+@kernel("tcp_minshall_check")
 def tcp_minshall_check(sk: TcpSock) -> bool:
     """A small segment is still unacknowledged. Kernel: tcp_minshall_check()."""
     return after(sk.snd_sml, sk.snd_una) and not after(sk.snd_sml, sk.snd_nxt)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_minshall_update")
 def tcp_minshall_update(sk: TcpSock, mss_now: int, skb: SkBuff) -> None:
     """Kernel: net/ipv4/tcp_output.c, tcp_minshall_update()."""
     if skb.tail - skb.data < skb.cb.pcount * mss_now:
         sk.snd_sml = skb.cb.end_seq
 
 
+@kernel("tcp_nagle_check")
 def tcp_nagle_check(partial: bool, sk: TcpSock, nonagle: int) -> bool:
     """True if Nagle holds a partial segment back. Kernel: tcp_nagle_check()."""
     return partial and (
@@ -838,6 +894,7 @@ def tcp_nagle_check(partial: bool, sk: TcpSock, nonagle: int) -> bool:
     )
 
 
+@kernel("tcp_nagle_test")
 def tcp_nagle_test(sk: TcpSock, skb: SkBuff, cur_mss: int, nonagle: int) -> bool:
     """May this (one-segment) skb go now? Kernel: tcp_nagle_test()."""
     if nonagle & TCP_NAGLE_PUSH:
@@ -847,6 +904,7 @@ def tcp_nagle_test(sk: TcpSock, skb: SkBuff, cur_mss: int, nonagle: int) -> bool
     return not tcp_nagle_check(skb.tail - skb.data < cur_mss, sk, nonagle)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_test")
 def tcp_cwnd_test(sk: TcpSock, skb: SkBuff) -> int:
     """Segments the congestion window allows now (0: none).
 
@@ -863,6 +921,7 @@ def tcp_cwnd_test(sk: TcpSock, skb: SkBuff) -> int:
     return min(halfcwnd, cwnd - in_flight)
 
 
+@kernel("tcp_snd_wnd_test")
 def tcp_snd_wnd_test(sk: TcpSock, skb: SkBuff, cur_mss: int) -> bool:
     """Does the first segment of *skb* fit the peer's window? Kernel: tcp_snd_wnd_test()."""
     tcb: TcpSkbCb = skb.cb
@@ -872,6 +931,7 @@ def tcp_snd_wnd_test(sk: TcpSock, skb: SkBuff, cur_mss: int) -> bool:
     return not after(end_seq, tcp_wnd_end(sk))
 
 
+@kernel("tcp_mss_split_point")
 def tcp_mss_split_point(sk: TcpSock, skb: SkBuff, mss_now: int, max_segs: int, nonagle: int) -> int:
     """How much of *skb* may go right away. Kernel: tcp_mss_split_point()."""
     window: int = (tcp_wnd_end(sk) - skb.cb.seq) & M32
@@ -887,6 +947,7 @@ def tcp_mss_split_point(sk: TcpSock, skb: SkBuff, mss_now: int, max_segs: int, n
     return needed
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_tso_should_defer")
 def tcp_tso_should_defer(sk: TcpSock, skb: SkBuff, max_segs: int) -> tuple[bool, bool, bool]:
     """Wait for more window instead of sending a small TSO skb now?
 
@@ -929,6 +990,7 @@ def tcp_tso_should_defer(sk: TcpSock, skb: SkBuff, max_segs: int) -> tuple[bool,
     return True, False, False
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_small_queue_check")
 def tcp_small_queue_check(sk: TcpSock, skb: SkBuff, factor: int) -> bool:
     """TCP Small Queues: hold back when too much is queued below TCP.
 
@@ -946,6 +1008,7 @@ def tcp_small_queue_check(sk: TcpSock, skb: SkBuff, factor: int) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_validate")
 def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
     """Remember whether the flight was cwnd-limited (RFC 7661 style).
 
@@ -972,6 +1035,7 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
             tcp_cwnd_application_limited(sk)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_application_limited")
 def tcp_cwnd_application_limited(sk: TcpSock) -> None:
     """RFC 2861: shrink a window the application did not use for an RTO.
 
@@ -987,6 +1051,7 @@ def tcp_cwnd_application_limited(sk: TcpSock) -> None:
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_write_xmit")
 def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bool:
     """Send what the windows, Nagle and TSO deferral allow from the send head.
 
@@ -995,6 +1060,8 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
 
     Kernel: net/ipv4/tcp_output.c, tcp_write_xmit().
     """
+    if TIMED:
+        spend("tcp_write_xmit")
     sent_pkts = 0
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     is_cwnd_limited = False
@@ -1052,6 +1119,7 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
     return not sk.packets_out and bool(wq)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_schedule_loss_probe")
 def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     """Arm a tail loss probe in about two RTTs (SACK flows, Open/CWR state).
 
@@ -1081,6 +1149,7 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     return True
 
 
+@kernel("tcp_rto_delta_us")
 def tcp_rto_delta(sk: TcpSock) -> int:
     """Jiffies until the RTO of the head would fire. Kernel: tcp_rto_delta_us()."""
     if not sk.rtx_queue:
@@ -1090,6 +1159,7 @@ def tcp_rto_delta(sk: TcpSock) -> int:
     return sk.tcp.usecs_to_jiffies(delta_us) if delta_us > 0 else delta_us
 
 
+@kernel("net/ipv4/tcp_output.c", "skb_still_in_host_queue")
 def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
     """A previous clone of *skb* still sits in a qdisc or device queue.
 
@@ -1102,6 +1172,7 @@ def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_loss_probe")
 def tcp_send_loss_probe(sk: TcpSock) -> None:
     """The probe timeout fired: send new data, or retransmit the last segment.
 
@@ -1145,6 +1216,7 @@ def _probe_sent(sk: TcpSock) -> None:
     tcp_rearm_rto(sk)
 
 
+@kernel("net/ipv4/tcp_output.c", "__tcp_push_pending_frames")
 def __tcp_push_pending_frames(sk: TcpSock, cur_mss: int, nonagle: int) -> None:
     """Kernel: net/ipv4/tcp_output.c, __tcp_push_pending_frames()."""
     if sk.state == TCP_CLOSE:
@@ -1153,12 +1225,14 @@ def __tcp_push_pending_frames(sk: TcpSock, cur_mss: int, nonagle: int) -> None:
         tcp_check_probe_timer(sk)
 
 
+@kernel("include/net/tcp.h", "tcp_push_pending_frames")
 def tcp_push_pending_frames(sk: TcpSock) -> None:
     """Kernel: include/net/tcp.h, tcp_push_pending_frames()."""
     if sk.write_queue:
         __tcp_push_pending_frames(sk, tcp_current_mss(sk), sk.nonagle)
 
 
+@kernel("include/net/tcp.h", "tcp_check_probe_timer")
 def tcp_check_probe_timer(sk: TcpSock) -> None:
     """Nothing in flight and data waiting: arm the zero-window probe.
 
@@ -1168,27 +1242,32 @@ def tcp_check_probe_timer(sk: TcpSock) -> None:
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, tcp_probe0_base(sk), sk.tcp.TCP_RTO_MAX)
 
 
+@kernel("include/net/tcp.h", "tcp_probe0_base")
 def tcp_probe0_base(sk: TcpSock) -> int:
     """Kernel: include/net/tcp.h, tcp_probe0_base()."""
     return max(sk.icsk_rto, sk.tcp.TCP_RTO_MIN)
 
 
+@kernel("include/net/tcp.h", "tcp_probe0_when")
 def tcp_probe0_when(sk: TcpSock, max_when: int) -> int:
     """Kernel: include/net/tcp.h, tcp_probe0_when()."""
     return min(tcp_probe0_base(sk) << min(sk.icsk_backoff, 31), max_when)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_mark_push")
 def tcp_mark_push(sk: TcpSock, skb: SkBuff) -> None:
     """Kernel: net/ipv4/tcp.c, tcp_mark_push()."""
     skb.cb.tcp_flags |= TCPHDR_PSH
     sk.pushed_seq = sk.write_seq
 
 
+@kernel("net/ipv4/tcp.c", "forced_push")
 def forced_push(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp.c, forced_push()."""
     return after(sk.write_seq, (sk.pushed_seq + (sk.max_window >> 1)) & M32)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_should_autocork")
 def tcp_should_autocork(sk: TcpSock, skb: SkBuff, size_goal: int) -> bool:
     """Hold a small tail back while earlier segments still sit below TCP.
 
@@ -1210,6 +1289,7 @@ def tcp_should_autocork(sk: TcpSock, skb: SkBuff, size_goal: int) -> bool:
     )  # tcp_skb_can_collapse_to(): no MSG_EOR here
 
 
+@kernel("net/ipv4/tcp.c", "tcp_push")
 def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int) -> None:
     """End of a sendmsg: mark PSH and send (or cork for a bit: autocorking).
 
@@ -1235,6 +1315,7 @@ def tcp_push(sk: TcpSock, flags: int, mss_now: int, nonagle: int, size_goal: int
 # -- ACKs ----------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_delayed_ack")
 def tcp_send_delayed_ack(sk: TcpSock) -> None:
     """Arm the delayed-ACK timer (or ACK now if it is overdue).
 
@@ -1264,6 +1345,7 @@ def tcp_send_delayed_ack(sk: TcpSock) -> None:
     sk.delack_timer.mod(timeout)
 
 
+@kernel("tcp_acceptable_seq")
 def tcp_acceptable_seq(sk: TcpSock) -> int:
     """The sequence number for a segment without data. Kernel: tcp_acceptable_seq()."""
     wnd_end = tcp_wnd_end(sk)
@@ -1274,11 +1356,14 @@ def tcp_acceptable_seq(sk: TcpSock) -> int:
     return wnd_end
 
 
+@kernel("net/ipv4/tcp_output.c", "__tcp_send_ack")
 def tcp_send_ack(sk: TcpSock, rcv_nxt: int | None = None) -> None:
     """Send a pure ACK (it carries the window and SACKs).
 
     Kernel: net/ipv4/tcp_output.c, __tcp_send_ack().
     """
+    if TIMED:
+        spend("__tcp_send_ack")
     if sk.state == TCP_CLOSE:
         return
     skb = tcp_stream_alloc_skb(sk)
@@ -1287,6 +1372,7 @@ def tcp_send_ack(sk: TcpSock, rcv_nxt: int | None = None) -> None:
     tcp_transmit_skb(sk, skb, False, rcv_nxt)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_xmit_probe_skb")
 def tcp_xmit_probe_skb(sk: TcpSock, urgent: int, mib: str) -> int:
     """An out-of-date ACK that makes the peer answer (keepalive, window probe).
 
@@ -1298,6 +1384,7 @@ def tcp_xmit_probe_skb(sk: TcpSock, urgent: int, mib: str) -> int:
     return tcp_transmit_skb(sk, skb, False)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_write_wakeup")
 def tcp_write_wakeup(sk: TcpSock, mib: str) -> int:
     """Probe a (zero) window or keep alive: send data if the window allows, else a probe.
 
@@ -1328,6 +1415,7 @@ def tcp_write_wakeup(sk: TcpSock, mib: str) -> int:
     return tcp_xmit_probe_skb(sk, 0, mib)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_probe0")
 def tcp_send_probe0(sk: TcpSock) -> None:
     """The zero-window probe timer fired. Kernel: net/ipv4/tcp_output.c, tcp_send_probe0()."""
     err = tcp_write_wakeup(sk, "TCPWinProbe")
@@ -1349,6 +1437,7 @@ def tcp_send_probe0(sk: TcpSock) -> None:
 # -- connection setup and teardown ----------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_connect_init")
 def tcp_connect_init(sk: TcpSock) -> None:
     """Everything of connect() that does not depend on the family.
 
@@ -1395,12 +1484,14 @@ def tcp_connect_init(sk: TcpSock) -> None:
     sk.undo_retrans = -1
 
 
+@kernel("include/net/tcp.h", "tcp_mss_clamp")
 def tcp_mss_clamp(sk: TcpSock, mss: int) -> int:
     """Kernel: include/net/tcp.h, tcp_mss_clamp()."""
     user_mss = sk.user_mss
     return user_mss if user_mss and user_mss < mss else mss
 
 
+@kernel("net/ipv4/tcp.c", "tcp_write_queue_purge")
 def tcp_write_queue_purge(sk: TcpSock) -> None:
     """Free everything queued for sending. Kernel: net/ipv4/tcp.c, tcp_write_queue_purge()."""
     for skb in sk.write_queue:
@@ -1417,6 +1508,7 @@ def tcp_write_queue_purge(sk: TcpSock) -> None:
     sk.retrans_out = sk.lost_out = sk.sacked_out = 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_connect")
 def tcp_connect(sk: TcpSock) -> int:
     """Build and send the SYN; arm its retransmission timer.
 
@@ -1444,6 +1536,7 @@ def tcp_connect(sk: TcpSock) -> int:
     return 0
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_synack")
 def tcp_send_synack(sk: TcpSock) -> int:
     """Simultaneous open: turn our SYN into a SYN-ACK and send it.
 
@@ -1466,6 +1559,7 @@ def tcp_send_synack(sk: TcpSock) -> int:
     return tcp_transmit_skb(sk, skb, True)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_make_synack", "tcp_synack_options")
 def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
     """Build the SYN-ACK answering *req* (headers only; IP is added by the caller).
 
@@ -1506,6 +1600,7 @@ def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
     return skb
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_fin")
 def tcp_send_fin(sk: TcpSock) -> None:
     """Queue our FIN (on the last unsent skb if there is one) and push.
 
@@ -1525,6 +1620,7 @@ def tcp_send_fin(sk: TcpSock) -> None:
     __tcp_push_pending_frames(sk, tcp_current_mss(sk), TCP_NAGLE_OFF)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_send_active_reset")
 def tcp_send_active_reset(sk: TcpSock) -> None:
     """Abort: send a RST from the socket's state (RFC 2525 §2.17).
 
@@ -1541,6 +1637,7 @@ def tcp_send_active_reset(sk: TcpSock) -> None:
 # -- retransmission -------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp_output.c", "__tcp_retransmit_skb")
 def __tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     """Retransmit (part of) one skb. Returns 0 or a negative errno.
 
@@ -1587,6 +1684,7 @@ def __tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     return err
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_retrans_try_collapse", "tcp_collapse_retrans")
 def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
     """Merge small following skbs into a retransmitted one (fewer packets).
 
@@ -1635,6 +1733,7 @@ def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
         consume_skb(nxt)
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_retransmit_skb")
 def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     """Retransmit and account it. Kernel: net/ipv4/tcp_output.c, tcp_retransmit_skb()."""
     err = __tcp_retransmit_skb(sk, skb, segs)
@@ -1651,6 +1750,7 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     return err
 
 
+@kernel("net/ipv4/tcp_output.c", "tcp_xmit_retransmit_queue")
 def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
     """Retransmit the segments marked lost, as far as cwnd allows.
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from netstack.core.sysctl import invalid
+from netstack.sites import kernel
 from netstack.tcp.cong import TcpCongestionOps, TcpReno
 from netstack.tcp.cubic import TcpCubic
 from netstack.tcp.hashtables import InetHashinfo
@@ -163,6 +164,7 @@ class Tcp:
         self.allowed_congestion_control = ["reno", "cubic"]
 
     # -- congestion control registry (net/ipv4/tcp_cong.c) -----------------------------
+    @kernel("net/ipv4/tcp_cong.c", "tcp_register_congestion_control")
     def tcp_register_congestion_control(self, ca: TcpCongestionOps) -> None:
         """Make an algorithm available on this Net.
 
@@ -172,6 +174,7 @@ class Tcp:
             raise ValueError(f"{ca.name} already registered")
         self.congestion_controls[ca.name] = ca
 
+    @kernel("tcp_assign_congestion_control")
     def default_ca(self) -> TcpCongestionOps:
         """The algorithm new sockets get. Kernel: tcp_assign_congestion_control()."""
         ca = self.congestion_controls.get(self.default_congestion_control)
@@ -189,6 +192,7 @@ class Tcp:
     def jiffies(self) -> int:
         return self.net.clock.jiffies
 
+    @kernel("usecs_to_jiffies")
     def usecs_to_jiffies(self, us: int) -> int:
         """Round up. Kernel: usecs_to_jiffies()."""
         return -(-us * self.hz // 1_000_000)
@@ -204,6 +208,7 @@ class Tcp:
         return int(self.net.clock.now())
 
     # -- secrets (net/core/secure_seq.c) -------------------------------------------------
+    @kernel("net/core/secure_seq.c", "secure_tcp_seq")
     def secure_tcp_seq(self, saddr: int, daddr: int, sport: int, dport: int) -> int:
         """An initial sequence number: a keyed hash of the 4-tuple plus a clock.
 
@@ -215,6 +220,7 @@ class Tcp:
         ns = int(trio.current_time() * 1e9)
         return (int.from_bytes(h, "big") + (ns >> 6)) & 0xFFFFFFFF
 
+    @kernel("secure_tcp_ts_off")
     def secure_tcp_ts_off(self, saddr: int, daddr: int) -> int:
         """The per-pair timestamp offset. Kernel: secure_tcp_ts_off()."""
         if self.sysctl_tcp_timestamps != 1:
@@ -296,6 +302,7 @@ class Tcp:
         )
 
 
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_sk_init")
 def tcp_init(net: Net) -> Tcp:
     """TCP's per-Net state, created on first use (both families share it).
 

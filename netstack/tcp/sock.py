@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
@@ -151,16 +152,19 @@ TCP_TS_HZ: Final = 1000
 TCP_MAXSEG_MAX: Final = 65535 - 40
 
 
+@kernel("before")
 def before(seq1: int, seq2: int) -> bool:
     """``seq1`` comes before ``seq2`` in 32-bit sequence space. Kernel: before()."""
     return ((seq1 - seq2) & 0xFFFFFFFF) > 0x7FFFFFFF
 
 
+@kernel("after")
 def after(seq1: int, seq2: int) -> bool:
     """Kernel: after()."""
     return ((seq2 - seq1) & 0xFFFFFFFF) > 0x7FFFFFFF
 
 
+@kernel("between")
 def between(seq1: int, seq2: int, seq3: int) -> bool:
     """``seq2 <= seq1 <= seq3`` in sequence space. Kernel: between()."""
     return ((seq3 - seq2) & 0xFFFFFFFF) >= ((seq1 - seq2) & 0xFFFFFFFF)
@@ -624,6 +628,7 @@ class RequestSock:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
 
 
+@kernel("include/net/inet_timewait_sock.h")
 class TimewaitSock:
     """A connection in TIME_WAIT (or FIN_WAIT2 after close) without its full socket.
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from netstack.sites import kernel
 from netstack.tcp.sock import (
     SHUTDOWN_MASK,
     TCP_CLOSE,
@@ -47,6 +48,7 @@ def _s32(x: int) -> int:
     return x - (1 << 32) if x & 0x80000000 else x
 
 
+@kernel("inet_unhash")
 def inet_unhash(sk: TcpSock) -> None:
     """Take *sk* out of the established or listening table. Kernel: inet_unhash()."""
     hashinfo = sk.tcp.hashinfo
@@ -59,6 +61,7 @@ def inet_unhash(sk: TcpSock) -> None:
         sk.ehash_key = None
 
 
+@kernel("net/ipv4/tcp.c", "tcp_set_state")
 def tcp_set_state(sk: TcpSock, state: int) -> None:
     """Change state, keeping the SNMP gauges and the tables right.
 
@@ -81,6 +84,7 @@ def tcp_set_state(sk: TcpSock, state: int) -> None:
     sk.state = state
 
 
+@kernel("net/ipv4/inet_hashtables.c", "inet_put_port")
 def inet_put_port(sk: TcpSock) -> None:
     """Give the local port back. Kernel: net/ipv4/inet_hashtables.c, inet_put_port()."""
     port = sk.bind_port
@@ -90,6 +94,7 @@ def inet_put_port(sk: TcpSock) -> None:
         sk.inet_num = 0  # __inet_put_port(): inet_sport stays, a RST sent next still names it
 
 
+@kernel("include/net/tcp.h", "tcp_clear_xmit_timers", "inet_csk_clear_xmit_timers")
 def tcp_clear_xmit_timers(sk: TcpSock) -> None:
     """Kernel: include/net/tcp.h, tcp_clear_xmit_timers() / inet_csk_clear_xmit_timers()."""
     sk.icsk_pending = 0
@@ -100,12 +105,14 @@ def tcp_clear_xmit_timers(sk: TcpSock) -> None:
         sk.tsq_timer.delete()
 
 
+@kernel("sock_def_wakeup")
 def sk_state_change(sk: TcpSock) -> None:
     """Wake everyone waiting on the socket. Kernel: sock_def_wakeup()."""
     sk.sk_data_ready()
     sk.sk_write_space()
 
 
+@kernel("net/ipv4/tcp.c", "tcp_done")
 def tcp_done(sk: TcpSock) -> None:
     """The connection is over: CLOSE, stop timers, wake or destroy.
 
@@ -122,6 +129,12 @@ def tcp_done(sk: TcpSock) -> None:
         inet_csk_destroy_sock(sk)
 
 
+@kernel(
+    "net/ipv4/inet_connection_sock.c",
+    "inet_csk_destroy_sock",
+    "net/ipv4/tcp_ipv4.c",
+    "tcp_v4_destroy_sock",
+)
 def inet_csk_destroy_sock(sk: TcpSock) -> None:
     """Free an orphaned, closed socket's queues and timers.
 
@@ -152,6 +165,7 @@ def inet_csk_destroy_sock(sk: TcpSock) -> None:
     sk.tcp.sockets.discard(sk)
 
 
+@kernel("include/net/tcp.h", "tcp_paws_check")
 def tcp_paws_check(rx: Any, paws_win: int) -> bool:
     """Is the segment's timestamp recent enough (or PAWS not applicable)?
 
@@ -165,6 +179,7 @@ def tcp_paws_check(rx: Any, paws_win: int) -> bool:
     return not rx.ts_recent
 
 
+@kernel("include/net/tcp.h", "tcp_paws_reject")
 def tcp_paws_reject(rx: Any, rst: bool) -> bool:
     """Reject the segment for an old timestamp? RSTs get a grace of TCP_PAWS_MSL.
 
@@ -175,31 +190,37 @@ def tcp_paws_reject(rx: Any, rst: bool) -> bool:
     return not (rst and rx.tcp.seconds() >= rx.ts_recent_stamp + TCP_PAWS_MSL)
 
 
+@kernel("keepalive_time_when")
 def keepalive_time_when(sk: TcpSock) -> int:
     """Jiffies of idleness before the first keepalive. Kernel: keepalive_time_when()."""
     return sk.keepalive_time or sk.tcp.sysctl_tcp_keepalive_time * sk.tcp.hz
 
 
+@kernel("include/net/tcp.h", "keepalive_intvl_when")
 def keepalive_intvl_when(sk: TcpSock) -> int:
     """Kernel: include/net/tcp.h, keepalive_intvl_when()."""
     return sk.keepalive_intvl or sk.tcp.sysctl_tcp_keepalive_intvl * sk.tcp.hz
 
 
+@kernel("include/net/tcp.h", "keepalive_probes")
 def keepalive_probes(sk: TcpSock) -> int:
     """Kernel: include/net/tcp.h, keepalive_probes()."""
     return sk.keepalive_probes or sk.tcp.sysctl_tcp_keepalive_probes
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_reset_keepalive_timer")
 def inet_csk_reset_keepalive_timer(sk: TcpSock, timeout: int) -> None:
     """Kernel: net/ipv4/inet_connection_sock.c, inet_csk_reset_keepalive_timer()."""
     sk.sk_timer.mod(sk.net.clock.jiffies + timeout)
 
 
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_delete_keepalive_timer")
 def inet_csk_delete_keepalive_timer(sk: TcpSock) -> None:
     """Kernel: net/ipv4/inet_connection_sock.c, inet_csk_delete_keepalive_timer()."""
     sk.sk_timer.delete()
 
 
+@kernel("include/net/tcp.h", "tcp_fin_time")
 def tcp_fin_time(sk: TcpSock) -> int:
     """How long an orphan waits in FIN_WAIT2. Kernel: include/net/tcp.h, tcp_fin_time()."""
     fin_timeout = sk.linger2 if sk.linger2 else sk.tcp.sysctl_tcp_fin_timeout * sk.tcp.hz
@@ -209,11 +230,13 @@ def tcp_fin_time(sk: TcpSock) -> int:
     return fin_timeout
 
 
+@kernel("include/net/inet_connection_sock.h", "inet_csk_schedule_ack")
 def inet_csk_schedule_ack(sk: TcpSock) -> None:
     """Kernel: include/net/inet_connection_sock.h, inet_csk_schedule_ack()."""
     sk.icsk_ack_pending |= 1  # ICSK_ACK_SCHED
 
 
+@kernel("include/net/inet_connection_sock.h", "inet_csk_ack_scheduled")
 def inet_csk_ack_scheduled(sk: TcpSock) -> bool:
     """Kernel: include/net/inet_connection_sock.h, inet_csk_ack_scheduled()."""
     return bool(sk.icsk_ack_pending & 1)

@@ -24,6 +24,7 @@ import attrs
 
 from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import tcp_set_congestion_control
 from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
@@ -126,6 +127,7 @@ EAGAIN: Final = 11
 # -- connect / listen / accept -------------------------------------------------------------------
 
 
+@kernel("net/ipv4/af_inet.c", "__inet_stream_connect")
 def inet_stream_connect(sk: TcpSock, addr: int, port: int) -> None:
     """Start a connection (the Trio socket waits for it to finish).
 
@@ -155,6 +157,7 @@ def inet_stream_connect_result(sk: TcpSock) -> bool:
     return True
 
 
+@kernel("net/ipv4/af_inet.c", "inet_listen", "inet_csk_listen_start")
 def inet_listen(sk: TcpSock, backlog: int) -> None:
     """Kernel: net/ipv4/af_inet.c, inet_listen() / inet_csk_listen_start()."""
     if sk.state not in (TCP_CLOSE, TCP_LISTEN):
@@ -174,6 +177,7 @@ def inet_listen(sk: TcpSock, backlog: int) -> None:
     tcp.sockets.add(sk)
 
 
+@kernel("inet_csk_accept")
 def inet_csk_accept(sk: TcpSock) -> TcpSock:
     """Take an established child off the accept queue. Kernel: inet_csk_accept()."""
     if sk.state != TCP_LISTEN:
@@ -190,6 +194,7 @@ def inet_csk_accept(sk: TcpSock) -> TcpSock:
     raise SockWouldBlock(write=False)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_poll")
 def tcp_readable(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp.c, tcp_poll() (EPOLLIN)."""
     if sk.state == TCP_LISTEN:
@@ -202,6 +207,7 @@ def tcp_readable(sk: TcpSock) -> bool:
     )
 
 
+@kernel("net/ipv4/tcp.c", "tcp_poll")
 def tcp_writable(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp.c, tcp_poll() (EPOLLOUT)."""
     if sk.sk_err or sk.sk_shutdown & SEND_SHUTDOWN:
@@ -213,6 +219,7 @@ def tcp_writable(sk: TcpSock) -> bool:
     return sk_stream_memory_free(sk)
 
 
+@kernel("include/net/sock.h", "sk_stream_memory_free")
 def sk_stream_memory_free(sk: TcpSock) -> bool:
     """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
     if sk.sk_wmem_queued >= sk.sk_sndbuf:
@@ -224,11 +231,14 @@ def sk_stream_memory_free(sk: TcpSock) -> bool:
 # -- send ------------------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp.c", "tcp_sendmsg_locked")
 def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -> int:
     """Queue as much of *data* as the send buffer takes; return the count.
 
     Kernel: net/ipv4/tcp.c, tcp_sendmsg_locked().
     """
+    if TIMED:
+        spend("tcp_sendmsg_locked")
     state = sk.state
     if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT):  # sk_stream_wait_connect()
         if sk.sk_err:
@@ -295,11 +305,14 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
 # -- receive ---------------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp.c", "tcp_cleanup_rbuf")
 def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
     """After reading: ACK now if the window we could offer grew enough.
 
     Kernel: net/ipv4/tcp.c, tcp_cleanup_rbuf().
     """
+    if TIMED:
+        spend("tcp_cleanup_rbuf")
     time_to_ack = False
     pending = sk.icsk_ack_pending
     if pending & 1 and (  # an ACK is owed (inet_csk_ack_scheduled)
@@ -323,11 +336,14 @@ def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
         tcp_send_ack(sk)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_recvmsg_locked")
 def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
     """Copy up to *bufsize* bytes of the stream; ``b""`` at its end.
 
     Kernel: net/ipv4/tcp.c, tcp_recvmsg_locked().
     """
+    if TIMED:
+        spend("tcp_recvmsg_locked")
     if sk.state == TCP_LISTEN:
         raise sock_oserror(ENOTCONN)
     if bufsize < 0:
@@ -407,6 +423,7 @@ _NEW_STATE: Final = {
 }
 
 
+@kernel("tcp_close_state")
 def tcp_close_state(sk: TcpSock) -> bool:
     """Move to the closing state; True if a FIN must be sent. Kernel: tcp_close_state()."""
     nxt = _NEW_STATE.get(sk.state, TCP_CLOSE)
@@ -414,6 +431,7 @@ def tcp_close_state(sk: TcpSock) -> bool:
     return bool(nxt & _TCP_ACTION_FIN)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_shutdown")
 def tcp_shutdown(sk: TcpSock, how: int) -> None:
     """Half-close: send our FIN. Kernel: net/ipv4/tcp.c, tcp_shutdown()."""
     if not how & SEND_SHUTDOWN:
@@ -423,6 +441,7 @@ def tcp_shutdown(sk: TcpSock, how: int) -> None:
             tcp_send_fin(sk)
 
 
+@kernel("net/ipv4/af_inet.c", "inet_shutdown")
 def inet_shutdown(sk: TcpSock, how: int) -> None:
     """``shutdown(2)``: how = SHUT_RD (0), SHUT_WR (1), SHUT_RDWR (2).
 
@@ -448,6 +467,7 @@ def inet_shutdown(sk: TcpSock, how: int) -> None:
     sk_state_change(sk)
 
 
+@kernel("net/ipv4/tcp.c", "tcp_disconnect")
 def tcp_disconnect(sk: TcpSock) -> None:
     """Abort (``connect(AF_UNSPEC)``, closing with unread data, listener children).
 
@@ -512,6 +532,7 @@ def tcp_send_active_reset_closed(sk: TcpSock) -> None:
     sk.state = state
 
 
+@kernel("net/ipv4/tcp.c", "tcp_close", "__tcp_close")
 def tcp_close(sk: TcpSock, timeout: int) -> None:
     """``close(2)``: FIN (or RST with unread data / zero linger), then orphan.
 
@@ -587,6 +608,7 @@ def _tcp_close(sk: TcpSock) -> None:
 # -- options ---------------------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/tcp.c", "do_tcp_setsockopt")
 def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) -> None:
     """Kernel: net/ipv4/tcp.c, do_tcp_setsockopt() (+ SO_KEEPALIVE, SO_LINGER)."""
     from netstack.core.sock import Sock
@@ -679,6 +701,7 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
         raise sock_oserror(92)  # ENOPROTOOPT
 
 
+@kernel("net/ipv4/tcp.c", "do_tcp_getsockopt")
 def tcp_getsockopt(sk: TcpSock, level: int, optname: int) -> int | bytes:
     """Kernel: net/ipv4/tcp.c, do_tcp_getsockopt()."""
     from netstack.core.sock import Sock
@@ -769,6 +792,7 @@ class TcpInfo:
     options: tuple[str, ...]
 
 
+@kernel("net/ipv4/tcp.c", "tcp_get_info")
 def tcp_get_info(sk: Any) -> TcpInfo:
     """Kernel: net/ipv4/tcp.c, tcp_get_info()."""
     if not isinstance(sk, TcpSock):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 from netstack.core.sock import sk_rethink_txhash
+from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import tcp_enter_loss
 from netstack.tcp.output import (
     inet_csk_reset_xmit_timer,
@@ -60,6 +61,7 @@ __all__ = ["tcp_delack_timer", "tcp_keepalive_timer", "tcp_retransmit_timer", "t
 ETIMEDOUT: Final = 110
 
 
+@kernel("tcp_write_err")
 def tcp_write_err(sk: TcpSock) -> None:
     """Give up: report ETIMEDOUT (or the soft error seen). Kernel: tcp_write_err()."""
     sk.sk_err = sk.sk_err_soft or ETIMEDOUT
@@ -71,6 +73,7 @@ def tcp_write_err(sk: TcpSock) -> None:
     sk.ext.TCPAbortOnTimeout += 1
 
 
+@kernel("tcp_write_timeout")
 def tcp_write_timeout(sk: TcpSock) -> bool:
     """Too many retransmissions? Then the connection is dead. Kernel: tcp_write_timeout()."""
     tcp = sk.tcp
@@ -90,8 +93,11 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
     return False
 
 
+@kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer")
 def tcp_retransmit_timer(sk: TcpSock) -> None:
     """The RTO fired. Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer()."""
+    if TIMED:
+        spend("tcp_retransmit_timer")
     tcp = sk.tcp
     if not sk.packets_out or not sk.rtx_queue:
         return
@@ -132,6 +138,7 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, tcp.TCP_RTO_MAX)
 
 
+@kernel("net/ipv4/tcp_timer.c", "tcp_probe_timer")
 def tcp_probe_timer(sk: TcpSock) -> None:
     """Zero-window probing. Kernel: net/ipv4/tcp_timer.c, tcp_probe_timer()."""
     if sk.packets_out or not sk.write_queue:
@@ -146,6 +153,7 @@ def tcp_probe_timer(sk: TcpSock) -> None:
         tcp_send_probe0(sk)
 
 
+@kernel("tcp_write_timer_handler")
 def tcp_write_timer(sk: TcpSock) -> None:
     """Dispatch on what the retransmit timer was armed for. Kernel: tcp_write_timer_handler()."""
     if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_pending:
@@ -166,8 +174,11 @@ def tcp_write_timer(sk: TcpSock) -> None:
         tcp_probe_timer(sk)
 
 
+@kernel("tcp_delack_timer_handler")
 def tcp_delack_timer(sk: TcpSock) -> None:
     """Send the ACK that was being delayed. Kernel: tcp_delack_timer_handler()."""
+    if TIMED:
+        spend("tcp_delack_timer_handler")
     if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_ack_pending & ICSK_ACK_TIMER:
         return
     now = sk.net.clock.jiffies
@@ -186,6 +197,7 @@ def tcp_delack_timer(sk: TcpSock) -> None:
         tcp_send_ack(sk)
 
 
+@kernel("tcp_keepalive_timer")
 def tcp_keepalive_timer(sk: TcpSock) -> None:
     """Keepalive probes; an orphan's FIN_WAIT2 linger. Kernel: tcp_keepalive_timer()."""
     tcp = sk.tcp

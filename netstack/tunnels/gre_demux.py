@@ -27,6 +27,7 @@ from netstack.core.skbuff import (
 from netstack.core.skbuff import kfree_skb as _kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
+from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import TnlPtkInfo
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_IP
@@ -67,6 +68,7 @@ def gre_demux_of(net: Net) -> GreDemux:
     return demux
 
 
+@kernel("gre_add_protocol")
 def gre_add_protocol(net: Net, proto: GreProtocol, version: int) -> None:
     """Kernel: gre_add_protocol()."""
     demux = gre_demux_of(net)
@@ -75,8 +77,11 @@ def gre_add_protocol(net: Net, proto: GreProtocol, version: int) -> None:
     demux.gre_proto[version] = proto
 
 
+@kernel("gre_demux.c", "gre_rcv")
 def gre_rcv(net: Net, skb: SkBuff) -> int:
     """``inet_protos[47]``: dispatch by GRE version. Kernel: gre_demux.c, gre_rcv()."""
+    if TIMED:
+        spend("gre_rcv")
     if skb.tail - skb.data < 12:
         _kfree_skb(skb, DropReason.GRE_INVALID)
         return 1
@@ -88,6 +93,7 @@ def gre_rcv(net: Net, skb: SkBuff) -> int:
     return proto.handler(skb)
 
 
+@kernel("gre_demux.c", "gre_err")
 def gre_err(net: Net, skb: SkBuff, info: int) -> None:
     """An ICMP error quotes one of our GRE packets. Kernel: gre_demux.c, gre_err()."""
     if skb.tail - skb.data < 4:
@@ -98,6 +104,7 @@ def gre_err(net: Net, skb: SkBuff, info: int) -> None:
         proto.err_handler(skb, info)
 
 
+@kernel("gre_init")
 def gre_init(net: Net) -> None:
     """The ``gre`` module's init: own IP protocol 47. Kernel: gre_init()."""
     net.proto_data["gre_demux"] = GreDemux()
@@ -107,6 +114,7 @@ def gre_init(net: Net) -> None:
     ipv4.inet_protos[IPPROTO_GRE] = InetProtocol(partial(gre_rcv, net), partial(gre_err, net))
 
 
+@kernel("net/ipv4/gre_demux.c", "gre_parse_header")
 def gre_parse_header(
     skb: SkBuff, tpi: TnlPtkInfo, nhs: int = 0, *, verify_csum: bool = True
 ) -> int:
@@ -117,6 +125,8 @@ def gre_parse_header(
 
     Kernel: net/ipv4/gre_demux.c, gre_parse_header().
     """
+    if TIMED:
+        spend("gre_parse_header")
     buf = skb.buf
     off = skb.data + nhs
     if off + 4 > skb.tail:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Final
 
 from netstack.core.skbuff import SkBuff
+from netstack.sites import kernel
 from netstack.wire.checksum import csum_fold
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 
@@ -39,6 +40,7 @@ INET_ECN_CE: Final = 3
 INET_ECN_MASK: Final = 3
 
 
+@kernel("INET_ECN_encapsulate")
 def INET_ECN_encapsulate(outer: int, inner: int) -> int:
     """The outer TOS for inner TOS/traffic class *inner*. Kernel: INET_ECN_encapsulate()."""
     outer &= ~INET_ECN_MASK
@@ -46,6 +48,7 @@ def INET_ECN_encapsulate(outer: int, inner: int) -> int:
     return outer & 0xFF
 
 
+@kernel("include/net/ip_tunnels.h", "ip_tunnel_ecn_encap")
 def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
     """Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap()."""
     buf = skb.buf
@@ -58,6 +61,7 @@ def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
     return INET_ECN_encapsulate(tos, inner)
 
 
+@kernel("IP_ECN_set_ce", "IP_ECN_set_ect1")
 def _ipv4_change_dsfield(skb: SkBuff, nh: int, ecn: int) -> None:
     """Set the ECN bits of the IPv4 header at *nh*, fixing its checksum incrementally.
 
@@ -86,6 +90,7 @@ def _ipv6_change_ecn(skb: SkBuff, nh: int, ecn: int) -> None:
     buf[nh + 1] = (buf[nh + 1] & ~0x30) | (ecn << 4)
 
 
+@kernel("include/net/inet_ecn.h", "INET_ECN_decapsulate", "__INET_ECN_decapsulate")
 def INET_ECN_decapsulate(skb: SkBuff, outer: int, inner: int, inner_nh: int) -> int:
     """Fold the outer ECN field into the inner header; 0 ok, 1 ok but log, 2 drop.
 
@@ -114,6 +119,7 @@ def _set_ecn(skb: SkBuff, nh: int, ecn: int, inner: int) -> None:
         _ipv6_change_ecn(skb, nh, ecn)
 
 
+@kernel("IP_ECN_decapsulate")
 def IP_ECN_decapsulate(outer_tos: int, skb: SkBuff) -> int:
     """Decapsulate the ECN field of an IPv4 outer header. Kernel: IP_ECN_decapsulate()."""
     nh = skb.network_header

@@ -66,6 +66,7 @@ from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.gre_demux import GreProtocol, gre_add_protocol, gre_parse_header
 from netstack.tunnels.ip_tunnel import (
     SIOCADDTUNNEL,
@@ -193,12 +194,14 @@ IPGRE_OPS: Final = IpGreOps()
 GRE_TAP_OPS: Final = GreTapOps()
 
 
+@kernel("__gre_tunnel_init")
 def _gre_calc(t: IpTunnel) -> None:
     """Header lengths from the output flags. Kernel: __gre_tunnel_init() (tun_hlen, hlen)."""
     t.tun_hlen = gre_calc_hlen(t.parms.o_flags)
     t.hlen = t.tun_hlen
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_setup")
 def ipgre_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape a GRE device. Kernel: net/ipv4/ip_gre.c, ipgre_tunnel_setup()."""
     dev.type = ARPHRD_IPGRE
@@ -209,6 +212,7 @@ def ipgre_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | N
     ip_tunnel_setup(dev, itn, parms)
 
 
+@kernel("ipgre_tap_setup")
 def ipgre_tap_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape a gretap (Ethernet over GRE) device. Kernel: ipgre_tap_setup()."""
     ether_setup(dev)
@@ -218,6 +222,7 @@ def ipgre_tap_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None
     ip_tunnel_setup(dev, itn, parms)
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_init", "__gre_tunnel_init")
 def ipgre_tunnel_init(dev: NetDevice) -> None:
     """``ndo_init`` of GRE: header length, addresses, flags.
 
@@ -232,6 +237,7 @@ def ipgre_tunnel_init(dev: NetDevice) -> None:
     ip_tunnel_init(dev)
 
 
+@kernel("gre_tap_init")
 def gre_tap_init(dev: NetDevice) -> None:
     """``ndo_init`` of gretap. Kernel: gre_tap_init()."""
     t: IpTunnel = dev.priv
@@ -251,6 +257,7 @@ def _gre_lltx(net: Net, t: IpTunnel) -> bool:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_netlink_parms")
 def ipgre_netlink_parms(data: GreParms | None) -> IpTunnelParm:
     """IFLA_GRE_* → parameters. Kernel: net/ipv4/ip_gre.c, ipgre_netlink_parms()."""
     p = IpTunnelParm(protocol=IPPROTO_GRE)
@@ -282,6 +289,7 @@ def ipgre_netlink_parms(data: GreParms | None) -> IpTunnelParm:
     return p
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_validate")
 def ipgre_tunnel_validate(data: GreParms | None) -> None:
     """Kernel: net/ipv4/ip_gre.c, ipgre_tunnel_validate()."""
     if data is None:
@@ -291,6 +299,7 @@ def ipgre_tunnel_validate(data: GreParms | None) -> None:
         raise ConfigError("RTNETLINK answers: Invalid argument", errno.EINVAL)
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tap_validate")
 def ipgre_tap_validate(data: GreParms | None, address: bytes | None) -> None:
     """Kernel: net/ipv4/ip_gre.c, ipgre_tap_validate()."""
     if address is not None:
@@ -305,6 +314,7 @@ def ipgre_tap_validate(data: GreParms | None, address: bytes | None) -> None:
     ipgre_tunnel_validate(data)
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_newlink")
 def ipgre_newlink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) -> None:
     """Configure and register a new gre/gretap device.
 
@@ -358,6 +368,7 @@ def _gre_link_newlink(
     return dev
 
 
+@kernel("ipgre_changelink", "ip_tunnel_changelink")
 def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) -> None:
     """``ip link set DEV type gre …``. Kernel: ipgre_changelink() → ip_tunnel_changelink()."""
     t: IpTunnel = dev.priv
@@ -394,6 +405,7 @@ def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) 
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_locate", "ip_tunnel_create")
 def ipgre_tunnel_locate(itn: IpTunnelNet, parms: IpTunnelParm) -> IpTunnel:
     """Create a GRE tunnel for SIOCADDTUNNEL.
 
@@ -424,6 +436,7 @@ def ipgre_tunnel_locate(itn: IpTunnelNet, parms: IpTunnelParm) -> IpTunnel:
     return t
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_ctl")
 def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
     """SIOC*TUNNEL on a GRE device. Kernel: net/ipv4/ip_gre.c, ipgre_tunnel_ctl()."""
     t: IpTunnel = dev.priv
@@ -448,11 +461,14 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
 # ---------------------------------------------------------------------------
 
 
+@kernel("include/net/gre.h", "gre_build_header", "__gre_xmit")
 def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
     """Push the GRE header; the checksum covers header and payload.
 
     Kernel: include/net/gre.h, gre_build_header() (called by __gre_xmit()).
     """
+    if TIMED:
+        spend("gre_build_header")
     p = t.parms
     flags = p.o_flags & (GRE_CSUM | GRE_KEY | GRE_SEQ)
     seq = 0
@@ -470,8 +486,11 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
         buf[off + 5] = c & 0xFF
 
 
+@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit")
 def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit()."""
+    if TIMED:
+        spend("ipgre_xmit")
     t: IpTunnel = dev.priv
     if not pskb_inet_may_pull(skb):
         dev.stats.tx_dropped += 1
@@ -493,13 +512,19 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     return NETDEV_TX_OK
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_xmit")
 def ipgre_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
+    if TIMED:
+        spend("ipgre_xmit")
     return _gre_xmit(skb, dev, skb.protocol)
 
 
+@kernel("net/ipv4/ip_gre.c", "gre_tap_xmit")
 def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
+    if TIMED:
+        spend("gre_tap_xmit")
     return _gre_xmit(skb, dev, ETH_P_TEB)
 
 
@@ -508,8 +533,11 @@ def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("__ipgre_rcv")
 def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) -> bool:
     """Find the tunnel and hand over; False if none. Kernel: __ipgre_rcv()."""
+    if TIMED:
+        spend("__ipgre_rcv")
     buf = skb.buf
     nh = skb.network_header
     saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
@@ -529,8 +557,11 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
     return True
 
 
+@kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
 def ipgre_rcv_v0(net: Net, skb: SkBuff) -> int:
     """GRE version 0 received. Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv()."""
+    if TIMED:
+        spend("gre_rcv")
     tpi = TnlPtkInfo()
     hdr_len = gre_parse_header(skb, tpi)
     if hdr_len < 0:
@@ -546,6 +577,7 @@ def ipgre_rcv_v0(net: Net, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv4/ip_gre.c", "gre_err", "ipgre_err")
 def ipgre_err(net: Net, skb: SkBuff, info: int) -> None:
     """An ICMP error quotes a GRE packet we sent: learn the PMTU or back off.
 
@@ -593,6 +625,7 @@ def ipgre_err(net: Net, skb: SkBuff, info: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip_tunnel_init_net", "__ip_tunnel_create")
 def _fb_tunnel(net: Net, itn: IpTunnelNet, name: str, tap: bool) -> NetDevice:
     """Create a fallback device. Kernel: ip_tunnel_init_net() → __ip_tunnel_create()."""
     parms = IpTunnelParm(name=name)
@@ -613,6 +646,7 @@ def _fb_tunnel(net: Net, itn: IpTunnelNet, name: str, tap: bool) -> NetDevice:
     return dev
 
 
+@kernel("net/ipv4/ip_gre.c", "ipgre_init", "ipgre_init_net", "ipgre_tap_init_net")
 def ipgre_init_net(net: Net) -> None:
     """Load ``ip_gre`` on *net*: tables, link kinds, GRE v0, fallback devices.
 

@@ -66,6 +66,7 @@ from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.ip_output import ip_local_out
 from netstack.ipv4.route import Flowi4, Rtable
+from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.wire.arp import ARPHRD_ETHER
 from netstack.wire.checksum import csum_partial, csum_sub
@@ -176,10 +177,12 @@ class IpTunnelOps(NetDeviceOps):
     def ndo_change_mtu(self, dev: NetDevice, new_mtu: int) -> None:
         ip_tunnel_change_mtu(dev, new_mtu)
 
+    @kernel("ip_tunnel_get_iflink")
     def ndo_get_iflink(self, dev: NetDevice) -> int:
         """Kernel: ip_tunnel_get_iflink()."""
         return int(dev.priv.parms.link)
 
+    @kernel("ip_tunnel_siocdevprivate")
     def ndo_do_ioctl(self, dev: NetDevice, cmd: int, arg: Any) -> Any:
         """Kernel: ip_tunnel_siocdevprivate() → the driver's ``ndo_tunnel_ctl``."""
         t: IpTunnel = dev.priv
@@ -259,23 +262,27 @@ class IpTunnelNet:
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip_tunnel_hash", "hash_32")
 def ip_tunnel_hash(key: int, remote: int) -> int:
     """Bucket of (key, remote). Kernel: ip_tunnel_hash() = hash_32(key ^ remote, 7)."""
     return (((key ^ remote) * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> (32 - IP_TNL_HASH_BITS)
 
 
+@kernel("ip_bucket")
 def ip_bucket(itn: IpTunnelNet, parms: IpTunnelParm) -> list[IpTunnel]:
     """The bucket a tunnel lives in. Kernel: ip_bucket()."""
     remote = parms.daddr if parms.daddr and not ipv4_is_multicast(parms.daddr) else 0
     return itn.tunnels[ip_tunnel_hash(parms.i_key, remote)]
 
 
+@kernel("ip_tunnel_add")
 def ip_tunnel_add(itn: IpTunnelNet, t: IpTunnel) -> None:
     """Kernel: ip_tunnel_add()."""
     ip_bucket(itn, t.parms).insert(0, t)  # hlist_add_head_rcu
     t.hashed = True
 
 
+@kernel("ip_tunnel_del")
 def ip_tunnel_del(itn: IpTunnelNet, t: IpTunnel) -> None:
     """Kernel: ip_tunnel_del()."""
     for bucket in itn.tunnels:
@@ -284,6 +291,7 @@ def ip_tunnel_del(itn: IpTunnelNet, t: IpTunnel) -> None:
     t.hashed = False
 
 
+@kernel("ip_tunnel_key_match")
 def ip_tunnel_key_match(p: IpTunnelParm, flags: int, key: int) -> bool:
     """Kernel: ip_tunnel_key_match()."""
     if not flags & GRE_KEY:
@@ -291,6 +299,7 @@ def ip_tunnel_key_match(p: IpTunnelParm, flags: int, key: int) -> bool:
     return bool(p.i_flags & GRE_KEY) and p.i_key == key
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_lookup")
 def ip_tunnel_lookup(
     itn: IpTunnelNet,
     link: int,
@@ -310,6 +319,8 @@ def ip_tunnel_lookup(
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_lookup().
     """
+    if TIMED:
+        spend("ip_tunnel_lookup")
     cand: IpTunnel | None = None
     head = itn.tunnels[ip_tunnel_hash(key, remote)]
     for t in head:
@@ -368,6 +379,7 @@ def ip_tunnel_lookup(
     return None
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_find")
 def ip_tunnel_find(itn: IpTunnelNet, parms: IpTunnelParm, type: int) -> IpTunnel | None:  # noqa: A002
     """An existing tunnel with the same addresses, link, type and key.
 
@@ -391,6 +403,7 @@ def ip_tunnel_find(itn: IpTunnelNet, parms: IpTunnelParm, type: int) -> IpTunnel
 # ---------------------------------------------------------------------------
 
 
+@kernel("ip_tunnel_setup")
 def ip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """The common part of every tunnel's setup. Kernel: ip_tunnel_setup()."""
     dev.priv = IpTunnel(dev, itn, parms if parms is not None else IpTunnelParm())
@@ -398,6 +411,7 @@ def ip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None
     dev.features |= NETIF_F_NETNS_LOCAL
 
 
+@kernel("ip_tunnel_init")
 def ip_tunnel_init(dev: NetDevice) -> None:
     """``ndo_init``: name, IPv4 template, GRO cells. Kernel: ip_tunnel_init()."""
     t: IpTunnel = dev.priv
@@ -407,6 +421,7 @@ def ip_tunnel_init(dev: NetDevice) -> None:
     t.gro_cells = GroCells(dev)
 
 
+@kernel("ip_tunnel_uninit")
 def ip_tunnel_uninit(dev: NetDevice) -> None:
     """``ndo_uninit``: unhash; forget the fallback device. Kernel: ip_tunnel_uninit()."""
     t: IpTunnel = dev.priv
@@ -419,6 +434,7 @@ def ip_tunnel_uninit(dev: NetDevice) -> None:
         t.gro_cells = None
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_bind_dev")
 def ip_tunnel_bind_dev(dev: NetDevice) -> int:
     """Guess the underlay to size headroom and MTU; return the MTU.
 
@@ -459,6 +475,7 @@ def ip_tunnel_max_mtu(dev: NetDevice) -> int:
     return max_mtu
 
 
+@kernel("net/ipv4/ip_tunnel.c", "__ip_tunnel_change_mtu")
 def __ip_tunnel_change_mtu(dev: NetDevice, new_mtu: int, *, strict: bool) -> None:
     """Kernel: net/ipv4/ip_tunnel.c, __ip_tunnel_change_mtu()."""
     max_mtu = ip_tunnel_max_mtu(dev)
@@ -471,6 +488,7 @@ def __ip_tunnel_change_mtu(dev: NetDevice, new_mtu: int, *, strict: bool) -> Non
     dev.mtu = new_mtu
 
 
+@kernel("ip_tunnel_change_mtu")
 def ip_tunnel_change_mtu(dev: NetDevice, new_mtu: int) -> None:
     """``ndo_change_mtu`` of every tunnel. Kernel: ip_tunnel_change_mtu()."""
     __ip_tunnel_change_mtu(dev, new_mtu, strict=True)
@@ -482,6 +500,7 @@ def ip_tunnel_set_mtu_bounds(dev: NetDevice) -> None:
     dev.max_mtu = ip_tunnel_max_mtu(dev)
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_update")
 def ip_tunnel_update(
     itn: IpTunnelNet, t: IpTunnel, dev: NetDevice, p: IpTunnelParm, set_mtu: bool
 ) -> None:
@@ -509,6 +528,7 @@ def ip_tunnel_update(
     dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)  # netdev_state_change()
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_ctl")
 def ip_tunnel_ctl(
     itn: IpTunnelNet,
     dev: NetDevice,
@@ -580,6 +600,7 @@ def ip_tunnel_ctl(
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/ip_tunnel_core.c", "iptunnel_handle_offloads")
 def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
     """Prepare *skb* for encapsulation; False if it must be dropped.
 
@@ -595,6 +616,8 @@ def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
 
     Kernel: net/ipv4/ip_tunnel_core.c, iptunnel_handle_offloads().
     """
+    if TIMED:
+        spend("iptunnel_handle_offloads")
     if not skb.encapsulation:
         skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
         skb.inner_transport_header = skb.transport_header
@@ -613,6 +636,7 @@ def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
     return True
 
 
+@kernel("net/ipv4/ip_tunnel.c", "tnl_update_pmtu")
 def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: int) -> bool:
     """Teach the inner route the tunnel's path MTU; refuse an inner DF packet too big.
 
@@ -620,6 +644,8 @@ def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: 
 
     Kernel: net/ipv4/ip_tunnel.c, tnl_update_pmtu().
     """
+    if TIMED:
+        spend("tnl_update_pmtu")
     t: IpTunnel = dev.priv
     tunnel_hlen = t.hlen
     pkt_size = skb.tail - skb.data - tunnel_hlen
@@ -642,6 +668,7 @@ def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: 
     return False
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_xmit")
 def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protocol: int) -> None:
     """Route, check the path MTU, then hand the packet to :func:`iptunnel_xmit`.
 
@@ -650,6 +677,8 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit().
     """
+    if TIMED:
+        spend("ip_tunnel_xmit")
     t: IpTunnel = dev.priv
     net = dev.net
     ipv4 = ipv4_of(net)
@@ -732,6 +761,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     iptunnel_xmit(ipv4, rt, skb, fl4.saddr, fl4.daddr, protocol, tos, ttl, df, dev)
 
 
+@kernel("net/ipv4/ip_tunnel_core.c", "iptunnel_xmit")
 def iptunnel_xmit(
     ipv4: Any,
     rt: Rtable,
@@ -748,6 +778,8 @@ def iptunnel_xmit(
 
     Kernel: net/ipv4/ip_tunnel_core.c, iptunnel_xmit().
     """
+    if TIMED:
+        spend("iptunnel_xmit")
     pkt_len = skb.tail - skb.inner_network_header
     skb_scrub_packet(skb, False)
     skb.dst = rt  # skb_dst_set(): the route's reference passes to the skb
@@ -773,6 +805,7 @@ def iptunnel_xmit(
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/ip_tunnel_core.c", "__iptunnel_pull_header")
 def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto: bool) -> bool:
     """Pull the tunnel header; set ``skb.protocol`` to the inner protocol.
 
@@ -781,6 +814,8 @@ def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto:
 
     Kernel: net/ipv4/ip_tunnel_core.c, __iptunnel_pull_header().
     """
+    if TIMED:
+        spend("__iptunnel_pull_header")
     if skb.tail - skb.data < hdr_len:
         return False
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_pull_rcsum()
@@ -799,6 +834,7 @@ def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto:
     return True
 
 
+@kernel("pskb_inet_may_pull")
 def pskb_inet_may_pull(skb: SkBuff) -> bool:
     """The inner network header is all there. Kernel: pskb_inet_may_pull()."""
     if skb.protocol == ETH_P_IP:
@@ -810,6 +846,7 @@ def pskb_inet_may_pull(skb: SkBuff) -> bool:
     return skb.network_header + need <= skb.tail
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_rcv")
 def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> None:
     """Apply the tunnel's receive policies and pass the inner packet up.
 
@@ -817,6 +854,8 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_rcv().
     """
+    if TIMED:
+        spend("ip_tunnel_rcv")
     dev = t.dev
     stats = dev.stats
     buf = skb.buf
@@ -877,6 +916,7 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     gro_cells_receive(cells, skb)
 
 
+@kernel("ipgre_err", "ipip_err")
 def ip_tunnel_err_note(t: IpTunnel) -> None:
     """An ICMP error about one of our outer packets: back off. Kernel: ipgre_err()/ipip_err()."""
     net = t.net
@@ -904,6 +944,7 @@ def tunnel_xmit_drop(dev: NetDevice, skb: SkBuff, *, errors: bool = False) -> in
 TunnelSetup = Callable[[NetDevice, "IpTunnelNet", "IpTunnelParm | None"], None]
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_create", "__ip_tunnel_create")
 def ip_tunnel_create(
     itn: IpTunnelNet, parms: IpTunnelParm, ops: NetDeviceOps, setup: TunnelSetup
 ) -> IpTunnel:
@@ -936,6 +977,7 @@ def ip_tunnel_create(
     return t
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_newlink")
 def ip_tunnel_newlink(dev: NetDevice, p: IpTunnelParm, tb: dict[str, Any]) -> None:
     """rtnetlink's newlink for the generic tunnels: refuse duplicates, register, size.
 
@@ -957,6 +999,7 @@ def ip_tunnel_newlink(dev: NetDevice, p: IpTunnelParm, tb: dict[str, Any]) -> No
     ip_tunnel_add(itn, t)
 
 
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_changelink")
 def ip_tunnel_changelink(dev: NetDevice, p: IpTunnelParm, tb: dict[str, Any]) -> None:
     """``ip link set DEV type KIND …``. Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_changelink()."""
     t: IpTunnel = dev.priv
@@ -978,6 +1021,7 @@ def ip_tunnel_changelink(dev: NetDevice, p: IpTunnelParm, tb: dict[str, Any]) ->
     ip_tunnel_update(itn, t, dev, p, tb.get("mtu") is None)
 
 
+@kernel("ip_tunnel_init_net")
 def ip_tunnel_init_net(
     itn: IpTunnelNet, name: str, ops: NetDeviceOps, setup: TunnelSetup
 ) -> NetDevice:
@@ -995,6 +1039,7 @@ def ip_tunnel_init_net(
     return dev
 
 
+@kernel("ip_tunnel_dellink")
 def ip_tunnel_dellink(dev: NetDevice) -> None:
     """``ip link del``: every tunnel but the fallback device. Kernel: ip_tunnel_dellink()."""
     t: IpTunnel = dev.priv

@@ -39,6 +39,7 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
+from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import (
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
@@ -123,6 +124,7 @@ class IpipOps(IpTunnelOps):
 IPIP_OPS: Final = IpipOps()
 
 
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_setup")
 def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape an IPIP device; LLTX and ``IPIP_FEATURES`` always.
 
@@ -139,6 +141,7 @@ def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | No
     ip_tunnel_setup(dev, itn, parms)
 
 
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_init")
 def ipip_tunnel_init(dev: NetDevice) -> None:
     """``ndo_init``. Kernel: net/ipv4/ipip.c, ipip_tunnel_init()."""
     t: IpTunnel = dev.priv
@@ -149,8 +152,11 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
     ip_tunnel_init(dev)
 
 
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit")
 def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit``. Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit()."""
+    if TIMED:
+        spend("ipip_tunnel_xmit")
     t: IpTunnel = dev.priv
     tiph = t.parms
     if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IP:
@@ -169,8 +175,11 @@ def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     return NETDEV_TX_OK
 
 
+@kernel("ipip_tunnel_rcv")
 def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
     """Take the packet if a tunnel matches (0), else -1. Kernel: ipip_tunnel_rcv()."""
+    if TIMED:
+        spend("ipip_tunnel_rcv")
     itn = ipip_itn_of(net)
     buf = skb.buf
     nh = skb.network_header
@@ -192,6 +201,7 @@ def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
     return 0
 
 
+@kernel("net/ipv4/ipip.c", "ipip_err")
 def ipip_err(net: Net, skb: SkBuff, info: int) -> int:
     """An ICMP error quotes an IPIP packet we sent. Kernel: net/ipv4/ipip.c, ipip_err()."""
     itn = ipip_itn_of(net)
@@ -235,6 +245,7 @@ def ipip_err(net: Net, skb: SkBuff, info: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/ipip.c", "ipip_netlink_parms")
 def ipip_netlink_parms(data: IptunParms | None, protocol: int = IPPROTO_IPIP) -> IpTunnelParm:
     """IFLA_IPTUN_* → parameters; SIT shares it with its own default *protocol*.
 
@@ -263,6 +274,7 @@ def ipip_netlink_parms(data: IptunParms | None, protocol: int = IPPROTO_IPIP) ->
     return p
 
 
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_validate")
 def ipip_tunnel_validate(data: IptunParms | None) -> None:
     """Kernel: net/ipv4/ipip.c, ipip_tunnel_validate()."""
     if data is not None and data.proto is not None and data.proto not in (IPPROTO_IPIP, 137, 0):
@@ -285,6 +297,7 @@ def _ipip_changelink(dev: NetDevice, data: IptunParms | None, tb: dict[str, Any]
     ip_tunnel_changelink(dev, ipip_netlink_parms(data), tb)
 
 
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_ctl")
 def ipip_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
     """SIOC*TUNNEL on an IPIP device. Kernel: net/ipv4/ipip.c, ipip_tunnel_ctl()."""
     itn: IpTunnelNet = dev.priv.itn
@@ -303,6 +316,7 @@ def ipip_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm |
     return ip_tunnel_ctl(itn, dev, p, cmd, create)
 
 
+@kernel("net/ipv4/ipip.c", "ipip_init", "ipip_init_net")
 def ipip_init_net(net: Net) -> None:
     """Load ``ipip`` on *net*: table, link kind, tunnel4 handler, ``tunl0``.
 
@@ -328,6 +342,9 @@ def ipip_init_net(net: Net) -> None:
     ip_tunnel_init_net(itn, "tunl0", IPIP_OPS, ipip_tunnel_setup)
 
 
+@kernel("net/ipv4/ipip.c", "ipip_rcv")
 def ipip_tunnel_rcv_v4(net: Net, skb: SkBuff) -> int:
     """Kernel: net/ipv4/ipip.c, ipip_rcv()."""
+    if TIMED:
+        spend("ipip_rcv")
     return ipip_tunnel_rcv(net, skb, IPPROTO_IPIP)

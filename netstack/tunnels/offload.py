@@ -69,6 +69,7 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import inet_gro_complete, inet_gro_receive, ipip_gso_segment
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.offload import ipv6_gro_complete, ipv6_gro_receive, ipv6_gso_segment
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.gre import GRE_CSUM, GRE_HLEN, GRE_KEY, gre_checksum
 from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP
@@ -95,6 +96,7 @@ __all__ = [
 ]
 
 
+@kernel("net/ipv4/af_inet.c", "ipip_gro_receive")
 def ipip_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for the inner IPv4 header of an IPIP packet (one level of encapsulation).
 
@@ -108,6 +110,7 @@ def ipip_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     return inet_gro_receive(ipv4, head, skb)
 
 
+@kernel("net/ipv4/af_inet.c", "ipip_gro_complete")
 def ipip_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     """Kernel: net/ipv4/af_inet.c, ipip_gro_complete()."""
     skb.encapsulation = True
@@ -115,6 +118,7 @@ def ipip_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     return inet_gro_complete(ipv4, skb, nhoff)
 
 
+@kernel("net/ipv4/af_inet.c", "ipv4_offload_init", "inet_add_offload")
 def ipip_offload_init(net: Net) -> None:
     """Register ``ipip_offload`` in IPv4's table — with its GRO callbacks
     only under the ``ipip_sit_gro`` patch.
@@ -133,6 +137,7 @@ def ipip_offload_init(net: Net) -> None:
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
 
 
+@kernel("net/ipv6/ip6_offload.c", "sit_gso_segment")
 def sit_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a 6in4 GSO skb (``data`` at the inner IPv6 header).
 
@@ -144,6 +149,7 @@ def sit_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
     return ipv6_gso_segment(ipv6, skb, features)
 
 
+@kernel("net/ipv6/ip6_offload.c", "sit_gro_receive", "sit_ip6ip6_gro_receive")
 def sit_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for the inner IPv6 header of a 6in4 packet (one level of encapsulation).
 
@@ -157,6 +163,7 @@ def sit_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | Non
     return ipv6_gro_receive(ipv6, head, skb)
 
 
+@kernel("net/ipv6/ip6_offload.c", "sit_gro_complete")
 def sit_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
     """Kernel: net/ipv6/ip6_offload.c, sit_gro_complete()."""
     skb.encapsulation = True
@@ -164,6 +171,7 @@ def sit_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
     return ipv6_gro_complete(ipv6, skb, nhoff)
 
 
+@kernel("net/ipv6/ip6_offload.c", "ipv6_offload_init", "inet_add_offload")
 def sit_offload_init(net: Net) -> None:
     """Register ``sit_offload`` for IPPROTO_IPV6 in IPv4's table — with its GRO
     callbacks only under the ``ipip_sit_gro`` patch.
@@ -184,11 +192,14 @@ def sit_offload_init(net: Net) -> None:
     ipv4.inet_add_offload(NEXTHDR_IPV6, offload)
 
 
+@kernel("net/ipv4/gre_offload.c", "gre_gro_receive")
 def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for a GRE header (version 0, at most a key) and the packet it carries.
 
     Kernel: net/ipv4/gre_offload.c, gre_gro_receive().
     """
+    if TIMED:
+        spend("gre_gro_receive")
     cb: NapiGroCb = skb.cb
     flush = 1
     pp: SkBuff | None = None
@@ -235,8 +246,11 @@ def gre_gro_receive(net: Net, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
+@kernel("net/ipv4/gre_offload.c", "gre_gro_complete")
 def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     """Kernel: net/ipv4/gre_offload.c, gre_gro_complete()."""
+    if TIMED:
+        spend("gre_gro_complete")
     buf = skb.buf
     greh = skb.data + nhoff
     skb.encapsulation = True
@@ -251,6 +265,7 @@ def gre_gro_complete(net: Net, skb: SkBuff, nhoff: int) -> int:
     return err
 
 
+@kernel("net/ipv4/gre_offload.c", "gre_gso_segment")
 def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GRE GSO skb whose ``data`` is at its GRE header.
 
@@ -261,6 +276,8 @@ def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
 
     Kernel: net/ipv4/gre_offload.c, gre_gso_segment().
     """
+    if TIMED:
+        spend("gre_gso_segment")
     if not skb.encapsulation:
         return None
     buf = skb.buf
@@ -296,6 +313,7 @@ def gre_gso_segment(net: Net, skb: SkBuff, features: int) -> SkBuff | None:
     return segs
 
 
+@kernel("net/ipv4/gre_offload.c", "gre_offload_init")
 def gre_offload_init(net: Net) -> None:
     """Register ``gre_offload`` for IPPROTO_GRE in IPv4's table (built in, no patch).
 

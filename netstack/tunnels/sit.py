@@ -53,6 +53,7 @@ from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
+from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
     IPTUNNEL_ERR_TIMEO_S,
@@ -136,6 +137,7 @@ SIT_FEATURES: Final = (
 )
 
 
+@kernel("net/ipv6/sit.c", "ipip6_tunnel_setup")
 def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape a SIT device; LLTX always. Kernel: net/ipv6/sit.c, ipip6_tunnel_setup()."""
     dev.type = ARPHRD_SIT
@@ -149,6 +151,7 @@ def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | N
     ip_tunnel_setup(dev, itn, parms)
 
 
+@kernel("net/ipv6/sit.c", "ipip6_tunnel_init")
 def ipip6_tunnel_init(dev: NetDevice) -> None:
     """``ndo_init``. Kernel: net/ipv6/sit.c, ipip6_tunnel_init()."""
     t: IpTunnel = dev.priv
@@ -159,6 +162,7 @@ def ipip6_tunnel_init(dev: NetDevice) -> None:
     ip_tunnel_init(dev)
 
 
+@kernel("ipip6_tunnel_setup", "ipip6_tunnel_bind_dev")
 def _sit_bounds(dev: NetDevice) -> None:
     """MTU limits and the IPv6 minimum. Kernel: ipip6_tunnel_setup() / ipip6_tunnel_bind_dev()."""
     dev.min_mtu = IPV6_MIN_MTU
@@ -166,11 +170,14 @@ def _sit_bounds(dev: NetDevice) -> None:
     dev.mtu = max(dev.mtu, IPV6_MIN_MTU)
 
 
+@kernel("net/ipv6/sit.c", "sit_tunnel_xmit", "ipip6_tunnel_xmit")
 def sit_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit``: IPv6 (or, for ``mode any``, IPv4) into IPv4.
 
     Kernel: net/ipv6/sit.c, sit_tunnel_xmit() → ipip6_tunnel_xmit().
     """
+    if TIMED:
+        spend("sit_tunnel_xmit")
     t: IpTunnel = dev.priv
     if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IPV6:
         dev.stats.tx_errors += 1
@@ -184,6 +191,7 @@ def sit_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     return NETDEV_TX_OK
 
 
+@kernel("net/ipv6/sit.c", "try_6rd")
 def try_6rd(daddr6: int) -> int:
     """The IPv4 address a 6to4 destination embeds (0 if it is not in 2002::/16).
 
@@ -201,6 +209,7 @@ def _tx_error(skb: SkBuff, dev: NetDevice, icmp: bool) -> None:
     kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
 
+@kernel("net/ipv6/sit.c", "ipip6_tunnel_xmit")
 def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
     """Find the IPv4 destination, route it, check the path MTU, encapsulate.
 
@@ -287,6 +296,7 @@ def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
     iptunnel_xmit(ipv4, rt, skb, fl4.saddr, fl4.daddr, IPPROTO_IPV6, tos, ttl, df, dev)
 
 
+@kernel("net/ipv6/sit.c", "ipip6_rcv")
 def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     """Protocol 41 from the tunnel4 chain: 0 if taken, -1 if not ours.
 
@@ -296,6 +306,8 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
 
     Kernel: net/ipv6/sit.c, ipip6_rcv().
     """
+    if TIMED:
+        spend("ipip6_rcv")
     itn = sit_itn_of(net)
     buf = skb.buf
     nh = skb.network_header
@@ -331,6 +343,7 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv6/sit.c", "ipip6_err", "ip6_err_gen_icmpv6_unreach")
 def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
     """An ICMP error quotes a 6in4 packet we sent: learn the underlay's MTU, back off.
 
@@ -373,6 +386,7 @@ def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
     return 0
 
 
+@kernel("net/ipv6/sit.c", "ipip6_netlink_parms")
 def _sit_netlink_parms(data: IptunParms | None) -> IpTunnelParm:
     """The same IFLA_IPTUN_* parsing as IPIP's, protocol IPPROTO_IPV6 by default.
 
@@ -381,6 +395,7 @@ def _sit_netlink_parms(data: IptunParms | None) -> IpTunnelParm:
     return ipip_netlink_parms(data, IPPROTO_IPV6)
 
 
+@kernel("ipip6_valid_ip_proto")
 def _valid_proto(proto: int) -> bool:
     """Kernel: ipip6_valid_ip_proto()."""
     return proto in (IPPROTO_IPV6, IPPROTO_IPIP, IPPROTO_MPLS, 0)
@@ -403,6 +418,7 @@ def _sit_changelink(dev: NetDevice, data: IptunParms | None, tb: dict[str, Any])
     ip_tunnel_changelink(dev, _sit_netlink_parms(data), tb)
 
 
+@kernel("net/ipv6/sit.c", "ipip6_tunnel_ctl")
 def ipip6_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
     """SIOC*TUNNEL on a SIT device. Kernel: net/ipv6/sit.c, ipip6_tunnel_ctl()."""
     itn: IpTunnelNet = dev.priv.itn
@@ -424,6 +440,7 @@ def ipip6_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
     return ip_tunnel_ctl(itn, dev, p, cmd, create)
 
 
+@kernel("net/ipv6/sit.c", "sit_init", "sit_init_net")
 def sit_init_net(net: Net) -> None:
     """Load ``sit`` on *net*: table, link kind, tunnel4 handler for 41, ``sit0``.
 

@@ -22,6 +22,7 @@ import attrs
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_PORT_UNREACH
 from netstack.wire.ipv4 import IPPROTO_IPIP, IPPROTO_IPV6
 
@@ -63,6 +64,7 @@ def tunnel4_of(net: Net) -> Tunnel4:
     return t4
 
 
+@kernel("xfrm4_tunnel_register")
 def xfrm4_tunnel_register(net: Net, handler: XfrmTunnel, family: int) -> None:
     """Insert *handler* by priority (lower first). Kernel: xfrm4_tunnel_register()."""
     chain = tunnel4_of(net).chain(family)
@@ -75,6 +77,7 @@ def xfrm4_tunnel_register(net: Net, handler: XfrmTunnel, family: int) -> None:
     chain.insert(i, handler)
 
 
+@kernel("xfrm4_tunnel_deregister")
 def xfrm4_tunnel_deregister(net: Net, handler: XfrmTunnel, family: int) -> None:
     """Kernel: xfrm4_tunnel_deregister()."""
     chain = tunnel4_of(net).chain(family)
@@ -82,8 +85,11 @@ def xfrm4_tunnel_deregister(net: Net, handler: XfrmTunnel, family: int) -> None:
         chain.remove(handler)
 
 
+@kernel("net/ipv4/tunnel4.c", "tunnel4_rcv", "tunnel64_rcv")
 def _tunnel_rcv(net: Net, family: int, min_len: int, skb: SkBuff) -> int:
     """Kernel: net/ipv4/tunnel4.c, tunnel4_rcv() / tunnel64_rcv()."""
+    if TIMED:
+        spend("tunnel4_rcv")
     if skb.tail - skb.data < min_len:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
@@ -95,6 +101,7 @@ def _tunnel_rcv(net: Net, family: int, min_len: int, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("tunnel4_err", "tunnel64_err")
 def _tunnel_err(net: Net, family: int, skb: SkBuff, info: int) -> Any:
     """Kernel: tunnel4_err() / tunnel64_err()."""
     for h in tunnel4_of(net).chain(family):
@@ -103,6 +110,7 @@ def _tunnel_err(net: Net, family: int, skb: SkBuff, info: int) -> Any:
     return None
 
 
+@kernel("tunnel4_init")
 def tunnel4_init(net: Net) -> None:
     """The ``tunnel4`` module's init: own IP protocols 4 and 41. Kernel: tunnel4_init()."""
     net.proto_data["tunnel4"] = Tunnel4()

@@ -14,6 +14,6 @@ maps each command name to the tool's entry point.
 * :mod:`.netperf` — ``netperf`` and ``netserver``;
 * :mod:`.packetdrill` — packetdrill scripts (``netstack packetdrill``).
 
-Nothing here runs on the data path (timed mode charges no cost site in it:
-``host/sites.py`` skips the package).
+Nothing here runs on the data path: no function here spends timed-mode
+cost (``netstack.sites.spend``); the ``@kernel`` markers are documentation.
 """

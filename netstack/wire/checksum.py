@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.sites import TIMED, kernel, spend
+
 __all__ = [
     "CSUM_MANGLED_0",
     "csum_add",
@@ -35,6 +37,7 @@ CSUM_MANGLED_0: Final = 0xFFFF
 """What UDP transmits instead of a computed checksum of 0 (0 means "none")."""
 
 
+@kernel("lib/checksum.c", "csum_partial")
 def csum_partial(
     buf: bytes | bytearray | memoryview, start: int = 0, end: int | None = None, initial: int = 0
 ) -> int:
@@ -48,6 +51,8 @@ def csum_partial(
     if end is None:
         end = len(buf)
     length = end - start
+    if TIMED:
+        spend("csum_partial", length)
     if length <= 0:
         return initial
     n = int.from_bytes(memoryview(buf)[start:end], "big")
@@ -63,6 +68,7 @@ def csum_partial(
     return s
 
 
+@kernel("csum_add")
 def csum_add(a: int, b: int) -> int:
     """Add two partial sums with end-around carry. Kernel: csum_add()."""
     s = a + b
@@ -70,11 +76,13 @@ def csum_add(a: int, b: int) -> int:
     return (s & 0xFFFF) + (s >> 16)
 
 
+@kernel("csum_sub")
 def csum_sub(a: int, b: int) -> int:
     """Subtract partial sum *b* from *a* (add its complement). Kernel: csum_sub()."""
     return csum_add(a, ~b & 0xFFFF)
 
 
+@kernel("include/net/checksum.h", "csum_block_sub")
 def csum_block_sub(a: int, b: int, offset: int) -> int:
     """Subtract *b*, the sum of a block starting *offset* bytes into *a*'s area.
 
@@ -86,6 +94,7 @@ def csum_block_sub(a: int, b: int, offset: int) -> int:
     return csum_sub(a, b)
 
 
+@kernel("csum_fold")
 def csum_fold(s: int) -> int:
     """Fold a partial sum (any non-negative int) into a 16-bit checksum field value.
 
@@ -96,6 +105,7 @@ def csum_fold(s: int) -> int:
     return ~s & 0xFFFF
 
 
+@kernel("arch/x86/include/asm/checksum_64.h", "ip_fast_csum")
 def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> int:
     """Checksum of an IPv4 header at *off* of *hlen* bytes.
 
@@ -105,6 +115,8 @@ def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> in
 
     Kernel: arch/x86/include/asm/checksum_64.h, ip_fast_csum().
     """
+    if TIMED:
+        spend("ip_fast_csum")
     n = int.from_bytes(buf[off : off + hlen], "big")
     s = n % 0xFFFF
     if s == 0 and n:
@@ -112,13 +124,17 @@ def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> in
     return ~s & 0xFFFF
 
 
+@kernel("ip_compute_csum")
 def ip_compute_csum(
     buf: bytes | bytearray | memoryview, start: int = 0, end: int | None = None
 ) -> int:
     """Checksum of a whole area (ICMP messages, GRE). Kernel: ip_compute_csum()."""
+    if TIMED:
+        spend("ip_compute_csum")
     return csum_fold(csum_partial(buf, start, end))
 
 
+@kernel("csum_tcpudp_nofold")
 def csum_tcpudp_nofold(saddr: int, daddr: int, length: int, proto: int, s: int = 0) -> int:
     """Add the IPv4 pseudo-header (RFC 768/793) to partial sum *s*, unfolded.
 
@@ -129,6 +145,7 @@ def csum_tcpudp_nofold(saddr: int, daddr: int, length: int, proto: int, s: int =
     return (t & 0xFFFF) + (t >> 16)
 
 
+@kernel("csum_tcpudp_magic")
 def csum_tcpudp_magic(saddr: int, daddr: int, length: int, proto: int, s: int = 0) -> int:
     """The UDP/TCP checksum field value for a segment whose data sums to *s*.
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import kernel
+
 ETH_ALEN: Final = 6
 ETH_HLEN: Final = 14
 ETH_ZLEN: Final = 60  # minimum frame without FCS; shorter frames are padded
@@ -58,6 +60,7 @@ def pack(hdr: EthHdr) -> bytes:
     return ETH_HDR.pack(*hdr)
 
 
+@kernel("etherdevice.h")
 def is_multicast_ether_addr(addr: bytes) -> bool:
     """True for group addresses (broadcast included). Kernel: etherdevice.h."""
     return bool(addr[0] & 1)
@@ -93,6 +96,7 @@ def mac_aton(text: str) -> bytes:
     return bytes(int(p, 16) for p in parts)
 
 
+@kernel("ip_eth_mc_map")
 def ip_eth_mc_map(addr: int) -> bytes:
     """IPv4 multicast group → 01:00:5e MAC (RFC 1112). Kernel: ip_eth_mc_map()."""
     return bytes((0x01, 0x00, 0x5E, (addr >> 16) & 0x7F, (addr >> 8) & 0xFF, addr & 0xFF))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_TEB
 
@@ -75,6 +76,7 @@ class GreHdr(NamedTuple):
         return gre_calc_hlen(self.flags)
 
 
+@kernel("include/net/gre.h", "gre_calc_hlen")
 def gre_calc_hlen(flags: int) -> int:
     """Header length for a flags word: 4, plus 4 for each of C, K, S.
 
@@ -139,11 +141,14 @@ def pack_into(
     return hlen
 
 
+@kernel("net/ipv4/ip_gre.c", "ip_compute_csum")
 def gre_checksum(buf: bytes | bytearray | memoryview, off: int, end: int) -> int:
     """The GRE checksum of the packet ``buf[off:end]`` whose checksum field is zero.
 
     Kernel: net/ipv4/ip_gre.c (2.6.3x–3.x), ``*(__sum16 *)ptr = ip_compute_csum()``.
     """
+    if TIMED:
+        spend("ip_compute_csum")
     return csum_fold(csum_partial(buf, off, end))
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import kernel
+
 ICMP_HLEN: Final = 8
 
 ICMP_ECHOREPLY: Final = 0
@@ -82,6 +84,7 @@ def pack_into(buf: bytearray, off: int, hdr: IcmpHdr) -> None:
     ICMP_HDR.pack_into(buf, off, *hdr)
 
 
+@kernel("include/linux/icmp.h", "icmp_is_err")
 def icmp_is_err(icmp_type: int) -> bool:
     """True for the error types. Kernel: include/linux/icmp.h, icmp_is_err()."""
     return icmp_type in ICMP_ERROR_TYPES

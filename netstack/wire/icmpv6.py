@@ -17,6 +17,8 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import kernel
+
 __all__ = [
     "ICMPV6_DEST_UNREACH",
     "ICMPV6_ECHO_REPLY",
@@ -151,6 +153,7 @@ def pack(hdr: Icmp6Hdr) -> bytes:
     return ICMPV6_HDR.pack(*hdr)
 
 
+@kernel("include/linux/icmpv6.h", "icmpv6_is_err")
 def icmpv6_is_err(icmp_type: int) -> bool:
     """Error messages are types 0–127.
 
@@ -181,6 +184,7 @@ class NdOptions(NamedTuple):
     user_opts: tuple[int, ...]
 
 
+@kernel("net/ipv6/ndisc.c", "ndisc_parse_options")
 def ndisc_parse_options(
     buf: bytes | bytearray | memoryview, off: int, end: int
 ) -> NdOptions | None:
@@ -231,6 +235,7 @@ def ndisc_parse_options(
     return NdOptions(src, tgt, tuple(pi), rh, mtu, nonce, tuple(ri), tuple(uo))
 
 
+@kernel("ndisc_opt_addr_space")
 def ndisc_opt_addr_space(addr_len: int) -> int:
     """Bytes a link-layer address option takes.
 
@@ -239,6 +244,7 @@ def ndisc_opt_addr_space(addr_len: int) -> int:
     return (addr_len + 2 + 7) & ~7
 
 
+@kernel("ndisc_fill_addr_option")
 def ndisc_fill_addr_option(opt_type: int, addr: bytes) -> bytes:
     """A source/target link-layer address option.
 
@@ -248,6 +254,7 @@ def ndisc_fill_addr_option(opt_type: int, addr: bytes) -> bytes:
     return bytes((opt_type, space >> 3)) + addr + bytes(space - 2 - len(addr))
 
 
+@kernel("include/net/ndisc.h", "ndisc_opt_addr_data", "__ndisc_opt_addr_data")
 def ndisc_opt_addr_data(
     buf: bytes | bytearray | memoryview, opt: int, addr_len: int
 ) -> bytes | None:

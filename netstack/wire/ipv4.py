@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
+from netstack.sites import kernel
 from netstack.wire.checksum import ip_fast_csum
 
 IPV4_HLEN: Final = 20  # sizeof(struct iphdr)
@@ -120,6 +121,7 @@ def pack(hdr: IpHdr, *, fill_check: bool = False) -> bytes:
     return bytes(buf)
 
 
+@kernel("ip_send_check")
 def ip_send_check(buf: bytearray, off: int) -> None:
     """Recompute the header checksum in place. Kernel: ip_send_check()."""
     ihl = (buf[off] & 0xF) * 4
@@ -130,6 +132,7 @@ def ip_send_check(buf: bytearray, off: int) -> None:
     buf[off + 11] = c & 0xFF
 
 
+@kernel("include/net/ip.h", "ip_decrease_ttl")
 def ip_decrease_ttl(buf: bytearray, off: int) -> int:
     """Decrement TTL and patch the checksum incrementally (RFC 1624).
 
@@ -163,6 +166,7 @@ def aton(text: str) -> int:
     return value
 
 
+@kernel("inet_make_mask")
 def inet_make_mask(prefixlen: int) -> int:
     """Prefix length → netmask as int. Kernel: inet_make_mask()."""
     return (0xFFFFFFFF << (32 - prefixlen)) & 0xFFFFFFFF if prefixlen else 0
@@ -193,6 +197,7 @@ def ipv4_is_local_multicast(addr: int) -> bool:
     return (addr & 0xFFFFFF00) == 0xE0000000
 
 
+@kernel("net/ipv4/ip_options.c", "__ip_options_compile")
 def ip_options_length(buf: bytes | bytearray | memoryview, off: int, optlen: int) -> bool:
     """Walk the option list at *off* (length *optlen*); True when it is well formed.
 

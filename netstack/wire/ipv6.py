@@ -29,6 +29,8 @@ import struct
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
+from netstack.sites import TIMED, kernel, spend
+
 __all__ = [
     "IPV6_HDR",
     "IPV6_HLEN",
@@ -192,6 +194,7 @@ def pack(hdr: Ipv6Hdr) -> bytes:
     return bytes(buf)
 
 
+@kernel("ip6_flow_hdr")
 def ip6_flow_hdr(buf: bytearray, off: int, tclass: int, flowlabel: int) -> None:
     """Write the first word: version 6, traffic class, flow label.
 
@@ -200,6 +203,7 @@ def ip6_flow_hdr(buf: bytearray, off: int, tclass: int, flowlabel: int) -> None:
     _VTF.pack_into(buf, off, 0x60000000 | ((tclass & 0xFF) << 20) | (flowlabel & 0xFFFFF))
 
 
+@kernel("ipv6_get_dsfield")
 def ipv6_get_dsfield(buf: bytes | bytearray, off: int) -> int:
     """The traffic class byte of the header at *off*.
 
@@ -213,6 +217,7 @@ def ipv6_get_dsfield(buf: bytes | bytearray, off: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv6/ip6_checksum.c", "csum_ipv6_magic")
 def csum_ipv6_magic(saddr: int, daddr: int, length: int, proto: int, s: int = 0) -> int:
     """The UDP/ICMPv6 checksum field value for data summing to *s* (RFC 8200 §8.1).
 
@@ -221,6 +226,8 @@ def csum_ipv6_magic(saddr: int, daddr: int, length: int, proto: int, s: int = 0)
 
     Kernel: net/ipv6/ip6_checksum.c, csum_ipv6_magic().
     """
+    if TIMED:
+        spend("csum_ipv6_magic")
     t = s + length + proto
     a = saddr
     while a:
@@ -235,11 +242,14 @@ def csum_ipv6_magic(saddr: int, daddr: int, length: int, proto: int, s: int = 0)
     return ~t & 0xFFFF
 
 
+@kernel("csum_ipv6_magic")
 def csum_ipv6_pseudo(saddr: int, daddr: int, length: int, proto: int) -> int:
     """The folded, *uncomplemented* pseudo-header sum (what CHECKSUM_PARTIAL stores).
 
     Kernel: ~csum_ipv6_magic(saddr, daddr, len, proto, 0).
     """
+    if TIMED:
+        spend("csum_ipv6_magic")
     return ~csum_ipv6_magic(saddr, daddr, length, proto, 0) & 0xFFFF
 
 
@@ -259,6 +269,7 @@ def _mc_scope_type(addr: int) -> int:
     return 0
 
 
+@kernel("__ipv6_addr_type")
 def ipv6_addr_type(addr: int) -> int:
     """The ``IPV6_ADDR_*`` type flags of *addr*.
 
@@ -290,6 +301,7 @@ def ipv6_addr_type(addr: int) -> int:
     return IPV6_ADDR_UNICAST
 
 
+@kernel("__ipv6_addr_src_scope")
 def ipv6_addr_scope_of_type(addr_type: int) -> int:
     """The address scope (IPV6_ADDR_SCOPE_*) for a type.
 
@@ -306,11 +318,13 @@ def ipv6_addr_scope_of_type(addr_type: int) -> int:
     return IPV6_ADDR_SCOPE_GLOBAL
 
 
+@kernel("ipv6_addr_src_scope")
 def ipv6_addr_src_scope(addr: int) -> int:
     """Kernel: ipv6_addr_src_scope()."""
     return ipv6_addr_scope_of_type(ipv6_addr_type(addr))
 
 
+@kernel("net/ipv6/addrconf_core.c", "ipv6_addr_scope", "__ipv6_addr_type")
 def ipv6_addr_scope(addr: int) -> int:
     """The ``IFA_*`` scope bits an address gets (type & IPV6_ADDR_SCOPE_MASK).
 
@@ -319,6 +333,7 @@ def ipv6_addr_scope(addr: int) -> int:
     return ipv6_addr_type(addr) & IPV6_ADDR_SCOPE_MASK
 
 
+@kernel("ipv6_addr_is_multicast")
 def ipv6_addr_is_multicast(addr: int) -> bool:
     """ff00::/8.
 
@@ -327,6 +342,7 @@ def ipv6_addr_is_multicast(addr: int) -> bool:
     return (addr >> 120) == 0xFF
 
 
+@kernel("IPV6_ADDR_MC_SCOPE")
 def ipv6_addr_mc_scope(addr: int) -> int:
     """The scope nibble of a multicast address.
 
@@ -340,6 +356,7 @@ def ipv6_addr_is_linklocal(addr: int) -> bool:
     return (addr >> 118) == 0x3FA
 
 
+@kernel("ipv6_addr_v4mapped")
 def ipv6_addr_v4mapped(addr: int) -> bool:
     """::ffff:0:0/96.
 
@@ -348,6 +365,7 @@ def ipv6_addr_v4mapped(addr: int) -> bool:
     return (addr >> 32) == 0xFFFF
 
 
+@kernel("ipv6_addr_is_solict_mult")
 def ipv6_addr_is_solict_mult(addr: int) -> bool:
     """ff02::1:ff00:0/104.
 
@@ -356,6 +374,7 @@ def ipv6_addr_is_solict_mult(addr: int) -> bool:
     return (addr >> 24) == (SOLICITED_NODE_PREFIX >> 24)
 
 
+@kernel("__ipv6_addr_needs_scope_id")
 def ipv6_addr_needs_scope_id(addr_type: int) -> bool:
     """Link-local unicast or multicast up to link scope.
 
@@ -366,6 +385,7 @@ def ipv6_addr_needs_scope_id(addr_type: int) -> bool:
     )
 
 
+@kernel("addrconf_addr_solict_mult")
 def solicited_node(addr: int) -> int:
     """The solicited-node multicast group of *addr*.
 
@@ -374,6 +394,7 @@ def solicited_node(addr: int) -> int:
     return SOLICITED_NODE_PREFIX | (addr & 0xFFFFFF)
 
 
+@kernel("ipv6_eth_mc_map")
 def ipv6_eth_mc_map(addr: int) -> bytes:
     """Multicast group → 33:33:xx:xx:xx:xx (RFC 2464 §7).
 
@@ -382,6 +403,7 @@ def ipv6_eth_mc_map(addr: int) -> bytes:
     return b"\x33\x33" + (addr & 0xFFFF_FFFF).to_bytes(4, "big")
 
 
+@kernel("net/ipv6/addrconf.c", "addrconf_ifid_eui48")
 def eui64_from_mac(mac: bytes) -> int:
     """Modified EUI-64 interface identifier of a 48-bit MAC (RFC 4291 App. A).
 
@@ -391,6 +413,7 @@ def eui64_from_mac(mac: bytes) -> int:
     return int.from_bytes(eui, "big")
 
 
+@kernel("net/ipv6/addrconf.c", "__ipv6_isatap_ifid")
 def isatap_ifid(v4: int) -> int | None:
     """The ISATAP-style identifier ``[02]00:5efe:a.b.c.d`` of an IPv4 address (RFC 5214).
 
@@ -479,11 +502,13 @@ def prefix_mask(plen: int) -> int:
     return (ALL_ONES << (128 - plen)) & ALL_ONES if plen else 0
 
 
+@kernel("ipv6_prefix_equal")
 def ipv6_prefix_equal(a: int, b: int, plen: int) -> bool:
     """Kernel: ipv6_prefix_equal()."""
     return not ((a ^ b) >> (128 - plen)) if plen else True
 
 
+@kernel("ipv6_addr_diff")
 def ipv6_addr_diff(a: int, b: int) -> int:
     """The number of leading bits *a* and *b* share.
 
@@ -498,6 +523,7 @@ def ipv6_addr_diff(a: int, b: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+@kernel("include/net/ipv6.h", "ipv6_ext_hdr")
 def ipv6_ext_hdr(nexthdr: int) -> bool:
     """True for the extension headers.
 
@@ -513,6 +539,7 @@ def ipv6_ext_hdr(nexthdr: int) -> bool:
     )
 
 
+@kernel("ipv6_optlen")
 def ipv6_optlen(buf: bytes | bytearray | memoryview, off: int) -> int:
     """Length of a hop-by-hop/routing/destination header.
 
@@ -521,6 +548,7 @@ def ipv6_optlen(buf: bytes | bytearray | memoryview, off: int) -> int:
     return (buf[off + 1] + 1) << 3
 
 
+@kernel("ipv6_authlen")
 def ipv6_authlen(buf: bytes | bytearray | memoryview, off: int) -> int:
     """Length of an authentication header.
 
@@ -529,6 +557,7 @@ def ipv6_authlen(buf: bytes | bytearray | memoryview, off: int) -> int:
     return (buf[off + 1] + 2) << 2
 
 
+@kernel("net/ipv6/exthdrs_core.c", "ipv6_skip_exthdr")
 def ipv6_skip_exthdr(
     buf: bytes | bytearray | memoryview, start: int, nexthdr: int, end: int
 ) -> tuple[int, int, int]:

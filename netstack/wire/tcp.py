@@ -25,6 +25,8 @@ import struct
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
+from netstack.sites import kernel
+
 __all__ = [
     "MAX_TCP_OPTION_SPACE",
     "TCPHDR_ACK",
@@ -190,6 +192,7 @@ class TcpOutOptions:
             n += TCPOLEN_SACK_BASE_ALIGNED + len(self.sacks) * TCPOLEN_SACK_PERBLOCK
         return n
 
+    @kernel("net/ipv4/tcp_output.c", "tcp_options_write")
     def write(self, buf: bytearray, off: int) -> int:
         """Write the options at *off*; return the offset after them.
 
@@ -230,6 +233,7 @@ class TcpOutOptions:
         return bytes(buf)
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def iter_options(
     buf: bytes | bytearray | memoryview, start: int, end: int
 ) -> Iterator[tuple[int, int, int]]:

@@ -9,9 +9,8 @@ import trio.testing
 
 import netstack
 from netstack.cpu import CpuSet, SpinLock
-from netstack.cpu.costs import FUNCTIONS, CostTable, default_costs
+from netstack.cpu.costs import CostTable
 from netstack.cpu.timed import Machine, Thread, ThreadBlocked, TimedModel
-from netstack.host.sites import kernel_name, kernel_sites
 
 # A machine where only what a test charges costs time.
 FREE = Machine(
@@ -26,7 +25,7 @@ FREE = Machine(
     socket_ns=0.0,
     atomic_ns=0.0,
 )
-NO_COSTS = CostTable(functions={}, per_byte={}, default_ns=0.0, syscall_ns=0.0, user_ns=0.0)
+NO_COSTS = CostTable(functions={}, per_byte={}, syscall_ns=0.0, user_ns=0.0)
 
 
 def _model(machine: Machine = FREE, ncpus: int = 8) -> tuple[TimedModel, CpuSet]:
@@ -259,24 +258,6 @@ def test_functional_mode_has_no_model_and_no_lines() -> None:
     lock.unlock(cpus[0])
     assert lock.statistics().acquisitions == 1
     assert lock.line is None
-
-
-def test_kernel_names_come_from_the_docstrings() -> None:
-    assert kernel_name("Send.\n\nKernel: net/core/dev.c, __dev_queue_xmit().") == (
-        "__dev_queue_xmit"
-    )
-    assert kernel_name("Kernel: ip_make_skb() / __ip_make_skb().") == "ip_make_skb"
-    assert kernel_name("no kernel here") is None
-    names = set(kernel_sites().values())
-    for fn in ("udp_sendmsg", "__dev_queue_xmit", "neigh_hh_output", "ip_finish_output2"):
-        assert fn in names
-
-
-def test_every_costed_function_exists() -> None:
-    """A typo in the cost table would silently cost nothing."""
-    names = set(kernel_sites().values()) | {"memcpy"}  # memcpy: charged by Cpu.call
-    assert not set(FUNCTIONS) - names
-    assert default_costs().functions == FUNCTIONS
 
 
 async def _udp_to_dummy(model: TimedModel, calls: int) -> None:

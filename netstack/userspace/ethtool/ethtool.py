@@ -42,6 +42,7 @@ from netstack.drivers.rss import (
     RXH_VLAN,
 )
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -365,6 +366,7 @@ def dump_channels(dev: NetDevice) -> str:
     return "".join(out)
 
 
+@kernel("net/ethtool/channels.c", "ethnl_set_channels")
 def set_channels(dev: NetDevice, words: list[str]) -> str:
     """``ethtool -L DEV [rx N] [tx N] [other N] [combined N]``.
 
@@ -596,6 +598,7 @@ def dump_coalesce(dev: NetDevice) -> str:
     return "".join(out)
 
 
+@kernel("net/ethtool/coalesce.c")
 def set_coalesce(dev: NetDevice, words: list[str]) -> str:
     """``ethtool -C DEV rx-usecs N [tx-usecs N]``. Kernel: net/ethtool/coalesce.c."""
     ops = dev.ethtool_ops

@@ -42,7 +42,7 @@ waits for its peer: in an async loop it would send the whole budget at one
 instant. In timed mode UDP_STREAM's two ends are therefore user threads of
 the model (:meth:`TimedModel.run_threads`): each ``sendto``/``recvfrom`` is
 a system call on a CPU that pays user work, the syscall entry and the
-kernel-named functions it runs, and the thread goes on when virtual time
+cost sites of the kernel functions it runs, and the thread goes on when virtual time
 has caught up with that CPU — netperf's send loop, paced by its own CPU.
 """
 

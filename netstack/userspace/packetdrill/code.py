@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from netstack.sites import kernel
 from netstack.userspace.packetdrill.errors import ScriptFailure, Unsupported
 
 __all__ = [
@@ -93,6 +94,7 @@ UNSUPPORTED_TCP_INFO: Final = frozenset(
 _M32: Final = 0xFFFFFFFF
 
 
+@kernel("net/ipv4/tcp.c", "tcp_get_info")
 def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
     """``getsockopt(TCP_INFO)`` of a netstack TCP socket, as packetdrill's variables.
 

@@ -17,6 +17,7 @@ from typing import Final
 
 import attrs
 
+from netstack.sites import kernel
 from netstack.userspace.packetdrill.script import TcpOption
 from netstack.wire.checksum import csum_fold, csum_partial
 
@@ -117,6 +118,7 @@ class Packet:
         return attrs.evolve(self, options=[attrs.evolve(o) for o in self.options])
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def parse_tcp_options(raw: bytes) -> list[TcpOption]:
     """Split a TCP option area into options.
 

@@ -72,6 +72,7 @@ from netstack.drivers.tun import (
     tun_write,
 )
 from netstack.errors import ConfigError, NetstackError
+from netstack.sites import kernel
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp.tcp import inet_stream_connect_result
 from netstack.userspace.ethtool.ethtool import ethtool as ethtool_cmd
@@ -1659,6 +1660,7 @@ def _poll_str(mask: int) -> str:
     return "|".join(names) if names else "0"
 
 
+@kernel("net/ipv4/tcp.c", "tcp_poll")
 def _tcp_poll(sk: Any) -> int:
     """The poll mask of a TCP socket. Kernel: net/ipv4/tcp.c, tcp_poll()."""
     state = sk.state

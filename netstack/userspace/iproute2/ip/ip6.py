@@ -37,6 +37,7 @@ from netstack.ipv6.constants import (
 )
 from netstack.ipv6.route import Fib6Config, Fib6Info, Flowi6, fib6_route_expires_in, ip6_del_rt
 from netstack.ipv6.route import ip6_route_add as _ip6_route_add
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET6,
     AF_UNSPEC,
@@ -110,6 +111,7 @@ _IFA_FLAGS: Final = (
 # ---------------------------------------------------------------------------
 
 
+@kernel("inet6_dump_addr", "in6_dump_addrs")
 def addr6_list(net: Net) -> Iterator[Inet6Ifaddr]:
     """An RTM_GETADDR dump of PF_INET6: devices in ifindex order, each one's list.
 
@@ -178,6 +180,7 @@ def print_addrinfo6(opts: IpOptions, ifp: Inet6Ifaddr, *, oneline: bool) -> None
     opts.write("".join(o))
 
 
+@kernel("net/ipv6/addrconf.c", "inet6_rtm_newaddr", "inet6_rtm_deladdr")
 def ipaddr_modify6(
     net: Net,
     dev: NetDevice,
@@ -300,6 +303,7 @@ def print_route6(
     return "".join(o)
 
 
+@kernel("inet6_dump_fib", "fib6_dump_node", "rt6_dump_route")
 def iproute_list6(
     net: Net,
     opts: IpOptions,
@@ -384,6 +388,7 @@ def _prefix_ok(addr: int, rlen: int, root: InetPrefix | None, match: InetPrefix 
     return True
 
 
+@kernel("net/ipv6/route.c", "inet6_rtm_newroute", "inet6_rtm_delroute", "ip6_route_del")
 def iproute_modify6(
     net: Net,
     *,
@@ -447,6 +452,7 @@ def iproute_modify6(
     _ip6_route_add(ipv6, cfg)
 
 
+@kernel("net/ipv6/route.c", "inet6_rtm_getroute")
 def iproute_get6(
     net: Net,
     opts: IpOptions,

@@ -40,6 +40,7 @@ from netstack.ipv4.constants import (
     RT_SCOPE_NOWHERE,
     RT_SCOPE_UNIVERSE,
 )
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip6 import (
     addr6_list,
     addr6_passes,
@@ -706,6 +707,7 @@ def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     )
 
 
+@kernel("inet_rtm_deladdr")
 def _deladdr(
     dev: NetDevice,
     lcl: InetPrefix | None,

@@ -58,6 +58,7 @@ from netstack.core.rtnetlink import request_module, rtnl_link_ops_get
 from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
@@ -212,6 +213,7 @@ class LinkAttrs:
     kind: str | None  # IFLA_INFO_KIND
 
 
+@kernel("rtnl_fill_ifinfo")
 def operstate_of(dev: NetDevice) -> int:
     """``IFLA_OPERSTATE``: DOWN unless running. Kernel: rtnl_fill_ifinfo().
 
@@ -223,6 +225,7 @@ def operstate_of(dev: NetDevice) -> int:
     return int(dev.operstate)
 
 
+@kernel("net/core/dev.c", "dev_get_flags")
 def dev_get_flags(dev: NetDevice) -> int:
     """The flags a link dump reports. Kernel: net/core/dev.c, dev_get_flags()."""
     flags = dev.flags & ~(IFF_RUNNING | IFF_LOWER_UP | IFF_DORMANT)
@@ -234,6 +237,7 @@ def dev_get_flags(dev: NetDevice) -> int:
     return int(flags)
 
 
+@kernel("peernet2id_alloc")
 def netns_id(net: Net, peer_net: Net) -> int:
     """The id *net* knows *peer_net* by, allocated on first use. Kernel: peernet2id_alloc()."""
     ids: dict[Net, int] = net.proto_data.setdefault("netns_ids", {})
@@ -857,6 +861,7 @@ def iplink_parse(args: Args, create: bool, net: Net | None = None) -> LinkReq:
 # ---------------------------------------------------------------------------
 
 
+@kernel("do_setlink")
 def _apply_flags(dev: NetDevice, req: LinkReq) -> None:
     """``dev_change_flags(dev, rtnl_dev_combine_flags(dev, ifm))``. Kernel: do_setlink()."""
     if req.ifi_flags or req.ifi_change:
@@ -868,6 +873,7 @@ def _apply_txqlen(dev: NetDevice, qlen: int) -> None:
     dev_change_tx_queue_len(dev, qlen & 0xFFFFFFFF)
 
 
+@kernel("dev_validate_mtu")
 def _check_mtu(dev: NetDevice, mtu: int) -> None:
     """Kernel: dev_validate_mtu()."""
     if mtu < 0 or mtu < dev.min_mtu:
@@ -876,6 +882,7 @@ def _check_mtu(dev: NetDevice, mtu: int) -> None:
         raise ConfigError("Error: mtu greater than device maximum.", errno.EINVAL)
 
 
+@kernel("net/core/rtnetlink.c", "rtnl_create_link", "rtnl_configure_link")
 def _configure_new(dev: NetDevice, req: LinkReq) -> None:
     """Attributes of a new device, then its flags.
 
@@ -903,6 +910,7 @@ def _lladdr_for(req_addr: bytes | None) -> bytes | None:
     return req_addr
 
 
+@kernel("rtnl_newlink")
 def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
     """Create a device of ``req.kind``. Kernel: rtnl_newlink()."""
     kind = req.kind
@@ -974,6 +982,7 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
         raise
 
 
+@kernel("net/core/rtnetlink.c", "rtnl_newlink", "request_module")
 def _newlink_rtnl(net: Net, req: LinkReq, data: object) -> None:
     """Create a device of a kind a module registers (``rtnl_link_ops``).
 
@@ -1004,6 +1013,7 @@ def _newlink_rtnl(net: Net, req: LinkReq, data: object) -> None:
         raise
 
 
+@kernel("do_setlink")
 def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
     """Apply a change request in the kernel's order. Kernel: do_setlink()."""
     if req.broadcast is not None and len(req.broadcast) < dev.addr_len:
@@ -1039,6 +1049,7 @@ def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
         _apply_txqlen(dev, req.txqlen)
 
 
+@kernel("net/core/rtnetlink.c", "do_set_master")
 def do_set_master(dev: NetDevice, ifindex: int) -> None:
     """``master DEV`` / ``nomaster``: leave the old master, join the new one.
 
@@ -1060,6 +1071,7 @@ def do_set_master(dev: NetDevice, ifindex: int) -> None:
         upper.ops.ndo_add_slave(upper, dev)
 
 
+@kernel("rtnl_dellink")
 def _dellink(dev: NetDevice) -> None:
     """Kernel: rtnl_dellink() → rtnl_link_ops->dellink (veth_dellink takes the peer too)."""
     kind = link_kind(dev)

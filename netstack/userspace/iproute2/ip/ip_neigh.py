@@ -41,6 +41,7 @@ from netstack.neigh.nud import (
     NUD_STALE,
     NUD_VALID,
 )
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET,
     AF_INET6,
@@ -224,6 +225,7 @@ def _tables(net: Net) -> list[NeighTable]:
     return tables
 
 
+@kernel("neigh_find_table")
 def _table(net: Net, family: int) -> NeighTable:
     """The table of *family*. Kernel: neigh_find_table() (none: EAFNOSUPPORT)."""
     if family == AF_INET6:

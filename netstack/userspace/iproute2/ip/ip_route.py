@@ -77,6 +77,7 @@ from netstack.ipv4.constants import (
 )
 from netstack.ipv4.fib import RouteConfig
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_input_noref, ip_route_output_key
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip6 import (
     iproute_flush6,
     iproute_get6,
@@ -549,6 +550,7 @@ def fib_route_msg(ipv4: Ipv4, fa: FibAlias) -> RouteMsg:
     )
 
 
+@kernel("fib_dump_info_fnhe")
 def _cached_msgs(ipv4: Ipv4, tables: list[FibTable]) -> Iterator[RouteMsg]:
     """PMTU/redirect exceptions with a cached route. Kernel: fib_dump_info_fnhe()."""
     now = ipv4.net.clock.jiffies
@@ -573,6 +575,7 @@ def _cached_msgs(ipv4: Ipv4, tables: list[FibTable]) -> Iterator[RouteMsg]:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/route.c", "rt_fill_info")
 def rt_msg(
     ipv4: Ipv4,
     rt: Rtable,
@@ -800,6 +803,7 @@ def _route_msgs(ipv4: Ipv4, filt: RouteFilter) -> Iterator[RouteMsg]:
             yield fib_route_msg(ipv4, fa)
 
 
+@kernel("ipv4_sysctl_rtcache_flush", "rt_cache_flush", "fnhe_genid_bump")
 def _flush_cache(ipv4: Ipv4) -> None:
     """Writing ``net.ipv4.route.flush``: new genid, exceptions forgotten.
 
@@ -1122,6 +1126,7 @@ def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
 # ---------------------------------------------------------------------------
 
 
+@kernel("net/ipv4/route.c", "inet_rtm_getroute_build_skb")
 def _input_skb(dev: NetDevice, daddr: int, saddr: int, proto: int) -> SkBuff:
     """The skb inet_rtm_getroute builds for an input lookup.
 
