@@ -145,10 +145,14 @@ def default_commands() -> CommandTable:
             Command("sysctl", "read and set kernel parameters (net.ipv4.ip_forward…)",
                     tool(sysctl.main), usage="sysctl [-n] [-a] [-w] NAME[=VALUE] ...",
                     linux="procps sysctl"),
-            Command("ping", "send ICMP echo requests", tool(ping.main),
-                    usage="ping [-c count] [-i interval] [-W timeout] [-s size] [-t ttl] "
-                    "[-w deadline] [-q] DESTINATION", complete=complete_hosts,
+            Command("ping", "send ICMP echo requests (IPv4 or IPv6)", tool(ping.main),
+                    usage="ping [-4|-6] [-c count] [-i interval] [-W timeout] [-s size] "
+                    "[-t ttl] [-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
                     linux="iputils ping"),
+            Command("ping6", "send ICMPv6 echo requests (ping -6)", tool(ping.main6),
+                    usage="ping6 [-c count] [-i interval] [-W timeout] [-s size] [-t hops] "
+                    "[-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
+                    linux="iputils ping6"),
             Command("tcpdump", "print the packets a device sends and receives",
                     tool(tcpdump.main), usage="tcpdump [-eqSvxX] [-t…] [-c count] [-i interface] "
                     "[-r file] [-w file] [-Q in|out|inout] [expression]",

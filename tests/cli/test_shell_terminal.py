@@ -129,6 +129,30 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+def test_ping_without_count_follows_the_wall_clock(tmp_path: Path) -> None:
+    """At the prompt, ``ping`` without ``-c`` prints one line a second until Ctrl-C (not
+    800 lines in three seconds); with ``-c`` time still jumps."""
+    import time
+
+    child = spawn(tmp_path, DEMO)
+    out = run(child, "a ping -c 5 b")  # virtual: immediate
+    assert "5 packets transmitted, 5 received" in out
+    child.sendline("a ping b")
+    child.expect_exact("icmp_seq=1 ")
+    t0 = time.monotonic()
+    child.expect_exact("icmp_seq=2 ")
+    assert time.monotonic() - t0 > 0.5
+    child.sendintr()
+    child.expect(r"(\d+) packets transmitted, (\d+) received, 0% packet loss")
+    sent = int(child.match.group(1))
+    assert 2 <= sent <= 10
+    child.expect_exact(PROMPT)
+    out = run(child, "a ping6 -c 1 b")
+    assert "ping: b: Address family for hostname not supported" in out
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+
+
 def test_experiment_shows_that_it_runs_on_a_terminal() -> None:
     """A long run draws a progress line on a terminal, and erases it before the result."""
     child = pexpect.spawn(

@@ -186,7 +186,9 @@ async def test_help(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     for name in ("ip", "tcpdump", "ping", "nstat", "sleep", "jobs"):
         assert f"\n  {name} " in out
     assert "Time is virtual" in out
-    assert (await term.run("help ping"))[1].startswith("ping: send ICMP echo requests\nping [-c")
+    assert (await term.run("help ping"))[1].startswith(
+        "ping: send ICMP echo requests (IPv4 or IPv6)\nping [-4|-6] [-c"
+    )
     assert (await term.run("help nope"))[0] == 1
 
 
