@@ -12,9 +12,10 @@ programs that run on a host live in :mod:`netstack.userspace`;
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -80,7 +81,9 @@ def _stat_fields(stats: Any) -> list[str]:
 def read_counter(host: Host, name: str) -> int:
     """The value of counter *name* on *host*.
 
-    Names: an ``nstat`` name (``IpForwDatagrams``, ``UdpInDatagrams``…), a
+    Names: an ``nstat`` name (``IpForwDatagrams``, ``TcpActiveOpens``,
+    ``Ip6InReceives``, ``TcpExtTCPHPHits``… every counter of /proc/net/snmp,
+    /proc/net/snmp6 and /proc/net/netstat), a
     device counter ``DEV.FIELD`` (``eth0.rx_packets``, the
     ``rtnl_link_stats64`` names), a qdisc counter ``DEV.qdisc.FIELD``
     (``eth0.qdisc.drops``) or a drop reason ``drops.REASON``
@@ -102,14 +105,25 @@ def read_counter(host: Host, name: str) -> int:
             stats = dev.qdisc.statistics()
         value = getattr(stats, field, None)
         if not isinstance(value, int):
-            raise ConfigError(f"expect: unknown counter {name!r}")
+            fields = [f"{dev_name}.{'qdisc.' if name.count('.') > 1 else ''}{f}"
+                      for f in _stat_fields(stats)]  # fmt: skip
+            raise ConfigError(f"expect: unknown counter {name!r}{_near(name, fields)}")
         return value
     counters = nstat_counters(host.net)
     if name not in counters:
-        close = [n for n in counters if n.lower() == name.lower()]
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ConfigError(f"expect: unknown counter {name!r}{hint}")
+        raise ConfigError(f"expect: unknown counter {name!r}{_near(name, counters)}")
     return counters[name]
+
+
+def _near(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean …?)`` with the closest counter names, or nothing."""
+    pool = list(names)
+    folded = {n.lower(): n for n in pool}
+    close = [folded[name.lower()]] if name.lower() in folded else []
+    close += [n for n in difflib.get_close_matches(name, pool, n=3, cutoff=0.75) if n not in close]
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(close[:3])}?)"
 
 
 async def cmd_expect(ctx: Context, argv: list[str]) -> int:

@@ -1,0 +1,228 @@
+"""``/proc/net/snmp`` and ``/proc/net/netstat``: the IPv4 and TCP MIBs as the kernel prints them.
+
+Theory of operation: each file is pairs of lines, a header of names and a
+line of values, per MIB: ``/proc/net/snmp`` has ``Ip`` (``Forwarding`` and
+``DefaultTTL`` first, settings rather than counters), ``Icmp``, ``IcmpMsg``
+(only the types seen, sixteen to a pair of lines, none when no ICMP message
+was counted), ``Tcp`` (the TCP MIB both families share; ``MaxConn`` is
+signed), ``Udp`` and ``UdpLite`` (whose MIB netstack never counts);
+``/proc/net/netstat`` has ``TcpExt`` (the ``LINUX_MIB_*`` list, every name
+the kernel prints, in its order, including those netstack never counts —
+they read 0) and ``IpExt``. ``nstat`` parses exactly these lines, so what
+it shows and what ``cat`` shows cannot disagree. A kernel without MPTCP
+prints no ``MPTcpExt`` lines, and netstack has no MPTCP.
+
+Kernel: net/ipv4/proc.c (snmp_seq_show(), icmp_put(), icmpmsg_put(),
+netstat_seq_show(), snmp4_net_list[]), as of Linux 6.17.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from netstack.ipv4.protocol import ipv4_of
+from netstack.ipv4.snmp import UDP_FIELDS
+from netstack.tcp.mib import TcpMib
+from netstack.tcp.proto import Tcp
+
+if TYPE_CHECKING:
+    from netstack.core.net import Net
+
+__all__ = ["SNMP4_NET_LIST", "SNMP4_TCP_LIST", "netstat_seq_show", "snmp_seq_show"]
+
+SNMP4_TCP_LIST: Final = (
+    "RtoAlgorithm",
+    "RtoMin",
+    "RtoMax",
+    "MaxConn",
+    "ActiveOpens",
+    "PassiveOpens",
+    "AttemptFails",
+    "EstabResets",
+    "CurrEstab",
+    "InSegs",
+    "OutSegs",
+    "RetransSegs",
+    "InErrs",
+    "OutRsts",
+    "InCsumErrors",
+)
+
+SNMP4_NET_LIST: Final = (
+    "SyncookiesSent",
+    "SyncookiesRecv",
+    "SyncookiesFailed",
+    "EmbryonicRsts",
+    "PruneCalled",
+    "RcvPruned",
+    "OfoPruned",
+    "OutOfWindowIcmps",
+    "LockDroppedIcmps",
+    "ArpFilter",
+    "TW",
+    "TWRecycled",
+    "TWKilled",
+    "PAWSActive",
+    "PAWSEstab",
+    "BeyondWindow",
+    "TSEcrRejected",
+    "PAWSOldAck",
+    "PAWSTimewait",
+    "DelayedACKs",
+    "DelayedACKLocked",
+    "DelayedACKLost",
+    "ListenOverflows",
+    "ListenDrops",
+    "TCPHPHits",
+    "TCPPureAcks",
+    "TCPHPAcks",
+    "TCPRenoRecovery",
+    "TCPSackRecovery",
+    "TCPSACKReneging",
+    "TCPSACKReorder",
+    "TCPRenoReorder",
+    "TCPTSReorder",
+    "TCPFullUndo",
+    "TCPPartialUndo",
+    "TCPDSACKUndo",
+    "TCPLossUndo",
+    "TCPLostRetransmit",
+    "TCPRenoFailures",
+    "TCPSackFailures",
+    "TCPLossFailures",
+    "TCPFastRetrans",
+    "TCPSlowStartRetrans",
+    "TCPTimeouts",
+    "TCPLossProbes",
+    "TCPLossProbeRecovery",
+    "TCPRenoRecoveryFail",
+    "TCPSackRecoveryFail",
+    "TCPRcvCollapsed",
+    "TCPBacklogCoalesce",
+    "TCPDSACKOldSent",
+    "TCPDSACKOfoSent",
+    "TCPDSACKRecv",
+    "TCPDSACKOfoRecv",
+    "TCPAbortOnData",
+    "TCPAbortOnClose",
+    "TCPAbortOnMemory",
+    "TCPAbortOnTimeout",
+    "TCPAbortOnLinger",
+    "TCPAbortFailed",
+    "TCPMemoryPressures",
+    "TCPMemoryPressuresChrono",
+    "TCPSACKDiscard",
+    "TCPDSACKIgnoredOld",
+    "TCPDSACKIgnoredNoUndo",
+    "TCPSpuriousRTOs",
+    "TCPMD5NotFound",
+    "TCPMD5Unexpected",
+    "TCPMD5Failure",
+    "TCPSackShifted",
+    "TCPSackMerged",
+    "TCPSackShiftFallback",
+    "TCPBacklogDrop",
+    "PFMemallocDrop",
+    "TCPMinTTLDrop",
+    "TCPDeferAcceptDrop",
+    "IPReversePathFilter",
+    "TCPTimeWaitOverflow",
+    "TCPReqQFullDoCookies",
+    "TCPReqQFullDrop",
+    "TCPRetransFail",
+    "TCPRcvCoalesce",
+    "TCPOFOQueue",
+    "TCPOFODrop",
+    "TCPOFOMerge",
+    "TCPChallengeACK",
+    "TCPSYNChallenge",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenBlackhole",
+    "TCPSpuriousRtxHostQueues",
+    "BusyPollRxPackets",
+    "TCPAutoCorking",
+    "TCPFromZeroWindowAdv",
+    "TCPToZeroWindowAdv",
+    "TCPWantZeroWindowAdv",
+    "TCPSynRetrans",
+    "TCPOrigDataSent",
+    "TCPHystartTrainDetect",
+    "TCPHystartTrainCwnd",
+    "TCPHystartDelayDetect",
+    "TCPHystartDelayCwnd",
+    "TCPACKSkippedSynRecv",
+    "TCPACKSkippedPAWS",
+    "TCPACKSkippedSeq",
+    "TCPACKSkippedFinWait2",
+    "TCPACKSkippedTimeWait",
+    "TCPACKSkippedChallenge",
+    "TCPWinProbe",
+    "TCPKeepAlive",
+    "TCPMTUPFail",
+    "TCPMTUPSuccess",
+    "TCPDelivered",
+    "TCPDeliveredCE",
+    "TCPAckCompressed",
+    "TCPZeroWindowDrop",
+    "TCPRcvQDrop",
+    "TCPWqueueTooBig",
+    "TCPFastOpenPassiveAltKey",
+    "TcpTimeoutRehash",
+    "TcpDuplicateDataRehash",
+    "TCPDSACKRecvSegs",
+    "TCPDSACKIgnoredDubious",
+    "TCPMigrateReqSuccess",
+    "TCPMigrateReqFailure",
+    "TCPPLBRehash",
+    "TCPAORequired",
+    "TCPAOBad",
+    "TCPAOKeyNotFound",
+    "TCPAOGood",
+    "TCPAODroppedIcmps",
+)
+"""``snmp4_net_list[]``: every ``TcpExt`` name, in the kernel's order."""
+
+_ICMPMSG_PERLINE: Final = 16
+
+
+def _pair(mib: str, items: list[tuple[str, int]]) -> list[str]:
+    return [
+        f"{mib}: " + " ".join(name for name, _ in items),
+        f"{mib}: " + " ".join(str(value) for _, value in items),
+    ]
+
+
+def _tcp_mibs(net: Net) -> tuple[dict[str, int], dict[str, int]]:
+    """The TCP MIB and TCP's part of the LINUX MIB (a fresh one's before TCP's first use)."""
+    tcp = net.proto_data.get("tcp")
+    if isinstance(tcp, Tcp):
+        return dict(tcp.mib.snapshot().values), dict(tcp.ext.snapshot().values)
+    return dict(TcpMib().snapshot().values), {}
+
+
+def snmp_seq_show(net: Net) -> str:
+    """The text of ``/proc/net/snmp``. Kernel: net/ipv4/proc.c, snmp_seq_show()."""
+    snmp = ipv4_of(net).snmp()
+    lines = _pair("Ip", list(snmp["Ip"].values))
+    lines += _pair("Icmp", list(snmp["Icmp"].values))
+    msgs = [(k, v) for k, v in snmp["IcmpMsg"].values if v]
+    for i in range(0, len(msgs), _ICMPMSG_PERLINE):  # icmpmsg_put(): 16 types a line
+        lines += _pair("IcmpMsg", msgs[i : i + _ICMPMSG_PERLINE])
+    tcp, _ = _tcp_mibs(net)
+    lines += _pair("Tcp", [(name, tcp.get(name, 0)) for name in SNMP4_TCP_LIST])
+    lines += _pair("Udp", list(snmp["Udp"].values))
+    lines += _pair("UdpLite", [(name, 0) for name in UDP_FIELDS])
+    return "\n".join(lines) + "\n"
+
+
+def netstat_seq_show(net: Net) -> str:
+    """The text of ``/proc/net/netstat``. Kernel: net/ipv4/proc.c, netstat_seq_show()."""
+    _, ext = _tcp_mibs(net)
+    lines = _pair("TcpExt", [(name, ext.get(name, 0)) for name in SNMP4_NET_LIST])
+    lines += _pair("IpExt", list(ipv4_of(net).snmp()["IpExt"].values))
+    return "\n".join(lines) + "\n"
