@@ -26,7 +26,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -74,6 +74,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_rtscope_a2n,
     rtnl_rtscope_n2a,
 )
+from netstack.userspace.iproute2.ip.ip_json import stats64_json
 from netstack.userspace.iproute2.ip.ip_link import (
     IPLINK_TYPES_USAGE,
     IPLINK_USAGE,
@@ -245,6 +246,9 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
         return
     if filt.family not in (AF_UNSPEC, AF_INET):
         return
+    if opts.json and not flushing:
+        opts.records[-1]["addr_info"].append(_addr_json(opts, ifa))
+        return
     o: list[str] = []
     if not opts.brief:
         if filt.oneline or flushing:
@@ -282,6 +286,36 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
     opts.write("".join(o))
 
 
+def _addr_json(opts: IpOptions, ifa: InIfaddr) -> dict[str, Any]:
+    """One ``inet`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
+    obj: dict[str, Any] = {} if opts.brief else {"family": "inet"}
+    obj["local"] = ntoa(ifa.ifa_local)
+    if ifa.ifa_address != ifa.ifa_local:
+        obj["address"] = ntoa(ifa.ifa_address)
+    obj["prefixlen"] = ifa.ifa_prefixlen
+    if ifa.ifa_rt_priority:
+        obj["metric"] = ifa.ifa_rt_priority
+    if opts.brief:
+        return obj
+    if ifa.ifa_broadcast:
+        obj["broadcast"] = ntoa(ifa.ifa_broadcast)
+    obj["scope"] = rtnl_rtscope_n2a(ifa.ifa_scope)
+    flags = ifa.ifa_flags
+    for fd in IFA_FLAG_DATA:
+        if fd.mask == IFA_F_PERMANENT:
+            if not flags & fd.mask:
+                obj["dynamic"] = True
+        elif flags & fd.mask:
+            obj[fd.name] = True
+        flags &= ~fd.mask
+    if flags:
+        obj["flags"] = f"{flags:02x}"
+    obj["label"] = ifa.ifa_label
+    obj["valid_life_time"] = ifa.valid_lft
+    obj["preferred_life_time"] = ifa.preferred_lft
+    return obj
+
+
 def _print_selected(
     opts: IpOptions,
     filt: AddrFilter,
@@ -302,7 +336,7 @@ def _print_selected(
     for ifp in addrs6 or ():
         if ifp.dev is dev and _addr6_passes(filt, ifp):
             print_addrinfo6(opts, ifp, oneline=filt.oneline)
-    if opts.brief:
+    if opts.brief and not opts.json:
         opts.write("\n")
 
 
@@ -388,6 +422,7 @@ def _parse_filter(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> Ad
 def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None:
     """``ip addr show`` / ``ip link show``. iproute2: ipaddr_list_flush_or_save(IPADD_LIST)."""
     filt = _parse_filter(net, opts, args, do_link=do_link)
+    opts.json_list = True
     links = [d for d in devices(net) if not filt.ifindex or d.ifindex == filt.ifindex]
     if filt.master > 0 or filt.slave_kind is not None:
         links = []  # no device here has a master
@@ -409,6 +444,9 @@ def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None
         if res >= 0 and filt.family != AF_PACKET:
             _print_selected(opts, filt, dev, addrs, la.flags, addrs6)
         if res > 0 and not do_link and opts.stats:
+            if opts.json:
+                opts.records[-1]["stats64"] = stats64_json(dev.statistics())
+                continue
             opts.write(print_link_stats(opts, dev))
             opts.write(opts.sl)
 

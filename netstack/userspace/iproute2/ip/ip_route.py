@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -437,6 +437,9 @@ def filter_route(filt: RouteFilter, r: RouteMsg) -> bool:
 
 def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
     """One route line as iproute2 prints it. iproute2: ip/iproute.c, print_route()."""
+    if opts.json:
+        opts.records.append(_route_json(opts, filt, r))
+        return ""
     o: list[str] = []
     if (r.rtype != RTN_UNICAST or opts.details) and (
         not filt.typemask or filt.typemask & (1 << r.rtype)
@@ -493,6 +496,56 @@ def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
         o.append(f"iif {r.iif.name} ")
     o.append("\n")
     return "".join(o)
+
+
+def _route_json(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> dict[str, Any]:
+    """One route under ``-j``: print_route()'s members, with its conditions and order."""
+    obj: dict[str, Any] = {}
+    if (r.rtype != RTN_UNICAST or opts.details) and (
+        not filt.typemask or filt.typemask & (1 << r.rtype)
+    ):
+        obj["type"] = rtnl_rtntype_n2a(r.rtype)
+    obj["dst"] = _dst_text(r.dst, r.dst_len)
+    if r.src is not None:
+        obj["src"] = ntoa(r.src)
+    if r.tos and filt.tosmask != -1:
+        obj["tos"] = f"0x{r.tos:02x}"
+    if r.gateway is not None and (filt.rvia is None or filt.rvia.bitlen != 32):
+        obj["gateway"] = ntoa(r.gateway)
+    if r.oif is not None and filt.oifmask != -1:
+        obj["dev"] = r.oif.name
+    if r.table and (r.table != RT_TABLE_MAIN or opts.details) and not filt.tb:
+        obj["table"] = rtnl_rttable_n2a(r.table)
+    if not r.flags & RTM_F_CLONED:
+        if (r.protocol != RTPROT_BOOT or opts.details) and filt.protocolmask != -1:
+            obj["protocol"] = rtnl_rtprot_n2a(r.protocol)
+        if (r.scope != RT_SCOPE_UNIVERSE or opts.details) and filt.scopemask != -1:
+            obj["scope"] = rtnl_rtscope_n2a(r.scope)
+    if r.prefsrc is not None and (filt.rprefsrc is None or filt.rprefsrc.bitlen != 32):
+        obj["prefsrc"] = ntoa(r.prefsrc)
+    if r.priority is not None and filt.metricmask != -1:
+        obj["metric"] = r.priority
+    obj["flags"] = [name for bit, name in _RT_FLAGS if r.flags & bit]
+    if r.mark:
+        obj["mark"] = r.mark
+    if r.uid is not None:
+        obj["uid"] = r.uid
+    if r.flags & RTM_F_CLONED:
+        obj["cache"] = [name for bit, name in _CACHE_FLAGS if r.flags & ~0xFFFF & bit]
+        if r.expires:
+            obj["expires"] = r.expires
+        if opts.stats:
+            if r.users:
+                obj["users"] = r.users
+            if r.used:
+                obj["used"] = r.used
+            if r.age:
+                obj["age"] = r.age
+    if r.mtu or r.mtu_lock:
+        obj["metrics"] = [{"mtu": r.mtu}]
+    if r.iif is not None and filt.iifmask != -1:
+        obj["iif"] = r.iif.name
+    return obj
 
 
 # ---------------------------------------------------------------------------
@@ -819,6 +872,7 @@ def _table_missing(ipv4: Ipv4, filt: RouteFilter) -> bool:
 def iproute_list(net: Net, opts: IpOptions, args: Args) -> None:
     """``ip route show``. iproute2: iproute_list_flush_or_save(IPROUTE_LIST)."""
     filt, family = _parse_selector(net, opts, args)
+    opts.json_list = True
     if family == AF_INET6:
         iproute_list6(
             net,
@@ -1488,6 +1542,7 @@ def _get_dst(req: _GetRequest, args: Args, word: str) -> None:
 def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
     """``ip route get``. iproute2: ip/iproute.c, iproute_get(); kernel: inet_rtm_getroute()."""
     req = parse_keywords(_IPROUTE_GET, _GetRequest(opts.family), args, _get_dst)
+    opts.json_list = True
     family, idev, odev, dst, src = req.family, req.idev, req.odev, req.dst, req.src
     tos, mark, uid, proto, sport, dport = (
         req.tos,

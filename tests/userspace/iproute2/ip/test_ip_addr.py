@@ -382,3 +382,22 @@ async def test_modify_keywords_and_abbreviations(
     a.ip("addr del 10.0.1.1/24 dev eth0")
     a.ip("addr add 10.0.2.1 remote 10.0.2.9/32 dev eth0")
     assert "    inet 10.0.2.1 peer 10.0.2.9/32 scope global eth0" in a.ip("addr show dev eth0")
+
+
+async def test_local_routes_of_secondary_and_carrierless_addresses(
+    autojump_clock: trio.testing.MockClock, pair: tuple[Host, Host]
+) -> None:
+    """As Linux 6.x answers in a namespace: a secondary's local route has the primary as its
+    source (fib_add_ifaddr's prim), and host-scope local routes are never ``linkdown``."""
+    a, _ = pair
+    a.ip("link add v1 type veth peer name v2")
+    a.ip("addr add 10.5.0.1/24 dev v1")
+    a.ip("addr add 10.5.0.2/24 dev v1")
+    a.ip("link set v1 up")  # v2 stays down: v1 has no carrier
+    assert a.ip("route show table local dev v1") == (
+        "local 10.5.0.1 proto kernel scope host src 10.5.0.1 \n"
+        "local 10.5.0.2 proto kernel scope host src 10.5.0.1 \n"
+        "broadcast 10.5.0.255 proto kernel scope link src 10.5.0.1 linkdown \n"
+    )
+    a.ip("addr del 10.5.0.2/24 dev v1")
+    assert "local 10.5.0.2 " not in a.ip("route show table local")
