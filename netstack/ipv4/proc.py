@@ -24,11 +24,20 @@ from netstack.ipv4.protocol import ipv4_of
 from netstack.ipv4.snmp import UDP_FIELDS
 from netstack.tcp.mib import TcpMib
 from netstack.tcp.proto import Tcp
+from netstack.tcp.sock import RequestSock, TimewaitSock
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["SNMP4_NET_LIST", "SNMP4_TCP_LIST", "netstat_seq_show", "snmp_seq_show"]
+__all__ = [
+    "SNMP4_NET_LIST",
+    "SNMP4_TCP_LIST",
+    "inuse_by_family",
+    "netstat_seq_show",
+    "snmp_seq_show",
+    "sockstat6_seq_show",
+    "sockstat_seq_show",
+]
 
 SNMP4_TCP_LIST: Final = (
     "RtoAlgorithm",
@@ -226,3 +235,66 @@ def netstat_seq_show(net: Net) -> str:
     lines = _pair("TcpExt", [(name, ext.get(name, 0)) for name in SNMP4_NET_LIST])
     lines += _pair("IpExt", list(ipv4_of(net).snmp()["IpExt"].values))
     return "\n".join(lines) + "\n"
+
+
+def inuse_by_family(net: Net) -> dict[str, dict[int, int]]:
+    """``sock_prot_inuse_get()`` of TCP and UDP per address family: the hashed sockets
+    (a TCP socket from listen()/connect() to close, not its TIME_WAIT or request socks;
+    a bound UDP socket)."""
+    tcp_inuse = {2: 0, 10: 0}
+    tcp = net.proto_data.get("tcp")
+    if isinstance(tcp, Tcp):
+        for sk in tcp.hashinfo.sockets():
+            if not isinstance(sk, TimewaitSock | RequestSock):
+                tcp_inuse[sk.family] = tcp_inuse.get(sk.family, 0) + 1
+    udp_inuse = {2: 0, 10: 0}
+    for usk in ipv4_of(net).udp_table.sockets():
+        udp_inuse[usk.family] = udp_inuse.get(usk.family, 0) + 1
+    return {"TCP": tcp_inuse, "UDP": udp_inuse}
+
+
+def sockstat_seq_show(net: Net) -> str:
+    """The text of ``/proc/net/sockstat``. Kernel: net/ipv4/proc.c, sockstat_seq_show().
+
+    ``mem`` (pages of socket memory) reads 0: netstack does not account memory in pages.
+    """
+    ipv4 = ipv4_of(net)
+    inuse = inuse_by_family(net)
+    tcp = net.proto_data.get("tcp")
+    # tcp_sockets_allocated: full sockets alive (TIME-WAIT minisocks are counted in tw)
+    alloc = (
+        sum(not isinstance(sk, TimewaitSock) for sk in tcp.sockets) if isinstance(tcp, Tcp) else 0
+    )
+    orphans = tcp.orphan_count if isinstance(tcp, Tcp) else 0
+    tw = tcp.tw_count if isinstance(tcp, Tcp) else 0
+    ipv6 = getattr(net, "ipv6", None)
+    raw6 = len(getattr(ipv6, "raw_sockets", ()))
+    used = alloc + sum(inuse["UDP"].values()) + ipv4.raw_sockets + raw6
+    return (
+        f"sockets: used {used}\n"
+        f"TCP: inuse {inuse['TCP'][2]} orphan {orphans} tw {tw} alloc {alloc} mem 0\n"
+        f"UDP: inuse {inuse['UDP'][2]} mem 0\n"
+        "UDPLITE: inuse 0\n"
+        f"RAW: inuse {ipv4.raw_sockets}\n"
+        f"FRAG: inuse {len(ipv4.frags.queues)} memory {ipv4.frags.mem}\n"
+    )
+
+
+def sockstat6_seq_show(net: Net) -> str | None:
+    """``/proc/net/sockstat6`` (None without IPv6). Kernel: net/ipv6/proc.c, sockstat6_seq_show().
+
+    It is here, beside ``sockstat``, because both count the same inet sockets.
+    """
+    ipv6 = getattr(net, "ipv6", None)
+    if ipv6 is None:
+        return None
+    inuse = inuse_by_family(net)
+    frags = getattr(ipv6, "frags", None)
+    nfrags = len(frags.queues) if frags is not None else 0
+    return (
+        f"TCP6: inuse {inuse['TCP'][10]}\n"
+        f"UDP6: inuse {inuse['UDP'][10]}\n"
+        "UDPLITE6: inuse 0\n"
+        f"RAW6: inuse {len(getattr(ipv6, 'raw_sockets', ()))}\n"
+        f"FRAG6: inuse {nfrags} memory {getattr(frags, 'mem', 0)}\n"
+    )

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from netstack.core.net_sysfs import sysfs
 from netstack.errors import ConfigError, NetstackError
-from netstack.ipv4.proc import netstat_seq_show, snmp_seq_show
+from netstack.ipv4.proc import (
+    netstat_seq_show,
+    snmp_seq_show,
+    sockstat6_seq_show,
+    sockstat_seq_show,
+)
 from netstack.userspace.procps.sysctl import sysctl_spec
 
 if TYPE_CHECKING:
@@ -32,6 +37,10 @@ def proc_net_file(net: Net, name: str) -> str | None:
         return snmp_seq_show(net)
     if name == "netstat":
         return netstat_seq_show(net)
+    if name == "sockstat":
+        return sockstat_seq_show(net)
+    if name == "sockstat6":
+        return sockstat6_seq_show(net)
     if name == "snmp6":
         ipv6 = getattr(net, "ipv6", None)
         if ipv6 is not None and hasattr(ipv6, "proc_net_snmp6"):
