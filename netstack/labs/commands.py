@@ -55,6 +55,7 @@ from netstack.userspace.iputils import ping
 from netstack.userspace.netperf import netperf_cmd
 from netstack.userspace.procps import sysctl
 from netstack.userspace.tcpdump import tcpdump
+from netstack.userspace.traceroute import traceroute
 
 if TYPE_CHECKING:
     from netstack.labs.session import Context
@@ -153,6 +154,10 @@ def default_commands() -> CommandTable:
                     usage="ping6 [-c count] [-i interval] [-W timeout] [-s size] [-t hops] "
                     "[-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
                     linux="iputils ping6"),
+            Command("traceroute", "print the route packets take to a host (UDP, -I ICMP)",
+                    tool(traceroute.main), usage="traceroute [-46InU] [-f first_ttl] "
+                    "[-m max_ttl] [-p port] [-q nqueries] [-w waittime] host [packetlen]",
+                    complete=complete_hosts, linux="traceroute"),
             Command("tcpdump", "print the packets a device sends and receives",
                     tool(tcpdump.main), usage="tcpdump [-eqSvxX] [-t…] [-c count] [-i interface] "
                     "[-r file] [-w file] [-Q in|out|inout] [expression]",
