@@ -51,7 +51,7 @@ from netstack.userspace.coreutils import cat
 from netstack.userspace.ethtool import ethtool
 from netstack.userspace.iproute2 import nstat, ss, tc
 from netstack.userspace.iproute2.ip import ip
-from netstack.userspace.iputils import ping
+from netstack.userspace.iputils import arping, ping
 from netstack.userspace.netperf import netperf_cmd
 from netstack.userspace.procps import sysctl
 from netstack.userspace.tcpdump import tcpdump
@@ -154,6 +154,9 @@ def default_commands() -> CommandTable:
                     usage="ping6 [-c count] [-i interval] [-W timeout] [-s size] [-t hops] "
                     "[-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
                     linux="iputils ping6"),
+            Command("arping", "send ARP requests to a neighbour (iputils)", tool(arping.main),
+                    usage="arping [-fqbDUA] [-c count] [-w timeout] [-i interval] [-I device] "
+                    "[-s source] DESTINATION", complete=complete_hosts, linux="iputils arping"),
             Command("traceroute", "print the route packets take to a host (UDP, -I ICMP)",
                     tool(traceroute.main), usage="traceroute [-46InU] [-f first_ttl] "
                     "[-m max_ttl] [-p port] [-q nqueries] [-w waittime] host [packetlen]",
