@@ -52,6 +52,7 @@ from netstack.userspace.ethtool import ethtool
 from netstack.userspace.iproute2 import nstat, ss, tc
 from netstack.userspace.iproute2.ip import ip
 from netstack.userspace.iputils import arping, ping
+from netstack.userspace.netcat import nc
 from netstack.userspace.netperf import netperf_cmd
 from netstack.userspace.procps import sysctl
 from netstack.userspace.tcpdump import tcpdump
@@ -157,6 +158,9 @@ def default_commands() -> CommandTable:
             Command("arping", "send ARP requests to a neighbour (iputils)", tool(arping.main),
                     usage="arping [-fqbDUA] [-c count] [-w timeout] [-i interval] [-I device] "
                     "[-s source] DESTINATION", complete=complete_hosts, linux="iputils arping"),
+            Command("nc", "TCP/UDP connections and listeners (netcat-openbsd)", tool(nc.main),
+                    usage="nc [-46lnuvz] [-p port] [-w timeout] [destination] [port]",
+                    complete=complete_hosts, linux="netcat-openbsd nc"),
             Command("traceroute", "print the route packets take to a host (UDP, -I ICMP)",
                     tool(traceroute.main), usage="traceroute [-46InU] [-f first_ttl] "
                     "[-m max_ttl] [-p port] [-q nqueries] [-w waittime] host [packetlen]",
