@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 import trio.testing
 
-from netstack.errors import ConfigError, NetstackError
+from netstack.errors import ConfigError, NetstackError, TopologyError
+from netstack.labs.units import parse_rate, parse_time
 from netstack.userspace.iproute2.nstat import nstat_counters
 
 if TYPE_CHECKING:
@@ -29,10 +30,14 @@ if TYPE_CHECKING:
     from netstack.labs.session import Context
 
 __all__ = [
+    "ADD_USAGE",
     "EXPECT_OPS",
+    "cmd_add",
+    "cmd_clear",
     "cmd_exit",
     "cmd_expect",
     "cmd_help",
+    "cmd_history",
     "cmd_hosts",
     "cmd_jobs",
     "cmd_kill",
@@ -265,6 +270,75 @@ async def cmd_wait(ctx: Context, argv: list[str]) -> int:
             await job.done.wait()
             status = job.status if job.status is not None else 143
     return 130 if ctx.interrupt.cancelled_caught else status
+
+
+ADD_USAGE: Final = (
+    "Usage: add host NAME [NAME ...]\n"
+    "       add link HOST:DEV HOST:DEV [nic] [rate RATE] [delay TIME] [mtu MTU]"
+)
+
+
+async def cmd_add(ctx: Context, argv: list[str]) -> int:
+    """``add host c`` / ``add link a:eth1 c:eth0``: grow the lab at the prompt (``--empty``)."""
+    if len(argv) >= 2 and argv[0] == "host":
+        for name in argv[1:]:
+            if name in ctx.lab.hosts:
+                ctx.err(f"add: host {name!r} exists")
+                return 1
+            if name in ctx.session.commands:
+                ctx.err(f"add: {name!r} is a command's name; pick another")
+                return 1
+            ctx.lab.add_host(name)
+        return 0
+    if len(argv) >= 3 and argv[0] == "link":
+        options = argv[3:]
+        kwargs: dict[str, Any] = {}
+        try:
+            while options:
+                word = options.pop(0)
+                if word in ("nic", "veth"):
+                    kwargs["kind"] = word
+                elif word in ("rate", "delay", "mtu") and options:
+                    value = options.pop(0)
+                    if word == "rate":
+                        kwargs["rate"] = parse_rate(value)
+                    elif word == "delay":
+                        kwargs["delay"] = parse_time(value)
+                    else:
+                        kwargs["mtu"] = int(value)
+                else:
+                    ctx.err(ADD_USAGE)
+                    return 2
+            if ("rate" in kwargs or "delay" in kwargs) and "kind" not in kwargs:
+                kwargs["kind"] = "nic"  # veth has no rate or delay: the emulated NIC pair has
+            ctx.lab.add_link(argv[1], argv[2], **kwargs)
+        except (TopologyError, ValueError, KeyError) as e:
+            ctx.err(f"add: {e}")
+            return 1
+        return 0
+    ctx.err(ADD_USAGE)
+    return 2
+
+
+async def cmd_clear(ctx: Context, argv: list[str]) -> int:
+    """``clear``: the terminal's clear-screen sequence (ncurses' ``clear`` for xterm)."""
+    ctx.out("\x1b[H\x1b[2J\x1b[3J")
+    return 0
+
+
+async def cmd_history(ctx: Context, argv: list[str]) -> int:
+    """``history [N]``: the lines typed so far, numbered as bash numbers them."""
+    lines = ctx.session.history
+    if argv:
+        if not argv[0].isdigit():
+            ctx.err(f"history: {argv[0]}: numeric argument required")
+            return 1
+        first = max(len(lines) - int(argv[0]), 0)
+    else:
+        first = 0
+    for n, line in enumerate(lines[first:], first + 1):
+        ctx.out(f"{n:5d}  {line}")
+    return 0
 
 
 async def cmd_quit(ctx: Context, argv: list[str]) -> int:

@@ -27,9 +27,13 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from netstack.labs.builtins import (
+    ADD_USAGE,
+    cmd_add,
+    cmd_clear,
     cmd_exit,
     cmd_expect,
     cmd_help,
+    cmd_history,
     cmd_hosts,
     cmd_jobs,
     cmd_kill,
@@ -213,5 +217,11 @@ def default_commands() -> CommandTable:
             Command("exit", "leave the current host, or the shell", cmd_exit, scope="lab",
                     linux="bash exit"),
             Command("quit", "leave the shell", cmd_quit, scope="lab"),
+            Command("add", "add a host or a link to the lab: add host c; add link a:eth1 c:eth0",
+                    cmd_add, scope="lab", usage=ADD_USAGE),
+            Command("clear", "clear the terminal screen", cmd_clear, scope="lab",
+                    linux="ncurses clear"),
+            Command("history", "the lines typed so far, numbered", cmd_history, scope="lab",
+                    usage="history [N]", linux="bash history"),
         ]
     )  # fmt: skip

@@ -166,6 +166,7 @@ class Session:
         self.last_status = 0
         self.state: dict[str, Any] = {}  # per-session tool state (nstat history…)
         self.interactive = False  # a person at a terminal (the shell's prompt): see Context.paced
+        self.history: list[str] = []  # the lines run, for ``history``
         if clock is not None:
             self.freeze()
 
@@ -260,6 +261,8 @@ class Session:
 
     async def run_line(self, line: str, *, interrupt: trio.CancelScope | None = None) -> int:
         """Run one line; return its exit status. Never raises for a bad line."""
+        if line.strip():
+            self.history.append(line.strip())
         try:
             words = self.split(line)
         except ValueError as e:

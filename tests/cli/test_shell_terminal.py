@@ -153,6 +153,36 @@ def test_ping_without_count_follows_the_wall_clock(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+def test_empty_shell_grows_a_lab_and_keeps_history(tmp_path: Path) -> None:
+    """``--empty``: hosts and links added at the prompt, then used; ``history``, ``clear``,
+    and the new tools (traceroute, nc, ss -s, ip -j) on the result."""
+    child = spawn(tmp_path, "--empty")
+    run(child, "add host a c")
+    run(child, "add link a:eth0 c:eth0 delay 5ms")
+    out = run(child, "add link a:eth0 c:eth1")
+    assert "add: " in out
+    run(child, "a ip addr add 10.0.0.1/24 dev eth0")
+    run(child, "c ip addr add 10.0.0.2/24 dev eth0")
+    out = run(child, "a ping -c 2 c")
+    assert "64 bytes from c (10.0.0.2): icmp_seq=1 ttl=64 time=20.0 ms" in out  # + ARP
+    out = run(child, "a traceroute -n c")
+    assert " 1  10.0.0.2  10.000 ms  10.000 ms  10.050 ms" in out  # the NIC queues the 3rd
+    out = run(child, "a ip -j -p addr show dev eth0")
+    assert '"local": "10.0.0.1",' in out
+    out = run(child, "a ss -s")
+    assert "Transport Total     IP        IPv6" in out
+    out = run(child, "history 3")
+    assert out.replace("\r", "").split("\n")[1:4] == [
+        "    8  a ip -j -p addr show dev eth0",
+        "    9  a ss -s",
+        "   10  history 3",
+    ]
+    out = run(child, "clear")
+    assert "\x1b[H\x1b[2J" in out
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+
+
 def test_experiment_shows_that_it_runs_on_a_terminal() -> None:
     """A long run draws a progress line on a terminal, and erases it before the result."""
     child = pexpect.spawn(
