@@ -194,7 +194,7 @@ async def test_help(term: Term, autojump_clock: trio.testing.MockClock) -> None:
 
 async def test_completion(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     s = term.session
-    assert s.complete("", "h") == ["h1", "h2", "help", "hosts"]
+    assert s.complete("", "h") == ["h1", "h2", "help", "history", "hosts"]
     assert s.complete("h1 ", "tc") == ["tc", "tcpdump"]
     assert s.complete("h1 ip ", "l") == ["link"]
     assert s.complete("router ip link set ", "e") == ["eth0", "eth1"]
