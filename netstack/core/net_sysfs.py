@@ -103,6 +103,14 @@ def sysfs(net: Net, path: str) -> str:
     full = f"/sys/{rel}"
     if len(parts) == 7 and parts[:2] == ["class", "net"] and parts[3] == "queues":
         return _bql(net, parts, full)
+    if len(parts) == 5 and parts[:2] == ["class", "net"]:
+        # attribute groups a module registered (the bridge's bridge/ and brport/)
+        group = net.proto_data.get("sysfs_groups", {}).get(parts[3])
+        gdev = net.dev_get_by_name(parts[2])
+        value = group(gdev, parts[4]) if group is not None and gdev is not None else None
+        if value is None:
+            raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
+        return f"{value}\n"
     if len(parts) != 4 or parts[:2] != ["class", "net"]:
         raise ConfigError(f"cat: {full}: No such file or directory", errno.ENOENT)
     dev = net.dev_get_by_name(parts[2])

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from netstack.labs import mininet
 from netstack.labs.builtins import (
     ADD_USAGE,
     cmd_add,
@@ -54,6 +55,7 @@ from netstack.userspace import hostname, udpflood
 from netstack.userspace.coreutils import cat
 from netstack.userspace.ethtool import ethtool
 from netstack.userspace.iproute2 import nstat, ss, tc
+from netstack.userspace.iproute2.bridge import bridge
 from netstack.userspace.iproute2.ip import ip
 from netstack.userspace.iputils import arping, ping
 from netstack.userspace.netcat import nc
@@ -223,5 +225,21 @@ def default_commands() -> CommandTable:
                     linux="ncurses clear"),
             Command("history", "the lines typed so far, numbered", cmd_history, scope="lab",
                     usage="history [N]", linux="bash history"),
+            Command("bridge", "show and change bridge ports, the FDB and bridge VLANs",
+                    tool(bridge.main), usage="bridge [ OPTIONS ] OBJECT { COMMAND | help }",
+                    linux="iproute2 bridge"),
+            Command("nodes", "list the hosts and switches (Mininet)", mininet.cmd_nodes,
+                    scope="lab", linux="mininet nodes"),
+            Command("net", "each node's interfaces and their peers (Mininet)", mininet.cmd_net,
+                    scope="lab", linux="mininet net"),
+            Command("links", "the links and their state (Mininet)", mininet.cmd_links,
+                    scope="lab", linux="mininet links"),
+            Command("dump", "each node and its addresses (Mininet)", mininet.cmd_dump,
+                    scope="lab", linux="mininet dump"),
+            Command("pingall", "every host pings every other once (Mininet)", mininet.cmd_pingall,
+                    scope="lab", usage="pingall [TIMEOUT]", linux="mininet pingall"),
+            Command("link", "take the links between two nodes down or up (Mininet)",
+                    mininet.cmd_link, scope="lab", usage="link NODE1 NODE2 up|down",
+                    linux="mininet link"),
         ]
     )  # fmt: skip

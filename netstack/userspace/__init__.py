@@ -11,7 +11,8 @@ maps each command name to the tool's entry point.
 * :mod:`.iputils` — ``ping``;
 * :mod:`.procps` — ``sysctl``;
 * :mod:`.tcpdump` — ``tcpdump`` (options, filter expressions, the printer);
-* :mod:`.netperf` — ``netperf`` and ``netserver``.
+* :mod:`.netperf` — ``netperf`` and ``netserver``;
+* :mod:`.packetdrill` — packetdrill scripts (``netstack packetdrill``).
 
 Nothing here runs on the data path (timed mode charges no cost site in it:
 ``host/sites.py`` skips the package).

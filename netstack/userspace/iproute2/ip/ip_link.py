@@ -58,7 +58,7 @@ from netstack.core.rtnetlink import request_module, rtnl_link_ops_get
 from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip import link_tunnel
+from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
@@ -528,8 +528,9 @@ def print_link_stats(opts: IpOptions, dev: NetDevice) -> str:
 def _details(opts: IpOptions, la: LinkAttrs) -> str:
     dev = la.dev
     o: list[str] = []
-    promisc = int(getattr(dev, "promiscuity", 1 if dev.flags & IFF_PROMISC else 0))
-    allmulti = int(getattr(dev, "allmulti", 1 if dev.flags & IFF_ALLMULTI else 0))
+    # the kernel's counters include the user's flag (dev->gflags)
+    promisc = dev.promiscuity + (1 if dev.flags & IFF_PROMISC else 0)
+    allmulti = dev.allmulti + (1 if dev.flags & IFF_ALLMULTI else 0)
     o.append(f" promiscuity {promisc} ")
     o.append(f"allmulti {allmulti} ")
     o.append(f"minmtu {dev.min_mtu} ")
@@ -538,7 +539,13 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
         o.append(f"{opts.sl}    {la.kind} ")
         if la.kind in link_tunnel.TUNNEL_KINDS:
             o.append(link_tunnel.print_opt(dev))
-    big_tso = dev.type == 772 or la.kind == "veth"  # loopback and veth raise tso_max_size
+        elif la.kind in link_bridge.BRIDGE_KINDS:
+            o.append(link_bridge.print_opt(dev))
+        elif la.kind in link_vlan.VLAN_KINDS:
+            o.append(link_vlan.print_opt(dev))
+    if dev.master is not None and dev.master.kind == "bridge":
+        o.append(f"{opts.sl}    bridge_slave {link_bridge.print_slave_opt(dev)}")
+    big_tso = dev.type == 772 or la.kind in ("veth", "bridge")  # they raise tso_max_size
     tso_default = GSO_MAX_SIZE if big_tso else TSO_LEGACY_MAX_SIZE
     o.append(f"numtxqueues {dev.num_tx_queues} ")
     o.append(f"numrxqueues {dev.num_rx_queues} ")
@@ -591,6 +598,8 @@ def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link:
     o.append(print_link_flags(la.flags, mdown))
     o.append(f"mtu {dev.mtu} ")
     o.append(f"qdisc {dev.qdisc.kind} ")
+    if dev.master is not None:
+        o.append(f"master {dev.master.name} ")
     o.append(f"state {_operstate_name(la.operstate)} ")
     if do_link:
         o.append(f"mode {LINK_MODES[0]} ")
@@ -724,6 +733,7 @@ class LinkReq:
     group: int | None = None
     carrier: int | None = None
     kind: str | None = None
+    master: int | None = None  # IFLA_MASTER: an ifindex, 0 for nomaster
     consumed: int = 0
 
 
@@ -776,7 +786,7 @@ def _on_off(word: str, value: str) -> ConfigError:
     )
 
 
-def iplink_parse(args: Args, create: bool) -> LinkReq:
+def iplink_parse(args: Args, create: bool, net: Net | None = None) -> LinkReq:
     """Parse link options up to (and including) ``type KIND``. iproute2: iplink_parse()."""
     req = LinkReq()
     start = args.i
@@ -845,9 +855,12 @@ def iplink_parse(args: Args, create: bool) -> LinkReq:
             req.carrier = 1 if value == "on" else 0
         elif matches(word, "master"):
             value = args.value()
-            invarg("Device does not exist\n", value)
+            master = net.dev_get_by_name(value) if net is not None else None
+            if master is None:
+                invarg("Device does not exist\n", value)
+            req.master = master.ifindex
         elif matches(word, "nomaster"):
-            raise _unsupported(word)
+            req.master = 0
         elif matches(word, "dynamic"):
             value = args.value()
             req.ifi_change |= IFF_DYNAMIC
@@ -947,6 +960,8 @@ def _configure_new(dev: NetDevice, req: LinkReq) -> None:
     if req.alias:
         dev.ifalias = req.alias
     _apply_flags(dev, req)
+    if req.master:
+        do_set_master(dev, req.master)
 
 
 def _lladdr_for(req_addr: bytes | None) -> bytes | None:
@@ -971,6 +986,12 @@ def _newlink(net: Net, req: LinkReq, type_args: Args) -> None:
             duparg("type", peer_req.kind)
     elif kind in link_tunnel.TUNNEL_KINDS:
         _newlink_rtnl(net, req, link_tunnel.parse_opt(net, kind, type_args, None))
+        return
+    elif kind in link_bridge.BRIDGE_KINDS:
+        _newlink_rtnl(net, req, link_bridge.bridge_parse_opt(net, type_args))
+        return
+    elif kind in link_vlan.VLAN_KINDS:
+        _newlink_rtnl(net, req, link_vlan.vlan_parse_opt(type_args))
         return
     elif type_args:
         word = type_args.peek()
@@ -1043,7 +1064,7 @@ def _newlink_rtnl(net: Net, req: LinkReq, data: object) -> None:
         raise ConfigError("Error: Unknown device type.", errno.EOPNOTSUPP)
     if req.index:
         raise ConfigError('netstack: "ip link add ... index N" is not supported', errno.EOPNOTSUPP)
-    tb = {"mtu": req.mtu, "address": req.address}
+    tb = {"mtu": req.mtu, "address": req.address, "link": req.link}
     dev = ops.newlink(net, name, data, tb)
     try:
         _configure_new(dev, attrs.evolve(req, mtu=None))
@@ -1074,6 +1095,8 @@ def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
     if req.broadcast is not None:
         dev.broadcast = bytes(req.broadcast[: dev.addr_len])
     _apply_flags(dev, req)
+    if req.master is not None:
+        do_set_master(dev, req.master)
     if req.carrier is not None:
         if dev.kind != "dummy":  # only dummy implements ndo_change_carrier here
             raise rtnl_error(errno.EOPNOTSUPP)
@@ -1083,6 +1106,27 @@ def _setlink(net: Net, dev: NetDevice, req: LinkReq) -> None:
             netif_carrier_off(dev)
     if req.txqlen is not None:
         _apply_txqlen(dev, req.txqlen)
+
+
+def do_set_master(dev: NetDevice, ifindex: int) -> None:
+    """``master DEV`` / ``nomaster``: leave the old master, join the new one.
+
+    Kernel: net/core/rtnetlink.c, do_set_master().
+    """
+    upper = dev.master
+    if upper is not None:
+        if upper.ifindex == ifindex:
+            return
+        if not upper.ops.has_add_slave:
+            raise rtnl_error(errno.EOPNOTSUPP)
+        upper.ops.ndo_del_slave(upper, dev)
+    if ifindex:
+        upper = dev.net.dev_get_by_index(ifindex)
+        if upper is None:
+            raise rtnl_error(errno.EINVAL)
+        if not upper.ops.has_add_slave:
+            raise rtnl_error(errno.EOPNOTSUPP)
+        upper.ops.ndo_add_slave(upper, dev)
 
 
 def _dellink(dev: NetDevice) -> None:
@@ -1103,7 +1147,7 @@ def _dellink(dev: NetDevice) -> None:
 def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     """``ip link add|set|change|delete``. iproute2: ip/iplink.c, iplink_modify()."""
     create = cmd == "add"
-    req = iplink_parse(args, create)
+    req = iplink_parse(args, create, net)
     if req.kind is not None:
         pass
     elif create:
@@ -1134,6 +1178,35 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
                 raise rtnl_error(errno.EOPNOTSUPP)
             _setlink(net, dev, req)
             ops.changelink(dev, data, {"mtu": req.mtu})
+            return
+        if req.kind == "bridge_slave":
+            from netstack.bridge.br_netlink import br_port_slave_changelink
+
+            data = link_bridge.bridge_slave_parse_opt(net, args)
+            _setlink(net, dev, req)
+            if dev.master is None or dev.master.kind != "bridge":
+                raise rtnl_error(errno.EOPNOTSUPP)
+            br_port_slave_changelink(dev, data)
+            return
+        if req.kind is not None and req.kind in link_vlan.VLAN_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            vops = rtnl_link_ops_get(net, req.kind)
+            vdata = link_vlan.vlan_parse_opt(args)
+            if vops is None or vops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            vops.changelink(dev, vdata, {"mtu": req.mtu})
+            return
+        if req.kind is not None and req.kind in link_bridge.BRIDGE_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            bops = rtnl_link_ops_get(net, req.kind)
+            bdata = link_bridge.bridge_parse_opt(net, args)
+            if bops is None or bops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            bops.changelink(dev, bdata, {"mtu": req.mtu})
             return
         if req.kind is not None and (args or req.kind != link_kind(dev)):
             raise rtnl_error(errno.EOPNOTSUPP)
@@ -1169,6 +1242,12 @@ def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
             raise ConfigError(VETH_USAGE)
         if args and args.peek() in link_tunnel.TUNNEL_KINDS:
             raise ConfigError(link_tunnel.usage(args.peek()))
+        if args and args.peek() == "vlan":
+            raise ConfigError(link_vlan.VLAN_USAGE)
+        if args and args.peek() == "bridge":
+            raise ConfigError(link_bridge.BRIDGE_USAGE)
+        if args and args.peek() == "bridge_slave":
+            raise ConfigError(link_bridge.BRIDGE_SLAVE_USAGE)
         raise ConfigError(IPLINK_USAGE)
     elif matches(word, "xstats") or matches(word, "afstats") or matches(word, "property"):
         raise ConfigError(f'netstack: "ip link {word}" is not supported', errno.EOPNOTSUPP)
