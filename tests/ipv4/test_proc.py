@@ -66,8 +66,8 @@ async def test_snmp_and_netstat_after_ping_and_tcp(
     status, out = await term.run("h1 cat /proc/net/netstat /proc/net/snmp /proc/net/snmp6")
     assert status == 0
     assert out.startswith(netstat[0]) and "\nTcp: 1 200 120000 -1 2 " in out
-    status, out = await term.run("h1 cat /proc/net/sockstat")
-    assert (status, out) == (1, "cat: /proc/net/sockstat: No such file or directory")
+    status, out = await term.run("h1 cat /proc/net/ptype")
+    assert (status, out) == (1, "cat: /proc/net/ptype: No such file or directory")
 
 
 async def test_icmpmsg_sixteen_types_a_line(
