@@ -188,6 +188,8 @@ async def _script(session: Session) -> int:
 async def _interactive(session: Session, spec: LabSpec | None) -> int:
     import readline
 
+    session.interactive = True  # ping without -c prints one line a second
+
     hist = Path(os.environ.get("NETSTACK_HISTFILE", Path.home() / ".netstack_history"))
     readline.parse_and_bind("tab: complete")
     readline.parse_and_bind("set enable-bracketed-paste off")

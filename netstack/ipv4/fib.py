@@ -54,6 +54,7 @@ from netstack.ipv4.constants import (
     RTNH_F_ONLINK,
     RTPROT_KERNEL,
 )
+from netstack.ipv4.devinet import inet_ifa_byprefix
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ipv4 import (
     INADDR_BROADCAST,
@@ -584,7 +585,7 @@ class Fib:
         self.ipv4.rt_cache_flush()
 
     # -- routes that follow addresses (fib_frontend.c) -------------------------------
-    @kernel("fib_magic")
+    @kernel("fib_magic", "fib_add_ifaddr", "fib_create_info")
     def _magic(
         self,
         table_id: int,
@@ -595,20 +596,26 @@ class Fib:
         scope: int,
         add: bool,
         priority: int = 0,
+        prefsrc: int | None = None,
     ) -> None:
-        """Add or delete a kernel route for an address. Kernel: fib_magic()."""
+        """Add or delete a kernel route for an address. Kernel: fib_magic().
+
+        *prefsrc* is the primary address of the prefix when *ifa* is a secondary one
+        (fib_add_ifaddr() passes ``prim``); a host-scope nexthop (local routes) is
+        never ``linkdown`` (fib_create_info() checks no carrier for it).
+        """
         table = self.tables[table_id]
         dev = ifa.dev
+        src = ifa.ifa_local if prefsrc is None else prefsrc
         if add:
             if rtype == RTN_LOCAL or rtype == RTN_BROADCAST:
                 nh_scope = RT_SCOPE_NOWHERE if rtype == RTN_LOCAL else RT_SCOPE_HOST
             else:
                 nh_scope = RT_SCOPE_HOST
             nh = FibNh(dev, 0, nh_scope)
-            self._mark_linkdown(nh)
-            fi = FibInfo(
-                nh, protocol=RTPROT_KERNEL, scope=scope, priority=priority, prefsrc=ifa.ifa_local
-            )
+            if nh_scope != RT_SCOPE_NOWHERE:
+                self._mark_linkdown(nh)
+            fi = FibInfo(nh, protocol=RTPROT_KERNEL, scope=scope, priority=priority, prefsrc=src)
             fa = FibAlias(table_id, dst, dst_len, rtype, fi)
             bucket = table._bucket(dst, dst_len, True)
             assert bucket is not None
@@ -617,7 +624,7 @@ class Fib:
                     o.type == rtype
                     and o.fi.nh is not None
                     and o.fi.nh.dev is dev
-                    and o.fi.prefsrc == ifa.ifa_local
+                    and o.fi.prefsrc == src
                     and o.fi.priority == priority
                 ):
                     return
@@ -632,7 +639,7 @@ class Fib:
                     and fa.fi.protocol == RTPROT_KERNEL
                     and fa.fi.nh is not None
                     and fa.fi.nh.dev is dev
-                    and fa.fi.prefsrc == ifa.ifa_local
+                    and fa.fi.prefsrc in (ifa.ifa_local, src)
                 )
             )
 
@@ -651,12 +658,28 @@ class Fib:
     def _ifaddr_routes(self, ifa: InIfaddr, add: bool, force: bool = False) -> None:
         dev = ifa.dev
         prefix = ifa.ifa_address & ifa.ifa_mask
-        self._magic(RT_TABLE_LOCAL, RTN_LOCAL, ifa.ifa_local, 32, ifa, RT_SCOPE_HOST, add)
+        src = ifa.ifa_local
+        if ifa.ifa_flags & IFA_F_SECONDARY and dev.ip_ptr is not None:
+            # a secondary address's local and broadcast routes take the primary's as
+            # their source (fib_add_ifaddr(): prim = inet_ifa_byprefix(...))
+            prim = inet_ifa_byprefix(dev.ip_ptr, prefix, ifa.ifa_mask)
+            if prim is not None:
+                src = prim.ifa_local
+        self._magic(
+            RT_TABLE_LOCAL, RTN_LOCAL, ifa.ifa_local, 32, ifa, RT_SCOPE_HOST, add, prefsrc=src
+        )
         if add and not dev.flags & 1:
             return
         if ifa.ifa_broadcast and ifa.ifa_broadcast != INADDR_BROADCAST:
             self._magic(
-                RT_TABLE_LOCAL, RTN_BROADCAST, ifa.ifa_broadcast, 32, ifa, RT_SCOPE_LINK, add
+                RT_TABLE_LOCAL,
+                RTN_BROADCAST,
+                ifa.ifa_broadcast,
+                32,
+                ifa,
+                RT_SCOPE_LINK,
+                add,
+                prefsrc=src,
             )
         if (
             not ipv4_is_zeronet(prefix)
@@ -735,7 +758,8 @@ class Fib:
         for table in self.tables.values():
             for fa in table.aliases():
                 nh = fa.fi.nh
-                if nh is not None and nh.dev is dev:
+                # host-scope nexthops (local routes) are left alone: fib_nh_scope == scope
+                if nh is not None and nh.dev is dev and nh.scope != RT_SCOPE_NOWHERE:
                     if down:
                         nh.flags |= RTNH_F_LINKDOWN
                     else:

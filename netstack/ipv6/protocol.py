@@ -601,7 +601,8 @@ class Ipv6:
         for group, snap in self.snmp6().items():
             for key, value in snap.values:
                 lines.append(f"{group + key:<32}\t{value}")
-        lines.extend(f"{'UdpLite6' + key:<32}\t0" for key in UDP6_FIELDS)
+        # the UDP-Lite list has no IgnoredMulti (net/ipv6/proc.c, snmp6_udplite6_list)
+        lines.extend(f"{'UdpLite6' + key:<32}\t0" for key in UDP6_FIELDS if key != "IgnoredMulti")
         return "\n".join(lines) + "\n"
 
     def statistics(self) -> dict[str, Any]:

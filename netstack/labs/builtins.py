@@ -12,15 +12,17 @@ programs that run on a host live in :mod:`netstack.userspace`;
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 import trio.testing
 
-from netstack.errors import ConfigError, NetstackError
+from netstack.errors import ConfigError, NetstackError, TopologyError
+from netstack.labs.units import parse_rate, parse_time
 from netstack.userspace.iproute2.nstat import nstat_counters
 
 if TYPE_CHECKING:
@@ -28,10 +30,14 @@ if TYPE_CHECKING:
     from netstack.labs.session import Context
 
 __all__ = [
+    "ADD_USAGE",
     "EXPECT_OPS",
+    "cmd_add",
+    "cmd_clear",
     "cmd_exit",
     "cmd_expect",
     "cmd_help",
+    "cmd_history",
     "cmd_hosts",
     "cmd_jobs",
     "cmd_kill",
@@ -80,7 +86,9 @@ def _stat_fields(stats: Any) -> list[str]:
 def read_counter(host: Host, name: str) -> int:
     """The value of counter *name* on *host*.
 
-    Names: an ``nstat`` name (``IpForwDatagrams``, ``UdpInDatagrams``…), a
+    Names: an ``nstat`` name (``IpForwDatagrams``, ``TcpActiveOpens``,
+    ``Ip6InReceives``, ``TcpExtTCPHPHits``… every counter of /proc/net/snmp,
+    /proc/net/snmp6 and /proc/net/netstat), a
     device counter ``DEV.FIELD`` (``eth0.rx_packets``, the
     ``rtnl_link_stats64`` names), a qdisc counter ``DEV.qdisc.FIELD``
     (``eth0.qdisc.drops``) or a drop reason ``drops.REASON``
@@ -102,14 +110,25 @@ def read_counter(host: Host, name: str) -> int:
             stats = dev.qdisc.statistics()
         value = getattr(stats, field, None)
         if not isinstance(value, int):
-            raise ConfigError(f"expect: unknown counter {name!r}")
+            fields = [f"{dev_name}.{'qdisc.' if name.count('.') > 1 else ''}{f}"
+                      for f in _stat_fields(stats)]  # fmt: skip
+            raise ConfigError(f"expect: unknown counter {name!r}{_near(name, fields)}")
         return value
     counters = nstat_counters(host.net)
     if name not in counters:
-        close = [n for n in counters if n.lower() == name.lower()]
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ConfigError(f"expect: unknown counter {name!r}{hint}")
+        raise ConfigError(f"expect: unknown counter {name!r}{_near(name, counters)}")
     return counters[name]
+
+
+def _near(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean …?)`` with the closest counter names, or nothing."""
+    pool = list(names)
+    folded = {n.lower(): n for n in pool}
+    close = [folded[name.lower()]] if name.lower() in folded else []
+    close += [n for n in difflib.get_close_matches(name, pool, n=3, cutoff=0.75) if n not in close]
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(close[:3])}?)"
 
 
 async def cmd_expect(ctx: Context, argv: list[str]) -> int:
@@ -251,6 +270,75 @@ async def cmd_wait(ctx: Context, argv: list[str]) -> int:
             await job.done.wait()
             status = job.status if job.status is not None else 143
     return 130 if ctx.interrupt.cancelled_caught else status
+
+
+ADD_USAGE: Final = (
+    "Usage: add host NAME [NAME ...]\n"
+    "       add link HOST:DEV HOST:DEV [nic] [rate RATE] [delay TIME] [mtu MTU]"
+)
+
+
+async def cmd_add(ctx: Context, argv: list[str]) -> int:
+    """``add host c`` / ``add link a:eth1 c:eth0``: grow the lab at the prompt (``--empty``)."""
+    if len(argv) >= 2 and argv[0] == "host":
+        for name in argv[1:]:
+            if name in ctx.lab.hosts:
+                ctx.err(f"add: host {name!r} exists")
+                return 1
+            if name in ctx.session.commands:
+                ctx.err(f"add: {name!r} is a command's name; pick another")
+                return 1
+            ctx.lab.add_host(name)
+        return 0
+    if len(argv) >= 3 and argv[0] == "link":
+        options = argv[3:]
+        kwargs: dict[str, Any] = {}
+        try:
+            while options:
+                word = options.pop(0)
+                if word in ("nic", "veth"):
+                    kwargs["kind"] = word
+                elif word in ("rate", "delay", "mtu") and options:
+                    value = options.pop(0)
+                    if word == "rate":
+                        kwargs["rate"] = parse_rate(value)
+                    elif word == "delay":
+                        kwargs["delay"] = parse_time(value)
+                    else:
+                        kwargs["mtu"] = int(value)
+                else:
+                    ctx.err(ADD_USAGE)
+                    return 2
+            if ("rate" in kwargs or "delay" in kwargs) and "kind" not in kwargs:
+                kwargs["kind"] = "nic"  # veth has no rate or delay: the emulated NIC pair has
+            ctx.lab.add_link(argv[1], argv[2], **kwargs)
+        except (TopologyError, ValueError, KeyError) as e:
+            ctx.err(f"add: {e}")
+            return 1
+        return 0
+    ctx.err(ADD_USAGE)
+    return 2
+
+
+async def cmd_clear(ctx: Context, argv: list[str]) -> int:
+    """``clear``: the terminal's clear-screen sequence (ncurses' ``clear`` for xterm)."""
+    ctx.out("\x1b[H\x1b[2J\x1b[3J")
+    return 0
+
+
+async def cmd_history(ctx: Context, argv: list[str]) -> int:
+    """``history [N]``: the lines typed so far, numbered as bash numbers them."""
+    lines = ctx.session.history
+    if argv:
+        if not argv[0].isdigit():
+            ctx.err(f"history: {argv[0]}: numeric argument required")
+            return 1
+        first = max(len(lines) - int(argv[0]), 0)
+    else:
+        first = 0
+    for n, line in enumerate(lines[first:], first + 1):
+        ctx.out(f"{n:5d}  {line}")
+    return 0
 
 
 async def cmd_quit(ctx: Context, argv: list[str]) -> int:

@@ -28,9 +28,13 @@ import attrs
 
 from netstack.labs import mininet
 from netstack.labs.builtins import (
+    ADD_USAGE,
+    cmd_add,
+    cmd_clear,
     cmd_exit,
     cmd_expect,
     cmd_help,
+    cmd_history,
     cmd_hosts,
     cmd_jobs,
     cmd_kill,
@@ -53,10 +57,12 @@ from netstack.userspace.ethtool import ethtool
 from netstack.userspace.iproute2 import nstat, ss, tc
 from netstack.userspace.iproute2.bridge import bridge
 from netstack.userspace.iproute2.ip import ip
-from netstack.userspace.iputils import ping
+from netstack.userspace.iputils import arping, ping
+from netstack.userspace.netcat import nc
 from netstack.userspace.netperf import netperf_cmd
 from netstack.userspace.procps import sysctl
 from netstack.userspace.tcpdump import tcpdump
+from netstack.userspace.traceroute import traceroute
 
 if TYPE_CHECKING:
     from netstack.labs.session import Context
@@ -147,10 +153,24 @@ def default_commands() -> CommandTable:
             Command("sysctl", "read and set kernel parameters (net.ipv4.ip_forward…)",
                     tool(sysctl.main), usage="sysctl [-n] [-a] [-w] NAME[=VALUE] ...",
                     linux="procps sysctl"),
-            Command("ping", "send ICMP echo requests", tool(ping.main),
-                    usage="ping [-c count] [-i interval] [-W timeout] [-s size] [-t ttl] "
-                    "[-w deadline] [-q] DESTINATION", complete=complete_hosts,
+            Command("ping", "send ICMP echo requests (IPv4 or IPv6)", tool(ping.main),
+                    usage="ping [-4|-6] [-c count] [-i interval] [-W timeout] [-s size] "
+                    "[-t ttl] [-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
                     linux="iputils ping"),
+            Command("ping6", "send ICMPv6 echo requests (ping -6)", tool(ping.main6),
+                    usage="ping6 [-c count] [-i interval] [-W timeout] [-s size] [-t hops] "
+                    "[-w deadline] [-n] [-q] DESTINATION", complete=complete_hosts,
+                    linux="iputils ping6"),
+            Command("arping", "send ARP requests to a neighbour (iputils)", tool(arping.main),
+                    usage="arping [-fqbDUA] [-c count] [-w timeout] [-i interval] [-I device] "
+                    "[-s source] DESTINATION", complete=complete_hosts, linux="iputils arping"),
+            Command("nc", "TCP/UDP connections and listeners (netcat-openbsd)", tool(nc.main),
+                    usage="nc [-46lnuvz] [-p port] [-w timeout] [destination] [port]",
+                    complete=complete_hosts, linux="netcat-openbsd nc"),
+            Command("traceroute", "print the route packets take to a host (UDP, -I ICMP)",
+                    tool(traceroute.main), usage="traceroute [-46InU] [-f first_ttl] "
+                    "[-m max_ttl] [-p port] [-q nqueries] [-w waittime] host [packetlen]",
+                    complete=complete_hosts, linux="traceroute"),
             Command("tcpdump", "print the packets a device sends and receives",
                     tool(tcpdump.main), usage="tcpdump [-eqSvxX] [-t…] [-c count] [-i interface] "
                     "[-r file] [-w file] [-Q in|out|inout] [expression]",
@@ -199,6 +219,12 @@ def default_commands() -> CommandTable:
             Command("exit", "leave the current host, or the shell", cmd_exit, scope="lab",
                     linux="bash exit"),
             Command("quit", "leave the shell", cmd_quit, scope="lab"),
+            Command("add", "add a host or a link to the lab: add host c; add link a:eth1 c:eth0",
+                    cmd_add, scope="lab", usage=ADD_USAGE),
+            Command("clear", "clear the terminal screen", cmd_clear, scope="lab",
+                    linux="ncurses clear"),
+            Command("history", "the lines typed so far, numbered", cmd_history, scope="lab",
+                    usage="history [N]", linux="bash history"),
             Command("bridge", "show and change bridge ports, the FDB and bridge VLANs",
                     tool(bridge.main), usage="bridge [ OPTIONS ] OBJECT { COMMAND | help }",
                     linux="iproute2 bridge"),

@@ -29,10 +29,11 @@ prints one line a second, as on Linux).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import shlex
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -97,6 +98,22 @@ class Context:
         """Start *fn* in the session's nursery (``nursery.start``): a daemon outliving us."""
         return await self.session.nursery.start(fn)
 
+    @contextlib.contextmanager
+    def paced(self) -> Iterator[None]:
+        """Wall-clock time inside, for a foreground command at an interactive prompt
+        (``--pace`` virtual seconds per wall second if the shell was given one)."""
+        session = self.session
+        if self.background or not session.interactive or session.clock is None:
+            yield
+            return
+        session.clock.autojump_threshold = math.inf
+        session.clock.rate = session.pace if session.pace > 0 else 1.0
+        try:
+            yield
+        finally:
+            session.clock.rate = 0
+            session.thaw()
+
 
 @attrs.define(eq=False)
 class Job:
@@ -148,6 +165,8 @@ class Session:
         self.exit_requested = False
         self.last_status = 0
         self.state: dict[str, Any] = {}  # per-session tool state (nstat history…)
+        self.interactive = False  # a person at a terminal (the shell's prompt): see Context.paced
+        self.history: list[str] = []  # the lines run, for ``history``
         if clock is not None:
             self.freeze()
 
@@ -242,6 +261,8 @@ class Session:
 
     async def run_line(self, line: str, *, interrupt: trio.CancelScope | None = None) -> int:
         """Run one line; return its exit status. Never raises for a bad line."""
+        if line.strip():
+            self.history.append(line.strip())
         try:
             words = self.split(line)
         except ValueError as e:

@@ -24,7 +24,8 @@ user space does not import the host or the lab above it:
   whether it runs in the background (``&``), ``/etc/hosts`` (:meth:`resolve`),
   files it keeps between runs (``nstat``'s history: :attr:`state`), the other
   machines of the network (``netperf`` finds the host that serves its
-  netserver) and the service manager (``netserver`` starts as a daemon). The
+  netserver), the service manager (``netserver`` starts as a daemon) and
+  whether a person watches in real time (:meth:`Process.paced`). The
   lab's :class:`~netstack.labs.session.Context` satisfies it.
 
 The shell's command table maps names to these entries; the host's Python API
@@ -36,6 +37,7 @@ entries call.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -121,6 +123,15 @@ class Process(Protocol):
 
     async def start_daemon(self, fn: Callable[..., Awaitable[Any]]) -> Any:
         """Start a daemon (``nursery.start(fn)``): returns what *fn* reports as started."""
+        ...
+
+    def paced(self) -> AbstractContextManager[None]:
+        """Inside, time follows the wall clock when a person watches at a terminal.
+
+        ``ping`` without ``-c`` at the shell's prompt prints one line a second
+        and waits for Ctrl-C; in a lab file, a script or a test, virtual time
+        keeps jumping and this is a no-op.
+        """
         ...
 
 

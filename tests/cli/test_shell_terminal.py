@@ -129,6 +129,60 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+def test_ping_without_count_follows_the_wall_clock(tmp_path: Path) -> None:
+    """At the prompt, ``ping`` without ``-c`` prints one line a second until Ctrl-C (not
+    800 lines in three seconds); with ``-c`` time still jumps."""
+    import time
+
+    child = spawn(tmp_path, DEMO)
+    out = run(child, "a ping -c 5 b")  # virtual: immediate
+    assert "5 packets transmitted, 5 received" in out
+    child.sendline("a ping b")
+    child.expect_exact("icmp_seq=1 ")
+    t0 = time.monotonic()
+    child.expect_exact("icmp_seq=2 ")
+    assert time.monotonic() - t0 > 0.5
+    child.sendintr()
+    child.expect(r"(\d+) packets transmitted, (\d+) received, 0% packet loss")
+    sent = int(child.match.group(1))
+    assert 2 <= sent <= 10
+    child.expect_exact(PROMPT)
+    out = run(child, "a ping6 -c 1 b")
+    assert "ping: b: Address family for hostname not supported" in out
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+
+
+def test_empty_shell_grows_a_lab_and_keeps_history(tmp_path: Path) -> None:
+    """``--empty``: hosts and links added at the prompt, then used; ``history``, ``clear``,
+    and the new tools (traceroute, nc, ss -s, ip -j) on the result."""
+    child = spawn(tmp_path, "--empty")
+    run(child, "add host a c")
+    run(child, "add link a:eth0 c:eth0 delay 5ms")
+    out = run(child, "add link a:eth0 c:eth1")
+    assert "add: " in out
+    run(child, "a ip addr add 10.0.0.1/24 dev eth0")
+    run(child, "c ip addr add 10.0.0.2/24 dev eth0")
+    out = run(child, "a ping -c 2 c")
+    assert "64 bytes from c (10.0.0.2): icmp_seq=1 ttl=64 time=20.0 ms" in out  # + ARP
+    out = run(child, "a traceroute -n c")
+    assert " 1  10.0.0.2  10.000 ms  10.000 ms  10.050 ms" in out  # the NIC queues the 3rd
+    out = run(child, "a ip -j -p addr show dev eth0")
+    assert '"local": "10.0.0.1",' in out
+    out = run(child, "a ss -s")
+    assert "Transport Total     IP        IPv6" in out
+    out = run(child, "history 3")
+    assert out.replace("\r", "").split("\n")[1:4] == [
+        "    8  a ip -j -p addr show dev eth0",
+        "    9  a ss -s",
+        "   10  history 3",
+    ]
+    out = run(child, "clear")
+    assert "\x1b[H\x1b[2J" in out
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+
+
 def test_experiment_shows_its_progress_on_a_terminal() -> None:
     """A long run draws a progress line on a terminal — the share done, the step, the
     time left once a step has shown how long one takes — and erases it before the result."""

@@ -186,13 +186,15 @@ async def test_help(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     for name in ("ip", "tcpdump", "ping", "nstat", "sleep", "jobs"):
         assert f"\n  {name} " in out
     assert "Time is virtual" in out
-    assert (await term.run("help ping"))[1].startswith("ping: send ICMP echo requests\nping [-c")
+    assert (await term.run("help ping"))[1].startswith(
+        "ping: send ICMP echo requests (IPv4 or IPv6)\nping [-4|-6] [-c"
+    )
     assert (await term.run("help nope"))[0] == 1
 
 
 async def test_completion(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     s = term.session
-    assert s.complete("", "h") == ["h1", "h2", "help", "hosts"]
+    assert s.complete("", "h") == ["h1", "h2", "help", "history", "hosts"]
     assert s.complete("h1 ", "tc") == ["tc", "tcpdump"]
     assert s.complete("h1 ip ", "l") == ["link"]
     assert s.complete("router ip link set ", "e") == ["eth0", "eth1"]

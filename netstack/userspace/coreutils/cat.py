@@ -3,8 +3,10 @@
 Theory of operation: a host has no file system; ``cat`` knows the files the
 kernel exposes and reads each through the kernel's own view of it:
 ``/proc/sys/…`` (the sysctl table, as procfs shows it), ``/proc/net/snmp``
-(the IPv4 MIBs, two lines per MIB: names then values, as
-``snmp_seq_show`` prints them) and ``/sys/…`` (:mod:`netstack.core.net_sysfs`).
+and ``/proc/net/netstat`` (two lines per MIB: names then values, as
+``snmp_seq_show``/``netstat_seq_show`` print them: :mod:`netstack.ipv4.proc`),
+``/proc/net/snmp6`` (``NAME<TAB>VALUE`` lines) and ``/sys/…``
+(:mod:`netstack.core.net_sysfs`).
 Anything else is ``No such file or directory``, exit status 1.
 """
 
@@ -14,26 +16,36 @@ from typing import TYPE_CHECKING
 
 from netstack.core.net_sysfs import sysfs
 from netstack.errors import ConfigError, NetstackError
-from netstack.ipv4 import ipv4_of
+from netstack.ipv4.proc import (
+    netstat_seq_show,
+    snmp_seq_show,
+    sockstat6_seq_show,
+    sockstat_seq_show,
+)
 from netstack.userspace.procps.sysctl import sysctl_spec
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.userspace.process import Machine, Process
 
-__all__ = ["main", "proc_net_snmp"]
+__all__ = ["main", "proc_net_file"]
 
 
-def proc_net_snmp(net: Net) -> str:
-    """``/proc/net/snmp``: for each MIB (IpExt is in ``/proc/net/netstat``), names then values."""
-    lines = []
-    for mib, snap in ipv4_of(net).snmp().items():
-        if mib == "IpExt":
-            continue
-        names = " ".join(k for k, _ in snap.values)
-        values = " ".join(str(v) for _, v in snap.values)
-        lines += [f"{mib}: {names}", f"{mib}: {values}"]
-    return "\n".join(lines)
+def proc_net_file(net: Net, name: str) -> str | None:
+    """The text of ``/proc/net/NAME`` (``snmp``, ``netstat``, ``snmp6``), or None."""
+    if name == "snmp":
+        return snmp_seq_show(net)
+    if name == "netstat":
+        return netstat_seq_show(net)
+    if name == "sockstat":
+        return sockstat_seq_show(net)
+    if name == "sockstat6":
+        return sockstat6_seq_show(net)
+    if name == "snmp6":
+        ipv6 = getattr(net, "ipv6", None)
+        if ipv6 is not None and hasattr(ipv6, "proc_net_snmp6"):
+            return str(ipv6.proc_net_snmp6())
+    return None
 
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
@@ -47,8 +59,10 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
             except ConfigError:
                 proc.err(f"cat: {path}: No such file or directory")
                 status = 1
-        elif path == "/proc/net/snmp":
-            proc.out(proc_net_snmp(net))
+        elif path.startswith("/proc/net/") and (
+            text := proc_net_file(net, path[len("/proc/net/") :])
+        ):
+            proc.out(text.rstrip("\n"))
         elif path.startswith("/sys/"):
             try:
                 proc.out(sysfs(net, path[len("/sys/") :]).rstrip("\n"))

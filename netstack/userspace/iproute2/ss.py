@@ -32,6 +32,7 @@ import shlex
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
+from netstack.ipv4.proc import snmp_seq_show, sockstat6_seq_show, sockstat_seq_show
 from netstack.socket.diag import (
     INET_DIAG_INFO,
     TCPF_ALL,
@@ -199,6 +200,51 @@ def ss(net: Net, command: str = "-t") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _sockstat(text: str | None) -> dict[str, dict[str, int]]:
+    """``PROTO: key value…`` lines → ``{PROTO: {key: value}}``. ss.c: get_sockstat_line()."""
+    out: dict[str, dict[str, int]] = {}
+    for line in (text or "").splitlines():
+        proto, _, rest = line.partition(": ")
+        words = rest.split()
+        out[proto] = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    return out
+
+
+def print_summary(net: Net) -> str:
+    """``ss -s``: from /proc/net/sockstat, sockstat6 and the Tcp MIB, as ss reads them.
+
+    iproute2: misc/ss.c, print_summary() (no /proc/slabinfo here: no SYN-RECV term).
+    """
+    s4 = _sockstat(sockstat_seq_show(net))
+    s6 = _sockstat(sockstat6_seq_show(net))
+    snmp = snmp_seq_show(net).splitlines()
+    tcp = dict(zip(snmp[-6].split()[1:], snmp[-5].split()[1:], strict=True))
+    estab = int(tcp["CurrEstab"])
+
+    def g(table: dict[str, dict[str, int]], proto: str, key: str) -> int:
+        return table.get(proto, {}).get(key, 0)
+
+    tcp4, tcp6 = g(s4, "TCP", "inuse"), g(s6, "TCP6", "inuse")
+    tws, total = g(s4, "TCP", "tw"), g(s4, "TCP", "alloc")
+    rows = [
+        ("RAW", g(s4, "RAW", "inuse"), g(s6, "RAW6", "inuse")),
+        ("UDP", g(s4, "UDP", "inuse"), g(s6, "UDP6", "inuse")),
+        ("TCP", tcp4, tcp6),
+    ]
+    inet = ("INET", sum(r[1] for r in rows), sum(r[2] for r in rows))
+    frag = ("FRAG", g(s4, "FRAG", "inuse"), g(s6, "FRAG6", "inuse"))
+    lines = [
+        f"Total: {g(s4, 'sockets', 'used')}",
+        f"TCP:   {total + tws} (estab {estab}, closed {total - (tcp4 + tcp6 - tws)}, "
+        f"orphaned {g(s4, 'TCP', 'orphan')}, timewait {tws})",
+        "",
+        "Transport Total     IP        IPv6",
+    ]
+    for name, v4, v6 in (*rows, inet, frag):
+        lines.append(f"{name}\t  {v4 + v6:<9} {v4:<9} {v6:<9}")
+    return "\n".join(lines) + "\n"
+
+
 # iproute2 misc/ss.c, _usage(): the options netstack's ss implements, in ss's words
 SS_USAGE: Final = (
     "Usage: ss [ OPTIONS ]\n"
@@ -214,7 +260,9 @@ SS_USAGE: Final = (
     "   -4, --ipv4          display only IP version 4 sockets\n"
     "   -6, --ipv6          display only IP version 6 sockets\n"
     "   -t, --tcp           display only TCP sockets\n"
-    "   -u, --udp           display only UDP sockets"
+    "   -u, --udp           display only UDP sockets\n"
+    "\n"
+    "   -s, --summary       show socket usage summary"
 )
 
 
@@ -227,10 +275,11 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
         proc.out("ss utility, iproute2-6.1.0")
         return 0
     long = {"--tcp": "-t", "--udp": "-u", "--all": "-a", "--listening": "-l", "--info": "-i",
-            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4", "--ipv6": "-6"}  # fmt: skip
+            "--numeric": "-n", "--extended": "-e", "--ipv4": "-4", "--ipv6": "-6",
+            "--summary": "-s"}  # fmt: skip
     argv = [long.get(a, a) for a in argv]
     for a in argv:
-        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali46ne"), None)
+        bad = a if a.startswith("--") else next((c for c in a[1:] if c not in "tuali46nes"), None)
         if not a.startswith("-") or bad is not None:
             what = f"unrecognized option '{a}'" if a.startswith("--") else (
                 f"invalid option -- '{bad}'" if a.startswith("-") else f'unknown argument "{a}"'
@@ -238,6 +287,14 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
             proc.err(f"ss: {what}\n{SS_USAGE}")
             return 255
     flags = "".join(a[1:] for a in argv if a.startswith("-") and not a.startswith("--"))
+    if "s" in flags:  # ss.c: the summary, then (with -t/-u) the sockets
+        proc.out(print_summary(host.net))
+        if not set(flags) & set("tu"):
+            return 0
+        argv = [a.replace("s", "") if a.startswith("-") and not a.startswith("--") else a
+                for a in argv if a not in ("-s", "--summary")]  # fmt: skip
+        argv = [a for a in argv if a != "-"]
+        flags = flags.replace("s", "")
     if "t" in flags or "--tcp" in argv:  # TCP sockets
         text = ss(host.net, shlex.join(argv))
         if text:

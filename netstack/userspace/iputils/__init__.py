@@ -1,4 +1,4 @@
-"""iputils: ``ping``.
+"""iputils: ``ping`` (and ``ping6``) and ``arping``.
 
-Kernel/userland: iputils (https://github.com/iputils/iputils).
+Userland: iputils (https://github.com/iputils/iputils).
 """

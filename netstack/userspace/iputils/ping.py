@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -49,6 +50,8 @@ from netstack.ipv6.sock import (
     SO_EE_ORIGIN_ICMP6,
 )
 from netstack.socket.socket import parse_inet6_addr, socket_create
+from netstack.userspace import netdb
+from netstack.userspace.netdb import AF_INET, AF_INET6, AF_UNSPEC
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_FRAG_NEEDED,
@@ -78,7 +81,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.userspace.process import Machine, Process
 
-__all__ = ["PING_USAGE", "PingReply", "PingResult", "main", "ping"]
+__all__ = ["MAXWAIT", "PING_USAGE", "PingReply", "PingResult", "main", "main6", "ping"]
 
 _EE: Final = struct.Struct("=IBBBBII")
 _TS: Final = struct.Struct("!d")
@@ -113,6 +116,7 @@ class PingResult:
     replies: tuple[PingReply, ...]
     errors: tuple[PingReply, ...]
     time: float
+    pipe: int = 0
 
     @property
     def received(self) -> int:
@@ -161,7 +165,13 @@ class PingResult:
             tdev = math.isqrt(max(tvar, 0))
             figures = "/".join(f"{u // 1000}.{u % 1000:03d}" for u in (min(usecs), tavg))
             figures += "/" + "/".join(f"{u // 1000}.{u % 1000:03d}" for u in (max(usecs), tdev))
-            lines.append(f"rtt min/avg/max/mdev = {figures} ms")
+            last = f"rtt min/avg/max/mdev = {figures} ms"
+        else:
+            last = ""
+        if self.pipe > 1:  # more than one probe was in flight when an answer came
+            last += f"{', ' if last else ''}pipe {self.pipe}"
+        if last:
+            lines.append(last)
         return "\n".join(lines)
 
 
@@ -213,6 +223,14 @@ def _error_text(icmp_type: int, code: int, info: int) -> str:
     return f"Bad ICMP type: {icmp_type}"
 
 
+MAXWAIT: Final = 10.0
+"""Seconds ``ping`` waits after its last probe when nothing came back (iputils' lingertime)."""
+
+
+def _identity(addr: str) -> str:
+    return addr
+
+
 async def ping(
     net: Net,
     destination: str,
@@ -225,19 +243,29 @@ async def ping(
     deadline: float | None = None,
     output: list[str] | None = None,
     interrupt: trio.CancelScope | None = None,
+    hostname: str | None = None,
+    pr_addr: Callable[[str], str] | None = None,
 ) -> PingResult:
     """Ping *destination* from *net*; optionally collect ``ping``'s output lines.
 
     Args:
+        destination: a numeric IPv4 or IPv6 address (``fe80::1%eth0`` with its zone).
         count: probes to send (``-c``).
         interval: seconds between probes (``-i``).
-        timeout: seconds to wait for the last reply (``-W``); default ``max(2·interval, 1)``.
+        timeout: seconds to wait after the last probe when no reply came at
+            all (``-W``, iputils' lingertime: 10 by default); once replies came,
+            ping waits twice the longest round trip, at least one interval.
         size: payload bytes (``-s``), at least 8 for the timestamp.
         ttl: IP TTL (``-t``).
-        deadline: stop after this many seconds in total (``-w``).
+        deadline: stop after this many seconds in total (``-w``); an error
+            stops it too.
         output: if given, receives the lines ``ping`` would print.
         interrupt: a cancel scope the caller may cancel to stop pinging, as
             Ctrl-C (SIGINT) stops iputils' ping: the summary is still made.
+        hostname: the target as the user named it (``PING h2 (10.0.2.2)``, the
+            statistics line); the address by default.
+        pr_addr: how an address is printed in reply and error lines
+            (``h2 (10.0.2.2)`` after a reverse lookup); the address by default.
     """
     v6 = ":" in destination
     try:
@@ -250,6 +278,8 @@ async def ping(
     if count < 1:
         raise ValueError("ping: invalid argument: count must be at least 1")
     size = max(size, 0)
+    name = destination if hostname is None else hostname
+    show = _identity if pr_addr is None else pr_addr
     if v6:
         sock = socket_create(net, 10, SOCK_DGRAM, IPPROTO_ICMPV6)
         sock.setsockopt(IPPROTO_IPV6, IPV6_RECVERR, 1)
@@ -263,22 +293,25 @@ async def ping(
         if ttl is not None:
             sock.setsockopt(IPPROTO_IP, IP_TTL, ttl)
     zone = destination.partition("%")[2]
-    if timeout is None:
-        timeout = max(2 * interval, 1.0)
+    lingertime = MAXWAIT if timeout is None else timeout
     clock = net.clock
     start = last_sent = clock.now()
     sent: dict[int, float] = {}
     replies: dict[int, PingReply] = {}
     errors: list[PingReply] = []
+    pipe = [0, 0.0]  # pipesize, tmax (iputils' acknowledge() and gather_statistics())
     if output is not None:
         if v6:
-            output.append(f"PING {destination}({destination}) {size} data bytes")
+            output.append(f"PING {name}({show(destination)}) {size} data bytes")
         else:
-            output.append(f"PING {destination} ({destination}) {size}({size + 28}) bytes of data.")
+            output.append(f"PING {name} ({destination}) {size}({size + 28}) bytes of data.")
 
     def emit(line: str) -> None:
         if output is not None:
             output.append(line)
+
+    def acknowledge(seq: int) -> None:
+        pipe[0] = max(int(pipe[0]), len(sent) - seq + 1)
 
     def drain() -> None:
         sk = sock.sock
@@ -297,7 +330,8 @@ async def ping(
                     offender = ntoa(int.from_bytes(raw[_EE.size + 4 : _EE.size + 8], "big"))
                     text = _error_text(etype, ecode, info) if origin == 2 else f"local error: {err}"
                 errors.append(PingReply(seq, None, source=offender, error=text))
-                emit(f"From {offender} icmp_seq={seq} {text}")
+                acknowledge(seq)
+                emit(f"From {show(offender)} icmp_seq={seq} {text}")
         while True:
             try:
                 data, anc, _flags, peer = sock.recvmsg_nowait(65535)
@@ -312,7 +346,16 @@ async def ping(
                 rtt = clock.now() - t0
                 ttl_ = int.from_bytes(anc[0][2], "little") if anc else 0
                 replies[seq] = PingReply(seq, rtt, ttl_, len(data), src)
-                emit(f"{len(data)} bytes from {src}: icmp_seq={seq} ttl={ttl_} time={_ms(rtt)} ms")
+                acknowledge(seq)
+                pipe[1] = max(pipe[1], rtt)
+                emit(
+                    f"{len(data)} bytes from {show(src)}: icmp_seq={seq} ttl={ttl_} "
+                    f"time={_ms(rtt)} ms"
+                )
+
+    def finished() -> bool:
+        # main_loop()'s exit conditions
+        return len(replies) + len(errors) >= count or (deadline is not None and bool(errors))
 
     try:
         with (
@@ -331,20 +374,31 @@ async def ping(
                     errors.append(PingReply(seq, None, error=e.strerror or str(e)))
                     emit(f"ping: sendmsg: {e.strerror}")
                 sent[seq] = last_sent = clock.now()
-                end = clock.now() + (interval if seq < count else timeout)
-                while clock.now() < end and not (
-                    seq == count and len(replies) + len(errors) >= count
-                ):
+                if seq < count:
+                    wait = interval
+                elif replies:  # __schedule_exit(): two round trips, at least an interval
+                    wait = max(2 * pipe[1], interval)
+                else:
+                    wait = lingertime
+                end = clock.now() + wait
+                while clock.now() < end and not finished():
                     with trio.move_on_at(end):
                         await sock.wait_readable()
                     drain()
                 drain()
+                if finished():
+                    break
     finally:
         sock.close()
     # iputils reports cur_time - start_time: cur_time is the last probe's send time
     elapsed = last_sent - start
     result = PingResult(
-        destination, len(sent), tuple(replies[s] for s in sorted(replies)), tuple(errors), elapsed
+        name,
+        len(sent),
+        tuple(replies[s] for s in sorted(replies)),
+        tuple(errors),
+        elapsed,
+        pipe=int(pipe[0]),
     )
     if output is not None:
         output.append("")
@@ -354,34 +408,67 @@ async def ping(
 
 # -- the command ---------------------------------------------------------------------------
 PING_USAGE: Final = (
-    "\nUsage\n  ping [options] <destination>\n\nOptions:\n"
+    "\n"
+    "Usage\n"
+    "  ping [options] <destination>\n"
+    "\n"
+    "Options:\n"
     "  <destination>      dns name or ip address\n"
+    "  -a                 use audible ping\n"
+    "  -A                 use adaptive ping\n"
+    "  -B                 sticky source address\n"
     "  -c <count>         stop after <count> replies\n"
+    "  -C                 call connect() syscall on socket creation\n"
+    "  -D                 print timestamps\n"
+    "  -d                 use SO_DEBUG socket option\n"
+    "  -e <identifier>    define identifier for ping session, default is random for\n"
+    "                     SOCK_RAW and kernel defined for SOCK_DGRAM\n"
+    "                     Imply using SOCK_RAW (for IPv4 only for identifier 0)\n"
+    "  -f                 flood ping\n"
+    "  -h                 print help and exit\n"
+    "  -I <interface>     either interface name or address\n"
     "  -i <interval>      seconds between sending each packet\n"
+    "  -L                 suppress loopback of multicast packets\n"
+    "  -l <preload>       send <preload> number of packages while waiting replies\n"
+    "  -m <mark>          tag the packets going out\n"
+    "  -M <pmtud opt>     define mtu discovery, can be one of <do|dont|want>\n"
     "  -n                 no dns name resolution\n"
+    "  -O                 report outstanding replies\n"
+    "  -p <pattern>       contents of padding byte\n"
     "  -q                 quiet output\n"
+    "  -Q <tclass>        use quality of service <tclass> bits\n"
     "  -s <size>          use <size> as number of data bytes to be sent\n"
+    "  -S <size>          use <size> as SO_SNDBUF socket option value\n"
     "  -t <ttl>           define time to live\n"
+    "  -U                 print user-to-user latency\n"
+    "  -v                 verbose output\n"
+    "  -V                 print version and exit\n"
     "  -w <deadline>      reply wait <deadline> in seconds\n"
-    "  -W <timeout>       time to wait for response"
+    "  -W <timeout>       time to wait for response\n"
+    "\n"
+    "IPv4 options:\n"
+    "  -4                 use IPv4\n"
+    "  -b                 allow pinging broadcast\n"
+    "  -R                 record route\n"
+    "  -T <timestamp>     define timestamp, can be one of <tsonly|tsandaddr|tsprespec>\n"
+    "\n"
+    "IPv6 options:\n"
+    "  -6                 use IPv6\n"
+    "  -F <flowlabel>     define flow label, default is random\n"
+    "  -N <nodeinfo opt>  use icmp6 node info query, try <help> as argument\n"
+    "\n"
+    "For more details see ping(8)."
 )
 
 
 class _LiveLines(list[str]):
     """A list whose appends print at once (ping's output as it happens)."""
 
-    def __init__(self, write: Callable[[str], None], rename: tuple[str, str] | None) -> None:
+    def __init__(self, write: Callable[[str], None]) -> None:
         super().__init__()
         self._write = write
-        self._rename = rename
 
     def append(self, line: str) -> None:
-        if self._rename is not None:
-            addr, name = self._rename
-            if line.startswith(f"PING {addr} ({addr})"):
-                line = line.replace(f"PING {addr} ", f"PING {name} ", 1)
-            elif line == f"--- {addr} ping statistics ---":
-                line = f"--- {name} ping statistics ---"
         super().append(line)
         self._write(line)
 
@@ -406,73 +493,138 @@ def _ping_number(flag: str, value: str, kind: type, low: float, high: float) -> 
     return n
 
 
-async def main(proc: Process, host: Machine, argv: list[str]) -> int:
-    """The ``ping`` command (see the module docstring)."""
-    opts: dict[str, Any] = {}
-    quiet = False
+_FLAGS: Final = "nvDOaAq46"
+_WITH_VALUE: Final = "ciWstw"
+
+
+@attrs.define
+class _PingArgs:
+    """What ``ping``'s command line asked for."""
+
+    family: int = AF_UNSPEC
+    numeric: bool = False
+    quiet: bool = False
     dest: str | None = None
+    opts: dict[str, Any] = attrs.Factory(dict)
+
+
+def _parse_argv(proc: Process, argv: list[str], family: int) -> _PingArgs | int:
+    """getopt(3) over iputils' option letters; an exit status when ping gives up."""
+    a = _PingArgs(family=family)
     i = 0
     while i < len(argv):
-        a = argv[i]
+        word = argv[i]
         i += 1
-        if a.startswith("-") and len(a) > 1:
-            j = 1
-            while j < len(a):
-                c = a[j]
-                j += 1
-                if c in "nvDO4":
-                    continue
-                if c == "q":
-                    quiet = True
-                    continue
-                if c not in "ciWstw":
-                    proc.err(f"ping: invalid option -- '{c}'{PING_USAGE}")
-                    return 2
-                if j < len(a):
-                    value, j = a[j:], len(a)
-                elif i < len(argv):
-                    value = argv[i]
-                    i += 1
-                else:
-                    proc.err(f"ping: option requires an argument -- '{c}'{PING_USAGE}")
-                    return 2
-                if c == "c":
-                    opts["count"] = _ping_number(c, value, int, 1, 2**63 - 1)
-                elif c == "i":
-                    opts["interval"] = _ping_number(c, value, float, 0, 2**31)
-                elif c == "W":
-                    opts["timeout"] = _ping_number(c, value, float, 0, 2**31)
-                elif c == "s":
-                    opts["size"] = _ping_number(c, value, int, 0, 65507)
-                elif c == "t":
-                    opts["ttl"] = _ping_number(c, value, int, 0, 255)
-                elif c == "w":
-                    opts["deadline"] = _ping_number(c, value, float, 0, 2**31)
-        elif dest is None:
-            dest = a
-        else:
-            dest = a  # iputils takes the last operand as the destination
-    if dest is None:
+        if not word.startswith("-") or len(word) == 1:
+            a.dest = word  # iputils takes the last operand as the destination
+            continue
+        j = 1
+        while j < len(word):
+            c = word[j]
+            j += 1
+            if c in _FLAGS:
+                if c in "46":
+                    fam = AF_INET if c == "4" else AF_INET6
+                    if a.family not in (AF_UNSPEC, fam):
+                        proc.err("ping: only one -4 or -6 option may be specified")
+                        return 2
+                    a.family = fam
+                a.numeric |= c == "n"
+                a.quiet |= c == "q"
+                continue
+            if c == "h":
+                proc.err(PING_USAGE)
+                return 2
+            if c not in _WITH_VALUE:
+                proc.err(f"ping: invalid option -- '{c}'{PING_USAGE}")
+                return 2
+            if j < len(word):
+                value, j = word[j:], len(word)
+            elif i < len(argv):
+                value = argv[i]
+                i += 1
+            else:
+                proc.err(f"ping: option requires an argument -- '{c}'{PING_USAGE}")
+                return 2
+            if c == "c":
+                a.opts["count"] = _ping_number(c, value, int, 1, 2**63 - 1)
+            elif c in "iWw":
+                key = {"i": "interval", "W": "timeout", "w": "deadline"}[c]
+                a.opts[key] = _ping_number(c, value, float, 0, 2**31)
+            elif c == "s":
+                a.opts["size"] = _ping_number(c, value, int, 0, 65507)
+            else:
+                a.opts["ttl"] = _ping_number(c, value, int, 0, 255)
+    return a
+
+
+async def _connect_probe(host: Machine, family: int, addr: str) -> str | None:
+    """iputils' UDP ``connect()`` that finds the source address: None, or why it failed."""
+    sock = host.socket(family, SOCK_DGRAM, 0)
+    try:
+        await sock.connect((addr, 1025))
+    except OSError as e:
+        return e.strerror or str(e)
+    finally:
+        sock.close()
+    return None
+
+
+async def main(proc: Process, host: Machine, argv: list[str], *, family: int = AF_UNSPEC) -> int:
+    """The ``ping`` command (see the module docstring); ``ping6`` is ``family=AF_INET6``."""
+    a = _parse_argv(proc, argv, family)
+    if isinstance(a, int):
+        return a
+    if a.dest is None:
         proc.err("ping: usage error: Destination address required")
         return 2
-    addr = dest
-    rename = None
+    dest = a.dest
     try:
-        aton(dest)
-    except ValueError:
-        resolved = proc.resolve(dest)
-        if resolved is None:
-            proc.err(f"ping: {dest}: Name or service not known")
-            return 2
-        addr, rename = resolved, (resolved, dest)
-    if "count" not in opts:
-        opts["count"] = 65535 if "deadline" not in opts else 2**31
-    lines: list[str] = _LiveLines(proc.out, rename) if not quiet else []
-    result = await ping(host.net, addr, output=lines, interrupt=proc.interrupt, **opts)
-    if quiet:
-        summary = result.summary().split("\n")
-        if rename is not None:
-            summary[0] = f"--- {dest} ping statistics ---"
-        proc.out(lines[0].replace(f"PING {addr} ", f"PING {dest} ", 1) if lines else "")
-        proc.out("\n" + "\n".join(summary))
-    return 0 if result.received else 1
+        fam, addr = netdb.getaddrinfo(proc, dest, a.family)[0]
+    except netdb.GaiError as e:
+        proc.err(f"ping: {dest}: {e}")
+        hint = netdb.suggest(proc, dest) if e.code == netdb.EAI_NONAME else None
+        if hint is not None and hint != dest:
+            proc.err(f'ping: did you mean "{hint}"?')
+        return 2
+    is_name = netdb.numeric(dest) is None
+    why = await _connect_probe(host, fam, addr)
+    if why is not None:
+        proc.err(f"ping: connect: {why}")
+        return 2
+
+    def pr_addr(address: str) -> str:
+        """iputils' pr_addr(): ``name (address)`` when the reverse lookup finds one."""
+        if a.numeric or not is_name:
+            return address
+        name = netdb.getnameinfo(proc, address.partition("%")[0])
+        return address if name is None else f"{name} ({address})"
+
+    opts = dict(a.opts)
+    count_given = "count" in opts
+    if not count_given:
+        opts["count"] = 2**31 if "deadline" in opts else 65535
+    lines: list[str] = _LiveLines(proc.out) if not a.quiet else []
+    paced = proc.paced() if not count_given and "deadline" not in opts else nullcontext()
+    with paced:
+        result = await ping(
+            host.net,
+            addr,
+            output=lines,
+            interrupt=proc.interrupt,
+            hostname=dest,
+            pr_addr=pr_addr,
+            **opts,
+        )
+    if a.quiet:
+        proc.out(lines[0] if lines else "")
+        proc.out("\n" + result.summary())
+    if not result.received:
+        return 1
+    deadline_short = "deadline" in opts and count_given and result.received < opts["count"]
+    return 1 if deadline_short else 0
+
+
+async def main6(proc: Process, host: Machine, argv: list[str]) -> int:
+    """``ping6``: ``ping -6`` (iputils installs it as a link to ping)."""
+    return await main(proc, host, argv, family=AF_INET6)

@@ -47,6 +47,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     matches,
     read_family,
 )
+from netstack.userspace.iproute2.ip.ip_json import jsonw
 from netstack.userspace.iproute2.ip.ip_link import do_iplink
 from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
@@ -223,9 +224,9 @@ def _parse_options(args: Args, opts: IpOptions) -> str | None:
         elif matches(opt, "-brief"):
             opts.brief = True
         elif matches(opt, "-json"):
-            raise ConfigError('netstack: "ip -json" is not supported', errno.EOPNOTSUPP)
+            opts.json = True
         elif matches(opt, "-pretty"):
-            pass
+            opts.pretty = True
         else:
             raise ConfigError(f'Option "{opt}" is unknown, try "ip -help".', errno.EINVAL)
     return None
@@ -268,6 +269,8 @@ def ip(net: Net, command: str) -> str:
     if handler is None:
         raise ConfigError(f'netstack: "ip {obj}" is not implemented', errno.EOPNOTSUPP)
     handler(net, opts, args)
+    if opts.json and opts.json_list:
+        return jsonw(opts.records, pretty=opts.pretty)
     return opts.text()
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import ConfigError
 from netstack.ipv6.constants import (
@@ -144,6 +144,9 @@ def addr6_passes(
 def print_addrinfo6(opts: IpOptions, ifp: Inet6Ifaddr, *, oneline: bool) -> None:
     """One ``inet6`` address. iproute2: ip/ipaddress.c, print_addrinfo()."""
     dev = ifp.dev
+    if opts.json:
+        opts.records[-1]["addr_info"].append(_addr6_json(opts, ifp))
+        return
     o: list[str] = []
     if not opts.brief:
         if oneline:
@@ -240,6 +243,33 @@ def ipaddr_modify6(
 # ---------------------------------------------------------------------------
 
 
+def _addr6_json(opts: IpOptions, ifp: Inet6Ifaddr) -> dict[str, Any]:
+    """One ``inet6`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
+    obj: dict[str, Any] = {} if opts.brief else {"family": "inet6"}
+    obj["local"] = ntoa6(ifp.addr)
+    if ifp.peer:
+        obj["address"] = ntoa6(ifp.peer)
+    obj["prefixlen"] = ifp.prefix_len
+    if ifp.rt_priority:
+        obj["metric"] = ifp.rt_priority
+    if opts.brief:
+        return obj
+    obj["scope"] = rtnl_rtscope_n2a(rt_scope(ifp.scope))
+    flags = ifp.flags
+    for mask, name in _IFA_FLAGS:
+        if mask == IFA_F_PERMANENT:
+            if not flags & mask:
+                obj["dynamic"] = True
+        elif flags & mask:
+            obj[name] = True
+        flags &= ~mask
+    if flags:
+        obj["flags"] = f"{flags:02x}"
+    clock = ifp.dev.net.clock
+    obj["valid_life_time"], obj["preferred_life_time"] = ifp.lifetimes(clock.jiffies, clock.hz)
+    return obj
+
+
 def _dst_text(dst: int, dst_len: int) -> str:
     if not dst_len:
         return "default"
@@ -261,6 +291,13 @@ def print_route6(
     mtu: int = 0,
 ) -> str:
     """One IPv6 route. iproute2: ip/iproute.c, print_route() of rt6_fill_node()'s message."""
+    if opts.json:
+        opts.records.append(
+            _route6_json(
+                opts, ipv6, f, show_table, show_dev, get_dst, get_src, prefsrc or f.prefsrc, mtu
+            )
+        )
+        return ""
     o: list[str] = []
     if f.type != RTN_UNICAST or opts.details:
         o.append(f"{_RTN_NAMES.get(f.type, str(f.type))} ")
@@ -303,6 +340,63 @@ def print_route6(
     return "".join(o)
 
 
+def _route6_json(
+    opts: IpOptions,
+    ipv6: Ipv6,
+    f: Fib6Info,
+    show_table: bool,
+    show_dev: bool,
+    get_dst: int | None,
+    get_src: int | None,
+    src: int,
+    mtu: int,
+) -> dict[str, Any]:
+    """One IPv6 route under ``-j``: print_route()'s members, in its order."""
+    obj: dict[str, Any] = {}
+    if f.type != RTN_UNICAST or opts.details:
+        obj["type"] = _RTN_NAMES.get(f.type, str(f.type))
+    if get_dst is not None:
+        obj["dst"] = ntoa6(get_dst)
+        obj["from"] = ntoa6(get_src or 0)
+    else:
+        obj["dst"] = _dst_text(f.dst, f.dst_len)
+    if f.nh.gw:
+        obj["gateway"] = ntoa6(f.nh.gw)
+    if show_dev:
+        obj["dev"] = f.nh.dev.name
+    if f.table and (f.table != RT_TABLE_MAIN or opts.details) and show_table:
+        obj["table"] = rtnl_rttable_n2a(f.table)
+    if f.protocol != RTPROT_BOOT or opts.details:
+        obj["protocol"] = rtnl_rtprot_n2a(f.protocol)
+    if opts.details:
+        obj["scope"] = "global"
+    if src:
+        obj["prefsrc"] = ntoa6(src)
+    obj["metric"] = f.metric
+    nhf = f.nh.flags
+    obj["flags"] = [
+        name
+        for bit, name in (
+            (RTNH_F_DEAD, "dead"),
+            (RTNH_F_ONLINK, "onlink"),
+            (RTNH_F_LINKDOWN, "linkdown"),
+        )
+        if nhf & bit
+    ]
+    expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
+    if expires:
+        obj["expires"] = expires
+    metrics: list[dict[str, Any]] = []
+    if mtu or f.mtu or f.mtu_lock:
+        metrics.append({"mtu": mtu or f.mtu})
+    if f.hoplimit:
+        metrics.append({"hoplimit": f.hoplimit})
+    if metrics:
+        obj["metrics"] = metrics
+    obj["pref"] = "medium"
+    return obj
+
+
 @kernel("inet6_dump_fib", "fib6_dump_node", "rt6_dump_route")
 def iproute_list6(
     net: Net,
@@ -322,6 +416,7 @@ def iproute_list6(
 ) -> None:
     """``ip -6 route show``. Kernel: inet6_dump_fib() → fib6_dump_node() → rt6_dump_route()."""
     ipv6 = ipv6_or_error(net)
+    opts.json_list = True
     tables = [t for tid, t in sorted(ipv6.fib6.tables.items()) if not tb or tid == tb]
     if tb and not tables:
         if tb == RT_TABLE_MAIN:

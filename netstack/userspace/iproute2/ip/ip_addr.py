@@ -26,7 +26,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -75,6 +75,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_rtscope_a2n,
     rtnl_rtscope_n2a,
 )
+from netstack.userspace.iproute2.ip.ip_json import stats64_json
 from netstack.userspace.iproute2.ip.ip_link import (
     IPLINK_TYPES_USAGE,
     IPLINK_USAGE,
@@ -83,6 +84,7 @@ from netstack.userspace.iproute2.ip.ip_link import (
     print_link_stats,
     print_linkinfo,
 )
+from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -245,6 +247,9 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
         return
     if filt.family not in (AF_UNSPEC, AF_INET):
         return
+    if opts.json and not flushing:
+        opts.records[-1]["addr_info"].append(_addr_json(opts, ifa))
+        return
     o: list[str] = []
     if not opts.brief:
         if filt.oneline or flushing:
@@ -282,6 +287,36 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
     opts.write("".join(o))
 
 
+def _addr_json(opts: IpOptions, ifa: InIfaddr) -> dict[str, Any]:
+    """One ``inet`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
+    obj: dict[str, Any] = {} if opts.brief else {"family": "inet"}
+    obj["local"] = ntoa(ifa.ifa_local)
+    if ifa.ifa_address != ifa.ifa_local:
+        obj["address"] = ntoa(ifa.ifa_address)
+    obj["prefixlen"] = ifa.ifa_prefixlen
+    if ifa.ifa_rt_priority:
+        obj["metric"] = ifa.ifa_rt_priority
+    if opts.brief:
+        return obj
+    if ifa.ifa_broadcast:
+        obj["broadcast"] = ntoa(ifa.ifa_broadcast)
+    obj["scope"] = rtnl_rtscope_n2a(ifa.ifa_scope)
+    flags = ifa.ifa_flags
+    for fd in IFA_FLAG_DATA:
+        if fd.mask == IFA_F_PERMANENT:
+            if not flags & fd.mask:
+                obj["dynamic"] = True
+        elif flags & fd.mask:
+            obj[fd.name] = True
+        flags &= ~fd.mask
+    if flags:
+        obj["flags"] = f"{flags:02x}"
+    obj["label"] = ifa.ifa_label
+    obj["valid_life_time"] = ifa.valid_lft
+    obj["preferred_life_time"] = ifa.preferred_lft
+    return obj
+
+
 def _print_selected(
     opts: IpOptions,
     filt: AddrFilter,
@@ -302,7 +337,7 @@ def _print_selected(
     for ifp in addrs6 or ():
         if ifp.dev is dev and _addr6_passes(filt, ifp):
             print_addrinfo6(opts, ifp, oneline=filt.oneline)
-    if opts.brief:
+    if opts.brief and not opts.json:
         opts.write("\n")
 
 
@@ -388,6 +423,7 @@ def _parse_filter(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> Ad
 def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None:
     """``ip addr show`` / ``ip link show``. iproute2: ipaddr_list_flush_or_save(IPADD_LIST)."""
     filt = _parse_filter(net, opts, args, do_link=do_link)
+    opts.json_list = True
     links = [d for d in devices(net) if not filt.ifindex or d.ifindex == filt.ifindex]
     if filt.master > 0 or filt.slave_kind is not None:
         links = []  # no device here has a master
@@ -409,6 +445,9 @@ def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None
         if res >= 0 and filt.family != AF_PACKET:
             _print_selected(opts, filt, dev, addrs, la.flags, addrs6)
         if res > 0 and not do_link and opts.stats:
+            if opts.json:
+                opts.records[-1]["stats64"] = stats64_json(dev.statistics())
+                continue
             opts.write(print_link_stats(opts, dev))
             opts.write(opts.sl)
 
@@ -510,109 +549,156 @@ def _default_scope(lcl: InetPrefix | None) -> int:
     return RT_SCOPE_UNIVERSE
 
 
-def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
-    """``ip addr add|change|replace|del``. iproute2: ipaddr_modify(); kernel: devinet.c."""
-    family = opts.family
-    delete = cmd == "del"
+@attrs.define
+class _AddrRequest:
+    """What ``ip address add|change|replace|del`` has read so far (iproute2's ``req``)."""
+
+    family: int
     d: str | None = None
     label: str | None = None
     lcl: InetPrefix | None = None
     peer: InetPrefix | None = None
     brd: InetPrefix | None = None
-    brd_mode = 0  # -1: "+", -2: "-"
-    anycast = False
+    brd_mode: int = 0  # -1: "+", -2: "-"
+    anycast: bool = False
     scope: int | None = None
-    metric = 0
+    metric: int = 0
     valid_lft: int | None = None
     preferred_lft: int | None = None
-    ifa_flags = 0
-    prefixlen = 0
-    while args:
-        word = args.take()
-        if word in ("peer", "remote"):
-            value = args.value()
-            if peer is not None:
-                duparg("peer", value)
-            peer = get_prefix(value, family)
-            if family == AF_UNSPEC:
-                family = peer.family
-            prefixlen = peer.bitlen
-        elif matches(word, "broadcast") or word == "brd":
-            value = args.value()
-            if brd is not None or brd_mode:
-                duparg("broadcast", value)
-            if value == "+":
-                brd_mode = -1
-            elif value == "-":
-                brd_mode = -2
-            else:
-                brd = get_addr(value, family)
-                if family == AF_UNSPEC:
-                    family = brd.family
-        elif word == "anycast":
-            value = args.value()
-            if anycast:
-                duparg("anycast", value)
-            any_addr = get_addr(value, family)
-            if family == AF_UNSPEC:
-                family = any_addr.family
-            anycast = True
-        elif word == "scope":
-            value = args.value()
-            sc = rtnl_rtscope_a2n(value)
-            if sc is None:
-                invarg("invalid scope value.", value)
-            scope = sc
-        elif word == "dev":
-            d = args.value()
-        elif word == "label":
-            label = args.value()
-        elif matches(word, "metric") or matches(word, "priority") or matches(word, "preference"):
-            value = args.value()
-            m = get_u32(value)
-            if m is None:
-                invarg('"metric" value is invalid\n', value)
-            metric = m
-        elif matches(word, "valid_lft"):
-            if valid_lft is not None:
-                duparg("valid_lft", word)
-            value = args.value()
-            valid_lft = _lifetime(value)
-            if valid_lft is None:
-                invarg("valid_lft value", value)
-        elif matches(word, "preferred_lft"):
-            if preferred_lft is not None:
-                duparg("preferred_lft", word)
-            value = args.value()
-            preferred_lft = _lifetime(value)
-            if preferred_lft is None:
-                invarg("preferred_lft value", value)
-        elif (fd := _flag_data(word)) is not None:
-            if fd.readonly or (fd.v6only and family != AF_INET6):
-                pass  # iproute2 prints a warning on stderr and goes on
-            else:
-                ifa_flags |= fd.mask
-        elif word == "proto":
-            value = args.value()
-            proto = {"unspec": 0, "kernel_lo": 1, "kernel_ra": 2, "kernel_ll": 3}.get(value)
-            if proto is None:
-                proto = get_u8(value)
-            if proto is None:
-                invarg('"proto" value is invalid\n', value)
-            if proto:
-                raise ConfigError(
-                    'netstack: "ip addr ... proto" is not supported', errno.EOPNOTSUPP
-                )
-        else:
-            if word == "local":
-                word = args.value()
-            if matches(word, "help"):
-                raise ConfigError(IPADDR_USAGE)
-            if lcl is not None:
-                duparg2("local", word)
-            lcl = get_prefix(word, family)
-            if family == AF_UNSPEC:
-                family = lcl.family
+    ifa_flags: int = 0
+    prefixlen: int = 0
+
+
+_IPADDR_MODIFY: Final = KeywordTable[_AddrRequest, Args]()
+"""ipaddr_modify()'s loop, in iproute2's order (the order decides abbreviations)."""
+
+
+@_IPADDR_MODIFY.keyword("peer", "remote")
+def _addr_peer(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if req.peer is not None:
+        duparg("peer", value)
+    req.peer = get_prefix(value, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.peer.family
+    req.prefixlen = req.peer.bitlen
+
+
+@_IPADDR_MODIFY.keyword("broadcast*", "brd")
+def _addr_broadcast(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if req.brd is not None or req.brd_mode:
+        duparg("broadcast", value)
+    if value == "+":
+        req.brd_mode = -1
+    elif value == "-":
+        req.brd_mode = -2
+    else:
+        req.brd = get_addr(value, req.family)
+        if req.family == AF_UNSPEC:
+            req.family = req.brd.family
+
+
+@_IPADDR_MODIFY.keyword("anycast")
+def _addr_anycast(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if req.anycast:
+        duparg("anycast", value)
+    any_addr = get_addr(value, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = any_addr.family
+    req.anycast = True
+
+
+@_IPADDR_MODIFY.keyword("scope")
+def _addr_scope(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    sc = rtnl_rtscope_a2n(value)
+    if sc is None:
+        invarg("invalid scope value.", value)
+    req.scope = sc
+
+
+@_IPADDR_MODIFY.keyword("dev")
+def _addr_dev(req: _AddrRequest, args: Args, word: str) -> None:
+    req.d = args.value()
+
+
+@_IPADDR_MODIFY.keyword("label")
+def _addr_label(req: _AddrRequest, args: Args, word: str) -> None:
+    req.label = args.value()
+
+
+@_IPADDR_MODIFY.keyword("metric*", "priority*", "preference*")
+def _addr_metric(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    m = get_u32(value)
+    if m is None:
+        invarg('"metric" value is invalid\n', value)
+    req.metric = m
+
+
+@_IPADDR_MODIFY.keyword("valid_lft*")
+def _addr_valid_lft(req: _AddrRequest, args: Args, word: str) -> None:
+    if req.valid_lft is not None:
+        duparg("valid_lft", word)
+    value = args.value()
+    req.valid_lft = _lifetime(value)
+    if req.valid_lft is None:
+        invarg("valid_lft value", value)
+
+
+@_IPADDR_MODIFY.keyword("preferred_lft*")
+def _addr_preferred_lft(req: _AddrRequest, args: Args, word: str) -> None:
+    if req.preferred_lft is not None:
+        duparg("preferred_lft", word)
+    value = args.value()
+    req.preferred_lft = _lifetime(value)
+    if req.preferred_lft is None:
+        invarg("preferred_lft value", value)
+
+
+@_IPADDR_MODIFY.keyword(*(fd.name for fd in IFA_FLAG_DATA))
+def _addr_flag(req: _AddrRequest, args: Args, word: str) -> None:
+    fd = _flag_data(word)
+    assert fd is not None
+    if fd.readonly or (fd.v6only and req.family != AF_INET6):
+        return  # iproute2 prints a warning on stderr and goes on
+    req.ifa_flags |= fd.mask
+
+
+@_IPADDR_MODIFY.keyword("proto")
+def _addr_proto(req: _AddrRequest, args: Args, word: str) -> None:
+    value = args.value()
+    proto = {"unspec": 0, "kernel_lo": 1, "kernel_ra": 2, "kernel_ll": 3}.get(value)
+    if proto is None:
+        proto = get_u8(value)
+    if proto is None:
+        invarg('"proto" value is invalid\n', value)
+    if proto:
+        raise ConfigError('netstack: "ip addr ... proto" is not supported', errno.EOPNOTSUPP)
+
+
+def _addr_local(req: _AddrRequest, args: Args, word: str) -> None:
+    """The final ``else``: ``[local] PREFIX`` (or ``help``)."""
+    if word == "local":
+        word = args.value()
+    if matches(word, "help"):
+        raise ConfigError(IPADDR_USAGE)
+    if req.lcl is not None:
+        duparg2("local", word)
+    req.lcl = get_prefix(word, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.lcl.family
+
+
+def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+    """``ip addr add|change|replace|del``. iproute2: ipaddr_modify(); kernel: devinet.c."""
+    delete = cmd == "del"
+    req = parse_keywords(_IPADDR_MODIFY, _AddrRequest(opts.family), args, _addr_local)
+    family, d, label, lcl, peer, brd = req.family, req.d, req.label, req.lcl, req.peer, req.brd
+    brd_mode, scope, metric, prefixlen = req.brd_mode, req.scope, req.metric, req.prefixlen
+    valid_lft, preferred_lft, ifa_flags = req.valid_lft, req.preferred_lft, req.ifa_flags
     if d is None:
         raise ConfigError('Not enough information: "dev" argument is required.', errno.EINVAL)
     address: InetPrefix | None = peer

@@ -26,7 +26,7 @@ import errno
 import os
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import attrs
 
@@ -142,6 +142,10 @@ class IpOptions:
     human: bool = False
     iec: bool = False
     numeric: bool = False
+    json: bool = False  # -j: listings print JSON (ip_json)
+    pretty: bool = False  # -p: indented JSON
+    json_list: bool = False  # a listing ran: the output is its JSON array
+    records: list[dict[str, Any]] = attrs.Factory(list)  # the array's objects, as they come
     out: list[str] = attrs.Factory(list)
 
     @property

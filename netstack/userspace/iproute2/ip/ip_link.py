@@ -23,7 +23,7 @@ rtnl_newlink, rtnl_dellink).
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -83,6 +83,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_group_n2a,
     strtol,
 )
+from netstack.userspace.iproute2.ip.ip_json import stats64_json
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -303,8 +304,8 @@ class LinkFilter:
     showqueue: bool = True
 
 
-def print_link_flags(flags: int, mdown: bool) -> str:
-    """``<BROADCAST,MULTICAST,UP,LOWER_UP> ``. iproute2: print_link_flags()."""
+def link_flag_names(flags: int, mdown: bool) -> list[str]:
+    """The words of ``<BROADCAST,MULTICAST,UP,LOWER_UP>`` (``-j``'s ``"flags"``)."""
     parts: list[str] = []
     if flags & IFF_UP and not flags & IFF_RUNNING:
         parts.append("NO-CARRIER")
@@ -313,12 +314,16 @@ def print_link_flags(flags: int, mdown: bool) -> str:
         if flags & bit:
             flags &= ~bit
             parts.append(name)
-    text = ",".join(parts)
     if flags:
-        text += ("," if parts else "") + f"{flags:x}"
+        parts.append(f"{flags:x}")
     if mdown:
-        text += ",M-DOWN"
-    return f"<{text}> "
+        parts.append("M-DOWN")
+    return parts
+
+
+def print_link_flags(flags: int, mdown: bool) -> str:
+    """``<BROADCAST,MULTICAST,UP,LOWER_UP> ``. iproute2: print_link_flags()."""
+    return f"<{','.join(link_flag_names(flags, mdown))}> "
 
 
 def name_and_link(la: LinkAttrs) -> tuple[str, bool]:
@@ -577,6 +582,9 @@ def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link:
     if filt.kind is not None and la.kind != filt.kind:
         return -1
     name, mdown = name_and_link(la)
+    if opts.json:
+        opts.records.append(link_json(opts, la, filt, do_link=do_link, mdown=mdown))
+        return 0 if opts.brief else 1
     sl = opts.sl
     o: list[str] = []
     if opts.brief:
@@ -626,6 +634,67 @@ def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link:
     o.append("\n")
     opts.write("".join(o))
     return 1
+
+
+def _link_member(la: LinkAttrs) -> dict[str, Any]:
+    """``"link"``/``"link_index"`` (print_linkinfo()): what ``name@…`` says in text."""
+    if la.iflink is None:
+        return {}
+    if not la.iflink:
+        return {"link": None}
+    if la.link_netnsid is not None:
+        return {"link_index": la.iflink}
+    return {"link": la.link_name if la.link_name is not None else f"if{la.iflink}"}
+
+
+def link_json(
+    opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link: bool, mdown: bool
+) -> dict[str, Any]:
+    """One link as ``ip -j link``/``ip -j addr`` prints it. iproute2: print_linkinfo()."""
+    dev = la.dev
+    flags = link_flag_names(la.flags, mdown)
+    if opts.brief:
+        obj: dict[str, Any] = {**_link_member(la), "ifname": la.name}
+        obj["operstate"] = _operstate_name(la.operstate)
+        if filt.family == AF_PACKET:
+            if dev.addr_len:
+                obj["address"] = ll_addr_n2a(dev.dev_addr, dev.type)
+            obj["flags"] = flags
+        else:
+            obj["addr_info"] = []
+        return obj
+    obj = {"ifindex": la.ifindex, **_link_member(la), "ifname": la.name, "flags": flags}
+    obj["mtu"] = dev.mtu
+    obj["qdisc"] = dev.qdisc.kind
+    master = getattr(dev, "master", None)
+    if master is not None:
+        obj["master"] = master.name
+    obj["operstate"] = _operstate_name(la.operstate)
+    if do_link:
+        obj["linkmode"] = LINK_MODES[0]
+    obj["group"] = rtnl_group_n2a(dev.group)
+    qlen = dev.tx_queue_len & 0xFFFFFFFF
+    if filt.showqueue and qlen:
+        obj["txqlen"] = qlen - (1 << 32) if qlen >= 0x80000000 else qlen
+    if not filt.family or filt.family == AF_PACKET or opts.details:
+        obj["link_type"] = ll_type_n2a(dev.type)
+        if dev.addr_len:
+            obj["address"] = ll_addr_n2a(dev.dev_addr, dev.type)
+            if la.flags & IFF_POINTOPOINT:
+                obj["link_pointtopoint"] = True
+            obj["broadcast"] = ll_addr_n2a(dev.broadcast, dev.type)
+            perm = bytes(dev.perm_addr)
+            if dev.kind == "nic" and any(perm) and perm != bytes(dev.dev_addr):
+                obj["permaddr"] = ll_addr_n2a(perm, dev.type)
+    if la.link_netnsid is not None:
+        obj["link_netnsid"] = la.link_netnsid
+    if (do_link or opts.details) and dev.ifalias:
+        obj["ifalias"] = dev.ifalias
+    if do_link and opts.stats:
+        obj["stats64"] = stats64_json(dev.statistics())
+    if not do_link and filt.family != AF_PACKET:
+        obj["addr_info"] = []
+    return obj
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ neigh_delete, neigh_fill_info, neigh_get).
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -175,6 +175,9 @@ def _passes(filt: NeighFilter, n: Neighbour) -> bool:
 def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
     """One entry. iproute2: ip/ipneigh.c, print_neigh() (iproute2 ≥ 5.16 spacing)."""
     dev = n.dev
+    if opts.json:
+        opts.records.append(_neigh_json(opts, filt, n))
+        return ""
     if opts.brief:  # print_neigh_brief() (iproute2 ≥ 5.19)
         brief = f"{addr_text(n.tbl.family, n.primary_key):<39} "
         if not filt.index:
@@ -217,6 +220,28 @@ def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
     return "".join(o)
 
 
+def _neigh_json(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> dict[str, Any]:
+    """One entry under ``-j``. iproute2: print_neigh() (flags are ``null`` members)."""
+    dev = n.dev
+    obj: dict[str, Any] = {"dst": addr_text(n.tbl.family, n.primary_key)}
+    if not filt.index:
+        obj["dev"] = dev.name
+    if n.nud_state & NUD_VALID:
+        obj["lladdr"] = ll_addr_n2a(bytes(n.ha), dev.type)
+    if opts.brief:
+        return obj
+    for bit, name in (
+        (NTF_ROUTER, "router"),
+        (NTF_PROXY, "proxy"),
+        (NTF_EXT_LEARNED, "extern_learn"),
+        (NTF_OFFLOADED, "offload"),
+    ):
+        if n.flags & bit:
+            obj[name] = None
+    obj["state"] = [name for bit, name in _STATE_NAMES if n.nud_state & bit]
+    return obj
+
+
 def _tables(net: Net) -> list[NeighTable]:
     """The neighbour tables a dump walks, ARP before ND as the kernel's neigh_tables[]."""
     tables = [ipv4_or_error(net).arp_tbl]
@@ -242,6 +267,7 @@ def _entries(net: Net) -> list[Neighbour]:
 def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> None:
     """``ip neigh show|flush``. iproute2: ip/ipneigh.c, do_show_or_flush()."""
     filt = NeighFilter(family=opts.family)
+    opts.json_list = not flush
     if flush:
         if not args:
             raise ConfigError("Flush requires arguments.", errno.EINVAL)

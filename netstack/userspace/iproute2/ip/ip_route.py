@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -115,6 +115,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_rttable_n2a,
     strtoul,
 )
+from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -437,6 +438,9 @@ def filter_route(filt: RouteFilter, r: RouteMsg) -> bool:
 
 def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
     """One route line as iproute2 prints it. iproute2: ip/iproute.c, print_route()."""
+    if opts.json:
+        opts.records.append(_route_json(opts, filt, r))
+        return ""
     o: list[str] = []
     if (r.rtype != RTN_UNICAST or opts.details) and (
         not filt.typemask or filt.typemask & (1 << r.rtype)
@@ -493,6 +497,56 @@ def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
         o.append(f"iif {r.iif.name} ")
     o.append("\n")
     return "".join(o)
+
+
+def _route_json(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> dict[str, Any]:
+    """One route under ``-j``: print_route()'s members, with its conditions and order."""
+    obj: dict[str, Any] = {}
+    if (r.rtype != RTN_UNICAST or opts.details) and (
+        not filt.typemask or filt.typemask & (1 << r.rtype)
+    ):
+        obj["type"] = rtnl_rtntype_n2a(r.rtype)
+    obj["dst"] = _dst_text(r.dst, r.dst_len)
+    if r.src is not None:
+        obj["src"] = ntoa(r.src)
+    if r.tos and filt.tosmask != -1:
+        obj["tos"] = f"0x{r.tos:02x}"
+    if r.gateway is not None and (filt.rvia is None or filt.rvia.bitlen != 32):
+        obj["gateway"] = ntoa(r.gateway)
+    if r.oif is not None and filt.oifmask != -1:
+        obj["dev"] = r.oif.name
+    if r.table and (r.table != RT_TABLE_MAIN or opts.details) and not filt.tb:
+        obj["table"] = rtnl_rttable_n2a(r.table)
+    if not r.flags & RTM_F_CLONED:
+        if (r.protocol != RTPROT_BOOT or opts.details) and filt.protocolmask != -1:
+            obj["protocol"] = rtnl_rtprot_n2a(r.protocol)
+        if (r.scope != RT_SCOPE_UNIVERSE or opts.details) and filt.scopemask != -1:
+            obj["scope"] = rtnl_rtscope_n2a(r.scope)
+    if r.prefsrc is not None and (filt.rprefsrc is None or filt.rprefsrc.bitlen != 32):
+        obj["prefsrc"] = ntoa(r.prefsrc)
+    if r.priority is not None and filt.metricmask != -1:
+        obj["metric"] = r.priority
+    obj["flags"] = [name for bit, name in _RT_FLAGS if r.flags & bit]
+    if r.mark:
+        obj["mark"] = r.mark
+    if r.uid is not None:
+        obj["uid"] = r.uid
+    if r.flags & RTM_F_CLONED:
+        obj["cache"] = [name for bit, name in _CACHE_FLAGS if r.flags & ~0xFFFF & bit]
+        if r.expires:
+            obj["expires"] = r.expires
+        if opts.stats:
+            if r.users:
+                obj["users"] = r.users
+            if r.used:
+                obj["used"] = r.used
+            if r.age:
+                obj["age"] = r.age
+    if r.mtu or r.mtu_lock:
+        obj["metrics"] = [{"mtu": r.mtu}]
+    if r.iif is not None and filt.iifmask != -1:
+        obj["iif"] = r.iif.name
+    return obj
 
 
 # ---------------------------------------------------------------------------
@@ -634,112 +688,169 @@ def rt_msg(
 # ---------------------------------------------------------------------------
 
 
-def _parse_selector(net: Net, opts: IpOptions, args: Args) -> tuple[RouteFilter, int]:
-    filt = RouteFilter(tb=RT_TABLE_MAIN)
-    family = opts.family
+@attrs.define
+class _Selector:
+    """What ``ip route show|flush SELECTOR`` has read so far."""
+
+    family: int
+    filt: RouteFilter = attrs.Factory(lambda: RouteFilter(tb=RT_TABLE_MAIN))
     od: str | None = None
     idev: str | None = None
-    while args:
-        word = args.take()
-        if matches(word, "table"):
+
+
+_IPROUTE_SELECTOR: Final = KeywordTable[_Selector, Args]()
+"""iproute_list_flush_or_save()'s loop, in iproute2's order."""
+
+
+@_IPROUTE_SELECTOR.keyword("table*")
+def _sel_table(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    tid = rtnl_rttable_a2n(value)
+    if tid is not None:
+        sel.filt.tb = tid
+    elif value == "all":
+        sel.filt.tb = 0
+    elif value == "cache":
+        sel.filt.cloned = 1
+    elif value == "help":
+        raise ConfigError(IPROUTE_USAGE)
+    else:
+        invarg("table id value is invalid\n", value)
+
+
+@_IPROUTE_SELECTOR.keyword("vrf*")
+def _sel_vrf(sel: _Selector, args: Args, word: str) -> None:
+    invarg("Invalid VRF\n", args.value())
+
+
+@_IPROUTE_SELECTOR.keyword("cached*", "cloned*")
+def _sel_cloned(sel: _Selector, args: Args, word: str) -> None:
+    sel.filt.cloned = 1
+
+
+@_IPROUTE_SELECTOR.keyword("tos", "dsfield*")
+def _sel_tos(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    tos = rtnl_dsfield_a2n(value)
+    if tos is None:
+        invarg("TOS value is invalid\n", value)
+    sel.filt.tos = tos
+    sel.filt.tosmask = -1
+
+
+@_IPROUTE_SELECTOR.keyword("protocol*")
+def _sel_protocol(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    sel.filt.protocolmask = -1
+    prot = rtnl_rtprot_a2n(value)
+    if prot is None:
+        if value != "all":
+            invarg('invalid "protocol"\n', value)
+        prot = 0
+        sel.filt.protocolmask = 0
+    sel.filt.protocol = prot
+
+
+@_IPROUTE_SELECTOR.keyword("scope*")
+def _sel_scope(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    sel.filt.scopemask = -1
+    scope = rtnl_rtscope_a2n(value)
+    if scope is None:
+        if value != "all":
+            invarg('invalid "scope"\n', value)
+        scope = RT_SCOPE_NOWHERE
+        sel.filt.scopemask = 0
+    sel.filt.scope = scope
+
+
+@_IPROUTE_SELECTOR.keyword("type*")
+def _sel_type(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    rtype = rtnl_rtntype_a2n(value)
+    if rtype is None:
+        invarg("node type value is invalid\n", value)
+    sel.filt.typemask = 1 << rtype
+
+
+@_IPROUTE_SELECTOR.keyword("dev", "oif")
+def _sel_dev(sel: _Selector, args: Args, word: str) -> None:
+    sel.od = args.value()
+
+
+@_IPROUTE_SELECTOR.keyword("iif")
+def _sel_iif(sel: _Selector, args: Args, word: str) -> None:
+    sel.idev = args.value()
+
+
+@_IPROUTE_SELECTOR.keyword("mark")
+def _sel_mark(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    if get_unsigned(value) is None:
+        invarg("invalid mark value", value)
+
+
+@_IPROUTE_SELECTOR.keyword("metric*", "priority*", "preference")
+def _sel_metric(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    metric = get_u32(value)
+    if metric is None:
+        invarg('"metric" value is invalid\n', value)
+    sel.filt.metric = metric
+    sel.filt.metricmask = -1
+
+
+@_IPROUTE_SELECTOR.keyword("via")
+def _sel_via(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    fam = read_family(value)
+    if fam == AF_UNSPEC:
+        fam = sel.family
+    else:
+        value = args.value()
+    sel.filt.rvia = get_prefix(value, fam)
+
+
+@_IPROUTE_SELECTOR.keyword("src")
+def _sel_src(sel: _Selector, args: Args, word: str) -> None:
+    sel.filt.rprefsrc = get_prefix(args.value(), sel.family)
+
+
+@_IPROUTE_SELECTOR.keyword("realms*")
+def _sel_realms(sel: _Selector, args: Args, word: str) -> None:
+    raise _unsupported("realms")
+
+
+@_IPROUTE_SELECTOR.keyword("from*")
+def _sel_from(sel: _Selector, args: Args, word: str) -> None:
+    value = args.value()
+    if matches(value, "root"):
+        sel.filt.rsrc = get_prefix(args.value(), sel.family)
+    elif matches(value, "match"):
+        sel.filt.msrc = get_prefix(args.value(), sel.family)
+    else:
+        if matches(value, "exact"):
             value = args.value()
-            tid = rtnl_rttable_a2n(value)
-            if tid is None:
-                if value == "all":
-                    filt.tb = 0
-                elif value == "cache":
-                    filt.cloned = 1
-                elif value == "help":
-                    raise ConfigError(IPROUTE_USAGE)
-                else:
-                    invarg("table id value is invalid\n", value)
-            else:
-                filt.tb = tid
-        elif matches(word, "vrf"):
-            invarg("Invalid VRF\n", args.value())
-        elif matches(word, "cached") or matches(word, "cloned"):
-            filt.cloned = 1
-        elif word == "tos" or matches(word, "dsfield"):
-            value = args.value()
-            tos = rtnl_dsfield_a2n(value)
-            if tos is None:
-                invarg("TOS value is invalid\n", value)
-            filt.tos = tos
-            filt.tosmask = -1
-        elif matches(word, "protocol"):
-            value = args.value()
-            filt.protocolmask = -1
-            prot = rtnl_rtprot_a2n(value)
-            if prot is None:
-                if value != "all":
-                    invarg('invalid "protocol"\n', value)
-                prot = 0
-                filt.protocolmask = 0
-            filt.protocol = prot
-        elif matches(word, "scope"):
-            value = args.value()
-            filt.scopemask = -1
-            scope = rtnl_rtscope_a2n(value)
-            if scope is None:
-                if value != "all":
-                    invarg('invalid "scope"\n', value)
-                scope = RT_SCOPE_NOWHERE
-                filt.scopemask = 0
-            filt.scope = scope
-        elif matches(word, "type"):
-            value = args.value()
-            rtype = rtnl_rtntype_a2n(value)
-            if rtype is None:
-                invarg("node type value is invalid\n", value)
-            filt.typemask = 1 << rtype
-        elif word in ("dev", "oif"):
-            od = args.value()
-        elif word == "iif":
-            idev = args.value()
-        elif word == "mark":
-            value = args.value()
-            if get_unsigned(value) is None:
-                invarg("invalid mark value", value)
-        elif matches(word, "metric") or matches(word, "priority") or word == "preference":
-            value = args.value()
-            metric = get_u32(value)
-            if metric is None:
-                invarg('"metric" value is invalid\n', value)
-            filt.metric = metric
-            filt.metricmask = -1
-        elif word == "via":
-            value = args.value()
-            fam = read_family(value)
-            if fam == AF_UNSPEC:
-                fam = family
-            else:
-                value = args.value()
-            filt.rvia = get_prefix(value, fam)
-        elif word == "src":
-            filt.rprefsrc = get_prefix(args.value(), family)
-        elif matches(word, "realms"):
-            raise _unsupported("realms")
-        elif matches(word, "from"):
-            value = args.value()
-            if matches(value, "root"):
-                filt.rsrc = get_prefix(args.value(), family)
-            elif matches(value, "match"):
-                filt.msrc = get_prefix(args.value(), family)
-            else:
-                if matches(value, "exact"):
-                    value = args.value()
-                filt.msrc = filt.rsrc = get_prefix(value, family)
-        else:
-            if matches(word, "to"):
-                word = args.value()
-            if matches(word, "root"):
-                filt.rdst = get_prefix(args.value(), family)
-            elif matches(word, "match"):
-                filt.mdst = get_prefix(args.value(), family)
-            else:
-                if matches(word, "exact"):
-                    word = args.value()
-                filt.mdst = filt.rdst = get_prefix(word, family)
+        sel.filt.msrc = sel.filt.rsrc = get_prefix(value, sel.family)
+
+
+def _sel_to(sel: _Selector, args: Args, word: str) -> None:
+    """The final ``else``: ``[to] [root|match|exact] PREFIX``."""
+    if matches(word, "to"):
+        word = args.value()
+    if matches(word, "root"):
+        sel.filt.rdst = get_prefix(args.value(), sel.family)
+    elif matches(word, "match"):
+        sel.filt.mdst = get_prefix(args.value(), sel.family)
+    else:
+        if matches(word, "exact"):
+            word = args.value()
+        sel.filt.mdst = sel.filt.rdst = get_prefix(word, sel.family)
+
+
+def _parse_selector(net: Net, opts: IpOptions, args: Args) -> tuple[RouteFilter, int]:
+    sel = parse_keywords(_IPROUTE_SELECTOR, _Selector(opts.family), args, _sel_to)
+    filt, family, od, idev = sel.filt, sel.family, sel.od, sel.idev
     if family == AF_UNSPEC and filt.tb:
         family = AF_INET
     if idev is not None:
@@ -764,6 +875,7 @@ def _table_missing(ipv4: Ipv4, filt: RouteFilter) -> bool:
 def iproute_list(net: Net, opts: IpOptions, args: Args) -> None:
     """``ip route show``. iproute2: iproute_list_flush_or_save(IPROUTE_LIST)."""
     filt, family = _parse_selector(net, opts, args)
+    opts.json_list = True
     if family == AF_INET6:
         iproute_list6(
             net,
@@ -891,129 +1003,205 @@ _NLFLAGS: Final = {
 }
 
 
-def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
-    """``ip route add|change|replace|prepend|append|test|del``. iproute2: iproute_modify()."""
-    delete = cmd == "del"
-    family = opts.family
-    table = RT_TABLE_MAIN
-    scope = RT_SCOPE_NOWHERE
-    protocol = 0 if delete else RTPROT_BOOT
-    rtype = RTN_UNSPEC if delete else RTN_UNICAST
+@attrs.define
+class _RouteRequest:
+    """What ``ip route add|change|…|del`` has read so far (iproute2's ``req``)."""
+
+    family: int
+    protocol: int
+    rtype: int
+    table: int = RT_TABLE_MAIN
+    scope: int = RT_SCOPE_NOWHERE
     d: str | None = None
     gw: InetPrefix | None = None
     dst: InetPrefix | None = None
     prefsrc: InetPrefix | None = None
-    priority = 0
-    tos = 0
-    onlink = False
-    mtu = 0
-    mtu_lock = False
-    expires = -1
-    table_ok = scope_ok = False
-    while args:
-        word = args.take()
-        if word == "src":
-            prefsrc = get_addr(args.value(), family)
-            if family == AF_UNSPEC:
-                family = prefsrc.family
-        elif word == "as":
-            raise _unsupported("as")
-        elif word == "via":
-            if gw is not None:
-                invarg("use nexthop syntax to specify multiple via\n", word)
-            value = args.value()
-            fam = read_family(value)
-            if fam == AF_UNSPEC:
-                fam = family
-            else:
-                value = args.value()
-            gw = get_addr(value, fam)
-            if family == AF_UNSPEC:
-                family = gw.family
-            if gw.family != family:
-                if gw.family == AF_INET6:
-                    raise extack_error("IPv6 support not enabled in kernel", errno.EINVAL)
-                raise rtnl_error(errno.EINVAL)
-        elif word == "from":
-            get_prefix(args.value(), family)
-            raise _unsupported("from")
-        elif word == "tos" or matches(word, "dsfield"):
-            value = args.value()
-            t = rtnl_dsfield_a2n(value)
-            if t is None:
-                invarg('"tos" value is invalid\n', value)
-            tos = t
-        elif word == "expires":
-            value = args.value()
-            exp = get_u32(value)
-            if exp is None:
-                invarg('"expires" value is invalid\n', value)
-            expires = exp
-        elif matches(word, "metric") or matches(word, "priority") or word == "preference":
-            value = args.value()
-            m = get_u32(value)
-            if m is None:
-                invarg('"metric" value is invalid\n', value)
-            priority = m
-        elif word == "scope":
-            value = args.value()
-            sc = rtnl_rtscope_a2n(value)
-            if sc is None:
-                invarg('invalid "scope" value\n', value)
-            scope = sc
-            scope_ok = True
-        elif word == "mtu":
-            value = args.value()
-            if value == "lock":
-                mtu_lock = True
-                value = args.value()
-            m = get_unsigned(value)
-            if m is None:
-                invarg('"mtu" value is invalid\n', value)
-            mtu = m
-        elif (
-            word in _UNSUPPORTED_METRICS
-            or any(
-                matches(word, n) for n in ("reordering", "window", "cwnd", "initcwnd", "initrwnd")
-            )
-            or matches(word, "realms")
-            or word in ("nexthop", "nhid", "encap", "ttl-propagate")
-        ):
-            raise _unsupported(word)
-        elif word == "onlink":
-            onlink = True
-        elif matches(word, "protocol"):
-            value = args.value()
-            prot = rtnl_rtprot_a2n(value)
-            if prot is None:
-                invarg('"protocol" value is invalid\n', value)
-            protocol = prot
-        elif matches(word, "table"):
-            value = args.value()
-            tid = rtnl_rttable_a2n(value)
-            if tid is None:
-                invarg('"table" value is invalid\n', value)
-            table = tid
-            table_ok = True
-        elif matches(word, "vrf"):
-            invarg("Invalid VRF\n", args.value())
-        elif word in ("dev", "oif"):
-            d = args.value()
-        elif matches(word, "pref"):
-            raise _unsupported("pref")
-        else:
-            if word == "to":
-                word = args.value()
-            if not word[:1].isdigit() and (t2 := rtnl_rtntype_a2n(word)) is not None:
-                word = args.value()
-                rtype = t2
-            if matches(word, "help"):
-                raise ConfigError(IPROUTE_USAGE)
-            if dst is not None:
-                duparg2("to", word)
-            dst = get_prefix(word, family)
-            if family == AF_UNSPEC:
-                family = dst.family
+    priority: int = 0
+    tos: int = 0
+    onlink: bool = False
+    mtu: int = 0
+    mtu_lock: bool = False
+    expires: int = -1
+    table_ok: bool = False
+    scope_ok: bool = False
+
+
+_IPROUTE_MODIFY: Final = KeywordTable[_RouteRequest, Args]()
+"""iproute_modify()'s loop, in iproute2's order (the order decides abbreviations)."""
+
+
+@_IPROUTE_MODIFY.keyword("src")
+def _route_src(req: _RouteRequest, args: Args, word: str) -> None:
+    req.prefsrc = get_addr(args.value(), req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.prefsrc.family
+
+
+@_IPROUTE_MODIFY.keyword("as")
+def _route_as(req: _RouteRequest, args: Args, word: str) -> None:
+    raise _unsupported("as")
+
+
+@_IPROUTE_MODIFY.keyword("via")
+def _route_via(req: _RouteRequest, args: Args, word: str) -> None:
+    if req.gw is not None:
+        invarg("use nexthop syntax to specify multiple via\n", word)
+    value = args.value()
+    fam = read_family(value)
+    if fam == AF_UNSPEC:
+        fam = req.family
+    else:
+        value = args.value()
+    req.gw = get_addr(value, fam)
+    if req.family == AF_UNSPEC:
+        req.family = req.gw.family
+    if req.gw.family != req.family:
+        if req.gw.family == AF_INET6:
+            raise extack_error("IPv6 support not enabled in kernel", errno.EINVAL)
+        raise rtnl_error(errno.EINVAL)
+
+
+@_IPROUTE_MODIFY.keyword("from")
+def _route_from(req: _RouteRequest, args: Args, word: str) -> None:
+    get_prefix(args.value(), req.family)
+    raise _unsupported("from")
+
+
+@_IPROUTE_MODIFY.keyword("tos", "dsfield*")
+def _route_tos(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    t = rtnl_dsfield_a2n(value)
+    if t is None:
+        invarg('"tos" value is invalid\n', value)
+    req.tos = t
+
+
+@_IPROUTE_MODIFY.keyword("expires")
+def _route_expires(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    exp = get_u32(value)
+    if exp is None:
+        invarg('"expires" value is invalid\n', value)
+    req.expires = exp
+
+
+@_IPROUTE_MODIFY.keyword("metric*", "priority*", "preference")
+def _route_metric(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    m = get_u32(value)
+    if m is None:
+        invarg('"metric" value is invalid\n', value)
+    req.priority = m
+
+
+@_IPROUTE_MODIFY.keyword("scope")
+def _route_scope(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    sc = rtnl_rtscope_a2n(value)
+    if sc is None:
+        invarg('invalid "scope" value\n', value)
+    req.scope = sc
+    req.scope_ok = True
+
+
+@_IPROUTE_MODIFY.keyword("mtu")
+def _route_mtu(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if value == "lock":
+        req.mtu_lock = True
+        value = args.value()
+    m = get_unsigned(value)
+    if m is None:
+        invarg('"mtu" value is invalid\n', value)
+    req.mtu = m
+
+
+@_IPROUTE_MODIFY.keyword(
+    *_UNSUPPORTED_METRICS,
+    *(f"{n}*" for n in ("reordering", "window", "cwnd", "initcwnd", "initrwnd", "realms")),
+    "nexthop",
+    "nhid",
+    "encap",
+    "ttl-propagate",
+)
+def _route_unsupported(req: _RouteRequest, args: Args, word: str) -> None:
+    raise _unsupported(word)
+
+
+@_IPROUTE_MODIFY.keyword("onlink")
+def _route_onlink(req: _RouteRequest, args: Args, word: str) -> None:
+    req.onlink = True
+
+
+@_IPROUTE_MODIFY.keyword("protocol*")
+def _route_protocol(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    prot = rtnl_rtprot_a2n(value)
+    if prot is None:
+        invarg('"protocol" value is invalid\n', value)
+    req.protocol = prot
+
+
+@_IPROUTE_MODIFY.keyword("table*")
+def _route_table(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    tid = rtnl_rttable_a2n(value)
+    if tid is None:
+        invarg('"table" value is invalid\n', value)
+    req.table = tid
+    req.table_ok = True
+
+
+@_IPROUTE_MODIFY.keyword("vrf*")
+def _route_vrf(req: _RouteRequest, args: Args, word: str) -> None:
+    invarg("Invalid VRF\n", args.value())
+
+
+@_IPROUTE_MODIFY.keyword("dev", "oif")
+def _route_dev(req: _RouteRequest, args: Args, word: str) -> None:
+    req.d = args.value()
+
+
+@_IPROUTE_MODIFY.keyword("pref*")
+def _route_pref(req: _RouteRequest, args: Args, word: str) -> None:
+    raise _unsupported("pref")
+
+
+def _route_dst(req: _RouteRequest, args: Args, word: str) -> None:
+    """The final ``else``: ``[to] [TYPE] PREFIX`` (or ``help``)."""
+    if word == "to":
+        word = args.value()
+    if not word[:1].isdigit() and (rtype := rtnl_rtntype_a2n(word)) is not None:
+        word = args.value()
+        req.rtype = rtype
+    if matches(word, "help"):
+        raise ConfigError(IPROUTE_USAGE)
+    if req.dst is not None:
+        duparg2("to", word)
+    req.dst = get_prefix(word, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.dst.family
+
+
+def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+    """``ip route add|change|replace|prepend|append|test|del``. iproute2: iproute_modify()."""
+    delete = cmd == "del"
+    req = _RouteRequest(
+        opts.family,
+        protocol=0 if delete else RTPROT_BOOT,
+        rtype=RTN_UNSPEC if delete else RTN_UNICAST,
+    )
+    parse_keywords(_IPROUTE_MODIFY, req, args, _route_dst)
+    family, table, scope, protocol, rtype = (
+        req.family,
+        req.table,
+        req.scope,
+        req.protocol,
+        req.rtype,
+    )
+    d, gw, dst, prefsrc, priority, tos = req.d, req.gw, req.dst, req.prefsrc, req.priority, req.tos
+    onlink, mtu, mtu_lock, expires = req.onlink, req.mtu, req.mtu_lock, req.expires
+    table_ok, scope_ok = req.table_ok, req.scope_ok
     if dst is None:
         raise ConfigError(IPROUTE_USAGE, errno.EINVAL)
     dev: NetDevice | None = None
@@ -1219,89 +1407,157 @@ def _route_get_once(
     return msg, result, table
 
 
-def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
-    """``ip route get``. iproute2: ip/iproute.c, iproute_get(); kernel: inet_rtm_getroute()."""
-    family = opts.family
+@attrs.define
+class _GetRequest:
+    """What ``ip route get`` has read so far."""
+
+    family: int
     idev: str | None = None
     odev: str | None = None
     dst: InetPrefix | None = None
     src: InetPrefix | None = None
-    tos = 0
-    mark = 0
+    tos: int = 0
+    mark: int = 0
     uid: int | None = None
-    proto = 0
-    sport = dport = 0
-    notify = connected = fib_match = False
-    while args:
-        word = args.take()
-        if word == "tos" or matches(word, "dsfield"):
-            value = args.value()
-            t = rtnl_dsfield_a2n(value)
-            if t is None:
-                invarg("TOS value is invalid\n", value)
-            tos = t
-        elif matches(word, "from"):
-            value = args.value()
-            if matches(value, "help"):
-                raise ConfigError(IPROUTE_USAGE)
-            src = get_prefix(value, family)
-            if family == AF_UNSPEC:
-                family = src.family
-        elif matches(word, "iif"):
-            idev = args.value()
-        elif matches(word, "mark"):
-            value = args.value()
-            m = get_unsigned(value)
-            if m is None:
-                invarg("invalid mark value", value)
-            mark = m
-        elif matches(word, "oif") or word == "dev":
-            odev = args.value()
-        elif matches(word, "notify"):
-            notify = True
-        elif matches(word, "connected"):
-            connected = True
-        elif matches(word, "vrf"):
-            invarg("Invalid VRF\n", args.value())
-        elif matches(word, "uid"):
-            value = args.value()
-            u = get_unsigned(value)
-            if u is None:
-                invarg("invalid UID\n", value)
-            uid = u
-        elif matches(word, "fibmatch"):
-            fib_match = True
-        elif word == "as":
-            raise _unsupported("get ... as")
-        elif matches(word, "sport") or matches(word, "dport"):
-            value = args.value()
-            port = get_unsigned(value)
-            if port is None or port > 0xFFFF:
-                invarg(f"invalid {'sport' if word[0] == 's' else 'dport'}\n", value)
-            if matches(word, "sport"):
-                sport = port
-            else:
-                dport = port
-        elif matches(word, "ipproto"):
-            value = args.value()
-            p = {"icmp": 1, "tcp": 6, "udp": 17}.get(value)
-            if p is None:
-                p = get_unsigned(value)
-            if p is None or p > 255:
-                invarg('Invalid "ipproto" value\n', value)
-            proto = p
-        elif word == "flowlabel":
-            value = args.value()
-            if get_u32(value) is None:
-                invarg("invalid flowlabel", value)
-        else:
-            if word == "to":
-                word = args.value()
-            if matches(word, "help"):
-                raise ConfigError(IPROUTE_USAGE)
-            dst = get_prefix(word, family)
-            if family == AF_UNSPEC:
-                family = dst.family
+    proto: int = 0
+    sport: int = 0
+    dport: int = 0
+    notify: bool = False
+    connected: bool = False
+    fib_match: bool = False
+
+
+_IPROUTE_GET: Final = KeywordTable[_GetRequest, Args]()
+"""iproute_get()'s loop, in iproute2's order."""
+
+
+@_IPROUTE_GET.keyword("tos", "dsfield*")
+def _get_tos(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    t = rtnl_dsfield_a2n(value)
+    if t is None:
+        invarg("TOS value is invalid\n", value)
+    req.tos = t
+
+
+@_IPROUTE_GET.keyword("from*")
+def _get_from(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if matches(value, "help"):
+        raise ConfigError(IPROUTE_USAGE)
+    req.src = get_prefix(value, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.src.family
+
+
+@_IPROUTE_GET.keyword("iif*")
+def _get_iif(req: _GetRequest, args: Args, word: str) -> None:
+    req.idev = args.value()
+
+
+@_IPROUTE_GET.keyword("mark*")
+def _get_mark(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    m = get_unsigned(value)
+    if m is None:
+        invarg("invalid mark value", value)
+    req.mark = m
+
+
+@_IPROUTE_GET.keyword("oif*", "dev")
+def _get_oif(req: _GetRequest, args: Args, word: str) -> None:
+    req.odev = args.value()
+
+
+@_IPROUTE_GET.keyword("notify*")
+def _get_notify(req: _GetRequest, args: Args, word: str) -> None:
+    req.notify = True
+
+
+@_IPROUTE_GET.keyword("connected*")
+def _get_connected(req: _GetRequest, args: Args, word: str) -> None:
+    req.connected = True
+
+
+@_IPROUTE_GET.keyword("vrf*")
+def _get_vrf(req: _GetRequest, args: Args, word: str) -> None:
+    invarg("Invalid VRF\n", args.value())
+
+
+@_IPROUTE_GET.keyword("uid*")
+def _get_uid(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    u = get_unsigned(value)
+    if u is None:
+        invarg("invalid UID\n", value)
+    req.uid = u
+
+
+@_IPROUTE_GET.keyword("fibmatch*")
+def _get_fibmatch(req: _GetRequest, args: Args, word: str) -> None:
+    req.fib_match = True
+
+
+@_IPROUTE_GET.keyword("as")
+def _get_as(req: _GetRequest, args: Args, word: str) -> None:
+    raise _unsupported("get ... as")
+
+
+@_IPROUTE_GET.keyword("sport*", "dport*")
+def _get_port(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    port = get_unsigned(value)
+    if port is None or port > 0xFFFF:
+        invarg(f"invalid {'sport' if word[0] == 's' else 'dport'}\n", value)
+    if matches(word, "sport"):
+        req.sport = port
+    else:
+        req.dport = port
+
+
+@_IPROUTE_GET.keyword("ipproto*")
+def _get_ipproto(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    p = {"icmp": 1, "tcp": 6, "udp": 17}.get(value)
+    if p is None:
+        p = get_unsigned(value)
+    if p is None or p > 255:
+        invarg('Invalid "ipproto" value\n', value)
+    req.proto = p
+
+
+@_IPROUTE_GET.keyword("flowlabel")
+def _get_flowlabel(req: _GetRequest, args: Args, word: str) -> None:
+    value = args.value()
+    if get_u32(value) is None:
+        invarg("invalid flowlabel", value)
+
+
+def _get_dst(req: _GetRequest, args: Args, word: str) -> None:
+    """The final ``else``: ``[to] ADDRESS`` (or ``help``)."""
+    if word == "to":
+        word = args.value()
+    if matches(word, "help"):
+        raise ConfigError(IPROUTE_USAGE)
+    req.dst = get_prefix(word, req.family)
+    if req.family == AF_UNSPEC:
+        req.family = req.dst.family
+
+
+def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
+    """``ip route get``. iproute2: ip/iproute.c, iproute_get(); kernel: inet_rtm_getroute()."""
+    req = parse_keywords(_IPROUTE_GET, _GetRequest(opts.family), args, _get_dst)
+    opts.json_list = True
+    family, idev, odev, dst, src = req.family, req.idev, req.odev, req.dst, req.src
+    tos, mark, uid, proto, sport, dport = (
+        req.tos,
+        req.mark,
+        req.uid,
+        req.proto,
+        req.sport,
+        req.dport,
+    )
+    notify, connected, fib_match = req.notify, req.connected, req.fib_match
     if dst is None:
         raise ConfigError("need at least a destination address", errno.EINVAL)
     iif: NetDevice | None = None

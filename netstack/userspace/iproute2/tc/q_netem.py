@@ -11,7 +11,9 @@ iproute2: tc/q_netem.c.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+import attrs
 
 from netstack.sched.pkt_sched import (
     NetemOptions,
@@ -24,7 +26,8 @@ from netstack.sched.pkt_sched import (
     TcNetemReorder,
     TcNetemSlot,
 )
-from netstack.userspace.iproute2.ip.ip_common import get_u32, matches
+from netstack.userspace.iproute2.ip.ip_common import Args, get_u32, matches
+from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 from netstack.userspace.iproute2.tc.netem_dist import netem_dist_table
 from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
 from netstack.userspace.iproute2.tc.tc_util import (
@@ -93,35 +96,16 @@ def _s32(x: int) -> int:
     return x - (1 << 32) if x & 0x80000000 else x
 
 
-class _Argv:
-    """argc/argv as q_netem.c walks them (``NEXT_ARG``, ``NEXT_IS_NUMBER``)."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.argv = argv
-        self.i = 0
-
-    @property
-    def cur(self) -> str:
-        return self.argv[self.i]
-
-    def next_arg(self) -> str:
-        self.i += 1
-        if self.i >= len(self.argv):
-            fail('Command line is not complete. Try option "help"')
-        return self.argv[self.i]
-
-    def next_ok(self) -> bool:
-        return self.i + 1 < len(self.argv)
+class _NetemArgs(Args):
+    """argc/argv as q_netem.c walks them: ``NEXT_ARG`` and the ``NEXT_IS_NUMBER`` peeks."""
 
     def next_is_number(self) -> bool:
         """``NEXT_ARG_OK() && isdigit(argv[1][0])``."""
-        return self.next_ok() and _isdigit0(self.argv[self.i + 1])
+        return bool(self) and _isdigit0(self.peek())
 
     def next_is_signed_number(self) -> bool:
         """``NEXT_ARG_OK() && (isdigit(argv[1][0]) || argv[1][0] == '-')``."""
-        return self.next_ok() and (
-            _isdigit0(self.argv[self.i + 1]) or self.argv[self.i + 1][:1] == "-"
-        )
+        return bool(self) and (_isdigit0(self.peek()) or self.peek()[:1] == "-")
 
 
 def _get_ticks(text: str, what: str) -> int:
@@ -141,6 +125,297 @@ def _percent(text: str, what: str) -> int:
     return p
 
 
+@attrs.define
+class _NetemRequest:
+    """What ``netem_parse_opt`` has read so far (its locals)."""
+
+    speed: DevSpeed
+    dev: str
+    limit: int = 1000
+    latency: int = 0
+    jitter: int = 0
+    loss: int = 0
+    gap: int = 0
+    duplicate: int = 0
+    delay_corr: int = 0
+    loss_corr: int = 0
+    dup_corr: int = 0
+    reorder_p: int = 0
+    reorder_c: int = 0
+    corrupt_p: int = 0
+    corrupt_c: int = 0
+    present_corr: bool = False
+    present_reorder: bool = False
+    present_corrupt: bool = False
+    present_ecn: bool = False
+    present_rate: bool = False
+    present_seed: bool = False
+    present_slot: bool = False
+    gimodel: list[int] = attrs.Factory(list)
+    gemodel: list[int] = attrs.Factory(list)
+    loss_type: str = ""
+    rate64: int = 0
+    packet_overhead: int = 0
+    cell_size: int = 0
+    cell_overhead: int = 0
+    slot: dict[str, int] = attrs.Factory(
+        lambda: {"min_delay": 0, "max_delay": 0, "max_packets": 0, "max_bytes": 0}
+    )
+    seed: int = 0
+    delay_dist: tuple[int, ...] | None = None
+    slot_dist: tuple[int, ...] | None = None
+
+
+_NETEM: Final = KeywordTable[_NetemRequest, _NetemArgs]()
+"""netem_parse_opt()'s loop, in iproute2's order (``l`` is ``limit``, ``d`` is ``delay``)."""
+
+
+@_NETEM.keyword("limit*")
+def _netem_limit(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    size = get_size(a.value())
+    if size is None:
+        fail(_illegal("limit"))
+    req.limit = size
+
+
+@_NETEM.keyword("latency*", "delay*")
+def _netem_delay(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.latency = _get_ticks(a.value(), "latency")
+    if a.next_is_number():
+        req.jitter = _get_ticks(a.value(), "latency")
+        if a.next_is_number():
+            req.present_corr = True
+            req.delay_corr = _percent(a.value(), "latency")
+
+
+@_NETEM.keyword("loss*", "drop*")
+def _netem_loss(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    if req.loss > 0 or req.loss_type:
+        fail(_illegal("duplicate loss argument\n"))
+    arg = a.value()
+    if _isdigit0(arg) or arg == "random":
+        if arg == "random":
+            arg = a.value()
+        req.loss = _percent(arg, "loss percent")
+        if a.next_is_number():
+            req.present_corr = True
+            req.loss_corr = _percent(a.value(), "loss correlation")
+    elif arg == "state":
+        status, p13 = parse_percent(a.value())
+        if status:
+            fail(_illegal("loss p13"))
+        # p13, p31, p32, p23, p14 (defaults: p31 = 1 - p13, p23 = 1)
+        req.gimodel = [set_percent(p13), set_percent(1.0 - p13), 0, set_percent(1.0), 0]
+        req.loss_type = "gi"
+        for idx, name in ((1, "p31"), (2, "p32"), (3, "p23"), (4, "p14")):
+            if not a.next_is_number():
+                break
+            req.gimodel[idx] = _percent(a.value(), f"loss {name}")
+    elif arg == "gemodel":
+        status, p = parse_percent(a.value())
+        if status:
+            fail(_illegal("loss gemodel p"))
+        req.gemodel = [set_percent(p), set_percent(1.0 - p), 0, 0]  # p, r, h, k1
+        req.loss_type = "ge"
+        if a.next_is_number():
+            req.gemodel[1] = _percent(a.value(), "loss gemodel r")
+            if a.next_is_number():
+                # the option is "1-h" but the kernel expects "h"
+                req.gemodel[2] = UINT32_MAX - _percent(a.value(), "loss gemodel h")
+                if a.next_is_number():
+                    req.gemodel[3] = _percent(a.value(), "loss gemodel k")
+    else:
+        fail(f"Unknown loss parameter: {arg}")
+
+
+@_NETEM.keyword("seed*")
+def _netem_seed(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.present_seed = True
+    v = get_u64(a.value(), 10)
+    if v is None:
+        fail(_illegal("seed"))
+    req.seed = v
+
+
+@_NETEM.keyword("ecn*")
+def _netem_ecn(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.present_ecn = True
+
+
+@_NETEM.keyword("reorder*")
+def _netem_reorder(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.present_reorder = True
+    req.reorder_p = _percent(a.value(), "reorder")
+    if a.next_is_number():
+        req.present_corr = True
+        req.reorder_c = _percent(a.value(), "reorder")
+
+
+@_NETEM.keyword("corrupt*")
+def _netem_corrupt(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.present_corrupt = True
+    req.corrupt_p = _percent(a.value(), "corrupt")
+    if a.next_is_number():
+        req.present_corr = True
+        req.corrupt_c = _percent(a.value(), "corrupt")
+
+
+@_NETEM.keyword("gap*")
+def _netem_gap(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    g = get_u32(a.value(), 0)
+    if g is None:
+        fail(_illegal("gap"))
+    req.gap = g
+
+
+@_NETEM.keyword("duplicate*")
+def _netem_duplicate(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.duplicate = _percent(a.value(), "duplicate")
+    if a.next_is_number():
+        req.dup_corr = _percent(a.value(), "duplicate")
+
+
+@_NETEM.keyword("distribution*")
+def _netem_distribution(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.delay_dist = _get_distribution(a.value())
+
+
+def _rate_number(value: int | None) -> int:
+    if value is None:
+        fail(_illegal("rate"))
+    return value
+
+
+@_NETEM.keyword("rate*")
+def _netem_rate(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    req.present_rate = True
+    arg = a.value()
+    percent = "%" in arg
+    r = req.speed.percent_rate64(arg, req.dev) if percent else get_rate64(arg)
+    if r is None:
+        fail(*(req.speed.errors if percent else ()), _illegal("rate"))
+    req.rate64 = r
+    if a.next_is_signed_number():
+        req.packet_overhead = _rate_number(get_s32(a.value(), 0))
+    if a.next_is_number():
+        req.cell_size = _rate_number(get_u32(a.value(), 0))
+    if a.next_is_signed_number():
+        req.cell_overhead = _rate_number(get_s32(a.value(), 0))
+
+
+@_NETEM.keyword("slot*")
+def _netem_slot(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    slot = req.slot
+    if a.next_is_number():
+        req.present_slot = True
+        t = get_time64(a.value())
+        if t is None:
+            fail(_illegal("slot min_delay"))
+        slot["min_delay"] = t
+        if a.next_is_number():
+            t2 = get_time64(a.value())
+            if t2 is None or t2 < t:
+                fail(_illegal("slot max_delay"))
+            slot["max_delay"] = t2
+        else:
+            slot["max_delay"] = t
+    else:
+        arg = a.value()
+        if arg != "distribution":
+            fail(f"Unknown slot parameter: {arg}")
+        req.present_slot = True
+        req.slot_dist = _get_distribution(a.value())
+        t = get_time64(a.value())
+        if t is None:
+            fail(_illegal("slot delay"))
+        slot["dist_delay"] = t
+        t = get_time64(a.value())
+        if t is None:
+            fail(_illegal("slot jitter"))
+        if t <= 0:
+            fail("Non-positive jitter")
+        slot["dist_jitter"] = t
+    if a and matches(a.peek(), "packets"):
+        a.take()
+        v = get_s32(a.peek(), 0) if a else None
+        if v is None:
+            fail(_illegal("slot packets"))
+        slot["max_packets"] = v
+        a.take()
+    if a and matches(a.peek(), "bytes"):
+        a.take()
+        v = get_size(a.peek()) if a else None
+        if v is None:
+            fail(_illegal("slot bytes"))
+        slot["max_bytes"] = _s32(v)
+        a.take()
+
+
+def _netem_other(req: _NetemRequest, a: _NetemArgs, word: str) -> None:
+    """The final ``else``: ``help``, or a word netem does not know."""
+    if word != "help":
+        fail(f'What is "{word}"?', NETEM_USAGE)
+    fail(NETEM_USAGE)
+
+
+def _netem_check(req: _NetemRequest) -> None:
+    """The checks after the loop, which need every option read."""
+    if req.reorder_p:
+        if req.latency == 0:
+            fail("reordering not possible without specifying some delay", NETEM_USAGE)
+        if req.gap == 0:
+            req.gap = 1
+    elif req.gap > 0:
+        fail("gap specified without reorder probability", NETEM_USAGE)
+    if req.present_ecn and req.loss <= 0 and not req.loss_type:
+        fail("ecn requested without loss model", NETEM_USAGE)
+    if req.delay_dist is not None and (req.latency == 0 or req.jitter == 0):
+        fail("distribution specified but no latency and jitter values", NETEM_USAGE)
+
+
+def _netem_options(req: _NetemRequest) -> NetemOptions:
+    """The TCA_OPTIONS netem_parse_opt() builds from what it read."""
+    gi = req.gimodel
+    rate64 = req.rate64
+    return NetemOptions(
+        qopt=TcNetemQopt(
+            latency=req.latency,
+            limit=req.limit,
+            loss=req.loss,
+            gap=req.gap,
+            duplicate=req.duplicate,
+            jitter=req.jitter,
+        ),
+        corr=(
+            TcNetemCorr(req.delay_corr, req.loss_corr, req.dup_corr) if req.present_corr else None
+        ),
+        reorder=TcNetemReorder(req.reorder_p, req.reorder_c) if req.present_reorder else None,
+        corrupt=TcNetemCorrupt(req.corrupt_p, req.corrupt_c) if req.present_corrupt else None,
+        ecn=1 if req.present_ecn else None,
+        slot=TcNetemSlot(**req.slot) if req.present_slot else None,
+        loss_gi=(
+            TcNetemGimodel(p13=gi[0], p31=gi[1], p32=gi[2], p23=gi[3], p14=gi[4])
+            if req.loss_type == "gi"
+            else None
+        ),
+        loss_ge=TcNetemGemodel(*req.gemodel) if req.loss_type == "ge" else None,
+        rate=(
+            TcNetemRate(
+                UINT32_MAX if rate64 >= 1 << 32 else rate64,
+                req.packet_overhead,
+                req.cell_size,
+                req.cell_overhead,
+            )
+            if req.present_rate
+            else None
+        ),
+        rate64=rate64 if req.present_rate and rate64 >= 1 << 32 else None,
+        seed=req.seed if req.present_seed else None,
+        delay_dist=req.delay_dist,
+        slot_dist=req.slot_dist,
+    )
+
+
 class NetemUtil(QdiscUtil):
     """iproute2: tc/q_netem.c, netem_parse_opt() / netem_print_opt()."""
 
@@ -150,226 +425,10 @@ class NetemUtil(QdiscUtil):
         self.speed = speed
 
     def parse_qopt(self, argv: list[str], dev: str) -> Any:
-        a = _Argv(argv)
-        limit = 1000
-        latency = jitter = loss = gap = duplicate = 0
-        delay_corr = loss_corr = dup_corr = 0
-        reorder_p = reorder_c = corrupt_p = corrupt_c = 0
-        present_corr = present_reorder = present_corrupt = present_ecn = False
-        present_rate = present_seed = present_slot = False
-        gimodel: list[int] = []
-        gemodel: list[int] = []
-        loss_type = ""
-        rate64 = 0
-        packet_overhead = cell_size = cell_overhead = 0
-        slot = {"min_delay": 0, "max_delay": 0, "max_packets": 0, "max_bytes": 0}
-        seed = 0
-        delay_dist: tuple[int, ...] | None = None
-        slot_dist: tuple[int, ...] | None = None
-        while a.i < len(argv):
-            word = a.cur
-            if matches(word, "limit"):
-                size = get_size(a.next_arg())
-                if size is None:
-                    fail(_illegal("limit"))
-                limit = size
-            elif matches(word, "latency") or matches(word, "delay"):
-                latency = _get_ticks(a.next_arg(), "latency")
-                if a.next_is_number():
-                    jitter = _get_ticks(a.next_arg(), "latency")
-                    if a.next_is_number():
-                        present_corr = True
-                        delay_corr = _percent(a.next_arg(), "latency")
-            elif matches(word, "loss") or matches(word, "drop"):
-                if loss > 0 or loss_type:
-                    fail(_illegal("duplicate loss argument\n"))
-                arg = a.next_arg()
-                if _isdigit0(arg) or arg == "random":
-                    if arg == "random":
-                        arg = a.next_arg()
-                    loss = _percent(arg, "loss percent")
-                    if a.next_is_number():
-                        present_corr = True
-                        loss_corr = _percent(a.next_arg(), "loss correlation")
-                elif arg == "state":
-                    status, p13 = parse_percent(a.next_arg())
-                    if status:
-                        fail(_illegal("loss p13"))
-                    # p13, p31, p32, p23, p14 (defaults: p31 = 1 - p13, p23 = 1)
-                    gimodel = [set_percent(p13), set_percent(1.0 - p13), 0, set_percent(1.0), 0]
-                    loss_type = "gi"
-                    for idx, name in ((1, "p31"), (2, "p32"), (3, "p23"), (4, "p14")):
-                        if not a.next_is_number():
-                            break
-                        gimodel[idx] = _percent(a.next_arg(), f"loss {name}")
-                elif arg == "gemodel":
-                    status, p = parse_percent(a.next_arg())
-                    if status:
-                        fail(_illegal("loss gemodel p"))
-                    gemodel = [set_percent(p), set_percent(1.0 - p), 0, 0]  # p, r, h, k1
-                    loss_type = "ge"
-                    if a.next_is_number():
-                        gemodel[1] = _percent(a.next_arg(), "loss gemodel r")
-                        if a.next_is_number():
-                            # the option is "1-h" but the kernel expects "h"
-                            h = _percent(a.next_arg(), "loss gemodel h")
-                            gemodel[2] = UINT32_MAX - h
-                            if a.next_is_number():
-                                gemodel[3] = _percent(a.next_arg(), "loss gemodel k")
-                else:
-                    fail(f"Unknown loss parameter: {arg}")
-            elif matches(word, "seed"):
-                present_seed = True
-                v = get_u64(a.next_arg(), 10)
-                if v is None:
-                    fail(_illegal("seed"))
-                seed = v
-            elif matches(word, "ecn"):
-                present_ecn = True
-            elif matches(word, "reorder"):
-                present_reorder = True
-                reorder_p = _percent(a.next_arg(), "reorder")
-                if a.next_is_number():
-                    present_corr = True
-                    reorder_c = _percent(a.next_arg(), "reorder")
-            elif matches(word, "corrupt"):
-                present_corrupt = True
-                corrupt_p = _percent(a.next_arg(), "corrupt")
-                if a.next_is_number():
-                    present_corr = True
-                    corrupt_c = _percent(a.next_arg(), "corrupt")
-            elif matches(word, "gap"):
-                g = get_u32(a.next_arg(), 0)
-                if g is None:
-                    fail(_illegal("gap"))
-                gap = g
-            elif matches(word, "duplicate"):
-                duplicate = _percent(a.next_arg(), "duplicate")
-                if a.next_is_number():
-                    dup_corr = _percent(a.next_arg(), "duplicate")
-            elif matches(word, "distribution"):
-                delay_dist = _get_distribution(a.next_arg())
-            elif matches(word, "rate"):
-                present_rate = True
-                arg = a.next_arg()
-                r = self.speed.percent_rate64(arg, dev) if "%" in arg else get_rate64(arg)
-                if r is None:
-                    fail(*(self.speed.errors if "%" in arg else ()), _illegal("rate"))
-                rate64 = r
-                if a.next_is_signed_number():
-                    v = get_s32(a.next_arg(), 0)
-                    if v is None:
-                        fail(_illegal("rate"))
-                    packet_overhead = v
-                if a.next_is_number():
-                    v = get_u32(a.next_arg(), 0)
-                    if v is None:
-                        fail(_illegal("rate"))
-                    cell_size = v
-                if a.next_is_signed_number():
-                    v = get_s32(a.next_arg(), 0)
-                    if v is None:
-                        fail(_illegal("rate"))
-                    cell_overhead = v
-            elif matches(word, "slot"):
-                if a.next_is_number():
-                    present_slot = True
-                    t = get_time64(a.next_arg())
-                    if t is None:
-                        fail(_illegal("slot min_delay"))
-                    slot["min_delay"] = t
-                    if a.next_is_number():
-                        t2 = get_time64(a.next_arg())
-                        if t2 is None or t2 < t:
-                            fail(_illegal("slot max_delay"))
-                        slot["max_delay"] = t2
-                    else:
-                        slot["max_delay"] = t
-                else:
-                    arg = a.next_arg()
-                    if arg != "distribution":
-                        fail(f"Unknown slot parameter: {arg}")
-                    present_slot = True
-                    slot_dist = _get_distribution(a.next_arg())
-                    t = get_time64(a.next_arg())
-                    if t is None:
-                        fail(_illegal("slot delay"))
-                    slot["dist_delay"] = t
-                    t = get_time64(a.next_arg())
-                    if t is None:
-                        fail(_illegal("slot jitter"))
-                    if t <= 0:
-                        fail("Non-positive jitter")
-                    slot["dist_jitter"] = t
-                if a.next_ok() and matches(argv[a.i + 1], "packets"):
-                    a.next_arg()
-                    v = get_s32(argv[a.i + 1], 0) if a.next_ok() else None
-                    if v is None:
-                        fail(_illegal("slot packets"))
-                    slot["max_packets"] = v
-                    a.next_arg()
-                if a.next_ok() and matches(argv[a.i + 1], "bytes"):
-                    a.next_arg()
-                    v = get_size(argv[a.i + 1]) if a.next_ok() else None
-                    if v is None:
-                        fail(_illegal("slot bytes"))
-                    slot["max_bytes"] = _s32(v)
-                    a.next_arg()
-            else:
-                if word != "help":
-                    fail(f'What is "{word}"?', NETEM_USAGE)
-                fail(NETEM_USAGE)
-            a.i += 1
-
-        if reorder_p:
-            if latency == 0:
-                fail("reordering not possible without specifying some delay", NETEM_USAGE)
-            if gap == 0:
-                gap = 1
-        elif gap > 0:
-            fail("gap specified without reorder probability", NETEM_USAGE)
-        if present_ecn and loss <= 0 and not loss_type:
-            fail("ecn requested without loss model", NETEM_USAGE)
-        if delay_dist is not None and (latency == 0 or jitter == 0):
-            fail("distribution specified but no latency and jitter values", NETEM_USAGE)
-
-        return NetemOptions(
-            qopt=TcNetemQopt(
-                latency=latency,
-                limit=limit,
-                loss=loss,
-                gap=gap,
-                duplicate=duplicate,
-                jitter=jitter,
-            ),
-            corr=TcNetemCorr(delay_corr, loss_corr, dup_corr) if present_corr else None,
-            reorder=TcNetemReorder(reorder_p, reorder_c) if present_reorder else None,
-            corrupt=TcNetemCorrupt(corrupt_p, corrupt_c) if present_corrupt else None,
-            ecn=1 if present_ecn else None,
-            slot=TcNetemSlot(**slot) if present_slot else None,
-            loss_gi=(
-                TcNetemGimodel(
-                    p13=gimodel[0], p31=gimodel[1], p32=gimodel[2], p23=gimodel[3], p14=gimodel[4]
-                )
-                if loss_type == "gi"
-                else None
-            ),
-            loss_ge=TcNetemGemodel(*gemodel) if loss_type == "ge" else None,
-            rate=(
-                TcNetemRate(
-                    UINT32_MAX if rate64 >= 1 << 32 else rate64,
-                    packet_overhead,
-                    cell_size,
-                    cell_overhead,
-                )
-                if present_rate
-                else None
-            ),
-            rate64=rate64 if present_rate and rate64 >= 1 << 32 else None,
-            seed=seed if present_seed else None,
-            delay_dist=delay_dist,
-            slot_dist=slot_dist,
-        )
+        req = _NetemRequest(self.speed, dev)
+        parse_keywords(_NETEM, req, _NetemArgs(argv), _netem_other)
+        _netem_check(req)
+        return _netem_options(req)
 
     def print_qopt(self, opt: Any, o: TcOptions) -> str:
         if not isinstance(opt, NetemOptions):

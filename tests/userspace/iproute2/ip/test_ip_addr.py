@@ -280,6 +280,72 @@ async def test_address_on_down_device_gets_routes_when_up(
         ("addr foo", 'Command "foo" is unknown, try "ip address help".'),
         ("addr add", 'Not enough information: "dev" argument is required.'),
         ("addr add 10.0.0.1/24 dev", 'Command line is not complete. Try option "help"'),
+        # every keyword of ipaddr_modify's loop, as iproute2 6.x answers it
+        (
+            "addr add 10.0.0.1/24 peer 10.0.0.2 peer 10.0.0.3 dev eth0",
+            'Error: duplicate "peer": "10.0.0.3" is the second value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 remote 10.0.0.2 peer 10.0.0.3 dev eth0",
+            'Error: duplicate "peer": "10.0.0.3" is the second value.',
+        ),
+        ("addr add 10.0.0.1/24 peer x dev eth0", 'Error: inet prefix is expected rather than "x".'),
+        (
+            "addr add 10.0.0.1/24 anycast 10.0.0.2 anycast 10.0.0.3 dev eth0",
+            'Error: duplicate "anycast": "10.0.0.3" is the second value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 anycast x dev eth0",
+            'Error: inet address is expected rather than "x".',
+        ),
+        (
+            "addr add 10.0.0.1/24 b 10.0.0.255 broad + dev eth0",
+            'Error: duplicate "broadcast": "+" is the second value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 scope dev eth0",
+            'Error: argument "dev" is wrong: invalid scope value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 pre x dev eth0",
+            'Error: argument "x" is wrong: "metric" value is invalid',
+        ),
+        (
+            "addr add 10.0.0.1/24 pri x dev eth0",
+            'Error: argument "x" is wrong: "metric" value is invalid',
+        ),
+        (
+            "addr add 10.0.0.1/24 valid_lft 5 valid dev eth0",
+            'Error: duplicate "valid_lft": "valid" is the second value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 preferred_lft x dev eth0",
+            'Error: argument "x" is wrong: preferred_lft value',
+        ),
+        (
+            "addr add 10.0.0.1/24 preferred_lft 5 preferred_lft 6 dev eth0",
+            'Error: duplicate "preferred_lft": "preferred_lft" is the second value.',
+        ),
+        (
+            "addr add 10.0.0.1/24 proto x dev eth0",
+            'Error: argument "x" is wrong: "proto" value is invalid',
+        ),
+        (
+            "addr add 10.0.0.1/24 proto 300 dev eth0",
+            'Error: argument "300" is wrong: "proto" value is invalid',
+        ),
+        (
+            "addr add 10.0.0.1/24 proto kernel_lo dev eth0",
+            'netstack: "ip addr ... proto" is not supported',
+        ),
+        ("addr add 10.0.0.1/24 metric", 'Command line is not complete. Try option "help"'),
+        ("addr add local", 'Command line is not complete. Try option "help"'),
+        (
+            "addr add 10.0.0.1/24 local 10.0.0.2/24 dev eth0",
+            'Error: either "local" is duplicate, or "10.0.0.2/24" is a garbage.',
+        ),
+        ("addr add 224.1.1.1/24 autojoin dev eth0", 'netstack: "autojoin" is not supported'),
+        ("addr add 10.0.0.1/24 autojoin dev eth0", "autojoin needs multicast address"),
     ],
 )
 async def test_errors(
@@ -295,6 +361,43 @@ async def test_help_is_usage(
     autojump_clock: trio.testing.MockClock, pair: tuple[Host, Host]
 ) -> None:
     a, _ = pair
-    with pytest.raises(ConfigError) as exc:
-        a.ip("addr help")
-    assert str(exc.value).startswith("Usage: ip address {add|change|replace} IFADDR dev IFNAME")
+    for command in ("addr help", "addr add help", "addr add local help", "addr add he"):
+        with pytest.raises(ConfigError) as exc:
+            a.ip(command)
+        assert str(exc.value).startswith("Usage: ip address {add|change|replace} IFADDR dev IFNAME")
+
+
+async def test_modify_keywords_and_abbreviations(
+    autojump_clock: trio.testing.MockClock, pair: tuple[Host, Host]
+) -> None:
+    """Abbreviations resolve as iproute2's chain does; flags are taken or ignored per family."""
+    a, _ = pair
+    a.ip("addr add local 10.0.0.1/24 b + label eth0:x scope link pre 7 nodad home dev eth0")
+    assert a.ip("-4 addr show dev eth0").splitlines()[1] == (
+        "    inet 10.0.0.1/24 metric 7 brd 10.0.0.255 scope link eth0:x"
+    )
+    assert "10.0.0.0/24 dev eth0 proto kernel scope link src 10.0.0.1 metric 7 \n" in a.ip("route")
+    a.ip("addr add 10.0.1.1/24 valid forever preferred forever noprefixroute dev eth0")
+    assert "10.0.1.0/24" not in a.ip("route")
+    a.ip("addr del 10.0.1.1/24 dev eth0")
+    a.ip("addr add 10.0.2.1 remote 10.0.2.9/32 dev eth0")
+    assert "    inet 10.0.2.1 peer 10.0.2.9/32 scope global eth0" in a.ip("addr show dev eth0")
+
+
+async def test_local_routes_of_secondary_and_carrierless_addresses(
+    autojump_clock: trio.testing.MockClock, pair: tuple[Host, Host]
+) -> None:
+    """As Linux 6.x answers in a namespace: a secondary's local route has the primary as its
+    source (fib_add_ifaddr's prim), and host-scope local routes are never ``linkdown``."""
+    a, _ = pair
+    a.ip("link add v1 type veth peer name v2")
+    a.ip("addr add 10.5.0.1/24 dev v1")
+    a.ip("addr add 10.5.0.2/24 dev v1")
+    a.ip("link set v1 up")  # v2 stays down: v1 has no carrier
+    assert a.ip("route show table local dev v1") == (
+        "local 10.5.0.1 proto kernel scope host src 10.5.0.1 \n"
+        "local 10.5.0.2 proto kernel scope host src 10.5.0.1 \n"
+        "broadcast 10.5.0.255 proto kernel scope link src 10.5.0.1 linkdown \n"
+    )
+    a.ip("addr del 10.5.0.2/24 dev v1")
+    assert "local 10.5.0.2 " not in a.ip("route show table local")

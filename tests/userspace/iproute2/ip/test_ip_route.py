@@ -413,6 +413,125 @@ async def test_linkdown_flag(autojump_clock: trio.testing.MockClock, lab: Lab) -
         ("route get 10.0.1.1 iif eth9", 'Cannot find device "eth9"'),
         ("route get 10.0.1.1 mark x", 'Error: argument "x" is wrong: invalid mark value'),
         ("route foo", 'Command "foo" is unknown, try "ip route help".'),
+        # every keyword of iproute_modify's loop (texts as iproute2 6.x prints them)
+        (
+            "route add 10.8.0.0/16 tos x dev eth0",
+            'Error: argument "x" is wrong: "tos" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 dsf x dev eth0",
+            'Error: argument "x" is wrong: "tos" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 expires x dev eth0",
+            'Error: argument "x" is wrong: "expires" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 pri x dev eth0",
+            'Error: argument "x" is wrong: "metric" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 p x dev eth0",
+            'Error: argument "x" is wrong: "metric" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 preference x dev eth0",
+            'Error: argument "x" is wrong: "metric" value is invalid',
+        ),
+        ("route add 10.8.0.0/16 vrf x dev eth0", 'Error: argument "x" is wrong: Invalid VRF'),
+        (
+            "route add 10.8.0.0/16 ta x dev eth0",
+            'Error: argument "x" is wrong: "table" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 pro x dev eth0",
+            'Error: argument "x" is wrong: "protocol" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 mtu dev eth0",
+            'Error: argument "dev" is wrong: "mtu" value is invalid',
+        ),
+        (
+            "route add 10.8.0.0/16 via 10.0.1.254 via inet6 fe80::1 dev eth0",
+            'Error: argument "via" is wrong: use nexthop syntax to specify multiple via',
+        ),
+        (
+            "route add 10.8.0.0/16 to 10.9.0.0/16",
+            'Error: either "to" is duplicate, or "10.9.0.0/16" is a garbage.',
+        ),
+        (
+            "route add 10.8.0.0/16 as 10.0.0.1 dev eth0",
+            'netstack: "ip route ... as" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 from 10.0.0.0/8 dev eth0",
+            'netstack: "ip route ... from" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 from x dev eth0",
+            'Error: inet prefix is expected rather than "x".',
+        ),
+        (
+            "route add 10.8.0.0/16 window 5 dev eth0",
+            'netstack: "ip route ... window" is not supported',
+        ),
+        ("route add 10.8.0.0/16 win 5 dev eth0", 'netstack: "ip route ... win" is not supported'),
+        (
+            "route add 10.8.0.0/16 advmss 5 dev eth0",
+            'netstack: "ip route ... advmss" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 realm 5 dev eth0",
+            'netstack: "ip route ... realm" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 nexthop via 10.0.1.254",
+            'netstack: "ip route ... nexthop" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 dev eth0 pref high",
+            'netstack: "ip route ... pref" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 expires 10 dev eth0",
+            'netstack: "ip route ... expires" is not supported',
+        ),
+        (
+            "route add 10.8.0.0/16 src x dev eth0",
+            'Error: inet address is expected rather than "x".',
+        ),
+        ("route add 10.8.0.0/16 mtu lock", 'Command line is not complete. Try option "help"'),
+        # the selector of ip route show/flush
+        ("route show ta x", 'Error: argument "x" is wrong: table id value is invalid'),
+        ("route show tos x", 'Error: argument "x" is wrong: TOS value is invalid'),
+        ("route show proto x", 'Error: argument "x" is wrong: invalid "protocol"'),
+        ("route show p x", 'Error: argument "x" is wrong: invalid "protocol"'),
+        ("route show vrf x", 'Error: argument "x" is wrong: Invalid VRF'),
+        ("route show metric x", 'Error: argument "x" is wrong: "metric" value is invalid'),
+        ("route show pri x", 'Error: argument "x" is wrong: "metric" value is invalid'),
+        ("route show scope x", 'Error: argument "x" is wrong: invalid "scope"'),
+        ("route show via x", 'Error: any valid prefix is expected rather than "x".'),
+        ("route show src x", 'Error: any valid prefix is expected rather than "x".'),
+        ("route show from root x", 'Error: any valid prefix is expected rather than "x".'),
+        ("route show root x", 'Error: any valid prefix is expected rather than "x".'),
+        ("route show realms 3", 'netstack: "ip route ... realms" is not supported'),
+        ("route show iif eth9", 'Cannot find device "eth9"'),
+        ("route show table", 'Command line is not complete. Try option "help"'),
+        # ip route get
+        ("route get 10.0.1.2 tos x", 'Error: argument "x" is wrong: TOS value is invalid'),
+        ("route get 10.0.1.2 uid x", 'Error: argument "x" is wrong: invalid UID'),
+        ("route get 10.0.1.2 sport x", 'Error: argument "x" is wrong: invalid sport'),
+        ("route get 10.0.1.2 dport 70000", 'Error: argument "70000" is wrong: invalid dport'),
+        ("route get 10.0.1.2 ipproto x", 'Error: argument "x" is wrong: Invalid "ipproto" value'),
+        (
+            "route get 10.0.1.2 ipproto 300",
+            'Error: argument "300" is wrong: Invalid "ipproto" value',
+        ),
+        ("route get 10.0.1.2 flowlabel x", 'Error: argument "x" is wrong: invalid flowlabel'),
+        ("route get 10.0.1.2 vrf x", 'Error: argument "x" is wrong: Invalid VRF'),
+        ("route get 10.0.1.2 m x", 'Error: argument "x" is wrong: invalid mark value'),
+        ("route get 10.0.1.2 as 10.0.0.1", 'netstack: "ip route ... get ... as" is not supported'),
+        ("route get from x 10.0.1.2", 'Error: any valid prefix is expected rather than "x".'),
     ],
 )
 async def test_errors(
@@ -431,7 +550,38 @@ async def test_usage(
     autojump_clock: trio.testing.MockClock, routed: tuple[Host, Host, Host]
 ) -> None:
     a, _, _ = routed
-    for command in ("route help", "route add", "route add help"):
+    for command in (
+        "route help",
+        "route add",
+        "route add help",
+        "route add to help",
+        "route add unicast help",
+        "route show table help",
+        "route get from help",
+        "route get to help",
+        "route get help",
+    ):
         with pytest.raises(ConfigError) as exc:
             a.ip(command)
         assert str(exc.value).startswith("Usage: ip route { list | flush } SELECTOR\n")
+
+
+async def test_modify_keywords_and_abbreviations(
+    autojump_clock: trio.testing.MockClock, routed: tuple[Host, Host, Host]
+) -> None:
+    """Abbreviations resolve in iproute2's order: ``p`` is ``priority``, ``pro`` is ``protocol``."""
+    a, _, _ = routed
+    a.ip(
+        "route add to unicast 10.8.0.0/16 via inet 10.0.1.254 p 5 pro static ta main mtu lock 1400"
+    )
+    a.ip("route add 10.9.0.0/16 oif eth0 dsfield 0x10 scope link src 10.0.1.1")
+    assert a.ip("route show 10.8.0.0/16") == (
+        "10.8.0.0/16 via 10.0.1.254 dev eth0 proto static metric 5 mtu lock 1400 \n"
+    )
+    # a filtered field is not printed (as iproute2 6.1 prints it in a namespace)
+    assert a.ip("route show ta main pro static") == (
+        "10.8.0.0/16 via 10.0.1.254 dev eth0 metric 5 mtu lock 1400 \n"
+    )
+    assert a.ip("route show exact 10.9.0.0/16 dsfield 0x10") == (
+        "10.9.0.0/16 dev eth0 scope link src 10.0.1.1 \n"
+    )

@@ -99,6 +99,98 @@ async def test_errors_are_tcs_and_change_nothing(
     assert state(h) == before
 
 
+NETEM_ERRORS = [
+    # netem_parse_opt()'s every keyword, as tc (iproute2 6.x) answers it
+    ("limit x", 'Illegal "limit"'),
+    ("delay", 'Command line is not complete. Try option "help"'),
+    ("delay x", 'Illegal "latency"'),
+    ("delay 10ms x", 'What is "x"?'),
+    ("delay 10ms 5ms x", 'What is "x"?'),
+    ("delay 10ms 5ms 1x", 'Illegal "latency"'),
+    ("latency 10ms 5x", 'Illegal "latency"'),
+    ("loss x", "Unknown loss parameter: x"),
+    ("drop foo", "Unknown loss parameter: foo"),
+    ("loss 1% loss 2%", 'Illegal "duplicate loss argument\n"'),
+    ("loss random x", 'Illegal "loss percent"'),
+    ("loss 1% 2x", 'Illegal "loss correlation"'),
+    ("loss 1% x", 'What is "x"?'),
+    ("loss state x", 'Illegal "loss p13"'),
+    ("loss state 1% 2x", 'Illegal "loss p31"'),
+    ("loss state 1% 2% 3% 4% 5x", 'Illegal "loss p14"'),
+    ("loss state 1% x", 'What is "x"?'),
+    ("loss gemodel x", 'Illegal "loss gemodel p"'),
+    ("loss gemodel 1% 2x", 'Illegal "loss gemodel r"'),
+    ("loss gemodel 1% 2% 3x", 'Illegal "loss gemodel h"'),
+    ("loss gemodel 1% 2% 3% 4x", 'Illegal "loss gemodel k"'),
+    ("loss gemodel 1% x", 'What is "x"?'),
+    ("seed x", 'Illegal "seed"'),
+    ("reorder x", 'Illegal "reorder"'),
+    ("reorder 5%", "reordering not possible without specifying some delay"),
+    ("gap 5", "gap specified without reorder probability"),
+    ("gap x", 'Illegal "gap"'),
+    ("corrupt x", 'Illegal "corrupt"'),
+    ("corrupt 1% 2x", 'Illegal "corrupt"'),
+    ("duplicate x", 'Illegal "duplicate"'),
+    ("duplicate 1% 2x", 'Illegal "duplicate"'),
+    (
+        "distribution foo",
+        "No distribution data for foo (/usr/lib/tc//foo.dist: No such file or directory)",
+    ),
+    ("delay 1ms distribution normal", "distribution specified but no latency and jitter values"),
+    ("rate x", 'Illegal "rate"'),
+    ("rate 1mbit x", 'What is "x"?'),
+    ("rate 1mbit -5x", 'Illegal "rate"'),
+    ("rate 1mbit 5 7x", 'Illegal "rate"'),
+    ("rate 1mbit 5 7 -3x", 'Illegal "rate"'),
+    ("slot x", "Unknown slot parameter: x"),
+    ("slot 5ms 1ms", 'Illegal "slot max_delay"'),
+    ("slot 5x", 'Illegal "slot min_delay"'),
+    ("slot 1ms packets x", 'Illegal "slot packets"'),
+    ("slot 1ms packets", 'Illegal "slot packets"'),
+    ("slot 1ms bytes x", 'Illegal "slot bytes"'),
+    ("slot distribution normal x", 'Illegal "slot delay"'),
+    ("slot distribution normal 1ms x", 'Illegal "slot jitter"'),
+    ("slot distribution normal 1ms 0", "Non-positive jitter"),
+    ("ecn", "ecn requested without loss model"),
+    ("foo", 'What is "foo"?'),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), NETEM_ERRORS)
+async def test_netem_option_errors(
+    autojump_clock: trio.testing.MockClock, lab: Lab, options: str, message: str
+) -> None:
+    h = nic_host(lab)
+    before = state(h)
+    with pytest.raises(ConfigError) as exc:
+        h.tc(f"qdisc add dev eth0 root netem {options}")
+    text = str(exc.value)
+    assert text.split("\nUsage: ... netem")[0] == message
+    usage = message.startswith(("What is", "reordering", "gap ", "ecn ", "distribution spec"))
+    assert ("\nUsage: ... netem [ limit PACKETS ]\n" in text) == usage
+    assert state(h) == before
+
+
+async def test_netem_options_all_at_once(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
+    h = nic_host(lab)
+    h.tc(
+        "qdisc add dev eth0 root netem l 50 d 10ms 5ms 25% lo random 1% 5% re 25% 50% g 3 c 1% 10%"
+        " du 2% 3% rate 1mbit -4 64 2 slot 1ms 2ms packets 5 bytes 1500 seed 7 ecn"
+    )
+    assert h.tc("qdisc show dev eth0") == (
+        "qdisc netem 8001: root refcnt 2 limit 50 delay 10ms  5ms 25% loss 1% 5% duplicate 2% 3%"
+        " reorder 25% 50% corrupt 1% 10% rate 1Mbit packetoverhead -4 cellsize 64 celloverhead 2"
+        " slot 1ms 2ms packets 5 bytes 1500 seed 7 ecn  gap 3\n"
+    )
+    h.tc("qdisc change dev eth0 root netem loss state 1% 2% 3% 4% 5%")
+    assert "loss state p13 1% p31 2% p32 3% p23 4% p14 5%" in h.tc("qdisc show dev eth0")
+    h.tc("qdisc change dev eth0 root netem loss gemodel 1% 2% 3% 4%")
+    assert "loss gemodel p 1% r 2% 1-h 3% 1-k 4%" in h.tc("qdisc show dev eth0")
+    with pytest.raises(ConfigError) as exc:
+        h.tc("qdisc change dev eth0 root netem help")
+    assert str(exc.value).startswith("Usage: ... netem [ limit PACKETS ]\n")
+
+
 def test_netem_distribution_tables_as_iproute2_generates_them() -> None:
     normal = netem_dist_table("normal")
     pareto = netem_dist_table("pareto")

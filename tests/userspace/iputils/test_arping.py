@@ -1,0 +1,61 @@
+"""``arping`` at the prompt: replies, unicast after the first, DAD, announcements, errors
+(the lines of iputils 20221126's arping, compared in namespaces)."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+from helpers import Term
+
+from netstack.host import mac_for
+
+
+def mac(host: str, dev: str) -> str:
+    return ":".join(f"{x:02X}" for x in mac_for(host, dev))
+
+
+async def test_arping_replies(term: Term, autojump_clock: trio.testing.MockClock) -> None:
+    t0 = trio.current_time()
+    status, out = await term.run("h1 arping -c 2 -I eth0 10.0.1.254")
+    assert status == 0
+    assert out.split("\n") == [
+        "ARPING 10.0.1.254 from 10.0.1.1 eth0",
+        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.000ms",
+        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.000ms",
+        "Sent 2 probes (1 broadcast(s))",  # the second one went unicast
+        "Received 2 response(s)",
+    ]
+    assert trio.current_time() - t0 == 2.0
+    # by name, the device from the route; -f: stop at the first reply
+    status, out = await term.run("h1 arping -f router")
+    assert status == 0 and out.split("\n")[0] == "ARPING 10.0.1.254 from 10.0.1.1 eth0"
+    assert out.endswith("Sent 1 probes (1 broadcast(s))\nReceived 1 response(s)")
+    assert (await term.run("h1 arping -q -c 1 router")) == (0, "")
+
+
+async def test_arping_no_answer_dad_and_unsolicited(
+    term: Term, autojump_clock: trio.testing.MockClock
+) -> None:
+    assert await term.run("h1 arping -c 1 -w 1 10.0.1.9") == (
+        1,
+        "ARPING 10.0.1.9 from 10.0.1.1 eth0\nSent 1 probes (1 broadcast(s))\n"
+        "Received 0 response(s)",
+    )
+    status, out = await term.run("h1 arping -D -c 1 -I eth0 10.0.1.254")
+    assert status == 1 and out.startswith("ARPING 10.0.1.254 from 0.0.0.0 eth0\nUnicast reply")
+    assert (await term.run("h1 arping -D -c 1 -I eth0 10.0.1.7"))[0] == 0  # the address is free
+    status, out = await term.run("h1 arping -U -c 1 -I eth0 10.0.1.1")
+    assert status == 0 and out.startswith("ARPING 10.0.1.1 from 10.0.1.1 eth0")
+    # with arp_accept 0 (Linux's default) an announcement updates entries, creates none
+    assert (await term.run("router ip neigh"))[1] == ""
+
+
+async def test_arping_refuses(term: Term, autojump_clock: trio.testing.MockClock) -> None:
+    status, out = await term.run("h1 arping")
+    assert status == 2 and out.startswith("\nUsage:\n  arping [options] <destination>")
+    assert await term.run("h1 arping -c 1 nosuch") == (
+        2,
+        "arping: nosuch: Name or service not known",
+    )
+    assert (await term.run("h1 arping -Z router"))[1].startswith("arping: invalid option -- 'Z'")
+    assert await term.run("h1 arping -c 1 -I eth7 router") == (2, "arping: eth7: No such device")
