@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from netstack.errors import ConfigError
-from netstack.userspace.tcpdump.tcpdump import Dumper, parse_tcpdump_args, read_pcap
+from netstack.userspace.tcpdump.tcpdump import parse_tcpdump_args, read_file, read_pcap
 from netstack.userspace.tcpdump.tcpdump_filter import compile_filter, dissect
 from netstack.userspace.tcpdump.tcpdump_print import Printer, format_timestamp
 
@@ -39,12 +39,7 @@ FUZZ = settings(
 def ours(path: Path, flags: list[str]) -> list[str]:
     opts = parse_tcpdump_args([*flags, "-r", str(path)])
     lines: list[str] = []
-    dumper = Dumper(opts, lines.append)
-    _head, frames = read_pcap(path)
-    for ts, data, wirelen in frames:
-        dumper.frame(ts, data, wirelen)
-        if dumper.done:
-            break
+    read_file(opts, lines.append, lambda _s: None)
     return "\n".join(lines).split("\n") if lines else []
 
 
