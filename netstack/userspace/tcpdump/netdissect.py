@@ -83,8 +83,8 @@ ETHERTYPES: Final = {
     0x9000: "Loopback",
 }
 
-IP_PROTOS: Final = {
-    0: "HBH",
+IP_PROTOS: Final = {  # tcpdump's ipproto_values (ipproto.c)
+    0: "Options",
     1: "ICMP",
     2: "IGMP",
     4: "IPIP",
@@ -92,7 +92,6 @@ IP_PROTOS: Final = {
     8: "EGP",
     9: "IGRP",
     17: "UDP",
-    29: "ISO-TP4",
     33: "DCCP",
     41: "IPv6",
     43: "Routing",
@@ -101,12 +100,10 @@ IP_PROTOS: Final = {
     47: "GRE",
     50: "ESP",
     51: "AH",
-    54: "NARP",
+    55: "Mobile IP",
     58: "ICMPv6",
-    59: "NONE",
-    60: "DSTOPTS",
-    80: "ISO-IP",
-    81: "VMTP",
+    62: "Mobile IP (old)",
+    77: "ND",
     88: "EIGRP",
     89: "OSPF",
     103: "PIM",
@@ -115,7 +112,6 @@ IP_PROTOS: Final = {
     113: "PGM",
     132: "SCTP",
     135: "Mobility",
-    138: "MANET",
 }
 
 
@@ -123,12 +119,16 @@ class Trunc(Exception):
     """A field lies past the captured bytes (tcpdump's ``nd_trunc_longjmp``).
 
     The marker printed is `` [|proto]`` with *proto* or, when not given, the
-    name of the printer that was running (``ndo->ndo_protocol``).
+    name of the printer that was running (``ndo->ndo_protocol``). *local*
+    is a printer's own ``goto trunc`` (it returns normally, so the link
+    header's length is known to ``-x``) rather than a ``GET_*`` macro's
+    longjmp out of every printer (after which ``-x`` dumps the whole frame).
     """
 
-    def __init__(self, proto: str | None = None) -> None:
+    def __init__(self, proto: str | None = None, *, local: bool = False) -> None:
         super().__init__(proto)
         self.proto = proto
+        self.local = local
 
 
 class IPInfo:
@@ -369,6 +369,7 @@ class Printer:
         self.dlt = dlt
         self.protocol = ""
         self.caplen = 0
+        self.ll_hdr_len = 0  # the link header's length, once known (ndo_ll_hdr_len)
         self._prev: float | None = None
         self._first: float | None = None
         self.tcp_seq: dict[tuple[bytes, bytes, int], tuple[int, int]] = {}
@@ -393,16 +394,17 @@ class Printer:
         self.protocol = ""
         self.caplen = len(frame)
         printer = LINKTYPE_PRINTERS.get(self.dlt) or LINKTYPE_PRINTERS[1]
-        hdrlen = 0
+        self.ll_hdr_len = 0
         try:
             hdrlen = printer(self, frame, wirelen)
         except Trunc as t:
             self.w(f" [|{t.proto or self.protocol}]")
-            hdrlen = min(len(frame), 14 if self.dlt == 1 else 0)
+            hdrlen = self.ll_hdr_len if t.local else 0
         text = "".join(self._out)
         if self.xflag or self.ascii:
-            start = 0 if self.xflag >= 2 else min(hdrlen, len(frame))
-            text += "\n" + "\n".join(hex_dump(frame[start:], self.ascii))
+            start = 0 if self.xflag >= 2 else hdrlen
+            if start < len(frame):
+                text += "\n" + "\n".join(hex_dump(frame[start:], self.ascii))
         return text
 
     # alias kept for the checkers and older callers
@@ -414,17 +416,25 @@ class Printer:
         """``ND_PRINT``."""
         self._out.append(s)
 
-    def need(self, buf: bytes, end: int, proto: str | None = None) -> None:
-        """``ND_TCHECK_LEN``: raise :class:`Trunc` when *buf* is shorter than *end*."""
-        if len(buf) < end:
-            raise Trunc(proto)
+    def need(self, buf: bytes, end: int, proto: str | None = None, *, local: bool = False) -> None:
+        """``GET_*``: raise :class:`Trunc` when *buf* is shorter than *end*.
 
-    def default_print(self, data: bytes) -> None:
-        """Hex of an undecoded payload, unless ``-x`` prints the packet anyway.
+        *local*: a printer's own ``ND_TCHECK_*`` and ``goto trunc`` (see :class:`Trunc`).
+        """
+        if len(buf) < end:
+            raise Trunc(proto, local=local)
+
+    def default_print(self, data: bytes, *, unless_suppressed: bool = True) -> None:
+        """Hex of an undecoded payload (``ND_DEFAULTPRINT``).
+
+        With *unless_suppressed* (the callers that test
+        ``ndo_suppress_default_print``) nothing under ``-q``, ``-x`` or ``-X``.
 
         tcpdump: print.c, ndo_default_print() → hex_and_ascii_print().
         """
-        if not (self.xflag or self.ascii or self.q) and data:
+        if unless_suppressed and (self.xflag or self.ascii or self.q):
+            return
+        if data:
             self.w("\n" + "\n".join(hex_dump(data, True)))
 
     def ethertype_print(self, etype: int, bp: bytes, length: int) -> bool:

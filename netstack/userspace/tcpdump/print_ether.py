@@ -4,8 +4,8 @@ Theory of operation: each capture's link type has one entry printer,
 registered with :func:`~.netdissect.linktype` and returning the length of the
 link-level header (what ``-x`` leaves out): ``ether_if_print`` for Ethernet
 (1), ``sll_if_print``/``sll2_if_print`` for what ``tcpdump -i any`` writes
-(113, 276), ``raw_if_print`` for raw IP (101, 12, 14) and ``ip_if_print``/
-``ip6_if_print`` for LINKTYPE_IPV4/IPV6 (228, 229). Ethernet walks its VLAN
+(113, 276), ``raw_if_print`` for raw IP (101, 12) and LINKTYPE_IPV4/IPV6 (228, 229),
+which tcpdump prints alike (by the version nibble). Ethernet walks its VLAN
 tags, then either hands the ethertype to :meth:`Printer.ethertype_print` or,
 for a length field (802.3), the payload to the 802.2 LLC printer, which
 knows SNAP (an ethertype again) and the spanning tree's BPDUs.
@@ -94,6 +94,7 @@ def ether_print(nd: Printer, p: bytes, length: int) -> int:
         off += 4
         length -= 4
     payload = p[off:]
+    nd.ll_hdr_len = off
     if length_type <= 1500:  # an 802.3 length field
         if length_type < length:
             length = length_type
@@ -154,7 +155,7 @@ def llc_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes 
     caplen = len(p)
     if caplen < 3 or length < 3:
         nd.w(" [|llc]")
-        nd.default_print(p)
+        nd.default_print(p, unless_suppressed=False)
         return caplen if caplen < 3 else length
     dsap_field, ssap_field, control = p[0], p[1], p[2]
     if control & 3 == 3:
@@ -162,7 +163,7 @@ def llc_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes 
     else:
         if caplen < 4 or length < 4:
             nd.w(" [|llc]")
-            nd.default_print(p)
+            nd.default_print(p, unless_suppressed=False)
             return caplen if caplen < 4 else length
         control = p[2] | (p[3] << 8)
         is_u, hdrlen = False, 4
@@ -215,7 +216,7 @@ def llc_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes 
             if body[0] == 0x81:
                 if len(body) < 3 or blen < 3:
                     nd.w(" [|llc]")
-                    nd.default_print(body)
+                    nd.default_print(body, unless_suppressed=False)
                 else:
                     nd.w(f": {body[1]:02x} {body[2]:02x}")
                 return hdrlen
@@ -245,22 +246,28 @@ def snap_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes
         raise Trunc()
     oui = (p[0] << 16) | H.unpack_from(p, 1)[0]
     et = H.unpack_from(p, 3)[0]
+    kind = "ethertype" if oui == 0 else "pid"
+    name = ETHERTYPES.get(et, "Unknown") if oui in (0, 0xF8, 0x080007) else "Unknown"
+    if oui == 0x0C:
+        name = {0x2000: "CDP", 0x2003: "VTP", 0x2004: "DTP", 0x0111: "UDLD",
+                0x010B: "PVST", 0x010C: "VLAN Bridge"}.get(et, "Unknown")  # fmt: skip
+    header = (
+        f"oui {_OUIS.get(oui, 'Unknown')} (0x{oui:06x}), {kind} {name} (0x{et:04x}), "
+        f"length {length - 5}: "
+    )
     if nd.e:
-        kind = "ethertype" if oui == 0 else "pid"
-        name = ETHERTYPES.get(et, "Unknown") if oui in (0, 0xF8, 0x080007) else "Unknown"
-        if oui == 0x0C:
-            name = {0x2000: "CDP", 0x2003: "VTP", 0x2004: "DTP", 0x0111: "UDLD",
-                    0x010B: "PVST", 0x010C: "VLAN Bridge"}.get(et, "Unknown")  # fmt: skip
-        nd.w(
-            f"oui {_OUIS.get(oui, 'Unknown')} (0x{oui:06x}), {kind} {name} (0x{et:04x}), "
-            f"length {length - 5}: "
-        )
+        nd.w(header)
     body, blen = p[5:], length - 5
     if oui in (0, 0xF8) or (oui == 0x080007 and et == 0x809B):
-        return nd.ethertype_print(et, body, blen)
-    if oui == 0x0C and et in (0x010B, 0x010C):
+        if nd.ethertype_print(et, body, blen):
+            return True
+    elif oui == 0x0C and et in (0x010B, 0x010C):
         stp_print(nd, body, blen)
         return True
+    if not nd.e:
+        if src is not None and dst is not None:
+            nd.w(f"{mac(src)} > {mac(dst)} ")
+        nd.w("SNAP, " + header)
     return False
 
 
@@ -357,9 +364,21 @@ def _stp_config(nd: Printer, p: bytes, length: int) -> None:
 _PKTTYPES: Final = {0: "In", 1: "B", 2: "M", 3: "P", 4: "Out"}
 
 
-def _sll_header(nd: Printer, pkttype: int, halen: int, addr: bytes, proto: int, ln: int) -> None:
-    """tcpdump: print-sll.c, sll_print()."""
-    nd.w(f"{_PKTTYPES.get(pkttype, '?'):>3} ")
+def _sll_header(
+    nd: Printer,
+    pkttype: int,
+    halen: int,
+    addr: bytes,
+    proto: int,
+    ln: int,
+    *,
+    if_index: int | None = None,
+) -> None:
+    """tcpdump: print-sll.c, sll_print(), sll2_print() (*if_index* given)."""
+    if if_index is None:
+        nd.w(f"{_PKTTYPES.get(pkttype, '?'):>3} ")
+    else:
+        nd.w(f"ifindex {if_index} ")
     if halen == 6:
         nd.w(f"{mac(addr[:6])} ")
     if not nd.q:
@@ -371,7 +390,12 @@ def _sll_header(nd: Printer, pkttype: int, halen: int, addr: bytes, proto: int, 
 
 
 def _sll_payload(
-    nd: Printer, p: bytes, length: int, hdrlen: int, proto: int, header: tuple[int, int, bytes]
+    nd: Printer,
+    p: bytes,
+    length: int,
+    hdrlen: int,
+    proto: int,
+    header: tuple[int, int, bytes, int | None],
 ) -> int:
     """The part of ``sll_if_print``/``sll2_if_print`` after the cooked header."""
     off = 0
@@ -388,7 +412,7 @@ def _sll_payload(
             return hdrlen
         if proto == 0x8100:
             if len(p) - off < 4 or length < 4:
-                nd.w("[|vlan]")
+                nd.w(" [|vlan]")
                 return hdrlen + min(len(p) - off, length)
             if nd.e:
                 nd.w(_tci(H.unpack_from(p, off)[0]) + ", ")
@@ -403,8 +427,16 @@ def _sll_payload(
             continue
         if not nd.ethertype_print(proto, p[off:], length):
             if not nd.e:
-                pkttype, halen, addr = header
-                _sll_header(nd, pkttype, halen, addr, proto, length + 16)
+                pkttype, halen, addr, if_index = header
+                _sll_header(
+                    nd,
+                    pkttype,
+                    halen,
+                    addr,
+                    proto,
+                    length + 16 + 4 * (if_index is not None),
+                    if_index=if_index,
+                )
             nd.default_print(p[off:])
         return hdrlen
 
@@ -412,16 +444,17 @@ def _sll_payload(
 @linktype(113)
 def sll_if_print(nd: Printer, p: bytes, length: int) -> int:
     """A LINUX_SLL (``tcpdump -i any``) frame. tcpdump: print-sll.c, sll_if_print()."""
-    nd.protocol = "sll_if"
+    nd.protocol = "sll"
     if len(p) < 16:
-        nd.w(" [|sll_if]")
-        return len(p)
+        nd.w(" [|sll]")
+        return 0
+    nd.ll_hdr_len = 16
     pkttype, _hatype, halen = struct.unpack_from("!HHH", p)
     addr = p[6:14]
     proto = H.unpack_from(p, 14)[0]
     if nd.e:
         _sll_header(nd, pkttype, halen, addr, proto, length)
-    return _sll_payload(nd, p[16:], length - 16, 16, proto, (pkttype, halen, addr))
+    return _sll_payload(nd, p[16:], length - 16, 16, proto, (pkttype, halen, addr, None))
 
 
 @linktype(276)
@@ -430,26 +463,27 @@ def sll2_if_print(nd: Printer, p: bytes, length: int) -> int:
 
     tcpdump: print-sll.c, sll2_if_print().
     """
-    nd.protocol = "sll2_if"
+    nd.protocol = "sll2"
     if len(p) < 20:
-        nd.w(" [|sll2_if]")
-        return len(p)
+        nd.w(" [|sll2]")
+        return 0
+    nd.ll_hdr_len = 20
     proto = H.unpack_from(p)[0]
     if_index = I.unpack_from(p, 4)[0]
     pkttype, halen = p[10], p[11]
     addr = p[12:20]
     try:
-        name: str | None = socket.if_indextoname(if_index)
+        name = socket.if_indextoname(if_index)
     except (OSError, OverflowError):
-        name = None
-    nd.w(f"ifindex {if_index} ({name}) " if name else f"ifindex {if_index} ")
+        name = "?"
+    nd.w(f"{name:<5} {_PKTTYPES.get(pkttype, '?'):<3} ")
     if nd.e:
-        _sll_header(nd, pkttype, halen, addr, proto, length)
-    return _sll_payload(nd, p[20:], length - 20, 20, proto, (pkttype, halen, addr))
+        _sll_header(nd, pkttype, halen, addr, proto, length, if_index=if_index)
+    return _sll_payload(nd, p[20:], length - 20, 20, proto, (pkttype, halen, addr, if_index))
 
 
 # -- raw IP ---------------------------------------------------------------------------------------
-@linktype(101, 12, 14)
+@linktype(101, 12, 228, 229)
 def raw_if_print(nd: Printer, p: bytes, length: int) -> int:
     """A raw IPv4 or IPv6 packet. tcpdump: print-raw.c, raw_if_print() → ipN_print()."""
     if nd.e:
@@ -472,20 +506,6 @@ def ipn_print(nd: Printer, p: bytes, length: int) -> None:
         nd.ethertype_print(0x86DD, p, length)
     else:
         nd.w(f"unknown ip {version >> 4}")
-
-
-@linktype(228)
-def ipv4_if_print(nd: Printer, p: bytes, length: int) -> int:
-    """LINKTYPE_IPV4. tcpdump: print-ip.c (via print.c's DLT_IPV4 entry), ip_print()."""
-    nd.ethertype_print(0x0800, p, length)
-    return 0
-
-
-@linktype(229)
-def ipv6_if_print(nd: Printer, p: bytes, length: int) -> int:
-    """LINKTYPE_IPV6. tcpdump: print-ip6.c (via print.c's DLT_IPV6 entry), ip6_print()."""
-    nd.ethertype_print(0x86DD, p, length)
-    return 0
 
 
 # -- ARP -------------------------------------------------------------------------------------------
@@ -552,6 +572,6 @@ def arp_print(nd: Printer, bp: bytes, length: int) -> None:
     elif op == 9:
         nd.w(f"{_linkaddr(bp[sha : sha + hln])} at {paddr(spa)}")
     else:
-        nd.default_print(bp)
+        nd.default_print(bp, unless_suppressed=False)
         return
     nd.w(f", length {length}")

@@ -92,14 +92,16 @@ def icmp_print(nd: Printer, bp: bytes, plen: int, ip: IPInfo) -> None:
         ident, seq = HH.unpack_from(bp, 4)
         text = f"echo {'request' if t == 8 else 'reply'}, id {ident}, seq {seq}"
     elif t == 3:
+        if code == 3:
+            nd.need(bp, 18, local=True)
+            ohl = (bp[8] & 0xF) * 4
+            nd.need(bp, 8 + ohl + 4)
+            dport = H.unpack_from(bp, 8 + ohl + 2)[0]
         nd.need(bp, 28)
         odst = ip4(bp[24:28])
         if code == 2:
             text = f"{odst} protocol {bp[17]} unreachable"
         elif code == 3:
-            ohl = (bp[8] & 0xF) * 4
-            nd.need(bp, 8 + ohl + 4)
-            dport = H.unpack_from(bp, 8 + ohl + 2)[0]
             oproto = bp[17]
             if oproto == 6:
                 text = f"{odst} tcp port {dport} unreachable"
@@ -122,7 +124,7 @@ def icmp_print(nd: Printer, bp: bytes, plen: int, ip: IPInfo) -> None:
         else:
             text = f"redirect-#{code} {odst} to {gw}"
     elif t == 9:
-        nd.need(bp, 8)
+        nd.need(bp, 8, local=True)
         num, size, life = bp[4], bp[5], H.unpack_from(bp, 6)[0]
         text = f"router advertisement lifetime {_lifetime(life)} {num}:"
         if size != 2:
@@ -130,10 +132,10 @@ def icmp_print(nd: Printer, bp: bytes, plen: int, ip: IPInfo) -> None:
         else:
             for i in range(num):
                 at = 8 + 8 * i
-                nd.need(bp, at + 8)
+                nd.need(bp, at + 8, local=True)
                 text += f" {{{ip4(bp[at : at + 4])} {I.unpack_from(bp, at + 4)[0]}}}"
     elif t == 11:
-        nd.need(bp, 28)
+        nd.need(bp, 28, local=True)
         if code == 0:
             text = "time exceeded in-transit"
         elif code == 1:
@@ -154,7 +156,7 @@ def icmp_print(nd: Printer, bp: bytes, plen: int, ip: IPInfo) -> None:
         ident, seq = HH.unpack_from(bp, 4)
         text = f"time stamp query id {ident} seq {seq}"
     elif t == 14:
-        nd.need(bp, 20)
+        nd.need(bp, 20, local=True)
         ident, seq = HH.unpack_from(bp, 4)
         o, r, x = struct.unpack_from("!III", bp, 8)
         text = (

@@ -72,7 +72,8 @@ def ip_print(nd: Printer, bp: bytes, length: int) -> None:
         return
     if not nd.e:
         nd.w("IP ")
-    nd.need(bp, 20)
+    if len(bp) < 20:
+        raise Trunc(local=True)
     vihl, tos, tot_len, ident, frag, ttl, proto, csum, src, dst = _IP4.unpack_from(bp)
     if length < 20:
         nd.w(f"truncated-ip {length}")
@@ -259,6 +260,12 @@ def _ip_printts(nd: Printer, cp: bytes, length: int) -> None:
         nd.w("}")
 
 
+@ipproto(59)
+def no_next_header(nd: Printer, _bp: bytes, _length: int, _ip: IPInfo) -> None:
+    """tcpdump: print-ip-demux.c, ip_demux_print() (IPPROTO_NONE)."""
+    nd.w("no next header")
+
+
 # -- IPv6 --------------------------------------------------------------------------------------
 @ethertype(0x86DD)
 def ip6_print_ether(nd: Printer, bp: bytes, length: int) -> None:
@@ -315,7 +322,8 @@ def ip6_finddst(bp: bytes, dst: bytes) -> bytes:
 def ip6_print(nd: Printer, bp: bytes, length: int) -> None:
     """An IPv6 packet and its extension headers. tcpdump: print-ip6.c, ip6_print()."""
     nd.protocol = "ip6"
-    nd.need(bp, 40)
+    if len(bp) < 40:
+        raise Trunc(local=True)
     if length < 40:
         nd.w(f"truncated-ip6 {length}")
         return
@@ -356,7 +364,7 @@ def ip6_print(nd: Printer, bp: bytes, length: int) -> None:
     ph = 255
     while off < len(bp) and advance > 0:
         if ln < advance:
-            raise Trunc()
+            raise Trunc(local=True)
         off += advance
         ln -= advance
         if off == 40 and nh not in (6, 17, 33, 132):
@@ -396,7 +404,7 @@ def ip6_print(nd: Printer, bp: bytes, length: int) -> None:
         else:
             if payload_len == 0:
                 if found_ext:
-                    raise Trunc()
+                    raise Trunc(local=True)
                 ln = 0
             info = IPInfo(
                 6,
@@ -463,7 +471,7 @@ def _opts_process(nd: Printer, cp: bytes, proto: str, caps: str, show: bool) -> 
                 nd.w(f"(jumbo: {I.unpack_from(opts, i + 2)[0]} - payload len != 0) ")
         else:
             if nd.v:
-                nd.w(f"(unknown opt-type 0x{t:02x} len={optlen - 2})")
+                nd.w(f"(opt_type 0x{t:02x}: len={optlen - 2})")
         i += optlen
     if nd.v and n:
         nd.w(" ")
@@ -493,7 +501,7 @@ def _rt6_print(nd: Printer, cp: bytes) -> int:
         if rsv or nd.v:
             nd.w(f", rsv=0x{rsv:x}")
         if ln % 2:
-            nd.w(f" [length {ln}] (invalid)")
+            nd.w(f" (invalid length {ln}) (invalid)")
             return -1
         for i in range(ln >> 1):
             a = 8 + 16 * i
@@ -544,71 +552,66 @@ _MH_HDRLEN: Final = (8, 16, 16, 24, 24, 16, 16, 24)
 def _mobility_print(nd: Printer, bp: bytes) -> None:
     """The IPv6 mobility header (RFC 6275). tcpdump: print-mobility.c, mobility_print()."""
     nd.protocol = "mobility"
-    nd.w("mobility: ")
-    nd.need(bp, 1)
-    pproto = bp[0]
-    if pproto != 59:
-        nd.w(f"(payload protocol {pproto} should be 59) ")
-    nd.need(bp, 2)
+    nd.need(bp, 2, local=True)
     mhlen = (bp[1] + 1) << 3
-    nd.need(bp, 3)
+    nd.need(bp, 3, local=True)
     mtype = bp[2]
-    nd.w(_MH_TYPES.get(mtype, f"type-#{mtype}"))
     if mtype <= 7 and mhlen < _MH_HDRLEN[mtype]:
-        nd.w(f" (header length {mhlen} < {_MH_HDRLEN[mtype]}) (invalid)")
-        return
+        nd.w(f"(header length {mhlen} is too small for type {mtype})")
+        raise Trunc(local=True)
+    nd.w("mobility: " + _MH_TYPES.get(mtype, f"type-#{mtype}"))
     hlen = 6
     if mtype == 0:
         hlen = 8
     elif mtype in (1, 2):
         hlen = 8
         if nd.v:
-            nd.need(bp, hlen + 8)
+            nd.need(bp, hlen + 8, local=True)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {'Home' if mtype == 1 else 'Care-of'} Init Cookie={a:08x}:{b:08x}")
         hlen += 8
     elif mtype in (3, 4):
-        nd.need(bp, 8)
+        nd.need(bp, 8, local=True)
         nd.w(f" nonce id=0x{H.unpack_from(bp, 6)[0]:x}")
         hlen = 8
         who = "Home" if mtype == 3 else "Care-of"
         if nd.v:
-            nd.need(bp, hlen + 8)
+            nd.need(bp, hlen + 8, local=True)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {who} Init Cookie={a:08x}:{b:08x}")
         hlen += 8
         if nd.v:
-            nd.need(bp, hlen + 8)
+            nd.need(bp, hlen + 8, local=True)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {who} Keygen Token={a:08x}:{b:08x}")
         hlen += 8
     elif mtype == 5:
-        nd.need(bp, 8)
+        nd.need(bp, 8, local=True)
         nd.w(f" seq#={H.unpack_from(bp, 6)[0]}")
         hlen = 8
-        nd.need(bp, hlen + 1)
+        nd.need(bp, hlen + 1, local=True)
         bits = (bp[hlen] & 0xF0) >> 4
         if bits:
             nd.w(" " + "".join(n for b, n in ((8, "A"), (4, "H"), (2, "L"), (1, "K")) if bits & b))
         hlen += 2
-        nd.need(bp, hlen + 2)
+        nd.need(bp, hlen + 2, local=True)
         nd.w(f" lifetime={H.unpack_from(bp, hlen)[0] << 2}")
         hlen += 2
     elif mtype == 6:
-        nd.need(bp, 8)
+        nd.need(bp, 8, local=True)
         nd.w(f" status={bp[6]}")
         if bp[7] & 0x80:
             nd.w(" K")
         hlen = 8
-        nd.need(bp, hlen + 4)
+        nd.need(bp, hlen + 4, local=True)
         nd.w(f" seq#={H.unpack_from(bp, hlen)[0]}")
         nd.w(f" lifetime={H.unpack_from(bp, hlen + 2)[0] << 2}")
         hlen += 4
     elif mtype == 7:
-        nd.need(bp, 8)
+        nd.need(bp, 8, local=True)
         nd.w(f" status={bp[6]}")
         hlen = 8
-        nd.need(bp, hlen + 16)
+        nd.need(bp, hlen + 16, local=True)
         nd.w(f" homeaddr {ip6(bp[hlen : hlen + 16])}")
         hlen += 16
     else:
@@ -622,20 +625,18 @@ def _mobility_opts(nd: Printer, bp: bytes, length: int) -> None:
     """tcpdump: print-mobility.c, mobility_opt_print()."""
     i = 0
     while i < length:
-        nd.need(bp, i + 1)
+        nd.need(bp, i + 1, local=True)
         t = bp[i]
         if t == 0:
             optlen = 1
         else:
             if length - i < 2:
-                nd.w(" (invalid)")
-                return
-            nd.need(bp, i + 2)
+                raise Trunc(local=True)
+            nd.need(bp, i + 2, local=True)
             optlen = bp[i + 1] + 2
         if length - i < optlen:
-            nd.w(" (invalid)")
-            return
-        nd.need(bp, i + optlen)
+            raise Trunc(local=True)
+        nd.need(bp, i + optlen, local=True)
         if t == 0:
             nd.w("(pad1)")
         elif t == 1:
@@ -643,27 +644,23 @@ def _mobility_opts(nd: Printer, bp: bytes, length: int) -> None:
         elif t == 2:
             nd.w("(refresh: ")
             if optlen < 4:
-                nd.w(" (invalid)")
-                return
+                raise Trunc(local=True)
             nd.w(f"{H.unpack_from(bp, i + 2)[0] << 2})")
         elif t == 3:
             nd.w("(alt-CoA: ")
             if optlen < 18:
-                nd.w(" (invalid)")
-                return
+                raise Trunc(local=True)
             nd.w(f"{ip6(bp[i + 2 : i + 18])})")
         elif t == 4:
             nd.w("(ni: ")
             if optlen < 6:
-                nd.w(" (invalid)")
-                return
+                raise Trunc(local=True)
             a, b = HH.unpack_from(bp, i + 2)
             nd.w(f"ho=0x{a:04x} co=0x{b:04x})")
         elif t == 5:
             nd.w("(auth)")
             if optlen < 12:
-                nd.w(" (invalid)")
-                return
+                raise Trunc(local=True)
         else:
             nd.w(f"(unknown: type-#{t} len={optlen - 2})")
         i += optlen

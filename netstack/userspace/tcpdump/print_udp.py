@@ -55,30 +55,40 @@ def udp_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
         raise Trunc()
     sport, dport = HH.unpack_from(bp)
     _ports(nd, ip, sport, dport)
+    if length < 8:
+        nd.w(f"truncated-udp {length}")
+        return
     nd.need(bp, 8)
     ulen, csum = HH.unpack_from(bp, 4)
+    if ulen == 0 and length > 65535:
+        ulen = length
     if ulen < 8:
-        nd.w(f"UDP, bad length {ulen} < 8" if not nd.q else f"udp {ulen}")
+        nd.w(f"truncated-udplength {ulen}")
         return
-    if ulen > length and not ip.fragmented:
-        nd.w(f"UDP, bad length {ulen} > {length}")
-        return
-    if nd.v and not ip.fragmented and len(bp) >= ulen:
+    ulen -= 8
+    length -= 8
+    length = min(length, ulen)
+    if nd.v and not ip.fragmented and len(bp) >= length + 8:
         if (ip.family == 4 and nd.v > 1 and csum != 0) or ip.family == 6:
-            pseudo = ip.pseudo(17, ulen)
-            if cksum(bp[:ulen], pseudo) == 0:
+            seg = bp[: length + 8]
+            pseudo = ip.pseudo(17, length + 8)
+            if cksum(seg, pseudo) == 0:
                 nd.w("[udp sum ok] ")
             else:
-                should = cksum_shouldbe(bp[:ulen], 6, pseudo)
+                should = cksum_shouldbe(seg, 6, pseudo)
                 nd.w(f"[bad udp cksum 0x{csum:04x} -> 0x{should:04x}!] ")
-    payload = bp[8:ulen]
-    plen = min(ulen, length) - 8
+        elif ip.family == 4 and nd.v > 1:
+            nd.w("[no cksum] ")
     if not nd.q:
+        payload = bp[8 : 8 + length]
         for ports, fn in UDP_PORT_PRINTERS:
             if sport in ports or dport in ports:
-                fn(nd, payload, plen, ip)
+                fn(nd, payload, length, ip)
                 return
-    nd.w(f"UDP, length {ulen - 8}")
+    if ulen > length and not ip.fragmented:
+        nd.w(f"UDP, bad length {ulen} > {length}")
+    else:
+        nd.w(f"UDP, length {ulen}")
 
 
 @ipproto(6)
@@ -91,14 +101,16 @@ def tcp_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
         raise Trunc()
     sport, dport = HH.unpack_from(bp)
     _ports(nd, ip, sport, dport)
-    nd.need(bp, 20)
+    nd.need(bp, 20, local=True)
     _sp, _dp, seq, ack, off, flags, win, csum, urp = _TCP.unpack_from(bp)
     hlen = (off >> 4) * 4
     if hlen < 20:
-        nd.w(f"tcp {length} [bad hdr length {hlen} - too short, < 20]")
+        nd.w(f" tcp {length - hlen} [bad hdr length {hlen} - too short, < 20]")
         return
     if nd.q:
-        nd.w(f"tcp {length - hlen}")
+        nd.w(f"tcp {(length - hlen) & 0xFFFFFFFF}")
+        if hlen > length:
+            nd.w(f" [bad hdr length {hlen} - too long, > {length}]")
         return
     fl = "".join(c for bit, c in _TCP_FLAGS if flags & bit)
     fl += "".join(c for bit, c in _TCP_ECN if flags & bit)
