@@ -148,6 +148,144 @@ def frames() -> list[bytes]:
     out.append(eth(ipv4(253, b"\x00" * 10)))
     out.append(eth(ipv4(1, icmp(13, 0, b"\0" * 16))))
     out += _link_frames() + _ip_frames() + _tunnel_frames() + _icmp_frames() + _ip6_frames()
+    out += _dns_frames() + _pim_frames() + _vxlan_frames()
+    return out
+
+
+def _name(n: str) -> bytes:
+    return b"".join(bytes([len(p)]) + p.encode() for p in n.split(".") if p) + b"\0"
+
+
+def _udp4(sport: int, dport: int, data: bytes, src: str = "10.0.0.1", dst: str = "10.0.0.53"
+          ) -> bytes:  # fmt: skip
+    u = dpkt.udp.UDP(sport=sport, dport=dport, data=data)
+    u.ulen = 8 + len(data)
+    ip = ipv4(17, u, src=src, dst=dst)
+    return eth(ip)
+
+
+def _dns_frames() -> list[bytes]:
+    """DNS queries and responses over UDP and TCP, EDNS, compression, errors, mDNS."""
+    out: list[bytes] = []
+    q = struct.pack("!HHHHHH", 12345, 0x0100, 1, 0, 0, 0) + _name("example.com") + b"\0\x01\0\x01"
+    out.append(_udp4(40053, 53, q))
+    ans = (struct.pack("!HHHHHH", 12345, 0x8180, 1, 1, 0, 0) + _name("example.com") + b"\0\x01\0\x01"
+           + b"\xc0\x0c\0\x01\0\x01" + struct.pack("!IH", 300, 4) + _a4("1.2.3.4"))  # fmt: skip
+    out.append(_udp4(53, 40053, ans, src="10.0.0.53", dst="10.0.0.1"))
+    # AAAA, MX, TXT, PTR, SRV, SOA queries with EDNS (OPT with a cookie), response with CNAME chain
+    for qname, qtype in (("example.com", 28), ("example.com", 15), ("example.com", 16),
+                         ("4.3.2.1.in-addr.arpa", 12), ("_sip._udp.example.com", 33),
+                         ("example.com", 6), ("example.com", 255), ("example.com", 65280)):  # fmt: skip
+        opt = b"\0\0\x29\x04\xd0\0\0\x80\0" + struct.pack("!HHH", 12, 10, 8) + bytes(8)
+        m = struct.pack("!HHHHHH", qtype, 0x0120, 1, 0, 0, 1) + _name(qname)
+        out.append(_udp4(40054, 53, m + struct.pack("!HH", qtype, 1) + opt))
+    cname = (struct.pack("!HHHHHH", 7, 0x8580, 1, 3, 1, 1) + _name("www.example.com") + b"\0\x01\0\x01"
+             + b"\xc0\x0c\0\x05\0\x01" + struct.pack("!IH", 60, 6) + b"\x03web\xc0\x10"
+             + b"\xc0\x2d\0\x01\0\x01" + struct.pack("!IH", 60, 4) + _a4("93.184.216.34")
+             + b"\xc0\x2d\0\x1c\0\x01" + struct.pack("!IH", 3600, 16) + _a6("2001:db8::34")
+             + b"\xc0\x10\0\x02\0\x01" + struct.pack("!IH", 86400, 6) + b"\x03ns1\xc0\x10"
+             + b"\xc0\x6b\0\x01\0\x01" + struct.pack("!IH", 86400, 4) + _a4("192.0.2.53"))  # fmt: skip
+    out.append(_udp4(53, 40055, cname, src="10.0.0.53", dst="10.0.0.1"))
+    soa = (struct.pack("!HHHHHH", 8, 0x8183, 1, 0, 1, 0) + _name("nx.example.com") + b"\0\x01\0\x01"
+           + b"\xc0\x0f\0\x06\0\x01" + struct.pack("!IH", 900, 34) + b"\x03ns1\xc0\x0f"
+           + b"\x05admin\xc0\x0f" + struct.pack("!IIIII", 2024010101, 7200, 900, 1209600, 300))  # fmt: skip
+    out.append(_udp4(53, 40056, soa, src="10.0.0.53", dst="10.0.0.1"))
+    mx = (struct.pack("!HHHHHH", 9, 0x8400, 1, 2, 0, 0) + _name("example.com") + b"\0\x0f\0\x01"
+          + b"\xc0\x0c\0\x0f\0\x01" + struct.pack("!IHH", 60, 9, 10) + b"\x04mail\xc0\x0c"
+          + b"\xc0\x0c\0\x10\0\x01" + struct.pack("!IH", 60, 12) + b"\x05hello\x05world")  # fmt: skip
+    out.append(_udp4(53, 40057, mx, src="10.0.0.53", dst="10.0.0.1"))
+    srv = (struct.pack("!HHHHHH", 10, 0x8180, 1, 1, 0, 0) + _name("_sip._udp.example.com")
+           + b"\0\x21\0\x01\xc0\x0c\0\x21\0\x01" + struct.pack("!IHHHH", 60, 13, 10, 60, 5060)
+           + b"\x03sip\xc0\x17")  # fmt: skip
+    out.append(_udp4(53, 40058, srv, src="10.0.0.53", dst="10.0.0.1"))
+    # odd: a pointer forwards (bad), a truncated answer, short header, no question, opcode/rcode
+    bad = (struct.pack("!HHHHHH", 11, 0x8180, 1, 1, 0, 0) + _name("example.com") + b"\0\x01\0\x01"
+           + b"\xc0\x40\0\x01\0\x01" + struct.pack("!IH", 300, 4) + _a4("1.2.3.4"))  # fmt: skip
+    out.append(_udp4(53, 40059, bad, src="10.0.0.53", dst="10.0.0.1"))
+    out.append(_udp4(53, 40060, ans[:-3], src="10.0.0.53", dst="10.0.0.1"))
+    out.append(_udp4(53, 40060, ans[:10], src="10.0.0.53", dst="10.0.0.1"))
+    out.append(_udp4(40061, 53, struct.pack("!HHHHHH", 13, 0x2800, 0, 0, 0, 0)))
+    out.append(_udp4(40062, 53, struct.pack("!HHHHHH", 14, 0x0900, 2, 1, 0, 0) + _name("a.b")
+                     + b"\0\x01\0\x01" + _name("c.d") + b"\0\x1c\0\x03"))  # fmt: skip
+    out.append(_udp4(53, 40063, struct.pack("!HHHHHH", 15, 0xFFBF, 0, 0, 0, 0), src="10.0.0.53"))
+    out.append(eth(_udp4(40064, 53, q)[14:-3]))
+    # over TCP: the two-byte length prefix, right and wrong
+    for payload in (struct.pack("!H", len(q)) + q, struct.pack("!H", len(q) + 5) + q):
+        t = dpkt.tcp.TCP(sport=40065, dport=53, seq=1, ack=1, flags=0x18, win=500, data=payload)
+        out.append(eth(ipv4(6, t, dst="10.0.0.53")))
+    r = dpkt.tcp.TCP(sport=53, dport=40065, seq=1, ack=1 + len(q) + 2, flags=0x18, win=500,
+                     data=struct.pack("!H", len(ans)) + ans)  # fmt: skip
+    out.append(eth(ipv4(6, r, src="10.0.0.53", dst="10.0.0.1")))
+    # over IPv6, and multicast DNS (QU question, cache-flush answer)
+    u6 = struct.pack("!HHHH", 40066, 53, 8 + len(q), 0) + q
+    out.append(eth(_raw6(17, _l4_6(17, u6, "2001:db8::1", "2001:db8::53", 6), dst="2001:db8::53"),
+                   0x86DD))  # fmt: skip
+    mq = struct.pack("!HHHHHH", 0, 0, 1, 0, 0, 0) + _name("printer.local") + b"\0\x01\x80\x01"
+    out.append(_udp4(5353, 5353, mq, dst="224.0.0.251"))
+    ma = (struct.pack("!HHHHHH", 0, 0x8400, 0, 1, 0, 0) + _name("printer.local")
+          + b"\0\x01\x80\x01" + struct.pack("!IH", 120, 4) + _a4("10.0.0.7"))  # fmt: skip
+    out.append(_udp4(5353, 5353, ma, src="10.0.0.7", dst="224.0.0.251"))
+    return out
+
+
+def _pim(body: bytes, ptype: int, src: str = "10.0.0.1", dst: str = "224.0.0.13",
+         csum: bool = True) -> bytes:  # fmt: skip
+    hdr = bytearray(struct.pack("!BBH", 0x20 | ptype, 0, 0) + body)
+    if csum:
+        hdr[2:4] = struct.pack("!H", _cksum(bytes(hdr) if ptype != 1 else bytes(hdr[:8])))
+    return eth(ipv4(103, bytes(hdr), src=src, dst=dst, ttl=1))
+
+
+def _pim_frames() -> list[bytes]:
+    """PIMv2 hello (options), register (with a packet), register-stop, join/prune, assert,
+    bootstrap, over IPv4 and IPv6, a bad checksum, a truncated one, PIMv1."""
+    out: list[bytes] = []
+    hello = (struct.pack("!HHH", 1, 2, 105) + struct.pack("!HHHH", 2, 4, 500, 2500)
+             + struct.pack("!HHI", 19, 4, 1) + struct.pack("!HHI", 20, 4, 0x12345678)
+             + struct.pack("!HHBBH", 21, 4, 1, 60, 0) + struct.pack("!HH", 22, 0)
+             + struct.pack("!HH", 24, 6) + b"\x01\x00" + _a4("10.0.1.1")
+             + struct.pack("!HH", 99, 2) + b"ab")  # fmt: skip
+    out.append(_pim(hello, 0))
+    inner = bytes(ipv4(17, dpkt.udp.UDP(sport=1, dport=2, ulen=12, data=b"data"), src="10.9.0.1",
+                       dst="239.1.1.1"))  # fmt: skip
+    out.append(_pim(struct.pack("!I", 0) + inner, 1, dst="10.0.0.9"))
+    out.append(_pim(struct.pack("!I", 0x40000000) + bytes(20), 1, dst="10.0.0.9"))
+    grp = b"\x01\x00\x00\x20" + _a4("239.1.1.1")
+    out.append(_pim(grp + b"\x01\x00" + _a4("10.9.0.1"), 2, src="10.0.0.9", dst="10.0.0.1"))
+    jp = (b"\x01\x00" + _a4("10.0.0.2") + struct.pack("!BBH", 0, 2, 210)
+          + b"\x01\x00\x00\x20" + _a4("239.1.1.1") + struct.pack("!HH", 1, 1)
+          + b"\x01\x00\x07\x20" + _a4("10.0.0.99") + b"\x01\x00\x04\x20" + _a4("10.9.0.1")
+          + b"\x01\x00\x00\x18" + _a4("239.2.0.0") + struct.pack("!HH", 1, 0)
+          + b"\x01\x00\x04\x20" + _a4("10.9.0.2"))  # fmt: skip
+    out.append(_pim(jp, 3))
+    out.append(_pim(grp + b"\x01\x00" + _a4("10.9.0.1") + struct.pack("!II", 0x80000065, 20), 5))
+    bsr = (struct.pack("!HBB", 0x1234, 30, 64) + b"\x01\x00" + _a4("10.0.0.254")
+           + b"\x01\x00\x00\x04" + _a4("224.0.0.0") + struct.pack("!BBH", 1, 1, 0)
+           + b"\x01\x00" + _a4("10.0.0.253") + struct.pack("!HBB", 150, 192, 0))  # fmt: skip
+    out.append(_pim(bsr, 4))
+    out.append(_pim(hello[:6] + b"\xff\xff", 0, csum=False))
+    out.append(_pim(hello, 0)[:44])
+    out.append(_pim(struct.pack("!HH", 1, 2), 0, csum=False))
+    out.append(_pim(b"", 12))
+    p6 = bytearray(struct.pack("!BBH", 0x20, 0, 0) + hello[:6])
+    p6 = bytearray(_l4_6(103, bytes(p6), "fe80::1", "ff02::d", 2))
+    out.append(eth(_raw6(103, bytes(p6), "fe80::1", "ff02::d", 1), 0x86DD))
+    out.append(eth(ipv4(103, b"\x10\x00\x00\x00" + bytes(8), dst="224.0.0.13")))
+    return out
+
+
+def _vxlan_frames() -> list[bytes]:
+    """VXLAN (UDP 4789) with an inner Ethernet frame, an unset I flag, a short header."""
+    out: list[bytes] = []
+    inner = eth(ipv4(1, icmp(8, 0, dpkt.icmp.ICMP.Echo(id=4, seq=1, data=b"v" * 8)),
+                     src="10.10.0.1", dst="10.10.0.2"))  # fmt: skip
+    for hdr in (struct.pack("!II", 0x08000000, 42 << 8), struct.pack("!II", 0, 7 << 8)):
+        out.append(_udp4(51000, 4789, hdr + inner, src="192.0.2.1", dst="192.0.2.2"))
+    arp_inner = eth(dpkt.arp.ARP(sha=M1, spa=_a4("10.10.0.1"), tha=b"\0" * 6,
+                                 tpa=_a4("10.10.0.2"), op=1), 0x0806, dst=b"\xff" * 6)  # fmt: skip
+    out.append(_udp4(51001, 4789, struct.pack("!II", 0x08000000, 42 << 8) + arp_inner,
+                     src="192.0.2.1", dst="192.0.2.2"))  # fmt: skip
+    out.append(_udp4(51002, 4789, b"\x08\0\0", src="192.0.2.1", dst="192.0.2.2"))
     return out
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "hex_dump",
     "ipproto",
     "linktype",
+    "relts",
     "tcp_port",
     "udp_port",
 ]
@@ -283,6 +284,18 @@ def cksum_shouldbe(data: bytes, where: int, pseudo: int) -> int:
     tmp = bytearray(data)
     tmp[where : where + 2] = b"\0\0"
     return csum_fold(csum_partial(tmp, 0, len(tmp), pseudo))
+
+
+def relts(secs: int) -> str:
+    """A duration as ``1h45m``. tcpdump: util-print.c, unsigned_relts_print()."""
+    if secs == 0:
+        return "0s"
+    out = ""
+    for unit, size in (("y", 31536000), ("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            out += f"{secs // size}{unit}"
+            secs %= size
+    return out + (f"{secs}s" if secs else "")
 
 
 def format_timestamp(ts: float, style: int, prev: float | None, first: float | None) -> str:
