@@ -1,16 +1,30 @@
 # ruff: noqa: PERF401, E501 - a table of frames reads best one per line
-"""A corpus of crafted Ethernet frames, one per thing tcpdump prints differently.
+"""The project's corpus of captures: crafted frames, one per thing tcpdump prints differently.
 
-Built with dpkt (the independent oracle). Used by the tcpdump printer's tests,
-which compare netstack's decode with the real tcpdump's when it is installed
-and with golden lines otherwise. Ports avoid those tcpdump decodes as
-applications (DNS, HTTP…), which netstack's printer deliberately does not.
+:func:`frames` is the Ethernet corpus: ARP (any sizes, truncated), 802.3/LLC
+(STP BPDUs, SNAP, unknown SAPs, behind VLAN tags), IPv4 (options, malformed
+headers: ``IP0 (invalid)``, ``bad-hlen``, ``bad-len``, ``truncated-ip``),
+ICMP (errors, router advertisements, timestamps), TCP/UDP (options, bad
+lengths, truncation), GRE v0 and PPTP's v1 with PPP, IPIP, 6in4, IPv6 with
+its extension headers (routing headers whose final destination the
+pseudo-header checksum uses, hop-by-hop, destination options, mobility),
+ICMPv6 (ND, redirects, MLD v1/v2), DNS over UDP/TCP/IPv6 and mDNS, PIM,
+VXLAN. :func:`captures` wraps the network-layer packets in the other link
+types people bring: Linux cooked v1/v2 (``tcpdump -i any``), raw IPv4/IPv6.
+
+Built with dpkt and byte literals (dpkt is the independent oracle; checksums
+are computed here, so a wrong one in a frame is deliberate). Used by the
+tcpdump printer's tests, which compare netstack's decode with the real
+tcpdump's packet by packet when it is installed, and with golden lines
+otherwise. Ports other than 53, 5353 and 4789 avoid the ones tcpdump decodes
+as applications.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 import dpkt
@@ -526,10 +540,59 @@ def icmp6(t: int, body: bytes, code: int = 0) -> dpkt.icmp6.ICMP6:
     return dpkt.icmp6.ICMP6(type=t, code=code, data=body)
 
 
-def write(path: Path, packets: list[bytes] | None = None) -> Path:
+def _sll(frame: bytes, pkttype: int, halen: int = 6) -> bytes:
+    return struct.pack("!HHH", pkttype, 1, halen) + frame[6:12] + b"\0\0" + frame[12:]
+
+
+def _sll2(frame: bytes, pkttype: int, ifindex: int, halen: int = 6) -> bytes:
+    return (frame[12:14] + b"\0\0" + struct.pack("!IHBB", ifindex, 1, pkttype, halen)
+            + frame[6:12] + b"\0\0" + frame[14:])  # fmt: skip
+
+
+def captures() -> dict[str, tuple[int, list[Record]]]:
+    """The corpus in the other link types: name → (LINKTYPE, frames).
+
+    ``sll`` (113) and ``sll2`` (276) carry every Ethernet-II frame of
+    :func:`frames` with the cooked header's packet types in turn (in, broadcast,
+    multicast, other host, outgoing, an unknown one), 802.3 frames as 802.2
+    payloads, and odd headers (no link address, cut short). ``sll2`` uses
+    interface index 1 (``lo`` on every Linux machine) and one that no machine
+    has, as tcpdump prints the local name of the index. ``ipv4`` (228),
+    ``ipv6`` (229) and ``raw`` (101) carry the IP packets.
+    """
+    eth_frames = frames()
+    typed = [f for f in eth_frames if len(f) >= 14 and f[12:14] > b"\x05\xdc"]
+    llc = [f for f in eth_frames if len(f) >= 14 and f[12:14] <= b"\x05\xdc"]
+    sll = [_sll(f, i % 6) for i, f in enumerate(typed)]
+    sll += [_sll(f[:12] + b"\x00\x04" + f[14:], 1) for f in llc]
+    sll += [_sll(typed[2], 4, halen=0), _sll(typed[2], 0)[:10], _sll(typed[2], 0)[:16]]
+    sll2 = [_sll2(f, i % 6, (1, 0x7FFFFFFF)[i % 2]) for i, f in enumerate(typed)]
+    sll2 += [_sll2(f[:12] + b"\x00\x04" + f[14:], 2, 1) for f in llc]
+    sll2 += [_sll2(typed[2], 4, 1, halen=0), _sll2(typed[2], 0, 1)[:12]]
+    ip4 = [f[14:] for f in typed if f[12:14] == b"\x08\x00"]
+    ip6 = [f[14:] for f in typed if f[12:14] == b"\x86\xdd"]
+    odd: list[Record] = [b"", b"\x45", b"\x05" + bytes(19), b"\x60" + bytes(10)]
+    # records whose header is invalid: no bytes captured, nothing on the wire, len < caplen
+    odd += [(b"", 60), (ip4[0], 0), (ip4[0], 20)]
+    return {
+        "sll": (113, list(sll)),
+        "sll2": (276, list(sll2)),
+        "ipv4": (228, [*ip4, *odd]),
+        "ipv6": (229, [*ip6, *odd]),
+        "raw": (101, [*ip4[::3], *ip6[::3], *odd]),
+    }
+
+
+Record = bytes | tuple[bytes, int]  # a frame, or (captured bytes, length on the wire)
+
+
+def write(path: Path, packets: Sequence[Record] | None = None, linktype: int = 1) -> Path:
     """Write the corpus (or *packets*) as a pcap, one frame every half second."""
     with path.open("wb") as f:
-        w = dpkt.pcap.Writer(f, snaplen=262144)
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
         for i, p in enumerate(packets if packets is not None else frames()):
-            w.writepkt(p, ts=i * 0.5 + 0.000123)
+            data, wirelen = p if isinstance(p, tuple) else (p, len(p))
+            usec = i * 500_000 + 123
+            f.write(struct.pack("<IIII", usec // 1_000_000, usec % 1_000_000, len(data), wirelen))
+            f.write(data)
     return path

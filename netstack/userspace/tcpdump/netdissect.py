@@ -126,10 +126,11 @@ class Trunc(Exception):
     longjmp out of every printer (after which ``-x`` dumps the whole frame).
     """
 
-    def __init__(self, proto: str | None = None, *, local: bool = False) -> None:
+    def __init__(self, proto: str | None = None, *, local: bool = False, after: str = "") -> None:
         super().__init__(proto)
         self.proto = proto
         self.local = local
+        self.after = after  # what the printer's trunc label prints after the marker
 
 
 class IPInfo:
@@ -406,12 +407,21 @@ class Printer:
         self._out = []
         self.protocol = ""
         self.caplen = len(frame)
+        problems = []
+        if not frame:
+            problems.append(" caplen==0")
+        if wirelen == 0:
+            problems.append(" len==0")
+        elif wirelen < len(frame):
+            problems.append(f" len({wirelen}) < caplen({len(frame)})")
+        if problems:
+            return "[Invalid header:" + ",".join(problems) + "]"
         printer = LINKTYPE_PRINTERS.get(self.dlt) or LINKTYPE_PRINTERS[1]
         self.ll_hdr_len = 0
         try:
             hdrlen = printer(self, frame, wirelen)
         except Trunc as t:
-            self.w(f" [|{t.proto or self.protocol}]")
+            self.w(f" [|{t.proto or self.protocol}]{t.after}")
             hdrlen = self.ll_hdr_len if t.local else 0
         text = "".join(self._out)
         if self.xflag or self.ascii:

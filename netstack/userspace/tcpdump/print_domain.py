@@ -138,7 +138,7 @@ def fqdn_print(nd: Printer, msg: bytes, at: int) -> int:
     i = msg[at]
     at += 1
     compress = False
-    rp = at + ln if i & 0xC0 != 0xC0 else 0
+    rp = at + ln if i & 0xC0 != 0xC0 else -1  # -1: tcpdump's rp == NULL
     if i == 0:
         nd.w(".")
         return rp
@@ -187,6 +187,8 @@ def fqdn_print(nd: Printer, msg: bytes, at: int) -> int:
             rp += ln + 1
     if name_chars > _MAXCDNAME:
         nd.w("<DOMAIN NAME TOO LONG>")
+    if rp < 0:
+        raise _Bad
     return rp
 
 
@@ -368,7 +370,7 @@ def domain_print(nd: Printer, bp: bytes, length: int, *, over_tcp: bool, mdns: b
             nd.w(f" [DNS over TCP: length {length} < 2] (invalid)")
             return
         length -= 2
-        nd.need(bp, 2)
+        nd.need(bp, 2, local=True)
         if H.unpack_from(bp)[0] != length:
             nd.w(f" [prefix length({H.unpack_from(bp)[0]}) != length({length})] (invalid)")
             return
@@ -377,7 +379,7 @@ def domain_print(nd: Printer, bp: bytes, length: int, *, over_tcp: bool, mdns: b
     if length < 12:
         nd.w(f"domain [length {length} < 12] (invalid)")
         return
-    nd.need(bp, 12)
+    nd.need(bp, 12, local=True)
     msg = bp[:length]
     ident, flags, qd, an, ns, ar = (H.unpack_from(msg, 2 * k)[0] for k in range(6))
     rcode = _ext_rcode(msg, flags, qd, an, ns, ar)

@@ -182,6 +182,7 @@ def llc_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes 
         nd.w(f", ctrl 0x{control:02x}: " if is_u else f", ctrl 0x{control:04x}: ")
     body = p[hdrlen:]
     blen = length - hdrlen
+    nd.ll_hdr_len += hdrlen
     if ssap == 0xAA and dsap == 0xAA and control == 0x03:
         if not snap_print(nd, body, blen, src, dst):
             return -(hdrlen + 5)
@@ -258,6 +259,7 @@ def snap_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes
     if nd.e:
         nd.w(header)
     body, blen = p[5:], length - 5
+    nd.ll_hdr_len += 5
     if oui in (0, 0xF8) or (oui == 0x080007 and et == 0x809B):
         if nd.ethertype_print(et, body, blen):
             return True
@@ -267,6 +269,8 @@ def snap_print(nd: Printer, p: bytes, length: int, src: bytes | None, dst: bytes
     if not nd.e:
         if src is not None and dst is not None:
             nd.w(f"{mac(src)} > {mac(dst)} ")
+        if oui == 0:
+            header = f"ethertype {name} (0x{et:04x}), length {length - 5}: "
         nd.w("SNAP, " + header)
     return False
 

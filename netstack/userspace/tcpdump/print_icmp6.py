@@ -141,7 +141,7 @@ def icmp6_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
         elif code == 4:
             upper = _upperlayer(oip)
             if upper is None:
-                raise Trunc()
+                raise Trunc(local=True)
             prot, at = upper
             dport = H.unpack_from(oip, at + 2)[0]
             nd.need(oip, 40)
@@ -262,12 +262,12 @@ def _opt_print(nd: Printer, bp: bytes, resid: int) -> None:
     cp = 0
     while cp < len(bp):
         if cp + 2 > len(bp):
-            raise Trunc()
+            raise Trunc(local=True)
         if resid <= 0:
             return
         t, ln = bp[cp], bp[cp + 1]
         if ln == 0 or cp + (ln << 3) > len(bp):
-            raise Trunc()
+            raise Trunc(local=True)
         body = bp[cp + 2 : cp + (ln << 3)]
         nd.w(f"\n\t  {_ND_OPTS.get(t, 'unknown')} option ({t}), length {ln << 3} ({ln}): ")
         if t in (1, 2):

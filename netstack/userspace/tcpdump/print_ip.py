@@ -377,7 +377,7 @@ def ip6_print(nd: Printer, bp: bytes, length: int) -> None:
             if ph != 255:
                 nd.w("[The Hop-by-Hop Options header don't follow the IPv6 header] (invalid)")
                 return
-            advance = _opts_process(nd, cp, "hbh", "HBH", True)
+            advance = _opts_process(nd, cp, "hbhopt", "HBH", True)
             if advance < 0:
                 return
             found_ext = found_hbh = True
@@ -396,7 +396,7 @@ def ip6_print(nd: Printer, bp: bytes, length: int) -> None:
             _mobility_print(nd, cp)
             return
         elif nh == 43:
-            nd.need(cp, 1)
+            nd.need(cp, 1, local=True)
             advance = _rt6_print(nd, cp)
             if advance < 0:
                 return
@@ -432,7 +432,7 @@ def _opts_process(nd: Printer, cp: bytes, proto: str, caps: str, show: bool) -> 
     nd.protocol = proto
     nd.need(cp, 2)
     hlen = (cp[1] + 1) << 3
-    nd.need(cp, hlen)
+    nd.need(cp, hlen, local=True)
     nd.w(caps + " ")
     if not show:
         return hlen
@@ -554,7 +554,7 @@ def _mobility_print(nd: Printer, bp: bytes) -> None:
     nd.protocol = "mobility"
     nd.need(bp, 2, local=True)
     mhlen = (bp[1] + 1) << 3
-    nd.need(bp, 3, local=True)
+    nd.need(bp, 3)
     mtype = bp[2]
     if mtype <= 7 and mhlen < _MH_HDRLEN[mtype]:
         nd.w(f"(header length {mhlen} is too small for type {mtype})")
@@ -566,52 +566,52 @@ def _mobility_print(nd: Printer, bp: bytes) -> None:
     elif mtype in (1, 2):
         hlen = 8
         if nd.v:
-            nd.need(bp, hlen + 8, local=True)
+            nd.need(bp, hlen + 8)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {'Home' if mtype == 1 else 'Care-of'} Init Cookie={a:08x}:{b:08x}")
         hlen += 8
     elif mtype in (3, 4):
-        nd.need(bp, 8, local=True)
+        nd.need(bp, 8)
         nd.w(f" nonce id=0x{H.unpack_from(bp, 6)[0]:x}")
         hlen = 8
         who = "Home" if mtype == 3 else "Care-of"
         if nd.v:
-            nd.need(bp, hlen + 8, local=True)
+            nd.need(bp, hlen + 8)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {who} Init Cookie={a:08x}:{b:08x}")
         hlen += 8
         if nd.v:
-            nd.need(bp, hlen + 8, local=True)
+            nd.need(bp, hlen + 8)
             a, b = struct.unpack_from("!II", bp, hlen)
             nd.w(f" {who} Keygen Token={a:08x}:{b:08x}")
         hlen += 8
     elif mtype == 5:
-        nd.need(bp, 8, local=True)
+        nd.need(bp, 8)
         nd.w(f" seq#={H.unpack_from(bp, 6)[0]}")
         hlen = 8
-        nd.need(bp, hlen + 1, local=True)
+        nd.need(bp, hlen + 1)
         bits = (bp[hlen] & 0xF0) >> 4
         if bits:
             nd.w(" " + "".join(n for b, n in ((8, "A"), (4, "H"), (2, "L"), (1, "K")) if bits & b))
         hlen += 2
-        nd.need(bp, hlen + 2, local=True)
+        nd.need(bp, hlen + 2)
         nd.w(f" lifetime={H.unpack_from(bp, hlen)[0] << 2}")
         hlen += 2
     elif mtype == 6:
-        nd.need(bp, 8, local=True)
+        nd.need(bp, 8)
         nd.w(f" status={bp[6]}")
         if bp[7] & 0x80:
             nd.w(" K")
         hlen = 8
-        nd.need(bp, hlen + 4, local=True)
+        nd.need(bp, hlen + 4)
         nd.w(f" seq#={H.unpack_from(bp, hlen)[0]}")
         nd.w(f" lifetime={H.unpack_from(bp, hlen + 2)[0] << 2}")
         hlen += 4
     elif mtype == 7:
-        nd.need(bp, 8, local=True)
+        nd.need(bp, 8)
         nd.w(f" status={bp[6]}")
         hlen = 8
-        nd.need(bp, hlen + 16, local=True)
+        nd.need(bp, hlen + 16)
         nd.w(f" homeaddr {ip6(bp[hlen : hlen + 16])}")
         hlen += 16
     else:
@@ -625,18 +625,18 @@ def _mobility_opts(nd: Printer, bp: bytes, length: int) -> None:
     """tcpdump: print-mobility.c, mobility_opt_print()."""
     i = 0
     while i < length:
-        nd.need(bp, i + 1, local=True)
+        nd.need(bp, i + 1)
         t = bp[i]
         if t == 0:
             optlen = 1
         else:
             if length - i < 2:
                 raise Trunc(local=True)
-            nd.need(bp, i + 2, local=True)
+            nd.need(bp, i + 2)
             optlen = bp[i + 1] + 2
         if length - i < optlen:
             raise Trunc(local=True)
-        nd.need(bp, i + optlen, local=True)
+        nd.need(bp, i + optlen)
         if t == 0:
             nd.w("(pad1)")
         elif t == 1:

@@ -52,13 +52,13 @@ def udp_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
     if len(bp) < 4:
         if not ip.ports_only:
             nd.w(f"{ip.srcs} > {ip.dsts}: ")
-        raise Trunc()
+        raise Trunc(local=True)
     sport, dport = HH.unpack_from(bp)
     _ports(nd, ip, sport, dport)
     if length < 8:
         nd.w(f"truncated-udp {length}")
         return
-    nd.need(bp, 8)
+    nd.need(bp, 8, local=True)
     ulen, csum = HH.unpack_from(bp, 4)
     if ulen == 0 and length > 65535:
         ulen = length
@@ -98,7 +98,7 @@ def tcp_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
     if len(bp) < 4:
         if not ip.ports_only:
             nd.w(f"{ip.srcs} > {ip.dsts}: ")
-        raise Trunc()
+        raise Trunc(local=True)
     sport, dport = HH.unpack_from(bp)
     _ports(nd, ip, sport, dport)
     nd.need(bp, 20, local=True)
@@ -155,10 +155,13 @@ def tcp_print(nd: Printer, bp: bytes, length: int, ip: IPInfo) -> None:
     if flags & 0x20:
         nd.w(f", urg {urp}")
     if hlen > 20:
-        if len(bp) < hlen:
-            nd.w(", options [")
-            raise Trunc()
-        nd.w(", options [" + _tcp_options(bp[20:hlen]) + "]")
+        nd.w(", options [")
+        try:
+            _tcp_options(nd, bp, hlen)
+        except _BadOpt as bad:
+            nd.w("[bad opt]" + ("]" if bad.args[0] else ""))
+            return
+        nd.w("]")
     nd.w(f", length {dlen}")
     if dlen <= 0:
         return
@@ -197,39 +200,80 @@ def _char(c: int) -> str:
     return out + chr(c)
 
 
-def _tcp_options(opts: bytes) -> str:
-    """tcpdump: print-tcp.c, the option loop of tcp_print()."""
-    out: list[str] = []
-    i = 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind in (0, 1):
-            out.append("eol" if kind == 0 else "nop")
-            i += 1
-            if kind == 0:
-                break
-            continue
-        if i + 1 >= len(opts):
-            out.append("[bad opt]")
-            break
-        ln = opts[i + 1]
-        if ln < 2 or i + ln > len(opts):
-            out.append("[bad opt]")
-            break
-        data = opts[i + 2 : i + ln]
-        if kind == 2 and ln == 4:
-            out.append(f"mss {H.unpack(data)[0]}")
-        elif kind == 3 and ln == 3:
-            out.append(f"wscale {data[0]}")
-        elif kind == 4 and ln == 2:
-            out.append("sackOK")
-        elif kind == 5 and (ln - 2) % 8 == 0:
-            blocks = [struct.unpack_from("!II", data, j) for j in range(0, ln - 2, 8)]
-            out.append(f"sack {len(blocks)} " + "".join(f"{{{a}:{b}}}" for a, b in blocks))
-        elif kind == 8 and ln == 10:
-            tsval, tsecr = struct.unpack("!II", data)
-            out.append(f"TS val {tsval} ecr {tsecr}")
+_TCP_OPTS: Final = {0: "eol", 1: "nop", 2: "mss", 3: "wscale", 4: "sackOK", 5: "sack",
+                    6: "echo", 7: "echoreply", 8: "TS", 11: "cc", 12: "ccnew", 13: "ccecho",
+                    19: "md5", 20: "scps", 21: "snack", 22: "rec", 28: "uto", 29: "tcp-ao",
+                    30: "mptcp", 34: "tfo", 253: "exp", 254: "exp"}  # fmt: skip
+
+
+class _BadOpt(Exception):
+    """tcpdump's ``goto bad`` in the option loop: ``[bad opt]`` and the segment's line ends."""
+
+
+def _tcp_options(nd: Printer, bp: bytes, hlen: int) -> None:
+    """The options, streamed as tcp_print() prints them (a short one ends the line).
+
+    tcpdump: print-tcp.c, the option loop of tcp_print() (LENCHECK).
+    """
+    left = hlen - 20
+    cp = 20
+    ch = ""
+    while left > 0:
+        nd.w(ch)
+        nd.need(bp, cp + 1)
+        opt = bp[cp]
+        cp += 1
+        if opt in (0, 1):
+            ln = 1
         else:
-            out.append(f"unknown-{kind} 0x{data.hex()}" if data else f"unknown-{kind}")
-        i += ln
-    return ",".join(out)
+            nd.need(bp, cp + 1)
+            ln = bp[cp]
+            cp += 1
+            if ln < 2 or ln > left:
+                raise _BadOpt(ch)
+            left -= 1
+        left -= 1
+        datalen = 0
+
+        def lencheck(n: int, left: int = left, cp: int = cp, ch: str = ch) -> None:
+            if n > left:
+                raise _BadOpt(ch)
+            if len(bp) < cp + n:
+                raise Trunc(local=True, after=">" if ch else "")
+
+        nd.w(_TCP_OPTS.get(opt, f"unknown-{opt}"))
+        if opt == 2:
+            datalen = 2
+            lencheck(2)
+            nd.w(f" {H.unpack_from(bp, cp)[0]}")
+        elif opt == 3:
+            datalen = 1
+            lencheck(1)
+            nd.w(f" {bp[cp]}")
+        elif opt == 5:
+            datalen = ln - 2
+            if datalen % 8:
+                nd.w(" invalid sack")
+            else:
+                nd.w(f" {datalen // 8} ")
+                for i in range(0, datalen, 8):
+                    lencheck(i + 8)
+                    s, e = struct.unpack_from("!II", bp, cp + i)
+                    nd.w(f"{{{s}:{e}}}")
+        elif opt == 8:
+            datalen = 8
+            lencheck(8)
+            tsval, tsecr = struct.unpack_from("!II", bp, cp)
+            nd.w(f" val {tsval} ecr {tsecr}")
+        elif opt not in (0, 1, 4):
+            datalen = ln - 2
+            if datalen:
+                lencheck(datalen)
+                nd.w(f" 0x{bp[cp : cp + datalen].hex()}")
+        cp += datalen
+        left -= datalen
+        if datalen + 1 + (opt not in (0, 1)) != ln:
+            nd.w(f"[len {ln}]")
+        ch = ","
+        if opt == 0:
+            break
