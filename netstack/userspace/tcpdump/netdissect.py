@@ -392,12 +392,21 @@ class Printer:
     # -- entry points -------------------------------------------------------------------
     def packet(self, ts: float, frame: bytes, wirelen: int | None = None) -> str:
         """The text tcpdump prints for one captured frame (possibly several lines)."""
+        wirelen = wirelen if wirelen is not None else len(frame)
+        problems = []
+        if not frame:
+            problems.append(" caplen==0")
+        if wirelen == 0:
+            problems.append(" len==0")
+        elif wirelen < len(frame):
+            problems.append(f" len({wirelen}) < caplen({len(frame)})")
+        if problems:  # print.c: no timestamp, nothing else
+            return "[Invalid header:" + ",".join(problems) + "]"
         if self._first is None:
             self._first = ts
         stamp = format_timestamp(ts, self.tstyle, self._prev, self._first)
         self._prev = ts
-        body = self.link(bytes(frame), wirelen if wirelen is not None else len(frame))
-        return stamp + body
+        return stamp + self.link(bytes(frame), wirelen)
 
     def link(self, frame: bytes, wirelen: int) -> str:
         """The frame's text without the timestamp (tcpdump's ``pretty_print_packet``).
@@ -407,15 +416,6 @@ class Printer:
         self._out = []
         self.protocol = ""
         self.caplen = len(frame)
-        problems = []
-        if not frame:
-            problems.append(" caplen==0")
-        if wirelen == 0:
-            problems.append(" len==0")
-        elif wirelen < len(frame):
-            problems.append(f" len({wirelen}) < caplen({len(frame)})")
-        if problems:
-            return "[Invalid header:" + ",".join(problems) + "]"
         printer = LINKTYPE_PRINTERS.get(self.dlt) or LINKTYPE_PRINTERS[1]
         self.ll_hdr_len = 0
         try:

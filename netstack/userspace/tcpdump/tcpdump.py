@@ -14,7 +14,8 @@ The live form (``tcpdump -i eth0`` on an emulated host) is the same
 
 Deviations from tcpdump, on purpose: addresses and ports are always numeric
 (``-n``/``-nn`` are accepted and change nothing), timestamps are virtual time
-printed in UTC, and application protocols (DNS, HTTP…) are not decoded.
+printed in UTC, and of the application protocols only DNS, mDNS and VXLAN
+are decoded (HTTP, DHCP, NTP… print as ``UDP, length N`` / ``length N``).
 """
 
 from __future__ import annotations
