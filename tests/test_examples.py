@@ -29,6 +29,7 @@ LAB_FILES = [
     "gretap",
     "ipip",
     "netem",
+    "nic_pair",
     "switched_lan",
     "two_hosts",
     "vlan_router_on_a_stick",

@@ -7,19 +7,23 @@ shell adds this lab-level command to its table itself
 own Trio loop on its own virtual clock; :func:`run_experiment` runs it in a
 worker thread and waits for it without yielding to the shell's loop, so the
 lab's virtual time stands still meanwhile, exactly as at the prompt — and on
-a terminal it shows that the run is going on (``netstack experiment`` uses it
-too).
+a terminal it shows how far the run has got and the time left (``netstack
+experiment`` uses it too). A ``--plot`` file that cannot be written (another
+suffix, PNG without the ``draw`` extra) is refused before anything runs.
 """
 
 from __future__ import annotations
 
-import sys
+import math
 import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from netstack.experiments import EXPERIMENTS
+from netstack.experiments.common import METER
+from netstack.experiments.plot import check_plot_path
 from netstack.labs.commands import Command, CommandTable, default_commands
+from netstack.userspace.progress import Progress
 
 if TYPE_CHECKING:
     from netstack.labs.session import Context
@@ -72,6 +76,11 @@ async def _cmd_experiment(ctx: Context, argv: list[str]) -> int:
     if name not in EXPERIMENTS:
         choices = ", ".join(repr(n) for n in sorted(EXPERIMENTS))
         return _usage(ctx, f"argument NAME: invalid choice: '{name}' (choose from {choices})")
+    if plot is not None:
+        try:
+            check_plot_path(plot)  # before minutes of work, not after
+        except ValueError as e:
+            return _usage(ctx, str(e))
     try:
         result = run_experiment(name, which, **kwargs)
     except ValueError as e:
@@ -88,16 +97,24 @@ async def _cmd_experiment(ctx: Context, argv: list[str]) -> int:
     return 0
 
 
+def _left(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating the time left"
+    minutes, sec = divmod(math.ceil(seconds), 60)
+    return f"{minutes}m{sec:02d}s left" if minutes else f"{sec} s left"
+
+
 def run_experiment(
     name: str, which: str = "both", *, stream: TextIO | None = None, **kwargs: Any
 ) -> Any:
-    """Run experiment *name* in a worker thread, showing that it runs on a terminal.
+    """Run experiment *name* in a worker thread, showing its progress on a terminal.
 
     The caller's thread waits without yielding (in the shell, the lab's
-    virtual time stands still). On a terminal, stderr shows the experiment
-    and the wall time it has taken so far, erased at the end; elsewhere
-    nothing is drawn. Exceptions of the run (``ValueError`` for bad
-    arguments) are raised here.
+    virtual time stands still). On a terminal, stderr shows a progress line —
+    the share done, which step (one run on its own clock) is running and the
+    wall time left, estimated from the steps done (:data:`METER`) — erased at
+    the end; elsewhere nothing is drawn. Exceptions of the run
+    (``ValueError`` for bad arguments) are raised here.
     """
     outcome: list[Any] = []
 
@@ -107,25 +124,19 @@ def run_experiment(
         except BaseException as e:  # re-raised below, in the caller's thread
             outcome.append(e)
 
-    out = stream if stream is not None else sys.stderr
-    isatty = getattr(out, "isatty", None)
-    show = bool(isatty is not None and isatty())
+    METER.plan(0)
     worker = threading.Thread(target=work, name=f"experiment {name}", daemon=True)
-    start = time.monotonic()
-    worker.start()
-    line = ""
-    while True:
-        if show:  # drawn at once, then every 0.2 s of wall time
-            spin = "|/-\\"[int((time.monotonic() - start) * 5) % 4]
-            line = f"experiment {name} ({which}): running {spin} {time.monotonic() - start:5.1f} s"
-            out.write("\r" + line)
-            out.flush()
-        worker.join(0.2)
-        if not worker.is_alive():
-            break
-    if line:
-        out.write("\r" + " " * len(line) + "\r")
-        out.flush()
+    with Progress(1000, f"experiment {name} ({which})", stream=stream, counts=False) as progress:
+        worker.start()
+        while True:
+            now = time.monotonic()
+            if METER.planned:
+                step = min(METER.done + 1, METER.planned)
+                progress.note = f"step {step} of {METER.planned}, {_left(METER.time_left(now))}"
+            progress.update(int(METER.fraction(now) * 1000))
+            worker.join(0.2)
+            if not worker.is_alive():
+                break
     result = outcome[0]
     if isinstance(result, BaseException):
         raise result

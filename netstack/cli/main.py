@@ -94,13 +94,35 @@ def build_parser() -> argparse.ArgumentParser:
         "name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS))
     )
     side = e.add_mutually_exclusive_group()
-    side.add_argument("--before", dest="which", action="store_const", const="before")
-    side.add_argument("--after", dest="which", action="store_const", const="after")
-    side.add_argument("--both", dest="which", action="store_const", const="both")
+    side.add_argument(
+        "--before",
+        dest="which",
+        action="store_const",
+        const="before",
+        help="run only with the seed's patch reverted (the old kernel)",
+    )
+    side.add_argument(
+        "--after",
+        dest="which",
+        action="store_const",
+        const="after",
+        help="run only with the seed's patch applied",
+    )
+    side.add_argument(
+        "--both",
+        dest="which",
+        action="store_const",
+        const="both",
+        help="run before and after, and compare them with the seed's figures (the default)",
+    )
     e.set_defaults(which="both")
     e.add_argument("--cpus", type=int, help="CPUs (sending threads) to use")
     e.add_argument("--json", action="store_true", help="print the figures as JSON")
-    e.add_argument("--plot", metavar="FILE", help="also draw the result (.svg, or .png)")
+    e.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the result: FILE.svg, or FILE.png with pip install 'netstack[draw]'",
+    )
     return parser  # fmt: skip
 
 
@@ -110,7 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "experiment":
         from netstack.cli.experiment import run_experiment
+        from netstack.experiments.plot import check_plot_path
 
+        if args.plot:
+            try:
+                check_plot_path(args.plot)  # before minutes of work, not after
+            except ValueError as e:
+                parser.error(str(e))
         kwargs = {} if args.cpus is None else {"cpus": args.cpus}
         try:
             result = run_experiment(args.name, args.which, **kwargs)

@@ -11,13 +11,15 @@ beside the published ones, their ratios, and for each run the timed report
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, cast
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import attrs
 import trio
 
 from netstack.cpu.timed import Thread, TimedReport
+from netstack.host.lab import run as _run_loop
 from netstack.socket import SOCK_STREAM
 
 if TYPE_CHECKING:
@@ -26,17 +28,80 @@ if TYPE_CHECKING:
     from netstack.tcp.sock import TcpSock
 
 __all__ = [
+    "METER",
     "Experiment",
     "ExperimentResult",
     "Figure",
+    "Meter",
     "Run",
     "Which",
     "neigh_permanent",
+    "run_step",
     "stream_pairs",
     "udp_senders",
 ]
 
 Which = Literal["before", "after", "both"]
+T = TypeVar("T")
+
+
+@attrs.define
+class Meter:
+    """How far the experiment running in this process has got, in steps.
+
+    A step is one run on its own Trio loop and virtual clock (:func:`run_step`);
+    an experiment says how many it will make (:meth:`plan`). The progress line
+    of ``netstack experiment`` reads this from another thread: the fraction
+    done interpolates the current step by the wall time the finished ones took,
+    which is what a step of the same workload will take again. Wall time only
+    measures progress here; no figure depends on it.
+    """
+
+    planned: int = 0
+    done: int = 0
+    started: float = 0.0  # wall time (time.monotonic) the current step started
+    walls: list[float] = attrs.Factory(list)
+
+    def plan(self, steps: int, now: float | None = None) -> None:
+        """A new experiment of *steps* steps starts (at wall time *now*)."""
+        self.planned, self.done, self.walls = steps, 0, []
+        self.started = time.monotonic() if now is None else now
+
+    def fraction(self, now: float) -> float:
+        """Done so far, 0..1: finished steps, and the current one's share."""
+        if not self.planned:
+            return 0.0
+        current = 0.0
+        if self.walls and self.done < self.planned:
+            mean = sum(self.walls) / len(self.walls)
+            current = min((now - self.started) / mean, 0.95) if mean > 0 else 0.0
+        return min((self.done + current) / self.planned, 1.0)
+
+    def time_left(self, now: float) -> float | None:
+        """Wall seconds left, or None before a step has finished (no estimate yet)."""
+        if not self.walls or not self.planned:
+            return None
+        mean = sum(self.walls) / len(self.walls)
+        return max(mean * (self.planned - self.done) - (now - self.started), 0.0)
+
+    def step_done(self, now: float | None = None) -> None:
+        """A step finished (at wall time *now*)."""
+        now = time.monotonic() if now is None else now
+        self.walls.append(now - self.started)
+        self.done += 1
+        self.started = now
+
+
+METER = Meter()
+"""The progress of the experiment this process runs (one at a time)."""
+
+
+def run_step(main: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``netstack.run(main, *args)``: one step of the experiment, counted by :data:`METER`."""
+    try:
+        return _run_loop(main, *args)
+    finally:
+        METER.step_done()
 
 
 @attrs.frozen

@@ -26,9 +26,16 @@ import trio
 
 from netstack.core.patches import Patches
 from netstack.cpu.timed import TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, udp_senders
+from netstack.experiments.common import (
+    METER,
+    ExperimentResult,
+    Figure,
+    Run,
+    run_step,
+    udp_senders,
+)
 from netstack.experiments.neigh_confirm import MACHINE
-from netstack.host.lab import open_lab, run
+from netstack.host.lab import open_lab
 
 __all__ = ["gre_ioctl"]
 
@@ -74,7 +81,8 @@ def _experiment(which: str, threads: int, calls: int, size: int) -> ExperimentRe
         "before": ("ipip", "gre before"),
         "after": ("ipip", "gre after"),
     }[which]
-    raw = [run(_one_run, label, threads, calls, size) for label in labels]
+    METER.plan(len(labels))
+    raw = [run_step(_one_run, label, threads, calls, size) for label in labels]
     ipip_pps = raw[0].figure("packets/s").emulated
     runs = []
     for r in raw:

@@ -26,8 +26,16 @@ import trio
 
 from netstack.core.patches import Patches
 from netstack.cpu.timed import Machine, TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, Which, udp_senders
-from netstack.host.lab import open_lab, run
+from netstack.experiments.common import (
+    METER,
+    ExperimentResult,
+    Figure,
+    Run,
+    Which,
+    run_step,
+    udp_senders,
+)
+from netstack.host.lab import open_lab
 
 __all__ = ["MACHINE", "gre_lltx"]
 
@@ -80,10 +88,11 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> Run
 
 def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
     runs = []
+    METER.plan(2 if which == "both" else 1)
     if which in ("before", "both"):
-        runs.append(run(_one_run, Patches(gre_lltx=False), threads, calls, size))
+        runs.append(run_step(_one_run, Patches(gre_lltx=False), threads, calls, size))
     if which in ("after", "both"):
-        runs.append(run(_one_run, Patches(), threads, calls, size))
+        runs.append(run_step(_one_run, Patches(), threads, calls, size))
     headline = []
     if which == "both":
         before, after = runs

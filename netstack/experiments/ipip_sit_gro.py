@@ -50,15 +50,17 @@ import trio
 from netstack.core.patches import Patches
 from netstack.cpu.timed import Machine, Thread, TimedModel
 from netstack.experiments.common import (
+    METER,
     ExperimentResult,
     Figure,
     Run,
     Which,
     neigh_permanent,
+    run_step,
     stream_pairs,
 )
 from netstack.gro import gro_statistics
-from netstack.host.lab import open_lab, run
+from netstack.host.lab import open_lab
 from netstack.socket import AF_INET, AF_INET6
 
 if TYPE_CHECKING:
@@ -184,15 +186,18 @@ def _experiment(
 ) -> ExperimentResult:
     runs: list[Run] = []
     headline: list[Figure] = []
+    METER.plan(len(tunnels) * len(conns) * (2 if which == "both" else 1))
     for tunnel in tunnels:
         for n in conns:
             # each run on its own Trio loop and virtual clock, so that its figures
             # do not depend on which runs came before it
             pair = []
             if which in ("before", "both"):
-                pair.append(run(_one_run, tunnel, Patches(ipip_sit_gro=False), n, cpus, duration))
+                pair.append(
+                    run_step(_one_run, tunnel, Patches(ipip_sit_gro=False), n, cpus, duration)
+                )
             if which in ("after", "both"):
-                pair.append(run(_one_run, tunnel, Patches(), n, cpus, duration))
+                pair.append(run_step(_one_run, tunnel, Patches(), n, cpus, duration))
             runs.extend(pair)
             if which != "both":
                 continue

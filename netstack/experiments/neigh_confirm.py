@@ -27,8 +27,16 @@ import trio
 from netstack.core.patches import Patches
 from netstack.core.sock import MSG_CONFIRM
 from netstack.cpu.timed import Machine, TimedModel
-from netstack.experiments.common import ExperimentResult, Figure, Run, Which, udp_senders
-from netstack.host.lab import open_lab, run
+from netstack.experiments.common import (
+    METER,
+    ExperimentResult,
+    Figure,
+    Run,
+    Which,
+    run_step,
+    udp_senders,
+)
+from netstack.host.lab import open_lab
 
 __all__ = ["MACHINE", "neigh_confirm"]
 
@@ -80,14 +88,15 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> tup
 def _experiment(which: Which, threads: int, calls: int, size: int) -> ExperimentResult:
     runs = []
     bounces = {}
+    METER.plan(2 if which == "both" else 1)
     if which in ("before", "both"):
-        r, b = run(
+        r, b = run_step(
             _one_run, Patches(neigh_confirm_elide=False, hh_fast_copy=False), threads, calls, size
         )
         runs.append(r)
         bounces["before"] = b
     if which in ("after", "both"):
-        r, b = run(_one_run, Patches(), threads, calls, size)
+        r, b = run_step(_one_run, Patches(), threads, calls, size)
         runs.append(r)
         bounces["after"] = b
     headline: list[Figure] = []

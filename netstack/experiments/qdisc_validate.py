@@ -35,14 +35,16 @@ import trio
 from netstack.core.patches import Patches
 from netstack.cpu.timed import Machine, Thread, TimedModel
 from netstack.experiments.common import (
+    METER,
     ExperimentResult,
     Figure,
     Run,
     Which,
     neigh_permanent,
+    run_step,
     stream_pairs,
 )
-from netstack.host.lab import open_lab, run
+from netstack.host.lab import open_lab
 from netstack.socket import AF_INET
 
 __all__ = ["MACHINE", "qdisc_validate"]
@@ -130,6 +132,7 @@ def _experiment(
 ) -> ExperimentResult:
     runs: list[Run] = []
     spread: list[str] = []
+    METER.plan(2 * (2 if which == "both" else 1) * repeats)
     for gso in ("off", "on"):
         sides = []
         if which in ("before", "both"):
@@ -139,7 +142,8 @@ def _experiment(
         for patches in sides:
             # each run on its own Trio loop and clock, so none depends on another
             reps = [
-                run(_one_run, patches, gso, flows, cpus, duration, seed) for seed in range(repeats)
+                run_step(_one_run, patches, gso, flows, cpus, duration, seed)
+                for seed in range(repeats)
             ]
             runs.append(_mean(reps))
             if repeats > 1:

@@ -1,7 +1,10 @@
 """Progress bars for long runs (floods, experiments, lab checks), on a terminal only.
 
 Theory of operation: :class:`Progress` draws one line on stderr —
-``udpflood  [##########..........]  50%  5000/10000`` — rewriting it in place
+``udpflood  [##########..........]  50%  5000/10000`` — or, for work whose
+steps mean nothing to the reader, the percentage and a note such as the time
+left (``experiment gre-lltx (both)  [#####.....]  50%  step 2 of 2, 9 s
+left``), rewriting it in place
 with a carriage return, at most ten times a second of wall time, and erases
 it when done. When stderr is not a terminal (pipes, CI, tests) it draws
 nothing, so output that is parsed or compared stays clean. Wall time is only
@@ -26,6 +29,7 @@ class Progress:
         enabled: False to draw nothing; None (default) draws only on a terminal.
         stream: where to draw (default: ``sys.stderr``).
         width: bar width in characters.
+        counts: False to show the percentage without ``done/total``.
     """
 
     def __init__(
@@ -36,6 +40,7 @@ class Progress:
         enabled: bool | None = None,
         stream: TextIO | None = None,
         width: int = 30,
+        counts: bool = True,
     ) -> None:
         self.total = max(total, 1)
         self.label = label
@@ -45,9 +50,12 @@ class Progress:
             enabled = bool(isatty is not None and isatty())
         self.enabled = enabled
         self.width = width
+        self.counts = counts
+        self.note = ""  # shown after the bar (e.g. the time left)
         self.done = 0
         self._last = 0.0
         self._drawn = False
+        self._width_drawn = 0
 
     def update(self, done: int) -> None:
         """Record *done* steps; redraw if enough wall time passed."""
@@ -58,8 +66,11 @@ class Progress:
         if now - self._last < 0.1 and done < self.total:
             return
         self._last = now
-        self.stream.write("\r" + self.render())
+        text = self.render()
+        pad = " " * max(self._width_drawn - len(text), 0)  # a shorter line covers the last
+        self.stream.write("\r" + text + pad)
         self.stream.flush()
+        self._width_drawn = max(self._width_drawn, len(text))
         self._drawn = True
 
     def render(self) -> str:
@@ -68,12 +79,15 @@ class Progress:
         filled = int(frac * self.width)
         bar = "#" * filled + "." * (self.width - filled)
         label = f"{self.label}  " if self.label else ""
-        return f"{label}[{bar}] {frac * 100:3.0f}%  {self.done}/{self.total}"
+        text = f"{label}[{bar}] {frac * 100:3.0f}%"
+        if self.counts:
+            text += f"  {self.done}/{self.total}"
+        return text + (f"  {self.note}" if self.note else "")
 
     def close(self) -> None:
         """Erase the bar."""
         if self._drawn:
-            self.stream.write("\r" + " " * len(self.render()) + "\r")
+            self.stream.write("\r" + " " * self._width_drawn + "\r")
             self.stream.flush()
             self._drawn = False
 

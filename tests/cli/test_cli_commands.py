@@ -117,7 +117,7 @@ def test_draw_svg_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "nic, 100 Mbit/s, 5 ms",
     ):
         assert item in text
-    assert text.count('class="link"') == 2
+    assert text.count('class="edge link"') == 2
     import xml.dom.minidom
 
     xml.dom.minidom.parseString(text)  # well-formed

@@ -129,16 +129,18 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
-def test_experiment_shows_that_it_runs_on_a_terminal() -> None:
-    """A long run draws a progress line on a terminal, and erases it before the result."""
+def test_experiment_shows_its_progress_on_a_terminal() -> None:
+    """A long run draws a progress line on a terminal — the share done, the step, the
+    time left once a step has shown how long one takes — and erases it before the result."""
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "netstack.cli.main", "experiment", "gre-lltx", "--after", "--cpus", "1"],
+        ["-m", "netstack.cli.main", "experiment", "gre-lltx", "--both", "--cpus", "2"],
         env={**os.environ, "TERM": "dumb"},
         encoding="utf-8",
         timeout=60,
     )
-    child.expect(r"\rexperiment gre-lltx \(after\): running [|/\\-] +\d+\.\d s")
+    child.expect(r"\rexperiment gre-lltx \(both\)  \[[#.]{30}\] +\d+%  step 1 of 2, estimating")
+    child.expect(r"\rexperiment gre-lltx \(both\)  \[#+\.*\] +\d+%  step 2 of 2, \d+ s left")
     child.expect_exact("experiment gre-lltx: seed 1 (2010): ip_gre: lockless xmit")
     child.expect(pexpect.EOF)
     child.close()
