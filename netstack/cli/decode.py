@@ -2,9 +2,11 @@
 
 ``netstack decode [-v] [-e] [-q] [-t…] [-x] [-c N] FILE [expression]`` is
 ``tcpdump -nn -r FILE`` with the same options and filter language
-(:mod:`netstack.userspace.tcpdump.tcpdump`), so captures — netstack's own or any
-Ethernet/raw-IP pcap or pcapng — can be read without Wireshark, tunnels
-included (GRE, gretap, IPIP, 6in4).
+(:mod:`netstack.userspace.tcpdump.tcpdump`), so captures — netstack's own or the
+ones people bring: Ethernet, Linux cooked v1/v2 (``tcpdump -i any``), raw IP,
+pcap or pcapng — can be read without Wireshark, tunnels included (GRE, PPTP,
+gretap, IPIP, 6in4, VXLAN). A file that ends inside a record prints what came
+before, then tcpdump's ``pcap_loop: truncated dump file`` message, and exits 1.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from netstack.errors import ConfigError
-from netstack.userspace.tcpdump.tcpdump import TCPDUMP_USAGE, Dumper, parse_tcpdump_args, read_pcap
+from netstack.userspace.tcpdump.tcpdump import TCPDUMP_USAGE, parse_tcpdump_args, read_file
 
 __all__ = ["decode"]
 
@@ -29,20 +31,9 @@ def decode(argv: list[str], *, out: TextIO, err: TextIO) -> int:
         if opts.read_file is None:
             print("netstack decode: which capture file? (netstack decode FILE.pcap)", file=err)
             return 2
-        head, frames = read_pcap(opts.read_file)
-        dumper = Dumper(opts, lambda s: print(s, file=out))
+        return read_file(opts, lambda s: print(s, file=out), lambda s: print(s, file=err))
     except ConfigError as e:
         print(e, file=err)
         return 1
-    print(head, file=err)
-    try:
-        for ts, data, wirelen in frames:
-            dumper.frame(ts, data, wirelen)
-            if dumper.done:
-                break
     except BrokenPipeError:  # `netstack decode x.pcap | head`
         return 0
-    finally:
-        dumper.close()
-        frames.close()
-    return 0

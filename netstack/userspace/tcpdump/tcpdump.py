@@ -14,14 +14,15 @@ The live form (``tcpdump -i eth0`` on an emulated host) is the same
 
 Deviations from tcpdump, on purpose: addresses and ports are always numeric
 (``-n``/``-nn`` are accepted and change nothing), timestamps are virtual time
-printed in UTC, and application protocols (DNS, HTTP…) are not decoded.
+printed in UTC, and of the application protocols only DNS, mDNS and VXLAN
+are decoded (HTTP, DHCP, NTP… print as ``UDP, length N`` / ``length N``).
 """
 
 from __future__ import annotations
 
 import errno
 import struct
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
@@ -40,9 +41,13 @@ if TYPE_CHECKING:
 __all__ = [
     "TCPDUMP_USAGE",
     "Dumper",
+    "PcapReader",
     "TcpdumpOptions",
+    "TruncatedDump",
+    "ether_view",
     "main",
     "parse_tcpdump_args",
+    "read_file",
     "read_pcap",
 ]
 
@@ -66,7 +71,15 @@ _WITH_ARG: Final = frozenset(c for i, c in enumerate(_GETOPT) if _GETOPT[i + 1 :
 _FLAGS: Final = frozenset(c for c in _GETOPT if c != ":")
 _IGNORED: Final = frozenset("aAbdDfHIjJKlLNOpuUY#BCEFGMmTVWyzZ")  # accepted, no effect here
 
-LINKTYPES: Final = {1: "EN10MB (Ethernet)", 101: "RAW (Raw IP)", 12: "RAW (Raw IP)"}
+LINKTYPES: Final = {
+    1: "EN10MB (Ethernet)",
+    101: "RAW (Raw IP)",
+    12: "RAW (Raw IP)",
+    113: "LINUX_SLL (Linux cooked v1)",
+    228: "IPV4 (Raw IPv4)",
+    229: "IPV6 (Raw IPv6)",
+    276: "LINUX_SLL2 (Linux cooked v2)",
+}
 
 
 @attrs.define
@@ -92,8 +105,9 @@ class TcpdumpOptions:
     show_version: bool = False
     show_help: bool = False
 
-    def printer(self) -> Printer:
+    def printer(self, dlt: int = 1) -> Printer:
         return Printer(
+            dlt=dlt,
             verbose=self.verbose,
             eflag=self.eflag,
             qflag=self.qflag,
@@ -219,7 +233,7 @@ class Dumper:
     opts: TcpdumpOptions
     write: Callable[[str], None]
     resolve: Callable[[str], str | None] | None = None
-    raw: bool = False  # frames carry an empty Ethernet header over raw IP (gre, ipip, sit)
+    dlt: int = 1  # the frames' link type: 1 Ethernet, 101 raw IP (gre, ipip, sit), 113…
     captured: int = 0
     received: int = 0
     _printer: Printer = attrs.field(init=False)
@@ -228,7 +242,7 @@ class Dumper:
     _file: BinaryIO | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        self._printer = self.opts.printer()
+        self._printer = self.opts.printer(self.dlt)
         try:
             self._filter = compile_filter(self.opts.expression, self.resolve)
         except ConfigError as e:
@@ -238,9 +252,8 @@ class Dumper:
                 self._file = Path(self.opts.write_file).open("wb")  # noqa: SIM115 - closed in close()
             except OSError as e:
                 raise _err(f"{self.opts.write_file}: {e.strerror}", e.errno or errno.EIO) from None
-            linktype = 101 if self.raw else 1  # LINKTYPE_RAW, as their captures are written
             self._writer = dpkt.pcap.Writer(
-                self._file, snaplen=self.opts.snaplen, linktype=linktype
+                self._file, snaplen=self.opts.snaplen, linktype=self.dlt
             )
 
     @property
@@ -253,12 +266,15 @@ class Dumper:
         if self.done:
             return False
         self.received += 1
-        if self._filter is not None and not self._filter(dissect(frame, wirelen)):
-            return False
+        if self._filter is not None:
+            view = ether_view(self.dlt, frame)
+            wl = None if wirelen is None else wirelen + len(view) - len(frame)
+            if not self._filter(dissect(view, wl)):
+                return False
         self.captured += 1
         data = frame[: self.opts.snaplen]
         if self._writer is not None:
-            self._writer.writepkt(frame[14:][: self.opts.snaplen] if self.raw else data, ts=ts)
+            self._writer.writepkt(data, ts=ts)
             if not self.opts.print_anyway:
                 return True
         text = self._printer.packet(ts, data, wirelen if wirelen is not None else len(frame))
@@ -290,34 +306,76 @@ _PCAP_MAGIC: Final = {
 }
 
 
-def read_pcap(path: str | Path) -> tuple[str, Generator[tuple[float, bytes, int], None, None]]:
-    """Open a pcap (or pcapng) file: (tcpdump's "reading from file" line, frames).
+class TruncatedDump(ConfigError):
+    """The capture file ends inside a record: libpcap's ``pcap_loop`` error.
 
-    Frames are ``(timestamp, captured bytes, length on the wire)``; raw-IP
-    captures get an Ethernet header added so one printer serves both.
+    ``str()`` is tcpdump's message (``tcpdump: pcap_loop: truncated dump file;
+    tried to read 16 header bytes, only got 10``); tcpdump prints the frames
+    before it and exits with status 1.
+    """
+
+
+@attrs.define
+class PcapReader:
+    """An open capture file: its link type, tcpdump's stderr lines and its frames.
+
+    Iterating yields ``(timestamp, captured bytes, length on the wire)`` in the
+    link type's own framing (:attr:`linktype`); a record cut short raises
+    :class:`TruncatedDump` after the whole ones.
+    """
+
+    path: str
+    linktype: int
+    snaplen: int
+    _records: Iterator[tuple[float, bytes, int]]
+    _file: BinaryIO
+
+    @property
+    def head(self) -> str:
+        """What tcpdump prints on stderr before the packets."""
+        line = (
+            f"reading from file {self.path}, link-type {LINKTYPES[self.linktype]}, "
+            f"snapshot length {self.snaplen}"
+        )
+        if self.linktype == 276:
+            return "Warning: interface names might be incorrect\n" + line
+        return line
+
+    def __iter__(self) -> Iterator[tuple[float, bytes, int]]:
+        return self._records
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_pcap(path: str | Path) -> PcapReader:
+    """Open a pcap (or pcapng) file as libpcap's ``pcap_open_offline`` does.
 
     Raises:
-        ConfigError: ``tcpdump: FILE: No such file or directory`` and the like.
+        ConfigError: ``tcpdump: FILE: No such file or directory``, ``unknown
+            file format``, a truncated file header, an unknown link type.
     """
     try:
-        f = Path(path).open("rb")  # noqa: SIM115 - closed by the generator
+        f = Path(path).open("rb")  # noqa: SIM115 - closed by PcapReader.close()
     except OSError as e:
         raise _err(f"{path}: {e.strerror}", e.errno or errno.EIO) from None
     magic = f.read(4)
-    f.seek(0)
+    if len(magic) < 4:
+        f.close()
+        raise _err(f"truncated dump file; tried to read 4 file header bytes, only got {len(magic)}")
     records: Iterator[tuple[float, bytes, int]]
     if magic in _PCAP_MAGIC:
         order, unit = _PCAP_MAGIC[magic]
-        head = f.read(24)
-        if len(head) < 24:
+        rest = f.read(20)
+        if len(rest) < 20:
             f.close()
             raise _err(
-                f"{path}: truncated dump file; tried to read 24 file header bytes, "
-                f"only got {len(head)}"
+                f"truncated dump file; tried to read 24 file header bytes, only got {len(rest)}"
             )
-        _maj, _min, _tz, _sig, snaplen, linktype = struct.unpack(order + "HHiIII", head[4:])
+        _maj, _min, _tz, _sig, snaplen, linktype = struct.unpack(order + "HHiIII", rest)
         records = _pcap_records(f, order, unit)
     elif magic == b"\x0a\x0d\x0d\x0a":
+        f.seek(0)
         try:
             ng = dpkt.pcapng.Reader(f)
         except (ValueError, dpkt.dpkt.NeedData, dpkt.dpkt.UnpackError):
@@ -332,33 +390,84 @@ def read_pcap(path: str | Path) -> tuple[str, Generator[tuple[float, bytes, int]
     if linktype not in LINKTYPES:
         f.close()
         raise _err(f"{path}: unsupported link-layer type {linktype}")
-    line = f"reading from file {path}, link-type {LINKTYPES[linktype]}, snapshot length {snaplen}"
-
-    def frames() -> Generator[tuple[float, bytes, int], None, None]:
-        try:
-            for ts, data, wirelen in records:
-                if linktype != 1:
-                    etype = b"\x86\xdd" if data[:1] and data[0] >> 4 == 6 else b"\x08\x00"
-                    yield ts, b"\0" * 12 + etype + data, wirelen + 14
-                else:
-                    yield ts, data, wirelen
-        finally:
-            f.close()
-
-    return line, frames()
+    return PcapReader(str(path), linktype, snaplen, records, f)
 
 
 def _pcap_records(f: BinaryIO, order: str, unit: float) -> Iterator[tuple[float, bytes, int]]:
+    """The records of a pcap file. libpcap: sf-pcap.c, pcap_next_packet()."""
     rec = struct.Struct(order + "IIII")
     while True:
         hdr = f.read(16)
-        if len(hdr) < 16:
+        if not hdr:
             return
+        if len(hdr) < 16:
+            raise TruncatedDump(
+                "tcpdump: pcap_loop: truncated dump file; tried to read 16 header bytes, "
+                f"only got {len(hdr)}",
+                errno.EIO,
+            )
         sec, frac, caplen, wirelen = rec.unpack(hdr)
         data = f.read(caplen)
         if len(data) < caplen:
-            return
+            raise TruncatedDump(
+                f"tcpdump: pcap_loop: truncated dump file; tried to read {caplen} captured "
+                f"bytes, only got {len(data)}",
+                errno.EIO,
+            )
         yield sec + frac * unit, data, wirelen
+
+
+def ether_view(dlt: int, frame: bytes) -> bytes:
+    """*frame* of link type *dlt* as the Ethernet frame the filter reads.
+
+    The filter (:func:`.tcpdump_filter.dissect`) looks at Ethernet offsets;
+    libpcap compiles the same expression for each link type, which this
+    mimics by giving cooked and raw-IP frames an Ethernet header with the
+    same network-layer protocol (and the cooked header's source address).
+    """
+    if dlt == 1:
+        return frame
+    if dlt == 113 and len(frame) >= 16:
+        src = frame[6:12] if frame[4:6] == b"\x00\x06" else bytes(6)
+        return bytes(6) + src + frame[14:16] + frame[16:]
+    if dlt == 276 and len(frame) >= 20:
+        src = frame[12:18] if frame[11] == 6 else bytes(6)
+        return bytes(6) + src + frame[0:2] + frame[20:]
+    etype = b"\x86\xdd" if frame[:1] and frame[0] >> 4 == 6 else b"\x08\x00"
+    return bytes(12) + etype + frame
+
+
+def read_file(
+    opts: TcpdumpOptions,
+    out: Callable[[str], None],
+    err: Callable[[str], None],
+    resolve: Callable[[str], str | None] | None = None,
+) -> int:
+    """``tcpdump -r FILE``: print its frames; 1 if the file ends inside a record.
+
+    Raises:
+        ConfigError: the file cannot be opened or read (tcpdump's message).
+    """
+    assert opts.read_file is not None
+    pcap = read_pcap(opts.read_file)
+    try:
+        dumper = Dumper(opts, out, resolve, dlt=pcap.linktype)
+    except ConfigError:
+        pcap.close()
+        raise
+    err(pcap.head)
+    try:
+        for ts, data, wirelen in pcap:
+            dumper.frame(ts, data, wirelen)
+            if dumper.done:
+                break
+    except TruncatedDump as e:
+        err(str(e))
+        return 1
+    finally:
+        dumper.close()
+        pcap.close()
+    return 0
 
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
@@ -371,18 +480,7 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
         proc.err(TCPDUMP_USAGE)
         return 0
     if opts.read_file is not None:
-        head, frames = read_pcap(opts.read_file)
-        dumper = Dumper(opts, proc.out, proc.resolve)
-        proc.err(head)
-        try:
-            for ts, data, wirelen in frames:
-                dumper.frame(ts, data, wirelen)
-                if dumper.done:
-                    break
-        finally:
-            dumper.close()
-            frames.close()
-        return 0
+        return read_file(opts, proc.out, proc.err, proc.resolve)
     net = host.net
     name = opts.interface
     if name is None:
@@ -400,7 +498,7 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
         return 1
     # devices without a link-layer header (gre, ipip, sit) capture raw IP, as in their pcaps
     raw = dev.header_ops is None and dev.type != ARPHRD_LOOPBACK
-    dumper = Dumper(opts, proc.out, proc.resolve, raw=raw)
+    dumper = Dumper(opts, proc.out, proc.resolve, dlt=101 if raw else 1)
     link = "RAW (Raw IP)" if raw else "EN10MB (Ethernet)"
     if opts.verbose or opts.write_file is not None:
         proc.err(
@@ -414,9 +512,6 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     def on_frame(ts: float, frame: bytes, outgoing: bool) -> None:
         if (opts.direction == "in" and outgoing) or (opts.direction == "out" and not outgoing):
             return
-        if raw:  # the printer and filter read Ethernet: give the packet an empty header
-            etype = b"\x86\xdd" if frame[:1] and frame[0] >> 4 == 6 else b"\x08\x00"
-            frame = bytes(12) + etype + frame
         dumper.frame(ts, frame)
         if dumper.done:
             done.set()

@@ -35,6 +35,7 @@ from netstack.errors import ConfigError
 __all__ = ["FilterError", "Packet", "compile_filter", "dissect"]
 
 Predicate = Callable[["Packet"], bool]
+H: Final = struct.Struct("!H")
 
 _PROTO_NAMES: Final = {
     "icmp": 1,
@@ -95,12 +96,13 @@ def dissect(frame: bytes, wirelen: int | None = None) -> Packet:
     p.ether_dst, p.ether_src = frame[0:6], frame[6:12]
     (etype,) = struct.unpack_from("!H", frame, 12)
     _dissect_l3(p, frame, 14, etype)
-    if etype in (0x8100, 0x88A8) and len(frame) >= 18:
-        tci, inner_type = struct.unpack_from("!HH", frame, 14)
-        p.vlans = (tci & 0xFFF,)
-        inner = Packet(p.length, p.ether_src, p.ether_dst)
-        _dissect_l3(inner, frame, 18, inner_type)
-        p.inner = inner
+    if etype in (0x8100, 0x88A8):
+        # ``vlan`` tests the type field only; ``vlan N`` also loads the tag (if captured)
+        p.vlans = (H.unpack_from(frame, 14)[0] & 0xFFF,) if len(frame) >= 16 else (-1,)
+        if len(frame) >= 18:
+            inner = Packet(p.length, p.ether_src, p.ether_dst)
+            _dissect_l3(inner, frame, 18, H.unpack_from(frame, 16)[0])
+            p.inner = inner
     return p
 
 
