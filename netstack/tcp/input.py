@@ -1966,6 +1966,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     tcp.hashinfo.ehash[key] = req
     req.hashed = True
     req.ehash_key = key
+    sk.syn_queue_young += 1  # inet_csk_reqsk_queue_added() -> reqsk_queue_added()
     sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
@@ -1979,13 +1980,32 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
 def reqsk_timer_handler(req: RequestSock) -> None:
     """Retransmit the SYN-ACK with back-off, or give up.
 
-    Kernel: net/ipv4/inet_connection_sock.c, reqsk_timer_handler().
+    When the SYN queue is more than half full, old requests get fewer
+    retransmissions (down to 2) unless enough of the queue is young: the
+    kernel's "reserve half of room for young embryons" rule.
+
+    Kernel: net/ipv4/inet_connection_sock.c, reqsk_timer_handler() /
+    syn_ack_recalc().
     """
     if not req.hashed:
         return
     listener = req.listener
     tcp = listener.tcp
-    if listener.state != TCP_LISTEN or req.num_timeout >= tcp.sysctl_tcp_synack_retries:
+    if listener.state != TCP_LISTEN:
+        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
+
+        inet_csk_reqsk_queue_drop(listener, req)
+        return
+    max_syn_ack_retries = tcp.sysctl_tcp_synack_retries
+    qlen = listener.syn_queue_len
+    if (qlen << 1) > max(8, listener.sk_max_ack_backlog):
+        young = listener.syn_queue_young << 1
+        while max_syn_ack_retries > 2:
+            if qlen < young:
+                break
+            max_syn_ack_retries -= 1
+            young <<= 1
+    if req.num_timeout >= max_syn_ack_retries:  # syn_ack_recalc(), no defer_accept
         from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
 
         inet_csk_reqsk_queue_drop(listener, req)
@@ -1996,6 +2016,8 @@ def reqsk_timer_handler(req: RequestSock) -> None:
         tcp.mib.RetransSegs += 1
         tcp.ext.TCPSynRetrans += 1
         req.num_retrans += 1
+    if req.num_timeout == 0:
+        listener.syn_queue_young -= 1
     req.num_timeout += 1
     timeo = min(tcp.TCP_TIMEOUT_INIT << req.num_timeout, tcp.TCP_RTO_MAX)
     assert req.timer is not None

@@ -45,8 +45,13 @@ __all__ = [
     "TCP_TW_RST",
     "TCP_TW_SUCCESS",
     "TCP_TW_SYN",
+    "inet_csk_complete_hashdance",
+    "inet_csk_reqsk_queue_add",
     "inet_csk_reqsk_queue_drop",
     "inet_twsk_kill",
+    "reqsk_queue_added",
+    "reqsk_queue_removed",
+    "reqsk_queue_unlink",
     "tcp_check_req",
     "tcp_child_process",
     "tcp_create_openreq_child",
@@ -73,18 +78,87 @@ def tcp_in_window(seq: int, end_seq: int, s_win: int, e_win: int) -> bool:
 # -- request socks ------------------------------------------------------------------------------
 
 
-def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> None:
-    """Forget a request: out of the hash, timer stopped. Kernel: inet_csk_reqsk_queue_drop()."""
-    if not req.hashed:
-        return
-    req.hashed = False
-    key = req.ehash_key
-    ehash = listener.tcp.hashinfo.ehash
-    if key is not None and ehash.get(key) is req:
-        del ehash[key]
+def reqsk_queue_added(listener: TcpSock) -> None:
+    """A new request joins the SYN queue, young (no SYN-ACK timeout yet).
+
+    Kernel: include/net/request_sock.h, reqsk_queue_added().
+    """
+    listener.syn_queue_young += 1
+    listener.syn_queue_len += 1
+
+
+def reqsk_queue_removed(listener: TcpSock, req: RequestSock) -> None:
+    """A request leaves the SYN queue (its count, not its hash entry).
+
+    Kernel: include/net/request_sock.h, reqsk_queue_removed().
+    """
+    if req.num_timeout == 0:
+        listener.syn_queue_young -= 1
     listener.syn_queue_len -= 1
+
+
+def reqsk_queue_unlink(req: RequestSock) -> bool:
+    """Out of the established hash (if it still is there), timer stopped.
+
+    Returns whether the request was found in the hash: after a handshake the
+    child's ``inet_ehash_nolisten()`` has already replaced it there, and the
+    caller (``inet_csk_complete_hashdance``) accounts for the queue itself.
+
+    Kernel: net/ipv4/inet_connection_sock.c, reqsk_queue_unlink().
+    """
+    found = False
+    if req.hashed:
+        req.hashed = False
+        key = req.ehash_key
+        ehash = req.listener.tcp.hashinfo.ehash
+        if key is not None and ehash.get(key) is req:
+            del ehash[key]
+        found = True
     if req.timer is not None:
         req.timer.delete()
+    return found
+
+
+def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> bool:
+    """Forget a request: out of the hash and the SYN queue, timer stopped.
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_reqsk_queue_drop().
+    """
+    unlinked = reqsk_queue_unlink(req)
+    if unlinked:
+        reqsk_queue_removed(listener, req)
+    return unlinked
+
+
+def inet_csk_reqsk_queue_add(listener: TcpSock, req: RequestSock, child: TcpSock) -> TcpSock:
+    """Queue an established child for accept().
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_reqsk_queue_add().
+    """
+    req.child = child
+    child.parent = listener
+    listener.accept_queue.append(req)
+    listener.sk_ack_backlog += 1  # sk_acceptq_added()
+    return child
+
+
+def inet_csk_complete_hashdance(
+    listener: TcpSock, child: TcpSock, req: RequestSock, own_req: bool
+) -> TcpSock | None:
+    """The child owns the 4-tuple: the request leaves the SYN queue, the child
+    joins the accept queue.
+
+    ``syn_recv_sock`` already replaced the request by the child in the
+    established hash (``inet_ehash_nolisten``), so the drop below only stops
+    the timer; the SYN queue's count goes down in ``reqsk_queue_removed``.
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_complete_hashdance().
+    """
+    if own_req:
+        inet_csk_reqsk_queue_drop(req.listener, req)
+        reqsk_queue_removed(req.listener, req)
+        return inet_csk_reqsk_queue_add(listener, req, child)
+    return None
 
 
 def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
@@ -141,16 +215,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
             return listener
         req.acked = True
         return None
-    inet_csk_reqsk_queue_drop(listener, req)
-    # the child replaced the request in the hash: restore it if the drop removed it
-    key = child.ehash_key
-    if key is not None:
-        tcp.hashinfo.ehash[key] = child
-    req.child = child
-    child.parent = listener
-    listener.accept_queue.append(req)  # inet_csk_reqsk_queue_add()
-    listener.sk_ack_backlog += 1
-    return child
+    return inet_csk_complete_hashdance(listener, child, req, not req.hashed)
 
 
 class _RateHolder:

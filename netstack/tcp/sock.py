@@ -356,7 +356,8 @@ class TcpSock(Sock):
         self.icsk_mtup_search_low = 0
         self.icsk_mtup_probe_size = 0
         self.accept_queue: collections.deque[RequestSock] = collections.deque()
-        self.syn_queue_len = 0  # reqsk_queue_len()
+        self.syn_queue_len = 0  # reqsk_queue_len(): icsk_accept_queue.qlen
+        self.syn_queue_young = 0  # reqsk_queue_len_young(): requests not yet timed out
         self.retransmit_timer: TimerList = net.timers.timer(self._write_timer, "tcp_write_timer")
         self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
         self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")
