@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import hashlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -185,7 +186,24 @@ class Net:
         self.wmem_default = 212992
         self.wmem_max = 212992
         self.somaxconn = 4096
+        self._secrets: dict[str, bytes] = {}
         self._register_core_sysctls()
+
+    def get_random_once(self, label: str, nbytes: int = 16) -> bytes:
+        """A secret key drawn once per Net and *label* (hash keys, SYN cookie secrets).
+
+        It derives from the seed and the host's name, not from ``rng``, so
+        taking one moves no other random draw: same seed, same secrets.
+
+        Kernel: include/linux/once.h, net_get_random_once().
+        """
+        key = self._secrets.get(label)
+        if key is None:
+            key = hashlib.blake2b(
+                f"{self.seed}/{self.name}/{label}".encode(), digest_size=nbytes
+            ).digest()
+            self._secrets[label] = key
+        return key
 
     def _register_core_sysctls(self) -> None:
         s = self.sysctl

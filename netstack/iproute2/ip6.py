@@ -256,8 +256,14 @@ def print_route6(
     get_src: int | None = None,
     prefsrc: int = 0,
     mtu: int = 0,
+    expires: int = 0,
 ) -> str:
-    """One IPv6 route. iproute2: ip/iproute.c, print_route() of rt6_fill_node()'s message."""
+    """One IPv6 route. iproute2: ip/iproute.c, print_route() of rt6_fill_node()'s message.
+
+    *expires* (seconds) is a route exception's (``ip -6 route get`` of a
+    destination with a learnt PMTU); iproute2 prints no ``cache`` line for
+    IPv6, only the RTA_CACHEINFO expiry.
+    """
     o: list[str] = []
     if f.type != RTN_UNICAST or opts.details:
         o.append(f"{_RTN_NAMES.get(f.type, str(f.type))} ")
@@ -288,7 +294,8 @@ def print_route6(
         o.append("onlink ")
     if nhf & RTNH_F_LINKDOWN:
         o.append("linkdown ")
-    expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
+    if not expires:
+        expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
     if expires:
         o.append(f"expires {expires}sec ")
     m = mtu or f.mtu
@@ -358,7 +365,6 @@ def _print_exception(opts: IpOptions, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: o
     if f.nh.gw:
         o.append(f"via {ntoa6(f.nh.gw)} ")
     o.append(f"dev {f.nh.dev.name} metric {f.metric} ")
-    o.append(f"{opts.sl}    cache ")
     if exp and exp > clock.jiffies:
         o.append(f"expires {(exp - clock.jiffies) // clock.hz}sec ")
     if mtu:
@@ -475,6 +481,10 @@ def iproute_get6(
         if not prefsrc and rt.dev is not None:
             prefsrc = ipv6.ipv6_dev_get_saddr(rt.dev, daddr) or 0
         pmtu = rt.rt6i_pmtu if rt.rt6i_flags & RTF_CACHE else 0
+        now = ipv6.net.clock.jiffies
+        rt_expires = 0
+        if rt.rt6i_flags & RTF_CACHE and rt.expires > now:  # rt6_fill_node(): RTA_CACHEINFO
+            rt_expires = (rt.expires - now) // ipv6.net.clock.hz
         line = print_route6(
             opts,
             ipv6,
@@ -484,6 +494,7 @@ def iproute_get6(
             get_src=saddr,
             prefsrc=prefsrc,
             mtu=pmtu,
+            expires=rt_expires,
         )
         opts.write(line)
     finally:

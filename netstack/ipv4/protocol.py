@@ -94,6 +94,9 @@ class Ipv4:
         self.ipfrag_high_thresh = 4 * 1024 * 1024
         self.ipfrag_low_thresh = 3 * 1024 * 1024
         self.ipfrag_time = 30
+        self.ip_rt_min_pmtu = 552  # net.ipv4.route.min_pmtu (512 + 20 + 20)
+        self.ip_rt_mtu_expires = 600  # net.ipv4.route.mtu_expires, seconds
+        self.ip_rt_gc_timeout = 300  # net.ipv4.route.gc_timeout: a redirect's lifetime
         self.ping_group_range = (0, 2147483647)
         # state
         self.devconf_all = DevConf()
@@ -113,6 +116,7 @@ class Ipv4:
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz  # "long ago": the first call refills
         self.peers: dict[int, InetPeer] = {}
+        self.fnhe_created = 0  # next-hop exceptions created (PMTU, redirects)
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
         self.inet_offloads: dict[int, NetOffload] = {}  # GRO/GSO per IP protocol
@@ -247,22 +251,44 @@ class Ipv4:
             self.net.log.info("martian_destination", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
     def ipv4_sk_update_pmtu(self, sk: Sock, daddr: int, mtu: int) -> None:
-        """An ICMP frag-needed for a socket's flow. Kernel: ipv4_sk_update_pmtu()."""
-        rt = sk.dst_cache if sk.inet_daddr == daddr else None
-        own = False
-        if rt is None or not rt.valid():
-            rt = _route.ip_route_output_key(self, _route.Flowi4(daddr, sk.inet_saddr))
+        """An ICMP frag-needed quoting a socket's datagram to *daddr* (UDP, ping, raw).
+
+        The exception is learnt on a route for *daddr*; a connected socket
+        whose cached route went stale with it gets a fresh one (so IP_MTU
+        reports the new path MTU at once).
+
+        Kernel: net/ipv4/route.c, ipv4_sk_update_pmtu().
+        """
+        odst = sk.dst_cache if sk.inet_daddr == daddr else None
+        flow = _route.Flowi4(daddr, sk.inet_saddr, oif=sk.sk_bound_dev_if)
+        if odst is None:  # __ipv4_sk_update_pmtu()
+            rt = _route.ip_route_output_key(self, flow)
             if isinstance(rt, int):
                 return
-            own = True
-        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
-        if own:
+            _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
             rt.release()
+            return
+        rt = odst
+        new = False
+        if not rt.valid():
+            found = _route.ip_route_output_key(self, flow)
+            if isinstance(found, int):
+                return
+            rt, new = found, True
+        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
+        if not rt.valid():
+            if new:
+                rt.release()
+            found = _route.ip_route_output_key(self, flow)
+            if isinstance(found, int):
+                return
+            rt, new = found, True
+        if new:  # sk_dst_set()
+            odst.release()
+            sk.dst_cache = rt
 
     def ip_do_redirect(self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice) -> None:
         """Accept an ICMP redirect. Kernel: __ip_do_redirect()."""
-        from netstack.ipv4.fib import FibNhException
-
         res = self.fib.lookup(daddr)
         if res is None or res.nh is None or res.nh.gw != old_gw or res.nh.dev is not dev:
             return
@@ -271,12 +297,9 @@ class Ipv4:
             return
         if self.fib.inet_addr_type(new_gw, dev) != 1:
             return
-        fnhe = res.nh.exceptions.get(daddr)
-        if fnhe is None:
-            fnhe = res.nh.exceptions[daddr] = FibNhException(daddr)
-        fnhe.gw = new_gw
-        fnhe.expires = self.net.clock.jiffies + 600 * self.net.clock.hz
-        fnhe.rth = None
+        expires = self.net.clock.jiffies + self.ip_rt_gc_timeout * self.net.clock.hz
+        fnhe = _route.update_or_create_fnhe(self, res.nh, daddr, new_gw, 0, False, expires)
+        _route.fnhe_flush_routes(fnhe)
         self.rt_cache_flush()
 
     def ip_rt_send_redirect(self, skb: SkBuff) -> None:
@@ -646,6 +669,8 @@ def _register_globals(ipv4: Ipv4) -> None:
     s.register_int("net.ipv4.ipfrag_high_thresh", ipv4, "ipfrag_high_thresh", minimum=0)
     s.register_int("net.ipv4.ipfrag_low_thresh", ipv4, "ipfrag_low_thresh", minimum=0)
     s.register_int("net.ipv4.ipfrag_time", ipv4, "ipfrag_time", minimum=0)
+    s.register_int("net.ipv4.route.min_pmtu", ipv4, "ip_rt_min_pmtu", minimum=68)
+    s.register_int("net.ipv4.route.mtu_expires", ipv4, "ip_rt_mtu_expires", minimum=0)
 
     def pair_getter(attr: str) -> Any:
         return lambda: "{}\t{}".format(*getattr(ipv4, attr))

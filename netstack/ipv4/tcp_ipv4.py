@@ -47,7 +47,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
-from netstack.ipv4.route import Flowi4, ip_route_sock_flow
+from netstack.ipv4.route import Flowi4, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -216,6 +216,12 @@ class Ipv4Specific:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_mtu_reduced()."""
         if sk.state in (TCP_LISTEN, TCP_CLOSE):
             return
+        # inet_csk_update_pmtu(): learn it on the route, then look again (the
+        # new exception made the socket's cached route stale)
+        rt = self._route(sk)
+        if rt is None:
+            return
+        ip_rt_update_pmtu(self.ipv4, rt, sk.inet_daddr, sk.mtu_info)
         rt = self._route(sk)
         if rt is None:
             return

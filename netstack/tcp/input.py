@@ -2100,8 +2100,7 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
         if code == 4:  # ICMP_FRAG_NEEDED: PMTU discovery
             if sk.state == TCP_LISTEN:
                 return
-            ipv4: Any = sk.net.ipv4
-            ipv4.ipv4_sk_update_pmtu(sk, sk.inet_daddr, info)
+            sk.mtu_info = info
             sk.af_ops.mtu_reduced(sk)
             return
         if code >= len(_ICMP_UNREACH):

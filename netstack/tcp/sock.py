@@ -341,6 +341,7 @@ class TcpSock(Sock):
         self.icsk_ext_hdr_len = 0
         self.icsk_user_timeout = 0
         self.icsk_pmtu_cookie = 0
+        self.mtu_info = 0  # tp->mtu_info: the MTU an ICMP frag-needed announced
         self.icsk_timeout = 0
         self.icsk_rto = tcp.TCP_TIMEOUT_INIT
         self.icsk_ack_pending = 0
