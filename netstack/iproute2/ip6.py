@@ -50,7 +50,14 @@ from netstack.ipv6.constants import (
     RTNH_F_ONLINK,
     rt_scope,
 )
-from netstack.ipv6.route import Fib6Config, Fib6Info, Flowi6, fib6_route_expires_in, ip6_del_rt
+from netstack.ipv6.route import (
+    Fib6Config,
+    Fib6Info,
+    Flowi6,
+    fib6_nh_flush_exceptions,
+    fib6_route_expires_in,
+    ip6_del_rt,
+)
 from netstack.ipv6.route import ip6_route_add as _ip6_route_add
 from netstack.wire.ipv6 import ntoa as ntoa6
 from netstack.wire.ipv6 import prefix_mask
@@ -523,9 +530,7 @@ def iproute_flush6(
         for t in ipv6.fib6.tables.values():
             for f in t.routes():
                 n += len(f.nh.exceptions)
-                for rt in list(f.nh.exceptions.values()):
-                    rt.obsolete = 2
-                f.nh.exceptions.clear()
+                fib6_nh_flush_exceptions(ipv6, f.nh)
         ipv6.rt6_genid_bump()
         if opts.stats:
             opts.write(
