@@ -32,6 +32,7 @@ from netstack.core.dev import (
     NETDEV_UNREGISTER,
     NETDEV_UP,
 )
+from netstack.core.inetpeer import InetPeerBase, inet_peer_params
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -55,9 +56,10 @@ from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
 
 if TYPE_CHECKING:
+    from netstack.core.inetpeer import InetPeer
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv4.route import Flowi4, InetPeer, Rtable
+    from netstack.ipv4.route import Flowi4, Rtable
 
 __all__ = ["InetProtocol", "Ipv4", "inet_init", "ipv4_of"]
 
@@ -115,7 +117,7 @@ class Ipv4:
         self.arp_invalid = 0
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz  # "long ago": the first call refills
-        self.peers: dict[int, InetPeer] = {}
+        self.peers = InetPeerBase(net)  # net->ipv4.peers
         self.fnhe_created = 0  # next-hop exceptions created (PMTU, redirects)
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
@@ -225,12 +227,8 @@ class Ipv4:
         return None
 
     def inet_getpeer(self, daddr: int) -> InetPeer:
-        """Kernel: inet_getpeer_v4()."""
-        peer = self.peers.get(daddr)
-        if peer is None:
-            clock = self.net.clock
-            peer = self.peers[daddr] = _route.InetPeer(daddr, clock.jiffies, clock.hz)
-        return peer
+        """Kernel: include/net/inetpeer.h, inet_getpeer_v4()."""
+        return self.peers.inet_getpeer(daddr)
 
     def ip_saddr(self, skb: SkBuff) -> int:
         nh = skb.network_header
@@ -670,6 +668,9 @@ def _register_globals(ipv4: Ipv4) -> None:
     s.register_int("net.ipv4.ipfrag_low_thresh", ipv4, "ipfrag_low_thresh", minimum=0)
     s.register_int("net.ipv4.ipfrag_time", ipv4, "ipfrag_time", minimum=0)
     s.register_int("net.ipv4.route.min_pmtu", ipv4, "ip_rt_min_pmtu", minimum=68)
+    peer_params = inet_peer_params(ipv4.net)
+    for name in ("inet_peer_threshold", "inet_peer_minttl", "inet_peer_maxttl"):
+        s.register_int(f"net.ipv4.{name}", peer_params, name, minimum=0)
     s.register_int("net.ipv4.route.mtu_expires", ipv4, "ip_rt_mtu_expires", minimum=0)
 
     def pair_getter(attr: str) -> Any:

@@ -31,6 +31,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
+from netstack.core.inetpeer import InetPeer
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import sock_oserror
@@ -140,18 +141,6 @@ class Flowi4:
         self.mark = mark
         self.sport = sport
         self.dport = dport
-
-
-class InetPeer:
-    """Per-destination state: ICMP and redirect rate tokens (kernel: ``struct inet_peer``)."""
-
-    __slots__ = ("daddr", "n_redirects", "rate_last", "rate_tokens")
-
-    def __init__(self, daddr: int, now: int, hz: int) -> None:
-        self.daddr = daddr
-        self.rate_tokens = 0
-        self.rate_last = now - 60 * hz  # "high enough that the first tokens are at max"
-        self.n_redirects = 0
 
 
 class Rtable(DstEntry):

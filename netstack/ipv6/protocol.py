@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
+from netstack.core.inetpeer import InetPeerBase
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -158,7 +159,7 @@ class Ipv6:
         self.reasm_overlaps = 0
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz
-        self.peers: dict[int, list[int]] = {}  # inet_peer rate-limit state by address
+        self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
         self.inet6_protos: dict[int, Inet6Protocol] = {}
         self.inet6_offloads: dict[int, NetOffload] = {}  # GRO/GSO per next header
         self.raw_sockets: list[_raw.Raw6Sock] = []
