@@ -122,7 +122,8 @@ class IpFrags:
         if q.has_first and q.has_last and q.meat == q.len:
             if ihl + q.len > 65535:
                 # "Oversized IP packet" (the ping of death): counted and dropped
-                ipv4.net.log.info("oversized_ip_packet", saddr=saddr, length=ihl + q.len)
+                if ipv4.net.net_ratelimit():  # net_info_ratelimited()
+                    ipv4.net.log.info("oversized_ip_packet", saddr=saddr, length=ihl + q.len)
                 ipv4.ip.ReasmFails += 1
                 self._kill(q, DropReason.PKT_TOO_BIG)
                 return None

@@ -174,7 +174,8 @@ class Ipv4:
 
     def ip_rt_bug(self, skb: SkBuff) -> int:
         """Output through an input route. Kernel: ip_rt_bug()."""
-        self.net.log.warning("ip_rt_bug")
+        if self.net.net_ratelimit():  # net_dbg_ratelimited()
+            self.net.log.warning("ip_rt_bug")
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return 0
 
@@ -239,13 +240,13 @@ class Ipv4:
         """Kernel: ip_handle_martian_source()."""
         self.in_martian_src += 1
         in_dev = dev.ip_ptr
-        if in_dev is not None and in_dev.orconf("log_martians"):
+        if in_dev is not None and in_dev.orconf("log_martians") and self.net.net_ratelimit():
             self.net.log.info("martian_source", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
     def martian_destination(self, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> None:
         self.in_martian_dst += 1
         in_dev = dev.ip_ptr
-        if in_dev is not None and in_dev.orconf("log_martians"):
+        if in_dev is not None and in_dev.orconf("log_martians") and self.net.net_ratelimit():
             self.net.log.info("martian_destination", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
     def ipv4_sk_update_pmtu(self, sk: Sock, daddr: int, mtu: int) -> None:

@@ -625,7 +625,7 @@ def ndisc_recv_na(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
         if skb.pkt_type != PACKET_LOOPBACK and ifp.flags & IFA_F_TENTATIVE:
             ipv6.addrconf.addrconf_dad_failure(skb, ifp)
             return DropReason.NOT_SPECIFIED
-        if skb.pkt_type != PACKET_LOOPBACK:
+        if skb.pkt_type != PACKET_LOOPBACK and ipv6.net.net_ratelimit():
             ipv6.net.log.warning(
                 "ndisc_na_own_address",
                 msg=f"NA: advertised our address {ntoa(target)} on {dev.name}!",
@@ -850,7 +850,8 @@ def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
         _t, _l, _r, mtu = MTU_OPT.unpack_from(buf, opts.mtu)
         idev.ra_mtu = mtu
         if mtu < IPV6_MIN_MTU or mtu > dev.mtu:
-            ipv6.net.log.warning("ndisc_ra_invalid_mtu", mtu=mtu)
+            if ipv6.net.net_ratelimit():  # ND_PRINTK(2, warn, …)
+                ipv6.net.log.warning("ndisc_ra_invalid_mtu", mtu=mtu)
         elif idev.cnf.mtu6 != mtu:
             idev.cnf.mtu6 = mtu
             if f is not None:
