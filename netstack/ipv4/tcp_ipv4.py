@@ -48,6 +48,7 @@ from netstack.core.skbuff import (
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow, ip_rt_update_pmtu
+from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -105,6 +106,7 @@ class Ipv4Specific:
 
     net_header_len = 20
     family = AF_INET
+    rsk_slab_name = "request_sock_TCP"  # tcp_request_sock_ops.slab_name
 
     def __init__(self, ipv4: Ipv4, tcp: Tcp) -> None:
         self.ipv4 = ipv4
@@ -257,6 +259,14 @@ class Ipv4Specific:
     def init_ts_off(self, skb: SkBuff) -> int:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
+
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        """A SYN cookie and the MSS it encodes.
+
+        Kernel: net/ipv4/tcp_ipv4.c, tcp_request_sock_ipv4_ops.cookie_init_seq
+        (cookie_v4_init_sequence()).
+        """
+        return cookie_v4_init_sequence(self.tcp, sk, skb, mss)
 
     def route_req(self, req: RequestSock) -> Rtable | None:
         """Kernel: net/ipv4/inet_connection_sock.c, inet_csk_route_req()."""
@@ -624,10 +634,21 @@ def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
 
 
 def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
-    """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv()."""
+    """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
+
+    Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv() / tcp_v4_cookie_check().
+    """
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
+    if sk.state == TCP_LISTEN and not skb.buf[skb.transport_header + 13] & TCPHDR_SYN:
+        nsk = cookie_v4_check(ipv4_ops(tcp), sk, skb)
+        if nsk is None:
+            return 0
+        if nsk is not sk:
+            if tcp_child_process(sk, nsk, skb):
+                return _reset_and_free(tcp, nsk, skb)
+            return 0
     if tcp_rcv_state_process(sk, skb):
         return _reset_and_free(tcp, sk, skb)
     return 0

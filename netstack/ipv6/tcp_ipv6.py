@@ -81,6 +81,7 @@ from netstack.ipv6.sock import (
     IPV6_V6ONLY,
     SOL_IPV6,
 )
+from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
@@ -188,6 +189,7 @@ class Ipv6Specific:
 
     net_header_len = IPV6_HLEN
     family = AF_INET6
+    rsk_slab_name = "request_sock_TCPv6"  # tcp6_request_sock_ops.slab_name
 
     def __init__(self, ipv6: Ipv6, tcp: Tcp) -> None:
         self.ipv6 = ipv6
@@ -439,6 +441,14 @@ class Ipv6Specific:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
 
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        """A SYN cookie and the MSS it encodes.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_request_sock_ipv6_ops.cookie_init_seq
+        (cookie_v6_init_sequence()).
+        """
+        return cookie_v6_init_sequence(self.tcp, sk, skb, mss)
+
     def route_req(self, req: RequestSock) -> Rt6Info | None:
         """Kernel: net/ipv6/inet6_connection_sock.c, inet6_csk_route_req()."""
         fl6 = Flowi6(
@@ -623,6 +633,7 @@ class Ipv6Mapped:
 
     net_header_len = 20  # sizeof(struct iphdr)
     family = AF_INET
+    rsk_slab_name = "request_sock_TCP"
 
     def __init__(self, v6: Ipv6Specific, v4: Any) -> None:
         self.v6 = v6
@@ -673,6 +684,9 @@ class Ipv6Mapped:
 
     def init_ts_off(self, skb: SkBuff) -> int:
         return int(self.v4.init_ts_off(skb))
+
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        return self.v4.cookie_init_seq(sk, skb, mss)  # type: ignore[no-any-return]
 
     def route_req(self, req: RequestSock) -> Any:
         return self.v4.route_req(req)
@@ -1059,10 +1073,21 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
 
 
 def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
-    """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv()."""
+    """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv() / tcp_v6_cookie_check().
+    """
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
+    if sk.state == TCP_LISTEN and not skb.buf[skb.transport_header + 13] & TCPHDR_SYN:
+        nsk = cookie_v6_check(ipv6_ops(tcp), sk, skb)
+        if nsk is None:
+            return 0
+        if nsk is not sk:
+            if tcp_child_process(sk, nsk, skb):
+                return _reset_and_free(tcp, nsk, skb)
+            return 0
     if tcp_rcv_state_process(sk, skb):
         return _reset_and_free(tcp, sk, skb)
     return 0

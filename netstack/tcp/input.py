@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import net_tx_rndhash
+from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.output import (
     __tcp_select_window,
@@ -1892,30 +1893,38 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 
 def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
-    """A SYN for a listener: a request sock in the established hash, and a SYN-ACK.
+    """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
+    or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
     *af_ops* is the family of the SYN (``tcp_request_sock_ipv4_ops`` for an
     IPv4 SYN on a dual-stack AF_INET6 listener); the listener's by default.
 
-    The SYN queue is bounded by the listen backlog (and
-    ``tcp_max_syn_backlog``): beyond it SYNs are dropped and counted — SYN
-    cookies are not implemented, so a flood costs no memory but is refused.
+    The SYN queue holds at most the listen backlog (``qlen >
+    sk_max_ack_backlog`` is full, as in Linux 6.x). A SYN beyond it gets a
+    cookie SYN-ACK (``tcp_syncookies`` 1, the default; always with 2) and
+    keeps no state, or is dropped (0: ``TCPReqQFullDrop``). Without cookies
+    the last quarter of ``tcp_max_syn_backlog`` is also kept for peers
+    proven alive (none are remembered here, so it is refused).
 
     Kernel: net/ipv4/tcp_input.c, tcp_conn_request().
     """
     tcp = sk.tcp
     ops: Any = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
-    limit = min(max(sk.sk_max_ack_backlog, 1), max(tcp.sysctl_max_syn_backlog, 1))
-    if sk.syn_queue_len >= limit and not tcb.tw_isn:
-        sk.ext.TCPReqQFullDrop += 1
-        sk.ext.ListenDrops += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return 0
-    if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:
+    isn = tcb.tw_isn
+    syncookies = tcp.sysctl_tcp_syncookies
+    want_cookie = False
+    # TW buckets are converted to open requests without limitations
+    if (syncookies == 2 or sk.syn_queue_len > sk.sk_max_ack_backlog) and not isn:
+        want_cookie = _syncookies.tcp_syn_flood_action(sk, ops.rsk_slab_name)
+        if not want_cookie:
+            sk.ext.ListenDrops += 1  # tcp_listendrop()
+            consume_skb(skb)  # tcp_rcv_state_process(): conn_request() >= 0
+            return 0
+    if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
         sk.ext.ListenOverflows += 1
         sk.ext.ListenDrops += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        consume_skb(skb)
         return 0
     th = skb.transport_header
     buf = skb.buf
@@ -1923,8 +1932,13 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     rx.user_mss = sk.user_mss
     rx.mss_clamp = TCP_MSS_DEFAULT
     tcp_parse_options(buf, th, rx, False)
+    if want_cookie and not rx.saw_tstamp:
+        rx.sack_ok = 0  # tcp_clear_options(): the options need the timestamp to come back
+        rx.wscale_ok = False
+        rx.snd_wscale = 0
     req = RequestSock(sk)
     req.af_specific = ops
+    req.cookie_ts = want_cookie  # req->syncookie
     ops.init_req(req, skb)
     req.num = sk.inet_num
     req.rmt_port = (buf[th] << 8) | buf[th + 1]
@@ -1937,13 +1951,30 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     req.wscale_ok = rx.wscale_ok and bool(tcp.sysctl_tcp_window_scaling)
     req.snd_wscale = rx.snd_wscale if req.wscale_ok else 0
     req.mss = rx.mss_clamp
-    req.snt_isn = tcb.tw_isn or ops.init_seq(skb)
-    req.ts_off = ops.init_ts_off(skb) if req.tstamp_ok else 0
-    req.txhash = net_tx_rndhash(sk.net.rng)
     rt = ops.route_req(req)
     if rt is None:
+        sk.ext.ListenDrops += 1
         kfree_skb(skb, DropReason.IP_OUTNOROUTES)
         return 0
+    req.ts_off = ops.init_ts_off(skb) if req.tstamp_ok else 0
+    if not want_cookie and not isn:
+        max_syn_backlog = tcp.sysctl_max_syn_backlog
+        # "Kill the following clause, if you dislike this way." (no peer is proven here)
+        if not syncookies and max_syn_backlog - sk.syn_queue_len < max_syn_backlog >> 2:
+            rt.release()
+            sk.ext.ListenDrops += 1
+            consume_skb(skb)
+            return 0
+        isn = ops.init_seq(skb)
+    if want_cookie:
+        # cookie_init_sequence(): the MSS goes down to the cookie's table value
+        _syncookies.tcp_synq_overflow(sk)
+        sk.ext.SyncookiesSent += 1
+        isn, req.mss = ops.cookie_init_seq(sk, skb, req.mss)
+        if not req.tstamp_ok:
+            req.ecn_ok = False
+    req.snt_isn = isn
+    req.txhash = net_tx_rndhash(sk.net.rng)
     # tcp_openreq_init_rwin()
     mss = max(int(rt.mtu()) - ops.net_header_len - 20, 256)  # dst_metric_advmss()
     if sk.user_mss and sk.user_mss < mss:
@@ -1962,17 +1993,19 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
-    tcp.hashinfo.ehash[key] = req
-    req.hashed = True
-    req.ehash_key = key
-    sk.syn_queue_young += 1  # inet_csk_reqsk_queue_added() -> reqsk_queue_added()
-    sk.syn_queue_len += 1
+    if not want_cookie:  # inet_csk_reqsk_queue_hash_add()
+        key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
+        tcp.hashinfo.ehash[key] = req
+        req.hashed = True
+        req.ehash_key = key
+        sk.syn_queue_young += 1  # inet_csk_reqsk_queue_added() -> reqsk_queue_added()
+        sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
     rt.release()
-    req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
-    req.timer.mod(sk.net.clock.jiffies + tcp.TCP_TIMEOUT_INIT)
+    if not want_cookie:
+        req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
+        req.timer.mod(sk.net.clock.jiffies + tcp.TCP_TIMEOUT_INIT)
     consume_skb(skb)
     return 0
 

@@ -359,6 +359,8 @@ class TcpSock(Sock):
         self.accept_queue: collections.deque[RequestSock] = collections.deque()
         self.syn_queue_len = 0  # reqsk_queue_len(): icsk_accept_queue.qlen
         self.syn_queue_young = 0  # reqsk_queue_len_young(): requests not yet timed out
+        self.synflood_warned = False  # icsk_accept_queue.synflood_warned
+        self.synq_overflow_stamp: int | None = None  # tcp_synq_overflow(): last jiffies
         self.retransmit_timer: TimerList = net.timers.timer(self._write_timer, "tcp_write_timer")
         self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
         self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")
