@@ -24,12 +24,12 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.syncookies import MSSTAB, cookie_hash, cookie_v4_init_sequence
 from netstack.socket import Socket
 from netstack.tcp import TcpSock, tcp_of
+from netstack.tcp.sock import RequestSock
 from netstack.tcp.syncookies import (
     check_tcp_syn_cookie,
     cookie_init_timestamp,
     secure_tcp_syn_cookie,
 )
-from netstack.tcp.sock import RequestSock
 from netstack.testing import floods
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
