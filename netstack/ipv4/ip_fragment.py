@@ -13,9 +13,10 @@ of the first fragment, total length and checksum fixed) and delivered. A
 timer expiry counts ``ReasmFails``/``ReasmTimeout`` and, if the first
 fragment had arrived, sends ICMP time exceeded (fragment reassembly). Queued
 memory is bounded by ``ipfrag_high_thresh``: beyond it every fragment is
-refused until timeouts free memory (``ReasmFails``; the kernel frees it
-without a reason while ``ip_defrag`` returns -ENOMEM: netstack reports
-``NOMEM``, not a reassembly timeout).
+refused until timeouts free memory: ``ReasmFails``, and ``ip_defrag`` frees
+it with a plain ``kfree_skb()`` (``NOT_SPECIFIED``, as a Linux 6.18
+``skb:kfree_skb`` trace shows at ``ip_defrag``), not as a reassembly
+timeout.
 
 Kernel: net/ipv4/ip_fragment.c, net/ipv4/inet_fragment.c.
 """
@@ -79,9 +80,9 @@ class IpFrags:
         key = (saddr, daddr, ident, proto)
         if self.mem > ipv4.ipfrag_high_thresh:
             # inet_frag_find() finds nothing above ipfrag_high_thresh; ip_defrag()
-            # frees the fragment (no reason given) and returns -ENOMEM
+            # frees the fragment with kfree_skb() (no reason) and returns -ENOMEM
             ip.ReasmFails += 1
-            kfree_skb(skb, DropReason.NOMEM)
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return None
         q = self.queues.get(key)
         if q is None:
@@ -149,10 +150,13 @@ class IpFrags:
         return None
 
     def _fail(self, q: Ipq, skb: SkBuff, reason: DropReason) -> None:
+        """The discard_qp label: the datagram is dropped. Fragments already queued
+        go with *reason* for an overlap (netstack's FRAG_OVERLAP), else they are
+        consumed, as inet_frag_destroy() frees a queue killed without INET_FRAG_DROP.
+        """
         self.ipv4.ip.ReasmFails += 1
         kfree_skb(skb, reason)
-        self._kill(q, reason)
-        return None
+        self._kill(q, reason if reason == DropReason.FRAG_OVERLAP else None)
 
     def _kill(self, q: Ipq, reason: DropReason | None) -> None:
         self.queues.pop(q.key, None)

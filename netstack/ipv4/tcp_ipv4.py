@@ -239,7 +239,10 @@ class Ipv4Specific:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_conn_request()."""
         rt: Any = skb.dst
         if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            # "Never answer to SYNs send to broadcast or multicast": tcp_listendrop(),
+            # and 0 to tcp_rcv_state_process(), which consumes the skb
+            sk.ext.ListenDrops += 1
+            consume_skb(skb)
             return 0
         return tcp_conn_request(sk, skb, self)
 
@@ -608,10 +611,11 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             if nsk is None:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
-            if nsk is listener:
-                return _reset_and_free(tcp, listener, skb)
-            if tcp_child_process(listener, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            if nsk is listener:  # processed as the listener's: an ACK to LISTEN
+                return _reset_and_free(tcp, listener, skb, DropReason.TCP_FLAGS)
+            reason = tcp_child_process(listener, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
         break
     tcb.sacked_off = 0
@@ -620,9 +624,16 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     return tcp_v4_do_rcv(tcp, sk, skb)
 
 
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
+def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+    """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
+
+    Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
+    """
     ipv4_ops(tcp).send_reset(sk, skb)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    if reason == 1:
+        consume_skb(skb)
+    else:
+        kfree_skb(skb, DropReason(reason))
     return 0
 
 
@@ -646,11 +657,13 @@ def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
         if nsk is None:
             return 0
         if nsk is not sk:
-            if tcp_child_process(sk, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            reason = tcp_child_process(sk, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
-    if tcp_rcv_state_process(sk, skb):
-        return _reset_and_free(tcp, sk, skb)
+    reason = tcp_rcv_state_process(sk, skb)
+    if reason:
+        return _reset_and_free(tcp, sk, skb, reason)
     return 0
 
 

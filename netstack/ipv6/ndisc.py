@@ -308,6 +308,7 @@ def ndisc_send_skb(ipv6: Ipv6, dev: NetDevice, msg: bytes, daddr: int, saddr: in
     put_addr(buf, hlen + 8, saddr)
     put_addr(buf, hlen + 24, daddr)
     skb.dst = icmp6_dst_alloc(ipv6, dev)
+    skb.sk = ipv6.ndisc_sk  # skb_set_owner_w(): mc_loop 0, ND is never looped back
     ipv6.ip6_mib.OutRequests += 1
     icmp_type = msg[0]
     rc = ipv6.ip6_output_nd(skb)

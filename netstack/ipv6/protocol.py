@@ -106,6 +106,20 @@ class Inet6Protocol:
     flags: int = 0
 
 
+class NdiscSock:
+    """The control socket ND messages are sent from (kernel: ``net->ipv6.ndisc_sk``).
+
+    "Do not loopback ndisc messages": ``mc_loop`` is 0, so a host never
+    receives its own multicast Neighbour Solicitations (ndisc_net_init()).
+    """
+
+    __slots__ = ("mc_loop", "net")
+
+    def __init__(self, net: Net) -> None:
+        self.net = net
+        self.mc_loop = False
+
+
 class Ipv6:
     """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
 
@@ -160,6 +174,7 @@ class Ipv6:
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz
         self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
+        self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
         self.inet6_offloads: dict[int, NetOffload] = {}  # GRO/GSO per next header
         self.raw_sockets: list[_raw.Raw6Sock] = []

@@ -195,9 +195,9 @@ def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     frags = ipv6.frags
     if frags.mem > ipv6.ip6frag_high_thresh:
         # inet_frag_find() finds nothing above the threshold: ipv6_frag_rcv() frees
-        # the fragment (no reason given) as for a failed allocation (-ENOMEM)
+        # the fragment with kfree_skb() (no reason), as for a failed allocation
         mib.ReasmFails += 1
-        kfree_skb(skb, DropReason.NOMEM)
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return -1
     q = frags.queues.get(key)
     if q is None:

@@ -405,14 +405,15 @@ class Ipv6Specific:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
             return int(mapped.v4.conn_request(sk, skb))
+        # the drops below return 0: tcp_rcv_state_process() consumes the skb
         if not ipv6_unicast_destination(skb):
             sk.ext.ListenDrops += 1  # tcp_listendrop(); no reset
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)
             return 0
         saddr, _ = _addrs(skb)
         if ipv6_addr_type(saddr) & IPV6_ADDR_MAPPED:
             self.ipv6.ip6_mib.InHdrErrors += 1
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)
             return 0
         return tcp_conn_request(sk, skb, self)
 
@@ -1056,19 +1057,27 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             if nsk is None:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
-            if nsk is listener:
-                return _reset_and_free(tcp, listener, skb)
-            if tcp_child_process(listener, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            if nsk is listener:  # processed as the listener's: an ACK to LISTEN
+                return _reset_and_free(tcp, listener, skb, DropReason.TCP_FLAGS)
+            reason = tcp_child_process(listener, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
         break
     tcb.sacked_off = 0
     return tcp_v6_do_rcv(tcp, sk, skb)
 
 
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
+def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+    """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
+
+    Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
+    """
     ipv6_ops(tcp).send_reset(sk, skb)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    if reason == 1:
+        consume_skb(skb)
+    else:
+        kfree_skb(skb, DropReason(reason))
     return 0
 
 
@@ -1085,11 +1094,13 @@ def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
         if nsk is None:
             return 0
         if nsk is not sk:
-            if tcp_child_process(sk, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            reason = tcp_child_process(sk, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
-    if tcp_rcv_state_process(sk, skb):
-        return _reset_and_free(tcp, sk, skb)
+    reason = tcp_rcv_state_process(sk, skb)
+    if reason:
+        return _reset_and_free(tcp, sk, skb, reason)
     return 0
 
 

@@ -1327,7 +1327,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     if tcb.seq == sk.rcv_nxt:
         if tcp_receive_window(sk) == 0:
             sk.ext.TCPZeroWindowDrop += 1
-            _out_of_window(sk, skb)
+            _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
             sk.ext.TCPRcvQDrop += 1
@@ -1354,17 +1354,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         # a retransmission of what we already have
         sk.ext.DelayedACKLost += 1
         tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
-        _out_of_window(sk, skb)
+        _out_of_window(sk, skb, DropReason.TCP_OLD_DATA)
         return
     if not before(tcb.seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32):
-        _out_of_window(sk, skb)
+        _out_of_window(sk, skb, DropReason.TCP_OVERWINDOW)  # f.e. a zero window probe
         return
     if before(tcb.seq, sk.rcv_nxt):
         # partial overlap: report the old part, queue the rest
         tcp_dsack_set(sk, tcb.seq, sk.rcv_nxt)
         if not tcp_receive_window(sk):
             sk.ext.TCPZeroWindowDrop += 1
-            _out_of_window(sk, skb)
+            _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
             kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
@@ -1384,10 +1384,11 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     tcp_data_queue_ofo(sk, skb)
 
 
-def _out_of_window(sk: TcpSock, skb: SkBuff) -> None:
+def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
+    """The out_of_window label of tcp_data_queue(): ACK at once, drop for *reason*."""
     tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)
     inet_csk_schedule_ack(sk)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, reason)
 
 
 def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
@@ -1417,7 +1418,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
             sk.ext.TCPOFOMerge += 1
             tcp_dsack_set(sk, seq, end_seq)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
     # later skbs this one covers entirely are dropped
     while i < len(q):
@@ -1428,7 +1429,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.sk_rmem_alloc -= victim.truesize
         tcp_dsack_set(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
-        kfree_skb(victim, DropReason.NOT_SPECIFIED)
+        kfree_skb(victim, DropReason.TCP_OFOMERGE)
     skb.sk = None
     q.insert(i, skb)
     sk.sk_rmem_alloc += skb.truesize
@@ -1447,7 +1448,7 @@ def tcp_ofo_queue(sk: TcpSock) -> None:
         if not after(tcb.end_seq, sk.rcv_nxt):
             sk.sk_rmem_alloc -= skb.truesize
             tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
         sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
         fin = tcb.tcp_flags & TCPHDR_FIN
@@ -1569,7 +1570,7 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
             sk.ext.PAWSEstab += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedPAWS"):
                 tcp_send_dupack(sk, skb)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
     if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
         if not flags & TCPHDR_RST:
@@ -1577,16 +1578,21 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 return _syn_challenge(sk, skb)
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        # tcp_sequence()'s reason: ends before the window, or starts beyond it
+        if before(tcb.end_seq, sk.rcv_wup):
+            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
+        else:
+            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
             tcb.seq == ((sk.rcv_nxt - 1) & M32) and sk.state == TCP_CLOSE_WAIT
         ):
             tcp_reset(sk)
+            consume_skb(skb)  # the reset label: __kfree_skb()
         else:
             tcp_send_challenge_ack(sk)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RESET)
         return False
     if flags & TCPHDR_SYN:
         return _syn_challenge(sk, skb)
@@ -1596,7 +1602,7 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
 def _syn_challenge(sk: TcpSock, skb: SkBuff) -> bool:
     sk.ext.TCPSYNChallenge += 1
     tcp_send_challenge_ack(sk)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, DropReason.TCP_INVALID_SYN)
     return False
 
 
@@ -1618,10 +1624,14 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:
         if tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT) < 0:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            # tcp_ack()'s reason: beyond what we sent, or older than a window
+            if after(tcb.ack_seq, sk.snd_nxt):
+                kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
+            else:
+                kfree_skb(skb, DropReason.TCP_TOO_OLD_ACK)
             return
     elif not flags & (TCPHDR_RST | TCPHDR_SYN):
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return
     tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
@@ -1688,10 +1698,10 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
             return 1
         if flags & TCPHDR_RST:
             tcp_reset(sk)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)  # consume: __kfree_skb()
             return 0
         if not flags & TCPHDR_SYN:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_FLAGS)  # discard_and_undo
             return 0
         # the SYN-ACK
         sk.snd_wl1 = tcb.seq
@@ -1725,7 +1735,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         tcp_data_snd_check(sk)
         return 0
     if flags & TCPHDR_RST:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_RESET)  # discard_and_undo: no ACK, a RST
         return 0
     if flags & TCPHDR_SYN:
         # simultaneous open (RFC 9293 §3.10.7.3)
@@ -1756,15 +1766,16 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         tcp_send_synack(sk)
         consume_skb(skb)
         return 0
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, DropReason.TCP_FLAGS)  # neither SYN nor RST: discard_and_undo
     return 0
 
 
 def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Every state but ESTABLISHED (and TIME_WAIT, handled by its minisock).
 
-    Returns 1 to have the caller answer with a RST (the skb is then the
-    caller's), 0 when the skb was consumed.
+    Returns 0 when the skb was consumed, else the reason the caller answers
+    with a RST and then drops the skb for (a ``DropReason``; 1, the
+    kernel's SKB_CONSUMED, from SYN_SENT: the skb is consumed after the RST).
 
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
     """
@@ -1772,20 +1783,20 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     flags = tcb.tcp_flags
     state = sk.state
     if state == TCP_CLOSE:
-        return 1
+        return DropReason.TCP_CLOSE
     if state == TCP_LISTEN:
         if flags & TCPHDR_ACK:
-            return 1
+            return DropReason.TCP_FLAGS
         if flags & TCPHDR_RST:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RESET)
             return 0
         if flags & TCPHDR_SYN:
             if flags & TCPHDR_FIN:
-                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                kfree_skb(skb, DropReason.TCP_FLAGS)
                 return 0
             sk.af_ops.conn_request(sk, skb)
             return 0
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if state == TCP_SYN_SENT:
         return tcp_rcv_synsent_state_process(sk, skb)
@@ -1794,17 +1805,20 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     if not tcp_validate_incoming(sk, skb):
         return 0
     if not flags & (TCPHDR_ACK | TCPHDR_RST | TCPHDR_SYN):
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if not flags & TCPHDR_ACK:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     acceptable = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK) > 0
     if not acceptable:
         if state == TCP_SYN_RECV:
-            return 1
+            return DropReason.TCP_OLD_ACK  # "send one RST"
         tcp_send_challenge_ack(sk)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        if after(tcb.ack_seq, sk.snd_nxt):
+            kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
+        else:
+            kfree_skb(skb, DropReason.TCP_TOO_OLD_ACK)
         return 0
     th = skb.transport_header
     buf = skb.buf
@@ -1835,13 +1849,13 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
                 if sk.linger2 < 0:
                     tcp_done(sk)
                     sk.ext.TCPAbortOnData += 1
-                    return 1
+                    return DropReason.TCP_ABORT_ON_DATA
                 if tcb.end_seq != tcb.seq and after(
                     (tcb.end_seq - (flags & TCPHDR_FIN)) & M32, sk.rcv_nxt
                 ):
                     tcp_done(sk)
                     sk.ext.TCPAbortOnData += 1
-                    return 1
+                    return DropReason.TCP_ABORT_ON_DATA
                 tmo = tcp_fin_time(sk)
                 tw_len = sk.tcp.TCP_TIMEWAIT_LEN
                 if tmo > tw_len:
@@ -1878,7 +1892,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
             ):
                 sk.ext.TCPAbortOnData += 1
                 tcp_reset(sk)
-                return 1
+                return DropReason.TCP_ABORT_ON_DATA
         tcp_data_queue(sk, skb)
         queued = True
     if sk.state != TCP_CLOSE:
