@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import trio
+import trio.lowlevel
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.host import Lab
@@ -25,7 +26,7 @@ async def test_the_ledger_sorts_skbs(lab: Lab, autojump_clock: object) -> None:
         SkBuff(bytearray(64), 0, 64)  # created and forgotten: lost
         del held[3]  # forgotten too
         del skb
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
     audit = ledger.audit()
     assert audit.consumed == 1
     assert audit.dropped == {"DUP_FRAG": 1}
