@@ -70,8 +70,8 @@ class SkbLedger:
             note(net, skb, reason)
 
         self._init, self._note = init, note
-        SkBuff.__init__ = recording_init  # type: ignore[method-assign]
-        Net.note_drop = recording_note  # type: ignore[method-assign]
+        SkBuff.__init__ = recording_init  # type: ignore[method-assign,assignment]
+        Net.note_drop = recording_note  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(
