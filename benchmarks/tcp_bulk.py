@@ -1,6 +1,6 @@
 """TCP bulk goodput between two hosts in functional mode, with and without GSO/GRO.
 
-One TCP_STREAM (netstack.tools.netperf) of ``--mbytes`` MB over veth (or,
+One TCP_STREAM (netstack.userspace.netperf.netperf) of ``--mbytes`` MB over veth (or,
 with ``--link nic``, a NIC pair whose TSO engine cuts GSO skbs into frames
 that GRO merges again); no rate limit: the emulator's own speed is measured.
 Four configurations:
@@ -40,7 +40,7 @@ import trio
 
 import netstack
 from netstack.errors import ConfigError
-from netstack.tools import netperf
+from netstack.userspace.netperf import NetperfResult, netperf
 
 # 45 segments of 1448 bytes: the largest GSO skb (tcp_xmit_size_goal), so each
 # send fills whole skbs instead of leaving a small one for Nagle to let go
@@ -64,7 +64,7 @@ async def run_once(
     kind: str,
     family: int = 4,
     send_size: int = SEND_SIZE,
-) -> tuple[netstack.tools.NetperfResult, int]:
+) -> tuple[NetperfResult, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def main() -> None:
     for name, (tso, gso, gro) in CONFIGS.items():
         if (args.profile and name != "gso+gro") or (args.config and name not in args.config):
             continue
-        results: list[tuple[netstack.tools.NetperfResult, int]] = []
+        results: list[tuple[NetperfResult, int]] = []
         for _ in range(args.runs):
             prof = cProfile.Profile() if args.profile else None
             if prof is not None:

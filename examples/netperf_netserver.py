@@ -14,8 +14,13 @@ import trio
 
 import netstack
 from netstack.cpu.timed import Machine, TimedModel
-from netstack.tools import netperf
-from netstack.tools.netperf import NETSERVER_PORT, NetperfControlError, NetperfResult, netserver
+from netstack.userspace.netperf import netperf
+from netstack.userspace.netperf.netperf import (
+    NETSERVER_PORT,
+    NetperfControlError,
+    NetperfResult,
+    netserver,
+)
 
 
 async def main() -> list[NetperfResult]:

@@ -18,7 +18,7 @@ Start with :func:`open_lab` and :func:`run`::
 from netstack.core.patches import Patches
 from netstack.errors import ConfigError, NetstackError, SkbPanic, TopologyError
 from netstack.host import Capture, Host, Lab, Link, Port, open_lab, run
-from netstack.iproute2.ping import PingReply, PingResult
+from netstack.userspace.iputils.ping import PingReply, PingResult
 
 __version__ = "0.1.0"
 

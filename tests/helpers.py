@@ -8,6 +8,7 @@ import netstack
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
 from netstack.ipv4 import ipv4_of
+from netstack.labs.session import Session
 from netstack.socket import Socket
 from netstack.wire import ethernet as eth
 from netstack.wire import ipv4, udp
@@ -140,3 +141,16 @@ async def stream_transfer(
         c.close()
     srv.close()
     return bytes(got), c
+
+
+class Term:
+    """A session and everything it printed."""
+
+    def __init__(self, session: Session, lines: list[str]) -> None:
+        self.session = session
+        self.lines = lines
+
+    async def run(self, line: str) -> tuple[int, str]:
+        self.lines.clear()
+        status = await self.session.run_line(line)
+        return status, "\n".join(self.lines)

@@ -112,6 +112,15 @@ def test_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
             console(text, where)
 
 
+def test_testing_page_runs_as_a_users_pytest_project(tmp_path: Path) -> None:
+    """docs/testing.md's blocks are test files: pytest runs them in an empty project."""
+    from fresh_project import run_page
+
+    r = run_page(DOCS / "testing.md", tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "8 passed" in r.stdout, r.stdout  # five blocks; @seeds(5) is five tests
+
+
 def test_every_tutorial_is_tested_and_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (DOCS / "tutorials").glob("*.md"):

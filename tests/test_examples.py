@@ -23,7 +23,16 @@ def load(name: str) -> ModuleType:
     return module
 
 
-LAB_FILES = ["demo", "gre_two_sites", "gretap", "ipip", "netem", "two_hosts"]
+LAB_FILES = [
+    "demo",
+    "gre_two_sites",
+    "gretap",
+    "ipip",
+    "netem",
+    "switched_lan",
+    "two_hosts",
+    "vlan_router_on_a_stick",
+]
 
 
 def test_every_example_is_tested() -> None:
@@ -39,6 +48,8 @@ def test_every_example_is_tested() -> None:
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
+    tested |= {"own_protocol"}
+    tested |= {"switched_lan", "vlan_router_on_a_stick"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -275,3 +286,38 @@ async def test_tc_fq_codel_vs_pfifo(
     # (> 350: the hosts also boot IPv6, whose RS/NS share the tbf with the flood)
     assert len(r["pfifo limit 100"]) == 10 and min(r["pfifo limit 100"]) > 350
     assert "new_flows_len" in capsys.readouterr().out
+
+
+def test_own_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Trio key-value client and server over a lossy link, a partition the client
+    times out on, the stale answer it then reads, and a pcap of it."""
+    import dpkt
+
+    import netstack
+
+    pcap = tmp_path / "kv.pcap"
+    result = netstack.run(load("own_protocol").main, str(pcap))
+    assert result["values"] == [f"v{i}" for i in range(50)]
+    assert result["timed_out"] is True
+    assert (result["late"], result["fresh"]) == ("v0", "v1")
+    assert result["retrans"] == 17  # seed 1: netem's losses, then the partition
+    assert result["dropped"] == 9
+    with pcap.open("rb") as f:
+        assert sum(1 for _ in dpkt.pcap.Reader(f)) > 200
+    assert "timed out: True" in capsys.readouterr().out
+
+
+async def test_switched_lan(autojump_clock: trio.testing.MockClock) -> None:
+    r: dict[str, Any] = await load("switched_lan").main()
+    assert r["ping"].received == 3
+    learnt = [line for line in r["fdb"].splitlines() if line.endswith("master br0 ")]
+    assert len(learnt) == 2  # h1 and h3 (h2 never spoke)
+    assert not any(line.endswith("master br0 ") for line in r["aged"].splitlines())
+    ports = r["stats"].ports
+    assert (ports["s1-eth2"].flood_broadcast, ports["s1-eth3"].flood_broadcast) == (1, 1)
+
+
+async def test_vlan_router_on_a_stick(autojump_clock: trio.testing.MockClock) -> None:
+    r: dict[str, Any] = await load("vlan_router_on_a_stick").main()
+    assert r["ping"].received == 2
+    assert r["tags"] == [10, 20]

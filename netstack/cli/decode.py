@@ -2,7 +2,7 @@
 
 ``netstack decode [-v] [-e] [-q] [-t…] [-x] [-c N] FILE [expression]`` is
 ``tcpdump -nn -r FILE`` with the same options and filter language
-(:mod:`netstack.iproute2.tcpdump`), so captures — netstack's own or any
+(:mod:`netstack.userspace.tcpdump.tcpdump`), so captures — netstack's own or any
 Ethernet/raw-IP pcap or pcapng — can be read without Wireshark, tunnels
 included (GRE, gretap, IPIP, 6in4).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from netstack.errors import ConfigError
-from netstack.iproute2.tcpdump import TCPDUMP_USAGE, Dumper, parse_tcpdump_args, read_pcap
+from netstack.userspace.tcpdump.tcpdump import TCPDUMP_USAGE, Dumper, parse_tcpdump_args, read_pcap
 
 __all__ = ["decode"]
 

@@ -19,8 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from netstack.experiments import EXPERIMENTS
-from netstack.labs.commands import Command, CommandTable
-from netstack.labs.tools import default_commands
+from netstack.labs.commands import Command, CommandTable, default_commands
 
 if TYPE_CHECKING:
     from netstack.labs.session import Context

@@ -1,8 +1,9 @@
-"""The ``netstack`` command: demo, run, check, shell, decode, draw, experiment.
+"""The ``netstack`` command: demo, run, check, shell, decode, packetdrill, draw, experiment.
 
 Each subcommand is a thin layer over a module: ``demo`` (:mod:`.demo`),
 ``run``/``check`` (:mod:`.labs`, over :mod:`netstack.labs.labfile`), ``shell``
-(:mod:`.shell`), ``decode`` (:mod:`.decode`, tcpdump's printer), ``draw``
+(:mod:`.shell`), ``decode`` (:mod:`.decode`, tcpdump's printer), ``packetdrill``
+(:mod:`.packetdrill`, packetdrill scripts), ``draw``
 (:mod:`netstack.labs.draw`) and ``experiment`` (:mod:`netstack.experiments`).
 Exit status: 0 success, 1 a check failed or a tool reported an error, 2 bad
 input (a wrong lab file, a bad option).
@@ -65,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         "decode", help="print a pcap file as tcpdump does", add_help=False, prefix_chars="+"
     )
     dec.add_argument("args", nargs=argparse.REMAINDER)
+
+    pd = sub.add_parser(
+        "packetdrill",
+        help="run packetdrill scripts (FILE.pkt or DIR) against an emulated host",
+        add_help=False,
+        prefix_chars="+",
+    )
+    pd.add_argument("args", nargs=argparse.REMAINDER)
 
     dr = sub.add_parser("draw", help="draw a lab file's topology (SVG or PNG)")
     dr.add_argument("lab", metavar="LAB.toml")
@@ -146,6 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from netstack.cli.decode import decode
 
         return decode(list(args.args), out=sys.stdout, err=sys.stderr)
+    if args.command == "packetdrill":
+        from netstack.cli.packetdrill import packetdrill
+
+        return packetdrill(list(args.args), out=sys.stdout, err=sys.stderr)
     if args.command == "draw":
         from netstack.labs.draw import draw_lab_file
 

@@ -29,7 +29,7 @@ Kernel: net/core/dev.c, net/core/link_watch.c, net/sched/sch_generic.c
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -79,11 +79,13 @@ from netstack.core.qdisc import (
 )
 from netstack.core.skbuff import (
     PACKET_HOST,
+    PACKET_OTHERHOST,
     DropReason,
     SkBuff,
     kfree_skb,
     kfree_skb_list,
 )
+from netstack.core.vlan_core import skb_vlan_untag, vlan_do_receive
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
 
@@ -100,6 +102,7 @@ __all__ = [
     "NETDEV_REGISTER",
     "NETDEV_UNREGISTER",
     "NETDEV_UP",
+    "deliver_ptype_list_skb",
     "dev_activate",
     "dev_change_flags",
     "dev_close",
@@ -107,9 +110,15 @@ __all__ = [
     "dev_forward_skb",
     "dev_open",
     "dev_queue_xmit",
+    "dev_set_allmulti",
     "dev_set_mac_address",
     "dev_set_mtu",
+    "dev_set_promiscuity",
     "napi_gro_receive",
+    "netdev_master_upper_dev_link",
+    "netdev_rx_handler_register",
+    "netdev_rx_handler_unregister",
+    "netdev_upper_dev_unlink",
     "netif_carrier_off",
     "netif_carrier_on",
     "netif_receive_skb",
@@ -240,6 +249,75 @@ def unregister_netdevice(dev: NetDevice) -> None:
     del net.dev_index[dev.ifindex]
     dev.reg_state = NETREG_UNREGISTERED
     dev.log.debug("netdev_unregistered")
+
+
+# ---------------------------------------------------------------------------
+# Stacking: rx_handler, master upper device, promiscuity (bridge ports, bonds)
+# ---------------------------------------------------------------------------
+
+
+def netdev_rx_handler_register(dev: NetDevice, handler: Any, data: Any) -> None:
+    """Install *dev*'s receive hook (a bridge port's ``br_handle_frame``).
+
+    Raises:
+        ConfigError: EBUSY if the device already has one.
+
+    Kernel: net/core/dev.c, netdev_rx_handler_register().
+    """
+    if dev.rx_handler is not None:
+        raise ConfigError("RTNETLINK answers: Device or resource busy", errno.EBUSY)
+    dev.rx_handler_data = data
+    dev.rx_handler = handler
+
+
+def netdev_rx_handler_unregister(dev: NetDevice) -> None:
+    """Kernel: netdev_rx_handler_unregister()."""
+    dev.rx_handler = None
+    dev.rx_handler_data = None
+
+
+def netdev_has_upper_dev(dev: NetDevice, upper: NetDevice) -> bool:
+    """True if *upper* is above *dev*, directly or not. Kernel: netdev_has_upper_dev()."""
+    m = dev.master
+    while m is not None:
+        if m is upper:
+            return True
+        m = m.master
+    return False
+
+
+def netdev_master_upper_dev_link(dev: NetDevice, upper: NetDevice) -> None:
+    """Make *upper* the master of *dev*.
+
+    Raises:
+        ConfigError: EBUSY for a loop or a device that already has a master.
+
+    Kernel: net/core/dev.c, __netdev_upper_dev_link() (master).
+    """
+    if dev is upper or netdev_has_upper_dev(upper, dev):
+        raise ConfigError("RTNETLINK answers: Device or resource busy", errno.EBUSY)
+    if dev.master is not None:
+        raise ConfigError("Error: Master device already exists.", errno.EBUSY)
+    dev.master = upper
+
+
+def netdev_upper_dev_unlink(dev: NetDevice, upper: NetDevice) -> None:
+    """Kernel: netdev_upper_dev_unlink()."""
+    if dev.master is upper:
+        dev.master = None
+
+
+def dev_set_promiscuity(dev: NetDevice, inc: int) -> None:
+    """Count a user of promiscuous mode (``ip -d link``'s ``promiscuity``).
+
+    Kernel: net/core/dev.c, dev_set_promiscuity() / __dev_set_promiscuity().
+    """
+    dev.promiscuity = max(0, dev.promiscuity + inc)
+
+
+def dev_set_allmulti(dev: NetDevice, inc: int) -> None:
+    """Kernel: net/core/dev.c, dev_set_allmulti()."""
+    dev.allmulti = max(0, dev.allmulti + inc)
 
 
 # ---------------------------------------------------------------------------
@@ -658,21 +736,87 @@ def _deliver_taps(skb: SkBuff, dev: NetDevice) -> None:
             pt.func(skb.clone(), dev, pt, dev)
 
 
+# rx_handler results (include/linux/netdevice.h, enum rx_handler_result)
+RX_HANDLER_CONSUMED: Final = 0
+RX_HANDLER_ANOTHER: Final = 1
+RX_HANDLER_EXACT: Final = 2
+RX_HANDLER_PASS: Final = 3
+
+
 def __netif_receive_skb_core(skb: SkBuff) -> None:
-    """Deliver to taps, then to the handler registered for ``skb.protocol``.
+    """Deliver to taps, the device's ``rx_handler``, then the handler for ``skb.protocol``.
+
+    Each round: an in-band VLAN tag is moved into the skb (``skb_vlan_untag``),
+    taps see the frame, an accelerated tag that names a VLAN device moves the
+    skb to it and runs another round (``vlan_do_receive``), and an
+    ``rx_handler`` (a bridge port's ``br_handle_frame``) may consume the skb,
+    pass it on, or hand it over for another round. A tag no VLAN device took
+    marks the frame ``PACKET_OTHERHOST`` (VID ≠ 0) or is dropped (priority tag).
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
-    dev = skb.dev
-    assert dev is not None
+    dev: NetDevice = skb.dev  # type: ignore[assignment]
     skb.network_header = skb.data  # skb_reset_network_header
     if skb.transport_header < 0:
         skb.transport_header = skb.data
-    skb.skb_iif = dev.ifindex
     net = dev.net
-    if net.ptype_all or dev.ptype_all:
-        _deliver_taps(skb, dev)
+    while True:  # another_round
+        skb.skb_iif = dev.ifindex
+        proto = skb.protocol
+        if proto == 0x8100 or proto == 0x88A8:  # eth_type_vlan()
+            if not skb_vlan_untag(skb):
+                return
+        if net.ptype_all or dev.ptype_all:
+            _deliver_taps(skb, dev)
+        if skb.vlan_proto:
+            another, vskb = vlan_do_receive(skb)
+            if vskb is None:
+                return
+            if another:
+                dev = skb.dev  # type: ignore[assignment]
+                continue
+        rx_handler = dev.rx_handler
+        if rx_handler is not None:
+            ret, rskb = rx_handler(skb)
+            if ret == RX_HANDLER_CONSUMED:
+                return
+            assert rskb is not None
+            skb = rskb
+            if ret == RX_HANDLER_ANOTHER:
+                dev = skb.dev  # type: ignore[assignment]
+                continue
+        if skb.vlan_proto:
+            if skb.vlan_tci & 0x0FFF:
+                # a VID no VLAN device took: not for this host
+                skb.pkt_type = PACKET_OTHERHOST
+            skb.vlan_proto = 0
+            skb.vlan_tci = 0
+        break
+    # deliver_ptype_list_skb(), inline as in the kernel (not a cost site of its own)
     handlers = net.ptype_base.get(skb.protocol)
+    if handlers:
+        matched: PacketType | None = None
+        for pt in handlers:
+            if pt.dev is None or pt.dev is dev:
+                if matched is not None:
+                    matched.func(skb.clone(), dev, matched, dev)
+                matched = pt
+        if matched is not None:
+            matched.func(skb, dev, matched, dev)
+            return
+    dev.stats.rx_nohandler += 1
+    kfree_skb(skb, DropReason.UNHANDLED_PROTO)
+
+
+def deliver_ptype_list_skb(skb: SkBuff, dev: NetDevice) -> None:
+    """Hand *skb* to the protocol handlers for ``skb.protocol`` (or count it unhandled).
+
+    The receive core does the same inline; the bridge's backlog (a frame a
+    port passed up after its softirq budget deferred it) calls this.
+
+    Kernel: net/core/dev.c, deliver_ptype_list_skb().
+    """
+    handlers = dev.net.ptype_base.get(skb.protocol)
     if handlers:
         matched: PacketType | None = None
         for pt in handlers:

@@ -62,6 +62,9 @@ NETIF_F_NOCACHE_COPY: Final = 1 << 41
 NETIF_F_LOOPBACK: Final = 1 << 42
 NETIF_F_RXFCS: Final = 1 << 43
 NETIF_F_RXALL: Final = 1 << 44
+NETIF_F_HW_VLAN_STAG_TX: Final = 1 << 45
+NETIF_F_HW_VLAN_STAG_RX: Final = 1 << 46
+NETIF_F_HW_VLAN_STAG_FILTER: Final = 1 << 47
 NETIF_F_GRO_FRAGLIST: Final = 1 << 57
 NETIF_F_GRO_UDP_FWD: Final = 1 << 59
 
@@ -151,6 +154,9 @@ FEATURE_NAMES: Final[dict[int, str]] = {
     NETIF_F_LOOPBACK: "loopback",
     NETIF_F_RXFCS: "rx-fcs",
     NETIF_F_RXALL: "rx-all",
+    NETIF_F_HW_VLAN_STAG_TX: "tx-vlan-stag-hw-insert",
+    NETIF_F_HW_VLAN_STAG_RX: "rx-vlan-stag-hw-parse",
+    NETIF_F_HW_VLAN_STAG_FILTER: "rx-vlan-stag-filter",
 }
 
 
@@ -158,6 +164,15 @@ def net_gso_ok(features: int, gso_type: int) -> bool:
     """True if *features* can segment every GSO type bit in *gso_type*. Kernel: net_gso_ok()."""
     feature = (gso_type << NETIF_F_GSO_SHIFT) & NETIF_F_GSO_MASK
     return (features & feature) == feature
+
+
+def vlan_hw_offload_capable(features: int, proto: int) -> bool:
+    """True if the device inserts a *proto* tag itself. Kernel: vlan_hw_offload_capable()."""
+    if proto == 0x8100:
+        return bool(features & NETIF_F_HW_VLAN_CTAG_TX)
+    if proto == 0x88A8:
+        return bool(features & NETIF_F_HW_VLAN_STAG_TX)
+    return False
 
 
 def can_checksum_protocol(features: int, protocol: int) -> bool:

@@ -17,6 +17,7 @@ Kernel: include/linux/netdevice.h, net/core/dev.c.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -92,7 +93,10 @@ IFF_NAMES: Final = (
 )
 
 # dev->priv_flags (enum netdev_priv_flags)
+IFF_802_1Q_VLAN: Final = 1 << 0
+IFF_EBRIDGE: Final = 1 << 1
 IFF_XMIT_DST_RELEASE: Final = 1 << 5
+IFF_BRIDGE_PORT: Final = 1 << 9
 IFF_TX_SKB_SHARING: Final = 1 << 11
 IFF_LIVE_ADDR_CHANGE: Final = 1 << 15
 IFF_NO_QUEUE: Final = 1 << 19
@@ -268,6 +272,58 @@ class NetDeviceOps:
     def ndo_do_ioctl(self, dev: NetDevice, cmd: int, arg: Any) -> Any:
         """Device-private ioctls (tunnels: SIOCADDTUNNEL…)."""
         raise OSError(95, "Operation not supported")
+
+    # -- upper devices (bridge, bond): ``ip link set DEV master UPPER`` ------------------
+    has_add_slave = False  # kernel: ndo_add_slave != NULL
+
+    def ndo_add_slave(self, dev: NetDevice, slave: NetDevice) -> None:
+        """Enslave *slave* to this (master) device. Kernel: ndo_add_slave."""
+        raise OSError(95, "Operation not supported")
+
+    def ndo_del_slave(self, dev: NetDevice, slave: NetDevice) -> None:
+        """Release *slave*. Kernel: ndo_del_slave."""
+        raise OSError(95, "Operation not supported")
+
+    # -- forwarding database (``bridge fdb``): see netstack.core.rtnetlink -------------
+    # The defaults are the kernel's ndo_dflt_fdb_* (a device's own unicast and
+    # multicast address lists), which rtnl_fdb_* use when the op is NULL.
+    def ndo_fdb_add(
+        self,
+        ndm_state: int,
+        ndm_flags: int,
+        tb: Mapping[int, Any],
+        dev: NetDevice,
+        addr: bytes,
+        vid: int,
+        nlflags: int,
+    ) -> None:
+        """RTM_NEWNEIGH (AF_BRIDGE) for *dev*. Kernel: ndo_fdb_add / ndo_dflt_fdb_add()."""
+        from netstack.core.rtnetlink import ndo_dflt_fdb_add
+
+        ndo_dflt_fdb_add(ndm_state, ndm_flags, tb, dev, addr, vid, nlflags)
+
+    def ndo_fdb_del(
+        self,
+        ndm_state: int,
+        ndm_flags: int,
+        tb: Mapping[int, Any],
+        dev: NetDevice,
+        addr: bytes,
+        vid: int,
+    ) -> None:
+        """RTM_DELNEIGH (AF_BRIDGE). Kernel: ndo_fdb_del / ndo_dflt_fdb_del()."""
+        from netstack.core.rtnetlink import ndo_dflt_fdb_del
+
+        ndo_dflt_fdb_del(ndm_state, ndm_flags, tb, dev, addr, vid)
+
+    def ndo_fdb_dump(self, dev: NetDevice, filter_dev: NetDevice | None) -> list[Any]:
+        """RTM_GETNEIGH dump: a list of :class:`~netstack.core.rtnetlink.FdbMsg`.
+
+        Kernel: ndo_fdb_dump / ndo_dflt_fdb_dump().
+        """
+        from netstack.core.rtnetlink import ndo_dflt_fdb_dump
+
+        return ndo_dflt_fdb_dump(dev, filter_dev)
 
 
 class HeaderOps:
@@ -567,6 +623,15 @@ class NetDevice:
         self.qdisc: Qdisc = net.noop_qdisc  # root qdisc as `ip link` shows it
         self.napi_list: list[Napi] = []
         self.ptype_all: list[Any] = []  # per-device taps (kernel: dev->ptype_all)
+        # stacking (kernel: dev->rx_handler, rx_handler_data, the master upper device)
+        self.rx_handler: Any = None  # rx_handler(skb) -> (RX_HANDLER_*, skb)
+        self.rx_handler_data: Any = None  # the bridge port of an enslaved device
+        self.master: NetDevice | None = None  # netdev_master_upper_dev_get()
+        self.promiscuity = 0  # dev_set_promiscuity() users (a bridge port: 1)
+        self.allmulti = 0
+        self.vlan_info: Any = None  # the 802.1Q devices on top (kernel: dev->vlan_info)
+        self.uc: list[bytes] = []  # secondary unicast addresses (kernel: dev->uc)
+        self.mc: list[bytes] = []  # multicast addresses (kernel: dev->mc)
         self.ip_ptr: Any = None  # struct in_device (set by ipv4)
         self.ip6_ptr: Any = None
         self.priv: Any = None  # netdev_priv(): driver-private state

@@ -180,6 +180,14 @@ class DropReason(enum.IntEnum):
     IP_TUNNEL_CSUM = 208  # tunnel checksum policy: rx_crc_errors
     IP_TUNNEL_SEQ = 209  # tunnel sequence policy: rx_fifo_errors (out of order)
     IP_TUNNEL_NO_MATCH = 210  # no tunnel for the packet (ICMP port unreachable)
+    # the bridge and 802.1Q (kernel 6.13+ names; netstack numbers)
+    MAC_INVALID_SOURCE = 220  # br_handle_frame: multicast or zero source MAC
+    MAC_IEEE_MAC_CONTROL = 221  # 01:80:c2:00:00:01 (pause) frames are never bridged
+    BRIDGE_INGRESS_STP_STATE = 222  # port blocking/listening/disabled
+    VLAN_FILTER = 223  # br_allowed_ingress / egress: VLAN not on the port
+    VLAN_INVALID = 224  # a truncated or malformed 802.1Q header (skb_vlan_untag)
+    STP_INVALID = 225  # a BPDU that is not 802.1D (bad protocol id, LLC or length)
+    VLAN_DEV_DOWN = 226  # vlan_do_receive: the VLAN device is down
 
 
 def _kmalloc_size(n: int) -> int:
@@ -249,6 +257,8 @@ class SkBuff:
     _dataref: list[int] | None = None
     _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
+    vlan_proto: int = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
+    vlan_tci: int = 0  # its TCI (PCP, DEI, VID)
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf

@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import (
     NETIF_F_GSO_MASK,
+    NETIF_F_HW_VLAN_CTAG_TX,
+    NETIF_F_HW_VLAN_STAG_TX,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
     SKB_GSO_UDP_L4,
     can_checksum_protocol,
     net_gso_ok,
+    vlan_hw_offload_capable,
 )
 from netstack.core.netdevice import (
     NET_XMIT_MASK,
@@ -45,6 +48,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.vlan_core import vlan_hwaccel_push_inside
 from netstack.wire.checksum import CSUM_MANGLED_0, csum_fold, csum_partial
 
 if TYPE_CHECKING:
@@ -97,6 +101,8 @@ def netif_skb_features(skb: SkBuff) -> int:
         features &= ~NETIF_F_GSO_MASK
     if skb.encapsulation:
         features &= dev.hw_enc_features
+    if skb.vlan_proto or skb.protocol == 0x8100 or skb.protocol == 0x88A8:  # skb_vlan_tagged()
+        features &= dev.vlan_features | NETIF_F_HW_VLAN_CTAG_TX | NETIF_F_HW_VLAN_STAG_TX
     return features
 
 
@@ -114,11 +120,16 @@ def skb_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
     """
     dev = skb.dev
     assert dev is not None
-    offload = dev.net.offload_base.get(skb.protocol)
+    proto = skb.protocol
+    mac_len = max(skb.network_header - skb.data, 0)  # skb_reset_mac_len()
+    if (proto == 0x8100 or proto == 0x88A8) and mac_len >= 2:
+        # in-band tags: the EtherType before the network header (skb_network_protocol)
+        nh = skb.network_header
+        proto = (skb.buf[nh - 2] << 8) | skb.buf[nh - 1]
+    offload = dev.net.offload_base.get(proto)
     if offload is None or offload.gso_segment is None:
         return None
     skb.mac_header = skb.data  # skb_reset_mac_header()
-    mac_len = max(skb.network_header - skb.data, 0)  # skb_reset_mac_len()
     skb.cb = None  # SKB_GSO_CB(skb)->encap_level = 0
     skb.data += mac_len  # __skb_pull(skb, mac_len)
     segs = offload.gso_segment(skb, features)
@@ -161,6 +172,8 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
     """
     gso = skb.gso_size
     summed = skb.ip_summed
+    if skb.vlan_proto and not vlan_hw_offload_capable(dev.features, skb.vlan_proto):
+        vlan_hwaccel_push_inside(skb)  # validate_xmit_vlan()
     if not gso and summed != CHECKSUM_PARTIAL:
         return skb  # nothing for the device to refuse
     features = netif_skb_features(skb)

@@ -43,6 +43,8 @@ from netstack.core.features import (
     NETIF_F_HW_CSUM,
     NETIF_F_HW_VLAN_CTAG_RX,
     NETIF_F_HW_VLAN_CTAG_TX,
+    NETIF_F_HW_VLAN_STAG_RX,
+    NETIF_F_HW_VLAN_STAG_TX,
     NETIF_F_LLTX,
     NETIF_F_RXCSUM,
     NETIF_F_SCTP_CRC,
@@ -85,6 +87,8 @@ VETH_FEATURES: Final = (
     | NETIF_F_GSO_ENCAP_ALL
     | NETIF_F_HW_VLAN_CTAG_TX
     | NETIF_F_HW_VLAN_CTAG_RX
+    | NETIF_F_HW_VLAN_STAG_TX
+    | NETIF_F_HW_VLAN_STAG_RX
 )
 
 
@@ -202,7 +206,12 @@ def veth_setup(dev: NetDevice) -> None:
     dev.priv_flags &= ~IFF_TX_SKB_SHARING
     dev.priv_flags |= IFF_LIVE_ADDR_CHANGE | IFF_NO_QUEUE
     dev.features |= NETIF_F_LLTX | VETH_FEATURES
-    dev.vlan_features = dev.features & ~(NETIF_F_HW_VLAN_CTAG_TX | NETIF_F_HW_VLAN_CTAG_RX)
+    dev.vlan_features = dev.features & ~(
+        NETIF_F_HW_VLAN_CTAG_TX
+        | NETIF_F_HW_VLAN_CTAG_RX
+        | NETIF_F_HW_VLAN_STAG_TX
+        | NETIF_F_HW_VLAN_STAG_RX
+    )
     dev.max_mtu = ETH_MAX_MTU
     dev.hw_features = VETH_FEATURES
     dev.hw_enc_features = VETH_FEATURES

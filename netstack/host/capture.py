@@ -7,6 +7,10 @@ device receives (from the MAC header) and every frame it transmits
 timestamp through dpkt's pcap writer (link type Ethernet), so Wireshark and
 tcpdump read them.
 
+A frame whose VLAN tag is in the skb's metadata (hardware-accelerated, as
+veth and ``rx-vlan-offload`` NICs keep it) is written with the tag back in
+the frame, as libpcap reconstructs it from ``PACKET_AUXDATA``.
+
 One deliberate difference from a real tap: a transmitted packet whose L4
 checksum is left to the device (``CHECKSUM_PARTIAL``) is written with the
 checksum filled in, i.e. as it would be on the wire, so captures dissect
@@ -44,6 +48,7 @@ __all__ = ["Capture"]
 
 DLT_EN10MB: Final = 1
 _H: Final = struct.Struct("!H")
+_HH: Final = struct.Struct("!HH")
 
 
 class Capture:
@@ -98,6 +103,9 @@ class Capture:
             where = cs + skb.csum_offset
             if cs >= 0 and where + 2 <= len(frame):
                 _H.pack_into(frame, where, csum_fold(csum_partial(frame, cs)) or CSUM_MANGLED_0)
+        if skb.vlan_proto and start == skb.mac_header:
+            # an accelerated tag: libpcap puts it back where it was on the wire
+            frame[12:12] = _HH.pack(skb.vlan_proto, skb.vlan_tci)
         consume_skb(skb)
         ts = self.net.clock.now()
         data = bytes(frame[: self.snaplen])

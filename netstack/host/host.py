@@ -12,32 +12,43 @@ through the same paths a user would take on Linux: ``host.ip("…")``,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import trio
+
+from netstack.bridge import register_bridge_modules
+from netstack.core import net_sysfs as _sysfs
 from netstack.core.dev import dev_open
 from netstack.core.net import Net
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
+from netstack.core.rtnetlink import register_module
 from netstack.core.sock import AF_INET, SOCK_DGRAM
 from netstack.drivers.loopback import loopback_net_init
+from netstack.drivers.vlan import VLAN_MODULE
 from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
-from netstack.iproute2 import ethtool as _ethtool
-from netstack.iproute2 import ip as _ip
-from netstack.iproute2 import ss as _ss
-from netstack.iproute2 import sysctl as _sysctl
-from netstack.iproute2 import sysfs as _sysfs
-from netstack.iproute2 import tc as _tc
-from netstack.iproute2.ping import PingResult, ping
 from netstack.ipv4 import inet_init, ipv4_of
 from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.ipv6 import inet6_init, ipv6_of
 from netstack.sched import register_qdiscs
+from netstack.socket import trio_socket
+from netstack.socket.context import HostContext, current_host
+from netstack.socket.resolver import Names, Resolver
 from netstack.socket.socket import Socket, socket_create
 from netstack.tcp import tcp_of
 from netstack.tunnels import register_tunnel_modules
+from netstack.userspace.ethtool import ethtool as _ethtool
+from netstack.userspace.iproute2 import ss as _ss
+from netstack.userspace.iproute2 import tc as _tc
+from netstack.userspace.iproute2.bridge import bridge as _bridge
+from netstack.userspace.iproute2.ip import ip as _ip
+from netstack.userspace.iputils.ping import PingResult, ping
+from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
@@ -46,7 +57,9 @@ if TYPE_CHECKING:
     from netstack.ipv4.snmp import MibSnapshot
     from netstack.ipv6.snmp import Mib6Snapshot
 
-__all__ = ["Host", "mac_for"]
+__all__ = ["Host", "HostScope", "mac_for"]
+
+T = TypeVar("T")
 
 
 def mac_for(host: str, ifname: str) -> bytes:
@@ -81,8 +94,11 @@ class Host:
         inet_init(net)
         inet6_init(net)
         register_tunnel_modules(net)  # loadable, not loaded (modules.alias)
+        register_bridge_modules(net)
+        register_module(net, VLAN_MODULE)  # 8021q
         dev_open(lo)
         self.captures: list[Capture] = []
+        self._context: HostContext | None = None
 
     @property
     def patches(self) -> Patches:
@@ -138,6 +154,10 @@ class Host:
         """
         return _tc.tc(self.net, command)
 
+    def bridge(self, command: str) -> str:
+        """Run a ``bridge`` command (iproute2 syntax: ``link``, ``fdb``, ``vlan``)."""
+        return _bridge.bridge(self.net, command)
+
     def ethtool(self, command: str) -> str:
         """``ethtool -k DEV`` / ``ethtool -K DEV FEATURE on|off``; returns what it prints."""
         return _ethtool.ethtool(self.net, command)
@@ -184,11 +204,76 @@ class Host:
         """A socket on this host, with ``trio.socket``'s interface."""
         return socket_create(self.net, family, type, proto)
 
-    def capture(self, dev: str, path: str | Path | None = None, *, keep: bool = False) -> Capture:
-        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory)."""
-        cap = Capture(self.net, self.dev(dev), path, keep=keep)
+    def capture(
+        self,
+        dev: str,
+        path: str | Path | None = None,
+        *,
+        keep: bool = False,
+        snaplen: int = 262144,
+        callback: Callable[[float, bytes, bool], None] | None = None,
+    ) -> Capture:
+        """Capture *dev*'s traffic to a pcap file (or, without a path, in memory).
+
+        *snaplen* and *callback* are :class:`~netstack.host.capture.Capture`'s
+        (``tcpdump -s``, and a function called with each frame as it passes).
+        """
+        cap = Capture(self.net, self.dev(dev), path, keep=keep, snaplen=snaplen, callback=callback)
         self.captures.append(cap)
         return cap
+
+    # -- the user's own code inside this host ----------------------------------------------------
+    @property
+    def context(self) -> HostContext:
+        """What the socket adapters see of this host (its stack and its resolver)."""
+        if self._context is None:
+            names = self.lab.names if self.lab is not None else Names()
+            self._context = HostContext(self.name, self.net, Resolver(self.net, names))
+        return self._context
+
+    def as_current(self) -> HostScope:
+        """Run a block "on" this host: ``async with host.as_current(): ...``.
+
+        Inside it, ``trio.socket`` (and so ``trio.open_tcp_stream``,
+        ``trio.serve_tcp``, AnyIO on Trio and the libraries built on them),
+        ``socket.socket``, ``socket.getaddrinfo`` and ``socket.gethostname`` are
+        this host's; tasks started inside stay on it. A plain ``with`` works too.
+        """
+        return HostScope(self)
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``await fn(*args, **kwargs)`` on this host, in the calling task (keyword
+        arguments pass through, so ``nursery.start(host.run, trio.serve_tcp, h, 80)``
+        hands ``task_status`` on)."""
+        with self.as_current():
+            return await fn(*args, **kwargs)
+
+    def start_soon(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+    ) -> None:
+        """Start ``fn(*args)`` as a task of this host, in the lab's nursery (it is
+        cancelled when the lab closes; an exception in it fails the lab's block)."""
+        nursery = self._nursery()
+        with self.as_current():
+            nursery.start_soon(
+                fn, *args, name=name or f"{self.name}: {getattr(fn, '__qualname__', fn)}"
+            )
+
+    async def start(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None
+    ) -> Any:
+        """Like :meth:`start_soon`, and wait for ``task_status.started(value)``; returns
+        the value (``listeners = await host.start(trio.serve_tcp, handler, 80)``)."""
+        nursery = self._nursery()
+        with self.as_current():
+            return await nursery.start(
+                fn, *args, name=name or f"{self.name}: {getattr(fn, '__qualname__', fn)}"
+            )
+
+    def _nursery(self) -> trio.Nursery:
+        if self.lab is None:
+            raise TopologyError(f"host {self.name!r} is not in a lab: use `await host.run(fn)`")
+        return self.lab._nursery
 
     # -- statistics ---------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
@@ -236,3 +321,40 @@ class Host:
 
     def __repr__(self) -> str:
         return f"<Host {self.name}>"
+
+
+class HostScope:
+    """``host.as_current()``: sets the current host for a block (sync or async ``with``)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._tokens: list[Any] = []
+
+    def __enter__(self) -> Host:
+        host = self.host
+        if host.lab is not None:
+            host.lab._adapters_enter()
+        else:
+            if not trio_socket.installed():
+                trio_socket.install()
+        self._tokens.append(current_host.set(host.context))
+        return host
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        current_host.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> Host:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)

@@ -9,12 +9,21 @@ timeout costs microseconds and every run is reproducible.
 Links: ``kind="veth"`` joins two hosts with a veth pair; ``kind="nic"`` with
 two emulated Ethernet NICs and a cable of ``rate`` bit/s and ``delay``
 seconds. Both ends are brought up (the one convenience over ``ip link add``).
+
+Switches: :meth:`Lab.add_switch` makes a host whose job is to switch — a
+Linux box with a bridge ``br0`` (as a Mininet ``LinuxBridge`` or a Kathará
+collision domain is one). It is a full host (``s1 bridge fdb show``, ``s1
+ip -d link``, its own clock and counters), listed in ``lab.switches`` as
+well as ``lab.hosts``. A link end that names just a switch (``"s1"``) gets
+the next Mininet-style port name (``s1-eth1``, ``s1-eth2``…) and every port
+on a switch is enslaved to ``br0`` and brought up.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -28,11 +37,14 @@ from netstack.cpu.timed import TimedModel, trio_deterministic
 from netstack.drivers.nic import RxCsumMode, nic_newlink, nic_pair
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import TopologyError
+from netstack.host.faults import Partition
 from netstack.host.host import Host, mac_for
 from netstack.host.port import Port
 from netstack.host.sites import kernel_sites
+from netstack.socket import interpose, trio_socket
+from netstack.socket.resolver import Names, addresses_of
 
-__all__ = ["Lab", "Link", "open_lab", "run"]
+__all__ = ["Lab", "Link", "open_lab", "run", "sole_exception"]
 
 T = TypeVar("T")
 
@@ -64,12 +76,20 @@ class Lab:
             timed.seed_trio()  # the set-up before measuring must repeat too
             if not timed.sites:
                 timed.add_sites(kernel_sites())
+        else:
+            seed_trio_scheduler(seed)
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
         self.hosts: dict[str, Host] = {}
         self.links: list[Link] = []
         self.ports: dict[str, Port] = {}
+        #: the lab's hosts database: /etc/hosts lines, then each host's name → its addresses
+        self.names = Names(self._host_addresses, self._host_of_address)
+        self.partitions: list[Partition] = []
+        self._trio_saved: tuple[Any, Any] | None = None
+        self._interposed = False
+        self.switches: dict[str, Host] = {}
 
     def add_host(
         self,
@@ -119,6 +139,54 @@ class Lab:
     def __getitem__(self, name: str) -> Host:
         return self.host(name)
 
+    def add_switch(
+        self,
+        name: str,
+        *,
+        stp: bool = False,
+        vlan_filtering: bool = False,
+        ageing_time: float | None = None,
+        priority: int | None = None,
+        seed: int | None = None,
+        sysctls: dict[str, str | int] | None = None,
+    ) -> Host:
+        """Create switch *name*: a host running a Linux bridge ``br0``, up.
+
+        Args:
+            stp: run 802.1D spanning tree (``stp_state 1``).
+            vlan_filtering: ``vlan_filtering 1`` (ports start with PVID 1 untagged).
+            ageing_time: FDB ageing in seconds (default 300).
+            priority: the bridge priority (STP root election; default 32768).
+            seed: RNG seed (default: the lab's).
+            sysctls: applied when the switch is created (``add_host``'s).
+        """
+        host = self.add_host(name, seed=seed, sysctls=sysctls)
+        opts = f" stp_state {int(stp)} vlan_filtering {int(vlan_filtering)}"
+        if ageing_time is not None:
+            opts += f" ageing_time {round(ageing_time * 100)}"
+        if priority is not None:
+            opts += f" priority {priority}"
+        host.ip("link add br0 type bridge" + opts)
+        host.ip("link set br0 up")
+        self.switches[name] = host
+        return host
+
+    def _switch_port(self, spec: str) -> str:
+        """``"s1"`` (a switch) → ``"s1:s1-ethN"`` with the next free N."""
+        if isinstance(spec, str) and ":" not in spec and spec in self.switches:
+            host = self.switches[spec]
+            n = 1
+            while host.net.dev_get_by_name(f"{spec}-eth{n}") is not None:
+                n += 1
+            return f"{spec}:{spec}-eth{n}"
+        return spec
+
+    def _enslave(self, dev: NetDevice) -> None:
+        """A device on a switch joins its bridge."""
+        host = self.switches.get(dev.net.name)
+        if host is not None and host.net is dev.net:
+            host.ip(f"link set {dev.name} master br0")
+
     def _end(self, spec: str) -> tuple[Host, str]:
         if not isinstance(spec, str) or spec.count(":") != 1:
             raise TopologyError(f"link end must be 'host:device', not {spec!r}")
@@ -141,7 +209,7 @@ class Lab:
         queues: int | None = None,
         up: bool = True,
     ) -> Link:
-        """Join ``"host:dev"`` *a* and *b*.
+        """Join ``"host:dev"`` *a* and *b* (a bare switch name: its next port).
 
         Args:
             kind: ``"veth"`` (virtual pair, noqueue) or ``"nic"`` (Ethernet
@@ -154,6 +222,8 @@ class Lab:
                 its host, at most 16, as ixgbe). ``nic`` only.
             up: bring both ends up.
         """
+        a = self._switch_port(a)
+        b = self._switch_port(b)
         ha, da = self._end(a)
         hb, db = self._end(b)
         if ha is hb and da == db:
@@ -186,12 +256,199 @@ class Lab:
             )
         else:
             raise TopologyError(f"unknown link kind {kind!r} (veth or nic)")
+        self._enslave(dev_a)
+        self._enslave(dev_b)
         if up:
             dev_open(dev_a)
             dev_open(dev_b)
         link = Link(dev_a, dev_b, kind)
         self.links.append(link)
         return link
+
+    # -- names ----------------------------------------------------------------------------------
+    def _host_addresses(self, name: str) -> list[tuple[int, int]] | None:
+        host = self.hosts.get(name)
+        if host is None:
+            for hname, h in self.hosts.items():
+                if hname.lower() == name:
+                    host = h
+                    break
+        return addresses_of(host.net) if host is not None else None
+
+    def _host_of_address(self, family: int, addr: int) -> str | None:
+        for name, host in self.hosts.items():
+            if (family, addr) in addresses_of(host.net):
+                return name
+        return None
+
+    def hosts_file(self, text: str | Path | None = None) -> str:
+        """Add ``/etc/hosts`` lines (``"192.0.2.10 web www"``; a text or a file) to
+        the names every host of the lab resolves; returns the whole file as the
+        hosts see it (these lines, then one line per address of each host).
+
+        Raises:
+            ValueError: a line with a bad address or without a name.
+        """
+        if isinstance(text, Path):
+            text = text.read_text(encoding="utf-8")
+        if text is not None:
+            self.names.load(text)
+        lines = self.names.lines()
+        from netstack.socket.resolver import _fmt
+
+        for name, host in self.hosts.items():
+            for family, addr in addresses_of(host.net):
+                lines.append(f"{_fmt(family, addr)}\t{name}")
+        return "\n".join(lines) + "\n"
+
+    # -- the adapters that put a user's code inside a host -----------------------------------
+    def _adapters_enter(self) -> None:
+        """First entry into a host of this lab in this run: Trio's socket factory and
+        resolver become the lab's, and the socket module becomes host-aware."""
+        if not trio_socket.installed():
+            saved = trio_socket.install()
+            if self._trio_saved is None:
+                self._trio_saved = saved
+        if not self._interposed:
+            interpose.acquire()
+            self._interposed = True
+
+    def _adapters_close(self) -> None:
+        if self._trio_saved is not None:
+            try:
+                trio_socket.restore(self._trio_saved)
+            except RuntimeError:  # pragma: no cover - outside the run that set them
+                pass
+            self._trio_saved = None
+        if self._interposed:
+            interpose.release()
+            self._interposed = False
+
+    # -- faults -----------------------------------------------------------------------------------
+    def at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)`` at virtual time *when* (``trio.current_time()``), from
+        the lab's nursery; at once if that time has passed."""
+
+        async def later() -> None:
+            await trio.sleep_until(when)
+            fn(*args)
+
+        self._nursery.start_soon(later, name=f"lab.at({when}, {getattr(fn, '__name__', fn)})")
+
+    def _hosts(self, names: Iterable[str | Host] | str | Host) -> list[Host]:
+        if isinstance(names, str | Host):
+            names = [names]
+        return [n if isinstance(n, Host) else self.host(n) for n in names]
+
+    def partition(
+        self,
+        side_a: Iterable[str | Host] | str | Host,
+        side_b: Iterable[str | Host] | str | Host,
+        *,
+        at: float | None = None,
+        until: float | None = None,
+    ) -> Partition:
+        """Cut every host of *side_a* off from every host of *side_b* (both ways,
+        silently: datagrams between them vanish on arrival, counted as
+        ``NETFILTER_DROP``), now or at virtual time *at*, and heal at *until*.
+
+        Returns the :class:`~netstack.host.faults.Partition`; ``.heal()`` ends it.
+        """
+        a, b = self._hosts(side_a), self._hosts(side_b)
+        if not a or not b:
+            raise TopologyError("a partition needs a host on each side")
+        if set(map(id, a)) & set(map(id, b)):
+            raise TopologyError("a host cannot be on both sides of a partition")
+        part = Partition(a, b)
+        self.partitions.append(part)
+        if at is None:
+            part.apply()
+        else:
+            self.at(at, part.apply)
+        if until is not None:
+            self.at(until, part.heal)
+        return part
+
+    def heal(self, *, at: float | None = None) -> None:
+        """End every partition (now, or at virtual time *at*)."""
+
+        def heal_all() -> None:
+            for p in self.partitions:
+                p.heal()
+
+        if at is None:
+            heal_all()
+        else:
+            self.at(at, heal_all)
+
+    def _link_of(self, spec: str) -> tuple[list[tuple[Host, str]], Link | None]:
+        hname, _, dname = spec.partition(":")
+        host = self.host(hname)
+        dev = host.dev(dname)
+        for link in self.links:
+            if link.a is dev or link.b is dev:
+                ends = [
+                    (h, d.name)
+                    for d in (link.a, link.b)
+                    for h in self.hosts.values()
+                    if h.net is d.net
+                ]
+                return ends, link
+        return [(host, dname)], None
+
+    def link_down(self, spec: str, *, at: float | None = None) -> None:
+        """Take the link at ``"host:dev"`` down — both ends (``ip link set DEV down``
+        on each), as an unplugged cable — now or at virtual time *at*.
+        A device that is not one end of a lab link goes down alone."""
+        self._set_link(spec, "down", at)
+
+    def link_up(self, spec: str, *, at: float | None = None) -> None:
+        """Bring the link at ``"host:dev"`` back up (both ends), now or at *at*."""
+        self._set_link(spec, "up", at)
+
+    def _set_link(self, spec: str, state: str, at: float | None) -> None:
+        ends, _ = self._link_of(spec)
+
+        def apply() -> None:
+            for host, dname in ends:
+                host.ip(f"link set dev {dname} {state}")
+
+        if at is None:
+            apply()
+        else:
+            self.at(at, apply)
+
+    def set_mtu(self, spec: str, mtu: int, *, at: float | None = None, both: bool = True) -> None:
+        """``ip link set dev DEV mtu MTU`` on ``"host:dev"`` (and, with *both*, on the
+        other end of its link), now or at virtual time *at*."""
+        ends, _ = self._link_of(spec)
+        if not both:
+            ends = ends[:1] if ends[0][0] is self.host(spec.partition(":")[0]) else ends[1:]
+
+        def apply() -> None:
+            for host, dname in ends:
+                host.ip(f"link set dev {dname} mtu {mtu}")
+
+        if at is None:
+            apply()
+        else:
+            self.at(at, apply)
+
+    def set_route(self, host: str, route: str, *, at: float | None = None) -> None:
+        """``ip route replace ROUTE`` on *host* (``"10.0.2.0/24 via 10.0.1.254"``;
+        ``-6 …`` for IPv6), now or at virtual time *at*."""
+        h = self.host(host)
+        cmd = (
+            f"-6 route replace {route[3:]}" if route.startswith("-6 ") else f"route replace {route}"
+        )
+
+        def apply() -> None:
+            h.ip(cmd)
+
+        if at is None:
+            apply()
+        else:
+            self.at(at, apply)
 
     def add_port(
         self,
@@ -206,6 +463,7 @@ class Lab:
         dev = nic_newlink(host.net, dname, addr=mac_for(host.name, dname), rx_csum=rx_csum, mtu=mtu)
         port = Port(dev)
         dev.priv.peer = port
+        self._enslave(dev)
         if up:
             dev_open(dev)
         self.ports[spec] = port
@@ -229,17 +487,58 @@ async def open_lab(
         timed: run the hosts' CPUs on this timed-mode machine
             (:class:`netstack.cpu.timed.TimedModel`); functional mode if None.
     """
+    __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.
     with trio_deterministic():
-        async with trio.open_nursery() as nursery:
-            lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
-            try:
-                yield lab
-            finally:
-                for host in lab.hosts.values():
-                    for cap in host.captures:
-                        cap.stop()
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
+                try:
+                    yield lab
+                finally:
+                    for host in lab.hosts.values():
+                        for cap in host.captures:
+                            cap.stop()
+                    nursery.cancel_scope.cancel()
+                    lab._adapters_close()
+        except BaseExceptionGroup as group:
+            # The block raises what failed in it: one exception (an assertion in the
+            # body, an error in one host task) comes out as itself, not wrapped in
+            # the nursery's group; several stay a group.
+            leaf = sole_exception(group)
+            if leaf is None:
+                raise
+            raise leaf from None
+
+
+def seed_trio_scheduler(seed: int) -> None:
+    """Make the order in which Trio runs the tasks woken at one instant repeat
+    from the lab's seed (Trio's deterministic mode, as timed labs use it):
+    the hosts' timers draw from their seeded RNGs in the same order on every
+    run, so the same program and seed give the same packets, byte for byte.
+    :func:`open_lab` restores Trio's mode when the lab closes."""
+    try:
+        import trio._core._run as _run
+
+        _run._r.seed(seed)
+        setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in Trio)
+    except (ImportError, AttributeError):  # pragma: no cover - a future Trio
+        pass
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one leaf exception of *group* (nested groups flattened), or None."""
+    leaves: list[BaseException] = []
+    todo: list[BaseException] = [group]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        else:
+            leaves.append(e)
+            if len(leaves) > 1:
+                return None
+    return leaves[0] if leaves else None
 
 
 def run(main: Callable[..., Awaitable[T]], *args: Any, clock: Any = None) -> T:

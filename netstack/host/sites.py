@@ -23,7 +23,7 @@ __all__ = ["kernel_name", "kernel_sites"]
 
 _FN: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(")
 # layers whose code never runs on the data path
-_SKIP: Final = ("netstack.cli", "netstack.testing", "netstack.experiments", "netstack.iproute2")
+_SKIP: Final = ("netstack.cli", "netstack.testing", "netstack.experiments", "netstack.userspace")
 
 
 def kernel_name(doc: str | None) -> str | None:

@@ -133,6 +133,10 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         ipext.InECT0Pkts += 1
     else:
         ipext.InCEPkts += 1
+    hook = ipv4.nf_prerouting  # NF_HOOK(NFPROTO_IPV4, NF_INET_PRE_ROUTING, …)
+    if hook is not None and not hook(skb):
+        kfree_skb(skb, DropReason.NETFILTER_DROP)
+        return
     ip_rcv_finish(ipv4, skb, dev)
 
 

@@ -16,6 +16,7 @@ net/ipv4/fib_frontend.c (fib_netdev_event), net/ipv4/sysctl_net_ipv4.c.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -79,6 +80,9 @@ class Ipv4:
 
     def __init__(self, net: Net) -> None:
         self.net = net
+        # NF_INET_PRE_ROUTING (net->nf.hooks_ipv4): a verdict per received datagram,
+        # False = NF_DROP; None when no hook is registered (the lab's partitions use it)
+        self.nf_prerouting: Callable[[SkBuff], bool] | None = None
         # sysctls (net/ipv4/sysctl_net_ipv4.c defaults)
         self.ip_default_ttl = 64
         self.ip_no_pmtu_disc = 0

@@ -230,6 +230,10 @@ def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: 
         skb.destructor is not None or skb.sk is not None
     ):  # "Must drop socket now because of tproxy."
         skb_orphan(skb)  # a sender's socket on this machine (veth) is uncharged here
+    hook = ipv6.nf_prerouting  # NF_HOOK(NFPROTO_IPV6, NF_INET_PRE_ROUTING, …)
+    if hook is not None and not hook(skb):
+        kfree_skb(skb, DropReason.NETFILTER_DROP)
+        return
     ip6_rcv_finish(ipv6, skb)
 
 

@@ -25,6 +25,7 @@ ipv6_route_sysctl), net/ipv6/sysctl_net_ipv6.c, net/ipv6/icmp.c
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -125,6 +126,9 @@ class Ipv6:
 
     def __init__(self, net: Net) -> None:
         self.net = net
+        # NF_INET_PRE_ROUTING (net->nf.hooks_ipv6): a verdict per received datagram,
+        # False = NF_DROP; None when no hook is registered (the lab's partitions use it)
+        self.nf_prerouting: Callable[[SkBuff], bool] | None = None
         # sysctls (net/ipv6/sysctl_net_ipv6.c, icmp.c, route.c defaults)
         self.bindv6only = 0
         self.ip_nonlocal_bind = 0

@@ -3,13 +3,15 @@
 This package sits above :mod:`netstack.host` and below the ``netstack``
 command, the pytest plugin and the experiments, which all use it:
 
-* :mod:`.commands` and :mod:`.tools` — the one table of commands a user can
-  type (``ip``, ``sysctl``, ``ping``, ``tcpdump``, ``nstat``, ``ss``, ``tc``…);
+* :mod:`.commands` — the one table of commands a user can type: names mapped
+  to the user-space tools' entry points (``ip``, ``sysctl``, ``ping``,
+  ``tcpdump``, ``nstat``, ``ss``, ``tc``… in :mod:`netstack.userspace`) and to
+  the shell's own commands (:mod:`.builtins`: ``help``, ``sleep``, jobs,
+  ``expect``), with tab completion (:mod:`.completion`);
 * :mod:`.session` — runs command lines on a lab, with virtual-time rules;
 * :mod:`.labfile` — TOML lab files: schema, validation with line numbers,
   building, running steps and checks;
-* :mod:`.draw` — topology pictures (SVG, PNG);
-* :mod:`.progress` — progress bars for long runs.
+* :mod:`.draw` — topology pictures (SVG, PNG).
 """
 
 from netstack.labs.commands import Command, CommandTable

@@ -3,16 +3,17 @@
 Theory of operation: a :class:`Command` names a program a user would type on
 a Linux host (``ip``, ``tc``, ``ping``, ``tcpdump``, ``nstat``…) or a lab-level
 one (``help``, ``sleep``, ``jobs``), with a one-line summary for ``help``, the
-usage text, and an async ``run(ctx, argv) -> exit status``. The table is one
-dict built per :class:`~netstack.labs.session.Session` by
-:func:`default_commands`; a feature that adds a tool adds one entry there
-(or calls :meth:`CommandTable.register`).
-
-Tools whose kernel side comes with another part of netstack are registered
-already and look for the host's front end at run time (``host.tc``,
-``host.ethtool``, ``host.sysfs``): when the host has it, the command works;
-when not, the command answers ``tc: not available yet in netstack (…)`` with
-exit status 127, the way a shell answers a command it cannot find.
+usage text, tab completion, and an async ``run(ctx, argv) -> exit status``.
+The table is one dict built per :class:`~netstack.labs.session.Session` by
+:func:`default_commands`, and it only maps names to entry points: a program
+on a host is its tool's ``main(proc, host, argv)`` in :mod:`netstack.userspace`
+(wrapped by :func:`tool`, which hands it the session's
+:class:`~netstack.labs.session.Context` as its process and the host it runs
+on); a lab-level command is one of :mod:`netstack.labs.builtins`; completers
+are in :mod:`netstack.labs.completion`. A feature that adds a tool adds one
+entry there (or calls :meth:`CommandTable.register`). A command known but not
+available yet (``run=None``) answers ``NAME: not available yet in netstack
+(…)`` with exit status 127, the way a shell answers a command it cannot find.
 
 Commands write through the context (``ctx.out`` for stdout, ``ctx.err`` for
 stderr), never to ``sys.stdout``: the shell prints, the lab runner records.
@@ -25,10 +26,43 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from netstack.labs import mininet
+from netstack.labs.builtins import (
+    cmd_exit,
+    cmd_expect,
+    cmd_help,
+    cmd_hosts,
+    cmd_jobs,
+    cmd_kill,
+    cmd_quit,
+    cmd_sleep,
+    cmd_wait,
+)
+from netstack.labs.completion import (
+    complete_ethtool,
+    complete_expect,
+    complete_hosts,
+    complete_ip,
+    complete_netperf,
+    complete_tc,
+    complete_tcpdump,
+)
+from netstack.userspace import hostname, udpflood
+from netstack.userspace.coreutils import cat
+from netstack.userspace.ethtool import ethtool
+from netstack.userspace.iproute2 import nstat, ss, tc
+from netstack.userspace.iproute2.bridge import bridge
+from netstack.userspace.iproute2.ip import ip
+from netstack.userspace.iputils import ping
+from netstack.userspace.netperf import netperf_cmd
+from netstack.userspace.procps import sysctl
+from netstack.userspace.tcpdump import tcpdump
+
 if TYPE_CHECKING:
     from netstack.labs.session import Context
+    from netstack.userspace.process import ToolMain
 
-__all__ = ["Command", "CommandFn", "CommandTable", "Completer"]
+__all__ = ["Command", "CommandFn", "CommandTable", "Completer", "default_commands", "tool"]
 
 CommandFn = Callable[["Context", list[str]], Awaitable[int]]
 Completer = Callable[["Context", list[str], str], list[str]]
@@ -91,3 +125,95 @@ class CommandTable:
 
     def names(self, scope: str | None = None) -> list[str]:
         return sorted(c.name for c in self if scope is None or c.scope == scope)
+
+
+def tool(main: ToolMain) -> CommandFn:
+    """A command that runs a user-space tool's ``main(proc, host, argv)`` on the context's host."""
+
+    async def run(ctx: Context, argv: list[str]) -> int:
+        return await main(ctx, ctx.need_host(), argv)
+
+    run.__name__ = run.__qualname__ = getattr(main, "__module__", "tool") + ".main"
+    return run
+
+
+def default_commands() -> CommandTable:
+    """The command table every session starts with."""
+    return CommandTable(
+        [
+            Command("ip", "show and change devices, addresses, routes, neighbours",
+                    tool(ip.main), usage="ip [ OPTIONS ] OBJECT { COMMAND | help }",
+                    complete=complete_ip, linux="iproute2 ip"),
+            Command("sysctl", "read and set kernel parameters (net.ipv4.ip_forward…)",
+                    tool(sysctl.main), usage="sysctl [-n] [-a] [-w] NAME[=VALUE] ...",
+                    linux="procps sysctl"),
+            Command("ping", "send ICMP echo requests", tool(ping.main),
+                    usage="ping [-c count] [-i interval] [-W timeout] [-s size] [-t ttl] "
+                    "[-w deadline] [-q] DESTINATION", complete=complete_hosts,
+                    linux="iputils ping"),
+            Command("tcpdump", "print the packets a device sends and receives",
+                    tool(tcpdump.main), usage="tcpdump [-eqSvxX] [-t…] [-c count] [-i interface] "
+                    "[-r file] [-w file] [-Q in|out|inout] [expression]",
+                    complete=complete_tcpdump, linux="tcpdump"),
+            Command("nstat", "SNMP counters (increments since the last nstat)", tool(nstat.main),
+                    usage="nstat [-a] [-z] [-n] [-r] [-s] [PATTERN ...]", linux="iproute2 nstat"),
+            Command("ss", "socket statistics (-t TCP, -i tcp_info; -u UDP)", tool(ss.main),
+                    usage="ss [-t|-u] [-a] [-l] [-i] [-n]", linux="iproute2 ss"),
+            Command("cat", "read /proc/sys/…, /proc/net/snmp, /sys/class/net/…",
+                    tool(cat.main), usage="cat FILE ...", linux="coreutils cat"),
+            Command("hostname", "print the host's name", tool(hostname.main), linux="hostname"),
+            Command("udpflood", "send UDP datagrams: -c COUNT or -l SECS, as fast as possible "
+                    "(or at -r PPS)",
+                    tool(udpflood.main),
+                    usage=udpflood.UDPFLOOD_USAGE.split("\n")[0][len("Usage: ") :],
+                    complete=complete_hosts),
+            Command("expect", "check a counter: expect IpForwDatagrams >= 3", cmd_expect,
+                    usage="expect COUNTER OP VALUE", complete=complete_expect),
+            Command("tc", "show and change queueing disciplines", tool(tc.main),
+                    usage="tc [ OPTIONS ] OBJECT { COMMAND | help }", complete=complete_tc,
+                    linux="iproute2 tc"),
+            Command("ethtool", "device features, coalescing, channels, RSS (-k -K -c -C -l -x -S…)",
+                    tool(ethtool.main),
+                    usage="ethtool -k|-K|-c|-C|-l|-L|-x|-X|-n|-N|-S DEVNAME ...",
+                    complete=complete_ethtool,
+                    linux="ethtool"),
+            Command("netperf", "TCP_STREAM, TCP_RR, UDP_STREAM tests to a host's netserver",
+                    tool(netperf_cmd.main),
+                    usage="netperf -H HOST [-t TCP_STREAM|TCP_RR|UDP_STREAM] "
+                    "[-l SECS|-BYTES] [-f g|m|k|G|M|K] [-p PORT] [-c] [-C] [--budget BYTES] "
+                    "[-- -m SIZE -r REQ,RSP -P PORT]", complete=complete_netperf,
+                    linux="netperf"),
+            Command("netserver", "serve netperf on another port or address (every host serves "
+                    "12865)", tool(netperf_cmd.netserver_main),
+                    usage="netserver [-p PORT] [-L ADDR[,4|6]] [-4|-6] [-D]",
+                    linux="netperf netserver"),
+            Command("help", "list the commands, or show one's usage", cmd_help, scope="lab"),
+            Command("hosts", "list the hosts and their addresses", cmd_hosts, scope="lab"),
+            Command("sleep", "let N seconds of virtual time pass", cmd_sleep, scope="lab",
+                    usage="sleep NUMBER[smhd] ...", linux="coreutils sleep"),
+            Command("jobs", "list background jobs", cmd_jobs, scope="lab", linux="bash jobs"),
+            Command("kill", "stop a background job: kill %1", cmd_kill, scope="lab",
+                    usage="kill %JOB ...", linux="bash kill"),
+            Command("wait", "let time run until background jobs end", cmd_wait, scope="lab",
+                    usage="wait [%JOB ...]", linux="bash wait"),
+            Command("exit", "leave the current host, or the shell", cmd_exit, scope="lab",
+                    linux="bash exit"),
+            Command("quit", "leave the shell", cmd_quit, scope="lab"),
+            Command("bridge", "show and change bridge ports, the FDB and bridge VLANs",
+                    tool(bridge.main), usage="bridge [ OPTIONS ] OBJECT { COMMAND | help }",
+                    linux="iproute2 bridge"),
+            Command("nodes", "list the hosts and switches (Mininet)", mininet.cmd_nodes,
+                    scope="lab", linux="mininet nodes"),
+            Command("net", "each node's interfaces and their peers (Mininet)", mininet.cmd_net,
+                    scope="lab", linux="mininet net"),
+            Command("links", "the links and their state (Mininet)", mininet.cmd_links,
+                    scope="lab", linux="mininet links"),
+            Command("dump", "each node and its addresses (Mininet)", mininet.cmd_dump,
+                    scope="lab", linux="mininet dump"),
+            Command("pingall", "every host pings every other once (Mininet)", mininet.cmd_pingall,
+                    scope="lab", usage="pingall [TIMEOUT]", linux="mininet pingall"),
+            Command("link", "take the links between two nodes down or up (Mininet)",
+                    mininet.cmd_link, scope="lab", usage="link NODE1 NODE2 up|down",
+                    linux="mininet link"),
+        ]
+    )  # fmt: skip

@@ -137,11 +137,30 @@ def _ends(v: Any) -> str | None:
     if len(v) != 2 or not all(isinstance(x, str) for x in v):
         return 'must be two "host:device" strings'
     for end in v:
+        if ":" not in end:
+            continue  # a switch: its next port (checked against [switches])
         if end.count(":") != 1:
             return f'{end!r} is not "host:device"'
         if not dev_valid_name(end.split(":")[1]):
             return f"{end.split(':')[1]!r} is not a valid device name"
     return None
+
+
+def _lans(v: Any) -> str | None:
+    for dev, lan in v.items():
+        if not dev_valid_name(dev):
+            return f"{dev!r} is not a valid device name"
+        if not isinstance(lan, str) or not lan or ":" in lan or " " in lan:
+            return f"LAN of {dev} must be a name (a string without ':' or spaces)"
+    return None
+
+
+def _nonneg(v: Any) -> str | None:
+    return None if v >= 0 else "must not be negative"
+
+
+def _u16(v: Any) -> str | None:
+    return None if 0 <= v <= 65535 else "must be between 0 and 65535"
 
 
 def _end(v: Any) -> str | None:
@@ -157,6 +176,25 @@ def _patches(v: Any) -> str | None:
     return None
 
 
+def _names(v: Any) -> str | None:
+    import socket
+
+    for name, value in v.items():
+        addrs = value if isinstance(value, list) else [value]
+        if not addrs or not all(isinstance(a, str) for a in addrs):
+            return f"name {name!r} must map to an address or a list of addresses"
+        for a in addrs:
+            for fam in (socket.AF_INET, socket.AF_INET6):
+                try:
+                    socket.inet_pton(fam, a)
+                    break
+                except OSError:
+                    pass
+            else:
+                return f"name {name!r}: {a!r} is not an IPv4 or IPv6 address"
+    return None
+
+
 def _sysctls(v: Any) -> str | None:
     for name, value in v.items():
         if not isinstance(value, str | int | bool):
@@ -168,8 +206,12 @@ SCHEMA: Final[dict[str, tuple[Key, ...]]] = {
     "": (
         Key("lab", (dict,), "the lab's name, description and defaults ([lab] table)"),
         Key("hosts", (dict,), "one [hosts.NAME] table per host"),
+        Key("switches", (dict,), "one [switches.NAME] table per switch (a host running a "
+            "bridge br0)"),
         Key("links", (list,), "one [[links]] table per link"),
         Key("captures", (list,), "one [[captures]] table per pcap file to write"),
+        Key("names", (dict,), "extra host names every host resolves (its /etc/hosts)", _names,
+            example='{ web = "10.0.0.80", db = ["10.0.0.81", "2001:db8::81"] }'),
         Key("steps", (list,), "shell lines run after the hosts are configured", _strings,
             example='["a ping -c 3 b", "sleep 1"]'),
         Key("checks", (list,), "shell lines that must succeed (exit status 0)", _strings,
@@ -193,6 +235,22 @@ SCHEMA: Final[dict[str, tuple[Key, ...]]] = {
             example='{ "net.ipv4.ip_forward" = 1 }'),
         Key("commands", (list,), "commands run on the host, in order (ip, sysctl, tc…)",
             _strings, example='["ip addr add 10.0.0.1/24 dev eth0"]'),
+        Key("lans", (dict,), "Kathará-style shared segments: interface = LAN name; every "
+            "interface on one LAN joins one implicit switch of that name", _lans,
+            example='{ eth0 = "A" }'),
+    ),
+    "switch": (
+        Key("stp", (bool,), "run 802.1D spanning tree (stp_state 1)", example="true"),
+        Key("vlan_filtering", (bool,), "filter by VLAN (ports start with PVID 1)",
+            example="true"),
+        Key("ageing_time", (int, float), "FDB ageing time in seconds (default 300)",
+            _nonneg, example="30"),
+        Key("priority", (int,), "bridge priority for the STP root election (default 32768)",
+            _u16, example="4096"),
+        Key("seed", (int,), "RNG seed (default: the lab's)", example="7"),
+        Key("commands", (list,), "commands run on the switch after its ports exist "
+            "(bridge vlan add…)", _strings,
+            example='["bridge vlan add dev s1-eth1 vid 10 pvid untagged"]'),
     ),
     "link": (
         Key("ends", (list,), 'the two ends, "host:device"', _ends, required=True,
@@ -235,6 +293,21 @@ class HostSpec:
     patches: Patches | None = None
     sysctls: dict[str, str | int] = attrs.Factory(dict)
     commands: tuple[Line, ...] = ()
+    lans: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class SwitchSpec:
+    """A ``[switches.NAME]`` table (or an implicit switch for a LAN)."""
+
+    name: str
+    where: str
+    stp: bool = False
+    vlan_filtering: bool = False
+    ageing_time: float | None = None
+    priority: int | None = None
+    seed: int | None = None
+    commands: tuple[Line, ...] = ()
 
 
 @attrs.frozen
@@ -272,6 +345,9 @@ class LabSpec:
     steps: tuple[Line, ...]
     checks: tuple[Line, ...]
     timed: bool = False
+    #: ``[names]``: (name, addresses) in file order
+    names: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    switches: tuple[SwitchSpec, ...] = ()
 
 
 class _Validator:
@@ -372,6 +448,7 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
         except (TypeError, ValueError):
             patch_value = None
         sysctls = htable.get("sysctls", {})
+        lans = htable.get("lans", {})
         hosts.append(
             HostSpec(
                 hname,
@@ -382,9 +459,51 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
                 patches=patch_value,
                 sysctls=dict(sysctls) if isinstance(sysctls, dict) else {},
                 commands=cmd_lines,
+                lans=dict(lans) if isinstance(lans, dict) else {},
             )
         )
     host_names = {h.name for h in hosts}
+    switches: list[SwitchSpec] = []
+    sw_t = data.get("switches", {}) if isinstance(data.get("switches", {}), dict) else {}
+    for sname, stable in sw_t.items():
+        if not isinstance(stable, dict):
+            v.problem(("switches", sname), f"switch '{sname}' must be a table ([switches.{sname}])")
+            continue
+        if not sname or ":" in sname or " " in sname:
+            v.problem(("switches", sname), f"invalid switch name {sname!r}")
+        if sname in host_names:
+            v.problem(("switches", sname), f"'{sname}' is both a host and a switch")
+        v.table("switch", stable, ("switches", sname), f"[switches.{sname}]")
+        scmds = stable.get("commands", [])
+        switches.append(
+            SwitchSpec(
+                sname,
+                v.where("switches", sname),
+                stp=stable.get("stp") is True,
+                vlan_filtering=stable.get("vlan_filtering") is True,
+                ageing_time=stable.get("ageing_time")
+                if isinstance(stable.get("ageing_time"), int | float)
+                else None,
+                priority=stable.get("priority")
+                if isinstance(stable.get("priority"), int)
+                else None,
+                seed=stable.get("seed") if isinstance(stable.get("seed"), int) else None,
+                commands=tuple(
+                    Line(c, v.where("switches", sname, "commands", i))
+                    for i, c in enumerate(scmds if isinstance(scmds, list) else [])
+                    if isinstance(c, str)
+                ),
+            )
+        )
+    switch_names = {sw.name for sw in switches}
+    for h in hosts:  # Kathará-style LANs: an implicit switch per LAN name
+        for lan in h.lans.values():
+            if lan in host_names:
+                v.problem(("hosts", h.name, "lans"), f"LAN '{lan}' has the name of a host")
+            elif lan not in switch_names:
+                switches.append(SwitchSpec(lan, v.where("hosts", h.name, "lans")))
+                switch_names.add(lan)
+    host_names |= switch_names
     links: list[LinkSpec] = []
     used: dict[str, str] = {}
     links_t = data.get("links", [])
@@ -399,6 +518,11 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
             continue
         for j, end in enumerate(ends):
             hname = end.split(":")[0]
+            if ":" not in end and hname not in switch_names:
+                v.problem(("links", i, "ends", j), f"'{end}' is not \"host:device\" nor a switch")
+                continue
+            if ":" not in end:
+                continue  # a switch's next port
             if hname not in host_names:
                 known = ", ".join(sorted(host_names)) or "none"
                 v.problem(
@@ -465,6 +589,11 @@ def parse_lab(text: str, path: str | Path = "<lab>") -> LabSpec:
         steps=lines("steps"),
         checks=lines("checks"),
         timed=lab.get("timed", False) is True,
+        names=tuple(
+            (n, tuple(a if isinstance(a, list) else [a]))
+            for n, a in (data.get("names") or {}).items()
+        ),
+        switches=tuple(switches),
     )
 
 
@@ -550,6 +679,8 @@ async def build_lab(
     Raises:
         LabFileError: the first command that failed (or a wiring error), with its line.
     """
+    for name, addrs in spec.names:
+        lab.hosts_file("".join(f"{a} {name}\n" for a in addrs))
     for h in spec.hosts:
         try:
             lab.add_host(h.name, cpus=h.cpus, hz=h.hz, seed=h.seed, patches=h.patches)
@@ -559,6 +690,24 @@ async def build_lab(
                 )
         except NetstackError as e:
             raise LabFileError([f"{h.where}: {e}"]) from None
+    for sw in spec.switches:
+        try:
+            lab.add_switch(
+                sw.name,
+                stp=sw.stp,
+                vlan_filtering=sw.vlan_filtering,
+                ageing_time=sw.ageing_time,
+                priority=sw.priority,
+                seed=sw.seed,
+            )
+        except NetstackError as e:
+            raise LabFileError([f"{sw.where}: {e}"]) from None
+    for h in spec.hosts:
+        for ifname, lan in h.lans.items():
+            try:
+                lab.add_link(f"{h.name}:{ifname}", lan)
+            except NetstackError as e:
+                raise LabFileError([f"{h.where}: {e}"]) from None
     for link in spec.links:
         try:
             lab.add_link(
@@ -577,14 +726,16 @@ async def build_lab(
     saved = session.out, session.err
     session.out, session.err = out, err
     try:
-        for h in spec.hosts:
-            for cmd in h.commands:
+        runs = [(h.name, h.commands) for h in spec.hosts]
+        runs += [(sw.name, sw.commands) for sw in spec.switches]
+        for hname, commands in runs:
+            for cmd in commands:
                 if echo is not None:
-                    echo(f"{h.name}# {cmd.text}")
-                status = await session.run_line(f"{h.name} {cmd.text}")
+                    echo(f"{hname}# {cmd.text}")
+                status = await session.run_line(f"{hname} {cmd.text}")
                 if status != 0:
                     message = err.take() or out.take() or f"exit status {status}"
-                    raise LabFileError([f"{cmd.where}: {h.name}: {cmd.text}: {message}"])
+                    raise LabFileError([f"{cmd.where}: {hname}: {cmd.text}: {message}"])
                 out.take()
                 err.take()
     finally:
@@ -594,8 +745,11 @@ async def build_lab(
     base = Path(pcap_dir) if pcap_dir is not None else spec.path.parent
     wanted = list(spec.captures)
     if not wanted and pcap_dir is not None:
+        # every link end, switch ports included (a bare switch end got its port name)
         wanted = [
-            CaptureSpec(end, None, link.where) for link in spec.links for end in (link.a, link.b)
+            CaptureSpec(f"{dev.net.name}:{dev.name}", None, str(spec.path))
+            for link in lab.links
+            for dev in (link.a, link.b)
         ]
     for cap in wanted:
         hname, dname = cap.dev.split(":")

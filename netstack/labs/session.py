@@ -32,7 +32,7 @@ from __future__ import annotations
 import errno
 import math
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -40,7 +40,7 @@ import trio
 import trio.testing
 
 from netstack.errors import ConfigError, NetstackError
-from netstack.labs.commands import Command, CommandTable
+from netstack.labs.commands import Command, CommandTable, default_commands
 
 if TYPE_CHECKING:
     from netstack.host import Host, Lab
@@ -83,6 +83,20 @@ class Context:
         """A host name → its first IPv4 address (the lab's ``/etc/hosts``)."""
         return self.session.resolve(name)
 
+    # -- what a user-space tool's process gets (netstack.userspace.process.Process) ----------
+    @property
+    def state(self) -> dict[str, Any]:
+        """Files tools keep between runs (``nstat``'s history): the session's, by tool."""
+        return self.session.state
+
+    def peers(self) -> Iterable[Host]:
+        """Every host of the lab."""
+        return self.lab.hosts.values()
+
+    async def start_daemon(self, fn: Callable[..., Awaitable[Any]]) -> Any:
+        """Start *fn* in the session's nursery (``nursery.start``): a daemon outliving us."""
+        return await self.session.nursery.start(fn)
+
 
 @attrs.define(eq=False)
 class Job:
@@ -105,7 +119,7 @@ class Session:
         nursery: where background jobs run (must outlive the session's use).
         out: where commands write their output (default: print to stdout).
         err: where commands write their errors (default: print to stderr).
-        commands: the command table (default: :func:`netstack.labs.tools.default_commands`).
+        commands: the command table (default: :func:`netstack.labs.commands.default_commands`).
         clock: the lab's MockClock, if the session should freeze time between
             commands (the interactive shell); None leaves the clock alone.
         pace: virtual seconds per wall second while a command runs (0: jump).
@@ -122,8 +136,6 @@ class Session:
         clock: trio.testing.MockClock | None = None,
         pace: float = 0.0,
     ) -> None:
-        from netstack.labs.tools import default_commands
-
         self.lab = lab
         self.nursery = nursery
         self.out: Writer = out or (lambda s: print(s, flush=True))

@@ -4,7 +4,7 @@ kernel exchange over rtnetlink.
 Theory of operation: in Linux, ``tc`` parses a command line into netlink
 attributes (``TCA_KIND``, ``TCA_OPTIONS`` with a per-discipline payload) and
 the kernel answers dumps with the same structures plus statistics. netstack
-keeps that split: :mod:`netstack.iproute2.tc` builds these values from argv
+keeps that split: :mod:`netstack.userspace.iproute2.tc` builds these values from argv
 exactly as ``tc`` fills its structs (units already converted: rates in
 bytes/s, times in psched ticks or ns, probabilities scaled to ``u32``), the
 disciplines in :mod:`netstack.sched` validate and apply them in ``init`` /

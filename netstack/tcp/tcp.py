@@ -229,18 +229,18 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
 
     Kernel: net/ipv4/tcp.c, tcp_sendmsg_locked().
     """
+    state = sk.state
+    if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT):  # sk_stream_wait_connect()
+        if sk.sk_err:
+            raise sock_oserror(sk.sock_error())
+        if state not in (TCP_SYN_SENT, TCP_SYN_RECV):
+            raise sock_oserror(EPIPE)  # never connected, or closed: EPIPE, not ENOTCONN
+        if flags & MSG_DONTWAIT:
+            raise sock_oserror(EAGAIN)
+        raise SockWouldBlock(write=True)
     if sk.sk_err:
         raise sock_oserror(sk.sock_error())
     if sk.sk_shutdown & SEND_SHUTDOWN:
-        raise sock_oserror(EPIPE)
-    state = sk.state
-    if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT):
-        if state in (TCP_SYN_SENT, TCP_SYN_RECV):
-            if flags & MSG_DONTWAIT:
-                raise sock_oserror(EAGAIN)
-            raise SockWouldBlock(write=True)
-        if state == TCP_CLOSE and not sk.ever_connected:
-            raise sock_oserror(ENOTCONN)
         raise sock_oserror(EPIPE)
     mv = memoryview(data).cast("B") if not isinstance(data, bytes | bytearray) else data
     total = len(mv)
@@ -666,9 +666,11 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
         if val and val < 2048 // 2:
             raise sock_oserror(EINVAL)
         sk.window_clamp = val
-    elif optname == TCP_QUICKACK:
+    elif optname == TCP_QUICKACK:  # __tcp_sock_set_quickack()
         if val:
             sk.icsk_ack_pingpong = 0
+        else:
+            sk.icsk_ack_pingpong = 1  # inet_csk_enter_pingpong_mode(): ACKs are delayed
     elif optname == TCP_USER_TIMEOUT:
         if val < 0:
             raise sock_oserror(EINVAL)

@@ -1,8 +1,8 @@
 """Testing protocol behaviour with netstack: the pytest plugin and its helpers.
 
 * the plugin (:mod:`.plugin`, registered automatically): fixtures ``lab``,
-  ``two_hosts``, ``routed_hosts``, ``gre_sites``, ``topology``, and pcaps of
-  failing tests;
+  ``two_hosts``, ``routed_hosts``, ``gre_sites``, ``topology``, the
+  ``netstack_host`` marker, :func:`seeds`, and pcaps of failing tests;
 * :mod:`.topologies`: the canonical topology functions, :func:`lab_file`;
 * :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
   ``Frames`` and the layer matchers;
@@ -24,7 +24,7 @@ from netstack.testing.checkers import (
     expect_frame,
 )
 from netstack.testing.conformance import check_net_device, nic_pair, veth_pair
-from netstack.testing.plugin import topology_fixture
+from netstack.testing.plugin import netstack_run, seeds, topology_fixture
 from netstack.testing.topologies import (
     GreSites,
     RoutedHosts,
@@ -56,8 +56,10 @@ __all__ = [
     "expect_frame",
     "gre_sites",
     "lab_file",
+    "netstack_run",
     "nic_pair",
     "routed_hosts",
+    "seeds",
     "topology_fixture",
     "two_hosts",
     "veth_pair",

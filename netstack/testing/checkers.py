@@ -28,7 +28,7 @@ import trio
 
 from netstack.host.capture import Capture
 from netstack.host.port import Port
-from netstack.iproute2.tcpdump_print import Printer
+from netstack.userspace.tcpdump.tcpdump_print import Printer
 
 __all__ = [
     "ARP",

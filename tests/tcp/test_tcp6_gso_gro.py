@@ -443,7 +443,7 @@ async def test_checksum_complete_settles_tcp6_without_summing_again(
 
 @pytest.mark.parametrize("test", ["TCP_STREAM", "TCP_RR", "UDP_STREAM"])
 async def test_netperf_over_ipv6(lab: Lab, autojump_clock: object, test: str) -> None:
-    from netstack.tools import netperf
+    from netstack.userspace.netperf import netperf
 
     a, b = pair6(lab, "veth")
     await trio.sleep(2)

@@ -23,7 +23,7 @@ from netstack.errors import ConfigError
 from netstack.gro import gro_statistics
 from netstack.host import Host, Lab
 from netstack.tcp import TcpSock, tcp_of
-from netstack.tools import netperf
+from netstack.userspace.netperf import netperf
 
 PORT = 5301
 

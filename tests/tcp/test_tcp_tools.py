@@ -12,8 +12,8 @@ from helpers import add_addr
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab
-from netstack.tools import netperf
-from netstack.tools.netperf import NetperfResult
+from netstack.userspace.netperf import netperf
+from netstack.userspace.netperf.netperf import NetperfResult
 
 
 def pair(lab: Lab, kind: str = "veth", delay: float = 0.0) -> tuple[Host, Host]:
@@ -140,7 +140,7 @@ async def test_netperf_through_a_netserver_gives_the_same_figures(
     """control_port=: the parameters go to a netserver over a real TCP connection and its
     results come back on it; the figures are those of a run without one."""
     from netstack.tcp import tcp_of
-    from netstack.tools.netperf import NETSERVER_PORT, netserver
+    from netstack.userspace.netperf.netperf import NETSERVER_PORT, netserver
 
     a, b = pair(lab, "nic", 0.001)
     kw: dict[str, object] = {"test": test, "send_size": 1000}
@@ -167,7 +167,7 @@ async def test_netperf_through_a_netserver_gives_the_same_figures(
 async def test_netperf_without_a_netserver_cannot_establish_control(
     lab: Lab, autojump_clock: object
 ) -> None:
-    from netstack.tools.netperf import NetperfControlError
+    from netstack.userspace.netperf.netperf import NetperfControlError
 
     a, b = pair(lab, "nic", 0.001)
     with pytest.raises(NetperfControlError) as info:
@@ -182,7 +182,7 @@ async def test_netperf_without_a_netserver_cannot_establish_control(
 async def test_a_netserver_outlives_clients_that_go_away(lab: Lab, autojump_clock: object) -> None:
     """A control connection closed mid-test and one that is not netperf's end only
     themselves: the next netperf through the same netserver runs."""
-    from netstack.tools.netperf import netserver
+    from netstack.userspace.netperf.netperf import netserver
 
     a, b = pair(lab, "nic", 0.001)
     async with trio.open_nursery() as nursery:

@@ -1,0 +1,73 @@
+"""One-way UDP through a Linux bridge, beside the same over a single veth pair.
+
+Two topologies, the same socket-to-socket UDP stream (200-byte payloads,
+``sendmmsg``/``recvmmsg`` batches of 64), packets per second of wall time in
+functional mode:
+
+* ``veth``: a ─ b, one veth pair (the baseline of benchmarks/udp_pps.py);
+* ``bridge``: a ─ s1 ─ b, the switch a host running br0: two veth hops and
+  the bridge's rx_handler, FDB lookup and forward in between.
+
+    python benchmarks/bridge_pps.py [--packets N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import trio
+
+import netstack
+
+PAYLOAD = b"\x5a" * 200
+BATCH = 64
+IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
+
+
+async def run_once(packets: int, bridged: bool) -> float:
+    async with netstack.open_lab() as lab:
+        a = lab.add_host("a", sysctls=IPV4_ONLY)
+        b = lab.add_host("b", sysctls=IPV4_ONLY)
+        if bridged:
+            lab.add_switch("s1", sysctls=IPV4_ONLY)
+            lab.add_link("a:eth0", "s1")
+            lab.add_link("b:eth0", "s1")
+        else:
+            lab.add_link("a:eth0", "b:eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        rx = b.socket()
+        await rx.bind(("0.0.0.0", 9000))
+        tx = a.socket()
+        await tx.connect(("10.0.0.2", 9000))
+        await tx.send(PAYLOAD)  # ARP, FDB learning, route and neighbour warm-up
+        await rx.recv(2048)
+        received = 0
+
+        async def receiver() -> None:
+            nonlocal received
+            while received < packets:
+                received += len(await rx.recvmmsg(2048, BATCH))
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receiver)
+            sent = 0
+            msgs = [(PAYLOAD, None)] * BATCH
+            while sent < packets:
+                sent += await tx.sendmmsg(msgs[: min(BATCH, packets - sent)])
+        return packets / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--packets", type=int, default=20000)
+    args = parser.parse_args()
+    for name, bridged in (("veth", False), ("bridge", True)):
+        pps = netstack.run(run_once, args.packets, bridged)
+        print(f"{name:<7} {pps:>10,.0f} packets/s  (UDP, 200-byte payload, batches of {BATCH})")
+
+
+if __name__ == "__main__":
+    main()

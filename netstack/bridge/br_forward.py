@@ -1,0 +1,154 @@
+"""The forwarding decision's second half: to one port (``br_forward``) or to all (``br_flood``).
+
+Theory of operation: a port gets a frame if it is forwarding, is not the
+port the frame came in on (unless hairpin), and has the frame's VLAN
+(``should_deliver``). ``br_flood`` walks the ports in order, cloning for
+every port but the last (``maybe_deliver`` / ``deliver_clone``), and honours
+the per-port ``flood`` / ``mcast_flood`` / ``bcast_flood`` switches (frames
+the bridge itself sends are not held back by the last two). The frame then
+gets its Ethernet header back and leaves through ``dev_queue_xmit`` on the
+port device. Each delivery is counted on the port (``flood_unicast``,
+``flood_multicast``, ``flood_broadcast`` or ``forward``).
+
+Kernel: net/bridge/br_forward.c.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from netstack.bridge.br_private import (
+    BR_BCAST_FLOOD,
+    BR_FLOOD,
+    BR_HAIRPIN_MODE,
+    BR_ISOLATED,
+    BR_MCAST_FLOOD,
+    BR_STATE_FORWARDING,
+    NetBridge,
+    NetBridgePort,
+)
+from netstack.bridge.br_vlan import br_allowed_egress, br_handle_vlan
+from netstack.core.dev import dev_queue_xmit, is_skb_forwardable
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+
+__all__ = [
+    "BR_PKT_BROADCAST",
+    "BR_PKT_MULTICAST",
+    "BR_PKT_UNICAST",
+    "br_dev_queue_push_xmit",
+    "br_flood",
+    "br_forward",
+]
+
+# enum br_pkt_type
+BR_PKT_UNICAST: Final = 0
+BR_PKT_MULTICAST: Final = 1
+BR_PKT_BROADCAST: Final = 2
+ETH_HLEN: Final = 14
+
+
+def should_deliver(p: NetBridgePort, skb: SkBuff, src_isolated: bool) -> bool:
+    """Kernel: net/bridge/br_forward.c, should_deliver()."""
+    return bool(
+        (p.flags & BR_HAIRPIN_MODE or skb.dev is not p.dev)
+        and p.state == BR_STATE_FORWARDING
+        and br_allowed_egress(p.vlgrp, skb)
+        and not (src_isolated and p.flags & BR_ISOLATED)
+    )
+
+
+def br_dev_queue_push_xmit(skb: SkBuff) -> None:
+    """Put the Ethernet header back and transmit on the port.
+
+    Kernel: net/bridge/br_forward.c, br_dev_queue_push_xmit().
+    """
+    skb.data -= ETH_HLEN  # skb_push(skb, ETH_HLEN)
+    dev = skb.dev
+    assert dev is not None
+    if not is_skb_forwardable(dev, skb):
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.PKT_TOO_BIG)
+        return
+    dev_queue_xmit(skb)
+
+
+def __br_forward(to: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
+    """Kernel: net/bridge/br_forward.c, __br_forward()."""
+    nskb = br_handle_vlan(to.br, to, to.vlgrp, skb)
+    if nskb is None:
+        return
+    nskb.dev = to.dev
+    if not local_orig and nskb.ip_summed == 2:  # skb_forward_csum(): CHECKSUM_COMPLETE
+        nskb.ip_summed = 0
+    br_dev_queue_push_xmit(nskb)
+
+
+def deliver_clone(prev: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
+    """Kernel: deliver_clone() (``skb_clone`` copies the bridge's cb too)."""
+    skb2 = skb.clone()
+    skb2.cb = skb.cb
+    __br_forward(prev, skb2, local_orig)
+
+
+def br_forward(
+    to: NetBridgePort | None, skb: SkBuff, local_rcv: bool, local_orig: bool, src_isolated: bool
+) -> None:
+    """Send *skb* out of the one port the FDB named (a clone if it also goes up).
+
+    Kernel: net/bridge/br_forward.c, br_forward().
+    """
+    if to is not None and should_deliver(to, skb, src_isolated):
+        to.stats.forward += 1
+        if local_rcv:
+            deliver_clone(to, skb, local_orig)
+        else:
+            __br_forward(to, skb, local_orig)
+        return
+    if not local_rcv:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+
+
+def br_flood(
+    br: NetBridge,
+    skb: SkBuff,
+    pkt_type: int,
+    local_rcv: bool,
+    local_orig: bool,
+    src_isolated: bool = False,
+) -> None:
+    """Send *skb* to every port that should have it.
+
+    Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver().
+    """
+    prev: NetBridgePort | None = None
+    from_br = skb.dev is br.dev
+    for p in br.port_list:
+        flags = p.flags
+        if pkt_type == BR_PKT_UNICAST:
+            if not flags & BR_FLOOD:
+                continue
+        elif pkt_type == BR_PKT_MULTICAST:
+            if not flags & BR_MCAST_FLOOD and not from_br:
+                continue
+        elif not flags & BR_BCAST_FLOOD and not from_br:
+            continue
+        if not should_deliver(p, skb, src_isolated):
+            continue
+        st = p.stats
+        if pkt_type == BR_PKT_UNICAST:
+            st.flood_unicast += 1
+        elif pkt_type == BR_PKT_MULTICAST:
+            st.flood_multicast += 1
+        else:
+            st.flood_broadcast += 1
+        if prev is not None:
+            deliver_clone(prev, skb, local_orig)
+        prev = p
+    if prev is None:
+        if not local_rcv:
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return
+    if local_rcv:
+        deliver_clone(prev, skb, local_orig)
+    else:
+        __br_forward(prev, skb, local_orig)

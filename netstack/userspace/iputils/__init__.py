@@ -1,0 +1,4 @@
+"""iputils: ``ping``.
+
+Kernel/userland: iputils (https://github.com/iputils/iputils).
+"""

@@ -1,0 +1,89 @@
+"""Small servers built from well-known libraries, for the adapter tests.
+
+* :func:`h11_server` — an HTTP/1.1 server from h11 on ``trio.serve_tcp``
+  (what httpx talks to);
+* :func:`dns_responder` — an authoritative DNS responder from dnspython's
+  message API on a Trio UDP socket (what dnspython's resolver asks);
+* :func:`lab_pair` — ``a`` and ``b`` on one Ethernet link, IPv4 and IPv6.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import dns.message
+import dns.rrset
+import h11
+import trio
+
+from netstack import Host, Lab
+
+NETEM = "netem delay 5ms 1ms loss 5% reorder 25% 50%"
+
+
+def lab_pair(lab: Lab, *, netem: str | None = None) -> tuple[Host, Host]:
+    """``a`` (10.0.0.1, 2001:db8::1) — ``b`` (10.0.0.2, 2001:db8::2) on NICs."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="nic", rate=1e9, delay=0.001)
+    for h, n in ((a, 1), (b, 2)):
+        h.ip(f"addr add 10.0.0.{n}/24 dev eth0")
+        h.ip(f"-6 addr add 2001:db8::{n}/64 dev eth0 nodad")
+        if netem:
+            h.tc(f"qdisc add dev eth0 root {netem}")
+    return a, b
+
+
+async def h11_server(
+    port: int = 80, *, task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Answer every request with ``200`` and a body naming the host and the path."""
+
+    async def handle(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        target = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                target = event.target
+                continue
+            if isinstance(event, h11.EndOfMessage):
+                body = f"{socket.gethostname()} {target.decode()}\n".encode() * 20
+                headers = [("content-length", str(len(body))), ("content-type", "text/plain")]
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
+                await stream.send_all(conn.send(h11.Data(data=body)))
+                await stream.send_all(conn.send(h11.EndOfMessage()))
+                if conn.our_state is h11.MUST_CLOSE:
+                    break
+                conn.start_next_cycle()
+                continue
+            break  # ConnectionClosed or PAUSED at the end of the stream
+        await stream.aclose()
+
+    await trio.serve_tcp(handle, port, task_status=task_status)
+
+
+async def dns_responder(
+    zone: dict[str, str],
+    port: int = 53,
+    *,
+    task_status: trio.TaskStatus[object] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Answer A queries for the names in *zone* (``{"web.lab.": "10.0.0.80"}``)."""
+    sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM)
+    await sock.bind(("", port))
+    task_status.started(sock)
+    while True:
+        wire, peer = await sock.recvfrom(65535)
+        query = dns.message.from_wire(wire)
+        reply = dns.message.make_response(query)
+        question = query.question[0]
+        name = question.name.to_text()
+        if name in zone:
+            reply.answer.append(dns.rrset.from_text(name, 60, "IN", "A", zone[name]))
+        else:
+            reply.set_rcode(dns.rcode.NXDOMAIN)
+        await sock.sendto(reply.to_wire(), peer)

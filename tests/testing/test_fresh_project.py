@@ -1,0 +1,101 @@
+"""Issue 17 point 2: the plugin in a project of a new user — no conftest, no pytest.ini.
+
+Each test here writes a small project into a temporary folder and runs pytest
+there in a fresh process (the current interpreter; ``pip install
+'netstack[pytest]'`` is what a user runs to get the same).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import dpkt
+from fresh_project import run_pytest
+
+FAILING = textwrap.dedent("""
+    import trio
+    import pytest
+    from netstack import Lab
+    from netstack.testing import seeds
+
+
+    async def test_assertion_inside_a_host_task(lab: Lab) -> None:
+        a, b = lab.add_host("a"), lab.add_host("b")
+        lab.add_link("a:eth0", "b:eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        await a.ping("10.0.0.2")
+
+        async def check() -> None:
+            answer = 41
+            assert answer == 42
+
+        a.start_soon(check)
+        await trio.sleep(1)
+
+
+    @seeds(3)
+    async def test_fails_for_one_seed(lab: Lab, netstack_seed: int) -> None:
+        lab.add_host("a")
+        assert netstack_seed != 1
+
+
+    @pytest.fixture
+    async def host_a(lab: Lab) -> None:
+        lab.add_host("a")
+
+
+    @pytest.mark.netstack_host("a")
+    async def test_body_inside_a(lab: Lab, host_a: None) -> None:
+        import socket
+        assert socket.gethostname() == "a"
+""")
+
+
+def test_failures_are_pytest_reports_with_seed_and_pcaps(tmp_path: Path) -> None:
+    (tmp_path / "test_fail.py").write_text(FAILING)
+    r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(tmp_path / "pcaps"))
+    out = r.stdout
+    assert "2 failed, 3 passed" in out, out
+    # pytest's own assertion report, not Trio's ExceptionGroup
+    assert "ExceptionGroup" not in out, out
+    assert "assert 41 == 42" in out, out
+    assert "netstack captures" in out
+    # the failing seed and the command that reruns it alone
+    assert "failed with lab seed 1; rerun it alone:" in out, out
+    assert "pytest 'test_fail.py::test_fails_for_one_seed[seed=1]'" in out, out
+    pcaps = sorted(p.name for p in (tmp_path / "pcaps").rglob("*.pcap"))
+    assert pcaps == ["a-eth0.pcap", "b-eth0.pcap"], out
+    rerun = run_pytest(tmp_path, "-q", "test_fail.py::test_fails_for_one_seed[seed=1]")
+    assert "1 failed" in rerun.stdout, rerun.stdout
+
+
+def test_xdist_workers_keep_their_own_pcaps(tmp_path: Path) -> None:
+    tests = "\n".join(
+        textwrap.dedent(f"""
+        async def test_{i}(lab) -> None:
+            v4 = {{"net.ipv6.conf.all.disable_ipv6": 1}}
+            a, b = lab.add_host("a", sysctls=v4), lab.add_host("b", sysctls=v4)
+            lab.add_link("a:eth0", "b:eth0")
+            a.ip("addr add 10.0.0.1/24 dev eth0")
+            b.ip("addr add 10.0.0.2/24 dev eth0")
+            result = await a.ping("10.0.0.2", count={i + 1})
+            assert result.received == 0, "fails on purpose"
+        """)
+        for i in range(4)
+    )
+    (tmp_path / "test_par.py").write_text(tests)
+    pcaps = tmp_path / "pcaps"
+    r = run_pytest(tmp_path, "-q", "-n", "2", "--netstack-capture-dir", str(pcaps))
+    assert "4 failed" in r.stdout, r.stdout + r.stderr
+    workers = sorted(p.name for p in pcaps.iterdir())
+    assert workers == ["gw0", "gw1"], workers
+    files = sorted(pcaps.rglob("a-eth0.pcap"))
+    assert len(files) == 4
+    counts = []
+    for f in files:
+        with f.open("rb") as fh:
+            counts.append(sum(1 for _ in dpkt.pcap.Reader(fh)))
+    # ARP request + reply, then count x (echo request + reply) on each worker's own lab
+    assert sorted(counts) == [4, 6, 8, 10]
