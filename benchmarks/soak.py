@@ -284,8 +284,9 @@ async def soak(args: argparse.Namespace) -> int:
     mean = sum(tail) / len(tail)
     spread = max(abs(v - mean) / mean for v in tail)
     flat = spread <= 0.05
+    unit = "MB" if args.tracemalloc else "M blocks"
     print(
-        f"heap over the last {args.minutes - start:g} min: mean {mean / 1e6:.2f} MB, "
+        f"heap over the last {args.minutes - start:g} min: mean {mean / 1e6:.2f} {unit}, "
         f"max deviation {spread * 100:.2f} % ({'flat' if flat else 'NOT flat'}, bound 5 %)"
     )
     print(
