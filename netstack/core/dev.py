@@ -658,10 +658,11 @@ def dev_queue_xmit(skb: SkBuff) -> int:
         cpu = dev.net.cpus.current
         if txq.xmit_lock_owner != cpu.id:
             if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
-                dev.log.warning(
-                    "xmit_recursion",
-                    msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
-                )
+                if dev.net.net_ratelimit():  # net_crit_ratelimited()
+                    dev.log.warning(
+                        "xmit_recursion",
+                        msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
+                    )
                 dev.stats.tx_dropped += 1
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
                 return ENETDOWN_RC
@@ -685,15 +686,17 @@ def dev_queue_xmit(skb: SkBuff) -> int:
             if not lltx:  # HARD_TX_UNLOCK
                 txq.xmit_lock_owner = -1
                 txq._xmit_lock.unlock(cpu)
-            dev.log.warning(
-                "virtual_device_queue", msg=f"Virtual device {dev.name} asks to queue packet!"
-            )
+            if dev.net.net_ratelimit():  # net_crit_ratelimited()
+                dev.log.warning(
+                    "virtual_device_queue", msg=f"Virtual device {dev.name} asks to queue packet!"
+                )
             dev.stats.tx_dropped += 1
             kfree_skb_list(rest, DropReason.DEV_READY)
             return ENETDOWN_RC
-        dev.log.warning(
-            "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
-        )
+        if dev.net.net_ratelimit():  # net_crit_ratelimited()
+            dev.log.warning(
+                "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
+            )
         dev.stats.tx_dropped += 1
         kfree_skb_list(skb, DropReason.XMIT_RECURSION)
         return ENETDOWN_RC

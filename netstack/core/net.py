@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import hashlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ import trio
 from netstack.core.hrtimer import HrTimerBase
 from netstack.core.patches import Patches
 from netstack.core.qdisc import NoopQdisc, Qdisc
+from netstack.core.ratelimit import RatelimitState, ratelimit
 from netstack.core.skbuff import DropReason, SkBuff
 from netstack.core.sysctl import SysctlTable
 from netstack.core.timer import TimerBase
@@ -186,7 +188,36 @@ class Net:
         self.wmem_default = 212992
         self.wmem_max = 212992
         self.somaxconn = 4096
+        self._secrets: dict[str, bytes] = {}
+        # net_ratelimit_state: DEFINE_RATELIMIT_STATE(…, 5 * HZ, 10)
+        self.message_cost = 5  # net.core.message_cost, seconds
+        self.net_ratelimit_state = RatelimitState(5 * hz, 10)
         self._register_core_sysctls()
+
+    @kernel("net/core/utils.c", "net_ratelimit")
+    def net_ratelimit(self) -> bool:
+        """May a per-packet message be logged now? (10 per 5 s, the rest counted.)
+
+        Kernel: net/core/utils.c, net_ratelimit().
+        """
+        return ratelimit(self.net_ratelimit_state, self.clock.jiffies, self.log, "net_ratelimit")
+
+    @kernel("include/linux/once.h", "net_get_random_once")
+    def get_random_once(self, label: str, nbytes: int = 16) -> bytes:
+        """A secret key drawn once per Net and *label* (hash keys, SYN cookie secrets).
+
+        It derives from the seed and the host's name, not from ``rng``, so
+        taking one moves no other random draw: same seed, same secrets.
+
+        Kernel: include/linux/once.h, net_get_random_once().
+        """
+        key = self._secrets.get(label)
+        if key is None:
+            key = hashlib.blake2b(
+                f"{self.seed}/{self.name}/{label}".encode(), digest_size=nbytes
+            ).digest()
+            self._secrets[label] = key
+        return key
 
     def _register_core_sysctls(self) -> None:
         s = self.sysctl
@@ -199,6 +230,13 @@ class Net:
         for name in ("rmem_default", "rmem_max", "wmem_default", "wmem_max"):
             s.register_int(f"net.core.{name}", self, name, minimum=256)
         s.register_int("net.core.somaxconn", self, "somaxconn", minimum=0)
+        rs = self.net_ratelimit_state
+
+        def set_cost(seconds: int) -> None:  # proc_dointvec_jiffies
+            rs.interval = seconds * self.clock.hz
+
+        s.register_int("net.core.message_cost", self, "message_cost", minimum=0, on_change=set_cost)
+        s.register_int("net.core.message_burst", rs, "burst", minimum=0)
 
     @kernel("net/core/sysctl_net_core.c", "set_default_qdisc", "qdisc_set_default")
     def _set_default_qdisc(self, text: str) -> None:

@@ -17,14 +17,14 @@ Kernel: include/linux/smp.h, kernel/softirq.c (the per-CPU context).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 if TYPE_CHECKING:
     from netstack.cpu.timed import TimedModel
 
-__all__ = ["CONTEXTS", "Cpu", "CpuSet"]
+__all__ = ["CONTEXTS", "NR_CPUS", "Cpu", "CpuSet"]
 
 CONTEXTS = ("user", "sys", "softirq")
 
@@ -98,6 +98,12 @@ class Cpu:
         return f"<Cpu {self.id}>"
 
 
+NR_CPUS: Final = 8192
+"""The most CPUs a host can have: ``CONFIG_NR_CPUS`` of a MAXSMP x86-64 kernel, the
+value Debian, Fedora and Ubuntu build with. Per-CPU state is allocated up front,
+so an unbounded count would hang (a lab file with ``cpus = 1000000000``)."""
+
+
 class CpuSet:
     """The CPUs of one host; ``current`` is the one running data-path code now."""
 
@@ -106,6 +112,8 @@ class CpuSet:
     def __init__(self, ncpus: int = 1) -> None:
         if not isinstance(ncpus, int) or ncpus < 1:
             raise ValueError(f"a host needs at least one CPU, not {ncpus!r}")
+        if ncpus > NR_CPUS:
+            raise ValueError(f"a host has at most NR_CPUS ({NR_CPUS}) CPUs, not {ncpus}")
         self.cpus = tuple(Cpu(i) for i in range(ncpus))
         self.current = self.cpus[0]
         self.model: TimedModel | None = None

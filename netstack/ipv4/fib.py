@@ -98,24 +98,47 @@ FIB_PROPS_ERROR: Final = {
 }
 
 
+@kernel("include/net/ip_fib.h")
 class FibNhException:
-    """A per-destination exception on a nexthop: learned PMTU (kernel: ``fib_nh_exception``)."""
+    """A per-destination exception on a nexthop: a learnt PMTU or redirect gateway.
 
-    __slots__ = ("daddr", "expires", "gw", "mtu_locked", "pmtu", "rth")
+    Kernel: include/net/ip_fib.h, struct fib_nh_exception.
+    """
 
-    def __init__(self, daddr: int) -> None:
+    __slots__ = ("bucket", "daddr", "expires", "genid", "gw", "mtu_locked", "pmtu", "rth", "stamp")
+
+    def __init__(self, daddr: int, bucket: int = 0) -> None:
         self.daddr = daddr
+        self.bucket = bucket  # fnhe_hashfun(daddr): its chain in nhc_exceptions
         self.pmtu = 0
         self.mtu_locked = False
         self.gw = 0
         self.expires = 0
+        self.genid = 0
+        self.stamp = 0  # fnhe_stamp: jiffies of the last update (fnhe_oldest)
         self.rth: Any = None
 
 
 class FibNh:
-    """A nexthop: device and optional gateway (kernel: ``struct fib_nh``)."""
+    """A nexthop: device and optional gateway (kernel: ``struct fib_nh``).
 
-    __slots__ = ("dev", "exceptions", "flags", "gw", "rth_input", "rth_output", "scope", "weight")
+    Its exceptions live in ``exceptions`` (by destination, for the lookup) and
+    in ``fnhe_hash`` (the kernel's ``nhc_exceptions`` buckets of
+    ``FNHE_HASH_SIZE`` chains, newest first), which bound them: a chain longer
+    than ``FNHE_RECLAIM_DEPTH`` (plus a random part) loses its oldest entry.
+    """
+
+    __slots__ = (
+        "dev",
+        "exceptions",
+        "flags",
+        "fnhe_hash",
+        "gw",
+        "rth_input",
+        "rth_output",
+        "scope",
+        "weight",
+    )
 
     def __init__(
         self, dev: NetDevice, gw: int = 0, scope: int = RT_SCOPE_UNIVERSE, flags: int = 0
@@ -130,6 +153,18 @@ class FibNh:
         self.rth_output: dict[int, Any] = {}
         self.rth_input: Any = None  # cached input rtable (nhc_rth_input)
         self.exceptions: dict[int, FibNhException] = {}
+        self.fnhe_hash: dict[int, list[FibNhException]] = {}
+
+    @kernel("fnhe_flush_routes")
+    def fnhe_flush(self) -> None:
+        """Forget every exception (their cached routes die). Kernel: fnhe_flush_routes()."""
+        for fnhe in self.exceptions.values():
+            rt = fnhe.rth
+            if rt is not None:
+                rt.obsolete = 2  # DST_OBSOLETE_DEAD
+                fnhe.rth = None
+        self.exceptions.clear()
+        self.fnhe_hash.clear()
 
 
 class FibInfo:

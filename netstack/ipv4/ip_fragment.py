@@ -2,14 +2,21 @@
 
 Theory of operation: each fragment joins the queue of its datagram; the
 first one arms the queue's timer (``ipfrag_time``, 30 s). Fragments are kept
-sorted by offset; an overlap with data already queued drops the whole
-datagram (as Linux does since 4.19, RFC 5722's rule for IPv6), an exact
-duplicate is dropped alone. When the last fragment (MF clear) has arrived and
-there are no holes, the datagram is rebuilt in one skb (header of the first
-fragment, total length and checksum fixed) and delivered. A timer expiry
-counts ``ReasmFails``/``ReasmTimeout`` and, if the first fragment had arrived,
-sends ICMP time exceeded (fragment reassembly). Queued memory is bounded by
-``ipfrag_high_thresh``: beyond it new fragments are dropped.
+in runs of contiguous fragments sorted by offset
+(:class:`~netstack.core.inet_fragment.FragRuns`, the kernel's rb-tree: an
+in-order fragment is appended in O(1), any other placed in O(log n)); an
+overlap with data already queued drops the whole datagram (as Linux does
+since 4.19, RFC 5722's rule for IPv6), a fragment wholly inside data already
+queued is a duplicate, dropped alone. When the last fragment (MF clear) has
+arrived and there are no holes, the datagram is rebuilt in one skb (header
+of the first fragment, total length and checksum fixed) and delivered. A
+timer expiry counts ``ReasmFails``/``ReasmTimeout`` and, if the first
+fragment had arrived, sends ICMP time exceeded (fragment reassembly). Queued
+memory is bounded by ``ipfrag_high_thresh``: beyond it every fragment is
+refused until timeouts free memory: ``ReasmFails``, and ``ip_defrag`` frees
+it with a plain ``kfree_skb()`` (``NOT_SPECIFIED``, as a Linux 6.18
+``skb:kfree_skb`` trace shows at ``ip_defrag``), not as a reassembly
+timeout.
 
 Kernel: net/ipv4/ip_fragment.c, net/ipv4/inet_fragment.c.
 """
@@ -19,6 +26,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.inet_fragment import IPFRAG_DUP, IPFRAG_OK, FragRuns
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import ip_fast_csum
@@ -42,7 +50,7 @@ class Ipq:
 
     def __init__(self, key: tuple[int, int, int, int]) -> None:
         self.key = key
-        self.frags: list[tuple[int, int, SkBuff]] = []  # (offset, end, skb), sorted
+        self.frags = FragRuns()  # (offset, end, skb) in runs, by offset
         self.len = 0  # total payload length, known once the last fragment came
         self.meat = 0  # payload bytes received
         self.has_first = False
@@ -75,8 +83,10 @@ class IpFrags:
         proto = buf[nh + 9]
         key = (saddr, daddr, ident, proto)
         if self.mem > ipv4.ipfrag_high_thresh:
+            # inet_frag_find() finds nothing above ipfrag_high_thresh; ip_defrag()
+            # frees the fragment with kfree_skb() (no reason) and returns -ENOMEM
             ip.ReasmFails += 1
-            kfree_skb(skb, DropReason.FRAG_REASM_TIMEOUT)
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return None
         q = self.queues.get(key)
         if q is None:
@@ -85,11 +95,23 @@ class IpFrags:
             timer = ipv4.net.timers.timer(lambda: self.ip_expire(q), "ipfrag")
             timer.mod(ipv4.net.clock.jiffies + ipv4.ipfrag_time * ipv4.net.clock.hz)
             q.timer = timer
+        return self.ip_frag_queue(q, skb, ihl, saddr)
+
+    @kernel("net/ipv4/ip_fragment.c", "ip_frag_queue")
+    def ip_frag_queue(self, q: Ipq, skb: SkBuff, ihl: int, saddr: int) -> SkBuff | None:
+        """Add one fragment to its queue; the datagram once complete.
+
+        Kernel: net/ipv4/ip_fragment.c, ip_frag_queue().
+        """
+        ipv4 = self.ipv4
+        buf = skb.buf
+        nh = skb.network_header
         field = (buf[nh + 6] << 8) | buf[nh + 7]
         offset = (field & IP_OFFSET) << 3
         end = offset + (skb.tail - nh - ihl)
         if not field & IP_MF:
-            # the last fragment fixes the total length
+            # "If we already have some bits beyond end or have different end,
+            # the segment is corrupted."
             if end < q.len or (q.has_last and end != q.len):
                 self._fail(q, skb, DropReason.FRAG_OVERLAP)
                 return None
@@ -99,24 +121,22 @@ class IpFrags:
             if end & 7:
                 end &= ~7  # non-last fragments carry multiples of 8
             if end > q.len:
-                if q.has_last:
+                if q.has_last:  # "Some bits beyond end -> corruption."
                     self._fail(q, skb, DropReason.FRAG_OVERLAP)
                     return None
                 q.len = end
-        if end == offset:
-            kfree_skb(skb, DropReason.DUP_FRAG)
+        if end == offset:  # discard_qp: the kernel gives no reason either
+            self._fail(q, skb, DropReason.NOT_SPECIFIED)
             return None
         skb.tail = nh + ihl + (end - offset)
-        for o, e, _ in q.frags:
-            if o == offset and e == end:
+        err = q.frags.insert(skb, offset, end)
+        if err != IPFRAG_OK:
+            if err == IPFRAG_DUP:
                 kfree_skb(skb, DropReason.DUP_FRAG)
                 return None
-            if offset < e and o < end:
-                ipv4.ipext.ReasmOverlaps += 1
-                self._fail(q, skb, DropReason.FRAG_OVERLAP)
-                return None
-        q.frags.append((offset, end, skb))
-        q.frags.sort(key=lambda t: t[0])
+            ipv4.ipext.ReasmOverlaps += 1
+            self._fail(q, skb, DropReason.FRAG_OVERLAP)
+            return None
         q.meat += end - offset
         size = skb.truesize
         q.mem += size
@@ -126,7 +146,8 @@ class IpFrags:
         if q.has_first and q.has_last and q.meat == q.len:
             if ihl + q.len > 65535:
                 # "Oversized IP packet" (the ping of death): counted and dropped
-                ipv4.net.log.info("oversized_ip_packet", saddr=saddr, length=ihl + q.len)
+                if ipv4.net.net_ratelimit():  # net_info_ratelimited()
+                    ipv4.net.log.info("oversized_ip_packet", saddr=saddr, length=ihl + q.len)
                 ipv4.ip.ReasmFails += 1
                 self._kill(q, DropReason.PKT_TOO_BIG)
                 return None
@@ -134,10 +155,13 @@ class IpFrags:
         return None
 
     def _fail(self, q: Ipq, skb: SkBuff, reason: DropReason) -> None:
+        """The discard_qp label: the datagram is dropped. Fragments already queued
+        go with *reason* for an overlap (netstack's FRAG_OVERLAP), else they are
+        consumed, as inet_frag_destroy() frees a queue killed without INET_FRAG_DROP.
+        """
         self.ipv4.ip.ReasmFails += 1
         kfree_skb(skb, reason)
-        self._kill(q, reason)
-        return None
+        self._kill(q, reason if reason == DropReason.FRAG_OVERLAP else None)
 
     def _kill(self, q: Ipq, reason: DropReason | None) -> None:
         self.queues.pop(q.key, None)
@@ -149,14 +173,16 @@ class IpFrags:
             else:
                 kfree_skb(f, reason)
         self.mem -= q.mem
-        q.frags = []
+        q.frags.clear()
 
     @kernel("ip_frag_reasm")
     def _reasm(self, q: Ipq) -> SkBuff:
         """Rebuild the datagram. Kernel: ip_frag_reasm()."""
         if TIMED:
             spend("ip_frag_reasm")
-        first = q.frags[0][2]
+        lowest = q.frags.head()
+        assert lowest is not None
+        first = lowest[2]
         fb = first.buf
         nh = first.network_header
         ihl = (fb[nh] & 0xF) * 4
@@ -199,8 +225,9 @@ class IpFrags:
         ipv4 = self.ipv4
         ipv4.ip.ReasmFails += 1
         ipv4.ip.ReasmTimeout += 1
-        if q.has_first and q.frags and q.frags[0][0] == 0:
-            head = q.frags[0][2]
+        first = q.frags.head()
+        if q.has_first and first is not None and first[0] == 0:
+            head = first[2]
             head.data = head.network_header
             ipv4.icmp_send(head, ICMP_TIME_EXCEEDED, ICMP_EXC_FRAGTIME, 0)
         self._kill(q, DropReason.FRAG_REASM_TIMEOUT)

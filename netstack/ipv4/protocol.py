@@ -33,6 +33,7 @@ from netstack.core.dev import (
     NETDEV_UNREGISTER,
     NETDEV_UP,
 )
+from netstack.core.inetpeer import InetPeerBase, inet_peer_params
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -57,9 +58,10 @@ from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
 
 if TYPE_CHECKING:
+    from netstack.core.inetpeer import InetPeer
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv4.route import Flowi4, InetPeer, Rtable
+    from netstack.ipv4.route import Flowi4, Rtable
 
 __all__ = ["InetProtocol", "Ipv4", "inet_init", "ipv4_of"]
 
@@ -99,6 +101,9 @@ class Ipv4:
         self.ipfrag_high_thresh = 4 * 1024 * 1024
         self.ipfrag_low_thresh = 3 * 1024 * 1024
         self.ipfrag_time = 30
+        self.ip_rt_min_pmtu = 552  # net.ipv4.route.min_pmtu (512 + 20 + 20)
+        self.ip_rt_mtu_expires = 600  # net.ipv4.route.mtu_expires, seconds
+        self.ip_rt_gc_timeout = 300  # net.ipv4.route.gc_timeout: a redirect's lifetime
         self.ping_group_range = (0, 2147483647)
         # state
         self.devconf_all = DevConf()
@@ -117,7 +122,8 @@ class Ipv4:
         self.arp_invalid = 0
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz  # "long ago": the first call refills
-        self.peers: dict[int, InetPeer] = {}
+        self.peers = InetPeerBase(net)  # net->ipv4.peers
+        self.fnhe_created = 0  # next-hop exceptions created (PMTU, redirects)
         self.inet_addr_lst: dict[int, list[InIfaddr]] = {}  # local addresses (inet_addr_lst)
         self.inet_protos: dict[int, InetProtocol] = {}
         self.inet_offloads: dict[int, NetOffload] = {}  # GRO/GSO per IP protocol
@@ -176,7 +182,8 @@ class Ipv4:
     @kernel("ip_rt_bug")
     def ip_rt_bug(self, skb: SkBuff) -> int:
         """Output through an input route. Kernel: ip_rt_bug()."""
-        self.net.log.warning("ip_rt_bug")
+        if self.net.net_ratelimit():  # net_dbg_ratelimited()
+            self.net.log.warning("ip_rt_bug")
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return 0
 
@@ -234,14 +241,10 @@ class Ipv4:
             return fa.fi.nh.dev
         return None
 
-    @kernel("inet_getpeer_v4")
+    @kernel("include/net/inetpeer.h", "inet_getpeer_v4")
     def inet_getpeer(self, daddr: int) -> InetPeer:
-        """Kernel: inet_getpeer_v4()."""
-        peer = self.peers.get(daddr)
-        if peer is None:
-            clock = self.net.clock
-            peer = self.peers[daddr] = _route.InetPeer(daddr, clock.jiffies, clock.hz)
-        return peer
+        """Kernel: include/net/inetpeer.h, inet_getpeer_v4()."""
+        return self.peers.inet_getpeer(daddr)
 
     def ip_saddr(self, skb: SkBuff) -> int:
         nh = skb.network_header
@@ -253,34 +256,56 @@ class Ipv4:
         """Kernel: ip_handle_martian_source()."""
         self.in_martian_src += 1
         in_dev = dev.ip_ptr
-        if in_dev is not None and in_dev.orconf("log_martians"):
+        if in_dev is not None and in_dev.orconf("log_martians") and self.net.net_ratelimit():
             self.net.log.info("martian_source", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
     def martian_destination(self, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> None:
         self.in_martian_dst += 1
         in_dev = dev.ip_ptr
-        if in_dev is not None and in_dev.orconf("log_martians"):
+        if in_dev is not None and in_dev.orconf("log_martians") and self.net.net_ratelimit():
             self.net.log.info("martian_destination", dst=ntoa(daddr), src=ntoa(saddr), dev=dev.name)
 
-    @kernel("ipv4_sk_update_pmtu")
+    @kernel("net/ipv4/route.c", "ipv4_sk_update_pmtu")
     def ipv4_sk_update_pmtu(self, sk: Sock, daddr: int, mtu: int) -> None:
-        """An ICMP frag-needed for a socket's flow. Kernel: ipv4_sk_update_pmtu()."""
-        rt = sk.dst_cache if sk.inet_daddr == daddr else None
-        own = False
-        if rt is None or not rt.valid():
-            rt = _route.ip_route_output_key(self, _route.Flowi4(daddr, sk.inet_saddr))
+        """An ICMP frag-needed quoting a socket's datagram to *daddr* (UDP, ping, raw).
+
+        The exception is learnt on a route for *daddr*; a connected socket
+        whose cached route went stale with it gets a fresh one (so IP_MTU
+        reports the new path MTU at once).
+
+        Kernel: net/ipv4/route.c, ipv4_sk_update_pmtu().
+        """
+        odst = sk.dst_cache if sk.inet_daddr == daddr else None
+        flow = _route.Flowi4(daddr, sk.inet_saddr, oif=sk.sk_bound_dev_if)
+        if odst is None:  # __ipv4_sk_update_pmtu()
+            rt = _route.ip_route_output_key(self, flow)
             if isinstance(rt, int):
                 return
-            own = True
-        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
-        if own:
+            _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
             rt.release()
+            return
+        rt = odst
+        new = False
+        if not rt.valid():
+            found = _route.ip_route_output_key(self, flow)
+            if isinstance(found, int):
+                return
+            rt, new = found, True
+        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
+        if not rt.valid():
+            if new:
+                rt.release()
+            found = _route.ip_route_output_key(self, flow)
+            if isinstance(found, int):
+                return
+            rt, new = found, True
+        if new:  # sk_dst_set()
+            odst.release()
+            sk.dst_cache = rt
 
     @kernel("__ip_do_redirect")
     def ip_do_redirect(self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice) -> None:
         """Accept an ICMP redirect. Kernel: __ip_do_redirect()."""
-        from netstack.ipv4.fib import FibNhException
-
         res = self.fib.lookup(daddr)
         if res is None or res.nh is None or res.nh.gw != old_gw or res.nh.dev is not dev:
             return
@@ -289,12 +314,9 @@ class Ipv4:
             return
         if self.fib.inet_addr_type(new_gw, dev) != 1:
             return
-        fnhe = res.nh.exceptions.get(daddr)
-        if fnhe is None:
-            fnhe = res.nh.exceptions[daddr] = FibNhException(daddr)
-        fnhe.gw = new_gw
-        fnhe.expires = self.net.clock.jiffies + 600 * self.net.clock.hz
-        fnhe.rth = None
+        expires = self.net.clock.jiffies + self.ip_rt_gc_timeout * self.net.clock.hz
+        fnhe = _route.update_or_create_fnhe(self, res.nh, daddr, new_gw, 0, False, expires)
+        _route.fnhe_flush_routes(fnhe)
         self.rt_cache_flush()
 
     @kernel("ip_rt_send_redirect")
@@ -672,6 +694,11 @@ def _register_globals(ipv4: Ipv4) -> None:
     s.register_int("net.ipv4.ipfrag_high_thresh", ipv4, "ipfrag_high_thresh", minimum=0)
     s.register_int("net.ipv4.ipfrag_low_thresh", ipv4, "ipfrag_low_thresh", minimum=0)
     s.register_int("net.ipv4.ipfrag_time", ipv4, "ipfrag_time", minimum=0)
+    s.register_int("net.ipv4.route.min_pmtu", ipv4, "ip_rt_min_pmtu", minimum=68)
+    peer_params = inet_peer_params(ipv4.net)
+    for name in ("inet_peer_threshold", "inet_peer_minttl", "inet_peer_maxttl"):
+        s.register_int(f"net.ipv4.{name}", peer_params, name, minimum=0)
+    s.register_int("net.ipv4.route.mtu_expires", ipv4, "ip_rt_mtu_expires", minimum=0)
 
     def pair_getter(attr: str) -> Any:
         return lambda: "{}\t{}".format(*getattr(ipv4, attr))

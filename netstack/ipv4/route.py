@@ -26,17 +26,18 @@ Kernel: net/ipv4/route.c, include/net/route.h.
 from __future__ import annotations
 
 import errno
+import hashlib
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
+from netstack.core.inetpeer import InetPeer
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
     IP_MAX_MTU,
-    IP_RT_MIN_PMTU,
     RT_SCOPE_HOST,
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
@@ -44,6 +45,7 @@ from netstack.ipv4.constants import (
     RTCF_DOREDIRECT,
     RTCF_LOCAL,
     RTCF_MULTICAST,
+    RTCF_REDIRECTED,
     RTN_BLACKHOLE,
     RTN_BROADCAST,
     RTN_LOCAL,
@@ -83,9 +85,15 @@ __all__ = [
     "ip_route_input_noref",
     "ip_route_output_key",
     "ip_rt_update_pmtu",
+    "update_or_create_fnhe",
 ]
 
-IP_RT_MTU_EXPIRES_SECONDS: Final = 600
+IP_RT_MTU_EXPIRES_SECONDS: Final = 600  # net.ipv4.route.mtu_expires
+FNHE_HASH_SHIFT: Final = 11
+FNHE_HASH_SIZE: Final = 1 << FNHE_HASH_SHIFT
+FNHE_RECLAIM_DEPTH: Final = 5
+DST_OBSOLETE_DEAD: Final = 2
+DST_OBSOLETE_KILL: Final = -2
 IP_RT_ERROR_COST_HZ: Final = 1  # ip_rt_error_cost = HZ
 IP_RT_ERROR_BURST_HZ: Final = 5  # ip_rt_error_burst = 5 * HZ
 IP_RT_REDIRECT_NUMBER: Final = 9
@@ -134,18 +142,6 @@ class Flowi4:
         self.mark = mark
         self.sport = sport
         self.dport = dport
-
-
-class InetPeer:
-    """Per-destination state: ICMP and redirect rate tokens (kernel: ``struct inet_peer``)."""
-
-    __slots__ = ("daddr", "n_redirects", "rate_last", "rate_tokens")
-
-    def __init__(self, daddr: int, now: int, hz: int) -> None:
-        self.daddr = daddr
-        self.rate_tokens = 0
-        self.rate_last = now - 60 * hz  # "high enough that the first tokens are at max"
-        self.n_redirects = 0
 
 
 class Rtable(DstEntry):
@@ -243,10 +239,136 @@ def _rt_set_nexthop(
         rt.expires = fnhe.expires
 
 
-def _find_exception(ipv4: Ipv4, nh: FibNh, daddr: int) -> FibNhException | None:
+@kernel("net/ipv4/route.c", "fnhe_hashfun")
+def fnhe_hashfun(ipv4: Ipv4, daddr: int) -> int:
+    """The exception chain of *daddr*: a keyed hash, so a sender cannot aim at one chain.
+
+    Kernel: net/ipv4/route.c, fnhe_hashfun() (siphash_1u32 with a boot-time key;
+    here a keyed BLAKE2b with the Net's ``fnhe_hash_key``).
+    """
+    key = ipv4.net.get_random_once("fnhe_hash_key")
+    h = hashlib.blake2b(_I.pack(daddr), key=key, digest_size=8).digest()
+    return int.from_bytes(h, "big") >> (64 - FNHE_HASH_SHIFT)
+
+
+@kernel("fnhe_flush_routes")
+def fnhe_flush_routes(fnhe: FibNhException) -> None:
+    """The exception's cached route dies. Kernel: fnhe_flush_routes()."""
+    rt = fnhe.rth
+    if rt is not None:
+        rt.obsolete = DST_OBSOLETE_DEAD
+        fnhe.rth = None
+
+
+@kernel("net/ipv4/route.c", "ip_del_fnhe")
+def ip_del_fnhe(nh: FibNh, daddr: int) -> None:
+    """Remove the exception for *daddr*. Kernel: net/ipv4/route.c, ip_del_fnhe()."""
+    fnhe = nh.exceptions.pop(daddr, None)
+    if fnhe is None:
+        return
+    chain = nh.fnhe_hash.get(fnhe.bucket)
+    if chain is not None:
+        chain.remove(fnhe)
+        if not chain:
+            del nh.fnhe_hash[fnhe.bucket]
+    fnhe_flush_routes(fnhe)
+
+
+@kernel("net/ipv4/route.c", "fnhe_remove_oldest")
+def fnhe_remove_oldest(nh: FibNh, chain: list[FibNhException]) -> None:
+    """Make room in a full chain: drop the least recently updated exception.
+
+    Kernel: net/ipv4/route.c, fnhe_remove_oldest().
+    """
+    oldest = chain[0]
+    for fnhe in chain:
+        if fnhe.stamp < oldest.stamp:  # time_before(): the first of the oldest from the head
+            oldest = fnhe
+    fnhe_flush_routes(oldest)
+    chain.remove(oldest)
+    del nh.exceptions[oldest.daddr]
+
+
+@kernel("net/ipv4/route.c", "fill_route_from_fnhe")
+def fill_route_from_fnhe(rt: Rtable, fnhe: FibNhException) -> None:
+    """Copy an exception's PMTU and gateway into its cached route.
+
+    Kernel: net/ipv4/route.c, fill_route_from_fnhe().
+    """
+    rt.rt_pmtu = fnhe.pmtu
+    rt.rt_mtu_locked = fnhe.mtu_locked
+    rt.expires = fnhe.expires
+    if fnhe.gw:
+        rt.rt_flags |= RTCF_REDIRECTED
+        rt.rt_uses_gateway = True
+        rt.rt_gw4 = fnhe.gw
+
+
+@kernel("net/ipv4/route.c", "update_or_create_fnhe")
+def update_or_create_fnhe(
+    ipv4: Ipv4, nh: FibNh, daddr: int, gw: int, pmtu: int, lock: bool, expires: int
+) -> FibNhException:
+    """Record a PMTU (or redirect gateway) for one destination behind *nh*.
+
+    An existing exception is updated along with its cached route. A new one
+    goes at the head of its hash chain; a chain deeper than
+    ``FNHE_RECLAIM_DEPTH`` plus a random part first loses its oldest entries,
+    and the nexthop's cached routes are marked ``DST_OBSOLETE_KILL`` so that
+    holders look again and find the exception.
+
+    Kernel: net/ipv4/route.c, update_or_create_fnhe().
+    """
     fnhe = nh.exceptions.get(daddr)
-    if fnhe is not None and fnhe.expires and ipv4.net.clock.jiffies >= fnhe.expires:
-        del nh.exceptions[daddr]  # expired (kernel: ip_del_fnhe)
+    now = ipv4.net.clock.jiffies
+    if fnhe is not None:
+        if gw:
+            fnhe.gw = gw
+        if pmtu:
+            fnhe.pmtu = pmtu
+            fnhe.mtu_locked = lock
+        fnhe.expires = max(1, expires)
+        if fnhe.rth is not None:
+            fill_route_from_fnhe(fnhe.rth, fnhe)
+    else:
+        bucket = fnhe_hashfun(ipv4, daddr)
+        chain = nh.fnhe_hash.get(bucket)
+        if chain is None:
+            chain = nh.fnhe_hash[bucket] = []
+        # "Randomize max depth to avoid some side channels attacks."
+        max_depth = FNHE_RECLAIM_DEPTH + ipv4.net.rng.randrange(FNHE_RECLAIM_DEPTH)
+        depth = len(chain)
+        while depth > max_depth:
+            fnhe_remove_oldest(nh, chain)
+            depth -= 1
+        fnhe = FibNhException(daddr, bucket)
+        fnhe.genid = ipv4.rt_genid
+        fnhe.gw = gw
+        fnhe.pmtu = pmtu
+        fnhe.mtu_locked = lock
+        fnhe.expires = max(1, expires)
+        chain.insert(0, fnhe)
+        nh.exceptions[daddr] = fnhe
+        ipv4.fnhe_created += 1
+        # "Exception created; mark the cached routes for the nexthop stale, so
+        # anyone caching it rechecks if this exception applies to them."
+        rt = nh.rth_input
+        if rt is not None:
+            rt.obsolete = DST_OBSOLETE_KILL
+        for rt in nh.rth_output.values():
+            rt.obsolete = DST_OBSOLETE_KILL
+    fnhe.stamp = now
+    return fnhe
+
+
+def _find_exception(ipv4: Ipv4, nh: FibNh, daddr: int) -> FibNhException | None:
+    """The live exception for *daddr*, an expired one removed on the way.
+
+    This is net/ipv4/route.c's find_exception(), which the compiler inlines
+    into __mkroute_output(): no timed-mode cost site of its own.
+    """
+    fnhe = nh.exceptions.get(daddr)
+    if fnhe is not None and fnhe.expires and ipv4.net.clock.jiffies > fnhe.expires:
+        ip_del_fnhe(nh, daddr)  # expired
         return None
     return fnhe
 
@@ -655,43 +777,41 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
     return 0
 
 
-@kernel("__ip_rt_update_pmtu")
+@kernel("net/ipv4/route.c", "__ip_rt_update_pmtu")
 def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
-    """Learn a smaller path MTU towards *daddr*. Kernel: __ip_rt_update_pmtu()."""
+    """Learn a smaller path MTU towards *daddr*: a next-hop exception for it alone.
+
+    The route *rt* (a socket's, or one looked up for the quoted packet) is
+    only read: the MTU goes to the exception of *daddr* on the nexthop the FIB
+    gives for it, never to the nexthop's shared cached route, so one ICMP
+    "fragmentation needed" about one destination leaves every other
+    destination behind the same gateway alone. An MTU below ``min_pmtu`` is
+    raised to it and locked (no DF from then on).
+
+    Kernel: net/ipv4/route.c, __ip_rt_update_pmtu().
+    """
     if TIMED:
         spend("__ip_rt_update_pmtu")
+    if rt.rt_mtu_locked or (rt.metric_mtu and rt.metric_mtu_locked):
+        return  # ip_mtu_locked(): locked below min_pmtu, or an "mtu lock" metric
     old_mtu = rt.mtu()
-    lock = False
-    if rt.metric_mtu and rt.metric_mtu_locked:
-        return  # "mtu lock": the metric wins
     if old_mtu < mtu:
         return
-    if mtu < IP_RT_MIN_PMTU:
+    lock = False
+    min_pmtu = ipv4.ip_rt_min_pmtu
+    if mtu < min_pmtu:
         lock = True
-        mtu = min(old_mtu, IP_RT_MIN_PMTU)
+        mtu = min(old_mtu, min_pmtu)
     now = ipv4.net.clock.jiffies
-    # "time_before(jiffies, dst->expires - ip_rt_mtu_expires / 2)": the route already
-    # carries this PMTU, learnt less than five minutes ago (tunnels call this per packet)
-    if rt.rt_pmtu == mtu and not lock and rt.expires and now < rt.expires - ipv4.net.clock.hz * 300:
+    expires_j = ipv4.ip_rt_mtu_expires * ipv4.net.clock.hz
+    # the route already carries this PMTU, learnt less than half an expiry ago
+    # (tunnels call this per packet)
+    if rt.rt_pmtu == mtu and not lock and rt.expires and now < rt.expires - expires_j // 2:
         return
     res = ipv4.fib.lookup(daddr)
     if res is None or res.nh is None:
         return
-    nh = res.nh
-    fnhe = nh.exceptions.get(daddr)
-    if fnhe is None:
-        fnhe = nh.exceptions[daddr] = FibNhException(daddr)
-    fnhe.pmtu = mtu
-    fnhe.mtu_locked = lock
-    fnhe.expires = max(1, now + IP_RT_MTU_EXPIRES_SECONDS * ipv4.net.clock.hz)
-    old = fnhe.rth
-    if old is not None:
-        old.obsolete = 2  # DST_OBSOLETE_DEAD: rebuilt on next lookup
-        fnhe.rth = None
-    # routes cached for this destination (connected sockets) must see it
-    rt.rt_pmtu = mtu
-    rt.rt_mtu_locked = lock
-    rt.expires = fnhe.expires
+    update_or_create_fnhe(ipv4, res.nh, daddr, 0, mtu, lock, now + expires_j)
 
 
 @kernel("ipv4_link_failure")

@@ -47,7 +47,8 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
-from netstack.ipv4.route import Flowi4, ip_route_sock_flow
+from netstack.ipv4.route import Flowi4, ip_route_sock_flow, ip_rt_update_pmtu
+from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -106,6 +107,7 @@ class Ipv4Specific:
 
     net_header_len = 20
     family = AF_INET
+    rsk_slab_name = "request_sock_TCP"  # tcp_request_sock_ops.slab_name
 
     def __init__(self, ipv4: Ipv4, tcp: Tcp) -> None:
         self.ipv4 = ipv4
@@ -225,6 +227,12 @@ class Ipv4Specific:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_mtu_reduced()."""
         if sk.state in (TCP_LISTEN, TCP_CLOSE):
             return
+        # inet_csk_update_pmtu(): learn it on the route, then look again (the
+        # new exception made the socket's cached route stale)
+        rt = self._route(sk)
+        if rt is None:
+            return
+        ip_rt_update_pmtu(self.ipv4, rt, sk.inet_daddr, sk.mtu_info)
         rt = self._route(sk)
         if rt is None:
             return
@@ -241,7 +249,10 @@ class Ipv4Specific:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_conn_request()."""
         rt: Any = skb.dst
         if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            # "Never answer to SYNs send to broadcast or multicast": tcp_listendrop(),
+            # and 0 to tcp_rcv_state_process(), which consumes the skb
+            sk.ext.ListenDrops += 1
+            consume_skb(skb)
             return 0
         return tcp_conn_request(sk, skb, self)
 
@@ -262,6 +273,15 @@ class Ipv4Specific:
     def init_ts_off(self, skb: SkBuff) -> int:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
+
+    @kernel("net/ipv4/tcp_ipv4.c", "cookie_v4_init_sequence")
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        """A SYN cookie and the MSS it encodes.
+
+        Kernel: net/ipv4/tcp_ipv4.c, tcp_request_sock_ipv4_ops.cookie_init_seq
+        (cookie_v4_init_sequence()).
+        """
+        return cookie_v4_init_sequence(self.tcp, sk, skb, mss)
 
     @kernel("net/ipv4/inet_connection_sock.c", "inet_csk_route_req")
     def route_req(self, req: RequestSock) -> Rtable | None:
@@ -616,10 +636,11 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             if nsk is None:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
-            if nsk is listener:
-                return _reset_and_free(tcp, listener, skb)
-            if tcp_child_process(listener, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            if nsk is listener:  # processed as the listener's: an ACK to LISTEN
+                return _reset_and_free(tcp, listener, skb, DropReason.TCP_FLAGS)
+            reason = tcp_child_process(listener, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
         break
     tcb.sacked_off = 0
@@ -628,9 +649,17 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     return tcp_v4_do_rcv(tcp, sk, skb)
 
 
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
+@kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")
+def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+    """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
+
+    Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
+    """
     ipv4_ops(tcp).send_reset(sk, skb)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    if reason == 1:
+        consume_skb(skb)
+    else:
+        kfree_skb(skb, DropReason(reason))
     return 0
 
 
@@ -644,16 +673,29 @@ def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
     return 0
 
 
-@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_do_rcv")
+@kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_do_rcv", "tcp_v4_cookie_check")
 def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
-    """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv()."""
+    """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
+
+    Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv() / tcp_v4_cookie_check().
+    """
     if TIMED:
         spend("tcp_v4_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
-    if tcp_rcv_state_process(sk, skb):
-        return _reset_and_free(tcp, sk, skb)
+    if sk.state == TCP_LISTEN and not skb.buf[skb.transport_header + 13] & TCPHDR_SYN:
+        nsk = cookie_v4_check(ipv4_ops(tcp), sk, skb)
+        if nsk is None:
+            return 0
+        if nsk is not sk:
+            reason = tcp_child_process(sk, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
+            return 0
+    reason = tcp_rcv_state_process(sk, skb)
+    if reason:
+        return _reset_and_free(tcp, sk, skb, reason)
     return 0
 
 

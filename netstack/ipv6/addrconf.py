@@ -1573,11 +1573,12 @@ class Addrconf:
         if skb is not None and skb.mac_header >= 0:
             m = skb.mac_header
             src = ":".join(f"{b:02x}" for b in skb.buf[m + 6 : m + 12])
-        self.net.log.info(
-            "ipv6_duplicate_address",
-            msg=f"{ifp.idev.dev.name}: IPv6 duplicate address {ntoa(ifp.addr)} "
-            f"used by {src} detected!",
-        )
+        if self.net.net_ratelimit():  # net_info_ratelimited()
+            self.net.log.info(
+                "ipv6_duplicate_address",
+                msg=f"{ifp.idev.dev.name}: IPv6 duplicate address {ntoa(ifp.addr)} "
+                f"used by {src} detected!",
+            )
         ifp.state = INET6_IFADDR_STATE_ERRDAD
         self._mod_dad_timer(ifp, 0)
 
@@ -1723,7 +1724,8 @@ class Addrconf:
         if addr_type & (IPV6_ADDR_MULTICAST | IPV6_ADDR_LINKLOCAL):
             return
         if prefered_lft > valid_lft:
-            self.net.log.warning("addrconf: prefix option has invalid lifetime")
+            if self.net.net_ratelimit():  # net_warn_ratelimited()
+                self.net.log.warning("addrconf: prefix option has invalid lifetime")
             return
         idev = self.idev(dev)
         if idev is None:

@@ -191,20 +191,17 @@ def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
 
     Kernel: inet_peer_xrlim_allow().
     """
-    clock = ipv6.net.clock
-    now = clock.jiffies
-    peer = ipv6.peers.get(daddr)
-    if peer is None:
-        peer = ipv6.peers[daddr] = [0, now - 60 * clock.hz]  # [rate_tokens, rate_last]
-    token = peer[0] + now - peer[1]
-    peer[1] = now
+    peer = ipv6.peers.inet_getpeer(daddr)  # inet_getpeer_v6()
+    now = ipv6.net.clock.jiffies
+    token = peer.rate_tokens + now - peer.rate_last
+    peer.rate_last = now
     if token > XRLIM_BURST_FACTOR * timeout:
         token = XRLIM_BURST_FACTOR * timeout
     rc = False
     if token >= timeout:
         token -= timeout
         rc = True
-    peer[0] = token
+    peer.rate_tokens = token
     return rc
 
 

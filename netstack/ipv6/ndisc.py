@@ -314,6 +314,7 @@ def ndisc_send_skb(ipv6: Ipv6, dev: NetDevice, msg: bytes, daddr: int, saddr: in
     put_addr(buf, hlen + 8, saddr)
     put_addr(buf, hlen + 24, daddr)
     skb.dst = icmp6_dst_alloc(ipv6, dev)
+    skb.sk = ipv6.ndisc_sk  # skb_set_owner_w(): mc_loop 0, ND is never looped back
     ipv6.ip6_mib.OutRequests += 1
     icmp_type = msg[0]
     rc = ipv6.ip6_output_nd(skb)
@@ -639,7 +640,7 @@ def ndisc_recv_na(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
         if skb.pkt_type != PACKET_LOOPBACK and ifp.flags & IFA_F_TENTATIVE:
             ipv6.addrconf.addrconf_dad_failure(skb, ifp)
             return DropReason.NOT_SPECIFIED
-        if skb.pkt_type != PACKET_LOOPBACK:
+        if skb.pkt_type != PACKET_LOOPBACK and ipv6.net.net_ratelimit():
             ipv6.net.log.warning(
                 "ndisc_na_own_address",
                 msg=f"NA: advertised our address {ntoa(target)} on {dev.name}!",
@@ -868,7 +869,8 @@ def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
         _t, _l, _r, mtu = MTU_OPT.unpack_from(buf, opts.mtu)
         idev.ra_mtu = mtu
         if mtu < IPV6_MIN_MTU or mtu > dev.mtu:
-            ipv6.net.log.warning("ndisc_ra_invalid_mtu", mtu=mtu)
+            if ipv6.net.net_ratelimit():  # ND_PRINTK(2, warn, …)
+                ipv6.net.log.warning("ndisc_ra_invalid_mtu", mtu=mtu)
         elif idev.cnf.mtu6 != mtu:
             idev.cnf.mtu6 = mtu
             if f is not None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
+from netstack.core.inetpeer import InetPeerBase
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -107,6 +108,20 @@ class Inet6Protocol:
     flags: int = 0
 
 
+class NdiscSock:
+    """The control socket ND messages are sent from (kernel: ``net->ipv6.ndisc_sk``).
+
+    "Do not loopback ndisc messages": ``mc_loop`` is 0, so a host never
+    receives its own multicast Neighbour Solicitations (ndisc_net_init()).
+    """
+
+    __slots__ = ("mc_loop", "net")
+
+    def __init__(self, net: Net) -> None:
+        self.net = net
+        self.mc_loop = False
+
+
 class Ipv6:
     """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
 
@@ -142,7 +157,9 @@ class Ipv6:
         self.ip6frag_time = IPV6_FRAG_TIMEOUT_S
         self.ip6_rt_gc_interval = 30  # seconds
         self.ip6_rt_gc_timeout = 60
-        self.ip6_rt_gc_min_interval = 0
+        self.ip6_rt_gc_min_interval_ms = 500  # HZ / 2
+        self.ip6_rt_last_gc = 0
+        self.fib_rt_cache = 0  # rt6_stats: route exceptions (RTF_CACHE clones) in the tables
         self.ip6_rt_gc_elasticity = 9
         self.ip6_rt_gc_thresh = 1024
         self.ip6_rt_max_size = 4096
@@ -161,7 +178,8 @@ class Ipv6:
         self.reasm_overlaps = 0
         self.icmp_global_credit = 0
         self.icmp_global_stamp = -60 * net.clock.hz
-        self.peers: dict[int, list[int]] = {}  # inet_peer rate-limit state by address
+        self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
+        self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
         self.inet6_offloads: dict[int, NetOffload] = {}  # GRO/GSO per next header
         self.raw_sockets: list[_raw.Raw6Sock] = []
@@ -459,13 +477,11 @@ class Ipv6:
         """
         for f in self._all_routes():
             nh = f.nh
-            for daddr, ex in list(nh.exceptions.items()):
+            for ex in list(nh.exceptions.values()):
                 if ex.rt6i_flags & (RTF_CACHE | RTF_GATEWAY) == RTF_CACHE | RTF_GATEWAY and (
                     ex.rt6i_gateway == gateway
                 ):
-                    del nh.exceptions[daddr]
-                    ex.obsolete = 2
-                    ex.release()
+                    _route.rt6_remove_exception(self, nh, ex)
             if f.flags & RTF_GATEWAY and nh.gw == gateway and not f.flags & RTF_ADDRCONF:
                 pass  # only cached clones and RA routes depend on the router flag
         self.rt6_genid_bump()
@@ -500,11 +516,8 @@ class Ipv6:
         if old is not None:
             nrt.rt6i_pmtu = old.rt6i_pmtu
             nrt.expires = old.expires
-            old.obsolete = 2
-            old.release()
-        f.nh.exceptions[dest] = nrt
-        self.rt6_genid_bump()
-        nrt.genid = self.rt6_genid
+        if _route.rt6_insert_exception(self, nrt, f):
+            nrt.release()
 
     # -- PMTU ---------------------------------------------------------------------------------
     @kernel("net/ipv6/route.c", "ip6_update_pmtu")
@@ -930,7 +943,6 @@ def _register_globals(ipv6: Ipv6) -> None:
     r = f"{p}.route"
     s.register_int(f"{r}.gc_thresh", ipv6, "ip6_rt_gc_thresh")
     s.register_int(f"{r}.max_size", ipv6, "ip6_rt_max_size")
-    s.register_int(f"{r}.gc_min_interval", ipv6, "ip6_rt_gc_min_interval")
     s.register_int(f"{r}.gc_timeout", ipv6, "ip6_rt_gc_timeout")
     s.register_int(f"{r}.gc_interval", ipv6, "ip6_rt_gc_interval")
     s.register_int(f"{r}.gc_elasticity", ipv6, "ip6_rt_gc_elasticity")
@@ -938,11 +950,18 @@ def _register_globals(ipv6: Ipv6) -> None:
     s.register_int(f"{r}.min_adv_mss", ipv6, "ip6_rt_min_advmss")
 
     def get_gc_ms() -> str:
-        return str(ipv6.ip6_rt_gc_min_interval * 1000)
+        return str(ipv6.ip6_rt_gc_min_interval_ms)
 
     def set_gc_ms(text: str) -> None:
-        ipv6.ip6_rt_gc_min_interval = _int(text, f"{r}.gc_min_interval_ms") // 1000
+        ipv6.ip6_rt_gc_min_interval_ms = _int(text, f"{r}.gc_min_interval_ms")
 
+    def get_gc_s() -> str:  # proc_dointvec_jiffies: whole seconds
+        return str(ipv6.ip6_rt_gc_min_interval_ms // 1000)
+
+    def set_gc_s(text: str) -> None:
+        ipv6.ip6_rt_gc_min_interval_ms = _int(text, f"{r}.gc_min_interval") * 1000
+
+    s.register(f"{r}.gc_min_interval", get_gc_s, set_gc_s)
     s.register(f"{r}.gc_min_interval_ms", get_gc_ms, set_gc_ms)
     s.register_int(
         f"{r}.skip_notify_on_dev_down", ipv6, "skip_notify_on_dev_down", minimum=0, maximum=1

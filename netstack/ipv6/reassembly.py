@@ -25,6 +25,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.inet_fragment import IPFRAG_DUP, IPFRAG_OK, FragRuns
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.ipv6.ip6_input import IP6SKB_FRAGMENTED, ip6cb
 from netstack.sites import kernel
@@ -79,7 +80,7 @@ class Frag6Queue:
 
     def __init__(self, key: tuple[int, int, int, int]) -> None:
         self.key = key
-        self.frags: list[tuple[int, int, SkBuff]] = []  # (offset, end, skb) sorted by offset
+        self.frags = FragRuns()  # (offset, end, skb) in runs, by offset
         self.len = 0
         self.meat = 0
         self.first_in = False
@@ -111,7 +112,7 @@ class Ip6Frags:
                 consume_skb(f)
             else:
                 kfree_skb(f, reason)
-        q.frags = []
+        q.frags.clear()
         self.mem -= q.mem
         q.mem = 0
 
@@ -128,16 +129,14 @@ class Ip6Frags:
         mib.ReasmFails += 1
         mib.ReasmTimeout += 1
         del self.queues[q.key]
-        if q.first_in and q.frags and q.frags[0][0] == 0:
-            head = q.frags.pop(0)[2]
-            self.mem -= head.truesize
-            q.mem -= head.truesize
+        first = q.frags.head()
+        if q.first_in and first is not None and first[0] == 0:
+            head = first[2]  # inet_frag_pull_head(): freed below with the rest
             dev = ipv6.net.dev_get_by_index(q.iif)
             if dev is not None:
                 head.dev = dev
                 head.data = head.network_header
                 ipv6.icmpv6_send(head, ICMPV6_TIME_EXCEED, ICMPV6_EXC_FRAGTIME, 0)
-            kfree_skb(head, DropReason.FRAG_REASM_TIMEOUT)
         self._kill(q, DropReason.FRAG_REASM_TIMEOUT)
 
 
@@ -200,8 +199,10 @@ def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     key = (ident, saddr, daddr, iif)
     frags = ipv6.frags
     if frags.mem > ipv6.ip6frag_high_thresh:
+        # inet_frag_find() finds nothing above the threshold: ipv6_frag_rcv() frees
+        # the fragment with kfree_skb() (no reason), as for a failed allocation
         mib.ReasmFails += 1
-        kfree_skb(skb, DropReason.FRAG_REASM_TIMEOUT)
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return -1
     q = frags.queues.get(key)
     if q is None:
@@ -252,19 +253,17 @@ def ip6_frag_queue(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
             q.len = end
     if end == offset:
         return _discard_fq(ipv6, q, skb, DropReason.NOT_SPECIFIED)
-    for o, e, _ in q.frags:
-        if o == offset and e == end:
-            kfree_skb(skb, DropReason.DUP_FRAG)
-            return -1
-        if offset < e and o < end:
-            return _discard_fq(ipv6, q, skb, DropReason.FRAG_OVERLAP)
     # keep only this fragment's data (pskb_trim_rcsum)
     skb.tail = fh + FRAG_HLEN + (end - offset)
+    err = q.frags.insert(skb, offset, end)
+    if err != IPFRAG_OK:
+        if err == IPFRAG_DUP:
+            kfree_skb(skb, DropReason.DUP_FRAG)
+            return -1
+        return _discard_fq(ipv6, q, skb, DropReason.FRAG_OVERLAP)
     dev = skb.dev
     if dev is not None:
         q.iif = dev.ifindex
-    q.frags.append((offset, end, skb))
-    q.frags.sort(key=lambda t: t[0])
     q.meat += end - offset
     size = skb.truesize
     q.mem += size
@@ -301,7 +300,9 @@ def ip6_frag_reasm(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
     """
     mib = ipv6.ip6_mib
     frags = ipv6.frags
-    first = q.frags[0][2]
+    lowest = q.frags.head()
+    assert lowest is not None
+    first = lowest[2]
     fb = first.buf
     fnh = first.network_header
     ffh = first.transport_header
@@ -325,7 +326,6 @@ def ip6_frag_reasm(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
     _H.pack_into(new, headroom + 4, payload_len)
     # skb_morph(): the completing skb becomes the datagram
     others = [f for _, _, f in q.frags if f is not skb]
-    q.frags = [t for t in q.frags if t[2] is skb]
     for f in others:
         consume_skb(f)
     frags.mem -= q.mem
@@ -334,7 +334,7 @@ def ip6_frag_reasm(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
         del frags.queues[q.key]
     if q.timer is not None:
         q.timer.delete()
-    q.frags = []
+    q.frags.clear()
     ref = skb._dataref
     if ref is not None:
         ref[0] -= 1

@@ -33,6 +33,7 @@ include/net/ip6_route.h, include/net/ip6_fib.h.
 from __future__ import annotations
 
 import errno
+import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -112,6 +113,9 @@ RT6_NUD_FAIL_PROBE: Final = -2
 RT6_NUD_FAIL_DO_RR: Final = -1
 RT6_NUD_SUCCEED: Final = 1
 IP6_RT_MTU_EXPIRES_S: Final = 600
+FIB6_EXCEPTION_BUCKET_SIZE_SHIFT: Final = 10
+FIB6_EXCEPTION_BUCKET_SIZE: Final = 1 << FIB6_EXCEPTION_BUCKET_SIZE_SHIFT
+FIB6_MAX_DEPTH: Final = 5
 FLOWI_FLAG_ANYSRC: Final = 0x01
 
 # ip6_rt_init_dst_reject(): the error each reject type reports
@@ -153,9 +157,15 @@ class Flowi6:
 
 
 class Fib6Nh:
-    """A nexthop (kernel: ``struct fib6_nh``): device, gateway, its cached routes."""
+    """A nexthop (kernel: ``struct fib6_nh``): device, gateway, its cached routes.
 
-    __slots__ = ("dev", "exceptions", "flags", "gw", "rt_cache")
+    Its exceptions (RTF_CACHE clones: learnt PMTUs, redirects) are kept by
+    destination in ``exceptions`` and in ``exception_buckets``, the kernel's
+    ``rt6i_exception_bucket`` array of ``FIB6_EXCEPTION_BUCKET_SIZE`` chains
+    (newest first), each at most ``FIB6_MAX_DEPTH`` plus a random part deep.
+    """
+
+    __slots__ = ("dev", "exception_buckets", "exceptions", "flags", "gw", "rt_cache")
 
     def __init__(self, dev: NetDevice, gw: int = 0, flags: int = 0) -> None:
         self.dev = dev
@@ -163,6 +173,7 @@ class Fib6Nh:
         self.flags = flags
         self.rt_cache: Rt6Info | None = None  # the per-cpu copy (rt6i_pcpu)
         self.exceptions: dict[int, Rt6Info] = {}  # RTF_CACHE clones by daddr
+        self.exception_buckets: dict[int, list[Rt6Info]] = {}
 
 
 class Fib6Info:
@@ -386,6 +397,8 @@ class Rt6Info(DstEntry):
         self.from_: Fib6Info | None = None
         self.metric_mtu = 0
         self.metric_hoplimit = 0
+        self.ex_bucket = -1  # an exception's chain (rt6_exception_hash)
+        self.ex_stamp = 0  # rt6_exception.stamp: jiffies when inserted
 
     @kernel("include/net/dst.h", "dst_hold")
     def hold(self) -> Rt6Info:
@@ -684,6 +697,107 @@ def fib6_lookup(ipv6: Ipv6, daddr: int, oif: int, strict: int) -> Fib6Info | Non
     return None
 
 
+# ---------------------------------------------------------------------------
+# The exception table (net/ipv6/route.c, rt6_exception_*)
+# ---------------------------------------------------------------------------
+
+
+@kernel("net/ipv6/route.c", "rt6_exception_hash")
+def rt6_exception_hash(ipv6: Ipv6, daddr: int) -> int:
+    """The chain of *daddr*: a keyed hash, so a sender cannot aim at one chain.
+
+    Kernel: net/ipv6/route.c, rt6_exception_hash() (jhash2 with a random
+    seed; here a keyed BLAKE2b with the Net's ``rt6_exception_hash`` key).
+    """
+    key = ipv6.net.get_random_once("rt6_exception_hash")
+    h = hashlib.blake2b(daddr.to_bytes(16, "big"), key=key, digest_size=4).digest()
+    return int.from_bytes(h, "big") >> (32 - FIB6_EXCEPTION_BUCKET_SIZE_SHIFT)
+
+
+@kernel("net/ipv6/route.c", "rt6_remove_exception")
+def rt6_remove_exception(ipv6: Ipv6, nh: Fib6Nh, rt: Rt6Info) -> None:
+    """Take one exception out of the table; holders see its route dead.
+
+    Kernel: net/ipv6/route.c, rt6_remove_exception().
+    """
+    daddr = rt.rt6i_dst[0]
+    if nh.exceptions.get(daddr) is rt:
+        del nh.exceptions[daddr]
+    chain = nh.exception_buckets.get(rt.ex_bucket)
+    if chain is not None and rt in chain:
+        chain.remove(rt)
+        if not chain:
+            del nh.exception_buckets[rt.ex_bucket]
+    ipv6.fib_rt_cache -= 1
+    rt.obsolete = 2  # DST_OBSOLETE_DEAD
+    rt.release()
+
+
+@kernel("net/ipv6/route.c", "rt6_exception_remove_oldest")
+def rt6_exception_remove_oldest(ipv6: Ipv6, nh: Fib6Nh, chain: list[Rt6Info]) -> None:
+    """A chain is too deep: drop its oldest exception.
+
+    Kernel: net/ipv6/route.c, rt6_exception_remove_oldest().
+    """
+    oldest = chain[0]
+    for rt in chain:
+        if rt.ex_stamp < oldest.ex_stamp:
+            oldest = rt
+    rt6_remove_exception(ipv6, nh, oldest)
+
+
+@kernel("net/ipv6/route.c", "rt6_insert_exception")
+def rt6_insert_exception(ipv6: Ipv6, nrt: Rt6Info, f: Fib6Info) -> int:
+    """Put the RTF_CACHE clone *nrt* in its route's exception table (the table
+    holds the reference). 0, or -EINVAL for a PMTU not below the route's.
+
+    The chain of the destination is bounded: beyond ``FIB6_MAX_DEPTH`` plus a
+    random part its oldest entries go, so a Packet Too Big flood for ever new
+    destinations costs at most ``FIB6_EXCEPTION_BUCKET_SIZE`` chains of that
+    depth per nexthop. Sockets' cached routes are checked again
+    (``fib6_update_sernum``) and the GC is started for the expiry.
+
+    Kernel: net/ipv6/route.c, rt6_insert_exception().
+    """
+    nh = f.nh
+    if nrt.rt6i_pmtu:
+        idev = nh.dev.ip6_ptr
+        route_mtu = f.mtu or (idev.cnf.mtu6 if idev is not None else IPV6_MIN_MTU)
+        if nrt.rt6i_pmtu >= route_mtu:  # rt6_mtu_change() lowered the route meanwhile
+            return -errno.EINVAL
+    daddr = nrt.rt6i_dst[0]
+    old = nh.exceptions.get(daddr)
+    if old is not None:
+        rt6_remove_exception(ipv6, nh, old)
+    bucket = rt6_exception_hash(ipv6, daddr)
+    chain = nh.exception_buckets.get(bucket)
+    if chain is None:
+        chain = nh.exception_buckets[bucket] = []
+    nrt.ex_bucket = bucket
+    nrt.ex_stamp = ipv6.net.clock.jiffies
+    chain.insert(0, nrt)
+    nh.exceptions[daddr] = nrt
+    ipv6.fib_rt_cache += 1
+    # "Randomize max depth to avoid some side channels attacks."
+    max_depth = FIB6_MAX_DEPTH + ipv6.net.rng.randrange(FIB6_MAX_DEPTH)
+    while len(chain) > max_depth:
+        rt6_exception_remove_oldest(ipv6, nh, chain)
+    ipv6.rt6_genid_bump()  # fib6_update_sernum()
+    nrt.genid = ipv6.rt6_genid
+    ipv6.fib6.fib6_force_start_gc()
+    if ipv6.fib_rt_cache > ipv6.ip6_rt_gc_thresh:  # dst_alloc() -> ip6_dst_gc()
+        ipv6.fib6.ip6_dst_gc()
+    return 0
+
+
+@kernel("fib6_nh_flush_exceptions")
+def fib6_nh_flush_exceptions(ipv6: Ipv6, nh: Fib6Nh) -> None:
+    """Forget every exception of a nexthop. Kernel: fib6_nh_flush_exceptions()."""
+    for rt in list(nh.exceptions.values()):
+        rt6_remove_exception(ipv6, nh, rt)
+    nh.exception_buckets.clear()
+
+
 @kernel("ip6_pol_route")
 def _cached_copy(ipv6: Ipv6, f: Fib6Info, daddr: int) -> Rt6Info:
     """The exception for *daddr*, else the route's cached copy.
@@ -695,16 +809,20 @@ def _cached_copy(ipv6: Ipv6, f: Fib6Info, daddr: int) -> Rt6Info:
         ex = nh.exceptions.get(daddr)
         if ex is not None:
             if ex.expires and ipv6.net.clock.jiffies >= ex.expires:
-                del nh.exceptions[daddr]  # rt6_age_exceptions()
-                ex.obsolete = 2
-                ex.release()
+                rt6_remove_exception(ipv6, nh, ex)  # rt6_age_exceptions()
             elif ex.genid == ipv6.rt6_genid:
                 return ex.hold()
             else:
                 # addresses or routes changed: rebuild the clone, keep the PMTU
+                # (and its place in the table)
                 new = ip6_rt_cache_alloc(ipv6, f, daddr)
                 new.rt6i_pmtu = ex.rt6i_pmtu
                 new.expires = ex.expires
+                new.ex_bucket = ex.ex_bucket
+                new.ex_stamp = ex.ex_stamp
+                chain = nh.exception_buckets.get(ex.ex_bucket)
+                if chain is not None and ex in chain:
+                    chain[chain.index(ex)] = new
                 ex.obsolete = 2
                 ex.release()
                 nh.exceptions[daddr] = new
@@ -822,14 +940,8 @@ def rt6_update_pmtu(ipv6: Ipv6, rt: Rt6Info, daddr: int, saddr: int, mtu: int) -
     nrt = ip6_rt_cache_alloc(ipv6, f, daddr)
     nrt.rt6i_pmtu = mtu
     nrt.expires = expires
-    old = f.nh.exceptions.get(daddr)
-    if old is not None:
-        old.obsolete = 2
-        old.release()
-    f.nh.exceptions[daddr] = nrt  # rt6_insert_exception(): the table holds the reference
-    # fib6_update_sernum(): sockets' cached routes are checked again and find the exception
-    ipv6.rt6_genid_bump()
-    nrt.genid = ipv6.rt6_genid
+    if rt6_insert_exception(ipv6, nrt, f):
+        nrt.release()
 
 
 @kernel("ip6_link_failure")
@@ -1023,20 +1135,17 @@ def ip6_del_rt(ipv6: Ipv6, f: Fib6Info) -> None:
     table = ipv6.fib6.tables.get(f.table)
     if table is not None:
         table.remove(f)
-    _drop_copies(f)
+    _drop_copies(ipv6, f)
     ipv6.rt6_genid_bump()
 
 
-def _drop_copies(f: Fib6Info) -> None:
+def _drop_copies(ipv6: Ipv6, f: Fib6Info) -> None:
     nh = f.nh
     if nh.rt_cache is not None:
         nh.rt_cache.obsolete = 2
         nh.rt_cache.release()
         nh.rt_cache = None
-    for ex in nh.exceptions.values():
-        ex.obsolete = 2
-        ex.release()
-    nh.exceptions.clear()
+    fib6_nh_flush_exceptions(ipv6, nh)
 
 
 class Fib6:
@@ -1073,6 +1182,20 @@ class Fib6:
             clock = self.ipv6.net.clock
             self.gc_timer.mod(clock.jiffies + self.ipv6.ip6_rt_gc_interval * clock.hz)
 
+    @kernel("net/ipv6/route.c", "ip6_dst_gc")
+    def ip6_dst_gc(self) -> None:
+        """Too many cached routes: run the GC now, at most every ``gc_min_interval_ms``.
+
+        Kernel: net/ipv6/route.c, ip6_dst_gc().
+        """
+        ipv6 = self.ipv6
+        clock = ipv6.net.clock
+        now = clock.jiffies
+        if now < ipv6.ip6_rt_last_gc + ipv6.ip6_rt_gc_min_interval_ms * clock.hz // 1000:
+            return
+        ipv6.ip6_rt_last_gc = now
+        self.fib6_run_gc()
+
     @kernel("fib6_run_gc")
     def fib6_run_gc(self) -> None:
         """Remove expired routes; re-arm while some still expire.
@@ -1091,11 +1214,9 @@ class Fib6:
                     else:
                         more = True
                 nh = f.nh
-                for daddr, ex in list(nh.exceptions.items()):
+                for ex in list(nh.exceptions.values()):
                     if ex.expires and now >= ex.expires:  # rt6_age_exceptions()
-                        del nh.exceptions[daddr]
-                        ex.obsolete = 2
-                        ex.release()
+                        rt6_remove_exception(ipv6, nh, ex)
                     else:
                         more = True
         if more:

@@ -81,6 +81,7 @@ from netstack.ipv6.sock import (
     IPV6_V6ONLY,
     SOL_IPV6,
 )
+from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -190,6 +191,7 @@ class Ipv6Specific:
 
     net_header_len = IPV6_HLEN
     family = AF_INET6
+    rsk_slab_name = "request_sock_TCPv6"  # tcp6_request_sock_ops.slab_name
 
     def __init__(self, ipv6: Ipv6, tcp: Tcp) -> None:
         self.ipv6 = ipv6
@@ -415,14 +417,15 @@ class Ipv6Specific:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
             return int(mapped.v4.conn_request(sk, skb))
+        # the drops below return 0: tcp_rcv_state_process() consumes the skb
         if not ipv6_unicast_destination(skb):
             sk.ext.ListenDrops += 1  # tcp_listendrop(); no reset
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)
             return 0
         saddr, _ = _addrs(skb)
         if ipv6_addr_type(saddr) & IPV6_ADDR_MAPPED:
             self.ipv6.ip6_mib.InHdrErrors += 1
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)
             return 0
         return tcp_conn_request(sk, skb, self)
 
@@ -452,6 +455,15 @@ class Ipv6Specific:
     def init_ts_off(self, skb: SkBuff) -> int:
         saddr, daddr = _addrs(skb)
         return self.tcp.secure_tcp_ts_off(daddr, saddr)
+
+    @kernel("net/ipv6/tcp_ipv6.c", "cookie_v6_init_sequence")
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        """A SYN cookie and the MSS it encodes.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_request_sock_ipv6_ops.cookie_init_seq
+        (cookie_v6_init_sequence()).
+        """
+        return cookie_v6_init_sequence(self.tcp, sk, skb, mss)
 
     @kernel("net/ipv6/inet6_connection_sock.c", "inet6_csk_route_req")
     def route_req(self, req: RequestSock) -> Rt6Info | None:
@@ -645,6 +657,7 @@ class Ipv6Mapped:
 
     net_header_len = 20  # sizeof(struct iphdr)
     family = AF_INET
+    rsk_slab_name = "request_sock_TCP"
 
     def __init__(self, v6: Ipv6Specific, v4: Any) -> None:
         self.v6 = v6
@@ -695,6 +708,9 @@ class Ipv6Mapped:
 
     def init_ts_off(self, skb: SkBuff) -> int:
         return int(self.v4.init_ts_off(skb))
+
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        return self.v4.cookie_init_seq(sk, skb, mss)  # type: ignore[no-any-return]
 
     def route_req(self, req: RequestSock) -> Any:
         return self.v4.route_req(req)
@@ -1079,32 +1095,54 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             if nsk is None:
                 kfree_skb(skb, DropReason.NOT_SPECIFIED)
                 return 0
-            if nsk is listener:
-                return _reset_and_free(tcp, listener, skb)
-            if tcp_child_process(listener, nsk, skb):
-                return _reset_and_free(tcp, nsk, skb)
+            if nsk is listener:  # processed as the listener's: an ACK to LISTEN
+                return _reset_and_free(tcp, listener, skb, DropReason.TCP_FLAGS)
+            reason = tcp_child_process(listener, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
             return 0
         break
     tcb.sacked_off = 0
     return tcp_v6_do_rcv(tcp, sk, skb)
 
 
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff) -> int:
+@kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")
+def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+    """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
+
+    Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
+    """
     ipv6_ops(tcp).send_reset(sk, skb)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    if reason == 1:
+        consume_skb(skb)
+    else:
+        kfree_skb(skb, DropReason(reason))
     return 0
 
 
-@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_do_rcv")
+@kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_do_rcv", "tcp_v6_cookie_check")
 def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
-    """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv()."""
+    """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
+
+    Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv() / tcp_v6_cookie_check().
+    """
     if TIMED:
         spend("tcp_v6_do_rcv")
     if sk.state == TCP_ESTABLISHED:
         tcp_rcv_established(sk, skb)
         return 0
-    if tcp_rcv_state_process(sk, skb):
-        return _reset_and_free(tcp, sk, skb)
+    if sk.state == TCP_LISTEN and not skb.buf[skb.transport_header + 13] & TCPHDR_SYN:
+        nsk = cookie_v6_check(ipv6_ops(tcp), sk, skb)
+        if nsk is None:
+            return 0
+        if nsk is not sk:
+            reason = tcp_child_process(sk, nsk, skb)
+            if reason:
+                return _reset_and_free(tcp, nsk, skb, reason)
+            return 0
+    reason = tcp_rcv_state_process(sk, skb)
+    if reason:
+        return _reset_and_free(tcp, sk, skb, reason)
     return 0
 
 

@@ -33,6 +33,7 @@ import trio
 
 from netstack.core.dev import dev_valid_name
 from netstack.core.patches import Patches
+from netstack.cpu.cpu import NR_CPUS
 from netstack.errors import ConfigError, NetstackError
 from netstack.labs.tomlpos import locate
 from netstack.labs.units import parse_rate, parse_time
@@ -92,6 +93,12 @@ class Key:
 
 def _positive_int(v: Any) -> str | None:
     return None if v >= 1 else "must be at least 1"
+
+
+def _cpus(v: Any) -> str | None:
+    if not 1 <= v <= NR_CPUS:
+        return f"must be 1..{NR_CPUS} (NR_CPUS)"
+    return None
 
 
 def _one_of(*choices: str) -> Check:
@@ -219,7 +226,7 @@ SCHEMA: Final[dict[str, tuple[Key, ...]]] = {
             "exists, netperf reports CPU utilisation", example="true"),
     ),
     "host": (
-        Key("cpus", (int,), "emulated CPUs", _positive_int, example="2"),
+        Key("cpus", (int,), f"emulated CPUs (1..{NR_CPUS})", _cpus, example="2"),
         Key("hz", (int,), "CONFIG_HZ", _positive_int, example="250"),
         Key("seed", (int,), "RNG seed (default: the lab's)", example="7"),
         Key("patches", (dict,), "seed patches to switch (all on by default)", _patches,

@@ -332,7 +332,10 @@ class NeighTable:
         ):
             if not self.neigh_forced_gc() and len(self.hash) >= self.gc_thresh3:
                 self.table_fulls += 1
-                self.net.log.warning("neighbour_table_overflow", table=self.name)
+                if self.net.net_ratelimit():  # net_info_ratelimited()
+                    self.net.log.warning(
+                        "neighbour_table_overflow", msg=f"{self.name}: neighbor table overflow!"
+                    )
                 return None
         n = Neighbour(self, dev, key)
         if not self.constructor(n):

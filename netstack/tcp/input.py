@@ -33,6 +33,7 @@ from typing import Any, Final
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.output import (
     __tcp_select_window,
@@ -1391,7 +1392,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     if tcb.seq == sk.rcv_nxt:
         if tcp_receive_window(sk) == 0:
             sk.ext.TCPZeroWindowDrop += 1
-            _out_of_window(sk, skb)
+            _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
             sk.ext.TCPRcvQDrop += 1
@@ -1418,17 +1419,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         # a retransmission of what we already have
         sk.ext.DelayedACKLost += 1
         tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
-        _out_of_window(sk, skb)
+        _out_of_window(sk, skb, DropReason.TCP_OLD_DATA)
         return
     if not before(tcb.seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32):
-        _out_of_window(sk, skb)
+        _out_of_window(sk, skb, DropReason.TCP_OVERWINDOW)  # f.e. a zero window probe
         return
     if before(tcb.seq, sk.rcv_nxt):
         # partial overlap: report the old part, queue the rest
         tcp_dsack_set(sk, tcb.seq, sk.rcv_nxt)
         if not tcp_receive_window(sk):
             sk.ext.TCPZeroWindowDrop += 1
-            _out_of_window(sk, skb)
+            _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
             kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
@@ -1448,10 +1449,11 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     tcp_data_queue_ofo(sk, skb)
 
 
-def _out_of_window(sk: TcpSock, skb: SkBuff) -> None:
+def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
+    """The out_of_window label of tcp_data_queue(): ACK at once, drop for *reason*."""
     tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)
     inet_csk_schedule_ack(sk)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, reason)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_data_queue_ofo")
@@ -1484,7 +1486,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
             sk.ext.TCPOFOMerge += 1
             tcp_dsack_set(sk, seq, end_seq)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
     # later skbs this one covers entirely are dropped
     while i < len(q):
@@ -1495,7 +1497,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.sk_rmem_alloc -= victim.truesize
         tcp_dsack_set(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
-        kfree_skb(victim, DropReason.NOT_SPECIFIED)
+        kfree_skb(victim, DropReason.TCP_OFOMERGE)
     skb.sk = None
     q.insert(i, skb)
     sk.sk_rmem_alloc += skb.truesize
@@ -1515,7 +1517,7 @@ def tcp_ofo_queue(sk: TcpSock) -> None:
         if not after(tcb.end_seq, sk.rcv_nxt):
             sk.sk_rmem_alloc -= skb.truesize
             tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
         sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
         fin = tcb.tcp_flags & TCPHDR_FIN
@@ -1647,7 +1649,7 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
             sk.ext.PAWSEstab += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedPAWS"):
                 tcp_send_dupack(sk, skb)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
     if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
         if not flags & TCPHDR_RST:
@@ -1655,16 +1657,21 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 return _syn_challenge(sk, skb)
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        # tcp_sequence()'s reason: ends before the window, or starts beyond it
+        if before(tcb.end_seq, sk.rcv_wup):
+            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
+        else:
+            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
             tcb.seq == ((sk.rcv_nxt - 1) & M32) and sk.state == TCP_CLOSE_WAIT
         ):
             tcp_reset(sk)
+            consume_skb(skb)  # the reset label: __kfree_skb()
         else:
             tcp_send_challenge_ack(sk)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RESET)
         return False
     if flags & TCPHDR_SYN:
         return _syn_challenge(sk, skb)
@@ -1674,7 +1681,7 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
 def _syn_challenge(sk: TcpSock, skb: SkBuff) -> bool:
     sk.ext.TCPSYNChallenge += 1
     tcp_send_challenge_ack(sk)
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, DropReason.TCP_INVALID_SYN)
     return False
 
 
@@ -1700,10 +1707,14 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:
         if tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT) < 0:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            # tcp_ack()'s reason: beyond what we sent, or older than a window
+            if after(tcb.ack_seq, sk.snd_nxt):
+                kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
+            else:
+                kfree_skb(skb, DropReason.TCP_TOO_OLD_ACK)
             return
     elif not flags & (TCPHDR_RST | TCPHDR_SYN):
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return
     tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
@@ -1773,10 +1784,10 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
             return 1
         if flags & TCPHDR_RST:
             tcp_reset(sk)
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            consume_skb(skb)  # consume: __kfree_skb()
             return 0
         if not flags & TCPHDR_SYN:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_FLAGS)  # discard_and_undo
             return 0
         # the SYN-ACK
         sk.snd_wl1 = tcb.seq
@@ -1810,7 +1821,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         tcp_data_snd_check(sk)
         return 0
     if flags & TCPHDR_RST:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_RESET)  # discard_and_undo: no ACK, a RST
         return 0
     if flags & TCPHDR_SYN:
         # simultaneous open (RFC 9293 §3.10.7.3)
@@ -1841,7 +1852,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         tcp_send_synack(sk)
         consume_skb(skb)
         return 0
-    kfree_skb(skb, DropReason.NOT_SPECIFIED)
+    kfree_skb(skb, DropReason.TCP_FLAGS)  # neither SYN nor RST: discard_and_undo
     return 0
 
 
@@ -1849,8 +1860,9 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
 def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Every state but ESTABLISHED (and TIME_WAIT, handled by its minisock).
 
-    Returns 1 to have the caller answer with a RST (the skb is then the
-    caller's), 0 when the skb was consumed.
+    Returns 0 when the skb was consumed, else the reason the caller answers
+    with a RST and then drops the skb for (a ``DropReason``; 1, the
+    kernel's SKB_CONSUMED, from SYN_SENT: the skb is consumed after the RST).
 
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
     """
@@ -1860,20 +1872,20 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     flags = tcb.tcp_flags
     state = sk.state
     if state == TCP_CLOSE:
-        return 1
+        return DropReason.TCP_CLOSE
     if state == TCP_LISTEN:
         if flags & TCPHDR_ACK:
-            return 1
+            return DropReason.TCP_FLAGS
         if flags & TCPHDR_RST:
-            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            kfree_skb(skb, DropReason.TCP_RESET)
             return 0
         if flags & TCPHDR_SYN:
             if flags & TCPHDR_FIN:
-                kfree_skb(skb, DropReason.NOT_SPECIFIED)
+                kfree_skb(skb, DropReason.TCP_FLAGS)
                 return 0
             sk.af_ops.conn_request(sk, skb)
             return 0
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if state == TCP_SYN_SENT:
         return tcp_rcv_synsent_state_process(sk, skb)
@@ -1882,17 +1894,20 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     if not tcp_validate_incoming(sk, skb):
         return 0
     if not flags & (TCPHDR_ACK | TCPHDR_RST | TCPHDR_SYN):
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if not flags & TCPHDR_ACK:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     acceptable = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK) > 0
     if not acceptable:
         if state == TCP_SYN_RECV:
-            return 1
+            return DropReason.TCP_OLD_ACK  # "send one RST"
         tcp_send_challenge_ack(sk)
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        if after(tcb.ack_seq, sk.snd_nxt):
+            kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
+        else:
+            kfree_skb(skb, DropReason.TCP_TOO_OLD_ACK)
         return 0
     th = skb.transport_header
     buf = skb.buf
@@ -1923,13 +1938,13 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
                 if sk.linger2 < 0:
                     tcp_done(sk)
                     sk.ext.TCPAbortOnData += 1
-                    return 1
+                    return DropReason.TCP_ABORT_ON_DATA
                 if tcb.end_seq != tcb.seq and after(
                     (tcb.end_seq - (flags & TCPHDR_FIN)) & M32, sk.rcv_nxt
                 ):
                     tcp_done(sk)
                     sk.ext.TCPAbortOnData += 1
-                    return 1
+                    return DropReason.TCP_ABORT_ON_DATA
                 tmo = tcp_fin_time(sk)
                 tw_len = sk.tcp.TCP_TIMEWAIT_LEN
                 if tmo > tw_len:
@@ -1966,7 +1981,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
             ):
                 sk.ext.TCPAbortOnData += 1
                 tcp_reset(sk)
-                return 1
+                return DropReason.TCP_ABORT_ON_DATA
         tcp_data_queue(sk, skb)
         queued = True
     if sk.state != TCP_CLOSE:
@@ -1982,14 +1997,18 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
 def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
-    """A SYN for a listener: a request sock in the established hash, and a SYN-ACK.
+    """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
+    or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
     *af_ops* is the family of the SYN (``tcp_request_sock_ipv4_ops`` for an
     IPv4 SYN on a dual-stack AF_INET6 listener); the listener's by default.
 
-    The SYN queue is bounded by the listen backlog (and
-    ``tcp_max_syn_backlog``): beyond it SYNs are dropped and counted — SYN
-    cookies are not implemented, so a flood costs no memory but is refused.
+    The SYN queue holds at most the listen backlog (``qlen >
+    sk_max_ack_backlog`` is full, as in Linux 6.x). A SYN beyond it gets a
+    cookie SYN-ACK (``tcp_syncookies`` 1, the default; always with 2) and
+    keeps no state, or is dropped (0: ``TCPReqQFullDrop``). Without cookies
+    the last quarter of ``tcp_max_syn_backlog`` is also kept for peers
+    proven alive (none are remembered here, so it is refused).
 
     Kernel: net/ipv4/tcp_input.c, tcp_conn_request().
     """
@@ -1998,16 +2017,20 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     tcp = sk.tcp
     ops: Any = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
-    limit = min(max(sk.sk_max_ack_backlog, 1), max(tcp.sysctl_max_syn_backlog, 1))
-    if sk.syn_queue_len >= limit and not tcb.tw_isn:
-        sk.ext.TCPReqQFullDrop += 1
-        sk.ext.ListenDrops += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return 0
-    if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:
+    isn = tcb.tw_isn
+    syncookies = tcp.sysctl_tcp_syncookies
+    want_cookie = False
+    # TW buckets are converted to open requests without limitations
+    if (syncookies == 2 or sk.syn_queue_len > sk.sk_max_ack_backlog) and not isn:
+        want_cookie = _syncookies.tcp_syn_flood_action(sk, ops.rsk_slab_name)
+        if not want_cookie:
+            sk.ext.ListenDrops += 1  # tcp_listendrop()
+            consume_skb(skb)  # tcp_rcv_state_process(): conn_request() >= 0
+            return 0
+    if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
         sk.ext.ListenOverflows += 1
         sk.ext.ListenDrops += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        consume_skb(skb)
         return 0
     th = skb.transport_header
     buf = skb.buf
@@ -2015,8 +2038,13 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     rx.user_mss = sk.user_mss
     rx.mss_clamp = TCP_MSS_DEFAULT
     tcp_parse_options(buf, th, rx, False)
+    if want_cookie and not rx.saw_tstamp:
+        rx.sack_ok = 0  # tcp_clear_options(): the options need the timestamp to come back
+        rx.wscale_ok = False
+        rx.snd_wscale = 0
     req = RequestSock(sk)
     req.af_specific = ops
+    req.cookie_ts = want_cookie  # req->syncookie
     ops.init_req(req, skb)
     req.num = sk.inet_num
     req.rmt_port = (buf[th] << 8) | buf[th + 1]
@@ -2029,13 +2057,30 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     req.wscale_ok = rx.wscale_ok and bool(tcp.sysctl_tcp_window_scaling)
     req.snd_wscale = rx.snd_wscale if req.wscale_ok else 0
     req.mss = rx.mss_clamp
-    req.snt_isn = tcb.tw_isn or ops.init_seq(skb)
-    req.ts_off = ops.init_ts_off(skb) if req.tstamp_ok else 0
-    req.txhash = net_tx_rndhash(sk.net.rng)
     rt = ops.route_req(req)
     if rt is None:
+        sk.ext.ListenDrops += 1
         kfree_skb(skb, DropReason.IP_OUTNOROUTES)
         return 0
+    req.ts_off = ops.init_ts_off(skb) if req.tstamp_ok else 0
+    if not want_cookie and not isn:
+        max_syn_backlog = tcp.sysctl_max_syn_backlog
+        # "Kill the following clause, if you dislike this way." (no peer is proven here)
+        if not syncookies and max_syn_backlog - sk.syn_queue_len < max_syn_backlog >> 2:
+            rt.release()
+            sk.ext.ListenDrops += 1
+            consume_skb(skb)
+            return 0
+        isn = ops.init_seq(skb)
+    if want_cookie:
+        # cookie_init_sequence(): the MSS goes down to the cookie's table value
+        _syncookies.tcp_synq_overflow(sk)
+        sk.ext.SyncookiesSent += 1
+        isn, req.mss = ops.cookie_init_seq(sk, skb, req.mss)
+        if not req.tstamp_ok:
+            req.ecn_ok = False
+    req.snt_isn = isn
+    req.txhash = net_tx_rndhash(sk.net.rng)
     # tcp_openreq_init_rwin()
     mss = max(int(rt.mtu()) - ops.net_header_len - 20, 256)  # dst_metric_advmss()
     if sk.user_mss and sk.user_mss < mss:
@@ -2054,31 +2099,53 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
-    tcp.hashinfo.ehash[key] = req
-    req.hashed = True
-    req.ehash_key = key
-    sk.syn_queue_len += 1
+    if not want_cookie:  # inet_csk_reqsk_queue_hash_add()
+        key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
+        tcp.hashinfo.ehash[key] = req
+        req.hashed = True
+        req.ehash_key = key
+        sk.syn_queue_young += 1  # inet_csk_reqsk_queue_added() -> reqsk_queue_added()
+        sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
     rt.release()
-    req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
-    req.timer.mod(sk.net.clock.jiffies + tcp.TCP_TIMEOUT_INIT)
+    if not want_cookie:
+        req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
+        req.timer.mod(sk.net.clock.jiffies + tcp.TCP_TIMEOUT_INIT)
     consume_skb(skb)
     return 0
 
 
-@kernel("net/ipv4/inet_connection_sock.c", "reqsk_timer_handler")
+@kernel("net/ipv4/inet_connection_sock.c", "reqsk_timer_handler", "syn_ack_recalc")
 def reqsk_timer_handler(req: RequestSock) -> None:
     """Retransmit the SYN-ACK with back-off, or give up.
 
-    Kernel: net/ipv4/inet_connection_sock.c, reqsk_timer_handler().
+    When the SYN queue is more than half full, old requests get fewer
+    retransmissions (down to 2) unless enough of the queue is young: the
+    kernel's "reserve half of room for young embryons" rule.
+
+    Kernel: net/ipv4/inet_connection_sock.c, reqsk_timer_handler() /
+    syn_ack_recalc().
     """
     if not req.hashed:
         return
     listener = req.listener
     tcp = listener.tcp
-    if listener.state != TCP_LISTEN or req.num_timeout >= tcp.sysctl_tcp_synack_retries:
+    if listener.state != TCP_LISTEN:
+        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
+
+        inet_csk_reqsk_queue_drop(listener, req)
+        return
+    max_syn_ack_retries = tcp.sysctl_tcp_synack_retries
+    qlen = listener.syn_queue_len
+    if (qlen << 1) > max(8, listener.sk_max_ack_backlog):
+        young = listener.syn_queue_young << 1
+        while max_syn_ack_retries > 2:
+            if qlen < young:
+                break
+            max_syn_ack_retries -= 1
+            young <<= 1
+    if req.num_timeout >= max_syn_ack_retries:  # syn_ack_recalc(), no defer_accept
         from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
 
         inet_csk_reqsk_queue_drop(listener, req)
@@ -2089,6 +2156,8 @@ def reqsk_timer_handler(req: RequestSock) -> None:
         tcp.mib.RetransSegs += 1
         tcp.ext.TCPSynRetrans += 1
         req.num_retrans += 1
+    if req.num_timeout == 0:
+        listener.syn_queue_young -= 1
     req.num_timeout += 1
     timeo = min(tcp.TCP_TIMEOUT_INIT << req.num_timeout, tcp.TCP_RTO_MAX)
     assert req.timer is not None
@@ -2173,8 +2242,7 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
         if code == 4:  # ICMP_FRAG_NEEDED: PMTU discovery
             if sk.state == TCP_LISTEN:
                 return
-            ipv4: Any = sk.net.ipv4
-            ipv4.ipv4_sk_update_pmtu(sk, sk.inet_daddr, info)
+            sk.mtu_info = info
             sk.af_ops.mtu_reduced(sk)
             return
         if code >= len(_ICMP_UNREACH):

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from netstack.core.skbuff import SkBuff
-from netstack.core.sock import net_tx_rndhash
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import SOCK_RCVBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import TcpOptionsReceived, tcp_ack_update_rtt, tcp_parse_options
+from netstack.tcp.output import tcp_full_space, tcp_select_initial_window
 from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_FIN_WAIT2,
@@ -39,6 +40,11 @@ from netstack.tcp.sock import (
     before,
 )
 from netstack.tcp.state import tcp_done, tcp_paws_reject
+from netstack.tcp.syncookies import (
+    cookie_ecn_ok,
+    cookie_timestamp_decode,
+    tcp_synq_no_recent_overflow,
+)
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 __all__ = [
@@ -46,11 +52,18 @@ __all__ = [
     "TCP_TW_RST",
     "TCP_TW_SUCCESS",
     "TCP_TW_SYN",
+    "cookie_tcp_check",
+    "inet_csk_complete_hashdance",
+    "inet_csk_reqsk_queue_add",
     "inet_csk_reqsk_queue_drop",
     "inet_twsk_kill",
+    "reqsk_queue_added",
+    "reqsk_queue_removed",
+    "reqsk_queue_unlink",
     "tcp_check_req",
     "tcp_child_process",
     "tcp_create_openreq_child",
+    "tcp_get_cookie_sock",
     "tcp_time_wait",
     "tcp_timewait_state_process",
 ]
@@ -75,19 +88,93 @@ def tcp_in_window(seq: int, end_seq: int, s_win: int, e_win: int) -> bool:
 # -- request socks ------------------------------------------------------------------------------
 
 
-@kernel("inet_csk_reqsk_queue_drop")
-def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> None:
-    """Forget a request: out of the hash, timer stopped. Kernel: inet_csk_reqsk_queue_drop()."""
-    if not req.hashed:
-        return
-    req.hashed = False
-    key = req.ehash_key
-    ehash = listener.tcp.hashinfo.ehash
-    if key is not None and ehash.get(key) is req:
-        del ehash[key]
+@kernel("include/net/request_sock.h", "reqsk_queue_added")
+def reqsk_queue_added(listener: TcpSock) -> None:
+    """A new request joins the SYN queue, young (no SYN-ACK timeout yet).
+
+    Kernel: include/net/request_sock.h, reqsk_queue_added().
+    """
+    listener.syn_queue_young += 1
+    listener.syn_queue_len += 1
+
+
+@kernel("include/net/request_sock.h", "reqsk_queue_removed")
+def reqsk_queue_removed(listener: TcpSock, req: RequestSock) -> None:
+    """A request leaves the SYN queue (its count, not its hash entry).
+
+    Kernel: include/net/request_sock.h, reqsk_queue_removed().
+    """
+    if req.num_timeout == 0:
+        listener.syn_queue_young -= 1
     listener.syn_queue_len -= 1
+
+
+@kernel("net/ipv4/inet_connection_sock.c", "reqsk_queue_unlink")
+def reqsk_queue_unlink(req: RequestSock) -> bool:
+    """Out of the established hash (if it still is there), timer stopped.
+
+    Returns whether the request was found in the hash: after a handshake the
+    child's ``inet_ehash_nolisten()`` has already replaced it there, and the
+    caller (``inet_csk_complete_hashdance``) accounts for the queue itself.
+
+    Kernel: net/ipv4/inet_connection_sock.c, reqsk_queue_unlink().
+    """
+    found = False
+    if req.hashed:
+        req.hashed = False
+        key = req.ehash_key
+        ehash = req.listener.tcp.hashinfo.ehash
+        if key is not None and ehash.get(key) is req:
+            del ehash[key]
+        found = True
     if req.timer is not None:
         req.timer.delete()
+    return found
+
+
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_reqsk_queue_drop")
+def inet_csk_reqsk_queue_drop(listener: TcpSock, req: RequestSock) -> bool:
+    """Forget a request: out of the hash and the SYN queue, timer stopped.
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_reqsk_queue_drop().
+    """
+    unlinked = reqsk_queue_unlink(req)
+    if unlinked:
+        reqsk_queue_removed(listener, req)
+    return unlinked
+
+
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_reqsk_queue_add")
+def inet_csk_reqsk_queue_add(listener: TcpSock, req: RequestSock, child: TcpSock) -> TcpSock:
+    """Queue an established child for accept().
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_reqsk_queue_add().
+    """
+    req.child = child
+    child.parent = listener
+    listener.accept_queue.append(req)
+    listener.sk_ack_backlog += 1  # sk_acceptq_added()
+    return child
+
+
+@kernel("net/ipv4/inet_connection_sock.c", "inet_csk_complete_hashdance")
+def inet_csk_complete_hashdance(
+    listener: TcpSock, child: TcpSock, req: RequestSock, own_req: bool
+) -> TcpSock | None:
+    """The child owns the 4-tuple: the request leaves the SYN queue, the child
+    joins the accept queue.
+
+    ``syn_recv_sock`` already replaced the request by the child in the
+    established hash (``inet_ehash_nolisten``), so the drop below only stops
+    the timer; the SYN queue's count goes down in ``reqsk_queue_removed``.
+
+    Kernel: net/ipv4/inet_connection_sock.c, inet_csk_complete_hashdance().
+    """
+    if own_req:
+        inet_csk_reqsk_queue_drop(req.listener, req)
+        reqsk_queue_removed(req.listener, req)
+        return inet_csk_reqsk_queue_add(listener, req, child)
+    return None
 
 
 @kernel("net/ipv4/tcp_minisocks.c", "tcp_check_req")
@@ -147,16 +234,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
             return listener
         req.acked = True
         return None
-    inet_csk_reqsk_queue_drop(listener, req)
-    # the child replaced the request in the hash: restore it if the drop removed it
-    key = child.ehash_key
-    if key is not None:
-        tcp.hashinfo.ehash[key] = child
-    req.child = child
-    child.parent = listener
-    listener.accept_queue.append(req)  # inet_csk_reqsk_queue_add()
-    listener.sk_ack_backlog += 1
-    return child
+    return inet_csk_complete_hashdance(listener, child, req, not req.hashed)
 
 
 class _RateHolder:
@@ -494,3 +572,112 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
     for other in list(hashinfo.ehash.values()):
         if isinstance(other, RequestSock) and other.listener is sk:
             inet_csk_reqsk_queue_drop(sk, other)
+
+
+@kernel("net/ipv4/syncookies.c", "tcp_get_cookie_sock")
+def tcp_get_cookie_sock(
+    sk: TcpSock, skb: SkBuff, req: RequestSock, dst: Any, tsoff: int
+) -> TcpSock | None:
+    """Build the child of a valid cookie and queue it for accept().
+
+    Kernel: net/ipv4/syncookies.c, tcp_get_cookie_sock().
+    """
+    child: TcpSock | None = sk.af_ops.syn_recv_sock(sk, skb, req, dst)
+    if child is None:
+        return None
+    child.tsoffset = tsoff
+    inet_csk_reqsk_queue_add(sk, req, child)
+    return child
+
+
+@kernel(
+    "net/ipv4/syncookies.c",
+    "cookie_v4_check",
+    "cookie_tcp_check",
+    "cookie_tcp_reqsk_init",
+    "net/ipv6/syncookies.c",
+    "cookie_v6_check",
+)
+def cookie_tcp_check(ops: Any, sk: TcpSock, skb: SkBuff, mss_check: Any) -> TcpSock | None:
+    """An ACK to a listener that may carry a SYN cookie: the child, the listener, or None.
+
+    ``mss_check(cookie)`` is the family's ``__cookie_v4_check`` /
+    ``__cookie_v6_check``. Returns the listener when the segment is no
+    cookie's (the caller goes on and answers it with a RST); None when the
+    cookie was good but no child could be made (the skb is dropped here,
+    ``NO_SOCKET``); else the child, in SYN_RECV, queued for accept().
+
+    Kernel: net/ipv4/syncookies.c, cookie_v4_check() / cookie_tcp_check() /
+    cookie_tcp_reqsk_init(); net/ipv6/syncookies.c, cookie_v6_check().
+    """
+    tcp = sk.tcp
+    buf = skb.buf
+    th = skb.transport_header
+    flags = buf[th + 13]
+    if not tcp.sysctl_tcp_syncookies or not flags & TCPHDR_ACK or flags & TCPHDR_RST:
+        return sk
+    if tcp_synq_no_recent_overflow(sk):
+        return sk
+    tcb: TcpSkbCb = skb.cb
+    cookie = (tcb.ack_seq - 1) & M32
+    mss = mss_check(cookie)
+    if not mss:
+        sk.ext.SyncookiesFailed += 1
+        return sk
+    sk.ext.SyncookiesRecv += 1
+    rx = TcpOptionsReceived()
+    tcp_parse_options(buf, th, rx, False)
+    tsoff = 0
+    if rx.saw_tstamp and rx.rcv_tsecr:
+        tsoff = ops.init_ts_off(skb)  # secure_tcp_ts_off(daddr, saddr)
+        rx.rcv_tsecr = (rx.rcv_tsecr - tsoff) & M32
+    if not cookie_timestamp_decode(tcp, rx):
+        return sk
+    # cookie_tcp_reqsk_init(): the request the SYN never got
+    req = RequestSock(sk)
+    req.af_specific = ops
+    req.cookie_ts = True  # req->syncookie
+    ops.init_req(req, skb)  # addresses, TOS, and for IPv6 the link-local interface
+    req.num = (buf[th + 2] << 8) | buf[th + 3]
+    req.rmt_port = (buf[th] << 8) | buf[th + 1]
+    if not req.iif:
+        req.iif = sk.sk_bound_dev_if  # inet_request_bound_dev_if()
+    req.rcv_isn = (tcb.seq - 1) & M32
+    req.rcv_nxt = tcb.seq
+    req.snt_isn = cookie
+    req.ts_off = tsoff  # the child's tsoffset (tcp_get_cookie_sock)
+    req.txhash = net_tx_rndhash(sk.net.rng)
+    req.mss = mss
+    req.snd_wscale = rx.snd_wscale
+    req.sack_ok = rx.sack_ok
+    req.wscale_ok = rx.wscale_ok
+    req.tstamp_ok = rx.saw_tstamp
+    req.ts_recent = rx.rcv_tsval if rx.saw_tstamp else 0
+    req.snt_synack = 0
+    req.num_retrans = 0
+    # "We need to lookup the route here to get at the correct window size."
+    rt = ops.route_req(req)
+    if rt is None:
+        kfree_skb(skb, DropReason.NO_SOCKET)
+        return None
+    full_space = tcp_full_space(sk)
+    req.rsk_window_clamp = sk.window_clamp
+    if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
+        req.rsk_window_clamp > full_space or not req.rsk_window_clamp
+    ):
+        req.rsk_window_clamp = full_space
+    adv_mss = max(int(rt.mtu()) - ops.net_header_len - 20, 256)  # what the SYN-ACK offered
+    if sk.user_mss and sk.user_mss < adv_mss:
+        adv_mss = sk.user_mss
+    req.adv_mss = adv_mss
+    req.rsk_rcv_wnd, req.rsk_window_clamp, req.rcv_wscale = tcp_select_initial_window(
+        sk, full_space, req.mss, req.rsk_window_clamp, req.wscale_ok, 0
+    )
+    if not req.wscale_ok:
+        req.rcv_wscale = 0
+    req.ecn_ok = cookie_ecn_ok(tcp, rx)
+    child = tcp_get_cookie_sock(sk, skb, req, rt, tsoff)
+    if child is None:
+        rt.release()
+        kfree_skb(skb, DropReason.NO_SOCKET)
+    return child

@@ -66,6 +66,7 @@ from netstack.tcp.sock import (
     after,
     before,
 )
+from netstack.tcp.syncookies import cookie_init_timestamp
 from netstack.wire.tcp import (
     MAX_TCP_OPTION_SPACE,
     TCP_HDR,
@@ -1571,6 +1572,8 @@ def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
         opts.ws = req.rcv_wscale
     tsval_ms = sk.tcp.tcp_time_stamp_ms()
     if req.tstamp_ok:
+        if req.cookie_ts:  # TCP_SYNACK_COOKIE: the SYN's options in the low bits
+            tsval_ms = cookie_init_timestamp(req, tsval_ms)
         opts.ts = ((tsval_ms + req.ts_off) & M32, req.ts_recent)
     if req.sack_ok:
         opts.sack_perm = True

@@ -345,6 +345,7 @@ class TcpSock(Sock):
         self.icsk_ext_hdr_len = 0
         self.icsk_user_timeout = 0
         self.icsk_pmtu_cookie = 0
+        self.mtu_info = 0  # tp->mtu_info: the MTU an ICMP frag-needed announced
         self.icsk_timeout = 0
         self.icsk_rto = tcp.TCP_TIMEOUT_INIT
         self.icsk_ack_pending = 0
@@ -360,7 +361,10 @@ class TcpSock(Sock):
         self.icsk_mtup_search_low = 0
         self.icsk_mtup_probe_size = 0
         self.accept_queue: collections.deque[RequestSock] = collections.deque()
-        self.syn_queue_len = 0  # reqsk_queue_len()
+        self.syn_queue_len = 0  # reqsk_queue_len(): icsk_accept_queue.qlen
+        self.syn_queue_young = 0  # reqsk_queue_len_young(): requests not yet timed out
+        self.synflood_warned = False  # icsk_accept_queue.synflood_warned
+        self.synq_overflow_stamp: int | None = None  # tcp_synq_overflow(): last jiffies
         self.retransmit_timer: TimerList = net.timers.timer(self._write_timer, "tcp_write_timer")
         self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
         self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")

@@ -893,11 +893,12 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
             stats.rx_errors += 1
             kfree_skb(skb, DropReason.IP_TUNNEL_ECN)
             return
-        dev.log.info(
-            "tunnel_non_ect",
-            msg=f"non-ECT from {'.'.join(str(b) for b in buf[outer_nh + 12 : outer_nh + 16])}"
-            f" with TOS={outer_tos:#x}",
-        )
+        if dev.net.net_ratelimit():  # log_ecn_error: net_info_ratelimited()
+            dev.log.info(
+                "tunnel_non_ect",
+                msg=f"non-ECT from {'.'.join(str(b) for b in buf[outer_nh + 12 : outer_nh + 16])}"
+                f" with TOS={outer_tos:#x}",
+            )
     stats.rx_packets += 1
     stats.rx_bytes += skb.tail - skb.data
     skb_scrub_packet(skb, False)

@@ -334,7 +334,8 @@ def test_fuzz_tcp_receive(state: str, segments: list[Segment]) -> None:
 
 
 def test_syn_flood_on_a_full_backlog_is_bounded() -> None:
-    """1000 SYNs from spoofed ports: the request queue stays at the backlog."""
+    """1000 SYNs from spoofed ports: the request queue stays at the backlog (plus one, as
+    Linux 6.x counts it: full when qlen > backlog); the rest get SYN cookies, no state."""
     syn: Segment = {
         "flags": 0x02, "seq_mode": "random", "seq_delta": 0, "seq_rand": 7, "ack_mode": "random",
         "ack_delta": 0, "ack_rand": 0, "window": 65535, "options": b"", "payload": b"",
@@ -354,8 +355,10 @@ def test_syn_flood_on_a_full_backlog_is_bounded() -> None:
             await trio.sleep(0.01)
             tcp = tcp_of(rig.a.net)
             reqs = [r for r in tcp.hashinfo.ehash.values() if isinstance(r, RequestSock)]
-            assert len(reqs) <= 4
-            assert tcp.snmp()["TcpExt"].TCPReqQFullDrop >= 990
+            assert len(reqs) == 5  # listen(4); a 6.18 kernel keeps 5 the same way
+            ext = tcp.snmp()["TcpExt"]
+            assert ext.TCPReqQFullDoCookies == ext.SyncookiesSent == 995
+            assert ext.TCPReqQFullDrop == 0
             await trio.sleep(120)  # SYN-ACK retries run out: the queue empties
             assert not [r for r in tcp.hashinfo.ehash.values() if isinstance(r, RequestSock)]
 

@@ -75,7 +75,7 @@ def test_steps_after_a_table_belong_to_it() -> None:
          "[[links]]\nends = [\"a:eth0\", \"b:eth1\"]\n",
          ["lab.toml:6:9: device a:eth0 is already used by the link at lab.toml:3:1"]),
         ("[hosts.a]\ncpus = \"two\"\n", ["lab.toml:2:1: 'cpus' must be an integer, not a string"]),
-        ("[hosts.a]\ncpus = 0\n", ["lab.toml:2:1: cpus: must be at least 1"]),
+        ("[hosts.a]\ncpus = 0\n", ["lab.toml:2:1: cpus: must be 1..8192 (NR_CPUS)"]),
         ("[hosts.a]\n[hosts.b]\n[[links]]\nends = [\"a:eth0\", \"b:eth0\"]\nrate = \"fast\"\n",
          ["lab.toml:5:1: rate: invalid rate 'fast'"]),
         ("[hosts.a]\n[hosts.b]\n[[links]]\nends = [\"a:eth0\", \"b:eth0\"]\nrate = \"1mbit\"\n",

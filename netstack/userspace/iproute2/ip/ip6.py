@@ -35,7 +35,14 @@ from netstack.ipv6.constants import (
     RTNH_F_ONLINK,
     rt_scope,
 )
-from netstack.ipv6.route import Fib6Config, Fib6Info, Flowi6, fib6_route_expires_in, ip6_del_rt
+from netstack.ipv6.route import (
+    Fib6Config,
+    Fib6Info,
+    Flowi6,
+    fib6_nh_flush_exceptions,
+    fib6_route_expires_in,
+    ip6_del_rt,
+)
 from netstack.ipv6.route import ip6_route_add as _ip6_route_add
 from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip_common import (
@@ -289,8 +296,14 @@ def print_route6(
     get_src: int | None = None,
     prefsrc: int = 0,
     mtu: int = 0,
+    expires: int = 0,
 ) -> str:
-    """One IPv6 route. iproute2: ip/iproute.c, print_route() of rt6_fill_node()'s message."""
+    """One IPv6 route. iproute2: ip/iproute.c, print_route() of rt6_fill_node()'s message.
+
+    *expires* (seconds) is a route exception's (``ip -6 route get`` of a
+    destination with a learnt PMTU); iproute2 prints no ``cache`` line for
+    IPv6, only the RTA_CACHEINFO expiry.
+    """
     if opts.json:
         opts.records.append(
             _route6_json(
@@ -328,7 +341,8 @@ def print_route6(
         o.append("onlink ")
     if nhf & RTNH_F_LINKDOWN:
         o.append("linkdown ")
-    expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
+    if not expires:
+        expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
     if expires:
         o.append(f"expires {expires}sec ")
     m = mtu or f.mtu
@@ -457,7 +471,6 @@ def _print_exception(opts: IpOptions, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: o
     if f.nh.gw:
         o.append(f"via {ntoa6(f.nh.gw)} ")
     o.append(f"dev {f.nh.dev.name} metric {f.metric} ")
-    o.append(f"{opts.sl}    cache ")
     if exp and exp > clock.jiffies:
         o.append(f"expires {(exp - clock.jiffies) // clock.hz}sec ")
     if mtu:
@@ -576,6 +589,10 @@ def iproute_get6(
         if not prefsrc and rt.dev is not None:
             prefsrc = ipv6.ipv6_dev_get_saddr(rt.dev, daddr) or 0
         pmtu = rt.rt6i_pmtu if rt.rt6i_flags & RTF_CACHE else 0
+        now = ipv6.net.clock.jiffies
+        rt_expires = 0
+        if rt.rt6i_flags & RTF_CACHE and rt.expires > now:  # rt6_fill_node(): RTA_CACHEINFO
+            rt_expires = (rt.expires - now) // ipv6.net.clock.hz
         line = print_route6(
             opts,
             ipv6,
@@ -585,6 +602,7 @@ def iproute_get6(
             get_src=saddr,
             prefsrc=prefsrc,
             mtu=pmtu,
+            expires=rt_expires,
         )
         opts.write(line)
     finally:
@@ -613,9 +631,7 @@ def iproute_flush6(
         for t in ipv6.fib6.tables.values():
             for f in t.routes():
                 n += len(f.nh.exceptions)
-                for rt in list(f.nh.exceptions.values()):
-                    rt.obsolete = 2
-                f.nh.exceptions.clear()
+                fib6_nh_flush_exceptions(ipv6, f.nh)
         ipv6.rt6_genid_bump()
         if opts.stats:
             opts.write(

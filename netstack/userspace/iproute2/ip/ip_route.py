@@ -926,7 +926,7 @@ def _flush_cache(ipv4: Ipv4) -> None:
         for fa in table.aliases():
             nh = fa.fi.nh
             if nh is not None:
-                nh.exceptions.clear()
+                nh.fnhe_flush()
 
 
 def iproute_flush(net: Net, opts: IpOptions, args: Args) -> None:
