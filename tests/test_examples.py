@@ -193,7 +193,7 @@ async def test_sit_6in4(
     assert r["s1"].nstat()["Ip6FragCreates"] >= 4 and r["s2"].nstat()["Ip6ReasmOKs"] >= 2
     out = capsys.readouterr().out
     assert "    inet6 fe80::c000:201/64 scope link \n" in out  # sit_add_v4_addrs()
-    assert "metric 1024 expires 595sec mtu 1380 pref medium" in out  # the PMTU exception
+    assert "metric 1024 expires 596sec mtu 1380 pref medium" in out  # the PMTU exception
     assert "out 192.0.2.1 > 198.51.100.2 proto 41 ttl 63: 2001:db8:1::1 > 2001:db8:2::2" in out
     for outer, inner in r["sixin4"]:
         assert outer.p == 41 and inner.v == 6

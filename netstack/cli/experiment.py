@@ -129,14 +129,18 @@ def run_experiment(
     with Progress(1000, f"experiment {name} ({which})", stream=stream, counts=False) as progress:
         worker.start()
         while True:
+            alive = worker.is_alive()
             now = time.monotonic()
             if METER.planned:
                 step = min(METER.done + 1, METER.planned)
                 progress.note = f"step {step} of {METER.planned}, {_left(METER.time_left(now))}"
-            progress.update(int(METER.fraction(now) * 1000))
-            worker.join(0.2)
-            if not worker.is_alive():
+            # The last state is drawn too (100 %, forced): a step shorter than the wait
+            # below still shows, however fast the machine.
+            progress.update(int(METER.fraction(now) * 1000) if alive else 1000)
+            if not alive:
                 break
+            METER.changed.wait(0.2)  # a new step is drawn when it starts, not up to 0.2 s late
+            METER.changed.clear()
     result = outcome[0]
     if isinstance(result, BaseException):
         raise result

@@ -11,6 +11,7 @@ beside the published ones, their ratios, and for each run the timed report
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -61,11 +62,13 @@ class Meter:
     done: int = 0
     started: float = 0.0  # wall time (time.monotonic) the current step started
     walls: list[float] = attrs.Factory(list)
+    changed: threading.Event = attrs.Factory(threading.Event)  # set by plan and step_done
 
     def plan(self, steps: int, now: float | None = None) -> None:
         """A new experiment of *steps* steps starts (at wall time *now*)."""
         self.planned, self.done, self.walls = steps, 0, []
         self.started = time.monotonic() if now is None else now
+        self.changed.set()
 
     def fraction(self, now: float) -> float:
         """Done so far, 0..1: finished steps, and the current one's share."""
@@ -90,6 +93,7 @@ class Meter:
         self.walls.append(now - self.started)
         self.done += 1
         self.started = now
+        self.changed.set()
 
 
 METER = Meter()

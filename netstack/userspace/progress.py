@@ -5,7 +5,8 @@ Theory of operation: :class:`Progress` draws one line on stderr —
 steps mean nothing to the reader, the percentage and a note such as the time
 left (``experiment gre-lltx (both)  [#####.....]  50%  step 2 of 2, 9 s
 left``), rewriting it in place
-with a carriage return, at most ten times a second of wall time, and erases
+with a carriage return, at most ten times a second of wall time (at once when the
+note changes), and erases
 it when done. When stderr is not a terminal (pipes, CI, tests) it draws
 nothing, so output that is parsed or compared stays clean. Wall time is only
 used to throttle drawing; nothing it measures depends on it.
@@ -56,6 +57,7 @@ class Progress:
         self._last = 0.0
         self._drawn = False
         self._width_drawn = 0
+        self._note = ""  # the note drawn last
 
     def update(self, done: int) -> None:
         """Record *done* steps; redraw if enough wall time passed."""
@@ -63,9 +65,9 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self._last < 0.1 and done < self.total:
+        if now - self._last < 0.1 and done < self.total and self.note == self._note:
             return
-        self._last = now
+        self._last, self._note = now, self.note
         text = self.render()
         pad = " " * max(self._width_drawn - len(text), 0)  # a shorter line covers the last
         self.stream.write("\r" + text + pad)
