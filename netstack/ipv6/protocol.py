@@ -36,6 +36,7 @@ from netstack.core.inetpeer import InetPeerBase
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.snmp import MibSnapshot
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.core.sysctl import invalid
 from netstack.errors import ConfigError
@@ -65,7 +66,7 @@ from netstack.ipv6.constants import (
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
-from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Mib6Snapshot, Udp6Mib
+from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Udp6Mib
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -596,7 +597,7 @@ class Ipv6:
 
     # -- statistics ------------------------------------------------------------------------------
     @kernel("net/ipv6/proc.c", "snmp6_seq_show")
-    def snmp6(self) -> dict[str, Mib6Snapshot]:
+    def snmp6(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp6`` as snapshots: ``Ip6``, ``Icmp6`` (with the per-type
         counters) and ``Udp6``.
 
@@ -605,7 +606,7 @@ class Ipv6:
         icmp = self.icmp6_mib.snapshot()
         return {
             "Ip6": self.ip6_mib.snapshot(),
-            "Icmp6": Mib6Snapshot("Icmp6", icmp.values + tuple(self.icmp6msg.values())),
+            "Icmp6": MibSnapshot("Icmp6", icmp.values + tuple(self.icmp6msg.values())),
             "Udp6": self.udp6_mib.snapshot(),
         }
 
