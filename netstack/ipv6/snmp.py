@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-import attrs
-
+from netstack.core.snmp import Mib
 from netstack.sites import kernel
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "Icmp6Mib",
     "Icmp6MsgMib",
     "Ip6Mib",
-    "Mib6Snapshot",
     "Udp6Mib",
 ]
 
@@ -107,41 +105,7 @@ ICMP6_TYPE_NAMES: Final = {
 }
 
 
-@attrs.frozen
-class Mib6Snapshot:
-    """A frozen copy of one MIB: ``snap.InReceives`` or ``snap["InReceives"]``."""
-
-    name: str
-    values: tuple[tuple[str, int], ...]
-
-    def __getattr__(self, key: str) -> int:
-        for k, v in self.values:
-            if k == key:
-                return v
-        raise AttributeError(key)
-
-    def __getitem__(self, key: str) -> int:
-        return int(self.__getattr__(key))
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.values)
-
-
-class _Mib:
-    __slots__ = ()
-    NAME = ""
-
-    def __init__(self) -> None:
-        name: str
-        for name in self.__slots__:
-            setattr(self, name, 0)
-
-    def snapshot(self) -> Mib6Snapshot:
-        slots: tuple[str, ...] = self.__slots__
-        return Mib6Snapshot(self.NAME, tuple((name, getattr(self, name)) for name in slots))
-
-
-class Ip6Mib(_Mib):
+class Ip6Mib(Mib):
     """The ``Ip6`` lines of /proc/net/snmp6 (kernel: ``struct ipstats_mib``)."""
 
     __slots__ = IP6_FIELDS
@@ -181,7 +145,7 @@ class Ip6Mib(_Mib):
     OutTransmits: int
 
 
-class Icmp6Mib(_Mib):
+class Icmp6Mib(Mib):
     """The ``Icmp6`` counters of /proc/net/snmp6 (kernel: ``icmpv6_mib``)."""
 
     __slots__ = ICMP6_FIELDS
@@ -194,7 +158,7 @@ class Icmp6Mib(_Mib):
     OutRateLimitHost: int
 
 
-class Udp6Mib(_Mib):
+class Udp6Mib(Mib):
     """The ``Udp6`` lines of /proc/net/snmp6."""
 
     __slots__ = UDP6_FIELDS

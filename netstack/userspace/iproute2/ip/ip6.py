@@ -50,7 +50,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_UNSPEC,
     INFINITY_LIFE_TIME,
     InetPrefix,
-    IpOptions,
     devices,
     extack_error,
     inet6_addr_match,
@@ -60,6 +59,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_rtscope_n2a,
     rtnl_rttable_n2a,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.ipv6 import ntoa as ntoa6
 from netstack.wire.ipv6 import prefix_mask
 
@@ -148,7 +148,7 @@ def addr6_passes(
     )
 
 
-def print_addrinfo6(opts: IpOptions, ifp: Inet6Ifaddr, *, oneline: bool) -> None:
+def print_addrinfo6(opts: Iproute2Options, ifp: Inet6Ifaddr, *, oneline: bool) -> None:
     """One ``inet6`` address. iproute2: ip/ipaddress.c, print_addrinfo()."""
     dev = ifp.dev
     if opts.json:
@@ -250,7 +250,7 @@ def ipaddr_modify6(
 # ---------------------------------------------------------------------------
 
 
-def _addr6_json(opts: IpOptions, ifp: Inet6Ifaddr) -> dict[str, Any]:
+def _addr6_json(opts: Iproute2Options, ifp: Inet6Ifaddr) -> dict[str, Any]:
     """One ``inet6`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
     obj: dict[str, Any] = {} if opts.brief else {"family": "inet6"}
     obj["local"] = ntoa6(ifp.addr)
@@ -286,7 +286,7 @@ def _dst_text(dst: int, dst_len: int) -> str:
 
 
 def print_route6(
-    opts: IpOptions,
+    opts: Iproute2Options,
     ipv6: Ipv6,
     f: Fib6Info,
     *,
@@ -355,7 +355,7 @@ def print_route6(
 
 
 def _route6_json(
-    opts: IpOptions,
+    opts: Iproute2Options,
     ipv6: Ipv6,
     f: Fib6Info,
     show_table: bool,
@@ -414,7 +414,7 @@ def _route6_json(
 @kernel("inet6_dump_fib", "fib6_dump_node", "rt6_dump_route")
 def iproute_list6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     tb: int,
     cloned: bool,
@@ -463,7 +463,9 @@ def iproute_list6(
             opts.write(print_route6(opts, ipv6, f, show_table=not tb, show_dev=not oif))
 
 
-def _print_exception(opts: IpOptions, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: object) -> None:
+def _print_exception(
+    opts: Iproute2Options, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: object
+) -> None:
     mtu = getattr(rt, "rt6i_pmtu", 0)
     clock = ipv6.net.clock
     exp = getattr(rt, "expires", 0)
@@ -563,7 +565,7 @@ def iproute_modify6(
 @kernel("net/ipv6/route.c", "inet6_rtm_getroute")
 def iproute_get6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     dst: InetPrefix,
     src: InetPrefix | None,
@@ -611,7 +613,7 @@ def iproute_get6(
 
 def iproute_flush6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     tb: int,
     cloned: bool,

@@ -12,9 +12,10 @@ their C counterparts. Errors are raised as
 stderr (without the trailing newline); kernel refusals that carry no extack
 message become ``RTNETLINK answers: <strerror>``.
 
-:class:`IpOptions` holds the global options (``-s``, ``-d``, ``-o``, ``-br``,
-``-4``…) and the output buffer; ``_SL_`` (the in-record line separator that
-``-oneline`` turns into a backslash) is :attr:`IpOptions.sl`.
+:class:`~netstack.userspace.iproute2.utils.Iproute2Options`, shared with
+``tc`` and ``bridge``, holds the global options (``-s``, ``-d``, ``-o``,
+``-br``, ``-4``…) and the output buffer; ``_SL_`` (the in-record line
+separator that ``-oneline`` turns into a backslash) is its ``sl``.
 
 Kernel/iproute2: lib/utils.c, lib/rt_names.c, lib/ll_addr.c, lib/ll_types.c,
 lib/libnetlink.c.
@@ -26,7 +27,7 @@ import errno
 import os
 import socket
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 import attrs
 
@@ -61,7 +62,6 @@ __all__ = [
     "USER_HZ",
     "Args",
     "InetPrefix",
-    "IpOptions",
     "addr_text",
     "check_altifname",
     "check_ifname",
@@ -123,43 +123,6 @@ INFINITY_LIFE_TIME: Final = 0xFFFFFFFF
 USER_HZ: Final = 100
 
 _C_SPACE: Final = " \t\n\v\f\r"
-
-
-# ---------------------------------------------------------------------------
-# Global options and output
-# ---------------------------------------------------------------------------
-
-
-@attrs.define
-class IpOptions:
-    """``ip``'s global options (``preferred_family``, ``show_stats``…) and its stdout."""
-
-    family: int = AF_UNSPEC
-    stats: int = 0
-    details: int = 0
-    oneline: bool = False
-    brief: bool = False
-    human: bool = False
-    iec: bool = False
-    numeric: bool = False
-    json: bool = False  # -j: listings print JSON (ip_json)
-    pretty: bool = False  # -p: indented JSON
-    json_list: bool = False  # a listing ran: the output is its JSON array
-    records: list[dict[str, Any]] = attrs.Factory(list)  # the array's objects, as they come
-    out: list[str] = attrs.Factory(list)
-
-    @property
-    def sl(self) -> str:
-        """``_SL_``: the line break inside one record (``\\`` with ``-oneline``)."""
-        return "\\" if self.oneline else "\n"
-
-    def write(self, text: str) -> None:
-        """``fprintf(stdout, …)``."""
-        self.out.append(text)
-
-    def text(self) -> str:
-        """Everything written so far."""
-        return "".join(self.out)
 
 
 # ---------------------------------------------------------------------------
