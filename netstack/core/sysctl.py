@@ -3,7 +3,13 @@
 Theory of operation: the layer that owns a tunable registers it, per Net, when
 the host is built (kernel: ``register_net_sysctl``); per-device entries
 (``net.ipv4.conf.eth0.forwarding``) are registered when the device appears and
-removed when it goes. Every entry is a getter and an optional setter working on
+removed when it goes. A layer may register a group of entries lazily
+(:meth:`SysctlTable.register_lazy`: a prefix and the function that registers
+them): the function runs the first time a name under the prefix is read,
+written, listed or tested, so a host that never looks at
+``net.ipv6.conf.eth0.*`` never builds its seventy entries (the kernel builds
+its ctl_table per device at once; here that was a third of building a host).
+Every entry is a getter and an optional setter working on
 strings, as ``/proc/sys`` files do. Errors carry the text the ``sysctl`` tool
 prints, so the front end shows them unchanged.
 
@@ -14,9 +20,11 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 from netstack.errors import ConfigError
+
+P = ParamSpec("P")
 
 __all__ = ["SysctlEntry", "SysctlTable"]
 
@@ -51,6 +59,24 @@ class SysctlTable:
 
     def __init__(self) -> None:
         self._entries: dict[str, SysctlEntry] = {}
+        #: prefix ("net.ipv4.conf.eth0.") -> the registrations deferred under it
+        self._lazy: dict[str, list[Callable[[], None]]] = {}
+
+    def register_lazy(
+        self, prefix: str, register: Callable[P, None], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """Run ``register(*args, **kwargs)`` (which registers entries, all under
+        *prefix*, a name ending in ".") only when a name under *prefix* is first used."""
+        self._lazy.setdefault(prefix, []).append(lambda: register(*args, **kwargs))
+
+    def _materialise(self, key: str) -> None:
+        """Run the deferred registrations whose prefix *key* lies under, or that lie
+        under the prefix *key* (for listings)."""
+        if not self._lazy:
+            return
+        for prefix in [p for p in self._lazy if key.startswith(p) or p.startswith(key)]:
+            for register in self._lazy.pop(prefix, ()):
+                register()
 
     def register(
         self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None = None
@@ -108,12 +134,17 @@ class SysctlTable:
 
     def unregister_prefix(self, prefix: str) -> None:
         """Remove every entry under *prefix* (a device going away)."""
+        for lazy in [p for p in self._lazy if p.startswith(prefix)]:
+            del self._lazy[lazy]
         for name in [n for n in self._entries if n.startswith(prefix)]:
             del self._entries[name]
 
     def _lookup(self, name: str) -> SysctlEntry:
         key = _canonical(name)
         entry = self._entries.get(key)
+        if entry is None and self._lazy:
+            self._materialise(key + ".")
+            entry = self._entries.get(key)
         if entry is None:
             path = key.replace(".", "/")
             raise ConfigError(
@@ -136,7 +167,11 @@ class SysctlTable:
     def names(self, prefix: str = "") -> list[str]:
         """Every entry name under *prefix*, sorted as ``sysctl -a`` prints."""
         prefix = _canonical(prefix) if prefix else ""
+        self._materialise(prefix)
         return sorted(n for n in self._entries if n == prefix or n.startswith(prefix))
 
     def __contains__(self, name: str) -> bool:
-        return _canonical(name) in self._entries
+        key = _canonical(name)
+        if key not in self._entries:
+            self._materialise(key + ".")
+        return key in self._entries

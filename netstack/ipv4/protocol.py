@@ -533,8 +533,9 @@ class Ipv4:
     def _register_dev_sysctls(self, dev: NetDevice) -> None:
         in_dev: InDevice = dev.ip_ptr
         in_dev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv4.conf.{dev.name}", in_dev.cnf, dev)
-        _register_neigh(self, f"net.ipv4.neigh.{dev.name}", dev)
+        conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, in_dev.cnf, dev)
+        s.register_lazy(f"{neigh}.", _register_neigh, self, neigh, dev)
 
 
 def _register_devconf(
@@ -727,9 +728,14 @@ def _register_globals(ipv4: Ipv4) -> None:
         pair_getter("ping_group_range"),
         pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
     )
-    _register_devconf(ipv4, "net.ipv4.conf.all", ipv4.devconf_all, None, is_all=True)
-    _register_devconf(ipv4, "net.ipv4.conf.default", ipv4.devconf_dflt, None)
-    _register_neigh(ipv4, "net.ipv4.neigh.default", None)
+    c, n = "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used (register_lazy)
+    s.register_lazy(
+        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
+    )
+    s.register_lazy(
+        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
+    )
+    s.register_lazy(f"{n}.default.", _register_neigh, ipv4, f"{n}.default", None)
 
 
 @kernel("net/ipv4/af_inet.c", "inet_init")

@@ -650,8 +650,9 @@ class Ipv6:
         """
         idev: Inet6Dev = dev.ip6_ptr
         idev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv6.conf.{dev.name}", idev.cnf, idev)
-        _register_neigh(self, f"net.ipv6.neigh.{dev.name}", dev)
+        conf, neigh, s = f"net.ipv6.conf.{dev.name}", f"net.ipv6.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, idev.cnf, idev)
+        s.register_lazy(f"{neigh}.", _register_neigh, self, neigh, dev)
 
     def unregister_dev_sysctls(self, idev: Inet6Dev) -> None:
         self.net.sysctl.unregister_prefix(f"net.ipv6.conf.{idev.conf_name}.")
@@ -976,9 +977,13 @@ def _register_globals(ipv6: Ipv6) -> None:
         raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
 
     s.register(f"{r}.flush", flush_denied, flush)
-    _register_devconf(ipv6, f"{p}.conf.all", ipv6.devconf_all, None)
-    _register_devconf(ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None)
-    _register_neigh(ipv6, f"{p}.neigh.default", None)
+    s.register_lazy(
+        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
+    )
+    s.register_lazy(
+        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
+    )
+    s.register_lazy(f"{p}.neigh.default.", _register_neigh, ipv6, f"{p}.neigh.default", None)
 
 
 @kernel("net/ipv6/af_inet6.c", "inet6_init")
