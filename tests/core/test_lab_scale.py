@@ -7,6 +7,7 @@ import gc
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 import netstack
@@ -82,7 +83,7 @@ async def test_build_pauses_the_collector_and_freezes_the_lab(
         lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         assert not gc.isenabled()  # building
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         assert gc.isenabled() and gc.get_freeze_count() > frozen
         lab.add_host("c")  # building again, after the first freeze
         assert not gc.isenabled()
@@ -100,7 +101,7 @@ async def test_a_disabled_collector_stays_disabled(
     try:
         async with netstack.open_lab() as lab:
             lab.add_host("a")
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             assert not gc.isenabled()
         assert not gc.isenabled()
     finally:
@@ -110,8 +111,11 @@ async def test_a_disabled_collector_stays_disabled(
 async def test_a_failed_build_resumes_the_collector(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    with pytest.raises(netstack.TopologyError):
+    async def build_twice() -> None:
         async with netstack.open_lab() as lab:
             lab.add_host("a")
             lab.add_host("a")
+
+    with pytest.raises(netstack.TopologyError):
+        await build_twice()
     assert gc.isenabled()
