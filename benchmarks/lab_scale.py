@@ -176,7 +176,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         closing.enter_context(measure(close))
     closing.close()
     if prof is not None:
-        pstats.Stats(prof).sort_stats("tottime").print_stats(40)
+        pstats.Stats(prof).sort_stats(args.sort).print_stats(args.top)
     return {
         "hosts": len(end_hosts),
         "routers": len(spines) + len(leaves),
@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--cross", action="store_true", help="ping the next leaf's host")
     parser.add_argument("--tracemalloc", action="store_true", help="measure the Python heap")
     parser.add_argument("--profile", choices=("build", "ping"), help="cProfile one phase")
+    parser.add_argument("--sort", default="tottime", help="the profile's order (cumulative…)")
+    parser.add_argument("--top", type=int, default=40, help="the profile's lines")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()

@@ -728,14 +728,6 @@ def _register_globals(ipv4: Ipv4) -> None:
         pair_getter("ping_group_range"),
         pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
     )
-    c, n = "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used (register_lazy)
-    s.register_lazy(
-        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
-    )
-    s.register_lazy(
-        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
-    )
-    s.register_lazy(f"{n}.default.", _register_neigh, ipv4, f"{n}.default", None)
 
 
 @kernel("net/ipv4/af_inet.c", "inet_init")
@@ -767,7 +759,15 @@ def inet_init(net: Net) -> Ipv4:
         ipv4.netdev_event(NETDEV_REGISTER, dev)
         if dev.flags & 1:
             ipv4.netdev_event(NETDEV_UP, dev)
-    _register_globals(ipv4)
+    s, c, n = net.sysctl, "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used
+    s.register_lazy("net.ipv4.", _register_globals, ipv4)
+    s.register_lazy(
+        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
+    )
+    s.register_lazy(
+        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
+    )
+    s.register_lazy(f"{n}.default.", _register_neigh, ipv4, f"{n}.default", None)
     return ipv4
 
 

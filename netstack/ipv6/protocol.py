@@ -881,7 +881,8 @@ def _register_neigh(ipv6: Ipv6, prefix: str, dev: NetDevice | None) -> None:
 
 
 def _register_globals(ipv6: Ipv6) -> None:
-    """``net.ipv6.*``, ``.icmp.*``, ``.route.*``, ``.conf.{all,default}``, ``.neigh.default``."""
+    """``net.ipv6.*``, ``.icmp.*``, ``.route.*`` (``.conf.{all,default}`` and
+    ``.neigh.default``: :func:`inet6_init`)."""
     s = ipv6.net.sysctl
     p = "net.ipv6"
     s.register_int(f"{p}.bindv6only", ipv6, "bindv6only", minimum=0, maximum=1)
@@ -977,13 +978,6 @@ def _register_globals(ipv6: Ipv6) -> None:
         raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
 
     s.register(f"{r}.flush", flush_denied, flush)
-    s.register_lazy(
-        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
-    )
-    s.register_lazy(
-        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
-    )
-    s.register_lazy(f"{p}.neigh.default.", _register_neigh, ipv6, f"{p}.neigh.default", None)
 
 
 @kernel("net/ipv6/af_inet6.c", "inet6_init")
@@ -997,7 +991,15 @@ def inet6_init(net: Net) -> Ipv6:
     ipv6 = Ipv6(net)
     net.ipv6 = ipv6
     net.neigh_tables[10] = ipv6.nd_tbl
-    _register_globals(ipv6)
+    s, p = net.sysctl, "net.ipv6"  # registered when first used (register_lazy)
+    s.register_lazy(f"{p}.", _register_globals, ipv6)
+    s.register_lazy(
+        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
+    )
+    s.register_lazy(
+        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
+    )
+    s.register_lazy(f"{p}.neigh.default.", _register_neigh, ipv6, f"{p}.neigh.default", None)
     protos = ipv6.inet6_protos
     final = _in.INET6_PROTO_FINAL
     protos[IPPROTO_ICMPV6] = Inet6Protocol(
