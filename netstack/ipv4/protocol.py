@@ -230,6 +230,22 @@ class Ipv4:
         """Invalidate every cached route. Kernel: rt_cache_flush() (rt_genid_bump_ipv4)."""
         self.rt_genid += 1
 
+    @kernel("net/ipv4/fib_frontend.c", "fib_disable_ip", "net/ipv4/arp.c", "arp_ifdown")
+    def fib_disable_ip(self, dev: NetDevice) -> None:
+        """The last IPv4 address of *dev* went: IP is off on it.
+
+        Every route through *dev* dies (``fib_sync_down_dev`` with *force*:
+        static routes too), cached routes are invalidated, and the ARP
+        entries of *dev* are flushed, permanent ones included
+        (``arp_ifdown`` → ``neigh_ifdown``), as ``fib_inetaddr_event``'s
+        NETDEV_DOWN does when ``ifa_list`` is left empty.
+
+        Kernel: net/ipv4/fib_frontend.c, fib_disable_ip(); net/ipv4/arp.c, arp_ifdown().
+        """
+        self.fib.fib_sync_down_dev(dev, unregister=True)
+        self.rt_cache_flush()
+        self.arp_tbl.neigh_ifdown(dev)
+
     @kernel("__ip_dev_find")
     def ip_dev_find(self, addr: int) -> NetDevice | None:
         """The device owning local address *addr*. Kernel: __ip_dev_find()."""
