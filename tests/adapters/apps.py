@@ -4,13 +4,17 @@
   (what httpx talks to);
 * :func:`dns_responder` — an authoritative DNS responder from dnspython's
   message API on a Trio UDP socket (what dnspython's resolver asks);
+* :func:`aiohttp_server` — an aiohttp web application (asyncio) answering the
+  way :func:`h11_server` does, and echoing POST bodies;
 * :func:`lab_pair` — ``a`` and ``b`` on one Ethernet link, IPv4 and IPv6.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
+import aiohttp.web
 import dns.message
 import dns.rrset
 import h11
@@ -87,3 +91,27 @@ async def dns_responder(
         else:
             reply.set_rcode(dns.rcode.NXDOMAIN)
         await sock.sendto(reply.to_wire(), peer)
+
+
+async def aiohttp_server(port: int = 8080) -> aiohttp.web.AppRunner:
+    """An aiohttp server on every address of the current host (run it with
+    ``await host.run_asyncio(aiohttp_server)``); ``await runner.cleanup()`` stops it.
+
+    ``GET /PATH`` answers ``"HOST /PATH\n" * 20``; ``POST`` echoes the body reversed,
+    ``GET /slow/S`` answers after S seconds."""
+
+    async def get(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        if request.path.startswith("/slow/"):
+            await asyncio.sleep(float(request.path.rsplit("/", 1)[1]))
+        return aiohttp.web.Response(text=f"{socket.gethostname()} {request.path}\n" * 20)
+
+    async def post(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(body=(await request.read())[::-1])
+
+    app = aiohttp.web.Application()
+    app.router.add_get("/{tail:.*}", get)
+    app.router.add_post("/{tail:.*}", post)
+    runner = aiohttp.web.AppRunner(app)
+    await runner.setup()
+    await aiohttp.web.TCPSite(runner, None, port).start()
+    return runner
