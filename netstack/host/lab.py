@@ -129,6 +129,8 @@ class Lab:
         if self._froze:
             gc.unfreeze()
             self._froze = False
+        self._aio_loop: Any = None
+        self._aio_starting: trio.Event | None = None
 
     def add_host(
         self,
@@ -364,6 +366,22 @@ class Lab:
         if self._interposed:
             interpose.release()
             self._interposed = False
+
+    async def asyncio_loop(self) -> Any:
+        """The lab's asyncio event loop (a :class:`netstack.socket.aio.HostEventLoop`:
+        trio-asyncio's loop on the lab's clock, its sockets the hosts'), opened in the
+        lab's nursery on first use and closed with the lab. ``host.run_asyncio`` runs
+        coroutines on it."""
+        if self._aio_loop is None:
+            if self._aio_starting is not None:
+                await self._aio_starting.wait()
+            else:
+                from netstack.host.host import _aio
+
+                self._aio_starting = trio.Event()
+                self._aio_loop = await self._nursery.start(_aio().serve_loop)
+                self._aio_starting.set()
+        return self._aio_loop
 
     # -- faults -----------------------------------------------------------------------------------
     def at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:
