@@ -102,6 +102,8 @@ class Lab:
         self.switches: dict[str, Host] = {}
         self._gc_resume: _ResumeGc | None = None
         self._froze = False
+        self._aio_loop: Any = None
+        self._aio_starting: trio.Event | None = None
 
     # -- building with the collector paused --------------------------------------------------
     def _pause_gc(self) -> None:
@@ -129,8 +131,6 @@ class Lab:
         if self._froze:
             gc.unfreeze()
             self._froze = False
-        self._aio_loop: Any = None
-        self._aio_starting: trio.Event | None = None
 
     def add_host(
         self,
