@@ -44,6 +44,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_IPXIP4,
 )
+from netstack.core.inet_ecn import IP_ECN_decapsulate
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -54,7 +55,6 @@ from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
 from netstack.sites import TIMED, kernel, spend
-from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
     IPTUNNEL_ERR_TIMEO_S,
     SIOCADDTUNNEL,
@@ -67,6 +67,7 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_create,
     ip_tunnel_ctl,
     ip_tunnel_dellink,
+    ip_tunnel_ecn_encap,
     ip_tunnel_err_note,
     ip_tunnel_init,
     ip_tunnel_init_net,
