@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import netif_rx
+from netstack.core.dev import dev_loopback_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -255,26 +255,13 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Broadcast/multicast output: loop a copy back to this host. Kernel: ip_mc_output()."""
     rt: Any = skb.dst
     assert rt is not None
+    skb.protocol = ETH_P_IP
     if rt.rt_flags & RTCF_BROADCAST:
         ipv4.ipext.OutBcastPkts += 1
         copy = skb.clone()
         copy.dst = rt.hold()
         dev_loopback_xmit(copy, rt.dev)
     return ip_output(ipv4, skb)
-
-
-@kernel("dev_loopback_xmit")
-def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
-    """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
-    skb.make_writable()
-    skb.data = skb.network_header
-    skb.mac_header = skb.data
-    skb.pkt_type = 5  # PACKET_LOOPBACK
-    skb.dev = dev
-    if skb.ip_summed == CHECKSUM_PARTIAL:
-        skb.ip_summed = 1  # CHECKSUM_UNNECESSARY
-    skb.protocol = ETH_P_IP
-    netif_rx(skb)
 
 
 @kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")

@@ -29,12 +29,10 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import netif_rx
+from netstack.core.dev import dev_loopback_xmit
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_PARTIAL,
-    CHECKSUM_UNNECESSARY,
-    PACKET_LOOPBACK,
     DropReason,
     SkBuff,
     consume_skb,
@@ -343,23 +341,6 @@ def _fail_toobig(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
     ipv6.ip6_mib.FragFails += 1
     kfree_skb(skb, DropReason.PKT_TOO_BIG)
     return -EMSGSIZE
-
-
-@kernel("dev_loopback_xmit")
-def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
-    """Deliver a copy of an outgoing multicast locally.
-
-    Kernel: dev_loopback_xmit().
-    """
-    skb.make_writable()
-    skb.data = skb.network_header
-    skb.mac_header = skb.data
-    skb.pkt_type = PACKET_LOOPBACK
-    skb.dev = dev
-    if skb.ip_summed == CHECKSUM_PARTIAL:
-        skb.ip_summed = CHECKSUM_UNNECESSARY
-    skb.protocol = ETH_P_IPV6
-    netif_rx(skb)
 
 
 @kernel("net/ipv6/ip6_output.c", "ip6_finish_output2")
