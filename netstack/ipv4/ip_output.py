@@ -102,7 +102,11 @@ class IpIdents:
 def ip_select_ident(
     ipv4: Ipv4, buf: bytearray, off: int, sk: Sock | None, ignore_df: bool, segs: int = 1
 ) -> None:
-    """Write the IP ID of the header at *off*. Kernel: ip_select_ident_segs()."""
+    """Write the IP ID of the header at *off*.
+
+    Twin: netstack.ipv6.ip6_output.ipv6_select_ident.
+    Kernel: ip_select_ident_segs().
+    """
     if sk is not None and sk.inet_daddr:
         ident = sk.inet_id & 0xFFFF
         sk.inet_id = (sk.inet_id + segs) & 0xFFFF
@@ -155,6 +159,7 @@ def ip_make_skb(
     it. Headroom is ``LL_RESERVED_SPACE`` of the output device. *rt*'s
     reference passes to the skb.
 
+    Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
     if TIMED:
@@ -222,6 +227,7 @@ def ip_make_skb(
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    Twin: netstack.ipv6.ip6_output.ip6_local_out.
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
     """
     if TIMED:
@@ -239,7 +245,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/ip_output.c", "ip_output")
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
-    """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    """``dst.output`` of unicast routes.
+
+    Twin: netstack.ipv6.ip6_output.ip6_output.
+    Kernel: net/ipv4/ip_output.c, ip_output().
+    """
     if TIMED:
         spend("ip_output")
     dst: Any = skb.dst
@@ -268,6 +278,7 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output.
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
     """
     if TIMED:
@@ -327,6 +338,7 @@ def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
 def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Cut *skb* into fragments of at most *mtu* bytes and send each.
 
+    Twin: netstack.ipv6.ip6_output.ip6_fragment.
     Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
     """
     if TIMED:
@@ -399,6 +411,7 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output2.
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().
     """
     if TIMED:

@@ -136,6 +136,7 @@ def format_ratemask(mask: int) -> str:
 def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
     """True if *icmp_type* is not rate limited.
 
+    Twin: netstack.ipv4.icmp.icmpv4_mask_allow.
     Kernel: icmpv6_mask_allow().
     """
     if icmp_type > ICMPV6_MSG_MAX:
@@ -147,6 +148,7 @@ def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
 def icmp_global_allow(ipv6: Ipv6) -> bool:
     """The token bucket of ``net.ipv4.icmp_msgs_per_sec``/``burst``.
 
+    Twin: netstack.ipv4.icmp.icmp_global_allow.
     Kernel: icmp_global_allow().
     """
     if ipv6.icmp_global_credit > 0:
@@ -189,6 +191,7 @@ def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
 def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
     """Per-destination token bucket.
 
+    Twin: netstack.ipv4.icmp.inet_peer_xrlim_allow.
     Kernel: inet_peer_xrlim_allow().
     """
     peer = ipv6.peers.inet_getpeer(daddr)  # inet_getpeer_v6()
@@ -209,6 +212,7 @@ def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
 def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
     """The per-destination limit; wider routes get more.
 
+    Twin: netstack.ipv4.icmp.icmpv4_xrlim_allow.
     Kernel: icmpv6_xrlim_allow().
     """
     if not apply_ratelimit:
@@ -339,6 +343,7 @@ def _is_ineligible(skb: SkBuff) -> bool:
 def icmp6_send(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
     """Send an ICMPv6 error about *skb* to its source (the skb is not consumed).
 
+    Twin: netstack.ipv4.icmp.icmp_send.
     Kernel: net/ipv6/icmp.c, icmp6_send().
     """
     nh = skb.network_header
@@ -441,6 +446,7 @@ def _csum_ok(skb: SkBuff) -> bool:
 def icmpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Receive an ICMPv6 message.
 
+    Twin: netstack.ipv4.icmp.icmp_rcv.
     Kernel: net/ipv6/icmp.c, icmpv6_rcv().
     """
     mib = ipv6.icmp6_mib

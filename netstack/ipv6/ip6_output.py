@@ -100,6 +100,7 @@ def ip6_dst_hoplimit(rt: Any) -> int:
 def ipv6_select_ident(ipv6: Ipv6) -> int:
     """A fragment identification: random, never 0.
 
+    Twin: netstack.ipv4.ip_output.ip_select_ident.
     Kernel: ipv6_select_ident().
     """
     rng = ipv6.net.rng
@@ -136,6 +137,7 @@ def ip6_make_skb(
     ``fl6_icmp_type``/``code`` share the destination port's bytes);
     *autoflowlabel* is the socket's ``IPV6_AUTOFLOWLABEL`` (-1: not set).
 
+    Twin: netstack.ipv4.ip_output.ip_make_skb.
     Kernel: net/ipv6/ip6_output.c, ip6_make_skb() / __ip6_make_skb().
     """
     dev = rt.dev
@@ -171,6 +173,7 @@ def ip6_make_skb(
 def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    Twin: netstack.ipv4.ip_output.ip_local_out.
     Kernel: net/ipv6/output_core.c, ip6_local_out() / __ip6_local_out().
     """
     nh = skb.network_header
@@ -189,6 +192,7 @@ def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
 def ip6_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.output`` of IPv6 routes.
 
+    Twin: netstack.ipv4.ip_output.ip_output.
     Kernel: net/ipv6/ip6_output.c, ip6_output().
     """
     rt: Any = skb.dst
@@ -220,6 +224,7 @@ def ip6_skb_dst_mtu(skb: SkBuff) -> int:
 def ip6_finish_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """Fragment when bigger than the path MTU.
 
+    Twin: netstack.ipv4.ip_output.ip_finish_output.
     Kernel: __ip6_finish_output().
     """
     if not skb.gso_size and skb.tail - skb.data > ip6_skb_dst_mtu(skb):
@@ -269,6 +274,7 @@ def ip6_find_1stfragopt(buf: bytearray, nh: int, end: int) -> tuple[int, int]:
 def ip6_fragment(ipv6: Ipv6, skb: SkBuff) -> int:
     """Refuse (Packet Too Big) or cut into fragments.
 
+    Twin: netstack.ipv4.ip_output.ip_do_fragment.
     Kernel: ip6_fragment().
     """
     mib = ipv6.ip6_mib
@@ -347,6 +353,7 @@ def _fail_toobig(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
 def ip6_finish_output2(ipv6: Ipv6, skb: SkBuff) -> int:
     """Multicast loopback, the first hop's neighbour, transmit.
 
+    Twin: netstack.ipv4.ip_output.ip_finish_output2.
     Kernel: net/ipv6/ip6_output.c, ip6_finish_output2().
     """
     rt: Any = skb.dst
