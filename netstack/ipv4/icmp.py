@@ -13,7 +13,7 @@ Theory of operation::
       (icmp_ratelimit tokens, burst of 6) for the types in icmp_ratemask,
       frag-needed exempt; quotes as much of the datagram as fits in 576 bytes
 
-Kernel: net/ipv4/icmp.c, net/ipv4/inetpeer.c (inet_peer_xrlim_allow).
+Kernel: net/ipv4/icmp.c (the per-destination bucket, inet_peer_xrlim_allow, is core.inetpeer's).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.inetpeer import inet_peer_xrlim_allow
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
 
 __all__ = ["icmp_rcv", "icmp_send"]
 
-XRLIM_BURST_FACTOR: Final = 6
 IPTOS_PREC_INTERNETCONTROL: Final = 0xC0
 INADDR_DUMMY: Final = 0xC0000008  # 192.0.0.8 (RFC 7600)
 _I: Final = struct.Struct("!I")
@@ -123,27 +123,6 @@ def icmp_global_consume(ipv4: Ipv4) -> None:
         ipv4.icmp_global_credit -= ncredits
 
 
-@kernel("inet_peer_xrlim_allow")
-def inet_peer_xrlim_allow(ipv4: Ipv4, daddr: int, timeout: int) -> bool:
-    """Per-destination token bucket.
-
-    Twin: netstack.ipv6.icmp.inet_peer_xrlim_allow.
-    Kernel: inet_peer_xrlim_allow().
-    """
-    peer = ipv4.inet_getpeer(daddr)
-    now = ipv4.net.clock.jiffies
-    token = peer.rate_tokens + now - peer.rate_last
-    peer.rate_last = now
-    if token > XRLIM_BURST_FACTOR * timeout:
-        token = XRLIM_BURST_FACTOR * timeout
-    rc = False
-    if token >= timeout:
-        token -= timeout
-        rc = True
-    peer.rate_tokens = token
-    return rc
-
-
 @kernel("icmpv4_xrlim_allow")
 def icmpv4_xrlim_allow(ipv4: Ipv4, rt: Rtable, daddr: int, apply_ratelimit: bool) -> bool:
     """Kernel: icmpv4_xrlim_allow().
@@ -155,7 +134,7 @@ def icmpv4_xrlim_allow(ipv4: Ipv4, rt: Rtable, daddr: int, apply_ratelimit: bool
     timeout = ipv4.net.clock.msecs_to_jiffies(ipv4.icmp_ratelimit)
     rc = True
     if timeout and not (rt.dev is not None and rt.dev.flags & IFF_LOOPBACK):
-        rc = inet_peer_xrlim_allow(ipv4, daddr, timeout)
+        rc = inet_peer_xrlim_allow(ipv4.inet_getpeer(daddr), timeout, ipv4.net.clock.jiffies)
     if not rc:
         ipv4.icmp_mib.OutRateLimitHost += 1
     else:
