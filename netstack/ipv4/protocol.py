@@ -37,7 +37,7 @@ from netstack.core.inetpeer import InetPeerBase, inet_peer_params
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
-from netstack.core.snmp import MibSnapshot
+from netstack.core.snmp import MibSnapshot, UdpMib
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.errors import ConfigError
 from netstack.gro.core import NetOffload
@@ -52,7 +52,7 @@ from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
-from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, UdpMib
+from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP

@@ -20,12 +20,10 @@ __all__ = [
     "ICMP_FIELDS",
     "IPEXT_FIELDS",
     "IP_FIELDS",
-    "UDP_FIELDS",
     "IcmpMib",
     "IcmpMsgMib",
     "IpExtMib",
     "IpMib",
-    "UdpMib",
 ]
 
 IP_FIELDS: Final = (
@@ -100,17 +98,6 @@ ICMP_FIELDS: Final = (
     "OutTimestampReps",
     "OutAddrMasks",
     "OutAddrMaskReps",
-)
-UDP_FIELDS: Final = (
-    "InDatagrams",
-    "NoPorts",
-    "InErrors",
-    "OutDatagrams",
-    "RcvbufErrors",
-    "SndbufErrors",
-    "InCsumErrors",
-    "IgnoredMulti",
-    "MemErrors",
 )
 # ICMP type -> (In counter, Out counter) (net/ipv4/icmp.c icmp_pointers / snmp.h)
 ICMP_TYPE_COUNTERS: Final = {
@@ -214,22 +201,6 @@ class IcmpMib(Mib):
     OutTimestampReps: int
     OutAddrMasks: int
     OutAddrMaskReps: int
-
-
-class UdpMib(Mib):
-    """The ``Udp:`` lines of /proc/net/snmp."""
-
-    __slots__ = UDP_FIELDS
-    NAME = "Udp"
-    InDatagrams: int
-    NoPorts: int
-    InErrors: int
-    OutDatagrams: int
-    RcvbufErrors: int
-    SndbufErrors: int
-    InCsumErrors: int
-    IgnoredMulti: int
-    MemErrors: int
 
 
 class IcmpMsgMib:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
-from netstack.core.inetpeer import InetPeerBase
+from netstack.core.inetpeer import InetPeerBase, inet_peer_xrlim_allow
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -245,7 +245,10 @@ class Ipv6:
         _icmp.icmpv6_param_prob(self, skb, code, pos)
 
     def inet_peer_xrlim_allow(self, daddr: int, timeout: int) -> bool:
-        return _icmp.inet_peer_xrlim_allow(self, daddr, timeout)
+        """The peer of *daddr* (``inet_getpeer_v6``) through the shared token bucket."""
+        return inet_peer_xrlim_allow(
+            self.peers.inet_getpeer(daddr), timeout, self.net.clock.jiffies
+        )
 
     def ip6_route_output(self, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info:
         """A held route for a locally generated flow (the null entry if none)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-from netstack.core.snmp import Mib
+from netstack.core.snmp import UDP_FIELDS, Mib, UdpMib
 from netstack.sites import kernel
 
 __all__ = [
@@ -74,17 +74,7 @@ ICMP6_FIELDS: Final = (
     "InCsumErrors",
     "OutRateLimitHost",
 )
-UDP6_FIELDS: Final = (
-    "InDatagrams",
-    "NoPorts",
-    "InErrors",
-    "OutDatagrams",
-    "RcvbufErrors",
-    "SndbufErrors",
-    "InCsumErrors",
-    "IgnoredMulti",
-    "MemErrors",
-)
+UDP6_FIELDS: Final = UDP_FIELDS  # struct udp_mib, as IPv4's
 # icmp6type2name[] (net/ipv6/proc.c): the types printed by name
 ICMP6_TYPE_NAMES: Final = {
     1: "DestUnreachs",
@@ -158,20 +148,11 @@ class Icmp6Mib(Mib):
     OutRateLimitHost: int
 
 
-class Udp6Mib(Mib):
-    """The ``Udp6`` lines of /proc/net/snmp6."""
+class Udp6Mib(UdpMib):
+    """The ``Udp6`` lines of /proc/net/snmp6: ``struct udp_mib`` under IPv6's name."""
 
-    __slots__ = UDP6_FIELDS
+    __slots__ = ()
     NAME = "Udp6"
-    InDatagrams: int
-    NoPorts: int
-    InErrors: int
-    OutDatagrams: int
-    RcvbufErrors: int
-    SndbufErrors: int
-    InCsumErrors: int
-    IgnoredMulti: int
-    MemErrors: int
 
 
 class Icmp6MsgMib:

@@ -30,9 +30,11 @@ from netstack.ipv6.constants import (
     RT_TABLE_MAIN,
     RTF_CACHE,
     RTF_EXPIRES,
+    RTN_UNICAST,
     RTNH_F_DEAD,
     RTNH_F_LINKDOWN,
     RTNH_F_ONLINK,
+    RTPROT_BOOT,
     rt_scope,
 )
 from netstack.ipv6.route import (
@@ -55,6 +57,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     inet6_addr_match,
     ipv6_or_error,
     rtnl_error,
+    rtnl_rtntype_n2a,
     rtnl_rtprot_n2a,
     rtnl_rtscope_n2a,
     rtnl_rttable_n2a,
@@ -79,22 +82,6 @@ __all__ = [
     "print_addrinfo6",
 ]
 
-# ip/iproute.c: RTN_* names as rtnl_rtntype_n2a prints them
-_RTN_NAMES: Final = {
-    0: "none",
-    1: "unicast",
-    2: "local",
-    3: "broadcast",
-    4: "anycast",
-    5: "multicast",
-    6: "blackhole",
-    7: "unreachable",
-    8: "prohibit",
-    9: "throw",
-    10: "nat",
-}
-RTN_UNICAST: Final = 1
-RTPROT_BOOT: Final = 3
 
 # iproute2's ifa_flag_data order (v6 flags; "secondary" is "temporary" for IPv6)
 _IFA_FLAGS: Final = (
@@ -313,7 +300,7 @@ def print_route6(
         return ""
     o: list[str] = []
     if f.type != RTN_UNICAST or opts.details:
-        o.append(f"{_RTN_NAMES.get(f.type, str(f.type))} ")
+        o.append(f"{rtnl_rtntype_n2a(f.type)} ")
     if get_dst is not None:
         o.append(f"{ntoa6(get_dst)} ")
         o.append(f"from {ntoa6(get_src or 0)} ")
@@ -368,7 +355,7 @@ def _route6_json(
     """One IPv6 route under ``-j``: print_route()'s members, in its order."""
     obj: dict[str, Any] = {}
     if f.type != RTN_UNICAST or opts.details:
-        obj["type"] = _RTN_NAMES.get(f.type, str(f.type))
+        obj["type"] = rtnl_rtntype_n2a(f.type)
     if get_dst is not None:
         obj["dst"] = ntoa6(get_dst)
         obj["from"] = ntoa6(get_src or 0)

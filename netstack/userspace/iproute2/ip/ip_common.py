@@ -33,6 +33,7 @@ import attrs
 
 from netstack.errors import ConfigError
 from netstack.ipv4 import Ipv4
+from netstack.ipv4.constants import RTN_NAMES
 from netstack.ipv6 import Ipv6
 from netstack.wire.ipv6 import ntoa as ntoa6
 
@@ -95,6 +96,7 @@ __all__ = [
     "rtnl_error",
     "rtnl_group_a2n",
     "rtnl_group_n2a",
+    "rtnl_rtntype_n2a",
     "rtnl_rtprot_a2n",
     "rtnl_rtprot_n2a",
     "rtnl_rtscope_a2n",
@@ -756,6 +758,13 @@ def rtnl_rttable_a2n(arg: str) -> int | None:
 def rtnl_rttable_n2a(table: int) -> str:
     """iproute2: lib/rt_names.c, rtnl_rttable_n2a()."""
     return RT_TABLES.get(table, str(table))
+
+
+def rtnl_rtntype_n2a(rtype: int) -> str:
+    """iproute2: lib/rt_names.c, rtnl_rtntype_n2a()."""
+    if rtype == 0:  # RTN_UNSPEC
+        return "none"
+    return RTN_NAMES[rtype] if 0 <= rtype < len(RTN_NAMES) else str(rtype)
 
 
 def rtnl_rtprot_a2n(arg: str) -> int | None:

@@ -62,7 +62,6 @@ from netstack.ipv4.constants import (
     RTN_BROADCAST,
     RTN_LOCAL,
     RTN_MULTICAST,
-    RTN_NAMES,
     RTN_NAT,
     RTN_PROHIBIT,
     RTN_THROW,
@@ -106,6 +105,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     ntoa,
     read_family,
     rtnl_error,
+    rtnl_rtntype_n2a,
     rtnl_rtprot_a2n,
     rtnl_rtprot_n2a,
     rtnl_rtscope_a2n,
@@ -292,13 +292,6 @@ def rtnl_rtntype_a2n(arg: str) -> int | None:
     if end == 0 or end != len(arg) or value > 255:
         return None
     return value
-
-
-def rtnl_rtntype_n2a(rtype: int) -> str:
-    """iproute2: lib/rt_names.c, rtnl_rtntype_n2a()."""
-    if rtype == RTN_UNSPEC:
-        return "none"
-    return RTN_NAMES[rtype] if 0 <= rtype < len(RTN_NAMES) else str(rtype)
 
 
 def rtnl_dsfield_a2n(arg: str) -> int | None:
