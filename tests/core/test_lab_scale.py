@@ -4,6 +4,7 @@ collector paused while a lab is built (issue 18)."""
 from __future__ import annotations
 
 import gc
+import shlex
 
 import pytest
 import trio
@@ -13,6 +14,7 @@ import trio.testing
 import netstack
 from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
+from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
 class Box:
@@ -119,3 +121,24 @@ async def test_a_failed_build_resumes_the_collector(
     with pytest.raises(netstack.TopologyError):
         await build_twice()
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "addr add 10.0.0.1/24 dev eth0",
+        "  link  set p0 master br0 ",
+        "",
+        'link set eth0 alias "my uplink"',
+        "link set eth0 alias it\\'s",
+        "route add default via 10.0.0.254\tdev eth0",
+        "link add dev é type dummy",
+    ],
+)
+def test_split_words_splits_as_shlex(line: str) -> None:
+    assert split_words(line) == shlex.split(line)
+
+
+def test_split_words_unterminated_quote() -> None:
+    with pytest.raises(ValueError, match="No closing quotation"):
+        split_words('link set eth0 alias "open')

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import json
-import shlex
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -83,7 +82,7 @@ from netstack.core.rtnetlink import (
     rtnl_fdb_dump,
 )
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip.ip_common import get_unsigned
+from netstack.userspace.iproute2.ip.ip_common import get_unsigned, split_words
 from netstack.userspace.iproute2.ip.ip_link import link_attrs, name_and_link, print_link_flags
 from netstack.wire.ipv4 import aton, ntoa
 
@@ -950,7 +949,7 @@ def bridge(net: Net, command: str | list[str]) -> str:
     Raises:
         ConfigError: with the tool's message on bad input.
     """
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    argv = split_words(command) if isinstance(command, str) else list(command)
     opts = BridgeOptions()
     while argv and argv[0].startswith("-") and len(argv[0]) > 1:
         opt = argv.pop(0)
