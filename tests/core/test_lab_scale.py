@@ -142,3 +142,24 @@ def test_split_words_splits_as_shlex(line: str) -> None:
 def test_split_words_unterminated_quote() -> None:
     with pytest.raises(ValueError, match="No closing quotation"):
         split_words('link set eth0 alias "open')
+
+
+def test_devconf_copies_every_field() -> None:
+    from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf
+    from netstack.ipv6.addrconf import DEVCONF6, DevConf6
+
+    src4, src6 = DevConf(), DevConf6(is_all=True)
+    for i, f in enumerate(DEVCONF_FIELDS):
+        setattr(src4, f, 1000 + i)
+    for i, f in enumerate((*DEVCONF6, "mtu6")):
+        setattr(src6, f, 2000 + i)
+    c4, c6 = DevConf(src4), DevConf6(src6)
+    assert [getattr(c4, f) for f in DEVCONF_FIELDS] == [getattr(src4, f) for f in DEVCONF_FIELDS]
+    assert [getattr(c6, f) for f in (*DEVCONF6, "mtu6")] == list(range(2000, 2001 + len(DEVCONF6)))
+
+
+def test_attr_copier_refuses_what_is_not_a_name() -> None:
+    from netstack.core.slotcopy import attr_copier
+
+    with pytest.raises(ValueError, match="not attribute names"):
+        attr_copier(["a", "b; import os"])
