@@ -322,3 +322,15 @@ async def test_vlan_router_on_a_stick(autojump_clock: trio.testing.MockClock) ->
     r: dict[str, Any] = await load("vlan_router_on_a_stick").main()
     assert r["ping"].received == 2
     assert r["tags"] == [10, 20]
+
+
+async def test_datacentre_fabric(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("datacentre_fabric").main()
+    assert (r["hosts"], r["answered"]) == (16, 20)  # 16 neighbours + 4 across leaves
+    assert r["pings"]["h0", "h4"].replies[0].ttl == 61  # leaf, spine, leaf
+    assert r["pings"]["h0", "h1"].replies[0].ttl == 64  # through the leaf's bridge
+    # leaf n's default route is spine n % 2: each spine carries one way of two pairs
+    assert r["spines"] == {"spine0": 4, "spine1": 4}
+    assert "20 of 20 pings answered" in capsys.readouterr().out

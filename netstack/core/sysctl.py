@@ -100,14 +100,15 @@ class SysctlTable:
     def __init__(self) -> None:
         self._entries: dict[str, SysctlEntry | IntEntry] = {}
         #: prefix ("net.ipv4.conf.eth0.") -> the registrations deferred under it
-        self._lazy: dict[str, list[Callable[[], None]]] = {}
+        self._lazy: dict[str, list[tuple[Callable[..., None], Any, Any]]] = {}
 
     def register_lazy(
         self, prefix: str, register: Callable[P, None], *args: P.args, **kwargs: P.kwargs
     ) -> None:
         """Run ``register(*args, **kwargs)`` (which registers entries, all under
         *prefix*, a name ending in ".") only when a name under *prefix* is first used."""
-        self._lazy.setdefault(prefix, []).append(lambda: register(*args, **kwargs))
+        # a tuple, not a closure: a host defers a few dozen of these
+        self._lazy.setdefault(prefix, []).append((register, args, kwargs or None))
 
     def _materialise(self, key: str, want: str | None = None) -> None:
         """Run the deferred registrations whose prefix *key* lies under, or that lie
@@ -117,8 +118,8 @@ class SysctlTable:
             matching = [p for p in self._lazy if key.startswith(p) or p.startswith(key)]
             if not matching:
                 return
-            for register in self._lazy.pop(max(matching, key=len)):
-                register()
+            for register, args, kwargs in self._lazy.pop(max(matching, key=len)):
+                register(*args, **(kwargs or {}))
             if want is not None and want in self._entries:
                 return
 

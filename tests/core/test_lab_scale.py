@@ -4,6 +4,7 @@ collector paused while a lab is built (issue 18)."""
 from __future__ import annotations
 
 import gc
+import shlex
 
 import pytest
 import trio
@@ -13,6 +14,7 @@ import trio.testing
 import netstack
 from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
+from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
 class Box:
@@ -119,3 +121,45 @@ async def test_a_failed_build_resumes_the_collector(
     with pytest.raises(netstack.TopologyError):
         await build_twice()
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "addr add 10.0.0.1/24 dev eth0",
+        "  link  set p0 master br0 ",
+        "",
+        'link set eth0 alias "my uplink"',
+        "link set eth0 alias it\\'s",
+        "route add default via 10.0.0.254\tdev eth0",
+        "link add dev é type dummy",
+    ],
+)
+def test_split_words_splits_as_shlex(line: str) -> None:
+    assert split_words(line) == shlex.split(line)
+
+
+def test_split_words_unterminated_quote() -> None:
+    with pytest.raises(ValueError, match="No closing quotation"):
+        split_words('link set eth0 alias "open')
+
+
+def test_devconf_copies_every_field() -> None:
+    from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf
+    from netstack.ipv6.addrconf import DEVCONF6, DevConf6
+
+    src4, src6 = DevConf(), DevConf6(is_all=True)
+    for i, f in enumerate(DEVCONF_FIELDS):
+        setattr(src4, f, 1000 + i)
+    for i, f in enumerate((*DEVCONF6, "mtu6")):
+        setattr(src6, f, 2000 + i)
+    c4, c6 = DevConf(src4), DevConf6(src6)
+    assert [getattr(c4, f) for f in DEVCONF_FIELDS] == [getattr(src4, f) for f in DEVCONF_FIELDS]
+    assert [getattr(c6, f) for f in (*DEVCONF6, "mtu6")] == list(range(2000, 2001 + len(DEVCONF6)))
+
+
+def test_attr_copier_refuses_what_is_not_a_name() -> None:
+    from netstack.core.slotcopy import attr_copier
+
+    with pytest.raises(ValueError, match="not attribute names"):
+        attr_copier(["a", "b; import os"])

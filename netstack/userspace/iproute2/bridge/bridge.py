@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import json
-import shlex
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.bridge.br_netlink import BridgePortOpts, br_setport
@@ -81,7 +80,7 @@ from netstack.core.rtnetlink import (
     rtnl_fdb_dump,
 )
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip.ip_common import get_unsigned, matches
+from netstack.userspace.iproute2.ip.ip_common import get_unsigned, matches, split_words
 from netstack.userspace.iproute2.ip.ip_link import link_attrs, name_and_link, print_link_flags
 from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.ipv4 import aton, ntoa
@@ -930,7 +929,7 @@ def bridge(net: Net, command: str | list[str]) -> str:
     Raises:
         ConfigError: with the tool's message on bad input.
     """
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    argv = split_words(command) if isinstance(command, str) else list(command)
     opts = Iproute2Options()
     while argv and argv[0].startswith("-") and len(argv[0]) > 1:
         opt = argv.pop(0)

@@ -47,6 +47,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     invarg,
     matches,
     read_family,
+    split_words,
 )
 from netstack.userspace.iproute2.ip.ip_json import jsonw
 from netstack.userspace.iproute2.ip.ip_link import do_iplink
@@ -255,7 +256,7 @@ def ip_run(net: Net, command: str) -> tuple[str, str]:
             iproute2) prints on stderr, and the errno where one applies.
     """
     try:
-        argv = shlex.split(command)
+        argv = split_words(command)
     except ValueError as e:
         raise ConfigError(f"ip: cannot parse command line: {e}", errno.EINVAL) from None
     args = Args(argv)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, NoReturn
@@ -234,6 +235,24 @@ class Args:
     def rest(self) -> list[str]:
         """What is left."""
         return self.argv[self.i :]
+
+
+def split_words(command: str) -> list[str]:
+    """The words of a command line, as a POSIX shell splits them (``shlex.split``).
+
+    A line of printable ASCII without quotes or backslashes splits on its
+    spaces, which is what shlex does with it, ten times faster (a large lab is
+    built through thousands of ``ip`` commands).
+
+    Raises:
+        ValueError: an unterminated quote (shlex's).
+    """
+    if command.isascii() and command.isprintable() and not _QUOTING.intersection(command):
+        return command.split()
+    return shlex.split(command)
+
+
+_QUOTING: Final = frozenset("'\"\\")
 
 
 def matches(prefix: str, word: str) -> bool:

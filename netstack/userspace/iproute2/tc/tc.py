@@ -20,7 +20,7 @@ import shlex
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip.ip_common import matches
+from netstack.userspace.iproute2.ip.ip_common import matches, split_words
 from netstack.userspace.iproute2.tc.q_fifo import FifoUtil, NoqueueUtil, PfifoFastUtil
 from netstack.userspace.iproute2.tc.q_fq_codel import FqCodelUtil
 from netstack.userspace.iproute2.tc.q_netem import NetemUtil
@@ -103,7 +103,7 @@ def tc(net: Net, command: str) -> str:
     iproute2: tc/tc.c, main() / do_cmd().
     """
     try:
-        argv = shlex.split(command)
+        argv = split_words(command)
     except ValueError as e:
         raise ConfigError(f"tc: cannot parse command line: {e}", errno.EINVAL) from None
     o = Iproute2Options()
