@@ -134,6 +134,8 @@ def check_reply(reply: bytes) -> None:
     eth = dpkt.ethernet.Ethernet(reply)
     if eth.type == 0x0806:
         return
+    if eth.type == 0x86DD:  # eth0's own IPv6 bring-up: MLDv2 reports, DAD, RS
+        return
     ip = eth.data
     assert isinstance(ip, dpkt.ip.IP), reply.hex()
     raw = bytes(ip)
