@@ -26,7 +26,7 @@ from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import tcp_set_congestion_control
-from netstack.tcp.input import tcp_rcv_space_adjust
+from netstack.tcp.input import sk_stream_is_writeable, sk_stream_memory_free, tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,
@@ -216,16 +216,10 @@ def tcp_writable(sk: TcpSock) -> bool:
         return False
     if sk.state == TCP_CLOSE:
         return True
-    return sk_stream_memory_free(sk)
-
-
-@kernel("include/net/sock.h", "sk_stream_memory_free")
-def sk_stream_memory_free(sk: TcpSock) -> bool:
-    """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
-    if sk.sk_wmem_queued >= sk.sk_sndbuf:
-        return False
-    notsent = (sk.write_seq - sk.snd_nxt) & M32
-    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
+    if sk_stream_is_writeable(sk):
+        return True
+    sk.sk_socket_nospace = True  # a poller waits: tcp_check_space wakes it
+    return False
 
 
 # -- send ------------------------------------------------------------------------------------------
