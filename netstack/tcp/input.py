@@ -52,7 +52,6 @@ from netstack.tcp.output import (
     tcp_send_ack,
     tcp_send_delayed_ack,
     tcp_send_synack,
-    tcp_set_skb_tso_segs,
     tcp_snd_wnd_test,
     tcp_space,
     tcp_sync_mss,
@@ -1253,9 +1252,13 @@ def tcp_simple_retransmit(sk: TcpSock) -> None:
     """
     mss = tcp_current_mss(sk)
     for skb in sk.rtx_queue:
-        if skb.tail - skb.data > mss:
+        tcb: TcpSkbCb = skb.cb
+        # tcp_skb_seglen(): a GSO skb's segments are gso_size long. Its segment
+        # count stays until __tcp_retransmit_skb re-cuts it (tcp_adjust_pcount),
+        # so that lost_out and packets_out keep counting the same segments.
+        seglen = skb.tail - skb.data if tcb.pcount == 1 else tcb.gso_size
+        if seglen > mss:
             tcp_mark_skb_lost(sk, skb)
-            tcp_set_skb_tso_segs(skb, mss)
     if not sk.lost_out:
         return
     if sk.icsk_ca_state != TCP_CA_Loss:
