@@ -1956,10 +1956,11 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     if not flags & TCPHDR_ACK:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
-    acceptable = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK) > 0
-    if not acceptable:
+    ret = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK)
+    if ret <= 0:
         if state == TCP_SYN_RECV:
             return DropReason.TCP_OLD_ACK  # "send one RST"
+    if ret < 0:  # an old ACK (0) is accepted during closing; an invalid one is not
         tcp_send_challenge_ack(sk)
         if after(tcb.ack_seq, sk.snd_nxt):
             kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
