@@ -40,6 +40,7 @@ from netstack.tcp.output import (
     tcp_send_active_reset,
     tcp_send_fin,
     tcp_send_mss,
+    tcp_slow_start_after_idle_check,
     tcp_stream_alloc_skb,
     tcp_write_queue_purge,
     tcp_write_xmit,
@@ -266,7 +267,8 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
                 break
             skb = tcp_stream_alloc_skb(sk, 0)
             skb.cb = TcpSkbCb(sk.write_seq, sk.write_seq, TCPHDR_ACK)
-            tcp_queue_skb(sk, skb)
+            tcp_queue_skb(sk, skb)  # tcp_skb_entail()
+            tcp_slow_start_after_idle_check(sk)
             copy = size_goal
         n = min(copy, total - copied)
         buf = skb.buf
