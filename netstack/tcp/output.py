@@ -712,6 +712,21 @@ def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
     sk.snd_cwnd_used = 0
 
 
+@kernel("include/net/tcp.h", "tcp_slow_start_after_idle_check")
+def tcp_slow_start_after_idle_check(sk: TcpSock) -> None:
+    """A write after an idle period (nothing in flight for more than an RTO)
+    restarts the congestion window (RFC 2861; tcp_slow_start_after_idle).
+
+    Kernel: include/net/tcp.h, tcp_slow_start_after_idle_check() (from
+    tcp_skb_entail; no congestion control here has its own cong_control).
+    """
+    if not sk.tcp.sysctl_tcp_slow_start_after_idle or sk.packets_out:
+        return
+    delta = sk.net.clock.jiffies - sk.lsndtime
+    if delta > sk.icsk_rto:
+        tcp_cwnd_restart(sk, delta)
+
+
 @kernel("net/ipv4/tcp_output.c", "tcp_event_new_data_sent")
 def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
     """A new segment went out: move it to the retransmit queue, arm the RTO.
