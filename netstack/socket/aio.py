@@ -435,7 +435,11 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
         with scope:
             sock = self._sock
             while not sock.closed:
-                await sock.wait_readable()
+                try:
+                    await sock.wait_readable()
+                except OSError as exc:  # closed under the transport (EBADF)
+                    self._fatal_error(exc, "Fatal read error on socket transport")
+                    return
                 self._read_ready()
 
     def _read_ready(self) -> None:
@@ -453,7 +457,11 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
     async def _write_loop(self) -> None:
         try:
             while self.get_write_buffer_size() and not self._sock.closed:
-                await self._sock.wait_writable()
+                try:
+                    await self._sock.wait_writable()
+                except OSError as exc:  # closed under the transport (EBADF)
+                    self._fatal_error(exc, "Fatal write error on socket transport")
+                    return
                 self._write_ready()
         finally:
             self._writing = False

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import ssl
+from pathlib import Path
 
 import pytest
 import trio
 import trio_asyncio  # type: ignore[import-untyped]
-from adapters.apps import lab_pair
+from adapters.apps import lab_pair, self_signed_identity
 
 import netstack
 from netstack import Lab
@@ -363,6 +365,40 @@ async def test_timeout_across_a_partition(lab: Lab) -> None:
     assert await a.run_asyncio(client) == pytest.approx(5.0)
     assert a.nstat()["TcpExtTCPTimeouts"] == 2  # SYN retransmitted at 1 s and 3 s
     assert "TcpPassiveOpens" not in b.nstat()
+
+
+async def test_tls_streams(lab: Lab, tmp_path: Path) -> None:
+    """``ssl=`` on start_server/open_connection: asyncio's own SSLProtocol over a host
+    transport, TLS 1.3 on the wire."""
+    from cryptography.hazmat.primitives import serialization
+
+    cert, key = self_signed_identity()
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    client_ctx = ssl.create_default_context(cafile=tmp_path / "cert.pem")
+    client_ctx.check_hostname = False  # the certificate names "b"; we dial an address
+    a, b = lab_pair(lab)
+    cap = a.capture("eth0")
+    await b.run_asyncio(asyncio.start_server, _echo_upper, None, 443, ssl=server_ctx)
+
+    async def client() -> tuple[bytes, object]:
+        reader, writer = await asyncio.open_connection("10.0.0.2", 443, ssl=client_ctx)
+        writer.write(b"secret")
+        data = await reader.read(100)
+        version = writer.get_extra_info("ssl_object").version()
+        writer.close()
+        return data, version
+
+    assert await a.run_asyncio(client) == (b"SECRET@b", "TLSv1.3")
+    assert not any(b"secret" in bytes(frame) for _, frame, _ in cap.frames)
 
 
 async def test_open_loop_flavour(lab: Lab) -> None:
