@@ -28,6 +28,9 @@ selector loop implements and ``BaseEventLoop`` builds everything else on:
   water marks, ``connection_lost``);
 * ``_start_serving``/``_stop_serving`` run an accept loop per listening
   socket and hand each connection to ``BaseEventLoop._accept_connection2``.
+* ``add_reader``/``add_writer`` on a host socket (the object, or the number
+  of one the loop has seen) wait on the stack's wake-ups instead of the
+  descriptor (trio-asyncio's own handler machinery, another wait function).
 
 So ``asyncio.open_connection``, ``asyncio.start_server``,
 ``loop.create_connection``/``create_server``/``create_datagram_endpoint``
@@ -58,7 +61,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import itertools
+import os
 import socket as _stdsocket
 import sys
 import weakref
@@ -72,7 +77,7 @@ import trio_asyncio  # type: ignore[import-untyped]
 from netstack.core.sock import SockWouldBlock
 from netstack.socket.context import current, current_host
 from netstack.socket.interpose import RealNetworkRefused
-from netstack.socket.stdlib import HostSocket
+from netstack.socket.stdlib import _FAKE_FD_BASE, HostSocket
 
 __all__ = [
     "HostDatagramTransport",
@@ -151,6 +156,51 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
             asyncio.BaseEventLoop.default_exception_handler(self, context)
             return
         super().default_exception_handler(context)
+
+    # -- add_reader/add_writer ---------------------------------------------------------------
+    def _host_fd(self, fd: Any) -> HostSocket | None:
+        """The host socket *fd* names (a socket object, or the number of one this loop
+        has seen), None for a descriptor of the real machine (a pipe, a file)."""
+        known: weakref.WeakValueDictionary[int, HostSocket] | None = self.__dict__.get(
+            "_netstack_fds"
+        )
+        if known is None:
+            known = self.__dict__["_netstack_fds"] = weakref.WeakValueDictionary()
+        if isinstance(fd, trsock.TransportSocket):
+            fd = fd._sock  # type: ignore[attr-defined]
+        if isinstance(fd, HostSocket):
+            known[fd.fileno()] = fd
+            return fd
+        if isinstance(fd, int) and fd >= _FAKE_FD_BASE:
+            hs = known.get(fd)
+            if hs is None:
+                raise OSError(
+                    errno.EBADF,
+                    f"{os.strerror(errno.EBADF)}: descriptor {fd} of an emulated host's "
+                    "socket this loop has not seen; pass the socket object",
+                )
+            return hs
+        return None
+
+    def _add_reader(self, fd: Any, callback: Callable[..., object], *args: Any) -> Any:
+        hs = self._host_fd(fd)
+        if hs is None:
+            return super()._add_reader(fd, callback, *args)
+
+        async def wait_readable(_fd: int) -> None:
+            await hs.wait_readable()
+
+        return self._add_io_handler(self._set_read_handle, wait_readable, fd, callback, args)
+
+    def _add_writer(self, fd: Any, callback: Callable[..., object], *args: Any) -> Any:
+        hs = self._host_fd(fd)
+        if hs is None:
+            return super()._add_writer(fd, callback, *args)
+
+        async def wait_writable(_fd: int) -> None:
+            await hs.wait_writable()
+
+        return self._add_io_handler(self._set_write_handle, wait_writable, fd, callback, args)
 
     # -- loop.sock_* -------------------------------------------------------------------------
     async def sock_recv(self, sock: Any, n: int) -> bytes:

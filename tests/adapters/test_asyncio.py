@@ -299,6 +299,51 @@ async def test_loop_sock_calls(lab: Lab) -> None:
     assert second == b"0123456789"  # recvfrom_into's 10-byte buffer truncated it
 
 
+async def test_add_reader_and_writer_on_a_host_socket(lab: Lab) -> None:
+    """Selector-style code: ``loop.add_reader(sock, cb)`` calls back while the host
+    socket is readable, ``remove_reader`` stops it; ``add_writer`` likewise."""
+    a, _ = lab_pair(lab)
+
+    async def main() -> list[bytes]:
+        loop = asyncio.get_running_loop()
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        rx.setblocking(False)
+        rx.bind(("", 9999))
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        tx.setblocking(False)
+        got: list[bytes] = []
+        done = loop.create_future()
+
+        def readable() -> None:
+            got.append(rx.recv(100))
+            if len(got) == 3:
+                assert loop.remove_reader(rx)
+                done.set_result(None)
+
+        def writable() -> None:
+            tx.sendto(b"dgram %d" % len(sent), ("10.0.0.1", 9999))
+            sent.append(1)
+            if len(sent) == 4:
+                assert loop.remove_writer(tx.fileno())  # its number works too, once seen
+
+        sent: list[int] = []
+        loop.add_reader(rx, readable)
+        loop.add_writer(tx, writable)
+        await done
+        await asyncio.sleep(1)
+        rx.close()
+        tx.close()
+        assert len(sent) == 4
+        with pytest.raises(OSError) as info:
+            loop.add_reader((1 << 30) + 12345, readable)  # a host-socket number never seen
+        assert info.value.errno == errno.EBADF
+        return got
+
+    assert await a.run_asyncio(main) == [b"dgram 0", b"dgram 1", b"dgram 2"]
+    # Linux counts InDatagrams when a datagram is read: the fourth never was
+    assert (a.snmp()["Udp"].OutDatagrams, a.snmp()["Udp"].InDatagrams) == (4, 3)
+
+
 async def test_getaddrinfo_and_errors(lab: Lab) -> None:
     a, _ = lab_pair(lab)
 
