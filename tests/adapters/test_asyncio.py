@@ -160,6 +160,44 @@ async def test_protocols_and_transports(lab: Lab) -> None:
     server.close()
 
 
+class _Buffered(asyncio.BufferedProtocol):
+    """Receives into its own 1000-byte buffer (asyncio's zero-copy protocol kind)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray(1000)
+        self.got = bytearray()
+        self.done = asyncio.get_running_loop().create_future()
+
+    def get_buffer(self, sizehint: int) -> bytearray:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        assert nbytes <= 1000
+        self.got += self.buffer[:nbytes]
+
+    def eof_received(self) -> bool:
+        self.done.set_result(bytes(self.got))
+        return False
+
+
+async def test_buffered_protocol(lab: Lab) -> None:
+    a, b = lab_pair(lab)
+
+    async def blast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(bytes(range(256)) * 100)
+        await writer.drain()
+        writer.close()
+
+    await b.run_asyncio(asyncio.start_server, blast, None, 9)
+
+    async def client() -> bytes:
+        loop = asyncio.get_running_loop()
+        _, proto = await loop.create_connection(_Buffered, "10.0.0.2", 9)
+        return await proto.done  # type: ignore[no-any-return]
+
+    assert await a.run_asyncio(client) == bytes(range(256)) * 100
+
+
 class _Echo(asyncio.DatagramProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.DatagramTransport)
