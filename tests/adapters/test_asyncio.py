@@ -530,3 +530,19 @@ def test_same_seed_same_pcap() -> None:
     assert len(runs[0]) > 20_000
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
+
+
+async def test_one_loop_per_lab(lab: Lab) -> None:
+    """Hosts started at the same instant share the lab's one asyncio loop, and each
+    task knows its host."""
+    a, b = lab_pair(lab)
+    seen: dict[str, tuple[int, str]] = {}
+
+    async def who(name: str) -> None:
+        seen[name] = (id(asyncio.get_running_loop()), socket.gethostname())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(a.run_asyncio, who, "a")
+        nursery.start_soon(b.run_asyncio, who, "b")
+    loop = await lab.asyncio_loop()
+    assert seen == {"a": (id(loop), "a"), "b": (id(loop), "b")}
