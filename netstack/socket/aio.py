@@ -49,8 +49,9 @@ created in, and a callback the context it is scheduled in, so everything a
 coroutine started by ``await host.run_asyncio(fn)`` does — the servers it
 starts, their connection handlers, the transports' tasks — stays on that
 host. :func:`open_loop` is trio-asyncio's ``open_loop`` with the loop's class
-swapped for :class:`HostEventLoop` (the subclass adds no state to
-``__init__``, so the swap is exact and needs nothing private of trio-asyncio).
+swapped for :class:`HostEventLoop` (the subclass's own state is made by
+``_netstack_init``, called after the swap; nothing private of trio-asyncio
+is needed).
 
 Kernel: none — the user-space event loop (CPython's asyncio/selector_events.py
 and base_events.py, trio-asyncio's _base.py, are the shape).
@@ -116,23 +117,25 @@ def _host_sock(sock: Any, what: str) -> HostSocket:
 class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
     """trio-asyncio's loop whose sockets, names and transports are the hosts'."""
 
-    # per-loop state, made on first use (the class is swapped in after __init__)
-    def _serving_scopes(self) -> dict[int, trio.CancelScope]:
-        scopes: dict[int, trio.CancelScope] | None = self.__dict__.get("_netstack_serving")
-        if scopes is None:
-            scopes = self.__dict__["_netstack_serving"] = {}
-        return scopes
+    def __init__(self, queue_len: int | None = None) -> None:
+        super().__init__(queue_len=queue_len)
+        self._netstack_init()
 
-    def _transports_open(self) -> weakref.WeakSet[_HostTransport]:
-        open_: weakref.WeakSet[_HostTransport] | None = self.__dict__.get("_netstack_transports")
-        if open_ is None:
-            open_ = self.__dict__["_netstack_transports"] = weakref.WeakSet()
-        return open_
+    def _netstack_init(self) -> None:
+        """netstack's state of the loop (:func:`open_loop` swaps the class of a loop
+        trio-asyncio made, then calls this)."""
+        #: the accept loop of each listening socket, by id()
+        self._serving: dict[int, trio.CancelScope] = {}
+        self._open_transports: weakref.WeakSet[_HostTransport] = weakref.WeakSet()
+        #: host sockets by number, for add_reader/add_writer given a number
+        self._known_fds: weakref.WeakValueDictionary[int, HostSocket] = (
+            weakref.WeakValueDictionary()
+        )
 
     def abort_transports(self) -> None:
         """Abort every transport still open (its protocol sees ``connection_lost(None)``):
         the loop is closing, as a machine powering off closes its process's sockets."""
-        for transport in sorted(self._transports_open(), key=lambda t: t._serial):
+        for transport in sorted(self._open_transports, key=lambda t: t._serial):
             transport.abort()
 
     async def _wait(self, fn: Callable[[], Awaitable[None]]) -> None:
@@ -161,11 +164,7 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
     def _host_fd(self, fd: Any) -> HostSocket | None:
         """The host socket *fd* names (a socket object, or the number of one this loop
         has seen), None for a descriptor of the real machine (a pipe, a file)."""
-        known: weakref.WeakValueDictionary[int, HostSocket] | None = self.__dict__.get(
-            "_netstack_fds"
-        )
-        if known is None:
-            known = self.__dict__["_netstack_fds"] = weakref.WeakValueDictionary()
+        known = self._known_fds
         if isinstance(fd, trsock.TransportSocket):
             fd = fd._sock  # type: ignore[attr-defined]
         if isinstance(fd, HostSocket):
@@ -345,7 +344,7 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
     ) -> None:
         hs = _host_sock(sock, "asyncio server")
         scope = trio.CancelScope()
-        self._serving_scopes()[id(hs)] = scope
+        self._serving[id(hs)] = scope
         args = (protocol_factory, sslcontext, server, backlog)
         timeouts = (ssl_handshake_timeout, ssl_shutdown_timeout)
         self.run_trio_task(self._accept_loop, scope, hs, args, timeouts)
@@ -386,7 +385,7 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
 
     def _stop_serving(self, sock: Any) -> None:
         hs = _host_sock(sock, "asyncio server")
-        scope = self._serving_scopes().pop(id(hs), None)
+        scope = self._serving.pop(id(hs), None)
         if scope is not None:
             scope.cancel()
         hs.close()
@@ -432,7 +431,7 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
         self._read_scope: trio.CancelScope | None = None
         self._writing = False
         self._serial = next(_SERIALS)
-        loop._transports_open().add(self)
+        loop._open_transports.add(self)
         if server is not None:
             if _PY312:
                 server._attach(self)
@@ -846,6 +845,7 @@ async def open_loop() -> AsyncIterator[HostEventLoop]:
     run on it inside a host (``async with host.as_current():``) reaches that host."""
     async with trio_asyncio.open_loop() as loop:
         loop.__class__ = HostEventLoop
+        loop._netstack_init()
         try:
             yield loop
         finally:
