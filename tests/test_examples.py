@@ -49,7 +49,7 @@ def test_every_example_is_tested() -> None:
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
-    tested |= {"own_protocol"}
+    tested |= {"own_protocol", "asyncio_echo"}
     tested |= {"switched_lan", "vlan_router_on_a_stick"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
@@ -334,3 +334,21 @@ async def test_datacentre_fabric(
     # leaf n's default route is spine n % 2: each spine carries one way of two pairs
     assert r["spines"] == {"spine0": 4, "spine1": 4}
     assert "20 of 20 pings answered" in capsys.readouterr().out
+
+
+def test_asyncio_echo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """asyncio's start_server/open_connection/wait_for on two hosts: a lossy link,
+    a partition the client times out on, the late echo after it heals, a pcap."""
+    import dpkt
+
+    import netstack
+
+    pcap = tmp_path / "echo.pcap"
+    result = netstack.run(load("asyncio_echo").main, str(pcap))
+    assert result["ok"] is True
+    assert (result["answer"], result["waited"]) == (None, 5.0)
+    assert result["late"] == b"are you there?\n"
+    assert result["retrans"] == 17  # seed 1: netem's losses, then the partition
+    with pcap.open("rb") as f:
+        assert sum(1 for _ in dpkt.pcap.Reader(f)) > 200
+    assert "after 5.0 s" in capsys.readouterr().out

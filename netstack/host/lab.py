@@ -372,15 +372,19 @@ class Lab:
         trio-asyncio's loop on the lab's clock, its sockets the hosts'), opened in the
         lab's nursery on first use and closed with the lab. ``host.run_asyncio`` runs
         coroutines on it."""
-        if self._aio_loop is None:
-            if self._aio_starting is not None:
+        while self._aio_loop is None:
+            if self._aio_starting is not None:  # another task is opening it
                 await self._aio_starting.wait()
-            else:
-                from netstack.host.host import _aio
+                continue
+            from netstack.host.host import _aio
 
-                self._aio_starting = trio.Event()
-                self._aio_loop = await self._nursery.start(_aio().serve_loop)
-                self._aio_starting.set()
+            serve_loop = _aio().serve_loop
+            starting = self._aio_starting = trio.Event()
+            try:
+                self._aio_loop = await self._nursery.start(serve_loop)
+            finally:
+                self._aio_starting = None
+                starting.set()
         return self._aio_loop
 
     # -- faults -----------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ selector loop implements and ``BaseEventLoop`` builds everything else on:
   water marks, ``connection_lost``);
 * ``_start_serving``/``_stop_serving`` run an accept loop per listening
   socket and hand each connection to ``BaseEventLoop._accept_connection2``.
+* ``add_reader``/``add_writer`` on a host socket (the object, or the number
+  of one the loop has seen) wait on the stack's wake-ups instead of the
+  descriptor (trio-asyncio's own handler machinery, another wait function).
 
 So ``asyncio.open_connection``, ``asyncio.start_server``,
 ``loop.create_connection``/``create_server``/``create_datagram_endpoint``
@@ -46,8 +49,9 @@ created in, and a callback the context it is scheduled in, so everything a
 coroutine started by ``await host.run_asyncio(fn)`` does — the servers it
 starts, their connection handlers, the transports' tasks — stays on that
 host. :func:`open_loop` is trio-asyncio's ``open_loop`` with the loop's class
-swapped for :class:`HostEventLoop` (the subclass adds no state to
-``__init__``, so the swap is exact and needs nothing private of trio-asyncio).
+swapped for :class:`HostEventLoop` (the subclass's own state is made by
+``_netstack_init``, called after the swap; nothing private of trio-asyncio
+is needed).
 
 Kernel: none — the user-space event loop (CPython's asyncio/selector_events.py
 and base_events.py, trio-asyncio's _base.py, are the shape).
@@ -58,7 +62,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import itertools
+import os
 import socket as _stdsocket
 import sys
 import weakref
@@ -72,7 +78,7 @@ import trio_asyncio  # type: ignore[import-untyped]
 from netstack.core.sock import SockWouldBlock
 from netstack.socket.context import current, current_host
 from netstack.socket.interpose import RealNetworkRefused
-from netstack.socket.stdlib import HostSocket
+from netstack.socket.stdlib import _FAKE_FD_BASE, HostSocket
 
 __all__ = [
     "HostDatagramTransport",
@@ -111,23 +117,25 @@ def _host_sock(sock: Any, what: str) -> HostSocket:
 class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
     """trio-asyncio's loop whose sockets, names and transports are the hosts'."""
 
-    # per-loop state, made on first use (the class is swapped in after __init__)
-    def _serving_scopes(self) -> dict[int, trio.CancelScope]:
-        scopes: dict[int, trio.CancelScope] | None = self.__dict__.get("_netstack_serving")
-        if scopes is None:
-            scopes = self.__dict__["_netstack_serving"] = {}
-        return scopes
+    def __init__(self, queue_len: int | None = None) -> None:
+        super().__init__(queue_len=queue_len)
+        self._netstack_init()
 
-    def _transports_open(self) -> weakref.WeakSet[_HostTransport]:
-        open_: weakref.WeakSet[_HostTransport] | None = self.__dict__.get("_netstack_transports")
-        if open_ is None:
-            open_ = self.__dict__["_netstack_transports"] = weakref.WeakSet()
-        return open_
+    def _netstack_init(self) -> None:
+        """netstack's state of the loop (:func:`open_loop` swaps the class of a loop
+        trio-asyncio made, then calls this)."""
+        #: the accept loop of each listening socket, by id()
+        self._serving: dict[int, trio.CancelScope] = {}
+        self._open_transports: weakref.WeakSet[_HostTransport] = weakref.WeakSet()
+        #: host sockets by number, for add_reader/add_writer given a number
+        self._known_fds: weakref.WeakValueDictionary[int, HostSocket] = (
+            weakref.WeakValueDictionary()
+        )
 
     def abort_transports(self) -> None:
         """Abort every transport still open (its protocol sees ``connection_lost(None)``):
         the loop is closing, as a machine powering off closes its process's sockets."""
-        for transport in sorted(self._transports_open(), key=lambda t: t._serial):
+        for transport in sorted(self._open_transports, key=lambda t: t._serial):
             transport.abort()
 
     async def _wait(self, fn: Callable[[], Awaitable[None]]) -> None:
@@ -151,6 +159,47 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
             asyncio.BaseEventLoop.default_exception_handler(self, context)
             return
         super().default_exception_handler(context)
+
+    # -- add_reader/add_writer ---------------------------------------------------------------
+    def _host_fd(self, fd: Any) -> HostSocket | None:
+        """The host socket *fd* names (a socket object, or the number of one this loop
+        has seen), None for a descriptor of the real machine (a pipe, a file)."""
+        known = self._known_fds
+        if isinstance(fd, trsock.TransportSocket):
+            fd = fd._sock  # type: ignore[attr-defined]
+        if isinstance(fd, HostSocket):
+            known[fd.fileno()] = fd
+            return fd
+        if isinstance(fd, int) and fd >= _FAKE_FD_BASE:
+            hs = known.get(fd)
+            if hs is None:
+                raise OSError(
+                    errno.EBADF,
+                    f"{os.strerror(errno.EBADF)}: descriptor {fd} of an emulated host's "
+                    "socket this loop has not seen; pass the socket object",
+                )
+            return hs
+        return None
+
+    def _add_reader(self, fd: Any, callback: Callable[..., object], *args: Any) -> Any:
+        hs = self._host_fd(fd)
+        if hs is None:
+            return super()._add_reader(fd, callback, *args)
+
+        async def wait_readable(_fd: int) -> None:
+            await hs.wait_readable()
+
+        return self._add_io_handler(self._set_read_handle, wait_readable, fd, callback, args)
+
+    def _add_writer(self, fd: Any, callback: Callable[..., object], *args: Any) -> Any:
+        hs = self._host_fd(fd)
+        if hs is None:
+            return super()._add_writer(fd, callback, *args)
+
+        async def wait_writable(_fd: int) -> None:
+            await hs.wait_writable()
+
+        return self._add_io_handler(self._set_write_handle, wait_writable, fd, callback, args)
 
     # -- loop.sock_* -------------------------------------------------------------------------
     async def sock_recv(self, sock: Any, n: int) -> bytes:
@@ -295,7 +344,7 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
     ) -> None:
         hs = _host_sock(sock, "asyncio server")
         scope = trio.CancelScope()
-        self._serving_scopes()[id(hs)] = scope
+        self._serving[id(hs)] = scope
         args = (protocol_factory, sslcontext, server, backlog)
         timeouts = (ssl_handshake_timeout, ssl_shutdown_timeout)
         self.run_trio_task(self._accept_loop, scope, hs, args, timeouts)
@@ -336,7 +385,7 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
 
     def _stop_serving(self, sock: Any) -> None:
         hs = _host_sock(sock, "asyncio server")
-        scope = self._serving_scopes().pop(id(hs), None)
+        scope = self._serving.pop(id(hs), None)
         if scope is not None:
             scope.cancel()
         hs.close()
@@ -382,7 +431,7 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
         self._read_scope: trio.CancelScope | None = None
         self._writing = False
         self._serial = next(_SERIALS)
-        loop._transports_open().add(self)
+        loop._open_transports.add(self)
         if server is not None:
             if _PY312:
                 server._attach(self)
@@ -435,7 +484,11 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
         with scope:
             sock = self._sock
             while not sock.closed:
-                await sock.wait_readable()
+                try:
+                    await sock.wait_readable()
+                except OSError as exc:  # closed under the transport (EBADF)
+                    self._fatal_error(exc, "Fatal read error on socket transport")
+                    return
                 self._read_ready()
 
     def _read_ready(self) -> None:
@@ -453,7 +506,11 @@ class _HostTransport(_FlowControlMixin):  # type: ignore[misc]
     async def _write_loop(self) -> None:
         try:
             while self.get_write_buffer_size() and not self._sock.closed:
-                await self._sock.wait_writable()
+                try:
+                    await self._sock.wait_writable()
+                except OSError as exc:  # closed under the transport (EBADF)
+                    self._fatal_error(exc, "Fatal write error on socket transport")
+                    return
                 self._write_ready()
         finally:
             self._writing = False
@@ -788,6 +845,7 @@ async def open_loop() -> AsyncIterator[HostEventLoop]:
     run on it inside a host (``async with host.as_current():``) reaches that host."""
     async with trio_asyncio.open_loop() as loop:
         loop.__class__ = HostEventLoop
+        loop._netstack_init()
         try:
             yield loop
         finally:

@@ -129,7 +129,8 @@ async def aiohttp_server(port: int = 8080) -> aiohttp.web.AppRunner:
 
 
 @functools.cache
-def _quic_identity() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def self_signed_identity() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed P-256 certificate for "b" (valid 2000-2100) and its key."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "b")])
     cert = (
@@ -173,7 +174,7 @@ async def quic_server(port: int = 4433) -> QuicServer:
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
-    cert, key = _quic_identity()
+    cert, key = self_signed_identity()
     config = QuicConfiguration(is_client=False, alpn_protocols=["echo"])
     config.certificate = cert
     config.private_key = key

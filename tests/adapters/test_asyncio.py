@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import ssl
+from pathlib import Path
 
 import pytest
 import trio
 import trio_asyncio  # type: ignore[import-untyped]
-from adapters.apps import lab_pair
+from adapters.apps import lab_pair, self_signed_identity
 
 import netstack
 from netstack import Lab
@@ -158,6 +160,44 @@ async def test_protocols_and_transports(lab: Lab) -> None:
     server.close()
 
 
+class _Buffered(asyncio.BufferedProtocol):
+    """Receives into its own 1000-byte buffer (asyncio's zero-copy protocol kind)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray(1000)
+        self.got = bytearray()
+        self.done = asyncio.get_running_loop().create_future()
+
+    def get_buffer(self, sizehint: int) -> bytearray:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        assert nbytes <= 1000
+        self.got += self.buffer[:nbytes]
+
+    def eof_received(self) -> bool:
+        self.done.set_result(bytes(self.got))
+        return False
+
+
+async def test_buffered_protocol(lab: Lab) -> None:
+    a, b = lab_pair(lab)
+
+    async def blast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(bytes(range(256)) * 100)
+        await writer.drain()
+        writer.close()
+
+    await b.run_asyncio(asyncio.start_server, blast, None, 9)
+
+    async def client() -> bytes:
+        loop = asyncio.get_running_loop()
+        _, proto = await loop.create_connection(_Buffered, "10.0.0.2", 9)
+        return await proto.done  # type: ignore[no-any-return]
+
+    assert await a.run_asyncio(client) == bytes(range(256)) * 100
+
+
 class _Echo(asyncio.DatagramProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.DatagramTransport)
@@ -297,6 +337,51 @@ async def test_loop_sock_calls(lab: Lab) -> None:
     assert second == b"0123456789"  # recvfrom_into's 10-byte buffer truncated it
 
 
+async def test_add_reader_and_writer_on_a_host_socket(lab: Lab) -> None:
+    """Selector-style code: ``loop.add_reader(sock, cb)`` calls back while the host
+    socket is readable, ``remove_reader`` stops it; ``add_writer`` likewise."""
+    a, _ = lab_pair(lab)
+
+    async def main() -> list[bytes]:
+        loop = asyncio.get_running_loop()
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        rx.setblocking(False)
+        rx.bind(("", 9999))
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        tx.setblocking(False)
+        got: list[bytes] = []
+        done = loop.create_future()
+
+        def readable() -> None:
+            got.append(rx.recv(100))
+            if len(got) == 3:
+                assert loop.remove_reader(rx)
+                done.set_result(None)
+
+        def writable() -> None:
+            tx.sendto(b"dgram %d" % len(sent), ("10.0.0.1", 9999))
+            sent.append(1)
+            if len(sent) == 4:
+                assert loop.remove_writer(tx.fileno())  # its number works too, once seen
+
+        sent: list[int] = []
+        loop.add_reader(rx, readable)
+        loop.add_writer(tx, writable)
+        await done
+        await asyncio.sleep(1)
+        rx.close()
+        tx.close()
+        assert len(sent) == 4
+        with pytest.raises(OSError) as info:
+            loop.add_reader((1 << 30) + 12345, readable)  # a host-socket number never seen
+        assert info.value.errno == errno.EBADF
+        return got
+
+    assert await a.run_asyncio(main) == [b"dgram 0", b"dgram 1", b"dgram 2"]
+    # Linux counts InDatagrams when a datagram is read: the fourth never was
+    assert (a.snmp()["Udp"].OutDatagrams, a.snmp()["Udp"].InDatagrams) == (4, 3)
+
+
 async def test_getaddrinfo_and_errors(lab: Lab) -> None:
     a, _ = lab_pair(lab)
 
@@ -365,6 +450,40 @@ async def test_timeout_across_a_partition(lab: Lab) -> None:
     assert "TcpPassiveOpens" not in b.nstat()
 
 
+async def test_tls_streams(lab: Lab, tmp_path: Path) -> None:
+    """``ssl=`` on start_server/open_connection: asyncio's own SSLProtocol over a host
+    transport, TLS 1.3 on the wire."""
+    from cryptography.hazmat.primitives import serialization
+
+    cert, key = self_signed_identity()
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    client_ctx = ssl.create_default_context(cafile=tmp_path / "cert.pem")
+    client_ctx.check_hostname = False  # the certificate names "b"; we dial an address
+    a, b = lab_pair(lab)
+    cap = a.capture("eth0")
+    await b.run_asyncio(asyncio.start_server, _echo_upper, None, 443, ssl=server_ctx)
+
+    async def client() -> tuple[bytes, object]:
+        reader, writer = await asyncio.open_connection("10.0.0.2", 443, ssl=client_ctx)
+        writer.write(b"secret")
+        data = await reader.read(100)
+        version = writer.get_extra_info("ssl_object").version()
+        writer.close()
+        return data, version
+
+    assert await a.run_asyncio(client) == (b"SECRET@b", "TLSv1.3")
+    assert not any(b"secret" in bytes(frame) for _, frame, _ in cap.frames)
+
+
 async def test_open_loop_flavour(lab: Lab) -> None:
     """``async with host.as_current():`` + ``aio.open_loop()`` and trio-asyncio's own
     ``aio_as_trio``: the same host, a loop of one's own."""
@@ -411,3 +530,19 @@ def test_same_seed_same_pcap() -> None:
     assert len(runs[0]) > 20_000
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
+
+
+async def test_one_loop_per_lab(lab: Lab) -> None:
+    """Hosts started at the same instant share the lab's one asyncio loop, and each
+    task knows its host."""
+    a, b = lab_pair(lab)
+    seen: dict[str, tuple[int, str]] = {}
+
+    async def who(name: str) -> None:
+        seen[name] = (id(asyncio.get_running_loop()), socket.gethostname())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(a.run_asyncio, who, "a")
+        nursery.start_soon(b.run_asyncio, who, "b")
+    loop = await lab.asyncio_loop()
+    assert seen == {"a": (id(loop), "a"), "b": (id(loop), "b")}
