@@ -283,6 +283,22 @@ async def test_no_dstport_warns_and_uses_the_linux_default(
     assert "dstport 8472 " in h.ip("-d link show vxlan1")
 
 
+async def test_port_taken_by_a_socket_refuses_up(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 4789))
+    h.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2")
+    with pytest.raises(ConfigError) as e:
+        h.ip("link set vxlan0 up")
+    assert str(e.value) == "RTNETLINK answers: Address already in use"
+    assert not h.dev("vxlan0").flags & 1  # IFF_UP
+    sock.close()
+    h.ip("link set vxlan0 up")
+    assert h.dev("vxlan0").flags & 1
+
+
 async def test_mtu_above_the_underlay_is_refused(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
