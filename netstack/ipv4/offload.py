@@ -349,12 +349,19 @@ def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
         cb.flush |= 1  # no GRO for this datagram: flush it
         return None
     cb.encap_mark = 1  # this skb passed once through the tunnel GRO layer
+    rel = off - skb.data
     for p in head:
         pcb: NapiGroCb = p.cb
         if not pcb.same_flow:
             continue
-        th2 = p.transport_header
-        if p.buf[th2 : th2 + 4] != buf[off : off + 4]:
+        # the held packet's UDP header at the same offset (p->data + off): its
+        # transport_header already points at the inner header its GRO reached
+        th2 = p.data + rel
+        pbuf = p.buf
+        # ports match, and the checksums are both zero or both not
+        if pbuf[th2 : th2 + 4] != buf[off : off + 4] or (not check) != (
+            not (pbuf[th2 + 6] | pbuf[th2 + 7])
+        ):
             pcb.same_flow = 0
     cb.off = off + 8
     pp: SkBuff | None = gro_receive(sk, head, skb)

@@ -69,6 +69,7 @@ from __future__ import annotations
 import errno
 import struct
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -128,6 +129,8 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.timer import TimerList
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
+from netstack.gro.core import NapiGroCb, call_gro_receive
+from netstack.gro.eth import eth_gro_complete, eth_gro_receive
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.udp import UdpSock
 from netstack.sites import TIMED, kernel, spend
@@ -142,6 +145,7 @@ from netstack.tunnels.udp_tunnel import (
     udp_tunnel_sock_release,
     udp_tunnel_xmit_skb,
 )
+from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_P_IPV6
 from netstack.wire.ipv4 import IP_DF, IPV4_HLEN, ipv4_is_multicast
 
@@ -162,6 +166,8 @@ __all__ = [
     "VxlanRdst",
     "VxlanStats",
     "vxlan_fill_info",
+    "vxlan_gro_complete",
+    "vxlan_gro_receive",
     "vxlan_init_net",
     "vxlan_newlink",
     "vxlan_rcv",
@@ -925,7 +931,16 @@ def vxlan_socket_create(net: Net, port: int, flags: int, ifindex: int) -> VxlanS
         raise ConfigError(f"RTNETLINK answers: {e.strerror}", code) from None
     vs = VxlanSock(sock, flags & VXLAN_F_RCV_FLAGS)
     vxlan_net_of(net).sock_list.setdefault(port, []).append(vs)
-    setup_udp_tunnel_sock(sock, UdpTunnelSockCfg(vs, 1, vxlan_rcv))
+    setup_udp_tunnel_sock(
+        sock,
+        UdpTunnelSockCfg(
+            vs,
+            1,
+            vxlan_rcv,
+            partial(vxlan_gro_receive, net),
+            partial(vxlan_gro_complete, net),
+        ),
+    )
     return vs
 
 
@@ -1173,6 +1188,57 @@ def vxlan_rcv(sk: UdpSock, skb: SkBuff) -> int:
         return 0
     gro_cells_receive(cells, skb)
     return 0
+
+
+# ---------------------------------------------------------------------------
+# GRO: the socket's gro_receive / gro_complete (udp4_gro_receive calls them)
+# ---------------------------------------------------------------------------
+
+
+@kernel(
+    "drivers/net/vxlan/vxlan_core.c",
+    "vxlan_gro_receive",
+    "vxlan_gro_prepare_receive",
+)
+def vxlan_gro_receive(net: Net, sk: UdpSock, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Pull the VXLAN header and let the inner Ethernet frame's GRO decide.
+
+    Held packets with other flags or another VNI are another flow; the inner
+    Ethernet header (``eth_gro_receive``), then IP and TCP, decide the merge.
+
+    Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_gro_receive() /
+    vxlan_gro_prepare_receive().
+    """
+    if TIMED:
+        spend("vxlan_gro_receive")
+    cb: NapiGroCb = skb.cb
+    off = cb.off
+    buf = skb.buf
+    pp: SkBuff | None = None
+    flush = 1
+    if skb.tail - off >= VXLAN_HDR_LEN:  # skb_gro_header()
+        if cb.csum_valid:  # skb_gro_postpull_rcsum()
+            cb.csum = csum_block_sub(cb.csum, csum_partial(buf, off, off + VXLAN_HDR_LEN), 0)
+        vh = buf[off : off + VXLAN_HDR_LEN]
+        rel = off - skb.data
+        cb.off = off + VXLAN_HDR_LEN  # skb_gro_pull()
+        for p in head:
+            pcb: NapiGroCb = p.cb
+            if not pcb.same_flow:
+                continue
+            o2 = p.data + rel
+            if p.buf[o2 : o2 + VXLAN_HDR_LEN] != vh:  # vx_flags, vx_vni
+                pcb.same_flow = 0
+        pp = call_gro_receive(partial(eth_gro_receive, net), head, skb)
+        flush = 0
+    cb.flush |= flush  # skb_gro_flush_final_remcsum()
+    return pp
+
+
+@kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_gro_complete")
+def vxlan_gro_complete(net: Net, sk: UdpSock, skb: SkBuff, nhoff: int) -> int:
+    """Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_gro_complete()."""
+    return eth_gro_complete(net, skb, nhoff + VXLAN_HDR_LEN)
 
 
 @kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_init_module", "vxlan_init_net")

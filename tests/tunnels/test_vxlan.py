@@ -608,3 +608,29 @@ async def test_frame_layout_matches_the_real_kernel(
     # ARP has no ports or addresses the dissector reads: both directions hash alike
     # on one kernel (the real pair shares one; each netstack host has its own key)
     assert real_vx[0].data.sport == real_vx[1].data.sport
+
+
+@pytest.mark.parametrize("gro", ["on", "off"])
+async def test_gro_merges_vxlan_on_the_underlay_napi(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, gro: str
+) -> None:
+    """udp4_gro_receive finds the encap socket's vxlan_gro_receive: outer packets of
+    one inner TCP flow merge on h2's eth0; vxlan_rcv then sees aggregates."""
+    from netstack.gro import gro_statistics
+
+    h = build_overlay(lab)
+    h2 = h["h2"]
+    h2.ethtool(f"-K eth0 gro {gro}")
+    payload = bytes(range(256)) * 2048  # 512 KB
+    got, _ = await stream_transfer(h["h1"], h2, AF_INET, "192.168.42.2", 5004, payload)
+    assert got == payload
+    phys = gro_statistics(h2.net, "eth0")
+    vx_in = h2.dev("vxlan0").statistics().rx_packets
+    data_frames = len(payload) // 1398  # the overlay MSS: 1450 - 20 - 32
+    if gro == "on":
+        assert phys.merged > data_frames // 2
+        assert vx_in < data_frames // 4  # vxlan_rcv saw aggregates
+    else:
+        assert phys.merged == 0
+        assert vx_in >= data_frames
+    assert h2.drops() == {}
