@@ -634,3 +634,51 @@ async def test_gro_merges_vxlan_on_the_underlay_napi(
         assert phys.merged == 0
         assert vx_in >= data_frames
     assert h2.drops() == {}
+
+
+@pytest.mark.parametrize(
+    ("opts", "ttl", "tos", "df", "zero_csum"),
+    [
+        ("", 64, 0x00, False, False),
+        ("ttl 17 tos 0x20", 17, 0x20, False, False),
+        ("ttl inherit tos inherit df set", 64, 0x10, True, False),
+        ("df inherit noudpcsum", 64, 0x00, False, True),
+    ],
+)
+async def test_ttl_tos_df_and_udpcsum_on_the_wire(
+    lab: netstack.Lab,
+    autojump_clock: trio.testing.MockClock,
+    opts: str,
+    ttl: int,
+    tos: int,
+    df: bool,
+    zero_csum: bool,
+) -> None:
+    h = build_overlay(lab, opts)
+    h1 = h["h1"]
+    cap = h1.capture("eth0")
+    sock = h1.socket()
+    sock.setsockopt(0, 1, 0x10)  # IP_TOS 0x10 on the inner packets
+    await sock.sendto(b"x", ("192.168.42.2", 9))  # (ARP first, then the datagram)
+    await trio.sleep(0.1)
+    ip = vxlan_udp(cap.frames, True)[-1]
+    inner = dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:]).data
+    assert inner.tos == 0x10 and inner.df  # the inner UDP datagram (PMTU discovery: DF)
+    assert (ip.ttl, ip.tos, bool(ip.df)) == (ttl, tos, df or ("df inherit" in opts))
+    assert (ip.data.sum == 0) == zero_csum
+
+
+async def test_delete_releases_the_port_and_the_lower_device_takes_it_along(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    h1.ip("link del vxlan0")
+    assert h1.net.dev_get_by_name("vxlan0") is None
+    sock = h1.socket()
+    await sock.bind(("0.0.0.0", 4789))  # the encap socket is gone
+    sock.close()
+    h1.ip("link add vx1 type vxlan id 5 dstport 4789 remote 198.51.100.2 dev eth0")
+    h1.ip("link set vx1 up")
+    h1.ip("link del eth0")  # vxlan_netdevice_event: the underlay goes, so does vx1
+    assert h1.net.dev_get_by_name("vx1") is None
