@@ -38,6 +38,12 @@ Transmit::
       offload marks (SKB_GSO_UDP_TUNNEL[_CSUM]), the 8-byte VXLAN header
       (flags 0x08: I, the VNI is valid; VNI << 8) ─► udp_tunnel_xmit_skb
 
+Offloads: the device offers TSO (``NETIF_F_GSO_SOFTWARE``); a GSO skb
+leaves marked ``SKB_GSO_UDP_TUNNEL[_CSUM]`` for the underlay or software GSO
+(``skb_udp_tunnel_segment`` in :mod:`netstack.ipv4.offload`) to cut. GRO on
+the underlay reaches :func:`vxlan_gro_receive` through ``udp4_gro_receive``
+and the socket's ``gro_receive``.
+
 Receive (``encap_rcv`` of the socket, ``skb.data`` at the UDP header)::
 
     vxlan_rcv: UDP + VXLAN header present (VXLAN_INVALID_HDR), the I flag set
@@ -83,6 +89,7 @@ from netstack.core.dev import (
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
+    NETIF_F_GSO_SOFTWARE,
     NETIF_F_HW_CSUM,
     NETIF_F_LLTX,
     NETIF_F_RXCSUM,
@@ -716,12 +723,11 @@ def vxlan_setup(dev: NetDevice) -> None:
     dev.dev_addr = eth_random_addr(dev.net.rng)  # eth_hw_addr_random()
     dev.addr_assign_type = NET_ADDR_RANDOM
     ether_setup(dev)
-    # NETIF_F_GSO_SOFTWARE is not offered: the underlay cannot yet segment
-    # SKB_GSO_UDP_TUNNEL packets, so TCP sends MSS-sized segments here
     dev.features |= NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_FRAGLIST | NETIF_F_RXCSUM
-    dev.features |= NETIF_F_LLTX
+    dev.features |= NETIF_F_GSO_SOFTWARE | NETIF_F_LLTX
     dev.vlan_features = dev.features
     dev.hw_features |= NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_FRAGLIST | NETIF_F_RXCSUM
+    dev.hw_features |= NETIF_F_GSO_SOFTWARE
     dev.priv_flags |= IFF_NO_QUEUE | IFF_LIVE_ADDR_CHANGE
     dev.priv_flags &= ~IFF_TX_SKB_SHARING
     dev.min_mtu = ETH_MIN_MTU

@@ -9,6 +9,7 @@ port the inner flow hash picks (``udp_flow_src_port``), the VXLAN header
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -157,7 +158,7 @@ async def test_overlay_tcp_transfer(
     payload = bytes(range(256)) * 256  # 64 KiB
     got, _ = await stream_transfer(h["h1"], h["h2"], AF_INET, "192.168.42.2", 5001, payload)
     assert got == payload
-    # no inner segment was bigger than the overlay MTU: TSO is not offered on vxlan0
+    # vxlan0 took TSO skbs and the underlay veth carried them whole
     assert h["h1"].dev("vxlan0").statistics().tx_errors == 0
     assert h["h1"].drops() == {} and h["h2"].drops() == {}
 
@@ -614,13 +615,18 @@ async def test_frame_layout_matches_the_real_kernel(
 async def test_gro_merges_vxlan_on_the_underlay_napi(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, gro: str
 ) -> None:
-    """udp4_gro_receive finds the encap socket's vxlan_gro_receive: outer packets of
-    one inner TCP flow merge on h2's eth0; vxlan_rcv then sees aggregates."""
+    """GSO cuts, GRO merges: udp4_gro_receive finds the encap socket's
+    vxlan_gro_receive, so outer packets of one inner TCP flow merge on h2's eth0
+    and vxlan_rcv sees aggregates."""
     from netstack.gro import gro_statistics
 
     h = build_overlay(lab)
     h2 = h["h2"]
     h2.ethtool(f"-K eth0 gro {gro}")
+    # vxlan0 takes 64 KB GSO skbs; veth would carry them whole: without TSO on
+    # h1's eth0 they are cut into wire-sized VXLAN packets by software GSO
+    # (skb_udp_tunnel_segment), as a NIC without UDP tunnel offload does
+    h["h1"].ethtool("-K eth0 tso off")
     payload = bytes(range(256)) * 2048  # 512 KB
     got, _ = await stream_transfer(h["h1"], h2, AF_INET, "192.168.42.2", 5004, payload)
     assert got == payload
@@ -682,3 +688,42 @@ async def test_delete_releases_the_port_and_the_lower_device_takes_it_along(
     h1.ip("link set vx1 up")
     h1.ip("link del eth0")  # vxlan_netdevice_event: the underlay goes, so does vx1
     assert h1.net.dev_get_by_name("vx1") is None
+
+
+async def test_gso_segments_are_wire_sized_with_valid_udp_checksums(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A 64 KB TCP GSO skb through vxlan0 (SKB_GSO_UDP_TUNNEL_CSUM) cut by software
+    GSO on an underlay without TSO: each segment a full VXLAN packet, its UDP
+    length right and its UDP checksum right once the inner TCP checksum is
+    completed (local checksum offload computed the outer one ahead of it)."""
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    assert "tcp-segmentation-offload: on" in h1.ethtool("-k vxlan0")
+    h1.ethtool("-K eth0 tso off")
+    cap = h1.capture("eth0")
+    payload = bytes(range(256)) * 512  # 128 KB
+    got, _ = await stream_transfer(h1, h["h2"], AF_INET, "192.168.42.2", 5005, payload)
+    assert got == payload
+    data = [
+        ip
+        for ip in vxlan_udp(cap.frames, True)
+        if len(ip) == 1500  # full-sized segments: 1398 bytes of TCP payload each
+    ]
+    assert len(data) >= len(payload) // 1398 - 2
+    ids = [ip.id for ip in data]
+    assert all((b - a) & 0xFFFF == 1 for a, b in itertools.pairwise(ids))
+    assert len({ip.data.sport for ip in data}) == 1  # one connection, one hash
+    saddr, daddr = ip4("192.0.2.1"), ip4("198.51.100.2")
+    for ip in data:
+        raw = bytearray(bytes(ip.data))  # the UDP datagram
+        assert (raw[4] << 8 | raw[5]) == len(raw) == 1480
+        # complete the inner TCP checksum as the device would
+        inner_ip = 16 + 14
+        isrc = int.from_bytes(raw[inner_ip + 12 : inner_ip + 16], "big")
+        idst = int.from_bytes(raw[inner_ip + 16 : inner_ip + 20], "big")
+        th = inner_ip + 20
+        raw[th + 16 : th + 18] = b"\0\0"
+        c = csum_tcpudp_magic(isrc, idst, len(raw) - th, 6, csum_partial(bytes(raw[th:])))
+        raw[th + 16 : th + 18] = c.to_bytes(2, "big")
+        assert csum_tcpudp_magic(saddr, daddr, len(raw), 17, csum_partial(bytes(raw))) == 0
