@@ -216,6 +216,7 @@ def udp_tunnel_xmit_skb(
     th = skb.push(UDP_HLEN)
     skb.transport_header = th
     length = skb.tail - th
-    UDP_HDR.pack_into(skb.buf, th, src_port, dst_port, length, 0)
+    # (htons(skb->len): a GSO skb's length is fixed per segment by its gso_segment)
+    UDP_HDR.pack_into(skb.buf, th, src_port, dst_port, length & 0xFFFF, 0)
     udp_set_csum(nocheck, skb, src, dst, length)
     iptunnel_xmit(ipv4_of(dev.net), rt, skb, src, dst, IPPROTO_UDP, tos, ttl, df, dev)
