@@ -829,13 +829,15 @@ def vxlan_config_validate(net: Net, conf: VxlanConfig, old: VxlanDev | None) -> 
 
 
 @kernel("vxlan_config_apply")
-def vxlan_config_apply(dev: NetDevice, conf: VxlanConfig, lower: NetDevice | None) -> None:
+def vxlan_config_apply(
+    dev: NetDevice, conf: VxlanConfig, lower: NetDevice | None, *, changelink: bool = False
+) -> None:
     """Size the device from its underlay. Kernel: vxlan_config_apply()."""
     vxlan: VxlanDev = dev.priv
     dst = vxlan.default_dst
     needed_headroom = ETH_HLEN
     max_mtu = ETH_MAX_MTU
-    if conf.mtu:
+    if conf.mtu and not changelink:
         dev.mtu = conf.mtu
     dst.remote_vni = conf.vni
     dst.remote_ip = conf.remote_ip
@@ -844,7 +846,7 @@ def vxlan_config_apply(dev: NetDevice, conf: VxlanConfig, lower: NetDevice | Non
         needed_headroom = lower.hard_header_len + lower.needed_headroom
         dev.needed_tailroom = lower.needed_tailroom
         max_mtu = max(lower.mtu - VXLAN_HEADROOM, ETH_MIN_MTU)
-        if not conf.mtu:
+        if not changelink and not conf.mtu:
             dev.mtu = max_mtu
     if dev.mtu > max_mtu:
         dev.mtu = max_mtu
@@ -884,6 +886,73 @@ def vxlan_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) -> 
         )
     vxlan_net_of(net).vxlan_list.append(vxlan)
     return dev
+
+
+@kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_changelink")
+def vxlan_changelink(dev: NetDevice, data: Any, tb: dict[str, Any]) -> None:
+    """``ip link set DEV type vxlan …``: remote, local, dev, TTL, TOS, DF,
+    learning and ageing change; the VNI, ports, checksum flag and limit do not.
+
+    Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_changelink() (vxlan_nl2conf
+    with changelink set, vxlan_config_validate, the default entry moved).
+    """
+    parms: VxlanParms = data
+    vxlan: VxlanDev = dev.priv
+    conf = attrs.evolve(vxlan.cfg)
+    eop = errno.EOPNOTSUPP
+    if parms.vni is not None and parms.vni != conf.vni:
+        raise _err("Cannot change VNI", eop)
+    if parms.ttl_inherit:
+        raise _err("vxlan: cannot change TTL_INHERIT flag", eop)
+    if parms.limit is not None:
+        raise _err("Cannot change limit", eop)
+    if parms.port_range is not None:
+        raise _err("Cannot change port range", eop)
+    if parms.port is not None:
+        raise _err("Cannot change port", eop)
+    if parms.udp_csum is not None:
+        raise _err("Cannot change UDP_CSUM flag", eop)
+    if parms.udp_zero_csum6_tx is not None:
+        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_TX flag", eop)
+    if parms.udp_zero_csum6_rx is not None:
+        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_RX flag", eop)
+    if parms.group is not None:
+        conf.remote_ip = parms.group
+    if parms.local is not None:
+        conf.saddr = parms.local
+    if parms.link is not None:
+        conf.remote_ifindex = parms.link
+    if parms.tos is not None:
+        conf.tos = parms.tos
+    if parms.ttl is not None:
+        conf.ttl = parms.ttl
+    if parms.df is not None:
+        conf.df = parms.df
+    if parms.learning is not None:
+        conf.flags = conf.flags | VXLAN_F_LEARN if parms.learning else conf.flags & ~VXLAN_F_LEARN
+    if parms.ageing is not None:
+        conf.age_interval = parms.ageing
+    lower = vxlan_config_validate(dev.net, conf, vxlan)
+    dst = vxlan.default_dst
+    if conf.remote_ip != dst.remote_ip:  # "handle default dst entry"
+        if conf.remote_ip:
+            vxlan_fdb_update(
+                vxlan,
+                ALL_ZEROS_MAC,
+                VxlanRdst(conf.remote_ip, vxlan.cfg.dst_port, conf.vni, conf.remote_ifindex),
+                NUD_REACHABLE | NUD_PERMANENT,
+                NLM_F_APPEND | NLM_F_CREATE,
+                NTF_SELF,
+            )
+        if dst.remote_ip:
+            _vxlan_fdb_delete(
+                vxlan,
+                ALL_ZEROS_MAC,
+                VxlanRdst(dst.remote_ip, vxlan.cfg.dst_port, dst.remote_vni, dst.remote_ifindex),
+            )
+    if conf.age_interval != vxlan.cfg.age_interval and dev.flags & IFF_UP:
+        vxlan.age_timer.mod(dev.net.clock.jiffies)
+    vxlan_config_apply(dev, conf, lower, changelink=True)
 
 
 @kernel("vxlan_dellink")
@@ -1258,7 +1327,11 @@ def vxlan_init_net(net: Net) -> None:
     rtnl_link_register(
         net,
         RtnlLinkOps(
-            "vxlan", newlink=vxlan_newlink, dellink=vxlan_dellink, get_info=vxlan_fill_info
+            "vxlan",
+            newlink=vxlan_newlink,
+            changelink=vxlan_changelink,
+            dellink=vxlan_dellink,
+            get_info=vxlan_fill_info,
         ),
     )
 

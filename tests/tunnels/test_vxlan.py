@@ -785,3 +785,49 @@ async def test_capture_off_the_wire_is_wireshark_clean(
         assert "2" not in (icmp_status, tcp_status)
         assert "1" in (icmp_status, tcp_status) or arp
     assert sum(r_[5] == "1" for r_ in rows) >= 10  # inner TCP segments verified
+
+
+CHANGE_REFUSED = [
+    ("id 2", "Error: Cannot change VNI."),
+    ("dstport 4790", "Error: Cannot change port."),
+    ("srcport 1 2", "Error: Cannot change port range."),
+    ("noudpcsum", "Error: Cannot change UDP_CSUM flag."),
+    ("maxaddress 3", "Error: Cannot change limit."),
+    ("ttl inherit", "Error: vxlan: cannot change TTL_INHERIT flag."),
+    ("remote 239.1.1.1", 'Error: argument "239.1.1.1" is wrong: invalid remote address'),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CHANGE_REFUSED)
+async def test_ip_link_set_type_vxlan_refusals(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, args: str, message: str
+) -> None:
+    """The texts of Linux 6.18 with iproute2 6.1, and no change."""
+    h = build_overlay(lab)
+    before = h["h1"].ip("-d link show vxlan0")
+    with pytest.raises(ConfigError) as e:
+        h["h1"].ip(f"link set vxlan0 type vxlan {args}")
+    assert str(e.value) == message
+    assert h["h1"].ip("-d link show vxlan0") == before
+
+
+async def test_ip_link_set_type_vxlan_changes_what_linux_lets_change(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    h1.ip("link set vxlan0 type vxlan nolearning")
+    h1.ip("link set vxlan0 type vxlan remote 203.0.113.9")
+    h1.ip("link set vxlan0 type vxlan local 192.0.2.1")
+    h1.ip("link set vxlan0 type vxlan ttl 9 tos 0x10 ageing 30")
+    h1.ip("link set vxlan0 type vxlan df set")
+    assert (
+        "    vxlan id 42 remote 203.0.113.9 local 192.0.2.1 dev eth0 srcport 0 0 dstport 4789 "
+        "nolearning tos 0x10 ttl 9 df set ageing 30 udpcsum noudp6zerocsumtx "
+        "noudp6zerocsumrx " in h1.ip("-d link show vxlan0")
+    )
+    # the default entry moved with the remote
+    assert h1.bridge("fdb show dev vxlan0") == (
+        "00:00:00:00:00:00 dst 203.0.113.9 via eth0 self permanent\n"
+    )
+    assert h1.dev("vxlan0").mtu == 1450
