@@ -144,6 +144,7 @@ from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import iptunnel_handle_offloads, iptunnel_pull_header
 from netstack.tunnels.udp_tunnel import (
+    DstCache,
     UdpTunnelSockCfg,
     setup_udp_tunnel_sock,
     udp_flow_src_port,
@@ -287,6 +288,7 @@ class VxlanRdst:
     remote_port: int
     remote_vni: int
     remote_ifindex: int
+    dst_cache: DstCache = attrs.Factory(DstCache)
 
     def key(self) -> tuple[int, int, int, int]:
         return (self.remote_ip, self.remote_port, self.remote_vni, self.remote_ifindex)
@@ -416,9 +418,11 @@ def vxlan_fdb_create(
 
 @kernel("vxlan_fdb_destroy")
 def vxlan_fdb_destroy(vxlan: VxlanDev, f: VxlanFdb) -> None:
-    """Kernel: vxlan_fdb_destroy()."""
+    """Kernel: vxlan_fdb_destroy() (and __vxlan_fdb_free's dst_cache_destroy)."""
     vxlan.addrcnt -= 1
     vxlan.fdb.pop(f.eth_addr, None)
+    for rd in f.remotes:
+        rd.dst_cache.reset()
 
 
 @kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_fdb_update")
@@ -447,6 +451,7 @@ def vxlan_fdb_update(
             if nonunicast:
                 raise fdb_extack("Cannot replace non-unicast fdb entries", errno.EOPNOTSUPP)
             if _find_rdst(f, rd.key()) is None and f.remotes:  # vxlan_fdb_replace()
+                f.remotes[0].dst_cache.reset()
                 f.remotes[0] = rd
         if nlflags & NLM_F_APPEND and nonunicast and _find_rdst(f, rd.key()) is None:
             f.remotes.append(rd)  # vxlan_fdb_append()
@@ -500,6 +505,7 @@ def _vxlan_fdb_delete(vxlan: VxlanDev, mac: bytes, rd: VxlanRdst) -> None:
             return
     if found is not None and len(f.remotes) > 1:
         f.remotes.remove(found)  # vxlan_fdb_dst_destroy()
+        found.dst_cache.reset()
         return
     vxlan_fdb_destroy(vxlan, f)
 
@@ -532,6 +538,7 @@ def vxlan_snoop(vxlan: VxlanDev, src_ip: int, src_mac: bytes) -> DropReason | No
                 f"{_ntoa(rdst.remote_ip)} to {_ntoa(src_ip)}",
             )
         rdst.remote_ip = src_ip
+        rdst.dst_cache.reset()  # (the cached route was toward the old VTEP)
         return None
     if vxlan.dev.flags & IFF_UP:  # "close off race between vxlan_flush and incoming packets"
         try:
@@ -1138,8 +1145,10 @@ def vxlan_xmit_one(skb: SkBuff, dev: NetDevice, default_vni: int, rdst: VxlanRds
         return
     if not ifindex:
         ifindex = vs.sock.sk_bound_dev_if
+    # the per-remote route cache, unless a TOS makes the route per packet
+    cache = rdst.dst_cache if not tos else None
     got = udp_tunnel_dst_lookup(
-        dev, net, ifindex, cfg.saddr, rdst.remote_ip, src_port, dst_port, tos
+        dev, net, ifindex, cfg.saddr, rdst.remote_ip, src_port, dst_port, tos, cache
     )
     if isinstance(got, int):  # tx_error
         if got == -errno.ELOOP:

@@ -831,3 +831,22 @@ async def test_ip_link_set_type_vxlan_changes_what_linux_lets_change(
         "00:00:00:00:00:00 dst 203.0.113.9 via eth0 self permanent\n"
     )
     assert h1.dev("vxlan0").mtu == 1450
+
+
+async def test_the_per_remote_route_cache_follows_route_changes(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """vxlan_xmit_one keeps the outer route in the remote's dst_cache (one FIB
+    lookup saved per frame); a route change (rt_genid) invalidates it."""
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    assert (await h1.ping("192.168.42.2", count=2, interval=0.1)).received == 2
+    rd = h1.dev("vxlan0").priv.fdb[bytes(6)].remotes[0]
+    assert rd.dst_cache.rt is not None and rd.dst_cache.saddr == ip4("192.0.2.1")
+    h1.ip("route add 198.51.100.2/32 dev eth0")  # the remote now "on link": ARP for it
+    cap = h1.capture("eth0")
+    assert (await h1.ping("192.168.42.2", count=1, timeout=1)).received == 0
+    arp = [dpkt.ethernet.Ethernet(f).data for _, f, out in cap.frames if out]
+    assert any(isinstance(a, dpkt.arp.ARP) and a.tpa == bytes([198, 51, 100, 2]) for a in arp)
+    h1.ip("route del 198.51.100.2/32 dev eth0")
+    assert (await h1.ping("192.168.42.2", count=1)).received == 1
