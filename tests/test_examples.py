@@ -33,6 +33,7 @@ LAB_FILES = [
     "switched_lan",
     "two_hosts",
     "vlan_router_on_a_stick",
+    "vxlan_overlay",
 ]
 
 
@@ -51,6 +52,9 @@ def test_every_example_is_tested() -> None:
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
     tested |= {"own_protocol", "asyncio_echo"}
     tested |= {"switched_lan", "vlan_router_on_a_stick"}
+
+    tested |= {"own_protocol"}
+    tested |= {"switched_lan", "vlan_router_on_a_stick", "vxlan_overlay"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -352,3 +356,23 @@ def test_asyncio_echo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     with pcap.open("rb") as f:
         assert sum(1 for _ in dpkt.pcap.Reader(f)) > 200
     assert "after 5.0 s" in capsys.readouterr().out
+
+
+async def test_vxlan_overlay(autojump_clock: trio.testing.MockClock) -> None:
+    import dpkt
+
+    r: dict[str, Any] = await load("vxlan_overlay").main()
+    assert r["ping"].received == 3
+    assert r["data"] == b"across the overlay"
+    # h2's VXLAN FDB: left's MAC learned behind h1, then the default entry
+    lines = r["vxlan_fdb"].splitlines()
+    assert [ln for ln in lines if ln.endswith(" dst 192.0.2.1 self ")]
+    assert lines[-1] == "00:00:00:00:00:00 dst 192.0.2.1 via eth0 self permanent"
+    # ARP request, three echo requests, the datagram; the replies came the other way
+    assert (r["stats"].tx_packets, r["stats"].rx_packets) == (5, 4)
+    vx = []
+    for _, frame, out in r["frames"]:
+        ip = dpkt.ethernet.Ethernet(frame).data
+        if out and isinstance(ip, dpkt.ip.IP) and ip.p == 17 and ip.data.dport == 4789:
+            vx.append(bytes(ip.data.data)[:8])
+    assert vx == [bytes([8, 0, 0, 0, 0, 0, 42, 0])] * 5

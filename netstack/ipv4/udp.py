@@ -572,8 +572,9 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
     """
     if TIMED:
         spend("udp_queue_rcv_one_skb")
-    encap_rcv = sk.encap_rcv
-    if sk.encap_type and encap_rcv is not None:
+    # (a dual-stack AF_INET6 socket in this table is a Udp6Sock: never an encap one)
+    encap_rcv = getattr(sk, "encap_rcv", None)
+    if encap_rcv is not None and sk.encap_type:
         if not udp_csum_ok(skb):  # "Verify checksum before giving to encap"
             ipv4.udp_mib.InCsumErrors += 1
             ipv4.udp_mib.InErrors += 1

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
 
 __all__ = [
+    "DstCache",
     "UdpTunnelSockCfg",
     "flow_hashrnd",
     "lco_csum",
@@ -72,6 +73,53 @@ class UdpTunnelSockCfg:
     encap_rcv: Callable[[UdpSock, SkBuff], int]
     gro_receive: Any = None
     gro_complete: Any = None
+
+
+@kernel("net/core/dst_cache.c")
+class DstCache:
+    """A cached outer route and the source address it chose (kernel: ``struct
+    dst_cache``, per CPU there; one here). The cache holds a reference.
+
+    Kernel: net/core/dst_cache.c (dst_cache_get_ip4, dst_cache_set_ip4,
+    dst_cache_reset).
+    """
+
+    __slots__ = ("rt", "saddr")
+
+    def __init__(self) -> None:
+        self.rt: Rtable | None = None
+        self.saddr = 0
+
+    @kernel("net/core/dst_cache.c", "dst_cache_get_ip4")
+    def get_ip4(self) -> tuple[Rtable, int] | None:
+        """The cached route with a reference for the caller, if still valid.
+
+        Kernel: net/core/dst_cache.c, dst_cache_get_ip4().
+        """
+        rt = self.rt
+        if rt is None:
+            return None
+        if not rt.valid():  # dst_cache_per_cpu_get(): obsolete and failing dst_check
+            self.reset()
+            return None
+        rt.hold()
+        return rt, self.saddr
+
+    @kernel("dst_cache_set_ip4")
+    def set_ip4(self, rt: Rtable, saddr: int) -> None:
+        """Cache *rt* (taking a reference of its own). Kernel: dst_cache_set_ip4()."""
+        self.reset()
+        self.rt = rt
+        rt.hold()
+        self.saddr = saddr
+
+    @kernel("dst_cache_reset", "dst_cache_destroy")
+    def reset(self) -> None:
+        """Forget the route. Kernel: dst_cache_reset() / dst_cache_destroy()."""
+        rt = self.rt
+        if rt is not None:
+            self.rt = None
+            rt.release()
 
 
 @kernel("net/ipv4/udp_tunnel_core.c", "udp_sock_create4")
@@ -175,14 +223,27 @@ def udp_set_csum(nocheck: bool, skb: SkBuff, saddr: int, daddr: int, length: int
 
 @kernel("net/ipv4/udp_tunnel_core.c", "udp_tunnel_dst_lookup")
 def udp_tunnel_dst_lookup(
-    dev: NetDevice, net: Net, oif: int, saddr: int, daddr: int, sport: int, dport: int, tos: int
+    dev: NetDevice,
+    net: Net,
+    oif: int,
+    saddr: int,
+    daddr: int,
+    sport: int,
+    dport: int,
+    tos: int,
+    dst_cache: DstCache | None = None,
 ) -> tuple[Rtable, int] | int:
     """Route the outer packet: the route and the source address it chose, or a
     negative errno: ``-ENETUNREACH`` without a route, ``-ELOOP`` when the route
-    leads back into *dev*.
+    leads back into *dev*. A valid *dst_cache* answers without a lookup (and
+    keeps the new route otherwise).
 
     Kernel: net/ipv4/udp_tunnel_core.c, udp_tunnel_dst_lookup().
     """
+    if dst_cache is not None:
+        cached = dst_cache.get_ip4()
+        if cached is not None:
+            return cached
     fl4 = Flowi4(daddr, saddr, oif=oif, tos=tos & 0x1E, proto=IPPROTO_UDP, sport=sport, dport=dport)
     rt = ipv4_of(net).ip_route_output_key(fl4)
     if isinstance(rt, int):
@@ -190,6 +251,8 @@ def udp_tunnel_dst_lookup(
     if rt.dev is dev:
         rt.release()
         return -40  # ELOOP: "circular route"
+    if dst_cache is not None:
+        dst_cache.set_ip4(rt, fl4.saddr)
     return rt, fl4.saddr
 
 
@@ -216,6 +279,7 @@ def udp_tunnel_xmit_skb(
     th = skb.push(UDP_HLEN)
     skb.transport_header = th
     length = skb.tail - th
-    UDP_HDR.pack_into(skb.buf, th, src_port, dst_port, length, 0)
+    # (htons(skb->len): a GSO skb's length is fixed per segment by its gso_segment)
+    UDP_HDR.pack_into(skb.buf, th, src_port, dst_port, length & 0xFFFF, 0)
     udp_set_csum(nocheck, skb, src, dst, length)
     iptunnel_xmit(ipv4_of(dev.net), rt, skb, src, dst, IPPROTO_UDP, tos, ttl, df, dev)

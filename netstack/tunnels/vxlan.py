@@ -38,6 +38,12 @@ Transmit::
       offload marks (SKB_GSO_UDP_TUNNEL[_CSUM]), the 8-byte VXLAN header
       (flags 0x08: I, the VNI is valid; VNI << 8) ─► udp_tunnel_xmit_skb
 
+Offloads: the device offers TSO (``NETIF_F_GSO_SOFTWARE``); a GSO skb
+leaves marked ``SKB_GSO_UDP_TUNNEL[_CSUM]`` for the underlay or software GSO
+(``skb_udp_tunnel_segment`` in :mod:`netstack.ipv4.offload`) to cut. GRO on
+the underlay reaches :func:`vxlan_gro_receive` through ``udp4_gro_receive``
+and the socket's ``gro_receive``.
+
 Receive (``encap_rcv`` of the socket, ``skb.data`` at the UDP header)::
 
     vxlan_rcv: UDP + VXLAN header present (VXLAN_INVALID_HDR), the I flag set
@@ -69,6 +75,7 @@ from __future__ import annotations
 import errno
 import struct
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -82,6 +89,7 @@ from netstack.core.dev import (
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
+    NETIF_F_GSO_SOFTWARE,
     NETIF_F_HW_CSUM,
     NETIF_F_LLTX,
     NETIF_F_RXCSUM,
@@ -128,12 +136,15 @@ from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.timer import TimerList
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
+from netstack.gro.core import NapiGroCb, call_gro_receive
+from netstack.gro.eth import eth_gro_complete, eth_gro_receive
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.udp import UdpSock
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import iptunnel_handle_offloads, iptunnel_pull_header
 from netstack.tunnels.udp_tunnel import (
+    DstCache,
     UdpTunnelSockCfg,
     setup_udp_tunnel_sock,
     udp_flow_src_port,
@@ -142,6 +153,7 @@ from netstack.tunnels.udp_tunnel import (
     udp_tunnel_sock_release,
     udp_tunnel_xmit_skb,
 )
+from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_P_IPV6
 from netstack.wire.ipv4 import IP_DF, IPV4_HLEN, ipv4_is_multicast
 
@@ -162,6 +174,8 @@ __all__ = [
     "VxlanRdst",
     "VxlanStats",
     "vxlan_fill_info",
+    "vxlan_gro_complete",
+    "vxlan_gro_receive",
     "vxlan_init_net",
     "vxlan_newlink",
     "vxlan_rcv",
@@ -274,6 +288,7 @@ class VxlanRdst:
     remote_port: int
     remote_vni: int
     remote_ifindex: int
+    dst_cache: DstCache = attrs.Factory(DstCache)
 
     def key(self) -> tuple[int, int, int, int]:
         return (self.remote_ip, self.remote_port, self.remote_vni, self.remote_ifindex)
@@ -403,9 +418,11 @@ def vxlan_fdb_create(
 
 @kernel("vxlan_fdb_destroy")
 def vxlan_fdb_destroy(vxlan: VxlanDev, f: VxlanFdb) -> None:
-    """Kernel: vxlan_fdb_destroy()."""
+    """Kernel: vxlan_fdb_destroy() (and __vxlan_fdb_free's dst_cache_destroy)."""
     vxlan.addrcnt -= 1
     vxlan.fdb.pop(f.eth_addr, None)
+    for rd in f.remotes:
+        rd.dst_cache.reset()
 
 
 @kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_fdb_update")
@@ -434,6 +451,7 @@ def vxlan_fdb_update(
             if nonunicast:
                 raise fdb_extack("Cannot replace non-unicast fdb entries", errno.EOPNOTSUPP)
             if _find_rdst(f, rd.key()) is None and f.remotes:  # vxlan_fdb_replace()
+                f.remotes[0].dst_cache.reset()
                 f.remotes[0] = rd
         if nlflags & NLM_F_APPEND and nonunicast and _find_rdst(f, rd.key()) is None:
             f.remotes.append(rd)  # vxlan_fdb_append()
@@ -487,6 +505,7 @@ def _vxlan_fdb_delete(vxlan: VxlanDev, mac: bytes, rd: VxlanRdst) -> None:
             return
     if found is not None and len(f.remotes) > 1:
         f.remotes.remove(found)  # vxlan_fdb_dst_destroy()
+        found.dst_cache.reset()
         return
     vxlan_fdb_destroy(vxlan, f)
 
@@ -519,6 +538,7 @@ def vxlan_snoop(vxlan: VxlanDev, src_ip: int, src_mac: bytes) -> DropReason | No
                 f"{_ntoa(rdst.remote_ip)} to {_ntoa(src_ip)}",
             )
         rdst.remote_ip = src_ip
+        rdst.dst_cache.reset()  # (the cached route was toward the old VTEP)
         return None
     if vxlan.dev.flags & IFF_UP:  # "close off race between vxlan_flush and incoming packets"
         try:
@@ -710,12 +730,11 @@ def vxlan_setup(dev: NetDevice) -> None:
     dev.dev_addr = eth_random_addr(dev.net.rng)  # eth_hw_addr_random()
     dev.addr_assign_type = NET_ADDR_RANDOM
     ether_setup(dev)
-    # NETIF_F_GSO_SOFTWARE is not offered: the underlay cannot yet segment
-    # SKB_GSO_UDP_TUNNEL packets, so TCP sends MSS-sized segments here
     dev.features |= NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_FRAGLIST | NETIF_F_RXCSUM
-    dev.features |= NETIF_F_LLTX
+    dev.features |= NETIF_F_GSO_SOFTWARE | NETIF_F_LLTX
     dev.vlan_features = dev.features
     dev.hw_features |= NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_FRAGLIST | NETIF_F_RXCSUM
+    dev.hw_features |= NETIF_F_GSO_SOFTWARE
     dev.priv_flags |= IFF_NO_QUEUE | IFF_LIVE_ADDR_CHANGE
     dev.priv_flags &= ~IFF_TX_SKB_SHARING
     dev.min_mtu = ETH_MIN_MTU
@@ -817,13 +836,15 @@ def vxlan_config_validate(net: Net, conf: VxlanConfig, old: VxlanDev | None) -> 
 
 
 @kernel("vxlan_config_apply")
-def vxlan_config_apply(dev: NetDevice, conf: VxlanConfig, lower: NetDevice | None) -> None:
+def vxlan_config_apply(
+    dev: NetDevice, conf: VxlanConfig, lower: NetDevice | None, *, changelink: bool = False
+) -> None:
     """Size the device from its underlay. Kernel: vxlan_config_apply()."""
     vxlan: VxlanDev = dev.priv
     dst = vxlan.default_dst
     needed_headroom = ETH_HLEN
     max_mtu = ETH_MAX_MTU
-    if conf.mtu:
+    if conf.mtu and not changelink:
         dev.mtu = conf.mtu
     dst.remote_vni = conf.vni
     dst.remote_ip = conf.remote_ip
@@ -832,7 +853,7 @@ def vxlan_config_apply(dev: NetDevice, conf: VxlanConfig, lower: NetDevice | Non
         needed_headroom = lower.hard_header_len + lower.needed_headroom
         dev.needed_tailroom = lower.needed_tailroom
         max_mtu = max(lower.mtu - VXLAN_HEADROOM, ETH_MIN_MTU)
-        if not conf.mtu:
+        if not changelink and not conf.mtu:
             dev.mtu = max_mtu
     if dev.mtu > max_mtu:
         dev.mtu = max_mtu
@@ -872,6 +893,73 @@ def vxlan_newlink(net: Net, name: str | None, data: Any, tb: dict[str, Any]) -> 
         )
     vxlan_net_of(net).vxlan_list.append(vxlan)
     return dev
+
+
+@kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_changelink")
+def vxlan_changelink(dev: NetDevice, data: Any, tb: dict[str, Any]) -> None:
+    """``ip link set DEV type vxlan …``: remote, local, dev, TTL, TOS, DF,
+    learning and ageing change; the VNI, ports, checksum flag and limit do not.
+
+    Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_changelink() (vxlan_nl2conf
+    with changelink set, vxlan_config_validate, the default entry moved).
+    """
+    parms: VxlanParms = data
+    vxlan: VxlanDev = dev.priv
+    conf = attrs.evolve(vxlan.cfg)
+    eop = errno.EOPNOTSUPP
+    if parms.vni is not None and parms.vni != conf.vni:
+        raise _err("Cannot change VNI", eop)
+    if parms.ttl_inherit:
+        raise _err("vxlan: cannot change TTL_INHERIT flag", eop)
+    if parms.limit is not None:
+        raise _err("Cannot change limit", eop)
+    if parms.port_range is not None:
+        raise _err("Cannot change port range", eop)
+    if parms.port is not None:
+        raise _err("Cannot change port", eop)
+    if parms.udp_csum is not None:
+        raise _err("Cannot change UDP_CSUM flag", eop)
+    if parms.udp_zero_csum6_tx is not None:
+        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_TX flag", eop)
+    if parms.udp_zero_csum6_rx is not None:
+        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_RX flag", eop)
+    if parms.group is not None:
+        conf.remote_ip = parms.group
+    if parms.local is not None:
+        conf.saddr = parms.local
+    if parms.link is not None:
+        conf.remote_ifindex = parms.link
+    if parms.tos is not None:
+        conf.tos = parms.tos
+    if parms.ttl is not None:
+        conf.ttl = parms.ttl
+    if parms.df is not None:
+        conf.df = parms.df
+    if parms.learning is not None:
+        conf.flags = conf.flags | VXLAN_F_LEARN if parms.learning else conf.flags & ~VXLAN_F_LEARN
+    if parms.ageing is not None:
+        conf.age_interval = parms.ageing
+    lower = vxlan_config_validate(dev.net, conf, vxlan)
+    dst = vxlan.default_dst
+    if conf.remote_ip != dst.remote_ip:  # "handle default dst entry"
+        if conf.remote_ip:
+            vxlan_fdb_update(
+                vxlan,
+                ALL_ZEROS_MAC,
+                VxlanRdst(conf.remote_ip, vxlan.cfg.dst_port, conf.vni, conf.remote_ifindex),
+                NUD_REACHABLE | NUD_PERMANENT,
+                NLM_F_APPEND | NLM_F_CREATE,
+                NTF_SELF,
+            )
+        if dst.remote_ip:
+            _vxlan_fdb_delete(
+                vxlan,
+                ALL_ZEROS_MAC,
+                VxlanRdst(dst.remote_ip, vxlan.cfg.dst_port, dst.remote_vni, dst.remote_ifindex),
+            )
+    if conf.age_interval != vxlan.cfg.age_interval and dev.flags & IFF_UP:
+        vxlan.age_timer.mod(dev.net.clock.jiffies)
+    vxlan_config_apply(dev, conf, lower, changelink=True)
 
 
 @kernel("vxlan_dellink")
@@ -925,7 +1013,16 @@ def vxlan_socket_create(net: Net, port: int, flags: int, ifindex: int) -> VxlanS
         raise ConfigError(f"RTNETLINK answers: {e.strerror}", code) from None
     vs = VxlanSock(sock, flags & VXLAN_F_RCV_FLAGS)
     vxlan_net_of(net).sock_list.setdefault(port, []).append(vs)
-    setup_udp_tunnel_sock(sock, UdpTunnelSockCfg(vs, 1, vxlan_rcv))
+    setup_udp_tunnel_sock(
+        sock,
+        UdpTunnelSockCfg(
+            vs,
+            1,
+            vxlan_rcv,
+            partial(vxlan_gro_receive, net),
+            partial(vxlan_gro_complete, net),
+        ),
+    )
     return vs
 
 
@@ -1048,8 +1145,10 @@ def vxlan_xmit_one(skb: SkBuff, dev: NetDevice, default_vni: int, rdst: VxlanRds
         return
     if not ifindex:
         ifindex = vs.sock.sk_bound_dev_if
+    # the per-remote route cache, unless a TOS makes the route per packet
+    cache = rdst.dst_cache if not tos else None
     got = udp_tunnel_dst_lookup(
-        dev, net, ifindex, cfg.saddr, rdst.remote_ip, src_port, dst_port, tos
+        dev, net, ifindex, cfg.saddr, rdst.remote_ip, src_port, dst_port, tos, cache
     )
     if isinstance(got, int):  # tx_error
         if got == -errno.ELOOP:
@@ -1175,6 +1274,57 @@ def vxlan_rcv(sk: UdpSock, skb: SkBuff) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# GRO: the socket's gro_receive / gro_complete (udp4_gro_receive calls them)
+# ---------------------------------------------------------------------------
+
+
+@kernel(
+    "drivers/net/vxlan/vxlan_core.c",
+    "vxlan_gro_receive",
+    "vxlan_gro_prepare_receive",
+)
+def vxlan_gro_receive(net: Net, sk: UdpSock, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Pull the VXLAN header and let the inner Ethernet frame's GRO decide.
+
+    Held packets with other flags or another VNI are another flow; the inner
+    Ethernet header (``eth_gro_receive``), then IP and TCP, decide the merge.
+
+    Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_gro_receive() /
+    vxlan_gro_prepare_receive().
+    """
+    if TIMED:
+        spend("vxlan_gro_receive")
+    cb: NapiGroCb = skb.cb
+    off = cb.off
+    buf = skb.buf
+    pp: SkBuff | None = None
+    flush = 1
+    if skb.tail - off >= VXLAN_HDR_LEN:  # skb_gro_header()
+        if cb.csum_valid:  # skb_gro_postpull_rcsum()
+            cb.csum = csum_block_sub(cb.csum, csum_partial(buf, off, off + VXLAN_HDR_LEN), 0)
+        vh = buf[off : off + VXLAN_HDR_LEN]
+        rel = off - skb.data
+        cb.off = off + VXLAN_HDR_LEN  # skb_gro_pull()
+        for p in head:
+            pcb: NapiGroCb = p.cb
+            if not pcb.same_flow:
+                continue
+            o2 = p.data + rel
+            if p.buf[o2 : o2 + VXLAN_HDR_LEN] != vh:  # vx_flags, vx_vni
+                pcb.same_flow = 0
+        pp = call_gro_receive(partial(eth_gro_receive, net), head, skb)
+        flush = 0
+    cb.flush |= flush  # skb_gro_flush_final_remcsum()
+    return pp
+
+
+@kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_gro_complete")
+def vxlan_gro_complete(net: Net, sk: UdpSock, skb: SkBuff, nhoff: int) -> int:
+    """Kernel: drivers/net/vxlan/vxlan_core.c, vxlan_gro_complete()."""
+    return eth_gro_complete(net, skb, nhoff + VXLAN_HDR_LEN)
+
+
 @kernel("drivers/net/vxlan/vxlan_core.c", "vxlan_init_module", "vxlan_init_net")
 def vxlan_init_net(net: Net) -> None:
     """The ``vxlan`` module's per-Net init: its link kind and netdevice notifier.
@@ -1186,7 +1336,11 @@ def vxlan_init_net(net: Net) -> None:
     rtnl_link_register(
         net,
         RtnlLinkOps(
-            "vxlan", newlink=vxlan_newlink, dellink=vxlan_dellink, get_info=vxlan_fill_info
+            "vxlan",
+            newlink=vxlan_newlink,
+            changelink=vxlan_changelink,
+            dellink=vxlan_dellink,
+            get_info=vxlan_fill_info,
         ),
     )
 

@@ -9,6 +9,7 @@ port the inner flow hash picks (``udp_flow_src_port``), the VXLAN header
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -157,7 +158,7 @@ async def test_overlay_tcp_transfer(
     payload = bytes(range(256)) * 256  # 64 KiB
     got, _ = await stream_transfer(h["h1"], h["h2"], AF_INET, "192.168.42.2", 5001, payload)
     assert got == payload
-    # no inner segment was bigger than the overlay MTU: TSO is not offered on vxlan0
+    # vxlan0 took TSO skbs and the underlay veth carried them whole
     assert h["h1"].dev("vxlan0").statistics().tx_errors == 0
     assert h["h1"].drops() == {} and h["h2"].drops() == {}
 
@@ -281,6 +282,22 @@ async def test_no_dstport_warns_and_uses_the_linux_default(
     assert "dstport 8472 " in h.ip("-d link show vxlan0")
     assert ip_run(h.net, "link add vxlan1 type vxlan id 43 dstport 0") == ("", "")
     assert "dstport 8472 " in h.ip("-d link show vxlan1")
+
+
+async def test_port_taken_by_a_socket_refuses_up(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 4789))
+    h.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2")
+    with pytest.raises(ConfigError) as e:
+        h.ip("link set vxlan0 up")
+    assert str(e.value) == "RTNETLINK answers: Address already in use"
+    assert not h.dev("vxlan0").flags & 1  # IFF_UP
+    sock.close()
+    h.ip("link set vxlan0 up")
+    assert h.dev("vxlan0").flags & 1
 
 
 async def test_mtu_above_the_underlay_is_refused(
@@ -592,3 +609,244 @@ async def test_frame_layout_matches_the_real_kernel(
     # ARP has no ports or addresses the dissector reads: both directions hash alike
     # on one kernel (the real pair shares one; each netstack host has its own key)
     assert real_vx[0].data.sport == real_vx[1].data.sport
+
+
+@pytest.mark.parametrize("gro", ["on", "off"])
+async def test_gro_merges_vxlan_on_the_underlay_napi(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, gro: str
+) -> None:
+    """GSO cuts, GRO merges: udp4_gro_receive finds the encap socket's
+    vxlan_gro_receive, so outer packets of one inner TCP flow merge on h2's eth0
+    and vxlan_rcv sees aggregates."""
+    from netstack.gro import gro_statistics
+
+    h = build_overlay(lab)
+    h2 = h["h2"]
+    h2.ethtool(f"-K eth0 gro {gro}")
+    # vxlan0 takes 64 KB GSO skbs; veth would carry them whole: without TSO on
+    # h1's eth0 they are cut into wire-sized VXLAN packets by software GSO
+    # (skb_udp_tunnel_segment), as a NIC without UDP tunnel offload does
+    h["h1"].ethtool("-K eth0 tso off")
+    payload = bytes(range(256)) * 2048  # 512 KB
+    got, _ = await stream_transfer(h["h1"], h2, AF_INET, "192.168.42.2", 5004, payload)
+    assert got == payload
+    phys = gro_statistics(h2.net, "eth0")
+    vx_in = h2.dev("vxlan0").statistics().rx_packets
+    data_frames = len(payload) // 1398  # the overlay MSS: 1450 - 20 - 32
+    if gro == "on":
+        assert phys.merged > data_frames // 2
+        assert vx_in < data_frames // 4  # vxlan_rcv saw aggregates
+    else:
+        assert phys.merged == 0
+        assert vx_in >= data_frames
+    assert h2.drops() == {}
+
+
+@pytest.mark.parametrize(
+    ("opts", "ttl", "tos", "df", "zero_csum"),
+    [
+        ("", 64, 0x00, False, False),
+        ("ttl 17 tos 0x20", 17, 0x20, False, False),
+        ("ttl inherit tos inherit df set", 64, 0x10, True, False),
+        ("df inherit noudpcsum", 64, 0x00, False, True),
+    ],
+)
+async def test_ttl_tos_df_and_udpcsum_on_the_wire(
+    lab: netstack.Lab,
+    autojump_clock: trio.testing.MockClock,
+    opts: str,
+    ttl: int,
+    tos: int,
+    df: bool,
+    zero_csum: bool,
+) -> None:
+    h = build_overlay(lab, opts)
+    h1 = h["h1"]
+    cap = h1.capture("eth0")
+    sock = h1.socket()
+    sock.setsockopt(0, 1, 0x10)  # IP_TOS 0x10 on the inner packets
+    await sock.sendto(b"x", ("192.168.42.2", 9))  # (ARP first, then the datagram)
+    await trio.sleep(0.1)
+    ip = vxlan_udp(cap.frames, True)[-1]
+    inner = dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:]).data
+    assert inner.tos == 0x10 and inner.df  # the inner UDP datagram (PMTU discovery: DF)
+    assert (ip.ttl, ip.tos, bool(ip.df)) == (ttl, tos, df or ("df inherit" in opts))
+    assert (ip.data.sum == 0) == zero_csum
+
+
+async def test_delete_releases_the_port_and_the_lower_device_takes_it_along(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    h1.ip("link del vxlan0")
+    assert h1.net.dev_get_by_name("vxlan0") is None
+    sock = h1.socket()
+    await sock.bind(("0.0.0.0", 4789))  # the encap socket is gone
+    sock.close()
+    h1.ip("link add vx1 type vxlan id 5 dstport 4789 remote 198.51.100.2 dev eth0")
+    h1.ip("link set vx1 up")
+    h1.ip("link del eth0")  # vxlan_netdevice_event: the underlay goes, so does vx1
+    assert h1.net.dev_get_by_name("vx1") is None
+
+
+async def test_gso_segments_are_wire_sized_with_valid_udp_checksums(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A 64 KB TCP GSO skb through vxlan0 (SKB_GSO_UDP_TUNNEL_CSUM) cut by software
+    GSO on an underlay without TSO: each segment a full VXLAN packet, its UDP
+    length right and its UDP checksum right once the inner TCP checksum is
+    completed (local checksum offload computed the outer one ahead of it)."""
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    assert "tcp-segmentation-offload: on" in h1.ethtool("-k vxlan0")
+    h1.ethtool("-K eth0 tso off")
+    cap = h1.capture("eth0")
+    payload = bytes(range(256)) * 512  # 128 KB
+    got, _ = await stream_transfer(h1, h["h2"], AF_INET, "192.168.42.2", 5005, payload)
+    assert got == payload
+    data = [
+        ip
+        for ip in vxlan_udp(cap.frames, True)
+        if len(ip) == 1500  # full-sized segments: 1398 bytes of TCP payload each
+    ]
+    assert len(data) >= len(payload) // 1398 - 2
+    ids = [ip.id for ip in data]
+    assert all((b - a) & 0xFFFF == 1 for a, b in itertools.pairwise(ids))
+    assert len({ip.data.sport for ip in data}) == 1  # one connection, one hash
+    saddr, daddr = ip4("192.0.2.1"), ip4("198.51.100.2")
+    for ip in data:
+        raw = bytearray(bytes(ip.data))  # the UDP datagram
+        assert (raw[4] << 8 | raw[5]) == len(raw) == 1480
+        # complete the inner TCP checksum as the device would
+        inner_ip = 16 + 14
+        isrc = int.from_bytes(raw[inner_ip + 12 : inner_ip + 16], "big")
+        idst = int.from_bytes(raw[inner_ip + 16 : inner_ip + 20], "big")
+        th = inner_ip + 20
+        raw[th + 16 : th + 18] = b"\0\0"
+        c = csum_tcpudp_magic(isrc, idst, len(raw) - th, 6, csum_partial(bytes(raw[th:])))
+        raw[th + 16 : th + 18] = c.to_bytes(2, "big")
+        assert csum_tcpudp_magic(saddr, daddr, len(raw), 17, csum_partial(bytes(raw))) == 0
+
+
+def _tshark_rows(pcap: Path, fields: tuple[str, ...]) -> list[list[str]]:
+    out = subprocess.run(
+        ["tshark", "-r", str(pcap), "-o", "ip.check_checksum:TRUE"]
+        + ["-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"]
+        + ["-Y", "vxlan", "-T", "fields", "-E", "separator=|"]
+        + [x for f in fields for x in ("-e", f)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line.split("|") for line in out.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+async def test_capture_off_the_wire_is_wireshark_clean(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """Over NICs (which finish the checksums the stack left partial), frames as r
+    receives them: outer IPv4 and UDP checksums, VNI 42, inner ICMP/TCP checksums
+    all verify in tshark — the outer UDP checksum computed ahead of the inner TCP
+    one (local checksum offload) included."""
+    h1, r, h2 = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("h1", "r", "h2"))
+    lab.add_link("h1:eth0", "r:eth0", kind="nic")
+    lab.add_link("r:eth1", "h2:eth0", kind="nic")
+    h1.ip("addr add 192.0.2.1/24 dev eth0")
+    h1.ip("route add default via 192.0.2.254")
+    h2.ip("addr add 198.51.100.2/24 dev eth0")
+    h2.ip("route add default via 198.51.100.254")
+    r.ip("addr add 192.0.2.254/24 dev eth0")
+    r.ip("addr add 198.51.100.254/24 dev eth1")
+    r.sysctl("net.ipv4.ip_forward=1")
+    for h, remote, addr in (
+        (h1, "198.51.100.2", "192.168.42.1/24"),
+        (h2, "192.0.2.1", "192.168.42.2/24"),
+    ):
+        h.ip(f"link add vxlan0 type vxlan id 42 dstport 4789 remote {remote} dev eth0")
+        h.ip(f"addr add {addr} dev vxlan0")
+        h.ip("link set vxlan0 up")
+    pcap = tmp_path / "vxlan.pcap"
+    cap = r.capture("eth0", pcap)
+    assert (await h1.ping("192.168.42.2", count=2, interval=0.1)).received == 2
+    got, _ = await stream_transfer(h1, h2, AF_INET, "192.168.42.2", 5006, b"t" * 20000)
+    assert got == b"t" * 20000
+    cap.stop()
+    fields: tuple[str, ...] = ("_ws.malformed", "ip.checksum.status", "udp.checksum.status")
+    fields += ("vxlan.vni", "icmp.checksum.status", "tcp.checksum.status", "arp.opcode")
+    rows = _tshark_rows(pcap, fields)
+    assert len(rows) > 10
+    for malformed, ip_status, udp_status, vni, icmp_status, tcp_status, arp in rows:
+        assert malformed == ""
+        assert vni == "42"
+        assert udp_status == "1", rows  # the outer UDP checksum verifies
+        assert ip_status in ("1", "1,1")
+        assert "2" not in (icmp_status, tcp_status)
+        assert "1" in (icmp_status, tcp_status) or arp
+    assert sum(r_[5] == "1" for r_ in rows) >= 10  # inner TCP segments verified
+
+
+CHANGE_REFUSED = [
+    ("id 2", "Error: Cannot change VNI."),
+    ("dstport 4790", "Error: Cannot change port."),
+    ("srcport 1 2", "Error: Cannot change port range."),
+    ("noudpcsum", "Error: Cannot change UDP_CSUM flag."),
+    ("maxaddress 3", "Error: Cannot change limit."),
+    ("ttl inherit", "Error: vxlan: cannot change TTL_INHERIT flag."),
+    ("remote 239.1.1.1", 'Error: argument "239.1.1.1" is wrong: invalid remote address'),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CHANGE_REFUSED)
+async def test_ip_link_set_type_vxlan_refusals(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, args: str, message: str
+) -> None:
+    """The texts of Linux 6.18 with iproute2 6.1, and no change."""
+    h = build_overlay(lab)
+    before = h["h1"].ip("-d link show vxlan0")
+    with pytest.raises(ConfigError) as e:
+        h["h1"].ip(f"link set vxlan0 type vxlan {args}")
+    assert str(e.value) == message
+    assert h["h1"].ip("-d link show vxlan0") == before
+
+
+async def test_ip_link_set_type_vxlan_changes_what_linux_lets_change(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    h1.ip("link set vxlan0 type vxlan nolearning")
+    h1.ip("link set vxlan0 type vxlan remote 203.0.113.9")
+    h1.ip("link set vxlan0 type vxlan local 192.0.2.1")
+    h1.ip("link set vxlan0 type vxlan ttl 9 tos 0x10 ageing 30")
+    h1.ip("link set vxlan0 type vxlan df set")
+    assert (
+        "    vxlan id 42 remote 203.0.113.9 local 192.0.2.1 dev eth0 srcport 0 0 dstport 4789 "
+        "nolearning tos 0x10 ttl 9 df set ageing 30 udpcsum noudp6zerocsumtx "
+        "noudp6zerocsumrx " in h1.ip("-d link show vxlan0")
+    )
+    # the default entry moved with the remote
+    assert h1.bridge("fdb show dev vxlan0") == (
+        "00:00:00:00:00:00 dst 203.0.113.9 via eth0 self permanent\n"
+    )
+    assert h1.dev("vxlan0").mtu == 1450
+
+
+async def test_the_per_remote_route_cache_follows_route_changes(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """vxlan_xmit_one keeps the outer route in the remote's dst_cache (one FIB
+    lookup saved per frame); a route change (rt_genid) invalidates it."""
+    h = build_overlay(lab)
+    h1 = h["h1"]
+    assert (await h1.ping("192.168.42.2", count=2, interval=0.1)).received == 2
+    rd = h1.dev("vxlan0").priv.fdb[bytes(6)].remotes[0]
+    assert rd.dst_cache.rt is not None and rd.dst_cache.saddr == ip4("192.0.2.1")
+    h1.ip("route add 198.51.100.2/32 dev eth0")  # the remote now "on link": ARP for it
+    cap = h1.capture("eth0")
+    assert (await h1.ping("192.168.42.2", count=1, timeout=1)).received == 0
+    arp = [dpkt.ethernet.Ethernet(f).data for _, f, out in cap.frames if out]
+    assert any(isinstance(a, dpkt.arp.ARP) and a.tpa == bytes([198, 51, 100, 2]) for a in arp)
+    h1.ip("route del 198.51.100.2/32 dev eth0")
+    assert (await h1.ping("192.168.42.2", count=1)).received == 1

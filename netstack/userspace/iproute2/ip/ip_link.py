@@ -1212,6 +1212,16 @@ def iplink_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> N
             _setlink(net, dev, req)
             vops.changelink(dev, vdata, {"mtu": req.mtu})
             return
+        if req.kind is not None and req.kind in link_vxlan.VXLAN_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            xops = rtnl_link_ops_get(net, req.kind)
+            xdata, _ = link_vxlan.vxlan_parse_opt(net, args, create=False)
+            if xops is None or xops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            xops.changelink(dev, xdata, {"mtu": req.mtu})
+            return
         if req.kind is not None and req.kind in link_bridge.BRIDGE_KINDS and args:
             if req.kind != link_kind(dev):
                 raise rtnl_error(errno.EOPNOTSUPP)

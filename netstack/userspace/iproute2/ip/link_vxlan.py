@@ -109,10 +109,14 @@ def _addr(value: str) -> int | None:
         return None
 
 
-def vxlan_parse_opt(net: Net, args: Args) -> tuple[VxlanParms, str | None]:
+def vxlan_parse_opt(net: Net, args: Args, *, create: bool = True) -> tuple[VxlanParms, str | None]:
     """The words after ``type vxlan``, and the warning iproute2 prints on stderr.
 
-    iproute2: ip/iplink_vxlan.c, vxlan_parse_opt() (creation: every new link).
+    With *create* False (``ip link set DEV type vxlan …``: iproute2's
+    ``set_op``) only what is said is sent: no VNI is required, no port warned
+    about, learning left alone unless named.
+
+    iproute2: ip/iplink_vxlan.c, vxlan_parse_opt().
     """
     seen: set[str] = set()
 
@@ -283,11 +287,11 @@ def vxlan_parse_opt(net: Net, args: Args) -> tuple[VxlanParms, str | None]:
             raise ConfigError(VXLAN_USAGE, errno.EINVAL)
         else:
             raise ConfigError(f'vxlan: unknown command "{word}"?\n{VXLAN_USAGE}', errno.EINVAL)
-    if "id" not in seen:
+    if "id" not in seen and create:
         raise ConfigError("vxlan: missing virtual network identifier", errno.EINVAL)
     if is_multi and "link" not in seen:
         raise ConfigError("vxlan: 'group' requires 'dev' to be specified", errno.EINVAL)
-    warning = None if "port" in seen else VXLAN_DSTPORT_WARNING
+    warning = None if "port" in seen or not create else VXLAN_DSTPORT_WARNING
     parms = VxlanParms(
         vni=vni,
         group=group,
@@ -295,7 +299,7 @@ def vxlan_parse_opt(net: Net, args: Args) -> tuple[VxlanParms, str | None]:
         link=link,
         ttl=ttl,
         tos=tos,
-        learning=learning,
+        learning=learning if create or "learning" in seen else None,
         ageing=ageing,
         limit=limit,
         port_range=port_range,
