@@ -236,6 +236,7 @@ async def test_tcp_transfer(
     assert "received intact: True" in out
 
 
+@pytest.mark.slow
 def test_netperf_netserver(capsys: pytest.CaptureFixture[str]) -> None:
     """A timed lab: netperf refused without a netserver, then TCP_RR and UDP_STREAM
     through one, with transactions/s, throughput and CPU figures."""
@@ -263,6 +264,7 @@ async def test_tcp6_over_sit(
     assert "received intact: True" in out
 
 
+@pytest.mark.slow
 async def test_tc_tbf_shaping(
     autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,7 @@ import struct
 from typing import Final
 
 import dpkt
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -150,6 +151,7 @@ def check_reply(reply: bytes) -> None:
     rx_csum=st.sampled_from(["unnecessary", "complete", "none"]),
     frames=st.lists(tunnel_frames(), min_size=1, max_size=6),
 )
+@pytest.mark.slow
 def test_tunnel_receive_handlers_survive_fuzzed_frames(
     rx_csum: RxCsumMode, frames: list[bytes]
 ) -> None:

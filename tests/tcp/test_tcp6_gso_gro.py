@@ -397,6 +397,7 @@ async def test_ipv6_gro_merges_labelled_flows(lab: Lab, autojump_clock: object) 
     cut=st.integers(0, 48),
     nxt=st.sampled_from([6, 60, 43, 0]),
 )
+@pytest.mark.slow
 def test_fuzz_ipv6_gro_receive(pos: list[int], val: int, cut: int, nxt: int) -> None:
     """Mutated or truncated IPv6/TCP frames, with or without an extension header in
     front of TCP (destination options, routing, hop-by-hop), never break the GRO
