@@ -193,6 +193,27 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     return features
 
 
+@kernel("net/core/dev.c", "netdev_get_wanted_features", "__netdev_update_features")
+def netdev_update_features(dev: NetDevice) -> bool:
+    """Recompute ``dev.features`` from what the user wants; True if it changed.
+
+    The features the user may toggle (``hw_features``) follow
+    ``wanted_features``, the rest keep their state; then the driver's
+    ``ndo_fix_features`` and the core's fix-ups drop what cannot be on. A
+    feature a driver turned off behind the user's back stays off only if the
+    driver also cleared it from ``wanted_features`` (veth's GRO).
+
+    Kernel: net/core/dev.c, netdev_get_wanted_features(), __netdev_update_features().
+    """
+    features = (dev.features & ~dev.hw_features) | dev.wanted_features
+    features = dev.ops.ndo_fix_features(dev, features)
+    features = netdev_fix_features(dev, features)
+    if features == dev.features:
+        return False
+    dev.features = features
+    return True
+
+
 @kernel("net/core/dev.c", "register_netdevice")
 def register_netdevice(dev: NetDevice) -> None:
     """Add *dev* to its Net: name, ifindex, queues, features, notifiers.

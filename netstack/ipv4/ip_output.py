@@ -64,8 +64,11 @@ class IpIdents:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
-        self.idents = [0] * IP_IDENTS_SZ
-        self.tstamps = [0] * IP_IDENTS_SZ
+        # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
+        # absent bucket is 0): a host touches a few buckets, and 32 KB a host
+        # was a tenth of a lab's memory
+        self.idents: dict[int, int] = {}
+        self.tstamps: dict[int, int] = {}
         self.key = ipv4.net.rng.getrandbits(64)
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
@@ -86,14 +89,14 @@ class IpIdents:
                 lines[bucket >> 4] = line
             line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
-        old = self.tstamps[bucket]
+        old = self.tstamps.get(bucket, 0)
         delta = 0
         if old != now:
             self.tstamps[bucket] = now
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        new = (self.idents[bucket] + segs + delta) & 0xFFFFFFFF
+        new = (self.idents.get(bucket, 0) + segs + delta) & 0xFFFFFFFF
         self.idents[bucket] = new
         return (new - segs) & 0xFFFF
 

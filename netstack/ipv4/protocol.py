@@ -230,6 +230,22 @@ class Ipv4:
         """Invalidate every cached route. Kernel: rt_cache_flush() (rt_genid_bump_ipv4)."""
         self.rt_genid += 1
 
+    @kernel("net/ipv4/fib_frontend.c", "fib_disable_ip", "net/ipv4/arp.c", "arp_ifdown")
+    def fib_disable_ip(self, dev: NetDevice) -> None:
+        """The last IPv4 address of *dev* went: IP is off on it.
+
+        Every route through *dev* dies (``fib_sync_down_dev`` with *force*:
+        static routes too), cached routes are invalidated, and the ARP
+        entries of *dev* are flushed, permanent ones included
+        (``arp_ifdown`` → ``neigh_ifdown``), as ``fib_inetaddr_event``'s
+        NETDEV_DOWN does when ``ifa_list`` is left empty.
+
+        Kernel: net/ipv4/fib_frontend.c, fib_disable_ip(); net/ipv4/arp.c, arp_ifdown().
+        """
+        self.fib.fib_sync_down_dev(dev, unregister=True)
+        self.rt_cache_flush()
+        self.arp_tbl.neigh_ifdown(dev)
+
     @kernel("__ip_dev_find")
     def ip_dev_find(self, addr: int) -> NetDevice | None:
         """The device owning local address *addr*. Kernel: __ip_dev_find()."""
@@ -535,8 +551,9 @@ class Ipv4:
     def _register_dev_sysctls(self, dev: NetDevice) -> None:
         in_dev: InDevice = dev.ip_ptr
         in_dev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv4.conf.{dev.name}", in_dev.cnf, dev)
-        neigh_sysctl_register(self.arp_tbl, dev)
+        conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, in_dev.cnf, dev)
+        s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.arp_tbl, dev)
 
 
 def _register_devconf(
@@ -650,9 +667,6 @@ def _register_globals(ipv4: Ipv4) -> None:
         pair_getter("ping_group_range"),
         pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
     )
-    _register_devconf(ipv4, "net.ipv4.conf.all", ipv4.devconf_all, None, is_all=True)
-    _register_devconf(ipv4, "net.ipv4.conf.default", ipv4.devconf_dflt, None)
-    neigh_sysctl_register(ipv4.arp_tbl, None)
 
 
 @kernel("net/ipv4/af_inet.c", "inet_init")
@@ -684,7 +698,15 @@ def inet_init(net: Net) -> Ipv4:
         ipv4.netdev_event(NETDEV_REGISTER, dev)
         if dev.flags & 1:
             ipv4.netdev_event(NETDEV_UP, dev)
-    _register_globals(ipv4)
+    s, c, n = net.sysctl, "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used
+    s.register_lazy("net.ipv4.", _register_globals, ipv4)
+    s.register_lazy(
+        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
+    )
+    s.register_lazy(
+        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
+    )
+    s.register_lazy(f"{n}.default.", neigh_sysctl_register, ipv4.arp_tbl, None)
     return ipv4
 
 

@@ -26,6 +26,7 @@ Kernel: net/ipv4/udp.c, net/ipv4/datagram.c (connect), net/ipv4/icmp.c
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.skbuff import (
@@ -138,6 +139,13 @@ class UdpSock(Sock):
         self.ipv4 = ipv4
         self.pmtudisc = IP_PMTUDISC_DONT if ipv4.ip_no_pmtu_disc else self.pmtudisc
         self.no_check_tx = False
+        # udp_tunnel_sock_cfg (setup_udp_tunnel_sock): a kernel socket that
+        # decapsulates (VXLAN) takes its datagrams here instead of queueing them
+        self.encap_type = 0
+        self.encap_rcv: Callable[[UdpSock, SkBuff], int] | None = None
+        self.gro_receive: Any = None
+        self.gro_complete: Any = None
+        self.sk_user_data: Any = None
 
     def default_ttl(self) -> int:
         return self.ipv4.ip_default_ttl
@@ -555,9 +563,25 @@ class UdpTable:
 
 @kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
-    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
+
+    An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
+    hands the datagram to its ``encap_rcv`` once the checksum is verified;
+    0 (or less) means consumed (an ``InDatagrams``), more means "deliver it as
+    an ordinary datagram".
+    """
     if TIMED:
         spend("udp_queue_rcv_one_skb")
+    encap_rcv = sk.encap_rcv
+    if sk.encap_type and encap_rcv is not None:
+        if not udp_csum_ok(skb):  # "Verify checksum before giving to encap"
+            ipv4.udp_mib.InCsumErrors += 1
+            ipv4.udp_mib.InErrors += 1
+            kfree_skb(skb, DropReason.UDP_CSUM)
+            return
+        if encap_rcv(sk, skb) <= 0:
+            ipv4.udp_mib.InDatagrams += 1
+            return
     if sk.dead:
         kfree_skb(skb, DropReason.NO_SOCKET)
         return

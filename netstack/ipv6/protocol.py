@@ -655,8 +655,9 @@ class Ipv6:
         """
         idev: Inet6Dev = dev.ip6_ptr
         idev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv6.conf.{dev.name}", idev.cnf, idev)
-        neigh_sysctl_register(self.nd_tbl, dev)
+        conf, neigh, s = f"net.ipv6.conf.{dev.name}", f"net.ipv6.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, idev.cnf, idev)
+        s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.nd_tbl, dev)
 
     def unregister_dev_sysctls(self, idev: Inet6Dev) -> None:
         self.net.sysctl.unregister_prefix(f"net.ipv6.conf.{idev.conf_name}.")
@@ -803,7 +804,8 @@ def _dev_disable_change(ipv6: Ipv6, idev: Inet6Dev) -> None:
 
 
 def _register_globals(ipv6: Ipv6) -> None:
-    """``net.ipv6.*``, ``.icmp.*``, ``.route.*``, ``.conf.{all,default}``, ``.neigh.default``."""
+    """``net.ipv6.*``, ``.icmp.*``, ``.route.*`` (``.conf.{all,default}`` and
+    ``.neigh.default``: :func:`inet6_init`)."""
     s = ipv6.net.sysctl
     p = "net.ipv6"
     s.register_int(f"{p}.bindv6only", ipv6, "bindv6only", minimum=0, maximum=1)
@@ -899,9 +901,6 @@ def _register_globals(ipv6: Ipv6) -> None:
         raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
 
     s.register(f"{r}.flush", flush_denied, flush)
-    _register_devconf(ipv6, f"{p}.conf.all", ipv6.devconf_all, None)
-    _register_devconf(ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None)
-    neigh_sysctl_register(ipv6.nd_tbl, None)
 
 
 @kernel("net/ipv6/af_inet6.c", "inet6_init")
@@ -915,7 +914,15 @@ def inet6_init(net: Net) -> Ipv6:
     ipv6 = Ipv6(net)
     net.ipv6 = ipv6
     net.neigh_tables[10] = ipv6.nd_tbl
-    _register_globals(ipv6)
+    s, p = net.sysctl, "net.ipv6"  # registered when first used (register_lazy)
+    s.register_lazy(f"{p}.", _register_globals, ipv6)
+    s.register_lazy(
+        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
+    )
+    s.register_lazy(
+        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
+    )
+    s.register_lazy(f"{p}.neigh.default.", neigh_sysctl_register, ipv6.nd_tbl, None)
     protos = ipv6.inet6_protos
     final = _in.INET6_PROTO_FINAL
     protos[IPPROTO_ICMPV6] = Inet6Protocol(

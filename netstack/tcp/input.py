@@ -31,7 +31,7 @@ import struct
 from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
-from netstack.core.sock import net_tx_rndhash
+from netstack.core.sock import SOCK_RCVBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
@@ -348,7 +348,7 @@ def tcp_rcv_space_adjust(sk: TcpSock) -> None:
     copied = (sk.copied_seq - sk.rcvq_space_seq) & M32
     if copied > sk.rcvq_space_space:
         sk.rcvq_space_space = copied
-        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & 1:  # SOCK_RCVBUF_LOCK
+        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & SOCK_RCVBUF_LOCK:
             rcvbuf = min(4 * copied, tcp.tcp_rmem[2])
             if rcvbuf > sk.sk_rcvbuf:
                 sk.sk_rcvbuf = rcvbuf
@@ -2089,11 +2089,17 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     from netstack.tcp.output import tcp_select_initial_window
 
     full_space = tcp_full_space(sk)
+    req.rsk_window_clamp = sk.window_clamp
+    # a receive buffer the user set (SO_RCVBUF) limits the window and its scale
+    if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
+        req.rsk_window_clamp > full_space or not req.rsk_window_clamp
+    ):
+        req.rsk_window_clamp = full_space
     req.rsk_rcv_wnd, req.rsk_window_clamp, req.rcv_wscale = tcp_select_initial_window(
         sk,
         full_space,
         mss - (12 if req.tstamp_ok else 0),
-        sk.window_clamp,
+        req.rsk_window_clamp,
         req.wscale_ok,
         0,
     )

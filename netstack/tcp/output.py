@@ -593,6 +593,11 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
     else:
         opts = tcp_established_options(sk, tsval)
+        # A GSO skb always carries PSH (on its last segment once cut): it
+        # flushes the receiver's GRO at once. A single segment is not forced,
+        # as it may be going out under congestion. Only the clone's flags.
+        if tcb.pcount > 1:
+            flags |= TCPHDR_PSH
     optlen = opts.size() if opts is not None else 0
     hlen = 20 + optlen
     length = skb.tail - skb.data

@@ -43,6 +43,7 @@ class Iproute2Options:
     json_list: bool = False  # a listing ran: the output is its JSON array
     records: list[dict[str, Any]] = attrs.Factory(list)  # the array's objects, as they come
     out: list[str] = attrs.Factory(list)
+    err: list[str] = attrs.Factory(list)  # warnings printed on stderr before carrying on
 
     @property
     def sl(self) -> str:
@@ -56,6 +57,10 @@ class Iproute2Options:
     def text(self) -> str:
         """Everything written so far."""
         return "".join(self.out)
+
+    def warn(self, text: str) -> None:
+        """``fprintf(stderr, …)`` of a warning after which the tool carries on."""
+        self.err.append(text)
 
 
 def matches_color(opt: str) -> bool:

@@ -19,7 +19,9 @@ handler (calling the kernel-side functions of ``netstack.core.dev``,
 ``netstack.ipv4`` and ``netstack.neigh``, whose own error texts pass through
 unchanged). What ``ip`` prints on stdout is returned; what it prints on
 stderr before failing is raised as :class:`~netstack.errors.ConfigError`.
-Warnings that iproute2 prints on stderr and then carries on from are dropped.
+Warnings that iproute2 prints on stderr and then carries on from are
+returned by :func:`ip_run` beside stdout (``ip`` the command prints them on
+stderr; :func:`ip` drops them).
 
 iproute2: ip/ip.c.
 """
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.userspace.process import Machine, Process
 
-__all__ = ["IP_USAGE", "IP_VERSION", "ip", "main"]
+__all__ = ["IP_USAGE", "IP_VERSION", "ip", "ip_run", "main"]
 
 IP_VERSION: Final = "ip utility, iproute2-6.1.0"
 
@@ -233,6 +235,11 @@ def _parse_options(args: Args, opts: Iproute2Options) -> str | None:
 
 
 def ip(net: Net, command: str) -> str:
+    """Run an ``ip`` command line (its stdout; see :func:`ip_run` for the warnings)."""
+    return ip_run(net, command)[0]
+
+
+def ip_run(net: Net, command: str) -> tuple[str, str]:
     """Run an ``ip`` command line (without the leading ``ip``) on *net*; return its output.
 
     Args:
@@ -240,7 +247,8 @@ def ip(net: Net, command: str) -> str:
         command: e.g. ``"-s link show dev eth0"``, ``"addr add 10.0.0.1/24 dev eth0"``.
 
     Returns:
-        What ``ip`` prints on stdout (``""`` for commands that print nothing).
+        What ``ip`` prints on stdout (``""`` for commands that print nothing)
+        and the warnings it prints on stderr before carrying on (``""``: none).
 
     Raises:
         ConfigError: with the exact text iproute2 (or the kernel, through
@@ -254,7 +262,7 @@ def ip(net: Net, command: str) -> str:
     opts = Iproute2Options()
     version = _parse_options(args, opts)
     if version is not None:
-        return version
+        return version, ""
     if not args:
         raise _usage()
     word = args.take()
@@ -269,14 +277,17 @@ def ip(net: Net, command: str) -> str:
     if handler is None:
         raise ConfigError(f'netstack: "ip {obj}" is not implemented', errno.EOPNOTSUPP)
     handler(net, opts, args)
+    err = "".join(f"{w}\n" for w in opts.err)
     if opts.json and opts.json_list:
-        return jsonw(opts.records, pretty=opts.pretty)
-    return opts.text()
+        return jsonw(opts.records, pretty=opts.pretty), err
+    return opts.text(), err
 
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     """The ``ip`` command: run *argv* on *host*'s kernel and print what ip prints."""
-    text = ip(host.net, shlex.join(argv))
+    text, err = ip_run(host.net, shlex.join(argv))
+    if err:
+        proc.err(err.rstrip("\n"))
     if text:
         proc.out(text.rstrip("\n"))
     return 0

@@ -59,7 +59,7 @@ from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
 from netstack.sites import kernel
-from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan
+from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan, link_vxlan
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
@@ -547,6 +547,8 @@ def _details(opts: Iproute2Options, la: LinkAttrs) -> str:
             o.append(link_bridge.print_opt(dev))
         elif la.kind in link_vlan.VLAN_KINDS:
             o.append(link_vlan.print_opt(dev))
+        elif la.kind in link_vxlan.VXLAN_KINDS:
+            o.append(link_vxlan.print_opt(dev))
     if dev.master is not None and dev.master.kind == "bridge":
         o.append(f"{opts.sl}    bridge_slave {link_bridge.print_slave_opt(dev)}")
     big_tso = dev.type == 772 or la.kind in ("veth", "bridge")  # they raise tso_max_size
@@ -1230,6 +1232,12 @@ def iplink_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> N
         )
     if req.link is not None and ll_name_to_dev(net, req.link) is None:
         nodev(req.link)
+    if req.kind in link_vxlan.VXLAN_KINDS:
+        parms, warning = link_vxlan.vxlan_parse_opt(net, args)
+        if warning is not None:
+            opts.warn(warning)  # iproute2 warns on stderr and creates the device
+        _newlink_rtnl(net, req, parms)
+        return
     _newlink(net, req, args)
 
 
@@ -1256,6 +1264,8 @@ def do_iplink(net: Net, opts: Iproute2Options, args: Args) -> None:
             raise ConfigError(link_tunnel.usage(args.peek()))
         if args and args.peek() == "vlan":
             raise ConfigError(link_vlan.VLAN_USAGE)
+        if args and args.peek() == "vxlan":
+            raise ConfigError(link_vxlan.VXLAN_USAGE)
         if args and args.peek() == "bridge":
             raise ConfigError(link_bridge.BRIDGE_USAGE)
         if args and args.peek() == "bridge_slave":
