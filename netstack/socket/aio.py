@@ -27,7 +27,7 @@ selector loop implements and ``BaseEventLoop`` builds everything else on:
   ``eof_received``, ``pause_writing``/``resume_writing`` at the buffer's
   water marks, ``connection_lost``);
 * ``_start_serving``/``_stop_serving`` run an accept loop per listening
-  socket and hand each connection to ``BaseEventLoop._accept_connection2``.
+  socket and hand each connection to ``BaseEventLoop._accept_connection2``;
 * timers: a program that keeps arming timers that are already due at one
   virtual instant would spin forever (no CPU time passes in functional
   mode); after :data:`SPIN_LIMIT` of them the loop lets one microsecond pass
@@ -54,8 +54,11 @@ coroutine started by ``await host.run_asyncio(fn)`` does — the servers it
 starts, their connection handlers, the transports' tasks — stays on that
 host. :func:`open_loop` is trio-asyncio's ``open_loop`` with the loop's class
 swapped for :class:`HostEventLoop` (the subclass's own state is made by
-``_netstack_init``, called after the swap; nothing private of trio-asyncio
-is needed).
+``_netstack_init``, called after the swap). Besides asyncio's own selector
+hooks, the subclass uses two of trio-asyncio's internals: ``_queue_handle``
+(where every timer passes) and ``_add_io_handler`` (``add_reader``'s Trio
+task, given another wait function); tests/adapters/test_asyncio.py covers
+both.
 
 Kernel: none — the user-space event loop (CPython's asyncio/selector_events.py
 and base_events.py, trio-asyncio's _base.py, are the shape).
@@ -173,7 +176,11 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
             await self._wait(hs.wait_writable if write else hs.wait_readable)
 
     def _queue_handle(self, handle: asyncio.Handle) -> asyncio.Handle:
-        if isinstance(handle, asyncio.TimerHandle) and handle.when() <= self.time():
+        if (
+            isinstance(handle, asyncio.TimerHandle)
+            and self._task is not None  # (a closed loop refuses the handle below)
+            and handle.when() <= self.time()
+        ):
             self._spun_timer()
         return super()._queue_handle(handle)  # type: ignore[no-any-return]
 
