@@ -52,10 +52,9 @@ from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
+    from netstack.core.snmp import MibSnapshot
     from netstack.cpu.timed import TimedModel
     from netstack.host.lab import Lab
-    from netstack.ipv4.snmp import MibSnapshot
-    from netstack.ipv6.snmp import Mib6Snapshot
 
 __all__ = ["Host", "HostScope", "mac_for"]
 
@@ -303,7 +302,7 @@ class Host:
         """``/proc/net/snmp`` (Ip, Icmp, IcmpMsg, Udp) and IpExt."""
         return ipv4_of(self.net).snmp()
 
-    def snmp6(self) -> dict[str, Mib6Snapshot]:
+    def snmp6(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp6``: Ip6, Icmp6 (with the per-type counters) and Udp6."""
         return ipv6_of(self.net).snmp6()
 

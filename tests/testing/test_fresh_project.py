@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import dpkt
+import pytest
 from fresh_project import run_pytest
 
 FAILING = textwrap.dedent("""
@@ -53,6 +54,7 @@ FAILING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_failures_are_pytest_reports_with_seed_and_pcaps(tmp_path: Path) -> None:
     (tmp_path / "test_fail.py").write_text(FAILING)
     r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(tmp_path / "pcaps"))
@@ -71,6 +73,7 @@ def test_failures_are_pytest_reports_with_seed_and_pcaps(tmp_path: Path) -> None
     assert "1 failed" in rerun.stdout, rerun.stdout
 
 
+@pytest.mark.slow
 def test_xdist_workers_keep_their_own_pcaps(tmp_path: Path) -> None:
     tests = "\n".join(
         textwrap.dedent(f"""
