@@ -56,6 +56,7 @@ async def test_aiohttp_client_and_server(lab: Lab) -> None:
     await b.run_asyncio(runner.cleanup)
 
 
+@pytest.mark.slow
 @seeds(3)
 async def test_aiohttp_over_loss_and_reordering(lab: Lab) -> None:
     a, b = lab_pair(lab, netem=NETEM)

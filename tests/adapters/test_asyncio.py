@@ -103,6 +103,7 @@ class _Recorder(asyncio.Protocol):
         self.lost.set_result(None)
 
 
+@pytest.mark.slow
 async def test_protocols_and_transports(lab: Lab) -> None:
     """create_server/create_connection with protocols: extra info, write_eof/eof_received,
     flow control on both sides (pause_writing at the high-water mark, pause_reading)."""
