@@ -102,6 +102,8 @@ class Lab:
         self.switches: dict[str, Host] = {}
         self._gc_resume: _ResumeGc | None = None
         self._froze = False
+        self._aio_loop: Any = None
+        self._aio_starting: trio.Event | None = None
 
     # -- building with the collector paused --------------------------------------------------
     def _pause_gc(self) -> None:
@@ -364,6 +366,26 @@ class Lab:
         if self._interposed:
             interpose.release()
             self._interposed = False
+
+    async def asyncio_loop(self) -> Any:
+        """The lab's asyncio event loop (a :class:`netstack.socket.aio.HostEventLoop`:
+        trio-asyncio's loop on the lab's clock, its sockets the hosts'), opened in the
+        lab's nursery on first use and closed with the lab. ``host.run_asyncio`` runs
+        coroutines on it."""
+        while self._aio_loop is None:
+            if self._aio_starting is not None:  # another task is opening it
+                await self._aio_starting.wait()
+                continue
+            from netstack.host.host import _aio
+
+            serve_loop = _aio().serve_loop
+            starting = self._aio_starting = trio.Event()
+            try:
+                self._aio_loop = await self._nursery.start(serve_loop)
+            finally:
+                self._aio_starting = None
+                starting.set()
+        return self._aio_loop
 
     # -- faults -----------------------------------------------------------------------------------
     def at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:

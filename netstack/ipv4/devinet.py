@@ -281,7 +281,10 @@ class InDevice:
                     and o.match(ifa.ifa_address)
                 ):
                     self.ipv4.fib.fib_add_ifaddr(o)
-        self.ipv4.rt_cache_flush()
+        if not self.ifa_list:  # fib_inetaddr_event(NETDEV_DOWN): "Last address was deleted"
+            self.ipv4.fib_disable_ip(self.dev)
+        else:
+            self.ipv4.rt_cache_flush()
 
 
 @kernel("net/ipv4/devinet.c", "inet_select_addr")
