@@ -52,9 +52,9 @@ def test_every_example_is_tested() -> None:
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
     tested |= {"own_protocol", "asyncio_echo"}
     tested |= {"switched_lan", "vlan_router_on_a_stick"}
-
     tested |= {"own_protocol"}
     tested |= {"switched_lan", "vlan_router_on_a_stick", "vxlan_overlay"}
+    tested |= {"datacentre_fabric"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
