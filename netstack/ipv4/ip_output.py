@@ -10,14 +10,16 @@ Theory of operation::
 
 IP IDs follow ``ip_select_ident_segs``: a connected socket uses its own
 counter; a packet with DF that may not be fragmented gets 0; everything else
-comes from the hashed per-destination generator, whose idle buckets jump by a
-random amount (kernel: ``ip_idents_reserve``).
+comes from the hashed per-destination generator, whose buckets start at
+random values at boot (``ip_rt_init``) and jump by a random amount when idle
+(kernel: ``ip_idents_reserve``).
 
 Kernel: net/ipv4/ip_output.c, include/net/ip.h, net/ipv4/route.c (IDs).
 """
 
 from __future__ import annotations
 
+import random
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,6 +59,22 @@ _H: Final = struct.Struct("!H")
 _I: Final = struct.Struct("!I")
 
 
+@kernel("net/ipv4/route.c", "ip_rt_init")
+def ip_idents_init(key: int) -> list[int]:
+    """The ID counters at boot: every bucket a random 32-bit value.
+
+    ``ip_rt_init`` fills ``ip_idents`` with ``get_random_bytes``, so the first
+    ID a host sends to a destination is unpredictable, not 0. Here the values
+    come from a generator of their own seeded by the hash key the Net's seeded
+    generator gave: a lab's seed fixes them, and the Net's random stream (MAC
+    addresses, ISNs…) is left as it was.
+
+    Kernel: net/ipv4/route.c, ip_rt_init().
+    """
+    boot = random.Random(key)
+    return [boot.getrandbits(32) for _ in range(IP_IDENTS_SZ)]
+
+
 class IpIdents:
     """The hashed IP ID generator (kernel: ``ip_idents`` / ``ip_tstamps``)."""
 
@@ -64,9 +82,9 @@ class IpIdents:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
-        self.idents = [0] * IP_IDENTS_SZ
-        self.tstamps = [0] * IP_IDENTS_SZ
         self.key = ipv4.net.rng.getrandbits(64)
+        self.idents = ip_idents_init(self.key)
+        self.tstamps = [0] * IP_IDENTS_SZ
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
