@@ -84,6 +84,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     strtol,
 )
 from netstack.userspace.iproute2.ip.ip_json import stats64_json
+from netstack.userspace.iproute2.status import EXIT_USAGE, Iproute2Exit
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -785,8 +786,8 @@ def atoi(s: str) -> int:
 
 
 def _on_off(word: str, value: str) -> ConfigError:
-    return ConfigError(
-        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL
+    return Iproute2Exit(
+        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL, 1
     )
 
 
@@ -1166,7 +1167,9 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
         raise ConfigError('Not enough information: "type" argument is required', errno.EINVAL)
     if not create:
         if req.dev is None:
-            raise ConfigError('Not enough information: "dev" argument is required.', errno.EINVAL)
+            raise Iproute2Exit(  # iplink_modify(): missarg-style exit(-1)
+                'Not enough information: "dev" argument is required.', errno.EINVAL, EXIT_USAGE
+            )
         dev = ll_name_to_dev(net, req.dev)
         if dev is None:
             nodev(req.dev)
