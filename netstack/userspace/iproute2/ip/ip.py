@@ -54,6 +54,7 @@ from netstack.userspace.iproute2.ip.ip_link import do_iplink
 from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
 from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
+from netstack.userspace.iproute2.status import Iproute2Exit, exit_status
 from netstack.userspace.iproute2.utils import Iproute2Options, matches_color
 
 if TYPE_CHECKING:
@@ -231,7 +232,7 @@ def _parse_options(args: Args, opts: Iproute2Options) -> str | None:
         elif matches(opt, "-pretty"):
             opts.pretty = True
         else:
-            raise ConfigError(f'Option "{opt}" is unknown, try "ip -help".', errno.EINVAL)
+            raise Iproute2Exit(f'Option "{opt}" is unknown, try "ip -help".', errno.EINVAL, 255)
     return None
 
 
@@ -286,7 +287,11 @@ def ip_run(net: Net, command: str) -> tuple[str, str]:
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     """The ``ip`` command: run *argv* on *host*'s kernel and print what ip prints."""
-    text, err = ip_run(host.net, shlex.join(argv))
+    try:
+        text, err = ip_run(host.net, shlex.join(argv))
+    except ConfigError as e:  # printed on stderr; the status is iproute2's for that path
+        proc.err(str(e))
+        return exit_status(e, "ip")
     if err:
         proc.err(err.rstrip("\n"))
     if text:

@@ -36,6 +36,7 @@ from netstack.errors import ConfigError
 from netstack.ipv4 import Ipv4
 from netstack.ipv4.constants import RTN_NAMES
 from netstack.ipv6 import Ipv6
+from netstack.userspace.iproute2.status import EXIT_USAGE, Iproute2Exit
 from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
@@ -135,27 +136,33 @@ _C_SPACE: Final = " \t\n\v\f\r"
 
 def incomplete_command() -> NoReturn:
     """``Command line is not complete.`` Kernel/iproute2: lib/utils.c, incomplete_command()."""
-    raise ConfigError('Command line is not complete. Try option "help"', errno.EINVAL)
+    raise Iproute2Exit('Command line is not complete. Try option "help"', errno.EINVAL, EXIT_USAGE)
 
 
 def invarg(msg: str, arg: str) -> NoReturn:
     """``Error: argument "ARG" is wrong: MSG``. iproute2: lib/utils.c, invarg()."""
-    raise ConfigError(f'Error: argument "{arg}" is wrong: {msg.rstrip()}', errno.EINVAL)
+    raise Iproute2Exit(
+        f'Error: argument "{arg}" is wrong: {msg.rstrip()}', errno.EINVAL, EXIT_USAGE
+    )
 
 
 def missarg(key: str) -> NoReturn:
     """iproute2: lib/utils.c, missarg()."""
-    raise ConfigError(f'Error: argument "{key}" is required', errno.EINVAL)
+    raise Iproute2Exit(f'Error: argument "{key}" is required', errno.EINVAL, EXIT_USAGE)
 
 
 def duparg(key: str, arg: str) -> NoReturn:
     """iproute2: lib/utils.c, duparg()."""
-    raise ConfigError(f'Error: duplicate "{key}": "{arg}" is the second value.', errno.EINVAL)
+    raise Iproute2Exit(
+        f'Error: duplicate "{key}": "{arg}" is the second value.', errno.EINVAL, EXIT_USAGE
+    )
 
 
 def duparg2(key: str, arg: str) -> NoReturn:
     """iproute2: lib/utils.c, duparg2()."""
-    raise ConfigError(f'Error: either "{key}" is duplicate, or "{arg}" is a garbage.', errno.EINVAL)
+    raise Iproute2Exit(
+        f'Error: either "{key}" is duplicate, or "{arg}" is a garbage.', errno.EINVAL, EXIT_USAGE
+    )
 
 
 def nodev(dev: str) -> NoReturn:
@@ -509,15 +516,17 @@ def get_prefix_1(arg: str, family: int) -> InetPrefix | None:
 def get_prefix(arg: str, family: int) -> InetPrefix:
     """``get_prefix`` or its error. iproute2: lib/utils.c, get_prefix()."""
     if family == AF_PACKET:
-        raise ConfigError(
+        raise Iproute2Exit(
             f'Error: "{arg}" may be inet prefix, but it is not allowed in this context.',
             errno.EINVAL,
+            1,  # exit(1)
         )
     pfx = get_prefix_1(arg, family)
     if pfx is None:
-        raise ConfigError(
+        raise Iproute2Exit(
             f'Error: {_family_name_verbose(family)} prefix is expected rather than "{arg}".',
             errno.EINVAL,
+            1,  # exit(1)
         )
     return pfx
 
@@ -526,9 +535,10 @@ def get_addr(arg: str, family: int) -> InetPrefix:
     """``get_addr`` or its error. iproute2: lib/utils.c, get_addr()."""
     addr = get_addr_1(arg, family)
     if addr is None:
-        raise ConfigError(
+        raise Iproute2Exit(
             f'Error: {_family_name_verbose(family)} address is expected rather than "{arg}".',
             errno.EINVAL,
+            1,  # exit(1)
         )
     return addr
 

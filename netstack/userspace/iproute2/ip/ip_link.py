@@ -83,6 +83,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     strtol,
 )
 from netstack.userspace.iproute2.ip.ip_json import stats64_json
+from netstack.userspace.iproute2.status import EXIT_USAGE, Iproute2Exit
 from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
@@ -787,8 +788,8 @@ def atoi(s: str) -> int:
 
 
 def _on_off(word: str, value: str) -> ConfigError:
-    return ConfigError(
-        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL
+    return Iproute2Exit(
+        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL, 1
     )
 
 
@@ -1168,7 +1169,9 @@ def iplink_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> N
         raise ConfigError('Not enough information: "type" argument is required', errno.EINVAL)
     if not create:
         if req.dev is None:
-            raise ConfigError('Not enough information: "dev" argument is required.', errno.EINVAL)
+            raise Iproute2Exit(  # iplink_modify(): missarg-style exit(-1)
+                'Not enough information: "dev" argument is required.', errno.EINVAL, EXIT_USAGE
+            )
         dev = ll_name_to_dev(net, req.dev)
         if dev is None:
             nodev(req.dev)

@@ -48,6 +48,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     matches,
 )
 from netstack.userspace.iproute2.ip.ip_route import rtnl_dsfield_a2n
+from netstack.userspace.iproute2.status import Iproute2Exit
 from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.arp import ARPHRD_IPGRE, ARPHRD_SIT, ARPHRD_TUNNEL
 from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_SEQ
@@ -87,7 +88,9 @@ def get_addr32(name: str) -> int:
     """iproute2: lib/utils.c, get_addr32()."""
     pfx = get_addr_1(name, AF_INET)
     if pfx is None:
-        raise ConfigError(f'Error: an IP address is expected rather than "{name}".', errno.EINVAL)
+        raise Iproute2Exit(
+            f'Error: an IP address is expected rather than "{name}".', errno.EINVAL, 1
+        )
     data = pfx.data or bytes(4)
     return int.from_bytes(data[:4].ljust(4, b"\0"), "big")
 

@@ -45,6 +45,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     ll_addr_a2n,
     matches,
 )
+from netstack.userspace.iproute2.status import Iproute2Exit
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -238,8 +239,8 @@ def _on_off(word: str, value: str) -> int:
         return 1
     if value == "off":
         return 0
-    raise ConfigError(
-        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL
+    raise Iproute2Exit(
+        f'Error: argument of "{word}" must be "on" or "off", not "{value}"', errno.EINVAL, 1
     )
 
 

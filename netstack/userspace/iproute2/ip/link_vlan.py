@@ -19,6 +19,7 @@ from netstack.drivers.vlan import (
 )
 from netstack.errors import ConfigError
 from netstack.userspace.iproute2.ip.ip_common import Args, get_unsigned, invarg, matches
+from netstack.userspace.iproute2.status import Iproute2Exit
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -101,9 +102,10 @@ def vlan_parse_opt(args: Args) -> VlanParms:
             elif value == "off":
                 flags &= ~bit
             else:
-                raise ConfigError(
+                raise Iproute2Exit(
                     f'Error: argument of "{word}" must be "on" or "off", not "{value}"',
                     errno.EINVAL,
+                    1,
                 )
         elif matches(word, "ingress-qos-map"):
             ingress = _qos_map(args)

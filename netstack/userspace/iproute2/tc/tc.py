@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
 from netstack.userspace.iproute2.ip.ip_common import matches, split_words
+from netstack.userspace.iproute2.status import exit_status
 from netstack.userspace.iproute2.tc.q_fifo import FifoUtil, NoqueueUtil, PfifoFastUtil
 from netstack.userspace.iproute2.tc.q_fq_codel import FqCodelUtil
 from netstack.userspace.iproute2.tc.q_netem import NetemUtil
@@ -138,14 +139,14 @@ def tc(net: Net, command: str) -> str:
         elif matches(opt, "-netns"):
             i += 1
             if i >= len(argv):
-                fail('Command line is not complete. Try option "help"')
+                fail('Command line is not complete. Try option "help"', status=255)
             fail(f'Cannot open network namespace "{argv[i]}": No such file or directory')
         elif matches(opt, "-Numeric") or matches(opt, "-names") or matches(opt, "-nm"):
             pass
         elif matches(opt, "-cf") or matches(opt, "-conf"):
             i += 1
             if i >= len(argv):
-                fail('Command line is not complete. Try option "help"')
+                fail('Command line is not complete. Try option "help"', status=255)
         elif matches_color(opt):
             pass  # output is never a terminal: no colour
         elif matches(opt, "-timestamp") or matches(opt, "-tshort"):
@@ -157,7 +158,7 @@ def tc(net: Net, command: str) -> str:
         elif matches(opt, "-brief") or opt == "-echo":
             pass
         else:
-            fail(f'Option "{opt}" is unknown, try "tc -help".')
+            fail(f'Option "{opt}" is unknown, try "tc -help".', status=255)
         i += 1
     rest = argv[i:]
     if not rest:
@@ -179,13 +180,17 @@ def tc(net: Net, command: str) -> str:
     elif matches(obj, "help"):
         fail(TC_USAGE)
     else:
-        fail(f'Object "{obj}" is unknown, try "tc help".')
+        fail(f'Object "{obj}" is unknown, try "tc help".', status=255)
     return o.text()
 
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     """The ``tc`` command: run *argv* on *host*'s kernel and print what tc prints."""
-    text = tc(host.net, shlex.join(argv))
+    try:
+        text = tc(host.net, shlex.join(argv))
+    except ConfigError as e:  # printed on stderr; the status is tc's for that path
+        proc.err(str(e))
+        return exit_status(e, "tc")
     if text:
         proc.out(text.rstrip("\n"))
     return 0

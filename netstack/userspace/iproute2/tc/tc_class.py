@@ -80,10 +80,10 @@ def tc_class_modify(
                 invarg("invalid class ID", v)
             classid = h
         elif word == "handle":
-            fail('Error: try "classid" instead of "handle"')
+            fail('Error: try "classid" instead of "handle"', status=255)
         elif word == "root":
             if parent:
-                fail('Error: "root" is duplicate parent ID.')
+                fail('Error: "root" is duplicate parent ID.', status=255)
             parent = TC_H_ROOT
         elif word == "parent":
             v = next_arg()
@@ -108,7 +108,7 @@ def tc_class_modify(
         if not q.has_parse_copt:
             fail(f'Error: Qdisc "{k}" is classless.')
     elif rest:
-        fail(f'Garbage instead of arguments "{rest[0]} ...". Try "tc class help".')
+        fail(f'Garbage instead of arguments "{rest[0]} ...". Try "tc class help".', status=255)
     ifindex = 0
     if d:
         dev = net.dev_get_by_name(d)

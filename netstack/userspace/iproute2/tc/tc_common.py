@@ -22,7 +22,7 @@ import errno
 import re
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from netstack.errors import ConfigError
+from netstack.userspace.iproute2.status import Iproute2Exit
 from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
@@ -33,9 +33,20 @@ __all__ = ["DevSpeed", "QdiscUtil", "fail"]
 _PERCENT_SCAN: Final = re.compile(r"[0-9.%]+")
 
 
-def fail(*lines: str, err: int = errno.EINVAL) -> NoReturn:
-    """What tc printed on stderr before giving up, one argument per line."""
-    raise ConfigError("\n".join(line.rstrip("\n") for line in lines), err)
+def fail(*lines: str, err: int = errno.EINVAL, status: int | None = None) -> NoReturn:
+    """What tc printed on stderr before giving up, one argument per line.
+
+    *status* is tc's exit status on that path: 1 by default (a parser's
+    ``return -1`` that ``tc_qdisc_modify`` turns into 1), 0 after the usage
+    text, 255 where tc returns -1 itself (see netstack.userspace.iproute2.status).
+    """
+    text = "\n".join(line.rstrip("\n") for line in lines)
+    if status is None:
+        if text.endswith('Command line is not complete. Try option "help"'):
+            status = 255  # incomplete_command(): exit(-1)
+        else:
+            status = 0 if text.startswith("Usage:") else 1
+    raise Iproute2Exit(text, err, status)
 
 
 class QdiscUtil:

@@ -103,11 +103,11 @@ def tc_qdisc_modify(
             handle = h
         elif word == "root":
             if parent:
-                fail('Error: "root" is duplicate parent ID')
+                fail('Error: "root" is duplicate parent ID', status=255)
             parent = TC_H_ROOT
         elif word == "clsact":
             if parent:
-                fail('Error: "clsact" is a duplicate parent ID')
+                fail('Error: "clsact" is a duplicate parent ID', status=255)
             parent = TC_H_INGRESS
             k = "clsact"
             handle = TC_H_MAKE(TC_H_INGRESS, 0)
@@ -115,7 +115,7 @@ def tc_qdisc_modify(
             break
         elif word == "ingress":
             if parent:
-                fail('Error: "ingress" is a duplicate parent ID')
+                fail('Error: "ingress" is a duplicate parent ID', status=255)
             parent = TC_H_INGRESS
             k = "ingress"
             handle = TC_H_MAKE(TC_H_INGRESS, 0)
