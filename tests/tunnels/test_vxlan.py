@@ -492,23 +492,25 @@ def _real_kernel_capture(tmp: Path) -> list[bytes]:
     sh = shutil.which("ip")
     if os.geteuid() != 0 or sh is None or shutil.which("tcpdump") is None:
         pytest.skip("needs root, ip and tcpdump")
-    ns = ("nsvxa", "nsvxb")
+    pid = os.getpid()  # unique names: parallel workers must not share them
+    ns = (f"nsvx{pid}a", f"nsvx{pid}b")
+    va, vb = f"vx{pid}a", f"vx{pid}b"
     script = f"""
 set -e
 ip netns add {ns[0]}; ip netns add {ns[1]}
-ip link add vxta type veth peer name vxtb
-ip link set vxta netns {ns[0]}; ip link set vxtb netns {ns[1]}
-ip -n {ns[0]} addr add 10.0.0.1/24 dev vxta; ip -n {ns[0]} link set vxta up
-ip -n {ns[1]} addr add 10.0.0.2/24 dev vxtb; ip -n {ns[1]} link set vxtb up
+ip link add {va} type veth peer name {vb}
+ip link set {va} netns {ns[0]}; ip link set {vb} netns {ns[1]}
+ip -n {ns[0]} addr add 10.0.0.1/24 dev {va}; ip -n {ns[0]} link set {va} up
+ip -n {ns[1]} addr add 10.0.0.2/24 dev {vb}; ip -n {ns[1]} link set {vb} up
 ip netns exec {ns[0]} sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 ip netns exec {ns[1]} sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n {ns[0]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2 dev vxta
-ip -n {ns[1]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.1 dev vxtb
+ip -n {ns[0]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2 dev {va}
+ip -n {ns[1]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.1 dev {vb}
 ip -n {ns[0]} link set vxlan0 address {M1}; ip -n {ns[1]} link set vxlan0 address {M2}
 ip -n {ns[0]} addr add 192.168.42.1/24 dev vxlan0; ip -n {ns[0]} link set vxlan0 up
 ip -n {ns[1]} addr add 192.168.42.2/24 dev vxlan0; ip -n {ns[1]} link set vxlan0 up
 ip -n {ns[0]} -d link show vxlan0 > {tmp}/link.txt
-ip netns exec {ns[1]} tcpdump -i vxtb -U -w {tmp}/real.pcap udp 2>/dev/null &
+ip netns exec {ns[1]} tcpdump -i {vb} -U -w {tmp}/real.pcap udp 2>/dev/null &
 sleep 1
 ip netns exec {ns[0]} python3 -c "
 import socket,time
@@ -529,6 +531,7 @@ ip netns exec {ns[1]} bridge fdb show dev vxlan0 > {tmp}/fdb.txt
     finally:
         for n in ns:
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
+        subprocess.run(["ip", "link", "del", va], capture_output=True)  # if never moved
 
 
 def _vx(frame: bytes) -> dpkt.ip.IP | None:
@@ -552,13 +555,15 @@ async def test_frame_layout_matches_the_real_kernel(
     real = _real_kernel_capture(tmp_path)
     link = (tmp_path / "link.txt").read_text()
     assert (
-        "vxlan id 42 remote 10.0.0.2 dev vxta srcport 0 0 dstport 4789 ttl auto ageing 300 "
+        f"vxlan id 42 remote 10.0.0.2 dev vx{os.getpid()}a srcport 0 0 dstport 4789 ttl auto "
+        "ageing 300 "
         "udpcsum noudp6zerocsumtx noudp6zerocsumrx " in link
     )
     assert "mtu 1450 " in link
     fdb = (tmp_path / "fdb.txt").read_text()
     assert fdb == (
-        f"{M1} dst 10.0.0.1 self \n00:00:00:00:00:00 dst 10.0.0.1 via vxtb self permanent\n"
+        f"{M1} dst 10.0.0.1 self \n"
+        f"00:00:00:00:00:00 dst 10.0.0.1 via vx{os.getpid()}b self permanent\n"
     )
     real_vx = [ip for f in real if (ip := _vx(f)) is not None]
     assert real_vx
@@ -582,7 +587,7 @@ async def test_frame_layout_matches_the_real_kernel(
         await s.sendto(b"hello", ("192.168.42.2", 5000))
         await trio.sleep(0.1)
     ours = [ip for _, f, _ in cap.frames if (ip := _vx(f)) is not None]
-    assert b.bridge("fdb show dev vxlan0") == fdb.replace("vxtb", "eth0")
+    assert b.bridge("fdb show dev vxlan0") == fdb.replace(f"vx{os.getpid()}b", "eth0")
 
     def layout(ip: dpkt.ip.IP) -> tuple[object, ...]:
         udp = ip.data
