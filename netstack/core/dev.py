@@ -78,7 +78,10 @@ from netstack.core.qdisc import (
     qdisc_run,
 )
 from netstack.core.skbuff import (
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
     PACKET_HOST,
+    PACKET_LOOPBACK,
     PACKET_OTHERHOST,
     DropReason,
     SkBuff,
@@ -109,6 +112,7 @@ __all__ = [
     "dev_close",
     "dev_deactivate",
     "dev_forward_skb",
+    "dev_loopback_xmit",
     "dev_open",
     "dev_queue_xmit",
     "dev_set_allmulti",
@@ -187,6 +191,27 @@ def netdev_fix_features(dev: NetDevice, features: int) -> int:
     if features & NETIF_F_GSO and not features & NETIF_F_SG:
         features &= ~NETIF_F_GSO
     return features
+
+
+@kernel("net/core/dev.c", "netdev_get_wanted_features", "__netdev_update_features")
+def netdev_update_features(dev: NetDevice) -> bool:
+    """Recompute ``dev.features`` from what the user wants; True if it changed.
+
+    The features the user may toggle (``hw_features``) follow
+    ``wanted_features``, the rest keep their state; then the driver's
+    ``ndo_fix_features`` and the core's fix-ups drop what cannot be on. A
+    feature a driver turned off behind the user's back stays off only if the
+    driver also cleared it from ``wanted_features`` (veth's GRO).
+
+    Kernel: net/core/dev.c, netdev_get_wanted_features(), __netdev_update_features().
+    """
+    features = (dev.features & ~dev.hw_features) | dev.wanted_features
+    features = dev.ops.ndo_fix_features(dev, features)
+    features = netdev_fix_features(dev, features)
+    if features == dev.features:
+        return False
+    dev.features = features
+    return True
 
 
 @kernel("net/core/dev.c", "register_netdevice")
@@ -916,6 +941,26 @@ def process_backlog(napi: Napi, quota: int) -> int:
         __netif_receive_skb_core(skb)
     sd.processed += work
     return work
+
+
+@kernel("net/core/dev.c", "dev_loopback_xmit")
+def dev_loopback_xmit(skb: SkBuff, dev: NetDevice) -> None:
+    """Deliver a copy of an outgoing broadcast/multicast packet to this host.
+
+    The caller has set ``skb.protocol`` (``ip_mc_output``/``ip6_output``); the
+    copy re-enters the stack through the backlog as ``PACKET_LOOPBACK``,
+    its checksum trusted.
+
+    Kernel: net/core/dev.c, dev_loopback_xmit().
+    """
+    skb.make_writable()
+    skb.data = skb.network_header
+    skb.mac_header = skb.data
+    skb.pkt_type = PACKET_LOOPBACK
+    skb.dev = dev
+    if skb.ip_summed == CHECKSUM_PARTIAL:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+    netif_rx(skb)
 
 
 @kernel("net/core/dev.c", "netif_rx", "enqueue_to_backlog")

@@ -272,6 +272,10 @@ class NetDeviceOps:
         """Force carrier (dummy); False if unsupported (EOPNOTSUPP)."""
         return False
 
+    def ndo_fix_features(self, dev: NetDevice, features: int) -> int:
+        """Drop features the driver cannot offer now (``__netdev_update_features``)."""
+        return features
+
     def ndo_get_stats64(self, dev: NetDevice, stats: DevStats) -> None:
         """Add driver-kept counters to *stats* (a copy of ``dev.stats``)."""
 

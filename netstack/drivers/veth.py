@@ -29,6 +29,7 @@ from typing import Final
 from netstack.core.dev import (
     dev_forward_skb,
     napi_gro_receive,
+    netdev_update_features,
     netif_carrier_off,
     netif_carrier_on,
     register_netdevice,
@@ -228,6 +229,17 @@ def veth_setup(dev: NetDevice) -> None:
     dev.hw_enc_features = VETH_FEATURES
 
 
+@kernel("drivers/net/veth.c", "veth_disable_gro")
+def veth_disable_gro(dev: NetDevice) -> None:
+    """GRO off, and not wanted either: a later ``ethtool -K`` leaves it off.
+
+    Kernel: drivers/net/veth.c, veth_disable_gro().
+    """
+    dev.features &= ~NETIF_F_GRO
+    dev.wanted_features &= ~NETIF_F_GRO
+    netdev_update_features(dev)
+
+
 def _alloc(net: Net, name: str, addr: bytes | None) -> NetDevice:
     dev = NetDevice(net, name, VETH_OPS, kind="veth")
     veth_setup(dev)
@@ -267,7 +279,7 @@ def veth_newlink(
         raise
     for a, b in ((dev, peer), (peer, dev)):
         a.priv.peer = b
-        a.features &= ~NETIF_F_GRO  # GRO off by default on veth
+        veth_disable_gro(a)  # "keep GRO disabled by default"
         a.iflink = b.ifindex
         netif_carrier_off(a)
         napi = Napi(a, veth_poll, name=f"{a.net.name}/napi/{a.name}")

@@ -18,6 +18,7 @@ import errno
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
 from netstack.ipv4.constants import (
     IFA_F_PERMANENT,
@@ -108,10 +109,14 @@ class DevConf:
     proxy_arp: int
 
     def __init__(self, copy_from: DevConf | None = None) -> None:
+        if copy_from is not None:
+            _copy_devconf(self, copy_from)
+            return
         for f in DEVCONF_FIELDS:
-            setattr(
-                self, f, getattr(copy_from, f) if copy_from is not None else _DEFAULTS.get(f, 0)
-            )
+            setattr(self, f, _DEFAULTS.get(f, 0))
+
+
+_copy_devconf: Final = attr_copier(DEVCONF_FIELDS)
 
 
 class InIfaddr:
@@ -276,7 +281,10 @@ class InDevice:
                     and o.match(ifa.ifa_address)
                 ):
                     self.ipv4.fib.fib_add_ifaddr(o)
-        self.ipv4.rt_cache_flush()
+        if not self.ifa_list:  # fib_inetaddr_event(NETDEV_DOWN): "Last address was deleted"
+            self.ipv4.fib_disable_ip(self.dev)
+        else:
+            self.ipv4.rt_cache_flush()
 
 
 @kernel("net/ipv4/devinet.c", "inet_select_addr")

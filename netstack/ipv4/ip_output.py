@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import netif_rx
+from netstack.core.dev import dev_loopback_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -64,8 +64,11 @@ class IpIdents:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
-        self.idents = [0] * IP_IDENTS_SZ
-        self.tstamps = [0] * IP_IDENTS_SZ
+        # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
+        # absent bucket is 0): a host touches a few buckets, and 32 KB a host
+        # was a tenth of a lab's memory
+        self.idents: dict[int, int] = {}
+        self.tstamps: dict[int, int] = {}
         self.key = ipv4.net.rng.getrandbits(64)
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
@@ -86,14 +89,14 @@ class IpIdents:
                 lines[bucket >> 4] = line
             line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
-        old = self.tstamps[bucket]
+        old = self.tstamps.get(bucket, 0)
         delta = 0
         if old != now:
             self.tstamps[bucket] = now
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        new = (self.idents[bucket] + segs + delta) & 0xFFFFFFFF
+        new = (self.idents.get(bucket, 0) + segs + delta) & 0xFFFFFFFF
         self.idents[bucket] = new
         return (new - segs) & 0xFFFF
 
@@ -102,7 +105,11 @@ class IpIdents:
 def ip_select_ident(
     ipv4: Ipv4, buf: bytearray, off: int, sk: Sock | None, ignore_df: bool, segs: int = 1
 ) -> None:
-    """Write the IP ID of the header at *off*. Kernel: ip_select_ident_segs()."""
+    """Write the IP ID of the header at *off*.
+
+    Twin: netstack.ipv6.ip6_output.ipv6_select_ident.
+    Kernel: ip_select_ident_segs().
+    """
     if sk is not None and sk.inet_daddr:
         ident = sk.inet_id & 0xFFFF
         sk.inet_id = (sk.inet_id + segs) & 0xFFFF
@@ -155,6 +162,7 @@ def ip_make_skb(
     it. Headroom is ``LL_RESERVED_SPACE`` of the output device. *rt*'s
     reference passes to the skb.
 
+    Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
     if TIMED:
@@ -222,6 +230,7 @@ def ip_make_skb(
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    Twin: netstack.ipv6.ip6_output.ip6_local_out.
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
     """
     if TIMED:
@@ -239,7 +248,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/ip_output.c", "ip_output")
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
-    """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    """``dst.output`` of unicast routes.
+
+    Twin: netstack.ipv6.ip6_output.ip6_output.
+    Kernel: net/ipv4/ip_output.c, ip_output().
+    """
     if TIMED:
         spend("ip_output")
     dst: Any = skb.dst
@@ -255,6 +268,7 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Broadcast/multicast output: loop a copy back to this host. Kernel: ip_mc_output()."""
     rt: Any = skb.dst
     assert rt is not None
+    skb.protocol = ETH_P_IP
     if rt.rt_flags & RTCF_BROADCAST:
         ipv4.ipext.OutBcastPkts += 1
         copy = skb.clone()
@@ -263,24 +277,11 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_output(ipv4, skb)
 
 
-@kernel("dev_loopback_xmit")
-def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
-    """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
-    skb.make_writable()
-    skb.data = skb.network_header
-    skb.mac_header = skb.data
-    skb.pkt_type = 5  # PACKET_LOOPBACK
-    skb.dev = dev
-    if skb.ip_summed == CHECKSUM_PARTIAL:
-        skb.ip_summed = 1  # CHECKSUM_UNNECESSARY
-    skb.protocol = ETH_P_IP
-    netif_rx(skb)
-
-
 @kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output.
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
     """
     if TIMED:
@@ -340,6 +341,7 @@ def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
 def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Cut *skb* into fragments of at most *mtu* bytes and send each.
 
+    Twin: netstack.ipv6.ip6_output.ip6_fragment.
     Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
     """
     if TIMED:
@@ -412,6 +414,7 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output2.
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().
     """
     if TIMED:

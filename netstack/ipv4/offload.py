@@ -83,6 +83,7 @@ _II: Final = struct.Struct("!II")
 def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv4 header at the skb's GRO offset.
 
+    Twin: netstack.ipv6.offload.ipv6_gro_receive.
     Kernel: net/ipv4/af_inet.c, inet_gro_receive().
     """
     if TIMED:
@@ -149,6 +150,7 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
 def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     """Fix the IPv4 header of a merged skb, then let the transport finish.
 
+    Twin: netstack.ipv6.offload.ipv6_gro_complete.
     Kernel: net/ipv4/af_inet.c, inet_gro_complete().
     """
     if TIMED:
@@ -172,6 +174,7 @@ def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
 def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb whose ``data`` is at its IPv4 header.
 
+    Twin: netstack.ipv6.offload.ipv6_gso_segment.
     Kernel: net/ipv4/af_inet.c, inet_gso_segment().
     """
     if TIMED:
@@ -259,6 +262,7 @@ def ipip_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
 def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """The pseudo-header sum for the L4 checksum check during GRO.
 
+    Twin: netstack.ipv6.offload.ip6_gro_compute_pseudo.
     Kernel: include/net/gro.h, inet_gro_compute_pseudo().
     """
     buf = skb.buf
@@ -271,6 +275,7 @@ def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
 def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check the TCP checksum (unless the packet is flushed anyway), then merge.
 
+    Twin: netstack.ipv6.offload.tcp6_gro_receive.
     Kernel: net/ipv4/tcp_offload.c, tcp4_gro_receive().
     """
     cb: NapiGroCb = skb.cb
@@ -284,7 +289,10 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 @kernel("net/ipv4/tcp_offload.c", "tcp4_gro_complete")
 def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
-    """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete()."""
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete().
+
+    Twin: netstack.ipv6.offload.tcp6_gro_complete.
+    """
     buf = skb.buf
     saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
     th = skb.data + thoff
@@ -299,7 +307,10 @@ def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
 
 @kernel("net/ipv4/tcp_offload.c", "tcp4_gso_segment")
 def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
-    """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment()."""
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment().
+
+    Twin: netstack.ipv6.offload.tcp6_gso_segment.
+    """
     if not skb.gso_type & SKB_GSO_TCPV4:
         return None
     if skb.tail - skb.data < 20:
@@ -466,6 +477,7 @@ def skb_udp_tunnel_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | N
 def ipv4_offload_init(ipv4: Ipv4) -> None:
     """Register the IPv4, TCP and UDP offloads on the Net.
 
+    Twin: netstack.ipv6.offload.ipv6_offload_init.
     Kernel: net/ipv4/af_inet.c, ipv4_offload_init() (dev_add_offload,
     tcpv4_offload_init, udpv4_offload_init).
     """

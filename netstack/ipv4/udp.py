@@ -306,6 +306,7 @@ def udp_sendmsg(
     """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
+    Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
     Kernel: net/ipv4/udp.c, udp_sendmsg().
     """
     if TIMED:
@@ -420,7 +421,11 @@ def atype_is_bcast_or_mc(addr: int) -> bool:
 
 @kernel("udp_lib_checksum_complete")
 def udp_csum_ok(skb: SkBuff) -> bool:
-    """Verify on read unless already known good. Kernel: udp_lib_checksum_complete()."""
+    """Verify on read unless already known good.
+
+    Twin: netstack.ipv6.udp.udp6_csum_ok.
+    Kernel: udp_lib_checksum_complete().
+    """
     s = skb.ip_summed
     if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
         return True
@@ -589,7 +594,11 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
 
 @kernel("net/ipv4/udp.c", "__udp4_lib_rcv")
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Receive a UDP datagram. Kernel: net/ipv4/udp.c, __udp4_lib_rcv()."""
+    """Receive a UDP datagram.
+
+    Twin: netstack.ipv6.udp.udpv6_rcv.
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv().
+    """
     if TIMED:
         spend("__udp4_lib_rcv")
     mib = ipv4.udp_mib
@@ -651,7 +660,11 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/udp.c", "__udp4_lib_err")
 def udp_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
-    """An ICMP error quotes a datagram we sent. Kernel: net/ipv4/udp.c, __udp4_lib_err()."""
+    """An ICMP error quotes a datagram we sent.
+
+    Twin: netstack.ipv6.udp.udpv6_err.
+    Kernel: net/ipv4/udp.c, __udp4_lib_err().
+    """
     buf = skb.buf
     inner = skb.data
     ihl = (buf[inner] & 0xF) * 4

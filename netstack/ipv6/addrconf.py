@@ -30,9 +30,11 @@ Source address selection (:meth:`Addrconf.ipv6_dev_get_saddr`) applies RFC
 6724's rules 1 (same address), 2 (scope), 3 (not deprecated), 5 (outgoing
 interface), 6 (label) and 8 (longest matching prefix).
 
-Not emulated: MLD (no reports are sent; group membership is local state
-used for receive filtering), privacy/temporary addresses, stable-privacy
-and random address generation modes, optimistic DAD.
+Group membership filters what is received; joins are reported with MLDv2
+(netstack.ipv6.mcast: the reports Linux sends at bring-up, from :: during
+DAD and from the link-local after it). Not emulated: privacy/temporary
+addresses, stable-privacy and random address generation modes, optimistic
+DAD.
 
 Kernel: net/ipv6/addrconf.c, net/ipv6/addrlabel.c, net/ipv6/mcast.c
 (group membership), net/ipv6/anycast.c.
@@ -45,6 +47,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_MULTICAST, IFF_NOARP, IFF_POINTOPOINT
+from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
 from netstack.ipv6.constants import (
     ARPHRD_ETHER,
@@ -94,6 +97,13 @@ from netstack.ipv6.constants import (
     RTN_LOCAL,
     RTN_MULTICAST,
     RTPROT_KERNEL,
+)
+from netstack.ipv6.mcast import (
+    MldState,
+    igmp6_group_added,
+    ipv6_mc_dad_complete,
+    ipv6_mc_down,
+    ipv6_mc_up,
 )
 from netstack.ipv6.route import Fib6Config, Fib6Info, ip6_del_rt, ip6_route_add
 from netstack.sites import kernel
@@ -273,21 +283,26 @@ class DevConf6:
     use_tempaddr: int
     seg6_enabled: int
     rpl_seg_enabled: int
+    force_mld_version: int
+    mldv1_unsolicited_report_interval: int  # ms, as the sysctl shows it
+    mldv2_unsolicited_report_interval: int  # ms
     mtu6: int
 
     def __init__(self, copy_from: DevConf6 | None = None, *, is_all: bool = False) -> None:
+        if copy_from is not None:
+            _copy_devconf6(self, copy_from)  # every field, mtu6 too
+            return
         for name, default in DEVCONF6.items():
-            if copy_from is not None:
-                value = getattr(copy_from, name)
-            else:
-                value = DEVCONF6_ALL_OVERRIDES.get(name, default) if is_all else default
-            setattr(self, name, value)
-        self.mtu6 = copy_from.mtu6 if copy_from is not None else IPV6_MIN_MTU
+            setattr(self, name, DEVCONF6_ALL_OVERRIDES.get(name, default) if is_all else default)
+        self.mtu6 = IPV6_MIN_MTU
 
     def get(self, name: str) -> int:
         if name == "mtu":
             return self.mtu6
         return int(getattr(self, name))
+
+
+_copy_devconf6: Final = attr_copier((*DEVCONF6, "mtu6"))
 
 
 class Inet6Ifaddr:
@@ -382,6 +397,7 @@ class Inet6Dev:
         self.tstamp = ipv6.net.clock.jiffies
         self.conf_name = dev.name
         self.rs_timer = ipv6.net.timers.timer(lambda: ipv6.addrconf.addrconf_rs_timer(self), "rs")
+        self.mld = MldState(ipv6, self)  # mc_qrv, mc_ifc_work, mc_dad_work
 
     def ignore_routes_with_linkdown(self) -> bool:
         return bool(
@@ -582,6 +598,8 @@ class Addrconf:
         idev = self.idev(dev)
         if idev is None:
             idev = self.ipv6_add_dev(dev)
+        if idev is not None and dev.flags & 1:  # IFF_UP
+            ipv6_mc_up(self.ipv6, idev)
         return idev
 
     @kernel("addrconf_add_dev")
@@ -712,7 +730,10 @@ class Addrconf:
         idev = self.idev(dev)
         if idev is None or idev.dead:
             return
-        idev.mc_list[addr] = idev.mc_list.get(addr, 0) + 1
+        users = idev.mc_list.get(addr, 0)
+        idev.mc_list[addr] = users + 1
+        if not users:
+            igmp6_group_added(self.ipv6, idev, addr)
 
     @kernel("__ipv6_dev_mc_dec")
     def ipv6_dev_mc_dec(self, idev: Inet6Dev, addr: int) -> None:
@@ -1423,14 +1444,15 @@ class Addrconf:
             if state != INET6_IFADDR_STATE_DEAD:
                 self._ifa_notify_del(ifp)
         if unregister:
+            ipv6_mc_down(idev)  # ipv6_mc_destroy_dev()
             idev.mc_list.clear()
             idev.ac_list.clear()
             ipv6.unregister_dev_sysctls(idev)
             ipv6.nd_tbl.neigh_ifdown(dev)
             ipv6.nd_tbl.del_dev_parms(dev)
         else:
-            # ipv6_mc_down(): memberships of addresses just deleted went with them
-            pass
+            # memberships of addresses just deleted went with them; reports stop
+            ipv6_mc_down(idev)
         idev.tstamp = self.net.clock.jiffies
 
     # -- DAD ----------------------------------------------------------------------------------
@@ -1618,6 +1640,10 @@ class Addrconf:
             and idev.cnf.router_solicitations != 0
             and not dev.flags & IFF_LOOPBACK
         )
+        # "While dad is in progress mld report's source address is in6_addrany.
+        # Resend with proper ll now."
+        if send_mld:
+            ipv6_mc_dad_complete(self.ipv6, idev)
         if send_na and (idev.cnf.ndisc_notify or self.ipv6.devconf_all.ndisc_notify):
             self.ipv6.ndisc_send_na(
                 dev,

@@ -389,6 +389,12 @@ def update(
         return True, actions
     if not has_lladdr:
         return False, actions  # "No link layer address given"
+    # "Update confirmed timestamp for neighbour entry after we received ARP
+    # packet even if it doesn't change IP to MAC binding": only a CONNECTED
+    # update (a reply, a confirmation) proves reachability; a request's STALE
+    # does not, even where it leaves a REACHABLE entry REACHABLE below.
+    if new & NUD_CONNECTED:
+        n.confirmed = now
     change_addr = False
     if old & NUD_VALID and lladdr_changed:
         if flags & NEIGH_UPDATE_F_OVERRIDE:
@@ -409,9 +415,11 @@ def update(
         and old & NUD_VALID
     ):
         new = old  # same address re-announced: keep the state
-    if new & NUD_CONNECTED:
-        n.confirmed = now
-    n.updated = now
+    # "Update timestamp only once we know we will make a change to the
+    # neighbour entry. Otherwise we risk to move the locktime window with noop
+    # updates and ignore relevant ARP updates."
+    if new != old or change_addr:
+        n.updated = now
     if new != old:
         if old & NUD_IN_TIMER:
             actions.append(Action(Act.DEL_TIMER))

@@ -98,6 +98,7 @@ from netstack.core.features import (
     SKB_GSO_UDP_TUNNEL_CSUM,
 )
 from netstack.core.gro_cells import GroCells, gro_cells_receive
+from netstack.core.inet_ecn import IP_ECN_decapsulate
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,
@@ -141,8 +142,11 @@ from netstack.gro.eth import eth_gro_complete, eth_gro_receive
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.udp import UdpSock
 from netstack.sites import TIMED, kernel, spend
-from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
-from netstack.tunnels.ip_tunnel import iptunnel_handle_offloads, iptunnel_pull_header
+from netstack.tunnels.ip_tunnel import (
+    ip_tunnel_ecn_encap,
+    iptunnel_handle_offloads,
+    iptunnel_pull_header,
+)
 from netstack.tunnels.udp_tunnel import (
     DstCache,
     UdpTunnelSockCfg,

@@ -113,8 +113,13 @@ def check_ipv6(raw: bytes, kinds: dict[str, int]) -> None:
     assert raw[0] >> 4 == 6
     plen = struct.unpack_from("!H", raw, 4)[0]
     assert 40 + plen == len(raw), "IPv6 payload length does not match the frame"
-    assert ip6.nxt == 58, "only ICMPv6 is expected from these hosts"
     payload = raw[40:]
+    if ip6.nxt == 0:  # MLDv2 reports: a hop-by-hop header with the router alert
+        assert payload[:8] == bytes.fromhex("3a00050200000100"), "MLD's hop-by-hop header"
+        payload = payload[8:]
+        assert payload[0] == 143, "only MLDv2 reports carry a hop-by-hop header here"
+    else:
+        assert ip6.nxt == 58, "only ICMPv6 is expected from these hosts"
     kinds[f"icmp6_{payload[0]}"] += 1
     pseudo = raw[8:40] + struct.pack("!I3xB", len(payload), 58)
     assert dpkt.in_cksum(pseudo + payload) == 0, "bad ICMPv6 checksum in the pcap"
@@ -204,3 +209,4 @@ async def test_pcap_files_parse_and_carry_valid_checksums(
     # each end also ran DAD for its link-local address and solicited routers
     assert kinds_a["icmp6_135"] >= 1
     assert kinds_a["icmp6_133"] >= 1
+    assert kinds_a["icmp6_143"] >= 1  # MLDv2 reports at bring-up, as Linux sends

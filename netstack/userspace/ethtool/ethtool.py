@@ -238,7 +238,7 @@ def dump_features(dev: NetDevice) -> str:
 
 def _set_features(dev: NetDevice, words: list[str]) -> str:
     """``ethtool -K DEV NAME on|off …``. ethtool: ethtool.c, do_sfeatures()."""
-    from netstack.core.dev import netdev_fix_features
+    from netstack.core.dev import netdev_update_features
 
     names = NETDEV_FEATURES_STRINGS
     req_mask = 0
@@ -271,8 +271,7 @@ def _set_features(dev: NetDevice, words: list[str]) -> str:
     hw = dev.hw_features
     wanted = (dev.wanted_features & ~(req_mask & hw)) | (req_value & req_mask & hw)
     dev.wanted_features = wanted
-    # __netdev_update_features(): features that may change follow wanted, then the fix-ups
-    dev.features = netdev_fix_features(dev, (dev.features & ~hw) | (wanted & hw))
+    netdev_update_features(dev)  # ethnl_set_features()
     new_active = dev.features
     mismatch = [
         b

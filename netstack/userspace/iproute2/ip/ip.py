@@ -43,17 +43,18 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     Args,
-    IpOptions,
     get_unsigned,
     invarg,
     matches,
     read_family,
+    split_words,
 )
 from netstack.userspace.iproute2.ip.ip_json import jsonw
 from netstack.userspace.iproute2.ip.ip_link import do_iplink
 from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
 from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
+from netstack.userspace.iproute2.utils import Iproute2Options, matches_color
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -81,7 +82,7 @@ IP_USAGE: Final = (
     "                    -c[olor]}"
 )
 
-Handler = Callable[["Net", IpOptions, Args], None]
+Handler = Callable[["Net", Iproute2Options, Args], None]
 
 # ip/ip.c cmds[]: the first entry the word is a prefix of wins
 _IMPLEMENTED: Final[dict[str, Handler]] = {
@@ -143,7 +144,7 @@ def _matches_color(opt: str) -> bool:
     return not eq or value in ("", "always", "auto", "never")
 
 
-def _parse_options(args: Args, opts: IpOptions) -> str | None:
+def _parse_options(args: Args, opts: Iproute2Options) -> str | None:
     """Consume the global options; return text to print and stop (``-V``), else None.
 
     iproute2: ip/ip.c, main().
@@ -207,7 +208,7 @@ def _parse_options(args: Args, opts: IpOptions) -> str | None:
             value = args.take()
             if get_unsigned(value) is None:
                 raise ConfigError(f"Invalid rcvbuf size '{value}'", errno.EINVAL)
-        elif _matches_color(opt):
+        elif matches_color(opt):
             pass  # output is never a terminal: no colour
         elif matches(opt, "-help"):
             raise _usage()
@@ -255,11 +256,11 @@ def ip_run(net: Net, command: str) -> tuple[str, str]:
             iproute2) prints on stderr, and the errno where one applies.
     """
     try:
-        argv = shlex.split(command)
+        argv = split_words(command)
     except ValueError as e:
         raise ConfigError(f"ip: cannot parse command line: {e}", errno.EINVAL) from None
     args = Args(argv)
-    opts = IpOptions()
+    opts = Iproute2Options()
     version = _parse_options(args, opts)
     if version is not None:
         return version, ""

@@ -65,7 +65,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_UNSPEC,
     IFNAMSIZ,
     Args,
-    IpOptions,
     check_altifname,
     check_ifname,
     duparg,
@@ -84,6 +83,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     strtol,
 )
 from netstack.userspace.iproute2.ip.ip_json import stats64_json
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -345,7 +345,7 @@ def _operstate_name(state: int) -> str:
     return OPERSTATE_NAMES[state] if 0 <= state < len(OPERSTATE_NAMES) else f"{state:#x}"
 
 
-def print_num(opts: IpOptions, width: int, count: int) -> str:
+def print_num(opts: Iproute2Options, width: int, count: int) -> str:
     """One right-aligned counter and a space. iproute2: lib/utils.c, print_num()."""
     base = 1024 if opts.iec else 1000
     if not opts.human or count < base:
@@ -371,14 +371,14 @@ def print_num(opts: IpOptions, width: int, count: int) -> str:
     return f"{text:>{width}} "
 
 
-def _size(cols: list[int], opts: IpOptions, *values: int) -> None:
+def _size(cols: list[int], opts: Iproute2Options, *values: int) -> None:
     if opts.human:
         return
     for i, v in enumerate(values):
         cols[i] = max(cols[i], len(str(v)))
 
 
-def print_stats64(opts: IpOptions, s: NetDeviceStats, carrier_changes: int) -> str:
+def print_stats64(opts: Iproute2Options, s: NetDeviceStats, carrier_changes: int) -> str:
     """The ``RX:``/``TX:`` table of ``-s`` (and the error rows of ``-s -s``).
 
     The returned text has no final newline. iproute2: ip/ipaddress.c, print_stats64().
@@ -524,12 +524,12 @@ def carrier_changes(dev: NetDevice) -> int:
     return int(up) + int(down)
 
 
-def print_link_stats(opts: IpOptions, dev: NetDevice) -> str:
+def print_link_stats(opts: Iproute2Options, dev: NetDevice) -> str:
     """The statistics block (``ip -s addr`` prints it after the addresses)."""
     return print_stats64(opts, dev.statistics(), carrier_changes(dev))
 
 
-def _details(opts: IpOptions, la: LinkAttrs) -> str:
+def _details(opts: Iproute2Options, la: LinkAttrs) -> str:
     dev = la.dev
     o: list[str] = []
     # the kernel's counters include the user's flag (dev->gflags)
@@ -565,7 +565,7 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
     return "".join(o)
 
 
-def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link: bool) -> int:
+def print_linkinfo(opts: Iproute2Options, la: LinkAttrs, filt: LinkFilter, *, do_link: bool) -> int:
     """Print one device; return -1 if filtered out, 0 if only its addresses show, 1 if printed.
 
     iproute2: ip/ipaddress.c, print_linkinfo().
@@ -650,7 +650,7 @@ def _link_member(la: LinkAttrs) -> dict[str, Any]:
 
 
 def link_json(
-    opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link: bool, mdown: bool
+    opts: Iproute2Options, la: LinkAttrs, filt: LinkFilter, *, do_link: bool, mdown: bool
 ) -> dict[str, Any]:
     """One link as ``ip -j link``/``ip -j addr`` prints it. iproute2: print_linkinfo()."""
     dev = la.dev
@@ -704,7 +704,7 @@ def link_json(
 # ---------------------------------------------------------------------------
 
 
-def iplink_show(net: Net, opts: IpOptions, args: Args) -> None:
+def iplink_show(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip link show``: delegate to the shared lister with ``do_link``."""
     from netstack.userspace.iproute2.ip.ip_addr import ipaddr_list
 
@@ -1158,7 +1158,7 @@ def _dellink(dev: NetDevice) -> None:
         unregister_netdevice(peer)
 
 
-def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+def iplink_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> None:
     """``ip link add|set|change|delete``. iproute2: ip/iplink.c, iplink_modify()."""
     create = cmd == "add"
     req = iplink_parse(args, create, net)
@@ -1251,7 +1251,7 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     _newlink(net, req, args)
 
 
-def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
+def do_iplink(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip link …``. iproute2: ip/iplink.c, do_iplink()."""
     if not args:
         iplink_show(net, opts, args)
