@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import dpkt
+import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
@@ -88,6 +89,7 @@ def sit_frame(i: int) -> bytes:
     val=st.integers(0, 255),
     cut=st.integers(0, 80),
 )
+@pytest.mark.slow
 def test_fuzz_tunnel_gro_receive(kind: str, pos: list[int], val: int, cut: int) -> None:
     build = {"gre": gre_frame, "gretap": gretap_frame, "sit": sit_frame, "vxlan": vxlan_frame}[kind]
 

