@@ -228,7 +228,7 @@ FUNCTIONS: Mapping[str, float] = {
     # incl. skb_scrub_packet, pskb_inet_may_pull, IP_ECN_decapsulate, INET_ECN_decapsulate
     "ip_tunnel_rcv": 110.0,
     "__iptunnel_pull_header": 50.0,  # incl. skb_scrub_packet, dst_release
-    # incl. vxlan_vs_find_vni, vxlan_snoop (learning), IP_ECN_decapsulate, gro_cells_receive's caller
+    # incl. vxlan_vs_find_vni, vxlan_snoop (learning), IP_ECN_decapsulate
     "vxlan_rcv": 110.0,
     "gro_cells_receive": 45.0,  # incl. napi_schedule, skb_cloned
     "gro_cell_poll": 30.0,
