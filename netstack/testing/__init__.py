@@ -4,11 +4,23 @@
   ``two_hosts``, ``routed_hosts``, ``gre_sites``, ``topology``, the
   ``netstack_host`` marker, :func:`seeds`, and pcaps of failing tests;
 * :mod:`.topologies`: the canonical topology functions, :func:`lab_file`;
+* :mod:`.builders`: the topologies with knobs tests build again and again —
+  :func:`pair`, :func:`routed` — and :func:`add_addr`, :func:`add_route`,
+  :func:`nstat`;
 * :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
   ``Frames`` and the layer matchers;
 * :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs.
 """
 
+from netstack.testing.builders import (
+    IPV4_ONLY,
+    LinkOptions,
+    add_addr,
+    add_route,
+    nstat,
+    pair,
+    routed,
+)
 from netstack.testing.checkers import (
     ARP,
     GRE,
@@ -40,6 +52,7 @@ __all__ = [
     "ARP",
     "GRE",
     "ICMP",
+    "IPV4_ONLY",
     "UDP",
     "Ether",
     "Frames",
@@ -47,9 +60,12 @@ __all__ = [
     "ICMPv6",
     "IPv4",
     "IPv6",
+    "LinkOptions",
     "RoutedHosts",
     "TopologyUnavailable",
     "TwoHosts",
+    "add_addr",
+    "add_route",
     "check_frame",
     "check_net_device",
     "decode",
@@ -58,6 +74,9 @@ __all__ = [
     "lab_file",
     "netstack_run",
     "nic_pair",
+    "nstat",
+    "pair",
+    "routed",
     "routed_hosts",
     "seeds",
     "topology_fixture",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import pytest
 import trio
-from helpers import add_addr
 
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.skbuff import SkBuff
@@ -15,18 +15,15 @@ from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.socket import Socket
 from netstack.tcp import TcpSock, tcp_of
+from netstack.testing import builders
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic, ip_fast_csum
 from netstack.wire.ipv4 import aton
 
 PORT = 6001
 
 
-def pair(lab: Lab, delay: float = 0.0) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind="nic", delay=delay)
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
+# this file's hosts: a NIC cable, IPv6 on
+pair = functools.partial(builders.pair, kind="nic", ipv4_only=False)
 
 
 async def connected(a: Host, b: Host) -> tuple[Socket, Socket]:
