@@ -78,7 +78,7 @@ async def test_duplicate_address_is_dadfailed(
     assert "inet6 2001:db8::7/64 scope global tentative dadfailed \n" in b.ip(
         "-6 addr show dev eth0"
     ) or "inet6 2001:db8::7/64 scope global dadfailed tentative \n" in b.ip("-6 addr show dev eth0")
-    assert a.nstat()["Icmp6OutNeighborAdvertisements"] >= 1  # a defends its address
+    assert a.nstat()["Icmp6OutNeighborAdvertisements"] == 1  # a answers b's one DAD probe
     with pytest.raises(netstack.ConfigError, match=r"^Error: ipv6: address already assigned\.$"):
         a.ip("-6 addr add 2001:db8::7/64 dev eth0")
 
@@ -352,7 +352,7 @@ async def test_neighbour_output_paths_hh_cache_and_direct(
     assert n is not None and n.output is neigh_direct_output
     # a 4-byte all-zero "link address", printed as iproute2 prints ARPHRD_SIT addresses
     assert "2001:db8:7::1 dev sit1 lladdr 0.0.0.0 NOARP \n" in a.ip("-6 neigh show nud all")
-    assert a.dev("sit1").statistics().tx_packets >= 1
+    assert a.dev("sit1").statistics().tx_packets == 1  # the one datagram
 
 
 async def test_ip_6_route_flush(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
