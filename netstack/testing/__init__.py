@@ -35,7 +35,13 @@ from netstack.testing.checkers import (
     decode,
     expect_frame,
 )
-from netstack.testing.conformance import check_net_device, nic_pair, veth_pair
+from netstack.testing.conformance import (
+    check_net_device,
+    nic_pair,
+    tunnel_pair,
+    veth_pair,
+    vlan_pair,
+)
 from netstack.testing.plugin import netstack_run, seeds, topology_fixture
 from netstack.testing.topologies import (
     GreSites,
@@ -80,6 +86,8 @@ __all__ = [
     "routed_hosts",
     "seeds",
     "topology_fixture",
+    "tunnel_pair",
     "two_hosts",
     "veth_pair",
+    "vlan_pair",
 ]
