@@ -6,7 +6,7 @@
 * :mod:`.topologies`: the canonical topology functions, :func:`lab_file`;
 * :mod:`.builders`: the topologies with knobs tests build again and again —
   :func:`pair`, :func:`routed` — and :func:`add_addr`, :func:`add_route`,
-  :func:`nstat`;
+  :func:`nstat`, :func:`open_test_lab`;
 * :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
   ``Frames`` and the layer matchers;
 * :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs.
@@ -18,6 +18,7 @@ from netstack.testing.builders import (
     add_addr,
     add_route,
     nstat,
+    open_test_lab,
     pair,
     routed,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "netstack_run",
     "nic_pair",
     "nstat",
+    "open_test_lab",
     "pair",
     "routed",
     "routed_hosts",

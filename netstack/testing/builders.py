@@ -14,7 +14,9 @@ in one call instead of copying the ten lines that build it:
   2001:db8:1::fe | 2001:db8:2::fe — 2001:db8:2::2);
 * :func:`add_addr`, :func:`add_route`: ``ip addr add`` and ``ip route add …
   via`` through the kernel API (IPv4) or ``ip -6`` (IPv6);
-* :func:`nstat`: one ``nstat -az`` counter, 0 when absent.
+* :func:`nstat`: one ``nstat -az`` counter, 0 when absent;
+* :func:`open_test_lab`: a lab (skb poisoning on) that fails with
+  ``trio.TooSlowError`` instead of hanging when a test waits forever.
 
 IPv4 addresses and routes go through the kernel API
 (``inet_rtm_newaddr``/``fib_table_insert``, protocol ``boot`` as ``ip``
@@ -26,6 +28,8 @@ exchange then does not see IPv6's DAD and router solicitations.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 if TYPE_CHECKING:
@@ -38,6 +42,7 @@ __all__ = [
     "add_addr",
     "add_route",
     "nstat",
+    "open_test_lab",
     "pair",
     "routed",
 ]
@@ -98,6 +103,23 @@ def add_route(host: Host, cidr: str, gw: str) -> None:
 def nstat(host: Host, name: str) -> int:
     """Counter *name* of ``nstat -az`` on *host* (0 if the host has no such counter)."""
     return host.nstat().get(name, 0)
+
+
+@contextlib.asynccontextmanager
+async def open_test_lab(deadline: float = 300.0) -> AsyncIterator[Lab]:
+    """``open_lab(debug_skb=True)`` inside ``trio.fail_after(deadline)``.
+
+    *deadline* is virtual time (the autojump clock gets there at once), so a
+    test that waits for something that never comes fails with
+    ``trio.TooSlowError`` instead of hanging.
+    """
+    import trio
+
+    from netstack.host import open_lab
+
+    with trio.fail_after(deadline):
+        async with open_lab(debug_skb=True) as lab:
+            yield lab
 
 
 def _boot(lab: Lab, name: str, ipv4_only: bool, seed: int | None = None) -> Host:

@@ -9,33 +9,20 @@ and a connected UDP socket with IP_RECVERR reads as EHOSTUNREACH.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import struct
-from collections.abc import AsyncIterator
 
 import dpkt
 import pytest
 import trio
 import trio.testing
 
-from netstack.host import Host, Lab, open_lab
+from netstack.host import Host
 from netstack.ipv4 import ipv4_of
 from netstack.neigh.nud import NUD_FAILED, NUD_REACHABLE
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
-from netstack.testing.builders import nstat, pair
+from netstack.testing.builders import nstat, open_test_lab, pair
 from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
 
 GHOST = "10.0.0.77"
 

@@ -11,17 +11,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import struct
-from collections.abc import AsyncIterator
 
 import dpkt
 import pytest
 import trio
 import trio.testing
 
-from netstack.host import Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.socket import (
     IP_MTU,
@@ -32,17 +29,7 @@ from netstack.socket import (
     IPPROTO_IP,
     MSG_ERRQUEUE,
 )
-from netstack.testing.builders import add_addr, nstat, pair, routed
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
+from netstack.testing.builders import add_addr, nstat, open_test_lab, pair, routed
 
 
 def fragments_of(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip.IP]:

@@ -10,10 +10,8 @@ checksum — including transmitted UDP whose checksum was left to the device
 
 from __future__ import annotations
 
-import contextlib
 import struct
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
 
@@ -22,19 +20,9 @@ import pytest
 import trio
 import trio.testing
 
-from netstack.host import Host, Lab, open_lab
+from netstack.host import Host, Lab
 from netstack.socket import IP_MTU_DISCOVER, IP_PMTUDISC_DONT, IPPROTO_IP
-from netstack.testing.builders import routed
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
+from netstack.testing.builders import open_test_lab, routed
 
 
 def routed_for_pcap(lab: Lab, kind: Literal["veth", "nic"]) -> tuple[Host, Host, Host]:

@@ -9,9 +9,7 @@ exchange that precedes it.
 
 from __future__ import annotations
 
-import contextlib
 import struct
-from collections.abc import AsyncIterator
 
 import dpkt
 import pytest
@@ -20,19 +18,7 @@ import trio.testing
 
 from netstack.core.dev import dev_close, dev_open
 from netstack.drivers.nic import TX_USECS_DEFAULT, RxCsumMode
-from netstack.host import Lab, open_lab
-from netstack.testing.builders import nstat, pair
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
+from netstack.testing.builders import nstat, open_test_lab, pair
 
 ETH_WIRE_OVERHEAD = 24
 

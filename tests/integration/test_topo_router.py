@@ -9,9 +9,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import struct
-from collections.abc import AsyncIterator
 from typing import Literal
 
 import dpkt
@@ -19,19 +17,8 @@ import pytest
 import trio
 import trio.testing
 
-from netstack.host import Lab, open_lab
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
-from netstack.testing.builders import nstat, routed
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
+from netstack.testing.builders import nstat, open_test_lab, routed
 
 
 def ip_frames(frames: list[tuple[float, bytes, bool]]) -> list[tuple[bytes, bool]]:

@@ -5,15 +5,12 @@ a (10.0.0.1/24) ── veth ── b (10.0.0.2/24), both with ``brd 10.0.0.255``
 
 from __future__ import annotations
 
-import contextlib
 import errno
-from collections.abc import AsyncIterator
 
 import pytest
 import trio
 import trio.testing
 
-from netstack.host import Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.fib import RouteConfig
 from netstack.socket import (
@@ -24,19 +21,8 @@ from netstack.socket import (
     SOL_SOCKET,
     Socket,
 )
-from netstack.testing.builders import nstat, pair
+from netstack.testing.builders import nstat, open_test_lab, pair
 from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
 
 ECHO_PORT = 7
 
