@@ -815,7 +815,9 @@ def _deladdr(
             continue
         in_dev.delete_ifa(ifa)
         return
-    raise rtnl_error(errno.EADDRNOTAVAIL)
+    # the extack text Linux 6.x sets ("ipv4: Address not found"), which iproute2
+    # prints instead of strerror
+    raise ConfigError("Error: ipv4: Address not found.", errno.EADDRNOTAVAIL)
 
 
 def do_ipaddr(net: Net, opts: Iproute2Options, args: Args) -> None:
