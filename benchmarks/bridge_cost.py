@@ -1,6 +1,6 @@
-"""The cost of running a user's own Trio code in a host (netstack.socket's adapters).
+"""The cost of running a user's own Trio or asyncio code in a host (netstack.socket's adapters).
 
-Two exchanges, each done three ways between two hosts on a veth pair, in
+Two exchanges, each done several ways between two hosts on a veth pair, in
 functional mode (virtual time; the figures are wall time of this process):
 
 * **HTTP/1.1**: one request and a 1 KB response per round trip on one
@@ -8,26 +8,36 @@ functional mode (virtual time; the figures are wall time of this process):
   ``native``: netstack's own ``Socket`` API (``host.socket``), hand-written
   HTTP bytes; ``trio``: the same bytes through ``trio.open_tcp_stream`` /
   ``trio.serve_tcp`` inside the hosts (the adapter); ``httpx``: httpx's
-  ``AsyncClient`` against an h11 server, both inside the hosts.
+  ``AsyncClient`` against an h11 server, both inside the hosts;
+  ``asyncio``: the same bytes through ``asyncio.open_connection`` /
+  ``asyncio.start_server`` (asyncio's loop on trio-asyncio,
+  :mod:`netstack.socket.aio`); ``aiohttp``: aiohttp's ``ClientSession``
+  against an aiohttp web server, both on asyncio.
 * **UDP echo**: a 64-byte datagram and its echo per round trip —
   ``native``: ``host.socket`` on both sides; ``trio``: ``trio.socket`` on
-  both sides inside the hosts.
+  both sides inside the hosts; ``asyncio``: ``create_datagram_endpoint``
+  protocols on both sides.
 
 Prints requests (round trips) per second of wall time, the best of three
 runs each (the machine is shared; the best run is the least disturbed).
+``--cpu`` counts this process's CPU time instead (``time.process_time``):
+on a busy shared machine it moves far less from run to run than wall time.
 
-    python benchmarks/bridge_cost.py [--n N]
+    python benchmarks/bridge_cost.py [--n N] [--cpu] [--only TEXT]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 import h11
 import httpx
 import trio
+from aiohttp import web
 
 import netstack
 from netstack import Host
@@ -116,6 +126,50 @@ async def http_httpx(a: Host, b: Host, n: int) -> None:
         nursery.cancel_scope.cancel()
 
 
+async def http_asyncio(a: Host, b: Host, n: int) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            writer.write(RESPONSE)
+            await writer.drain()
+        writer.close()
+
+    async def client() -> None:
+        reader, writer = await asyncio.open_connection("10.0.0.2", 80)
+        for _ in range(n):
+            writer.write(REQUEST)
+            got = 0
+            while got < len(RESPONSE):
+                got += len(await reader.read(65536))
+        writer.close()
+
+    server = await b.run_asyncio(asyncio.start_server, handle, None, 80)
+    await a.run_asyncio(client)
+    server.close()
+
+
+async def http_aiohttp(a: Host, b: Host, n: int) -> None:
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(body=BODY)
+
+    async def serve() -> web.AppRunner:
+        app = web.Application()
+        app.router.add_get("/", hello)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, None, 80).start()
+        return runner
+
+    async def client() -> None:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(n):
+                async with session.get("http://10.0.0.2/") as r:
+                    assert len(await r.read()) == len(BODY)
+
+    runner = await b.run_asyncio(serve)
+    await a.run_asyncio(client)
+    await b.run_asyncio(runner.cleanup)
+
+
 # -- UDP echo ----------------------------------------------------------------------------------
 async def udp_native(a: Host, b: Host, n: int) -> None:
     srv = b.socket()
@@ -156,11 +210,52 @@ async def udp_trio(a: Host, b: Host, n: int) -> None:
         nursery.cancel_scope.cancel()
 
 
+class _UdpEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.DatagramTransport)
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        self.transport.sendto(data, addr)
+
+
+class _UdpClient(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        self.queue.put_nowait(data)
+
+
+async def udp_asyncio(a: Host, b: Host, n: int) -> None:
+    async def serve() -> asyncio.BaseTransport:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(_UdpEcho, local_addr=("0.0.0.0", 7))
+        return transport
+
+    async def client() -> None:
+        loop = asyncio.get_running_loop()
+        transport, proto = await loop.create_datagram_endpoint(
+            _UdpClient, remote_addr=("10.0.0.2", 7)
+        )
+        for _ in range(n):
+            transport.sendto(b"p" * 64)
+            await proto.queue.get()
+        transport.close()
+
+    server = await b.run_asyncio(serve)
+    await a.run_asyncio(client)
+    server.close()
+
+
 Exchange = Callable[[Host, Host, int], Awaitable[None]]
 
 
-def measure(fn: Exchange, n: int, repeat: int = 3) -> float:
-    """Round trips per second of wall time: the best of *repeat* runs (after a warm-up)."""
+def measure(
+    fn: Exchange, n: int, repeat: int = 3, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Round trips per second of *clock* (wall time by default): the best of *repeat*
+    runs (after a warm-up)."""
 
     async def main() -> float:
         async with netstack.open_lab() as lab:
@@ -170,9 +265,9 @@ def measure(fn: Exchange, n: int, repeat: int = 3) -> float:
         for _ in range(repeat):
             async with netstack.open_lab() as lab:
                 a, b = pair(lab)
-                start = time.perf_counter()
+                start = clock()
                 await fn(a, b, n)
-                best = max(best, n / (time.perf_counter() - start))
+                best = max(best, n / (clock() - start))
         return best
 
     return float(netstack.run(main))
@@ -181,18 +276,27 @@ def measure(fn: Exchange, n: int, repeat: int = 3) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="round trips per measurement")
+    parser.add_argument("--only", help="run only the rows whose API contains this text")
+    parser.add_argument(
+        "--cpu", action="store_true", help="CPU time of this process rather than wall time"
+    )
     args = parser.parse_args()
     rows = [
         ("HTTP/1.1, 1 KB", "native Socket", http_native),
         ("HTTP/1.1, 1 KB", "trio adapter", http_trio),
         ("HTTP/1.1, 1 KB", "httpx + h11", http_httpx),
+        ("HTTP/1.1, 1 KB", "asyncio", http_asyncio),
+        ("HTTP/1.1, 1 KB", "aiohttp", http_aiohttp),
         ("UDP echo, 64 B", "native Socket", udp_native),
         ("UDP echo, 64 B", "trio adapter", udp_trio),
+        ("UDP echo, 64 B", "asyncio", udp_asyncio),
     ]
     base: dict[str, float] = {}
     print(f"{'exchange':<16} {'API':<14} {'req/s':>9} {'vs native':>10}")
     for exchange, api, fn in rows:
-        rate = measure(fn, args.n)
+        if args.only and args.only not in api and api != "native Socket":
+            continue
+        rate = measure(fn, args.n, clock=time.process_time if args.cpu else time.perf_counter)
         base.setdefault(exchange, rate)
         print(f"{exchange:<16} {api:<14} {rate:>9.0f} {rate / base[exchange]:>9.2f}x")
 

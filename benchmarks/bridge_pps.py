@@ -1,12 +1,16 @@
-"""One-way UDP through a Linux bridge, beside the same over a single veth pair.
+"""One-way UDP through a Linux bridge and through VXLAN, beside the same over one veth pair.
 
-Two topologies, the same socket-to-socket UDP stream (200-byte payloads,
+Three topologies, the same socket-to-socket UDP stream (200-byte payloads,
 ``sendmmsg``/``recvmmsg`` batches of 64), packets per second of wall time in
 functional mode:
 
 * ``veth``: a ─ b, one veth pair (the baseline of benchmarks/udp_pps.py);
 * ``bridge``: a ─ s1 ─ b, the switch a host running br0: two veth hops and
-  the bridge's rx_handler, FDB lookup and forward in between.
+  the bridge's rx_handler, FDB lookup and forward in between;
+* ``vxlan``: a ═ b over one veth pair, the stream on vxlan0 (VNI 42, UDP
+  4789, udpcsum): FDB lookup, flow-hash source port, outer UDP/IPv4 and the
+  route on the way out; the encap socket's ``vxlan_rcv``, learning and the
+  GRO cell on the way in.
 
     python benchmarks/bridge_pps.py [--packets N]
 """
@@ -25,11 +29,11 @@ BATCH = 64
 IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
 
 
-async def run_once(packets: int, bridged: bool) -> float:
+async def run_once(packets: int, kind: str) -> float:
     async with netstack.open_lab() as lab:
         a = lab.add_host("a", sysctls=IPV4_ONLY)
         b = lab.add_host("b", sysctls=IPV4_ONLY)
-        if bridged:
+        if kind == "bridge":
             lab.add_switch("s1", sysctls=IPV4_ONLY)
             lab.add_link("a:eth0", "s1")
             lab.add_link("b:eth0", "s1")
@@ -37,10 +41,17 @@ async def run_once(packets: int, bridged: bool) -> float:
             lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 10.0.0.1/24 dev eth0")
         b.ip("addr add 10.0.0.2/24 dev eth0")
+        dst = "10.0.0.2"
+        if kind == "vxlan":
+            for h, me, peer in ((a, "1", "10.0.0.2"), (b, "2", "10.0.0.1")):
+                h.ip(f"link add vxlan0 type vxlan id 42 dstport 4789 remote {peer} dev eth0")
+                h.ip(f"addr add 192.168.42.{me}/24 dev vxlan0")
+                h.ip("link set vxlan0 up")
+            dst = "192.168.42.2"
         rx = b.socket()
         await rx.bind(("0.0.0.0", 9000))
         tx = a.socket()
-        await tx.connect(("10.0.0.2", 9000))
+        await tx.connect((dst, 9000))
         await tx.send(PAYLOAD)  # ARP, FDB learning, route and neighbour warm-up
         await rx.recv(2048)
         received = 0
@@ -64,9 +75,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--packets", type=int, default=20000)
     args = parser.parse_args()
-    for name, bridged in (("veth", False), ("bridge", True)):
-        pps = netstack.run(run_once, args.packets, bridged)
-        print(f"{name:<7} {pps:>10,.0f} packets/s  (UDP, 200-byte payload, batches of {BATCH})")
+    for kind in ("veth", "bridge", "vxlan"):
+        pps = netstack.run(run_once, args.packets, kind)
+        print(f"{kind:<7} {pps:>10,.0f} packets/s  (UDP, 200-byte payload, batches of {BATCH})")
 
 
 if __name__ == "__main__":

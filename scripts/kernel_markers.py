@@ -23,7 +23,8 @@ nothing the second time.
 
 Markers are metadata (:mod:`netstack.sites`): they cost nothing at run time
 and decide no timed-mode cost; ``docs/kernel-map.md`` is generated from them
-(``scripts/gen_kernel_map.py``).
+(``scripts/gen_kernel_map.py``). ``--check`` also checks the ``Twin:`` lines
+of per-family twins (``scripts/twins.py``).
 """
 
 from __future__ import annotations
@@ -279,8 +280,14 @@ def main(argv: list[str]) -> int:
                 print(f"{rel}:{site.node.lineno}: {site.qualname}: {msg}")
     if bad:
         print(f"{bad} markers out of step: run python scripts/kernel_markers.py --fix")
-        return 1
-    return 0
+    from twins import problems as twin_problems  # the Twin: lines of per-family twins
+
+    twin_bad = twin_problems()
+    for line in twin_bad:
+        print(line)
+    if twin_bad:
+        print(f"{len(twin_bad)} Twin: lines out of step (scripts/twins.py)")
+    return 1 if bad or twin_bad else 0
 
 
 if __name__ == "__main__":

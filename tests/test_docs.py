@@ -150,6 +150,7 @@ def console(block: str, where: str) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+@pytest.mark.slow
 def test_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from netstack.labs.labfile import parse_lab
 
@@ -174,6 +175,7 @@ def test_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
             console(text, where)
 
 
+@pytest.mark.slow
 def test_testing_page_runs_as_a_users_pytest_project(tmp_path: Path) -> None:
     """docs/testing.md's blocks are test files: pytest runs them in an empty project."""
     from fresh_project import run_page
@@ -206,6 +208,7 @@ def test_matching_rules() -> None:
     assert matches(["b", "a"], "a\nb\n") == "a"
 
 
+@pytest.mark.slow
 def test_reference_pages_are_current() -> None:
     rc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_docs_ref.py"), "--check"],
@@ -261,6 +264,7 @@ def build(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_docs_check_fails_on_a_broken_link(tmp_path: Path) -> None:
     """`--quiet` hid the warnings strict mode counts: the check could never fail."""
     argv = mkdocs_command()
@@ -276,6 +280,7 @@ def test_the_docs_check_fails_on_a_broken_link(tmp_path: Path) -> None:
     assert "Aborted with 1 warnings in strict mode!" in output
 
 
+@pytest.mark.slow
 def test_api_reference_renders_roles_as_links(tmp_path: Path) -> None:
     """The docstrings' Sphinx roles (``:func:`open_lab```) become cross-references."""
     api = "# API\n\n::: netstack.open_lab\n\n::: netstack.Lab\n\n::: netstack.Capture\n"

@@ -33,6 +33,7 @@ LAB_FILES = [
     "switched_lan",
     "two_hosts",
     "vlan_router_on_a_stick",
+    "vxlan_overlay",
 ]
 
 
@@ -49,8 +50,11 @@ def test_every_example_is_tested() -> None:
     }
     tested |= {"tc_tbf_shaping", "tc_netem_ping", "tc_fq_codel_vs_pfifo"}
     tested |= {"tcp_transfer", "tcp6_over_sit", "dual_stack", "netperf_netserver"}
-    tested |= {"own_protocol"}
+    tested |= {"own_protocol", "asyncio_echo"}
     tested |= {"switched_lan", "vlan_router_on_a_stick"}
+
+    tested |= {"own_protocol"}
+    tested |= {"switched_lan", "vlan_router_on_a_stick", "vxlan_overlay"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -232,6 +236,7 @@ async def test_tcp_transfer(
     assert "received intact: True" in out
 
 
+@pytest.mark.slow
 def test_netperf_netserver(capsys: pytest.CaptureFixture[str]) -> None:
     """A timed lab: netperf refused without a netserver, then TCP_RR and UDP_STREAM
     through one, with transactions/s, throughput and CPU figures."""
@@ -259,6 +264,7 @@ async def test_tcp6_over_sit(
     assert "received intact: True" in out
 
 
+@pytest.mark.slow
 async def test_tc_tbf_shaping(
     autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -322,3 +328,53 @@ async def test_vlan_router_on_a_stick(autojump_clock: trio.testing.MockClock) ->
     r: dict[str, Any] = await load("vlan_router_on_a_stick").main()
     assert r["ping"].received == 2
     assert r["tags"] == [10, 20]
+
+
+async def test_datacentre_fabric(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r: dict[str, Any] = await load("datacentre_fabric").main()
+    assert (r["hosts"], r["answered"]) == (16, 20)  # 16 neighbours + 4 across leaves
+    assert r["pings"]["h0", "h4"].replies[0].ttl == 61  # leaf, spine, leaf
+    assert r["pings"]["h0", "h1"].replies[0].ttl == 64  # through the leaf's bridge
+    # leaf n's default route is spine n % 2: each spine carries one way of two pairs
+    assert r["spines"] == {"spine0": 4, "spine1": 4}
+    assert "20 of 20 pings answered" in capsys.readouterr().out
+
+
+def test_asyncio_echo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """asyncio's start_server/open_connection/wait_for on two hosts: a lossy link,
+    a partition the client times out on, the late echo after it heals, a pcap."""
+    import dpkt
+
+    import netstack
+
+    pcap = tmp_path / "echo.pcap"
+    result = netstack.run(load("asyncio_echo").main, str(pcap))
+    assert result["ok"] is True
+    assert (result["answer"], result["waited"]) == (None, 5.0)
+    assert result["late"] == b"are you there?\n"
+    assert result["retrans"] == 17  # seed 1: netem's losses, then the partition
+    with pcap.open("rb") as f:
+        assert sum(1 for _ in dpkt.pcap.Reader(f)) > 200
+    assert "after 5.0 s" in capsys.readouterr().out
+
+
+async def test_vxlan_overlay(autojump_clock: trio.testing.MockClock) -> None:
+    import dpkt
+
+    r: dict[str, Any] = await load("vxlan_overlay").main()
+    assert r["ping"].received == 3
+    assert r["data"] == b"across the overlay"
+    # h2's VXLAN FDB: left's MAC learned behind h1, then the default entry
+    lines = r["vxlan_fdb"].splitlines()
+    assert [ln for ln in lines if ln.endswith(" dst 192.0.2.1 self ")]
+    assert lines[-1] == "00:00:00:00:00:00 dst 192.0.2.1 via eth0 self permanent"
+    # ARP request, three echo requests, the datagram; the replies came the other way
+    assert (r["stats"].tx_packets, r["stats"].rx_packets) == (5, 4)
+    vx = []
+    for _, frame, out in r["frames"]:
+        ip = dpkt.ethernet.Ethernet(frame).data
+        if out and isinstance(ip, dpkt.ip.IP) and ip.p == 17 and ip.data.dport == 4789:
+            vx.append(bytes(ip.data.data)[:8])
+    assert vx == [bytes([8, 0, 0, 0, 0, 0, 42, 0])] * 5

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import netstack
 from netstack.cli.main import main as cli_main
 
@@ -52,6 +54,7 @@ def test_patches_are_the_seed_table() -> None:
     assert before.applied() == tuple(n for n in netstack.Patches.names() if n != "hh_fast_copy")
 
 
+@pytest.mark.slow
 def test_kernel_map_is_current() -> None:
     rc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_kernel_map.py"), "--check"],
@@ -61,6 +64,7 @@ def test_kernel_map_is_current() -> None:
     assert rc.returncode == 0, rc.stdout
 
 
+@pytest.mark.slow
 def test_kernel_markers_match_the_docstrings() -> None:
     """Every ``Kernel:`` line naming kernel files or functions has its
     ``@kernel(...)`` marker and no marker lacks one (scripts/kernel_markers.py)."""

@@ -57,6 +57,7 @@ def dissect(path: Path) -> list[list[str]]:
     return [line.split("|") for line in out.splitlines()]
 
 
+@pytest.mark.slow
 def test_demo_captures_are_clean(tmp_path: Path) -> None:
     with open(tmp_path / "out.txt", "w") as out:
         assert demo(pcap_dir=str(tmp_path), out=out) == 0

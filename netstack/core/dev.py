@@ -78,7 +78,10 @@ from netstack.core.qdisc import (
     qdisc_run,
 )
 from netstack.core.skbuff import (
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
     PACKET_HOST,
+    PACKET_LOOPBACK,
     PACKET_OTHERHOST,
     DropReason,
     SkBuff,
@@ -109,6 +112,7 @@ __all__ = [
     "dev_close",
     "dev_deactivate",
     "dev_forward_skb",
+    "dev_loopback_xmit",
     "dev_open",
     "dev_queue_xmit",
     "dev_set_allmulti",
@@ -937,6 +941,26 @@ def process_backlog(napi: Napi, quota: int) -> int:
         __netif_receive_skb_core(skb)
     sd.processed += work
     return work
+
+
+@kernel("net/core/dev.c", "dev_loopback_xmit")
+def dev_loopback_xmit(skb: SkBuff, dev: NetDevice) -> None:
+    """Deliver a copy of an outgoing broadcast/multicast packet to this host.
+
+    The caller has set ``skb.protocol`` (``ip_mc_output``/``ip6_output``); the
+    copy re-enters the stack through the backlog as ``PACKET_LOOPBACK``,
+    its checksum trusted.
+
+    Kernel: net/core/dev.c, dev_loopback_xmit().
+    """
+    skb.make_writable()
+    skb.data = skb.network_header
+    skb.mac_header = skb.data
+    skb.pkt_type = PACKET_LOOPBACK
+    skb.dev = dev
+    if skb.ip_summed == CHECKSUM_PARTIAL:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+    netif_rx(skb)
 
 
 @kernel("net/core/dev.c", "netif_rx", "enqueue_to_backlog")

@@ -21,6 +21,11 @@ The thresholds are the kernel's global sysctls ``net.ipv4.inet_peer_threshold``,
 ``inet_peer_minttl`` and ``inet_peer_maxttl``; both families of a Net read them
 from one :class:`InetPeerParams`.
 
+A peer's ``rate_tokens`` feed one token bucket per destination,
+:func:`inet_peer_xrlim_allow`, which ICMP and ICMPv6 errors, redirects and
+ndisc share: tokens accrue one per jiffy up to ``XRLIM_BURST_FACTOR`` times
+the interval, and each allowed message spends one interval's worth.
+
 Kernel: net/ipv4/inetpeer.c, include/net/inetpeer.h.
 """
 
@@ -34,7 +39,14 @@ from netstack.sites import kernel
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["INET_PEER_THRESHOLD", "InetPeer", "InetPeerBase", "InetPeerParams", "inet_peer_params"]
+__all__ = [
+    "INET_PEER_THRESHOLD",
+    "InetPeer",
+    "InetPeerBase",
+    "InetPeerParams",
+    "inet_peer_params",
+    "inet_peer_xrlim_allow",
+]
 
 PEER_MAX_GC: Final = 32
 # clamp(1 % of RAM / sizeof(struct inet_peer), 4096, 65536 + 128): the upper end on any
@@ -42,6 +54,7 @@ PEER_MAX_GC: Final = 32
 INET_PEER_THRESHOLD: Final = 65536 + 128
 INET_PEER_MINTTL_S: Final = 120
 INET_PEER_MAXTTL_S: Final = 600
+XRLIM_BURST_FACTOR: Final = 6
 
 
 class InetPeerParams:
@@ -158,3 +171,23 @@ class InetPeerBase:
             del self.peers[p.daddr]
             del keys[bisect_left(keys, p.daddr)]
             self.reclaimed += 1
+
+
+@kernel("net/ipv4/inetpeer.c", "inet_peer_xrlim_allow")
+def inet_peer_xrlim_allow(peer: InetPeer, timeout: int, now: int) -> bool:
+    """Per-destination token bucket: may *peer* get another message, *timeout* jiffies apart?
+
+    *now* is the Net's jiffies.
+
+    Kernel: net/ipv4/inetpeer.c, inet_peer_xrlim_allow().
+    """
+    token = peer.rate_tokens + now - peer.rate_last
+    peer.rate_last = now
+    if token > XRLIM_BURST_FACTOR * timeout:
+        token = XRLIM_BURST_FACTOR * timeout
+    rc = False
+    if token >= timeout:
+        token -= timeout
+        rc = True
+    peer.rate_tokens = token
+    return rc

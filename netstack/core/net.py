@@ -192,7 +192,7 @@ class Net:
         # net_ratelimit_state: DEFINE_RATELIMIT_STATE(…, 5 * HZ, 10)
         self.message_cost = 5  # net.core.message_cost, seconds
         self.net_ratelimit_state = RatelimitState(5 * hz, 10)
-        self._register_core_sysctls()
+        self.sysctl.register_lazy("net.core.", self._register_core_sysctls)
 
     @kernel("net/core/utils.c", "net_ratelimit")
     def net_ratelimit(self) -> bool:

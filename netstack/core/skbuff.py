@@ -161,6 +161,8 @@ class DropReason(enum.IntEnum):
     TC_CHAIN_NOTFOUND = 84
     TC_RECLASSIFY_LOOP = 85
     VXLAN_INVALID_HDR = 86
+    VXLAN_VNI_NOT_FOUND = 87
+    VXLAN_ENTRY_EXISTS = 89
     IP_TUNNEL_ECN = 90
     TUNNEL_TXINFO = 91
     LOCAL_MAC = 92
@@ -189,6 +191,7 @@ class DropReason(enum.IntEnum):
     VLAN_INVALID = 224  # a truncated or malformed 802.1Q header (skb_vlan_untag)
     STP_INVALID = 225  # a BPDU that is not 802.1D (bad protocol id, LLC or length)
     VLAN_DEV_DOWN = 226  # vlan_do_receive: the VLAN device is down
+    NO_TX_TARGET = 227  # vxlan_xmit: no FDB entry and no default entry (6.14+ name)
 
 
 def _kmalloc_size(n: int) -> int:

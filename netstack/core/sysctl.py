@@ -3,7 +3,13 @@
 Theory of operation: the layer that owns a tunable registers it, per Net, when
 the host is built (kernel: ``register_net_sysctl``); per-device entries
 (``net.ipv4.conf.eth0.forwarding``) are registered when the device appears and
-removed when it goes. Every entry is a getter and an optional setter working on
+removed when it goes. A layer may register a group of entries lazily
+(:meth:`SysctlTable.register_lazy`: a prefix and the function that registers
+them): the function runs the first time a name under the prefix is read,
+written, listed or tested, so a host that never looks at
+``net.ipv6.conf.eth0.*`` never builds its seventy entries (the kernel builds
+its ctl_table per device at once; here that was a third of building a host).
+Every entry is a getter and an optional setter working on
 strings, as ``/proc/sys`` files do. Errors carry the text the ``sysctl`` tool
 prints, so the front end shows them unchanged.
 
@@ -13,16 +19,19 @@ Kernel: kernel/sysctl.c, net/sysctl_net.c, net/core/sysctl_net_core.c.
 from __future__ import annotations
 
 import errno
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 from netstack.errors import ConfigError
 
-__all__ = ["SysctlEntry", "SysctlTable"]
+P = ParamSpec("P")
+
+__all__ = ["IntEntry", "SysctlEntry", "SysctlTable"]
 
 
 class SysctlEntry:
-    """One ``/proc/sys`` file."""
+    """One ``/proc/sys`` file: ``get()`` its text, ``set(text)`` (None: read-only)."""
 
     __slots__ = ("get", "name", "set")
 
@@ -32,6 +41,45 @@ class SysctlEntry:
         self.name = name
         self.get = get
         self.set = setter
+
+
+class IntEntry:
+    """An integer file backed by ``obj.attr`` (kernel: proc_dointvec_minmax): one
+    small object rather than an entry and two closures (a host has hundreds)."""
+
+    __slots__ = ("attr", "maximum", "minimum", "name", "obj", "on_change")
+
+    def __init__(
+        self,
+        name: str,
+        obj: Any,
+        attr: str,
+        minimum: int | None,
+        maximum: int | None,
+        on_change: Callable[[int], None] | None,
+    ) -> None:
+        self.name = name
+        self.obj = obj
+        self.attr = attr
+        self.minimum = minimum
+        self.maximum = maximum
+        self.on_change = on_change
+
+    def get(self) -> str:
+        return str(getattr(self.obj, self.attr))
+
+    def set(self, text: str) -> None:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise invalid(self.name) from None
+        if (self.minimum is not None and value < self.minimum) or (
+            self.maximum is not None and value > self.maximum
+        ):
+            raise invalid(self.name)
+        setattr(self.obj, self.attr, value)
+        if self.on_change is not None:
+            self.on_change(value)
 
 
 def _canonical(name: str) -> str:
@@ -50,12 +98,36 @@ class SysctlTable:
     """The sysctl entries of one Net."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, SysctlEntry] = {}
+        self._entries: dict[str, SysctlEntry | IntEntry] = {}
+        #: prefix ("net.ipv4.conf.eth0.") -> the registrations deferred under it
+        self._lazy: dict[str, list[tuple[Callable[..., None], Any, Any]]] = {}
+
+    def register_lazy(
+        self, prefix: str, register: Callable[P, None], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """Run ``register(*args, **kwargs)`` (which registers entries, all under
+        *prefix*, a name ending in ".") only when a name under *prefix* is first used."""
+        # a tuple, not a closure: a host defers a few dozen of these
+        self._lazy.setdefault(prefix, []).append((register, args, kwargs or None))
+
+    def _materialise(self, key: str, want: str | None = None) -> None:
+        """Run the deferred registrations whose prefix *key* lies under, or that lie
+        under the prefix *key* (for listings), the longest prefix first; stop once
+        the entry *want* exists (a lookup needs only its own directory)."""
+        while self._lazy:
+            matching = [p for p in self._lazy if key.startswith(p) or p.startswith(key)]
+            if not matching:
+                return
+            for register, args, kwargs in self._lazy.pop(max(matching, key=len)):
+                register(*args, **(kwargs or {}))
+            if want is not None and want in self._entries:
+                return
 
     def register(
         self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None = None
     ) -> None:
         """Add an entry (kernel: register_net_sysctl)."""
+        name = sys.intern(name)  # the same names on every host: one string
         if name in self._entries:
             raise ValueError(f"sysctl {name} registered twice")
         self._entries[name] = SysctlEntry(name, get, setter)
@@ -71,24 +143,10 @@ class SysctlTable:
         on_change: Callable[[int], None] | None = None,
     ) -> None:
         """An integer entry backed by ``obj.attr`` (kernel: proc_dointvec_minmax)."""
-
-        def get() -> str:
-            return str(getattr(obj, attr))
-
-        def set_(text: str) -> None:
-            try:
-                value = int(text.strip())
-            except ValueError:
-                raise invalid(name) from None
-            if (minimum is not None and value < minimum) or (
-                maximum is not None and value > maximum
-            ):
-                raise invalid(name)
-            setattr(obj, attr, value)
-            if on_change is not None:
-                on_change(value)
-
-        self.register(name, get, set_)
+        name = sys.intern(name)  # the same names on every host: one string
+        if name in self._entries:
+            raise ValueError(f"sysctl {name} registered twice")
+        self._entries[name] = IntEntry(name, obj, attr, minimum, maximum, on_change)
 
     def register_str(
         self, name: str, obj: Any, attr: str, check: Callable[[str], bool] | None = None
@@ -108,12 +166,17 @@ class SysctlTable:
 
     def unregister_prefix(self, prefix: str) -> None:
         """Remove every entry under *prefix* (a device going away)."""
+        for lazy in [p for p in self._lazy if p.startswith(prefix)]:
+            del self._lazy[lazy]
         for name in [n for n in self._entries if n.startswith(prefix)]:
             del self._entries[name]
 
-    def _lookup(self, name: str) -> SysctlEntry:
+    def _lookup(self, name: str) -> SysctlEntry | IntEntry:
         key = _canonical(name)
         entry = self._entries.get(key)
+        if entry is None and self._lazy:
+            self._materialise(key + ".", key)
+            entry = self._entries.get(key)
         if entry is None:
             path = key.replace(".", "/")
             raise ConfigError(
@@ -136,7 +199,11 @@ class SysctlTable:
     def names(self, prefix: str = "") -> list[str]:
         """Every entry name under *prefix*, sorted as ``sysctl -a`` prints."""
         prefix = _canonical(prefix) if prefix else ""
+        self._materialise(prefix)
         return sorted(n for n in self._entries if n == prefix or n.startswith(prefix))
 
     def __contains__(self, name: str) -> bool:
-        return _canonical(name) in self._entries
+        key = _canonical(name)
+        if key not in self._entries:
+            self._materialise(key + ".", key)
+        return key in self._entries

@@ -65,11 +65,11 @@ class SpinLock:
     """
 
     __slots__ = (
+        "_holds",
         "acquisitions",
         "contentions",
         "hold_est",
         "hold_start",
-        "holds",
         "holdtime_max",
         "holdtime_total",
         "line",
@@ -85,9 +85,18 @@ class SpinLock:
         self.hold_start = 0.0
         self.hold_est = 0.0  # timed mode: a moving average of hold times (ns)
         # timed mode: the last HOLDS_KEPT holds as (start, end) in ns
-        self.holds: collections.deque[tuple[float, float]] = collections.deque(maxlen=HOLDS_KEPT)
+        self._holds: collections.deque[tuple[float, float]] | None = None  # see holds
         self.line: CacheLine | None = None  # timed mode: the lock word's cache line
         self.reset_stats()
+
+    @property
+    def holds(self) -> collections.deque[tuple[float, float]]:
+        """Timed mode: the last HOLDS_KEPT holds as (start, end) in ns (made on first
+        use: a functional lab's hundreds of locks never need one)."""
+        holds = self._holds
+        if holds is None:
+            holds = self._holds = collections.deque(maxlen=HOLDS_KEPT)
+        return holds
 
     def reset_stats(self) -> None:
         """Zero the ``lock_stat`` counters (``echo 0 > /proc/lock_stat``)."""

@@ -52,10 +52,9 @@ from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
 
 if TYPE_CHECKING:
+    from netstack.core.snmp import MibSnapshot
     from netstack.cpu.timed import TimedModel
     from netstack.host.lab import Lab
-    from netstack.ipv4.snmp import MibSnapshot
-    from netstack.ipv6.snmp import Mib6Snapshot
 
 __all__ = ["Host", "HostScope", "mac_for"]
 
@@ -270,6 +269,29 @@ class Host:
                 fn, *args, name=name or f"{self.name}: {getattr(fn, '__qualname__', fn)}"
             )
 
+    async def run_asyncio(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``await fn(*args, **kwargs)`` — an *asyncio* coroutine function — as an asyncio
+        task on this host, from Trio; returns its result (or raises its exception).
+
+        The task runs on the lab's asyncio loop (:meth:`Lab.asyncio_loop`: trio-asyncio,
+        on the lab's clock) — or on the loop of an enclosing
+        ``netstack.socket.aio.open_loop()`` block — so what it starts outlives the call:
+        ``server = await b.run_asyncio(asyncio.start_server, handle, None, 80)`` keeps
+        serving on ``b``. Inside it ``asyncio.open_connection``, ``start_server``,
+        ``loop.create_connection``/``create_datagram_endpoint``/``sock_*``/``getaddrinfo``
+        are this host's, and tasks it creates stay on it. Needs ``netstack[asyncio]``."""
+        aio = _aio()
+        loop = aio.current_loop()
+        if loop is None and self.lab is not None:
+            loop = await self.lab.asyncio_loop()
+        with self.as_current():
+            if loop is None:
+                async with aio.open_loop() as own:
+                    result: T = await aio.run_in_loop(own, fn, *args, **kwargs)
+                    return result
+            result = await aio.run_in_loop(loop, fn, *args, **kwargs)
+            return result
+
     def _nursery(self) -> trio.Nursery:
         if self.lab is None:
             raise TopologyError(f"host {self.name!r} is not in a lab: use `await host.run(fn)`")
@@ -280,7 +302,7 @@ class Host:
         """``/proc/net/snmp`` (Ip, Icmp, IcmpMsg, Udp) and IpExt."""
         return ipv4_of(self.net).snmp()
 
-    def snmp6(self) -> dict[str, Mib6Snapshot]:
+    def snmp6(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp6``: Ip6, Icmp6 (with the per-type counters) and Udp6."""
         return ipv6_of(self.net).snmp6()
 
@@ -321,6 +343,19 @@ class Host:
 
     def __repr__(self) -> str:
         return f"<Host {self.name}>"
+
+
+def _aio() -> Any:
+    """:mod:`netstack.socket.aio`, or why it cannot be had."""
+    try:
+        from netstack.socket import aio
+    except ImportError as e:  # pragma: no cover - without the extra
+        if e.name != "trio_asyncio":
+            raise
+        raise ImportError(
+            "asyncio on a host runs on trio-asyncio: pip install 'netstack[asyncio]'"
+        ) from e
+    return aio
 
 
 class HostScope:

@@ -48,28 +48,6 @@ RTPROT_REDIRECT: Final = 1
 RTPROT_KERNEL: Final = 2
 RTPROT_BOOT: Final = 3
 RTPROT_STATIC: Final = 4
-RTPROT_NAMES: Final = {
-    0: "unspec",
-    1: "redirect",
-    2: "kernel",
-    3: "boot",
-    4: "static",
-    8: "gated",
-    9: "ra",
-    10: "mrt",
-    11: "zebra",
-    12: "bird",
-    13: "dnrouted",
-    14: "xorp",
-    15: "ntk",
-    16: "dhcp",
-    42: "babel",
-    186: "bgp",
-    187: "isis",
-    188: "ospf",
-    189: "rip",
-    192: "eigrp",
-}
 
 RT_TABLE_UNSPEC: Final = 0
 RT_TABLE_DEFAULT: Final = 253

@@ -18,6 +18,7 @@ import errno
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
 from netstack.ipv4.constants import (
     IFA_F_PERMANENT,
@@ -108,10 +109,14 @@ class DevConf:
     proxy_arp: int
 
     def __init__(self, copy_from: DevConf | None = None) -> None:
+        if copy_from is not None:
+            _copy_devconf(self, copy_from)
+            return
         for f in DEVCONF_FIELDS:
-            setattr(
-                self, f, getattr(copy_from, f) if copy_from is not None else _DEFAULTS.get(f, 0)
-            )
+            setattr(self, f, _DEFAULTS.get(f, 0))
+
+
+_copy_devconf: Final = attr_copier(DEVCONF_FIELDS)
 
 
 class InIfaddr:

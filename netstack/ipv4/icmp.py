@@ -13,7 +13,7 @@ Theory of operation::
       (icmp_ratelimit tokens, burst of 6) for the types in icmp_ratemask,
       frag-needed exempt; quotes as much of the datagram as fits in 576 bytes
 
-Kernel: net/ipv4/icmp.c, net/ipv4/inetpeer.c (inet_peer_xrlim_allow).
+Kernel: net/ipv4/icmp.c (the per-destination bucket, inet_peer_xrlim_allow, is core.inetpeer's).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.inetpeer import inet_peer_xrlim_allow
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
 
 __all__ = ["icmp_rcv", "icmp_send"]
 
-XRLIM_BURST_FACTOR: Final = 6
 IPTOS_PREC_INTERNETCONTROL: Final = 0xC0
 INADDR_DUMMY: Final = 0xC0000008  # 192.0.0.8 (RFC 7600)
 _I: Final = struct.Struct("!I")
@@ -80,7 +80,11 @@ _I: Final = struct.Struct("!I")
 
 @kernel("icmpv4_mask_allow")
 def icmpv4_mask_allow(ipv4: Ipv4, icmp_type: int, code: int) -> bool:
-    """True if the type is never rate limited. Kernel: icmpv4_mask_allow()."""
+    """True if the type is never rate limited.
+
+    Twin: netstack.ipv6.icmp.icmpv6_mask_allow.
+    Kernel: icmpv4_mask_allow().
+    """
     if icmp_type > NR_ICMP_TYPES:
         return True
     if icmp_type == ICMP_DEST_UNREACH and code == ICMP_FRAG_NEEDED:
@@ -90,7 +94,11 @@ def icmpv4_mask_allow(ipv4: Ipv4, icmp_type: int, code: int) -> bool:
 
 @kernel("icmp_global_allow")
 def icmp_global_allow(ipv4: Ipv4) -> bool:
-    """The per-Net token bucket of icmp_msgs_per_sec. Kernel: icmp_global_allow()."""
+    """The per-Net token bucket of icmp_msgs_per_sec.
+
+    Twin: netstack.ipv6.icmp.icmp_global_allow.
+    Kernel: icmp_global_allow().
+    """
     if ipv4.icmp_global_credit > 0:
         return True
     clock = ipv4.net.clock
@@ -115,32 +123,18 @@ def icmp_global_consume(ipv4: Ipv4) -> None:
         ipv4.icmp_global_credit -= ncredits
 
 
-@kernel("inet_peer_xrlim_allow")
-def inet_peer_xrlim_allow(ipv4: Ipv4, daddr: int, timeout: int) -> bool:
-    """Per-destination token bucket. Kernel: inet_peer_xrlim_allow()."""
-    peer = ipv4.inet_getpeer(daddr)
-    now = ipv4.net.clock.jiffies
-    token = peer.rate_tokens + now - peer.rate_last
-    peer.rate_last = now
-    if token > XRLIM_BURST_FACTOR * timeout:
-        token = XRLIM_BURST_FACTOR * timeout
-    rc = False
-    if token >= timeout:
-        token -= timeout
-        rc = True
-    peer.rate_tokens = token
-    return rc
-
-
 @kernel("icmpv4_xrlim_allow")
 def icmpv4_xrlim_allow(ipv4: Ipv4, rt: Rtable, daddr: int, apply_ratelimit: bool) -> bool:
-    """Kernel: icmpv4_xrlim_allow()."""
+    """Kernel: icmpv4_xrlim_allow().
+
+    Twin: netstack.ipv6.icmp.icmpv6_xrlim_allow.
+    """
     if not apply_ratelimit:
         return True
     timeout = ipv4.net.clock.msecs_to_jiffies(ipv4.icmp_ratelimit)
     rc = True
     if timeout and not (rt.dev is not None and rt.dev.flags & IFF_LOOPBACK):
-        rc = inet_peer_xrlim_allow(ipv4, daddr, timeout)
+        rc = inet_peer_xrlim_allow(ipv4.inet_getpeer(daddr), timeout, ipv4.net.clock.jiffies)
     if not rc:
         ipv4.icmp_mib.OutRateLimitHost += 1
     else:
@@ -198,6 +192,7 @@ def _icmp_push(
 def icmp_send(ipv4: Ipv4, skb_in: SkBuff, icmp_type: int, code: int, info: int) -> None:
     """Send an ICMP error about *skb_in* to its source (the skb is not consumed).
 
+    Twin: netstack.ipv6.icmp.icmp6_send.
     Kernel: net/ipv4/icmp.c, __icmp_send().
     """
     if TIMED:
@@ -282,7 +277,11 @@ def _csum_ok(skb: SkBuff) -> bool:
 
 @kernel("net/ipv4/icmp.c", "icmp_rcv")
 def icmp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Receive an ICMP message. Kernel: net/ipv4/icmp.c, icmp_rcv()."""
+    """Receive an ICMP message.
+
+    Twin: netstack.ipv6.icmp.icmpv6_rcv.
+    Kernel: net/ipv4/icmp.c, icmp_rcv().
+    """
     if TIMED:
         spend("icmp_rcv")
     mib = ipv4.icmp_mib

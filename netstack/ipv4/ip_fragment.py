@@ -60,7 +60,10 @@ class Ipq:
 
 
 class IpFrags:
-    """The reassembly queues of one Net (kernel: ``netns_frags`` for IPv4)."""
+    """The reassembly queues of one Net (kernel: ``netns_frags`` for IPv4).
+
+    Twin: netstack.ipv6.reassembly.Ip6Frags.
+    """
 
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
@@ -69,7 +72,11 @@ class IpFrags:
 
     @kernel("ip_defrag")
     def ip_defrag(self, skb: SkBuff) -> SkBuff | None:
-        """Queue a fragment; return the whole datagram once complete. Kernel: ip_defrag()."""
+        """Queue a fragment; return the whole datagram once complete.
+
+        Twin: netstack.ipv6.reassembly.ipv6_frag_rcv.
+        Kernel: ip_defrag().
+        """
         if TIMED:
             spend("ip_defrag")
         ipv4 = self.ipv4
@@ -101,6 +108,7 @@ class IpFrags:
     def ip_frag_queue(self, q: Ipq, skb: SkBuff, ihl: int, saddr: int) -> SkBuff | None:
         """Add one fragment to its queue; the datagram once complete.
 
+        Twin: netstack.ipv6.reassembly.ip6_frag_queue.
         Kernel: net/ipv4/ip_fragment.c, ip_frag_queue().
         """
         ipv4 = self.ipv4
@@ -219,7 +227,11 @@ class IpFrags:
 
     @kernel("ip_expire")
     def ip_expire(self, q: Ipq) -> None:
-        """The reassembly timer fired. Kernel: ip_expire()."""
+        """The reassembly timer fired.
+
+        Twin: netstack.ipv6.reassembly.Ip6Frags.ip6_frag_expire.
+        Kernel: ip_expire().
+        """
         if self.queues.get(q.key) is not q:
             return
         ipv4 = self.ipv4

@@ -78,7 +78,11 @@ def rt_tos2priority(tos: int) -> int:
 
 @kernel("ip_rcv", "ip_rcv_core")
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
-    """Validate a received IPv4 datagram. Kernel: ip_rcv() / ip_rcv_core()."""
+    """Validate a received IPv4 datagram.
+
+    Twin: netstack.ipv6.ip6_input.ipv6_rcv.
+    Kernel: ip_rcv() / ip_rcv_core().
+    """
     if TIMED:
         spend("ip_rcv")
     if skb.pkt_type == PACKET_OTHERHOST:
@@ -147,7 +151,11 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
 
 @kernel("ip_rcv_finish_core")
 def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
-    """Route the datagram and process its options. Kernel: ip_rcv_finish_core()."""
+    """Route the datagram and process its options.
+
+    Twin: netstack.ipv6.ip6_input.ip6_rcv_finish.
+    Kernel: ip_rcv_finish_core().
+    """
     buf = skb.buf
     nh = skb.network_header
     if skb.dst is None:
@@ -200,7 +208,11 @@ def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
 
 @kernel("ip_local_deliver")
 def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Reassemble, then deliver to the transport protocol. Kernel: ip_local_deliver()."""
+    """Reassemble, then deliver to the transport protocol.
+
+    Twin: netstack.ipv6.ip6_input.ip6_input.
+    Kernel: ip_local_deliver().
+    """
     if TIMED:
         spend("ip_local_deliver")
     buf = skb.buf
@@ -254,7 +266,11 @@ def ip_exceeds_mtu(skb: SkBuff, mtu: int) -> bool:
 
 @kernel("net/ipv4/ip_forward.c", "ip_forward")
 def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Forward a datagram routed through this host. Kernel: net/ipv4/ip_forward.c, ip_forward()."""
+    """Forward a datagram routed through this host.
+
+    Twin: netstack.ipv6.ip6_input.ip6_forward.
+    Kernel: net/ipv4/ip_forward.c, ip_forward().
+    """
     if TIMED:
         spend("ip_forward")
     if skb.pkt_type != PACKET_HOST:

@@ -19,11 +19,10 @@ Kernel: net/ipv4/ip_output.c, include/net/ip.h, net/ipv4/route.c (IDs).
 
 from __future__ import annotations
 
-import random
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import netif_rx
+from netstack.core.dev import dev_loopback_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -60,19 +59,22 @@ _I: Final = struct.Struct("!I")
 
 
 @kernel("net/ipv4/route.c", "ip_rt_init")
-def ip_idents_init(key: int) -> list[int]:
-    """The ID counters at boot: every bucket a random 32-bit value.
+def ip_idents_boot(key: int, bucket: int) -> int:
+    """A bucket's counter at boot: a random 32-bit value, fixed by *key*.
 
     ``ip_rt_init`` fills ``ip_idents`` with ``get_random_bytes``, so the first
-    ID a host sends to a destination is unpredictable, not 0. Here the values
-    come from a generator of their own seeded by the hash key the Net's seeded
-    generator gave: a lab's seed fixes them, and the Net's random stream (MAC
-    addresses, ISNs…) is left as it was.
+    ID a host sends to a destination is unpredictable, not 0. The counters are
+    kept sparse (a bucket is stored once touched), so a bucket's boot value is
+    derived when first needed: splitmix64 of the hash key the Net's seeded
+    generator gave and the bucket number — a lab's seed fixes them, and the
+    Net's random stream (MAC addresses, ISNs, netem's draws) is left as it was.
 
     Kernel: net/ipv4/route.c, ip_rt_init().
     """
-    boot = random.Random(key)
-    return [boot.getrandbits(32) for _ in range(IP_IDENTS_SZ)]
+    z = (key + (bucket + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) >> 32
 
 
 class IpIdents:
@@ -82,9 +84,12 @@ class IpIdents:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
+        # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
+        # absent bucket holds its boot value, ip_idents_boot(), and timestamp 0):
+        # a host touches a few buckets, and 32 KB a host was a tenth of a lab's memory
+        self.idents: dict[int, int] = {}
+        self.tstamps: dict[int, int] = {}
         self.key = ipv4.net.rng.getrandbits(64)
-        self.idents = ip_idents_init(self.key)
-        self.tstamps = [0] * IP_IDENTS_SZ
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
@@ -104,14 +109,17 @@ class IpIdents:
                 lines[bucket >> 4] = line
             line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
-        old = self.tstamps[bucket]
+        old = self.tstamps.get(bucket, 0)
         delta = 0
         if old != now:
             self.tstamps[bucket] = now
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        new = (self.idents[bucket] + segs + delta) & 0xFFFFFFFF
+        ident = self.idents.get(bucket)
+        if ident is None:
+            ident = ip_idents_boot(self.key, bucket)
+        new = (ident + segs + delta) & 0xFFFFFFFF
         self.idents[bucket] = new
         return (new - segs) & 0xFFFF
 
@@ -120,7 +128,11 @@ class IpIdents:
 def ip_select_ident(
     ipv4: Ipv4, buf: bytearray, off: int, sk: Sock | None, ignore_df: bool, segs: int = 1
 ) -> None:
-    """Write the IP ID of the header at *off*. Kernel: ip_select_ident_segs()."""
+    """Write the IP ID of the header at *off*.
+
+    Twin: netstack.ipv6.ip6_output.ipv6_select_ident.
+    Kernel: ip_select_ident_segs().
+    """
     if sk is not None and sk.inet_daddr:
         ident = sk.inet_id & 0xFFFF
         sk.inet_id = (sk.inet_id + segs) & 0xFFFF
@@ -173,6 +185,7 @@ def ip_make_skb(
     it. Headroom is ``LL_RESERVED_SPACE`` of the output device. *rt*'s
     reference passes to the skb.
 
+    Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
     if TIMED:
@@ -240,6 +253,7 @@ def ip_make_skb(
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    Twin: netstack.ipv6.ip6_output.ip6_local_out.
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
     """
     if TIMED:
@@ -257,7 +271,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/ip_output.c", "ip_output")
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
-    """``dst.output`` of unicast routes. Kernel: net/ipv4/ip_output.c, ip_output()."""
+    """``dst.output`` of unicast routes.
+
+    Twin: netstack.ipv6.ip6_output.ip6_output.
+    Kernel: net/ipv4/ip_output.c, ip_output().
+    """
     if TIMED:
         spend("ip_output")
     dst: Any = skb.dst
@@ -273,6 +291,7 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Broadcast/multicast output: loop a copy back to this host. Kernel: ip_mc_output()."""
     rt: Any = skb.dst
     assert rt is not None
+    skb.protocol = ETH_P_IP
     if rt.rt_flags & RTCF_BROADCAST:
         ipv4.ipext.OutBcastPkts += 1
         copy = skb.clone()
@@ -281,24 +300,11 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
     return ip_output(ipv4, skb)
 
 
-@kernel("dev_loopback_xmit")
-def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
-    """Deliver a copy of an outgoing packet locally. Kernel: dev_loopback_xmit()."""
-    skb.make_writable()
-    skb.data = skb.network_header
-    skb.mac_header = skb.data
-    skb.pkt_type = 5  # PACKET_LOOPBACK
-    skb.dev = dev
-    if skb.ip_summed == CHECKSUM_PARTIAL:
-        skb.ip_summed = 1  # CHECKSUM_UNNECESSARY
-    skb.protocol = ETH_P_IP
-    netif_rx(skb)
-
-
 @kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output.
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
     """
     if TIMED:
@@ -358,6 +364,7 @@ def _options_fragment(buf: bytearray, off: int, optlen: int) -> None:
 def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
     """Cut *skb* into fragments of at most *mtu* bytes and send each.
 
+    Twin: netstack.ipv6.ip6_output.ip6_fragment.
     Kernel: net/ipv4/ip_output.c, ip_do_fragment() (the slow path).
     """
     if TIMED:
@@ -430,6 +437,7 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
 
+    Twin: netstack.ipv6.ip6_output.ip6_finish_output2.
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().
     """
     if TIMED:

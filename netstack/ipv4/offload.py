@@ -49,7 +49,13 @@ from netstack.gro.core import (
 from netstack.gro.segment import skb_gso_cb
 from netstack.gro.tcp import tcp_gro_complete, tcp_gro_receive, tcp_gso_segment
 from netstack.sites import TIMED, kernel, spend
-from netstack.wire.checksum import csum_tcpudp_nofold, ip_fast_csum
+from netstack.wire.checksum import (
+    CSUM_MANGLED_0,
+    csum_partial,
+    csum_tcpudp_magic,
+    csum_tcpudp_nofold,
+    ip_fast_csum,
+)
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
 
@@ -77,6 +83,7 @@ _II: Final = struct.Struct("!II")
 def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv4 header at the skb's GRO offset.
 
+    Twin: netstack.ipv6.offload.ipv6_gro_receive.
     Kernel: net/ipv4/af_inet.c, inet_gro_receive().
     """
     if TIMED:
@@ -143,6 +150,7 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
 def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     """Fix the IPv4 header of a merged skb, then let the transport finish.
 
+    Twin: netstack.ipv6.offload.ipv6_gro_complete.
     Kernel: net/ipv4/af_inet.c, inet_gro_complete().
     """
     if TIMED:
@@ -166,6 +174,7 @@ def inet_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
 def inet_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb whose ``data`` is at its IPv4 header.
 
+    Twin: netstack.ipv6.offload.ipv6_gso_segment.
     Kernel: net/ipv4/af_inet.c, inet_gso_segment().
     """
     if TIMED:
@@ -253,6 +262,7 @@ def ipip_gso_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
 def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """The pseudo-header sum for the L4 checksum check during GRO.
 
+    Twin: netstack.ipv6.offload.ip6_gro_compute_pseudo.
     Kernel: include/net/gro.h, inet_gro_compute_pseudo().
     """
     buf = skb.buf
@@ -265,6 +275,7 @@ def inet_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
 def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check the TCP checksum (unless the packet is flushed anyway), then merge.
 
+    Twin: netstack.ipv6.offload.tcp6_gro_receive.
     Kernel: net/ipv4/tcp_offload.c, tcp4_gro_receive().
     """
     cb: NapiGroCb = skb.cb
@@ -278,7 +289,10 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 @kernel("net/ipv4/tcp_offload.c", "tcp4_gro_complete")
 def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
-    """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete()."""
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gro_complete().
+
+    Twin: netstack.ipv6.offload.tcp6_gro_complete.
+    """
     buf = skb.buf
     saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
     th = skb.data + thoff
@@ -293,7 +307,10 @@ def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
 
 @kernel("net/ipv4/tcp_offload.c", "tcp4_gso_segment")
 def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
-    """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment()."""
+    """Kernel: net/ipv4/tcp_offload.c, tcp4_gso_segment().
+
+    Twin: netstack.ipv6.offload.tcp6_gso_segment.
+    """
     if not skb.gso_type & SKB_GSO_TCPV4:
         return None
     if skb.tail - skb.data < 20:
@@ -349,12 +366,19 @@ def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
         cb.flush |= 1  # no GRO for this datagram: flush it
         return None
     cb.encap_mark = 1  # this skb passed once through the tunnel GRO layer
+    rel = off - skb.data
     for p in head:
         pcb: NapiGroCb = p.cb
         if not pcb.same_flow:
             continue
-        th2 = p.transport_header
-        if p.buf[th2 : th2 + 4] != buf[off : off + 4]:
+        # the held packet's UDP header at the same offset (p->data + off): its
+        # transport_header already points at the inner header its GRO reached
+        th2 = p.data + rel
+        pbuf = p.buf
+        # ports match, and the checksums are both zero or both not
+        if pbuf[th2 : th2 + 4] != buf[off : off + 4] or (not check) != (
+            not (pbuf[th2 + 6] | pbuf[th2 + 7])
+        ):
             pcb.same_flow = 0
     cb.off = off + 8
     pp: SkBuff | None = gro_receive(sk, head, skb)
@@ -382,10 +406,78 @@ def udp4_gro_complete(ipv4: Ipv4, skb: SkBuff, nhoff: int) -> int:
     return int(gro_complete(sk, skb, nhoff + 8))
 
 
+@kernel(
+    "net/ipv4/udp_offload.c",
+    "udp4_ufo_fragment",
+    "skb_udp_tunnel_segment",
+    "__skb_udp_tunnel_segment",
+)
+def skb_udp_tunnel_segment(ipv4: Ipv4, skb: SkBuff, features: int) -> SkBuff | None:
+    """Segment a UDP-tunnel GSO skb (VXLAN: ``SKB_GSO_UDP_TUNNEL[_CSUM]``) whose
+    ``data`` is at its outer UDP header.
+
+    The tunnel header (UDP + VXLAN, up to ``inner_mac_header``) is skipped,
+    the inner protocol's ``gso_segment`` (``ETH_P_TEB``: the Ethernet frame,
+    then IP and TCP) cuts the payload below the copied outer headers, then each
+    segment gets its UDP length and, with ``_CSUM``, its UDP checksum —
+    computed as local checksum offload does when the inner checksum is still
+    partial. The outer IPv4 headers are fixed by the ``inet_gso_segment`` that
+    called this. Any other UDP GSO skb (UFO, ``SKB_GSO_UDP_L4``) is not
+    segmented here.
+
+    Kernel: net/ipv4/udp_offload.c, udp4_ufo_fragment() /
+    skb_udp_tunnel_segment() / __skb_udp_tunnel_segment().
+    """
+    if TIMED:
+        spend("__skb_udp_tunnel_segment")
+    gso_type = skb.gso_type
+    if not skb.encapsulation or not gso_type & (SKB_GSO_UDP_TUNNEL | SKB_GSO_UDP_TUNNEL_CSUM):
+        return None
+    uh = skb.data
+    tnl_hlen = skb.inner_mac_header - uh
+    if tnl_hlen < 8 or skb.tail - uh < tnl_hlen:
+        return None
+    ptype = ipv4.net.offload_base.get(skb.inner_protocol)
+    if ptype is None or ptype.gso_segment is None:
+        return None
+    need_csum = bool(gso_type & SKB_GSO_UDP_TUNNEL_CSUM)
+    saddr, daddr = _II.unpack_from(skb.buf, skb.network_header + 12)
+    mac = skb.mac_header if skb.mac_header >= 0 else uh
+    udp_off = uh - mac
+    skb_gso_cb(skb).encap_level += tnl_hlen
+    skb.data = uh + tnl_hlen  # __skb_pull(skb, tnl_hlen)
+    segs = ptype.gso_segment(skb, features)
+    skb.data = uh
+    if segs is None or segs is skb:
+        return segs
+    s: SkBuff | None = segs
+    while s is not None:
+        sb = s.buf
+        u = s.mac_header + udp_off
+        s.transport_header = u
+        length = s.tail - u
+        _H.pack_into(sb, u + 4, length)
+        if need_csum:
+            sb[u + 6] = sb[u + 7] = 0
+            if s.ip_summed == CHECKSUM_PARTIAL:  # the inner checksum is the device's: LCO
+                start = s.csum_start
+                off = start + s.csum_offset
+                inner = ~((sb[off] << 8) | sb[off + 1]) & 0xFFFF
+                c = csum_partial(sb, u, start, inner)
+            else:
+                c = csum_partial(sb, u, s.tail)
+            _H.pack_into(
+                sb, u + 6, csum_tcpudp_magic(saddr, daddr, length, 17, c) or CSUM_MANGLED_0
+            )
+        s = s.next
+    return segs
+
+
 @kernel("net/ipv4/af_inet.c", "ipv4_offload_init")
 def ipv4_offload_init(ipv4: Ipv4) -> None:
     """Register the IPv4, TCP and UDP offloads on the Net.
 
+    Twin: netstack.ipv6.offload.ipv6_offload_init.
     Kernel: net/ipv4/af_inet.c, ipv4_offload_init() (dev_add_offload,
     tcpv4_offload_init, udpv4_offload_init).
     """
@@ -394,7 +486,11 @@ def ipv4_offload_init(ipv4: Ipv4) -> None:
     )
     ipv4.inet_add_offload(
         IPPROTO_UDP,
-        NetOffload(None, partial(udp4_gro_receive, ipv4), partial(udp4_gro_complete, ipv4)),
+        NetOffload(
+            partial(skb_udp_tunnel_segment, ipv4),
+            partial(udp4_gro_receive, ipv4),
+            partial(udp4_gro_complete, ipv4),
+        ),
     )
     ipv4.net.dev_add_offload(
         PacketOffload(

@@ -60,7 +60,10 @@ _SIN: Final = struct.Struct("=HH4s8x")
 
 
 class PingSock(UdpSock):
-    """An ICMP echo socket (kernel: ``struct ping_sock`` / ``ping_prot``)."""
+    """An ICMP echo socket (kernel: ``struct ping_sock`` / ``ping_prot``).
+
+    Twin: netstack.ipv6.ping.Ping6Sock.
+    """
 
     def __init__(self, ipv4: Ipv4) -> None:
         super().__init__(ipv4, SOCK_DGRAM, IPPROTO_ICMP)
@@ -87,7 +90,11 @@ class PingSock(UdpSock):
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        """Send an echo request. Kernel: net/ipv4/ping.c, ping_v4_sendmsg()."""
+        """Send an echo request.
+
+        Twin: netstack.ipv6.ping.Ping6Sock.sendmsg6.
+        Kernel: net/ipv4/ping.c, ping_v4_sendmsg().
+        """
         err = self.sock_error()
         if err:
             raise sock_oserror(err)
@@ -137,7 +144,11 @@ class PingSock(UdpSock):
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        """An echo reply, ICMP header included. Kernel: ping_recvmsg()."""
+        """An echo reply, ICMP header included.
+
+        Twin: netstack.ipv6.ping.Ping6Sock.recvmsg6.
+        Kernel: ping_recvmsg().
+        """
         while True:
             err = self.sock_error()
             if err:
@@ -166,7 +177,10 @@ class PingSock(UdpSock):
 
 
 class PingTable:
-    """Ping sockets by identifier (kernel: ``ping_table``)."""
+    """Ping sockets by identifier (kernel: ``ping_table``).
+
+    Twin: netstack.ipv6.ping.Ping6Table.
+    """
 
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
@@ -215,7 +229,11 @@ class PingTable:
 
 @kernel("ping_rcv")
 def ping_rcv(ipv4: Ipv4, skb: SkBuff) -> bool | None:
-    """Deliver an echo reply to its socket. Kernel: ping_rcv()."""
+    """Deliver an echo reply to its socket.
+
+    Twin: netstack.ipv6.ping.ping6_rcv.
+    Kernel: ping_rcv().
+    """
     buf = skb.buf
     th = skb.transport_header
     ident = (buf[th + 4] << 8) | buf[th + 5]
@@ -232,7 +250,11 @@ def ping_rcv(ipv4: Ipv4, skb: SkBuff) -> bool | None:
 
 @kernel("ping_err")
 def ping_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
-    """An ICMP error quotes one of our echo requests. Kernel: ping_err()."""
+    """An ICMP error quotes one of our echo requests.
+
+    Twin: netstack.ipv6.ping.ping6_err.
+    Kernel: ping_err().
+    """
     buf = skb.buf
     inner = skb.data
     ihl = (buf[inner] & 0xF) * 4

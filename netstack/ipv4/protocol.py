@@ -37,6 +37,7 @@ from netstack.core.inetpeer import InetPeerBase, inet_peer_params
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.snmp import MibSnapshot, UdpMib
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.errors import ConfigError
 from netstack.gro.core import NetOffload
@@ -51,7 +52,8 @@ from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
-from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib, MibSnapshot, UdpMib
+from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib
+from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
@@ -522,7 +524,7 @@ class Ipv4:
             _arp.arp_send_gratuitous(self, dev)
         elif event == NETDEV_CHANGENAME:
             self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{dev.ip_ptr.conf_name}.")
-            self.net.sysctl.unregister_prefix(f"net.ipv4.neigh.{dev.ip_ptr.conf_name}.")
+            neigh_sysctl_unregister(self.arp_tbl, dev.ip_ptr.conf_name)
             self._register_dev_sysctls(dev)
             for ifa in dev.ip_ptr.ifa_list:
                 if ifa.ifa_label == dev.ip_ptr.conf_name:
@@ -534,7 +536,7 @@ class Ipv4:
                     in_dev.delete_ifa(ifa)
                 self.fib.fib_sync_down_dev(dev, unregister=True)
                 self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
-                self.net.sysctl.unregister_prefix(f"net.ipv4.neigh.{in_dev.conf_name}.")
+                neigh_sysctl_unregister(self.arp_tbl, in_dev.conf_name)
                 in_dev.dead = True
             self.arp_tbl.neigh_ifdown(dev)
             self.arp_tbl.del_dev_parms(dev)
@@ -549,8 +551,9 @@ class Ipv4:
     def _register_dev_sysctls(self, dev: NetDevice) -> None:
         in_dev: InDevice = dev.ip_ptr
         in_dev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv4.conf.{dev.name}", in_dev.cnf, dev)
-        _register_neigh(self, f"net.ipv4.neigh.{dev.name}", dev)
+        conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, in_dev.cnf, dev)
+        s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.arp_tbl, dev)
 
 
 def _register_devconf(
@@ -599,85 +602,6 @@ def _int_or_invalid(text: str, name: str) -> int:
         return int(text.strip())
     except ValueError:
         raise invalid(name) from None
-
-
-# neigh sysctl name -> (NeighParms field, unit): unit "s" seconds, "ms", "uhz" USER_HZ ticks, "n"
-NEIGH_SYSCTLS: Final = {
-    "base_reachable_time": ("base_reachable_time", "s"),
-    "base_reachable_time_ms": ("base_reachable_time", "ms"),
-    "retrans_time": ("retrans_time", "uhz"),
-    "retrans_time_ms": ("retrans_time", "ms"),
-    "delay_first_probe_time": ("delay_probe_time", "s"),
-    "gc_stale_time": ("gc_staletime", "s"),
-    "ucast_solicit": ("ucast_probes", "n"),
-    "mcast_solicit": ("mcast_probes", "n"),
-    "mcast_resolicit": ("mcast_reprobes", "n"),
-    "app_solicit": ("app_probes", "n"),
-    "unres_qlen_bytes": ("queue_len_bytes", "n"),
-    "locktime": ("locktime", "uhz"),
-    "proxy_qlen": ("proxy_qlen", "n"),
-    "anycast_delay": ("anycast_delay", "uhz"),
-    "proxy_delay": ("proxy_delay", "uhz"),
-    "interval_probe_time_ms": ("interval_probe_time", "ms"),
-}
-SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576  # SKB_TRUESIZE(ETH_FRAME_LEN) on x86_64
-
-
-def _register_neigh(ipv4: Ipv4, prefix: str, dev: NetDevice | None) -> None:
-    s = ipv4.net.sysctl
-    tbl = ipv4.arp_tbl
-    hz = ipv4.net.clock.hz
-
-    def parms() -> Any:
-        return tbl.parms_for(dev) if dev is not None else tbl.parms
-
-    for name, (field, unit) in NEIGH_SYSCTLS.items():
-
-        def get(field: str = field, unit: str = unit) -> str:
-            v = getattr(parms(), field)
-            if unit == "s":
-                return str(v // hz)
-            if unit == "ms":
-                return str(v * 1000 // hz)
-            if unit == "uhz":
-                return str(v * 100 // hz)
-            return str(v)
-
-        def set_(text: str, field: str = field, unit: str = unit, name: str = name) -> None:
-            v = _int_or_invalid(text, f"{prefix}.{name}")
-            if v < 0:
-                from netstack.core.sysctl import invalid
-
-                raise invalid(f"{prefix}.{name}")
-            if unit == "s":
-                v *= hz
-            elif unit == "ms":
-                v = v * hz // 1000
-            elif unit == "uhz":
-                v = v * hz // 100
-            tbl.set_parms(dev, **{field: v})
-
-        s.register(f"{prefix}.{name}", get, set_)
-
-    def get_qlen() -> str:
-        return str(parms().queue_len_bytes // SKB_TRUESIZE_ETH_FRAME)
-
-    def set_qlen(text: str) -> None:
-        v = _int_or_invalid(text, f"{prefix}.unres_qlen")
-        tbl.set_parms(dev, queue_len_bytes=max(v, 0) * SKB_TRUESIZE_ETH_FRAME)
-
-    s.register(f"{prefix}.unres_qlen", get_qlen, set_qlen)
-    if dev is None:
-        for name in ("gc_thresh1", "gc_thresh2", "gc_thresh3"):
-            s.register_int(f"{prefix}.{name}", tbl, name, minimum=0)
-
-        def get_gc() -> str:
-            return str(tbl.gc_interval // hz)
-
-        def set_gc(text: str) -> None:
-            tbl.gc_interval = max(_int_or_invalid(text, f"{prefix}.gc_interval"), 0) * hz
-
-        s.register(f"{prefix}.gc_interval", get_gc, set_gc)
 
 
 def _register_globals(ipv4: Ipv4) -> None:
@@ -743,9 +667,6 @@ def _register_globals(ipv4: Ipv4) -> None:
         pair_getter("ping_group_range"),
         pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
     )
-    _register_devconf(ipv4, "net.ipv4.conf.all", ipv4.devconf_all, None, is_all=True)
-    _register_devconf(ipv4, "net.ipv4.conf.default", ipv4.devconf_dflt, None)
-    _register_neigh(ipv4, "net.ipv4.neigh.default", None)
 
 
 @kernel("net/ipv4/af_inet.c", "inet_init")
@@ -777,7 +698,15 @@ def inet_init(net: Net) -> Ipv4:
         ipv4.netdev_event(NETDEV_REGISTER, dev)
         if dev.flags & 1:
             ipv4.netdev_event(NETDEV_UP, dev)
-    _register_globals(ipv4)
+    s, c, n = net.sysctl, "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used
+    s.register_lazy("net.ipv4.", _register_globals, ipv4)
+    s.register_lazy(
+        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
+    )
+    s.register_lazy(
+        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
+    )
+    s.register_lazy(f"{n}.default.", neigh_sysctl_register, ipv4.arp_tbl, None)
     return ipv4
 
 

@@ -243,6 +243,7 @@ def _rt_set_nexthop(
 def fnhe_hashfun(ipv4: Ipv4, daddr: int) -> int:
     """The exception chain of *daddr*: a keyed hash, so a sender cannot aim at one chain.
 
+    Twin: netstack.ipv6.route.rt6_exception_hash.
     Kernel: net/ipv4/route.c, fnhe_hashfun() (siphash_1u32 with a boot-time key;
     here a keyed BLAKE2b with the Net's ``fnhe_hash_key``).
     """
@@ -278,6 +279,7 @@ def ip_del_fnhe(nh: FibNh, daddr: int) -> None:
 def fnhe_remove_oldest(nh: FibNh, chain: list[FibNhException]) -> None:
     """Make room in a full chain: drop the least recently updated exception.
 
+    Twin: netstack.ipv6.route.rt6_exception_remove_oldest.
     Kernel: net/ipv4/route.c, fnhe_remove_oldest().
     """
     oldest = chain[0]
@@ -316,6 +318,7 @@ def update_or_create_fnhe(
     and the nexthop's cached routes are marked ``DST_OBSOLETE_KILL`` so that
     holders look again and find the exception.
 
+    Twin: netstack.ipv6.route.rt6_insert_exception.
     Kernel: net/ipv4/route.c, update_or_create_fnhe().
     """
     fnhe = nh.exceptions.get(daddr)
@@ -788,6 +791,7 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     destination behind the same gateway alone. An MTU below ``min_pmtu`` is
     raised to it and locked (no DF from then on).
 
+    Twin: netstack.ipv6.route.rt6_update_pmtu.
     Kernel: net/ipv4/route.c, __ip_rt_update_pmtu().
     """
     if TIMED:

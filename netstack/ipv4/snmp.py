@@ -3,7 +3,8 @@
 Theory of operation: each MIB is a small slotted object whose attributes are
 the counters (``mib.InReceives += 1`` on the data path, a plain slot write); ``snapshot()``
 returns a frozen copy for ``statistics()`` and the ``nstat``/``netstat -s``
-front ends. ``IcmpMsg`` counts per ICMP type (``InType3``, ``OutType0``…).
+front ends (both types live in :mod:`netstack.core.snmp`). ``IcmpMsg``
+counts per ICMP type (``InType3``, ``OutType0``…).
 
 Kernel: include/uapi/linux/snmp.h, net/ipv4/proc.c.
 """
@@ -13,20 +14,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-import attrs
+from netstack.core.snmp import Mib, MibSnapshot
 
 __all__ = [
     "ICMP_FIELDS",
     "IPEXT_FIELDS",
     "IP_FIELDS",
-    "UDP_FIELDS",
     "IcmpMib",
     "IcmpMsgMib",
     "IpExtMib",
     "IpMib",
-    "Mib",
-    "MibSnapshot",
-    "UdpMib",
 ]
 
 IP_FIELDS: Final = (
@@ -102,17 +99,6 @@ ICMP_FIELDS: Final = (
     "OutAddrMasks",
     "OutAddrMaskReps",
 )
-UDP_FIELDS: Final = (
-    "InDatagrams",
-    "NoPorts",
-    "InErrors",
-    "OutDatagrams",
-    "RcvbufErrors",
-    "SndbufErrors",
-    "InCsumErrors",
-    "IgnoredMulti",
-    "MemErrors",
-)
 # ICMP type -> (In counter, Out counter) (net/ipv4/icmp.c icmp_pointers / snmp.h)
 ICMP_TYPE_COUNTERS: Final = {
     0: ("InEchoReps", "OutEchoReps"),
@@ -127,43 +113,6 @@ ICMP_TYPE_COUNTERS: Final = {
     17: ("InAddrMasks", "OutAddrMasks"),
     18: ("InAddrMaskReps", "OutAddrMaskReps"),
 }
-
-
-@attrs.frozen
-class MibSnapshot:
-    """A frozen copy of one MIB: ``snap.InReceives`` or ``snap["InReceives"]``."""
-
-    name: str
-    values: tuple[tuple[str, int], ...]
-
-    def __getattr__(self, key: str) -> int:
-        for k, v in self.values:
-            if k == key:
-                return v
-        raise AttributeError(key)
-
-    def __getitem__(self, key: str) -> int:
-        return int(self.__getattr__(key))
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.values)
-
-
-class Mib:
-    """Base of the live MIB counter objects: slotted, so a typo raises."""
-
-    __slots__ = ()
-    NAME = ""
-
-    def __init__(self) -> None:
-        name: str
-        for name in self.__slots__:
-            setattr(self, name, 0)
-
-    def snapshot(self) -> MibSnapshot:
-        """A frozen copy of the counters."""
-        slots: tuple[str, ...] = self.__slots__
-        return MibSnapshot(self.NAME, tuple((name, getattr(self, name)) for name in slots))
 
 
 class IpMib(Mib):
@@ -252,22 +201,6 @@ class IcmpMib(Mib):
     OutTimestampReps: int
     OutAddrMasks: int
     OutAddrMaskReps: int
-
-
-class UdpMib(Mib):
-    """The ``Udp:`` lines of /proc/net/snmp."""
-
-    __slots__ = UDP_FIELDS
-    NAME = "Udp"
-    InDatagrams: int
-    NoPorts: int
-    InErrors: int
-    OutDatagrams: int
-    RcvbufErrors: int
-    SndbufErrors: int
-    InCsumErrors: int
-    IgnoredMulti: int
-    MemErrors: int
 
 
 class IcmpMsgMib:

@@ -46,6 +46,7 @@ _I: Final = struct.Struct("!I")
 def cookie_hash(tcp: Tcp, saddr: int, daddr: int, sport: int, dport: int) -> CookieHash:
     """``cookie_hash(count, c)`` for one 4-tuple.
 
+    Twin: netstack.ipv6.syncookies.cookie_hash.
     Kernel: net/ipv4/syncookies.c, cookie_hash() (siphash_4u32 over saddr,
     daddr, sport << 16 | dport and count, keyed with syncookie_secret[c]).
     """
@@ -71,6 +72,7 @@ def _tuple(skb: SkBuff) -> tuple[int, int, int, int]:
 def cookie_v4_init_sequence(tcp: Tcp, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
     """The cookie ISN for a SYN, and its MSS rounded down to the table.
 
+    Twin: netstack.ipv6.syncookies.cookie_v6_init_sequence.
     Kernel: net/ipv4/syncookies.c, cookie_v4_init_sequence() /
     __cookie_v4_init_sequence().
     """
@@ -87,6 +89,7 @@ def cookie_v4_init_sequence(tcp: Tcp, sk: TcpSock, skb: SkBuff, mss: int) -> tup
 def __cookie_v4_check(tcp: Tcp, sk: TcpSock, skb: SkBuff, cookie: int) -> int:
     """The MSS a cookie encodes, 0 if it is not a valid one.
 
+    Twin: netstack.ipv6.syncookies.__cookie_v6_check.
     Kernel: net/ipv4/syncookies.c, __cookie_v4_check().
     """
     saddr, daddr, sport, dport = _tuple(skb)
@@ -102,6 +105,7 @@ def cookie_v4_check(ops: Any, sk: TcpSock, skb: SkBuff) -> TcpSock | None:
     """An ACK to an IPv4 (or dual-stack) listener: the child of a valid cookie, else
     the listener; None when the skb was dropped (see ``cookie_tcp_check``).
 
+    Twin: netstack.ipv6.syncookies.cookie_v6_check.
     Kernel: net/ipv4/syncookies.c, cookie_v4_check().
     """
     return cookie_tcp_check(ops, sk, skb, lambda cookie: __cookie_v4_check(sk.tcp, sk, skb, cookie))

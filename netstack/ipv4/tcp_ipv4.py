@@ -103,7 +103,10 @@ def _addrs(skb: SkBuff) -> tuple[int, int]:
 
 
 class Ipv4Specific:
-    """TCP's IPv4 operations (kernel: ``ipv4_specific``)."""
+    """TCP's IPv4 operations (kernel: ``ipv4_specific``).
+
+    Twin: netstack.ipv6.tcp_ipv6.Ipv6Specific.
+    """
 
     net_header_len = 20
     family = AF_INET
@@ -473,6 +476,7 @@ def sk_setup_caps(sk: TcpSock, rt: Any) -> None:
 def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None:
     """Route, pick the source address and port, send the SYN.
 
+    Twin: netstack.ipv6.tcp_ipv6.tcp_v6_connect.
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_connect().
     """
     if not port:
@@ -557,6 +561,7 @@ def tcp_v4_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
 def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     """Every TCP segment for this host starts here.
 
+    Twin: netstack.ipv6.tcp_ipv6.tcp_v6_rcv.
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_rcv().
     """
     if TIMED:
@@ -677,6 +682,7 @@ def _no_tcp_socket(tcp: Tcp, skb: SkBuff, tcb: TcpSkbCb) -> int:
 def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
 
+    Twin: netstack.ipv6.tcp_ipv6.tcp_v6_do_rcv.
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_do_rcv() / tcp_v4_cookie_check().
     """
     if TIMED:
@@ -720,6 +726,7 @@ def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
     ``skb.data`` is at the quoted IPv4 header, ``skb.transport_header`` at the
     ICMP header (icmp_unreach's layout).
 
+    Twin: netstack.ipv6.tcp_ipv6.tcp_v6_err.
     Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err().
     """
     buf = skb.buf

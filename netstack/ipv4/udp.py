@@ -26,6 +26,7 @@ Kernel: net/ipv4/udp.c, net/ipv4/datagram.c (connect), net/ipv4/icmp.c
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.skbuff import (
@@ -138,6 +139,13 @@ class UdpSock(Sock):
         self.ipv4 = ipv4
         self.pmtudisc = IP_PMTUDISC_DONT if ipv4.ip_no_pmtu_disc else self.pmtudisc
         self.no_check_tx = False
+        # udp_tunnel_sock_cfg (setup_udp_tunnel_sock): a kernel socket that
+        # decapsulates (VXLAN) takes its datagrams here instead of queueing them
+        self.encap_type = 0
+        self.encap_rcv: Callable[[UdpSock, SkBuff], int] | None = None
+        self.gro_receive: Any = None
+        self.gro_complete: Any = None
+        self.sk_user_data: Any = None
 
     def default_ttl(self) -> int:
         return self.ipv4.ip_default_ttl
@@ -298,6 +306,7 @@ def udp_sendmsg(
     """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
+    Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
     Kernel: net/ipv4/udp.c, udp_sendmsg().
     """
     if TIMED:
@@ -412,7 +421,11 @@ def atype_is_bcast_or_mc(addr: int) -> bool:
 
 @kernel("udp_lib_checksum_complete")
 def udp_csum_ok(skb: SkBuff) -> bool:
-    """Verify on read unless already known good. Kernel: udp_lib_checksum_complete()."""
+    """Verify on read unless already known good.
+
+    Twin: netstack.ipv6.udp.udp6_csum_ok.
+    Kernel: udp_lib_checksum_complete().
+    """
     s = skb.ip_summed
     if s == CHECKSUM_UNNECESSARY or s == CHECKSUM_PARTIAL:
         return True
@@ -550,9 +563,26 @@ class UdpTable:
 
 @kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
-    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb()."""
+    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
+
+    An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
+    hands the datagram to its ``encap_rcv`` once the checksum is verified;
+    0 (or less) means consumed (an ``InDatagrams``), more means "deliver it as
+    an ordinary datagram".
+    """
     if TIMED:
         spend("udp_queue_rcv_one_skb")
+    # (a dual-stack AF_INET6 socket in this table is a Udp6Sock: never an encap one)
+    encap_rcv = getattr(sk, "encap_rcv", None)
+    if encap_rcv is not None and sk.encap_type:
+        if not udp_csum_ok(skb):  # "Verify checksum before giving to encap"
+            ipv4.udp_mib.InCsumErrors += 1
+            ipv4.udp_mib.InErrors += 1
+            kfree_skb(skb, DropReason.UDP_CSUM)
+            return
+        if encap_rcv(sk, skb) <= 0:
+            ipv4.udp_mib.InDatagrams += 1
+            return
     if sk.dead:
         kfree_skb(skb, DropReason.NO_SOCKET)
         return
@@ -564,7 +594,11 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
 
 @kernel("net/ipv4/udp.c", "__udp4_lib_rcv")
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Receive a UDP datagram. Kernel: net/ipv4/udp.c, __udp4_lib_rcv()."""
+    """Receive a UDP datagram.
+
+    Twin: netstack.ipv6.udp.udpv6_rcv.
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv().
+    """
     if TIMED:
         spend("__udp4_lib_rcv")
     mib = ipv4.udp_mib
@@ -626,7 +660,11 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
 
 @kernel("net/ipv4/udp.c", "__udp4_lib_err")
 def udp_err(ipv4: Ipv4, skb: SkBuff, info: int) -> None:
-    """An ICMP error quotes a datagram we sent. Kernel: net/ipv4/udp.c, __udp4_lib_err()."""
+    """An ICMP error quotes a datagram we sent.
+
+    Twin: netstack.ipv6.udp.udpv6_err.
+    Kernel: net/ipv4/udp.c, __udp4_lib_err().
+    """
     buf = skb.buf
     inner = skb.data
     ihl = (buf[inner] & 0xF) * 4

@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_MULTICAST, IFF_NOARP, IFF_POINTOPOINT
+from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
 from netstack.ipv6.constants import (
     ARPHRD_ETHER,
@@ -288,18 +289,20 @@ class DevConf6:
     mtu6: int
 
     def __init__(self, copy_from: DevConf6 | None = None, *, is_all: bool = False) -> None:
+        if copy_from is not None:
+            _copy_devconf6(self, copy_from)  # every field, mtu6 too
+            return
         for name, default in DEVCONF6.items():
-            if copy_from is not None:
-                value = getattr(copy_from, name)
-            else:
-                value = DEVCONF6_ALL_OVERRIDES.get(name, default) if is_all else default
-            setattr(self, name, value)
-        self.mtu6 = copy_from.mtu6 if copy_from is not None else IPV6_MIN_MTU
+            setattr(self, name, DEVCONF6_ALL_OVERRIDES.get(name, default) if is_all else default)
+        self.mtu6 = IPV6_MIN_MTU
 
     def get(self, name: str) -> int:
         if name == "mtu":
             return self.mtu6
         return int(getattr(self, name))
+
+
+_copy_devconf6: Final = attr_copier((*DEVCONF6, "mtu6"))
 
 
 class Inet6Ifaddr:

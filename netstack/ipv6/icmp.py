@@ -20,7 +20,8 @@ Theory of operation::
       keeps the message within the minimum MTU (1280).
 
 Kernel: net/ipv6/icmp.c, net/ipv6/ip6_icmp.c, net/ipv4/icmp.c
-(icmp_global_allow), net/ipv4/inetpeer.c (inet_peer_xrlim_allow).
+(icmp_global_allow); the per-destination bucket (inet_peer_xrlim_allow) is
+core.inetpeer's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.inetpeer import inet_peer_xrlim_allow
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -88,7 +90,6 @@ __all__ = [
     "parse_ratemask",
 ]
 
-XRLIM_BURST_FACTOR: Final = 6
 ICMPV6_MSG_MAX: Final = 255
 _I: Final = struct.Struct("!I")
 _H: Final = struct.Struct("!H")
@@ -136,6 +137,7 @@ def format_ratemask(mask: int) -> str:
 def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
     """True if *icmp_type* is not rate limited.
 
+    Twin: netstack.ipv4.icmp.icmpv4_mask_allow.
     Kernel: icmpv6_mask_allow().
     """
     if icmp_type > ICMPV6_MSG_MAX:
@@ -147,6 +149,7 @@ def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
 def icmp_global_allow(ipv6: Ipv6) -> bool:
     """The token bucket of ``net.ipv4.icmp_msgs_per_sec``/``burst``.
 
+    Twin: netstack.ipv4.icmp.icmp_global_allow.
     Kernel: icmp_global_allow().
     """
     if ipv6.icmp_global_credit > 0:
@@ -185,30 +188,11 @@ def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
     return False, False
 
 
-@kernel("inet_peer_xrlim_allow")
-def inet_peer_xrlim_allow(ipv6: Ipv6, daddr: int, timeout: int) -> bool:
-    """Per-destination token bucket.
-
-    Kernel: inet_peer_xrlim_allow().
-    """
-    peer = ipv6.peers.inet_getpeer(daddr)  # inet_getpeer_v6()
-    now = ipv6.net.clock.jiffies
-    token = peer.rate_tokens + now - peer.rate_last
-    peer.rate_last = now
-    if token > XRLIM_BURST_FACTOR * timeout:
-        token = XRLIM_BURST_FACTOR * timeout
-    rc = False
-    if token >= timeout:
-        token -= timeout
-        rc = True
-    peer.rate_tokens = token
-    return rc
-
-
 @kernel("icmpv6_xrlim_allow")
 def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
     """The per-destination limit; wider routes get more.
 
+    Twin: netstack.ipv4.icmp.icmpv4_xrlim_allow.
     Kernel: icmpv6_xrlim_allow().
     """
     if not apply_ratelimit:
@@ -225,7 +209,9 @@ def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
             plen = rt.rt6i_dst[1]
             if plen < 128:
                 tmo >>= (128 - plen) >> 5  # "Give more bandwidth to wider prefixes."
-            res = inet_peer_xrlim_allow(ipv6, fl6.daddr, tmo)
+            res = inet_peer_xrlim_allow(
+                ipv6.peers.inet_getpeer(fl6.daddr), tmo, ipv6.net.clock.jiffies
+            )  # inet_getpeer_v6()
     finally:
         rt.release()
     if not res:
@@ -339,6 +325,7 @@ def _is_ineligible(skb: SkBuff) -> bool:
 def icmp6_send(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, info: int) -> None:
     """Send an ICMPv6 error about *skb* to its source (the skb is not consumed).
 
+    Twin: netstack.ipv4.icmp.icmp_send.
     Kernel: net/ipv6/icmp.c, icmp6_send().
     """
     nh = skb.network_header
@@ -441,6 +428,7 @@ def _csum_ok(skb: SkBuff) -> bool:
 def icmpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Receive an ICMPv6 message.
 
+    Twin: netstack.ipv4.icmp.icmp_rcv.
     Kernel: net/ipv6/icmp.c, icmpv6_rcv().
     """
     mib = ipv6.icmp6_mib

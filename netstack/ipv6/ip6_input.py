@@ -147,6 +147,7 @@ def ip6cb(skb: SkBuff) -> Inet6SkbParm:
 def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv6 packet.
 
+    Twin: netstack.ipv4.ip_input.ip_rcv.
     Kernel: net/ipv6/ip6_input.c, ipv6_rcv() / ip6_rcv_core().
     """
     if TIMED:
@@ -245,6 +246,7 @@ def ipv6_rcv(ipv6: Ipv6, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: 
 def ip6_rcv_finish(ipv6: Ipv6, skb: SkBuff) -> None:
     """Route the packet and hand it to ``dst.input``.
 
+    Twin: netstack.ipv4.ip_input.ip_rcv_finish.
     Kernel: ip6_rcv_finish().
     """
     if skb.dst is None:
@@ -476,6 +478,7 @@ def nodata_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
 def ip6_input(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.input`` of local and anycast routes.
 
+    Twin: netstack.ipv4.ip_input.ip_local_deliver.
     Kernel: ip6_input() → ip6_input_finish().
     """
     ip6_protocol_deliver(ipv6, skb, 0, False)
@@ -605,6 +608,7 @@ def ip6_pkt_too_big(skb: SkBuff, mtu: int) -> bool:
 def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:
     """Forward a packet routed through this host.
 
+    Twin: netstack.ipv4.ip_input.ip_forward.
     Kernel: net/ipv6/ip6_output.c, ip6_forward().
     """
     rt: Any = skb.dst

@@ -29,12 +29,10 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import netif_rx
+from netstack.core.dev import dev_loopback_xmit
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_PARTIAL,
-    CHECKSUM_UNNECESSARY,
-    PACKET_LOOPBACK,
     DropReason,
     SkBuff,
     consume_skb,
@@ -102,6 +100,7 @@ def ip6_dst_hoplimit(rt: Any) -> int:
 def ipv6_select_ident(ipv6: Ipv6) -> int:
     """A fragment identification: random, never 0.
 
+    Twin: netstack.ipv4.ip_output.ip_select_ident.
     Kernel: ipv6_select_ident().
     """
     rng = ipv6.net.rng
@@ -138,6 +137,7 @@ def ip6_make_skb(
     ``fl6_icmp_type``/``code`` share the destination port's bytes);
     *autoflowlabel* is the socket's ``IPV6_AUTOFLOWLABEL`` (-1: not set).
 
+    Twin: netstack.ipv4.ip_output.ip_make_skb.
     Kernel: net/ipv6/ip6_output.c, ip6_make_skb() / __ip6_make_skb().
     """
     dev = rt.dev
@@ -173,6 +173,7 @@ def ip6_make_skb(
 def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    Twin: netstack.ipv4.ip_output.ip_local_out.
     Kernel: net/ipv6/output_core.c, ip6_local_out() / __ip6_local_out().
     """
     nh = skb.network_header
@@ -191,6 +192,7 @@ def ip6_local_out(ipv6: Ipv6, skb: SkBuff) -> int:
 def ip6_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """``dst.output`` of IPv6 routes.
 
+    Twin: netstack.ipv4.ip_output.ip_output.
     Kernel: net/ipv6/ip6_output.c, ip6_output().
     """
     rt: Any = skb.dst
@@ -222,6 +224,7 @@ def ip6_skb_dst_mtu(skb: SkBuff) -> int:
 def ip6_finish_output(ipv6: Ipv6, skb: SkBuff) -> int:
     """Fragment when bigger than the path MTU.
 
+    Twin: netstack.ipv4.ip_output.ip_finish_output.
     Kernel: __ip6_finish_output().
     """
     if not skb.gso_size and skb.tail - skb.data > ip6_skb_dst_mtu(skb):
@@ -271,6 +274,7 @@ def ip6_find_1stfragopt(buf: bytearray, nh: int, end: int) -> tuple[int, int]:
 def ip6_fragment(ipv6: Ipv6, skb: SkBuff) -> int:
     """Refuse (Packet Too Big) or cut into fragments.
 
+    Twin: netstack.ipv4.ip_output.ip_do_fragment.
     Kernel: ip6_fragment().
     """
     mib = ipv6.ip6_mib
@@ -345,27 +349,11 @@ def _fail_toobig(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
     return -EMSGSIZE
 
 
-@kernel("dev_loopback_xmit")
-def dev_loopback_xmit(skb: SkBuff, dev: Any) -> None:
-    """Deliver a copy of an outgoing multicast locally.
-
-    Kernel: dev_loopback_xmit().
-    """
-    skb.make_writable()
-    skb.data = skb.network_header
-    skb.mac_header = skb.data
-    skb.pkt_type = PACKET_LOOPBACK
-    skb.dev = dev
-    if skb.ip_summed == CHECKSUM_PARTIAL:
-        skb.ip_summed = CHECKSUM_UNNECESSARY
-    skb.protocol = ETH_P_IPV6
-    netif_rx(skb)
-
-
 @kernel("net/ipv6/ip6_output.c", "ip6_finish_output2")
 def ip6_finish_output2(ipv6: Ipv6, skb: SkBuff) -> int:
     """Multicast loopback, the first hop's neighbour, transmit.
 
+    Twin: netstack.ipv4.ip_output.ip_finish_output2.
     Kernel: net/ipv6/ip6_output.c, ip6_finish_output2().
     """
     rt: Any = skb.dst

@@ -152,6 +152,7 @@ def ipv6_exthdrs_len(ipv6: Ipv6, buf: bytearray, iph: int, end: int) -> tuple[in
 def ipv6_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv6 header at the skb's GRO offset.
 
+    Twin: netstack.ipv4.offload.inet_gro_receive.
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_receive().
     """
     if TIMED:
@@ -216,6 +217,7 @@ def ipv6_gro_receive(ipv6: Ipv6, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
 def ipv6_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
     """Fix the payload length of a merged skb, then let the transport finish.
 
+    Twin: netstack.ipv4.offload.inet_gro_complete.
     Kernel: net/ipv6/ip6_offload.c, ipv6_gro_complete().
     """
     if TIMED:
@@ -237,6 +239,7 @@ def ipv6_gro_complete(ipv6: Ipv6, skb: SkBuff, nhoff: int) -> int:
 def ipv6_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
     """Segment a GSO skb whose ``data`` is at its IPv6 header.
 
+    Twin: netstack.ipv4.offload.inet_gso_segment.
     Kernel: net/ipv6/ip6_offload.c, ipv6_gso_segment().
     """
     if TIMED:
@@ -283,6 +286,7 @@ def ipv6_gso_segment(ipv6: Ipv6, skb: SkBuff, features: int) -> SkBuff | None:
 def ip6_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """The pseudo-header sum for the L4 checksum check during GRO.
 
+    Twin: netstack.ipv4.offload.inet_gro_compute_pseudo.
     Kernel: include/net/ip6_checksum.h, ip6_gro_compute_pseudo().
     """
     buf = skb.buf
@@ -295,6 +299,7 @@ def ip6_gro_compute_pseudo(skb: SkBuff, proto: int) -> int:
 def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check the TCP checksum (unless the packet is flushed anyway), then merge.
 
+    Twin: netstack.ipv4.offload.tcp4_gro_receive.
     Kernel: net/ipv6/tcpv6_offload.c, tcp6_gro_receive().
     """
     cb: NapiGroCb = skb.cb
@@ -308,7 +313,10 @@ def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 @kernel("net/ipv6/tcpv6_offload.c", "tcp6_gro_complete")
 def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:
-    """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gro_complete()."""
+    """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gro_complete().
+
+    Twin: netstack.ipv4.offload.tcp4_gro_complete.
+    """
     buf = skb.buf
     nh = skb.network_header
     th = skb.data + thoff
@@ -324,7 +332,10 @@ def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:
 
 @kernel("net/ipv6/tcpv6_offload.c", "tcp6_gso_segment")
 def tcp6_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
-    """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gso_segment()."""
+    """Kernel: net/ipv6/tcpv6_offload.c, tcp6_gso_segment().
+
+    Twin: netstack.ipv4.offload.tcp4_gso_segment.
+    """
     if not skb.gso_type & SKB_GSO_TCPV6:
         return None
     if skb.tail - skb.data < 20:
@@ -351,6 +362,7 @@ def tcp6_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
 def ipv6_offload_init(ipv6: Ipv6) -> None:
     """Register the IPv6 and TCPv6 offloads on the Net.
 
+    Twin: netstack.ipv4.offload.ipv4_offload_init.
     Kernel: net/ipv6/ip6_offload.c, ipv6_offload_init() (dev_add_offload,
     tcpv6_offload_init).
     """

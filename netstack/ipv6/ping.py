@@ -59,7 +59,10 @@ _H: Final = struct.Struct("!H")
 
 
 class Ping6Sock(Inet6Sock):
-    """An ICMPv6 echo socket (kernel: ``pingv6_prot``)."""
+    """An ICMPv6 echo socket (kernel: ``pingv6_prot``).
+
+    Twin: netstack.ipv4.ping.PingSock.
+    """
 
     def __init__(self, ipv6: Ipv6) -> None:
         super().__init__(ipv6, SOCK_DGRAM, IPPROTO_ICMPV6)
@@ -138,6 +141,7 @@ class Ping6Sock(Inet6Sock):
     ) -> int:
         """Send an echo request.
 
+        Twin: netstack.ipv4.ping.PingSock.sendmsg.
         Kernel: net/ipv6/ping.c, ping_v6_sendmsg().
         """
         err = self.sock_error()
@@ -238,6 +242,7 @@ class Ping6Sock(Inet6Sock):
     ) -> tuple[bytes, Sockaddr6, int, list[tuple[int, int, bytes]]]:
         """An echo reply, ICMPv6 header included.
 
+        Twin: netstack.ipv4.ping.PingSock.recvmsg.
         Kernel: ping_recvmsg() (AF_INET6).
         """
         if flags & MSG_ERRQUEUE:
@@ -273,7 +278,10 @@ class Ping6Sock(Inet6Sock):
 
 
 class Ping6Table:
-    """IPv6 ping sockets by identifier (kernel: the AF_INET6 entries of ``ping_table``)."""
+    """IPv6 ping sockets by identifier (kernel: the AF_INET6 entries of ``ping_table``).
+
+    Twin: netstack.ipv4.ping.PingTable.
+    """
 
     def __init__(self, ipv6: Ipv6) -> None:
         self.ipv6 = ipv6
@@ -324,6 +332,7 @@ class Ping6Table:
 def ping6_rcv(ipv6: Ipv6, skb: SkBuff) -> None:
     """Deliver an echo reply to its socket.
 
+    Twin: netstack.ipv4.ping.ping_rcv.
     Kernel: net/ipv4/ping.c, ping_rcv().
     """
     buf = skb.buf
@@ -343,6 +352,7 @@ def ping6_rcv(ipv6: Ipv6, skb: SkBuff) -> None:
 def ping6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
     """An ICMPv6 error quotes one of our echo requests.
 
+    Twin: netstack.ipv4.ping.ping_err.
     Kernel: ping_err() (AF_INET6).
     """
     buf = skb.buf

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
-from netstack.core.inetpeer import InetPeerBase
+from netstack.core.inetpeer import InetPeerBase, inet_peer_xrlim_allow
 from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.snmp import MibSnapshot
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
 from netstack.core.sysctl import invalid
 from netstack.errors import ConfigError
@@ -65,7 +66,8 @@ from netstack.ipv6.constants import (
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
-from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Mib6Snapshot, Udp6Mib
+from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Udp6Mib
+from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
@@ -243,7 +245,10 @@ class Ipv6:
         _icmp.icmpv6_param_prob(self, skb, code, pos)
 
     def inet_peer_xrlim_allow(self, daddr: int, timeout: int) -> bool:
-        return _icmp.inet_peer_xrlim_allow(self, daddr, timeout)
+        """The peer of *daddr* (``inet_getpeer_v6``) through the shared token bucket."""
+        return inet_peer_xrlim_allow(
+            self.peers.inet_getpeer(daddr), timeout, self.net.clock.jiffies
+        )
 
     def ip6_route_output(self, fl6: Flowi6, *, bound_dev_if: int = 0) -> Rt6Info:
         """A held route for a locally generated flow (the null entry if none)."""
@@ -595,7 +600,7 @@ class Ipv6:
 
     # -- statistics ------------------------------------------------------------------------------
     @kernel("net/ipv6/proc.c", "snmp6_seq_show")
-    def snmp6(self) -> dict[str, Mib6Snapshot]:
+    def snmp6(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp6`` as snapshots: ``Ip6``, ``Icmp6`` (with the per-type
         counters) and ``Udp6``.
 
@@ -604,7 +609,7 @@ class Ipv6:
         icmp = self.icmp6_mib.snapshot()
         return {
             "Ip6": self.ip6_mib.snapshot(),
-            "Icmp6": Mib6Snapshot("Icmp6", icmp.values + tuple(self.icmp6msg.values())),
+            "Icmp6": MibSnapshot("Icmp6", icmp.values + tuple(self.icmp6msg.values())),
             "Udp6": self.udp6_mib.snapshot(),
         }
 
@@ -650,12 +655,13 @@ class Ipv6:
         """
         idev: Inet6Dev = dev.ip6_ptr
         idev.conf_name = dev.name
-        _register_devconf(self, f"net.ipv6.conf.{dev.name}", idev.cnf, idev)
-        _register_neigh(self, f"net.ipv6.neigh.{dev.name}", dev)
+        conf, neigh, s = f"net.ipv6.conf.{dev.name}", f"net.ipv6.neigh.{dev.name}", self.net.sysctl
+        s.register_lazy(f"{conf}.", _register_devconf, self, conf, idev.cnf, idev)
+        s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.nd_tbl, dev)
 
     def unregister_dev_sysctls(self, idev: Inet6Dev) -> None:
         self.net.sysctl.unregister_prefix(f"net.ipv6.conf.{idev.conf_name}.")
-        self.net.sysctl.unregister_prefix(f"net.ipv6.neigh.{idev.conf_name}.")
+        neigh_sysctl_unregister(self.nd_tbl, idev.conf_name)
 
 
 @kernel("ip6_pkt_discard_out", "ip6_pkt_prohibit_out")
@@ -797,90 +803,9 @@ def _dev_disable_change(ipv6: Ipv6, idev: Inet6Dev) -> None:
     ipv6.addrconf.addrconf_notify(NETDEV_DOWN if idev.cnf.disable_ipv6 else NETDEV_UP, dev)
 
 
-# neigh sysctl name -> (NeighParms field, unit): as net.ipv4.neigh.* (neigh_sysctl_register)
-NEIGH_SYSCTLS: Final = {
-    "base_reachable_time": ("base_reachable_time", "s"),
-    "base_reachable_time_ms": ("base_reachable_time", "ms"),
-    "retrans_time": ("retrans_time", "uhz"),
-    "retrans_time_ms": ("retrans_time", "ms"),
-    "delay_first_probe_time": ("delay_probe_time", "s"),
-    "gc_stale_time": ("gc_staletime", "s"),
-    "ucast_solicit": ("ucast_probes", "n"),
-    "mcast_solicit": ("mcast_probes", "n"),
-    "mcast_resolicit": ("mcast_reprobes", "n"),
-    "app_solicit": ("app_probes", "n"),
-    "unres_qlen_bytes": ("queue_len_bytes", "n"),
-    "locktime": ("locktime", "uhz"),
-    "proxy_qlen": ("proxy_qlen", "n"),
-    "anycast_delay": ("anycast_delay", "uhz"),
-    "proxy_delay": ("proxy_delay", "uhz"),
-    "interval_probe_time_ms": ("interval_probe_time", "ms"),
-}
-SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576
-
-
-@kernel("neigh_sysctl_register")
-def _register_neigh(ipv6: Ipv6, prefix: str, dev: NetDevice | None) -> None:
-    """``net.ipv6.neigh.{default,DEV}.*``.
-
-    Kernel: neigh_sysctl_register() for nd_tbl.
-    """
-    s = ipv6.net.sysctl
-    tbl = ipv6.nd_tbl
-    hz = ipv6.net.clock.hz
-
-    def parms() -> Any:
-        return tbl.parms_for(dev) if dev is not None else tbl.parms
-
-    for name, (field, unit) in NEIGH_SYSCTLS.items():
-
-        def get(field: str = field, unit: str = unit) -> str:
-            v = getattr(parms(), field)
-            if unit == "s":
-                return str(v // hz)
-            if unit == "ms":
-                return str(v * 1000 // hz)
-            if unit == "uhz":
-                return str(v * 100 // hz)
-            return str(v)
-
-        def set_(text: str, field: str = field, unit: str = unit, name: str = name) -> None:
-            v = _int(text, f"{prefix}.{name}")
-            if v < 0:
-                raise invalid(f"{prefix}.{name}")
-            if unit == "s":
-                v *= hz
-            elif unit == "ms":
-                v = v * hz // 1000
-            elif unit == "uhz":
-                v = v * hz // 100
-            tbl.set_parms(dev, **{field: v})
-
-        s.register(f"{prefix}.{name}", get, set_)
-
-    def get_qlen() -> str:
-        return str(parms().queue_len_bytes // SKB_TRUESIZE_ETH_FRAME)
-
-    def set_qlen(text: str) -> None:
-        v = _int(text, f"{prefix}.unres_qlen")
-        tbl.set_parms(dev, queue_len_bytes=max(v, 0) * SKB_TRUESIZE_ETH_FRAME)
-
-    s.register(f"{prefix}.unres_qlen", get_qlen, set_qlen)
-    if dev is None:
-        for name in ("gc_thresh1", "gc_thresh2", "gc_thresh3"):
-            s.register_int(f"{prefix}.{name}", tbl, name, minimum=0)
-
-        def get_gc() -> str:
-            return str(tbl.gc_interval // hz)
-
-        def set_gc(text: str) -> None:
-            tbl.gc_interval = max(_int(text, f"{prefix}.gc_interval"), 0) * hz
-
-        s.register(f"{prefix}.gc_interval", get_gc, set_gc)
-
-
 def _register_globals(ipv6: Ipv6) -> None:
-    """``net.ipv6.*``, ``.icmp.*``, ``.route.*``, ``.conf.{all,default}``, ``.neigh.default``."""
+    """``net.ipv6.*``, ``.icmp.*``, ``.route.*`` (``.conf.{all,default}`` and
+    ``.neigh.default``: :func:`inet6_init`)."""
     s = ipv6.net.sysctl
     p = "net.ipv6"
     s.register_int(f"{p}.bindv6only", ipv6, "bindv6only", minimum=0, maximum=1)
@@ -976,9 +901,6 @@ def _register_globals(ipv6: Ipv6) -> None:
         raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
 
     s.register(f"{r}.flush", flush_denied, flush)
-    _register_devconf(ipv6, f"{p}.conf.all", ipv6.devconf_all, None)
-    _register_devconf(ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None)
-    _register_neigh(ipv6, f"{p}.neigh.default", None)
 
 
 @kernel("net/ipv6/af_inet6.c", "inet6_init")
@@ -992,7 +914,15 @@ def inet6_init(net: Net) -> Ipv6:
     ipv6 = Ipv6(net)
     net.ipv6 = ipv6
     net.neigh_tables[10] = ipv6.nd_tbl
-    _register_globals(ipv6)
+    s, p = net.sysctl, "net.ipv6"  # registered when first used (register_lazy)
+    s.register_lazy(f"{p}.", _register_globals, ipv6)
+    s.register_lazy(
+        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
+    )
+    s.register_lazy(
+        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
+    )
+    s.register_lazy(f"{p}.neigh.default.", neigh_sysctl_register, ipv6.nd_tbl, None)
     protos = ipv6.inet6_protos
     final = _in.INET6_PROTO_FINAL
     protos[IPPROTO_ICMPV6] = Inet6Protocol(

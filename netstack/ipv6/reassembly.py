@@ -93,7 +93,10 @@ class Frag6Queue:
 
 
 class Ip6Frags:
-    """The IPv6 reassembly queues of one Net (kernel: ``netns_frags`` for IPv6)."""
+    """The IPv6 reassembly queues of one Net (kernel: ``netns_frags`` for IPv6).
+
+    Twin: netstack.ipv4.ip_fragment.IpFrags.
+    """
 
     def __init__(self, ipv6: Ipv6) -> None:
         self.ipv6 = ipv6
@@ -120,6 +123,7 @@ class Ip6Frags:
     def ip6_frag_expire(self, q: Frag6Queue) -> None:
         """The reassembly timer fired.
 
+        Twin: netstack.ipv4.ip_fragment.IpFrags.ip_expire.
         Kernel: ip6_frag_expire() / ip6frag_expire_frag_queue().
         """
         if self.queues.get(q.key) is not q:
@@ -164,6 +168,7 @@ def _thdr_truncated(skb: SkBuff, start: int, nexthdr: int) -> bool:
 def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """The Fragment header handler: 1 = go on with (the reassembled) *skb*, -1 = consumed.
 
+    Twin: netstack.ipv4.ip_fragment.IpFrags.ip_defrag.
     Kernel: net/ipv6/reassembly.c, ipv6_frag_rcv().
     """
     mib = ipv6.ip6_mib
@@ -219,6 +224,7 @@ def ipv6_frag_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
 def ip6_frag_queue(ipv6: Ipv6, q: Frag6Queue, skb: SkBuff) -> int:
     """Insert one fragment; reassemble when complete.
 
+    Twin: netstack.ipv4.ip_fragment.IpFrags.ip_frag_queue.
     Kernel: ip6_frag_queue().
     """
     mib = ipv6.ip6_mib

@@ -706,6 +706,7 @@ def fib6_lookup(ipv6: Ipv6, daddr: int, oif: int, strict: int) -> Fib6Info | Non
 def rt6_exception_hash(ipv6: Ipv6, daddr: int) -> int:
     """The chain of *daddr*: a keyed hash, so a sender cannot aim at one chain.
 
+    Twin: netstack.ipv4.route.fnhe_hashfun.
     Kernel: net/ipv6/route.c, rt6_exception_hash() (jhash2 with a random
     seed; here a keyed BLAKE2b with the Net's ``rt6_exception_hash`` key).
     """
@@ -737,6 +738,7 @@ def rt6_remove_exception(ipv6: Ipv6, nh: Fib6Nh, rt: Rt6Info) -> None:
 def rt6_exception_remove_oldest(ipv6: Ipv6, nh: Fib6Nh, chain: list[Rt6Info]) -> None:
     """A chain is too deep: drop its oldest exception.
 
+    Twin: netstack.ipv4.route.fnhe_remove_oldest.
     Kernel: net/ipv6/route.c, rt6_exception_remove_oldest().
     """
     oldest = chain[0]
@@ -757,6 +759,7 @@ def rt6_insert_exception(ipv6: Ipv6, nrt: Rt6Info, f: Fib6Info) -> int:
     depth per nexthop. Sockets' cached routes are checked again
     (``fib6_update_sernum``) and the GC is started for the expiry.
 
+    Twin: netstack.ipv4.route.update_or_create_fnhe.
     Kernel: net/ipv6/route.c, rt6_insert_exception().
     """
     nh = f.nh
@@ -924,6 +927,7 @@ def rt6_update_pmtu(ipv6: Ipv6, rt: Rt6Info, daddr: int, saddr: int, mtu: int) -
     PTBs below the IPv6 minimum (1280) are ignored (RFC 8201 §4), and only a
     decrease is learnt.
 
+    Twin: netstack.ipv4.route.ip_rt_update_pmtu.
     Kernel: net/ipv6/route.c, __ip6_rt_update_pmtu().
     """
     if mtu < IPV6_MIN_MTU or mtu >= rt.mtu():

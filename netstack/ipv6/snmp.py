@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-import attrs
-
+from netstack.core.snmp import UDP_FIELDS, Mib, UdpMib
 from netstack.sites import kernel
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "Icmp6Mib",
     "Icmp6MsgMib",
     "Ip6Mib",
-    "Mib6Snapshot",
     "Udp6Mib",
 ]
 
@@ -76,17 +74,7 @@ ICMP6_FIELDS: Final = (
     "InCsumErrors",
     "OutRateLimitHost",
 )
-UDP6_FIELDS: Final = (
-    "InDatagrams",
-    "NoPorts",
-    "InErrors",
-    "OutDatagrams",
-    "RcvbufErrors",
-    "SndbufErrors",
-    "InCsumErrors",
-    "IgnoredMulti",
-    "MemErrors",
-)
+UDP6_FIELDS: Final = UDP_FIELDS  # struct udp_mib, as IPv4's
 # icmp6type2name[] (net/ipv6/proc.c): the types printed by name
 ICMP6_TYPE_NAMES: Final = {
     1: "DestUnreachs",
@@ -107,41 +95,7 @@ ICMP6_TYPE_NAMES: Final = {
 }
 
 
-@attrs.frozen
-class Mib6Snapshot:
-    """A frozen copy of one MIB: ``snap.InReceives`` or ``snap["InReceives"]``."""
-
-    name: str
-    values: tuple[tuple[str, int], ...]
-
-    def __getattr__(self, key: str) -> int:
-        for k, v in self.values:
-            if k == key:
-                return v
-        raise AttributeError(key)
-
-    def __getitem__(self, key: str) -> int:
-        return int(self.__getattr__(key))
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.values)
-
-
-class _Mib:
-    __slots__ = ()
-    NAME = ""
-
-    def __init__(self) -> None:
-        name: str
-        for name in self.__slots__:
-            setattr(self, name, 0)
-
-    def snapshot(self) -> Mib6Snapshot:
-        slots: tuple[str, ...] = self.__slots__
-        return Mib6Snapshot(self.NAME, tuple((name, getattr(self, name)) for name in slots))
-
-
-class Ip6Mib(_Mib):
+class Ip6Mib(Mib):
     """The ``Ip6`` lines of /proc/net/snmp6 (kernel: ``struct ipstats_mib``)."""
 
     __slots__ = IP6_FIELDS
@@ -181,7 +135,7 @@ class Ip6Mib(_Mib):
     OutTransmits: int
 
 
-class Icmp6Mib(_Mib):
+class Icmp6Mib(Mib):
     """The ``Icmp6`` counters of /proc/net/snmp6 (kernel: ``icmpv6_mib``)."""
 
     __slots__ = ICMP6_FIELDS
@@ -194,20 +148,11 @@ class Icmp6Mib(_Mib):
     OutRateLimitHost: int
 
 
-class Udp6Mib(_Mib):
-    """The ``Udp6`` lines of /proc/net/snmp6."""
+class Udp6Mib(UdpMib):
+    """The ``Udp6`` lines of /proc/net/snmp6: ``struct udp_mib`` under IPv6's name."""
 
-    __slots__ = UDP6_FIELDS
+    __slots__ = ()
     NAME = "Udp6"
-    InDatagrams: int
-    NoPorts: int
-    InErrors: int
-    OutDatagrams: int
-    RcvbufErrors: int
-    SndbufErrors: int
-    InCsumErrors: int
-    IgnoredMulti: int
-    MemErrors: int
 
 
 class Icmp6MsgMib:

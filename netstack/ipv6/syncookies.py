@@ -44,6 +44,7 @@ _TAIL: Final = struct.Struct("!IHH")  # count, sport, dport
 def cookie_hash(tcp: Tcp, saddr: int, daddr: int, sport: int, dport: int) -> CookieHash:
     """``cookie_hash(count, c)`` for one IPv6 4-tuple.
 
+    Twin: netstack.ipv4.syncookies.cookie_hash.
     Kernel: net/ipv6/syncookies.c, cookie_hash() (siphash of {saddr, daddr,
     count, sport, dport}, keyed with syncookie6_secret[c]).
     """
@@ -69,6 +70,7 @@ def _tuple(skb: SkBuff) -> tuple[int, int, int, int]:
 def cookie_v6_init_sequence(tcp: Tcp, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
     """The cookie ISN for an IPv6 SYN, and its MSS rounded down to the table.
 
+    Twin: netstack.ipv4.syncookies.cookie_v4_init_sequence.
     Kernel: net/ipv6/syncookies.c, cookie_v6_init_sequence() /
     __cookie_v6_init_sequence().
     """
@@ -85,6 +87,7 @@ def cookie_v6_init_sequence(tcp: Tcp, sk: TcpSock, skb: SkBuff, mss: int) -> tup
 def __cookie_v6_check(tcp: Tcp, sk: TcpSock, skb: SkBuff, cookie: int) -> int:
     """The MSS a cookie encodes, 0 if it is not a valid one.
 
+    Twin: netstack.ipv4.syncookies.__cookie_v4_check.
     Kernel: net/ipv6/syncookies.c, __cookie_v6_check().
     """
     saddr, daddr, sport, dport = _tuple(skb)
@@ -99,6 +102,7 @@ def cookie_v6_check(ops: Any, sk: TcpSock, skb: SkBuff) -> TcpSock | None:
     """An ACK to an IPv6 listener: the child of a valid cookie, else the listener;
     None when the skb was dropped.
 
+    Twin: netstack.ipv4.syncookies.cookie_v4_check.
     Kernel: net/ipv6/syncookies.c, cookie_v6_check().
     """
     return cookie_tcp_check(ops, sk, skb, lambda cookie: __cookie_v6_check(sk.tcp, sk, skb, cookie))

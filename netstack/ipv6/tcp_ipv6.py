@@ -187,7 +187,10 @@ def tcp_v6_check(length: int, saddr: int, daddr: int, base: int) -> int:
 
 
 class Ipv6Specific:
-    """TCP's IPv6 operations (kernel: ``ipv6_specific``)."""
+    """TCP's IPv6 operations (kernel: ``ipv6_specific``).
+
+    Twin: netstack.ipv4.tcp_ipv4.Ipv4Specific.
+    """
 
     net_header_len = IPV6_HLEN
     family = AF_INET6
@@ -878,6 +881,7 @@ def tcp_v6_set_scope(sk: TcpSock, addr: int, scope_id: int) -> None:
 def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None:
     """Route, pick the source address and port, send the SYN.
 
+    Twin: netstack.ipv4.tcp_ipv4.tcp_v4_connect.
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_connect().
     """
     if not port:
@@ -1017,6 +1021,7 @@ def tcp_v6_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
 def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
     """Every TCP segment for this host over IPv6 starts here.
 
+    Twin: netstack.ipv4.tcp_ipv4.tcp_v4_rcv.
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_rcv().
     """
     if TIMED:
@@ -1124,6 +1129,7 @@ def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
 def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
     """A segment for a full socket; a listener first checks an ACK for a SYN cookie.
 
+    Twin: netstack.ipv4.tcp_ipv4.tcp_v4_do_rcv.
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_do_rcv() / tcp_v6_cookie_check().
     """
     if TIMED:
@@ -1158,6 +1164,7 @@ def tcp_v6_err(
 ) -> None:
     """An ICMPv6 error about one of our segments (``skb.data`` at the quoted IPv6 header).
 
+    Twin: netstack.ipv4.tcp_ipv4.tcp_v4_err.
     Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_err().
     """
     from netstack.ipv6.udp import icmpv6_err_convert

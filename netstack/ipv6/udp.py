@@ -355,6 +355,7 @@ class Udp6Sock(Inet6Sock):
     ) -> int:
         """Send one datagram.
 
+        Twin: netstack.ipv4.udp.udp_sendmsg.
         Kernel: net/ipv6/udp.c, udpv6_sendmsg().
         """
         if self.sk_err:
@@ -540,6 +541,7 @@ class Udp6Sock(Inet6Sock):
 def udp6_csum_ok(skb: SkBuff) -> bool:
     """Verify when read unless already known good.
 
+    Twin: netstack.ipv4.udp.udp_csum_ok.
     Kernel: udp_lib_checksum_complete().
     """
     s = skb.ip_summed
@@ -709,6 +711,7 @@ def _queue(ipv6: Ipv6, sk: Udp6Sock, skb: SkBuff) -> None:
 def udpv6_rcv(ipv6: Ipv6, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
+    Twin: netstack.ipv4.udp.udp_rcv.
     Kernel: net/ipv6/udp.c, __udp6_lib_rcv().
     """
     mib = ipv6.udp6_mib
@@ -786,6 +789,7 @@ def _csum_error(ipv6: Ipv6, skb: SkBuff) -> int:
 def udpv6_err(ipv6: Ipv6, skb: SkBuff, icmp_type: int, code: int, offset: int, info: int) -> None:
     """An ICMPv6 error quotes a datagram we sent.
 
+    Twin: netstack.ipv4.udp.udp_err.
     Kernel: net/ipv6/udp.c, __udp6_lib_err().
     """
     buf = skb.buf

@@ -21,6 +21,11 @@ progress) ends in :func:`neigh_confirm`, which writes ``n.confirmed``; with the
 ``neigh_confirm_elide`` patch only when jiffies changed. Every store is
 counted in ``confirm_writes``: each one would dirty the neighbour's cache line.
 
+The per-family sysctl trees ``net.{ipv4,ipv6}.neigh.{default,DEV}.*`` are one
+table registered by :func:`neigh_sysctl_register` for either family (ARP and
+ndisc call it), each entry reading and writing the table's ``NeighParms``
+with the kernel's unit conversion (seconds, milliseconds, USER_HZ ticks).
+
 Kernel: net/core/neighbour.c, include/net/neighbour.h.
 """
 
@@ -35,6 +40,7 @@ import attrs
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.ethernet import HH_DATA_ALIGN, HH_DATA_MOD
 from netstack.core.skbuff import LL_MAX_HEADER, DropReason, SkBuff, kfree_skb
+from netstack.core.sysctl import invalid
 from netstack.cpu import SpinLock
 from netstack.errors import ConfigError
 from netstack.neigh.nud import (
@@ -70,6 +76,8 @@ __all__ = [
     "neigh_hh_output",
     "neigh_output",
     "neigh_resolve_output",
+    "neigh_sysctl_register",
+    "neigh_sysctl_unregister",
     "neigh_update",
 ]
 
@@ -816,3 +824,112 @@ def neigh_add(
 def neigh_stats_line(n: Neighbour, now: int, hz: int) -> tuple[int, int, int, int]:
     """``used/confirmed/updated`` ages in seconds and ``probes``, as ``ip -s neigh`` shows."""
     return ((now - n.used) // hz, (now - n.confirmed) // hz, (now - n.updated) // hz, n.probes)
+
+
+# neigh sysctl name -> (NeighParms field, unit): "s" seconds, "ms", "uhz" USER_HZ ticks, "n"
+# (neigh_sysctl_template.neigh_vars[])
+NEIGH_SYSCTLS: Final = {
+    "base_reachable_time": ("base_reachable_time", "s"),
+    "base_reachable_time_ms": ("base_reachable_time", "ms"),
+    "retrans_time": ("retrans_time", "uhz"),
+    "retrans_time_ms": ("retrans_time", "ms"),
+    "delay_first_probe_time": ("delay_probe_time", "s"),
+    "gc_stale_time": ("gc_staletime", "s"),
+    "ucast_solicit": ("ucast_probes", "n"),
+    "mcast_solicit": ("mcast_probes", "n"),
+    "mcast_resolicit": ("mcast_reprobes", "n"),
+    "app_solicit": ("app_probes", "n"),
+    "unres_qlen_bytes": ("queue_len_bytes", "n"),
+    "locktime": ("locktime", "uhz"),
+    "proxy_qlen": ("proxy_qlen", "n"),
+    "anycast_delay": ("anycast_delay", "uhz"),
+    "proxy_delay": ("proxy_delay", "uhz"),
+    "interval_probe_time_ms": ("interval_probe_time", "ms"),
+}
+SKB_TRUESIZE_ETH_FRAME: Final = 2048 + 576  # SKB_TRUESIZE(ETH_FRAME_LEN) on x86_64
+_FAMILY_NAMES: Final = {2: "ipv4", 10: "ipv6"}  # AF_INET, AF_INET6
+
+
+def _sysctl_int(text: str, name: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise invalid(name) from None
+
+
+def neigh_sysctl_prefix(tbl: NeighTable, dev_name: str | None) -> str:
+    """``net.ipv4.neigh.eth0`` / ``net.ipv6.neigh.default``: where the entries live."""
+    return f"net.{_FAMILY_NAMES[tbl.family]}.neigh.{dev_name or 'default'}"
+
+
+@kernel("net/core/neighbour.c", "neigh_sysctl_register")
+def neigh_sysctl_register(tbl: NeighTable, dev: NetDevice | None) -> None:
+    """``net.{ipv4,ipv6}.neigh.{default,DEV}.*`` for *tbl* (the default parms when *dev* is None).
+
+    The family part of the path comes from the table's family, as the kernel
+    takes it from ``neigh_parms_family(p)``; ``gc_thresh1..3`` and
+    ``gc_interval`` exist under ``default`` only.
+
+    Kernel: net/core/neighbour.c, neigh_sysctl_register().
+    """
+    prefix = neigh_sysctl_prefix(tbl, dev.name if dev is not None else None)
+    s = tbl.net.sysctl
+    hz = tbl.net.clock.hz
+
+    def parms() -> NeighParms:
+        return tbl.parms_for(dev) if dev is not None else tbl.parms
+
+    for name, (field, unit) in NEIGH_SYSCTLS.items():
+
+        def get(field: str = field, unit: str = unit) -> str:
+            v: int = getattr(parms(), field)
+            if unit == "s":
+                return str(v // hz)
+            if unit == "ms":
+                return str(v * 1000 // hz)
+            if unit == "uhz":
+                return str(v * 100 // hz)
+            return str(v)
+
+        def set_(text: str, field: str = field, unit: str = unit, name: str = name) -> None:
+            v = _sysctl_int(text, f"{prefix}.{name}")
+            if v < 0:
+                raise invalid(f"{prefix}.{name}")
+            if unit == "s":
+                v *= hz
+            elif unit == "ms":
+                v = v * hz // 1000
+            elif unit == "uhz":
+                v = v * hz // 100
+            tbl.set_parms(dev, **{field: v})
+
+        s.register(f"{prefix}.{name}", get, set_)
+
+    def get_qlen() -> str:
+        return str(parms().queue_len_bytes // SKB_TRUESIZE_ETH_FRAME)
+
+    def set_qlen(text: str) -> None:
+        v = _sysctl_int(text, f"{prefix}.unres_qlen")
+        tbl.set_parms(dev, queue_len_bytes=max(v, 0) * SKB_TRUESIZE_ETH_FRAME)
+
+    s.register(f"{prefix}.unres_qlen", get_qlen, set_qlen)
+    if dev is None:
+        for name in ("gc_thresh1", "gc_thresh2", "gc_thresh3"):
+            s.register_int(f"{prefix}.{name}", tbl, name, minimum=0)
+
+        def get_gc() -> str:
+            return str(tbl.gc_interval // hz)
+
+        def set_gc(text: str) -> None:
+            tbl.gc_interval = max(_sysctl_int(text, f"{prefix}.gc_interval"), 0) * hz
+
+        s.register(f"{prefix}.gc_interval", get_gc, set_gc)
+
+
+@kernel("net/core/neighbour.c", "neigh_sysctl_unregister")
+def neigh_sysctl_unregister(tbl: NeighTable, dev_name: str) -> None:
+    """Drop the ``net.{ipv4,ipv6}.neigh.DEV.*`` entries registered under *dev_name*.
+
+    Kernel: net/core/neighbour.c, neigh_sysctl_unregister().
+    """
+    tbl.net.sysctl.unregister_prefix(f"{neigh_sysctl_prefix(tbl, dev_name)}.")

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.inet_ecn import INET_ECN_set_ce
 from netstack.core.skbuff import SkBuff
-from netstack.sched.inet_ecn import INET_ECN_set_ce
 from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 

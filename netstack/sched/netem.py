@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 from netstack.core.dev import skb_orphan
 from netstack.core.features import NETIF_F_GSO_MASK
 from netstack.core.hrtimer import ktime_get_ns
+from netstack.core.inet_ecn import INET_ECN_set_ce
 from netstack.core.netdevice import NET_XMIT_DROP, NET_XMIT_SUCCESS
 from netstack.core.prandom import RndState
 from netstack.core.qdisc import (
@@ -73,7 +74,6 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import netif_skb_features, skb_checksum_help, skb_gso_segment
 from netstack.errors import ConfigError
-from netstack.sched.inet_ecn import INET_ECN_set_ce
 from netstack.sched.pkt_sched import (
     NETEM_DIST_MAX,
     NETEM_DIST_SCALE,

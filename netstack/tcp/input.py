@@ -31,7 +31,7 @@ import struct
 from typing import Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
-from netstack.core.sock import net_tx_rndhash
+from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
@@ -52,7 +52,6 @@ from netstack.tcp.output import (
     tcp_send_ack,
     tcp_send_delayed_ack,
     tcp_send_synack,
-    tcp_set_skb_tso_segs,
     tcp_snd_wnd_test,
     tcp_space,
     tcp_sync_mss,
@@ -302,8 +301,6 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
 
     Kernel: net/ipv4/tcp_input.c, tcp_sndbuf_expand().
     """
-    if sk.sk_userlocks & 2:  # SOCK_SNDBUF_LOCK
-        return
     per_mss = max(sk.mss_cache, sk.advmss) + 320 + 256 + 64
     per_mss = 1 << (per_mss - 1).bit_length()  # roundup_pow_of_two
     per_mss += 512  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) + sk_buff
@@ -316,7 +313,8 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
 @kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
 def tcp_init_buffer_space(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space()."""
-    tcp_sndbuf_expand(sk)
+    if not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
+        tcp_sndbuf_expand(sk)
     sk.rcvq_space_space = min(sk.rcv_wnd, TCP_INIT_CWND * sk.advmss)
     sk.rcvq_space_time = sk.tcp.tcp_clock_us()
     sk.rcvq_space_seq = sk.copied_seq
@@ -348,7 +346,7 @@ def tcp_rcv_space_adjust(sk: TcpSock) -> None:
     copied = (sk.copied_seq - sk.rcvq_space_seq) & M32
     if copied > sk.rcvq_space_space:
         sk.rcvq_space_space = copied
-        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & 1:  # SOCK_RCVBUF_LOCK
+        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & SOCK_RCVBUF_LOCK:
             rcvbuf = min(4 * copied, tcp.tcp_rmem[2])
             if rcvbuf > sk.sk_rcvbuf:
                 sk.sk_rcvbuf = rcvbuf
@@ -375,18 +373,71 @@ def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
             sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
 
 
+@kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")
+def tcp_should_expand_sndbuf(sk: TcpSock) -> bool:
+    """Not if the user set SO_SNDBUF, nor while the flight fills the cwnd.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_should_expand_sndbuf() (no memory pressure here).
+    """
+    if sk.sk_userlocks & SOCK_SNDBUF_LOCK:
+        return False
+    return tcp_packets_in_flight(sk) < sk.snd_cwnd
+
+
 @kernel("net/ipv4/tcp_input.c", "tcp_check_space", "tcp_new_space")
 def tcp_check_space(sk: TcpSock) -> None:
-    """Wake a writer when the send queue has room; grow sndbuf with cwnd.
+    """A writer ran out of send buffer (SOCK_NOSPACE): grow sndbuf with the
+    cwnd, and wake it once it can write again (sk_stream_write_space).
 
     Kernel: net/ipv4/tcp_input.c, tcp_check_space() / tcp_new_space().
     """
-    if sk.sk_socket_nospace or sk.sk_wmem_queued < sk.sk_sndbuf:
-        if sk.sk_socket_nospace:
+    if sk.sk_socket_nospace:
+        if tcp_should_expand_sndbuf(sk):
             tcp_sndbuf_expand(sk)
-        if sk.sk_wmem_queued < sk.sk_sndbuf:
-            sk.sk_socket_nospace = False
-            sk.sk_write_space()
+            sk.snd_cwnd_stamp = sk.net.clock.jiffies
+        sk_stream_write_space(sk)
+
+
+@kernel("include/net/sock.h", "sk_stream_memory_free")
+def sk_stream_memory_free(sk: TcpSock) -> bool:
+    """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
+    if sk.sk_wmem_queued >= sk.sk_sndbuf:
+        return False
+    notsent = (sk.write_seq - sk.snd_nxt) & M32
+    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
+
+
+@kernel("include/net/sock.h", "sk_stream_wspace")
+def sk_stream_wspace(sk: TcpSock) -> int:
+    """Kernel: include/net/sock.h, sk_stream_wspace()."""
+    return sk.sk_sndbuf - sk.sk_wmem_queued
+
+
+@kernel("include/net/sock.h", "sk_stream_min_wspace")
+def sk_stream_min_wspace(sk: TcpSock) -> int:
+    """Kernel: include/net/sock.h, sk_stream_min_wspace()."""
+    return sk.sk_wmem_queued >> 1
+
+
+@kernel("include/net/sock.h", "__sk_stream_is_writeable")
+def sk_stream_is_writeable(sk: TcpSock) -> bool:
+    """Free send buffer at least half of what is queued, and memory free.
+
+    Kernel: include/net/sock.h, __sk_stream_is_writeable() (wake = 1).
+    """
+    return sk_stream_wspace(sk) >= sk_stream_min_wspace(sk) and sk_stream_memory_free(sk)
+
+
+@kernel("net/core/stream.c", "sk_stream_write_space")
+def sk_stream_write_space(sk: TcpSock) -> None:
+    """TCP's sk_write_space: wake writers only once the socket is writeable,
+    so that a blocked writer copies in large chunks, not byte by byte.
+
+    Kernel: net/core/stream.c, sk_stream_write_space().
+    """
+    if sk_stream_is_writeable(sk):
+        sk.sk_socket_nospace = False
+        sk.sk_write_space()
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_rearm_rto")
@@ -990,7 +1041,9 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             tcp_schedule_loss_probe(sk, True)
     if rexmit or (sk.lost_out > sk.retrans_out and sk.icsk_ca_state >= TCP_CA_Recovery):
         tcp_xmit_retransmit_queue(sk)
-    if sk.icsk_ca_state == TCP_CA_Open and pkts_acked:
+    # netstack: the send buffer follows the cwnd on every ACK, not only when a
+    # writer ran out of room (tcp_new_space), unless the user set SO_SNDBUF
+    if sk.icsk_ca_state == TCP_CA_Open and pkts_acked and not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
         tcp_sndbuf_expand(sk)
     return 1
 
@@ -1199,9 +1252,13 @@ def tcp_simple_retransmit(sk: TcpSock) -> None:
     """
     mss = tcp_current_mss(sk)
     for skb in sk.rtx_queue:
-        if skb.tail - skb.data > mss:
+        tcb: TcpSkbCb = skb.cb
+        # tcp_skb_seglen(): a GSO skb's segments are gso_size long. Its segment
+        # count stays until __tcp_retransmit_skb re-cuts it (tcp_adjust_pcount),
+        # so that lost_out and packets_out keep counting the same segments.
+        seglen = skb.tail - skb.data if tcb.pcount == 1 else tcb.gso_size
+        if seglen > mss:
             tcp_mark_skb_lost(sk, skb)
-            tcp_set_skb_tso_segs(skb, mss)
     if not sk.lost_out:
         return
     if sk.icsk_ca_state != TCP_CA_Loss:
@@ -1899,10 +1956,11 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     if not flags & TCPHDR_ACK:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
-    acceptable = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK) > 0
-    if not acceptable:
+    ret = tcp_ack(sk, skb, FLAG_SLOWPATH | FLAG_UPDATE_TS_RECENT | FLAG_NO_CHALLENGE_ACK)
+    if ret <= 0:
         if state == TCP_SYN_RECV:
             return DropReason.TCP_OLD_ACK  # "send one RST"
+    if ret < 0:  # an old ACK (0) is accepted during closing; an invalid one is not
         tcp_send_challenge_ack(sk)
         if after(tcb.ack_seq, sk.snd_nxt):
             kfree_skb(skb, DropReason.TCP_ACK_UNSENT_DATA)
@@ -2089,11 +2147,17 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     from netstack.tcp.output import tcp_select_initial_window
 
     full_space = tcp_full_space(sk)
+    req.rsk_window_clamp = sk.window_clamp
+    # a receive buffer the user set (SO_RCVBUF) limits the window and its scale
+    if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
+        req.rsk_window_clamp > full_space or not req.rsk_window_clamp
+    ):
+        req.rsk_window_clamp = full_space
     req.rsk_rcv_wnd, req.rsk_window_clamp, req.rcv_wscale = tcp_select_initial_window(
         sk,
         full_space,
         mss - (12 if req.tstamp_ok else 0),
-        sk.window_clamp,
+        req.rsk_window_clamp,
         req.wscale_ok,
         0,
     )

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-import attrs
+from netstack.core.snmp import Mib
 
-__all__ = ["TCPEXT_FIELDS", "TCP_FIELDS", "TcpExtMib", "TcpMib", "TcpMibSnapshot"]
+__all__ = ["TCPEXT_FIELDS", "TCP_FIELDS", "TcpExtMib", "TcpMib"]
 
 TCP_FIELDS: Final = (
     "RtoAlgorithm",
@@ -140,41 +140,7 @@ TCPEXT_FIELDS: Final = (
 )
 
 
-@attrs.frozen
-class TcpMibSnapshot:
-    """A frozen copy of one MIB: ``snap.InSegs`` or ``snap["InSegs"]``."""
-
-    name: str
-    values: tuple[tuple[str, int], ...]
-
-    def __getattr__(self, key: str) -> int:
-        for k, v in self.values:
-            if k == key:
-                return v
-        raise AttributeError(key)
-
-    def __getitem__(self, key: str) -> int:
-        return int(self.__getattr__(key))
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.values)
-
-
-class _Mib:
-    __slots__ = ()
-    NAME = ""
-
-    def __init__(self) -> None:
-        name: str
-        for name in self.__slots__:
-            setattr(self, name, 0)
-
-    def snapshot(self) -> TcpMibSnapshot:
-        slots: tuple[str, ...] = self.__slots__
-        return TcpMibSnapshot(self.NAME, tuple((n, getattr(self, n)) for n in slots))
-
-
-class TcpMib(_Mib):
+class TcpMib(Mib):
     """The ``Tcp:`` lines of /proc/net/snmp (``TCP_MIB_*``)."""
 
     __slots__ = TCP_FIELDS
@@ -203,7 +169,7 @@ class TcpMib(_Mib):
         self.MaxConn = -1
 
 
-class TcpExtMib(_Mib):
+class TcpExtMib(Mib):
     """TCP's counters of the ``TcpExt:`` lines of /proc/net/netstat (``LINUX_MIB_*``)."""
 
     __slots__ = TCPEXT_FIELDS

@@ -352,7 +352,7 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
     sk.ever_connected = True
     # tcp_synack_rtt_meas(): the handshake's RTT, if the SYN-ACK was not resent
     tcp_parse_options(buf, th, sk, True)
-    if not req.num_retrans and req.snt_synack:
+    if not req.num_retrans and req.snt_synack >= 0:
         sk.tcp_mstamp = tcp.tcp_clock_us()
         sk.snd_una = isn1
         tcp_ack_update_rtt(sk, 0x10, max(sk.tcp_mstamp - req.snt_synack, 1), -1)
@@ -653,7 +653,7 @@ def cookie_tcp_check(ops: Any, sk: TcpSock, skb: SkBuff, mss_check: Any) -> TcpS
     req.wscale_ok = rx.wscale_ok
     req.tstamp_ok = rx.saw_tstamp
     req.ts_recent = rx.rcv_tsval if rx.saw_tstamp else 0
-    req.snt_synack = 0
+    req.snt_synack = -1  # no RTT sample from a cookie's handshake
     req.num_retrans = 0
     # "We need to lookup the route here to get at the correct window size."
     rt = ops.route_req(req)

@@ -593,6 +593,11 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
     else:
         opts = tcp_established_options(sk, tsval)
+        # A GSO skb always carries PSH (on its last segment once cut): it
+        # flushes the receiver's GRO at once. A single segment is not forced,
+        # as it may be going out under congestion. Only the clone's flags.
+        if tcb.pcount > 1:
+            flags |= TCPHDR_PSH
     optlen = opts.size() if opts is not None else 0
     hlen = 20 + optlen
     length = skb.tail - skb.data
@@ -705,6 +710,21 @@ def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
     sk.snd_cwnd = max(cwnd, restart_cwnd)
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
     sk.snd_cwnd_used = 0
+
+
+@kernel("include/net/tcp.h", "tcp_slow_start_after_idle_check")
+def tcp_slow_start_after_idle_check(sk: TcpSock) -> None:
+    """A write after an idle period (nothing in flight for more than an RTO)
+    restarts the congestion window (RFC 2861; tcp_slow_start_after_idle).
+
+    Kernel: include/net/tcp.h, tcp_slow_start_after_idle_check() (from
+    tcp_skb_entail; no congestion control here has its own cong_control).
+    """
+    if not sk.tcp.sysctl_tcp_slow_start_after_idle or sk.packets_out:
+        return
+    delta = sk.net.clock.jiffies - sk.lsndtime
+    if delta > sk.icsk_rto:
+        tcp_cwnd_restart(sk, delta)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_event_new_data_sent")

@@ -603,7 +603,9 @@ class RequestSock:
         self.rcv_isn = 0
         self.rcv_nxt = 0
         self.snt_isn = 0
-        self.snt_synack = 0  # µs of the first SYN-ACK
+        # µs of the first SYN-ACK; -1: none to measure from (the kernel's 0 — a
+        # virtual clock starts at 0, so a SYN-ACK may well leave at 0 µs)
+        self.snt_synack = -1
         self.ts_off = 0
         self.ts_recent = 0
         self.mss = 0

@@ -26,7 +26,7 @@ from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import tcp_set_congestion_control
-from netstack.tcp.input import tcp_rcv_space_adjust
+from netstack.tcp.input import sk_stream_is_writeable, sk_stream_memory_free, tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,
@@ -40,6 +40,7 @@ from netstack.tcp.output import (
     tcp_send_active_reset,
     tcp_send_fin,
     tcp_send_mss,
+    tcp_slow_start_after_idle_check,
     tcp_stream_alloc_skb,
     tcp_write_queue_purge,
     tcp_write_xmit,
@@ -216,16 +217,10 @@ def tcp_writable(sk: TcpSock) -> bool:
         return False
     if sk.state == TCP_CLOSE:
         return True
-    return sk_stream_memory_free(sk)
-
-
-@kernel("include/net/sock.h", "sk_stream_memory_free")
-def sk_stream_memory_free(sk: TcpSock) -> bool:
-    """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
-    if sk.sk_wmem_queued >= sk.sk_sndbuf:
-        return False
-    notsent = (sk.write_seq - sk.snd_nxt) & M32
-    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
+    if sk_stream_is_writeable(sk):
+        return True
+    sk.sk_socket_nospace = True  # a poller waits: tcp_check_space wakes it
+    return False
 
 
 # -- send ------------------------------------------------------------------------------------------
@@ -272,7 +267,8 @@ def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -
                 break
             skb = tcp_stream_alloc_skb(sk, 0)
             skb.cb = TcpSkbCb(sk.write_seq, sk.write_seq, TCPHDR_ACK)
-            tcp_queue_skb(sk, skb)
+            tcp_queue_skb(sk, skb)  # tcp_skb_entail()
+            tcp_slow_start_after_idle_check(sk)
             copy = size_goal
         n = min(copy, total - copied)
         buf = skb.buf

@@ -19,6 +19,10 @@ configure — no ``trio_mode``, no ``conftest.py``:
 * ``@pytest.mark.netstack_host("a")`` — the test body runs inside host ``a``
   of its lab (``trio.socket``, ``socket.socket`` and the libraries on them
   reach a's stack), as ``async with lab["a"].as_current():`` would;
+* ``@pytest.mark.netstack_asyncio("a")`` — the test body is an *asyncio*
+  coroutine and runs as an asyncio task on host ``a`` (the lab's asyncio loop,
+  trio-asyncio on the same virtual clock: ``netstack[asyncio]``), as
+  ``await lab["a"].run_asyncio(body)`` would; fixtures stay Trio's;
 * ``@seeds(N)`` (:func:`seeds`) — the test runs once per lab seed
   ``0 … N-1`` (ids ``seed=K``); a failure names its seed and the one-line
   command that reruns it; ``--netstack-seed K`` runs every lab with seed K;
@@ -134,6 +138,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "netstack_host(name): run the test body inside host NAME of its lab"
     )
+    config.addinivalue_line(
+        "markers",
+        "netstack_asyncio(name): run the test body, an asyncio coroutine, as an asyncio "
+        "task on host NAME of its lab",
+    )
 
 
 def _has_pytest_trio() -> bool:
@@ -158,7 +167,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         fn = item.obj
         fn = getattr(getattr(fn, "hypothesis", None), "inner_test", fn)
-        uses_lab = "lab" in item.fixturenames or item.get_closest_marker("netstack_host")
+        uses_lab = (
+            "lab" in item.fixturenames
+            or item.get_closest_marker("netstack_host")
+            or item.get_closest_marker("netstack_asyncio")
+        )
         if not uses_lab or not inspect.iscoroutinefunction(fn):
             continue
         if trio_ok is None:
@@ -172,28 +185,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    marker = item.get_closest_marker("netstack_host")
-    if marker is not None and isinstance(item, pytest.Function):
-        name = marker.args[0] if marker.args else marker.kwargs.get("name")
-        if not isinstance(name, str):
-            raise pytest.UsageError('use @pytest.mark.netstack_host("a") with a host name')
-        item.obj = _inside_host(item, item.obj, name)
+    for kind in ("netstack_host", "netstack_asyncio"):
+        marker = item.get_closest_marker(kind)
+        if marker is not None and isinstance(item, pytest.Function):
+            name = marker.args[0] if marker.args else marker.kwargs.get("name")
+            if not isinstance(name, str):
+                raise pytest.UsageError(f'use @pytest.mark.{kind}("a") with a host name')
+            item.obj = _inside_host(item, item.obj, name, kind)
+            break
     return (yield)
 
 
-def _inside_host(item: pytest.Item, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _inside_host(
+    item: pytest.Item, fn: Callable[..., Any], name: str, kind: str = "netstack_host"
+) -> Callable[..., Any]:
     @functools.wraps(fn)
     async def run_inside(**kwargs: Any) -> Any:
         lab = item.stash.get(_LAB_KEY, None)
         if lab is None:
             raise pytest.UsageError(
-                f"@pytest.mark.netstack_host({name!r}) needs the test to use the lab fixture"
+                f"@pytest.mark.{kind}({name!r}) needs the test to use the lab fixture"
             )
         if name not in lab.hosts:
             raise pytest.UsageError(
-                f"@pytest.mark.netstack_host({name!r}): the lab has no host {name!r} when the "
+                f"@pytest.mark.{kind}({name!r}): the lab has no host {name!r} when the "
                 "test body starts; build the topology in a fixture (or the topology marker)"
             )
+        if kind == "netstack_asyncio":
+            return await lab.hosts[name].run_asyncio(fn, **kwargs)
         async with lab.hosts[name].as_current():
             return await fn(**kwargs)
 

@@ -1,4 +1,4 @@
-"""IPv4 tunnels: the ``ip_tunnel`` core, GRE and gretap (``ip_gre``), IPIP, SIT devices.
+"""IPv4 tunnels: the ``ip_tunnel`` core, GRE and gretap (``ip_gre``), IPIP, SIT, VXLAN devices.
 
 Theory of operation: nothing here is loaded when a host boots. The host
 registers the modules it could load (:func:`register_tunnel_modules`, the
@@ -8,7 +8,8 @@ module's per-Net init runs: the ``gre`` demultiplexer takes IP protocol 47,
 ``ip_gre`` registers the ``gre`` and ``gretap`` link kinds and creates
 ``gre0`` and ``gretap0``; ``ipip`` (over ``tunnel4``, which takes protocols 4
 and 41) registers ``ipip`` and creates ``tunl0``; ``sit`` registers ``sit``
-and creates ``sit0`` (its IPv6 data path comes with the IPv6 stack).
+and creates ``sit0`` (its IPv6 data path comes with the IPv6 stack); ``vxlan``
+registers ``vxlan`` (its UDP socket opens with the first device brought up).
 
 See docs/tunnels.md. Kernel: net/ipv4/ip_tunnel.c, ip_gre.c, ipip.c,
 gre_demux.c, tunnel4.c.
@@ -26,6 +27,7 @@ from netstack.tunnels.ipip import ipip_init_net
 from netstack.tunnels.offload import gre_offload_init, ipip_offload_init, sit_offload_init
 from netstack.tunnels.sit import sit_init_net
 from netstack.tunnels.tunnel4 import tunnel4_init
+from netstack.tunnels.vxlan import VXLAN_MODULE
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -43,6 +45,7 @@ TUNNEL_MODULES = (
     KernelModule("tunnel4", (), tunnel4_init),
     KernelModule("ipip", ("rtnl-link-ipip", "netdev-tunl0"), ipip_init_net, depends=("tunnel4",)),
     KernelModule("sit", ("rtnl-link-sit", "netdev-sit0"), sit_init_net, depends=("tunnel4",)),
+    VXLAN_MODULE,
 )
 
 

@@ -42,6 +42,7 @@ from netstack.core.dev import NETDEV_CHANGE, skb_scrub_packet, unregister_netdev
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans
 from netstack.core.features import NETIF_F_NETNS_LOCAL
 from netstack.core.gro_cells import GroCells, gro_cells_receive
+from netstack.core.inet_ecn import INET_ECN_encapsulate, IP_ECN_decapsulate
 from netstack.core.netdevice import (
     IFF_BROADCAST,
     IFF_POINTOPOINT,
@@ -67,7 +68,6 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.ip_output import ip_local_out
 from netstack.ipv4.route import Flowi4, Rtable
 from netstack.sites import TIMED, kernel, spend
-from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.wire.arp import ARPHRD_ETHER
 from netstack.wire.checksum import csum_partial, csum_sub
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP, ETH_P_IPV6
@@ -100,6 +100,7 @@ __all__ = [
     "TnlPtkInfo",
     "ip_tunnel_bind_dev",
     "ip_tunnel_ctl",
+    "ip_tunnel_ecn_encap",
     "ip_tunnel_find",
     "ip_tunnel_hash",
     "ip_tunnel_lookup",
@@ -255,6 +256,22 @@ class IpTunnelNet:
 
     def all(self) -> list[IpTunnel]:
         return [t for bucket in self.tunnels for t in bucket]
+
+
+@kernel("include/net/ip_tunnels.h", "ip_tunnel_ecn_encap")
+def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
+    """The outer TOS: *tos* with the ECN field of the inner header at *inner_nh*.
+
+    Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap().
+    """
+    buf = skb.buf
+    if skb.protocol == ETH_P_IP:
+        inner = buf[inner_nh + 1]
+    elif skb.protocol == ETH_P_IPV6:
+        inner = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
+    else:
+        return tos
+    return INET_ECN_encapsulate(tos, inner)
 
 
 # ---------------------------------------------------------------------------

@@ -128,6 +128,7 @@ IPIP_OPS: Final = IpipOps()
 def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
     """Shape an IPIP device; LLTX and ``IPIP_FEATURES`` always.
 
+    Twin: netstack.tunnels.sit.ipip6_tunnel_setup.
     Kernel: net/ipv4/ipip.c, ipip_tunnel_setup().
     """
     dev.type = ARPHRD_TUNNEL
@@ -143,7 +144,11 @@ def ipip_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | No
 
 @kernel("net/ipv4/ipip.c", "ipip_tunnel_init")
 def ipip_tunnel_init(dev: NetDevice) -> None:
-    """``ndo_init``. Kernel: net/ipv4/ipip.c, ipip_tunnel_init()."""
+    """``ndo_init``.
+
+    Twin: netstack.tunnels.sit.ipip6_tunnel_init.
+    Kernel: net/ipv4/ipip.c, ipip_tunnel_init().
+    """
     t: IpTunnel = dev.priv
     dev.dev_addr = t.parms.saddr.to_bytes(4, "big")
     dev.broadcast = t.parms.daddr.to_bytes(4, "big")
@@ -154,7 +159,11 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
 
 @kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit")
 def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit``. Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit()."""
+    """``ndo_start_xmit``.
+
+    Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
+    Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit().
+    """
     if TIMED:
         spend("ipip_tunnel_xmit")
     t: IpTunnel = dev.priv
@@ -177,7 +186,11 @@ def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
 
 @kernel("ipip_tunnel_rcv")
 def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
-    """Take the packet if a tunnel matches (0), else -1. Kernel: ipip_tunnel_rcv()."""
+    """Take the packet if a tunnel matches (0), else -1.
+
+    Twin: netstack.tunnels.sit.ipip6_rcv.
+    Kernel: ipip_tunnel_rcv().
+    """
     if TIMED:
         spend("ipip_tunnel_rcv")
     itn = ipip_itn_of(net)
@@ -203,7 +216,11 @@ def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
 
 @kernel("net/ipv4/ipip.c", "ipip_err")
 def ipip_err(net: Net, skb: SkBuff, info: int) -> int:
-    """An ICMP error quotes an IPIP packet we sent. Kernel: net/ipv4/ipip.c, ipip_err()."""
+    """An ICMP error quotes an IPIP packet we sent.
+
+    Twin: netstack.tunnels.sit.ipip6_err.
+    Kernel: net/ipv4/ipip.c, ipip_err().
+    """
     itn = ipip_itn_of(net)
     buf = skb.buf
     iph = skb.data
@@ -299,7 +316,11 @@ def _ipip_changelink(dev: NetDevice, data: IptunParms | None, tb: dict[str, Any]
 
 @kernel("net/ipv4/ipip.c", "ipip_tunnel_ctl")
 def ipip_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
-    """SIOC*TUNNEL on an IPIP device. Kernel: net/ipv4/ipip.c, ipip_tunnel_ctl()."""
+    """SIOC*TUNNEL on an IPIP device.
+
+    Twin: netstack.tunnels.sit.ipip6_tunnel_ctl.
+    Kernel: net/ipv4/ipip.c, ipip_tunnel_ctl().
+    """
     itn: IpTunnelNet = dev.priv.itn
     if cmd in (SIOCADDTUNNEL, SIOCCHGTUNNEL) and (
         p.version != 4 or p.protocol not in (IPPROTO_IPIP, 137, 0) or p.ihl != 5
@@ -320,6 +341,7 @@ def ipip_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm |
 def ipip_init_net(net: Net) -> None:
     """Load ``ipip`` on *net*: table, link kind, tunnel4 handler, ``tunl0``.
 
+    Twin: netstack.tunnels.sit.sit_init_net.
     Kernel: net/ipv4/ipip.c, ipip_init() + ipip_init_net().
     """
     itn = IpTunnelNet(net, "ipip", ARPHRD_TUNNEL, ipip_tunnel_ctl)

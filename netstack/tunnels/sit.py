@@ -44,6 +44,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_IPXIP4,
 )
+from netstack.core.inet_ecn import IP_ECN_decapsulate
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -54,7 +55,6 @@ from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
 from netstack.sites import TIMED, kernel, spend
-from netstack.tunnels.inet_ecn import IP_ECN_decapsulate, ip_tunnel_ecn_encap
 from netstack.tunnels.ip_tunnel import (
     IPTUNNEL_ERR_TIMEO_S,
     SIOCADDTUNNEL,
@@ -67,6 +67,7 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_create,
     ip_tunnel_ctl,
     ip_tunnel_dellink,
+    ip_tunnel_ecn_encap,
     ip_tunnel_err_note,
     ip_tunnel_init,
     ip_tunnel_init_net,
@@ -139,7 +140,11 @@ SIT_FEATURES: Final = (
 
 @kernel("net/ipv6/sit.c", "ipip6_tunnel_setup")
 def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None = None) -> None:
-    """Shape a SIT device; LLTX always. Kernel: net/ipv6/sit.c, ipip6_tunnel_setup()."""
+    """Shape a SIT device; LLTX always.
+
+    Twin: netstack.tunnels.ipip.ipip_tunnel_setup.
+    Kernel: net/ipv6/sit.c, ipip6_tunnel_setup().
+    """
     dev.type = ARPHRD_SIT
     dev.flags = IFF_NOARP
     dev.addr_len = 4
@@ -153,7 +158,11 @@ def ipip6_tunnel_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | N
 
 @kernel("net/ipv6/sit.c", "ipip6_tunnel_init")
 def ipip6_tunnel_init(dev: NetDevice) -> None:
-    """``ndo_init``. Kernel: net/ipv6/sit.c, ipip6_tunnel_init()."""
+    """``ndo_init``.
+
+    Twin: netstack.tunnels.ipip.ipip_tunnel_init.
+    Kernel: net/ipv6/sit.c, ipip6_tunnel_init().
+    """
     t: IpTunnel = dev.priv
     dev.dev_addr = t.parms.saddr.to_bytes(4, "big")
     dev.broadcast = t.parms.daddr.to_bytes(4, "big")
@@ -213,6 +222,7 @@ def _tx_error(skb: SkBuff, dev: NetDevice, icmp: bool) -> None:
 def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
     """Find the IPv4 destination, route it, check the path MTU, encapsulate.
 
+    Twin: netstack.tunnels.ipip.ipip_tunnel_xmit.
     Kernel: net/ipv6/sit.c, ipip6_tunnel_xmit().
     """
     t: IpTunnel = dev.priv
@@ -304,6 +314,7 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     inner IPv6 packet to ``netif_rx``, not to GRO cells (the 6rd/ISATAP spoof
     checks are not emulated).
 
+    Twin: netstack.tunnels.ipip.ipip_tunnel_rcv.
     Kernel: net/ipv6/sit.c, ipip6_rcv().
     """
     if TIMED:
@@ -347,6 +358,7 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
 def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
     """An ICMP error quotes a 6in4 packet we sent: learn the underlay's MTU, back off.
 
+    Twin: netstack.tunnels.ipip.ipip_err.
     Kernel: net/ipv6/sit.c, ipip6_err() (without ip6_err_gen_icmpv6_unreach(): the
     inner sender is not told of underlay unreachables, only through dst_link_failure).
     """
@@ -420,7 +432,11 @@ def _sit_changelink(dev: NetDevice, data: IptunParms | None, tb: dict[str, Any])
 
 @kernel("net/ipv6/sit.c", "ipip6_tunnel_ctl")
 def ipip6_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm | None:
-    """SIOC*TUNNEL on a SIT device. Kernel: net/ipv6/sit.c, ipip6_tunnel_ctl()."""
+    """SIOC*TUNNEL on a SIT device.
+
+    Twin: netstack.tunnels.ipip.ipip_tunnel_ctl.
+    Kernel: net/ipv6/sit.c, ipip6_tunnel_ctl().
+    """
     itn: IpTunnelNet = dev.priv.itn
     if cmd in (SIOCADDTUNNEL, SIOCCHGTUNNEL) and (
         p.version != 4 or not _valid_proto(p.protocol) or p.ihl != 5 or p.frag_off & ~IP_DF
@@ -444,6 +460,7 @@ def ipip6_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
 def sit_init_net(net: Net) -> None:
     """Load ``sit`` on *net*: table, link kind, tunnel4 handler for 41, ``sit0``.
 
+    Twin: netstack.tunnels.ipip.ipip_init_net.
     Kernel: net/ipv6/sit.c, sit_init() + sit_init_net() (+ ipip6_fb_tunnel_init).
     """
     itn = IpTunnelNet(net, "sit", ARPHRD_SIT, ipip6_tunnel_ctl)

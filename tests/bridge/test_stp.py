@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import pytest
 import trio
 import trio.testing
 from helpers import IPV4_ONLY
@@ -140,6 +141,7 @@ async def test_stp_timers_and_bpdus(
     assert sw["s1"].ip("-d link show br0").count("hello_timer    0.50 ") == 1
 
 
+@pytest.mark.slow
 async def test_without_stp_a_broadcast_storm_is_bounded(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:

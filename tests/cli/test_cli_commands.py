@@ -130,6 +130,7 @@ def test_draw_svg_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["draw", str(DEMO), "-o", str(tmp_path / "x.gif")]) == 2
 
 
+@pytest.mark.slow
 def test_fresh_process_commands(tmp_path: Path) -> None:
     """What a user types after `pip install`: subcommands in processes of their own."""
     r = netstack("shell", str(DEMO), "-c", "a ping -c 1 b", "-c", "r nstat IpForw*")

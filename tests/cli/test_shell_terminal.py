@@ -38,6 +38,7 @@ def run(child: Any, line: str, prompt: str = PROMPT) -> str:
     return str(child.before).replace("\r\n", "\n")
 
 
+@pytest.mark.slow
 def test_commands_errors_history_and_exit(tmp_path: Path) -> None:
     child = spawn(tmp_path, DEMO)
     out = run(child, "a ip -br addr show dev eth0")
@@ -75,6 +76,7 @@ def test_commands_errors_history_and_exit(tmp_path: Path) -> None:
     assert history[-4:] == ["b hostname", "# b hostname", "a hostname", "exit"]
 
 
+@pytest.mark.slow
 def test_tab_completion_and_frozen_time(tmp_path: Path) -> None:
     child = spawn(tmp_path, DEMO)
     child.send("r hostn\t")
@@ -107,6 +109,7 @@ def test_tab_completion_and_frozen_time(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+@pytest.mark.slow
 def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child = spawn(tmp_path, DEMO, "--pace", "20")
     child.sendline("a ping b")
@@ -129,6 +132,7 @@ def test_ctrl_c_interrupts_a_command_not_the_shell(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+@pytest.mark.slow
 def test_ping_without_count_follows_the_wall_clock(tmp_path: Path) -> None:
     """At the prompt, ``ping`` without ``-c`` prints one line a second until Ctrl-C (not
     800 lines in three seconds); with ``-c`` time still jumps."""
@@ -153,6 +157,7 @@ def test_ping_without_count_follows_the_wall_clock(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+@pytest.mark.slow
 def test_empty_shell_grows_a_lab_and_keeps_history(tmp_path: Path) -> None:
     """``--empty``: hosts and links added at the prompt, then used; ``history``, ``clear``,
     and the new tools (traceroute, nc, ss -s, ip -j) on the result."""
@@ -183,6 +188,7 @@ def test_empty_shell_grows_a_lab_and_keeps_history(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
 
 
+@pytest.mark.slow
 def test_experiment_shows_its_progress_on_a_terminal() -> None:
     """A long run draws a progress line on a terminal — the share done, the step, the
     time left once a step has shown how long one takes — and erases it before the result."""
@@ -201,6 +207,7 @@ def test_experiment_shows_its_progress_on_a_terminal() -> None:
     assert child.exitstatus == 0
 
 
+@pytest.mark.slow
 def test_netperf_and_udpflood_at_the_prompt(tmp_path: Path) -> None:
     """netperf's table on the demo lab (10 ms round trips to b), completion of its options,
     and a run that ends on a path where no virtual time passes (a to r: a veth)."""

@@ -194,6 +194,7 @@ def test_dql_statistics_in_milliseconds_at_hz_250() -> None:
 @given(
     st.lists(st.tuples(st.integers(1, 9000), st.integers(0, 3), st.integers(0, 30)), max_size=80)
 )
+@pytest.mark.slow
 def test_dql_invariants(steps: list[tuple[int, int, int]]) -> None:
     """Under any queue/complete pattern: the limit stays in bounds, adj_limit = limit +
     completed, and nothing completes that was not queued."""

@@ -98,6 +98,7 @@ def _spent_names() -> dict[str, list[int]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_cost_is_spent_somewhere_and_every_spend_has_a_cost() -> None:
     """A typo on either side would silently cost nothing (or raise in timed mode)."""
     spent = _spent_names()
@@ -174,6 +175,7 @@ def test_editing_docstrings_cannot_change_a_cost() -> None:
     assert first.report().share("udp_sendmsg") > 0
 
 
+@pytest.mark.slow
 def test_a_function_spends_only_what_its_marker_says_it_mirrors() -> None:
     """``spend("x")`` sits in a function marked ``@kernel(..., "x", ...)``: the
     cost is the mirrored kernel function's (memcpy: the out-of-line copy

@@ -26,6 +26,7 @@ def test_gre_lltx_speed_up_lands_near_the_published_one() -> None:
     assert 4.0 <= result.headline_figure("sys before/after").emulated <= 8.0
 
 
+@pytest.mark.slow
 def test_gre_ioctl_path_keeps_the_lock_until_the_fix() -> None:
     result = gre_ioctl(calls=40)
     before = result.headline_figure("gre before/ipip")

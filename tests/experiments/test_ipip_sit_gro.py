@@ -14,6 +14,7 @@ def result() -> ExperimentResult:
     return ipip_sit_gro("both", connections=(1,), duration=SMALL)  # IPIP and SIT
 
 
+@pytest.mark.slow
 def test_single_connection_throughput_rises_as_published(result: ExperimentResult) -> None:
     gain = result.headline_figure("IPIP 1 conn: throughput after/before")
     assert gain.published == pytest.approx(9279.53 / 6544.71)
@@ -61,6 +62,7 @@ def test_the_mechanism(result: ExperimentResult) -> None:
     assert util.emulated < 1
 
 
+@pytest.mark.slow
 def test_rerun_gives_identical_numbers() -> None:
     """Also after other runs in the same process, and whatever ran before in
     the same call: each run has its own loop and virtual clock."""

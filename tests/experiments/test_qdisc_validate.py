@@ -14,6 +14,7 @@ def result() -> ExperimentResult:
     return qdisc_validate("both", repeats=1)
 
 
+@pytest.mark.slow
 def test_spinning_drops_where_validation_is_heavy(result: ExperimentResult) -> None:
     """With GSO on, validation is segmentation, and taking it out of the lock
     removes nearly all spinning. With GSO off the published drop is 2.66 % →
@@ -61,6 +62,7 @@ def test_bad_arguments() -> None:
         qdisc_validate(repeats=0)
 
 
+@pytest.mark.slow
 def test_a_run_repeats_whatever_ran_before_it() -> None:
     """Trio breaks ties between tasks woken at one instant by memory address;
     timed labs switch it to its deterministic mode, so the same run gives the

@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -146,6 +147,7 @@ def mutate(base: bytes, muts: list[tuple[str, int, int]]) -> bytes:
 
 @FUZZ
 @given(frames=st.lists(frame, min_size=1, max_size=8))
+@pytest.mark.slow
 def test_every_rx_skb_is_accounted(frames: list[tuple[int, list[tuple[str, int, int]]]]) -> None:
     async def main() -> None:
         async with open_lab() as lab:

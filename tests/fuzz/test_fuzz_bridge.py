@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -78,6 +79,7 @@ def frames(draw: st.DrawFn) -> bytes:
 
 @FUZZ
 @given(st.lists(frames(), min_size=1, max_size=6))
+@pytest.mark.slow
 def test_layer2_receive_survives_anything(batch: list[bytes]) -> None:
     async def main() -> None:
         async with open_lab() as lab:

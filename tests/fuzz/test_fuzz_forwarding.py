@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Final, TypeVar
 
 import dpkt
+import pytest
 import trio
 from helpers import IPV4_ONLY
 from hypothesis import HealthCheck, given, settings
@@ -414,6 +415,7 @@ def forward_specs(draw: st.DrawFn) -> Spec:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.lists(forward_specs(), min_size=1, max_size=6))
+@pytest.mark.slow
 def test_forwarding_survives_fuzzed_datagrams(specs: list[Spec]) -> None:
     forward_run(specs)
 

@@ -22,6 +22,7 @@ import struct
 from typing import Final
 
 import dpkt
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -185,6 +186,7 @@ def check_reply(frame: bytes) -> None:
     rx_csum=st.sampled_from(["unnecessary", "complete", "none"]),
     batch=st.lists(frames(), min_size=1, max_size=6),
 )
+@pytest.mark.slow
 def test_ipv6_and_sit_receive_survive_fuzzed_frames(
     rx_csum: RxCsumMode, batch: list[tuple[bytes, bool]]
 ) -> None:

@@ -820,6 +820,7 @@ def note_udp(rig: Rig, frame: bytes) -> None:
 
 @FUZZ
 @given(rx_csum=st.sampled_from(RX_CSUM_MODES), specs=st.lists(arp_specs(), min_size=1, max_size=8))
+@pytest.mark.slow
 def test_arp_rcv_survives_fuzzed_frames(rx_csum: RxCsumMode, specs: list[Spec]) -> None:
     fuzz_specs(rx_csum, specs)
 
@@ -829,6 +830,7 @@ def test_arp_rcv_survives_fuzzed_frames(rx_csum: RxCsumMode, specs: list[Spec]) 
     rx_csum=st.sampled_from(RX_CSUM_MODES),
     specs=st.lists(ipv4_specs() | any_frames(), min_size=1, max_size=8),
 )
+@pytest.mark.slow
 def test_ip_rcv_survives_fuzzed_frames(rx_csum: RxCsumMode, specs: list[Spec]) -> None:
     fuzz_specs(rx_csum, specs)
 
@@ -838,6 +840,7 @@ def test_ip_rcv_survives_fuzzed_frames(rx_csum: RxCsumMode, specs: list[Spec]) -
     rx_csum=st.sampled_from(RX_CSUM_MODES),
     specs=st.lists(ipv4_specs(st.just(1)), min_size=1, max_size=8),
 )
+@pytest.mark.slow
 def test_icmp_rcv_survives_fuzzed_messages(rx_csum: RxCsumMode, specs: list[Spec]) -> None:
     fuzz_specs(rx_csum, specs)
 
@@ -847,6 +850,7 @@ def test_icmp_rcv_survives_fuzzed_messages(rx_csum: RxCsumMode, specs: list[Spec
     rx_csum=st.sampled_from(RX_CSUM_MODES),
     specs=st.lists(ipv4_specs(st.just(17)), min_size=1, max_size=8),
 )
+@pytest.mark.slow
 def test_udp_rcv_survives_fuzzed_datagrams(rx_csum: RxCsumMode, specs: list[Spec]) -> None:
     fuzz_specs(rx_csum, specs)
 
@@ -893,6 +897,7 @@ def frag_plans(draw: st.DrawFn) -> FragPlan:
 
 @FUZZ
 @given(rx_csum=st.sampled_from(RX_CSUM_MODES), plans=st.lists(frag_plans(), min_size=1, max_size=3))
+@pytest.mark.slow
 def test_reassembly_survives_fuzzed_fragments(rx_csum: RxCsumMode, plans: list[FragPlan]) -> None:
     async def body(rig: Rig) -> None:
         for plan in plans:

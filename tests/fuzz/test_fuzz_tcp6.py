@@ -221,5 +221,6 @@ def run_fuzz(setup: Setup, segments: list[Segment]) -> None:
 @pytest.mark.parametrize("state", list(STATES))
 @FUZZ
 @given(segments=st.lists(segment, min_size=1, max_size=8))
+@pytest.mark.slow
 def test_fuzz_tcp6_receive(state: str, segments: list[Segment]) -> None:
     run_fuzz(STATES[state], segments)

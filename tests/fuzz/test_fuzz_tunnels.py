@@ -1,11 +1,14 @@
-"""Fuzz the tunnel receive handlers: GRE (gre0/gre/gretap), IPIP and SIT through tunnel4.
+"""Fuzz the tunnel receive handlers: GRE (gre0/gre/gretap), IPIP and SIT through tunnel4,
+VXLAN through its UDP encapsulation socket.
 
 Each example builds a host ``h`` (192.0.2.1 on a Port-ended NIC, the NIC
 reporting one of its three RX checksum modes) with a GRE tunnel (key 5, csum,
 seq), a plain GRE tunnel, a gretap tunnel (key 9), an IPIP and a SIT tunnel, all to
-192.0.2.2, then injects a few frames built valid — GRE with any of the C/K/S/R
-bits and versions, any protocol (IPv4, TEB, IPv6, WCCP, random), matching or
-wrong keys, IPIP, 6in4 — and mutated by hypothesis (truncations, byte overwrites,
+192.0.2.2, and a VXLAN device (VNI 42, port 4789), then injects a few frames
+built valid — GRE with any of the C/K/S/R bits and versions, any protocol
+(IPv4, TEB, IPv6, WCCP, random), matching or wrong keys, IPIP, 6in4, VXLAN with
+or without the I flag, other flags, reserved bits, a known or unknown VNI — and
+mutated by hypothesis (truncations, byte overwrites,
 wrong outer/inner checksums and lengths, ECN bits).
 
 For every frame: nothing escapes the stack; the frame is accounted — a drop
@@ -21,6 +24,7 @@ import struct
 from typing import Final
 
 import dpkt
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +35,7 @@ from netstack.wire import gre
 from netstack.wire.checksum import ip_fast_csum
 
 H_MAC: Final = bytes.fromhex("020000000001")
+VX_MAC: Final = bytes.fromhex("020000000042")
 PEER_MAC: Final = bytes.fromhex("020000000002")
 LOCAL: Final = bytes([192, 0, 2, 1])
 REMOTE: Final = bytes([192, 0, 2, 2])
@@ -54,6 +59,13 @@ def inner_udp(dst_net: int, payload: bytes) -> bytes:
     return bytes(ip)
 
 
+def vxlan(flags: int, vni: int, reserved: int, inner: bytes, sport: int = 50000) -> bytes:
+    """A VXLAN datagram (UDP to 4789, dpkt fills the UDP checksum) as the payload of outer()."""
+    hdr = struct.pack("!II", flags << 24, (vni << 8) | reserved)
+    frame = bytes(dpkt.ethernet.Ethernet(dst=VX_MAC, src=PEER_MAC, type=0x0800, data=inner))
+    return bytes(dpkt.udp.UDP(sport=sport, dport=4789, data=hdr + frame, ulen=16 + len(frame)))
+
+
 def outer(payload: bytes, proto: int, tos: int = 0) -> bytes:
     ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=proto, ttl=64, tos=tos, data=payload)
     return bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip))
@@ -61,11 +73,21 @@ def outer(payload: bytes, proto: int, tos: int = 0) -> bytes:
 
 @st.composite
 def tunnel_frames(draw: st.DrawFn) -> bytes:
-    kind = draw(st.sampled_from(["gre", "gre", "gretap", "ipip", "sit"]))
+    kind = draw(st.sampled_from(["gre", "gre", "gretap", "ipip", "sit", "vxlan"]))
     net_ = draw(st.sampled_from([1, 2, 3]))
     payload = inner_udp(net_, draw(st.binary(max_size=24)))
     if kind == "ipip":
         frame = outer(payload, 4, tos=draw(st.integers(0, 255)))
+    elif kind == "vxlan":
+        udp = vxlan(
+            draw(st.sampled_from([0x08, 0x08, 0x00, 0x0C, 0x88])),
+            draw(st.sampled_from([42, 42, 43])),
+            draw(st.sampled_from([0, 0, 1])),
+            inner_udp(5, draw(st.binary(max_size=24))),
+            draw(st.integers(1, 0xFFFF)),
+        )
+        ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=17, ttl=64, data=dpkt.udp.UDP(udp))
+        frame = bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip))
     elif kind == "sit":
         ip6 = dpkt.ip6.IP6(src=bytes(15) + b"\x02", dst=bytes(15) + b"\x01", nxt=59, hlim=9)
         ip6.data = draw(st.binary(max_size=24))
@@ -101,7 +123,7 @@ def tunnel_frames(draw: st.DrawFn) -> bytes:
 
 def counters(h: Host) -> dict[str, int]:
     out = {f"drop:{k}": v for k, v in h.drops().items()}
-    for dev in ("gre0", "gre1", "gre2", "gt1", "ipip1", "tunl0", "sit1", "sit0"):
+    for dev in ("gre0", "gre1", "gre2", "gt1", "ipip1", "tunl0", "sit1", "sit0", "vx0"):
         st_ = h.dev(dev).statistics()
         out[f"{dev}:rx"] = st_.rx_packets + st_.rx_errors
     icmp = h.snmp()["Icmp"]
@@ -129,6 +151,7 @@ def check_reply(reply: bytes) -> None:
     rx_csum=st.sampled_from(["unnecessary", "complete", "none"]),
     frames=st.lists(tunnel_frames(), min_size=1, max_size=6),
 )
+@pytest.mark.slow
 def test_tunnel_receive_handlers_survive_fuzzed_frames(
     rx_csum: RxCsumMode, frames: list[bytes]
 ) -> None:
@@ -150,6 +173,9 @@ def test_tunnel_receive_handlers_survive_fuzzed_frames(
                 h.ip(f"addr add 10.9.{i}.1/24 dev {dev}")
             h.ip("link set gt1 up")
             h.ip("addr add 10.9.4.1/24 dev gt1")
+            h.ip("link add vx0 type vxlan id 42 dstport 4789 remote 192.0.2.2 dev eth0")
+            h.ip("link set vx0 address 02:00:00:00:00:42 up")
+            h.ip("addr add 10.9.5.1/24 dev vx0")
             sock = h.socket()
             await sock.bind(("0.0.0.0", 5000))
             for frame in frames:
@@ -163,12 +189,13 @@ def test_tunnel_receive_handlers_survive_fuzzed_frames(
                 assert moved + delivered >= 1, (frame.hex(), before, after)
                 for reply in port.drain():
                     check_reply(reply)
-            # still alive: plain GRE and IPIP are decapsulated and delivered
+            # still alive: plain GRE, IPIP and VXLAN are decapsulated and delivered
             await port.send(outer(gre.pack(0, 0x0800, inner_udp(2, b"alive-gre")), 47))
             await port.send(outer(inner_udp(3, b"alive-ipip"), 4))
+            await port.send(outer(vxlan(0x08, 42, 0, inner_udp(5, b"alive-vxlan")), 17))
             got: set[bytes] = set()
             with trio.fail_after(1):
-                while not {b"alive-gre", b"alive-ipip"} <= got:
+                while not {b"alive-gre", b"alive-ipip", b"alive-vxlan"} <= got:
                     got.add((await sock.recvfrom(100))[0])
 
     run(main)

@@ -108,6 +108,7 @@ async def test_ping_to_a_missing_host_reports_host_unreachable(
         assert neigh_state(a, GHOST) == NUD_FAILED
 
 
+@pytest.mark.slow
 async def test_connected_udp_with_recverr_sees_ehostunreach(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

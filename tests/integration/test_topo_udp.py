@@ -182,6 +182,7 @@ async def test_eaddrinuse_on_double_bind(autojump_clock: trio.testing.MockClock)
         await second.bind(("0.0.0.0", 5353))
 
 
+@pytest.mark.slow
 async def test_eacces_for_broadcast_without_so_broadcast(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio.testing
 from helpers import Term
 
@@ -34,6 +35,7 @@ async def test_snmp_before_any_traffic(term: Term, autojump_clock: trio.testing.
     assert lines[5] == "Tcp: 1 200 120000 -1 0 0 0 0 0 0 0 0 0 0 0"  # MaxConn is signed
 
 
+@pytest.mark.slow
 async def test_snmp_and_netstat_after_ping_and_tcp(
     term: Term, autojump_clock: trio.testing.MockClock
 ) -> None:

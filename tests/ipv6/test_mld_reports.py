@@ -29,7 +29,7 @@ import trio
 import trio.testing
 
 import netstack
-from netstack.ipv6.snmp import Mib6Snapshot
+from netstack.core.snmp import MibSnapshot
 
 ETH_P_IPV6 = 0x86DD
 
@@ -99,7 +99,7 @@ COUNTERS = {
 }
 
 
-def _flat(snmp6: Mapping[str, Mib6Snapshot]) -> dict[str, int]:
+def _flat(snmp6: Mapping[str, MibSnapshot]) -> dict[str, int]:
     return {f"{mib}{name}": value for mib, snap in snmp6.items() for name, value in snap.values}
 
 

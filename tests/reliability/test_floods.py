@@ -94,6 +94,7 @@ def mac(h: Host) -> bytes:
 
 
 @pytest.mark.parametrize("family", [AF_INET, AF_INET6])
+@pytest.mark.slow
 async def test_fragment_flood_stays_under_ipfrag_high_thresh(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
@@ -117,6 +118,7 @@ async def test_fragment_flood_stays_under_ipfrag_high_thresh(
 
 
 @pytest.mark.parametrize("family", [AF_INET, AF_INET6])
+@pytest.mark.slow
 async def test_syn_flood_keeps_the_syn_queue_at_the_backlog(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
@@ -143,6 +145,7 @@ async def test_syn_flood_keeps_the_syn_queue_at_the_backlog(
 
 
 @pytest.mark.parametrize("family", [AF_INET, AF_INET6])
+@pytest.mark.slow
 async def test_neighbour_flood_stays_under_gc_thresh3(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
@@ -160,6 +163,7 @@ async def test_neighbour_flood_stays_under_gc_thresh3(
     assert grown < FLAT
 
 
+@pytest.mark.slow
 async def test_icmp_error_flood_keeps_no_state(lab: Lab, autojump_clock: object) -> None:
     """Errors from ever new sources about our datagrams: counted, nothing kept."""
     h, port = await rig(lab)
@@ -172,6 +176,7 @@ async def test_icmp_error_flood_keeps_no_state(lab: Lab, autojump_clock: object)
     assert grown < FLAT
 
 
+@pytest.mark.slow
 async def test_packet_too_big_flood_bounds_route_exceptions(
     lab: Lab, autojump_clock: object
 ) -> None:
@@ -187,6 +192,7 @@ async def test_packet_too_big_flood_bounds_route_exceptions(
     assert max(len(c) for c in f.nh.exception_buckets.values()) <= 2 * FIB6_MAX_DEPTH - 1
 
 
+@pytest.mark.slow
 async def test_frag_needed_flood_bounds_nexthop_exceptions(
     lab: Lab, autojump_clock: object
 ) -> None:

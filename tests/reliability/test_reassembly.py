@@ -97,6 +97,7 @@ async def test_a_fragment_inside_a_run_is_a_duplicate(
 @pytest.mark.parametrize(
     ("family", "order"), [(AF_INET, "backwards"), (AF_INET, "shuffled"), (AF_INET6, "backwards")]
 )
+@pytest.mark.slow
 async def test_8191_fragments_reassemble(
     lab: Lab, autojump_clock: object, family: int, order: str
 ) -> None:

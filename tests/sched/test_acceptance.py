@@ -153,6 +153,7 @@ async def test_netem_distribution_normal_in_ping_rtts(
     assert min(rtts) < 85 and max(rtts) > 115
 
 
+@pytest.mark.slow
 async def test_netem_loss_ten_percent_of_ten_thousand(
     autojump_clock: trio.testing.MockClock, lab: netstack.Lab
 ) -> None:

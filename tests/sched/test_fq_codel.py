@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from helpers import dummy_host, udp_skb
@@ -216,6 +217,7 @@ async def test_memory_limit(lab: netstack.Lab, autojump_clock: trio.testing.Mock
     assert stats.drop_overmemory > 0 and stats.drop_overmemory == stats.drop_overlimit
 
 
+@pytest.mark.slow
 async def test_smaller_limit_trims_the_queue_now(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:

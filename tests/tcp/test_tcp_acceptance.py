@@ -61,6 +61,7 @@ def impaired_pair(lab: Lab, path: str, cc: str) -> tuple[Host, Host]:
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
 @pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.slow
 async def test_transfer_over_netem(lab: Lab, autojump_clock: object, path: str, cc: str) -> None:
     a, b = impaired_pair(lab, path, cc)
     await trio.sleep(2)  # the sit link-locals finish DAD

@@ -205,6 +205,31 @@ async def test_so_rcvbuf_sets_an_honest_window(lab: Lab, autojump_clock: object)
     assert bytes(got) == b"z" * 20_000
 
 
+@pytest.mark.parametrize("locked", ["SO_RCVBUF", "SO_SNDBUF"])
+async def test_only_so_rcvbuf_stops_receive_buffer_autotuning(
+    lab: Lab, autojump_clock: object, locked: str
+) -> None:
+    """tcp_rcv_space_adjust grows sk_rcvbuf unless SOCK_RCVBUF_LOCK (2) is set;
+    SO_SNDBUF (SOCK_SNDBUF_LOCK, 1) leaves the receive side alone."""
+    a, b = pair(lab, delay=0.001)
+    c, conn = await connected(a, b)
+    opt = 8 if locked == "SO_RCVBUF" else 7
+    conn.setsockopt(1, opt, 65536)  # doubled: 131072, the default rcvbuf
+    before = tsk(conn).sk_rcvbuf
+    assert before == 131072
+    payload = bytes(range(256)) * 8192  # 2 MiB
+    got = bytearray()
+    async with trio.open_nursery() as n:
+        n.start_soon(c.sendall, payload)
+        while len(got) < len(payload):
+            got += await conn.recv(1 << 16)
+    assert got == payload
+    if locked == "SO_RCVBUF":
+        assert tsk(conn).sk_rcvbuf == before
+    else:
+        assert tsk(conn).sk_rcvbuf > before
+
+
 async def test_congestion_control_sysctl(lab: Lab, autojump_clock: object) -> None:
     a, b = pair(lab)
     assert a.sysctl("net.ipv4.tcp_congestion_control") == "cubic"

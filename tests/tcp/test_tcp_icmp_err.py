@@ -236,6 +236,7 @@ errors = st.lists(
 @pytest.mark.parametrize("family", [AF_INET6, AF_INET])
 @FUZZ
 @given(errs=errors)
+@pytest.mark.slow
 def test_fuzz_icmp_errors_at_request_and_time_wait(
     family: int, state: str, errs: list[tuple[int, int, str, int, int]]
 ) -> None:

@@ -245,6 +245,7 @@ def tshark_tcp_rows(path: Path) -> list[list[str]]:
     return [line.split("|") for line in out.splitlines()]
 
 
+@pytest.mark.slow
 async def test_ipv6_connection_pcap_is_clean(
     lab: Lab, autojump_clock: object, tmp_path: Path
 ) -> None:

@@ -126,6 +126,7 @@ async def transfer(
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
+@pytest.mark.slow
 async def test_bulk_transfer_with_loss_dup_reorder(
     lab: Lab, autojump_clock: object, cc: str
 ) -> None:
@@ -174,6 +175,7 @@ async def test_rto_backoff_and_recovery(lab: Lab, autojump_clock: object) -> Non
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
+@pytest.mark.slow
 async def test_transfer_through_netem(lab: Lab, autojump_clock: object, cc: str) -> None:
     """The issue's acceptance, scaled to 1 MB: netem loss 5%, duplicate 1%, reordering
     and 10% jitter on both directions of a NIC link; byte-exact with Reno and CUBIC."""

@@ -80,6 +80,7 @@ async def test_netperf_tcp_stream(lab: Lab, autojump_clock: object, kind: str) -
     assert res.cpu_seconds > 0 and res.cpu_goodput_mbps > 0
 
 
+@pytest.mark.slow
 async def test_netperf_tcp_stream_over_a_rated_link(lab: Lab, autojump_clock: object) -> None:
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind="nic", rate=20e6, delay=0.001)
@@ -134,6 +135,7 @@ async def test_netperf_has_no_cpu_figures_in_functional_mode(
 
 
 @pytest.mark.parametrize("test", ["TCP_STREAM", "TCP_RR", "UDP_STREAM"])
+@pytest.mark.slow
 async def test_netperf_through_a_netserver_gives_the_same_figures(
     lab: Lab, autojump_clock: object, test: str
 ) -> None:

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import dpkt
+import pytest
 from fresh_project import run_pytest
 
 FAILING = textwrap.dedent("""
@@ -53,6 +54,7 @@ FAILING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_failures_are_pytest_reports_with_seed_and_pcaps(tmp_path: Path) -> None:
     (tmp_path / "test_fail.py").write_text(FAILING)
     r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(tmp_path / "pcaps"))
@@ -71,6 +73,7 @@ def test_failures_are_pytest_reports_with_seed_and_pcaps(tmp_path: Path) -> None
     assert "1 failed" in rerun.stdout, rerun.stdout
 
 
+@pytest.mark.slow
 def test_xdist_workers_keep_their_own_pcaps(tmp_path: Path) -> None:
     tests = "\n".join(
         textwrap.dedent(f"""
@@ -99,3 +102,59 @@ def test_xdist_workers_keep_their_own_pcaps(tmp_path: Path) -> None:
             counts.append(sum(1 for _ in dpkt.pcap.Reader(fh)))
     # ARP request + reply, then count x (echo request + reply) on each worker's own lab
     assert sorted(counts) == [4, 6, 8, 10]
+
+
+ASYNCIO_PROJECT = textwrap.dedent("""
+    import asyncio
+    import socket
+
+    import pytest
+    from netstack import Lab
+
+
+    async def upper(reader, writer) -> None:
+        writer.write((await reader.read(100)).upper())
+        await writer.drain()
+        writer.close()
+
+
+    @pytest.fixture
+    async def server_on_b(lab: Lab) -> None:
+        a, b = lab.add_host("a"), lab.add_host("b")
+        lab.add_link("a:eth0", "b:eth0", kind="nic", delay=0.005)
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        await b.run_asyncio(asyncio.start_server, upper, None, 7)
+
+
+    @pytest.mark.netstack_asyncio("a")
+    async def test_asyncio_body_on_a(lab: Lab, server_on_b: None) -> None:
+        assert socket.gethostname() == "a"
+        loop = asyncio.get_running_loop()
+        reader, writer = await asyncio.open_connection("b", 7)
+        writer.write(b"hello")
+        assert await reader.read() == b"HELLO"
+        writer.close()
+        await asyncio.sleep(60)  # virtual
+        assert 60 < loop.time() < 60.1
+
+
+    @pytest.mark.netstack_asyncio("a")
+    async def test_asyncio_body_fails(lab: Lab, server_on_b: None) -> None:
+        reader, writer = await asyncio.open_connection("10.0.0.2", 7)
+        writer.write(b"hello")
+        answer = await reader.read()
+        writer.close()
+        assert answer == b"hello"
+""")
+
+
+def test_asyncio_marker_in_a_new_project(tmp_path: Path) -> None:
+    (tmp_path / "test_aio.py").write_text(ASYNCIO_PROJECT)
+    r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(tmp_path / "pcaps"))
+    out = r.stdout
+    assert "1 failed, 1 passed" in out, out + r.stderr
+    assert "ExceptionGroup" not in out, out
+    assert "assert b'HELLO' == b'hello'" in out, out
+    pcaps = sorted(p.name for p in (tmp_path / "pcaps").rglob("*.pcap"))
+    assert pcaps == ["a-eth0.pcap", "b-eth0.pcap"], out

@@ -143,6 +143,7 @@ async def test_driver_conformance(
     assert ran == ["registration", "updown", "delivery", "frames", "counters", "mtu", "burst"]
 
 
+@pytest.mark.slow
 def test_failing_test_leaves_its_pcaps(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text(
         textwrap.dedent("""

@@ -58,6 +58,7 @@ async def gre_transfer(
         ("gretap", "seq", False),
     ],
 )
+@pytest.mark.slow
 async def test_gre_gro_merges_plain_and_keyed_gre(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, kind: str, opts: str, merges: bool
 ) -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from netstack.core.skbuff import SkBuff
-from netstack.tunnels.inet_ecn import (
+from netstack.core.inet_ecn import (
     INET_ECN_CE,
     INET_ECN_ECT_0,
     INET_ECN_ECT_1,
@@ -13,7 +12,8 @@ from netstack.tunnels.inet_ecn import (
     INET_ECN_encapsulate,
     IP_ECN_decapsulate,
 )
-from netstack.wire.checksum import ip_fast_csum
+from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
+from netstack.wire.checksum import csum_fold, csum_partial, ip_fast_csum
 from netstack.wire.ipv4 import IPV4_HDR
 
 NOT, E1, E0, CE = INET_ECN_NOT_ECT, INET_ECN_ECT_1, INET_ECN_ECT_0, INET_ECN_CE
@@ -62,3 +62,27 @@ def test_decapsulate_rfc6040(inner: int, outer: int, rc: int, after: int) -> Non
     assert IP_ECN_decapsulate(0x28 | outer, skb) == rc
     assert skb.buf[1] == 0x28 | after
     assert ip_fast_csum(skb.buf, 0, 20) == 0  # the header checksum was fixed incrementally
+
+
+def test_decapsulate_rewrites_the_checksum_as_the_kernel_does() -> None:
+    """CE over ECT(1) via IP_ECN_set_ce(): the kernel's sum gives 0xffff where
+    RFC 1624's formula gave 0x0000 (both valid; the bytes are the kernel's)."""
+    skb = inner_skb(E1)
+    skb.buf[10:12] = b"\x00\x02"  # a header whose ECT(1) → CE sum lands on ±0
+    assert IP_ECN_decapsulate(CE, skb) == 0
+    assert skb.buf[1] == 0x28 | CE
+    assert bytes(skb.buf[10:12]) == b"\xff\xff"
+
+
+def test_decapsulate_ipv6_ce_updates_a_complete_checksum() -> None:
+    """IP6_ECN_set_ce() folds the traffic-class change into skb->csum (CHECKSUM_COMPLETE)."""
+    buf = bytearray(40)
+    buf[0], buf[1] = 0x60 | 0x0A, 0x00 | (E0 << 4)  # traffic class 0xA0 | ECT(0)
+    skb = SkBuff(buf, 0, 40)
+    skb.network_header = 0
+    skb.protocol = 0x86DD
+    skb.ip_summed = CHECKSUM_COMPLETE
+    skb.csum = csum_partial(buf, 0, 40, 0)
+    assert IP_ECN_decapsulate(CE, skb) == 0
+    assert (skb.buf[1] >> 4) & 3 == CE
+    assert csum_fold(skb.csum) == csum_fold(csum_partial(skb.buf, 0, 40, 0))

@@ -4,7 +4,9 @@
 software GSO (``inet_gso_segment`` → ``ipip_gso_segment`` →
 ``tcp4_gso_segment``). The frames on the wire are byte-identical to those of
 the same transfer with GSO off on the tunnel (TCP building MSS-sized skbs):
-outer and inner IP IDs incrementing, lengths, every checksum."""
+outer and inner IP IDs incrementing, lengths, every checksum — but for PSH,
+which TCP forces on every skb of more than one segment (``__tcp_transmit_skb``)
+and the cut leaves on that skb's last segment."""
 
 from __future__ import annotations
 
@@ -94,6 +96,19 @@ def _check(ip: dpkt.ip.IP) -> None:
     assert bytes(fresh) == raw
 
 
+def with_psh(frame: bytes, l4: int) -> bytes:
+    """*frame* with PSH set in the TCP header at offset *l4*, the checksum
+    updated incrementally (RFC 1624: the flags word grows by 0x0008)."""
+    b = bytearray(frame)
+    if b[l4 + 13] & 0x08:
+        return frame
+    b[l4 + 13] |= 0x08
+    s = (~int.from_bytes(b[l4 + 16 : l4 + 18], "big") & 0xFFFF) + 0x0008
+    s = (s & 0xFFFF) + (s >> 16)
+    b[l4 + 16 : l4 + 18] = (~s & 0xFFFF).to_bytes(2, "big")
+    return bytes(b)
+
+
 async def test_ipip_gso_segments_are_the_mss_sends(autojump_clock: object) -> None:
     frames: dict[str, tuple[list[bytes], list[bytes], int]] = {}
 
@@ -109,7 +124,9 @@ async def test_ipip_gso_segments_are_the_mss_sends(autojump_clock: object) -> No
     mss_sent, mss_wire, mss_skbs = frames["off"]
     assert gso_skbs < 10 == mss_skbs  # the tunnel saw GSO skbs, or one skb per segment
     assert len(gso_wire) == 10
-    assert gso_sent == gso_wire == mss_wire == mss_sent
+    assert gso_sent == gso_wire and mss_wire == mss_sent
+    # the first 5-segment skb's PSH (__tcp_transmit_skb) is on its last segment
+    assert gso_wire == [with_psh(f, 14 + 20 + 20) if i == 4 else f for i, f in enumerate(mss_wire)]
     outer = [dpkt.ethernet.Ethernet(f).data for f in gso_wire]
     inner = [o.data for o in outer]
     assert all(o.p == 4 and o.df for o in outer)
@@ -122,7 +139,7 @@ async def test_ipip_gso_segments_are_the_mss_sends(autojump_clock: object) -> No
     assert seqs == [(seqs[0] + mss * k) & 0xFFFFFFFF for k in range(10)]
     assert b"".join(i.data.data for i in inner) == PAYLOAD
     flags = [i.data.flags for i in inner]
-    assert flags[-1] & dpkt.tcp.TH_PUSH and not any(fl & dpkt.tcp.TH_PUSH for fl in flags[:-1])
+    assert [k for k, fl in enumerate(flags) if fl & dpkt.tcp.TH_PUSH] == [4, 9]
     for o in outer:
         _check(o)
         _check(o.data)
@@ -290,7 +307,8 @@ async def test_sit_gso_segments_are_the_mss_sends(autojump_clock: object) -> Non
             n.start_soon(run, gso)
     (gso_wire, gso_skbs), (mss_wire, mss_skbs) = frames["on"], frames["off"]
     assert gso_skbs < 10 == mss_skbs
-    assert len(gso_wire) == 10 and gso_wire == mss_wire
+    assert len(gso_wire) == 10
+    assert gso_wire == [with_psh(f, 14 + 20 + 40) if i == 4 else f for i, f in enumerate(mss_wire)]
     outer = [dpkt.ethernet.Ethernet(f).data for f in gso_wire]
     assert all(o.p == 41 and o.df for o in outer)
     assert [o.id for o in outer] == [(outer[0].id + i) & 0xFFFF for i in range(10)]

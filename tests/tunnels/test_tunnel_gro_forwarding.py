@@ -34,6 +34,7 @@ def inner_ok(inner: dpkt.Packet) -> bool:
 @pytest.mark.parametrize(
     "tunnel", ["gre", "gre key 7", "gre csum", "gretap", "gretap key 9", "ipip", "sit", "ipv6"]
 )
+@pytest.mark.slow
 async def test_router_resegments_tunnel_aggregates(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tunnel: str
 ) -> None:

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gre_two_sites.py"
 
 
+@pytest.mark.slow
 def test_gre_capture_dissects_cleanly(tmp_path: Path) -> None:
     assert TSHARK is not None
     spec = importlib.util.spec_from_file_location("example_gre_two_sites", EXAMPLE)

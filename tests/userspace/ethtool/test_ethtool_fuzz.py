@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -33,6 +34,7 @@ WORDS = [
         max_size=8,
     )
 )
+@pytest.mark.slow
 def test_fuzz_ethtool_never_crashes(words: list[str]) -> None:
     async def main() -> None:
         async with open_lab() as lab:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import trio.testing
 from helpers import Term
 
@@ -38,6 +39,7 @@ async def test_nstat_reads_the_three_files_in_its_order(
     assert len(names) == 18 + 29 + 10 + 9 + 9 + (33 + 36 + 17) + 135 + 18
 
 
+@pytest.mark.slow
 async def test_tcp_counters_after_netperf(
     term: Term, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -60,6 +62,7 @@ async def test_tcp_counters_after_netperf(
     assert "IpOutRequests" in (await term.run("h1 nstat"))[1]
 
 
+@pytest.mark.slow
 async def test_expect_every_nstat_counter(
     term: Term, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio.testing
 from helpers import Term
 
@@ -18,6 +19,7 @@ EMPTY = (
 )
 
 
+@pytest.mark.slow
 async def test_ss_summary(term: Term, autojump_clock: trio.testing.MockClock) -> None:
     assert await term.run("h1 ss -s") == (0, EMPTY)
     assert await term.run("h1 ss --summary") == (0, EMPTY)

@@ -384,6 +384,7 @@ def test_fuzz_every_link_type_never_raises(dlt: int, data: bytes, wirelen: int) 
 
 @FUZZ
 @given(st.integers(0, 10_000), st.binary(min_size=1, max_size=120), st.integers(0, 300))
+@pytest.mark.slow
 def test_fuzz_new_printers_behind_valid_headers(seed: int, payload: bytes, cut: int) -> None:
     """Garbage after valid IPv4/IPv6/UDP headers reaches each application printer."""
     frames = pcap_corpus.frames()
@@ -401,6 +402,7 @@ def test_fuzz_new_printers_behind_valid_headers(seed: int, payload: bytes, cut: 
     st.lists(st.tuples(st.integers(0, 300), st.integers(0, 255)), max_size=6),
     st.integers(0, 200),
 )
+@pytest.mark.slow
 def test_fuzz_mutated_corpus_never_raises(
     which: int, flips: list[tuple[int, int]], cut: int
 ) -> None:

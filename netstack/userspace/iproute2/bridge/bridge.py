@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
-import shlex
 from typing import TYPE_CHECKING, Any, Final
-
-import attrs
 
 from netstack.bridge.br_netlink import BridgePortOpts, br_setport
 from netstack.bridge.br_private import (
@@ -83,8 +80,9 @@ from netstack.core.rtnetlink import (
     rtnl_fdb_dump,
 )
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip.ip_common import get_unsigned
+from netstack.userspace.iproute2.ip.ip_common import get_unsigned, matches, split_words
 from netstack.userspace.iproute2.ip.ip_link import link_attrs, name_and_link, print_link_flags
+from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.ipv4 import aton, ntoa
 
 if TYPE_CHECKING:
@@ -168,25 +166,6 @@ IFNAMSIZ: Final = 16
 VLAN_ID_LEN: Final = 9
 
 
-@attrs.define
-class BridgeOptions:
-    """The global options (``-s``, ``-d``, ``-j``, ``-c``, ``-p``)."""
-
-    stats: int = 0
-    details: int = 0
-    json: bool = False
-    pretty: bool = False
-    compress: bool = False
-    out: list[str] = attrs.Factory(list)
-
-    def write(self, text: str) -> None:
-        self.out.append(text)
-
-
-def _matches(prefix: str, word: str) -> bool:
-    return bool(prefix) and word.startswith(prefix)
-
-
 def _fail(msg: str, err: int = errno.EINVAL) -> ConfigError:
     return ConfigError(msg, err)
 
@@ -215,13 +194,13 @@ def _state_n2a(s: int) -> str:
 
 
 def _state_a2n(arg: str) -> int | None:
-    if _matches(arg, "permanent"):
+    if matches(arg, "permanent"):
         return NUD_PERMANENT
-    if _matches(arg, "static") or _matches(arg, "temp"):
+    if matches(arg, "static") or matches(arg, "temp"):
         return NUD_NOARP
-    if _matches(arg, "stale"):
+    if matches(arg, "stale"):
         return NUD_STALE
-    if _matches(arg, "reachable") or _matches(arg, "dynamic"):
+    if matches(arg, "reachable") or matches(arg, "dynamic"):
         return NUD_REACHABLE
     if arg == "all":
         return 0xFFFF
@@ -236,7 +215,7 @@ def _dst_text(dst: bytes) -> str:
     return str(IPv6Address(dst))
 
 
-def print_fdb(net: Net, m: FdbMsg, opts: BridgeOptions, filter_index: int) -> Any:
+def print_fdb(net: Net, m: FdbMsg, opts: Iproute2Options, filter_index: int) -> Any:
     """One entry, as iproute2's print_fdb() prints it (or its JSON object)."""
     if opts.json:
         obj: dict[str, Any] = {"mac": _mac(m.lladdr)}
@@ -308,7 +287,7 @@ def print_fdb(net: Net, m: FdbMsg, opts: BridgeOptions, filter_index: int) -> An
     return "".join(o)
 
 
-def fdb_show(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def fdb_show(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/fdb.c, fdb_show()."""
     filter_dev: str | None = None
     br_name: str | None = None
@@ -345,7 +324,7 @@ def fdb_show(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
             filter_state |= st
         elif w == "dynamic":
             filter_dynamic = True
-        elif _matches(w, "help"):
+        elif matches(w, "help"):
             raise _fail(FDB_USAGE)
         i += 1
     br: NetDevice | None = None
@@ -379,7 +358,7 @@ def fdb_show(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
         opts.write(_json(objs, opts) + "\n")
 
 
-def _json(obj: Any, opts: BridgeOptions) -> str:
+def _json(obj: Any, opts: Iproute2Options) -> str:
     if opts.pretty:
         return json.dumps(obj, indent=4)
     return json.dumps(obj, separators=(",", ":"))
@@ -437,23 +416,23 @@ def fdb_modify(net: Net, argv: list[str], nlflags: int, delete: bool) -> None:
             tb[NDA_IFINDEX] = via.ifindex
         elif w == "self":
             ndm_flags |= NTF_SELF
-        elif _matches(w, "master"):
+        elif matches(w, "master"):
             ndm_flags |= NTF_MASTER
-        elif _matches(w, "router"):
+        elif matches(w, "router"):
             ndm_flags |= NTF_ROUTER
-        elif _matches(w, "local") or _matches(w, "permanent"):
+        elif matches(w, "local") or matches(w, "permanent"):
             ndm_state |= NUD_PERMANENT
-        elif _matches(w, "temp") or _matches(w, "static"):
+        elif matches(w, "temp") or matches(w, "static"):
             ndm_state |= NUD_REACHABLE
-        elif _matches(w, "dynamic"):
+        elif matches(w, "dynamic"):
             ndm_state |= NUD_REACHABLE
             ndm_state &= ~NUD_NOARP
-        elif _matches(w, "vlan"):
+        elif matches(w, "vlan"):
             if vid >= 0:
                 raise _fail(f'Error: either "vlan" is duplicate, or "{argv[i]}" is a garbage.')
             text = value()
             vid = _atoi(text)
-        elif _matches(w, "use"):
+        elif matches(w, "use"):
             ndm_flags |= NTF_USE
         elif w == "extern_learn":
             ndm_flags |= NTF_EXT_LEARNED
@@ -462,7 +441,7 @@ def fdb_modify(net: Net, argv: list[str], nlflags: int, delete: bool) -> None:
         else:
             if w == "to":
                 w = value()
-            if _matches(w, "help"):
+            if matches(w, "help"):
                 raise _fail(FDB_USAGE)
             if addr is not None:
                 raise _fail(f'Error: either "to" is duplicate, or "{w}" is a garbage.')
@@ -534,25 +513,25 @@ def _parse_addr(text: str) -> bytes:
         raise _fail(f'Error: any valid address is expected rather than "{text}".') from None
 
 
-def do_fdb(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def do_fdb(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/fdb.c, do_fdb()."""
     if not argv:
         fdb_show(net, opts, [])
         return
     w, rest = argv[0], argv[1:]
-    if _matches(w, "add"):
+    if matches(w, "add"):
         fdb_modify(net, rest, NLM_F_CREATE | NLM_F_EXCL, False)
-    elif _matches(w, "append"):
+    elif matches(w, "append"):
         fdb_modify(net, rest, NLM_F_CREATE | NLM_F_APPEND, False)
-    elif _matches(w, "replace"):
+    elif matches(w, "replace"):
         fdb_modify(net, rest, NLM_F_CREATE | NLM_F_REPLACE, False)
-    elif _matches(w, "delete"):
+    elif matches(w, "delete"):
         fdb_modify(net, rest, 0, True)
-    elif _matches(w, "show") or _matches(w, "lst") or _matches(w, "list"):
+    elif matches(w, "show") or matches(w, "lst") or matches(w, "list"):
         fdb_show(net, opts, rest)
-    elif _matches(w, "help"):
+    elif matches(w, "help"):
         raise _fail(FDB_USAGE)
-    elif _matches(w, "get") or _matches(w, "flush"):
+    elif matches(w, "get") or matches(w, "flush"):
         raise _fail(f'netstack: "bridge fdb {w}" is not supported', errno.EOPNOTSUPP)
     else:
         raise _fail(f'Command "{w}" is unknown, try "bridge fdb help".')
@@ -571,7 +550,7 @@ def _onoff(flags: int, bit: int) -> str:
     return "on" if flags & bit else "off"
 
 
-def link_show(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def link_show(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/link.c, print_linkinfo() over the AF_BRIDGE link dump."""
     filter_dev: NetDevice | None = None
     i = 0
@@ -729,17 +708,17 @@ def link_set(net: Net, argv: list[str]) -> None:
     br_setport(p, o)
 
 
-def do_link(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def do_link(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/link.c, do_link()."""
     if not argv:
         link_show(net, opts, [])
         return
     w, rest = argv[0], argv[1:]
-    if _matches(w, "set") or _matches(w, "change"):
+    if matches(w, "set") or matches(w, "change"):
         link_set(net, rest)
-    elif _matches(w, "show") or _matches(w, "lst") or _matches(w, "list"):
+    elif matches(w, "show") or matches(w, "lst") or matches(w, "list"):
         link_show(net, opts, rest)
-    elif _matches(w, "help"):
+    elif matches(w, "help"):
         raise _fail(LINK_USAGE)
     else:
         raise _fail(f'Command "{w}" is unknown, try "bridge link help".')
@@ -783,7 +762,7 @@ def _compress(rows: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def vlan_show(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def vlan_show(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/vlan.c, vlan_show() / print_vlan_info()."""
     filter_dev: NetDevice | None = None
     filter_vlan = 0
@@ -879,7 +858,7 @@ def vlan_modify(net: Net, argv: list[str], delete: bool) -> None:
             vflags |= BRIDGE_VLAN_INFO_UNTAGGED
         elif w == "tunnel_info":
             raise _fail('netstack: "bridge vlan ... tunnel_info" is not supported', 95)
-        elif _matches(w, "help"):
+        elif matches(w, "help"):
             raise _fail(VLAN_USAGE)
         i += 1
     if d is None or vid == -1:
@@ -923,21 +902,21 @@ def vlan_modify(net: Net, argv: list[str], delete: bool) -> None:
     assert done
 
 
-def do_vlan(net: Net, opts: BridgeOptions, argv: list[str]) -> None:
+def do_vlan(net: Net, opts: Iproute2Options, argv: list[str]) -> None:
     """iproute2: bridge/vlan.c, do_vlan()."""
     if not argv:
         vlan_show(net, opts, [])
         return
     w, rest = argv[0], argv[1:]
-    if _matches(w, "add"):
+    if matches(w, "add"):
         vlan_modify(net, rest, False)
-    elif _matches(w, "delete"):
+    elif matches(w, "delete"):
         vlan_modify(net, rest, True)
-    elif _matches(w, "show") or _matches(w, "lst") or _matches(w, "list"):
+    elif matches(w, "show") or matches(w, "lst") or matches(w, "list"):
         vlan_show(net, opts, rest)
-    elif _matches(w, "help"):
+    elif matches(w, "help"):
         raise _fail(VLAN_USAGE)
-    elif _matches(w, "set") or _matches(w, "tunnelshow") or w == "global":
+    elif matches(w, "set") or matches(w, "tunnelshow") or w == "global":
         raise _fail(f'netstack: "bridge vlan {w}" is not supported', errno.EOPNOTSUPP)
     else:
         raise _fail(f'Command "{w}" is unknown, try "bridge vlan help".')
@@ -950,42 +929,42 @@ def bridge(net: Net, command: str | list[str]) -> str:
     Raises:
         ConfigError: with the tool's message on bad input.
     """
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
-    opts = BridgeOptions()
+    argv = split_words(command) if isinstance(command, str) else list(command)
+    opts = Iproute2Options()
     while argv and argv[0].startswith("-") and len(argv[0]) > 1:
         opt = argv.pop(0)
         if opt.startswith("--"):
             opt = opt[1:]
-        if opt == "-help" or _matches(opt, "-help"):
+        if opt == "-help" or matches(opt, "-help"):
             raise _fail(BRIDGE_USAGE)
-        if _matches(opt, "-Version") or opt == "-V":
+        if matches(opt, "-Version") or opt == "-V":
             return "bridge utility, 6.1.0\n"
-        if _matches(opt, "-stats") or _matches(opt, "-statistics"):
+        if matches(opt, "-stats") or matches(opt, "-statistics"):
             opts.stats += 1
-        elif _matches(opt, "-details"):
+        elif matches(opt, "-details"):
             opts.details += 1
-        elif _matches(opt, "-json"):
+        elif matches(opt, "-json"):
             opts.json = True
-        elif _matches(opt, "-pretty"):
+        elif matches(opt, "-pretty"):
             opts.pretty = True
-        elif _matches(opt, "-compressvlans"):
+        elif matches(opt, "-compressvlans"):
             opts.compress = True
-        elif _matches(opt, "-oneline") or _matches(opt, "-timestamp") or opt == "-color":
+        elif matches(opt, "-oneline") or matches(opt, "-timestamp") or opt == "-color":
             pass
         else:
             raise _fail(f'Option "{opt}" is unknown, try "bridge help".')
     if not argv:
         raise _fail(BRIDGE_USAGE)
     obj, rest = argv[0], argv[1:]
-    if _matches(obj, "link"):
+    if matches(obj, "link"):
         do_link(net, opts, rest)
-    elif _matches(obj, "fdb"):
+    elif matches(obj, "fdb"):
         do_fdb(net, opts, rest)
-    elif _matches(obj, "vlan"):
+    elif matches(obj, "vlan"):
         do_vlan(net, opts, rest)
-    elif _matches(obj, "help"):
+    elif matches(obj, "help"):
         raise _fail(BRIDGE_USAGE)
-    elif _matches(obj, "mdb") or _matches(obj, "monitor"):
+    elif matches(obj, "mdb") or matches(obj, "monitor"):
         raise _fail(f'netstack: "bridge {obj}" is not supported', errno.EOPNOTSUPP)
     else:
         raise _fail(f'Object "{obj}" is unknown, try "bridge help".')

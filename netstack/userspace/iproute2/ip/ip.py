@@ -19,7 +19,9 @@ handler (calling the kernel-side functions of ``netstack.core.dev``,
 ``netstack.ipv4`` and ``netstack.neigh``, whose own error texts pass through
 unchanged). What ``ip`` prints on stdout is returned; what it prints on
 stderr before failing is raised as :class:`~netstack.errors.ConfigError`.
-Warnings that iproute2 prints on stderr and then carries on from are dropped.
+Warnings that iproute2 prints on stderr and then carries on from are
+returned by :func:`ip_run` beside stdout (``ip`` the command prints them on
+stderr; :func:`ip` drops them).
 
 iproute2: ip/ip.c.
 """
@@ -41,11 +43,11 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     Args,
-    IpOptions,
     get_unsigned,
     invarg,
     matches,
     read_family,
+    split_words,
 )
 from netstack.userspace.iproute2.ip.ip_json import jsonw
 from netstack.userspace.iproute2.ip.ip_link import do_iplink
@@ -53,12 +55,13 @@ from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
 from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
 from netstack.userspace.iproute2.status import Iproute2Exit, exit_status
+from netstack.userspace.iproute2.utils import Iproute2Options, matches_color
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.userspace.process import Machine, Process
 
-__all__ = ["IP_USAGE", "IP_VERSION", "ip", "main"]
+__all__ = ["IP_USAGE", "IP_VERSION", "ip", "ip_run", "main"]
 
 IP_VERSION: Final = "ip utility, iproute2-6.1.0"
 
@@ -80,7 +83,7 @@ IP_USAGE: Final = (
     "                    -c[olor]}"
 )
 
-Handler = Callable[["Net", IpOptions, Args], None]
+Handler = Callable[["Net", Iproute2Options, Args], None]
 
 # ip/ip.c cmds[]: the first entry the word is a prefix of wins
 _IMPLEMENTED: Final[dict[str, Handler]] = {
@@ -142,7 +145,7 @@ def _matches_color(opt: str) -> bool:
     return not eq or value in ("", "always", "auto", "never")
 
 
-def _parse_options(args: Args, opts: IpOptions) -> str | None:
+def _parse_options(args: Args, opts: Iproute2Options) -> str | None:
     """Consume the global options; return text to print and stop (``-V``), else None.
 
     iproute2: ip/ip.c, main().
@@ -206,7 +209,7 @@ def _parse_options(args: Args, opts: IpOptions) -> str | None:
             value = args.take()
             if get_unsigned(value) is None:
                 raise ConfigError(f"Invalid rcvbuf size '{value}'", errno.EINVAL)
-        elif _matches_color(opt):
+        elif matches_color(opt):
             pass  # output is never a terminal: no colour
         elif matches(opt, "-help"):
             raise _usage()
@@ -234,6 +237,11 @@ def _parse_options(args: Args, opts: IpOptions) -> str | None:
 
 
 def ip(net: Net, command: str) -> str:
+    """Run an ``ip`` command line (its stdout; see :func:`ip_run` for the warnings)."""
+    return ip_run(net, command)[0]
+
+
+def ip_run(net: Net, command: str) -> tuple[str, str]:
     """Run an ``ip`` command line (without the leading ``ip``) on *net*; return its output.
 
     Args:
@@ -241,21 +249,22 @@ def ip(net: Net, command: str) -> str:
         command: e.g. ``"-s link show dev eth0"``, ``"addr add 10.0.0.1/24 dev eth0"``.
 
     Returns:
-        What ``ip`` prints on stdout (``""`` for commands that print nothing).
+        What ``ip`` prints on stdout (``""`` for commands that print nothing)
+        and the warnings it prints on stderr before carrying on (``""``: none).
 
     Raises:
         ConfigError: with the exact text iproute2 (or the kernel, through
             iproute2) prints on stderr, and the errno where one applies.
     """
     try:
-        argv = shlex.split(command)
+        argv = split_words(command)
     except ValueError as e:
         raise ConfigError(f"ip: cannot parse command line: {e}", errno.EINVAL) from None
     args = Args(argv)
-    opts = IpOptions()
+    opts = Iproute2Options()
     version = _parse_options(args, opts)
     if version is not None:
-        return version
+        return version, ""
     if not args:
         raise _usage()
     word = args.take()
@@ -270,18 +279,21 @@ def ip(net: Net, command: str) -> str:
     if handler is None:
         raise ConfigError(f'netstack: "ip {obj}" is not implemented', errno.EOPNOTSUPP)
     handler(net, opts, args)
+    err = "".join(f"{w}\n" for w in opts.err)
     if opts.json and opts.json_list:
-        return jsonw(opts.records, pretty=opts.pretty)
-    return opts.text()
+        return jsonw(opts.records, pretty=opts.pretty), err
+    return opts.text(), err
 
 
 async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     """The ``ip`` command: run *argv* on *host*'s kernel and print what ip prints."""
     try:
-        text = ip(host.net, shlex.join(argv))
+        text, err = ip_run(host.net, shlex.join(argv))
     except ConfigError as e:  # printed on stderr; the status is iproute2's for that path
         proc.err(str(e))
         return exit_status(e, "ip")
+    if err:
+        proc.err(err.rstrip("\n"))
     if text:
         proc.out(text.rstrip("\n"))
     return 0

@@ -30,9 +30,11 @@ from netstack.ipv6.constants import (
     RT_TABLE_MAIN,
     RTF_CACHE,
     RTF_EXPIRES,
+    RTN_UNICAST,
     RTNH_F_DEAD,
     RTNH_F_LINKDOWN,
     RTNH_F_ONLINK,
+    RTPROT_BOOT,
     rt_scope,
 )
 from netstack.ipv6.route import (
@@ -50,16 +52,17 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_UNSPEC,
     INFINITY_LIFE_TIME,
     InetPrefix,
-    IpOptions,
     devices,
     extack_error,
     inet6_addr_match,
     ipv6_or_error,
     rtnl_error,
+    rtnl_rtntype_n2a,
     rtnl_rtprot_n2a,
     rtnl_rtscope_n2a,
     rtnl_rttable_n2a,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.ipv6 import ntoa as ntoa6
 from netstack.wire.ipv6 import prefix_mask
 
@@ -79,22 +82,6 @@ __all__ = [
     "print_addrinfo6",
 ]
 
-# ip/iproute.c: RTN_* names as rtnl_rtntype_n2a prints them
-_RTN_NAMES: Final = {
-    0: "none",
-    1: "unicast",
-    2: "local",
-    3: "broadcast",
-    4: "anycast",
-    5: "multicast",
-    6: "blackhole",
-    7: "unreachable",
-    8: "prohibit",
-    9: "throw",
-    10: "nat",
-}
-RTN_UNICAST: Final = 1
-RTPROT_BOOT: Final = 3
 
 # iproute2's ifa_flag_data order (v6 flags; "secondary" is "temporary" for IPv6)
 _IFA_FLAGS: Final = (
@@ -148,7 +135,7 @@ def addr6_passes(
     )
 
 
-def print_addrinfo6(opts: IpOptions, ifp: Inet6Ifaddr, *, oneline: bool) -> None:
+def print_addrinfo6(opts: Iproute2Options, ifp: Inet6Ifaddr, *, oneline: bool) -> None:
     """One ``inet6`` address. iproute2: ip/ipaddress.c, print_addrinfo()."""
     dev = ifp.dev
     if opts.json:
@@ -250,7 +237,7 @@ def ipaddr_modify6(
 # ---------------------------------------------------------------------------
 
 
-def _addr6_json(opts: IpOptions, ifp: Inet6Ifaddr) -> dict[str, Any]:
+def _addr6_json(opts: Iproute2Options, ifp: Inet6Ifaddr) -> dict[str, Any]:
     """One ``inet6`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
     obj: dict[str, Any] = {} if opts.brief else {"family": "inet6"}
     obj["local"] = ntoa6(ifp.addr)
@@ -286,7 +273,7 @@ def _dst_text(dst: int, dst_len: int) -> str:
 
 
 def print_route6(
-    opts: IpOptions,
+    opts: Iproute2Options,
     ipv6: Ipv6,
     f: Fib6Info,
     *,
@@ -313,7 +300,7 @@ def print_route6(
         return ""
     o: list[str] = []
     if f.type != RTN_UNICAST or opts.details:
-        o.append(f"{_RTN_NAMES.get(f.type, str(f.type))} ")
+        o.append(f"{rtnl_rtntype_n2a(f.type)} ")
     if get_dst is not None:
         o.append(f"{ntoa6(get_dst)} ")
         o.append(f"from {ntoa6(get_src or 0)} ")
@@ -355,7 +342,7 @@ def print_route6(
 
 
 def _route6_json(
-    opts: IpOptions,
+    opts: Iproute2Options,
     ipv6: Ipv6,
     f: Fib6Info,
     show_table: bool,
@@ -368,7 +355,7 @@ def _route6_json(
     """One IPv6 route under ``-j``: print_route()'s members, in its order."""
     obj: dict[str, Any] = {}
     if f.type != RTN_UNICAST or opts.details:
-        obj["type"] = _RTN_NAMES.get(f.type, str(f.type))
+        obj["type"] = rtnl_rtntype_n2a(f.type)
     if get_dst is not None:
         obj["dst"] = ntoa6(get_dst)
         obj["from"] = ntoa6(get_src or 0)
@@ -414,7 +401,7 @@ def _route6_json(
 @kernel("inet6_dump_fib", "fib6_dump_node", "rt6_dump_route")
 def iproute_list6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     tb: int,
     cloned: bool,
@@ -463,7 +450,9 @@ def iproute_list6(
             opts.write(print_route6(opts, ipv6, f, show_table=not tb, show_dev=not oif))
 
 
-def _print_exception(opts: IpOptions, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: object) -> None:
+def _print_exception(
+    opts: Iproute2Options, ipv6: Ipv6, f: Fib6Info, daddr: int, rt: object
+) -> None:
     mtu = getattr(rt, "rt6i_pmtu", 0)
     clock = ipv6.net.clock
     exp = getattr(rt, "expires", 0)
@@ -563,7 +552,7 @@ def iproute_modify6(
 @kernel("net/ipv6/route.c", "inet6_rtm_getroute")
 def iproute_get6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     dst: InetPrefix,
     src: InetPrefix | None,
@@ -611,7 +600,7 @@ def iproute_get6(
 
 def iproute_flush6(
     net: Net,
-    opts: IpOptions,
+    opts: Iproute2Options,
     *,
     tb: int,
     cloned: bool,

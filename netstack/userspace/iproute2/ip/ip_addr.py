@@ -55,7 +55,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     INFINITY_LIFE_TIME,
     Args,
     InetPrefix,
-    IpOptions,
     devices,
     duparg,
     duparg2,
@@ -85,6 +84,7 @@ from netstack.userspace.iproute2.ip.ip_link import (
     print_linkinfo,
 )
 from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -238,7 +238,9 @@ def _addresses6(net: Net, family: int) -> list[Inet6Ifaddr]:
     return list(addr6_list(net)) if family in (AF_UNSPEC, AF_INET6) else []
 
 
-def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing: bool) -> None:
+def print_addrinfo(
+    opts: Iproute2Options, filt: AddrFilter, ifa: InIfaddr, *, flushing: bool
+) -> None:
     """One ``inet`` address. iproute2: ip/ipaddress.c, print_addrinfo()."""
     dev = ifa.dev
     if filt.ifindex and filt.ifindex != dev.ifindex:
@@ -287,7 +289,7 @@ def print_addrinfo(opts: IpOptions, filt: AddrFilter, ifa: InIfaddr, *, flushing
     opts.write("".join(o))
 
 
-def _addr_json(opts: IpOptions, ifa: InIfaddr) -> dict[str, Any]:
+def _addr_json(opts: Iproute2Options, ifa: InIfaddr) -> dict[str, Any]:
     """One ``inet`` entry of ``"addr_info"``. iproute2: print_addrinfo() under ``-j``."""
     obj: dict[str, Any] = {} if opts.brief else {"family": "inet"}
     obj["local"] = ntoa(ifa.ifa_local)
@@ -318,7 +320,7 @@ def _addr_json(opts: IpOptions, ifa: InIfaddr) -> dict[str, Any]:
 
 
 def _print_selected(
-    opts: IpOptions,
+    opts: Iproute2Options,
     filt: AddrFilter,
     dev: NetDevice,
     addrs: list[InIfaddr],
@@ -346,7 +348,7 @@ def _print_selected(
 # ---------------------------------------------------------------------------
 
 
-def _parse_filter(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> AddrFilter:
+def _parse_filter(net: Net, opts: Iproute2Options, args: Args, *, do_link: bool) -> AddrFilter:
     filt = AddrFilter(family=opts.family, showqueue=True, oneline=opts.oneline)
     filter_dev: str | None = None
     while args:
@@ -420,7 +422,7 @@ def _parse_filter(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> Ad
     return filt
 
 
-def ipaddr_list(net: Net, opts: IpOptions, args: Args, *, do_link: bool) -> None:
+def ipaddr_list(net: Net, opts: Iproute2Options, args: Args, *, do_link: bool) -> None:
     """``ip addr show`` / ``ip link show``. iproute2: ipaddr_list_flush_or_save(IPADD_LIST)."""
     filt = _parse_filter(net, opts, args, do_link=do_link)
     opts.json_list = True
@@ -481,7 +483,7 @@ def _delete_ifa(net: Net, ifa: InIfaddr) -> None:
         in_dev.delete_ifa(ifa)
 
 
-def ipaddr_flush(net: Net, opts: IpOptions, args: Args) -> None:
+def ipaddr_flush(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip addr flush``. iproute2: ipaddr_list_flush_or_save(IPADD_FLUSH), ipaddr_flush()."""
     if not args:
         raise ConfigError("Flush requires arguments.", errno.EINVAL)
@@ -692,7 +694,7 @@ def _addr_local(req: _AddrRequest, args: Args, word: str) -> None:
         req.family = req.lcl.family
 
 
-def ipaddr_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+def ipaddr_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> None:
     """``ip addr add|change|replace|del``. iproute2: ipaddr_modify(); kernel: devinet.c."""
     delete = cmd == "del"
     req = parse_keywords(_IPADDR_MODIFY, _AddrRequest(opts.family), args, _addr_local)
@@ -816,7 +818,7 @@ def _deladdr(
     raise rtnl_error(errno.EADDRNOTAVAIL)
 
 
-def do_ipaddr(net: Net, opts: IpOptions, args: Args) -> None:
+def do_ipaddr(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip address …``. iproute2: ip/ipaddress.c, do_ipaddr()."""
     if not args:
         ipaddr_list(net, opts, args, do_link=False)

@@ -59,13 +59,12 @@ from netstack.drivers.dummy import dummy_newlink
 from netstack.drivers.veth import veth_newlink
 from netstack.errors import ConfigError
 from netstack.sites import kernel
-from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan
+from netstack.userspace.iproute2.ip import link_bridge, link_tunnel, link_vlan, link_vxlan
 from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     IFNAMSIZ,
     Args,
-    IpOptions,
     check_altifname,
     check_ifname,
     duparg,
@@ -85,6 +84,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
 )
 from netstack.userspace.iproute2.ip.ip_json import stats64_json
 from netstack.userspace.iproute2.status import EXIT_USAGE, Iproute2Exit
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -346,7 +346,7 @@ def _operstate_name(state: int) -> str:
     return OPERSTATE_NAMES[state] if 0 <= state < len(OPERSTATE_NAMES) else f"{state:#x}"
 
 
-def print_num(opts: IpOptions, width: int, count: int) -> str:
+def print_num(opts: Iproute2Options, width: int, count: int) -> str:
     """One right-aligned counter and a space. iproute2: lib/utils.c, print_num()."""
     base = 1024 if opts.iec else 1000
     if not opts.human or count < base:
@@ -372,14 +372,14 @@ def print_num(opts: IpOptions, width: int, count: int) -> str:
     return f"{text:>{width}} "
 
 
-def _size(cols: list[int], opts: IpOptions, *values: int) -> None:
+def _size(cols: list[int], opts: Iproute2Options, *values: int) -> None:
     if opts.human:
         return
     for i, v in enumerate(values):
         cols[i] = max(cols[i], len(str(v)))
 
 
-def print_stats64(opts: IpOptions, s: NetDeviceStats, carrier_changes: int) -> str:
+def print_stats64(opts: Iproute2Options, s: NetDeviceStats, carrier_changes: int) -> str:
     """The ``RX:``/``TX:`` table of ``-s`` (and the error rows of ``-s -s``).
 
     The returned text has no final newline. iproute2: ip/ipaddress.c, print_stats64().
@@ -525,12 +525,12 @@ def carrier_changes(dev: NetDevice) -> int:
     return int(up) + int(down)
 
 
-def print_link_stats(opts: IpOptions, dev: NetDevice) -> str:
+def print_link_stats(opts: Iproute2Options, dev: NetDevice) -> str:
     """The statistics block (``ip -s addr`` prints it after the addresses)."""
     return print_stats64(opts, dev.statistics(), carrier_changes(dev))
 
 
-def _details(opts: IpOptions, la: LinkAttrs) -> str:
+def _details(opts: Iproute2Options, la: LinkAttrs) -> str:
     dev = la.dev
     o: list[str] = []
     # the kernel's counters include the user's flag (dev->gflags)
@@ -548,6 +548,8 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
             o.append(link_bridge.print_opt(dev))
         elif la.kind in link_vlan.VLAN_KINDS:
             o.append(link_vlan.print_opt(dev))
+        elif la.kind in link_vxlan.VXLAN_KINDS:
+            o.append(link_vxlan.print_opt(dev))
     if dev.master is not None and dev.master.kind == "bridge":
         o.append(f"{opts.sl}    bridge_slave {link_bridge.print_slave_opt(dev)}")
     big_tso = dev.type == 772 or la.kind in ("veth", "bridge")  # they raise tso_max_size
@@ -564,7 +566,7 @@ def _details(opts: IpOptions, la: LinkAttrs) -> str:
     return "".join(o)
 
 
-def print_linkinfo(opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link: bool) -> int:
+def print_linkinfo(opts: Iproute2Options, la: LinkAttrs, filt: LinkFilter, *, do_link: bool) -> int:
     """Print one device; return -1 if filtered out, 0 if only its addresses show, 1 if printed.
 
     iproute2: ip/ipaddress.c, print_linkinfo().
@@ -649,7 +651,7 @@ def _link_member(la: LinkAttrs) -> dict[str, Any]:
 
 
 def link_json(
-    opts: IpOptions, la: LinkAttrs, filt: LinkFilter, *, do_link: bool, mdown: bool
+    opts: Iproute2Options, la: LinkAttrs, filt: LinkFilter, *, do_link: bool, mdown: bool
 ) -> dict[str, Any]:
     """One link as ``ip -j link``/``ip -j addr`` prints it. iproute2: print_linkinfo()."""
     dev = la.dev
@@ -703,7 +705,7 @@ def link_json(
 # ---------------------------------------------------------------------------
 
 
-def iplink_show(net: Net, opts: IpOptions, args: Args) -> None:
+def iplink_show(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip link show``: delegate to the shared lister with ``do_link``."""
     from netstack.userspace.iproute2.ip.ip_addr import ipaddr_list
 
@@ -1157,7 +1159,7 @@ def _dellink(dev: NetDevice) -> None:
         unregister_netdevice(peer)
 
 
-def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+def iplink_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> None:
     """``ip link add|set|change|delete``. iproute2: ip/iplink.c, iplink_modify()."""
     create = cmd == "add"
     req = iplink_parse(args, create, net)
@@ -1213,6 +1215,16 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
             _setlink(net, dev, req)
             vops.changelink(dev, vdata, {"mtu": req.mtu})
             return
+        if req.kind is not None and req.kind in link_vxlan.VXLAN_KINDS and args:
+            if req.kind != link_kind(dev):
+                raise rtnl_error(errno.EOPNOTSUPP)
+            xops = rtnl_link_ops_get(net, req.kind)
+            xdata, _ = link_vxlan.vxlan_parse_opt(net, args, create=False)
+            if xops is None or xops.changelink is None:
+                raise rtnl_error(errno.EOPNOTSUPP)
+            _setlink(net, dev, req)
+            xops.changelink(dev, xdata, {"mtu": req.mtu})
+            return
         if req.kind is not None and req.kind in link_bridge.BRIDGE_KINDS and args:
             if req.kind != link_kind(dev):
                 raise rtnl_error(errno.EOPNOTSUPP)
@@ -1233,10 +1245,16 @@ def iplink_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
         )
     if req.link is not None and ll_name_to_dev(net, req.link) is None:
         nodev(req.link)
+    if req.kind in link_vxlan.VXLAN_KINDS:
+        parms, warning = link_vxlan.vxlan_parse_opt(net, args)
+        if warning is not None:
+            opts.warn(warning)  # iproute2 warns on stderr and creates the device
+        _newlink_rtnl(net, req, parms)
+        return
     _newlink(net, req, args)
 
 
-def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
+def do_iplink(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip link …``. iproute2: ip/iplink.c, do_iplink()."""
     if not args:
         iplink_show(net, opts, args)
@@ -1259,6 +1277,8 @@ def do_iplink(net: Net, opts: IpOptions, args: Args) -> None:
             raise ConfigError(link_tunnel.usage(args.peek()))
         if args and args.peek() == "vlan":
             raise ConfigError(link_vlan.VLAN_USAGE)
+        if args and args.peek() == "vxlan":
+            raise ConfigError(link_vxlan.VXLAN_USAGE)
         if args and args.peek() == "bridge":
             raise ConfigError(link_bridge.BRIDGE_USAGE)
         if args and args.peek() == "bridge_slave":

@@ -48,7 +48,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_UNSPEC,
     Args,
     InetPrefix,
-    IpOptions,
     addr_text,
     duparg,
     duparg2,
@@ -69,6 +68,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     rtnl_error,
     rtnl_rtprot_a2n,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -172,7 +172,7 @@ def _passes(filt: NeighFilter, n: Neighbour) -> bool:
     return not (filt.unused_only and n.refcnt - 1)
 
 
-def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
+def print_neigh(opts: Iproute2Options, filt: NeighFilter, n: Neighbour) -> str:
     """One entry. iproute2: ip/ipneigh.c, print_neigh() (iproute2 ≥ 5.16 spacing)."""
     dev = n.dev
     if opts.json:
@@ -220,7 +220,7 @@ def print_neigh(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> str:
     return "".join(o)
 
 
-def _neigh_json(opts: IpOptions, filt: NeighFilter, n: Neighbour) -> dict[str, Any]:
+def _neigh_json(opts: Iproute2Options, filt: NeighFilter, n: Neighbour) -> dict[str, Any]:
     """One entry under ``-j``. iproute2: print_neigh() (flags are ``null`` members)."""
     dev = n.dev
     obj: dict[str, Any] = {"dst": addr_text(n.tbl.family, n.primary_key)}
@@ -264,7 +264,7 @@ def _entries(net: Net) -> list[Neighbour]:
     return [n for tbl in _tables(net) for n in tbl.entries()]
 
 
-def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> None:
+def do_show_or_flush(net: Net, opts: Iproute2Options, args: Args, *, flush: bool) -> None:
     """``ip neigh show|flush``. iproute2: ip/ipneigh.c, do_show_or_flush()."""
     filt = NeighFilter(family=opts.family)
     opts.json_list = not flush
@@ -362,7 +362,7 @@ def do_show_or_flush(net: Net, opts: IpOptions, args: Args, *, flush: bool) -> N
     opts.write(f"*** Flush not complete bailing out after {MAX_ROUNDS} rounds\n")
 
 
-def ipneigh_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> None:
     """``ip neigh add|change|replace|del``. iproute2: ipneigh_modify(); kernel: neigh_add()."""
     state = NUD_PERMANENT
     flags = 0
@@ -453,7 +453,7 @@ def ipneigh_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
     )
 
 
-def ipneigh_get(net: Net, opts: IpOptions, args: Args) -> None:
+def ipneigh_get(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip neigh get ADDR dev DEV``. iproute2: ipneigh_get(); kernel: neigh_get()."""
     d: str | None = None
     dev_ok = False
@@ -497,7 +497,7 @@ def ipneigh_get(net: Net, opts: IpOptions, args: Args) -> None:
     opts.write(print_neigh(opts, NeighFilter(), n))
 
 
-def do_ipneigh(net: Net, opts: IpOptions, args: Args) -> None:
+def do_ipneigh(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip neigh …``. iproute2: ip/ipneigh.c, do_ipneigh()."""
     if not args:
         do_show_or_flush(net, opts, args, flush=False)

@@ -62,7 +62,6 @@ from netstack.ipv4.constants import (
     RTN_BROADCAST,
     RTN_LOCAL,
     RTN_MULTICAST,
-    RTN_NAMES,
     RTN_NAT,
     RTN_PROHIBIT,
     RTN_THROW,
@@ -91,7 +90,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     USER_HZ,
     Args,
     InetPrefix,
-    IpOptions,
     duparg2,
     extack_error,
     get_addr,
@@ -107,6 +105,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     ntoa,
     read_family,
     rtnl_error,
+    rtnl_rtntype_n2a,
     rtnl_rtprot_a2n,
     rtnl_rtprot_n2a,
     rtnl_rtscope_a2n,
@@ -116,6 +115,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     strtoul,
 )
 from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -294,13 +294,6 @@ def rtnl_rtntype_a2n(arg: str) -> int | None:
     return value
 
 
-def rtnl_rtntype_n2a(rtype: int) -> str:
-    """iproute2: lib/rt_names.c, rtnl_rtntype_n2a()."""
-    if rtype == RTN_UNSPEC:
-        return "none"
-    return RTN_NAMES[rtype] if 0 <= rtype < len(RTN_NAMES) else str(rtype)
-
-
 def rtnl_dsfield_a2n(arg: str) -> int | None:
     """A TOS byte (hex). iproute2: lib/rt_names.c, rtnl_dsfield_a2n()."""
     value, end, _ = strtoul(arg, 16)
@@ -436,7 +429,7 @@ def filter_route(filt: RouteFilter, r: RouteMsg) -> bool:
     return not (filt.metricmask and ((r.priority or 0) ^ filt.metric) & filt.metricmask)
 
 
-def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
+def print_route(opts: Iproute2Options, filt: RouteFilter, r: RouteMsg) -> str:
     """One route line as iproute2 prints it. iproute2: ip/iproute.c, print_route()."""
     if opts.json:
         opts.records.append(_route_json(opts, filt, r))
@@ -499,7 +492,7 @@ def print_route(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> str:
     return "".join(o)
 
 
-def _route_json(opts: IpOptions, filt: RouteFilter, r: RouteMsg) -> dict[str, Any]:
+def _route_json(opts: Iproute2Options, filt: RouteFilter, r: RouteMsg) -> dict[str, Any]:
     """One route under ``-j``: print_route()'s members, with its conditions and order."""
     obj: dict[str, Any] = {}
     if (r.rtype != RTN_UNICAST or opts.details) and (
@@ -848,7 +841,7 @@ def _sel_to(sel: _Selector, args: Args, word: str) -> None:
         sel.filt.mdst = sel.filt.rdst = get_prefix(word, sel.family)
 
 
-def _parse_selector(net: Net, opts: IpOptions, args: Args) -> tuple[RouteFilter, int]:
+def _parse_selector(net: Net, opts: Iproute2Options, args: Args) -> tuple[RouteFilter, int]:
     sel = parse_keywords(_IPROUTE_SELECTOR, _Selector(opts.family), args, _sel_to)
     filt, family, od, idev = sel.filt, sel.family, sel.od, sel.idev
     if family == AF_UNSPEC and filt.tb:
@@ -872,7 +865,7 @@ def _table_missing(ipv4: Ipv4, filt: RouteFilter) -> bool:
     return bool(filt.tb) and ipv4.fib.table(filt.tb) is None
 
 
-def iproute_list(net: Net, opts: IpOptions, args: Args) -> None:
+def iproute_list(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip route show``. iproute2: iproute_list_flush_or_save(IPROUTE_LIST)."""
     filt, family = _parse_selector(net, opts, args)
     opts.json_list = True
@@ -929,7 +922,7 @@ def _flush_cache(ipv4: Ipv4) -> None:
                 nh.fnhe_flush()
 
 
-def iproute_flush(net: Net, opts: IpOptions, args: Args) -> None:
+def iproute_flush(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip route flush``. iproute2: iproute_list_flush_or_save(IPROUTE_FLUSH)."""
     if not args:
         raise ConfigError('"ip route flush" requires arguments.', errno.EINVAL)
@@ -1183,7 +1176,7 @@ def _route_dst(req: _RouteRequest, args: Args, word: str) -> None:
         req.family = req.dst.family
 
 
-def iproute_modify(net: Net, opts: IpOptions, args: Args, *, cmd: str) -> None:
+def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> None:
     """``ip route add|change|replace|prepend|append|test|del``. iproute2: iproute_modify()."""
     delete = cmd == "del"
     req = _RouteRequest(
@@ -1544,7 +1537,7 @@ def _get_dst(req: _GetRequest, args: Args, word: str) -> None:
         req.family = req.dst.family
 
 
-def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
+def iproute_get(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip route get``. iproute2: ip/iproute.c, iproute_get(); kernel: inet_rtm_getroute()."""
     req = parse_keywords(_IPROUTE_GET, _GetRequest(opts.family), args, _get_dst)
     opts.json_list = True
@@ -1617,7 +1610,7 @@ def iproute_get(net: Net, opts: IpOptions, args: Args) -> None:
         rt.release()
 
 
-def do_iproute(net: Net, opts: IpOptions, args: Args) -> None:
+def do_iproute(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip route …``. iproute2: ip/iproute.c, do_iproute()."""
     if not args:
         iproute_list(net, opts, args)

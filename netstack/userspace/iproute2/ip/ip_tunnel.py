@@ -39,7 +39,6 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_INET6,
     AF_UNSPEC,
     Args,
-    IpOptions,
     devices,
     duparg2,
     get_addr_1,
@@ -50,6 +49,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
 )
 from netstack.userspace.iproute2.ip.ip_route import rtnl_dsfield_a2n
 from netstack.userspace.iproute2.status import Iproute2Exit
+from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.arp import ARPHRD_IPGRE, ARPHRD_SIT, ARPHRD_TUNNEL
 from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_SEQ
 from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPPROTO_IPIP, IPPROTO_IPV6, ntoa
@@ -312,7 +312,7 @@ def rtnl_dsfield_n2a(tos: int) -> str:
     return f"0x{tos:02x}"
 
 
-def tnl_print_gre_flags(opts: IpOptions, p: IpTunnelParm) -> str:
+def tnl_print_gre_flags(opts: Iproute2Options, p: IpTunnelParm) -> str:
     """iproute2: ip/tunnel.c, tnl_print_gre_flags()."""
     o: list[str] = []
     if p.i_flags & GRE_KEY and p.o_flags & GRE_KEY and p.o_key == p.i_key:
@@ -343,7 +343,7 @@ def tnl_strproto(proto: int) -> str:
     )
 
 
-def print_tunnel(net: Net, opts: IpOptions, p: IpTunnelParm) -> str:
+def print_tunnel(net: Net, opts: Iproute2Options, p: IpTunnelParm) -> str:
     """One tunnel's line. iproute2: ip/iptunnel.c, print_tunnel()."""
     o = [f"{p.name}: {tnl_strproto(p.protocol)}/ip "]
     o.append(f"remote {ntoa(p.daddr) if p.daddr else 'any'} ")
@@ -367,7 +367,7 @@ def print_tunnel(net: Net, opts: IpOptions, p: IpTunnelParm) -> str:
     return "".join(o)
 
 
-def tnl_print_stats(opts: IpOptions, dev: NetDevice) -> str:
+def tnl_print_stats(opts: Iproute2Options, dev: NetDevice) -> str:
     """The ``-s`` block. iproute2: ip/tunnel.c, tnl_print_stats() (CsumErrs is rx_frame_errors)."""
     s = dev.statistics()
     sl = opts.sl
@@ -392,7 +392,7 @@ def _match(p1: IpTunnelParm, p2: IpTunnelParm) -> bool:
     )
 
 
-def do_tunnels_list(net: Net, opts: IpOptions, p: IpTunnelParm) -> None:
+def do_tunnels_list(net: Net, opts: Iproute2Options, p: IpTunnelParm) -> None:
     """Every IPv4 tunnel device, filtered by *p*.
 
     iproute2: ip/iptunnel.c, do_tunnels_list() + ip/tunnel.c, print_nlmsg_tunnel().
@@ -412,7 +412,7 @@ def do_tunnels_list(net: Net, opts: IpOptions, p: IpTunnelParm) -> None:
         opts.write(text + "\n")
 
 
-def do_show(net: Net, opts: IpOptions, args: Args) -> None:
+def do_show(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip tunnel show [NAME]``. iproute2: ip/iptunnel.c, do_show()."""
     p = parse_args(net, args, SIOCGETTUNNEL)
     basedev = tnl_defname(p)
@@ -424,7 +424,7 @@ def do_show(net: Net, opts: IpOptions, args: Args) -> None:
     opts.write(print_tunnel(net, opts, out) + "\n")
 
 
-def do_iptunnel(net: Net, opts: IpOptions, args: Args) -> None:
+def do_iptunnel(net: Net, opts: Iproute2Options, args: Args) -> None:
     """``ip tunnel …``. iproute2: ip/iptunnel.c, do_iptunnel()."""
     if opts.family == AF_INET6:
         raise ConfigError('netstack: "ip -6 tunnel" is not supported yet', errno.EOPNOTSUPP)

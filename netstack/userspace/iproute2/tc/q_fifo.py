@@ -9,8 +9,9 @@ from typing import Any
 
 from netstack.sched.pkt_sched import TcFifoQopt, TcPrioQopt
 from netstack.userspace.iproute2.tc.q_prio import print_prio_opt
-from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, fail
 from netstack.userspace.iproute2.tc.tc_util import get_size, sprint_size
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 __all__ = ["FifoUtil", "NoqueueUtil", "PfifoFastUtil"]
 
@@ -43,7 +44,7 @@ class FifoUtil(QdiscUtil):
             i += 1
         return TcFifoQopt(limit) if limit is not None else None
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         if not isinstance(opt, TcFifoQopt):
             return ""
         if self.id == "bfifo":
@@ -57,7 +58,7 @@ class PfifoFastUtil(QdiscUtil):
     id = "pfifo_fast"
     has_parse_qopt = False
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         return print_prio_opt(opt) if isinstance(opt, TcPrioQopt) else ""
 
 

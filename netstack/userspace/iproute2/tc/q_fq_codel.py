@@ -13,8 +13,9 @@ from typing import Any
 
 from netstack.sched.pkt_sched import FqCodelClassXstats, FqCodelOptions, FqCodelXstats
 from netstack.userspace.iproute2.ip.ip_common import get_u8, get_unsigned
-from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, fail
 from netstack.userspace.iproute2.tc.tc_util import get_size, get_time, sprint_size, sprint_time
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 __all__ = ["FqCodelUtil"]
 
@@ -112,7 +113,7 @@ class FqCodelUtil(QdiscUtil):
             drop_batch_size=drop_batch or None,
         )
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         if not isinstance(opt, FqCodelOptions):
             return ""
         parts = []
@@ -140,7 +141,7 @@ class FqCodelUtil(QdiscUtil):
             parts.append(f"drop_batch {opt.drop_batch_size} ")
         return "".join(parts)
 
-    def print_xstats(self, xstats: Any, o: TcOptions) -> str | None:
+    def print_xstats(self, xstats: Any, o: Iproute2Options) -> str | None:
         if isinstance(xstats, FqCodelXstats):
             st = xstats
             s = (

@@ -29,7 +29,7 @@ from netstack.sched.pkt_sched import (
 from netstack.userspace.iproute2.ip.ip_common import Args, get_u32, matches
 from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 from netstack.userspace.iproute2.tc.netem_dist import netem_dist_table
-from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, fail
 from netstack.userspace.iproute2.tc.tc_util import (
     UINT32_MAX,
     get_percent,
@@ -48,6 +48,7 @@ from netstack.userspace.iproute2.tc.tc_util import (
     tc_core_time2big,
     tc_core_time2tick,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 __all__ = ["NETEM_USAGE", "NetemUtil"]
 
@@ -430,7 +431,7 @@ class NetemUtil(QdiscUtil):
         _netem_check(req)
         return _netem_options(req)
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         if not isinstance(opt, NetemOptions):
             return ""
         q = opt.qopt

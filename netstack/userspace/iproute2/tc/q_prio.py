@@ -9,7 +9,8 @@ from typing import Any
 
 from netstack.sched.pkt_sched import TcPrioQopt
 from netstack.userspace.iproute2.ip.ip_common import get_integer, get_unsigned
-from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import QdiscUtil, fail
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 __all__ = ["PrioUtil", "print_prio_opt"]
 
@@ -70,5 +71,5 @@ class PrioUtil(QdiscUtil):
             i += 1
         return TcPrioQopt(bands, tuple(priomap))
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         return print_prio_opt(opt) if isinstance(opt, TcPrioQopt) else ""

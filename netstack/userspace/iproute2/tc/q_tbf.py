@@ -19,7 +19,7 @@ from netstack.sched.pkt_sched import (
     TcTbfQopt,
 )
 from netstack.userspace.iproute2.ip.ip_common import matches
-from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import DevSpeed, QdiscUtil, fail
 from netstack.userspace.iproute2.tc.tc_util import (
     TIME_UNITS_PER_SEC,
     _to_u32,
@@ -38,6 +38,7 @@ from netstack.userspace.iproute2.tc.tc_util import (
     tc_calc_xmittime,
     tc_core_tick2time,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 __all__ = ["TbfUtil"]
 
@@ -207,7 +208,7 @@ class TbfUtil(QdiscUtil):
             pburst=mtu if prate32 else None,
         )
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         if not isinstance(opt, TbfOptions) or opt.parms is None:
             return ""
         q = opt.parms

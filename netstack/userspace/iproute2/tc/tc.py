@@ -20,7 +20,7 @@ import shlex
 from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
-from netstack.userspace.iproute2.ip.ip_common import matches
+from netstack.userspace.iproute2.ip.ip_common import matches, split_words
 from netstack.userspace.iproute2.status import exit_status
 from netstack.userspace.iproute2.tc.q_fifo import FifoUtil, NoqueueUtil, PfifoFastUtil
 from netstack.userspace.iproute2.tc.q_fq_codel import FqCodelUtil
@@ -31,11 +31,11 @@ from netstack.userspace.iproute2.tc.tc_class import do_class
 from netstack.userspace.iproute2.tc.tc_common import (
     DevSpeed,
     QdiscUtil,
-    TcOptions,
     UnknownQdiscUtil,
     fail,
 )
 from netstack.userspace.iproute2.tc.tc_qdisc import do_qdisc
+from netstack.userspace.iproute2.utils import Iproute2Options, matches_color
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -104,10 +104,10 @@ def tc(net: Net, command: str) -> str:
     iproute2: tc/tc.c, main() / do_cmd().
     """
     try:
-        argv = shlex.split(command)
+        argv = split_words(command)
     except ValueError as e:
         raise ConfigError(f"tc: cannot parse command line: {e}", errno.EINVAL) from None
-    o = TcOptions()
+    o = Iproute2Options()
     i = 0
     while i < len(argv):
         opt = argv[i]
@@ -147,7 +147,7 @@ def tc(net: Net, command: str) -> str:
             i += 1
             if i >= len(argv):
                 fail('Command line is not complete. Try option "help"', status=255)
-        elif _matches_color(opt):
+        elif matches_color(opt):
             pass  # output is never a terminal: no colour
         elif matches(opt, "-timestamp") or matches(opt, "-tshort"):
             pass

@@ -18,13 +18,14 @@ from netstack.sched.sch_api import (
     tc_dump_tclass,
 )
 from netstack.userspace.iproute2.ip.ip_common import check_ifname, duparg, invarg, matches, nodev
-from netstack.userspace.iproute2.tc.tc_common import TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import fail
 from netstack.userspace.iproute2.tc.tc_util import (
     get_qdisc_handle,
     get_tc_classid,
     print_tc_classid,
     print_tcstats,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -45,7 +46,7 @@ CLASS_USAGE = (
 
 
 def tc_class_modify(
-    net: Net, kinds: TcKinds, o: TcOptions, delete: bool, flags: int, argv: list[str]
+    net: Net, kinds: TcKinds, o: Iproute2Options, delete: bool, flags: int, argv: list[str]
 ) -> None:
     """iproute2: tc/tc_class.c, tc_class_modify()."""
     d = ""
@@ -120,7 +121,7 @@ def tc_class_modify(
 def print_class(
     net: Net,
     kinds: TcKinds,
-    o: TcOptions,
+    o: Iproute2Options,
     info: ClassInfo,
     filter_ifindex: int,
     filter_qdisc: int,
@@ -160,7 +161,7 @@ def print_class(
     return "".join(parts)
 
 
-def tc_class_list(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> None:
+def tc_class_list(net: Net, kinds: TcKinds, o: Iproute2Options, argv: list[str]) -> None:
     """iproute2: tc/tc_class.c, tc_class_list()."""
     d = ""
     filter_qdisc = 0
@@ -232,7 +233,7 @@ def tc_class_list(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> No
         o.write(print_class(net, kinds, o, info, filter_ifindex, filter_qdisc))
 
 
-def do_class(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> None:
+def do_class(net: Net, kinds: TcKinds, o: Iproute2Options, argv: list[str]) -> None:
     """iproute2: tc/tc_class.c, do_class()."""
     if not argv:
         tc_class_list(net, kinds, o, [])

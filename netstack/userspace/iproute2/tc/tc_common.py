@@ -1,5 +1,6 @@
-"""What every part of the ``tc`` front end shares: global options, output, the
-per-discipline parser/printer interface, and error helpers.
+"""What every part of the ``tc`` front end shares: the per-discipline
+parser/printer interface and error helpers (the global options and output are
+iproute2's one :class:`~netstack.userspace.iproute2.utils.Iproute2Options`).
 
 Theory of operation: ``tc`` finds the code for a discipline by name
 (``get_qdisc_kind``: ``q_netem.c`` provides ``netem_qdisc_util``). Each
@@ -21,41 +22,15 @@ import errno
 import re
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-import attrs
-
 from netstack.userspace.iproute2.status import Iproute2Exit
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["DevSpeed", "QdiscUtil", "TcOptions", "fail"]
+__all__ = ["DevSpeed", "QdiscUtil", "fail"]
 
 _PERCENT_SCAN: Final = re.compile(r"[0-9.%]+")
-
-
-@attrs.define
-class TcOptions:
-    """tc's global options (``show_stats``, ``show_details``…) and its stdout."""
-
-    stats: int = 0
-    details: int = 0
-    raw: int = 0
-    iec: bool = False
-    oneline: bool = False
-    graph: bool = False
-    out: list[str] = attrs.Factory(list)
-
-    @property
-    def sl(self) -> str:
-        """``_SL_``: the line break inside one record (``\\`` with ``-oneline``)."""
-        return "\\" if self.oneline else "\n"
-
-    def write(self, text: str) -> None:
-        """``fprintf(stdout, …)``."""
-        self.out.append(text)
-
-    def text(self) -> str:
-        return "".join(self.out)
 
 
 def fail(*lines: str, err: int = errno.EINVAL, status: int | None = None) -> NoReturn:
@@ -89,13 +64,13 @@ class QdiscUtil:
     def parse_qopt(self, argv: list[str], dev: str) -> Any:
         raise NotImplementedError
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         return ""
 
-    def print_xstats(self, xstats: Any, o: TcOptions) -> str | None:
+    def print_xstats(self, xstats: Any, o: Iproute2Options) -> str | None:
         return None
 
-    def print_copt(self, opt: Any, o: TcOptions) -> str:
+    def print_copt(self, opt: Any, o: Iproute2Options) -> str:
         return ""
 
 
@@ -113,7 +88,7 @@ class UnknownQdiscUtil(QdiscUtil):
             fail(f'Unknown qdisc "{self.id}", hence option "{argv[0]}" is unparsable')
         return None
 
-    def print_qopt(self, opt: Any, o: TcOptions) -> str:
+    def print_qopt(self, opt: Any, o: Iproute2Options) -> str:
         return "" if opt is None else "[Unknown qdisc, optlen=0] "
 
 

@@ -27,13 +27,14 @@ from netstack.sched.sch_api import (
     tc_modify_qdisc,
 )
 from netstack.userspace.iproute2.ip.ip_common import check_ifname, duparg, invarg, matches, nodev
-from netstack.userspace.iproute2.tc.tc_common import TcOptions, fail
+from netstack.userspace.iproute2.tc.tc_common import fail
 from netstack.userspace.iproute2.tc.tc_util import (
     get_qdisc_handle,
     get_tc_classid,
     print_tc_classid,
     print_tcstats,
 )
+from netstack.userspace.iproute2.utils import Iproute2Options
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -67,7 +68,7 @@ def _not_supported(what: str) -> None:
 
 
 def tc_qdisc_modify(
-    net: Net, kinds: TcKinds, o: TcOptions, cmd: int, flags: int, argv: list[str]
+    net: Net, kinds: TcKinds, o: Iproute2Options, cmd: int, flags: int, argv: list[str]
 ) -> None:
     """iproute2: tc/tc_qdisc.c, tc_qdisc_modify()."""
     d = ""
@@ -167,7 +168,7 @@ def tc_qdisc_modify(
 
 
 def print_qdisc(
-    net: Net, kinds: TcKinds, o: TcOptions, info: QdiscInfo, filter_ifindex: int
+    net: Net, kinds: TcKinds, o: Iproute2Options, info: QdiscInfo, filter_ifindex: int
 ) -> str:
     """One qdisc of a dump. iproute2: tc/tc_qdisc.c, print_qdisc()."""
     parts = [f"qdisc {info.kind} {info.handle >> 16:x}:"]
@@ -198,7 +199,7 @@ def print_qdisc(
     return "".join(parts)
 
 
-def tc_qdisc_list(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> None:
+def tc_qdisc_list(net: Net, kinds: TcKinds, o: Iproute2Options, argv: list[str]) -> None:
     """iproute2: tc/tc_qdisc.c, tc_qdisc_list()."""
     d = ""
     dump_invisible = False
@@ -257,7 +258,7 @@ def tc_qdisc_list(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> No
         o.write(print_qdisc(net, kinds, o, info, filter_ifindex))
 
 
-def do_qdisc(net: Net, kinds: TcKinds, o: TcOptions, argv: list[str]) -> None:
+def do_qdisc(net: Net, kinds: TcKinds, o: Iproute2Options, argv: list[str]) -> None:
     """iproute2: tc/tc_qdisc.c, do_qdisc()."""
     if not argv:
         tc_qdisc_list(net, kinds, o, [])

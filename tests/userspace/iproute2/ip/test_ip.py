@@ -269,6 +269,7 @@ WORDS = [
         max_size=9,
     )
 )
+@pytest.mark.slow
 def test_fuzz_never_crashes(words: list[str]) -> None:
     async def main() -> None:
         async with open_lab() as lab:

@@ -196,6 +196,7 @@ async def test_veth_peer_forms_and_attributes(
     assert h.net.dev_get_by_name("veth0") is not None
 
 
+@pytest.mark.slow
 async def test_set_several_at_once(
     autojump_clock: trio.testing.MockClock, pair: tuple[Host, Host]
 ) -> None:

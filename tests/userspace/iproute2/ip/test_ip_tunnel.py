@@ -169,7 +169,7 @@ async def test_fallback_devices_cannot_be_deleted(
             "ttl != 0 and nopmtudisc are incompatible",
         ),
         ("link add g type gretap", "RTNETLINK answers: Invalid argument"),
-        ("link add g type vxlan", "Error: Unknown device type."),
+        ("link add g type vxlan", "vxlan: missing virtual network identifier"),
         ("link add g type sit isatap", 'netstack: "ip link ... isatap" is not supported'),
         (
             "link add g type ipip mode ip6ip",

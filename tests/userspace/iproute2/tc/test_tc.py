@@ -345,6 +345,7 @@ WORDS = [
         max_size=12,
     )
 )
+@pytest.mark.slow
 def test_fuzz_tc_command_lines(words: list[str]) -> None:
     """Each line works or raises ConfigError with a message; a refused line changes nothing."""
 

@@ -1,0 +1,101 @@
+"""SNMP MIB counter objects and their frozen snapshots, shared by every family.
+
+Theory of operation: each MIB (``Ip``, ``Icmp6``, ``Tcp``, ``TcpExt``…) is a
+small slotted subclass of :class:`Mib` whose ``__slots__`` are the counter
+names as ``/proc/net/snmp``, ``snmp6`` and ``netstat`` print them; the data
+path increments them as plain slot writes (``mib.InReceives += 1``) and a
+misspelt name raises. :meth:`Mib.snapshot` freezes one into a
+:class:`MibSnapshot` for ``statistics()`` and the ``nstat``/``netstat -s``
+front ends, readable as ``snap.InReceives`` or ``snap["InReceives"]``. The
+families (``ipv4/snmp.py``, ``ipv6/snmp.py``, ``tcp/mib.py``) own only their
+field lists, as each kernel file owns its ``snmp4_*_list``/``snmp6_*_list``
+while ``include/net/snmp.h`` declares the MIB types once — including
+``struct udp_mib``, which IPv4 (``Udp``) and IPv6 (``Udp6``) share, so
+:class:`UdpMib` is here too.
+
+Kernel: include/net/snmp.h.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+__all__ = ["UDP_FIELDS", "Mib", "MibSnapshot", "UdpMib"]
+
+
+@attrs.frozen
+class MibSnapshot:
+    """A frozen copy of one MIB: ``snap.InReceives`` or ``snap["InReceives"]``."""
+
+    name: str
+    values: tuple[tuple[str, int], ...]
+
+    def __getattr__(self, key: str) -> int:
+        for k, v in self.values:
+            if k == key:
+                return v
+        raise AttributeError(key)
+
+    def __getitem__(self, key: str) -> int:
+        return int(self.__getattr__(key))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.values)
+
+
+class Mib:
+    """Base of the live MIB counter objects: slotted, so a typo raises.
+
+    A subclass's ``__slots__`` are its counters; a subclass that only renames
+    a MIB (``Udp6`` is ``struct udp_mib`` again) declares ``__slots__ = ()``
+    and keeps its parent's counters.
+    """
+
+    __slots__ = ()
+    NAME = ""
+    FIELDS: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        own: tuple[str, ...] = tuple(cls.__dict__.get("__slots__", ()))
+        if own:
+            cls.FIELDS = own
+
+    def __init__(self) -> None:
+        for name in self.FIELDS:
+            setattr(self, name, 0)
+
+    def snapshot(self) -> MibSnapshot:
+        """A frozen copy of the counters."""
+        return MibSnapshot(self.NAME, tuple((name, getattr(self, name)) for name in self.FIELDS))
+
+
+UDP_FIELDS: Final = (
+    "InDatagrams",
+    "NoPorts",
+    "InErrors",
+    "OutDatagrams",
+    "RcvbufErrors",
+    "SndbufErrors",
+    "InCsumErrors",
+    "IgnoredMulti",
+    "MemErrors",
+)
+
+
+class UdpMib(Mib):
+    """``struct udp_mib``: the ``Udp:`` lines of /proc/net/snmp (``Udp6`` of snmp6 too)."""
+
+    __slots__ = UDP_FIELDS
+    NAME = "Udp"
+    InDatagrams: int
+    NoPorts: int
+    InErrors: int
+    OutDatagrams: int
+    RcvbufErrors: int
+    SndbufErrors: int
+    InCsumErrors: int
+    IgnoredMulti: int
+    MemErrors: int

@@ -1,0 +1,165 @@
+"""What makes large labs cheap must not show: lazily registered sysctls, and the
+collector paused while a lab is built (issue 18)."""
+
+from __future__ import annotations
+
+import gc
+import shlex
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+import netstack
+from netstack.core.sysctl import SysctlTable
+from netstack.errors import ConfigError
+from netstack.userspace.iproute2.ip.ip_common import split_words
+
+
+class Box:
+    def __init__(self) -> None:
+        self.a = 1
+        self.b = 2
+
+
+def test_register_lazy_runs_on_first_use_of_its_prefix() -> None:
+    t = SysctlTable()
+    box, runs = Box(), []
+
+    def fill(prefix: str) -> None:
+        runs.append(prefix)
+        t.register_int(f"{prefix}.a", box, "a")
+        t.register_int(f"{prefix}.b", box, "b")
+
+    t.register_lazy("x.dev0.", fill, "x.dev0")
+    t.register_lazy("x.dev1.", fill, "x.dev1")
+    t.register_lazy("y.gone.", fill, "y.gone")
+    assert runs == []
+    assert t.read("x.dev0.a") == "1" and runs == ["x.dev0"]
+    t.write("x/dev1/b", 5)  # the /proc/sys spelling
+    assert box.b == 5 and runs == ["x.dev0", "x.dev1"]
+    t.unregister_prefix("y.gone.")  # a device gone before anyone looked
+    assert "y.gone.a" not in t and runs == ["x.dev0", "x.dev1"]
+    with pytest.raises(ConfigError, match="cannot stat /proc/sys/y/gone/a"):
+        t.read("y.gone.a")
+    assert t.names("x") == ["x.dev0.a", "x.dev0.b", "x.dev1.a", "x.dev1.b"]
+
+
+def test_register_lazy_listing_a_parent_fills_it() -> None:
+    t = SysctlTable()
+    box = Box()
+    t.register_lazy("net.conf.eth0.", lambda: t.register_int("net.conf.eth0.a", box, "a"))
+    assert t.names("net.conf") == ["net.conf.eth0.a"]
+
+
+async def test_host_sysctls_as_before(autojump_clock: trio.testing.MockClock) -> None:
+    async with netstack.open_lab() as lab:
+        a, b = lab.add_host("a"), lab.add_host("b")
+        lab.add_link("a:eth0", "b:eth0")
+        assert a.sysctl("net.ipv4.conf.eth0.forwarding") == "0"
+        a.sysctl("net.ipv4.ip_forward=1")
+        assert a.sysctl("net.ipv4.conf.eth0.forwarding") == "1"
+        assert a.sysctl("net.ipv6.neigh.eth0.retrans_time_ms") == "1000"
+        assert b.sysctl("net.ipv4.neigh.default.gc_thresh3") == "1024"
+        a.ip("link set eth0 down")
+        a.ip("link set eth0 name wan0")
+        with pytest.raises(ConfigError):
+            a.sysctl("net.ipv4.conf.eth0.forwarding")
+        assert a.sysctl("net.ipv6.conf.wan0.hop_limit") == "64"
+        names = a.net.sysctl.names("net")
+        assert "net.ipv4.conf.lo.rp_filter" in names and "net.ipv6.conf.all.mtu" in names
+        assert not any(".eth0." in n for n in names)
+        assert len([n for n in names if n.startswith("net.ipv4.conf.wan0.")]) == len(
+            [n for n in names if n.startswith("net.ipv4.conf.lo.")]
+        )
+
+
+async def test_build_pauses_the_collector_and_freezes_the_lab(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    async with netstack.open_lab() as lab:
+        lab.add_host("a")
+        lab.add_host("b")
+        lab.add_link("a:eth0", "b:eth0")
+        assert not gc.isenabled()  # building
+        await trio.lowlevel.checkpoint()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+        lab.add_host("c")  # building again, after the first freeze
+        assert not gc.isenabled()
+        lab["a"].ip("addr add 10.0.0.1/24 dev eth0")
+        lab["b"].ip("addr add 10.0.0.2/24 dev eth0")
+        assert (await lab["a"].ping("10.0.0.2")).received == 1
+        assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+async def test_a_disabled_collector_stays_disabled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    gc.disable()
+    try:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+async def test_a_failed_build_resumes_the_collector(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def build_twice() -> None:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            lab.add_host("a")
+
+    with pytest.raises(netstack.TopologyError):
+        await build_twice()
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "addr add 10.0.0.1/24 dev eth0",
+        "  link  set p0 master br0 ",
+        "",
+        'link set eth0 alias "my uplink"',
+        "link set eth0 alias it\\'s",
+        "route add default via 10.0.0.254\tdev eth0",
+        "link add dev é type dummy",
+    ],
+)
+def test_split_words_splits_as_shlex(line: str) -> None:
+    assert split_words(line) == shlex.split(line)
+
+
+def test_split_words_unterminated_quote() -> None:
+    with pytest.raises(ValueError, match="No closing quotation"):
+        split_words('link set eth0 alias "open')
+
+
+def test_devconf_copies_every_field() -> None:
+    from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf
+    from netstack.ipv6.addrconf import DEVCONF6, DevConf6
+
+    src4, src6 = DevConf(), DevConf6(is_all=True)
+    for i, f in enumerate(DEVCONF_FIELDS):
+        setattr(src4, f, 1000 + i)
+    for i, f in enumerate((*DEVCONF6, "mtu6")):
+        setattr(src6, f, 2000 + i)
+    c4, c6 = DevConf(src4), DevConf6(src6)
+    assert [getattr(c4, f) for f in DEVCONF_FIELDS] == [getattr(src4, f) for f in DEVCONF_FIELDS]
+    assert [getattr(c6, f) for f in (*DEVCONF6, "mtu6")] == list(range(2000, 2001 + len(DEVCONF6)))
+
+
+def test_attr_copier_refuses_what_is_not_a_name() -> None:
+    from netstack.core.slotcopy import attr_copier
+
+    with pytest.raises(ValueError, match="not attribute names"):
+        attr_copier(["a", "b; import os"])
