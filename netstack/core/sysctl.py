@@ -101,19 +101,42 @@ class SysctlTable:
         self._entries: dict[str, SysctlEntry | IntEntry] = {}
         #: prefix ("net.ipv4.conf.eth0.") -> the registrations deferred under it
         self._lazy: dict[str, list[tuple[Callable[..., None], Any, Any]]] = {}
+        #: while a deferred group runs for one lookup: the one name it may register
+        self._only: str | None = None
+        #: names registered that way, whose group has yet to run in full
+        self._early: set[str] = set()
 
     def register_lazy(
         self, prefix: str, register: Callable[P, None], *args: P.args, **kwargs: P.kwargs
     ) -> None:
         """Run ``register(*args, **kwargs)`` (which registers entries, all under
         *prefix*, a name ending in ".") only when a name under *prefix* is first used."""
+        if self._only is not None:
+            return  # a group running for one name: its full run will defer these
         # a tuple, not a closure: a host defers a few dozen of these
         self._lazy.setdefault(prefix, []).append((register, args, kwargs or None))
 
     def _materialise(self, key: str, want: str | None = None) -> None:
         """Run the deferred registrations whose prefix *key* lies under, or that lie
         under the prefix *key* (for listings), the longest prefix first; stop once
-        the entry *want* exists (a lookup needs only its own directory)."""
+        the entry *want* exists.
+
+        A lookup first runs the groups that may hold *want* registering only
+        *want* (``_only``), and leaves them deferred: reading
+        ``net.ipv6.conf.all.disable_ipv6`` does not build the seventy other
+        entries of the directory. Only if that finds nothing do the groups run
+        in full (one of them may defer the group that holds it)."""
+        if want is not None and self._lazy:
+            self._only = want
+            try:
+                for prefix in sorted((p for p in self._lazy if key.startswith(p)), key=len)[::-1]:
+                    for register, args, kwargs in self._lazy[prefix]:
+                        register(*args, **(kwargs or {}))
+                    if want in self._entries:
+                        self._early.add(want)
+                        return
+            finally:
+                self._only = None
         while self._lazy:
             matching = [p for p in self._lazy if key.startswith(p) or p.startswith(key)]
             if not matching:
@@ -127,10 +150,20 @@ class SysctlTable:
         self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None = None
     ) -> None:
         """Add an entry (kernel: register_net_sysctl)."""
-        name = sys.intern(name)  # the same names on every host: one string
+        if self._admit(name):
+            self._entries[sys.intern(name)] = SysctlEntry(name, get, setter)
+
+    def _admit(self, name: str) -> bool:
+        """May *name* be registered now? (No if a deferred group runs for another
+        name, or if a lookup registered it early; ValueError if it exists.)"""
+        if self._only is not None:
+            return name == self._only
         if name in self._entries:
+            if name in self._early:
+                self._early.discard(name)
+                return False
             raise ValueError(f"sysctl {name} registered twice")
-        self._entries[name] = SysctlEntry(name, get, setter)
+        return True
 
     def register_int(
         self,
@@ -143,10 +176,9 @@ class SysctlTable:
         on_change: Callable[[int], None] | None = None,
     ) -> None:
         """An integer entry backed by ``obj.attr`` (kernel: proc_dointvec_minmax)."""
-        name = sys.intern(name)  # the same names on every host: one string
-        if name in self._entries:
-            raise ValueError(f"sysctl {name} registered twice")
-        self._entries[name] = IntEntry(name, obj, attr, minimum, maximum, on_change)
+        if self._admit(name):
+            name = sys.intern(name)  # the same names on every host: one string
+            self._entries[name] = IntEntry(name, obj, attr, minimum, maximum, on_change)
 
     def register_str(
         self, name: str, obj: Any, attr: str, check: Callable[[str], bool] | None = None
@@ -170,6 +202,7 @@ class SysctlTable:
             del self._lazy[lazy]
         for name in [n for n in self._entries if n.startswith(prefix)]:
             del self._entries[name]
+            self._early.discard(name)
 
     def _lookup(self, name: str) -> SysctlEntry | IntEntry:
         key = _canonical(name)

@@ -59,22 +59,23 @@ _I: Final = struct.Struct("!I")
 
 
 @kernel("net/ipv4/route.c", "ip_rt_init")
-def ip_idents_boot(key: int, bucket: int) -> int:
-    """A bucket's counter at boot: a random 32-bit value, fixed by *key*.
+def ip_idents_init(key: int, bucket: int) -> int:
+    """The ID counter of *bucket* at boot: a random 32-bit value.
 
     ``ip_rt_init`` fills ``ip_idents`` with ``get_random_bytes``, so the first
-    ID a host sends to a destination is unpredictable, not 0. The counters are
-    kept sparse (a bucket is stored once touched), so a bucket's boot value is
-    derived when first needed: splitmix64 of the hash key the Net's seeded
-    generator gave and the bucket number — a lab's seed fixes them, and the
-    Net's random stream (MAC addresses, ISNs, netem's draws) is left as it was.
+    ID a host sends to a destination is unpredictable, not 0. Here a bucket's
+    value is drawn the first time the bucket is used (the table is sparse: a
+    host touches a few of its 2048 buckets), mixed from the hash key the Net's
+    seeded generator gave and the bucket's index (splitmix64's finaliser): a
+    lab's seed fixes them, and the Net's random stream (MAC addresses,
+    ISNs…) is left as it was.
 
     Kernel: net/ipv4/route.c, ip_rt_init().
     """
     z = (key + (bucket + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    return (z ^ (z >> 31)) >> 32
+    return (z ^ (z >> 31)) & 0xFFFFFFFF
 
 
 class IpIdents:
@@ -84,12 +85,13 @@ class IpIdents:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
+        self.key = ipv4.net.rng.getrandbits(64)
         # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
-        # absent bucket holds its boot value, ip_idents_boot(), and timestamp 0):
-        # a host touches a few buckets, and 32 KB a host was a tenth of a lab's memory
+        # absent bucket still has its boot value, ip_idents_init; an absent
+        # timestamp is 0): a host touches a few buckets, and 32 KB a host was a
+        # tenth of a lab's memory
         self.idents: dict[int, int] = {}
         self.tstamps: dict[int, int] = {}
-        self.key = ipv4.net.rng.getrandbits(64)
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
@@ -116,10 +118,10 @@ class IpIdents:
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        ident = self.idents.get(bucket)
-        if ident is None:
-            ident = ip_idents_boot(self.key, bucket)
-        new = (ident + segs + delta) & 0xFFFFFFFF
+        old_id = self.idents.get(bucket)
+        if old_id is None:
+            old_id = ip_idents_init(self.key, bucket)
+        new = (old_id + segs + delta) & 0xFFFFFFFF
         self.idents[bucket] = new
         return (new - segs) & 0xFFFF
 

@@ -27,7 +27,11 @@ selector loop implements and ``BaseEventLoop`` builds everything else on:
   ``eof_received``, ``pause_writing``/``resume_writing`` at the buffer's
   water marks, ``connection_lost``);
 * ``_start_serving``/``_stop_serving`` run an accept loop per listening
-  socket and hand each connection to ``BaseEventLoop._accept_connection2``.
+  socket and hand each connection to ``BaseEventLoop._accept_connection2``;
+* timers: a program that keeps arming timers that are already due at one
+  virtual instant would spin forever (no CPU time passes in functional
+  mode); after :data:`SPIN_LIMIT` of them the loop lets one microsecond pass
+  (``spin_jumps`` counts it);
 * ``add_reader``/``add_writer`` on a host socket (the object, or the number
   of one the loop has seen) wait on the stack's wake-ups instead of the
   descriptor (trio-asyncio's own handler machinery, another wait function).
@@ -50,8 +54,11 @@ coroutine started by ``await host.run_asyncio(fn)`` does — the servers it
 starts, their connection handlers, the transports' tasks — stays on that
 host. :func:`open_loop` is trio-asyncio's ``open_loop`` with the loop's class
 swapped for :class:`HostEventLoop` (the subclass's own state is made by
-``_netstack_init``, called after the swap; nothing private of trio-asyncio
-is needed).
+``_netstack_init``, called after the swap). Besides asyncio's own selector
+hooks, the subclass uses two of trio-asyncio's internals: ``_queue_handle``
+(where every timer passes) and ``_add_io_handler`` (``add_reader``'s Trio
+task, given another wait function); tests/adapters/test_asyncio.py covers
+both.
 
 Kernel: none — the user-space event loop (CPython's asyncio/selector_events.py
 and base_events.py, trio-asyncio's _base.py, are the shape).
@@ -73,6 +80,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import trio
+import trio.testing
 import trio_asyncio  # type: ignore[import-untyped]
 
 from netstack.core.sock import SockWouldBlock
@@ -81,6 +89,8 @@ from netstack.socket.interpose import RealNetworkRefused
 from netstack.socket.stdlib import _FAKE_FD_BASE, HostSocket
 
 __all__ = [
+    "SPIN_LIMIT",
+    "SPIN_QUANTUM",
     "HostDatagramTransport",
     "HostEventLoop",
     "HostStreamTransport",
@@ -95,6 +105,16 @@ _IPPROTO_TCP = 6
 _TCP_NODELAY = 1
 _PY312 = sys.version_info >= (3, 12)
 _SERIALS = itertools.count()
+
+#: Timers already due, scheduled at one virtual instant, before the loop lets
+#: time pass: code that re-arms a timer "now" until the clock moves (aioquic's
+#: loss detection does when ``(t + d) - d < t`` in floating point) would spin
+#: forever in functional mode, where computing takes no time; on a real
+#: machine the CPU time it burns moves the clock on. After this many, the loop
+#: moves the (MockClock) clock by :data:`SPIN_QUANTUM` — deterministic, as the
+#: count is.
+SPIN_LIMIT = 64
+SPIN_QUANTUM = 1e-6
 
 
 def _transport_socket(sock: HostSocket) -> trsock.TransportSocket:
@@ -131,6 +151,10 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
         self._known_fds: weakref.WeakValueDictionary[int, HostSocket] = (
             weakref.WeakValueDictionary()
         )
+        self._spin_at: float | None = None
+        self._spins = 0
+        #: how many times a spin at one instant moved the clock on (see SPIN_LIMIT)
+        self.spin_jumps = 0
 
     def abort_transports(self) -> None:
         """Abort every transport still open (its protocol sees ``connection_lost(None)``):
@@ -150,6 +174,30 @@ class HostEventLoop(trio_asyncio.TrioEventLoop):  # type: ignore[misc]
             except SockWouldBlock:
                 pass
             await self._wait(hs.wait_writable if write else hs.wait_readable)
+
+    def _queue_handle(self, handle: asyncio.Handle) -> asyncio.Handle:
+        if (
+            isinstance(handle, asyncio.TimerHandle)
+            and self._task is not None  # (a closed loop refuses the handle below)
+            and handle.when() <= self.time()
+        ):
+            self._spun_timer()
+        return super()._queue_handle(handle)  # type: ignore[no-any-return]
+
+    def _spun_timer(self) -> None:
+        """A timer already due: count it; :data:`SPIN_LIMIT` of them at one instant
+        and the virtual clock moves on by :data:`SPIN_QUANTUM`."""
+        now = self.time()
+        if now != self._spin_at:
+            self._spin_at, self._spins = now, 0
+        self._spins += 1
+        if self._spins < SPIN_LIMIT:
+            return
+        clock = trio.lowlevel.current_clock()
+        if isinstance(clock, trio.testing.MockClock):
+            clock.jump(SPIN_QUANTUM)
+            self.spin_jumps += 1
+        self._spin_at, self._spins = None, 0
 
     def default_exception_handler(self, context: dict[str, Any]) -> None:
         """trio-asyncio's: an unhandled error fails the loop's block (a test sees it) —

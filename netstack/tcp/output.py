@@ -1765,8 +1765,8 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
         tcb.sacked |= TCPCB_RETRANS
         sk.retrans_out += tcb.pcount
         tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
-        if not sk.retrans_stamp:
-            sk.retrans_stamp = tcb.mstamp // 1000
+    if not sk.retrans_stamp:  # the first *attempted* retransmission (a local drop too)
+        sk.retrans_stamp = tcb.mstamp // 1000
     if sk.undo_retrans < 0:
         sk.undo_retrans = 0
     sk.undo_retrans += tcb.pcount

@@ -83,7 +83,12 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
         limit = tcp.sysctl_tcp_retries2
         if sk.dead:
             limit = tcp.sysctl_tcp_orphan_retries or 8  # tcp_orphan_retries(): 0 means 8
-    if sk.icsk_retransmits >= limit:
+    user_timeout = sk.icsk_user_timeout
+    if user_timeout and sk.state not in (TCP_SYN_SENT, TCP_SYN_RECV) and not sk.dead:
+        expired = retransmits_timed_out(sk, user_timeout)  # instead of tcp_retries2
+    else:
+        expired = sk.icsk_retransmits >= limit or retransmits_timed_out(sk, user_timeout)
+    if expired:
         tcp_write_err(sk)
         return True
     # a new path (ECMP) and a new IPv6 flow label for the retransmission
@@ -91,6 +96,38 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
         sk.timeout_rehash += 1
         sk.ext.TcpTimeoutRehash += 1
     return False
+
+
+@kernel("net/ipv4/tcp_timer.c", "retransmits_timed_out")
+def retransmits_timed_out(sk: TcpSock, timeout_ms: int) -> bool:
+    """Has the first retransmission been waiting *timeout_ms* (TCP_USER_TIMEOUT)?
+
+    Kernel: net/ipv4/tcp_timer.c, retransmits_timed_out() with a timeout (the
+    boundary form, tcp_model_timeout, is counted in retransmissions here).
+    """
+    if not timeout_ms or not sk.icsk_retransmits:
+        return False
+    if not sk.rtx_queue and not sk.write_queue:  # tcp_rtx_and_write_queues_empty()
+        return False
+    delta = (sk.tcp.tcp_time_stamp_ms() - sk.retrans_stamp) & 0xFFFFFFFF
+    return delta < 0x80000000 and delta >= timeout_ms
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_clamp_rto_to_user_timeout")
+def tcp_clamp_rto_to_user_timeout(sk: TcpSock) -> int:
+    """The next RTO, cut short to fire when TCP_USER_TIMEOUT runs out.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_clamp_rto_to_user_timeout().
+    """
+    user_timeout = sk.icsk_user_timeout
+    if not user_timeout:
+        return sk.icsk_rto
+    tcp = sk.tcp
+    elapsed = (tcp.tcp_time_stamp_ms() - sk.retrans_stamp) & 0xFFFFFFFF
+    remaining = user_timeout - elapsed
+    if remaining <= 0:
+        return 1  # the user timeout has passed: fire at once
+    return min(sk.icsk_rto, (remaining * tcp.hz + 999) // 1000)  # msecs_to_jiffies()
 
 
 @kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer")
@@ -135,7 +172,9 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
         return
     sk.icsk_backoff += 1
     sk.icsk_rto = min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX)
-    inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, tcp.TCP_RTO_MAX)
+    inet_csk_reset_xmit_timer(
+        sk, ICSK_TIME_RETRANS, tcp_clamp_rto_to_user_timeout(sk), tcp.TCP_RTO_MAX
+    )
 
 
 @kernel("net/ipv4/tcp_timer.c", "tcp_probe_timer")

@@ -18,6 +18,7 @@ from adapters.apps import NETEM, aiohttp_server, lab_pair
 
 import netstack
 from netstack import Lab
+from netstack.testing import seeds
 
 BODY = bytes(range(256)) * 400  # 100 KB
 
@@ -55,6 +56,8 @@ async def test_aiohttp_client_and_server(lab: Lab) -> None:
     await b.run_asyncio(runner.cleanup)
 
 
+@pytest.mark.slow
+@seeds(3)
 async def test_aiohttp_over_loss_and_reordering(lab: Lab) -> None:
     a, b = lab_pair(lab, netem=NETEM)
     await b.run_asyncio(aiohttp_server)

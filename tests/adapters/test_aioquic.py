@@ -15,6 +15,7 @@ from adapters.apps import NETEM, lab_pair, quic_client_config, quic_server
 from aioquic.asyncio.client import connect
 
 from netstack import Lab
+from netstack.testing import seeds
 
 MESSAGE = b"hello over QUIC " * 500  # 8 KB: several packets each way
 
@@ -40,6 +41,7 @@ async def test_aioquic_handshake_and_stream(lab: Lab) -> None:
     assert b.snmp()["Udp"].InDatagrams == a.snmp()["Udp"].OutDatagrams
 
 
+@seeds(3)
 async def test_aioquic_over_loss_and_reordering(lab: Lab) -> None:
     a, b = lab_pair(lab, netem=NETEM)
     await b.run_asyncio(quic_server)

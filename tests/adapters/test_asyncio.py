@@ -103,6 +103,7 @@ class _Recorder(asyncio.Protocol):
         self.lost.set_result(None)
 
 
+@pytest.mark.slow
 async def test_protocols_and_transports(lab: Lab) -> None:
     """create_server/create_connection with protocols: extra info, write_eof/eof_received,
     flow control on both sides (pause_writing at the high-water mark, pause_reading)."""
@@ -546,3 +547,87 @@ async def test_one_loop_per_lab(lab: Lab) -> None:
         nursery.start_soon(b.run_asyncio, who, "b")
     loop = await lab.asyncio_loop()
     assert seen == {"a": (id(loop), "a"), "b": (id(loop), "b")}
+
+
+async def test_server_close_refuses_new_connections(lab: Lab) -> None:
+    a, b = lab_pair(lab)
+    server = await b.run_asyncio(asyncio.start_server, _echo_upper, "10.0.0.2", 7)
+
+    async def client() -> bytes:
+        reader, writer = await asyncio.open_connection("10.0.0.2", 7)
+        writer.write(b"x")
+        data = await reader.read(100)
+        writer.close()
+        return data
+
+    assert await a.run_asyncio(client) == b"X@b"
+    assert server.is_serving()
+    await b.run_asyncio(_close_server, server)
+    with pytest.raises(ConnectionRefusedError):
+        await a.run_asyncio(client)
+    assert b.nstat()["TcpOutRsts"] == 1  # b answered the second SYN with a RST
+
+
+async def _close_server(server: asyncio.Server) -> None:
+    server.close()
+    await server.wait_closed()
+    assert not server.is_serving()
+
+
+def test_closing_the_lab_aborts_open_transports() -> None:
+    """A connection still open when the lab closes is aborted: its protocol sees
+    connection_lost(None), as a process's sockets close when the machine stops."""
+    lost: list[object] = []
+
+    class Keep(asyncio.Protocol):
+        def connection_lost(self, exc: Exception | None) -> None:
+            lost.append(exc)
+
+    async def main() -> None:
+        async with netstack.open_lab() as lab:
+            a, b = lab_pair(lab)
+
+            async def serve() -> None:
+                await asyncio.get_running_loop().create_server(Keep, "10.0.0.2", 7)
+
+            async def connect() -> None:
+                await asyncio.get_running_loop().create_connection(Keep, "10.0.0.2", 7)
+
+            await b.run_asyncio(serve)
+            await a.run_asyncio(connect)
+            await trio.sleep(1)
+            assert lost == []
+
+    netstack.run(main)
+    assert lost == [None, None]
+
+
+async def test_a_timer_spin_at_one_instant_lets_time_pass(lab: Lab) -> None:
+    """Code that re-arms an already-due timer until the clock moves (aioquic's loss
+    detection can, through floating-point rounding) would spin forever where
+    computing takes no time; after SPIN_LIMIT such timers the loop moves the
+    clock by SPIN_QUANTUM, as the CPU time the spin burns would."""
+    a, _ = lab_pair(lab)
+
+    async def spin() -> tuple[int, float, int]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, aio.HostEventLoop)
+        start = loop.time()
+        done = loop.create_future()
+        count = 0
+
+        def tick() -> None:
+            nonlocal count
+            count += 1
+            if loop.time() == start:
+                loop.call_at(start, tick)  # "not yet": due again at once
+            else:
+                done.set_result(None)
+
+        loop.call_at(start, tick)
+        await done
+        return count, loop.time() - start, loop.spin_jumps
+
+    count, elapsed, jumps = await a.run_asyncio(spin)
+    assert (count, jumps) == (aio.SPIN_LIMIT, 1)  # the first arming counts too
+    assert elapsed == pytest.approx(aio.SPIN_QUANTUM)

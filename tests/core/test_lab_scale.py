@@ -163,3 +163,56 @@ def test_attr_copier_refuses_what_is_not_a_name() -> None:
 
     with pytest.raises(ValueError, match="not attribute names"):
         attr_copier(["a", "b; import os"])
+
+
+def test_a_lookup_registers_only_its_own_entry() -> None:
+    t = SysctlTable()
+    box, runs = Box(), []
+
+    def fill(prefix: str) -> None:
+        runs.append(prefix)
+        t.register_int(f"{prefix}.a", box, "a", minimum=0)
+        t.register_int(f"{prefix}.b", box, "b")
+        t.register_lazy(f"{prefix}.sub.", lambda: t.register_int(f"{prefix}.sub.c", box, "a"))
+
+    t.register_lazy("x.all.", fill, "x.all")
+    t.write("x.all.a", 7)
+    assert box.a == 7 and runs == ["x.all"]
+    assert list(t._entries) == ["x.all.a"] and "x.all." in t._lazy  # the rest still deferred
+    with pytest.raises(ConfigError, match="Invalid argument"):
+        t.write("x.all.a", -1)  # the early entry checks as the full one does
+    assert "x.all.b" in t and len(t._entries) == 2  # `in` registers one name too
+    assert t.read("x.all.sub.c") == "7"  # in a group the first one defers: it runs in full
+    assert t.names("x") == ["x.all.a", "x.all.b", "x.all.sub.c"]
+    # for a, for b, for c (not found: c's group is deferred by x.all's), then in full
+    assert runs == ["x.all"] * 4
+    with pytest.raises(ConfigError, match="No such file"):
+        t.read("x.all.nothing")
+
+
+def test_an_early_entry_of_a_device_that_goes_is_forgotten() -> None:
+    t = SysctlTable()
+    box = Box()
+    t.register_lazy("d.eth0.", lambda: t.register_int("d.eth0.a", box, "a"))
+    assert t.read("d.eth0.a") == "1"
+    t.unregister_prefix("d.eth0.")
+    assert "d.eth0.a" not in t
+    t.register_lazy("d.eth0.", lambda: t.register_int("d.eth0.a", box, "b"))
+    assert t.read("d.eth0.a") == "2"
+    t.names()
+    with pytest.raises(ValueError, match="registered twice"):
+        t.register_int("d.eth0.a", box, "a")
+
+
+async def test_an_ipv4_only_host_builds_no_ipv6_conf_all(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with netstack.open_lab() as lab:
+        h = lab.add_host("h", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
+        entries = h.net.sysctl._entries
+        assert [n for n in entries if n.startswith("net.ipv6.")] == [
+            "net.ipv6.conf.all.disable_ipv6"
+        ]
+        assert h.sysctl("net.ipv6.conf.default.disable_ipv6") == "1"
+        assert "net.ipv6.conf.all.forwarding" in h.net.sysctl.names("net.ipv6.conf.all")
+        assert h.sysctl("net.ipv6.conf.all.disable_ipv6") == "1"

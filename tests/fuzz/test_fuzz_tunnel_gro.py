@@ -1,4 +1,4 @@
-"""Fuzz the tunnel GRO callbacks: mutated or truncated GRE and 6in4 frames, between
+"""Fuzz the tunnel GRO callbacks: mutated or truncated GRE, 6in4 and VXLAN frames, between
 good ones of the same flow, go through one NAPI instance's GRO engine (and on up
 the stack) without breaking anything; every held skb is flushed in the end."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import dpkt
+import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
@@ -57,6 +58,20 @@ def gretap_frame(i: int) -> bytes:
     return outer(47, gre_pack(GRE_KEY, 0x6558, bytes(eth), key=3), i)
 
 
+def vxlan_frame(i: int) -> bytes:
+    """UDP to 4789 (no checksum) carrying VXLAN (VNI 42) carrying Ethernet/IPv4/TCP:
+    udp4_gro_receive → the encap socket's vxlan_gro_receive → eth_gro_receive."""
+    inner = dpkt.ip.IP(src=bytes([10, 9, 0, 1]), dst=bytes([10, 9, 0, 2]), p=6, ttl=64)
+    inner.id = i
+    inner.data = dpkt.tcp.TCP(tcp_bytes(1000 + 500 * i))
+    inner.len = 20 + 520
+    eth = dpkt.ethernet.Ethernet(dst=b"\x02\0\0\0\0\x12", src=b"\x02\0\0\0\0\x11", type=0x0800)
+    eth.data = inner
+    vx = struct.pack("!II", 0x08000000, 42 << 8) + bytes(eth)
+    udp = struct.pack("!HHHH", 50000, 4789, 8 + len(vx), 0) + vx
+    return outer(17, udp, i)
+
+
 def sit_frame(i: int) -> bytes:
     s, d = aton6("2001:db8:9::1"), aton6("2001:db8:9::2")
     raw = bytearray(tcp_bytes(1000 + 500 * i))
@@ -69,13 +84,14 @@ def sit_frame(i: int) -> bytes:
 
 @settings(max_examples=30)  # a lab per example
 @given(
-    kind=st.sampled_from(["gre", "gretap", "sit"]),
-    pos=st.lists(st.integers(14, 14 + 20 + 8 + 14 + 40), min_size=1, max_size=4),
+    kind=st.sampled_from(["gre", "gretap", "sit", "vxlan"]),
+    pos=st.lists(st.integers(14, 14 + 20 + 16 + 14 + 40), min_size=1, max_size=4),
     val=st.integers(0, 255),
     cut=st.integers(0, 80),
 )
+@pytest.mark.slow
 def test_fuzz_tunnel_gro_receive(kind: str, pos: list[int], val: int, cut: int) -> None:
-    build = {"gre": gre_frame, "gretap": gretap_frame, "sit": sit_frame}[kind]
+    build = {"gre": gre_frame, "gretap": gretap_frame, "sit": sit_frame, "vxlan": vxlan_frame}[kind]
 
     async def main() -> None:
         async with netstack.open_lab() as lab:
@@ -84,6 +100,9 @@ def test_fuzz_tunnel_gro_receive(kind: str, pos: list[int], val: int, cut: int) 
             lab.add_link("h:eth0", "p:eth0")
             h.ip("addr add 192.0.2.2/24 dev eth0")
             h.ethtool("-K eth0 gro on")
+            if kind == "vxlan":  # the encap socket on 4789 whose gro_receive GRO finds
+                h.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 192.0.2.1 dev eth0")
+                h.ip("link set vxlan0 up")
             dev = h.dev("eth0")
             napi = dev.napi_list[0]
             node = napi.gro

@@ -149,6 +149,7 @@ ASYNCIO_PROJECT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_asyncio_marker_in_a_new_project(tmp_path: Path) -> None:
     (tmp_path / "test_aio.py").write_text(ASYNCIO_PROJECT)
     r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(tmp_path / "pcaps"))

@@ -13,6 +13,7 @@ import itertools
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import dpkt
@@ -492,23 +493,25 @@ def _real_kernel_capture(tmp: Path) -> list[bytes]:
     sh = shutil.which("ip")
     if os.geteuid() != 0 or sh is None or shutil.which("tcpdump") is None:
         pytest.skip("needs root, ip and tcpdump")
-    ns = ("nsvxa", "nsvxb")
+    pid = os.getpid()  # unique names: parallel workers must not share them
+    ns = (f"nsvx{pid}a", f"nsvx{pid}b")
+    va, vb = f"vx{pid}a", f"vx{pid}b"
     script = f"""
 set -e
 ip netns add {ns[0]}; ip netns add {ns[1]}
-ip link add vxta type veth peer name vxtb
-ip link set vxta netns {ns[0]}; ip link set vxtb netns {ns[1]}
-ip -n {ns[0]} addr add 10.0.0.1/24 dev vxta; ip -n {ns[0]} link set vxta up
-ip -n {ns[1]} addr add 10.0.0.2/24 dev vxtb; ip -n {ns[1]} link set vxtb up
+ip link add {va} type veth peer name {vb}
+ip link set {va} netns {ns[0]}; ip link set {vb} netns {ns[1]}
+ip -n {ns[0]} addr add 10.0.0.1/24 dev {va}; ip -n {ns[0]} link set {va} up
+ip -n {ns[1]} addr add 10.0.0.2/24 dev {vb}; ip -n {ns[1]} link set {vb} up
 ip netns exec {ns[0]} sysctl -qw net.ipv6.conf.all.disable_ipv6=1
 ip netns exec {ns[1]} sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n {ns[0]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2 dev vxta
-ip -n {ns[1]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.1 dev vxtb
+ip -n {ns[0]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.2 dev {va}
+ip -n {ns[1]} link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.1 dev {vb}
 ip -n {ns[0]} link set vxlan0 address {M1}; ip -n {ns[1]} link set vxlan0 address {M2}
 ip -n {ns[0]} addr add 192.168.42.1/24 dev vxlan0; ip -n {ns[0]} link set vxlan0 up
 ip -n {ns[1]} addr add 192.168.42.2/24 dev vxlan0; ip -n {ns[1]} link set vxlan0 up
 ip -n {ns[0]} -d link show vxlan0 > {tmp}/link.txt
-ip netns exec {ns[1]} tcpdump -i vxtb -U -w {tmp}/real.pcap udp 2>/dev/null &
+ip netns exec {ns[1]} tcpdump -i {vb} -U -w {tmp}/real.pcap udp 2>/dev/null &
 sleep 1
 ip netns exec {ns[0]} python3 -c "
 import socket,time
@@ -529,6 +532,7 @@ ip netns exec {ns[1]} bridge fdb show dev vxlan0 > {tmp}/fdb.txt
     finally:
         for n in ns:
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
+        subprocess.run(["ip", "link", "del", va], capture_output=True)  # if never moved
 
 
 def _vx(frame: bytes) -> dpkt.ip.IP | None:
@@ -546,19 +550,22 @@ def _vx(frame: bytes) -> dpkt.ip.IP | None:
     return None
 
 
+@pytest.mark.slow
 async def test_frame_layout_matches_the_real_kernel(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     real = _real_kernel_capture(tmp_path)
     link = (tmp_path / "link.txt").read_text()
     assert (
-        "vxlan id 42 remote 10.0.0.2 dev vxta srcport 0 0 dstport 4789 ttl auto ageing 300 "
+        f"vxlan id 42 remote 10.0.0.2 dev vx{os.getpid()}a srcport 0 0 dstport 4789 ttl auto "
+        "ageing 300 "
         "udpcsum noudp6zerocsumtx noudp6zerocsumrx " in link
     )
     assert "mtu 1450 " in link
     fdb = (tmp_path / "fdb.txt").read_text()
     assert fdb == (
-        f"{M1} dst 10.0.0.1 self \n00:00:00:00:00:00 dst 10.0.0.1 via vxtb self permanent\n"
+        f"{M1} dst 10.0.0.1 self \n"
+        f"00:00:00:00:00:00 dst 10.0.0.1 via vx{os.getpid()}b self permanent\n"
     )
     real_vx = [ip for f in real if (ip := _vx(f)) is not None]
     assert real_vx
@@ -582,7 +589,7 @@ async def test_frame_layout_matches_the_real_kernel(
         await s.sendto(b"hello", ("192.168.42.2", 5000))
         await trio.sleep(0.1)
     ours = [ip for _, f, _ in cap.frames if (ip := _vx(f)) is not None]
-    assert b.bridge("fdb show dev vxlan0") == fdb.replace("vxtb", "eth0")
+    assert b.bridge("fdb show dev vxlan0") == fdb.replace(f"vx{os.getpid()}b", "eth0")
 
     def layout(ip: dpkt.ip.IP) -> tuple[object, ...]:
         udp = ip.data
@@ -602,13 +609,138 @@ async def test_frame_layout_matches_the_real_kernel(
         )
 
     # ARP request, ARP reply, then datagram / port unreachable three times, both ways
-    assert [layout(p) for p in ours] == [layout(p) for p in real_vx]
+    n = min(len(ours), len(real_vx))  # (tcpdump may miss the last frames)
+    assert n >= 4
+    assert [layout(p) for p in ours[:n]] == [layout(p) for p in real_vx[:n]]
     for p in ours + real_vx:
         sport = p.data.sport if p.data.dport == 4789 else p.data.dport
         assert 32768 <= sport <= 60999
     # ARP has no ports or addresses the dissector reads: both directions hash alike
     # on one kernel (the real pair shares one; each netstack host has its own key)
     assert real_vx[0].data.sport == real_vx[1].data.sport
+
+
+# ---------------------------------------------------------------------------
+# Group mode: ``group 239.1.1.1 dev eth0`` joins the group on the underlay
+# ---------------------------------------------------------------------------
+
+GROUP_MAC = bytes.fromhex("01005e010101")  # 239.1.1.1 → 01:00:5e + low 23 bits
+
+
+def build_group(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
+    """a (10.0.0.1) ── b (10.0.0.2), vx0 in group mode on both: the tutorials' first setup."""
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", sysctls=IPV4_ONLY)
+    lab.add_link("a:eth0", "b:eth0")
+    for h, ip, inner, m in ((a, "10.0.0.1", "192.168.0.1", M1), (b, "10.0.0.2", "192.168.0.2", M2)):
+        h.ip(f"addr add {ip}/24 dev eth0")
+        h.ip("link set eth0 up")
+        h.ip("link add vx0 type vxlan id 42 dstport 4789 group 239.1.1.1 dev eth0")
+        h.ip(f"link set vx0 address {m}")
+        h.ip(f"addr add {inner}/24 dev vx0")
+        h.ip("link set vx0 up")
+    return a, b
+
+
+async def test_group_mode_joins_pings_and_learns(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, b = build_group(lab)
+    for h in (a, b):  # vxlan_open → vxlan_igmp_join on the underlay device
+        assert h.ip("-4 maddr show dev eth0") == "2:\teth0\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+        assert h.ip("-0 maddr show dev eth0") == (
+            "2:\teth0\n\tlink  01:00:5e:00:00:01\n\tlink  01:00:5e:01:01:01\n"
+        )
+    cap = a.capture("eth0")
+    result = await a.ping("192.168.0.2", count=3, interval=0.1)
+    assert result.received == 3
+    out = [(dpkt.ethernet.Ethernet(f), ip) for _, f, o in cap.frames if o and (ip := _vx(f))]
+    inn = [(dpkt.ethernet.Ethernet(f), ip) for _, f, o in cap.frames if not o and (ip := _vx(f))]
+    assert len(out) == 4 and len(inn) == 4
+    # the ARP request (inner broadcast) goes to the group: TTL 1, the group's MAC
+    eth, ip = out[0]
+    assert eth.dst == GROUP_MAC and ip.dst == bytes([239, 1, 1, 1]) and ip.ttl == 1
+    inner = dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:])
+    assert inner.dst == b"\xff" * 6 and inner.type == 0x0806
+    # b learnt M1 → 10.0.0.1 from it and answers unicast; a learns M2 from the reply;
+    # the echo requests then go unicast to the learnt VTEP
+    b_mac = b.dev("eth0").dev_addr
+    for eth, ip in out[1:]:
+        assert eth.dst == b_mac and ip.dst == bytes([10, 0, 0, 2]) and ip.ttl == 64
+        assert dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:]).dst == mac(M2)
+    for _eth, ip in inn:
+        assert ip.src == bytes([10, 0, 0, 2]) and ip.dst == bytes([10, 0, 0, 1])
+    assert a.bridge("fdb show dev vx0") == (
+        f"{M2} dst 10.0.0.2 self \n00:00:00:00:00:00 dst 239.1.1.1 via eth0 self permanent\n"
+    )
+    assert b.nstat()["IpExtInMcastPkts"] == 1
+    # vxlan_stop → vxlan_igmp_leave; the next open joins again
+    b.ip("link set vx0 down")
+    assert b.ip("-4 maddr show dev eth0") == "2:\teth0\n\tinet  224.0.0.1\n"
+    assert b.dev("eth0").mc == [bytes.fromhex("01005e000001")]
+    b.ip("link set vx0 up")
+    assert "\tinet  239.1.1.1\n" in b.ip("maddr show dev eth0")
+
+
+def _shared_group_script(run: Callable[[str], str], dev: str) -> list[str]:
+    """Two devices on one socket (port 4789), one group: joined once, left with the last."""
+    run(f"link add vx1 type vxlan id 43 dstport 4789 group 239.1.1.1 dev {dev}")
+    run(f"link add vx2 type vxlan id 44 dstport 4789 group 239.1.1.1 dev {dev}")
+    run("link set vx1 up")
+    run("link set vx2 up")
+    seen = [run(f"-4 maddr show dev {dev}")]
+    run("link set vx1 down")
+    seen.append(run(f"-4 maddr show dev {dev}"))
+    run("link set vx2 down")
+    seen.append(run(f"-4 maddr show dev {dev}"))
+    return [s.split(":", 1)[1] for s in seen]  # without the ifindex
+
+
+async def test_group_shared_by_two_devices_is_left_by_the_last(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, _ = build_group(lab)
+    a.ip("link set vx0 down")
+    seen = _shared_group_script(a.ip, "eth0")
+    joined = "\teth0\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+    assert seen == [joined, joined, "\teth0\n\tinet  224.0.0.1\n"]
+
+
+@pytest.mark.slow
+def test_group_membership_matches_the_real_kernel() -> None:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip")
+    pid = os.getpid()
+    ns, va, vb = f"nsvg{pid}", f"vg{pid}a", f"vg{pid}b"
+    try:
+        r = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f"set -e; ip netns add {ns}; ip link add {va} type veth peer name {vb}; "
+                f"ip link set {va} netns {ns}; ip -n {ns} addr add 10.0.0.1/24 dev {va}; "
+                f"ip -n {ns} link set {va} up",
+            ],
+            capture_output=True,
+            timeout=30,
+        )
+        if r.returncode != 0:
+            pytest.skip(f"real kernel setup failed: {r.stderr.decode()[-200:]}")
+
+        def run(cmd: str) -> str:
+            p = subprocess.run(
+                ["ip", "-n", ns, *cmd.split()], capture_output=True, text=True, timeout=10
+            )
+            if p.returncode != 0:
+                pytest.skip(f"ip {cmd}: {p.stderr[-200:]}")
+            return p.stdout
+
+        seen = _shared_group_script(run, va)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", va], capture_output=True)
+    joined = f"\t{va}\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+    assert seen == [joined, joined, f"\t{va}\n\tinet  224.0.0.1\n"]
 
 
 @pytest.mark.parametrize("gro", ["on", "off"])
@@ -711,8 +843,11 @@ async def test_gso_segments_are_wire_sized_with_valid_udp_checksums(
         if len(ip) == 1500  # full-sized segments: 1398 bytes of TCP payload each
     ]
     assert len(data) >= len(payload) // 1398 - 2
-    ids = [ip.id for ip in data]
-    assert all((b - a) & 0xFFFF == 1 for a, b in itertools.pairwise(ids))
+    # inet_gso_segment numbers the segments of one GSO skb consecutively (the
+    # short last segments, left out of "data", take their IDs too)
+    ids = [ip.id for ip in vxlan_udp(cap.frames, True)]
+    diffs = [(b - a) & 0xFFFF for a, b in itertools.pairwise(ids)]
+    assert sum(d == 1 for d in diffs) >= 0.9 * len(diffs)
     assert len({ip.data.sport for ip in data}) == 1  # one connection, one hash
     saddr, daddr = ip4("192.0.2.1"), ip4("198.51.100.2")
     for ip in data:
@@ -743,6 +878,7 @@ def _tshark_rows(pcap: Path, fields: tuple[str, ...]) -> list[list[str]]:
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+@pytest.mark.slow
 async def test_capture_off_the_wire_is_wireshark_clean(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
@@ -850,3 +986,58 @@ async def test_the_per_remote_route_cache_follows_route_changes(
     assert any(isinstance(a, dpkt.arp.ARP) and a.tpa == bytes([198, 51, 100, 2]) for a in arp)
     h1.ip("route del 198.51.100.2/32 dev eth0")
     assert (await h1.ping("192.168.42.2", count=1)).received == 1
+
+
+def _finish_checksums(frame: bytes) -> bytes:
+    """What a NIC puts on the wire: the partial UDP checksums (inner and outer)
+    the capture on the sender's veth shows, completed (dpkt fills a zero sum)."""
+    eth = dpkt.ethernet.Ethernet(frame)
+    outer_udp = eth.data.data
+    vx = bytes(outer_udp.data)
+    inner = dpkt.ethernet.Ethernet(vx[8:])
+    if isinstance(inner.data, dpkt.ip.IP) and isinstance(inner.data.data, dpkt.udp.UDP):
+        inner.data.data.sum = 0
+        inner.data.sum = 0
+        inner.data = dpkt.ip.IP(bytes(inner.data))  # re-parse: dpkt filled the sums
+    outer_udp.data = vx[:8] + bytes(inner)
+    outer_udp.sum = 0
+    eth.data.sum = 0
+    return bytes(eth)
+
+
+@pytest.mark.slow
+async def test_real_kernel_frames_replayed_into_netstack(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """Capture replay: what Linux's vxlan sent (ARP request, three datagrams) is fed
+    to a netstack VTEP on a Port-ended NIC with the receiving side's MAC and
+    addresses. It learns the sender, answers the ARP inside VXLAN, and delivers
+    the datagrams."""
+    real = _real_kernel_capture(tmp_path)
+    towards_b = [f for f in real if (ip := _vx(f)) is not None and ip.dst == bytes([10, 0, 0, 2])]
+    # the ARP request, then "hello" up to three times (tcpdump may miss the last)
+    hellos = len(towards_b) - 1
+    assert hellos >= 1
+    eth0 = dpkt.ethernet.Ethernet(towards_b[0])
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)  # the NIC reports CHECKSUM_UNNECESSARY
+    h.ip(f"link set eth0 address {bytes(eth0.dst).hex(':')} up")
+    h.ip("addr add 10.0.0.2/24 dev eth0")
+    h.ip(f"neigh add 10.0.0.1 lladdr {bytes(eth0.src).hex(':')} dev eth0 nud permanent")
+    h.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 10.0.0.1 dev eth0")
+    h.ip(f"link set vxlan0 address {M2} up")
+    h.ip("addr add 192.168.42.2/24 dev vxlan0")
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 5000))
+    for f in towards_b:
+        await port.send(_finish_checksums(f))
+        await trio.sleep(0.01)
+    with trio.fail_after(1):
+        got = [await sock.recvfrom(100) for _ in range(hellos)]
+    assert got == [(b"hello", ("192.168.42.1", got[0][1][1]))] * hellos
+    assert h.bridge("fdb show dev vxlan0").splitlines()[0] == f"{M1} dst 10.0.0.1 self "
+    replies = [ip for f in port.drain() if (ip := _vx(f)) is not None]
+    arp = dpkt.ethernet.Ethernet(bytes(replies[0].data.data)[8:])
+    assert arp.type == 0x0806 and arp.dst == mac(M1) and arp.data.op == 2
+    assert bytes(replies[0].data.data)[:8] == bytes([8, 0, 0, 0, 0, 0, 42, 0])
+    assert h.dev("vxlan0").statistics().rx_packets == 1 + hellos
