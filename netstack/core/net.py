@@ -24,7 +24,7 @@ import hashlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
 import structlog
@@ -47,7 +47,65 @@ if TYPE_CHECKING:
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
-__all__ = ["Net", "PacketOffload", "PacketType", "SoftnetData", "SoftnetStats", "netstack_logger"]
+__all__ = [
+    "Net",
+    "NetKey",
+    "PacketOffload",
+    "PacketType",
+    "SoftnetData",
+    "SoftnetStats",
+    "netstack_logger",
+]
+
+
+T = TypeVar("T")
+
+
+class NetKey(Generic[T]):
+    """A typed slot for one subsystem's per-Net state (kernel: ``net_generic()``).
+
+    The kernel gives each ``pernet_operations`` an ``id`` and finds its state
+    with ``net_generic(net, id)``; here each subsystem owns one module-level
+    key, ``TCP_NET: NetKey[Tcp] = NetKey("tcp")``, and reads its state back
+    typed with :meth:`find`/:meth:`get` (core names no upper-layer class, and
+    no caller casts). The state lives in ``net.proto_data`` under the key's
+    name, so it is still visible by name when debugging; only a key writes it.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @kernel("include/net/netns/generic.h", "net_generic")
+    def find(self, net: Net) -> T | None:
+        """The state, or None before the subsystem's init ran on *net*.
+
+        Kernel: include/net/netns/generic.h, net_generic().
+        """
+        return cast("T | None", net.proto_data.get(self.name))
+
+    def get(self, net: Net) -> T:
+        """The state; RuntimeError if the subsystem is not installed on *net*."""
+        value = self.find(net)
+        if value is None:
+            raise RuntimeError(f"{self.name} is not installed on {net.name}")
+        return value
+
+    def set(self, net: Net, value: T) -> T:
+        """Install *value* as the state (the subsystem's ``init`` net op)."""
+        net.proto_data[self.name] = value
+        return value
+
+    def get_or_create(self, net: Net, factory: Callable[[], T]) -> T:
+        """The state, created by *factory* on first use."""
+        value = self.find(net)
+        if value is None:
+            value = self.set(net, factory())
+        return value
+
+    def __repr__(self) -> str:
+        return f"<NetKey {self.name}>"
 
 
 def netstack_logger() -> Any:
@@ -172,7 +230,8 @@ class Net:
         self.ipv4: Any = None
         self.ipv6: Any = None
         self.neigh_tables: dict[int, Any] = {}
-        self.proto_data: dict[str, Any] = {}
+        # other subsystems' state, read and written through their typed NetKey
+        self.proto_data: dict[str, object] = {}
         # tasks
         self._nursery: trio.Nursery | None = None
         self._pending: list[tuple[Callable[[], Awaitable[None]], str]] = []

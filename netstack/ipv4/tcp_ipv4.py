@@ -68,7 +68,7 @@ from netstack.tcp.minisocks import (
     tcp_timewait_state_process,
 )
 from netstack.tcp.output import tcp_bare_segment, tcp_connect, tcp_make_synack, tcp_sync_mss
-from netstack.tcp.proto import Tcp, tcp_init
+from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
@@ -714,7 +714,7 @@ def req_unhash(tcp: Tcp, req: RequestSock) -> None:
 
 
 def ipv4_ops(tcp: Tcp) -> Ipv4Specific:
-    ops = tcp.net.proto_data.get("tcp_ipv4")
+    ops = TCP_IPV4_AF_OPS.get(tcp.net)
     assert isinstance(ops, Ipv4Specific)
     return ops
 
@@ -763,7 +763,7 @@ def tcp_v4_init(ipv4: Ipv4) -> Tcp:
     """
     tcp = tcp_init(ipv4.net)
     ops = Ipv4Specific(ipv4, tcp)
-    ipv4.net.proto_data["tcp_ipv4"] = ops
+    TCP_IPV4_AF_OPS.set(ipv4.net, ops)
     return tcp
 
 
@@ -771,7 +771,7 @@ def tcp_v4_init(ipv4: Ipv4) -> Tcp:
 def tcp_v4_socket(ipv4: Ipv4) -> TcpSock:
     """A new IPv4 TCP socket. Kernel: inet_create() + tcp_v4_init_sock()."""
     tcp = tcp_init(ipv4.net)
-    ops = ipv4.net.proto_data.get("tcp_ipv4")
+    ops = TCP_IPV4_AF_OPS.find(ipv4.net)
     if not isinstance(ops, Ipv4Specific):
         tcp = tcp_v4_init(ipv4)
         ops = ipv4_ops(tcp)

@@ -60,6 +60,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_TCPV6,
 )
+from netstack.core.net import NetKey
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,
@@ -110,7 +111,7 @@ from netstack.tcp.output import (
     tcp_mss_clamp,
     tcp_sync_mss,
 )
-from netstack.tcp.proto import Tcp, tcp_init
+from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
@@ -149,6 +150,7 @@ if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
     from netstack.ipv6.protocol import Ipv6
     from netstack.ipv6.route import Rt6Info
+    from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = [
     "Ipv6Mapped",
@@ -205,7 +207,7 @@ class Ipv6Specific:
         """The ``ipv6_mapped`` af_ops, or None when the host has no IPv4 (TCP over
         IPv4 registers ``tcp_ipv4`` in the Net when the host is built)."""
         if self._mapped is None:
-            v4 = self.tcp.net.proto_data.get("tcp_ipv4")
+            v4 = TCP_IPV4_AF_OPS.find(self.tcp.net)
             if v4 is None:
                 return None
             self._mapped = Ipv6Mapped(self, v4)
@@ -662,7 +664,7 @@ class Ipv6Mapped:
     family = AF_INET
     rsk_slab_name = "request_sock_TCP"
 
-    def __init__(self, v6: Ipv6Specific, v4: Any) -> None:
+    def __init__(self, v6: Ipv6Specific, v4: InetConnectionSockAfOps) -> None:
         self.v6 = v6
         self.v4 = v4  # IPv4's ``ipv4_specific`` (Ipv4Specific), found in the Net
 
@@ -713,7 +715,7 @@ class Ipv6Mapped:
         return int(self.v4.init_ts_off(skb))
 
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
-        return self.v4.cookie_init_seq(sk, skb, mss)  # type: ignore[no-any-return]
+        return self.v4.cookie_init_seq(sk, skb, mss)
 
     def route_req(self, req: RequestSock) -> Any:
         return self.v4.route_req(req)
@@ -1153,9 +1155,10 @@ def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
 
 
 def ipv6_ops(tcp: Tcp) -> Ipv6Specific:
-    ops = tcp.net.proto_data.get("tcp_ipv6")
-    assert isinstance(ops, Ipv6Specific)
-    return ops
+    return TCP_IPV6_NET.get(tcp.net)
+
+
+TCP_IPV6_NET: NetKey[Ipv6Specific] = NetKey("tcp_ipv6")
 
 
 @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_err")
@@ -1216,18 +1219,17 @@ def tcp_v6_init(ipv6: Ipv6) -> Tcp:
     Kernel: net/ipv6/tcp_ipv6.c, tcpv6_init() (tcpv6_prot, tcpv6_protocol).
     """
     tcp = tcp_init(ipv6.net)
-    ipv6.net.proto_data["tcp_ipv6"] = Ipv6Specific(ipv6, tcp)
+    TCP_IPV6_NET.set(ipv6.net, Ipv6Specific(ipv6, tcp))
     return tcp
 
 
 @kernel("inet6_create", "tcp_v6_init_sock")
 def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
     """A new IPv6 TCP socket. Kernel: inet6_create() + tcp_v6_init_sock()."""
-    ops = ipv6.net.proto_data.get("tcp_ipv6")
-    if not isinstance(ops, Ipv6Specific):
+    ops = TCP_IPV6_NET.find(ipv6.net)
+    if ops is None:
         tcp_v6_init(ipv6)
-        ops = ipv6.net.proto_data["tcp_ipv6"]
-    assert isinstance(ops, Ipv6Specific)
+        ops = TCP_IPV6_NET.get(ipv6.net)
     sk = TcpSock(ops.tcp, AF_INET6, ops)
     sk.ipv6only = bool(ipv6.bindv6only)  # inet6_create(): sk_ipv6only = net.ipv6.bindv6only
     return sk
