@@ -46,8 +46,9 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST, RTN_LOCAL
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
-from netstack.ipv4.route import Flowi4, ip_route_sock_flow, ip_rt_update_pmtu
+from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.input import (
@@ -79,6 +80,7 @@ from netstack.tcp.sock import (
     RequestSock,
     TcpSkbCb,
     TcpSock,
+    TimewaitSock,
 )
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
@@ -87,7 +89,6 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
     from netstack.ipv4.protocol import Ipv4
-    from netstack.ipv4.route import Rtable
 
 __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v4_rcv"]
 
@@ -250,8 +251,8 @@ class Ipv4Specific:
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_conn_request")
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_conn_request()."""
-        rt: Any = skb.dst
-        if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
+        rt = skb.dst
+        if isinstance(rt, Rtable) and rt.rt_flags & (RTCF_BROADCAST | RTCF_MULTICAST):
             # "Never answer to SYNs send to broadcast or multicast": tcp_listendrop(),
             # and 0 to tcp_rcv_state_process(), which consumes the skb
             sk.ext.ListenDrops += 1
@@ -304,7 +305,7 @@ class Ipv4Specific:
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_synack")
     def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_send_synack()."""
-        rt: Any = dst if dst is not None else self.route_req(req)
+        rt: DstEntry | None = dst if dst is not None else self.route_req(req)
         if rt is None:
             return -errno.EHOSTUNREACH
         skb = tcp_make_synack(sk, req, req.adv_mss)
@@ -355,7 +356,7 @@ class Ipv4Specific:
             sk.ext.ListenOverflows += 1
             sk.ext.ListenDrops += 1
             return None
-        rt: Any = dst if dst is not None else self.route_req(req)
+        rt: DstEntry | None = dst if dst is not None else self.route_req(req)
         if rt is None:
             sk.ext.ListenDrops += 1
             return None
@@ -393,8 +394,8 @@ class Ipv4Specific:
         flags = buf[th + 13]
         if flags & TCPHDR_RST:
             return
-        rt: Any = skb.dst
-        if rt is not None and getattr(rt, "rt_type", 1) != 2:  # not RTN_LOCAL
+        rt = skb.dst
+        if rt is not None and (not isinstance(rt, Rtable) or rt.rt_type != RTN_LOCAL):
             return
         tcb: TcpSkbCb = skb.cb
         if flags & TCPHDR_ACK:
@@ -449,7 +450,7 @@ class Ipv4Specific:
 
 
 @kernel("net/core/sock.c", "sk_setup_caps")
-def sk_setup_caps(sk: TcpSock, rt: Any) -> None:
+def sk_setup_caps(sk: TcpSock, rt: DstEntry) -> None:
     """What the route's device lets TCP build: GSO skbs or MSS-sized ones.
 
     Kernel: net/core/sock.c, sk_setup_caps() (4.x-6.2: GSO only when the
@@ -567,8 +568,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     if TIMED:
         spend("tcp_v4_rcv")
     mib = tcp.mib
-    rt: Any = skb.dst
-    if rt is not None and getattr(rt, "rt_type", 2) != 2 and skb.pkt_type != 0:
+    rt = skb.dst
+    if isinstance(rt, Rtable) and rt.rt_type != RTN_LOCAL and skb.pkt_type != 0:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)  # not for us (PACKET_HOST only)
         return 0
     mib.InSegs += 1
@@ -594,14 +595,14 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     tcb = tcp_v4_fill_cb(skb, th)
     hashinfo = tcp.hashinfo
     dev = skb.dev
-    sk: Any = hashinfo.lookup_established(AF_INET, saddr, sport, daddr, dport)
+    sk: TcpSock | RequestSock | TimewaitSock | None
+    sk = hashinfo.lookup_established(AF_INET, saddr, sport, daddr, dport)
     if sk is None:
         sk = hashinfo.lookup_listener(AF_INET, daddr, dport, dev.ifindex if dev else 0)
     while True:
         if sk is None:
             return _no_tcp_socket(tcp, skb, tcb)
-        state = sk.state
-        if state == TCP_TIME_WAIT:
+        if isinstance(sk, TimewaitSock):  # sk_state == TCP_TIME_WAIT
             verdict = tcp_timewait_state_process(sk, skb, tcb)
             if verdict == TCP_TW_SYN:
                 sk2 = hashinfo.lookup_listener(AF_INET, daddr, dport, dev.ifindex if dev else 0)
@@ -630,8 +631,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             else:
                 consume_skb(skb)
             return 0
-        if state == TCP_NEW_SYN_RECV:
-            req: RequestSock = sk
+        if isinstance(sk, RequestSock):  # sk_state == TCP_NEW_SYN_RECV
+            req = sk
             listener = req.listener
             if listener.state != TCP_LISTEN:
                 req_unhash(tcp, req)
