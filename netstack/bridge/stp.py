@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.net import NetKey, PacketType
+from netstack.core.net import PacketType
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sites import kernel
 from netstack.wire.stp import LLC_SAP_BSPAN, LLC_UI

@@ -34,7 +34,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.sites import kernel
 
 if TYPE_CHECKING:

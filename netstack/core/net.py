@@ -24,13 +24,14 @@ import hashlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
 import trio
 
 from netstack.core.hrtimer import HrTimerBase
+from netstack.core.net_generic import NetKey
 from netstack.core.patches import Patches
 from netstack.core.qdisc import NoopQdisc, Qdisc
 from netstack.core.ratelimit import RatelimitState, ratelimit
@@ -56,56 +57,6 @@ __all__ = [
     "SoftnetStats",
     "netstack_logger",
 ]
-
-
-T = TypeVar("T")
-
-
-class NetKey(Generic[T]):
-    """A typed slot for one subsystem's per-Net state (kernel: ``net_generic()``).
-
-    The kernel gives each ``pernet_operations`` an ``id`` and finds its state
-    with ``net_generic(net, id)``; here each subsystem owns one module-level
-    key, ``TCP_NET: NetKey[Tcp] = NetKey("tcp")``, and reads its state back
-    typed with :meth:`find`/:meth:`get` (core names no upper-layer class, and
-    no caller casts). The state lives in ``net.proto_data`` under the key's
-    name, so it is still visible by name when debugging; only a key writes it.
-    """
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    @kernel("include/net/netns/generic.h", "net_generic")
-    def find(self, net: Net) -> T | None:
-        """The state, or None before the subsystem's init ran on *net*.
-
-        Kernel: include/net/netns/generic.h, net_generic().
-        """
-        return cast("T | None", net.proto_data.get(self.name))
-
-    def get(self, net: Net) -> T:
-        """The state; RuntimeError if the subsystem is not installed on *net*."""
-        value = self.find(net)
-        if value is None:
-            raise RuntimeError(f"{self.name} is not installed on {net.name}")
-        return value
-
-    def set(self, net: Net, value: T) -> T:
-        """Install *value* as the state (the subsystem's ``init`` net op)."""
-        net.proto_data[self.name] = value
-        return value
-
-    def get_or_create(self, net: Net, factory: Callable[[], T]) -> T:
-        """The state, created by *factory* on first use."""
-        value = self.find(net)
-        if value is None:
-            value = self.set(net, factory())
-        return value
-
-    def __repr__(self) -> str:
-        return f"<NetKey {self.name}>"
 
 
 def netstack_logger() -> Any:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import legacy_features_word
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IF_OPER_DOWN
 from netstack.errors import ConfigError
 from netstack.sites import kernel

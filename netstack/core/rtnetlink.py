@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.errors import ConfigError
 from netstack.sites import kernel
 

@@ -60,7 +60,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_TCPV6,
 )
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,

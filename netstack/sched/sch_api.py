@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import dev_activate, dev_deactivate
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import DEFAULT_TX_QUEUE_LEN, IFF_NO_QUEUE, IFF_UP
 from netstack.core.qdisc import (
     TC_H_INGRESS,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.sysctl import invalid
 from netstack.sites import kernel
 from netstack.tcp.cong import TcpCongestionOps, TcpReno

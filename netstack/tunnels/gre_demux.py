@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,

@@ -48,7 +48,7 @@ import attrs
 from netstack.core.dev import register_netdevice
 from netstack.core.ethernet import ether_setup
 from netstack.core.features import NETIF_F_LLTX, SKB_GSO_GRE, SKB_GSO_GRE_CSUM
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,

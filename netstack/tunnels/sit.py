@@ -45,7 +45,7 @@ from netstack.core.features import (
     SKB_GSO_IPXIP4,
 )
 from netstack.core.inet_ecn import IP_ECN_decapsulate
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb

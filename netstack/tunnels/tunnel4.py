@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol

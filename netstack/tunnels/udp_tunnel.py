@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.ipv4 import ipv4_of

@@ -99,7 +99,7 @@ from netstack.core.features import (
 )
 from netstack.core.gro_cells import GroCells, gro_cells_receive
 from netstack.core.inet_ecn import IP_ECN_decapsulate
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,

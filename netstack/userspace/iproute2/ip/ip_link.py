@@ -37,7 +37,7 @@ from netstack.core.dev import (
     netif_carrier_on,
     unregister_netdevice,
 )
-from netstack.core.net import NetKey
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_UNKNOWN,
