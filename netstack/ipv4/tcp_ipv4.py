@@ -371,7 +371,7 @@ class Ipv4Specific:
         from netstack.tcp.output import tcp_mss_clamp
 
         newsk.advmss = tcp_mss_clamp(newsk, self.advmss(newsk))
-        from netstack.tcp.input import tcp_initialize_rcv_mss
+        from netstack.tcp.helpers import tcp_initialize_rcv_mss
 
         tcp_initialize_rcv_mss(newsk)
         hashinfo = self.tcp.hashinfo

@@ -84,10 +84,10 @@ from netstack.ipv6.sock import (
 )
 from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
-    tcp_initialize_rcv_mss,
     tcp_rcv_established,
     tcp_rcv_state_process,
     tcp_req_err,
