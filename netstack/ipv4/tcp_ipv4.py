@@ -51,6 +51,7 @@ from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_id
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -62,13 +63,20 @@ from netstack.tcp.minisocks import (
     TCP_TW_ACK,
     TCP_TW_RST,
     TCP_TW_SYN,
+    inet_csk_reqsk_queue_drop,
     inet_twsk_kill,
     tcp_check_req,
     tcp_child_process,
     tcp_create_openreq_child,
     tcp_timewait_state_process,
 )
-from netstack.tcp.output import tcp_bare_segment, tcp_connect, tcp_make_synack, tcp_sync_mss
+from netstack.tcp.output import (
+    tcp_bare_segment,
+    tcp_connect,
+    tcp_make_synack,
+    tcp_mss_clamp,
+    tcp_sync_mss,
+)
 from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
@@ -82,6 +90,7 @@ from netstack.tcp.sock import (
     TcpSock,
     TimewaitSock,
 )
+from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
@@ -368,11 +377,7 @@ class Ipv4Specific:
         newsk.dst_cache = rt
         sk_setup_caps(newsk, rt)
         tcp_sync_mss(newsk, int(rt.mtu()))
-        from netstack.tcp.output import tcp_mss_clamp
-
         newsk.advmss = tcp_mss_clamp(newsk, self.advmss(newsk))
-        from netstack.tcp.helpers import tcp_initialize_rcv_mss
-
         tcp_initialize_rcv_mss(newsk)
         hashinfo = self.tcp.hashinfo
         key = (AF_INET, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
@@ -496,8 +501,6 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
     sk.inet_daddr = addr
     sk.icsk_ext_hdr_len = 0
     sk.mss_clamp = 536  # TCP_MSS_DEFAULT until the peer's SYN-ACK says otherwise
-    from netstack.tcp.state import tcp_set_state
-
     tcp_set_state(sk, TCP_SYN_SENT)
     try:
         tcp.hashinfo.inet_hash_connect(sk)
@@ -709,8 +712,6 @@ def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
 @kernel("inet_csk_reqsk_queue_drop")
 def req_unhash(tcp: Tcp, req: RequestSock) -> None:
     """Kernel: inet_csk_reqsk_queue_drop()."""
-    from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
-
     inet_csk_reqsk_queue_drop(req.listener, req)
 
 

@@ -59,6 +59,7 @@ from netstack.tcp.output import (
     tcp_push_pending_frames,
     tcp_receive_window,
     tcp_schedule_loss_probe,
+    tcp_select_initial_window,
     tcp_send_ack,
     tcp_send_delayed_ack,
     tcp_send_synack,
@@ -2001,8 +2002,6 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if sk.user_mss and sk.user_mss < mss:
         mss = sk.user_mss
     req.adv_mss = mss
-    from netstack.tcp.output import tcp_select_initial_window
-
     full_space = tcp_full_space(sk)
     req.rsk_window_clamp = sk.window_clamp
     # a receive buffer the user set (SO_RCVBUF) limits the window and its scale

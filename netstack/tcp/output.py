@@ -34,6 +34,7 @@ from netstack.core.skbuff import (
     SkBuff,
     consume_skb,
 )
+from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.helpers import (
@@ -1426,8 +1427,6 @@ def tcp_connect_init(sk: TcpSock) -> None:
     tcp_sync_mss(sk, sk.af_ops.dst_mtu(sk))
     sk.advmss = tcp_mss_clamp(sk, sk.af_ops.advmss(sk))
     tcp_initialize_rcv_mss(sk)
-    from netstack.core.sock import SOCK_RCVBUF_LOCK
-
     if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
         sk.window_clamp > tcp_full_space(sk) or sk.window_clamp == 0
     ):
