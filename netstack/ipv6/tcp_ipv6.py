@@ -74,7 +74,7 @@ from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
-from netstack.ipv6.route import Flowi6
+from netstack.ipv6.route import Flowi6, Rt6Info
 from netstack.ipv6.sock import (
     IPV6_DSTOPTS,
     IPV6_TCLASS,
@@ -149,7 +149,6 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
     from netstack.ipv6.protocol import Ipv6
-    from netstack.ipv6.route import Rt6Info
     from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = [
@@ -736,10 +735,10 @@ class Ipv6Mapped:
 @kernel("ipv6_unicast_destination")
 def ipv6_unicast_destination(skb: SkBuff) -> bool:
     """Was *skb* routed to a local unicast address? Kernel: ipv6_unicast_destination()."""
-    rt: Any = skb.dst
-    if rt is None:
+    rt = skb.dst
+    if rt is None or not isinstance(rt, Rt6Info):  # no rt6i_flags: taken as RTF_LOCAL
         return True
-    return bool(getattr(rt, "rt6i_flags", RTF_LOCAL) & RTF_LOCAL)
+    return bool(rt.rt6i_flags & RTF_LOCAL)
 
 
 @kernel("net/ipv6/ip6_output.c", "ip6_xmit")
@@ -1056,7 +1055,8 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
     hashinfo = tcp.hashinfo
     dev = skb.dev
     dif = dev.ifindex if dev else 0
-    sk: Any = hashinfo.lookup_established(AF_INET6, saddr, sport, daddr, dport)
+    sk: TcpSock | RequestSock | TimewaitSock | None
+    sk = hashinfo.lookup_established(AF_INET6, saddr, sport, daddr, dport)
     if sk is None:
         sk = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
     while True:
@@ -1064,8 +1064,7 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             ipv6_ops(tcp).send_reset(None, skb)  # the no_tcp_socket label
             kfree_skb(skb, DropReason.NO_SOCKET)
             return 0
-        state = sk.state
-        if state == TCP_TIME_WAIT:
+        if isinstance(sk, TimewaitSock):  # sk_state == TCP_TIME_WAIT
             verdict = tcp_timewait_state_process(sk, skb, tcb)
             if verdict == TCP_TW_SYN:
                 sk2 = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
@@ -1091,8 +1090,8 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             else:
                 consume_skb(skb)
             return 0
-        if state == TCP_NEW_SYN_RECV:
-            req: RequestSock = sk
+        if isinstance(sk, RequestSock):  # sk_state == TCP_NEW_SYN_RECV
+            req = sk
             listener = req.listener
             if listener.state != TCP_LISTEN:
                 inet_csk_reqsk_queue_drop(listener, req)
