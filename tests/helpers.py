@@ -7,25 +7,28 @@ import trio
 import netstack
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
-from netstack.ipv4 import ipv4_of
 from netstack.labs.session import Session
 from netstack.socket import Socket
+from netstack.testing.builders import IPV4_ONLY, add_addr, add_route, nstat, pair, routed
 from netstack.wire import ethernet as eth
 from netstack.wire import ipv4, udp
 from netstack.wire.ethernet import ETH_HLEN, ETH_P_IP
 from netstack.wire.ipv4 import aton
 
-# Hosts of tests that count every frame, counter or drop of an IPv4 exchange:
-# Linux would also send IPv6 DAD and router solicitations on every link and
-# drop the neighbours' solicited-node multicast it has not joined, so these
-# hosts boot with IPv6 off (``sysctl net.ipv6.conf.all.disable_ipv6=1``).
-IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
-
-
-def add_addr(host: netstack.Host, dev: str, cidr: str) -> None:
-    """``ip addr add CIDR dev DEV`` through the kernel API."""
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen or 32))
+# IPV4_ONLY and the builders live in netstack.testing.builders (re-exported here)
+__all__ = [
+    "IPV4_ONLY",
+    "Term",
+    "add_addr",
+    "add_route",
+    "build_sites",
+    "dummy_host",
+    "nstat",
+    "pair",
+    "routed",
+    "stream_transfer",
+    "udp_skb",
+]
 
 
 def udp_skb(

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -50,6 +52,7 @@ def test_a_missing_or_one_sided_twin_is_reported() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_every_twin_in_the_tree_names_its_twin_back() -> None:
     twins = _twins()
     index = twins.twins()

@@ -117,6 +117,7 @@ class Sock:
         self.inet_id = 0
         self.uc_ttl = -1  # -1: use the route's hop limit
         self.mc_ttl = 1
+        self.mc_list: list[Any] = []  # inet->mc_list: IP_ADD_MEMBERSHIP (netstack.ipv4.igmp)
         self.tos = 0
         self.pmtudisc = IP_PMTUDISC_WANT  # inet_create(): DONT if ip_no_pmtu_disc
         self.recverr = False
@@ -165,6 +166,8 @@ class Sock:
 
     def close(self) -> None:
         self.dead = True
+        if self.mc_list:
+            self.net.ipv4.ip_mc_drop_socket(self)  # inet_release() → ip_mc_drop_socket()
         while self.receive_queue:
             from netstack.core.skbuff import consume_skb
 
@@ -299,6 +302,13 @@ class Sock:
         raise sock_oserror(92)
 
     def _ip_set(self, optname: int, value: int | bytes) -> None:
+        if optname in (IP_ADD_MEMBERSHIP, IP_DROP_MEMBERSHIP):
+            if isinstance(value, int):
+                raise sock_oserror(22)  # optlen < sizeof(struct ip_mreq)
+            err = self.net.ipv4.ip_mc_setsockopt(self, optname, bytes(value))
+            if err:
+                raise sock_oserror(-err)
+            return
         val = self._int(value)
         if optname == IP_TTL:
             if val == -1:
@@ -551,6 +561,8 @@ IP_MTU_DISCOVER: Final = 10
 IP_MTU: Final = 14
 IP_FREEBIND: Final = 15
 IP_MULTICAST_TTL: Final = 33
+IP_ADD_MEMBERSHIP: Final = 35
+IP_DROP_MEMBERSHIP: Final = 36
 
 SOCK_SNDBUF_LOCK: Final = 1
 SOCK_RCVBUF_LOCK: Final = 2

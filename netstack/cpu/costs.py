@@ -209,6 +209,13 @@ FUNCTIONS: Mapping[str, float] = {
     "iptunnel_xmit": 85.0,
     "__ip_rt_update_pmtu": 30.0,  # incl. ipv4_mtu
     "ip_compute_csum": 15.0,  # + csum_partial per byte; incl. csum_fold
+    # VXLAN: by analogy with GRE's functions for the same work (no experiment
+    # runs VXLAN, so these are not calibrated against a published figure)
+    "vxlan_xmit": 60.0,  # incl. vxlan_find_mac (the FDB lookup), the default entry's list
+    # the route cache, headroom, TOS/TTL, the VXLAN header; incl. udp_flow_src_port,
+    # ip_tunnel_ecn_encap, vxlan_build_skb
+    "vxlan_xmit_one": 140.0,
+    "udp_tunnel_xmit_skb": 40.0,  # incl. udp_set_csum, __skb_push (then iptunnel_xmit)
     # --- tunnels: receive --------------------------------------------------------------
     "gre_rcv": 40.0,
     "gre_parse_header": 45.0,  # incl. gre_calc_hlen
@@ -221,6 +228,8 @@ FUNCTIONS: Mapping[str, float] = {
     # incl. skb_scrub_packet, pskb_inet_may_pull, IP_ECN_decapsulate, INET_ECN_decapsulate
     "ip_tunnel_rcv": 110.0,
     "__iptunnel_pull_header": 50.0,  # incl. skb_scrub_packet, dst_release
+    # incl. vxlan_vs_find_vni, vxlan_snoop (learning), IP_ECN_decapsulate
+    "vxlan_rcv": 110.0,
     "gro_cells_receive": 45.0,  # incl. napi_schedule, skb_cloned
     "gro_cell_poll": 30.0,
     # --- TCP (estimates from perf profiles of netperf TCP_STREAM/TCP_RR on
@@ -298,6 +307,8 @@ FUNCTIONS: Mapping[str, float] = {
     "gre_gro_receive": 60.0,
     "gre_gro_complete": 30.0,
     "gre_gso_segment": 60.0,
+    "vxlan_gro_receive": 60.0,  # incl. vxlan_gro_remcsum, eth_gro_receive's caller
+    "__skb_udp_tunnel_segment": 60.0,  # incl. skb_udp_tunnel_segment, udp_set_csum per segment
     # --- ICMP -----------------------------------------------------------------------
     # incl. gre_err, skb_checksum_simple_validate, icmp_unreach, raw_icmp_error, tunnel4_err
     "icmp_rcv": 145.0,

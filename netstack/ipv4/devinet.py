@@ -32,6 +32,7 @@ from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.igmp import IpMcList
     from netstack.ipv4.protocol import Ipv4
 
 __all__ = ["DEVCONF_FIELDS", "DevConf", "InDevice", "InIfaddr", "inet_select_addr"]
@@ -190,6 +191,8 @@ class InDevice:
         self.cnf = DevConf(ipv4.devconf_dflt)
         self.dead = False
         self.conf_name = dev.name  # the name its sysctls were registered under
+        self.mc_list: list[IpMcList] = []  # joined groups, newest first (netstack.ipv4.igmp)
+        self.mc_hw_refs: dict[bytes, int] = {}  # groups per dev->mc MAC (its refcount)
 
     def primaries(self) -> Iterator[InIfaddr]:
         return (ifa for ifa in self.ifa_list if not ifa.ifa_flags & IFA_F_SECONDARY)

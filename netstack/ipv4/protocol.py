@@ -43,6 +43,7 @@ from netstack.errors import ConfigError
 from netstack.gro.core import NetOffload
 from netstack.ipv4 import arp as _arp
 from netstack.ipv4 import icmp as _icmp
+from netstack.ipv4 import igmp as _igmp
 from netstack.ipv4 import ip_input as _in
 from netstack.ipv4 import ip_output as _out
 from netstack.ipv4 import ping as _ping
@@ -493,6 +494,15 @@ class Ipv4:
             "IpExt": self.ipext.snapshot(),
         }
 
+    # -- multicast membership (netstack.ipv4.igmp) -----------------------------------------
+    def ip_mc_setsockopt(self, sk: Any, optname: int, optval: bytes) -> int:
+        """IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP for a socket: 0 or -errno."""
+        return _igmp.ip_mc_setsockopt(self, sk, optname, optval)
+
+    def ip_mc_drop_socket(self, sk: Any) -> None:
+        """A socket with memberships closes."""
+        _igmp.ip_mc_drop_socket(self, sk)
+
     # -- device events (inetdev_event, fib_netdev_event, arp_netdev_event) ----------------
     def netdev_event(self, event: int, dev: NetDevice) -> None:
         if event == NETDEV_REGISTER:
@@ -504,8 +514,10 @@ class Ipv4:
                 in_dev = self.in_dev(dev)
                 if in_dev.ifa_for(INADDR_LOOPBACK, 8) is None:
                     in_dev.insert_ifa(InIfaddr(dev, INADDR_LOOPBACK, 8, scope=RT_SCOPE_HOST))
+            _igmp.ip_mc_up(self.in_dev(dev))
             self.fib.fib_netdev_up(dev)
         elif event == NETDEV_DOWN:
+            _igmp.ip_mc_down(self.in_dev(dev))
             self.fib.fib_sync_down_dev(dev, unregister=False)
             self.arp_tbl.neigh_ifdown(dev)
             self._flush_route_caches(dev)
@@ -532,6 +544,7 @@ class Ipv4:
         elif event == NETDEV_UNREGISTER:
             in_dev = dev.ip_ptr
             if in_dev is not None:
+                _igmp.ip_mc_destroy_dev(in_dev)
                 for ifa in list(in_dev.ifa_list):
                     in_dev.delete_ifa(ifa)
                 self.fib.fib_sync_down_dev(dev, unregister=True)

@@ -56,6 +56,7 @@ from netstack.ipv4.constants import (
 )
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.fib import FIB_PROPS_ERROR, FibNh, FibNhException, FibResult
+from netstack.ipv4.igmp import ip_check_mc_rcv
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -601,7 +602,12 @@ def ip_route_input_noref(
             ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if (daddr & 0xF0000000) == 0xE0000000:
-        return -errno.EINVAL  # no multicast routing or group membership here: not ours
+        # ip_route_input_rcu()'s multicast branch: ours only if the device joined
+        # the group (no multicast routing: mc_forwarding is never set)
+        proto = skb.buf[skb.network_header + 9]
+        if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
+            return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
+        return -errno.EINVAL
     res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
     if res is None:
         if not in_dev.cnf.forwarding:
@@ -676,6 +682,18 @@ def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
     ipv4.in_brd += 1
     rt = _mkroute_input_local(ipv4, dev, RTCF_BROADCAST, RTN_BROADCAST, None)
     skb.dst = rt
+    return 0
+
+
+@kernel("ip_route_input_mc")
+def ip_route_input_mc(ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> int:
+    """A joined group: a local RTN_MULTICAST route. Kernel: ip_route_input_mc()."""
+    in_dev = dev.ip_ptr
+    if skb.protocol != 0x0800:
+        return -errno.EINVAL
+    if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
+        return -errno.EINVAL
+    skb.dst = _mkroute_input_local(ipv4, dev, RTCF_MULTICAST, RTN_MULTICAST, None)
     return 0
 
 

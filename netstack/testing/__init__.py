@@ -4,11 +4,24 @@
   ``two_hosts``, ``routed_hosts``, ``gre_sites``, ``topology``, the
   ``netstack_host`` marker, :func:`seeds`, and pcaps of failing tests;
 * :mod:`.topologies`: the canonical topology functions, :func:`lab_file`;
+* :mod:`.builders`: the topologies with knobs tests build again and again —
+  :func:`pair`, :func:`routed` — and :func:`add_addr`, :func:`add_route`,
+  :func:`nstat`, :func:`open_test_lab`;
 * :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
   ``Frames`` and the layer matchers;
 * :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs.
 """
 
+from netstack.testing.builders import (
+    IPV4_ONLY,
+    LinkOptions,
+    add_addr,
+    add_route,
+    nstat,
+    open_test_lab,
+    pair,
+    routed,
+)
 from netstack.testing.checkers import (
     ARP,
     GRE,
@@ -23,7 +36,13 @@ from netstack.testing.checkers import (
     decode,
     expect_frame,
 )
-from netstack.testing.conformance import check_net_device, nic_pair, veth_pair
+from netstack.testing.conformance import (
+    check_net_device,
+    nic_pair,
+    tunnel_pair,
+    veth_pair,
+    vlan_pair,
+)
 from netstack.testing.plugin import netstack_run, seeds, topology_fixture
 from netstack.testing.topologies import (
     GreSites,
@@ -40,6 +59,7 @@ __all__ = [
     "ARP",
     "GRE",
     "ICMP",
+    "IPV4_ONLY",
     "UDP",
     "Ether",
     "Frames",
@@ -47,9 +67,12 @@ __all__ = [
     "ICMPv6",
     "IPv4",
     "IPv6",
+    "LinkOptions",
     "RoutedHosts",
     "TopologyUnavailable",
     "TwoHosts",
+    "add_addr",
+    "add_route",
     "check_frame",
     "check_net_device",
     "decode",
@@ -58,9 +81,15 @@ __all__ = [
     "lab_file",
     "netstack_run",
     "nic_pair",
+    "nstat",
+    "open_test_lab",
+    "pair",
+    "routed",
     "routed_hosts",
     "seeds",
     "topology_fixture",
+    "tunnel_pair",
     "two_hosts",
     "veth_pair",
+    "vlan_pair",
 ]

@@ -21,6 +21,9 @@ kernel's own paths and counters, what every ``net_device`` must do:
 
 A driver that cannot do one of these (a point-to-point device without ARP,
 say) passes ``skip={"arp"}`` and the like; see :func:`check_net_device`.
+
+Pair makers: :func:`veth_pair`, :func:`nic_pair`, :func:`vlan_pair` and
+:func:`tunnel_pair` (GRE, GRETAP, IPIP, SIT, VXLAN over a veth underlay).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import trio
 if TYPE_CHECKING:
     from netstack.host import Host, Lab
 
-__all__ = ["PairMaker", "check_net_device", "nic_pair", "veth_pair"]
+__all__ = ["PairMaker", "check_net_device", "nic_pair", "tunnel_pair", "veth_pair", "vlan_pair"]
 
 PairMaker = Callable[["Lab"], tuple["Host", str, "Host", str]]
 
@@ -51,6 +54,46 @@ def nic_pair(lab: Lab) -> tuple[Host, str, Host, str]:
     a, b = lab.add_host("ca"), lab.add_host("cb")
     lab.add_link("ca:eth0", "cb:eth0", kind="nic", rate=1e9, delay=0.0001)
     return a, "eth0", b, "eth0"
+
+
+def _underlay(lab: Lab) -> tuple[Host, Host]:
+    """``ca`` 198.51.100.1/24 — veth — ``cb`` 198.51.100.2/24 (IPv4-only): the underlay."""
+    from netstack.testing.builders import IPV4_ONLY
+
+    a, b = lab.add_host("ca", sysctls=IPV4_ONLY), lab.add_host("cb", sysctls=IPV4_ONLY)
+    lab.add_link("ca:eth0", "cb:eth0", kind="veth")
+    a.ip("addr add 198.51.100.1/24 dev eth0")
+    b.ip("addr add 198.51.100.2/24 dev eth0")
+    return a, b
+
+
+def vlan_pair(lab: Lab) -> tuple[Host, str, Host, str]:
+    """VLAN 10 devices ``eth0.10`` on both ends of a veth pair (802.1Q tags on the wire)."""
+    a, b = _underlay(lab)
+    for host in (a, b):
+        host.ip("link add link eth0 name eth0.10 type vlan id 10")
+    return a, "eth0.10", b, "eth0.10"
+
+
+def tunnel_pair(kind: str, options: str = "") -> PairMaker:
+    """A pair maker: tunnels ``t0`` of *kind* between two hosts on a veth underlay.
+
+    *kind* is an ``ip link add … type`` (``gre``, ``gretap``, ``ipip``, ``sit``,
+    ``vxlan``: VNI 42, port 4789); *options* are appended to both ends' command.
+    """
+
+    def make(lab: Lab) -> tuple[Host, str, Host, str]:
+        a, b = _underlay(lab)
+        for host, local, remote in (
+            (a, "198.51.100.1", "198.51.100.2"),
+            (b, "198.51.100.2", "198.51.100.1"),
+        ):
+            vni = " id 42 dstport 4789" if kind == "vxlan" else ""
+            host.ip(f"link add t0 type {kind}{vni} remote {remote} local {local} {options}")
+        return a, "t0", b, "t0"
+
+    make.__name__ = make.__qualname__ = f"{kind}_pair"
+    return make
 
 
 def _fail(what: str, detail: str) -> AssertionError:

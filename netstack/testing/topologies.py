@@ -26,10 +26,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from netstack.testing.builders import IPV4_ONLY
+
 if TYPE_CHECKING:
     from netstack.host import Host, Lab
-
-IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
 
 __all__ = [
     "GreSites",

@@ -22,10 +22,17 @@ newest first (6.16+ keeps them on one list besides the hash table).
 
 Opening the device opens (or shares) the UDP socket for its port
 (:mod:`.udp_tunnel`: ``udp_sock_create`` + ``setup_udp_tunnel_sock``;
-``ss -uan`` shows ``0.0.0.0:4789``) and starts the ageing timer, which runs
+``ss -uan`` shows ``0.0.0.0:4789``), joins the multicast group of a ``group``
+device on the socket, on the ``dev`` given (``vxlan_igmp_join`` →
+``ip_mc_join_group``, :mod:`netstack.ipv4.igmp`; ``ip maddr show dev eth0``
+lists it; a second device sharing socket, group and ``dev`` joins once) and
+starts the ageing timer, which runs
 every 10 s (``FDB_AGE_INTERVAL``) and deletes learned entries not refreshed
 for ``ageing`` seconds; stopping it flushes every entry but the permanent
-ones and releases the socket.
+ones, leaves the group unless another running device on the socket still
+uses it (``vxlan_multicast_leave``) and releases the socket. So in group mode
+the encapsulated broadcast (ARP) goes to the group, every VTEP that joined it
+receives it and learns the sender, and the reply comes back unicast.
 
 Transmit::
 
@@ -61,8 +68,7 @@ The UDP checksum is on by default for IPv4 (``udpcsum``; ``noudpcsum`` sends
 
 Not here: IPv6 underlays, ``external`` (collect-metadata) mode and VNI
 filtering, GPE, GBP, remote checksum offload, ARP/ND proxy, route
-short-circuit, L2/L3 miss notifications, nexthop groups, multicast group
-membership (sending to a group works; receiving needs IGMP joins), the
+short-circuit, L2/L3 miss notifications, nexthop groups, the
 local-bypass of a remote that is this host, and PMTU checks of the outer path
 (``skb_tunnel_check_pmtu``).
 
@@ -73,6 +79,7 @@ ip/iplink_vxlan.c (iproute2).
 from __future__ import annotations
 
 import errno
+import os
 import struct
 from collections.abc import Mapping
 from functools import partial
@@ -141,6 +148,7 @@ from netstack.errors import ConfigError
 from netstack.gro.core import NapiGroCb, call_gro_receive
 from netstack.gro.eth import eth_gro_complete, eth_gro_receive
 from netstack.ipv4 import ipv4_of
+from netstack.ipv4.igmp import IpMreqn, ip_mc_join_group, ip_mc_leave_group
 from netstack.ipv4.udp import UdpSock
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import (
@@ -649,17 +657,25 @@ class VxlanOps(NetDeviceOps):
 
     @kernel("vxlan_open")
     def ndo_open(self, dev: NetDevice) -> None:
-        """Open (or share) the UDP socket, start ageing. Kernel: vxlan_open()."""
+        """Open (or share) the UDP socket, join the group, start ageing. Kernel: vxlan_open()."""
         vxlan: VxlanDev = dev.priv
         vxlan_sock_add(vxlan)
+        err = vxlan_multicast_join(vxlan)
+        if err:
+            vxlan_sock_release(vxlan)
+            raise ConfigError(f"RTNETLINK answers: {os.strerror(-err)}", -err)
         if vxlan.cfg.age_interval:
             clock = dev.net.clock
             vxlan.age_timer.mod(clock.jiffies + FDB_AGE_INTERVAL_S * clock.hz)
 
     @kernel("vxlan_stop")
     def ndo_stop(self, dev: NetDevice) -> None:
-        """Stop ageing, flush the dynamic entries, release the socket. Kernel: vxlan_stop()."""
+        """Leave the group, stop ageing, flush the dynamic entries, release the socket.
+
+        Kernel: vxlan_stop().
+        """
         vxlan: VxlanDev = dev.priv
+        vxlan_multicast_leave(vxlan)
         vxlan.age_timer.delete()
         vxlan_flush(vxlan, keep_permanent=True)
         vxlan_sock_release(vxlan)
@@ -1066,6 +1082,67 @@ def vxlan_sock_release(vxlan: VxlanDev) -> None:
     if vs in lst:
         lst.remove(vs)
     udp_tunnel_sock_release(vs.sock)
+
+
+@kernel("drivers/net/vxlan/vxlan_multicast.c", "vxlan_igmp_join")
+def vxlan_igmp_join(vxlan: VxlanDev, rip: int, rifindex: int) -> int:
+    """Join *rip* on the device's socket, on *rifindex*: 0 or -errno.
+
+    Kernel: drivers/net/vxlan/vxlan_multicast.c, vxlan_igmp_join().
+    """
+    vs = vxlan.vn4_sock
+    assert vs is not None
+    return ip_mc_join_group(ipv4_of(vxlan.net), vs.sock, IpMreqn(rip, 0, rifindex))
+
+
+@kernel("drivers/net/vxlan/vxlan_multicast.c", "vxlan_igmp_leave")
+def vxlan_igmp_leave(vxlan: VxlanDev, rip: int, rifindex: int) -> int:
+    """Kernel: drivers/net/vxlan/vxlan_multicast.c, vxlan_igmp_leave()."""
+    vs = vxlan.vn4_sock
+    assert vs is not None
+    return ip_mc_leave_group(ipv4_of(vxlan.net), vs.sock, IpMreqn(rip, 0, rifindex))
+
+
+@kernel("drivers/net/vxlan/vxlan_multicast.c", "vxlan_multicast_join")
+def vxlan_multicast_join(vxlan: VxlanDev) -> int:
+    """A multicast default destination: join it (a shared socket's second join is fine).
+
+    Kernel: drivers/net/vxlan/vxlan_multicast.c, vxlan_multicast_join().
+    """
+    rd = vxlan.default_dst
+    if not ipv4_is_multicast(rd.remote_ip):
+        return 0
+    err = vxlan_igmp_join(vxlan, rd.remote_ip, rd.remote_ifindex)
+    return 0 if err == -errno.EADDRINUSE else err
+
+
+@kernel("drivers/net/vxlan/vxlan_multicast.c", "vxlan_group_used")
+def vxlan_group_used(vxlan: VxlanDev) -> bool:
+    """Does another running device on the same socket use the same group and device?
+
+    Kernel: drivers/net/vxlan/vxlan_multicast.c, vxlan_group_used().
+    """
+    vs = vxlan.vn4_sock
+    if vs is None or vs.refcnt == 1:
+        return False
+    rd = vxlan.default_dst
+    for other in vxlan_net_of(vxlan.net).vxlan_list:
+        if other is vxlan or not other.dev.running or other.vn4_sock is not vs:
+            continue
+        od = other.default_dst
+        if od.remote_ip == rd.remote_ip and od.remote_ifindex == rd.remote_ifindex:
+            return True
+    return False
+
+
+@kernel("vxlan_multicast_leave")
+def vxlan_multicast_leave(vxlan: VxlanDev) -> None:
+    """Leave the group unless another device still uses it. Kernel: vxlan_multicast_leave()."""
+    rd = vxlan.default_dst
+    if vxlan.vn4_sock is None or not ipv4_is_multicast(rd.remote_ip):
+        return
+    if not vxlan_group_used(vxlan):
+        vxlan_igmp_leave(vxlan, rd.remote_ip, rd.remote_ifindex)
 
 
 # ---------------------------------------------------------------------------

@@ -9,52 +9,22 @@ and a connected UDP socket with IP_RECVERR reads as EHOSTUNREACH.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import struct
-from collections.abc import AsyncIterator
 
 import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
 
-from netstack.host import Host, Lab, open_lab
+from netstack.host import Host
 from netstack.ipv4 import ipv4_of
 from netstack.neigh.nud import NUD_FAILED, NUD_REACHABLE
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
+from netstack.testing.builders import nstat, open_test_lab, pair
 from netstack.wire.ipv4 import aton
 
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
-
 GHOST = "10.0.0.77"
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
-
-
-def pair(lab: Lab) -> tuple[Host, Host]:
-    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
-    lab.add_link("a:eth0", "b:eth0")
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
-
-
-def nstat(host: Host, name: str) -> int:
-    return host.nstat().get(name, 0)
 
 
 def neigh_state(host: Host, addr: str) -> int | None:

@@ -11,19 +11,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import struct
-from collections.abc import AsyncIterator
 
 import dpkt
 import pytest
 import trio
 import trio.testing
 
-from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.fib import RouteConfig
 from netstack.socket import (
     IP_MTU,
     IP_MTU_DISCOVER,
@@ -33,53 +29,7 @@ from netstack.socket import (
     IPPROTO_IP,
     MSG_ERRQUEUE,
 )
-from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
-
-
-def add_route(host: Host, cidr: str, gw: str) -> None:
-    dst, _, plen = cidr.partition("/")
-    ipv4_of(host.net).fib.add_route(RouteConfig(aton(dst), int(plen), gw=aton(gw), dev=None))
-
-
-def nstat(host: Host, name: str) -> int:
-    return host.nstat().get(name, 0)
-
-
-def pair(lab: Lab) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0")
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
-
-
-def routed(lab: Lab, next_hop_mtu: int) -> tuple[Host, Host, Host]:
-    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
-    lab.add_link("a:eth0", "r:eth0")
-    lab.add_link("r:eth1", "b:eth0", mtu=next_hop_mtu)
-    add_addr(a, "eth0", "10.0.1.1/24")
-    add_addr(r, "eth0", "10.0.1.254/24")
-    add_addr(r, "eth1", "10.0.2.254/24")
-    add_addr(b, "eth0", "10.0.2.1/24")
-    add_route(a, "0.0.0.0/0", "10.0.1.254")
-    add_route(b, "0.0.0.0/0", "10.0.2.254")
-    r.sysctl("net.ipv4.ip_forward=1")
-    return a, r, b
+from netstack.testing.builders import add_addr, nstat, open_test_lab, pair, routed
 
 
 def fragments_of(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip.IP]:
@@ -105,7 +55,7 @@ async def test_4000_byte_datagram_is_fragmented_and_reassembled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, ipv4_only=False)
         srv = b.socket()
         await srv.bind(("0.0.0.0", 9000))
         cap = b.capture("eth0")
@@ -146,7 +96,7 @@ async def test_fragmented_datagrams_have_distinct_ids(
     """Fragments keep their datagram's ID (RFC 791/6864), and datagrams get distinct
     IDs. (Regression: ip_do_fragment zeroed the ID of every fragment.)"""
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, ipv4_only=False)
         srv = b.socket()
         await srv.bind(("0.0.0.0", 9000))
         cap = b.capture("eth0")
@@ -222,7 +172,7 @@ async def test_df_datagram_too_big_for_next_hop_gets_frag_needed(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        a, r, b = routed(lab, next_hop_mtu=1000)
+        a, r, b = routed(lab, next_hop={"mtu": 1000}, ipv4_only=False)
         srv = b.socket()
         await srv.bind(("0.0.0.0", 9000))
         cap = a.capture("eth0")
@@ -277,7 +227,7 @@ async def test_router_fragments_a_datagram_without_df(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        a, r, b = routed(lab, next_hop_mtu=1000)
+        a, r, b = routed(lab, next_hop={"mtu": 1000}, ipv4_only=False)
         srv = b.socket()
         await srv.bind(("0.0.0.0", 9000))
         cap = b.capture("eth0")

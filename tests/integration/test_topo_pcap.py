@@ -10,10 +10,8 @@ checksum — including transmitted UDP whose checksum was left to the device
 
 from __future__ import annotations
 
-import contextlib
 import struct
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
 
@@ -22,49 +20,23 @@ import pytest
 import trio
 import trio.testing
 
-from netstack.host import Host, Lab, open_lab
-from netstack.ipv4 import ipv4_of
-from netstack.ipv4.fib import RouteConfig
+from netstack.host import Host, Lab
 from netstack.socket import IP_MTU_DISCOVER, IP_PMTUDISC_DONT, IPPROTO_IP
-from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
+from netstack.testing.builders import open_test_lab, routed
 
 
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
-
-
-def add_route(host: Host, cidr: str, gw: str) -> None:
-    dst, _, plen = cidr.partition("/")
-    ipv4_of(host.net).fib.add_route(RouteConfig(aton(dst), int(plen), gw=aton(gw), dev=None))
-
-
-def routed(lab: Lab, kind: Literal["veth", "nic"]) -> tuple[Host, Host, Host]:
-    a, r, b = lab.add_host("a"), lab.add_host("r"), lab.add_host("b")
+def routed_for_pcap(lab: Lab, kind: Literal["veth", "nic"]) -> tuple[Host, Host, Host]:
+    """a — r — b with IPv6 on (its frames are checked too) and MTU 1000 behind r."""
     if kind == "nic":
-        lab.add_link("a:eth0", "r:eth0", kind="nic", rate=100e6, delay=0.001)
-        lab.add_link("r:eth1", "b:eth0", kind="nic", rate=10e6, delay=0.002, mtu=1000)
-    else:
-        lab.add_link("a:eth0", "r:eth0")
-        lab.add_link("r:eth1", "b:eth0", mtu=1000)
-    add_addr(a, "eth0", "10.0.1.1/24")
-    add_addr(r, "eth0", "10.0.1.254/24")
-    add_addr(r, "eth1", "10.0.2.254/24")
-    add_addr(b, "eth0", "10.0.2.1/24")
-    add_route(a, "0.0.0.0/0", "10.0.1.254")
-    add_route(b, "0.0.0.0/0", "10.0.2.254")
-    r.sysctl("net.ipv4.ip_forward=1")
-    return a, r, b
+        return routed(
+            lab,
+            kind="nic",
+            rate=100e6,
+            delay=0.001,
+            next_hop={"rate": 10e6, "delay": 0.002, "mtu": 1000},
+            ipv4_only=False,
+        )
+    return routed(lab, next_hop={"mtu": 1000}, ipv4_only=False)
 
 
 def check_pcap(path: Path) -> tuple[list[tuple[float, bytes]], dict[str, int]]:
@@ -158,7 +130,7 @@ async def test_pcap_files_parse_and_carry_valid_checksums(
     kind: Literal["veth", "nic"],
 ) -> None:
     async with open_test_lab() as lab:
-        a, r, b = routed(lab, kind)
+        a, r, b = routed_for_pcap(lab, kind)
         paths = {
             "a": tmp_path / "a-eth0.pcap",
             "r0": tmp_path / "r-eth0.pcap",

@@ -9,64 +9,24 @@ exchange that precedes it.
 
 from __future__ import annotations
 
-import contextlib
 import struct
-from collections.abc import AsyncIterator
-from typing import Literal
 
 import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
 
 from netstack.core.dev import dev_close, dev_open
 from netstack.drivers.nic import TX_USECS_DEFAULT, RxCsumMode
-from netstack.host import Host, Lab, open_lab
-from netstack.ipv4 import ipv4_of
-from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
+from netstack.testing.builders import nstat, open_test_lab, pair
 
 ETH_WIRE_OVERHEAD = 24
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
-
-
-def pair(
-    lab: Lab,
-    kind: Literal["veth", "nic"] = "veth",
-    rate: float | None = None,
-    delay: float = 0.0,
-    rx_csum: RxCsumMode = "unnecessary",
-) -> tuple[Host, Host]:
-    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
-    lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate, delay=delay, rx_csum=rx_csum)
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
 
 
 def serialisation(frame_len: int, rate: float | None) -> float:
     if rate is None:
         return 0.0
     return (max(frame_len, 60) + ETH_WIRE_OVERHEAD) * 8 / rate
-
-
-def nstat(host: Host, name: str) -> int:
-    return host.nstat().get(name, 0)
 
 
 async def test_ping_over_veth(autojump_clock: trio.testing.MockClock) -> None:

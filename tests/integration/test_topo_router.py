@@ -9,67 +9,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import struct
-from collections.abc import AsyncIterator
 from typing import Literal
 
 import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
 
-from netstack.host import Host, Lab, open_lab
-from netstack.ipv4 import ipv4_of
-from netstack.ipv4.fib import RouteConfig
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
-from netstack.wire.ipv4 import aton
-
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(host.dev(dev), aton(addr), int(plen))
-
-
-def add_route(host: Host, cidr: str, gw: str) -> None:
-    dst, _, plen = cidr.partition("/")
-    ipv4_of(host.net).fib.add_route(RouteConfig(aton(dst), int(plen), gw=aton(gw), dev=None))
-
-
-def routed(
-    lab: Lab,
-    *,
-    forward: bool = True,
-    default_routes: bool = True,
-    kind: Literal["veth", "nic"] = "veth",
-) -> tuple[Host, Host, Host]:
-    a, r, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in "arb")
-    lab.add_link("a:eth0", "r:eth0", kind=kind)
-    lab.add_link("r:eth1", "b:eth0", kind=kind)
-    add_addr(a, "eth0", "10.0.1.1/24")
-    add_addr(r, "eth0", "10.0.1.254/24")
-    add_addr(r, "eth1", "10.0.2.254/24")
-    add_addr(b, "eth0", "10.0.2.1/24")
-    if default_routes:
-        add_route(a, "0.0.0.0/0", "10.0.1.254")
-        add_route(b, "0.0.0.0/0", "10.0.2.254")
-    r.sysctl(f"net.ipv4.ip_forward={int(forward)}")
-    return a, r, b
-
-
-def nstat(host: Host, name: str) -> int:
-    return host.nstat().get(name, 0)
+from netstack.testing.builders import nstat, open_test_lab, routed
 
 
 def ip_frames(frames: list[tuple[float, bytes, bool]]) -> list[tuple[bytes, bool]]:

@@ -5,16 +5,12 @@ a (10.0.0.1/24) ── veth ── b (10.0.0.2/24), both with ``brd 10.0.0.255``
 
 from __future__ import annotations
 
-import contextlib
 import errno
-from collections.abc import AsyncIterator
 
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
 
-from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.fib import RouteConfig
 from netstack.socket import (
@@ -25,39 +21,10 @@ from netstack.socket import (
     SOL_SOCKET,
     Socket,
 )
+from netstack.testing.builders import nstat, open_test_lab, pair
 from netstack.wire.ipv4 import aton
 
-VIRTUAL_DEADLINE = 300.0  # seconds of virtual time; autojump gets there at once
-
-
-@contextlib.asynccontextmanager
-async def open_test_lab() -> AsyncIterator[Lab]:
-    """A lab that fails (TooSlowError) instead of hanging if a test waits forever."""
-    with trio.fail_after(VIRTUAL_DEADLINE):
-        async with open_lab(debug_skb=True) as lab:
-            yield lab
-
-
 ECHO_PORT = 7
-
-
-def add_addr(host: Host, dev: str, cidr: str) -> None:
-    addr, _, plen = cidr.partition("/")
-    ipv4_of(host.net).add_address(
-        host.dev(dev), aton(addr), int(plen), broadcast=aton("10.0.0.255")
-    )
-
-
-def pair(lab: Lab) -> tuple[Host, Host]:
-    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
-    lab.add_link("a:eth0", "b:eth0")
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
-
-
-def nstat(host: Host, name: str) -> int:
-    return host.nstat().get(name, 0)
 
 
 async def echo_server(sock: Socket, task_status: trio.TaskStatus[None]) -> None:
@@ -69,7 +36,7 @@ async def echo_server(sock: Socket, task_status: trio.TaskStatus[None]) -> None:
 
 async def test_udp_echo(autojump_clock: trio.testing.MockClock) -> None:
     async with open_test_lab() as lab, trio.open_nursery() as nursery:
-        a, b = pair(lab)
+        a, b = pair(lab, broadcast="10.0.0.255")
         srv = b.socket()
         await srv.bind(("10.0.0.2", ECHO_PORT))
         assert srv.getsockname() == ("10.0.0.2", ECHO_PORT)
@@ -115,7 +82,7 @@ async def test_udp_echo(autojump_clock: trio.testing.MockClock) -> None:
 
 async def test_connected_socket_gets_econnrefused(autojump_clock: trio.testing.MockClock) -> None:
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, broadcast="10.0.0.255")
         await trio.sleep(1.0)  # past the ICMP rate limiter's start-up window
         conn = a.socket()
         await conn.connect(("10.0.0.2", 9))
@@ -141,7 +108,7 @@ async def test_connected_socket_gets_econnrefused(autojump_clock: trio.testing.M
 
 async def test_emsgsize_above_65507_bytes(autojump_clock: trio.testing.MockClock) -> None:
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, broadcast="10.0.0.255")
         srv = b.socket()
         await srv.bind(("0.0.0.0", 9000))
         cli = a.socket()
@@ -157,7 +124,7 @@ async def test_emsgsize_above_65507_bytes(autojump_clock: trio.testing.MockClock
 
 async def test_eaddrinuse_on_double_bind(autojump_clock: trio.testing.MockClock) -> None:
     async with open_test_lab() as lab:
-        a, _b = pair(lab)
+        a, _b = pair(lab, broadcast="10.0.0.255")
         first = a.socket()
         await first.bind(("0.0.0.0", 5353))
         second = a.socket()
@@ -187,7 +154,7 @@ async def test_eacces_for_broadcast_without_so_broadcast(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, broadcast="10.0.0.255")
         ipv4_of(a.net).fib.add_route(RouteConfig(0, 0, gw=aton("10.0.0.2"), dev=None))
         srv = b.socket()
         await srv.bind(("0.0.0.0", 6767))
@@ -214,7 +181,7 @@ async def test_full_receive_queue_counts_rcvbuf_errors(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        a, b = pair(lab)
+        a, b = pair(lab, broadcast="10.0.0.255")
         srv = b.socket()
         srv.setsockopt(SOL_SOCKET, SO_RCVBUF, 4096)  # doubled to 8192 by the kernel
         assert srv.getsockopt(SOL_SOCKET, SO_RCVBUF) == 8192
@@ -244,7 +211,7 @@ async def test_full_receive_queue_counts_rcvbuf_errors(
 
 async def test_errqueue_is_empty_without_errors(autojump_clock: trio.testing.MockClock) -> None:
     async with open_test_lab() as lab:
-        a, _b = pair(lab)
+        a, _b = pair(lab, broadcast="10.0.0.255")
         sock = a.socket()
         with pytest.raises(BlockingIOError):
             await sock.recvmsg(100, 1024, MSG_ERRQUEUE)

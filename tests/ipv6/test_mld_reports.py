@@ -173,6 +173,7 @@ REAL_CAPTURE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_linux_sends_the_same_reports() -> None:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip")):
         pytest.skip("needs root and ip(8) for network namespaces")

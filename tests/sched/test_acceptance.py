@@ -16,49 +16,19 @@ import itertools
 import re
 import statistics as stats
 from pathlib import Path
-from typing import Literal
 
 import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY, add_addr
 
 import netstack
 from netstack.socket import IP_TOS, IPPROTO_IP
 from netstack.socket.socket import Socket
+from netstack.testing.builders import pair, routed
 
 PAYLOAD = 1000
 FRAME = 14 + 20 + 8 + PAYLOAD  # what tbf and the device count per packet
-
-
-def pair(
-    lab: netstack.Lab, *, kind: Literal["veth", "nic"] = "veth", rate: float | None = None
-) -> tuple[netstack.Host, netstack.Host]:
-    a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
-    lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate)
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
-
-
-def routed(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host, netstack.Host]:
-    """a (10.0.1.1) ─ r ─ b (10.0.2.1), veth links."""
-    a, r, b = (
-        lab.add_host("a", sysctls=IPV4_ONLY),
-        lab.add_host("r", sysctls=IPV4_ONLY),
-        lab.add_host("b", sysctls=IPV4_ONLY),
-    )
-    lab.add_link("a:eth0", "r:eth0")
-    lab.add_link("r:eth1", "b:eth0")
-    a.ip("addr add 10.0.1.1/24 dev eth0")
-    a.ip("route add default via 10.0.1.254")
-    r.ip("addr add 10.0.1.254/24 dev eth0")
-    r.ip("addr add 10.0.2.254/24 dev eth1")
-    r.sysctl("net.ipv4.ip_forward=1")
-    b.ip("addr add 10.0.2.1/24 dev eth0")
-    b.ip("route add default via 10.0.2.254")
-    return a, r, b
 
 
 async def receiver(host: netstack.Host, port: int = 9) -> tuple[Socket, list[tuple[float, bytes]]]:

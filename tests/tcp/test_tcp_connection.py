@@ -7,6 +7,7 @@ time (autojump clock); captures are parsed with dpkt, the oracle.
 from __future__ import annotations
 
 import errno
+import functools
 import struct
 
 import dpkt
@@ -19,16 +20,13 @@ from netstack.host import Host, Lab
 from netstack.socket import Socket
 from netstack.tcp import TCP_STATE_NAMES, TcpSock, tcp_get_info, tcp_of
 from netstack.tcp.sock import TimewaitSock
+from netstack.testing import builders
 
 PORT = 5001
 
 
-def pair(lab: Lab, kind: str = "veth") -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
+# this file's hosts keep IPv6 on
+pair = functools.partial(builders.pair, ipv4_only=False)
 
 
 async def listener(host: Host, port: int = PORT, backlog: int = 8) -> Socket:
@@ -109,7 +107,7 @@ async def test_connect_accept_send_recv_close_byte_exact(lab: Lab, autojump_cloc
 
 async def test_handshake_data_teardown_capture(lab: Lab, autojump_clock: object) -> None:
     """Wireshark's view: SYN, SYN-ACK, ACK with Linux's options; data; FIN/ACK both ways."""
-    a, b = pair(lab, "nic")
+    a, b = pair(lab, kind="nic")
     cap = b.capture("eth0")
     srv = await listener(b)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import functools
+from typing import Literal
 
 import pytest
 import trio
@@ -11,23 +13,19 @@ from helpers import add_addr
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.errors import ConfigError
-from netstack.host import Host, Lab
+from netstack.host import Lab
+from netstack.testing import builders
 from netstack.userspace.netperf import netperf
 from netstack.userspace.netperf.netperf import NetperfResult
 
-
-def pair(lab: Lab, kind: str = "veth", delay: float = 0.0) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind=kind, delay=delay)  # type: ignore[arg-type]
-    add_addr(a, "eth0", "10.0.0.1/24")
-    add_addr(b, "eth0", "10.0.0.2/24")
-    return a, b
+# this file's hosts keep IPv6 on
+pair = functools.partial(builders.pair, ipv4_only=False)
 
 
 async def test_ss_shows_listeners_connections_and_tcp_info(
     lab: Lab, autojump_clock: object
 ) -> None:
-    a, b = pair(lab, "nic", 0.001)
+    a, b = pair(lab, kind="nic", delay=0.001)
     srv = b.socket(AF_INET, SOCK_STREAM)
     await srv.bind(("", 80))
     srv.listen(16)
@@ -72,8 +70,10 @@ async def test_ss_time_wait(lab: Lab, autojump_clock: object) -> None:
 
 
 @pytest.mark.parametrize("kind", ["veth", "nic"])
-async def test_netperf_tcp_stream(lab: Lab, autojump_clock: object, kind: str) -> None:
-    a, b = pair(lab, kind)
+async def test_netperf_tcp_stream(
+    lab: Lab, autojump_clock: object, kind: Literal["veth", "nic"]
+) -> None:
+    a, b = pair(lab, kind=kind)
     res = await netperf(a, b, "10.0.0.2", test="TCP_STREAM", total_bytes=1 << 20)
     assert res.bytes_received == res.bytes_sent == 1 << 20
     assert res.wall_goodput_mbps > 0
@@ -116,7 +116,7 @@ def test_netperf_reports_cpu_utilisation_in_timed_mode() -> None:
 
     async def main() -> None:
         async with netstack.open_lab(timed=model) as lab:
-            a, b = pair(lab, "nic", 0.0001)
+            a, b = pair(lab, kind="nic", delay=0.0001)
             results.append(await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=20))
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -129,7 +129,7 @@ def test_netperf_reports_cpu_utilisation_in_timed_mode() -> None:
 async def test_netperf_has_no_cpu_figures_in_functional_mode(
     lab: Lab, autojump_clock: object
 ) -> None:
-    a, b = pair(lab, "nic", 0.0001)
+    a, b = pair(lab, kind="nic", delay=0.0001)
     r = await netperf(a, b, "10.0.0.2", test="TCP_RR", transactions=3)
     assert r.local_cpu is None and r.remote_cpu is None
 
@@ -144,7 +144,7 @@ async def test_netperf_through_a_netserver_gives_the_same_figures(
     from netstack.tcp import tcp_of
     from netstack.userspace.netperf.netperf import NETSERVER_PORT, netserver
 
-    a, b = pair(lab, "nic", 0.001)
+    a, b = pair(lab, kind="nic", delay=0.001)
     kw: dict[str, object] = {"test": test, "send_size": 1000}
     kw |= {"transactions": 20} if test == "TCP_RR" else {"total_bytes": 50_000}
     await netperf(a, b, "10.0.0.2", port=12868, **kw)  # type: ignore[arg-type]  # warm up (ARP…)
@@ -171,7 +171,7 @@ async def test_netperf_without_a_netserver_cannot_establish_control(
 ) -> None:
     from netstack.userspace.netperf.netperf import NetperfControlError
 
-    a, b = pair(lab, "nic", 0.001)
+    a, b = pair(lab, kind="nic", delay=0.001)
     with pytest.raises(NetperfControlError) as info:
         await netperf(a, b, "10.0.0.2", total_bytes=1000, control_port=12865)
     assert (info.value.errno, info.value.address, info.value.port) == (
@@ -186,7 +186,7 @@ async def test_a_netserver_outlives_clients_that_go_away(lab: Lab, autojump_cloc
     themselves: the next netperf through the same netserver runs."""
     from netstack.userspace.netperf.netperf import netserver
 
-    a, b = pair(lab, "nic", 0.001)
+    a, b = pair(lab, kind="nic", delay=0.001)
     async with trio.open_nursery() as nursery:
         await nursery.start(netserver, b)
         for request, reply in (

@@ -29,8 +29,11 @@ from netstack.testing import (
     lab_file,
     nic_pair,
     topology_fixture,
+    tunnel_pair,
     veth_pair,
+    vlan_pair,
 )
+from netstack.testing.conformance import PairMaker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,12 +138,69 @@ async def test_frames_of_a_capture(
         check_frame([f for _, f, out in b.captures[0].frames if out][-1], ICMP.echo_reply())
 
 
-@pytest.mark.parametrize("make_pair", [veth_pair, nic_pair], ids=["veth", "nic"])
+ALL_CHECKS = ["registration", "updown", "delivery", "frames", "counters", "mtu", "burst"]
+# Linux's fib_netdev_event(NETDEV_CHANGEMTU) also runs fib_sync_mtu(), which lowers the
+# PMTU exceptions a tunnel's own transmissions recorded (tnl_update_pmtu) to the new MTU;
+# netstack only flushes the route cache, so after traffic an MTU decrease is not obeyed.
+NO_FIB_SYNC_MTU = pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="fib_sync_mtu() missing: the tunnel's PMTU exceptions keep the old MTU",
+)
+
+
+@pytest.mark.parametrize(
+    ("make_pair", "skip"),
+    [
+        pytest.param(veth_pair, set(), id="veth"),
+        pytest.param(nic_pair, set(), id="nic"),
+        pytest.param(vlan_pair, set(), id="vlan"),
+        pytest.param(tunnel_pair("vxlan"), set(), id="vxlan"),
+        *(pytest.param(tunnel_pair(k), {"mtu"}, id=k) for k in ("gre", "gretap", "ipip")),
+        *(
+            pytest.param(tunnel_pair(k), set(), id=f"{k}-mtu", marks=NO_FIB_SYNC_MTU)
+            for k in ("gre", "gretap", "ipip")
+        ),
+        pytest.param(
+            tunnel_pair("sit", "mode any"),
+            set(),
+            id="sit-mode-any",
+            marks=pytest.mark.xfail(
+                strict=True,
+                raises=AssertionError,
+                reason="sit_tunnel_xmit drops IPv4 even in mode any "
+                "(Linux sends it through sit_tunnel_xmit__ as IPPROTO_IPIP)",
+            ),
+        ),
+    ],
+)
 async def test_driver_conformance(
-    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, make_pair: object
+    lab: netstack.Lab,
+    autojump_clock: trio.testing.MockClock,
+    make_pair: PairMaker,
+    skip: set[str],
 ) -> None:
-    ran = await check_net_device(lab, make_pair)  # type: ignore[arg-type]
-    assert ran == ["registration", "updown", "delivery", "frames", "counters", "mtu", "burst"]
+    ran = await check_net_device(lab, make_pair, skip=skip)
+    assert ran == [c for c in ALL_CHECKS if c not in skip]
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        pytest.param(
+            "dummy",
+            marks=pytest.mark.skip(reason="dummy frees every frame it is given: no peer"),
+        ),
+        pytest.param(
+            "sit",
+            marks=pytest.mark.skip(
+                reason="the suite speaks IPv4; sit's default mode (ip6ip) carries IPv6 only"
+            ),
+        ),
+    ],
+)
+def test_driver_conformance_does_not_apply(driver: str) -> None:
+    """Drivers the suite cannot run on, listed so the reason shows in every run."""
 
 
 @pytest.mark.slow

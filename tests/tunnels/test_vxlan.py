@@ -13,6 +13,7 @@ import itertools
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import dpkt
@@ -617,6 +618,129 @@ async def test_frame_layout_matches_the_real_kernel(
     # ARP has no ports or addresses the dissector reads: both directions hash alike
     # on one kernel (the real pair shares one; each netstack host has its own key)
     assert real_vx[0].data.sport == real_vx[1].data.sport
+
+
+# ---------------------------------------------------------------------------
+# Group mode: ``group 239.1.1.1 dev eth0`` joins the group on the underlay
+# ---------------------------------------------------------------------------
+
+GROUP_MAC = bytes.fromhex("01005e010101")  # 239.1.1.1 → 01:00:5e + low 23 bits
+
+
+def build_group(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
+    """a (10.0.0.1) ── b (10.0.0.2), vx0 in group mode on both: the tutorials' first setup."""
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    b = lab.add_host("b", sysctls=IPV4_ONLY)
+    lab.add_link("a:eth0", "b:eth0")
+    for h, ip, inner, m in ((a, "10.0.0.1", "192.168.0.1", M1), (b, "10.0.0.2", "192.168.0.2", M2)):
+        h.ip(f"addr add {ip}/24 dev eth0")
+        h.ip("link set eth0 up")
+        h.ip("link add vx0 type vxlan id 42 dstport 4789 group 239.1.1.1 dev eth0")
+        h.ip(f"link set vx0 address {m}")
+        h.ip(f"addr add {inner}/24 dev vx0")
+        h.ip("link set vx0 up")
+    return a, b
+
+
+async def test_group_mode_joins_pings_and_learns(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, b = build_group(lab)
+    for h in (a, b):  # vxlan_open → vxlan_igmp_join on the underlay device
+        assert h.ip("-4 maddr show dev eth0") == "2:\teth0\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+        assert h.ip("-0 maddr show dev eth0") == (
+            "2:\teth0\n\tlink  01:00:5e:00:00:01\n\tlink  01:00:5e:01:01:01\n"
+        )
+    cap = a.capture("eth0")
+    result = await a.ping("192.168.0.2", count=3, interval=0.1)
+    assert result.received == 3
+    out = [(dpkt.ethernet.Ethernet(f), ip) for _, f, o in cap.frames if o and (ip := _vx(f))]
+    inn = [(dpkt.ethernet.Ethernet(f), ip) for _, f, o in cap.frames if not o and (ip := _vx(f))]
+    assert len(out) == 4 and len(inn) == 4
+    # the ARP request (inner broadcast) goes to the group: TTL 1, the group's MAC
+    eth, ip = out[0]
+    assert eth.dst == GROUP_MAC and ip.dst == bytes([239, 1, 1, 1]) and ip.ttl == 1
+    inner = dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:])
+    assert inner.dst == b"\xff" * 6 and inner.type == 0x0806
+    # b learnt M1 → 10.0.0.1 from it and answers unicast; a learns M2 from the reply;
+    # the echo requests then go unicast to the learnt VTEP
+    b_mac = b.dev("eth0").dev_addr
+    for eth, ip in out[1:]:
+        assert eth.dst == b_mac and ip.dst == bytes([10, 0, 0, 2]) and ip.ttl == 64
+        assert dpkt.ethernet.Ethernet(bytes(ip.data.data)[8:]).dst == mac(M2)
+    for _eth, ip in inn:
+        assert ip.src == bytes([10, 0, 0, 2]) and ip.dst == bytes([10, 0, 0, 1])
+    assert a.bridge("fdb show dev vx0") == (
+        f"{M2} dst 10.0.0.2 self \n00:00:00:00:00:00 dst 239.1.1.1 via eth0 self permanent\n"
+    )
+    assert b.nstat()["IpExtInMcastPkts"] == 1
+    # vxlan_stop → vxlan_igmp_leave; the next open joins again
+    b.ip("link set vx0 down")
+    assert b.ip("-4 maddr show dev eth0") == "2:\teth0\n\tinet  224.0.0.1\n"
+    assert b.dev("eth0").mc == [bytes.fromhex("01005e000001")]
+    b.ip("link set vx0 up")
+    assert "\tinet  239.1.1.1\n" in b.ip("maddr show dev eth0")
+
+
+def _shared_group_script(run: Callable[[str], str], dev: str) -> list[str]:
+    """Two devices on one socket (port 4789), one group: joined once, left with the last."""
+    run(f"link add vx1 type vxlan id 43 dstport 4789 group 239.1.1.1 dev {dev}")
+    run(f"link add vx2 type vxlan id 44 dstport 4789 group 239.1.1.1 dev {dev}")
+    run("link set vx1 up")
+    run("link set vx2 up")
+    seen = [run(f"-4 maddr show dev {dev}")]
+    run("link set vx1 down")
+    seen.append(run(f"-4 maddr show dev {dev}"))
+    run("link set vx2 down")
+    seen.append(run(f"-4 maddr show dev {dev}"))
+    return [s.split(":", 1)[1] for s in seen]  # without the ifindex
+
+
+async def test_group_shared_by_two_devices_is_left_by_the_last(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, _ = build_group(lab)
+    a.ip("link set vx0 down")
+    seen = _shared_group_script(a.ip, "eth0")
+    joined = "\teth0\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+    assert seen == [joined, joined, "\teth0\n\tinet  224.0.0.1\n"]
+
+
+@pytest.mark.slow
+def test_group_membership_matches_the_real_kernel() -> None:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip")
+    pid = os.getpid()
+    ns, va, vb = f"nsvg{pid}", f"vg{pid}a", f"vg{pid}b"
+    try:
+        r = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f"set -e; ip netns add {ns}; ip link add {va} type veth peer name {vb}; "
+                f"ip link set {va} netns {ns}; ip -n {ns} addr add 10.0.0.1/24 dev {va}; "
+                f"ip -n {ns} link set {va} up",
+            ],
+            capture_output=True,
+            timeout=30,
+        )
+        if r.returncode != 0:
+            pytest.skip(f"real kernel setup failed: {r.stderr.decode()[-200:]}")
+
+        def run(cmd: str) -> str:
+            p = subprocess.run(
+                ["ip", "-n", ns, *cmd.split()], capture_output=True, text=True, timeout=10
+            )
+            if p.returncode != 0:
+                pytest.skip(f"ip {cmd}: {p.stderr[-200:]}")
+            return p.stdout
+
+        seen = _shared_group_script(run, va)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", va], capture_output=True)
+    joined = f"\t{va}\n\tinet  239.1.1.1\n\tinet  224.0.0.1\n"
+    assert seen == [joined, joined, f"\t{va}\n\tinet  224.0.0.1\n"]
 
 
 @pytest.mark.parametrize("gro", ["on", "off"])

@@ -206,6 +206,7 @@ def test_csum_sub_undoes_csum_add(a: int, b: int) -> None:
 
 
 @given(data, data)
+@pytest.mark.slow
 def test_csum_sub_removes_a_block(a: bytes, b: bytes) -> None:
     assume(len(a) % 2 == 0)
     rest = csum_sub(csum_partial(a + b), csum_partial(a))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from netstack.host import Host, Lab
+from netstack.testing import builders
 
 
 @pytest.fixture
@@ -14,7 +15,4 @@ async def pair(lab: Lab) -> tuple[Host, Host]:
     They boot with IPv6 disabled, so listings are the IPv4 ones these tests
     compare byte for byte (``ip -6`` is tested in tests/ipv6/).
     """
-    a = lab.add_host("a", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
-    b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
-    lab.add_link("a:eth0", "b:eth0")
-    return a, b
+    return builders.pair(lab, addresses=False)

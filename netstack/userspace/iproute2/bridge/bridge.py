@@ -13,9 +13,10 @@ port options; ``bridge vlan`` shows and edits the VLAN sets. Output and error
 texts are iproute2 6.1's (``print_fdb``, ``print_linkinfo``,
 ``print_vlan_info``); ``-s``, ``-d``, ``-j`` and ``-c`` are understood.
 
-One difference: netstack devices keep no multicast address lists, so the
-``self permanent`` entries Linux shows for joined multicast groups
-(``33:33:00:00:00:01 dev br0 self permanent``…) are absent.
+One difference: only IPv4 groups put their MAC on a device's multicast list
+(``01:00:5e:00:00:01 dev eth0 self permanent`` for 224.0.0.1, joined at
+device up, and one per group joined); the ``33:33:…`` entries Linux shows for
+IPv6 groups are absent.
 
 iproute2: bridge/bridge.c, bridge/fdb.c, bridge/link.c, bridge/vlan.c (6.1).
 """

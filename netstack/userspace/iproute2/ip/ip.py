@@ -51,6 +51,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
 )
 from netstack.userspace.iproute2.ip.ip_json import jsonw
 from netstack.userspace.iproute2.ip.ip_link import do_iplink
+from netstack.userspace.iproute2.ip.ip_maddr import do_multiaddr
 from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
 from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
@@ -88,6 +89,7 @@ Handler = Callable[["Net", Iproute2Options, Args], None]
 # ip/ip.c cmds[]: the first entry the word is a prefix of wins
 _IMPLEMENTED: Final[dict[str, Handler]] = {
     "address": do_ipaddr,
+    "maddress": do_multiaddr,
     "route": do_iproute,
     "neighbor": do_ipneigh,
     "neighbour": do_ipneigh,

@@ -12,6 +12,7 @@ from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_output_key, ip_rt_update_pmtu
+from netstack.testing import builders
 from netstack.wire.ipv4 import aton
 
 LO_ROUTE = ""  # lo's 127.0.0.0/8 is "local" in table local, as in the kernel
@@ -27,17 +28,8 @@ def fails(message: str) -> Iterator[None]:
 
 @pytest.fixture
 async def routed(lab: Lab) -> tuple[Host, Host, Host]:
-    """a (10.0.1.1) — r (10.0.1.254 | 10.0.2.254) — b (10.0.2.1), with default routes."""
-    a = lab.add_host("a")
-    r = lab.add_host("r", sysctls={"net.ipv4.ip_forward": 1})
-    b = lab.add_host("b")
-    lab.add_link("a:eth0", "r:eth0")
-    lab.add_link("r:eth1", "b:eth0")
-    a.ip("addr add 10.0.1.1/24 dev eth0")
-    r.ip("addr add 10.0.1.254/24 dev eth0")
-    r.ip("addr add 10.0.2.254/24 dev eth1")
-    b.ip("addr add 10.0.2.1/24 dev eth0")
-    return a, r, b
+    """a (10.0.1.1) — r (10.0.1.254 | 10.0.2.254) — b (10.0.2.1), forwarding, no default routes."""
+    return builders.routed(lab, ipv4_only=False, default_routes=False)
 
 
 async def test_show_main_table(
