@@ -33,7 +33,7 @@ from netstack.host import Host, Port
 from netstack.ipv4 import ipv4_of
 from netstack.ipv6.protocol import ipv6_of
 from netstack.socket import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
-from netstack.tcp import TcpSock
+from netstack.tcp import TcpSock, tcp_of
 from netstack.testing import floods
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
@@ -76,9 +76,7 @@ def kinds(h: Host, n: int) -> dict[str, tuple[Iterator[bytes], Callable[[], int]
     ipv4, ipv6 = ipv4_of(h.net), ipv6_of(h.net)
 
     def synq() -> int:
-        return sum(
-            s.syn_queue_len for s in h.net.proto_data["tcp"].sockets if isinstance(s, TcpSock)
-        )
+        return sum(s.syn_queue_len for s in tcp_of(h.net).sockets if isinstance(s, TcpSock))
 
     def fib6_ex() -> int:
         return sum(len(f.nh.exceptions) for f in ipv6.fib6.routes())

@@ -29,6 +29,7 @@ from netstack.bridge.br_private import (
     jiffies_to_clock_t,
 )
 from netstack.bridge.br_stp import br_timer_value
+from netstack.core.net_sysfs import SYSFS_GROUPS
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
@@ -118,6 +119,6 @@ def _brport_attr(dev: NetDevice, attr: str) -> str | None:
 @kernel("br_sysfs_addbr", "br_sysfs_addif")
 def br_sysfs_init(net: Net) -> None:
     """Register the ``bridge`` and ``brport`` groups. Kernel: br_sysfs_addbr(), br_sysfs_addif()."""
-    groups = net.proto_data.setdefault("sysfs_groups", {})
+    groups = SYSFS_GROUPS.get_or_create(net, dict)
     groups["bridge"] = _bridge_attr
     groups["brport"] = _brport_attr

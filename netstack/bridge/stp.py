@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.net import PacketType
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sites import kernel
 from netstack.wire.stp import LLC_SAP_BSPAN, LLC_UI
@@ -71,7 +72,7 @@ def stp_pdu_rcv(net: Net, skb: SkBuff, dev: NetDevice, ssap: int, ctrl: int) -> 
     if GARP_ADDR_MIN <= last <= GARP_ADDR_MAX:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)  # GARP/MRP applications: none here
         return
-    proto: StpRcv | None = net.proto_data.get("stp_proto")
+    proto = _STP_PROTO.find(net)
     if proto is None:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return
@@ -94,7 +95,10 @@ def stp_init(net: Net) -> None:
     """The ``stp`` module (SAP 0x42 opened on first use; nothing to do per Net)."""
 
 
+_STP_PROTO: NetKey[StpRcv] = NetKey("stp_proto")
+
+
 @kernel("net/802/stp.c", "stp_proto_register")
 def stp_proto_register(net: Net, rcv: StpRcv) -> None:
     """Kernel: net/802/stp.c, stp_proto_register() (the bridge's br_stp_rcv)."""
-    net.proto_data["stp_proto"] = rcv
+    _STP_PROTO.set(net, rcv)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.net_generic import NetKey
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
@@ -70,10 +71,10 @@ class InetPeerParams:
 
 def inet_peer_params(net: Net) -> InetPeerParams:
     """The Net's inetpeer sysctls, created on first use."""
-    params = net.proto_data.get("inet_peer")
-    if not isinstance(params, InetPeerParams):
-        params = net.proto_data["inet_peer"] = InetPeerParams()
-    return params
+    return _INET_PEER_NET.get_or_create(net, InetPeerParams)
+
+
+_INET_PEER_NET: NetKey[InetPeerParams] = NetKey("inet_peer")
 
 
 class InetPeer:

@@ -31,6 +31,7 @@ import structlog
 import trio
 
 from netstack.core.hrtimer import HrTimerBase
+from netstack.core.net_generic import NetKey
 from netstack.core.patches import Patches
 from netstack.core.qdisc import NoopQdisc, Qdisc
 from netstack.core.ratelimit import RatelimitState, ratelimit
@@ -47,7 +48,15 @@ if TYPE_CHECKING:
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
-__all__ = ["Net", "PacketOffload", "PacketType", "SoftnetData", "SoftnetStats", "netstack_logger"]
+__all__ = [
+    "Net",
+    "NetKey",
+    "PacketOffload",
+    "PacketType",
+    "SoftnetData",
+    "SoftnetStats",
+    "netstack_logger",
+]
 
 
 def netstack_logger() -> Any:
@@ -172,7 +181,8 @@ class Net:
         self.ipv4: Any = None
         self.ipv6: Any = None
         self.neigh_tables: dict[int, Any] = {}
-        self.proto_data: dict[str, Any] = {}
+        # other subsystems' state, read and written through their typed NetKey
+        self.proto_data: dict[str, object] = {}
         # tasks
         self._nursery: trio.Nursery | None = None
         self._pending: list[tuple[Callable[[], Awaitable[None]], str]] = []

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import legacy_features_word
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IF_OPER_DOWN
 from netstack.errors import ConfigError
 from netstack.sites import kernel
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
 
-__all__ = ["SYSFS_NET_ATTRS", "sysfs"]
+__all__ = ["SYSFS_GROUPS", "SYSFS_NET_ATTRS", "sysfs"]
+
+# attribute groups a module adds under /sys/class/net/<dev>/<group>/ (the bridge's)
+SYSFS_GROUPS: NetKey[dict[str, Callable[[NetDevice, str], str | None]]] = NetKey("sysfs_groups")
 
 OPERSTATES: Final = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
 
@@ -107,7 +111,8 @@ def sysfs(net: Net, path: str) -> str:
         return _bql(net, parts, full)
     if len(parts) == 5 and parts[:2] == ["class", "net"]:
         # attribute groups a module registered (the bridge's bridge/ and brport/)
-        group = net.proto_data.get("sysfs_groups", {}).get(parts[3])
+        groups = SYSFS_GROUPS.find(net)
+        group = groups.get(parts[3]) if groups is not None else None
         gdev = net.dev_get_by_name(parts[2])
         value = group(gdev, parts[4]) if group is not None and gdev is not None else None
         if value is None:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from netstack.core.net_generic import NetKey
 from netstack.errors import ConfigError
 from netstack.sites import kernel
 
@@ -143,11 +144,10 @@ class Rtnl:
 
 def rtnl_of(net: Net) -> Rtnl:
     """The Net's rtnetlink/module tables (created on first use)."""
-    rtnl = net.proto_data.get("rtnl")
-    if rtnl is None:
-        rtnl = net.proto_data["rtnl"] = Rtnl()
-    assert isinstance(rtnl, Rtnl)
-    return rtnl
+    return _RTNL_NET.get_or_create(net, Rtnl)
+
+
+_RTNL_NET: NetKey[Rtnl] = NetKey("rtnl")
 
 
 @kernel("rtnl_link_register")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.net_generic import NetKey
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
@@ -92,13 +93,14 @@ def netdev_rss_key(net: Net) -> bytes:
 
     Kernel: net/ethtool/ioctl.c, netdev_rss_key_fill().
     """
-    key = net.proto_data.get("netdev_rss_key")
+    key = _RSS_KEY.find(net)
     if key is None:
         rng = random.Random(f"{net.seed}/{net.name}/netdev_rss_key")
-        key = bytes(rng.getrandbits(8) for _ in range(RSS_KEY_SIZE))
-        net.proto_data["netdev_rss_key"] = key
-    assert isinstance(key, bytes)
+        key = _RSS_KEY.set(net, bytes(rng.getrandbits(8) for _ in range(RSS_KEY_SIZE)))
     return key
+
+
+_RSS_KEY: NetKey[bytes] = NetKey("netdev_rss_key")
 
 
 def toeplitz_tables(key: bytes, nbytes: int) -> tuple[tuple[int, ...], ...]:

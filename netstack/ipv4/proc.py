@@ -24,7 +24,7 @@ from netstack.core.snmp import UDP_FIELDS
 from netstack.ipv4.protocol import ipv4_of
 from netstack.sites import kernel
 from netstack.tcp.mib import TcpMib
-from netstack.tcp.proto import Tcp
+from netstack.tcp.proto import TCP_NET
 from netstack.tcp.sock import RequestSock, TimewaitSock
 
 if TYPE_CHECKING:
@@ -209,8 +209,8 @@ def _pair(mib: str, items: list[tuple[str, int]]) -> list[str]:
 
 def _tcp_mibs(net: Net) -> tuple[dict[str, int], dict[str, int]]:
     """The TCP MIB and TCP's part of the LINUX MIB (a fresh one's before TCP's first use)."""
-    tcp = net.proto_data.get("tcp")
-    if isinstance(tcp, Tcp):
+    tcp = TCP_NET.find(net)
+    if tcp is not None:
         return dict(tcp.mib.snapshot().values), dict(tcp.ext.snapshot().values)
     return dict(TcpMib().snapshot().values), {}
 
@@ -245,8 +245,8 @@ def inuse_by_family(net: Net) -> dict[str, dict[int, int]]:
     (a TCP socket from listen()/connect() to close, not its TIME_WAIT or request socks;
     a bound UDP socket)."""
     tcp_inuse = {2: 0, 10: 0}
-    tcp = net.proto_data.get("tcp")
-    if isinstance(tcp, Tcp):
+    tcp = TCP_NET.find(net)
+    if tcp is not None:
         for sk in tcp.hashinfo.sockets():
             if not isinstance(sk, TimewaitSock | RequestSock):
                 tcp_inuse[sk.family] = tcp_inuse.get(sk.family, 0) + 1
@@ -264,13 +264,11 @@ def sockstat_seq_show(net: Net) -> str:
     """
     ipv4 = ipv4_of(net)
     inuse = inuse_by_family(net)
-    tcp = net.proto_data.get("tcp")
+    tcp = TCP_NET.find(net)
     # tcp_sockets_allocated: full sockets alive (TIME-WAIT minisocks are counted in tw)
-    alloc = (
-        sum(not isinstance(sk, TimewaitSock) for sk in tcp.sockets) if isinstance(tcp, Tcp) else 0
-    )
-    orphans = tcp.orphan_count if isinstance(tcp, Tcp) else 0
-    tw = tcp.tw_count if isinstance(tcp, Tcp) else 0
+    alloc = sum(not isinstance(sk, TimewaitSock) for sk in tcp.sockets) if tcp is not None else 0
+    orphans = tcp.orphan_count if tcp is not None else 0
+    tw = tcp.tw_count if tcp is not None else 0
     ipv6 = getattr(net, "ipv6", None)
     raw6 = len(getattr(ipv6, "raw_sockets", ()))
     used = alloc + sum(inuse["UDP"].values()) + ipv4.raw_sockets + raw6

@@ -46,10 +46,12 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST, RTN_LOCAL
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
-from netstack.ipv4.route import Flowi4, ip_route_sock_flow, ip_rt_update_pmtu
+from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_rcv_established,
@@ -61,14 +63,21 @@ from netstack.tcp.minisocks import (
     TCP_TW_ACK,
     TCP_TW_RST,
     TCP_TW_SYN,
+    inet_csk_reqsk_queue_drop,
     inet_twsk_kill,
     tcp_check_req,
     tcp_child_process,
     tcp_create_openreq_child,
     tcp_timewait_state_process,
 )
-from netstack.tcp.output import tcp_bare_segment, tcp_connect, tcp_make_synack, tcp_sync_mss
-from netstack.tcp.proto import Tcp, tcp_init
+from netstack.tcp.output import (
+    tcp_bare_segment,
+    tcp_connect,
+    tcp_make_synack,
+    tcp_mss_clamp,
+    tcp_sync_mss,
+)
+from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
@@ -79,7 +88,9 @@ from netstack.tcp.sock import (
     RequestSock,
     TcpSkbCb,
     TcpSock,
+    TimewaitSock,
 )
+from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
@@ -87,7 +98,6 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
     from netstack.ipv4.protocol import Ipv4
-    from netstack.ipv4.route import Rtable
 
 __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v4_rcv"]
 
@@ -250,8 +260,8 @@ class Ipv4Specific:
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_conn_request")
     def conn_request(self, sk: TcpSock, skb: SkBuff) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_conn_request()."""
-        rt: Any = skb.dst
-        if rt is not None and getattr(rt, "rt_flags", 0) & 0x30000000:  # RTCF_BROADCAST|MULTICAST
+        rt = skb.dst
+        if isinstance(rt, Rtable) and rt.rt_flags & (RTCF_BROADCAST | RTCF_MULTICAST):
             # "Never answer to SYNs send to broadcast or multicast": tcp_listendrop(),
             # and 0 to tcp_rcv_state_process(), which consumes the skb
             sk.ext.ListenDrops += 1
@@ -304,7 +314,7 @@ class Ipv4Specific:
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_synack")
     def send_synack(self, sk: TcpSock, req: RequestSock, dst: DstEntry | None) -> int:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_send_synack()."""
-        rt: Any = dst if dst is not None else self.route_req(req)
+        rt: DstEntry | None = dst if dst is not None else self.route_req(req)
         if rt is None:
             return -errno.EHOSTUNREACH
         skb = tcp_make_synack(sk, req, req.adv_mss)
@@ -355,7 +365,7 @@ class Ipv4Specific:
             sk.ext.ListenOverflows += 1
             sk.ext.ListenDrops += 1
             return None
-        rt: Any = dst if dst is not None else self.route_req(req)
+        rt: DstEntry | None = dst if dst is not None else self.route_req(req)
         if rt is None:
             sk.ext.ListenDrops += 1
             return None
@@ -367,11 +377,7 @@ class Ipv4Specific:
         newsk.dst_cache = rt
         sk_setup_caps(newsk, rt)
         tcp_sync_mss(newsk, int(rt.mtu()))
-        from netstack.tcp.output import tcp_mss_clamp
-
         newsk.advmss = tcp_mss_clamp(newsk, self.advmss(newsk))
-        from netstack.tcp.input import tcp_initialize_rcv_mss
-
         tcp_initialize_rcv_mss(newsk)
         hashinfo = self.tcp.hashinfo
         key = (AF_INET, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
@@ -393,8 +399,8 @@ class Ipv4Specific:
         flags = buf[th + 13]
         if flags & TCPHDR_RST:
             return
-        rt: Any = skb.dst
-        if rt is not None and getattr(rt, "rt_type", 1) != 2:  # not RTN_LOCAL
+        rt = skb.dst
+        if rt is not None and (not isinstance(rt, Rtable) or rt.rt_type != RTN_LOCAL):
             return
         tcb: TcpSkbCb = skb.cb
         if flags & TCPHDR_ACK:
@@ -449,7 +455,7 @@ class Ipv4Specific:
 
 
 @kernel("net/core/sock.c", "sk_setup_caps")
-def sk_setup_caps(sk: TcpSock, rt: Any) -> None:
+def sk_setup_caps(sk: TcpSock, rt: DstEntry) -> None:
     """What the route's device lets TCP build: GSO skbs or MSS-sized ones.
 
     Kernel: net/core/sock.c, sk_setup_caps() (4.x-6.2: GSO only when the
@@ -495,8 +501,6 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
     sk.inet_daddr = addr
     sk.icsk_ext_hdr_len = 0
     sk.mss_clamp = 536  # TCP_MSS_DEFAULT until the peer's SYN-ACK says otherwise
-    from netstack.tcp.state import tcp_set_state
-
     tcp_set_state(sk, TCP_SYN_SENT)
     try:
         tcp.hashinfo.inet_hash_connect(sk)
@@ -567,8 +571,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     if TIMED:
         spend("tcp_v4_rcv")
     mib = tcp.mib
-    rt: Any = skb.dst
-    if rt is not None and getattr(rt, "rt_type", 2) != 2 and skb.pkt_type != 0:
+    rt = skb.dst
+    if isinstance(rt, Rtable) and rt.rt_type != RTN_LOCAL and skb.pkt_type != 0:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)  # not for us (PACKET_HOST only)
         return 0
     mib.InSegs += 1
@@ -594,14 +598,14 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
     tcb = tcp_v4_fill_cb(skb, th)
     hashinfo = tcp.hashinfo
     dev = skb.dev
-    sk: Any = hashinfo.lookup_established(AF_INET, saddr, sport, daddr, dport)
+    sk: TcpSock | RequestSock | TimewaitSock | None
+    sk = hashinfo.lookup_established(AF_INET, saddr, sport, daddr, dport)
     if sk is None:
         sk = hashinfo.lookup_listener(AF_INET, daddr, dport, dev.ifindex if dev else 0)
     while True:
         if sk is None:
             return _no_tcp_socket(tcp, skb, tcb)
-        state = sk.state
-        if state == TCP_TIME_WAIT:
+        if isinstance(sk, TimewaitSock):  # sk_state == TCP_TIME_WAIT
             verdict = tcp_timewait_state_process(sk, skb, tcb)
             if verdict == TCP_TW_SYN:
                 sk2 = hashinfo.lookup_listener(AF_INET, daddr, dport, dev.ifindex if dev else 0)
@@ -630,8 +634,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             else:
                 consume_skb(skb)
             return 0
-        if state == TCP_NEW_SYN_RECV:
-            req: RequestSock = sk
+        if isinstance(sk, RequestSock):  # sk_state == TCP_NEW_SYN_RECV
+            req = sk
             listener = req.listener
             if listener.state != TCP_LISTEN:
                 req_unhash(tcp, req)
@@ -708,13 +712,11 @@ def tcp_v4_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
 @kernel("inet_csk_reqsk_queue_drop")
 def req_unhash(tcp: Tcp, req: RequestSock) -> None:
     """Kernel: inet_csk_reqsk_queue_drop()."""
-    from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
-
     inet_csk_reqsk_queue_drop(req.listener, req)
 
 
 def ipv4_ops(tcp: Tcp) -> Ipv4Specific:
-    ops = tcp.net.proto_data.get("tcp_ipv4")
+    ops = TCP_IPV4_AF_OPS.get(tcp.net)
     assert isinstance(ops, Ipv4Specific)
     return ops
 
@@ -763,7 +765,7 @@ def tcp_v4_init(ipv4: Ipv4) -> Tcp:
     """
     tcp = tcp_init(ipv4.net)
     ops = Ipv4Specific(ipv4, tcp)
-    ipv4.net.proto_data["tcp_ipv4"] = ops
+    TCP_IPV4_AF_OPS.set(ipv4.net, ops)
     return tcp
 
 
@@ -771,7 +773,7 @@ def tcp_v4_init(ipv4: Ipv4) -> Tcp:
 def tcp_v4_socket(ipv4: Ipv4) -> TcpSock:
     """A new IPv4 TCP socket. Kernel: inet_create() + tcp_v4_init_sock()."""
     tcp = tcp_init(ipv4.net)
-    ops = ipv4.net.proto_data.get("tcp_ipv4")
+    ops = TCP_IPV4_AF_OPS.find(ipv4.net)
     if not isinstance(ops, Ipv4Specific):
         tcp = tcp_v4_init(ipv4)
         ops = ipv4_ops(tcp)

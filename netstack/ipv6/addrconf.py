@@ -105,6 +105,7 @@ from netstack.ipv6.mcast import (
     ipv6_mc_down,
     ipv6_mc_up,
 )
+from netstack.ipv6.ndisc import ipv6_accept_ra
 from netstack.ipv6.route import Fib6Config, Fib6Info, ip6_del_rt, ip6_route_add
 from netstack.sites import kernel
 from netstack.wire.icmpv6 import PREFIX_INFO
@@ -407,16 +408,6 @@ class Inet6Dev:
 
     def __repr__(self) -> str:
         return f"<Inet6Dev {self.dev.name}>"
-
-
-@kernel("ipv6_accept_ra")
-def ipv6_accept_ra(idev: Inet6Dev) -> bool:
-    """RAs are accepted by hosts, and by routers only with accept_ra=2.
-
-    Kernel: ipv6_accept_ra().
-    """
-    cnf = idev.cnf
-    return cnf.accept_ra == 2 if cnf.forwarding else bool(cnf.accept_ra)
 
 
 @kernel("qdisc_tx_is_noop")

@@ -135,10 +135,12 @@ from netstack.wire.ipv6 import (
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
+    from netstack.ipv6.addrconf import Inet6Dev
     from netstack.ipv6.protocol import Ipv6
 
 __all__ = [
     "icmp6_dst_alloc",
+    "ipv6_accept_ra",
     "make_nd_tbl",
     "ndisc_rcv",
     "ndisc_send_na",
@@ -753,6 +755,19 @@ def rt6_add_dflt_router(
     return rt6_get_dflt_router(ipv6, gw, dev)
 
 
+@kernel("ipv6_accept_ra")
+def ipv6_accept_ra(idev: Inet6Dev) -> bool:
+    """RAs are accepted by hosts, and by routers only with accept_ra=2.
+
+    Here rather than in addrconf so ndisc need not import addrconf (which
+    imports ndisc through mcast); addrconf re-exports it.
+
+    Kernel: ipv6_accept_ra().
+    """
+    cnf = idev.cnf
+    return cnf.accept_ra == 2 if cnf.forwarding else bool(cnf.accept_ra)
+
+
 @kernel("net/ipv6/ndisc.c", "ndisc_router_discovery")
 def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     """Process a Router Advertisement.
@@ -778,8 +793,6 @@ def ndisc_router_discovery(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     _t, _c, _ck, cur_hop_limit, raflags, lifetime, reachable, retrans = RA_FIXED.unpack_from(
         buf, th
     )
-    from netstack.ipv6.addrconf import ipv6_accept_ra
-
     clock = ipv6.net.clock
     hz = clock.hz
     f: Fib6Info | None = None

@@ -60,6 +60,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_TCPV6,
 )
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,
@@ -73,7 +74,7 @@ from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
-from netstack.ipv6.route import Flowi6
+from netstack.ipv6.route import Flowi6, Rt6Info
 from netstack.ipv6.sock import (
     IPV6_DSTOPTS,
     IPV6_TCLASS,
@@ -83,10 +84,10 @@ from netstack.ipv6.sock import (
 )
 from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
     tcp_err_report,
-    tcp_initialize_rcv_mss,
     tcp_rcv_established,
     tcp_rcv_state_process,
     tcp_req_err,
@@ -110,7 +111,7 @@ from netstack.tcp.output import (
     tcp_mss_clamp,
     tcp_sync_mss,
 )
-from netstack.tcp.proto import Tcp, tcp_init
+from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
 from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
@@ -148,7 +149,7 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
     from netstack.ipv6.protocol import Ipv6
-    from netstack.ipv6.route import Rt6Info
+    from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = [
     "Ipv6Mapped",
@@ -205,7 +206,7 @@ class Ipv6Specific:
         """The ``ipv6_mapped`` af_ops, or None when the host has no IPv4 (TCP over
         IPv4 registers ``tcp_ipv4`` in the Net when the host is built)."""
         if self._mapped is None:
-            v4 = self.tcp.net.proto_data.get("tcp_ipv4")
+            v4 = TCP_IPV4_AF_OPS.find(self.tcp.net)
             if v4 is None:
                 return None
             self._mapped = Ipv6Mapped(self, v4)
@@ -662,7 +663,7 @@ class Ipv6Mapped:
     family = AF_INET
     rsk_slab_name = "request_sock_TCP"
 
-    def __init__(self, v6: Ipv6Specific, v4: Any) -> None:
+    def __init__(self, v6: Ipv6Specific, v4: InetConnectionSockAfOps) -> None:
         self.v6 = v6
         self.v4 = v4  # IPv4's ``ipv4_specific`` (Ipv4Specific), found in the Net
 
@@ -713,7 +714,7 @@ class Ipv6Mapped:
         return int(self.v4.init_ts_off(skb))
 
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
-        return self.v4.cookie_init_seq(sk, skb, mss)  # type: ignore[no-any-return]
+        return self.v4.cookie_init_seq(sk, skb, mss)
 
     def route_req(self, req: RequestSock) -> Any:
         return self.v4.route_req(req)
@@ -734,10 +735,10 @@ class Ipv6Mapped:
 @kernel("ipv6_unicast_destination")
 def ipv6_unicast_destination(skb: SkBuff) -> bool:
     """Was *skb* routed to a local unicast address? Kernel: ipv6_unicast_destination()."""
-    rt: Any = skb.dst
-    if rt is None:
+    rt = skb.dst
+    if rt is None or not isinstance(rt, Rt6Info):  # no rt6i_flags: taken as RTF_LOCAL
         return True
-    return bool(getattr(rt, "rt6i_flags", RTF_LOCAL) & RTF_LOCAL)
+    return bool(rt.rt6i_flags & RTF_LOCAL)
 
 
 @kernel("net/ipv6/ip6_output.c", "ip6_xmit")
@@ -1054,7 +1055,8 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
     hashinfo = tcp.hashinfo
     dev = skb.dev
     dif = dev.ifindex if dev else 0
-    sk: Any = hashinfo.lookup_established(AF_INET6, saddr, sport, daddr, dport)
+    sk: TcpSock | RequestSock | TimewaitSock | None
+    sk = hashinfo.lookup_established(AF_INET6, saddr, sport, daddr, dport)
     if sk is None:
         sk = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
     while True:
@@ -1062,8 +1064,7 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             ipv6_ops(tcp).send_reset(None, skb)  # the no_tcp_socket label
             kfree_skb(skb, DropReason.NO_SOCKET)
             return 0
-        state = sk.state
-        if state == TCP_TIME_WAIT:
+        if isinstance(sk, TimewaitSock):  # sk_state == TCP_TIME_WAIT
             verdict = tcp_timewait_state_process(sk, skb, tcb)
             if verdict == TCP_TW_SYN:
                 sk2 = hashinfo.lookup_listener(AF_INET6, daddr, dport, dif)
@@ -1089,8 +1090,8 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             else:
                 consume_skb(skb)
             return 0
-        if state == TCP_NEW_SYN_RECV:
-            req: RequestSock = sk
+        if isinstance(sk, RequestSock):  # sk_state == TCP_NEW_SYN_RECV
+            req = sk
             listener = req.listener
             if listener.state != TCP_LISTEN:
                 inet_csk_reqsk_queue_drop(listener, req)
@@ -1153,9 +1154,10 @@ def tcp_v6_do_rcv(tcp: Tcp, sk: TcpSock, skb: SkBuff) -> int:
 
 
 def ipv6_ops(tcp: Tcp) -> Ipv6Specific:
-    ops = tcp.net.proto_data.get("tcp_ipv6")
-    assert isinstance(ops, Ipv6Specific)
-    return ops
+    return TCP_IPV6_NET.get(tcp.net)
+
+
+TCP_IPV6_NET: NetKey[Ipv6Specific] = NetKey("tcp_ipv6")
 
 
 @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_err")
@@ -1216,18 +1218,17 @@ def tcp_v6_init(ipv6: Ipv6) -> Tcp:
     Kernel: net/ipv6/tcp_ipv6.c, tcpv6_init() (tcpv6_prot, tcpv6_protocol).
     """
     tcp = tcp_init(ipv6.net)
-    ipv6.net.proto_data["tcp_ipv6"] = Ipv6Specific(ipv6, tcp)
+    TCP_IPV6_NET.set(ipv6.net, Ipv6Specific(ipv6, tcp))
     return tcp
 
 
 @kernel("inet6_create", "tcp_v6_init_sock")
 def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
     """A new IPv6 TCP socket. Kernel: inet6_create() + tcp_v6_init_sock()."""
-    ops = ipv6.net.proto_data.get("tcp_ipv6")
-    if not isinstance(ops, Ipv6Specific):
+    ops = TCP_IPV6_NET.find(ipv6.net)
+    if ops is None:
         tcp_v6_init(ipv6)
-        ops = ipv6.net.proto_data["tcp_ipv6"]
-    assert isinstance(ops, Ipv6Specific)
+        ops = TCP_IPV6_NET.get(ipv6.net)
     sk = TcpSock(ops.tcp, AF_INET6, ops)
     sk.ipv6only = bool(ipv6.bindv6only)  # inet6_create(): sk_ipv6only = net.ipv6.bindv6only
     return sk

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import dev_activate, dev_deactivate
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import DEFAULT_TX_QUEUE_LEN, IFF_NO_QUEUE, IFF_UP
 from netstack.core.qdisc import (
     TC_H_INGRESS,
@@ -125,10 +126,10 @@ class _SchedNet:
 
 
 def _sched_net(net: Net) -> _SchedNet:
-    state = net.proto_data.get("sched")
-    if not isinstance(state, _SchedNet):
-        state = net.proto_data["sched"] = _SchedNet()
-    return state
+    return _SCHED_NET.get_or_create(net, _SchedNet)
+
+
+_SCHED_NET: NetKey[_SchedNet] = NetKey("sched")
 
 
 @kernel("qdisc_alloc_handle")

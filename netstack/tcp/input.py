@@ -35,20 +35,31 @@ from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhas
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
+from netstack.tcp.helpers import (
+    inet_csk_reset_xmit_timer,
+    tcp_check_space,
+    tcp_current_ssthresh,
+    tcp_enter_cwr,
+    tcp_in_cwnd_reduction,
+    tcp_init_cwnd,
+    tcp_init_cwnd_reduction,
+    tcp_initialize_rcv_mss,
+    tcp_packets_in_flight,
+    tcp_rearm_rto,
+    tcp_set_ca_state,
+    tcp_sndbuf_expand,
+)
 from netstack.tcp.output import (
     __tcp_select_window,
-    inet_csk_reset_xmit_timer,
     tcp_current_mss,
     tcp_fragment,
     tcp_full_space,
-    tcp_in_cwnd_reduction,
     tcp_mtup_init,
-    tcp_packets_in_flight,
     tcp_probe0_when,
     tcp_push_pending_frames,
     tcp_receive_window,
-    tcp_rto_delta,
     tcp_schedule_loss_probe,
+    tcp_select_initial_window,
     tcp_send_ack,
     tcp_send_delayed_ack,
     tcp_send_synack,
@@ -63,10 +74,7 @@ from netstack.tcp.output import (
 from netstack.tcp.sock import (
     ICSK_ACK_NOW,
     ICSK_ACK_PUSHED,
-    ICSK_TIME_LOSS_PROBE,
     ICSK_TIME_PROBE0,
-    ICSK_TIME_REO_TIMEOUT,
-    ICSK_TIME_RETRANS,
     RCV_SHUTDOWN,
     SEND_SHUTDOWN,
     TCP_CA_CWR,
@@ -257,57 +265,12 @@ def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
 # -- small helpers (include/net/tcp.h) ------------------------------------------------------
 
 
-@kernel("include/net/tcp.h", "tcp_init_cwnd")
-def tcp_init_cwnd(sk: TcpSock) -> int:
-    """Kernel: include/net/tcp.h, tcp_init_cwnd() (no route metric: TCP_INIT_CWND)."""
-    return min(TCP_INIT_CWND, sk.snd_cwnd_clamp)
-
-
-@kernel("include/net/tcp.h", "tcp_current_ssthresh")
-def tcp_current_ssthresh(sk: TcpSock) -> int:
-    """Kernel: include/net/tcp.h, tcp_current_ssthresh()."""
-    if tcp_in_cwnd_reduction(sk):
-        return sk.snd_ssthresh
-    return max(sk.snd_ssthresh, (sk.snd_cwnd >> 1) + (sk.snd_cwnd >> 2))
-
-
 def tcp_is_sack(sk: TcpSock) -> bool:
     return bool(sk.sack_ok)
 
 
 def tcp_left_out(sk: TcpSock) -> int:
     return sk.sacked_out + sk.lost_out
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_set_ca_state")
-def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_set_ca_state()."""
-    sk.icsk_ca_ops.set_state(sk, state)
-    sk.icsk_ca_state = state
-
-
-@kernel("tcp_initialize_rcv_mss")
-def tcp_initialize_rcv_mss(sk: TcpSock) -> None:
-    """A first guess of the peer's segment size. Kernel: tcp_initialize_rcv_mss()."""
-    hint = min(sk.advmss, sk.mss_cache)
-    hint = min(hint, sk.rcv_wnd // 2)
-    hint = min(hint, TCP_MSS_DEFAULT)
-    sk.icsk_ack_rcv_mss = max(hint, 88)
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_sndbuf_expand")
-def tcp_sndbuf_expand(sk: TcpSock) -> None:
-    """Room for twice the congestion window in the send buffer.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_sndbuf_expand().
-    """
-    per_mss = max(sk.mss_cache, sk.advmss) + 320 + 256 + 64
-    per_mss = 1 << (per_mss - 1).bit_length()  # roundup_pow_of_two
-    per_mss += 512  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) + sk_buff
-    nr_segs = max(TCP_INIT_CWND, sk.snd_cwnd, sk.reordering + 1)
-    sndmem = 2 * nr_segs * per_mss
-    if sk.sk_sndbuf < sndmem:
-        sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
@@ -371,111 +334,6 @@ def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
         if incr:
             sk.rcv_ssthresh = min(sk.rcv_ssthresh + incr, sk.window_clamp)
             sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")
-def tcp_should_expand_sndbuf(sk: TcpSock) -> bool:
-    """Not if the user set SO_SNDBUF, nor while the flight fills the cwnd.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_should_expand_sndbuf() (no memory pressure here).
-    """
-    if sk.sk_userlocks & SOCK_SNDBUF_LOCK:
-        return False
-    return tcp_packets_in_flight(sk) < sk.snd_cwnd
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_check_space", "tcp_new_space")
-def tcp_check_space(sk: TcpSock) -> None:
-    """A writer ran out of send buffer (SOCK_NOSPACE): grow sndbuf with the
-    cwnd, and wake it once it can write again (sk_stream_write_space).
-
-    Kernel: net/ipv4/tcp_input.c, tcp_check_space() / tcp_new_space().
-    """
-    if sk.sk_socket_nospace:
-        if tcp_should_expand_sndbuf(sk):
-            tcp_sndbuf_expand(sk)
-            sk.snd_cwnd_stamp = sk.net.clock.jiffies
-        sk_stream_write_space(sk)
-
-
-@kernel("include/net/sock.h", "sk_stream_memory_free")
-def sk_stream_memory_free(sk: TcpSock) -> bool:
-    """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
-    if sk.sk_wmem_queued >= sk.sk_sndbuf:
-        return False
-    notsent = (sk.write_seq - sk.snd_nxt) & M32
-    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
-
-
-@kernel("include/net/sock.h", "sk_stream_wspace")
-def sk_stream_wspace(sk: TcpSock) -> int:
-    """Kernel: include/net/sock.h, sk_stream_wspace()."""
-    return sk.sk_sndbuf - sk.sk_wmem_queued
-
-
-@kernel("include/net/sock.h", "sk_stream_min_wspace")
-def sk_stream_min_wspace(sk: TcpSock) -> int:
-    """Kernel: include/net/sock.h, sk_stream_min_wspace()."""
-    return sk.sk_wmem_queued >> 1
-
-
-@kernel("include/net/sock.h", "__sk_stream_is_writeable")
-def sk_stream_is_writeable(sk: TcpSock) -> bool:
-    """Free send buffer at least half of what is queued, and memory free.
-
-    Kernel: include/net/sock.h, __sk_stream_is_writeable() (wake = 1).
-    """
-    return sk_stream_wspace(sk) >= sk_stream_min_wspace(sk) and sk_stream_memory_free(sk)
-
-
-@kernel("net/core/stream.c", "sk_stream_write_space")
-def sk_stream_write_space(sk: TcpSock) -> None:
-    """TCP's sk_write_space: wake writers only once the socket is writeable,
-    so that a blocked writer copies in large chunks, not byte by byte.
-
-    Kernel: net/core/stream.c, sk_stream_write_space().
-    """
-    if sk_stream_is_writeable(sk):
-        sk.sk_socket_nospace = False
-        sk.sk_write_space()
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_rearm_rto")
-def tcp_rearm_rto(sk: TcpSock) -> None:
-    """Arm the RTO for the head of the retransmit queue, or stop it.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_rearm_rto().
-    """
-    if not sk.packets_out:
-        sk.icsk_pending = 0
-        sk.retransmit_timer.delete()
-        return
-    rto = sk.icsk_rto
-    if sk.icsk_pending in (ICSK_TIME_REO_TIMEOUT, ICSK_TIME_LOSS_PROBE):
-        delta = tcp_rto_delta(sk)
-        rto = max(delta, 1)
-    inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, rto, sk.tcp.TCP_RTO_MAX)
-
-
-@kernel("tcp_enter_cwr")
-def tcp_enter_cwr(sk: TcpSock) -> None:
-    """Reduce cwnd for local congestion or ECN. Kernel: tcp_enter_cwr()."""
-    sk.prior_ssthresh = 0
-    if sk.icsk_ca_state < TCP_CA_CWR:
-        sk.undo_marker = 0
-        tcp_init_cwnd_reduction(sk)
-        tcp_set_ca_state(sk, TCP_CA_CWR)
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_init_cwnd_reduction")
-def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
-    sk.high_seq = sk.snd_nxt
-    sk.snd_cwnd_cnt = 0
-    sk.prior_cwnd = sk.snd_cwnd
-    sk.prr_delivered = 0
-    sk.prr_out = 0
-    sk.snd_ssthresh = sk.icsk_ca_ops.ssthresh(sk)
 
 
 @kernel("tcp_cwnd_reduction")
@@ -2144,8 +2002,6 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if sk.user_mss and sk.user_mss < mss:
         mss = sk.user_mss
     req.adv_mss = mss
-    from netstack.tcp.output import tcp_select_initial_window
-
     full_space = tcp_full_space(sk)
     req.rsk_window_clamp = sk.window_clamp
     # a receive buffer the user set (SO_RCVBUF) limits the window and its scale

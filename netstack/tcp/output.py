@@ -34,8 +34,21 @@ from netstack.core.skbuff import (
     SkBuff,
     consume_skb,
 )
+from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
+from netstack.tcp.helpers import (
+    inet_csk_reset_xmit_timer,
+    tcp_check_space,
+    tcp_current_ssthresh,
+    tcp_enter_cwr,
+    tcp_in_cwnd_reduction,
+    tcp_init_cwnd,
+    tcp_initialize_rcv_mss,
+    tcp_packets_in_flight,
+    tcp_rearm_rto,
+    tcp_rto_delta,
+)
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
@@ -133,22 +146,10 @@ def tcp_bare_segment(
     return out
 
 
-@kernel("tcp_packets_in_flight")
-def tcp_packets_in_flight(sk: TcpSock) -> int:
-    """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight()."""
-    return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
-
-
 @kernel("tcp_wnd_end")
 def tcp_wnd_end(sk: TcpSock) -> int:
     """The right edge of the peer's window. Kernel: tcp_wnd_end()."""
     return (sk.snd_una + sk.snd_wnd) & M32
-
-
-@kernel("tcp_in_cwnd_reduction")
-def tcp_in_cwnd_reduction(sk: TcpSock) -> bool:
-    """Kernel: tcp_in_cwnd_reduction()."""
-    return sk.icsk_ca_state in (TCP_CA_CWR, TCP_CA_Recovery)
 
 
 @kernel("sk_stream_alloc_skb")
@@ -657,12 +658,6 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     return err
 
 
-@kernel("tcp_input.c", "tcp_enter_cwr")
-def tcp_enter_cwr(sk: TcpSock) -> None:
-    """Local congestion: reduce cwnd without a loss. Kernel: tcp_input.c, tcp_enter_cwr()."""
-    _tcp_input.tcp_enter_cwr(sk)
-
-
 @kernel("tcp_event_ack_sent")
 def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
     """An ACK went out: no delayed ACK is owed. Kernel: tcp_event_ack_sent()."""
@@ -698,10 +693,10 @@ def tcp_cwnd_restart(sk: TcpSock, delta: int) -> None:
 
     Kernel: net/ipv4/tcp_output.c, tcp_cwnd_restart().
     """
-    restart_cwnd = _tcp_input.tcp_init_cwnd(sk)
+    restart_cwnd = tcp_init_cwnd(sk)
     cwnd = sk.snd_cwnd
     sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_CWND_RESTART)
-    sk.snd_ssthresh = _tcp_input.tcp_current_ssthresh(sk)
+    sk.snd_ssthresh = tcp_current_ssthresh(sk)
     restart_cwnd = min(restart_cwnd, cwnd)
     delta -= sk.icsk_rto
     while delta > 0 and cwnd > restart_cwnd:
@@ -751,37 +746,6 @@ def tcp_event_new_data_sent(sk: TcpSock, skb: SkBuff) -> None:
         tcp_rearm_rto(sk)
     sk.ext.TCPOrigDataSent += tcb.pcount
     tcp_check_space(sk)
-
-
-@kernel("tcp_check_space")
-def tcp_check_space(sk: TcpSock) -> None:
-    """Wake a writer if the queues shrank below its limit. Kernel: tcp_check_space()."""
-    _tcp_input.tcp_check_space(sk)
-
-
-@kernel("tcp_input.c", "tcp_rearm_rto")
-def tcp_rearm_rto(sk: TcpSock) -> None:
-    """Kernel: tcp_input.c, tcp_rearm_rto()."""
-    _tcp_input.tcp_rearm_rto(sk)
-
-
-@kernel("include/net/inet_connection_sock.h", "inet_csk_reset_xmit_timer")
-def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) -> None:
-    """Arm the retransmit timer (RTO, window probe, TLP) or the delayed ACK.
-
-    Kernel: include/net/inet_connection_sock.h, inet_csk_reset_xmit_timer().
-    """
-    if when > max_when:
-        when = max_when
-    expires = sk.net.clock.jiffies + when
-    if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0, ICSK_TIME_LOSS_PROBE, ICSK_TIME_REO_TIMEOUT):
-        sk.icsk_pending = what
-        sk.icsk_timeout = expires
-        sk.retransmit_timer.mod(expires)
-    elif what == ICSK_TIME_DACK:
-        sk.icsk_ack_pending |= ICSK_ACK_TIMER
-        sk.icsk_ack_timeout = expires
-        sk.delack_timer.mod(expires)
 
 
 @kernel("include/net/inet_connection_sock.h", "inet_csk_clear_xmit_timer")
@@ -1063,10 +1027,10 @@ def tcp_cwnd_application_limited(sk: TcpSock) -> None:
     Kernel: net/ipv4/tcp_output.c, tcp_cwnd_application_limited().
     """
     if sk.icsk_ca_state == TCP_CA_Open and not sk.sk_socket_nospace:
-        init_win = _tcp_input.tcp_init_cwnd(sk)
+        init_win = tcp_init_cwnd(sk)
         win_used = max(sk.snd_cwnd_used, init_win)
         if win_used < sk.snd_cwnd:
-            sk.snd_ssthresh = _tcp_input.tcp_current_ssthresh(sk)
+            sk.snd_ssthresh = tcp_current_ssthresh(sk)
             sk.snd_cwnd = (sk.snd_cwnd + win_used) >> 1
         sk.snd_cwnd_used = 0
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
@@ -1168,16 +1132,6 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
         timeout = min(timeout, rto_delta)
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_LOSS_PROBE, timeout, tcp.TCP_RTO_MAX)
     return True
-
-
-@kernel("tcp_rto_delta_us")
-def tcp_rto_delta(sk: TcpSock) -> int:
-    """Jiffies until the RTO of the head would fire. Kernel: tcp_rto_delta_us()."""
-    if not sk.rtx_queue:
-        return sk.icsk_rto
-    rto_time_stamp_us = sk.rtx_queue[0].cb.mstamp + sk.tcp.jiffies_to_usecs(sk.icsk_rto)
-    delta_us = rto_time_stamp_us - sk.tcp_mstamp
-    return sk.tcp.usecs_to_jiffies(delta_us) if delta_us > 0 else delta_us
 
 
 @kernel("net/ipv4/tcp_output.c", "skb_still_in_host_queue")
@@ -1472,11 +1426,7 @@ def tcp_connect_init(sk: TcpSock) -> None:
     tcp_mtup_init(sk)
     tcp_sync_mss(sk, sk.af_ops.dst_mtu(sk))
     sk.advmss = tcp_mss_clamp(sk, sk.af_ops.advmss(sk))
-    from netstack.tcp.input import tcp_initialize_rcv_mss
-
     tcp_initialize_rcv_mss(sk)
-    from netstack.core.sock import SOCK_RCVBUF_LOCK
-
     if sk.sk_userlocks & SOCK_RCVBUF_LOCK and (
         sk.window_clamp > tcp_full_space(sk) or sk.window_clamp == 0
     ):
@@ -1825,9 +1775,3 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
         # the skb may have been split: continue after it
         idx = q.index(skb) + 1
-
-
-# tcp_input.c and tcp_output.c call each other. input.py imports names from
-# this module at its top; the calls back into it go through the module, bound
-# here once this module's names exist (a function-level import costs ~5 µs).
-from netstack.tcp import input as _tcp_input  # noqa: E402

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from netstack.core.net_generic import NetKey
 from netstack.core.sysctl import invalid
 from netstack.sites import kernel
 from netstack.tcp.cong import TcpCongestionOps, TcpReno
@@ -28,6 +29,7 @@ from netstack.tcp.mib import TcpExtMib, TcpMib
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = ["Tcp", "tcp_init", "tcp_of"]
 
@@ -302,24 +304,28 @@ class Tcp:
         )
 
 
+TCP_NET: NetKey[Tcp] = NetKey("tcp")
+# IPv4's af_ops (kernel: ipv4_specific), which IPv6's ipv4_mapped sockets borrow
+TCP_IPV4_AF_OPS: NetKey[InetConnectionSockAfOps] = NetKey("tcp_ipv4")
+
+
 @kernel("net/ipv4/tcp_ipv4.c", "tcp_sk_init")
 def tcp_init(net: Net) -> Tcp:
     """TCP's per-Net state, created on first use (both families share it).
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_sk_init().
     """
-    tcp = net.proto_data.get("tcp")
-    if isinstance(tcp, Tcp):
+    tcp = TCP_NET.find(net)
+    if tcp is not None:
         return tcp
-    tcp = Tcp(net)
-    net.proto_data["tcp"] = tcp
+    tcp = TCP_NET.set(net, Tcp(net))
     tcp.register_sysctls()
     return tcp
 
 
 def tcp_of(net: Net) -> Tcp:
     """The Net's TCP state (raises if TCP is not installed)."""
-    tcp = net.proto_data.get("tcp")
-    if not isinstance(tcp, Tcp):
+    tcp = TCP_NET.find(net)
+    if tcp is None:
         raise RuntimeError(f"TCP is not installed on {net.name}")
     return tcp

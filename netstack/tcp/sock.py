@@ -286,6 +286,9 @@ class InetConnectionSockAfOps(Protocol):
     def route_req(self, req: RequestSock) -> Any:
         """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
 
+    def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
+        """A SYN cookie ISN and the MSS it encodes (``cookie_v4_init_sequence``)."""
+
 
 class TcpSock(Sock):
     """A TCP socket (kernel: ``struct tcp_sock`` / ``inet_connection_sock``).

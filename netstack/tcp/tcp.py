@@ -26,7 +26,8 @@ from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.cong import tcp_set_congestion_control
-from netstack.tcp.input import sk_stream_is_writeable, sk_stream_memory_free, tcp_rcv_space_adjust
+from netstack.tcp.helpers import sk_stream_is_writeable, sk_stream_memory_free
+from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,

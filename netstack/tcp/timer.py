@@ -22,9 +22,9 @@ from typing import Final
 
 from netstack.core.sock import sk_rethink_txhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.helpers import inet_csk_reset_xmit_timer
 from netstack.tcp.input import tcp_enter_loss
 from netstack.tcp.output import (
-    inet_csk_reset_xmit_timer,
     tcp_retransmit_skb,
     tcp_send_ack,
     tcp_send_active_reset,

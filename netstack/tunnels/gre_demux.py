@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,
@@ -62,9 +63,12 @@ class GreDemux:
         self.gre_proto: list[GreProtocol | None] = [None] * GREPROTO_MAX
 
 
+GRE_DEMUX_NET: NetKey[GreDemux] = NetKey("gre_demux")
+
+
 def gre_demux_of(net: Net) -> GreDemux:
-    demux = net.proto_data.get("gre_demux")
-    assert isinstance(demux, GreDemux), "the gre module is not loaded"
+    demux = GRE_DEMUX_NET.find(net)
+    assert demux is not None, "the gre module is not loaded"
     return demux
 
 
@@ -107,7 +111,7 @@ def gre_err(net: Net, skb: SkBuff, info: int) -> None:
 @kernel("gre_init")
 def gre_init(net: Net) -> None:
     """The ``gre`` module's init: own IP protocol 47. Kernel: gre_init()."""
-    net.proto_data["gre_demux"] = GreDemux()
+    GRE_DEMUX_NET.set(net, GreDemux())
     ipv4 = ipv4_of(net)
     if IPPROTO_GRE in ipv4.inet_protos:
         raise ValueError("IP protocol 47 already registered")

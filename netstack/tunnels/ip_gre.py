@@ -48,6 +48,7 @@ import attrs
 from netstack.core.dev import register_netdevice
 from netstack.core.ethernet import ether_setup
 from netstack.core.features import NETIF_F_LLTX, SKB_GSO_GRE, SKB_GSO_GRE_CSUM
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,
@@ -121,7 +122,7 @@ __all__ = [
     "ipgre_tunnel_setup",
 ]
 
-_IPGRE_KEY: Final = "ip_gre"
+_IPGRE_NET: NetKey[IpGreNet] = NetKey("ip_gre")
 
 
 @attrs.define
@@ -153,8 +154,8 @@ class IpGreNet:
 
 
 def ipgre_net_of(net: Net) -> IpGreNet:
-    ign = net.proto_data.get(_IPGRE_KEY)
-    assert isinstance(ign, IpGreNet), "ip_gre is not loaded"
+    ign = _IPGRE_NET.find(net)
+    assert ign is not None, "ip_gre is not loaded"
     return ign
 
 
@@ -654,7 +655,7 @@ def ipgre_init_net(net: Net) -> None:
     """
     ipgre_itn = IpTunnelNet(net, "gre", ARPHRD_IPGRE, ipgre_tunnel_ctl)
     tap_itn = IpTunnelNet(net, "gretap", ARPHRD_ETHER, ipgre_tunnel_ctl)
-    net.proto_data[_IPGRE_KEY] = IpGreNet(ipgre_itn, tap_itn)
+    _IPGRE_NET.set(net, IpGreNet(ipgre_itn, tap_itn))
     gre_add_protocol(net, GreProtocol(partial(ipgre_rcv_v0, net), partial(ipgre_err, net)), 0)
     rtnl_link_register(
         net,

@@ -33,6 +33,7 @@ from netstack.core.features import (
     NETIF_F_SG,
     SKB_GSO_IPXIP4,
 )
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = ["IptunParms", "ipip_init_net", "ipip_tunnel_setup"]
 
-_IPIP_KEY: Final = "ipip"
+_IPIP_NET: NetKey[IpTunnelNet] = NetKey("ipip")
 
 # What an IPIP device can take from the stack above it: any checksum left to
 # do (the NIC below, or skb_checksum_help, fills it in) and GSO skbs of any
@@ -106,8 +107,8 @@ class IptunParms:
 
 
 def ipip_itn_of(net: Net) -> IpTunnelNet:
-    itn = net.proto_data.get(_IPIP_KEY)
-    assert isinstance(itn, IpTunnelNet), "ipip is not loaded"
+    itn = _IPIP_NET.find(net)
+    assert itn is not None, "ipip is not loaded"
     return itn
 
 
@@ -345,7 +346,7 @@ def ipip_init_net(net: Net) -> None:
     Kernel: net/ipv4/ipip.c, ipip_init() + ipip_init_net().
     """
     itn = IpTunnelNet(net, "ipip", ARPHRD_TUNNEL, ipip_tunnel_ctl)
-    net.proto_data[_IPIP_KEY] = itn
+    _IPIP_NET.set(net, itn)
     xfrm4_tunnel_register(
         net,
         XfrmTunnel(partial(ipip_tunnel_rcv_v4, net), partial(ipip_err, net), priority=1),

@@ -45,6 +45,7 @@ from netstack.core.features import (
     SKB_GSO_IPXIP4,
 )
 from netstack.core.inet_ecn import IP_ECN_decapsulate
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -106,12 +107,12 @@ SIT_6RD_PREFIX: Final = 0x2002  # ipip6_tunnel_clone_6rd(): 2002::/16, relay pre
 IP6_MAX_MTU: Final = 65535 + 40
 IPPROTO_MPLS: Final = 137
 SIT_ISATAP: Final = 0x0001
-_SIT_KEY: Final = "sit"
+_SIT_NET: NetKey[IpTunnelNet] = NetKey("sit")
 
 
 def sit_itn_of(net: Net) -> IpTunnelNet:
-    itn = net.proto_data.get(_SIT_KEY)
-    assert isinstance(itn, IpTunnelNet), "sit is not loaded"
+    itn = _SIT_NET.find(net)
+    assert itn is not None, "sit is not loaded"
     return itn
 
 
@@ -464,7 +465,7 @@ def sit_init_net(net: Net) -> None:
     Kernel: net/ipv6/sit.c, sit_init() + sit_init_net() (+ ipip6_fb_tunnel_init).
     """
     itn = IpTunnelNet(net, "sit", ARPHRD_SIT, ipip6_tunnel_ctl)
-    net.proto_data[_SIT_KEY] = itn
+    _SIT_NET.set(net, itn)
     xfrm4_tunnel_register(
         net, XfrmTunnel(partial(ipip6_rcv, net), partial(ipip6_err, net), priority=1), AF_INET6
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.protocol import InetProtocol
@@ -59,9 +60,12 @@ class Tunnel4:
 
 
 def tunnel4_of(net: Net) -> Tunnel4:
-    t4 = net.proto_data.get("tunnel4")
-    assert isinstance(t4, Tunnel4), "tunnel4 is not loaded"
+    t4 = TUNNEL4_NET.find(net)
+    assert t4 is not None, "tunnel4 is not loaded"
     return t4
+
+
+TUNNEL4_NET: NetKey[Tunnel4] = NetKey("tunnel4")
 
 
 @kernel("xfrm4_tunnel_register")
@@ -113,7 +117,7 @@ def _tunnel_err(net: Net, family: int, skb: SkBuff, info: int) -> Any:
 @kernel("tunnel4_init")
 def tunnel4_init(net: Net) -> None:
     """The ``tunnel4`` module's init: own IP protocols 4 and 41. Kernel: tunnel4_init()."""
-    net.proto_data["tunnel4"] = Tunnel4()
+    TUNNEL4_NET.set(net, Tunnel4())
     ipv4 = ipv4_of(net)
     for proto, family, min_len in ((IPPROTO_IPIP, AF_INET, 20), (IPPROTO_IPV6, AF_INET6, 40)):
         if proto in ipv4.inet_protos:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.ipv4 import ipv4_of
@@ -155,13 +156,12 @@ def udp_tunnel_sock_release(sk: UdpSock) -> None:
 
 def flow_hashrnd(net: Net) -> int:
     """The flow dissector's per-boot key (``hashrnd``), from the Net's seed."""
-    key = net.proto_data.get("flow_hashrnd")
-    if key is None:
-        key = net.proto_data["flow_hashrnd"] = int.from_bytes(
-            net.get_random_once("flow_dissector_hashrnd", 4), "little"
-        )
-    assert isinstance(key, int)
-    return key
+    return _FLOW_HASHRND.get_or_create(
+        net, lambda: int.from_bytes(net.get_random_once("flow_dissector_hashrnd", 4), "little")
+    )
+
+
+_FLOW_HASHRND: NetKey[int] = NetKey("flow_hashrnd")
 
 
 @kernel("include/net/udp.h", "udp_flow_src_port")

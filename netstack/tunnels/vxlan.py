@@ -106,6 +106,7 @@ from netstack.core.features import (
 )
 from netstack.core.gro_cells import GroCells, gro_cells_receive
 from netstack.core.inet_ecn import IP_ECN_decapsulate
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,
@@ -346,11 +347,10 @@ class VxlanNet:
 
 
 def vxlan_net_of(net: Net) -> VxlanNet:
-    vn = net.proto_data.get("vxlan")
-    if vn is None:
-        vn = net.proto_data["vxlan"] = VxlanNet()
-    assert isinstance(vn, VxlanNet)
-    return vn
+    return VXLAN_NET.get_or_create(net, VxlanNet)
+
+
+VXLAN_NET: NetKey[VxlanNet] = NetKey("vxlan")
 
 
 class VxlanDev:

@@ -37,6 +37,7 @@ from netstack.core.dev import (
     netif_carrier_on,
     unregister_netdevice,
 )
+from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_UNKNOWN,
@@ -239,10 +240,13 @@ def dev_get_flags(dev: NetDevice) -> int:
     return int(flags)
 
 
+_NETNS_IDS: NetKey[dict[Net, int]] = NetKey("netns_ids")
+
+
 @kernel("peernet2id_alloc")
 def netns_id(net: Net, peer_net: Net) -> int:
     """The id *net* knows *peer_net* by, allocated on first use. Kernel: peernet2id_alloc()."""
-    ids: dict[Net, int] = net.proto_data.setdefault("netns_ids", {})
+    ids = _NETNS_IDS.get_or_create(net, dict)
     if peer_net not in ids:
         ids[peer_net] = len(ids)
     return ids[peer_net]

@@ -1,0 +1,252 @@
+"""The small TCP helpers both directions use (``include/net/tcp.h`` and friends).
+
+Theory of operation: ``tcp_input.c`` and ``tcp_output.c`` call each other in
+the kernel, through the inline helpers of ``include/net/tcp.h``,
+``include/net/sock.h`` and ``include/net/inet_connection_sock.h`` and a few
+``tcp_input.c`` functions ``tcp_output.c`` calls back into (``tcp_enter_cwr``,
+``tcp_rearm_rto``, ``tcp_check_space``, ``tcp_initialize_rcv_mss``). Those live
+here, below both ``input`` and ``output``, so that neither module needs a
+function-level or bottom-of-module import of the other: ``output`` imports
+nothing of ``input`` (the no-sibling-cycles rule, docs/design.md). They read
+and write the socket only; nothing here sends a segment.
+
+Kernel: include/net/tcp.h, include/net/sock.h, include/net/inet_connection_sock.h,
+net/ipv4/tcp_input.c, net/core/stream.c.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from netstack.core.sock import SOCK_SNDBUF_LOCK
+from netstack.sites import kernel
+from netstack.tcp.sock import (
+    ICSK_ACK_TIMER,
+    ICSK_TIME_DACK,
+    ICSK_TIME_LOSS_PROBE,
+    ICSK_TIME_PROBE0,
+    ICSK_TIME_REO_TIMEOUT,
+    ICSK_TIME_RETRANS,
+    TCP_CA_CWR,
+    TCP_INIT_CWND,
+    TCP_MSS_DEFAULT,
+    TCP_CA_Recovery,
+)
+
+if TYPE_CHECKING:
+    from netstack.tcp.sock import TcpSock
+
+M32: Final = 0xFFFFFFFF
+
+__all__ = [
+    "inet_csk_reset_xmit_timer",
+    "sk_stream_is_writeable",
+    "sk_stream_memory_free",
+    "sk_stream_min_wspace",
+    "sk_stream_write_space",
+    "sk_stream_wspace",
+    "tcp_check_space",
+    "tcp_current_ssthresh",
+    "tcp_enter_cwr",
+    "tcp_in_cwnd_reduction",
+    "tcp_init_cwnd",
+    "tcp_init_cwnd_reduction",
+    "tcp_initialize_rcv_mss",
+    "tcp_packets_in_flight",
+    "tcp_rearm_rto",
+    "tcp_rto_delta",
+    "tcp_set_ca_state",
+    "tcp_should_expand_sndbuf",
+    "tcp_sndbuf_expand",
+]
+
+
+@kernel("tcp_packets_in_flight")
+def tcp_packets_in_flight(sk: TcpSock) -> int:
+    """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight()."""
+    return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
+
+
+@kernel("tcp_in_cwnd_reduction")
+def tcp_in_cwnd_reduction(sk: TcpSock) -> bool:
+    """Kernel: tcp_in_cwnd_reduction()."""
+    return sk.icsk_ca_state in (TCP_CA_CWR, TCP_CA_Recovery)
+
+
+@kernel("include/net/inet_connection_sock.h", "inet_csk_reset_xmit_timer")
+def inet_csk_reset_xmit_timer(sk: TcpSock, what: int, when: int, max_when: int) -> None:
+    """Arm the retransmit timer (RTO, window probe, TLP) or the delayed ACK.
+
+    Kernel: include/net/inet_connection_sock.h, inet_csk_reset_xmit_timer().
+    """
+    if when > max_when:
+        when = max_when
+    expires = sk.net.clock.jiffies + when
+    if what in (ICSK_TIME_RETRANS, ICSK_TIME_PROBE0, ICSK_TIME_LOSS_PROBE, ICSK_TIME_REO_TIMEOUT):
+        sk.icsk_pending = what
+        sk.icsk_timeout = expires
+        sk.retransmit_timer.mod(expires)
+    elif what == ICSK_TIME_DACK:
+        sk.icsk_ack_pending |= ICSK_ACK_TIMER
+        sk.icsk_ack_timeout = expires
+        sk.delack_timer.mod(expires)
+
+
+@kernel("tcp_rto_delta_us")
+def tcp_rto_delta(sk: TcpSock) -> int:
+    """Jiffies until the RTO of the head would fire. Kernel: tcp_rto_delta_us()."""
+    if not sk.rtx_queue:
+        return sk.icsk_rto
+    rto_time_stamp_us = sk.rtx_queue[0].cb.mstamp + sk.tcp.jiffies_to_usecs(sk.icsk_rto)
+    delta_us = rto_time_stamp_us - sk.tcp_mstamp
+    return sk.tcp.usecs_to_jiffies(delta_us) if delta_us > 0 else delta_us
+
+
+@kernel("include/net/tcp.h", "tcp_init_cwnd")
+def tcp_init_cwnd(sk: TcpSock) -> int:
+    """Kernel: include/net/tcp.h, tcp_init_cwnd() (no route metric: TCP_INIT_CWND)."""
+    return min(TCP_INIT_CWND, sk.snd_cwnd_clamp)
+
+
+@kernel("include/net/tcp.h", "tcp_current_ssthresh")
+def tcp_current_ssthresh(sk: TcpSock) -> int:
+    """Kernel: include/net/tcp.h, tcp_current_ssthresh()."""
+    if tcp_in_cwnd_reduction(sk):
+        return sk.snd_ssthresh
+    return max(sk.snd_ssthresh, (sk.snd_cwnd >> 1) + (sk.snd_cwnd >> 2))
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_set_ca_state")
+def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
+    """Kernel: net/ipv4/tcp_input.c, tcp_set_ca_state()."""
+    sk.icsk_ca_ops.set_state(sk, state)
+    sk.icsk_ca_state = state
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_init_cwnd_reduction")
+def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
+    """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
+    sk.high_seq = sk.snd_nxt
+    sk.snd_cwnd_cnt = 0
+    sk.prior_cwnd = sk.snd_cwnd
+    sk.prr_delivered = 0
+    sk.prr_out = 0
+    sk.snd_ssthresh = sk.icsk_ca_ops.ssthresh(sk)
+
+
+@kernel("tcp_enter_cwr")
+def tcp_enter_cwr(sk: TcpSock) -> None:
+    """Reduce cwnd for local congestion or ECN. Kernel: tcp_enter_cwr()."""
+    sk.prior_ssthresh = 0
+    if sk.icsk_ca_state < TCP_CA_CWR:
+        sk.undo_marker = 0
+        tcp_init_cwnd_reduction(sk)
+        tcp_set_ca_state(sk, TCP_CA_CWR)
+
+
+@kernel("tcp_initialize_rcv_mss")
+def tcp_initialize_rcv_mss(sk: TcpSock) -> None:
+    """A first guess of the peer's segment size. Kernel: tcp_initialize_rcv_mss()."""
+    hint = min(sk.advmss, sk.mss_cache)
+    hint = min(hint, sk.rcv_wnd // 2)
+    hint = min(hint, TCP_MSS_DEFAULT)
+    sk.icsk_ack_rcv_mss = max(hint, 88)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rearm_rto")
+def tcp_rearm_rto(sk: TcpSock) -> None:
+    """Arm the RTO for the head of the retransmit queue, or stop it.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rearm_rto().
+    """
+    if not sk.packets_out:
+        sk.icsk_pending = 0
+        sk.retransmit_timer.delete()
+        return
+    rto = sk.icsk_rto
+    if sk.icsk_pending in (ICSK_TIME_REO_TIMEOUT, ICSK_TIME_LOSS_PROBE):
+        delta = tcp_rto_delta(sk)
+        rto = max(delta, 1)
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, rto, sk.tcp.TCP_RTO_MAX)
+
+
+@kernel("include/net/sock.h", "sk_stream_memory_free")
+def sk_stream_memory_free(sk: TcpSock) -> bool:
+    """Kernel: include/net/sock.h, sk_stream_memory_free() (+ tcp_stream_memory_free)."""
+    if sk.sk_wmem_queued >= sk.sk_sndbuf:
+        return False
+    notsent = (sk.write_seq - sk.snd_nxt) & M32
+    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
+
+
+@kernel("include/net/sock.h", "sk_stream_wspace")
+def sk_stream_wspace(sk: TcpSock) -> int:
+    """Kernel: include/net/sock.h, sk_stream_wspace()."""
+    return sk.sk_sndbuf - sk.sk_wmem_queued
+
+
+@kernel("include/net/sock.h", "sk_stream_min_wspace")
+def sk_stream_min_wspace(sk: TcpSock) -> int:
+    """Kernel: include/net/sock.h, sk_stream_min_wspace()."""
+    return sk.sk_wmem_queued >> 1
+
+
+@kernel("include/net/sock.h", "__sk_stream_is_writeable")
+def sk_stream_is_writeable(sk: TcpSock) -> bool:
+    """Free send buffer at least half of what is queued, and memory free.
+
+    Kernel: include/net/sock.h, __sk_stream_is_writeable() (wake = 1).
+    """
+    return sk_stream_wspace(sk) >= sk_stream_min_wspace(sk) and sk_stream_memory_free(sk)
+
+
+@kernel("net/core/stream.c", "sk_stream_write_space")
+def sk_stream_write_space(sk: TcpSock) -> None:
+    """TCP's sk_write_space: wake writers only once the socket is writeable,
+    so that a blocked writer copies in large chunks, not byte by byte.
+
+    Kernel: net/core/stream.c, sk_stream_write_space().
+    """
+    if sk_stream_is_writeable(sk):
+        sk.sk_socket_nospace = False
+        sk.sk_write_space()
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_sndbuf_expand")
+def tcp_sndbuf_expand(sk: TcpSock) -> None:
+    """Room for twice the congestion window in the send buffer.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_sndbuf_expand().
+    """
+    per_mss = max(sk.mss_cache, sk.advmss) + 320 + 256 + 64
+    per_mss = 1 << (per_mss - 1).bit_length()  # roundup_pow_of_two
+    per_mss += 512  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) + sk_buff
+    nr_segs = max(TCP_INIT_CWND, sk.snd_cwnd, sk.reordering + 1)
+    sndmem = 2 * nr_segs * per_mss
+    if sk.sk_sndbuf < sndmem:
+        sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")
+def tcp_should_expand_sndbuf(sk: TcpSock) -> bool:
+    """Not if the user set SO_SNDBUF, nor while the flight fills the cwnd.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_should_expand_sndbuf() (no memory pressure here).
+    """
+    if sk.sk_userlocks & SOCK_SNDBUF_LOCK:
+        return False
+    return tcp_packets_in_flight(sk) < sk.snd_cwnd
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_check_space", "tcp_new_space")
+def tcp_check_space(sk: TcpSock) -> None:
+    """A writer ran out of send buffer (SOCK_NOSPACE): grow sndbuf with the
+    cwnd, and wake it once it can write again (sk_stream_write_space).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_check_space() / tcp_new_space().
+    """
+    if sk.sk_socket_nospace:
+        if tcp_should_expand_sndbuf(sk):
+            tcp_sndbuf_expand(sk)
+            sk.snd_cwnd_stamp = sk.net.clock.jiffies
+        sk_stream_write_space(sk)
