@@ -205,6 +205,11 @@ def _kmalloc_size(n: int) -> int:
     return 96 if n <= 96 else 128 if n <= 128 else 192
 
 
+# len(buf) -> truesize, memoised: a data path allocates a handful of buffer sizes,
+# and the kernel computes truesize once, in __alloc_skb, rather than per reader.
+_TRUESIZE_OF_BUFLEN: dict[int, int] = {}
+
+
 @kernel("include/linux/skbuff.h")
 class SkBuff:
     """A packet: ``buf`` with headroom and the kernel's offsets and fields.
@@ -323,7 +328,12 @@ class SkBuff:
         ts = self._truesize
         if ts:
             return ts
-        return _kmalloc_size(((len(self.buf) + 63) & ~63) + SKB_SHINFO_SIZE) + SKB_STRUCT_SIZE
+        n = len(self.buf)
+        memo = _TRUESIZE_OF_BUFLEN.get(n)
+        if memo is None:
+            memo = _kmalloc_size(((n + 63) & ~63) + SKB_SHINFO_SIZE) + SKB_STRUCT_SIZE
+            _TRUESIZE_OF_BUFLEN[n] = memo
+        return memo
 
     @truesize.setter
     def truesize(self, value: int) -> None:

@@ -122,6 +122,7 @@ ICMP_ERR_CONVERT: Final = (
     (113, True),  # PREC_CUTOFF → EHOSTUNREACH
 )
 
+_I: Final = struct.Struct("!I")
 _II: Final = struct.Struct("!II")
 _HH: Final = struct.Struct("!HH")
 _EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
@@ -210,9 +211,8 @@ class UdpSock(Sock):
             raise sock_oserror(EINVAL)
         ipv4 = self.ipv4
         while True:
-            err = self.sock_error()
-            if err:
-                raise sock_oserror(err)
+            if self.sk_err:  # sock_error(), inline in the kernel too
+                raise sock_oserror(self.sock_error())
             q = self.receive_queue
             if not q:
                 if self.sk_shutdown & 1:
@@ -221,7 +221,12 @@ class UdpSock(Sock):
                     raise sock_oserror(EAGAIN)
                 raise SockWouldBlock(write=False)
             skb = q[0]
-            if not udp_csum_ok(skb):
+            summed = skb.ip_summed  # udp_lib_checksum_complete(): skb_csum_unnecessary() inline
+            if (
+                summed != CHECKSUM_UNNECESSARY
+                and summed != CHECKSUM_PARTIAL
+                and not udp_csum_ok(skb)
+            ):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InCsumErrors += 1
@@ -231,7 +236,7 @@ class UdpSock(Sock):
             buf = skb.buf
             th = skb.transport_header
             nh = skb.network_header
-            (saddr,) = struct.unpack_from("!I", buf, nh + 12)
+            (saddr,) = _I.unpack_from(buf, nh + 12)
             sport = (buf[th] << 8) | buf[th + 1]
             start = th + UDP_HLEN
             ulen = skb.tail - start

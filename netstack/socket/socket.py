@@ -439,15 +439,24 @@ class Socket:
         sk = self._check()
         recv = self._recvmsg(sk)
         first = await self._nonblocking(False, recv, bufsize, flags)
-        out = [(bytes(first[0]), self._fmt(first[1]))]
+        # The source address is formatted once per run of datagrams from one sender
+        # (a batch usually has one), not per datagram: the kernel copies a sockaddr.
+        last_addr = first[1]
+        name = self._fmt(last_addr)
+        out = [(bytes(first[0]), name)]
+        append = out.append
+        flags |= MSG_DONTWAIT
         while len(out) < vlen:
             try:
-                data, addr, _, _ = recv(bufsize, flags | MSG_DONTWAIT)
+                data, addr, _, _ = recv(bufsize, flags)
             except OSError as e:
                 if e.errno == errno.EAGAIN:
                     break
                 raise
-            out.append((bytes(data), self._fmt(addr)))
+            if addr != last_addr:
+                last_addr = addr
+                name = self._fmt(addr)
+            append((bytes(data), name))
         return out
 
     # -- _nowait variants, for synchronous tests ------------------------------------------

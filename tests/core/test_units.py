@@ -72,6 +72,16 @@ def test_truesize_follows_the_allocation() -> None:
     assert SkBuff(bytearray(64), 0, 0).truesize == 512 + 256
 
 
+def test_truesize_memo_follows_a_reallocated_buffer_and_an_explicit_value() -> None:
+    skb = SkBuff(bytearray(200), 0, 200)
+    assert skb.truesize == 1024 + 256
+    skb.buf = bytearray(2000)  # pskb_expand_head(): a bigger data area
+    assert skb.truesize == 4096 + 256  # kmalloc-4096 (2048 + 320 shinfo) + sk_buff
+    assert SkBuff(bytearray(200), 0, 0).truesize == 1024 + 256  # the memo is per length
+    skb.truesize = 777  # page fragments: set explicitly
+    assert skb.truesize == 777
+
+
 # -- DQL ----------------------------------------------------------------------------
 
 
