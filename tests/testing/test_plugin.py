@@ -151,17 +151,7 @@ ALL_CHECKS = ["registration", "updown", "delivery", "frames", "counters", "mtu",
         # the MTU check runs after traffic: it needs fib_sync_mtu() to lower the
         # PMTU exceptions the tunnel's own transmissions recorded (tnl_update_pmtu)
         *(pytest.param(tunnel_pair(k), set(), id=k) for k in ("gre", "gretap", "ipip")),
-        pytest.param(
-            tunnel_pair("sit", "mode any"),
-            set(),
-            id="sit-mode-any",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="sit_tunnel_xmit drops IPv4 even in mode any "
-                "(Linux sends it through sit_tunnel_xmit__ as IPPROTO_IPIP)",
-            ),
-        ),
+        pytest.param(tunnel_pair("sit", "mode any"), set(), id="sit-mode-any"),
     ],
 )
 async def test_driver_conformance(
