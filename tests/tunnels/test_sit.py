@@ -134,3 +134,27 @@ async def test_sit_mode_any_carries_ipv4_as_protocol_4(
     assert a.dev("sit1").statistics().tx_packets == 1
     sit = b.dev("sit1").statistics()
     assert sit.rx_packets == 1 and sit.rx_bytes == len(payload) and sit.rx_errors == 0
+
+
+async def test_sit_ip6ip_peer_drops_protocol_4(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """sit_tunnel_rcv(): a matching tunnel in mode ip6ip drops IPIP (no ICMP back)."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0")
+    a.ip("addr add 192.0.2.1/24 dev eth0")
+    b.ip("addr add 192.0.2.2/24 dev eth0")
+    a.ip("link add sit1 type sit remote 192.0.2.2 local 192.0.2.1 mode any")
+    b.ip("link add sit1 type sit remote 192.0.2.1 local 192.0.2.2")  # mode ip6ip
+    for h in (a, b):
+        h.ip("link set sit1 up")
+    payload = ipv4_packet()
+    skb = SkBuff(bytearray(64) + payload, 64, 64 + len(payload))
+    skb.network_header = 64
+    skb.protocol = ETH_P_IP
+    skb.dev = a.dev("sit1")
+    assert dev_queue_xmit(skb) == 0
+    await trio.sleep(0.01)
+    assert a.dev("sit1").statistics().tx_packets == 1
+    assert b.dev("sit1").statistics().rx_packets == 0
+    assert b.nstat().get("IcmpOutMsgs", 0) == 0
