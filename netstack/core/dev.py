@@ -577,8 +577,9 @@ def dev_set_mtu(dev: NetDevice, mtu: int) -> None:
         raise ConfigError("Error: mtu less than device minimum.", errno.EINVAL)
     if dev.max_mtu > 0 and mtu > dev.max_mtu:
         raise ConfigError("Error: mtu greater than device maximum.", errno.EINVAL)
+    orig_mtu = dev.mtu
     dev.ops.ndo_change_mtu(dev, mtu)
-    dev.net.call_netdevice_notifiers(NETDEV_CHANGEMTU, dev)
+    dev.net.call_netdevice_notifiers_mtu(NETDEV_CHANGEMTU, dev, orig_mtu)
 
 
 @kernel("dev_set_mac_address")

@@ -169,6 +169,7 @@ class Net:
         # the GRO engine each NAPI instance gets (installed by the gro layer: gro_init)
         self.gro_factory: Callable[[Napi], Any] | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
+        self.notifier_ext_mtu = 0  # netdev_notifier_info_ext.ext.mtu of a NETDEV_CHANGEMTU
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}
         self.noop_qdisc: Qdisc = NoopQdisc(self, None)
         self.sysctl = SysctlTable()
@@ -349,6 +350,19 @@ class Net:
         """Kernel: call_netdevice_notifiers()."""
         for fn in list(self.netdev_chain):
             fn(event, dev)
+
+    @kernel("call_netdevice_notifiers_mtu")
+    def call_netdevice_notifiers_mtu(self, event: int, dev: NetDevice, arg: int) -> None:
+        """NETDEV_CHANGEMTU with the MTU before the change in ``notifier_ext_mtu``.
+
+        Kernel: call_netdevice_notifiers_mtu() (``netdev_notifier_info_ext.ext.mtu``).
+        """
+        saved = self.notifier_ext_mtu
+        self.notifier_ext_mtu = arg
+        try:
+            self.call_netdevice_notifiers(event, dev)
+        finally:
+            self.notifier_ext_mtu = saved
 
     # -- devices ------------------------------------------------------------------------
     @kernel("__dev_get_by_name")

@@ -167,6 +167,26 @@ class FibNh:
         self.fnhe_hash.clear()
 
 
+@kernel("net/ipv4/fib_semantics.c", "fib_nhc_update_mtu")
+def fib_nhc_update_mtu(nh: FibNh, new: int, orig: int) -> None:
+    """Update the PMTU of *nh*'s exceptions after its device's MTU went *orig* -> *new*.
+
+    An exception above the new MTU comes down to it; one the old MTU limited
+    (``pmtu == orig``) follows it up. A locked exception (below ``min_pmtu``)
+    is left alone unless the new MTU is at or below it, then unlocked.
+
+    Kernel: net/ipv4/fib_semantics.c, fib_nhc_update_mtu().
+    """
+    for chain in nh.fnhe_hash.values():
+        for fnhe in chain:
+            if fnhe.mtu_locked:
+                if new <= fnhe.pmtu:
+                    fnhe.pmtu = new
+                    fnhe.mtu_locked = False
+            elif new < fnhe.pmtu or orig == fnhe.pmtu:
+                fnhe.pmtu = new
+
+
 class FibInfo:
     """Route attributes shared by aliases (kernel: ``struct fib_info``)."""
 
@@ -767,6 +787,20 @@ class Fib:
             self._ifaddr_routes(ifa, add=True)
         self.fib_sync_up(dev)
         self.changed()
+
+    @kernel("net/ipv4/fib_semantics.c", "fib_sync_mtu")
+    def fib_sync_mtu(self, dev: NetDevice, orig_mtu: int) -> None:
+        """The MTU of *dev* changed: bring its nexthops' PMTU exceptions along.
+
+        Kernel: net/ipv4/fib_semantics.c, fib_sync_mtu().
+        """
+        seen: set[int] = set()
+        for table in self.tables.values():
+            for fa in table.aliases():
+                nh = fa.fi.nh
+                if nh is not None and nh.dev is dev and id(nh) not in seen:
+                    seen.add(id(nh))
+                    fib_nhc_update_mtu(nh, dev.mtu, orig_mtu)
 
     @kernel("fib_sync_down_dev", "fib_flush")
     def fib_sync_down_dev(self, dev: NetDevice, unregister: bool) -> None:

@@ -531,7 +531,9 @@ class Ipv4:
                 self.arp_tbl._unlink(n)
             self.rt_cache_flush()
         elif event == NETDEV_CHANGEMTU:
-            self.rt_cache_flush()  # fib_netdev_event(NETDEV_CHANGEMTU)
+            # fib_netdev_event(NETDEV_CHANGEMTU): the exceptions first, then the cache
+            self.fib.fib_sync_mtu(dev, self.net.notifier_ext_mtu)
+            self.rt_cache_flush()
         elif event == NETDEV_NOTIFY_PEERS:
             _arp.arp_send_gratuitous(self, dev)
         elif event == NETDEV_CHANGENAME:

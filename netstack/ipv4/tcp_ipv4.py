@@ -361,7 +361,7 @@ class Ipv4Specific:
 
         Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_syn_recv_sock().
         """
-        if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
+        if sk.sk_ack_backlog > sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
             sk.ext.ListenOverflows += 1
             sk.ext.ListenDrops += 1
             return None

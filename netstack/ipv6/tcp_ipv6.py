@@ -519,7 +519,7 @@ class Ipv6Specific:
         """
         if skb.protocol == ETH_P_IP:
             return self._syn_recv_sock_mapped(sk, skb, req, dst)
-        if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
+        if sk.sk_ack_backlog > sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
             sk.ext.ListenOverflows += 1
             sk.ext.ListenDrops += 1
             return None

@@ -1943,7 +1943,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
             sk.ext.ListenDrops += 1  # tcp_listendrop()
             consume_skb(skb)  # tcp_rcv_state_process(): conn_request() >= 0
             return 0
-    if sk.sk_ack_backlog >= sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
+    if sk.sk_ack_backlog > sk.sk_max_ack_backlog:  # sk_acceptq_is_full()
         sk.ext.ListenOverflows += 1
         sk.ext.ListenDrops += 1
         consume_skb(skb)

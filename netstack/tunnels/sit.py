@@ -64,6 +64,7 @@ from netstack.tunnels.ip_tunnel import (
     IpTunnelNet,
     IpTunnelOps,
     IpTunnelParm,
+    TnlPtkInfo,
     ip_tunnel_changelink,
     ip_tunnel_create,
     ip_tunnel_ctl,
@@ -74,16 +75,18 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_init_net,
     ip_tunnel_lookup,
     ip_tunnel_newlink,
+    ip_tunnel_rcv,
     ip_tunnel_setup,
+    ip_tunnel_xmit,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
     iptunnel_xmit,
     pskb_inet_may_pull,
 )
 from netstack.tunnels.ipip import IptunParms, ipip_netlink_parms
-from netstack.tunnels.tunnel4 import AF_INET6, XfrmTunnel, xfrm4_tunnel_register
+from netstack.tunnels.tunnel4 import AF_INET, AF_INET6, XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_SIT
-from netstack.wire.ethernet import ETH_P_IPV6
+from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_EXC_TTL,
@@ -182,22 +185,44 @@ def _sit_bounds(dev: NetDevice) -> None:
 
 @kernel("net/ipv6/sit.c", "sit_tunnel_xmit", "ipip6_tunnel_xmit")
 def sit_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit``: IPv6 (or, for ``mode any``, IPv4) into IPv4.
+    """``ndo_start_xmit``: IPv6 (ipip6_tunnel_xmit) or IPv4 (IPPROTO_IPIP) into IPv4.
+
+    IPv4 goes out through :func:`sit_tunnel_xmit__` whatever the mode, as in
+    Linux (the mode only filters what the tunnel receives).
 
     Kernel: net/ipv6/sit.c, sit_tunnel_xmit() → ipip6_tunnel_xmit().
     """
     if TIMED:
         spend("sit_tunnel_xmit")
     t: IpTunnel = dev.priv
-    if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IPV6:
+    if not pskb_inet_may_pull(skb) or skb.protocol not in (ETH_P_IP, ETH_P_IPV6):
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
+    if skb.protocol == ETH_P_IP:
+        return sit_tunnel_xmit__(skb, dev, IPPROTO_IPIP)
     if t.parms.protocol not in (IPPROTO_IPV6, 0):
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
     ipip6_tunnel_xmit(skb, dev)
+    return NETDEV_TX_OK
+
+
+@kernel("net/ipv6/sit.c", "sit_tunnel_xmit__")
+def sit_tunnel_xmit__(skb: SkBuff, dev: NetDevice, ipproto: int) -> int:
+    """IPv4 (or MPLS) over the tunnel: the generic ip_tunnel_xmit() with its parameters.
+
+    The same path as ipip_tunnel_xmit() in netstack.tunnels.ipip.
+
+    Kernel: net/ipv6/sit.c, sit_tunnel_xmit__().
+    """
+    t: IpTunnel = dev.priv
+    if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
+        dev.stats.tx_errors += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
+    ip_tunnel_xmit(skb, dev, t.parms, ipproto)
     return NETDEV_TX_OK
 
 
@@ -355,6 +380,37 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     return 0
 
 
+@kernel("net/ipv6/sit.c", "sit_tunnel_rcv", "ipip_rcv")
+def sit_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
+    """IPv4 in IPv4 (protocol 4) for a sit tunnel: ``mode ipip`` or ``mode any`` takes it.
+
+    0 if consumed, 1 if no sit tunnel matches (the next tunnel4 handler tries).
+
+    The same steps as ipip_tunnel_rcv() in netstack.tunnels.ipip.
+
+    Kernel: net/ipv6/sit.c, sit_tunnel_rcv() (ipip_rcv(): ``ipproto`` IPPROTO_IPIP).
+    """
+    itn = sit_itn_of(net)
+    buf = skb.buf
+    nh = skb.network_header
+    saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
+    daddr = int.from_bytes(buf[nh + 16 : nh + 20], "big")
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
+    if t is None:
+        return 1
+    if t.parms.protocol != ipproto and t.parms.protocol != 0:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+    tpi = TnlPtkInfo(proto=ETH_P_IP, no_key=True)  # ipip_tpi
+    if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    skb.mac_header = skb.data
+    ip_tunnel_rcv(t, skb, tpi, nh)
+    return 0
+
+
 @kernel("net/ipv6/sit.c", "ipip6_err", "ip6_err_gen_icmpv6_unreach")
 def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
     """An ICMP error quotes a 6in4 packet we sent: learn the underlay's MTU, back off.
@@ -468,6 +524,12 @@ def sit_init_net(net: Net) -> None:
     _SIT_NET.set(net, itn)
     xfrm4_tunnel_register(
         net, XfrmTunnel(partial(ipip6_rcv, net), partial(ipip6_err, net), priority=1), AF_INET6
+    )
+    # sit's ipip_handler: IPv4 in IPv4 for ``mode ipip`` / ``mode any`` tunnels (after ipip's)
+    xfrm4_tunnel_register(
+        net,
+        XfrmTunnel(partial(sit_tunnel_rcv, net, ipproto=IPPROTO_IPIP), priority=2),
+        AF_INET,
     )
     rtnl_link_register(
         net,

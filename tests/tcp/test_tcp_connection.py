@@ -327,7 +327,8 @@ async def test_listen_backlog_bounds_the_queues(lab: Lab, autojump_clock: object
         n.cancel_scope.cancel()
     tcp = tcp_of(b.net)
     lst = tcp.hashinfo.listeners[PORT][0]
-    assert len(lst.accept_queue) <= 2
+    # sk_acceptq_is_full() is sk_ack_backlog > sk_max_ack_backlog: backlog + 1 children
+    assert len(lst.accept_queue) == lst.sk_ack_backlog == 3
     assert lst.syn_queue_len <= 2
     assert tcp.snmp()["TcpExt"].ListenDrops > 0
 
@@ -337,3 +338,67 @@ async def _try_connect(s: Socket) -> None:
         await s.connect(("10.0.0.2", PORT))
     except OSError:
         pass
+
+
+# Linux, in a namespace: listen(backlog), six connects nobody accepts; the listener's
+# rx_queue in /proc/net/tcp is its sk_ack_backlog (backlog + 1 once full).
+_LINUX_ACCEPTQ = """
+import socket, sys, time
+out = []
+for backlog in (0, 2):
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(backlog)
+    port = srv.getsockname()[1]
+    cs = []
+    for _ in range(6):
+        c = socket.socket(); c.setblocking(False); c.connect_ex(("127.0.0.1", port)); cs.append(c)
+    time.sleep(0.5)
+    for line in open("/proc/net/tcp").readlines()[1:]:
+        f = line.split()
+        if int(f[1].split(":")[1], 16) == port and f[3] == "0A":
+            out.append(int(f[4].split(":")[1], 16))
+    for c in cs: c.close()
+    srv.close()
+print(out)
+"""
+
+
+@pytest.mark.parametrize("backlog", [0, 2])
+async def test_accept_queue_holds_backlog_plus_one(
+    lab: Lab, autojump_clock: object, backlog: int
+) -> None:
+    """sk_acceptq_is_full() is ``>``: listen(n) queues n + 1 established children."""
+    a, b = pair(lab)
+    await listener(b, backlog=backlog)
+    socks = [a.socket(AF_INET, SOCK_STREAM) for _ in range(6)]
+    async with trio.open_nursery() as n:
+        for s in socks:
+            n.start_soon(_try_connect, s)
+        await trio.sleep(0.5)
+        lst = tcp_of(b.net).hashinfo.listeners[PORT][0]
+        assert len(lst.accept_queue) == lst.sk_ack_backlog == backlog + 1
+        n.cancel_scope.cancel()
+
+
+def test_linux_accept_queue_holds_backlog_plus_one() -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if not (os.geteuid() == 0 and shutil.which("ip")):
+        pytest.skip("needs root and ip(8) for a network namespace")
+    ns = "nsacceptq-test"
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:
+        pytest.skip("cannot create a network namespace")
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        out = subprocess.run(
+            ["ip", "netns", "exec", ns, sys.executable, "-c", _LINUX_ACCEPTQ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    assert out.strip() == "[1, 3]"

@@ -139,14 +139,6 @@ async def test_frames_of_a_capture(
 
 
 ALL_CHECKS = ["registration", "updown", "delivery", "frames", "counters", "mtu", "burst"]
-# Linux's fib_netdev_event(NETDEV_CHANGEMTU) also runs fib_sync_mtu(), which lowers the
-# PMTU exceptions a tunnel's own transmissions recorded (tnl_update_pmtu) to the new MTU;
-# netstack only flushes the route cache, so after traffic an MTU decrease is not obeyed.
-NO_FIB_SYNC_MTU = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="fib_sync_mtu() missing: the tunnel's PMTU exceptions keep the old MTU",
-)
 
 
 @pytest.mark.parametrize(
@@ -156,22 +148,10 @@ NO_FIB_SYNC_MTU = pytest.mark.xfail(
         pytest.param(nic_pair, set(), id="nic"),
         pytest.param(vlan_pair, set(), id="vlan"),
         pytest.param(tunnel_pair("vxlan"), set(), id="vxlan"),
-        *(pytest.param(tunnel_pair(k), {"mtu"}, id=k) for k in ("gre", "gretap", "ipip")),
-        *(
-            pytest.param(tunnel_pair(k), set(), id=f"{k}-mtu", marks=NO_FIB_SYNC_MTU)
-            for k in ("gre", "gretap", "ipip")
-        ),
-        pytest.param(
-            tunnel_pair("sit", "mode any"),
-            set(),
-            id="sit-mode-any",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="sit_tunnel_xmit drops IPv4 even in mode any "
-                "(Linux sends it through sit_tunnel_xmit__ as IPPROTO_IPIP)",
-            ),
-        ),
+        # the MTU check runs after traffic: it needs fib_sync_mtu() to lower the
+        # PMTU exceptions the tunnel's own transmissions recorded (tnl_update_pmtu)
+        *(pytest.param(tunnel_pair(k), set(), id=k) for k in ("gre", "gretap", "ipip")),
+        pytest.param(tunnel_pair("sit", "mode any"), set(), id="sit-mode-any"),
     ],
 )
 async def test_driver_conformance(
