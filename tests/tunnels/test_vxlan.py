@@ -511,7 +511,7 @@ ip -n {ns[0]} link set vxlan0 address {M1}; ip -n {ns[1]} link set vxlan0 addres
 ip -n {ns[0]} addr add 192.168.42.1/24 dev vxlan0; ip -n {ns[0]} link set vxlan0 up
 ip -n {ns[1]} addr add 192.168.42.2/24 dev vxlan0; ip -n {ns[1]} link set vxlan0 up
 ip -n {ns[0]} -d link show vxlan0 > {tmp}/link.txt
-ip netns exec {ns[1]} tcpdump -i {vb} -U -w {tmp}/real.pcap udp 2>/dev/null &
+ip netns exec {ns[1]} tcpdump --immediate-mode -i {vb} -U -w {tmp}/real.pcap udp 2>/dev/null &
 sleep 1
 ip netns exec {ns[0]} python3 -c "
 import socket,time
