@@ -767,10 +767,22 @@ def _err(msg: str, err: int) -> ConfigError:
 
 
 @kernel("vxlan_nl2conf")
-def vxlan_nl2conf(parms: VxlanParms, tb: Mapping[str, Any]) -> VxlanConfig:
-    """The request's attributes as a configuration. Kernel: vxlan_nl2conf()."""
-    conf = VxlanConfig()
+def vxlan_nl2conf(
+    parms: VxlanParms, tb: Mapping[str, Any], old: VxlanConfig | None = None
+) -> VxlanConfig:
+    """The request's attributes as a configuration: a new device's, or with *old*
+    (``changelink``) the running one's with what may change changed — the VNI,
+    TTL inheritance, limit, ports and checksum flags may not (``EOPNOTSUPP``,
+    checked in the kernel's attribute order, before anything is applied).
+
+    Kernel: vxlan_nl2conf().
+    """
+    changelink = old is not None
+    conf = attrs.evolve(old) if old is not None else VxlanConfig()
+    eop = errno.EOPNOTSUPP
     if parms.vni is not None:
+        if changelink and parms.vni != conf.vni:
+            raise _err("Cannot change VNI", eop)
         conf.vni = parms.vni
     if parms.group is not None:
         conf.remote_ip = parms.group
@@ -783,29 +795,49 @@ def vxlan_nl2conf(parms: VxlanParms, tb: Mapping[str, Any]) -> VxlanConfig:
     if parms.ttl is not None:
         conf.ttl = parms.ttl
     if parms.ttl_inherit:
+        if changelink:
+            raise _err("vxlan: cannot change TTL_INHERIT flag", eop)
         conf.flags |= VXLAN_F_TTL_INHERIT
     if parms.df is not None:
         conf.df = parms.df
-    if parms.learning is None or parms.learning:  # "default to learn on a new device"
-        conf.flags |= VXLAN_F_LEARN
+    if parms.learning is not None:
+        conf.flags = conf.flags | VXLAN_F_LEARN if parms.learning else conf.flags & ~VXLAN_F_LEARN
+    elif not changelink:
+        conf.flags |= VXLAN_F_LEARN  # "default to learn on a new device"
     if parms.ageing is not None:
         conf.age_interval = parms.ageing
     if parms.limit is not None:
+        if changelink:
+            raise _err("Cannot change limit", eop)
         conf.addrmax = parms.limit
     if parms.port_range is not None:
+        if changelink:
+            raise _err("Cannot change port range", eop)
         conf.port_min, conf.port_max = parms.port_range
     if parms.port is not None:
+        if changelink:
+            raise _err("Cannot change port", eop)
         conf.dst_port = parms.port
-    if parms.udp_csum is not None and not parms.udp_csum:
-        conf.flags |= VXLAN_F_UDP_ZERO_CSUM_TX
-    conf.flags |= VXLAN_F_LOCALBYPASS  # "default to local bypass on a new device"
-    if parms.udp_zero_csum6_tx:
-        conf.flags |= VXLAN_F_UDP_ZERO_CSUM6_TX
-    if parms.udp_zero_csum6_rx:
-        conf.flags |= VXLAN_F_UDP_ZERO_CSUM6_RX
-    mtu = tb.get("mtu")
-    if mtu is not None:
-        conf.mtu = int(mtu)
+    if parms.udp_csum is not None:
+        if changelink:
+            raise _err("Cannot change UDP_CSUM flag", eop)
+        if not parms.udp_csum:
+            conf.flags |= VXLAN_F_UDP_ZERO_CSUM_TX
+    if parms.udp_zero_csum6_tx is not None:
+        if changelink:
+            raise _err("vxlan: cannot change UDP_ZERO_CSUM6_TX flag", eop)
+        if parms.udp_zero_csum6_tx:
+            conf.flags |= VXLAN_F_UDP_ZERO_CSUM6_TX
+    if parms.udp_zero_csum6_rx is not None:
+        if changelink:
+            raise _err("vxlan: cannot change UDP_ZERO_CSUM6_RX flag", eop)
+        if parms.udp_zero_csum6_rx:
+            conf.flags |= VXLAN_F_UDP_ZERO_CSUM6_RX
+    if not changelink:
+        conf.flags |= VXLAN_F_LOCALBYPASS  # "default to local bypass on a new device"
+        mtu = tb.get("mtu")
+        if mtu is not None:
+            conf.mtu = int(mtu)
     return conf
 
 
@@ -925,40 +957,7 @@ def vxlan_changelink(dev: NetDevice, data: Any, tb: dict[str, Any]) -> None:
     """
     parms: VxlanParms = data
     vxlan: VxlanDev = dev.priv
-    conf = attrs.evolve(vxlan.cfg)
-    eop = errno.EOPNOTSUPP
-    if parms.vni is not None and parms.vni != conf.vni:
-        raise _err("Cannot change VNI", eop)
-    if parms.ttl_inherit:
-        raise _err("vxlan: cannot change TTL_INHERIT flag", eop)
-    if parms.limit is not None:
-        raise _err("Cannot change limit", eop)
-    if parms.port_range is not None:
-        raise _err("Cannot change port range", eop)
-    if parms.port is not None:
-        raise _err("Cannot change port", eop)
-    if parms.udp_csum is not None:
-        raise _err("Cannot change UDP_CSUM flag", eop)
-    if parms.udp_zero_csum6_tx is not None:
-        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_TX flag", eop)
-    if parms.udp_zero_csum6_rx is not None:
-        raise _err("vxlan: cannot change UDP_ZERO_CSUM6_RX flag", eop)
-    if parms.group is not None:
-        conf.remote_ip = parms.group
-    if parms.local is not None:
-        conf.saddr = parms.local
-    if parms.link is not None:
-        conf.remote_ifindex = parms.link
-    if parms.tos is not None:
-        conf.tos = parms.tos
-    if parms.ttl is not None:
-        conf.ttl = parms.ttl
-    if parms.df is not None:
-        conf.df = parms.df
-    if parms.learning is not None:
-        conf.flags = conf.flags | VXLAN_F_LEARN if parms.learning else conf.flags & ~VXLAN_F_LEARN
-    if parms.ageing is not None:
-        conf.age_interval = parms.ageing
+    conf = vxlan_nl2conf(parms, tb, vxlan.cfg)
     lower = vxlan_config_validate(dev.net, conf, vxlan)
     dst = vxlan.default_dst
     if conf.remote_ip != dst.remote_ip:  # "handle default dst entry"
