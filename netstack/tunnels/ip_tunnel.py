@@ -262,7 +262,10 @@ class IpTunnelNet:
 def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
     """The outer TOS: *tos* with the ECN field of the inner header at *inner_nh*.
 
-    Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap().
+    A payload that is neither IPv4 nor IPv6 (gretap's ARP, say) has no DS field:
+    ``ip_tunnel_get_dsfield`` gives 0, so the outer ECN bits are cleared.
+
+    Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap() (ip_tunnel_get_dsfield).
     """
     buf = skb.buf
     if skb.protocol == ETH_P_IP:
@@ -270,7 +273,7 @@ def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
     elif skb.protocol == ETH_P_IPV6:
         inner = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
     else:
-        return tos
+        inner = 0
     return INET_ECN_encapsulate(tos, inner)
 
 

@@ -13,6 +13,7 @@ from netstack.core.inet_ecn import (
     IP_ECN_decapsulate,
 )
 from netstack.core.skbuff import CHECKSUM_COMPLETE, SkBuff
+from netstack.tunnels.ip_tunnel import ip_tunnel_ecn_encap
 from netstack.wire.checksum import csum_fold, csum_partial, ip_fast_csum
 from netstack.wire.ipv4 import IPV4_HDR
 
@@ -23,6 +24,14 @@ NOT, E1, E0, CE = INET_ECN_NOT_ECT, INET_ECN_ECT_1, INET_ECN_ECT_0, INET_ECN_CE
 def test_encapsulate_copies_ecn_but_ce_goes_out_as_ect0(inner: int, outer: int) -> None:
     assert INET_ECN_encapsulate(0xB8, inner) == 0xB8 | outer
     assert INET_ECN_encapsulate(0xB8 | 3, 0x20 | inner) == 0xB8 | outer  # DSCP kept
+
+
+def test_tunnel_encap_clears_the_outer_ecn_bits_for_a_non_ip_payload() -> None:
+    """ip_tunnel_get_dsfield() is 0 for ARP: a configured ECT/CE in the outer TOS goes."""
+    skb = SkBuff(bytearray(28), 0, 28)
+    skb.protocol = 0x0806
+    assert ip_tunnel_ecn_encap(0xB8 | CE, skb, 0) == 0xB8
+    assert ip_tunnel_ecn_encap(0xB8 | E1, skb, 0) == 0xB8
 
 
 def inner_skb(ecn: int) -> SkBuff:
