@@ -99,6 +99,27 @@ _UNSUPPORTED: Final = (
 )
 
 
+# iplink_vxlan.c's on/off words, in its order (the first whose prefix matches wins):
+# word, the attribute it sets (each at most once), the value
+_FLAG_WORDS: Final = (
+    ("nolearning", "learning", False),
+    ("learning", "learning", True),
+    ("udpcsum", "udp_csum", True),
+    ("noudpcsum", "udp_csum", False),
+    ("udp6zerocsumtx", "csum6tx", True),
+    ("noudp6zerocsumtx", "csum6tx", False),
+    ("udp6zerocsumrx", "csum6rx", True),
+    ("noudp6zerocsumrx", "csum6rx", False),
+)
+
+
+def _flag_word(word: str) -> tuple[str, bool] | None:
+    for name, key, value in _FLAG_WORDS:
+        if matches(word, name):
+            return key, value
+    return None
+
+
 def _addr(value: str) -> int | None:
     """An IPv4 address (``any``: 0), or None if it is not one (iproute2: get_addr)."""
     if value in ("any", "all", "default"):
@@ -134,14 +155,11 @@ def vxlan_parse_opt(net: Net, args: Args, *, create: bool = True) -> tuple[Vxlan
     ttl_inherit = False
     tos: int | None = None
     df: int | None = None
-    learning = True
+    flags: dict[str, bool] = {}  # the [no]learning / [no]udpcsum / [no]udp6zerocsum{tx,rx} words
     ageing: int | None = None
     limit: int | None = None
     port_range: tuple[int, int] | None = None
     dstport = 0
-    udp_csum: bool | None = None
-    csum6_tx: bool | None = None
-    csum6_rx: bool | None = None
     while args:
         word = args.take()
         if matches(word, "id") or matches(word, "vni"):
@@ -257,30 +275,10 @@ def vxlan_parse_opt(net: Net, args: Args, *, create: bool = True) -> tuple[Vxlan
             if p is None or p > 0xFFFF:
                 invarg("dst port", value)
             dstport = p
-        elif matches(word, "nolearning"):
-            once("learning", word, word)
-            learning = False
-        elif matches(word, "learning"):
-            once("learning", word, word)
-            learning = True
-        elif matches(word, "udpcsum"):
-            once("udp_csum", word, word)
-            udp_csum = True
-        elif matches(word, "noudpcsum"):
-            once("udp_csum", word, word)
-            udp_csum = False
-        elif matches(word, "udp6zerocsumtx"):
-            once("csum6tx", word, word)
-            csum6_tx = True
-        elif matches(word, "noudp6zerocsumtx"):
-            once("csum6tx", word, word)
-            csum6_tx = False
-        elif matches(word, "udp6zerocsumrx"):
-            once("csum6rx", word, word)
-            csum6_rx = True
-        elif matches(word, "noudp6zerocsumrx"):
-            once("csum6rx", word, word)
-            csum6_rx = False
+        elif (flag := _flag_word(word)) is not None:
+            attr, on = flag
+            once(attr, word, word)
+            flags[attr] = on
         elif word in _UNSUPPORTED:
             raise ConfigError(f'netstack: "vxlan {word}" is not supported', errno.EOPNOTSUPP)
         elif matches(word, "help"):
@@ -299,14 +297,14 @@ def vxlan_parse_opt(net: Net, args: Args, *, create: bool = True) -> tuple[Vxlan
         link=link,
         ttl=ttl,
         tos=tos,
-        learning=learning if create or "learning" in seen else None,
+        learning=flags.get("learning", True) if create or "learning" in seen else None,
         ageing=ageing,
         limit=limit,
         port_range=port_range,
         port=dstport or None,
-        udp_csum=udp_csum,
-        udp_zero_csum6_tx=csum6_tx,
-        udp_zero_csum6_rx=csum6_rx,
+        udp_csum=flags.get("udp_csum"),
+        udp_zero_csum6_tx=flags.get("csum6tx"),
+        udp_zero_csum6_rx=flags.get("csum6rx"),
         ttl_inherit=ttl_inherit,
         df=df,
     )
