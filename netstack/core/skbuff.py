@@ -207,7 +207,10 @@ def _kmalloc_size(n: int) -> int:
 
 # len(buf) -> truesize, memoised: a data path allocates a handful of buffer sizes,
 # and the kernel computes truesize once, in __alloc_skb, rather than per reader.
+# A cache of a pure function (the same for every host), bounded: emptied when it
+# holds _TRUESIZE_MEMO_MAX sizes, so no flood of odd lengths grows it.
 _TRUESIZE_OF_BUFLEN: dict[int, int] = {}
+_TRUESIZE_MEMO_MAX: Final = 1024
 
 
 @kernel("include/linux/skbuff.h")
@@ -332,6 +335,8 @@ class SkBuff:
         memo = _TRUESIZE_OF_BUFLEN.get(n)
         if memo is None:
             memo = _kmalloc_size(((n + 63) & ~63) + SKB_SHINFO_SIZE) + SKB_STRUCT_SIZE
+            if len(_TRUESIZE_OF_BUFLEN) >= _TRUESIZE_MEMO_MAX:
+                _TRUESIZE_OF_BUFLEN.clear()
             _TRUESIZE_OF_BUFLEN[n] = memo
         return memo
 

@@ -197,3 +197,12 @@ def test_sysctl_table_errors_are_procps_texts() -> None:
     with pytest.raises(ConfigError, match="Permission denied"):
         table.write("net.test.ro", "1")
     assert table.names("net.test") == ["net.test.ro", "net.test.x"]
+
+
+def test_truesize_memo_stays_bounded_under_odd_lengths() -> None:
+    """A flood of buffers of every length does not grow the truesize cache without bound."""
+    from netstack.core import skbuff
+
+    for n in range(3000):
+        assert skbuff.SkBuff(bytearray(n), 0, n).truesize > n
+    assert len(skbuff._TRUESIZE_OF_BUFLEN) <= skbuff._TRUESIZE_MEMO_MAX
