@@ -160,9 +160,9 @@ def icmp_global_allow(ipv6: Ipv6) -> bool:
     delta = min(now - ipv6.icmp_global_stamp, hz)
     if delta < hz // 50:
         return False
-    ipv4: Any = ipv6.net.ipv4
-    per_sec = getattr(ipv4, "icmp_msgs_per_sec", 1000)
-    burst = getattr(ipv4, "icmp_msgs_burst", 50)
+    ipv4 = ipv6.net.ipv4
+    per_sec = ipv4.icmp_msgs_per_sec if ipv4 is not None else 1000
+    burst = ipv4.icmp_msgs_burst if ipv4 is not None else 50
     incr = per_sec * delta // hz
     if not incr:
         return False
@@ -181,10 +181,9 @@ def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
         return True, False
     if icmp_global_allow(ipv6):
         return True, True
-    ipv4: Any = ipv6.net.ipv4
-    mib = getattr(ipv4, "icmp_mib", None)
-    if mib is not None:
-        mib.OutRateLimitGlobal += 1  # ICMP_MIB_RATELIMITGLOBAL is IPv4's counter
+    ipv4 = ipv6.net.ipv4
+    if ipv4 is not None:
+        ipv4.icmp_mib.OutRateLimitGlobal += 1  # ICMP_MIB_RATELIMITGLOBAL is IPv4's counter
     return False, False
 
 

@@ -567,8 +567,8 @@ class Ipv6:
         if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
             return _udp.Udp6Sock(self)
         if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMPV6:
-            ipv4: Any = self.net.ipv4
-            low, high = getattr(ipv4, "ping_group_range", (1, 0))  # net.ipv4.ping_group_range
+            ipv4 = self.net.ipv4
+            low, high = ipv4.ping_group_range if ipv4 is not None else (1, 0)
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.Ping6Sock(self)
