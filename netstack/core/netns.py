@@ -61,8 +61,6 @@ class NetnsIpv4(Protocol):
     ip_default_ttl: int
     ip_nonlocal_bind: int
     ip_local_port_range: tuple[int, int]
-    icmp_msgs_per_sec: int
-    icmp_msgs_burst: int
     ping_group_range: tuple[int, int]
 
     @property

@@ -164,8 +164,6 @@ class Ipv6:
         self.udp6_mib = Udp6Mib()
         self.ra_received = 0
         self.reasm_overlaps = 0
-        self.icmp_global_credit = 0
-        self.icmp_global_stamp = -60 * net.clock.hz
         self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
         self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
