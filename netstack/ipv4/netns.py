@@ -473,6 +473,19 @@ class Ipv4:
         """IPv4's udp_lib_checksum_complete, for udpv6_recvmsg's IPv4 datagrams."""
         return _udp.udp_csum_ok(skb)
 
+    # ICMP's global rate limit and the address type, as the kernel exports them to IPv6
+    def icmp_global_allow(self) -> bool:
+        """IPv4's icmp_global_allow (one bucket per Net; icmpv6_global_allow draws on it)."""
+        return _icmp.icmp_global_allow(self)
+
+    def icmp_global_consume(self) -> None:
+        """IPv4's icmp_global_consume, for icmpv6_xrlim_allow."""
+        _icmp.icmp_global_consume(self)
+
+    def inet_addr_type(self, addr: int) -> int:
+        """IPv4's inet_addr_type, for __inet6_bind's v4-mapped addresses."""
+        return self.fib.inet_addr_type(addr, None)
+
     # -- statistics -------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""
@@ -495,11 +508,11 @@ class Ipv4:
         }
 
     # -- multicast membership (netstack.ipv4.igmp) -----------------------------------------
-    def ip_mc_setsockopt(self, sk: Any, optname: int, optval: bytes) -> int:
+    def ip_mc_setsockopt(self, sk: Sock, optname: int, optval: bytes) -> int:
         """IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP for a socket: 0 or -errno."""
         return _igmp.ip_mc_setsockopt(self, sk, optname, optval)
 
-    def ip_mc_drop_socket(self, sk: Any) -> None:
+    def ip_mc_drop_socket(self, sk: Sock) -> None:
         """A socket with memberships closes."""
         _igmp.ip_mc_drop_socket(self, sk)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -505,7 +505,16 @@ class UdpTable:
         sk.inet_sport = port
         self.ports.setdefault(port, []).append(sk)
 
-    def unhash(self, sk: UdpSock) -> None:
+    def hash_mapped(self, sk: Sock, port: int) -> None:
+        """An AF_INET6 socket that is not IPV6_V6ONLY takes IPv4 datagrams on *port* too.
+
+        The kernel keeps one ``udp_table`` for both families; here IPv6 keeps
+        its own and adds such a socket to this one as well. It answers every
+        attribute :meth:`lookup` reads, as an ``inet_sock`` does.
+        """
+        self.ports.setdefault(port, []).append(cast("UdpSock", sk))
+
+    def unhash(self, sk: Sock) -> None:
         lst = self.ports.get(sk.inet_num)
         if lst and sk in lst:
             lst.remove(sk)

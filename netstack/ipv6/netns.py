@@ -164,8 +164,6 @@ class Ipv6:
         self.udp6_mib = Udp6Mib()
         self.ra_received = 0
         self.reasm_overlaps = 0
-        self.icmp_global_credit = 0
-        self.icmp_global_stamp = -60 * net.clock.hz
         self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
         self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
@@ -567,8 +565,8 @@ class Ipv6:
         if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
             return _udp.Udp6Sock(self)
         if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMPV6:
-            ipv4: Any = self.net.ipv4
-            low, high = getattr(ipv4, "ping_group_range", (1, 0))  # net.ipv4.ping_group_range
+            ipv4 = self.net.ipv4
+            low, high = ipv4.ping_group_range if ipv4 is not None else (1, 0)
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.Ping6Sock(self)

@@ -231,13 +231,12 @@ class Tcp:
         return int.from_bytes(h.digest(), "big")
 
     def default_ttl(self) -> int:
-        ipv4: Any = self.net.ipv4
-        return int(getattr(ipv4, "ip_default_ttl", 64))
+        ipv4 = self.net.ipv4
+        return ipv4.ip_default_ttl if ipv4 is not None else 64
 
     def local_port_range(self) -> tuple[int, int]:
-        ipv4: Any = self.net.ipv4
-        rng = getattr(ipv4, "ip_local_port_range", (32768, 60999))
-        return int(rng[0]), int(rng[1])
+        ipv4 = self.net.ipv4
+        return ipv4.ip_local_port_range if ipv4 is not None else (32768, 60999)
 
     # -- statistics ---------------------------------------------------------------------
     def snmp(self) -> dict[str, Any]:

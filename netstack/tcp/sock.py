@@ -25,7 +25,7 @@ include/net/request_sock.h, include/net/inet_timewait_sock.h.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
@@ -45,6 +45,7 @@ __all__ = [
     "TCP_STATE_NAMES",
     "InetConnectionSockAfOps",
     "RequestSock",
+    "SockCommon",
     "TcpSkbCb",
     "TcpSock",
     "TimewaitSock",
@@ -247,11 +248,18 @@ class InetConnectionSockAfOps(Protocol):
     ) -> TcpSock | None:
         """The handshake completed: build the child socket."""
 
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         """Answer *skb* with a RST built from its headers alone."""
 
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         """Send an ACK without a full socket (TIME_WAIT, SYN_RECV)."""
 
@@ -691,6 +699,11 @@ class TimewaitSock:
 
     def __repr__(self) -> str:
         return f"<TimewaitSock {self.rcv_saddr:#x}:{self.num} -> {self.daddr:#x}:{self.dport}>"
+
+
+# A socket of any kind the established hash holds and a bare reply may answer for
+# (kernel: the ``struct sock_common`` of a full, a request or a timewait sock).
+SockCommon: TypeAlias = "TcpSock | RequestSock | TimewaitSock"
 
 
 # The socket calls are implemented in tcp.py and the timers in timer.py, both

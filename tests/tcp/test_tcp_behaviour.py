@@ -15,6 +15,7 @@ from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.socket import Socket
 from netstack.tcp import TcpSock, tcp_of
+from netstack.tcp.sock import TimewaitSock
 from netstack.testing import builders
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic, ip_fast_csum
 from netstack.wire.ipv4 import aton
@@ -290,7 +291,8 @@ async def test_rst_in_each_state(
         conn.shutdown(1)
     await trio.sleep(0.5)
     if state == "TIME-WAIT":
-        tws = [t for t in tcp_of(a.net).hashinfo.ehash.values() if t.state_name == "TIME-WAIT"]
+        ehash = tcp_of(a.net).hashinfo.ehash.values()
+        tws = [t for t in ehash if isinstance(t, TimewaitSock) and t.state_name == "TIME-WAIT"]
         assert len(tws) == 1
         rcv_nxt = tws[0].rcv_nxt
     else:
