@@ -70,6 +70,7 @@ __all__ = [
     "Segment",
     "TcpContext",
     "TcpOption",
+    "linux_synack_options",
     "opt_mss",
     "opt_nop",
     "opt_sack",
@@ -91,6 +92,10 @@ MOD: Final = 1 << 32
 def opt_mss(mss: int) -> TcpOption:
     """``mss N`` (kind 2)."""
     return TcpOption(2, 4, struct.pack("!H", mss))
+
+
+# the peer's SYN or SYN-ACK options by default: no timestamps, SACK or window scaling
+MSS_ONLY: Final = (opt_mss(1460),)
 
 
 def opt_wscale(shift: int) -> TcpOption:
@@ -117,6 +122,16 @@ def opt_sack(blocks: Sequence[tuple[int, int]]) -> TcpOption:
     """``sack L:R …`` (kind 5) with absolute edges; see :meth:`TcpContext.sack`."""
     data = b"".join(struct.pack("!II", lo % MOD, hi % MOD) for lo, hi in blocks)
     return TcpOption(5, 2 + len(data), data)
+
+
+def linux_synack_options(syn: Segment) -> list[TcpOption]:
+    """What a Linux peer answers a Linux SYN with: ``mss 1460,sackOK,TS val 1 ecr
+    <the SYN's TSval>,nop,wscale 7`` (no timestamp if the SYN had none)."""
+    ts = next((o for o in syn.options if o.kind == 8), None)
+    if ts is None:
+        return [opt_mss(1460), opt_nop(), opt_nop(), opt_sack_perm(), opt_nop(), opt_wscale(7)]
+    ecr = struct.unpack("!I", ts.data[:4])[0]
+    return [opt_mss(1460), opt_sack_perm(), opt_timestamp(1, ecr), opt_nop(), opt_wscale(7)]
 
 
 OptionsMatcher: TypeAlias = str | Sequence[TcpOption] | Callable[[list[TcpOption]], bool]
@@ -312,7 +327,8 @@ class TcpContext:
         *flags* are packetdrill's letters (``"S"``, ``"S."``, ``"."``, ``"P."``,
         ``"F."``, ``"R"``, ``"R."``); *seq* and *ack* are relative (defaults:
         :attr:`snd_nxt` and, with an ACK, :attr:`rcv_nxt`). A segment sent at
-        :attr:`snd_nxt` advances it by its payload, SYN and FIN.
+        :attr:`snd_nxt` advances it by its payload and FIN, and by its SYN at
+        the ISS (a SYN inside a connection takes no number).
         *corrupt_checksum* flips a byte of the TCP checksum.
 
         Raises:
@@ -332,7 +348,8 @@ class TcpContext:
         )
         if rel_seq == self.snd_nxt and not corrupt_checksum:
             bits = flags_from_string(flags)
-            self.snd_nxt += len(payload) + bool(bits & TCP_SYN) + bool(bits & TCP_FIN)
+            syn = bool(bits & TCP_SYN) and rel_seq == 0  # a SYN takes a number at the ISS only
+            self.snd_nxt += len(payload) + syn + bool(bits & TCP_FIN)
         self.port.send_nowait(frame)
         await trio.sleep(SETTLE)
 
@@ -510,15 +527,17 @@ class TcpContext:
         self,
         *,
         window: int = 65535,
-        options: Sequence[TcpOption] = (opt_mss(1460),),
+        options: Sequence[TcpOption] | Callable[[Segment], Sequence[TcpOption]] = MSS_ONLY,
         configure: Callable[[Socket], None] | None = None,
     ) -> Socket:
         """The stack connects to the peer (gVisor's ``CreateConnected``).
 
         The stack's SYN is checked and its ISS learnt; the peer answers with a
         SYN-ACK carrying *window* and *options* (an MSS of 1460 alone by
-        default: no timestamps, SACK or window scaling unless given); the
-        stack's ACK is checked. *configure* sees the socket before connect.
+        default: no timestamps, SACK or window scaling unless given; a
+        function of the stack's SYN, such as :func:`linux_synack_options`,
+        to echo its timestamp); the stack's ACK is checked. *configure* sees
+        the socket before connect.
         """
         sock = self.host.socket(self.af, SOCK_STREAM)
         if configure is not None:
@@ -526,8 +545,9 @@ class TcpContext:
         self.sock = sock
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sock.connect, (self.peer_addr, self.peer_port))
-            await self.expect_segment("S", seq=0)
-            await self.send_segment("S.", seq=0, ack=1, window=window, options=options)
+            syn = await self.expect_segment("S", seq=0)
+            opts = options(syn) if callable(options) else options
+            await self.send_segment("S.", seq=0, ack=1, window=window, options=opts)
             await self.expect_segment(".", seq=1, ack=1)
         return sock
 
@@ -547,7 +567,7 @@ class TcpContext:
         self,
         *,
         window: int = 65535,
-        options: Sequence[TcpOption] = (opt_mss(1460),),
+        options: Sequence[TcpOption] = MSS_ONLY,
         configure: Callable[[Socket], None] | None = None,
     ) -> Socket:
         """The peer connects to a listener on the stack, which accepts.

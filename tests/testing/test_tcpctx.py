@@ -11,6 +11,7 @@ from netstack.host import Lab
 from netstack.testing.tcpctx import (
     PEER_ISS,
     TcpContext,
+    linux_synack_options,
     opt_mss,
     opt_nop,
     opt_sack_perm,
@@ -141,3 +142,20 @@ async def test_icmp_errors_are_valid(lab: Lab, autojump_clock: object, family: i
     tcp = quoted.data
     assert ctx.stack_iss is not None
     assert (tcp.sport, tcp.dport, tcp.seq) == (ctx.stack_port, 40000, ctx.stack_iss + 1)
+
+
+async def test_linux_synack_options_echo_the_timestamp(lab: Lab, autojump_clock: object) -> None:
+    ctx = TcpContext(lab)
+    await ctx.create_connected(options=linux_synack_options)
+    syn, ack = ctx.received
+    tsval = struct.unpack("!I", syn.options[2].data[:4])[0]
+    assert ack.options[2:] == [opt_timestamp(tsval, 1)]  # nop, nop, TS val … ecr 1
+    assert ctx.sk.mss_cache == 1460 - 12  # timestamps on
+
+
+async def test_a_syn_inside_a_connection_takes_no_number(lab: Lab, autojump_clock: object) -> None:
+    ctx = TcpContext(lab)
+    await ctx.create_connected()
+    await ctx.send_segment("S")
+    assert ctx.snd_nxt == 1
+    await ctx.expect_segment(".", seq=1, ack=1)  # RFC 5961's challenge ACK
