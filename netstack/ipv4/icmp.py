@@ -63,7 +63,7 @@ from netstack.wire.icmp import (
 from netstack.wire.ipv4 import IP_OFFSET, IPPROTO_ICMP, IPTOS_TOS_MASK
 
 if TYPE_CHECKING:
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
     from netstack.ipv4.route import Rtable
 
 __all__ = ["icmp_rcv", "icmp_send"]

@@ -97,7 +97,7 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v4_rcv"]
 

@@ -79,7 +79,7 @@ from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
 if TYPE_CHECKING:
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
     from netstack.ipv4.route import Rtable
 
 __all__ = [

@@ -148,7 +148,7 @@ from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
     from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = [

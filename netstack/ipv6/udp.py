@@ -92,7 +92,7 @@ from netstack.wire.ipv6 import (
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
 if TYPE_CHECKING:
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
     from netstack.ipv6.route import Rt6Info
 
 __all__ = ["Udp6Sock", "Udp6Table", "icmpv6_err_convert", "udpv6_err", "udpv6_rcv"]
