@@ -137,6 +137,8 @@ TCPEXT_FIELDS: Final = (
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
     "TcpTimeoutRehash",
+    "TCPDSACKRecvSegs",
+    "TCPDSACKIgnoredDubious",
 )
 
 
@@ -276,3 +278,5 @@ class TcpExtMib(Mib):
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
     TcpTimeoutRehash: int
+    TCPDSACKRecvSegs: int
+    TCPDSACKIgnoredDubious: int

@@ -116,6 +116,7 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+TCP_TIMEOUT_MIN_US: Final = 2000  # include/net/tcp.h: 2 ms
 _H: Final = struct.Struct("!H")
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
@@ -655,6 +656,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
+        tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
+        tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
     return err
 
 
@@ -815,6 +818,8 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     btcb.sacked = tcb.sacked
     btcb.mstamp = tcb.mstamp
     btcb.in_flight = tcb.in_flight
+    btcb.tsorted = tcb.tsorted
+    btcb.tx_delivered = tcb.tx_delivered
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount
     tcp_set_skb_tso_segs(skb, mss_now)
@@ -1108,6 +1113,8 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
 def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     """Arm a tail loss probe in about two RTTs (SACK flows, Open/CWR state).
 
+    Returns False when no probe is due (the caller arms the RTO instead).
+
     Kernel: net/ipv4/tcp_output.c, tcp_schedule_loss_probe().
     """
     early_retrans = sk.tcp.sysctl_tcp_early_retrans
@@ -1119,11 +1126,18 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     ):
         return False
     tcp = sk.tcp
+    # PTO = 2·srtt, + RTO_min for a delayed ACK when one segment is out
+    # (+ 2 ms otherwise); TCP_TIMEOUT_INIT without an RTT sample
     if sk.srtt_us:
-        timeout = tcp.usecs_to_jiffies(sk.srtt_us >> 2)
-        timeout += tcp.TCP_RTO_MIN if sk.packets_out == 1 else tcp.TCP_TIMEOUT_MIN
+        timeout_us = sk.srtt_us >> 2
+        if sk.packets_out == 1:
+            timeout_us += tcp.jiffies_to_usecs(tcp.TCP_RTO_MIN)  # tcp_rto_min_us()
+        else:
+            timeout_us += TCP_TIMEOUT_MIN_US
+        timeout = tcp.usecs_to_jiffies(timeout_us)
     else:
         timeout = tcp.TCP_TIMEOUT_INIT
+    # if the RTO formula yields an earlier time, use that
     if advancing_rto:
         rto_delta = sk.icsk_rto
     else:
@@ -1149,7 +1163,9 @@ def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
 
 @kernel("net/ipv4/tcp_output.c", "tcp_send_loss_probe")
 def tcp_send_loss_probe(sk: TcpSock) -> None:
-    """The probe timeout fired: send new data, or retransmit the last segment.
+    """The probe timeout fired: send new data, or retransmit the last segment
+    (one probe per episode: ``tlp_high_seq`` is snd_nxt until an ACK ends it,
+    tcp_process_tlp_ack).
 
     Kernel: net/ipv4/tcp_output.c, tcp_send_loss_probe().
     """
@@ -1171,6 +1187,9 @@ def tcp_send_loss_probe(sk: TcpSock) -> None:
         sk.icsk_pending = 0
         return
     skb = sk.rtx_queue[-1]
+    if skb_still_in_host_queue(sk, skb):
+        tcp_rearm_rto(sk)
+        return
     pcount = skb.cb.pcount
     if pcount > 1 and skb.tail - skb.data > (pcount - 1) * mss:
         if tcp_fragment(sk, True, skb, (pcount - 1) * mss, mss):
@@ -1744,13 +1763,14 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx = 0
     max_segs = tcp_tso_segs(sk, tcp_current_mss(sk))
     hole: SkBuff | None = None
+    rearm_timer = False
     while idx < len(q):
         skb = q[idx]
         if hole is None:
             sk.retransmit_skb_hint = skb
         segs = sk.snd_cwnd - tcp_packets_in_flight(sk)
         if segs <= 0:
-            return
+            break
         sacked = skb.cb.sacked
         segs = min(segs, max_segs)
         if sk.retrans_out >= sk.lost_out:
@@ -1765,13 +1785,15 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx += 1
             continue
         if tcp_small_queue_check(sk, skb, 1):
-            return
+            break
         if tcp_retransmit_skb(sk, skb, segs):
-            return
+            break
         setattr(sk.ext, mib, getattr(sk.ext, mib) + skb.cb.pcount)
         if tcp_in_cwnd_reduction(sk):
             sk.prr_out += skb.cb.pcount
         if skb is rtx_head and sk.icsk_pending != ICSK_TIME_REO_TIMEOUT:
-            inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+            rearm_timer = True
         # the skb may have been split: continue after it
         idx = q.index(skb) + 1
+    if rearm_timer:
+        inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)

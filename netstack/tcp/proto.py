@@ -59,6 +59,7 @@ _INT_SYSCTLS: Final = (
     ("tcp_retrans_collapse", "sysctl_tcp_retrans_collapse", 0, 1),
     ("tcp_slow_start_after_idle", "sysctl_tcp_slow_start_after_idle", 0, 1),
     ("tcp_frto", "sysctl_tcp_frto", 0, 2),
+    ("tcp_recovery", "sysctl_tcp_recovery", 0, None),
     ("tcp_early_retrans", "sysctl_tcp_early_retrans", 0, 4),
     ("tcp_tso_win_divisor", "sysctl_tcp_tso_win_divisor", 0, None),
     ("tcp_min_tso_segs", "sysctl_tcp_min_tso_segs", 1, None),
@@ -125,6 +126,7 @@ class Tcp:
         self.sysctl_tcp_retrans_collapse = 1
         self.sysctl_tcp_slow_start_after_idle = 1
         self.sysctl_tcp_frto = 2
+        self.sysctl_tcp_recovery = 1  # TCP_RACK_LOSS_DETECTION
         self.sysctl_tcp_early_retrans = 3
         self.sysctl_tcp_tso_win_divisor = 3
         self.sysctl_tcp_min_tso_segs = 2

@@ -187,6 +187,11 @@ class TcpSkbCb:
         tw_isn: received SYNs that reopen a TIME_WAIT port: the ISN to use.
         dsfield: received skbs: the IP TOS byte.
         in_flight: bytes outstanding when this skb was sent.
+        tsorted: on the socket's time-sorted list of sent skbs (the kernel's
+            ``tcp_tsorted_anchor`` linked into ``tsorted_sent_queue``): set
+            when (re)sent, cleared when RACK marks it lost or it is SACKed.
+        tx_delivered: the socket's ``delivered`` when this skb was last sent
+            (``tx.delivered`` of tcp_rate.c).
     """
 
     __slots__ = (
@@ -201,7 +206,9 @@ class TcpSkbCb:
         "sacked_off",
         "seq",
         "tcp_flags",
+        "tsorted",
         "tw_isn",
+        "tx_delivered",
     )
 
     def __init__(self, seq: int, end_seq: int, tcp_flags: int) -> None:
@@ -217,6 +224,8 @@ class TcpSkbCb:
         self.tw_isn = 0
         self.dsfield = 0
         self.in_flight = 0
+        self.tsorted = False
+        self.tx_delivered = 0
 
     def __repr__(self) -> str:
         return f"<TcpSkbCb {self.seq}-{self.end_seq} f={self.tcp_flags:#x} s={self.sacked:#x}>"
@@ -473,6 +482,17 @@ class TcpSock(Sock):
         self.is_sack_reneg = False
         self.frto = False
         self.tlp_high_seq = 0
+        # RACK (struct tcp_rack, tcp_recovery.c) and reordering/D-SACK history
+        self.rack_mstamp = -1  # rack.mstamp: (re)sent time of the latest (s)acked skb, µs
+        self.rack_rtt_us = 0  # rack.rtt_us: its RTT
+        self.rack_end_seq = 0  # rack.end_seq
+        self.rack_last_delivered = 0  # rack.last_delivered: when reo_wnd last grew
+        self.rack_reo_wnd_steps = 1  # rack.reo_wnd_steps: reo_wnd in min_rtt/4 steps
+        self.rack_reo_wnd_persist = 0  # rack.reo_wnd_persist: recoveries left to keep it
+        self.rack_dsack_seen = False  # rack.dsack_seen
+        self.rack_advanced = False  # rack.advanced
+        self.reord_seen = 0  # reordering events seen (tcpi_reord_seen)
+        self.dsack_dups = 0  # segments D-SACKed (tcpi_dsack_dups)
         self.highest_sack: SkBuff | None = None
         self.lost_skb_hint: SkBuff | None = None
         self.lost_cnt_hint = 0
