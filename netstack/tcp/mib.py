@@ -112,6 +112,13 @@ TCPEXT_FIELDS: Final = (
     "TCPOFOMerge",
     "TCPChallengeACK",
     "TCPSYNChallenge",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenBlackhole",
     "TCPSpuriousRtxHostQueues",
     "TCPAutoCorking",
     "TCPFromZeroWindowAdv",
@@ -137,6 +144,7 @@ TCPEXT_FIELDS: Final = (
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
     "TcpTimeoutRehash",
+    "TCPFastOpenPassiveAltKey",
 )
 
 
@@ -251,6 +259,13 @@ class TcpExtMib(Mib):
     TCPOFOMerge: int
     TCPChallengeACK: int
     TCPSYNChallenge: int
+    TCPFastOpenActive: int
+    TCPFastOpenActiveFail: int
+    TCPFastOpenPassive: int
+    TCPFastOpenPassiveFail: int
+    TCPFastOpenListenOverflow: int
+    TCPFastOpenCookieReqd: int
+    TCPFastOpenBlackhole: int
     TCPSpuriousRtxHostQueues: int
     TCPAutoCorking: int
     TCPFromZeroWindowAdv: int
@@ -276,3 +291,4 @@ class TcpExtMib(Mib):
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
     TcpTimeoutRehash: int
+    TCPFastOpenPassiveAltKey: int
