@@ -37,6 +37,7 @@ from typing import Any, Final
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
@@ -95,6 +96,7 @@ from netstack.tcp.recovery import (
 from netstack.tcp.sock import (
     ICSK_ACK_NOW,
     ICSK_ACK_PUSHED,
+    ICSK_TIME_DACK,
     ICSK_TIME_PROBE0,
     ICSK_TIME_RETRANS,
     RCV_SHUTDOWN,
@@ -148,18 +150,24 @@ from netstack.wire.tcp import (
     TCPHDR_FIN,
     TCPHDR_RST,
     TCPHDR_SYN,
+    TCPOLEN_EXP_FASTOPEN_BASE,
+    TCPOLEN_FASTOPEN_BASE,
     TCPOLEN_MSS,
     TCPOLEN_SACK_BASE,
     TCPOLEN_SACK_PERBLOCK,
     TCPOLEN_SACK_PERM,
     TCPOLEN_TIMESTAMP,
     TCPOLEN_WINDOW,
+    TCPOPT_EXP,
+    TCPOPT_FASTOPEN,
+    TCPOPT_FASTOPEN_MAGIC,
     TCPOPT_MSS,
     TCPOPT_SACK,
     TCPOPT_SACK_PERM,
     TCPOPT_TIMESTAMP,
     TCPOPT_WINDOW,
     iter_options,
+    parse_fastopen_option,
 )
 
 __all__ = [
@@ -242,14 +250,20 @@ class TcpOptionsReceived:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def tcp_parse_options(
-    buf: bytes | bytearray, th: int, rx: Any, estab: bool, tcb: TcpSkbCb | None = None
+    buf: bytes | bytearray,
+    th: int,
+    rx: Any,
+    estab: bool,
+    tcb: TcpSkbCb | None = None,
+    foc: Any = None,
 ) -> None:
     """Read the option area of the header at *th* into *rx* (a socket or TcpOptionsReceived).
 
     Options that only matter in a SYN (MSS, window scale, SACK-permitted) are
     skipped on an established connection; a SACK block's offset is left in
     ``tcb.sacked_off``. Lengths are checked as the kernel does; a malformed
-    option ends the walk (iter_options).
+    option ends the walk (iter_options). A SYN's Fast Open cookie (either
+    form) goes into *foc* (a ``TcpFastopenCookie``) when one is given.
 
     Kernel: net/ipv4/tcp_input.c, tcp_parse_options().
     """
@@ -268,6 +282,9 @@ def tcp_parse_options(
                 and tcb is not None
             ):
                 tcb.sacked_off = off
+        elif kind == TCPOPT_FASTOPEN or kind == TCPOPT_EXP:
+            if foc is not None and syn:
+                _fastopen_option(buf, off, size, kind, foc)
         elif estab or not syn:
             continue
         elif kind == TCPOPT_MSS:
@@ -285,6 +302,22 @@ def tcp_parse_options(
         elif kind == TCPOPT_SACK_PERM:
             if size == TCPOLEN_SACK_PERM:
                 rx.sack_ok = 1
+
+
+def _fastopen_option(buf: bytes | bytearray, off: int, size: int, kind: int, foc: Any) -> None:
+    """tcp_parse_options()'s TCPOPT_FASTOPEN and TCPOPT_EXP cases."""
+    if kind == TCPOPT_FASTOPEN:
+        length, exp, start = size - TCPOLEN_FASTOPEN_BASE, False, off + 2
+    elif (
+        size >= TCPOLEN_EXP_FASTOPEN_BASE
+        and ((buf[off + 2] << 8) | buf[off + 3]) == TCPOPT_FASTOPEN_MAGIC
+    ):
+        length, exp, start = size - TCPOLEN_EXP_FASTOPEN_BASE, True, off + 4
+    else:
+        return
+    foc.len, foc.val, foc.exp = parse_fastopen_option(
+        length, bytes(buf[start : start + length]), exp
+    )
 
 
 def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
@@ -2229,7 +2262,8 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     buf = skb.buf
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, foc)
     sk.saw_tstamp = rx.saw_tstamp
     sk.rcv_tsval = rx.rcv_tsval
     sk.rcv_tsecr = rx.rcv_tsecr
@@ -2282,6 +2316,17 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         sk.copied_seq = sk.rcv_nxt
         sk.max_window = max(sk.max_window, sk.snd_wnd)
         tcp_finish_connect(sk)
+        fastopen_fail = (sk.syn_fastopen or sk.syn_data) and tcp_rcv_fastopen_synack(sk, skb, foc)
+        if fastopen_fail:  # the SYN's data goes again, and carries the ACK
+            consume_skb(skb)
+            return 0
+        if _fastopen.tcp_fastopen_write_pending(sk):
+            # "Save one ACK": the blocked writer's data will carry it
+            inet_csk_schedule_ack(sk)
+            tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)
+            inet_csk_reset_xmit_timer(sk, ICSK_TIME_DACK, sk.tcp.TCP_DELACK_MAX, sk.tcp.TCP_RTO_MAX)
+            consume_skb(skb)
+            return 0
         tcp_send_ack(sk)
         consume_skb(skb)
         tcp_data_snd_check(sk)
@@ -2355,6 +2400,13 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         return 0
     if state == TCP_SYN_SENT:
         return tcp_rcv_synsent_state_process(sk, skb)
+    req = sk.fastopen_rsk
+    if req is not None:
+        from netstack.tcp.minisocks import tcp_check_req_fastopen
+
+        if not tcp_check_req_fastopen(sk, skb, req):
+            kfree_skb(skb, DropReason.TCP_FASTOPEN)
+            return 0
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += 1
     if not tcp_validate_incoming(sk, skb):
@@ -2379,6 +2431,10 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     th = skb.transport_header
     buf = skb.buf
     if state == TCP_SYN_RECV:
+        if req is not None:
+            if not sk.srtt_us:
+                tcp_synack_rtt_meas(sk, req)
+            tcp_rcv_synrecv_state_fastopen(sk)
         tcp_set_state(sk, TCP_ESTABLISHED)
         sk.ever_connected = True
         sk.snd_una = tcb.ack_seq
@@ -2396,6 +2452,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if not sk.dead:
             sk_state_change(sk)
     elif state == TCP_FIN_WAIT1:
+        if req is not None:
+            tcp_rcv_synrecv_state_fastopen(sk)
         if sk.snd_una == sk.write_seq:
             tcp_set_state(sk, TCP_FIN_WAIT2)
             sk.sk_shutdown |= SEND_SHUTDOWN
@@ -2504,7 +2562,8 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
     rx.mss_clamp = TCP_MSS_DEFAULT
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, None if want_cookie else foc)
     if want_cookie and not rx.saw_tstamp:
         rx.sack_ok = 0  # tcp_clear_options(): the options need the timestamp to come back
         rx.wscale_ok = False
@@ -2570,6 +2629,20 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
+    from netstack.tcp.minisocks import inet_csk_reqsk_queue_add, tcp_try_fastopen
+
+    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
+    req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
+    if fastopen_sk is not None:
+        req.snt_synack = tcp.tcp_clock_us()
+        ops.send_synack(fastopen_sk, req, rt)
+        req.fastopen_cookie = None
+        rt.release()
+        # the child goes straight onto the accept queue
+        inet_csk_reqsk_queue_add(sk, req, fastopen_sk)
+        sk.sk_data_ready()
+        consume_skb(skb)
+        return 0
     if not want_cookie:  # inet_csk_reqsk_queue_hash_add()
         key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
         tcp.hashinfo.ehash[key] = req
@@ -2579,6 +2652,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
         sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
+    req.fastopen_cookie = None  # retransmitted SYN-ACKs carry no cookie
     rt.release()
     if not want_cookie:
         req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
@@ -2726,3 +2800,83 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
     else:
         return
     tcp_err_report(sk, err, fatal)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_synrecv_state_fastopen")
+def tcp_rcv_synrecv_state_fastopen(sk: TcpSock) -> None:
+    """The ACK of a Fast Open child's SYN-ACK: the request is released.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_synrecv_state_fastopen().
+    """
+    req = sk.fastopen_rsk
+    sk.icsk_retransmits = 0
+    if not sk.retrans_out:  # tcp_retrans_stamp_cleanup(): nothing was retransmitted
+        sk.retrans_stamp = 0
+    if req is not None:
+        _fastopen.reqsk_fastopen_remove(sk, req, False)
+    tcp_rearm_rto(sk)
+
+
+@kernel("tcp_synack_rtt_meas")
+def tcp_synack_rtt_meas(sk: TcpSock, req: RequestSock) -> None:
+    """The handshake's RTT from the SYN-ACK not resent. Kernel: tcp_synack_rtt_meas()."""
+
+    rtt_us = -1
+    if not req.num_retrans and req.snt_synack >= 0:
+        rtt_us = max(sk.tcp.tcp_clock_us() - req.snt_synack, 1)
+    if rtt_us > 0:
+        tcp_ack_update_rtt(sk, 0x10, rtt_us, -1)  # FLAG_SYN_ACKED
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_fastopen_synack")
+def tcp_rcv_fastopen_synack(
+    sk: TcpSock, synack: SkBuff, cookie: _fastopen.TcpFastopenCookie
+) -> bool:
+    """The SYN-ACK of a Fast Open SYN: cache its cookie and MSS; resend data it did
+    not acknowledge (returns True then: the data carries the ACK).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_fastopen_synack().
+    """
+    data = sk.rtx_queue[0] if sk.syn_data and sk.rtx_queue else None
+    mss = sk.mss_clamp
+    try_exp = 0
+    syn_drop = False
+    if mss == sk.user_mss:
+        opt = TcpOptionsReceived()
+        tcp_parse_options(synack.buf, synack.transport_header, opt, False)
+        mss = opt.mss_clamp
+    if not sk.syn_fastopen:
+        cookie.len = -1  # an unsolicited cookie is ignored
+    elif sk.total_retrans:
+        syn_drop = cookie.len < 0 and data is not None
+    elif cookie.len < 0 and not sk.syn_data:
+        try_exp = 2 if sk.syn_fastopen_exp else 1
+    _fastopen.tcp_fastopen_cache_set(sk, mss, cookie, syn_drop, try_exp)
+    if data is not None:
+        sk.fastopen_client_fail = (
+            _fastopen.TFO_SYN_RETRANSMITTED if sk.total_retrans else _fastopen.TFO_DATA_NOT_ACKED
+        )
+        for skb in list(sk.rtx_queue):
+            tcp_mark_skb_lost(sk, skb)
+        # tcp_non_congestion_loss_retransmit()
+        if sk.icsk_ca_state != 4:  # TCP_CA_Loss
+            sk.high_seq = sk.snd_nxt
+            sk.snd_ssthresh = tcp_current_ssthresh(sk)
+            sk.prior_ssthresh = 0
+            sk.undo_marker = 0
+            tcp_set_ca_state(sk, 4)
+        tcp_xmit_retransmit_queue(sk)
+        sk.ext.TCPFastOpenActiveFail += 1
+        return True
+    sk.syn_data_acked = sk.syn_data
+    if sk.syn_data_acked:
+        sk.ext.TCPFastOpenActive += 1
+        if sk.delivered > 1:  # SYN-data is counted as two packets in tcp_ack()
+            sk.delivered -= 1
+    from netstack.tcp.minisocks import tcp_fastopen_add_skb
+
+    tcp_fastopen_add_skb(sk, synack)
+    return False

@@ -36,6 +36,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.helpers import (
     inet_csk_reset_xmit_timer,
@@ -91,6 +92,7 @@ from netstack.wire.tcp import (
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
     TcpOutOptions,
+    fastopen_option_space,
 )
 
 if TYPE_CHECKING:
@@ -513,6 +515,8 @@ def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
         opts.ws = sk.rcv_wscale
     if tcp.sysctl_tcp_sack:
         opts.sack_perm = True
+    if sk.fastopen_req is not None:
+        opts.fastopen = _fastopen.tcp_syn_options_fastopen(sk, MAX_TCP_OPTION_SPACE - opts.size())
     return opts
 
 
@@ -1516,7 +1520,11 @@ def tcp_connect(sk: TcpSock) -> int:
     sk.sk_wmem_queued += skb.truesize
     sk.packets_out += 1
     sk.rtx_queue.append(skb)
-    err = tcp_transmit_skb(sk, skb, True)
+    # send off the SYN; with Fast Open, with data
+    if sk.fastopen_req is not None:
+        err = tcp_send_syn_data(sk, skb)
+    else:
+        err = tcp_transmit_skb(sk, skb, True)
     if err == -111:  # -ECONNREFUSED
         return err
     sk.snd_nxt = sk.write_seq
@@ -1566,6 +1574,10 @@ def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
         opts.ts = ((tsval_ms + req.ts_off) & M32, req.ts_recent)
     if req.sack_ok:
         opts.sack_perm = True
+    foc = req.fastopen_cookie
+    if foc is not None and foc.len >= 0:
+        if MAX_TCP_OPTION_SPACE - opts.size() >= fastopen_option_space(foc.len, foc.exp):
+            opts.fastopen = foc.option()
     hlen = 20 + opts.size()
     skb.data -= hlen
     th = skb.data
@@ -1797,3 +1809,73 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
         idx = q.index(skb) + 1
     if rearm_timer:
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_send_syn_data")
+def tcp_send_syn_data(sk: TcpSock, syn: SkBuff) -> int:
+    """Send the SYN with data when a cookie allows it, else a SYN asking for a cookie.
+
+    *syn* is the SYN skb, already in the retransmit queue. With data, a copy
+    carrying the data goes out as the SYN and stays queued as a data skb after
+    it (its sequence past the SYN, flags ACK|PSH), both for retransmission.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_syn_data().
+    """
+    fo = sk.fastopen_req
+    assert fo is not None
+    sk.mss_clamp = sk.advmss  # if no MSS is cached
+    ok, cached_mss = _fastopen.tcp_fastopen_cookie_check(sk, fo.cookie)
+    if cached_mss:
+        sk.mss_clamp = cached_mss
+    err = 0
+    if ok:
+        sk.mss_clamp = tcp_mss_clamp(sk, sk.mss_clamp)
+        tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
+        # __tcp_mtu_to_mss() less the whole option space: room for middleboxes' options
+        mss_now = min(sk.icsk_pmtu_cookie - sk.af_ops.net_header_len - 20, sk.mss_clamp)
+        mss_now = max(mss_now - sk.icsk_ext_hdr_len, sk.tcp.sysctl_tcp_min_snd_mss)
+        space = min(mss_now - MAX_TCP_OPTION_SPACE, fo.size)
+        data = fo.data if fo.data is not None else b""
+        syn_data = tcp_stream_alloc_skb(sk)
+        scb: TcpSkbCb = syn.cb
+        dcb = TcpSkbCb(scb.seq, scb.end_seq, scb.tcp_flags)
+        syn_data.cb = dcb
+        if space > 0:
+            buf = syn_data.buf
+            if syn_data.tail != len(buf):
+                del buf[syn_data.tail :]
+            buf += data[:space]
+            syn_data.tail += space
+            syn_data.truesize += space
+        else:
+            space = 0
+        if space == fo.size:
+            fo.data = None  # nothing left for after the handshake
+        fo.copied = space
+        # tcp_connect_queue_skb()
+        dcb.end_seq = (dcb.end_seq + space) & M32
+        sk.sk_wmem_queued += syn_data.truesize
+        sk.write_seq = dcb.end_seq
+        sk.packets_out += 1
+        err = tcp_transmit_skb(sk, syn_data, True)
+        dcb.seq = (dcb.seq + 1) & M32
+        dcb.tcp_flags = TCPHDR_ACK | TCPHDR_PSH
+        if not err:
+            sk.syn_data = fo.copied > 0
+            sk.rtx_queue.append(syn_data)
+            sk.ext.TCPOrigDataSent += 1
+            fo.cookie.len = -1  # no Fast Open option on SYN retransmissions
+            return 0
+        sk.write_queue.append(syn_data)  # not sent: it waits in the write queue
+        sk.packets_out -= 1
+    # fallback: a plain SYN with a cookie request
+    if fo.cookie.len > 0:
+        fo.cookie.len = 0
+    err = tcp_transmit_skb(sk, syn, True)
+    if err:
+        sk.syn_fastopen = False
+    fo.cookie.len = -1
+    return err

@@ -147,6 +147,14 @@ class Tcp:
         self.sysctl_tcp_stdurg = 0
         self.sysctl_tcp_min_rtt_wlen = 300
         self.sysctl_tcp_autocorking = 1
+        from netstack.tcp.fastopen import TcpFastopenCache  # it needs tcp.sock, which needs us
+
+        self.sysctl_tcp_fastopen = 1  # TFO_CLIENT_ENABLE
+        self.sysctl_tcp_fastopen_blackhole_timeout = 0
+        self.tcp_fastopen_ctx: list[tuple[int, int]] | None = None  # net->ipv4.tcp_fastopen_ctx
+        self.tcp_fastopen_cache = TcpFastopenCache()  # tcp_metrics' Fast Open part
+        self.tfo_active_disable_times = 0
+        self.tfo_active_disable_stamp = 0
         self.tcp_rmem = (4096, 131072, 6291456)
         self.tcp_wmem = (4096, 16384, 4194304)
         # state
@@ -266,6 +274,9 @@ class Tcp:
 
             s.register(name, get, set_)
 
+        from netstack.tcp.fastopen import tcp_fastopen_register_sysctls
+
+        tcp_fastopen_register_sysctls(self)
         triple("tcp_rmem", "net.ipv4.tcp_rmem")
         triple("tcp_wmem", "net.ipv4.tcp_wmem")
 

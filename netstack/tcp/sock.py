@@ -511,7 +511,19 @@ class TcpSock(Sock):
         self.write_queue: collections.deque[SkBuff] = collections.deque()
         self.rtx_queue: list[SkBuff] = []
         self.out_of_order_queue: list[SkBuff] = []
-        self.defer_connect = False
+        self.defer_connect = False  # TCP_FASTOPEN_CONNECT: the SYN waits for the first write
+        # TCP Fast Open (netstack.tcp.fastopen)
+        self.fastopenq = FastopenQueue()  # icsk_accept_queue.fastopenq
+        self.fastopen_rsk: RequestSock | None = None  # a passive child's request
+        self.fastopen_req: Any = None  # TcpFastopenRequest of an active open
+        self.fastopen_connect = False
+        self.fastopen_no_cookie = False
+        self.syn_fastopen = False  # our SYN carried a Fast Open option
+        self.syn_fastopen_exp = False
+        self.syn_fastopen_child = False
+        self.syn_data = False  # our SYN carried data
+        self.syn_data_acked = False
+        self.fastopen_client_fail = 0
         self.connect_pending = False  # a blocking connect() waits
         self.rst_sent = False
         self.tlp_retrans = 0
@@ -554,7 +566,7 @@ class TcpSock(Sock):
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        return _tcp.tcp_sendmsg(self, data, flags)
+        return _tcp.tcp_sendmsg(self, data, flags, dest)
 
     def recvmsg(
         self, bufsize: int, flags: int
@@ -613,6 +625,24 @@ class TcpSock(Sock):
         )
 
 
+class FastopenQueue:
+    """``struct fastopen_queue``: a listener's pending Fast Open children.
+
+    *qlen* counts children still in SYN_RECV (and requests that were reset,
+    kept 60 s in *rskq_rst* as a defence against spoofed SYNs); *max_qlen* is
+    ``TCP_FASTOPEN``'s value, 0 when Fast Open is off on the listener; *ctx*
+    the listener's own keys (``TCP_FASTOPEN_KEY``), None for the Net's.
+    """
+
+    __slots__ = ("ctx", "max_qlen", "qlen", "rskq_rst")
+
+    def __init__(self) -> None:
+        self.max_qlen = 0
+        self.qlen = 0
+        self.rskq_rst: collections.deque[tuple[RequestSock, int]] = collections.deque()
+        self.ctx: list[tuple[int, int]] | None = None
+
+
 class RequestSock:
     """A connection request in SYN_RECV (kernel: ``struct tcp_request_sock``).
 
@@ -660,6 +690,9 @@ class RequestSock:
         self.hashed = False
         self.adv_mss = 536  # the MSS our SYN-ACK offers
         self.ehash_key: tuple[int, int, int, int, int] | None = None
+        self.tfo_listener = False  # a Fast Open child was created from it
+        self.fastopen_cookie: Any = None  # the cookie the first SYN-ACK carries
+        self.timeout = 0
 
     def __repr__(self) -> str:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
