@@ -145,7 +145,7 @@ class Tcp:
         self.sysctl_tcp_stdurg = 0
         self.sysctl_tcp_min_rtt_wlen = 300
         self.sysctl_tcp_autocorking = 1
-        self.tcp_rmem = (4096, 131072, 6291456)
+        self.tcp_rmem = (4096, 131072, 33554432)  # 6.18: tcp_rmem[2] is 32 MB
         self.tcp_wmem = (4096, 16384, 4194304)
         # state
         self.mib = TcpMib()
