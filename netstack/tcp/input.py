@@ -52,6 +52,7 @@ from netstack.tcp.helpers import (
     tcp_packets_in_flight,
     tcp_rearm_rto,
     tcp_set_ca_state,
+    tcp_set_window_clamp,
     tcp_sndbuf_expand,
 )
 from netstack.tcp.output import (
@@ -71,6 +72,7 @@ from netstack.tcp.output import (
     tcp_send_synack,
     tcp_snd_wnd_test,
     tcp_space,
+    tcp_space_from_win,
     tcp_sync_mss,
     tcp_trim_head,
     tcp_win_from_space,
@@ -94,8 +96,10 @@ from netstack.tcp.recovery import (
     tcp_rack_update_reo_wnd,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_NOW,
     ICSK_ACK_PUSHED,
+    ICSK_ACK_PUSHED2,
     ICSK_TIME_DACK,
     ICSK_TIME_PROBE0,
     ICSK_TIME_RETRANS,
@@ -114,9 +118,11 @@ from netstack.tcp.sock import (
     TCP_LISTEN,
     TCP_MAX_QUICKACKS,
     TCP_MAX_WSCALE,
+    TCP_MIN_MSS,
     TCP_MSS_DEFAULT,
     TCP_NAGLE_OFF,
     TCP_NUM_SACKS,
+    TCP_RMEM_TO_WIN_SCALE,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
     TCP_TIME_WAIT,
@@ -148,8 +154,10 @@ from netstack.tcp.state import (
 from netstack.wire.tcp import (
     TCPHDR_ACK,
     TCPHDR_FIN,
+    TCPHDR_PSH,
     TCPHDR_RST,
     TCPHDR_SYN,
+    TCPHDR_URG,
     TCPOLEN_EXP_FASTOPEN_BASE,
     TCPOLEN_FASTOPEN_BASE,
     TCPOLEN_MSS,
@@ -157,6 +165,7 @@ from netstack.wire.tcp import (
     TCPOLEN_SACK_PERBLOCK,
     TCPOLEN_SACK_PERM,
     TCPOLEN_TIMESTAMP,
+    TCPOLEN_TSTAMP_ALIGNED,
     TCPOLEN_WINDOW,
     TCPOPT_EXP,
     TCPOPT_FASTOPEN,
@@ -183,6 +192,8 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+# TCP_REMNANT: a segment with these flags may be short of a full MSS
+_TCP_REMNANT: Final = TCPHDR_FIN | TCPHDR_URG | TCPHDR_SYN | TCPHDR_PSH
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
 
@@ -338,65 +349,113 @@ def tcp_left_out(sk: TcpSock) -> int:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
 def tcp_init_buffer_space(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space()."""
+    """The receive window's start: the clamp at the full space less one
+    segment (``tcp_app_win``), rcv_ssthresh under it, and DRS's first
+    measure (``rcvq_space``) at ten segments.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space().
+    """
+    tcp = sk.tcp
     if not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
         tcp_sndbuf_expand(sk)
-    sk.rcvq_space_space = min(sk.rcv_wnd, TCP_INIT_CWND * sk.advmss)
-    sk.rcvq_space_time = sk.tcp.tcp_clock_us()
+    sk.rcvq_space_time = tcp.tcp_clock_us()
     sk.rcvq_space_seq = sk.copied_seq
     maxwin = tcp_full_space(sk)
+    app_win = tcp.sysctl_tcp_app_win
+    advmss = sk.advmss
     if sk.window_clamp >= maxwin:
         sk.window_clamp = maxwin
+        if app_win and maxwin > 4 * advmss:
+            sk.window_clamp = max(maxwin - (maxwin >> app_win), 4 * advmss)
+    # force reservation of one segment
+    if app_win and sk.window_clamp > 2 * advmss and sk.window_clamp + advmss > maxwin:
+        sk.window_clamp = max(2 * advmss, maxwin - advmss)
     sk.rcv_ssthresh = min(sk.rcv_ssthresh, sk.window_clamp)
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    sk.rcvq_space_space = min(sk.rcv_ssthresh, sk.rcv_wnd, TCP_INIT_CWND * advmss)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcvbuf_grow")
+def tcp_rcvbuf_grow(sk: TcpSock) -> None:
+    """Size sk_rcvbuf for twice what was read in the last RTT (plus what
+    waits out of order), up to ``tcp_rmem[2]``; the window clamp follows.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcvbuf_grow().
+    """
+    tcp = sk.tcp
+    if not tcp.sysctl_tcp_moderate_rcvbuf or sk.sk_userlocks & SOCK_RCVBUF_LOCK:
+        return
+    rcvwin = sk.rcvq_space_space << 1  # slow start: the sender may double its rate
+    if sk.out_of_order_queue:
+        rcvwin += (sk.out_of_order_queue[-1].cb.end_seq - sk.rcv_nxt) & M32
+    rcvbuf = min(tcp_space_from_win(sk, rcvwin), tcp.tcp_rmem[2])
+    if rcvbuf > sk.sk_rcvbuf:
+        sk.sk_rcvbuf = rcvbuf
+        sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_rcv_space_adjust")
 def tcp_rcv_space_adjust(sk: TcpSock) -> None:
-    """Receive-buffer auto-tuning, simplified (called as the reader copies data).
+    """Dynamic right-sizing (DRS), called as the reader copies data.
 
-    The kernel measures what the application read in one receiver RTT and
-    sizes ``sk_rcvbuf`` for twice that. Here the RTT is the socket's own
-    estimate (or none yet): when more was read in it than the last
-    measurement, the buffer grows to four times that amount (two for the
-    growth, two for the skb overhead), up to ``tcp_rmem[2]``; the window
-    clamp follows, so the window the peer sees stays what the buffer allows.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust() (simplified).
+    Once per receiver RTT (``rcv_rtt_est``), what the application read in
+    it (less what still waits in the queue) is compared with the last
+    measure; if larger it becomes the measure and the buffer grows
+    (tcp_rcvbuf_grow). Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust().
     """
-    tcp = sk.tcp
-    now = tcp.tcp_clock_us()
-    rtt = sk.rcv_rtt_est_rtt_us or (sk.srtt_us >> 3)
-    if now - sk.rcvq_space_time < rtt:
+    rtt_us = sk.rcv_rtt_est_rtt_us
+    if not rtt_us:
+        return
+    now = sk.tcp.tcp_clock_us()
+    if now - sk.rcvq_space_time < (rtt_us >> 3):
         return
     copied = (sk.copied_seq - sk.rcvq_space_seq) & M32
+    inq = (sk.rcv_nxt - sk.copied_seq) & M32
+    copied -= inq
     if copied > sk.rcvq_space_space:
         sk.rcvq_space_space = copied
-        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & SOCK_RCVBUF_LOCK:
-            rcvbuf = min(4 * copied, tcp.tcp_rmem[2])
-            if rcvbuf > sk.sk_rcvbuf:
-                sk.sk_rcvbuf = rcvbuf
-                sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
+        tcp_rcvbuf_grow(sk)
     sk.rcvq_space_seq = sk.copied_seq
     sk.rcvq_space_time = now
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_grow_window")
+@kernel("net/ipv4/tcp_input.c", "__tcp_grow_window")
+def __tcp_grow_window(sk: TcpSock, skb: SkBuff, skbtruesize: int) -> int:
+    """Kernel: net/ipv4/tcp_input.c, __tcp_grow_window()."""
+    truesize = tcp_win_from_space(sk, skbtruesize) >> 1
+    window = tcp_win_from_space(sk, sk.tcp.tcp_rmem[2]) >> 1
+    length = skb.tail - skb.data
+    while sk.rcv_ssthresh <= window:
+        if truesize <= length:
+            return 2 * sk.icsk_ack_rcv_mss
+        truesize >>= 1
+        window >>= 1
+    return 0
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_grow_window", "truesize_adjust")
 def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     """Open the offered window as data arrives (rcv_ssthresh toward window_clamp).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (the small-skb branch
-    __tcp_grow_window is folded into the truesize test).
+    Segments whose memory cost fits the buffer's payload share earn two
+    segments (at least twice their length) of window; ones with more
+    overhead earn it only while rcv_ssthresh is small (__tcp_grow_window).
+    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (skbs are linear here,
+    so truesize_adjust() keeps skb->truesize; no memory pressure).
     """
-    if sk.rcv_ssthresh < sk.window_clamp and sk.rcv_ssthresh < tcp_space(sk):
-        length = skb.tail - skb.data
-        if tcp_win_from_space(sk, skb.truesize) <= length or length >= 2 * sk.advmss:
-            incr = 2 * sk.advmss
-        else:
-            incr = 2 * sk.icsk_ack_rcv_mss
-        if incr:
-            sk.rcv_ssthresh = min(sk.rcv_ssthresh + incr, sk.window_clamp)
-            sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
+    room = min(sk.window_clamp, tcp_space(sk)) - sk.rcv_ssthresh
+    if room <= 0:
+        return
+    length = skb.tail - skb.data
+    truesize = skb.truesize
+    if tcp_win_from_space(sk, truesize) <= length:
+        incr = 2 * sk.advmss
+    else:
+        incr = __tcp_grow_window(sk, skb, truesize)
+    if incr:
+        incr = max(incr, 2 * length)
+        sk.rcv_ssthresh += min(room, incr)
+        sk.icsk_ack_quick |= 1
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_end_cwnd_reduction")
@@ -1062,7 +1121,8 @@ def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> boo
     return (
         after(ack, sk.snd_una)
         or after(ack_seq, sk.snd_wl1)
-        or (ack_seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+        # 6.x: a zero window (a receiver out of memory, ICSK_ACK_NOMEM) is taken too
+        or (ack_seq == sk.snd_wl1 and (nwin > sk.snd_wnd or not nwin))
     )
 
 
@@ -1740,41 +1800,109 @@ def tcp_in_quickack_mode(sk: TcpSock) -> bool:
     return bool(sk.icsk_ack_quick) and not sk.icsk_ack_pingpong
 
 
-@kernel("tcp_measure_rcv_mss")
+@kernel("net/ipv4/tcp_input.c", "tcp_measure_rcv_mss")
 def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
-    """The peer's segment size (GRO skbs: gso_size). Kernel: tcp_measure_rcv_mss()."""
-    length = skb.gso_size or (skb.tail - skb.data)
+    """The peer's segment size (GRO skbs: gso_size), and the payload share
+    of an skb's memory (``scaling_ratio``) that turns buffer into window.
+
+    A segment larger than the current estimate sets ``scaling_ratio`` to
+    ``len * 256 / truesize``; when that changes, the window clamp and
+    rcv_ssthresh follow the buffer's new worth (tcp_set_window_clamp).
+    Kernel: net/ipv4/tcp_input.c, tcp_measure_rcv_mss().
+    """
+    lss = sk.icsk_ack_last_seg_size
+    sk.icsk_ack_last_seg_size = 0
+    skb_len = skb.tail - skb.data
+    length = skb.gso_size or skb_len
     if length >= sk.icsk_ack_rcv_mss:
-        sk.icsk_ack_rcv_mss = min(length, sk.advmss) if sk.advmss else length
-    else:
-        length += skb.data - skb.transport_header
-        if length >= TCP_MSS_DEFAULT + 20:
-            sk.icsk_ack_rcv_mss = length - 20 if length - 20 > 0 else sk.icsk_ack_rcv_mss
-        else:
+        if length != sk.icsk_ack_rcv_mss:
+            old_ratio = sk.scaling_ratio
+            sk.scaling_ratio = ((skb_len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize) or 1
+            if old_ratio != sk.scaling_ratio:
+                tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
+                if sk.window_clamp < sk.rcv_ssthresh:
+                    sk.rcv_ssthresh = sk.window_clamp
+        sk.icsk_ack_rcv_mss = min(length, sk.advmss)
+        # one full segment with PSH: likely the end of a write; ACK once read
+        if skb.cb.tcp_flags & TCPHDR_PSH:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
+    else:
+        # the segment with its header, less the invariant header (SACK jitter aside)
+        length += skb.data - skb.transport_header
+        if length >= TCP_MSS_DEFAULT + 20 or (
+            length >= TCP_MIN_MSS + 20 and not skb.cb.tcp_flags & _TCP_REMNANT
+        ):
+            length -= sk.tcp_header_len
+            sk.icsk_ack_last_seg_size = length
+            if length == lss:
+                sk.icsk_ack_rcv_mss = length
+                return
+        if sk.icsk_ack_pending & ICSK_ACK_PUSHED:
+            sk.icsk_ack_pending |= ICSK_ACK_PUSHED2
+        sk.icsk_ack_pending |= ICSK_ACK_PUSHED
 
 
-@kernel("tcp_rcv_rtt_measure_ts")
-def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
-    """The receiver's RTT from timestamp echoes. Kernel: tcp_rcv_rtt_measure_ts()."""
-    if sk.saw_tstamp and sk.rcv_tsecr:
-        delta_ms = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
-        if delta_ms < 0x7FFFFFFF:
-            us = max(delta_ms * 1000, 1)
-            old = sk.rcv_rtt_est_rtt_us
-            sk.rcv_rtt_est_rtt_us = (
-                us if not old else min(old, us) if us < old else (old * 7 + us) >> 3
-            )
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_update")
+def tcp_rcv_rtt_update(sk: TcpSock, sample: int, win_dep: bool) -> None:
+    """The receiver's RTT estimate (<< 3): the minimum, or a slow average
+    of timestamp samples. Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_update().
+    """
+    old_sample = sk.rcv_rtt_est_rtt_us
+    m = sample << 3
+    if not old_sample or m < old_sample:
+        new_sample = m
+    else:
+        if win_dep:
+            return
+        if sk.rcv_nxt != sk.copied_seq:  # not while the receive queue holds data
+            return
+        new_sample = old_sample - (old_sample >> 3) + sample
+    sk.rcv_rtt_est_rtt_us = new_sample
 
 
-@kernel("tcp_event_data_recv")
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure")
+def tcp_rcv_rtt_measure(sk: TcpSock) -> None:
+    """Without timestamps: the time a window's worth of data takes to arrive.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
+    """
+    now = sk.tcp.tcp_clock_us()
+    if sk.rcv_rtt_est_time:
+        if before(sk.rcv_nxt, sk.rcv_rtt_est_seq):
+            return
+        tcp_rcv_rtt_update(sk, max(now - sk.rcv_rtt_est_time, 1), True)
+    sk.rcv_rtt_est_seq = (sk.rcv_nxt + sk.rcv_wnd) & M32
+    sk.rcv_rtt_est_time = now
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure_ts")
+def tcp_rcv_rtt_measure_ts(sk: TcpSock, skb: SkBuff) -> None:
+    """The receiver's RTT from a new timestamp echo on a full segment.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure_ts().
+    """
+    if sk.rcv_tsecr == sk.rcv_rtt_last_tsecr:
+        return
+    sk.rcv_rtt_last_tsecr = sk.rcv_tsecr
+    tcb: TcpSkbCb = skb.cb
+    if ((tcb.end_seq - tcb.seq) & M32) >= sk.icsk_ack_rcv_mss:
+        delta = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
+        if delta < 0x7FFFFFFF // 1000:  # tcp_rtt_tsopt_us(tp, 0)
+            if delta:
+                tcp_rcv_rtt_update(sk, delta * 1000, False)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_event_data_recv")
 def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
-    """Delayed-ACK bookkeeping for a data segment. Kernel: tcp_event_data_recv()."""
+    """Delayed-ACK bookkeeping for a data segment; the window may grow.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_event_data_recv().
+    """
     if TIMED:
         spend("tcp_event_data_recv")
     inet_csk_schedule_ack(sk)
     tcp_measure_rcv_mss(sk, skb)
-    tcp_rcv_rtt_measure_ts(sk)
+    tcp_rcv_rtt_measure(sk)
     tcp = sk.tcp
     now = sk.net.clock.jiffies
     if not sk.icsk_ack_ato:
@@ -1791,7 +1919,8 @@ def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
         elif m > sk.icsk_rto:
             tcp_incr_quickack(sk, TCP_MAX_QUICKACKS)
     sk.icsk_ack_lrcvtime = now
-    tcp_grow_window(sk, skb)
+    if skb.tail - skb.data >= 128:
+        tcp_grow_window(sk, skb)
 
 
 @kernel("tcp_dsack_set")
@@ -1804,6 +1933,29 @@ def tcp_dsack_set(sk: TcpSock, seq: int, end_seq: int) -> None:
             sk.ext.TCPDSACKOfoSent += 1
         sk.dsack = 1
         sk.duplicate_sack = [seq, end_seq]
+
+
+@kernel("tcp_sack_extend")
+def tcp_sack_extend(block: list[int], seq: int, end_seq: int) -> bool:
+    """Grow *block* by ``[seq, end_seq)`` if they touch. Kernel: tcp_sack_extend()."""
+    if not after(seq, block[1]) and not after(block[0], end_seq):
+        if before(seq, block[0]):
+            block[0] = seq
+        if after(end_seq, block[1]):
+            block[1] = end_seq
+        return True
+    return False
+
+
+@kernel("tcp_dsack_extend")
+def tcp_dsack_extend(sk: TcpSock, seq: int, end_seq: int) -> None:
+    """Another duplicate before the ACK: the D-SACK block grows if it touches,
+    else the first range stays reported. Kernel: tcp_dsack_extend().
+    """
+    if not sk.dsack:
+        tcp_dsack_set(sk, seq, end_seq)
+    else:
+        tcp_sack_extend(sk.duplicate_sack, seq, end_seq)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_sack_new_ofo_skb", "tcp_sack_maybe_coalesce")
@@ -1887,6 +2039,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         return
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
+    sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
     sk.data_segs_in += max(skb.gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
         if tcp_receive_window(sk) == 0:
@@ -1894,11 +2047,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
-            sk.ext.TCPRcvQDrop += 1
-            sk.sk_drops += 1
+            # no memory: the next ACK offers a zero window (ICSK_ACK_NOMEM)
+            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
             inet_csk_schedule_ack(sk)
-            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
-            return
+            if not sk.dead:
+                sk.sk_data_ready()
+            if sk.receive_queue and skb.tail > skb.data:
+                sk.ext.TCPRcvQDrop += 1
+                sk.sk_drops += 1
+                kfree_skb(skb, DropReason.PROTO_MEM)
+                return
+            # an empty queue takes it anyway (sk_forced_mem_schedule)
         fin = tcb.tcp_flags & TCPHDR_FIN
         _queue_rcv(sk, skb)
         if skb.tail > skb.data:
@@ -1968,6 +2127,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.ext.TCPOFODrop += 1
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
         return
+    tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
     sk.ext.TCPOFOQueue += 1
     sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
     inet_csk_schedule_ack(sk)
@@ -1979,7 +2139,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     i = len(q)
     while i > 0 and ((q[i - 1].cb.seq - base) & M32) > rel:
         i -= 1
-    # an earlier skb already covers this one: a duplicate
+    # an earlier skb already covers this one: a duplicate; overlaps it: D-SACK the overlap
     if i > 0:
         prev: TcpSkbCb = q[i - 1].cb
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
@@ -1987,35 +2147,46 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
             tcp_dsack_set(sk, seq, end_seq)
             kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
-    # later skbs this one covers entirely are dropped
+        if after(prev.end_seq, seq):
+            tcp_dsack_set(sk, seq, prev.end_seq)
+    # later skbs this one covers are dropped (the first duplicate range stays reported)
     while i < len(q):
         nxt: TcpSkbCb = q[i].cb
-        if after(nxt.end_seq, end_seq) or before(nxt.seq, seq):
+        if not after(end_seq, nxt.seq):
+            break
+        if before(end_seq, nxt.end_seq):
+            tcp_dsack_extend(sk, nxt.seq, end_seq)
             break
         victim = q.pop(i)
         sk.sk_rmem_alloc -= victim.truesize
-        tcp_dsack_set(sk, nxt.seq, nxt.end_seq)
+        tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
     skb.sk = None
     q.insert(i, skb)
     sk.sk_rmem_alloc += skb.truesize
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
+    tcp_rcvbuf_grow(sk)  # 6.16+: room for what waits out of order
 
 
 @kernel("tcp_ofo_queue")
 def tcp_ofo_queue(sk: TcpSock) -> None:
     """Move what the new rcv_nxt reaches from the out-of-order queue. Kernel: tcp_ofo_queue()."""
     q = sk.out_of_order_queue
+    dsack_high = sk.rcv_nxt
     while q:
         skb = q[0]
         tcb: TcpSkbCb = skb.cb
         if after(tcb.seq, sk.rcv_nxt):
             break
+        if before(tcb.seq, dsack_high):
+            dsack = dsack_high
+            if before(tcb.end_seq, dsack_high):
+                dsack_high = tcb.end_seq
+            tcp_dsack_extend(sk, tcb.seq, dsack)
         q.pop(0)
         if not after(tcb.end_seq, sk.rcv_nxt):
             sk.sk_rmem_alloc -= skb.truesize
-            tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
             kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
         sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
@@ -2215,6 +2386,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     elif not flags & (TCPHDR_RST | TCPHDR_SYN):
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return
+    tcp_rcv_rtt_measure_ts(sk, skb)
     tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
         tcp_data_snd_check(sk)
@@ -2304,6 +2476,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if rx.saw_tstamp:
             sk.tstamp_ok = True
             sk.tcp_header_len = 32
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
             sk.ts_recent = rx.rcv_tsval
             sk.ts_recent_stamp = sk.tcp.seconds()
         else:
@@ -2441,6 +2614,10 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         sk.snd_wnd = ((buf[th + 14] << 8) | buf[th + 15]) << sk.snd_wscale
         sk.snd_wl1 = tcb.seq
         sk.max_window = max(sk.max_window, sk.snd_wnd)
+        if sk.tstamp_ok:
+            # the advertised MSS leaves room for the option (before
+            # tcp_init_buffer_space, which sizes rcv_space/window_clamp by it)
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
         if sk.parent is None and not sk.icsk_ca_initialized:
             tcp_init_transfer(sk)  # simultaneous open
         elif not sk.icsk_ca_initialized:

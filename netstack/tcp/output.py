@@ -51,6 +51,7 @@ from netstack.tcp.helpers import (
     tcp_rto_delta,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
     ICSK_ACK_TIMER,
@@ -67,6 +68,7 @@ from netstack.tcp.sock import (
     TCP_NAGLE_CORK,
     TCP_NAGLE_OFF,
     TCP_NAGLE_PUSH,
+    TCP_RMEM_TO_WIN_SCALE,
     TCPCB_EVER_RETRANS,
     TCPCB_LOST,
     TCPCB_RETRANS,
@@ -330,13 +332,31 @@ def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
 # -- windows ------------------------------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "__tcp_win_from_space")
+def __tcp_win_from_space(scaling_ratio: int, space: int) -> int:
+    """Kernel: include/net/tcp.h, __tcp_win_from_space()."""
+    return (space * scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+
+
 @kernel("include/net/tcp.h", "tcp_win_from_space")
 def tcp_win_from_space(sk: TcpSock, space: int) -> int:
-    """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
-    scale = sk.tcp.sysctl_tcp_adv_win_scale
-    if scale <= 0:
-        return space >> -scale
-    return space - (space >> scale)
+    """The part of a buffer offered as window: ``space * scaling_ratio / 256``.
+
+    ``scaling_ratio`` is the payload share of the memory an skb costs
+    (``skb->len / skb->truesize``), 50 % until a segment was measured
+    (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
+    Kernel: include/net/tcp.h, tcp_win_from_space().
+    """
+    return __tcp_win_from_space(sk.scaling_ratio, space)
+
+
+@kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
+def tcp_space_from_win(sk: TcpSock, win: int) -> int:
+    """The buffer a window needs (the inverse of tcp_win_from_space()).
+
+    Kernel: include/net/tcp.h, tcp_space_from_win() / __tcp_space_from_win().
+    """
+    return (win << TCP_RMEM_TO_WIN_SCALE) // sk.scaling_ratio
 
 
 @kernel("tcp_space")
@@ -386,9 +406,8 @@ def tcp_select_initial_window(
         rmem_max = sk.net.rmem_max if ipv4 is not None else 0
         space = max(space, tcp.tcp_rmem[2], rmem_max)
         space = min(space, window_clamp)
-        while space > U16_MAX and rcv_wscale < TCP_MAX_WSCALE:
-            space >>= 1
-            rcv_wscale += 1
+        # clamp_t(int, ilog2(space) - 15, 0, TCP_MAX_WSCALE)
+        rcv_wscale = min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
     window_clamp = min(U16_MAX << rcv_wscale, window_clamp)
     return rcv_wnd, window_clamp, rcv_wscale
 
@@ -435,6 +454,12 @@ def tcp_select_window(sk: TcpSock) -> int:
     Returns the scaled value for the header. Kernel: tcp_select_window().
     """
     old_win = sk.rcv_wnd
+    if sk.icsk_ack_pending & ICSK_ACK_NOMEM:
+        # a segment was refused for lack of memory: offer a zero window now
+        sk.pred_flags = 0
+        sk.rcv_wnd = 0
+        sk.rcv_wup = sk.rcv_nxt
+        return 0
     cur_win = tcp_receive_window(sk)
     new_win = __tcp_select_window(sk)
     wscale = sk.rcv_wscale

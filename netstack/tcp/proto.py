@@ -155,7 +155,7 @@ class Tcp:
         self.tcp_fastopen_cache = TcpFastopenCache()  # tcp_metrics' Fast Open part
         self.tfo_active_disable_times = 0
         self.tfo_active_disable_stamp = 0
-        self.tcp_rmem = (4096, 131072, 6291456)
+        self.tcp_rmem = (4096, 131072, 33554432)  # 6.18: tcp_rmem[2] is 32 MB
         self.tcp_wmem = (4096, 16384, 4194304)
         # state
         self.mib = TcpMib()

@@ -106,6 +106,7 @@ ICSK_ACK_TIMER: Final = 2
 ICSK_ACK_PUSHED: Final = 4
 ICSK_ACK_PUSHED2: Final = 8
 ICSK_ACK_NOW: Final = 16
+ICSK_ACK_NOMEM: Final = 32
 
 # TCP_SKB_CB(skb)->sacked
 TCPCB_SACKED_ACKED: Final = 0x01
@@ -142,6 +143,9 @@ TCP_MAX_QUICKACKS: Final = 16
 TCP_INIT_CWND: Final = 10
 TCP_INFINITE_SSTHRESH: Final = 0x7FFFFFFF
 TCP_MAX_WSCALE: Final = 14
+TCP_RMEM_TO_WIN_SCALE: Final = 8
+# 6.11+: skb->len is assumed half of skb->truesize until a segment is measured
+TCP_DEFAULT_SCALING_RATIO: Final = 1 << (TCP_RMEM_TO_WIN_SCALE - 1)
 TCP_NUM_SACKS: Final = 4
 TCP_PAWS_24DAYS: Final = 60 * 60 * 24 * 24
 TCP_PAWS_MSL: Final = 60
@@ -405,6 +409,7 @@ class TcpSock(Sock):
         self.rcv_wnd = 0
         self.rcv_ssthresh = 0
         self.window_clamp = 0
+        self.scaling_ratio = TCP_DEFAULT_SCALING_RATIO  # tcp_scaling_ratio_init()
         self.bytes_acked = 0
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -451,6 +456,7 @@ class TcpSock(Sock):
         self.rcv_rtt_est_rtt_us = 0
         self.rcv_rtt_est_seq = 0
         self.rcv_rtt_est_time = 0
+        self.rcv_rtt_last_tsecr = 0
         self.rcvq_space_space = 0
         self.rcvq_space_seq = 0
         self.rcvq_space_time = 0
