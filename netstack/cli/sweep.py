@@ -19,6 +19,7 @@ points are done.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,9 @@ def add_sweep_parser(sub: Any) -> argparse.ArgumentParser:
     s: argparse.ArgumentParser = sub.add_parser(
         "sweep",
         help="run an experiment or a lab function over a grid of parameters",
-        description="Run an experiment (or a lab function, package.module:function) "
-        "once per point of a grid of its parameters, on a local process pool or on Dask, "
-        "and print a table of the results.",
+        description="Run an experiment (or a lab function, package.module:function)\n"
+        "once per point of a grid of its parameters, on a local process pool or\n"
+        "on Dask, and print a table of the results.",
         epilog=SWEEP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -131,6 +132,12 @@ def run_sweep_command(
         progress.note = f"{n} of {total} points"
         progress.update(n)
 
+    here = os.getcwd()
+    # `netstack sweep mylabs:bench` finds mylabs.py here, as `python -m` would (pool
+    # workers inherit sys.path when they start; Dask workers elsewhere need the module)
+    added = "" not in sys.path and here not in sys.path
+    if added:
+        sys.path.insert(0, here)
     try:
         with progress:
             result = sweep(
@@ -148,6 +155,9 @@ def run_sweep_command(
         parser.error(str(e))
     except ValueError as e:  # the experiment refused a value (cpus out of range…)
         parser.error(f"argument AXIS: {e}")
+    finally:
+        if added:
+            sys.path.remove(here)
     try:
         return _output(result, args, json_dest)
     except SweepError as e:

@@ -24,6 +24,7 @@ from netstack.experiments.sweep import (
     SERIAL,
     Axis,
     SweepError,
+    SweepResult,
     parse_axis,
     plan,
     render_sweep_svg,
@@ -280,3 +281,30 @@ def _gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except FileNotFoundError:
         return True
+
+
+DOCS = TESTS.parent / "docs"
+
+
+def test_the_docs_plot_and_table_are_drawn_from_the_committed_sweep() -> None:
+    """docs/sweep.md shows the sweep of docs/sweep/gre-lltx-cpus.json: its table
+    and its SVG are what the command prints and draws from those rows."""
+    result = SweepResult.from_json((DOCS / "sweep" / "gre-lltx-cpus.json").read_text())
+    assert result.params == ("cpus", "sockets")
+    assert [r["cpus"] for r in result.rows] == [1, 2, 4, 8, 16, 32, 64]
+    svg = (DOCS / "sweep" / "gre-lltx-speedup.svg").read_text()
+    assert svg == render_sweep_svg(result), "regenerate: see docs/sweep.md"
+    page = (DOCS / "sweep.md").read_text()
+    assert result.render() in page
+    assert json.loads(result.to_json()) == json.loads(
+        (DOCS / "sweep" / "gre-lltx-cpus.json").read_text()
+    )
+
+
+def test_a_point_of_the_committed_sweep_still_gives_its_row() -> None:
+    """One point of the docs' sweep, rerun: the same figures (timed mode is
+    deterministic); if the cost table moved, rerun the command of docs/sweep.md."""
+    result = SweepResult.from_json((DOCS / "sweep" / "gre-lltx-cpus.json").read_text())
+    committed = next(r for r in result.rows if r["cpus"] == 4)
+    again = sweep("gre-lltx", ["cpus=4", "sockets=8"], executor=SERIAL)
+    assert again.rows == (committed,)
