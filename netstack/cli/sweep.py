@@ -123,6 +123,8 @@ def run_sweep_command(
         parser.error(f"argument --workers: must be at least 1, got {args.workers}")
     if args.plot and Path(args.plot).suffix.lower() != ".svg":
         parser.error(f"argument --plot: {Path(args.plot).name}: a sweep's plot is FILE.svg")
+    if args.plot and not axes:
+        parser.error("argument --plot: a plot needs an axis (NAME=V1,V2,…) to draw over")
     executor = SERIAL if args.serial else DASK if args.dask or args.scheduler else PROCESSES
     label = f"sweep {target}"
     progress = Progress(1, label)

@@ -132,6 +132,31 @@ def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     assert on_dask.to_csv() == serial.to_csv()
 
 
+def test_the_command_runs_on_a_scheduler_given_by_its_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    assert main(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"]) == 0
+    serial = json.loads(capsys.readouterr().out)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
+        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
+    assert json.loads(capsys.readouterr().out) == serial
+
+
+def test_dask_not_installed_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "gre-lltx", "cpus=1", "--dask"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Dask is not installed: pip install 'netstack[sweep]'" in err
+
+
 @pytest.mark.slow
 def test_the_process_pool_and_a_two_worker_dask_cluster_give_identical_rows() -> None:
     pytest.importorskip("distributed")
@@ -195,6 +220,7 @@ def test_the_command_prints_the_table_and_writes_csv_json_and_plot(
         (["sweep", "gre-lltx", "cpu=1"], "gre-lltx has no parameter 'cpu'"),
         (["sweep", "gre-lltx", "cpus=99", "--serial"], "error: point cpus=99: cpus must be 1..16"),
         (["sweep", "gre-lltx", "cpus=1", "--plot", "x.png"], "a sweep's plot is FILE.svg"),
+        (["sweep", "gre-lltx", "--plot", "x.svg"], "a plot needs an axis (NAME=V1,V2,…)"),
         (["sweep", "gre-lltx", "cpus=1", "--workers", "0"], "--workers: must be at least 1"),
         (["sweep", "gre-lltx", "cpus=1", "--serial", "--dask"], "not allowed with argument"),
         (["sweep", "sweep_toys:square", "x=1", "--serial", "--y", "z"], "'z' is no column"),
