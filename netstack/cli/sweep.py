@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from netstack.cli.experiment import _left
 from netstack.experiments.sweep import (
     DASK,
     PROCESSES,
@@ -127,11 +129,14 @@ def run_sweep_command(
         parser.error("argument --plot: a plot needs an axis (NAME=V1,V2,…) to draw over")
     executor = SERIAL if args.serial else DASK if args.dask or args.scheduler else PROCESSES
     label = f"sweep {target}"
-    progress = Progress(1, label)
+    progress = Progress(1, label, counts=False)
+    started = time.monotonic()
 
     def done(n: int, total: int) -> None:
+        # wall time only estimates what is left; no figure depends on it
+        left = (time.monotonic() - started) / n * (total - n)
         progress.total = total
-        progress.note = f"{n} of {total} points"
+        progress.note = f"{n} of {total} points, {_left(left)}"
         progress.update(n)
 
     here = os.getcwd()

@@ -57,6 +57,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -442,7 +443,7 @@ def sweep(
     if not points:
         raise SweepError("argument AXIS: the grid has no points")
     n = len(points)
-    workers = max(1, min(workers or multiprocessing.cpu_count(), n))
+    workers = max(1, min(workers or len(os.sched_getaffinity(0)), n))
     tasks = [(t.name, p) for p in points]
     if executor == SERIAL:
         outcomes = _serial(tasks, done)
@@ -479,7 +480,7 @@ def _processes(
     done: Callable[[int, int], None] | None,
 ) -> list[Outcome]:
     ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_ignore_sigint, maxtasksperchild=None)
+    pool = ctx.Pool(workers, initializer=_ignore_sigint)
     try:
         out = []
         for i, outcome in enumerate(pool.imap(_star_point, tasks)):

@@ -334,3 +334,21 @@ def test_a_point_of_the_committed_sweep_still_gives_its_row() -> None:
     committed = next(r for r in result.rows if r["cpus"] == 4)
     again = sweep("gre-lltx", ["cpus=4", "sockets=8"], executor=SERIAL)
     assert again.rows == (committed,)
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_shows_the_points_done(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["sweep", "sweep_toys:square", "x=1,2", "--serial"]) == 0
+    drawn = tty.getvalue()
+    assert "sweep sweep_toys:square" in drawn
+    assert "1 of 2 points" in drawn and "2 of 2 points, 0 s left" in drawn
+    assert drawn.endswith("\r")  # erased at the end
+    assert capsys.readouterr().out.startswith("sweep sweep_toys:square: 2 points")
