@@ -51,7 +51,6 @@ from netstack.ipv4 import ip_output as _out
 from netstack.ipv4 import ping as _ping
 from netstack.ipv4 import route as _route
 from netstack.ipv4 import udp as _udp
-from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 from netstack.ipv4.devinet import DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
@@ -61,6 +60,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
+from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.core.inetpeer import InetPeer

@@ -47,7 +47,6 @@ from netstack.ipv6 import udp as _udp
 from netstack.ipv6.addrconf import Addrconf, DevConf6, Inet6Dev
 from netstack.ipv6.constants import (
     IPV6_FRAG_TIMEOUT_S,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_CACHE,
@@ -57,8 +56,6 @@ from netstack.ipv6.constants import (
     RTF_GATEWAY,
     RTF_LOCAL,
     RTF_UP,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags
@@ -68,6 +65,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import kernel
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
 from netstack.wire.ipv6 import IPPROTO_ICMPV6, IPPROTO_UDP, IPV6_MIN_MTU, NEXTHDR_TCP, addr_at
+from netstack.wire.rtnetlink import RT_TABLE_MAIN, RTNH_F_DEAD, RTNH_F_LINKDOWN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
