@@ -196,6 +196,9 @@ class Ipv4:
     def ip_route_output_key(self, fl4: Flowi4) -> Rtable | int:
         return _route.ip_route_output_key(self, fl4)
 
+    def ip_route_output(self, daddr: int, saddr: int = 0) -> Rtable | int:
+        return _route.ip_route_output(self, daddr, saddr)
+
     def ip_route_input_noref(
         self, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
     ) -> int:
