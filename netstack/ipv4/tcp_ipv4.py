@@ -51,6 +51,7 @@ from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_id
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -526,6 +527,9 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
     sk.tsoffset = tcp.secure_tcp_ts_off(sk.inet_saddr, addr)
     sk.inet_id = ipv4.net.rng.getrandbits(16)
     tcp.sockets.add(sk)
+    # TCP_FASTOPEN_CONNECT with a cookie: the SYN waits for the first write
+    if _fastopen.tcp_fastopen_defer_connect(sk):
+        return
     err = tcp_connect(sk)
     if err:
         tcp_set_state(sk, TCP_CLOSE)

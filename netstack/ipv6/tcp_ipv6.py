@@ -84,6 +84,7 @@ from netstack.ipv6.sock import (
 )
 from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -943,6 +944,9 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.write_seq = tcp.secure_tcp_seq(sk.inet_saddr, addr, sk.inet_sport, port)
     sk.tsoffset = tcp.secure_tcp_ts_off(sk.inet_saddr, addr)
     tcp.sockets.add(sk)
+    # TCP_FASTOPEN_CONNECT with a cookie: the SYN waits for the first write
+    if _fastopen.tcp_fastopen_defer_connect(sk):
+        return
     err = tcp_connect(sk)
     if err:
         tcp_set_state(sk, TCP_CLOSE)

@@ -10,6 +10,8 @@ left 16, take the bytes as a little-endian host stores them, keep 20 bits
 
 from __future__ import annotations
 
+import functools
+
 import dpkt
 import trio
 
@@ -18,6 +20,7 @@ from netstack.host import Host, Lab, open_lab
 from netstack.ipv6 import ipv6_of
 from netstack.socket import IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, Socket
 from netstack.tcp import TcpSock, tcp_of
+from netstack.testing import builders
 
 PORT = 5001
 
@@ -27,12 +30,8 @@ def expected_label(txhash: int) -> int:
     return int.from_bytes(r.to_bytes(4, "little"), "big") & 0xFFFFF
 
 
-def pair6(lab: Lab) -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0")
-    a.ip("-6 addr add 2001:db8::1/64 dev eth0 nodad")
-    b.ip("-6 addr add 2001:db8::2/64 dev eth0 nodad")
-    return a, b
+# a (2001:db8::1) — b (2001:db8::2), IPv6 on, no DAD
+pair6 = functools.partial(builders.pair, family=6, ipv4_only=False, nodad=True)
 
 
 def ip6_packets(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip6.IP6]:
@@ -192,7 +191,8 @@ async def test_rto_rethinks_the_txhash_and_the_label(lab: Lab, autojump_clock: o
     await trio.sleep(5)
     cap.stop()
     ext = tcp_of(a.net).snmp()["TcpExt"]
-    assert ext.TcpTimeoutRehash == sk.timeout_rehash >= 2
+    # RTOs 0.2, 0.4, 0.8 and 1.6 s after the send (TCP_RTO_MIN, doubling): four in 5 s
+    assert ext.TcpTimeoutRehash == sk.timeout_rehash == 4
     assert sk.sk_txhash != first
     labels = [
         p.flow
