@@ -564,7 +564,6 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
     Kernel: net/ipv4/inet_connection_sock.c, inet_csk_listen_stop().
     """
     from netstack.tcp.state import inet_csk_destroy_sock
-    from netstack.tcp.tcp import tcp_disconnect
 
     while sk.accept_queue:
         req = sk.accept_queue.popleft()
@@ -573,7 +572,7 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
         if child is None:
             continue
         child.parent = None
-        tcp_disconnect(child)
+        sk.sk_prot.disconnect(child)  # inet_child_forget()
         child.dead = True
         if child.state == TCP_CLOSE:
             inet_csk_destroy_sock(child)
