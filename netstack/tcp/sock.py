@@ -247,6 +247,7 @@ class InetConnectionSockAfOps(Protocol):
 
     net_header_len: int
     family: int
+    rsk_slab_name: str  # the request_sock_ops' slab_name (tcp_syn_flood_action's message)
 
     def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
         """Add the network header and send (``ip_queue_xmit``); NET_XMIT_* / -errno."""
@@ -308,7 +309,7 @@ class InetConnectionSockAfOps(Protocol):
     def init_ts_off(self, skb: SkBuff) -> int:
         """The timestamp offset for a SYN's address pair (``tcp_v4_init_ts_off``)."""
 
-    def route_req(self, req: RequestSock) -> Any:
+    def route_req(self, req: RequestSock) -> DstEntry | None:
         """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
 
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
@@ -698,7 +699,7 @@ class RequestSock:
         self.state = TCP_NEW_SYN_RECV
         self.family = listener.family
         # tcp_rsk(req)->af_specific: the family of the SYN (IPv4 on a dual-stack listener)
-        self.af_specific: Any = listener.af_ops
+        self.af_specific: InetConnectionSockAfOps = listener.af_ops
         self.loc_addr = 0
         self.rmt_addr = 0
         self.num = 0  # local port
@@ -736,6 +737,11 @@ class RequestSock:
         self.tfo_listener = False  # a Fast Open child was created from it
         self.fastopen_cookie: Any = None  # the cookie the first SYN-ACK carries
         self.timeout = 0
+
+    @property
+    def state_name(self) -> str:
+        """What ``ss`` shows: sock_diag reports a request as ``TCP_SYN_RECV``."""
+        return "SYN-RECV"
 
     def __repr__(self) -> str:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
