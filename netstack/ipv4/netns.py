@@ -73,14 +73,20 @@ __all__ = ["InetProtocol", "Ipv4"]
 
 @attrs.define(eq=False)
 class InetProtocol:
-    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``)."""
+    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
 
-    handler: Any
-    err_handler: Any = None
+    Twin: netstack.ipv6.netns.Inet6Protocol.
+    """
+
+    handler: Callable[[SkBuff], object]  # consumes the skb
+    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
 
 
 class Ipv4:
-    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends)."""
+    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends).
+
+    Twin: netstack.ipv6.netns.Ipv6.
+    """
 
     def __init__(self, net: Net) -> None:
         self.net = net

@@ -87,10 +87,13 @@ class Inet6Protocol:
 
     ``handler`` returns > 0 to resubmit (the next header follows), 0 when
     the packet was delivered, < 0 when it was consumed otherwise.
+
+    Twin: netstack.ipv4.netns.InetProtocol.
     """
 
-    handler: Any
-    err_handler: Any = None
+    handler: Callable[[SkBuff], int]
+    # (skb, type, code, offset, info): an ICMPv6 error quoting this next header
+    err_handler: Callable[[SkBuff, int, int, int, int], object] | None = None
     flags: int = 0
 
 
@@ -109,7 +112,10 @@ class NdiscSock:
 
 
 class Ipv6:
-    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends).
+
+    Twin: netstack.ipv4.netns.Ipv4.
+    """
 
     def __init__(self, net: Net) -> None:
         self.net = net
