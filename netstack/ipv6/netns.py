@@ -47,7 +47,6 @@ from netstack.ipv6 import udp as _udp
 from netstack.ipv6.addrconf import Addrconf, DevConf6, Inet6Dev
 from netstack.ipv6.constants import (
     IPV6_FRAG_TIMEOUT_S,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_CACHE,
@@ -57,8 +56,6 @@ from netstack.ipv6.constants import (
     RTF_GATEWAY,
     RTF_LOCAL,
     RTF_UP,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags
@@ -68,6 +65,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import kernel
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
 from netstack.wire.ipv6 import IPPROTO_ICMPV6, IPPROTO_UDP, IPV6_MIN_MTU, NEXTHDR_TCP, addr_at
+from netstack.wire.rtnetlink import RT_TABLE_MAIN, RTNH_F_DEAD, RTNH_F_LINKDOWN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -89,10 +87,13 @@ class Inet6Protocol:
 
     ``handler`` returns > 0 to resubmit (the next header follows), 0 when
     the packet was delivered, < 0 when it was consumed otherwise.
+
+    Twin: netstack.ipv4.netns.InetProtocol.
     """
 
-    handler: Any
-    err_handler: Any = None
+    handler: Callable[[SkBuff], int]
+    # (skb, type, code, offset, info): an ICMPv6 error quoting this next header
+    err_handler: Callable[[SkBuff, int, int, int, int], object] | None = None
     flags: int = 0
 
 
@@ -111,7 +112,10 @@ class NdiscSock:
 
 
 class Ipv6:
-    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends).
+
+    Twin: netstack.ipv4.netns.Ipv4.
+    """
 
     def __init__(self, net: Net) -> None:
         self.net = net

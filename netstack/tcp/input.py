@@ -130,6 +130,7 @@ from netstack.tcp.sock import (
     TCPCB_RETRANS,
     TCPCB_SACKED_ACKED,
     TCPCB_SACKED_RETRANS,
+    InetConnectionSockAfOps,
     RequestSock,
     TCP_CA_Disorder,
     TCP_CA_Loss,
@@ -2698,7 +2699,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
-def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
+def tcp_conn_request(
+    sk: TcpSock, skb: SkBuff, af_ops: InetConnectionSockAfOps | None = None
+) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
     or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
@@ -2717,7 +2720,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if TIMED:
         spend("tcp_conn_request")
     tcp = sk.tcp
-    ops: Any = af_ops if af_ops is not None else sk.af_ops
+    ops = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
     isn = tcb.tw_isn
     syncookies = tcp.sysctl_tcp_syncookies
@@ -2872,7 +2875,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
 
         inet_csk_reqsk_queue_drop(listener, req)
         return
-    ops: Any = req.af_specific
+    ops = req.af_specific
     req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1
