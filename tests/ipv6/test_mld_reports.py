@@ -236,7 +236,10 @@ async def test_a_host_booted_without_ipv6_reports_and_solicits_when_it_is_enable
     """The MLD works and the RS timer of a device are made when first armed: a
     host that starts IPv4-only has none, and enabling IPv6 later gives the same
     reports, solicitations and counters as a host that had it from the start."""
-    v4 = {"net.ipv6.conf.all.disable_ipv6": 1, "net.ipv6.conf.default.disable_ipv6": 1}
+    v4: dict[str, str | int] = {
+        "net.ipv6.conf.all.disable_ipv6": 1,
+        "net.ipv6.conf.default.disable_ipv6": 1,
+    }
     a, b = lab.add_host("a", sysctls=v4), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind="veth")
     idev = a.dev("eth0").ip6_ptr
