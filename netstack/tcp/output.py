@@ -1770,7 +1770,6 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     if err == 0:
         tcb.sacked |= TCPCB_RETRANS
         sk.retrans_out += tcb.pcount
-        tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
     if not sk.retrans_stamp:  # the first *attempted* retransmission (a local drop too)
         sk.retrans_stamp = tcb.mstamp // 1000
     if sk.undo_retrans < 0:

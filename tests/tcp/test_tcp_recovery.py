@@ -234,3 +234,23 @@ async def test_transfer_through_netem(lab: Lab, autojump_clock: object, cc: str)
         c.close()
     assert bytes(got) == payload
     assert tcp_of(a.net).snmp()["Tcp"].RetransSegs > 10
+
+
+@pytest.mark.parametrize("recovery", [0, 1])
+async def test_rack_and_the_dupthresh_fallback(
+    lab: Lab, autojump_clock: object, recovery: int
+) -> None:
+    """net.ipv4.tcp_recovery=1 (the default) detects losses with RACK (RFC 8985);
+    0 falls back to the RACK-less dupthresh scoreboard of 4.18-6.1. Both repair
+    a burst of drops byte-exact; RACK retransmits only what was dropped."""
+    a, b, pa, pb = impaired_pair(lab)
+    a.sysctl(f"net.ipv4.tcp_recovery={recovery}")
+    fwd = Impairment(seed=7, drop_list=(30, 31, 32, 60, 90, 91))
+    rev = Impairment(seed=8)
+    payload, got, _ = await transfer(a, b, pa, pb, 300_000, "reno", fwd, rev)
+    assert got == payload
+    ext = tcp_of(a.net).snmp()["TcpExt"]
+    retrans = tcp_of(a.net).snmp()["Tcp"].RetransSegs
+    # the dupthresh scoreboard resends one segment that was only reordered
+    assert (fwd.dropped, retrans) == (6, 6 if recovery else 7)
+    assert (ext.TCPSackRecovery, ext.TCPTimeouts) == (2, 0)

@@ -69,8 +69,6 @@ UNSUPPORTED_TCP_INFO: Final = frozenset(
         "tcpi_sndbuf_limited",
         "tcpi_delivery_rate",
         "tcpi_delivery_rate_app_limited",
-        "tcpi_dsack_dups",
-        "tcpi_reord_seen",
         "tcpi_max_pacing_rate",
         "tcpi_rcv_ooopack",
         "tcpi_total_rto",
@@ -165,6 +163,8 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_bytes_retrans": sk.bytes_retrans,
         "tcpi_snd_wnd": sk.snd_wnd,
         "tcpi_rcv_wnd": sk.rcv_wnd,
+        "tcpi_dsack_dups": sk.dsack_dups,
+        "tcpi_reord_seen": sk.reord_seen,
     }
     return info
 
