@@ -121,6 +121,7 @@ async def test_cookie_is_siphash_of_the_addresses(lab: Lab, autojump_clock: obje
         await c.sendto(b"x", MSG_FASTOPEN, ("10.0.0.2", PORT))
     cache = tcp_of(a.net).tcp_fastopen_cache.entries
     [(key, tm)] = cache.items()
+    assert key == (AF_INET, 0x0A000001, 0x0A000002)  # tcp_metrics: (family, saddr, daddr)
     # SipHash-2-4 of saddr||daddr (the SYN's IP header) under the key; the same
     # cookie Linux 6.18 gives for this key (tests/packetdrill/fastopen-server.pkt)
     from netstack.core.siphash import siphash, siphash_key
