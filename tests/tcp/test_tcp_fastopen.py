@@ -103,6 +103,8 @@ async def test_cookie_then_data_in_syn(lab: Lab, autojump_clock: object) -> None
     cookie = segs[1][1]
     assert segs[0] == ("S", b"", 0)  # a cookie request
     assert segs[1][0] == "S." and cookie is not None and len(cookie) == 8
+    # the blocked sender's data carries the handshake's ACK (sk_write_pending): no pure ACK
+    assert segs[2] == (".", None, 5)
     assert ("S", cookie, 6) in segs  # SYN-data with the cookie
     assert ext(a)["TCPFastOpenActive"] == 1
     assert ext(b)["TCPFastOpenCookieReqd"] == 1
