@@ -144,6 +144,8 @@ TCPEXT_FIELDS: Final = (
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
     "TcpTimeoutRehash",
+    "TCPDSACKRecvSegs",
+    "TCPDSACKIgnoredDubious",
     "TCPFastOpenPassiveAltKey",
 )
 
@@ -291,4 +293,6 @@ class TcpExtMib(Mib):
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
     TcpTimeoutRehash: int
+    TCPDSACKRecvSegs: int
+    TCPDSACKIgnoredDubious: int
     TCPFastOpenPassiveAltKey: int

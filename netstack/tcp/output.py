@@ -51,6 +51,7 @@ from netstack.tcp.helpers import (
     tcp_rto_delta,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
     ICSK_ACK_TIMER,
@@ -67,6 +68,7 @@ from netstack.tcp.sock import (
     TCP_NAGLE_CORK,
     TCP_NAGLE_OFF,
     TCP_NAGLE_PUSH,
+    TCP_RMEM_TO_WIN_SCALE,
     TCPCB_EVER_RETRANS,
     TCPCB_LOST,
     TCPCB_RETRANS,
@@ -118,6 +120,7 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+TCP_TIMEOUT_MIN_US: Final = 2000  # include/net/tcp.h: 2 ms
 _H: Final = struct.Struct("!H")
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
@@ -329,13 +332,31 @@ def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
 # -- windows ------------------------------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "__tcp_win_from_space")
+def __tcp_win_from_space(scaling_ratio: int, space: int) -> int:
+    """Kernel: include/net/tcp.h, __tcp_win_from_space()."""
+    return (space * scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+
+
 @kernel("include/net/tcp.h", "tcp_win_from_space")
 def tcp_win_from_space(sk: TcpSock, space: int) -> int:
-    """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
-    scale = sk.tcp.sysctl_tcp_adv_win_scale
-    if scale <= 0:
-        return space >> -scale
-    return space - (space >> scale)
+    """The part of a buffer offered as window: ``space * scaling_ratio / 256``.
+
+    ``scaling_ratio`` is the payload share of the memory an skb costs
+    (``skb->len / skb->truesize``), 50 % until a segment was measured
+    (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
+    Kernel: include/net/tcp.h, tcp_win_from_space().
+    """
+    return __tcp_win_from_space(sk.scaling_ratio, space)
+
+
+@kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
+def tcp_space_from_win(sk: TcpSock, win: int) -> int:
+    """The buffer a window needs (the inverse of tcp_win_from_space()).
+
+    Kernel: include/net/tcp.h, tcp_space_from_win() / __tcp_space_from_win().
+    """
+    return (win << TCP_RMEM_TO_WIN_SCALE) // sk.scaling_ratio
 
 
 @kernel("tcp_space")
@@ -385,9 +406,8 @@ def tcp_select_initial_window(
         rmem_max = sk.net.rmem_max if ipv4 is not None else 0
         space = max(space, tcp.tcp_rmem[2], rmem_max)
         space = min(space, window_clamp)
-        while space > U16_MAX and rcv_wscale < TCP_MAX_WSCALE:
-            space >>= 1
-            rcv_wscale += 1
+        # clamp_t(int, ilog2(space) - 15, 0, TCP_MAX_WSCALE)
+        rcv_wscale = min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
     window_clamp = min(U16_MAX << rcv_wscale, window_clamp)
     return rcv_wnd, window_clamp, rcv_wscale
 
@@ -434,6 +454,12 @@ def tcp_select_window(sk: TcpSock) -> int:
     Returns the scaled value for the header. Kernel: tcp_select_window().
     """
     old_win = sk.rcv_wnd
+    if sk.icsk_ack_pending & ICSK_ACK_NOMEM:
+        # a segment was refused for lack of memory: offer a zero window now
+        sk.pred_flags = 0
+        sk.rcv_wnd = 0
+        sk.rcv_wup = sk.rcv_nxt
+        return 0
     cur_win = tcp_receive_window(sk)
     new_win = __tcp_select_window(sk)
     wscale = sk.rcv_wscale
@@ -659,6 +685,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
+        tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
+        tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
     return err
 
 
@@ -819,6 +847,8 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     btcb.sacked = tcb.sacked
     btcb.mstamp = tcb.mstamp
     btcb.in_flight = tcb.in_flight
+    btcb.tsorted = tcb.tsorted
+    btcb.tx_delivered = tcb.tx_delivered
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount
     tcp_set_skb_tso_segs(skb, mss_now)
@@ -1112,6 +1142,8 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
 def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     """Arm a tail loss probe in about two RTTs (SACK flows, Open/CWR state).
 
+    Returns False when no probe is due (the caller arms the RTO instead).
+
     Kernel: net/ipv4/tcp_output.c, tcp_schedule_loss_probe().
     """
     early_retrans = sk.tcp.sysctl_tcp_early_retrans
@@ -1123,11 +1155,18 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     ):
         return False
     tcp = sk.tcp
+    # PTO = 2·srtt, + RTO_min for a delayed ACK when one segment is out
+    # (+ 2 ms otherwise); TCP_TIMEOUT_INIT without an RTT sample
     if sk.srtt_us:
-        timeout = tcp.usecs_to_jiffies(sk.srtt_us >> 2)
-        timeout += tcp.TCP_RTO_MIN if sk.packets_out == 1 else tcp.TCP_TIMEOUT_MIN
+        timeout_us = sk.srtt_us >> 2
+        if sk.packets_out == 1:
+            timeout_us += tcp.jiffies_to_usecs(tcp.TCP_RTO_MIN)  # tcp_rto_min_us()
+        else:
+            timeout_us += TCP_TIMEOUT_MIN_US
+        timeout = tcp.usecs_to_jiffies(timeout_us)
     else:
         timeout = tcp.TCP_TIMEOUT_INIT
+    # if the RTO formula yields an earlier time, use that
     if advancing_rto:
         rto_delta = sk.icsk_rto
     else:
@@ -1153,7 +1192,9 @@ def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
 
 @kernel("net/ipv4/tcp_output.c", "tcp_send_loss_probe")
 def tcp_send_loss_probe(sk: TcpSock) -> None:
-    """The probe timeout fired: send new data, or retransmit the last segment.
+    """The probe timeout fired: send new data, or retransmit the last segment
+    (one probe per episode: ``tlp_high_seq`` is snd_nxt until an ACK ends it,
+    tcp_process_tlp_ack).
 
     Kernel: net/ipv4/tcp_output.c, tcp_send_loss_probe().
     """
@@ -1175,6 +1216,9 @@ def tcp_send_loss_probe(sk: TcpSock) -> None:
         sk.icsk_pending = 0
         return
     skb = sk.rtx_queue[-1]
+    if skb_still_in_host_queue(sk, skb):
+        tcp_rearm_rto(sk)
+        return
     pcount = skb.cb.pcount
     if pcount > 1 and skb.tail - skb.data > (pcount - 1) * mss:
         if tcp_fragment(sk, True, skb, (pcount - 1) * mss, mss):
@@ -1756,13 +1800,14 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx = 0
     max_segs = tcp_tso_segs(sk, tcp_current_mss(sk))
     hole: SkBuff | None = None
+    rearm_timer = False
     while idx < len(q):
         skb = q[idx]
         if hole is None:
             sk.retransmit_skb_hint = skb
         segs = sk.snd_cwnd - tcp_packets_in_flight(sk)
         if segs <= 0:
-            return
+            break
         sacked = skb.cb.sacked
         segs = min(segs, max_segs)
         if sk.retrans_out >= sk.lost_out:
@@ -1777,16 +1822,18 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx += 1
             continue
         if tcp_small_queue_check(sk, skb, 1):
-            return
+            break
         if tcp_retransmit_skb(sk, skb, segs):
-            return
+            break
         setattr(sk.ext, mib, getattr(sk.ext, mib) + skb.cb.pcount)
         if tcp_in_cwnd_reduction(sk):
             sk.prr_out += skb.cb.pcount
         if skb is rtx_head and sk.icsk_pending != ICSK_TIME_REO_TIMEOUT:
-            inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+            rearm_timer = True
         # the skb may have been split: continue after it
         idx = q.index(skb) + 1
+    if rearm_timer:
+        inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
 
 
 # -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------

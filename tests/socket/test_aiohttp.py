@@ -14,7 +14,7 @@ import asyncio
 import aiohttp
 import pytest
 import trio
-from adapters.apps import NETEM, aiohttp_server, lab_pair
+from adapter_apps import NETEM, aiohttp_server, lab_pair
 
 import netstack
 from netstack import Lab

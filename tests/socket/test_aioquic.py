@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from adapters.apps import NETEM, lab_pair, quic_client_config, quic_server
+from adapter_apps import NETEM, lab_pair, quic_client_config, quic_server
 from aioquic.asyncio.client import connect
 
 from netstack import Lab

@@ -20,7 +20,7 @@ import dns.resolver
 import httpx
 import pytest
 import trio
-from adapters.apps import NETEM, dns_responder, h11_server, lab_pair
+from adapter_apps import NETEM, dns_responder, h11_server, lab_pair
 
 import netstack
 from netstack import Lab
