@@ -60,6 +60,10 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
     "TCPI_OPT_ECN": 8,
     "TCPI_OPT_ECN_SEEN": 16,
     "TCPI_OPT_SYN_DATA": 32,
+    "TFO_STATUS_UNSPEC": 0,
+    "TFO_COOKIE_UNAVAILABLE": 1,
+    "TFO_DATA_NOT_ACKED": 2,
+    "TFO_SYN_RETRANSMITTED": 3,
 }
 
 UNSUPPORTED_TCP_INFO: Final = frozenset(
@@ -83,7 +87,6 @@ UNSUPPORTED_TCP_INFO: Final = frozenset(
         "tcpi_received_ce_bytes",
         "tcpi_accecn_fail_mode",
         "tcpi_accecn_opt_seen",
-        "tcpi_fastopen_client_fail",
         "tcpi_rehash",
     }
 )
@@ -114,9 +117,12 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         options |= 2
     if sk.wscale_ok:
         options |= 4
+    if sk.syn_data_acked:
+        options |= 32  # TCPI_OPT_SYN_DATA
     rtt_min = sk.rtt_min
     info = {
         "tcpi_state": sk.state,
+        "tcpi_fastopen_client_fail": sk.fastopen_client_fail,
         "tcpi_ca_state": sk.icsk_ca_state,
         "tcpi_retransmits": sk.icsk_retransmits,
         "tcpi_probes": sk.icsk_probes_out,
