@@ -36,8 +36,10 @@ from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -795,6 +797,8 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
         sk.sk_wmem_queued -= freed
         if sk.highest_sack is None and q:
             sk.highest_sack = q[0]
+    if not q:
+        tcp_chrono_stop(sk, TCP_CHRONO_BUSY)  # everything sent was acknowledged
     if flag & FLAG_ACKED:
         flag |= FLAG_SET_XMIT_TIMER
     if not after(sk.snd_una, sk.high_seq) and flag & FLAG_RETRANS_DATA_ACKED:
@@ -1544,6 +1548,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
         return
     tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
+    sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
     sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
     inet_csk_schedule_ack(sk)
@@ -1700,12 +1705,23 @@ def tcp_reset(sk: TcpSock) -> None:
         sk.sk_error_report()
 
 
-@kernel("tcp_sequence")
-def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
-    """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
-    return not before(end_seq, sk.rcv_wup) and not after(
-        seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32
-    )
+@kernel("net/ipv4/tcp_input.c", "tcp_sequence")
+def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> DropReason | None:
+    """Why the segment is outside the receive window, or None if it is not.
+
+    A segment that starts inside but ends beyond the window is taken only
+    while the receive queue is empty (6.17). Kernel: net/ipv4/tcp_input.c,
+    tcp_sequence().
+    """
+    if before(end_seq, sk.rcv_wup):
+        return DropReason.TCP_OLD_SEQUENCE
+    right = (sk.rcv_nxt + tcp_receive_window(sk)) & M32
+    if after(end_seq, right):
+        if after(seq, right):
+            return DropReason.TCP_INVALID_SEQUENCE
+        if sk.receive_queue:
+            return DropReason.TCP_INVALID_END_SEQUENCE
+    return None
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_send_dupack")
@@ -1737,17 +1753,19 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 tcp_send_dupack(sk, skb)
             kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
-    if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
+    reason = tcp_sequence(sk, tcb.seq, tcb.end_seq)
+    if reason is not None:
         if not flags & TCPHDR_RST:
             if flags & TCPHDR_SYN:
                 return _syn_challenge(sk, skb)
+            if reason in (
+                DropReason.TCP_INVALID_SEQUENCE,
+                DropReason.TCP_INVALID_END_SEQUENCE,
+            ):
+                sk.ext.BeyondWindow += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        # tcp_sequence()'s reason: ends before the window, or starts beyond it
-        if before(tcb.end_seq, sk.rcv_wup):
-            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
-        else:
-            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
+        kfree_skb(skb, reason)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
@@ -2001,6 +2019,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     th = skb.transport_header
     buf = skb.buf
     if state == TCP_SYN_RECV:
+        sk.delivered += 1  # the SYN-ACK's delivery is not tracked in tcp_ack()
         tcp_set_state(sk, TCP_ESTABLISHED)
         sk.ever_connected = True
         sk.snd_una = tcb.ack_seq

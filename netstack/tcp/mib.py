@@ -137,6 +137,7 @@ TCPEXT_FIELDS: Final = (
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
     "TcpTimeoutRehash",
+    "BeyondWindow",
 )
 
 
@@ -276,3 +277,4 @@ class TcpExtMib(Mib):
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
     TcpTimeoutRehash: int
+    BeyondWindow: int
