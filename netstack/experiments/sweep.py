@@ -512,7 +512,7 @@ def _dask(
     if scheduler is None:
         # one thread per worker: timed mode runs one point per process at a time
         cluster = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, dashboard_address=None, processes=True
+            n_workers=workers, threads_per_worker=1, dashboard_address=":0", processes=True
         )
         scheduler = cluster
     try:

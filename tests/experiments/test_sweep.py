@@ -125,7 +125,7 @@ def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     distributed = pytest.importorskip("distributed")
     serial = sweep("gre-lltx", TINY, executor=SERIAL)
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
     ) as cluster:
         on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
     assert on_dask.rows == serial.rows
@@ -139,7 +139,7 @@ def test_the_command_runs_on_a_scheduler_given_by_its_address(
     assert main(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"]) == 0
     serial = json.loads(capsys.readouterr().out)
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
     ) as cluster:
         argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
         assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
