@@ -139,6 +139,7 @@ def _in_a_fresh_process(code: str) -> None:
     assert out.stdout.splitlines()[-1] == "identical"
 
 
+@pytest.mark.slow
 def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     _in_a_fresh_process(
         """
@@ -157,6 +158,7 @@ def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_command_runs_on_a_scheduler_given_by_its_address() -> None:
     _in_a_fresh_process(
         """
