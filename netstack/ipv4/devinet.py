@@ -184,6 +184,20 @@ class InIfaddr:
 class InDevice:
     """IPv4 state of one device (kernel: ``struct in_device``)."""
 
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "cnf",
+        "conf_name",
+        "dead",
+        "dev",
+        "ifa_list",
+        "ipv4",
+        "mc_hw_refs",
+        "mc_list",
+    )
+
     def __init__(self, ipv4: Ipv4, dev: NetDevice) -> None:
         self.ipv4 = ipv4
         self.dev = dev

@@ -424,6 +424,19 @@ def _same_nh(a: FibInfo, b: FibInfo) -> bool:
 class Fib:
     """The FIB of one Net: the three standard tables and the default rules."""
 
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "changes",
+        "default",
+        "ipv4",
+        "local",
+        "main",
+        "rules",
+        "tables",
+    )
+
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
         self.tables: dict[int, FibTable] = {

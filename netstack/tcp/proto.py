@@ -356,7 +356,8 @@ def tcp_init(net: Net) -> Tcp:
     if tcp is not None:
         return tcp
     tcp = TCP_NET.set(net, Tcp(net))
-    tcp.register_sysctls()
+    # its ~80 entries when a net.ipv4.tcp_* name is first used: most labs never read one
+    net.sysctl.register_lazy("net.ipv4.tcp_", tcp.register_sysctls)
     return tcp
 
 

@@ -448,6 +448,10 @@ class TcpSock(Sock):
         self.rcv_ssthresh = 0
         self.window_clamp = 0
         self.scaling_ratio = TCP_DEFAULT_SCALING_RATIO  # tcp_scaling_ratio_init()
+        self.chrono_start = 0  # jiffies the running chronograph started
+        self.chrono_type = 0  # enum tcp_chrono (TCP_CHRONO_UNSPEC)
+        self.chrono_stat = [0, 0, 0]  # jiffies busy, rwnd-limited, sndbuf-limited
+        self.rcv_ooopack = 0  # segments queued out of order
         self.bytes_acked = 0
         self.bytes_received = 0
         self.bytes_sent = 0
