@@ -45,6 +45,7 @@ from netstack.sites import kernel
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
     from netstack.core.netdevice import NetDevice
+    from netstack.core.netns import NetnsIpv4, NetnsIpv6
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
@@ -178,10 +179,10 @@ class Net:
         self.timers = TimerBase(self)
         self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
-        # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
-        self.ipv4: Any = None
-        self.ipv6: Any = None
-        self.neigh_tables: dict[int, Any] = {}
+        # per-family state (kernel: net->ipv4, net->ipv6), installed by inet_init/inet6_init;
+        # typed by what other layers use of it (core/netns.py): ipv4_of()/ipv6_of() give all
+        self.ipv4: NetnsIpv4 | None = None
+        self.ipv6: NetnsIpv6 | None = None
         # other subsystems' state, read and written through their typed NetKey
         self.proto_data: dict[str, object] = {}
         # tasks

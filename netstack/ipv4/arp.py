@@ -75,7 +75,7 @@ from netstack.wire.ipv4 import ipv4_is_loopback, ipv4_is_multicast, ntoa
 if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["arp_create", "arp_rcv", "arp_send", "make_arp_tbl"]
 

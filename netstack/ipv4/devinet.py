@@ -33,7 +33,7 @@ from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.igmp import IpMcList
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["DEVCONF_FIELDS", "DevConf", "InDevice", "InIfaddr", "inet_select_addr"]
 

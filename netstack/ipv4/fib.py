@@ -67,7 +67,7 @@ from netstack.wire.ipv4 import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.devinet import InIfaddr
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "RouteConfig"]
 

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.sock import Sock
     from netstack.ipv4.devinet import InDevice
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = [
     "IGMP_ALL_HOSTS",

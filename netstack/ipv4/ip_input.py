@@ -60,7 +60,7 @@ from netstack.wire.ipv4 import (
 if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
 

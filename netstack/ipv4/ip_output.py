@@ -38,7 +38,7 @@ from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
 if TYPE_CHECKING:
     from netstack.core.sock import Sock
     from netstack.cpu.cacheline import CacheLine
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
     from netstack.ipv4.route import Rtable
 
 __all__ = [

@@ -75,7 +75,7 @@ from netstack.wire.ipv4 import (
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 _I: Final = struct.Struct("!I")
 

@@ -141,7 +141,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
     from netstack.core.timer import TimerList
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "DEVCONF6",

@@ -59,7 +59,7 @@ from netstack.wire.ipv6 import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv6.addrconf import Inet6Dev
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 MLD_QRV_DEFAULT: Final = 2  # sysctl_mld_qrv
 MLD2_CHANGE_TO_EXCLUDE: Final = 4

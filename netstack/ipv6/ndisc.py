@@ -136,7 +136,7 @@ from netstack.wire.ipv6 import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv6.addrconf import Inet6Dev
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "icmp6_dst_alloc",

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import sock_oserror
 from netstack.sites import kernel
+from netstack.tcp.sock import SockCommon, TimewaitSock
 
 if TYPE_CHECKING:
     from netstack.tcp.proto import Tcp
@@ -149,7 +150,7 @@ class InetHashinfo:
 
     def __init__(self, tcp: Tcp) -> None:
         self.tcp = tcp
-        self.ehash: dict[Key, Any] = {}
+        self.ehash: dict[Key, SockCommon] = {}
         self.listeners: dict[int, list[TcpSock]] = {}
         self.bhash: dict[int, list[Any]] = {}
         self._next_port = 0
@@ -157,7 +158,7 @@ class InetHashinfo:
     # -- established ----------------------------------------------------------------------
     @kernel("inet_ehash_insert")
     def ehash_add(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
+        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
     ) -> bool:
         """Insert; False if the 4-tuple is taken. Kernel: inet_ehash_insert()."""
         key = (family, laddr, lport, raddr, rport)
@@ -167,21 +168,21 @@ class InetHashinfo:
         return True
 
     def ehash_del(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
+        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
     ) -> None:
         key = (family, laddr, lport, raddr, rport)
         if self.ehash.get(key) is sk:
             del self.ehash[key]
 
     def ehash_replace(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
+        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
     ) -> None:
         self.ehash[(family, laddr, lport, raddr, rport)] = sk
 
     @kernel("net/ipv4/inet_hashtables.c", "__inet_lookup_established")
     def lookup_established(
         self, family: int, saddr: int, sport: int, daddr: int, dport: int
-    ) -> Any:
+    ) -> SockCommon | None:
         """The connection a segment from (saddr, sport) to (daddr, dport) belongs to.
 
         Kernel: net/ipv4/inet_hashtables.c, __inet_lookup_established().
@@ -332,7 +333,7 @@ class InetHashinfo:
             key = (family, laddr, sk.inet_num, raddr, rport)
             other = self.ehash.get(key)
             if other is not None:
-                if other.state == TCP_TIME_WAIT and tcp_twsk_unique(sk, other):
+                if isinstance(other, TimewaitSock) and tcp_twsk_unique(sk, other):
                     from netstack.tcp.minisocks import inet_twsk_kill
 
                     inet_twsk_kill(other)
@@ -358,7 +359,7 @@ class InetHashinfo:
                 key = (family, laddr, port, raddr, rport)
                 other = self.ehash.get(key)
                 if other is not None:
-                    if other.state == TCP_TIME_WAIT and tcp_twsk_unique(sk, other):
+                    if isinstance(other, TimewaitSock) and tcp_twsk_unique(sk, other):
                         from netstack.tcp.minisocks import inet_twsk_kill
 
                         inet_twsk_kill(other)

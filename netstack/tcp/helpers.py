@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.sock import SOCK_SNDBUF_LOCK
+from netstack.core.sock import SOCK_MIN_RCVBUF, SOCK_SNDBUF_LOCK
 from netstack.sites import kernel
 from netstack.tcp.sock import (
     ICSK_ACK_TIMER,
@@ -56,6 +56,7 @@ __all__ = [
     "tcp_rearm_rto",
     "tcp_rto_delta",
     "tcp_set_ca_state",
+    "tcp_set_window_clamp",
     "tcp_should_expand_sndbuf",
     "tcp_sndbuf_expand",
 ]
@@ -127,6 +128,7 @@ def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
 def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
     sk.high_seq = sk.snd_nxt
+    sk.tlp_high_seq = 0
     sk.snd_cwnd_cnt = 0
     sk.prior_cwnd = sk.snd_cwnd
     sk.prr_delivered = 0
@@ -225,6 +227,25 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
     sndmem = 2 * nr_segs * per_mss
     if sk.sk_sndbuf < sndmem:
         sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])
+
+
+@kernel("net/ipv4/tcp.c", "tcp_set_window_clamp", "__tcp_adjust_rcv_ssthresh")
+def tcp_set_window_clamp(sk: TcpSock, val: int) -> None:
+    """Set the largest window to offer; a smaller clamp pulls rcv_ssthresh down,
+    a larger one lets it up to what was already offered.
+
+    Kernel: net/ipv4/tcp.c, tcp_set_window_clamp() (``val > 0``; no reserved
+    memory, so __tcp_adjust_rcv_ssthresh() is a plain min).
+    """
+    old_window_clamp = sk.window_clamp
+    new_window_clamp = max(SOCK_MIN_RCVBUF // 2, val)
+    if new_window_clamp == old_window_clamp:
+        return
+    sk.window_clamp = new_window_clamp
+    if new_window_clamp < old_window_clamp:
+        sk.rcv_ssthresh = min(sk.rcv_ssthresh, new_window_clamp)
+    else:
+        sk.rcv_ssthresh = max(min(sk.rcv_wnd, new_window_clamp), sk.rcv_ssthresh)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")

@@ -59,6 +59,7 @@ _INT_SYSCTLS: Final = (
     ("tcp_retrans_collapse", "sysctl_tcp_retrans_collapse", 0, 1),
     ("tcp_slow_start_after_idle", "sysctl_tcp_slow_start_after_idle", 0, 1),
     ("tcp_frto", "sysctl_tcp_frto", 0, 2),
+    ("tcp_recovery", "sysctl_tcp_recovery", 0, None),
     ("tcp_early_retrans", "sysctl_tcp_early_retrans", 0, 4),
     ("tcp_tso_win_divisor", "sysctl_tcp_tso_win_divisor", 0, None),
     ("tcp_min_tso_segs", "sysctl_tcp_min_tso_segs", 1, None),
@@ -125,6 +126,7 @@ class Tcp:
         self.sysctl_tcp_retrans_collapse = 1
         self.sysctl_tcp_slow_start_after_idle = 1
         self.sysctl_tcp_frto = 2
+        self.sysctl_tcp_recovery = 1  # TCP_RACK_LOSS_DETECTION
         self.sysctl_tcp_early_retrans = 3
         self.sysctl_tcp_tso_win_divisor = 3
         self.sysctl_tcp_min_tso_segs = 2
@@ -145,7 +147,15 @@ class Tcp:
         self.sysctl_tcp_stdurg = 0
         self.sysctl_tcp_min_rtt_wlen = 300
         self.sysctl_tcp_autocorking = 1
-        self.tcp_rmem = (4096, 131072, 6291456)
+        from netstack.tcp.fastopen import TcpFastopenCache  # it needs tcp.sock, which needs us
+
+        self.sysctl_tcp_fastopen = 1  # TFO_CLIENT_ENABLE
+        self.sysctl_tcp_fastopen_blackhole_timeout = 0
+        self.tcp_fastopen_ctx: list[tuple[int, int]] | None = None  # net->ipv4.tcp_fastopen_ctx
+        self.tcp_fastopen_cache = TcpFastopenCache()  # tcp_metrics' Fast Open part
+        self.tfo_active_disable_times = 0
+        self.tfo_active_disable_stamp = 0
+        self.tcp_rmem = (4096, 131072, 33554432)  # 6.18: tcp_rmem[2] is 32 MB
         self.tcp_wmem = (4096, 16384, 4194304)
         # state
         self.mib = TcpMib()
@@ -231,13 +241,12 @@ class Tcp:
         return int.from_bytes(h.digest(), "big")
 
     def default_ttl(self) -> int:
-        ipv4: Any = self.net.ipv4
-        return int(getattr(ipv4, "ip_default_ttl", 64))
+        ipv4 = self.net.ipv4
+        return ipv4.ip_default_ttl if ipv4 is not None else 64
 
     def local_port_range(self) -> tuple[int, int]:
-        ipv4: Any = self.net.ipv4
-        rng = getattr(ipv4, "ip_local_port_range", (32768, 60999))
-        return int(rng[0]), int(rng[1])
+        ipv4 = self.net.ipv4
+        return ipv4.ip_local_port_range if ipv4 is not None else (32768, 60999)
 
     # -- statistics ---------------------------------------------------------------------
     def snmp(self) -> dict[str, Any]:
@@ -265,6 +274,9 @@ class Tcp:
 
             s.register(name, get, set_)
 
+        from netstack.tcp.fastopen import tcp_fastopen_register_sysctls
+
+        tcp_fastopen_register_sysctls(self)
         triple("tcp_rmem", "net.ipv4.tcp_rmem")
         triple("tcp_wmem", "net.ipv4.tcp_wmem")
 

@@ -25,7 +25,7 @@ include/net/request_sock.h, include/net/inet_timewait_sock.h.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
@@ -45,6 +45,7 @@ __all__ = [
     "TCP_STATE_NAMES",
     "InetConnectionSockAfOps",
     "RequestSock",
+    "SockCommon",
     "TcpSkbCb",
     "TcpSock",
     "TimewaitSock",
@@ -105,6 +106,7 @@ ICSK_ACK_TIMER: Final = 2
 ICSK_ACK_PUSHED: Final = 4
 ICSK_ACK_PUSHED2: Final = 8
 ICSK_ACK_NOW: Final = 16
+ICSK_ACK_NOMEM: Final = 32
 
 # TCP_SKB_CB(skb)->sacked
 TCPCB_SACKED_ACKED: Final = 0x01
@@ -141,6 +143,9 @@ TCP_MAX_QUICKACKS: Final = 16
 TCP_INIT_CWND: Final = 10
 TCP_INFINITE_SSTHRESH: Final = 0x7FFFFFFF
 TCP_MAX_WSCALE: Final = 14
+TCP_RMEM_TO_WIN_SCALE: Final = 8
+# 6.11+: skb->len is assumed half of skb->truesize until a segment is measured
+TCP_DEFAULT_SCALING_RATIO: Final = 1 << (TCP_RMEM_TO_WIN_SCALE - 1)
 TCP_NUM_SACKS: Final = 4
 TCP_PAWS_24DAYS: Final = 60 * 60 * 24 * 24
 TCP_PAWS_MSL: Final = 60
@@ -186,6 +191,11 @@ class TcpSkbCb:
         tw_isn: received SYNs that reopen a TIME_WAIT port: the ISN to use.
         dsfield: received skbs: the IP TOS byte.
         in_flight: bytes outstanding when this skb was sent.
+        tsorted: on the socket's time-sorted list of sent skbs (the kernel's
+            ``tcp_tsorted_anchor`` linked into ``tsorted_sent_queue``): set
+            when (re)sent, cleared when RACK marks it lost or it is SACKed.
+        tx_delivered: the socket's ``delivered`` when this skb was last sent
+            (``tx.delivered`` of tcp_rate.c).
     """
 
     __slots__ = (
@@ -200,7 +210,9 @@ class TcpSkbCb:
         "sacked_off",
         "seq",
         "tcp_flags",
+        "tsorted",
         "tw_isn",
+        "tx_delivered",
     )
 
     def __init__(self, seq: int, end_seq: int, tcp_flags: int) -> None:
@@ -216,6 +228,8 @@ class TcpSkbCb:
         self.tw_isn = 0
         self.dsfield = 0
         self.in_flight = 0
+        self.tsorted = False
+        self.tx_delivered = 0
 
     def __repr__(self) -> str:
         return f"<TcpSkbCb {self.seq}-{self.end_seq} f={self.tcp_flags:#x} s={self.sacked:#x}>"
@@ -247,11 +261,18 @@ class InetConnectionSockAfOps(Protocol):
     ) -> TcpSock | None:
         """The handshake completed: build the child socket."""
 
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         """Answer *skb* with a RST built from its headers alone."""
 
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         """Send an ACK without a full socket (TIME_WAIT, SYN_RECV)."""
 
@@ -388,6 +409,7 @@ class TcpSock(Sock):
         self.rcv_wnd = 0
         self.rcv_ssthresh = 0
         self.window_clamp = 0
+        self.scaling_ratio = TCP_DEFAULT_SCALING_RATIO  # tcp_scaling_ratio_init()
         self.bytes_acked = 0
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -434,6 +456,7 @@ class TcpSock(Sock):
         self.rcv_rtt_est_rtt_us = 0
         self.rcv_rtt_est_seq = 0
         self.rcv_rtt_est_time = 0
+        self.rcv_rtt_last_tsecr = 0
         self.rcvq_space_space = 0
         self.rcvq_space_seq = 0
         self.rcvq_space_time = 0
@@ -465,6 +488,17 @@ class TcpSock(Sock):
         self.is_sack_reneg = False
         self.frto = False
         self.tlp_high_seq = 0
+        # RACK (struct tcp_rack, tcp_recovery.c) and reordering/D-SACK history
+        self.rack_mstamp = -1  # rack.mstamp: (re)sent time of the latest (s)acked skb, µs
+        self.rack_rtt_us = 0  # rack.rtt_us: its RTT
+        self.rack_end_seq = 0  # rack.end_seq
+        self.rack_last_delivered = 0  # rack.last_delivered: when reo_wnd last grew
+        self.rack_reo_wnd_steps = 1  # rack.reo_wnd_steps: reo_wnd in min_rtt/4 steps
+        self.rack_reo_wnd_persist = 0  # rack.reo_wnd_persist: recoveries left to keep it
+        self.rack_dsack_seen = False  # rack.dsack_seen
+        self.rack_advanced = False  # rack.advanced
+        self.reord_seen = 0  # reordering events seen (tcpi_reord_seen)
+        self.dsack_dups = 0  # segments D-SACKed (tcpi_dsack_dups)
         self.highest_sack: SkBuff | None = None
         self.lost_skb_hint: SkBuff | None = None
         self.lost_cnt_hint = 0
@@ -483,7 +517,19 @@ class TcpSock(Sock):
         self.write_queue: collections.deque[SkBuff] = collections.deque()
         self.rtx_queue: list[SkBuff] = []
         self.out_of_order_queue: list[SkBuff] = []
-        self.defer_connect = False
+        self.defer_connect = False  # TCP_FASTOPEN_CONNECT: the SYN waits for the first write
+        # TCP Fast Open (netstack.tcp.fastopen)
+        self.fastopenq = FastopenQueue()  # icsk_accept_queue.fastopenq
+        self.fastopen_rsk: RequestSock | None = None  # a passive child's request
+        self.fastopen_req: Any = None  # TcpFastopenRequest of an active open
+        self.fastopen_connect = False
+        self.fastopen_no_cookie = False
+        self.syn_fastopen = False  # our SYN carried a Fast Open option
+        self.syn_fastopen_exp = False
+        self.syn_fastopen_child = False
+        self.syn_data = False  # our SYN carried data
+        self.syn_data_acked = False
+        self.fastopen_client_fail = 0
         self.connect_pending = False  # a blocking connect() waits
         self.rst_sent = False
         self.tlp_retrans = 0
@@ -526,7 +572,7 @@ class TcpSock(Sock):
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        return _tcp.tcp_sendmsg(self, data, flags)
+        return _tcp.tcp_sendmsg(self, data, flags, dest)
 
     def recvmsg(
         self, bufsize: int, flags: int
@@ -585,6 +631,24 @@ class TcpSock(Sock):
         )
 
 
+class FastopenQueue:
+    """``struct fastopen_queue``: a listener's pending Fast Open children.
+
+    *qlen* counts children still in SYN_RECV (and requests that were reset,
+    kept 60 s in *rskq_rst* as a defence against spoofed SYNs); *max_qlen* is
+    ``TCP_FASTOPEN``'s value, 0 when Fast Open is off on the listener; *ctx*
+    the listener's own keys (``TCP_FASTOPEN_KEY``), None for the Net's.
+    """
+
+    __slots__ = ("ctx", "max_qlen", "qlen", "rskq_rst")
+
+    def __init__(self) -> None:
+        self.max_qlen = 0
+        self.qlen = 0
+        self.rskq_rst: collections.deque[tuple[RequestSock, int]] = collections.deque()
+        self.ctx: list[tuple[int, int]] | None = None
+
+
 class RequestSock:
     """A connection request in SYN_RECV (kernel: ``struct tcp_request_sock``).
 
@@ -632,6 +696,9 @@ class RequestSock:
         self.hashed = False
         self.adv_mss = 536  # the MSS our SYN-ACK offers
         self.ehash_key: tuple[int, int, int, int, int] | None = None
+        self.tfo_listener = False  # a Fast Open child was created from it
+        self.fastopen_cookie: Any = None  # the cookie the first SYN-ACK carries
+        self.timeout = 0
 
     def __repr__(self) -> str:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
@@ -691,6 +758,11 @@ class TimewaitSock:
 
     def __repr__(self) -> str:
         return f"<TimewaitSock {self.rcv_saddr:#x}:{self.num} -> {self.daddr:#x}:{self.dport}>"
+
+
+# A socket of any kind the established hash holds and a bare reply may answer for
+# (kernel: the ``struct sock_common`` of a full, a request or a timewait sock).
+SockCommon: TypeAlias = "TcpSock | RequestSock | TimewaitSock"
 
 
 # The socket calls are implemented in tcp.py and the timers in timer.py, both

@@ -12,6 +12,7 @@ from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.socket import Socket
 from netstack.tcp import TcpSock, tcp_of
+from netstack.tcp.sock import TimewaitSock
 from netstack.testing import builders
 from netstack.testing.tcpctx import TcpContext
 
@@ -50,9 +51,17 @@ async def test_zero_window_probes_then_resumes(lab: Lab, autojump_clock: object)
         await trio.sleep(5)
         sk = tsk(c)
         assert sk.snd_wnd == 0  # the peer's window is closed
-        assert tcp_of(b.net).snmp()["TcpExt"].TCPToZeroWindowAdv == 1  # closed once, stays closed
-        probes = tcp_of(a.net).snmp()["TcpExt"].TCPWinProbe
-        assert probes == 4  # in those 5 s: tcp_probe_timer backs off from the RTO, doubling
+        # 6.x: the window closes when a segment finds no memory (ICSK_ACK_NOMEM:
+        # dropped, a zero window ACKed at once), not through TCPToZeroWindowAdv
+        ext = tcp_of(b.net).snmp()["TcpExt"]
+        assert (ext.TCPRcvQDrop, ext.TCPToZeroWindowAdv) == (1, 0)
+        # the refused segment is in flight, so the RTO timer, not the probe timer,
+        # runs: its retransmits are the zero-window probes (tcp_retransmit_timer)
+        # in those 5 s: a tail loss probe, then four RTO retransmits backing off (the
+        # zero-window branch of tcp_retransmit_timer counts no TCPTimeouts)
+        snmp = tcp_of(a.net).snmp()
+        assert snmp["Tcp"].RetransSegs == 5
+        assert (snmp["TcpExt"].TCPLossProbes, snmp["TcpExt"].TCPTimeouts) == (1, 0)
         got = bytearray()
         while len(got) < len(payload):
             got += await conn.recv(1 << 16)
@@ -267,7 +276,8 @@ async def test_rst_in_each_state(
         await ctx.send_segment("F.", ack=2)
         await ctx.expect_segment(".", seq=2, ack=2)
     if state == "TIME-WAIT":
-        tws = [t for t in tcp_of(net).hashinfo.ehash.values() if t.state_name == "TIME-WAIT"]
+        ehash = tcp_of(net).hashinfo.ehash.values()
+        tws = [t for t in ehash if isinstance(t, TimewaitSock) and t.state_name == "TIME-WAIT"]
         assert len(tws) == 1
         assert tws[0].rcv_nxt == ctx.peer_iss + ctx.snd_nxt
     else:

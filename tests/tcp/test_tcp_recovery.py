@@ -170,16 +170,22 @@ async def test_newreno_without_sack(lab: Lab, autojump_clock: object) -> None:
     assert got == payload
     ext = tcp_of(a.net).snmp()["TcpExt"]
     # two recoveries (frames 40, 42 and 44 are one window's, 300 another's), no RTO;
-    # 4 holes, 7 retransmissions: without SACK the partial ACKs tell one hole at a
-    # time, and some segments that had arrived are sent again
+    # each of the 4 holes sent again once, as the partial ACKs told of it
     assert (ext.TCPRenoRecovery, ext.TCPTimeouts) == (2, 0)
-    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == ext.TCPFastRetrans == 7
+    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == ext.TCPFastRetrans == 4
     assert ext.TCPSackRecovery == 0
     assert not sk.sack_ok
 
 
 async def test_rto_backoff_and_recovery(lab: Lab, autojump_clock: object) -> None:
-    """A burst loss of a whole window's tail is repaired by the RTO (RFC 6298)."""
+    """A burst loss of a whole window's tail is repaired by the RTO (RFC 6298).
+
+    Frames 11-21 are the last 11 of the 21 segments: no SACK can tell of
+    them, so one RTO (203 ms) enters Loss and slow start resends them all; the
+    transfer ends 214 ms in. (The 4.x-style scoreboard before RACK entered a
+    spurious fast recovery at 4 ms whose retransmissions fell into the drop
+    list too, and needed 4 RTOs, 3.056 s.)
+    """
     a, b, pa, pb = impaired_pair(lab)
     a.sysctl("net.ipv4.tcp_early_retrans=0")  # no tail loss probe: the RTO must fire
     fwd = Impairment(seed=5, drop_list=tuple(range(11, 22)))
@@ -187,10 +193,11 @@ async def test_rto_backoff_and_recovery(lab: Lab, autojump_clock: object) -> Non
     payload, got, sk = await transfer(a, b, pa, pb, 30_000, "cubic", fwd, rev)
     assert got == payload
     ext = tcp_of(a.net).snmp()["TcpExt"]
+    assert (ext.TCPTimeouts, ext.TCPSlowStartRetrans) == (1, 10)
+    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == 11
+    assert a.net.clock.now() < 0.215
     info = tcp_get_info(sk)
-    # one RTO, then exactly the 11 dropped segments again (no probe, no fast retransmit)
-    assert (ext.TCPTimeouts, ext.TCPLossProbes, ext.TCPFastRetrans) == (1, 0, 0)
-    assert info.total_retrans == tcp_of(a.net).snmp()["Tcp"].RetransSegs == 11
+    assert info.total_retrans == 11
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])

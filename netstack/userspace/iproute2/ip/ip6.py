@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
     from netstack.ipv6.addrconf import Inet6Ifaddr
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "addr6_list",

@@ -121,7 +121,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.fib import FibAlias, FibTable
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["IPROUTE_USAGE", "do_iproute"]
 
