@@ -59,6 +59,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
@@ -508,6 +509,15 @@ def _dask(
         raise SweepError(
             "Dask is not installed: pip install 'netstack[sweep]' (dask[distributed])"
         ) from None
+    if "trio_asyncio" in sys.modules:
+        # trio-asyncio replaces asyncio's loop policy for the whole process on import:
+        # every loop made outside Trio (the Dask client's own thread's) is then its
+        # SyncTrioEventLoop, whose run_in_executor takes only Trio executors.
+        raise SweepError(
+            "Dask cannot run in a process that imported trio_asyncio (the asyncio bridge "
+            "replaces asyncio's event loop policy): sweep with executor='processes', or "
+            "run the sweep in its own process (`netstack sweep` does)"
+        )
     cluster: Any = None
     if scheduler is None:
         # one thread per worker: timed mode runs one point per process at a time

@@ -508,7 +508,24 @@ def tcp_fastopen_register_sysctls(tcp: Tcp) -> None:
     from netstack.core.sysctl import invalid
 
     s = tcp.net.sysctl
-    s.register_int("net.ipv4.tcp_fastopen", tcp, "sysctl_tcp_fastopen", minimum=None, maximum=None)
+
+    def set_mode(text: str) -> None:
+        # proc_dointvec reads with base 0 (strtoul_lenient): 0x602 and 01002 are 1538
+        t = text.strip()
+        sign = -1 if t.startswith("-") else 1
+        t = t.lstrip("+-")
+        try:
+            if t[:2] in ("0x", "0X"):
+                value = int(t[2:], 16)
+            elif len(t) > 1 and t.startswith("0"):
+                value = int(t[1:], 8)
+            else:
+                value = int(t, 10)
+        except ValueError:
+            raise invalid("net.ipv4.tcp_fastopen") from None
+        tcp.sysctl_tcp_fastopen = sign * value
+
+    s.register("net.ipv4.tcp_fastopen", lambda: str(tcp.sysctl_tcp_fastopen), set_mode)
     s.register_int(
         "net.ipv4.tcp_fastopen_blackhole_timeout_sec",
         tcp,

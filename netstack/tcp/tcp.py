@@ -567,6 +567,10 @@ def tcp_disconnect(sk: TcpSock) -> None:
     if sk.dst_cache is not None:
         sk.dst_cache.release()
         sk.dst_cache = None
+    # clean up the Fast Open fields
+    sk.fastopen_req = None  # tcp_free_fastopen_req()
+    sk.defer_connect = False
+    sk.fastopen_client_fail = 0
     sk.sk_error_report()
 
 

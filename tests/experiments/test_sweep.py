@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import xml.dom.minidom
 from pathlib import Path
@@ -20,7 +21,6 @@ import pytest
 from netstack.cli.main import main
 from netstack.experiments.sweep import (
     DASK,
-    PROCESSES,
     SERIAL,
     Axis,
     SweepError,
@@ -121,29 +121,70 @@ def test_experiment_rows_have_the_headline_then_each_run() -> None:
     assert table[2].split()[:2] == ["1", "10"]
 
 
+def _in_a_fresh_process(code: str) -> None:
+    """Run *code* in a new interpreter: Dask's client makes asyncio loops in its own
+    threads, and trio-asyncio (imported by the asyncio tests that may share this
+    worker) replaces asyncio's loop policy for the whole process, which sweep()
+    refuses (test below). A fresh process makes these tests independent of order."""
+    pytest.importorskip("distributed")
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=TESTS,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1] == "identical"
+
+
 def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
-    distributed = pytest.importorskip("distributed")
-    serial = sweep("gre-lltx", TINY, executor=SERIAL)
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
-    ) as cluster:
-        on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
-    assert on_dask.rows == serial.rows
-    assert on_dask.to_csv() == serial.to_csv()
+    _in_a_fresh_process(
+        """
+        import distributed
+        from netstack.experiments.sweep import DASK, SERIAL, sweep
+        TINY = ["cpus=1,2", "calls=10"]
+        serial = sweep("gre-lltx", TINY, executor=SERIAL)
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster:
+            on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
+        assert on_dask.rows == serial.rows
+        assert on_dask.to_csv() == serial.to_csv()
+        print("identical")
+        """
+    )
 
 
-def test_the_command_runs_on_a_scheduler_given_by_its_address(
-    capsys: pytest.CaptureFixture[str],
+def test_the_command_runs_on_a_scheduler_given_by_its_address() -> None:
+    _in_a_fresh_process(
+        """
+        import contextlib, io, json
+        import distributed
+        from netstack.cli.main import main
+        TINY = ["cpus=1,2", "calls=10"]
+        def run(argv):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                assert main(argv) == 0
+            return json.loads(out.getvalue())
+        serial = run(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"])
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster:
+            argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
+            assert run([*argv, "--scheduler", cluster.scheduler_address]) == serial
+        print("identical")
+        """
+    )
+
+
+def test_dask_in_a_process_with_trio_asyncio_is_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    distributed = pytest.importorskip("distributed")
-    assert main(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"]) == 0
-    serial = json.loads(capsys.readouterr().out)
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster:
-        argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
-        assert main([*argv, "--scheduler", cluster.scheduler_address]) == 0
-    assert json.loads(capsys.readouterr().out) == serial
+    monkeypatch.setitem(sys.modules, "trio_asyncio", object())  # as if imported
+    with pytest.raises(SweepError, match="Dask cannot run in a process that imported"):
+        sweep("gre-lltx", TINY, executor=DASK)
 
 
 def test_dask_not_installed_is_a_clear_error(
@@ -159,17 +200,23 @@ def test_dask_not_installed_is_a_clear_error(
 
 @pytest.mark.slow
 def test_the_process_pool_and_a_two_worker_dask_cluster_give_identical_rows() -> None:
-    pytest.importorskip("distributed")
-    serial = sweep("gre-lltx", TINY, executor=SERIAL)
-    done: list[tuple[int, int]] = []
-    pool = sweep(
-        "gre-lltx", TINY, executor=PROCESSES, workers=2, done=lambda n, t: done.append((n, t))
+    _in_a_fresh_process(
+        """
+        from netstack.experiments.sweep import DASK, PROCESSES, SERIAL, sweep
+        TINY = ["cpus=1,2", "calls=10"]
+        serial = sweep("gre-lltx", TINY, executor=SERIAL)
+        done = []
+        pool = sweep(
+            "gre-lltx", TINY, executor=PROCESSES, workers=2, done=lambda n, t: done.append((n, t))
+        )
+        assert pool.rows == serial.rows
+        assert done == [(1, 2), (2, 2)]
+        # a LocalCluster of two worker processes, started and closed by sweep()
+        cluster = sweep("gre-lltx", TINY, executor=DASK, workers=2)
+        assert cluster.rows == serial.rows
+        print("identical")
+        """
     )
-    assert pool.rows == serial.rows
-    assert done == [(1, 2), (2, 2)]
-    # a LocalCluster of two worker processes, started and closed by sweep()
-    cluster = sweep("gre-lltx", TINY, executor=DASK, workers=2)
-    assert cluster.rows == serial.rows
 
 
 def test_the_plot_draws_the_headline_over_the_first_axis() -> None:

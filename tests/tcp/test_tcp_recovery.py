@@ -170,7 +170,8 @@ async def test_newreno_without_sack(lab: Lab, autojump_clock: object) -> None:
     assert got == payload
     ext = tcp_of(a.net).snmp()["TcpExt"]
     # two recoveries (frames 40, 42 and 44 are one window's, 300 another's), no RTO;
-    # each of the 4 holes sent again once, as the partial ACKs told of it
+    # 4 holes, 4 retransmissions: without SACK each partial ACK tells the next hole
+    # (RFC 6582), and on this in-order path nothing that arrived is sent again
     assert (ext.TCPRenoRecovery, ext.TCPTimeouts) == (2, 0)
     assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == ext.TCPFastRetrans == 4
     assert ext.TCPSackRecovery == 0
@@ -194,10 +195,11 @@ async def test_rto_backoff_and_recovery(lab: Lab, autojump_clock: object) -> Non
     assert got == payload
     ext = tcp_of(a.net).snmp()["TcpExt"]
     assert (ext.TCPTimeouts, ext.TCPSlowStartRetrans) == (1, 10)
-    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == 11
     assert a.net.clock.now() < 0.215
     info = tcp_get_info(sk)
-    assert info.total_retrans == 11
+    # one RTO, then exactly the 11 dropped segments again (no probe, no fast retransmit)
+    assert (ext.TCPTimeouts, ext.TCPLossProbes, ext.TCPFastRetrans) == (1, 0, 0)
+    assert info.total_retrans == tcp_of(a.net).snmp()["Tcp"].RetransSegs == 11
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
@@ -232,3 +234,26 @@ async def test_transfer_through_netem(lab: Lab, autojump_clock: object, cc: str)
         c.close()
     assert bytes(got) == payload
     assert tcp_of(a.net).snmp()["Tcp"].RetransSegs > 10
+
+
+@pytest.mark.parametrize("recovery", [0, 1])
+async def test_rack_and_the_dupthresh_fallback(
+    lab: Lab, autojump_clock: object, recovery: int
+) -> None:
+    """net.ipv4.tcp_recovery=1 (the default) detects losses with RACK (RFC 8985);
+    0 falls back to the RACK-less dupthresh scoreboard of 4.18-6.1. Both repair
+    a burst of drops byte-exact; RACK retransmits only what was dropped."""
+    a, b, pa, pb = impaired_pair(lab)
+    a.sysctl(f"net.ipv4.tcp_recovery={recovery}")
+    fwd = Impairment(seed=7, drop_list=(30, 31, 32, 60, 90, 91))
+    rev = Impairment(seed=8)
+    payload, got, _ = await transfer(a, b, pa, pb, 300_000, "reno", fwd, rev)
+    assert got == payload
+    ext = tcp_of(a.net).snmp()["TcpExt"]
+    retrans = tcp_of(a.net).snmp()["Tcp"].RetransSegs
+    # on this in-order path both retransmit exactly the six drops (RACK used to resend
+    # five more: retransmissions and new data of one virtual instant shared a stamp,
+    # and the sequence tie-break called the retransmissions older; TcpSkbCb.tx_order)
+    assert (fwd.dropped, retrans) == (6, 6)
+    assert ext.TCPLostRetransmit == 0
+    assert (ext.TCPSackRecovery, ext.TCPTimeouts) == (2, 0)

@@ -1235,7 +1235,8 @@ class Runner:
                     self.sut = t
                 sk.connect(*addr)
                 started[0] = True
-                if fd.nonblock:
+                if fd.nonblock and not getattr(sk, "defer_connect", False):
+                    # (TCP_FASTOPEN_CONNECT with a cookie: connect() is done, the SYN waits)
                     raise OSError(EINPROGRESS, "Operation now in progress")
             if not inet_stream_connect_result(sk):
                 raise _Blocked(True)
