@@ -23,9 +23,11 @@ The reordering window is 0 — RACK marks at once — while no reordering has
 been seen and either the connection is in Recovery or ``reordering`` (3)
 segments are SACKed (the "dupthresh" rule, unless ``tcp_recovery`` has
 ``TCP_RACK_NO_DUPTHRESH``); otherwise it is min_rtt/4 per step, at most
-srtt. ``tcp_recovery`` bit 0 (RACK, the default since 4.18) off keeps the
-4.x scoreboard in :mod:`netstack.tcp.input` (FACK-style ``tcp_update_scoreboard``
-and ``tcp_mark_lost_retrans``).
+srtt. With ``tcp_recovery`` bit 0 (RACK, the default since 4.18) off, SACK
+connections use the dupthresh scoreboard of 4.18–6.1 in
+:mod:`netstack.tcp.input` (``tcp_update_scoreboard``: the head is lost once
+``reordering`` segments above it are SACKed), which later 6.x kernels
+removed; NewReno is the same either way.
 
 The kernel keeps sent skbs on a list ordered by send time; here the
 retransmit queue (sequence order) is sorted by ``mstamp`` when RACK walks it
