@@ -37,11 +37,14 @@ from typing import Any, Final
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -51,6 +54,7 @@ from netstack.tcp.helpers import (
     tcp_packets_in_flight,
     tcp_rearm_rto,
     tcp_set_ca_state,
+    tcp_set_window_clamp,
     tcp_sndbuf_expand,
 )
 from netstack.tcp.output import (
@@ -70,6 +74,7 @@ from netstack.tcp.output import (
     tcp_send_synack,
     tcp_snd_wnd_test,
     tcp_space,
+    tcp_space_from_win,
     tcp_sync_mss,
     tcp_trim_head,
     tcp_win_from_space,
@@ -93,8 +98,11 @@ from netstack.tcp.recovery import (
     tcp_rack_update_reo_wnd,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_NOW,
     ICSK_ACK_PUSHED,
+    ICSK_ACK_PUSHED2,
+    ICSK_TIME_DACK,
     ICSK_TIME_PROBE0,
     ICSK_TIME_RETRANS,
     RCV_SHUTDOWN,
@@ -112,9 +120,11 @@ from netstack.tcp.sock import (
     TCP_LISTEN,
     TCP_MAX_QUICKACKS,
     TCP_MAX_WSCALE,
+    TCP_MIN_MSS,
     TCP_MSS_DEFAULT,
     TCP_NAGLE_OFF,
     TCP_NUM_SACKS,
+    TCP_RMEM_TO_WIN_SCALE,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
     TCP_TIME_WAIT,
@@ -122,6 +132,7 @@ from netstack.tcp.sock import (
     TCPCB_RETRANS,
     TCPCB_SACKED_ACKED,
     TCPCB_SACKED_RETRANS,
+    InetConnectionSockAfOps,
     RequestSock,
     TCP_CA_Disorder,
     TCP_CA_Loss,
@@ -146,20 +157,29 @@ from netstack.tcp.state import (
 from netstack.wire.tcp import (
     TCPHDR_ACK,
     TCPHDR_FIN,
+    TCPHDR_PSH,
     TCPHDR_RST,
     TCPHDR_SYN,
+    TCPHDR_URG,
+    TCPOLEN_EXP_FASTOPEN_BASE,
+    TCPOLEN_FASTOPEN_BASE,
     TCPOLEN_MSS,
     TCPOLEN_SACK_BASE,
     TCPOLEN_SACK_PERBLOCK,
     TCPOLEN_SACK_PERM,
     TCPOLEN_TIMESTAMP,
+    TCPOLEN_TSTAMP_ALIGNED,
     TCPOLEN_WINDOW,
+    TCPOPT_EXP,
+    TCPOPT_FASTOPEN,
+    TCPOPT_FASTOPEN_MAGIC,
     TCPOPT_MSS,
     TCPOPT_SACK,
     TCPOPT_SACK_PERM,
     TCPOPT_TIMESTAMP,
     TCPOPT_WINDOW,
     iter_options,
+    parse_fastopen_option,
 )
 
 __all__ = [
@@ -175,6 +195,8 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+# TCP_REMNANT: a segment with these flags may be short of a full MSS
+_TCP_REMNANT: Final = TCPHDR_FIN | TCPHDR_URG | TCPHDR_SYN | TCPHDR_PSH
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
 
@@ -242,14 +264,20 @@ class TcpOptionsReceived:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def tcp_parse_options(
-    buf: bytes | bytearray, th: int, rx: Any, estab: bool, tcb: TcpSkbCb | None = None
+    buf: bytes | bytearray,
+    th: int,
+    rx: Any,
+    estab: bool,
+    tcb: TcpSkbCb | None = None,
+    foc: Any = None,
 ) -> None:
     """Read the option area of the header at *th* into *rx* (a socket or TcpOptionsReceived).
 
     Options that only matter in a SYN (MSS, window scale, SACK-permitted) are
     skipped on an established connection; a SACK block's offset is left in
     ``tcb.sacked_off``. Lengths are checked as the kernel does; a malformed
-    option ends the walk (iter_options).
+    option ends the walk (iter_options). A SYN's Fast Open cookie (either
+    form) goes into *foc* (a ``TcpFastopenCookie``) when one is given.
 
     Kernel: net/ipv4/tcp_input.c, tcp_parse_options().
     """
@@ -268,6 +296,9 @@ def tcp_parse_options(
                 and tcb is not None
             ):
                 tcb.sacked_off = off
+        elif kind == TCPOPT_FASTOPEN or kind == TCPOPT_EXP:
+            if foc is not None and syn:
+                _fastopen_option(buf, off, size, kind, foc)
         elif estab or not syn:
             continue
         elif kind == TCPOPT_MSS:
@@ -285,6 +316,22 @@ def tcp_parse_options(
         elif kind == TCPOPT_SACK_PERM:
             if size == TCPOLEN_SACK_PERM:
                 rx.sack_ok = 1
+
+
+def _fastopen_option(buf: bytes | bytearray, off: int, size: int, kind: int, foc: Any) -> None:
+    """tcp_parse_options()'s TCPOPT_FASTOPEN and TCPOPT_EXP cases."""
+    if kind == TCPOPT_FASTOPEN:
+        length, exp, start = size - TCPOLEN_FASTOPEN_BASE, False, off + 2
+    elif (
+        size >= TCPOLEN_EXP_FASTOPEN_BASE
+        and ((buf[off + 2] << 8) | buf[off + 3]) == TCPOPT_FASTOPEN_MAGIC
+    ):
+        length, exp, start = size - TCPOLEN_EXP_FASTOPEN_BASE, True, off + 4
+    else:
+        return
+    foc.len, foc.val, foc.exp = parse_fastopen_option(
+        length, bytes(buf[start : start + length]), exp
+    )
 
 
 def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
@@ -305,65 +352,113 @@ def tcp_left_out(sk: TcpSock) -> int:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
 def tcp_init_buffer_space(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space()."""
+    """The receive window's start: the clamp at the full space less one
+    segment (``tcp_app_win``), rcv_ssthresh under it, and DRS's first
+    measure (``rcvq_space``) at ten segments.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space().
+    """
+    tcp = sk.tcp
     if not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
         tcp_sndbuf_expand(sk)
-    sk.rcvq_space_space = min(sk.rcv_wnd, TCP_INIT_CWND * sk.advmss)
-    sk.rcvq_space_time = sk.tcp.tcp_clock_us()
+    sk.rcvq_space_time = tcp.tcp_clock_us()
     sk.rcvq_space_seq = sk.copied_seq
     maxwin = tcp_full_space(sk)
+    app_win = tcp.sysctl_tcp_app_win
+    advmss = sk.advmss
     if sk.window_clamp >= maxwin:
         sk.window_clamp = maxwin
+        if app_win and maxwin > 4 * advmss:
+            sk.window_clamp = max(maxwin - (maxwin >> app_win), 4 * advmss)
+    # force reservation of one segment
+    if app_win and sk.window_clamp > 2 * advmss and sk.window_clamp + advmss > maxwin:
+        sk.window_clamp = max(2 * advmss, maxwin - advmss)
     sk.rcv_ssthresh = min(sk.rcv_ssthresh, sk.window_clamp)
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    sk.rcvq_space_space = min(sk.rcv_ssthresh, sk.rcv_wnd, TCP_INIT_CWND * advmss)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcvbuf_grow")
+def tcp_rcvbuf_grow(sk: TcpSock) -> None:
+    """Size sk_rcvbuf for twice what was read in the last RTT (plus what
+    waits out of order), up to ``tcp_rmem[2]``; the window clamp follows.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcvbuf_grow().
+    """
+    tcp = sk.tcp
+    if not tcp.sysctl_tcp_moderate_rcvbuf or sk.sk_userlocks & SOCK_RCVBUF_LOCK:
+        return
+    rcvwin = sk.rcvq_space_space << 1  # slow start: the sender may double its rate
+    if sk.out_of_order_queue:
+        rcvwin += (sk.out_of_order_queue[-1].cb.end_seq - sk.rcv_nxt) & M32
+    rcvbuf = min(tcp_space_from_win(sk, rcvwin), tcp.tcp_rmem[2])
+    if rcvbuf > sk.sk_rcvbuf:
+        sk.sk_rcvbuf = rcvbuf
+        sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_rcv_space_adjust")
 def tcp_rcv_space_adjust(sk: TcpSock) -> None:
-    """Receive-buffer auto-tuning, simplified (called as the reader copies data).
+    """Dynamic right-sizing (DRS), called as the reader copies data.
 
-    The kernel measures what the application read in one receiver RTT and
-    sizes ``sk_rcvbuf`` for twice that. Here the RTT is the socket's own
-    estimate (or none yet): when more was read in it than the last
-    measurement, the buffer grows to four times that amount (two for the
-    growth, two for the skb overhead), up to ``tcp_rmem[2]``; the window
-    clamp follows, so the window the peer sees stays what the buffer allows.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust() (simplified).
+    Once per receiver RTT (``rcv_rtt_est``), what the application read in
+    it (less what still waits in the queue) is compared with the last
+    measure; if larger it becomes the measure and the buffer grows
+    (tcp_rcvbuf_grow). Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust().
     """
-    tcp = sk.tcp
-    now = tcp.tcp_clock_us()
-    rtt = sk.rcv_rtt_est_rtt_us or (sk.srtt_us >> 3)
-    if now - sk.rcvq_space_time < rtt:
+    rtt_us = sk.rcv_rtt_est_rtt_us
+    if not rtt_us:
+        return
+    now = sk.tcp.tcp_clock_us()
+    if now - sk.rcvq_space_time < (rtt_us >> 3):
         return
     copied = (sk.copied_seq - sk.rcvq_space_seq) & M32
+    inq = (sk.rcv_nxt - sk.copied_seq) & M32
+    copied -= inq
     if copied > sk.rcvq_space_space:
         sk.rcvq_space_space = copied
-        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & SOCK_RCVBUF_LOCK:
-            rcvbuf = min(4 * copied, tcp.tcp_rmem[2])
-            if rcvbuf > sk.sk_rcvbuf:
-                sk.sk_rcvbuf = rcvbuf
-                sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
+        tcp_rcvbuf_grow(sk)
     sk.rcvq_space_seq = sk.copied_seq
     sk.rcvq_space_time = now
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_grow_window")
+@kernel("net/ipv4/tcp_input.c", "__tcp_grow_window")
+def __tcp_grow_window(sk: TcpSock, skb: SkBuff, skbtruesize: int) -> int:
+    """Kernel: net/ipv4/tcp_input.c, __tcp_grow_window()."""
+    truesize = tcp_win_from_space(sk, skbtruesize) >> 1
+    window = tcp_win_from_space(sk, sk.tcp.tcp_rmem[2]) >> 1
+    length = skb.tail - skb.data
+    while sk.rcv_ssthresh <= window:
+        if truesize <= length:
+            return 2 * sk.icsk_ack_rcv_mss
+        truesize >>= 1
+        window >>= 1
+    return 0
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_grow_window", "truesize_adjust")
 def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     """Open the offered window as data arrives (rcv_ssthresh toward window_clamp).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (the small-skb branch
-    __tcp_grow_window is folded into the truesize test).
+    Segments whose memory cost fits the buffer's payload share earn two
+    segments (at least twice their length) of window; ones with more
+    overhead earn it only while rcv_ssthresh is small (__tcp_grow_window).
+    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (skbs are linear here,
+    so truesize_adjust() keeps skb->truesize; no memory pressure).
     """
-    if sk.rcv_ssthresh < sk.window_clamp and sk.rcv_ssthresh < tcp_space(sk):
-        length = skb.tail - skb.data
-        if tcp_win_from_space(sk, skb.truesize) <= length or length >= 2 * sk.advmss:
-            incr = 2 * sk.advmss
-        else:
-            incr = 2 * sk.icsk_ack_rcv_mss
-        if incr:
-            sk.rcv_ssthresh = min(sk.rcv_ssthresh + incr, sk.window_clamp)
-            sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
+    room = min(sk.window_clamp, tcp_space(sk)) - sk.rcv_ssthresh
+    if room <= 0:
+        return
+    length = skb.tail - skb.data
+    truesize = skb.truesize
+    if tcp_win_from_space(sk, truesize) <= length:
+        incr = 2 * sk.advmss
+    else:
+        incr = __tcp_grow_window(sk, skb, truesize)
+    if incr:
+        incr = max(incr, 2 * length)
+        sk.rcv_ssthresh += min(room, incr)
+        sk.icsk_ack_quick |= 1
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_end_cwnd_reduction")
@@ -998,6 +1093,8 @@ def tcp_clean_rtx_queue(
         sack_rtt_us = now - state.first_sackt
         ca_rtt_us = now - state.last_sackt
     rtt_update = tcp_ack_update_rtt(sk, flag, seq_rtt_us, ca_rtt_us, sack_rtt_us)
+    if not q:
+        tcp_chrono_stop(sk, TCP_CHRONO_BUSY)  # everything sent was acknowledged
     if flag & FLAG_ACKED:
         flag |= FLAG_SET_XMIT_TIMER  # set the TLP or RTO timer
         if not sack_ok:
@@ -1029,7 +1126,8 @@ def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> boo
     return (
         after(ack, sk.snd_una)
         or after(ack_seq, sk.snd_wl1)
-        or (ack_seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+        # 6.x: a zero window (a receiver out of memory, ICSK_ACK_NOMEM) is taken too
+        or (ack_seq == sk.snd_wl1 and (nwin > sk.snd_wnd or not nwin))
     )
 
 
@@ -1707,41 +1805,109 @@ def tcp_in_quickack_mode(sk: TcpSock) -> bool:
     return bool(sk.icsk_ack_quick) and not sk.icsk_ack_pingpong
 
 
-@kernel("tcp_measure_rcv_mss")
+@kernel("net/ipv4/tcp_input.c", "tcp_measure_rcv_mss")
 def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
-    """The peer's segment size (GRO skbs: gso_size). Kernel: tcp_measure_rcv_mss()."""
-    length = skb.gso_size or (skb.tail - skb.data)
+    """The peer's segment size (GRO skbs: gso_size), and the payload share
+    of an skb's memory (``scaling_ratio``) that turns buffer into window.
+
+    A segment larger than the current estimate sets ``scaling_ratio`` to
+    ``len * 256 / truesize``; when that changes, the window clamp and
+    rcv_ssthresh follow the buffer's new worth (tcp_set_window_clamp).
+    Kernel: net/ipv4/tcp_input.c, tcp_measure_rcv_mss().
+    """
+    lss = sk.icsk_ack_last_seg_size
+    sk.icsk_ack_last_seg_size = 0
+    skb_len = skb.tail - skb.data
+    length = skb.gso_size or skb_len
     if length >= sk.icsk_ack_rcv_mss:
-        sk.icsk_ack_rcv_mss = min(length, sk.advmss) if sk.advmss else length
-    else:
-        length += skb.data - skb.transport_header
-        if length >= TCP_MSS_DEFAULT + 20:
-            sk.icsk_ack_rcv_mss = length - 20 if length - 20 > 0 else sk.icsk_ack_rcv_mss
-        else:
+        if length != sk.icsk_ack_rcv_mss:
+            old_ratio = sk.scaling_ratio
+            sk.scaling_ratio = ((skb_len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize) or 1
+            if old_ratio != sk.scaling_ratio:
+                tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
+                if sk.window_clamp < sk.rcv_ssthresh:
+                    sk.rcv_ssthresh = sk.window_clamp
+        sk.icsk_ack_rcv_mss = min(length, sk.advmss)
+        # one full segment with PSH: likely the end of a write; ACK once read
+        if skb.cb.tcp_flags & TCPHDR_PSH:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
+    else:
+        # the segment with its header, less the invariant header (SACK jitter aside)
+        length += skb.data - skb.transport_header
+        if length >= TCP_MSS_DEFAULT + 20 or (
+            length >= TCP_MIN_MSS + 20 and not skb.cb.tcp_flags & _TCP_REMNANT
+        ):
+            length -= sk.tcp_header_len
+            sk.icsk_ack_last_seg_size = length
+            if length == lss:
+                sk.icsk_ack_rcv_mss = length
+                return
+        if sk.icsk_ack_pending & ICSK_ACK_PUSHED:
+            sk.icsk_ack_pending |= ICSK_ACK_PUSHED2
+        sk.icsk_ack_pending |= ICSK_ACK_PUSHED
 
 
-@kernel("tcp_rcv_rtt_measure_ts")
-def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
-    """The receiver's RTT from timestamp echoes. Kernel: tcp_rcv_rtt_measure_ts()."""
-    if sk.saw_tstamp and sk.rcv_tsecr:
-        delta_ms = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
-        if delta_ms < 0x7FFFFFFF:
-            us = max(delta_ms * 1000, 1)
-            old = sk.rcv_rtt_est_rtt_us
-            sk.rcv_rtt_est_rtt_us = (
-                us if not old else min(old, us) if us < old else (old * 7 + us) >> 3
-            )
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_update")
+def tcp_rcv_rtt_update(sk: TcpSock, sample: int, win_dep: bool) -> None:
+    """The receiver's RTT estimate (<< 3): the minimum, or a slow average
+    of timestamp samples. Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_update().
+    """
+    old_sample = sk.rcv_rtt_est_rtt_us
+    m = sample << 3
+    if not old_sample or m < old_sample:
+        new_sample = m
+    else:
+        if win_dep:
+            return
+        if sk.rcv_nxt != sk.copied_seq:  # not while the receive queue holds data
+            return
+        new_sample = old_sample - (old_sample >> 3) + sample
+    sk.rcv_rtt_est_rtt_us = new_sample
 
 
-@kernel("tcp_event_data_recv")
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure")
+def tcp_rcv_rtt_measure(sk: TcpSock) -> None:
+    """Without timestamps: the time a window's worth of data takes to arrive.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
+    """
+    now = sk.tcp.tcp_clock_us()
+    if sk.rcv_rtt_est_time:
+        if before(sk.rcv_nxt, sk.rcv_rtt_est_seq):
+            return
+        tcp_rcv_rtt_update(sk, max(now - sk.rcv_rtt_est_time, 1), True)
+    sk.rcv_rtt_est_seq = (sk.rcv_nxt + sk.rcv_wnd) & M32
+    sk.rcv_rtt_est_time = now
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure_ts")
+def tcp_rcv_rtt_measure_ts(sk: TcpSock, skb: SkBuff) -> None:
+    """The receiver's RTT from a new timestamp echo on a full segment.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure_ts().
+    """
+    if sk.rcv_tsecr == sk.rcv_rtt_last_tsecr:
+        return
+    sk.rcv_rtt_last_tsecr = sk.rcv_tsecr
+    tcb: TcpSkbCb = skb.cb
+    if ((tcb.end_seq - tcb.seq) & M32) >= sk.icsk_ack_rcv_mss:
+        delta = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
+        if delta < 0x7FFFFFFF // 1000:  # tcp_rtt_tsopt_us(tp, 0)
+            if delta:
+                tcp_rcv_rtt_update(sk, delta * 1000, False)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_event_data_recv")
 def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
-    """Delayed-ACK bookkeeping for a data segment. Kernel: tcp_event_data_recv()."""
+    """Delayed-ACK bookkeeping for a data segment; the window may grow.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_event_data_recv().
+    """
     if TIMED:
         spend("tcp_event_data_recv")
     inet_csk_schedule_ack(sk)
     tcp_measure_rcv_mss(sk, skb)
-    tcp_rcv_rtt_measure_ts(sk)
+    tcp_rcv_rtt_measure(sk)
     tcp = sk.tcp
     now = sk.net.clock.jiffies
     if not sk.icsk_ack_ato:
@@ -1758,7 +1924,8 @@ def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
         elif m > sk.icsk_rto:
             tcp_incr_quickack(sk, TCP_MAX_QUICKACKS)
     sk.icsk_ack_lrcvtime = now
-    tcp_grow_window(sk, skb)
+    if skb.tail - skb.data >= 128:
+        tcp_grow_window(sk, skb)
 
 
 @kernel("tcp_dsack_set")
@@ -1771,6 +1938,29 @@ def tcp_dsack_set(sk: TcpSock, seq: int, end_seq: int) -> None:
             sk.ext.TCPDSACKOfoSent += 1
         sk.dsack = 1
         sk.duplicate_sack = [seq, end_seq]
+
+
+@kernel("tcp_sack_extend")
+def tcp_sack_extend(block: list[int], seq: int, end_seq: int) -> bool:
+    """Grow *block* by ``[seq, end_seq)`` if they touch. Kernel: tcp_sack_extend()."""
+    if not after(seq, block[1]) and not after(block[0], end_seq):
+        if before(seq, block[0]):
+            block[0] = seq
+        if after(end_seq, block[1]):
+            block[1] = end_seq
+        return True
+    return False
+
+
+@kernel("tcp_dsack_extend")
+def tcp_dsack_extend(sk: TcpSock, seq: int, end_seq: int) -> None:
+    """Another duplicate before the ACK: the D-SACK block grows if it touches,
+    else the first range stays reported. Kernel: tcp_dsack_extend().
+    """
+    if not sk.dsack:
+        tcp_dsack_set(sk, seq, end_seq)
+    else:
+        tcp_sack_extend(sk.duplicate_sack, seq, end_seq)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_sack_new_ofo_skb", "tcp_sack_maybe_coalesce")
@@ -1854,6 +2044,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         return
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
+    sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
     sk.data_segs_in += max(skb.gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
         if tcp_receive_window(sk) == 0:
@@ -1861,11 +2052,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
-            sk.ext.TCPRcvQDrop += 1
-            sk.sk_drops += 1
+            # no memory: the next ACK offers a zero window (ICSK_ACK_NOMEM)
+            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
             inet_csk_schedule_ack(sk)
-            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
-            return
+            if not sk.dead:
+                sk.sk_data_ready()
+            if sk.receive_queue and skb.tail > skb.data:
+                sk.ext.TCPRcvQDrop += 1
+                sk.sk_drops += 1
+                kfree_skb(skb, DropReason.PROTO_MEM)
+                return
+            # an empty queue takes it anyway (sk_forced_mem_schedule)
         fin = tcb.tcp_flags & TCPHDR_FIN
         _queue_rcv(sk, skb)
         if skb.tail > skb.data:
@@ -1935,6 +2132,8 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.ext.TCPOFODrop += 1
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
         return
+    tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
+    sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
     sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
     inet_csk_schedule_ack(sk)
@@ -1946,7 +2145,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     i = len(q)
     while i > 0 and ((q[i - 1].cb.seq - base) & M32) > rel:
         i -= 1
-    # an earlier skb already covers this one: a duplicate
+    # an earlier skb already covers this one: a duplicate; overlaps it: D-SACK the overlap
     if i > 0:
         prev: TcpSkbCb = q[i - 1].cb
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
@@ -1954,35 +2153,46 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
             tcp_dsack_set(sk, seq, end_seq)
             kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
-    # later skbs this one covers entirely are dropped
+        if after(prev.end_seq, seq):
+            tcp_dsack_set(sk, seq, prev.end_seq)
+    # later skbs this one covers are dropped (the first duplicate range stays reported)
     while i < len(q):
         nxt: TcpSkbCb = q[i].cb
-        if after(nxt.end_seq, end_seq) or before(nxt.seq, seq):
+        if not after(end_seq, nxt.seq):
+            break
+        if before(end_seq, nxt.end_seq):
+            tcp_dsack_extend(sk, nxt.seq, end_seq)
             break
         victim = q.pop(i)
         sk.sk_rmem_alloc -= victim.truesize
-        tcp_dsack_set(sk, nxt.seq, nxt.end_seq)
+        tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
     skb.sk = None
     q.insert(i, skb)
     sk.sk_rmem_alloc += skb.truesize
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
+    tcp_rcvbuf_grow(sk)  # 6.16+: room for what waits out of order
 
 
 @kernel("tcp_ofo_queue")
 def tcp_ofo_queue(sk: TcpSock) -> None:
     """Move what the new rcv_nxt reaches from the out-of-order queue. Kernel: tcp_ofo_queue()."""
     q = sk.out_of_order_queue
+    dsack_high = sk.rcv_nxt
     while q:
         skb = q[0]
         tcb: TcpSkbCb = skb.cb
         if after(tcb.seq, sk.rcv_nxt):
             break
+        if before(tcb.seq, dsack_high):
+            dsack = dsack_high
+            if before(tcb.end_seq, dsack_high):
+                dsack_high = tcb.end_seq
+            tcp_dsack_extend(sk, tcb.seq, dsack)
         q.pop(0)
         if not after(tcb.end_seq, sk.rcv_nxt):
             sk.sk_rmem_alloc -= skb.truesize
-            tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
             kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
         sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
@@ -2080,12 +2290,23 @@ def tcp_reset(sk: TcpSock) -> None:
         sk.sk_error_report()
 
 
-@kernel("tcp_sequence")
-def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
-    """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
-    return not before(end_seq, sk.rcv_wup) and not after(
-        seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32
-    )
+@kernel("net/ipv4/tcp_input.c", "tcp_sequence")
+def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> DropReason | None:
+    """Why the segment is outside the receive window, or None if it is not.
+
+    A segment that starts inside but ends beyond the window is taken only
+    while the receive queue is empty (6.17). Kernel: net/ipv4/tcp_input.c,
+    tcp_sequence().
+    """
+    if before(end_seq, sk.rcv_wup):
+        return DropReason.TCP_OLD_SEQUENCE
+    right = (sk.rcv_nxt + tcp_receive_window(sk)) & M32
+    if after(end_seq, right):
+        if after(seq, right):
+            return DropReason.TCP_INVALID_SEQUENCE
+        if sk.receive_queue:
+            return DropReason.TCP_INVALID_END_SEQUENCE
+    return None
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_send_dupack")
@@ -2117,17 +2338,19 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 tcp_send_dupack(sk, skb)
             kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
-    if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
+    reason = tcp_sequence(sk, tcb.seq, tcb.end_seq)
+    if reason is not None:
         if not flags & TCPHDR_RST:
             if flags & TCPHDR_SYN:
                 return _syn_challenge(sk, skb)
+            if reason in (
+                DropReason.TCP_INVALID_SEQUENCE,
+                DropReason.TCP_INVALID_END_SEQUENCE,
+            ):
+                sk.ext.BeyondWindow += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        # tcp_sequence()'s reason: ends before the window, or starts beyond it
-        if before(tcb.end_seq, sk.rcv_wup):
-            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
-        else:
-            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
+        kfree_skb(skb, reason)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
@@ -2182,6 +2405,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     elif not flags & (TCPHDR_RST | TCPHDR_SYN):
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return
+    tcp_rcv_rtt_measure_ts(sk, skb)
     tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
         tcp_data_snd_check(sk)
@@ -2229,7 +2453,8 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     buf = skb.buf
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, foc)
     sk.saw_tstamp = rx.saw_tstamp
     sk.rcv_tsval = rx.rcv_tsval
     sk.rcv_tsecr = rx.rcv_tsecr
@@ -2270,6 +2495,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if rx.saw_tstamp:
             sk.tstamp_ok = True
             sk.tcp_header_len = 32
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
             sk.ts_recent = rx.rcv_tsval
             sk.ts_recent_stamp = sk.tcp.seconds()
         else:
@@ -2282,6 +2508,17 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         sk.copied_seq = sk.rcv_nxt
         sk.max_window = max(sk.max_window, sk.snd_wnd)
         tcp_finish_connect(sk)
+        fastopen_fail = (sk.syn_fastopen or sk.syn_data) and tcp_rcv_fastopen_synack(sk, skb, foc)
+        if fastopen_fail:  # the SYN's data goes again, and carries the ACK
+            consume_skb(skb)
+            return 0
+        if _fastopen.tcp_fastopen_write_pending(sk):
+            # "Save one ACK": the blocked writer's data will carry it
+            inet_csk_schedule_ack(sk)
+            tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)
+            inet_csk_reset_xmit_timer(sk, ICSK_TIME_DACK, sk.tcp.TCP_DELACK_MAX, sk.tcp.TCP_RTO_MAX)
+            consume_skb(skb)
+            return 0
         tcp_send_ack(sk)
         consume_skb(skb)
         tcp_data_snd_check(sk)
@@ -2355,6 +2592,13 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         return 0
     if state == TCP_SYN_SENT:
         return tcp_rcv_synsent_state_process(sk, skb)
+    req = sk.fastopen_rsk
+    if req is not None:
+        from netstack.tcp.minisocks import tcp_check_req_fastopen
+
+        if not tcp_check_req_fastopen(sk, skb, req):
+            kfree_skb(skb, DropReason.TCP_FASTOPEN)
+            return 0
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += 1
     if not tcp_validate_incoming(sk, skb):
@@ -2379,12 +2623,21 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     th = skb.transport_header
     buf = skb.buf
     if state == TCP_SYN_RECV:
+        sk.delivered += 1  # the SYN-ACK's delivery is not tracked in tcp_ack()
+        if req is not None:
+            if not sk.srtt_us:
+                tcp_synack_rtt_meas(sk, req)
+            tcp_rcv_synrecv_state_fastopen(sk)
         tcp_set_state(sk, TCP_ESTABLISHED)
         sk.ever_connected = True
         sk.snd_una = tcb.ack_seq
         sk.snd_wnd = ((buf[th + 14] << 8) | buf[th + 15]) << sk.snd_wscale
         sk.snd_wl1 = tcb.seq
         sk.max_window = max(sk.max_window, sk.snd_wnd)
+        if sk.tstamp_ok:
+            # the advertised MSS leaves room for the option (before
+            # tcp_init_buffer_space, which sizes rcv_space/window_clamp by it)
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
         if sk.parent is None and not sk.icsk_ca_initialized:
             tcp_init_transfer(sk)  # simultaneous open
         elif not sk.icsk_ca_initialized:
@@ -2396,6 +2649,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if not sk.dead:
             sk_state_change(sk)
     elif state == TCP_FIN_WAIT1:
+        if req is not None:
+            tcp_rcv_synrecv_state_fastopen(sk)
         if sk.snd_una == sk.write_seq:
             tcp_set_state(sk, TCP_FIN_WAIT2)
             sk.sk_shutdown |= SEND_SHUTDOWN
@@ -2463,7 +2718,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
-def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
+def tcp_conn_request(
+    sk: TcpSock, skb: SkBuff, af_ops: InetConnectionSockAfOps | None = None
+) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
     or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
@@ -2482,7 +2739,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if TIMED:
         spend("tcp_conn_request")
     tcp = sk.tcp
-    ops: Any = af_ops if af_ops is not None else sk.af_ops
+    ops = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
     isn = tcb.tw_isn
     syncookies = tcp.sysctl_tcp_syncookies
@@ -2504,7 +2761,8 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
     rx.mss_clamp = TCP_MSS_DEFAULT
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, None if want_cookie else foc)
     if want_cookie and not rx.saw_tstamp:
         rx.sack_ok = 0  # tcp_clear_options(): the options need the timestamp to come back
         rx.wscale_ok = False
@@ -2570,6 +2828,20 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
+    from netstack.tcp.minisocks import inet_csk_reqsk_queue_add, tcp_try_fastopen
+
+    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
+    req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
+    if fastopen_sk is not None:
+        req.snt_synack = tcp.tcp_clock_us()
+        ops.send_synack(fastopen_sk, req, rt)
+        req.fastopen_cookie = None
+        rt.release()
+        # the child goes straight onto the accept queue
+        inet_csk_reqsk_queue_add(sk, req, fastopen_sk)
+        sk.sk_data_ready()
+        consume_skb(skb)
+        return 0
     if not want_cookie:  # inet_csk_reqsk_queue_hash_add()
         key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
         tcp.hashinfo.ehash[key] = req
@@ -2579,6 +2851,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
         sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
+    req.fastopen_cookie = None  # retransmitted SYN-ACKs carry no cookie
     rt.release()
     if not want_cookie:
         req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
@@ -2621,7 +2894,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
 
         inet_csk_reqsk_queue_drop(listener, req)
         return
-    ops: Any = req.af_specific
+    ops = req.af_specific
     req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1
@@ -2726,3 +2999,83 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
     else:
         return
     tcp_err_report(sk, err, fatal)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_synrecv_state_fastopen")
+def tcp_rcv_synrecv_state_fastopen(sk: TcpSock) -> None:
+    """The ACK of a Fast Open child's SYN-ACK: the request is released.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_synrecv_state_fastopen().
+    """
+    req = sk.fastopen_rsk
+    sk.icsk_retransmits = 0
+    if not sk.retrans_out:  # tcp_retrans_stamp_cleanup(): nothing was retransmitted
+        sk.retrans_stamp = 0
+    if req is not None:
+        _fastopen.reqsk_fastopen_remove(sk, req, False)
+    tcp_rearm_rto(sk)
+
+
+@kernel("tcp_synack_rtt_meas")
+def tcp_synack_rtt_meas(sk: TcpSock, req: RequestSock) -> None:
+    """The handshake's RTT from the SYN-ACK not resent. Kernel: tcp_synack_rtt_meas()."""
+
+    rtt_us = -1
+    if not req.num_retrans and req.snt_synack >= 0:
+        rtt_us = max(sk.tcp.tcp_clock_us() - req.snt_synack, 1)
+    if rtt_us > 0:
+        tcp_ack_update_rtt(sk, 0x10, rtt_us, -1)  # FLAG_SYN_ACKED
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_fastopen_synack")
+def tcp_rcv_fastopen_synack(
+    sk: TcpSock, synack: SkBuff, cookie: _fastopen.TcpFastopenCookie
+) -> bool:
+    """The SYN-ACK of a Fast Open SYN: cache its cookie and MSS; resend data it did
+    not acknowledge (returns True then: the data carries the ACK).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_fastopen_synack().
+    """
+    data = sk.rtx_queue[0] if sk.syn_data and sk.rtx_queue else None
+    mss = sk.mss_clamp
+    try_exp = 0
+    syn_drop = False
+    if mss == sk.user_mss:
+        opt = TcpOptionsReceived()
+        tcp_parse_options(synack.buf, synack.transport_header, opt, False)
+        mss = opt.mss_clamp
+    if not sk.syn_fastopen:
+        cookie.len = -1  # an unsolicited cookie is ignored
+    elif sk.total_retrans:
+        syn_drop = cookie.len < 0 and data is not None
+    elif cookie.len < 0 and not sk.syn_data:
+        try_exp = 2 if sk.syn_fastopen_exp else 1
+    _fastopen.tcp_fastopen_cache_set(sk, mss, cookie, syn_drop, try_exp)
+    if data is not None:
+        sk.fastopen_client_fail = (
+            _fastopen.TFO_SYN_RETRANSMITTED if sk.total_retrans else _fastopen.TFO_DATA_NOT_ACKED
+        )
+        for skb in list(sk.rtx_queue):
+            tcp_mark_skb_lost(sk, skb)
+        # tcp_non_congestion_loss_retransmit()
+        if sk.icsk_ca_state != 4:  # TCP_CA_Loss
+            sk.high_seq = sk.snd_nxt
+            sk.snd_ssthresh = tcp_current_ssthresh(sk)
+            sk.prior_ssthresh = 0
+            sk.undo_marker = 0
+            tcp_set_ca_state(sk, 4)
+        tcp_xmit_retransmit_queue(sk)
+        sk.ext.TCPFastOpenActiveFail += 1
+        return True
+    sk.syn_data_acked = sk.syn_data
+    if sk.syn_data_acked:
+        sk.ext.TCPFastOpenActive += 1
+        if sk.delivered > 1:  # SYN-data is counted as two packets in tcp_ack()
+            sk.delivered -= 1
+    from netstack.tcp.minisocks import tcp_fastopen_add_skb
+
+    tcp_fastopen_add_skb(sk, synack)
+    return False

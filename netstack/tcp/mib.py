@@ -112,6 +112,13 @@ TCPEXT_FIELDS: Final = (
     "TCPOFOMerge",
     "TCPChallengeACK",
     "TCPSYNChallenge",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenBlackhole",
     "TCPSpuriousRtxHostQueues",
     "TCPAutoCorking",
     "TCPFromZeroWindowAdv",
@@ -139,6 +146,8 @@ TCPEXT_FIELDS: Final = (
     "TcpTimeoutRehash",
     "TCPDSACKRecvSegs",
     "TCPDSACKIgnoredDubious",
+    "TCPFastOpenPassiveAltKey",
+    "BeyondWindow",
 )
 
 
@@ -253,6 +262,13 @@ class TcpExtMib(Mib):
     TCPOFOMerge: int
     TCPChallengeACK: int
     TCPSYNChallenge: int
+    TCPFastOpenActive: int
+    TCPFastOpenActiveFail: int
+    TCPFastOpenPassive: int
+    TCPFastOpenPassiveFail: int
+    TCPFastOpenListenOverflow: int
+    TCPFastOpenCookieReqd: int
+    TCPFastOpenBlackhole: int
     TCPSpuriousRtxHostQueues: int
     TCPAutoCorking: int
     TCPFromZeroWindowAdv: int
@@ -280,3 +296,5 @@ class TcpExtMib(Mib):
     TcpTimeoutRehash: int
     TCPDSACKRecvSegs: int
     TCPDSACKIgnoredDubious: int
+    TCPFastOpenPassiveAltKey: int
+    BeyondWindow: int

@@ -36,10 +36,16 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
+    TCP_CHRONO_RWND_LIMITED,
+    TCP_CHRONO_SNDBUF_LIMITED,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_start,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -50,6 +56,7 @@ from netstack.tcp.helpers import (
     tcp_rto_delta,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
     ICSK_ACK_TIMER,
@@ -62,10 +69,13 @@ from netstack.tcp.sock import (
     MAX_TCP_WINDOW,
     TCP_CA_CWR,
     TCP_CLOSE,
+    TCP_CLOSE_WAIT,
+    TCP_ESTABLISHED,
     TCP_MAX_WSCALE,
     TCP_NAGLE_CORK,
     TCP_NAGLE_OFF,
     TCP_NAGLE_PUSH,
+    TCP_RMEM_TO_WIN_SCALE,
     TCPCB_EVER_RETRANS,
     TCPCB_LOST,
     TCPCB_RETRANS,
@@ -91,6 +101,7 @@ from netstack.wire.tcp import (
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
     TcpOutOptions,
+    fastopen_option_space,
 )
 
 if TYPE_CHECKING:
@@ -328,13 +339,31 @@ def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
 # -- windows ------------------------------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "__tcp_win_from_space")
+def __tcp_win_from_space(scaling_ratio: int, space: int) -> int:
+    """Kernel: include/net/tcp.h, __tcp_win_from_space()."""
+    return (space * scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+
+
 @kernel("include/net/tcp.h", "tcp_win_from_space")
 def tcp_win_from_space(sk: TcpSock, space: int) -> int:
-    """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
-    scale = sk.tcp.sysctl_tcp_adv_win_scale
-    if scale <= 0:
-        return space >> -scale
-    return space - (space >> scale)
+    """The part of a buffer offered as window: ``space * scaling_ratio / 256``.
+
+    ``scaling_ratio`` is the payload share of the memory an skb costs
+    (``skb->len / skb->truesize``), 50 % until a segment was measured
+    (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
+    Kernel: include/net/tcp.h, tcp_win_from_space().
+    """
+    return __tcp_win_from_space(sk.scaling_ratio, space)
+
+
+@kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
+def tcp_space_from_win(sk: TcpSock, win: int) -> int:
+    """The buffer a window needs (the inverse of tcp_win_from_space()).
+
+    Kernel: include/net/tcp.h, tcp_space_from_win() / __tcp_space_from_win().
+    """
+    return (win << TCP_RMEM_TO_WIN_SCALE) // sk.scaling_ratio
 
 
 @kernel("tcp_space")
@@ -384,9 +413,8 @@ def tcp_select_initial_window(
         rmem_max = sk.net.rmem_max if ipv4 is not None else 0
         space = max(space, tcp.tcp_rmem[2], rmem_max)
         space = min(space, window_clamp)
-        while space > U16_MAX and rcv_wscale < TCP_MAX_WSCALE:
-            space >>= 1
-            rcv_wscale += 1
+        # clamp_t(int, ilog2(space) - 15, 0, TCP_MAX_WSCALE)
+        rcv_wscale = min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
     window_clamp = min(U16_MAX << rcv_wscale, window_clamp)
     return rcv_wnd, window_clamp, rcv_wscale
 
@@ -433,6 +461,12 @@ def tcp_select_window(sk: TcpSock) -> int:
     Returns the scaled value for the header. Kernel: tcp_select_window().
     """
     old_win = sk.rcv_wnd
+    if sk.icsk_ack_pending & ICSK_ACK_NOMEM:
+        # a segment was refused for lack of memory: offer a zero window now
+        sk.pred_flags = 0
+        sk.rcv_wnd = 0
+        sk.rcv_wup = sk.rcv_nxt
+        return 0
     cur_win = tcp_receive_window(sk)
     new_win = __tcp_select_window(sk)
     wscale = sk.rcv_wscale
@@ -513,6 +547,8 @@ def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
         opts.ws = sk.rcv_wscale
     if tcp.sysctl_tcp_sack:
         opts.sack_perm = True
+    if sk.fastopen_req is not None:
+        opts.fastopen = _fastopen.tcp_syn_options_fastopen(sk, MAX_TCP_OPTION_SPACE - opts.size())
     return opts
 
 
@@ -769,6 +805,8 @@ def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.write_seq = tcb.end_seq
     sk.write_queue.append(skb)
     sk.sk_wmem_queued += skb.truesize
+    if len(sk.write_queue) == 1:  # tcp_add_write_queue_tail(): a new send head
+        tcp_chrono_start(sk, TCP_CHRONO_BUSY)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_adjust_pcount")
@@ -1023,6 +1061,13 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
             and sk.net.clock.jiffies - sk.snd_cwnd_stamp >= sk.icsk_rto
         ):
             tcp_cwnd_application_limited(sk)
+        # the application hits the send buffer: nothing left to send, a writer waits
+        if (
+            not sk.write_queue
+            and sk.sk_socket_nospace
+            and sk.state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT)
+        ):
+            tcp_chrono_start(sk, TCP_CHRONO_SNDBUF_LIMITED)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_cwnd_application_limited")
@@ -1097,6 +1142,10 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
         sent_pkts += tcb.pcount
         if push_one:
             break
+    if is_rwnd_limited:
+        tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)
+    else:
+        tcp_chrono_stop(sk, TCP_CHRONO_RWND_LIMITED)
     is_cwnd_limited |= tcp_packets_in_flight(sk) >= sk.snd_cwnd
     if sent_pkts or is_cwnd_limited:
         tcp_cwnd_validate(sk, is_cwnd_limited)
@@ -1516,7 +1565,11 @@ def tcp_connect(sk: TcpSock) -> int:
     sk.sk_wmem_queued += skb.truesize
     sk.packets_out += 1
     sk.rtx_queue.append(skb)
-    err = tcp_transmit_skb(sk, skb, True)
+    # send off the SYN; with Fast Open, with data
+    if sk.fastopen_req is not None:
+        err = tcp_send_syn_data(sk, skb)
+    else:
+        err = tcp_transmit_skb(sk, skb, True)
     if err == -111:  # -ECONNREFUSED
         return err
     sk.snd_nxt = sk.write_seq
@@ -1566,6 +1619,10 @@ def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
         opts.ts = ((tsval_ms + req.ts_off) & M32, req.ts_recent)
     if req.sack_ok:
         opts.sack_perm = True
+    foc = req.fastopen_cookie
+    if foc is not None and foc.len >= 0:
+        if MAX_TCP_OPTION_SPACE - opts.size() >= fastopen_option_space(foc.len, foc.exp):
+            opts.fastopen = foc.option()
     hlen = 20 + opts.size()
     skb.data -= hlen
     th = skb.data
@@ -1796,3 +1853,73 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
         idx = q.index(skb) + 1
     if rearm_timer:
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_send_syn_data")
+def tcp_send_syn_data(sk: TcpSock, syn: SkBuff) -> int:
+    """Send the SYN with data when a cookie allows it, else a SYN asking for a cookie.
+
+    *syn* is the SYN skb, already in the retransmit queue. With data, a copy
+    carrying the data goes out as the SYN and stays queued as a data skb after
+    it (its sequence past the SYN, flags ACK|PSH), both for retransmission.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_syn_data().
+    """
+    fo = sk.fastopen_req
+    assert fo is not None
+    sk.mss_clamp = sk.advmss  # if no MSS is cached
+    ok, cached_mss = _fastopen.tcp_fastopen_cookie_check(sk, fo.cookie)
+    if cached_mss:
+        sk.mss_clamp = cached_mss
+    err = 0
+    if ok:
+        sk.mss_clamp = tcp_mss_clamp(sk, sk.mss_clamp)
+        tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
+        # __tcp_mtu_to_mss() less the whole option space: room for middleboxes' options
+        mss_now = min(sk.icsk_pmtu_cookie - sk.af_ops.net_header_len - 20, sk.mss_clamp)
+        mss_now = max(mss_now - sk.icsk_ext_hdr_len, sk.tcp.sysctl_tcp_min_snd_mss)
+        space = min(mss_now - MAX_TCP_OPTION_SPACE, fo.size)
+        data = fo.data if fo.data is not None else b""
+        syn_data = tcp_stream_alloc_skb(sk)
+        scb: TcpSkbCb = syn.cb
+        dcb = TcpSkbCb(scb.seq, scb.end_seq, scb.tcp_flags)
+        syn_data.cb = dcb
+        if space > 0:
+            buf = syn_data.buf
+            if syn_data.tail != len(buf):
+                del buf[syn_data.tail :]
+            buf += data[:space]
+            syn_data.tail += space
+            syn_data.truesize += space
+        else:
+            space = 0
+        if space == fo.size:
+            fo.data = None  # nothing left for after the handshake
+        fo.copied = space
+        # tcp_connect_queue_skb()
+        dcb.end_seq = (dcb.end_seq + space) & M32
+        sk.sk_wmem_queued += syn_data.truesize
+        sk.write_seq = dcb.end_seq
+        sk.packets_out += 1
+        err = tcp_transmit_skb(sk, syn_data, True)
+        dcb.seq = (dcb.seq + 1) & M32
+        dcb.tcp_flags = TCPHDR_ACK | TCPHDR_PSH
+        if not err:
+            sk.syn_data = fo.copied > 0
+            sk.rtx_queue.append(syn_data)
+            sk.ext.TCPOrigDataSent += 1
+            fo.cookie.len = -1  # no Fast Open option on SYN retransmissions
+            return 0
+        sk.write_queue.append(syn_data)  # not sent: it waits in the write queue
+        sk.packets_out -= 1
+    # fallback: a plain SYN with a cookie request
+    if fo.cookie.len > 0:
+        fo.cookie.len = 0
+    err = tcp_transmit_skb(sk, syn, True)
+    if err:
+        sk.syn_fastopen = False
+    fo.cookie.len = -1
+    return err

@@ -48,6 +48,7 @@ from netstack.tcp.sock import (
     TCP_LISTEN,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
+    RequestSock,
     TCP_CA_Disorder,
     TCP_CA_Loss,
     TCP_CA_Recovery,
@@ -151,6 +152,10 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
     if TIMED:
         spend("tcp_retransmit_timer")
     tcp = sk.tcp
+    req = sk.fastopen_rsk
+    if req is not None:  # a Fast Open child: only its SYN-ACK goes again before the ACK
+        tcp_fastopen_synack_timer(sk, req)
+        return
     if not sk.packets_out or not sk.rtx_queue:
         return
     if (
@@ -299,3 +304,37 @@ def tcp_keepalive_timer(sk: TcpSock) -> None:
     else:
         elapsed_t = elapsed_t - idle
     inet_csk_reset_keepalive_timer(sk, elapsed_t)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_fastopen_synack_timer")
+def tcp_fastopen_synack_timer(sk: TcpSock, req: RequestSock) -> None:
+    """A Fast Open child's SYN-ACK timed out: resend it with back-off, or give up.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_fastopen_synack_timer().
+    """
+    from netstack.tcp.helpers import inet_csk_reset_xmit_timer
+    from netstack.tcp.input import tcp_enter_loss
+
+    tcp = sk.tcp
+    tcp.ext.TCPTimeouts += 1  # tcp_syn_ack_timeout()
+    max_retries = tcp.sysctl_tcp_synack_retries + 1  # one more for Fast Open
+    if req.num_timeout >= max_retries:
+        tcp_write_err(sk)
+        return
+    if sk.icsk_retransmits == 1:
+        tcp_enter_loss(sk)
+    ops = req.af_specific
+    if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
+        tcp.mib.RetransSegs += 1
+        tcp.ext.TCPSynRetrans += 1
+        req.num_retrans += 1
+    req.num_timeout += 1
+    sk.icsk_retransmits += 1
+    if not sk.retrans_stamp:
+        sk.retrans_stamp = tcp.tcp_time_stamp_ms()
+    inet_csk_reset_xmit_timer(
+        sk, ICSK_TIME_RETRANS, min(req.timeout << req.num_timeout, tcp.TCP_RTO_MAX), tcp.TCP_RTO_MAX
+    )
