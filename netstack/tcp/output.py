@@ -694,6 +694,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
         tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
         tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
+        sk.tx_order += 1
+        tcb.tx_order = sk.tx_order
     return err
 
 
@@ -858,6 +860,7 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     btcb.in_flight = tcb.in_flight
     btcb.tsorted = tcb.tsorted
     btcb.tx_delivered = tcb.tx_delivered
+    btcb.tx_order = tcb.tx_order
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount
     tcp_set_skb_tso_segs(skb, mss_now)
