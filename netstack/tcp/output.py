@@ -692,10 +692,10 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
-        sk.tx_order += 1
-        tcb.tx_order = sk.tx_order
         tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
         tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
+        sk.tx_order += 1
+        tcb.tx_order = sk.tx_order
     return err
 
 
@@ -857,10 +857,10 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     tcb.tcp_flags &= ~(TCPHDR_FIN | TCPHDR_PSH)  # only the second part keeps them
     btcb.sacked = tcb.sacked
     btcb.mstamp = tcb.mstamp
-    btcb.tx_order = tcb.tx_order
     btcb.in_flight = tcb.in_flight
     btcb.tsorted = tcb.tsorted
     btcb.tx_delivered = tcb.tx_delivered
+    btcb.tx_order = tcb.tx_order
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount
     tcp_set_skb_tso_segs(skb, mss_now)

@@ -23,9 +23,11 @@ The reordering window is 0 — RACK marks at once — while no reordering has
 been seen and either the connection is in Recovery or ``reordering`` (3)
 segments are SACKed (the "dupthresh" rule, unless ``tcp_recovery`` has
 ``TCP_RACK_NO_DUPTHRESH``); otherwise it is min_rtt/4 per step, at most
-srtt. ``tcp_recovery`` bit 0 (RACK, the default since 4.18) off keeps the
-4.x scoreboard in :mod:`netstack.tcp.input` (FACK-style ``tcp_update_scoreboard``
-and ``tcp_mark_lost_retrans``).
+srtt. With ``tcp_recovery`` bit 0 (RACK, the default since 4.18) off, SACK
+connections use the dupthresh scoreboard of 4.18–6.1 in
+:mod:`netstack.tcp.input` (``tcp_update_scoreboard``: the head is lost once
+``reordering`` segments above it are SACKed), which later 6.x kernels
+removed; NewReno is the same either way.
 
 The kernel keeps sent skbs on a list ordered by send time; here the
 retransmit queue (sequence order) is sorted by ``mstamp`` when RACK walks it
@@ -114,15 +116,19 @@ def tcp_min_rtt(sk: TcpSock) -> int:
     return sk.rtt_min or U32
 
 
-def _sent_after(t1: int, t2: int, order1: int, order2: int, seq1: int, seq2: int) -> bool:
+def _sent_after(t1: int, o1: int, seq1: int, t2: int, o2: int, seq2: int) -> bool:
     """tcp_skb_sent_after(): later in time, or the same time and later in sequence.
 
-    Between the two, the transmit order (TcpSkbCb.tx_order): transmissions of
-    one virtual instant share a stamp that the kernel's clock would have told
-    apart (a retransmission made on one ACK after new data sent on an earlier
-    one is not "sent before" it because its sequence is lower).
+    netstack: virtual time does not pass between two ACKs processed in the
+    same instant, so skbs the kernel would stamp a few µs apart share a
+    stamp; the send order (``TcpSkbCb.tx_order``) breaks such ties before
+    the sequence does (within one burst both orders agree).
     """
-    return t1 > t2 or (t1 == t2 and (order1 > order2 or (order1 == order2 and after(seq1, seq2))))
+    if t1 != t2:
+        return t1 > t2
+    if o1 != o2:
+        return o1 > o2
+    return after(seq1, seq2)
 
 
 # -- the scoreboard's loss mark (tcp_input.c) --------------------------------------------------
@@ -205,9 +211,9 @@ def tcp_rack_detect_loss(sk: TcpSock) -> int:
     reo_timeout = 0
     reo_wnd = tcp_rack_reo_wnd(sk)
     rack_mstamp = sk.rack_mstamp
+    rack_order = sk.rack_tx_order
     rack_end_seq = sk.rack_end_seq
-    rack_tx_order = sk.rack_tx_order
-    # tsorted_sent_queue: in order of (re)transmission
+    # tsorted_sent_queue: the send order (stable: a split skb's parts stay in order)
     for skb in sorted(sk.rtx_queue, key=lambda s: (s.cb.mstamp, s.cb.tx_order)):
         tcb: TcpSkbCb = skb.cb
         if not tcb.tsorted:
@@ -216,7 +222,7 @@ def tcp_rack_detect_loss(sk: TcpSock) -> int:
         if tcb.sacked & TCPCB_LOST and not tcb.sacked & TCPCB_SACKED_RETRANS:
             continue
         if not _sent_after(
-            rack_mstamp, tcb.mstamp, rack_tx_order, tcb.tx_order, rack_end_seq, tcb.end_seq
+            rack_mstamp, rack_order, rack_end_seq, tcb.mstamp, tcb.tx_order, tcb.end_seq
         ):
             break
         remaining = tcp_rack_skb_timeout(sk, tcb, reo_wnd)
@@ -252,11 +258,14 @@ def tcp_rack_mark_lost(sk: TcpSock) -> bool:
 
 
 @kernel("net/ipv4/tcp_recovery.c", "tcp_rack_advance")
-def tcp_rack_advance(sk: TcpSock, sacked: int, end_seq: int, xmit_time: int, tx_order: int) -> None:
+def tcp_rack_advance(
+    sk: TcpSock, sacked: int, end_seq: int, xmit_time: int, tx_order: int = 0
+) -> None:
     """An skb sent at *xmit_time* was (s)acked: RACK.xmit_time/end_seq/rtt follow it.
 
     A retransmitted skb acknowledged sooner than min_rtt after the
     retransmission may have been the original's delivery: it is not used.
+    *tx_order* is the skb's place in the send order (see :func:`_sent_after`).
 
     Kernel: net/ipv4/tcp_recovery.c, tcp_rack_advance().
     """
@@ -265,10 +274,10 @@ def tcp_rack_advance(sk: TcpSock, sacked: int, end_seq: int, xmit_time: int, tx_
         return
     sk.rack_advanced = True
     sk.rack_rtt_us = rtt_us
-    if _sent_after(xmit_time, sk.rack_mstamp, tx_order, sk.rack_tx_order, end_seq, sk.rack_end_seq):
+    if _sent_after(xmit_time, tx_order, end_seq, sk.rack_mstamp, sk.rack_tx_order, sk.rack_end_seq):
         sk.rack_mstamp = xmit_time
-        sk.rack_end_seq = end_seq
         sk.rack_tx_order = tx_order
+        sk.rack_end_seq = end_seq
 
 
 @kernel("net/ipv4/tcp_recovery.c", "tcp_rack_reo_timeout")

@@ -242,7 +242,7 @@ async def test_rack_and_the_dupthresh_fallback(
 ) -> None:
     """net.ipv4.tcp_recovery=1 (the default) detects losses with RACK (RFC 8985);
     0 falls back to the RACK-less dupthresh scoreboard of 4.18-6.1. Both repair
-    a burst of drops byte-exact; RACK retransmits only what was dropped."""
+    a burst of drops byte-exact, retransmitting only what was dropped."""
     a, b, pa, pb = impaired_pair(lab)
     a.sysctl(f"net.ipv4.tcp_recovery={recovery}")
     fwd = Impairment(seed=7, drop_list=(30, 31, 32, 60, 90, 91))
