@@ -157,6 +157,9 @@ async def test_fastopen_connect_defers_the_syn(lab: Lab, autojump_clock: object)
         c2.setsockopt(SOL_TCP, TCP_FASTOPEN_CONNECT, 1)
         assert c2.getsockopt(SOL_TCP, TCP_FASTOPEN_CONNECT) == 1
         await c2.connect(("10.0.0.2", PORT))  # a cookie: connect() returns, nothing sent
+        sk2 = c2.sock
+        assert isinstance(sk2, TcpSock)
+        assert sk2.state_name == "SYN-SENT" and sk2.writable()  # tcp_poll: EPOLLOUT
         await trio.sleep(0.5)
         assert fo_options(cap.frames) == []
         assert await c2.send(b"hello") == 5
