@@ -19,10 +19,13 @@ points are done.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from netstack.cli.experiment import _left
 from netstack.experiments.sweep import (
     DASK,
     PROCESSES,
@@ -83,9 +86,9 @@ def add_sweep_parser(sub: Any) -> argparse.ArgumentParser:
     s: argparse.ArgumentParser = sub.add_parser(
         "sweep",
         help="run an experiment or a lab function over a grid of parameters",
-        description="Run an experiment (or a lab function, package.module:function) "
-        "once per point of a grid of its parameters, on a local process pool or on Dask, "
-        "and print a table of the results.",
+        description="Run an experiment (or a lab function, package.module:function)\n"
+        "once per point of a grid of its parameters, on a local process pool or\n"
+        "on Dask, and print a table of the results.",
         epilog=SWEEP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -122,15 +125,26 @@ def run_sweep_command(
         parser.error(f"argument --workers: must be at least 1, got {args.workers}")
     if args.plot and Path(args.plot).suffix.lower() != ".svg":
         parser.error(f"argument --plot: {Path(args.plot).name}: a sweep's plot is FILE.svg")
+    if args.plot and not axes:
+        parser.error("argument --plot: a plot needs an axis (NAME=V1,V2,…) to draw over")
     executor = SERIAL if args.serial else DASK if args.dask or args.scheduler else PROCESSES
     label = f"sweep {target}"
-    progress = Progress(1, label)
+    progress = Progress(1, label, counts=False)
+    started = time.monotonic()
 
     def done(n: int, total: int) -> None:
+        # wall time only estimates what is left; no figure depends on it
+        left = (time.monotonic() - started) / n * (total - n)
         progress.total = total
-        progress.note = f"{n} of {total} points"
+        progress.note = f"{n} of {total} points, {_left(left)}"
         progress.update(n)
 
+    here = os.getcwd()
+    # `netstack sweep mylabs:bench` finds mylabs.py here, as `python -m` would (pool
+    # workers inherit sys.path when they start; Dask workers elsewhere need the module)
+    added = "" not in sys.path and here not in sys.path
+    if added:
+        sys.path.insert(0, here)
     try:
         with progress:
             result = sweep(
@@ -148,6 +162,9 @@ def run_sweep_command(
         parser.error(str(e))
     except ValueError as e:  # the experiment refused a value (cpus out of range…)
         parser.error(f"argument AXIS: {e}")
+    finally:
+        if added:
+            sys.path.remove(here)
     try:
         return _output(result, args, json_dest)
     except SweepError as e:

@@ -1023,12 +1023,14 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     if dst is not None:
         skb.dst = None
         dst.release()
-    d = skb.__dict__
-    if d:
-        d.pop("tstamp", None)
-        d.pop("cb", None)
-        if xnet:
-            d.pop("mark", None)
+    # back to the class defaults; tested one by one, since reading skb.__dict__
+    # would give every scrubbed skb a dictionary
+    if skb.tstamp:
+        del skb.tstamp
+    if skb.cb is not None:
+        del skb.cb
+    if xnet and skb.mark:
+        del skb.mark
     # Since 4.19 (9c4c325252c5, "skbuff: preserve sock reference when
     # scrubbing the skb") crossing a namespace keeps skb->sk: a veth peer's
     # queue still counts against the sender's socket (TSQ, autocorking) until

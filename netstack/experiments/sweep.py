@@ -57,7 +57,9 @@ import itertools
 import json
 import math
 import multiprocessing
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
@@ -331,7 +333,8 @@ class SweepResult:
         """A plain-text table of *columns* (default: :meth:`default_columns`)."""
         cols = list(columns) if columns is not None else list(self.default_columns())
         heads = [f"{c} ({self.units[c]})" if self.units.get(c) else c for c in cols]
-        cells = [[_cell(row.get(c)) for c in cols] for row in self.rows]
+        places = [_places([row.get(c) for row in self.rows]) for c in cols]
+        cells = [[_cell(row.get(c), places[i]) for i, c in enumerate(cols)] for row in self.rows]
         widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
         numeric = [all(isinstance(row.get(c), int | float) for row in self.rows) for c in cols]
 
@@ -365,14 +368,34 @@ class SweepResult:
         }
         return json.dumps(data, indent=2)
 
+    @classmethod
+    def from_json(cls, text: str) -> SweepResult:
+        """The result :meth:`to_json` wrote (the docs plot committed sweeps from it)."""
+        data = json.loads(text)
+        axes = tuple(Axis(n, tuple(v)) for n, v in data["axes"].items())
+        rows = tuple(dict(r) for r in data["rows"])
+        return cls(data["target"], axes, rows, data["units"], tuple(data["headline"]))
 
-def _cell(v: Value | None) -> str:
+
+def _places(values: Sequence[Value | None]) -> int | None:
+    """Decimal places of a column of floats: four significant digits of its
+    largest value (1.10 under 22.25, not 1.1), none when all are whole."""
+    floats = [v for v in values if isinstance(v, float)]
+    if not floats or not all(math.isfinite(v) for v in floats):
+        return None
+    if all(v == int(v) for v in floats):
+        return 0
+    top = max(abs(v) for v in floats)
+    return max(0, 3 - math.floor(math.log10(top))) if top else 3
+
+
+def _cell(v: Value | None, places: int | None = None) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return f"{v:.{places}f}" if places is not None else f"{v:.4g}"
     return str(v)
 
 
@@ -421,7 +444,7 @@ def sweep(
     if not points:
         raise SweepError("argument AXIS: the grid has no points")
     n = len(points)
-    workers = max(1, min(workers or multiprocessing.cpu_count(), n))
+    workers = max(1, min(workers or len(os.sched_getaffinity(0)), n))
     tasks = [(t.name, p) for p in points]
     if executor == SERIAL:
         outcomes = _serial(tasks, done)
@@ -458,7 +481,7 @@ def _processes(
     done: Callable[[int, int], None] | None,
 ) -> list[Outcome]:
     ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(workers, initializer=_ignore_sigint, maxtasksperchild=None)
+    pool = ctx.Pool(workers, initializer=_ignore_sigint)
     try:
         out = []
         for i, outcome in enumerate(pool.imap(_star_point, tasks)):
@@ -486,6 +509,15 @@ def _dask(
         raise SweepError(
             "Dask is not installed: pip install 'netstack[sweep]' (dask[distributed])"
         ) from None
+    if "trio_asyncio" in sys.modules:
+        # trio-asyncio replaces asyncio's loop policy for the whole process on import:
+        # every loop made outside Trio (the Dask client's own thread's) is then its
+        # SyncTrioEventLoop, whose run_in_executor takes only Trio executors.
+        raise SweepError(
+            "Dask cannot run in a process that imported trio_asyncio (the asyncio bridge "
+            "replaces asyncio's event loop policy): sweep with executor='processes', or "
+            "run the sweep in its own process (`netstack sweep` does)"
+        )
     cluster: Any = None
     if scheduler is None:
         # one thread per worker: timed mode runs one point per process at a time
@@ -541,7 +573,9 @@ def render_sweep_svg(result: SweepResult, y: str | None = None, *, title: str = 
     log_x = numeric_x and min(xs_num) > 0 and max(xs_num) / min(xs_num) >= 8
     categories = list(dict.fromkeys(xs_all))
     series: dict[str, list[tuple[float, float]]] = {}
-    others = result.params[1:]
+    varied = [a.name for a in result.axes[1:] if len(a.values) > 1]
+    fixed = [f"{a.name}={a.values[0]}" for a in result.axes[1:] if len(a.values) == 1]
+    others = tuple(varied)
     for row in result.rows:
         v = row.get(ycol)
         if not isinstance(v, int | float):
@@ -580,7 +614,7 @@ def render_sweep_svg(result: SweepResult, y: str | None = None, *, title: str = 
         f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">',
         f'<rect width="{w}" height="{h}" fill="white"/>',
         f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">'
-        f"{escape(title or f'sweep {result.target}: {label} over {xname}')}</text>",
+        f"{escape(title or _title(result.target, fixed, label, xname))}</text>",
     ]
     for t in _nice_ticks(y0, y1):
         parts.append(
@@ -617,8 +651,15 @@ def render_sweep_svg(result: SweepResult, y: str | None = None, *, title: str = 
         for x, v in pts:
             parts.append(
                 f'<circle cx="{px(x):.1f}" cy="{py(v):.1f}" r="3" fill="{colour}">'
-                f"<title>{escape(f'{v:.4g}')}</title></circle>"
+                f"<title>{escape(_cell(v))}</title></circle>"
             )
+            if len(series) == 1:  # one line: its values beside the points
+                first = x == x0  # the first one's value to its right, clear of the axis
+                parts.append(
+                    f'<text x="{px(x) + (6 if first else -6):.1f}" y="{py(v) - 8:.1f}" '
+                    f'text-anchor="{"start" if first else "end"}" font-size="11" '
+                    f'fill="{colour}">{escape(_cell(v))}</text>'
+                )
         if others:
             ly = h - legend + 18 * i + 4
             parts.append(
@@ -628,6 +669,11 @@ def render_sweep_svg(result: SweepResult, y: str | None = None, *, title: str = 
             parts.append(f'<text x="{left + 26}" y="{ly + 4}">{escape(key)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _title(target: str, fixed: list[str], label: str, xname: str) -> str:
+    where = f" ({', '.join(fixed)})" if fixed else ""
+    return f"sweep {target}{where}: {label} over {xname}"
 
 
 def write_sweep_plot(

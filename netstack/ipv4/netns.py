@@ -51,7 +51,6 @@ from netstack.ipv4 import ip_output as _out
 from netstack.ipv4 import ping as _ping
 from netstack.ipv4 import route as _route
 from netstack.ipv4 import udp as _udp
-from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 from netstack.ipv4.devinet import DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
@@ -61,6 +60,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
+from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.core.inetpeer import InetPeer
@@ -73,14 +73,82 @@ __all__ = ["InetProtocol", "Ipv4"]
 
 @attrs.define(eq=False)
 class InetProtocol:
-    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``)."""
+    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
 
-    handler: Any
-    err_handler: Any = None
+    Twin: netstack.ipv6.netns.Inet6Protocol.
+    """
+
+    handler: Callable[[SkBuff], object]  # consumes the skb
+    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
 
 
 class Ipv4:
-    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends)."""
+    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends).
+
+    Twin: netstack.ipv6.netns.Ipv6.
+    """
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_loopback",
+        "addr_listeners",
+        "arp_invalid",
+        "arp_out",
+        "arp_tbl",
+        "devconf_all",
+        "devconf_dflt",
+        "dst_forward",
+        "dst_local_deliver",
+        "dst_mc_output",
+        "dst_output",
+        "fib",
+        "fnhe_created",
+        "frags",
+        "icmp_echo_ignore_all",
+        "icmp_echo_ignore_broadcasts",
+        "icmp_errors_use_inbound_ifaddr",
+        "icmp_global_credit",
+        "icmp_global_stamp",
+        "icmp_ignore_bogus_error_responses",
+        "icmp_mib",
+        "icmp_msgs_burst",
+        "icmp_msgs_per_sec",
+        "icmp_ratelimit",
+        "icmp_ratemask",
+        "icmpmsg",
+        "idents",
+        "in_brd",
+        "in_martian_dst",
+        "in_martian_src",
+        "in_no_route",
+        "inet_addr_lst",
+        "inet_offloads",
+        "inet_protos",
+        "ip",
+        "ip_default_ttl",
+        "ip_fwd_update_priority",
+        "ip_local_port_range",
+        "ip_no_pmtu_disc",
+        "ip_nonlocal_bind",
+        "ip_rt_gc_timeout",
+        "ip_rt_min_pmtu",
+        "ip_rt_mtu_expires",
+        "ipext",
+        "ipfrag_high_thresh",
+        "ipfrag_low_thresh",
+        "ipfrag_time",
+        "net",
+        "nf_prerouting",
+        "peers",
+        "ping_group_range",
+        "ping_table",
+        "raw_sockets",
+        "rt_genid",
+        "udp_mib",
+        "udp_table",
+    )
 
     def __init__(self, net: Net) -> None:
         self.net = net
@@ -195,6 +263,9 @@ class Ipv4:
 
     def ip_route_output_key(self, fl4: Flowi4) -> Rtable | int:
         return _route.ip_route_output_key(self, fl4)
+
+    def ip_route_output(self, daddr: int, saddr: int = 0) -> Rtable | int:
+        return _route.ip_route_output(self, daddr, saddr)
 
     def ip_route_input_noref(
         self, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice

@@ -46,7 +46,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import sk_set_txhash, sock_oserror
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST, RTN_LOCAL
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
@@ -93,6 +93,7 @@ from netstack.tcp.sock import (
 from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
+from netstack.wire.rtnetlink import RTN_LOCAL
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:

@@ -56,7 +56,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
+from netstack.ipv4.constants import RTCF_BROADCAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -76,6 +76,7 @@ from netstack.wire.icmp import (
     NR_ICMP_UNREACH,
 )
 from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
+from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
 if TYPE_CHECKING:

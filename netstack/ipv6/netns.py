@@ -47,7 +47,6 @@ from netstack.ipv6 import udp as _udp
 from netstack.ipv6.addrconf import Addrconf, DevConf6, Inet6Dev
 from netstack.ipv6.constants import (
     IPV6_FRAG_TIMEOUT_S,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_CACHE,
@@ -57,8 +56,6 @@ from netstack.ipv6.constants import (
     RTF_GATEWAY,
     RTF_LOCAL,
     RTF_UP,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags
@@ -68,6 +65,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import kernel
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
 from netstack.wire.ipv6 import IPPROTO_ICMPV6, IPPROTO_UDP, IPV6_MIN_MTU, NEXTHDR_TCP, addr_at
+from netstack.wire.rtnetlink import RT_TABLE_MAIN, RTNH_F_DEAD, RTNH_F_LINKDOWN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -89,10 +87,13 @@ class Inet6Protocol:
 
     ``handler`` returns > 0 to resubmit (the next header follows), 0 when
     the packet was delivered, < 0 when it was consumed otherwise.
+
+    Twin: netstack.ipv4.netns.InetProtocol.
     """
 
-    handler: Any
-    err_handler: Any = None
+    handler: Callable[[SkBuff], int]
+    # (skb, type, code, offset, info): an ICMPv6 error quoting this next header
+    err_handler: Callable[[SkBuff, int, int, int, int], object] | None = None
     flags: int = 0
 
 
@@ -111,7 +112,87 @@ class NdiscSock:
 
 
 class Ipv6:
-    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends).
+
+    Twin: netstack.ipv4.netns.Ipv4.
+    """
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_loopback",
+        "addr_listeners",
+        "addrconf",
+        "anycast_src_echo_reply",
+        "auto_flowlabels",
+        "bindv6only",
+        "devconf_all",
+        "devconf_dflt",
+        "dst_forward",
+        "dst_local_deliver",
+        "dst_mc_input",
+        "dst_output",
+        "fib6",
+        "fib_multipath_hash_policy",
+        "fib_rt_cache",
+        "flow_hash",
+        "flowlabel_consistency",
+        "flowlabel_gen",
+        "flowlabel_state_ranges",
+        "frags",
+        "fwmark_reflect",
+        "icmp6_mib",
+        "icmp6msg",
+        "icmp_global_credit",
+        "icmp_global_stamp",
+        "icmpv6_echo_ignore_all",
+        "icmpv6_echo_ignore_anycast",
+        "icmpv6_echo_ignore_multicast",
+        "icmpv6_ratelimit",
+        "icmpv6_ratemask",
+        "idgen_delay",
+        "idgen_retries",
+        "inet6_offloads",
+        "inet6_protos",
+        "ip6_mib",
+        "ip6_null_entry",
+        "ip6_output_nd",
+        "ip6_pkt_discard",
+        "ip6_pkt_discard_out",
+        "ip6_pkt_prohibit",
+        "ip6_pkt_prohibit_out",
+        "ip6_rt_gc_elasticity",
+        "ip6_rt_gc_interval",
+        "ip6_rt_gc_min_interval_ms",
+        "ip6_rt_gc_thresh",
+        "ip6_rt_gc_timeout",
+        "ip6_rt_last_gc",
+        "ip6_rt_max_size",
+        "ip6_rt_min_advmss",
+        "ip6_rt_mtu_expires",
+        "ip6frag_high_thresh",
+        "ip6frag_low_thresh",
+        "ip6frag_time",
+        "ip_nonlocal_bind",
+        "max_dst_opts_length",
+        "max_dst_opts_number",
+        "max_hbh_length",
+        "max_hbh_opts_number",
+        "nd_tbl",
+        "ndisc_sk",
+        "net",
+        "nf_prerouting",
+        "peers",
+        "ping_table",
+        "ra_received",
+        "raw_sockets",
+        "reasm_overlaps",
+        "rt6_genid",
+        "skip_notify_on_dev_down",
+        "udp6_mib",
+        "udp_table",
+    )
 
     def __init__(self, net: Net) -> None:
         self.net = net

@@ -730,7 +730,7 @@ class Ipv6Mapped:
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
         return self.v4.cookie_init_seq(sk, skb, mss)
 
-    def route_req(self, req: RequestSock) -> Any:
+    def route_req(self, req: RequestSock) -> DstEntry | None:
         return self.v4.route_req(req)
 
     def connect(self, sk: TcpSock, addr: int, port: int) -> None:

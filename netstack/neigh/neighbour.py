@@ -228,6 +228,46 @@ class NeighTable:
         default_ops: ops until the constructor picks others.
     """
 
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "addr_bits",
+        "allocs",
+        "confirm_skipped",
+        "confirm_writes",
+        "constructor",
+        "default_ops",
+        "destroys",
+        "dev_parms",
+        "family",
+        "forced_gc_runs",
+        "gc_interval",
+        "gc_thresh1",
+        "gc_thresh2",
+        "gc_thresh3",
+        "gc_timer",
+        "hash",
+        "hh_aligned_copies",
+        "hh_fast_copies",
+        "hh_fast_copy",
+        "hits",
+        "key_str",
+        "last_flush",
+        "last_rand",
+        "lookups",
+        "name",
+        "net",
+        "parms",
+        "periodic_gc_runs",
+        "protocol",
+        "rcv_probes_mcast",
+        "rcv_probes_ucast",
+        "res_failed",
+        "table_fulls",
+        "unres_discards",
+    )
+
     def __init__(
         self,
         net: Net,

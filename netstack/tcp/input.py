@@ -41,8 +41,10 @@ from netstack.tcp import fastopen as _fastopen
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -130,6 +132,7 @@ from netstack.tcp.sock import (
     TCPCB_RETRANS,
     TCPCB_SACKED_ACKED,
     TCPCB_SACKED_RETRANS,
+    InetConnectionSockAfOps,
     RequestSock,
     TCP_CA_Disorder,
     TCP_CA_Loss,
@@ -1090,6 +1093,8 @@ def tcp_clean_rtx_queue(
         sack_rtt_us = now - state.first_sackt
         ca_rtt_us = now - state.last_sackt
     rtt_update = tcp_ack_update_rtt(sk, flag, seq_rtt_us, ca_rtt_us, sack_rtt_us)
+    if not q:
+        tcp_chrono_stop(sk, TCP_CHRONO_BUSY)  # everything sent was acknowledged
     if flag & FLAG_ACKED:
         flag |= FLAG_SET_XMIT_TIMER  # set the TLP or RTO timer
         if not sack_ok:
@@ -2128,6 +2133,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
         return
     tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
+    sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
     sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
     inet_csk_schedule_ack(sk)
@@ -2284,12 +2290,23 @@ def tcp_reset(sk: TcpSock) -> None:
         sk.sk_error_report()
 
 
-@kernel("tcp_sequence")
-def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
-    """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
-    return not before(end_seq, sk.rcv_wup) and not after(
-        seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32
-    )
+@kernel("net/ipv4/tcp_input.c", "tcp_sequence")
+def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> DropReason | None:
+    """Why the segment is outside the receive window, or None if it is not.
+
+    A segment that starts inside but ends beyond the window is taken only
+    while the receive queue is empty (6.17). Kernel: net/ipv4/tcp_input.c,
+    tcp_sequence().
+    """
+    if before(end_seq, sk.rcv_wup):
+        return DropReason.TCP_OLD_SEQUENCE
+    right = (sk.rcv_nxt + tcp_receive_window(sk)) & M32
+    if after(end_seq, right):
+        if after(seq, right):
+            return DropReason.TCP_INVALID_SEQUENCE
+        if sk.receive_queue:
+            return DropReason.TCP_INVALID_END_SEQUENCE
+    return None
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_send_dupack")
@@ -2321,17 +2338,19 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 tcp_send_dupack(sk, skb)
             kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
-    if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
+    reason = tcp_sequence(sk, tcb.seq, tcb.end_seq)
+    if reason is not None:
         if not flags & TCPHDR_RST:
             if flags & TCPHDR_SYN:
                 return _syn_challenge(sk, skb)
+            if reason in (
+                DropReason.TCP_INVALID_SEQUENCE,
+                DropReason.TCP_INVALID_END_SEQUENCE,
+            ):
+                sk.ext.BeyondWindow += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        # tcp_sequence()'s reason: ends before the window, or starts beyond it
-        if before(tcb.end_seq, sk.rcv_wup):
-            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
-        else:
-            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
+        kfree_skb(skb, reason)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
@@ -2604,6 +2623,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     th = skb.transport_header
     buf = skb.buf
     if state == TCP_SYN_RECV:
+        sk.delivered += 1  # the SYN-ACK's delivery is not tracked in tcp_ack()
         if req is not None:
             if not sk.srtt_us:
                 tcp_synack_rtt_meas(sk, req)
@@ -2698,7 +2718,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
-def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
+def tcp_conn_request(
+    sk: TcpSock, skb: SkBuff, af_ops: InetConnectionSockAfOps | None = None
+) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
     or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
@@ -2717,7 +2739,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if TIMED:
         spend("tcp_conn_request")
     tcp = sk.tcp
-    ops: Any = af_ops if af_ops is not None else sk.af_ops
+    ops = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
     isn = tcb.tw_isn
     syncookies = tcp.sysctl_tcp_syncookies
@@ -2872,7 +2894,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
 
         inet_csk_reqsk_queue_drop(listener, req)
         return
-    ops: Any = req.af_specific
+    ops = req.af_specific
     req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1

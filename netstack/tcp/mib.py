@@ -147,6 +147,7 @@ TCPEXT_FIELDS: Final = (
     "TCPDSACKRecvSegs",
     "TCPDSACKIgnoredDubious",
     "TCPFastOpenPassiveAltKey",
+    "BeyondWindow",
 )
 
 
@@ -296,3 +297,4 @@ class TcpExtMib(Mib):
     TCPDSACKRecvSegs: int
     TCPDSACKIgnoredDubious: int
     TCPFastOpenPassiveAltKey: int
+    BeyondWindow: int

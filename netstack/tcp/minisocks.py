@@ -18,7 +18,8 @@ net/ipv4/inet_connection_sock.c (inet_csk_reqsk_queue_*).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, net_tx_rndhash
@@ -56,6 +57,10 @@ from netstack.tcp.syncookies import (
     tcp_synq_no_recent_overflow,
 )
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
+
+if TYPE_CHECKING:
+    from netstack.core.dst import DstEntry
+    from netstack.tcp.sock import InetConnectionSockAfOps
 
 __all__ = [
     "TCP_TW_ACK",
@@ -200,7 +205,7 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
         spend("tcp_check_req")
     tcb: TcpSkbCb = skb.cb
     flags = tcb.tcp_flags
-    ops: Any = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
+    ops = req.af_specific  # req->rsk_ops / af_specific: the family of the SYN
     tcp = listener.tcp
     if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
         # a retransmitted SYN: our SYN-ACK was lost
@@ -564,7 +569,6 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
     Kernel: net/ipv4/inet_connection_sock.c, inet_csk_listen_stop().
     """
     from netstack.tcp.state import inet_csk_destroy_sock
-    from netstack.tcp.tcp import tcp_disconnect
 
     while sk.accept_queue:
         req = sk.accept_queue.popleft()
@@ -573,7 +577,7 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
         if child is None:
             continue
         child.parent = None
-        tcp_disconnect(child)
+        sk.sk_prot.disconnect(child)  # inet_child_forget()
         child.dead = True
         if child.state == TCP_CLOSE:
             inet_csk_destroy_sock(child)
@@ -585,7 +589,7 @@ def inet_csk_listen_stop(sk: TcpSock) -> None:
 
 @kernel("net/ipv4/syncookies.c", "tcp_get_cookie_sock")
 def tcp_get_cookie_sock(
-    sk: TcpSock, skb: SkBuff, req: RequestSock, dst: Any, tsoff: int
+    sk: TcpSock, skb: SkBuff, req: RequestSock, dst: DstEntry | None, tsoff: int
 ) -> TcpSock | None:
     """Build the child of a valid cookie and queue it for accept().
 
@@ -607,7 +611,9 @@ def tcp_get_cookie_sock(
     "net/ipv6/syncookies.c",
     "cookie_v6_check",
 )
-def cookie_tcp_check(ops: Any, sk: TcpSock, skb: SkBuff, mss_check: Any) -> TcpSock | None:
+def cookie_tcp_check(
+    ops: InetConnectionSockAfOps, sk: TcpSock, skb: SkBuff, mss_check: Callable[[int], int]
+) -> TcpSock | None:
     """An ACK to a listener that may carry a SYN cookie: the child, the listener, or None.
 
     ``mss_check(cookie)`` is the family's ``__cookie_v4_check`` /
@@ -835,7 +841,7 @@ def tcp_check_req_fastopen(sk: TcpSock, skb: SkBuff, req: RequestSock) -> bool:
     if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
         # a retransmitted SYN: our SYN-ACK was lost
         if not tcp_oow_rate_limited(sk, "TCPACKSkippedSynRecv"):
-            ops: Any = req.af_specific
+            ops = req.af_specific
             if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
                 tcp.mib.RetransSegs += 1
                 tcp.ext.TCPSynRetrans += 1

@@ -39,8 +39,13 @@ from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
+    TCP_CHRONO_RWND_LIMITED,
+    TCP_CHRONO_SNDBUF_LIMITED,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_start,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -64,6 +69,8 @@ from netstack.tcp.sock import (
     MAX_TCP_WINDOW,
     TCP_CA_CWR,
     TCP_CLOSE,
+    TCP_CLOSE_WAIT,
+    TCP_ESTABLISHED,
     TCP_MAX_WSCALE,
     TCP_NAGLE_CORK,
     TCP_NAGLE_OFF,
@@ -798,6 +805,8 @@ def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.write_seq = tcb.end_seq
     sk.write_queue.append(skb)
     sk.sk_wmem_queued += skb.truesize
+    if len(sk.write_queue) == 1:  # tcp_add_write_queue_tail(): a new send head
+        tcp_chrono_start(sk, TCP_CHRONO_BUSY)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_adjust_pcount")
@@ -1052,6 +1061,13 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
             and sk.net.clock.jiffies - sk.snd_cwnd_stamp >= sk.icsk_rto
         ):
             tcp_cwnd_application_limited(sk)
+        # the application hits the send buffer: nothing left to send, a writer waits
+        if (
+            not sk.write_queue
+            and sk.sk_socket_nospace
+            and sk.state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT)
+        ):
+            tcp_chrono_start(sk, TCP_CHRONO_SNDBUF_LIMITED)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_cwnd_application_limited")
@@ -1126,6 +1142,10 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
         sent_pkts += tcb.pcount
         if push_one:
             break
+    if is_rwnd_limited:
+        tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)
+    else:
+        tcp_chrono_stop(sk, TCP_CHRONO_RWND_LIMITED)
     is_cwnd_limited |= tcp_packets_in_flight(sk) >= sk.snd_cwnd
     if sent_pkts or is_cwnd_limited:
         tcp_cwnd_validate(sk, is_cwnd_limited)
@@ -1770,7 +1790,6 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     if err == 0:
         tcb.sacked |= TCPCB_RETRANS
         sk.retrans_out += tcb.pcount
-        tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
     if not sk.retrans_stamp:  # the first *attempted* retransmission (a local drop too)
         sk.retrans_stamp = tcb.mstamp // 1000
     if sk.undo_retrans < 0:

@@ -22,10 +22,14 @@ import trio
 from netstack.core.net_generic import NetKey
 from netstack.core.sysctl import invalid
 from netstack.sites import kernel
+from netstack.tcp import minisocks as _minisocks
+from netstack.tcp import tcp as _tcp
+from netstack.tcp import timer as _timer
 from netstack.tcp.cong import TcpCongestionOps, TcpReno
 from netstack.tcp.cubic import TcpCubic
 from netstack.tcp.hashtables import InetHashinfo
 from netstack.tcp.mib import TcpExtMib, TcpMib
+from netstack.tcp.sock import TcpProt
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -161,6 +165,7 @@ class Tcp:
         self.mib = TcpMib()
         self.ext = TcpExtMib()
         self.hashinfo = InetHashinfo(self)
+        self.prot = TCP_PROT  # what its sockets' sk_prot points at
         self.congestion_controls: dict[str, TcpCongestionOps] = {}
         self.default_congestion_control = "cubic"
         self.allowed_congestion_control: list[str] = []
@@ -318,6 +323,26 @@ class Tcp:
 
 TCP_NET: NetKey[Tcp] = NetKey("tcp")
 # IPv4's af_ops (kernel: ipv4_specific), which IPv6's ipv4_mapped sockets borrow
+# struct proto tcp_prot (net/ipv4/tcp_ipv4.c): one immutable table, shared by every Net
+TCP_PROT: Final = TcpProt(
+    connect=_tcp.inet_stream_connect,
+    disconnect=_tcp.tcp_disconnect,
+    listen=_tcp.inet_listen,
+    accept=_tcp.inet_csk_accept,
+    sendmsg=_tcp.tcp_sendmsg,
+    recvmsg=_tcp.tcp_recvmsg,
+    shutdown=_tcp.inet_shutdown,
+    close=_tcp.tcp_close,
+    readable=_tcp.tcp_readable,
+    writable=_tcp.tcp_writable,
+    setsockopt=_tcp.tcp_setsockopt,
+    getsockopt=_tcp.tcp_getsockopt,
+    write_timer=_timer.tcp_write_timer,
+    delack_timer=_timer.tcp_delack_timer,
+    keepalive_timer=_timer.tcp_keepalive_timer,
+    tw_timer=_minisocks.tw_timer_handler,
+)
+
 TCP_IPV4_AF_OPS: NetKey[InetConnectionSockAfOps] = NetKey("tcp_ipv4")
 
 
@@ -331,7 +356,8 @@ def tcp_init(net: Net) -> Tcp:
     if tcp is not None:
         return tcp
     tcp = TCP_NET.set(net, Tcp(net))
-    tcp.register_sysctls()
+    # its ~80 entries when a net.ipv4.tcp_* name is first used: most labs never read one
+    net.sysctl.register_lazy("net.ipv4.tcp_", tcp.register_sysctls)
     return tcp
 
 

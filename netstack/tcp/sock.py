@@ -25,7 +25,10 @@ include/net/request_sock.h, include/net/inet_timewait_sock.h.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+
+import attrs
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
@@ -46,6 +49,7 @@ __all__ = [
     "InetConnectionSockAfOps",
     "RequestSock",
     "SockCommon",
+    "TcpProt",
     "TcpSkbCb",
     "TcpSock",
     "TimewaitSock",
@@ -243,6 +247,7 @@ class InetConnectionSockAfOps(Protocol):
 
     net_header_len: int
     family: int
+    rsk_slab_name: str  # the request_sock_ops' slab_name (tcp_syn_flood_action's message)
 
     def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
         """Add the network header and send (``ip_queue_xmit``); NET_XMIT_* / -errno."""
@@ -304,11 +309,43 @@ class InetConnectionSockAfOps(Protocol):
     def init_ts_off(self, skb: SkBuff) -> int:
         """The timestamp offset for a SYN's address pair (``tcp_v4_init_ts_off``)."""
 
-    def route_req(self, req: RequestSock) -> Any:
+    def route_req(self, req: RequestSock) -> DstEntry | None:
         """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
 
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
         """A SYN cookie ISN and the MSS it encodes (``cookie_v4_init_sequence``)."""
+
+
+@attrs.frozen
+class TcpProt:
+    """TCP's operations as a socket reaches them (kernel: ``struct proto tcp_prot``).
+
+    A :class:`TcpSock`'s socket calls and timers go through ``sk.sk_prot``,
+    set when the socket is made from the Net's :class:`~netstack.tcp.proto.Tcp`
+    (``tcp_prot`` is built in ``tcp/proto.py`` from ``tcp.py``, ``timer.py``
+    and ``minisocks.py``), so this module imports none of the modules that
+    import it. The kernel's ``struct proto`` is the same indirection
+    (``sk->sk_prot->disconnect`` in ``inet_child_forget``); the socket layer's
+    ``inet_stream_ops`` calls (connect, listen, accept, shutdown) and the
+    handlers ``tcp_init_xmit_timers`` arms ride along here.
+    """
+
+    connect: Callable[[TcpSock, int, int], None]
+    disconnect: Callable[[TcpSock], None]
+    listen: Callable[[TcpSock, int], None]
+    accept: Callable[[TcpSock], TcpSock]
+    sendmsg: Callable[[TcpSock, bytes | bytearray | memoryview, int, tuple[int, int] | None], int]
+    recvmsg: Callable[[TcpSock, int, int], bytes]
+    shutdown: Callable[[TcpSock, int], None]
+    close: Callable[[TcpSock, int], None]
+    readable: Callable[[TcpSock], bool]
+    writable: Callable[[TcpSock], bool]
+    setsockopt: Callable[[TcpSock, int, int, int | bytes], None]
+    getsockopt: Callable[[TcpSock, int, int], int | bytes]
+    write_timer: Callable[[TcpSock], None]  # tcp_write_timer (inet_csk_init_xmit_timers)
+    delack_timer: Callable[[TcpSock], None]  # tcp_delack_timer
+    keepalive_timer: Callable[[TcpSock], None]  # tcp_keepalive_timer
+    tw_timer: Callable[[TimewaitSock], None]  # tw_timer_handler (inet_twsk_alloc)
 
 
 class TcpSock(Sock):
@@ -321,6 +358,7 @@ class TcpSock(Sock):
     def __init__(self, tcp: Tcp, family: int, af_ops: InetConnectionSockAfOps) -> None:
         net = tcp.net
         super().__init__(net, family, 1, 6)  # SOCK_STREAM, IPPROTO_TCP
+        self.sk_prot: TcpProt = tcp.prot  # sk->sk_prot = &tcp_prot (sk_alloc)
         self.tcp = tcp
         self.af_ops = af_ops
         self.ipv6only = False  # sk_ipv6only (AF_INET6: IPV6_V6ONLY / net.ipv6.bindv6only)
@@ -410,6 +448,10 @@ class TcpSock(Sock):
         self.rcv_ssthresh = 0
         self.window_clamp = 0
         self.scaling_ratio = TCP_DEFAULT_SCALING_RATIO  # tcp_scaling_ratio_init()
+        self.chrono_start = 0  # jiffies the running chronograph started
+        self.chrono_type = 0  # enum tcp_chrono (TCP_CHRONO_UNSPEC)
+        self.chrono_stat = [0, 0, 0]  # jiffies busy, rwnd-limited, sndbuf-limited
+        self.rcv_ooopack = 0  # segments queued out of order
         self.bytes_acked = 0
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -545,49 +587,49 @@ class TcpSock(Sock):
         return TCP_STATE_NAMES.get(self.state, str(self.state))
 
     def _write_timer(self) -> None:
-        _timer.tcp_write_timer(self)
+        self.sk_prot.write_timer(self)
 
     def _delack_timer(self) -> None:
-        _timer.tcp_delack_timer(self)
+        self.sk_prot.delack_timer(self)
 
     def _keepalive_timer(self) -> None:
-        _timer.tcp_keepalive_timer(self)
+        self.sk_prot.keepalive_timer(self)
 
     # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
     def bind(self, addr: int, port: int) -> None:
         self.af_ops.bind(self, addr, port)
 
     def connect(self, addr: int, port: int) -> None:
-        _tcp.inet_stream_connect(self, addr, port)
+        self.sk_prot.connect(self, addr, port)
 
     def disconnect(self) -> None:
-        _tcp.tcp_disconnect(self)
+        self.sk_prot.disconnect(self)
 
     def listen(self, backlog: int) -> None:
-        _tcp.inet_listen(self, backlog)
+        self.sk_prot.listen(self, backlog)
 
     def accept(self) -> TcpSock:
-        return _tcp.inet_csk_accept(self)
+        return self.sk_prot.accept(self)
 
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        return _tcp.tcp_sendmsg(self, data, flags, dest)
+        return self.sk_prot.sendmsg(self, data, flags, dest)
 
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        data = _tcp.tcp_recvmsg(self, bufsize, flags)
+        data = self.sk_prot.recvmsg(self, bufsize, flags)
         daddr = self.inet_daddr
         if self.family != self.af_ops.family:  # an AF_INET6 socket talking IPv4
             daddr |= V4MAPPED_PREFIX
         return data, (daddr, self.inet_dport), 0, []
 
     def shutdown(self, how: int) -> None:
-        _tcp.inet_shutdown(self, how)
+        self.sk_prot.shutdown(self, how)
 
     def close(self) -> None:
-        _tcp.tcp_close(self, self.sk_lingertime if self.sock_flag_linger else -1)
+        self.sk_prot.close(self, self.sk_lingertime if self.sock_flag_linger else -1)
 
     def getpeername(self) -> tuple[int, int]:
         if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
@@ -610,16 +652,16 @@ class TcpSock(Sock):
         return addr
 
     def readable(self) -> bool:
-        return _tcp.tcp_readable(self)
+        return self.sk_prot.readable(self)
 
     def writable(self) -> bool:
-        return _tcp.tcp_writable(self)
+        return self.sk_prot.writable(self)
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
-        _tcp.tcp_setsockopt(self, level, optname, value)
+        self.sk_prot.setsockopt(self, level, optname, value)
 
     def getsockopt(self, level: int, optname: int) -> int | bytes:
-        return _tcp.tcp_getsockopt(self, level, optname)
+        return self.sk_prot.getsockopt(self, level, optname)
 
     def default_ttl(self) -> int:
         return self.tcp.default_ttl()
@@ -661,7 +703,7 @@ class RequestSock:
         self.state = TCP_NEW_SYN_RECV
         self.family = listener.family
         # tcp_rsk(req)->af_specific: the family of the SYN (IPv4 on a dual-stack listener)
-        self.af_specific: Any = listener.af_ops
+        self.af_specific: InetConnectionSockAfOps = listener.af_ops
         self.loc_addr = 0
         self.rmt_addr = 0
         self.num = 0  # local port
@@ -700,6 +742,11 @@ class RequestSock:
         self.fastopen_cookie: Any = None  # the cookie the first SYN-ACK carries
         self.timeout = 0
 
+    @property
+    def state_name(self) -> str:
+        """What ``ss`` shows: sock_diag reports a request as ``TCP_SYN_RECV``."""
+        return "SYN-RECV"
+
     def __repr__(self) -> str:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
 
@@ -714,6 +761,7 @@ class TimewaitSock:
 
     def __init__(self, sk: TcpSock, state: int) -> None:
         self.net: Net = sk.net
+        self.tw_prot: TcpProt = sk.sk_prot  # tw->tw_prot
         self.tcp = sk.tcp
         self.family = sk.family
         self.af_ops = sk.af_ops
@@ -748,9 +796,7 @@ class TimewaitSock:
         self.killed = False
 
     def _expire(self) -> None:
-        from netstack.tcp.minisocks import tw_timer_handler
-
-        tw_timer_handler(self)
+        self.tw_prot.tw_timer(self)
 
     @property
     def state_name(self) -> str:
@@ -763,10 +809,3 @@ class TimewaitSock:
 # A socket of any kind the established hash holds and a bare reply may answer for
 # (kernel: the ``struct sock_common`` of a full, a request or a timewait sock).
 SockCommon: TypeAlias = "TcpSock | RequestSock | TimewaitSock"
-
-
-# The socket calls are implemented in tcp.py and the timers in timer.py, both
-# of which import this module; they are reached through the modules, bound
-# here once this module's names exist (a function-level import costs ~5 µs).
-from netstack.tcp import tcp as _tcp  # noqa: E402
-from netstack.tcp import timer as _timer  # noqa: E402

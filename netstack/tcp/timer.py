@@ -19,7 +19,7 @@ Kernel: net/ipv4/tcp_timer.c.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from netstack.core.sock import sk_rethink_txhash
 from netstack.sites import TIMED, kernel, spend
@@ -326,7 +326,7 @@ def tcp_fastopen_synack_timer(sk: TcpSock, req: RequestSock) -> None:
         return
     if sk.icsk_retransmits == 1:
         tcp_enter_loss(sk)
-    ops: Any = req.af_specific
+    ops = req.af_specific
     if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
         tcp.mib.RetransSegs += 1
         tcp.ext.TCPSynRetrans += 1

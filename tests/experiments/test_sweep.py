@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import xml.dom.minidom
 from pathlib import Path
@@ -20,10 +21,10 @@ import pytest
 from netstack.cli.main import main
 from netstack.experiments.sweep import (
     DASK,
-    PROCESSES,
     SERIAL,
     Axis,
     SweepError,
+    SweepResult,
     parse_axis,
     plan,
     render_sweep_svg,
@@ -120,30 +121,102 @@ def test_experiment_rows_have_the_headline_then_each_run() -> None:
     assert table[2].split()[:2] == ["1", "10"]
 
 
+def _in_a_fresh_process(code: str) -> None:
+    """Run *code* in a new interpreter: Dask's client makes asyncio loops in its own
+    threads, and trio-asyncio (imported by the asyncio tests that may share this
+    worker) replaces asyncio's loop policy for the whole process, which sweep()
+    refuses (test below). A fresh process makes these tests independent of order."""
+    pytest.importorskip("distributed")
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=TESTS,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1] == "identical"
+
+
 def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
-    distributed = pytest.importorskip("distributed")
-    serial = sweep("gre-lltx", TINY, executor=SERIAL)
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
-    ) as cluster:
-        on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
-    assert on_dask.rows == serial.rows
-    assert on_dask.to_csv() == serial.to_csv()
+    _in_a_fresh_process(
+        """
+        import distributed
+        from netstack.experiments.sweep import DASK, SERIAL, sweep
+        TINY = ["cpus=1,2", "calls=10"]
+        serial = sweep("gre-lltx", TINY, executor=SERIAL)
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster:
+            on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
+        assert on_dask.rows == serial.rows
+        assert on_dask.to_csv() == serial.to_csv()
+        print("identical")
+        """
+    )
+
+
+def test_the_command_runs_on_a_scheduler_given_by_its_address() -> None:
+    _in_a_fresh_process(
+        """
+        import contextlib, io, json
+        import distributed
+        from netstack.cli.main import main
+        TINY = ["cpus=1,2", "calls=10"]
+        def run(argv):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                assert main(argv) == 0
+            return json.loads(out.getvalue())
+        serial = run(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"])
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster:
+            argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
+            assert run([*argv, "--scheduler", cluster.scheduler_address]) == serial
+        print("identical")
+        """
+    )
+
+
+def test_dask_in_a_process_with_trio_asyncio_is_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "trio_asyncio", object())  # as if imported
+    with pytest.raises(SweepError, match="Dask cannot run in a process that imported"):
+        sweep("gre-lltx", TINY, executor=DASK)
+
+
+def test_dask_not_installed_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "gre-lltx", "cpus=1", "--dask"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Dask is not installed: pip install 'netstack[sweep]'" in err
 
 
 @pytest.mark.slow
 def test_the_process_pool_and_a_two_worker_dask_cluster_give_identical_rows() -> None:
-    pytest.importorskip("distributed")
-    serial = sweep("gre-lltx", TINY, executor=SERIAL)
-    done: list[tuple[int, int]] = []
-    pool = sweep(
-        "gre-lltx", TINY, executor=PROCESSES, workers=2, done=lambda n, t: done.append((n, t))
+    _in_a_fresh_process(
+        """
+        from netstack.experiments.sweep import DASK, PROCESSES, SERIAL, sweep
+        TINY = ["cpus=1,2", "calls=10"]
+        serial = sweep("gre-lltx", TINY, executor=SERIAL)
+        done = []
+        pool = sweep(
+            "gre-lltx", TINY, executor=PROCESSES, workers=2, done=lambda n, t: done.append((n, t))
+        )
+        assert pool.rows == serial.rows
+        assert done == [(1, 2), (2, 2)]
+        # a LocalCluster of two worker processes, started and closed by sweep()
+        cluster = sweep("gre-lltx", TINY, executor=DASK, workers=2)
+        assert cluster.rows == serial.rows
+        print("identical")
+        """
     )
-    assert pool.rows == serial.rows
-    assert done == [(1, 2), (2, 2)]
-    # a LocalCluster of two worker processes, started and closed by sweep()
-    cluster = sweep("gre-lltx", TINY, executor=DASK, workers=2)
-    assert cluster.rows == serial.rows
 
 
 def test_the_plot_draws_the_headline_over_the_first_axis() -> None:
@@ -194,6 +267,7 @@ def test_the_command_prints_the_table_and_writes_csv_json_and_plot(
         (["sweep", "gre-lltx", "cpu=1"], "gre-lltx has no parameter 'cpu'"),
         (["sweep", "gre-lltx", "cpus=99", "--serial"], "error: point cpus=99: cpus must be 1..16"),
         (["sweep", "gre-lltx", "cpus=1", "--plot", "x.png"], "a sweep's plot is FILE.svg"),
+        (["sweep", "gre-lltx", "--plot", "x.svg"], "a plot needs an axis (NAME=V1,V2,…)"),
         (["sweep", "gre-lltx", "cpus=1", "--workers", "0"], "--workers: must be at least 1"),
         (["sweep", "gre-lltx", "cpus=1", "--serial", "--dask"], "not allowed with argument"),
         (["sweep", "sweep_toys:square", "x=1", "--serial", "--y", "z"], "'z' is no column"),
@@ -280,3 +354,48 @@ def _gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except FileNotFoundError:
         return True
+
+
+DOCS = TESTS.parent / "docs"
+
+
+def test_the_docs_plot_and_table_are_drawn_from_the_committed_sweep() -> None:
+    """docs/sweep.md shows the sweep of docs/sweep/gre-lltx-cpus.json: its table
+    and its SVG are what the command prints and draws from those rows."""
+    result = SweepResult.from_json((DOCS / "sweep" / "gre-lltx-cpus.json").read_text())
+    assert result.params == ("cpus", "sockets")
+    assert [r["cpus"] for r in result.rows] == [1, 2, 4, 8, 16, 32, 64]
+    svg = (DOCS / "sweep" / "gre-lltx-speedup.svg").read_text()
+    assert svg == render_sweep_svg(result), "regenerate: see docs/sweep.md"
+    page = (DOCS / "sweep.md").read_text()
+    assert result.render() in page
+    assert json.loads(result.to_json()) == json.loads(
+        (DOCS / "sweep" / "gre-lltx-cpus.json").read_text()
+    )
+
+
+def test_a_point_of_the_committed_sweep_still_gives_its_row() -> None:
+    """One point of the docs' sweep, rerun: the same figures (timed mode is
+    deterministic); if the cost table moved, rerun the command of docs/sweep.md."""
+    result = SweepResult.from_json((DOCS / "sweep" / "gre-lltx-cpus.json").read_text())
+    committed = next(r for r in result.rows if r["cpus"] == 4)
+    again = sweep("gre-lltx", ["cpus=4", "sockets=8"], executor=SERIAL)
+    assert again.rows == (committed,)
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_shows_the_points_done(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["sweep", "sweep_toys:square", "x=1,2", "--serial"]) == 0
+    drawn = tty.getvalue()
+    assert "sweep sweep_toys:square" in drawn
+    assert "1 of 2 points" in drawn and "2 of 2 points, 0 s left" in drawn
+    assert drawn.endswith("\r")  # erased at the end
+    assert capsys.readouterr().out.startswith("sweep sweep_toys:square: 2 points")

@@ -68,15 +68,9 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
 
 UNSUPPORTED_TCP_INFO: Final = frozenset(
     {
-        "tcpi_busy_time",
-        "tcpi_rwnd_limited",
-        "tcpi_sndbuf_limited",
         "tcpi_delivery_rate",
         "tcpi_delivery_rate_app_limited",
-        "tcpi_dsack_dups",
-        "tcpi_reord_seen",
         "tcpi_max_pacing_rate",
-        "tcpi_rcv_ooopack",
         "tcpi_total_rto",
         "tcpi_total_rto_recoveries",
         "tcpi_total_rto_time",
@@ -171,7 +165,20 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_bytes_retrans": sk.bytes_retrans,
         "tcpi_snd_wnd": sk.snd_wnd,
         "tcpi_rcv_wnd": sk.rcv_wnd,
+        "tcpi_dsack_dups": sk.dsack_dups,
+        "tcpi_reord_seen": sk.reord_seen,
+        "tcpi_rcv_ooopack": sk.rcv_ooopack,
     }
+    # tcp_get_info_chrono_stats(): microseconds busy, rwnd- and sndbuf-limited
+    stats = []
+    for chrono in (1, 2, 3):  # TCP_CHRONO_BUSY, _RWND_LIMITED, _SNDBUF_LIMITED
+        stat = sk.chrono_stat[chrono - 1]
+        if chrono == sk.chrono_type:
+            stat += (now_jiffies - sk.chrono_start) & _M32
+        stats.append(j2us(stat))
+    info["tcpi_busy_time"] = sum(stats)
+    info["tcpi_rwnd_limited"] = stats[1]
+    info["tcpi_sndbuf_limited"] = stats[2]
     return info
 
 
