@@ -865,7 +865,7 @@ def tcp_sacktag_one(sk: TcpSock, state: TcpSacktagState, tcb: TcpSkbCb, dup_sack
     if not after(end_seq, sk.snd_una):  # about to be freed by the cumulative ACK
         return
     if not sacked & TCPCB_SACKED_ACKED:
-        tcp_rack_advance(sk, sacked, end_seq, tcb.mstamp)
+        tcp_rack_advance(sk, sacked, end_seq, tcb.mstamp, tcb.tx_order)
         if sacked & TCPCB_SACKED_RETRANS:
             # not lost: the retransmission is believed still in flight
             if sacked & TCPCB_LOST:
@@ -1043,7 +1043,7 @@ def tcp_clean_rtx_queue(
         elif sack_ok:
             sk.delivered += acked_pcount
             if not tcp_skb_spurious_retrans(sk, tcb):
-                tcp_rack_advance(sk, sacked, tcb.end_seq, tcb.mstamp)
+                tcp_rack_advance(sk, sacked, tcb.end_seq, tcb.mstamp, tcb.tx_order)
         if sacked & TCPCB_LOST:
             sk.lost_out -= acked_pcount
         sk.packets_out -= acked_pcount

@@ -692,6 +692,8 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
+        sk.tx_order += 1
+        tcb.tx_order = sk.tx_order
         tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
         tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
     return err
@@ -855,6 +857,7 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     tcb.tcp_flags &= ~(TCPHDR_FIN | TCPHDR_PSH)  # only the second part keeps them
     btcb.sacked = tcb.sacked
     btcb.mstamp = tcb.mstamp
+    btcb.tx_order = tcb.tx_order
     btcb.in_flight = tcb.in_flight
     btcb.tsorted = tcb.tsorted
     btcb.tx_delivered = tcb.tx_delivered

@@ -114,9 +114,15 @@ def tcp_min_rtt(sk: TcpSock) -> int:
     return sk.rtt_min or U32
 
 
-def _sent_after(t1: int, t2: int, seq1: int, seq2: int) -> bool:
-    """tcp_skb_sent_after(): later in time, or the same time and later in sequence."""
-    return t1 > t2 or (t1 == t2 and after(seq1, seq2))
+def _sent_after(t1: int, t2: int, order1: int, order2: int, seq1: int, seq2: int) -> bool:
+    """tcp_skb_sent_after(): later in time, or the same time and later in sequence.
+
+    Between the two, the transmit order (TcpSkbCb.tx_order): transmissions of
+    one virtual instant share a stamp that the kernel's clock would have told
+    apart (a retransmission made on one ACK after new data sent on an earlier
+    one is not "sent before" it because its sequence is lower).
+    """
+    return t1 > t2 or (t1 == t2 and (order1 > order2 or (order1 == order2 and after(seq1, seq2))))
 
 
 # -- the scoreboard's loss mark (tcp_input.c) --------------------------------------------------
@@ -200,14 +206,18 @@ def tcp_rack_detect_loss(sk: TcpSock) -> int:
     reo_wnd = tcp_rack_reo_wnd(sk)
     rack_mstamp = sk.rack_mstamp
     rack_end_seq = sk.rack_end_seq
-    for skb in sorted(sk.rtx_queue, key=lambda s: s.cb.mstamp):  # tsorted_sent_queue
+    rack_tx_order = sk.rack_tx_order
+    # tsorted_sent_queue: in order of (re)transmission
+    for skb in sorted(sk.rtx_queue, key=lambda s: (s.cb.mstamp, s.cb.tx_order)):
         tcb: TcpSkbCb = skb.cb
         if not tcb.tsorted:
             continue
         # skip the ones marked lost but not yet retransmitted
         if tcb.sacked & TCPCB_LOST and not tcb.sacked & TCPCB_SACKED_RETRANS:
             continue
-        if not _sent_after(rack_mstamp, tcb.mstamp, rack_end_seq, tcb.end_seq):
+        if not _sent_after(
+            rack_mstamp, tcb.mstamp, rack_tx_order, tcb.tx_order, rack_end_seq, tcb.end_seq
+        ):
             break
         remaining = tcp_rack_skb_timeout(sk, tcb, reo_wnd)
         if remaining <= 0:
@@ -242,7 +252,7 @@ def tcp_rack_mark_lost(sk: TcpSock) -> bool:
 
 
 @kernel("net/ipv4/tcp_recovery.c", "tcp_rack_advance")
-def tcp_rack_advance(sk: TcpSock, sacked: int, end_seq: int, xmit_time: int) -> None:
+def tcp_rack_advance(sk: TcpSock, sacked: int, end_seq: int, xmit_time: int, tx_order: int) -> None:
     """An skb sent at *xmit_time* was (s)acked: RACK.xmit_time/end_seq/rtt follow it.
 
     A retransmitted skb acknowledged sooner than min_rtt after the
@@ -255,9 +265,10 @@ def tcp_rack_advance(sk: TcpSock, sacked: int, end_seq: int, xmit_time: int) -> 
         return
     sk.rack_advanced = True
     sk.rack_rtt_us = rtt_us
-    if _sent_after(xmit_time, sk.rack_mstamp, end_seq, sk.rack_end_seq):
+    if _sent_after(xmit_time, sk.rack_mstamp, tx_order, sk.rack_tx_order, end_seq, sk.rack_end_seq):
         sk.rack_mstamp = xmit_time
         sk.rack_end_seq = end_seq
+        sk.rack_tx_order = tx_order
 
 
 @kernel("net/ipv4/tcp_recovery.c", "tcp_rack_reo_timeout")

@@ -200,6 +200,11 @@ class TcpSkbCb:
             when (re)sent, cleared when RACK marks it lost or it is SACKed.
         tx_delivered: the socket's ``delivered`` when this skb was last sent
             (``tx.delivered`` of tcp_rate.c).
+        tx_order: not in the kernel: the socket's transmit count when this
+            skb was last sent. Virtual time stands still while events of one
+            instant run, so two ACKs' transmissions can share a microsecond
+            stamp that the kernel's clock would have told apart; RACK breaks
+            such ties by this order before the kernel's sequence tie-break.
     """
 
     __slots__ = (
@@ -217,6 +222,7 @@ class TcpSkbCb:
         "tsorted",
         "tw_isn",
         "tx_delivered",
+        "tx_order",
     )
 
     def __init__(self, seq: int, end_seq: int, tcp_flags: int) -> None:
@@ -234,6 +240,7 @@ class TcpSkbCb:
         self.in_flight = 0
         self.tsorted = False
         self.tx_delivered = 0
+        self.tx_order = 0
 
     def __repr__(self) -> str:
         return f"<TcpSkbCb {self.seq}-{self.end_seq} f={self.tcp_flags:#x} s={self.sacked:#x}>"
@@ -534,6 +541,8 @@ class TcpSock(Sock):
         self.rack_mstamp = -1  # rack.mstamp: (re)sent time of the latest (s)acked skb, µs
         self.rack_rtt_us = 0  # rack.rtt_us: its RTT
         self.rack_end_seq = 0  # rack.end_seq
+        self.rack_tx_order = 0  # rack's skb's TcpSkbCb.tx_order (not in the kernel)
+        self.tx_order = 0  # transmissions so far (TcpSkbCb.tx_order; not in the kernel)
         self.rack_last_delivered = 0  # rack.last_delivered: when reo_wnd last grew
         self.rack_reo_wnd_steps = 1  # rack.reo_wnd_steps: reo_wnd in min_rtt/4 steps
         self.rack_reo_wnd_persist = 0  # rack.reo_wnd_persist: recoveries left to keep it
