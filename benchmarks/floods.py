@@ -31,7 +31,7 @@ import trio
 import netstack
 from netstack.host import Host, Port
 from netstack.ipv4 import ipv4_of
-from netstack.ipv6.protocol import ipv6_of
+from netstack.ipv6.af_inet6 import ipv6_of
 from netstack.socket import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
 from netstack.tcp import TcpSock, tcp_of
 from netstack.testing import floods

@@ -78,3 +78,29 @@ def test_kernel_markers_match_the_docstrings() -> None:
 
 def test_demo_runs(capsys: object) -> None:
     assert cli_main(["demo"]) == 0
+
+
+# tests/ mirrors netstack/: a test of netstack/X/… lives in tests/X/. These
+# folders are cross-cutting on purpose and have no package of their own.
+CROSS_CUTTING_TEST_DIRS = {
+    "fuzz",  # hypothesis and mutated frames at every receive handler
+    "packetdrill",  # .pkt scripts, run here and against the real kernel
+    "reliability",  # issue 13's bounds: every table under floods of hostile input
+}
+
+
+def test_tests_mirror_the_packages() -> None:
+    tests = ROOT / "tests"
+    stray = []
+    for d in sorted(tests.rglob("*")):
+        rel = d.relative_to(tests)
+        if not d.is_dir() or "__pycache__" in rel.parts or rel.parts[0] in CROSS_CUTTING_TEST_DIRS:
+            continue
+        if not any(d.glob("*.py")) and not any(p.is_dir() for p in d.iterdir()):
+            continue  # what tests leave behind (captures, caches), not a layer
+        if not (ROOT / "netstack" / rel).is_dir():
+            stray.append(str(rel))
+    assert stray == [], (
+        f"tests/{stray[0]} has no netstack/{stray[0]}: put the tests in the folder of "
+        "the layer they test, or name the folder in CROSS_CUTTING_TEST_DIRS with a reason"
+    )

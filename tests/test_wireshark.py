@@ -1,7 +1,7 @@
 """Captures are Wireshark-clean: every frame dissects, every checksum verifies.
 
 Runs tshark when it is installed (``apt install tshark``); skipped otherwise.
-The dpkt-based checks in tests/integration cover the same ground without it.
+The dpkt-based checks in tests/host/test_capture.py cover the same ground without it.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ Kernel: net/bridge/br_if.c, net/bridge/br_notify.c.
 from __future__ import annotations
 
 import errno
+import logging
 from typing import TYPE_CHECKING, Final
 
 from netstack.bridge.br_fdb import br_fdb_add_local, br_fdb_changeaddr, br_fdb_delete_by_port
@@ -157,7 +158,8 @@ def br_add_if(br: NetBridge, dev: NetDevice) -> None:
     if changed_addr:
         br.dev.net.call_netdevice_notifiers(NETDEV_CHANGEADDR, br.dev)
     br_mtu_auto_adjust(br)
-    br.log.info("br_add_if", msg=f"port {p.port_no}({dev.name}) entered disabled state")
+    if br.log.isEnabledFor(logging.INFO):
+        br.log.info("br_add_if", msg=f"port {p.port_no}({dev.name}) entered disabled state")
 
 
 @kernel("net/bridge/br_if.c", "del_nbp")

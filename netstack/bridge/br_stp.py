@@ -24,6 +24,7 @@ Kernel: net/bridge/br_stp.c, br_stp_timer.c, br_stp_bpdu.c (br_stp_rcv).
 from __future__ import annotations
 
 import errno
+import logging
 from typing import TYPE_CHECKING, Final
 
 from netstack.bridge.br_private import (
@@ -88,10 +89,11 @@ def _now(br: NetBridge) -> int:
 def br_set_state(p: NetBridgePort, state: int) -> None:
     """Kernel: net/bridge/br_stp.c, br_set_state()."""
     p.state = state
-    p.br.log.info(
-        "br_port_state",
-        msg=f"port {p.port_no}({p.dev.name}) entered {BR_STATE_NAMES[state]} state",
-    )
+    if p.br.log.isEnabledFor(logging.INFO):  # a lab's ports change state by the thousand
+        p.br.log.info(
+            "br_port_state",
+            msg=f"port {p.port_no}({p.dev.name}) entered {BR_STATE_NAMES[state]} state",
+        )
     if p.br.stp_enabled == BR_KERNEL_STP:
         if state == BR_STATE_BLOCKING:
             p.stats.transition_blk += 1

@@ -29,6 +29,7 @@ Kernel: net/core/dev.c, net/core/link_watch.c, net/sched/sch_generic.c
 from __future__ import annotations
 
 import errno
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -231,7 +232,7 @@ def register_netdevice(dev: NetDevice) -> None:
         )
     if dev.name in net.devices:
         raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
-    dev.log = net.log.bind(dev=dev.name)
+    dev._log = None  # the logger binds the final name when first used
     dev.alloc_tx_queues()
     dev.ops.ndo_init(dev)
     if not dev.ifindex:
@@ -252,7 +253,8 @@ def register_netdevice(dev: NetDevice) -> None:
     net.dev_index[dev.ifindex] = dev
     dev.reg_state = NETREG_REGISTERED
     net.call_netdevice_notifiers(NETDEV_REGISTER, dev)
-    dev.log.debug("netdev_registered", ifindex=dev.ifindex, kind=dev.kind)
+    if net.log.isEnabledFor(logging.DEBUG):  # a lab registers thousands: no filtered calls
+        dev.log.debug("netdev_registered", ifindex=dev.ifindex, kind=dev.kind)
 
 
 @kernel("unregister_netdevice")
@@ -531,7 +533,8 @@ def dev_open(dev: NetDevice) -> None:
     dev.flags |= IFF_UP
     dev_activate(dev)
     dev.net.call_netdevice_notifiers(NETDEV_UP, dev)
-    dev.log.debug("link_up")
+    if dev.net.log.isEnabledFor(logging.DEBUG):
+        dev.log.debug("link_up")
 
 
 @kernel("net/core/dev.c", "dev_close", "__dev_close_many")
@@ -548,7 +551,8 @@ def dev_close(dev: NetDevice) -> None:
     for napi in dev.napi_list:
         napi.scheduled = False
     net.call_netdevice_notifiers(NETDEV_DOWN, dev)
-    dev.log.debug("link_down")
+    if net.log.isEnabledFor(logging.DEBUG):
+        dev.log.debug("link_down")
 
 
 @kernel("dev_change_flags")
@@ -615,7 +619,7 @@ def dev_change_name(dev: NetDevice, newname: str) -> None:
     del net.devices[old]
     dev.name = newname
     net.devices[newname] = dev
-    dev.log = net.log.bind(dev=newname)
+    dev._log = None  # rebound with the new name when next used
     net.call_netdevice_notifiers(NETDEV_CHANGENAME, dev)
 
 
@@ -1019,12 +1023,14 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     if dst is not None:
         skb.dst = None
         dst.release()
-    d = skb.__dict__
-    if d:
-        d.pop("tstamp", None)
-        d.pop("cb", None)
-        if xnet:
-            d.pop("mark", None)
+    # back to the class defaults; tested one by one, since reading skb.__dict__
+    # would give every scrubbed skb a dictionary
+    if skb.tstamp:
+        del skb.tstamp
+    if skb.cb is not None:
+        del skb.cb
+    if xnet and skb.mark:
+        del skb.mark
     # Since 4.19 (9c4c325252c5, "skbuff: preserve sock reference when
     # scrubbing the skb") crossing a namespace keeps skb->sk: a veth peer's
     # queue still counts against the sender's socket (TSQ, autocorking) until

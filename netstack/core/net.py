@@ -45,6 +45,7 @@ from netstack.sites import kernel
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
     from netstack.core.netdevice import NetDevice
+    from netstack.core.netns import NetnsIpv4, NetnsIpv6
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
@@ -138,6 +139,57 @@ class Net:
         patches: which seed changes are applied.
     """
 
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_net_tx_lot",
+        "_nursery",
+        "_pending",
+        "_secrets",
+        "clock",
+        "cpus",
+        "debug_skb",
+        "default_qdisc",
+        "dev_index",
+        "dev_weight",
+        "dev_weight_rx_bias",
+        "dev_weight_tx_bias",
+        "devices",
+        "drop_reasons",
+        "gro_factory",
+        "hrtimers",
+        "ifindex",
+        "ipv4",
+        "ipv6",
+        "log",
+        "message_cost",
+        "name",
+        "neigh_tables",
+        "net_ratelimit_state",
+        "netdev_budget",
+        "netdev_chain",
+        "netdev_max_backlog",
+        "noop_qdisc",
+        "notifier_ext_mtu",
+        "offload_base",
+        "patches",
+        "proto_data",
+        "ptype_all",
+        "ptype_base",
+        "qdisc_ops",
+        "rmem_default",
+        "rmem_max",
+        "rng",
+        "seed",
+        "softnet",
+        "somaxconn",
+        "sysctl",
+        "timers",
+        "wmem_default",
+        "wmem_max",
+    )
+
     def __init__(
         self,
         name: str,
@@ -178,10 +230,10 @@ class Net:
         self.timers = TimerBase(self)
         self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
-        # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
-        self.ipv4: Any = None
-        self.ipv6: Any = None
-        self.neigh_tables: dict[int, Any] = {}
+        # per-family state (kernel: net->ipv4, net->ipv6), installed by inet_init/inet6_init;
+        # typed by what other layers use of it (core/netns.py): ipv4_of()/ipv6_of() give all
+        self.ipv4: NetnsIpv4 | None = None
+        self.ipv6: NetnsIpv6 | None = None
         # other subsystems' state, read and written through their typed NetKey
         self.proto_data: dict[str, object] = {}
         # tasks

@@ -24,6 +24,7 @@ import attrs
 
 from netstack.core.dql import Dql
 from netstack.core.features import NETIF_F_LLTX
+from netstack.core.slotcopy import attr_copier, attr_zeroer
 from netstack.cpu import SpinLock
 from netstack.sites import TIMED, kernel, spend
 
@@ -403,6 +404,8 @@ class NetDeviceStats:
 
 
 _STAT_FIELDS: Final = tuple(f.name for f in attrs.fields(NetDeviceStats))
+_zero_stats: Final = attr_zeroer(_STAT_FIELDS)
+_copy_stats: Final = attr_copier(_STAT_FIELDS)
 
 
 class DevStats:
@@ -411,8 +414,7 @@ class DevStats:
     __slots__ = _STAT_FIELDS
 
     def __init__(self) -> None:
-        for name in _STAT_FIELDS:
-            setattr(self, name, 0)
+        _zero_stats(self)
 
     # Declared for type checkers; the slots above hold them.
     rx_packets: int
@@ -441,9 +443,8 @@ class DevStats:
     rx_nohandler: int
 
     def copy(self) -> DevStats:
-        new = DevStats()
-        for name in _STAT_FIELDS:
-            setattr(new, name, getattr(self, name))
+        new = DevStats.__new__(DevStats)
+        _copy_stats(new, self)
         return new
 
     def snapshot(self) -> NetDeviceStats:
@@ -595,7 +596,76 @@ class NetDevice:
     Drivers build one with :meth:`__init__` then adjust fields in their setup
     function (kernel: ``alloc_netdev(…, setup)``) before
     :func:`netstack.core.dev.register_netdevice`.
+
+    Slotted: a lab holds tens of thousands of devices, and an instance
+    dictionary of sixty-odd fields (past CPython's key-sharing limit) is
+    1.6 KB a device.
     """
+
+    __slots__ = (
+        "_log",
+        "_tx",
+        "addr_assign_type",
+        "addr_len",
+        "allmulti",
+        "broadcast",
+        "carrier",
+        "carrier_down_count",
+        "carrier_up_count",
+        "dev_addr",
+        "ethtool_ops",
+        "features",
+        "flags",
+        "gflags",
+        "gro_max_size",
+        "group",
+        "gso_max_segs",
+        "gso_max_size",
+        "hard_header_len",
+        "header_ops",
+        "hw_enc_features",
+        "hw_features",
+        "ifalias",
+        "ifindex",
+        "iflink",
+        "ip6_ptr",
+        "ip_ptr",
+        "kind",
+        "master",
+        "max_mtu",
+        "mc",
+        "min_header_len",
+        "min_mtu",
+        "mtu",
+        "name",
+        "napi_list",
+        "needed_headroom",
+        "needed_tailroom",
+        "net",
+        "num_rx_queues",
+        "num_tx_queues",
+        "operstate",
+        "ops",
+        "perm_addr",
+        "priv",
+        "priv_flags",
+        "promiscuity",
+        "ptype_all",
+        "qdisc",
+        "real_num_tx_queues",
+        "reg_state",
+        "running",
+        "rx_handler",
+        "rx_handler_data",
+        "stats",
+        "tx_queue_len",
+        "type",
+        "uc",
+        "vlan_features",
+        "vlan_info",
+        "wanted_features",
+        "watchdog_timeo",
+    )
 
     def __init__(
         self, net: Net, name: str, ops: NetDeviceOps, *, kind: str = "", num_tx_queues: int = 1
@@ -662,7 +732,16 @@ class NetDevice:
         self.ip_ptr: Any = None  # struct in_device (set by ipv4)
         self.ip6_ptr: Any = None
         self.priv: Any = None  # netdev_priv(): driver-private state
-        self.log = net.log.bind(dev=name)
+        self._log: Any = None  # bound on first use (see log)
+
+    @property
+    def log(self) -> Any:
+        """The net's logger bound with ``dev=`` this device's name, made on first use
+        (most devices never log) and again after a rename."""
+        log = self._log
+        if log is None:
+            log = self._log = self.net.log.bind(dev=self.name)
+        return log
 
     # -- queues ----------------------------------------------------------------
     def alloc_tx_queues(self) -> None:

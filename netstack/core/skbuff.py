@@ -223,6 +223,7 @@ class SkBuff:
 
     __slots__ = (
         "__dict__",
+        "_dataref",
         "_freed",
         "buf",
         "csum_offset",
@@ -268,7 +269,6 @@ class SkBuff:
     inner_transport_header: int = -1
     local_df: bool = False
     cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
-    _dataref: list[int] | None = None
     _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
     vlan_proto: int = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
@@ -292,6 +292,9 @@ class SkBuff:
         self.csum_offset = 0
         self.priority = 0
         self._freed = False
+        # the data's users when cloned (a slot: every clone of a flood has one,
+        # and as a rare field it gave each clone an instance dictionary)
+        self._dataref: list[int] | None = None
         self.queue_mapping = 0
         self.skb_iif = 0
         self.gso_size = 0  # skb_shinfo(skb)->gso_size: MSS of a GSO skb, 0 if not GSO
@@ -465,10 +468,11 @@ class SkBuff:
         new.ignore_df = self.ignore_df
         d = self.__dict__
         if d:
-            nd = new.__dict__
-            nd.update(d)
-            nd.pop("_dataref", None)
-            nd.pop("cb", None)
+            # the rare fields, but not cb (the holder's scratch): a clone of an skb
+            # with only cb set (every frame a bridge floods) gets no dictionary
+            for name, value in d.items():
+                if name != "cb":
+                    setattr(new, name, value)
 
     @kernel("skb_clone")
     def clone(self) -> SkBuff:

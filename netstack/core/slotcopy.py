@@ -5,7 +5,8 @@ copy of ``conf.default`` (the kernel's ``memcpy`` of ``struct ipv4_devconf``
 in ``inetdev_init``). A loop of ``setattr(dst, f, getattr(src, f))`` over
 seventy fields was a tenth of building a large lab; a function with one plain
 assignment per field, generated once per field list, does the same copy in a
-fifth of the time.
+fifth of the time. ``attr_zeroer`` is the same for zeroing a set of counters
+(a MIB object, a device's stats: a host makes a few dozen of them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["attr_copier"]
+__all__ = ["attr_copier", "attr_zeroer"]
 
 
 def attr_copier(fields: Iterable[str]) -> Callable[[Any, Any], None]:
@@ -26,3 +27,15 @@ def attr_copier(fields: Iterable[str]) -> Callable[[Any, Any], None]:
     exec(f"def copy(dst, src):\n{body}", namespace)
     copy: Callable[[Any, Any], None] = namespace["copy"]
     return copy
+
+
+def attr_zeroer(fields: Iterable[str]) -> Callable[[Any], None]:
+    """``zero(obj)`` that sets ``obj.f = 0`` for each of *fields*."""
+    names = list(fields)
+    if not all(name.isidentifier() for name in names):
+        raise ValueError(f"not attribute names: {names!r}")
+    body = "".join(f"    obj.{name} = 0\n" for name in names) or "    pass\n"
+    namespace: dict[str, Any] = {}
+    exec(f"def zero(obj):\n{body}", namespace)
+    zero: Callable[[Any], None] = namespace["zero"]
+    return zero

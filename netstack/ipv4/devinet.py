@@ -20,20 +20,20 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
-from netstack.ipv4.constants import (
+from netstack.sites import kernel
+from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
+from netstack.wire.rtnetlink import (
     IFA_F_PERMANENT,
     IFA_F_SECONDARY,
     RT_SCOPE_HOST,
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
 )
-from netstack.sites import kernel
-from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.igmp import IpMcList
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["DEVCONF_FIELDS", "DevConf", "InDevice", "InIfaddr", "inet_select_addr"]
 
@@ -183,6 +183,20 @@ class InIfaddr:
 
 class InDevice:
     """IPv4 state of one device (kernel: ``struct in_device``)."""
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "cnf",
+        "conf_name",
+        "dead",
+        "dev",
+        "ifa_list",
+        "ipv4",
+        "mc_hw_refs",
+        "mc_list",
+    )
 
     def __init__(self, ipv4: Ipv4, dev: NetDevice) -> None:
         self.ipv4 = ipv4

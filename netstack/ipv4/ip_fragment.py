@@ -35,7 +35,7 @@ from netstack.wire.ipv4 import IP_MF, IP_OFFSET
 
 if TYPE_CHECKING:
     from netstack.core.timer import TimerList
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["IpFrags", "Ipq"]
 

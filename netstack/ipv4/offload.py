@@ -60,7 +60,7 @@ from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
 
 if TYPE_CHECKING:
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = [
     "inet_gro_complete",

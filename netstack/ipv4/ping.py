@@ -45,7 +45,7 @@ from netstack.wire.icmp import (
 from netstack.wire.ipv4 import IPPROTO_ICMP
 
 if TYPE_CHECKING:
-    from netstack.ipv4.protocol import Ipv4
+    from netstack.ipv4.netns import Ipv4
 
 __all__ = ["PingSock", "PingTable", "ping_err", "ping_rcv"]
 

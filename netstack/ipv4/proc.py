@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.snmp import UDP_FIELDS
-from netstack.ipv4.protocol import ipv4_of
+from netstack.ipv4.af_inet import ipv4_of
 from netstack.sites import kernel
 from netstack.tcp.mib import TcpMib
 from netstack.tcp.proto import TCP_NET

@@ -61,16 +61,6 @@ from netstack.ipv6.constants import (
     IF_RA_RCVD,
     IF_READY,
     IF_RS_SENT,
-    IFA_F_DADFAILED,
-    IFA_F_DEPRECATED,
-    IFA_F_HOMEADDRESS,
-    IFA_F_MANAGETEMPADDR,
-    IFA_F_NODAD,
-    IFA_F_NOPREFIXROUTE,
-    IFA_F_OPTIMISTIC,
-    IFA_F_PERMANENT,
-    IFA_F_TEMPORARY,
-    IFA_F_TENTATIVE,
     IFA_HOST,
     IFA_LINK,
     IN6_ADDR_GEN_MODE_EUI64,
@@ -83,8 +73,6 @@ from netstack.ipv6.constants import (
     INFINITY_LIFE_TIME,
     IP6_RT_PRIO_ADDRCONF,
     MIN_VALID_LIFETIME_S,
-    RT_TABLE_LOCAL,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_DEFAULT,
@@ -93,10 +81,6 @@ from netstack.ipv6.constants import (
     RTF_LOCAL,
     RTF_NONEXTHOP,
     RTF_PREFIX_RT,
-    RTN_ANYCAST,
-    RTN_LOCAL,
-    RTN_MULTICAST,
-    RTPROT_KERNEL,
 )
 from netstack.ipv6.mcast import (
     MldState,
@@ -136,12 +120,30 @@ from netstack.wire.ipv6 import (
     prefix_mask,
     solicited_node,
 )
+from netstack.wire.rtnetlink import (
+    IFA_F_DADFAILED,
+    IFA_F_DEPRECATED,
+    IFA_F_HOMEADDRESS,
+    IFA_F_MANAGETEMPADDR,
+    IFA_F_NODAD,
+    IFA_F_NOPREFIXROUTE,
+    IFA_F_OPTIMISTIC,
+    IFA_F_PERMANENT,
+    IFA_F_TEMPORARY,
+    IFA_F_TENTATIVE,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
+    RTN_ANYCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTPROT_KERNEL,
+)
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
     from netstack.core.timer import TimerList
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "DEVCONF6",
@@ -382,6 +384,27 @@ class Inet6Ifaddr:
 class Inet6Dev:
     """IPv6 state of one device (kernel: ``struct inet6_dev``)."""
 
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_rs_timer",
+        "ac_list",
+        "addr_list",
+        "cnf",
+        "conf_name",
+        "dead",
+        "dev",
+        "if_flags",
+        "ipv6",
+        "mc_list",
+        "mld",
+        "ra_mtu",
+        "rs_interval",
+        "rs_probes",
+        "tstamp",
+    )
+
     def __init__(self, ipv6: Ipv6, dev: NetDevice) -> None:
         self.ipv6 = ipv6
         self.dev = dev
@@ -397,8 +420,20 @@ class Inet6Dev:
         self.ra_mtu = 0
         self.tstamp = ipv6.net.clock.jiffies
         self.conf_name = dev.name
-        self.rs_timer = ipv6.net.timers.timer(lambda: ipv6.addrconf.addrconf_rs_timer(self), "rs")
+        self._rs_timer: TimerList | None = None  # made when first armed (see rs_timer)
         self.mld = MldState(ipv6, self)  # mc_qrv, mc_ifc_work, mc_dad_work
+
+    @property
+    def rs_timer(self) -> TimerList:
+        """The router-solicitation timer, made on first use (a host that never
+        solicits, such as one with IPv6 disabled, has none)."""
+        timer = self._rs_timer
+        if timer is None:
+            ipv6 = self.ipv6
+            timer = self._rs_timer = ipv6.net.timers.timer(
+                lambda: ipv6.addrconf.addrconf_rs_timer(self), "rs"
+            )
+        return timer
 
     def ignore_routes_with_linkdown(self) -> bool:
         return bool(
@@ -428,6 +463,17 @@ def addrconf_link_ready(dev: NetDevice) -> bool:
 
 class Addrconf:
     """The address-configuration machinery of one Net (kernel: addrconf.c's functions)."""
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "addr_lst",
+        "dad_failures",
+        "ipv6",
+        "net",
+        "verify_timer",
+    )
 
     def __init__(self, ipv6: Ipv6) -> None:
         self.ipv6 = ipv6
@@ -1411,7 +1457,8 @@ class Addrconf:
             dev.ip6_ptr = None
         keep_cfg = ipv6.devconf_all.keep_addr_on_down or idev.cnf.keep_addr_on_down
         keep_addr = not unregister and keep_cfg > 0 and not idev.cnf.disable_ipv6
-        idev.rs_timer.delete()
+        if idev._rs_timer is not None:
+            idev._rs_timer.delete()
         if not unregister:
             idev.if_flags &= ~(IF_RS_SENT | IF_RA_RCVD | IF_READY)
         for ifp in list(idev.addr_list):

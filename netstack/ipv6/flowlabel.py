@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Final
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "IP6_AUTO_FLOW_LABEL_FORCED",

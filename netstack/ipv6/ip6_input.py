@@ -86,7 +86,7 @@ from netstack.wire.ipv6 import (
 if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "Inet6SkbParm",

@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.netdevice import IFF_UP
 from netstack.core.skbuff import SkBuff
-from netstack.ipv6.constants import IFA_F_TENTATIVE
 from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -55,11 +54,13 @@ from netstack.wire.ipv6 import (
     ipv6_addr_mc_scope,
     put_addr,
 )
+from netstack.wire.rtnetlink import IFA_F_TENTATIVE
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
+    from netstack.core.timer import TimerList
     from netstack.ipv6.addrconf import Inet6Dev
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 MLD_QRV_DEFAULT: Final = 2  # sysctl_mld_qrv
 MLD2_CHANGE_TO_EXCLUDE: Final = 4
@@ -108,16 +109,53 @@ def _noreport(group: int) -> bool:
 
 
 class MldState:
-    """The MLD fields of ``struct inet6_dev`` and the groups' ``mca_crcount``."""
+    """The MLD fields of ``struct inet6_dev`` and the groups' ``mca_crcount``.
+
+    The two delayed works are made the first time one is armed: most devices
+    of a large lab never send a report (IPv6 disabled, or a loopback)."""
+
+    __slots__ = (
+        "_dad_work",
+        "_ifc_work",
+        "crcount",
+        "idev",
+        "ipv6",
+        "mc_dad_count",
+        "mc_ifc_count",
+        "mc_qrv",
+    )
 
     def __init__(self, ipv6: Ipv6, idev: Inet6Dev) -> None:
+        self.ipv6 = ipv6
+        self.idev = idev
         self.mc_qrv = MLD_QRV_DEFAULT
         self.mc_ifc_count = 0
         self.mc_dad_count = 0
         self.crcount: dict[int, int] = {}  # group -> mca_crcount
-        timers = ipv6.net.timers
-        self.ifc_work = timers.timer(lambda: mld_ifc_work(ipv6, idev), "mld_ifc")
-        self.dad_work = timers.timer(lambda: mld_dad_work(ipv6, idev), "mld_dad")
+        self._ifc_work: TimerList | None = None
+        self._dad_work: TimerList | None = None
+
+    @property
+    def ifc_work(self) -> TimerList:
+        """``mc_ifc_work``."""
+        work = self._ifc_work
+        if work is None:
+            ipv6, idev = self.ipv6, self.idev
+            work = self._ifc_work = ipv6.net.timers.timer(
+                lambda: mld_ifc_work(ipv6, idev), "mld_ifc"
+            )
+        return work
+
+    @property
+    def dad_work(self) -> TimerList:
+        """``mc_dad_work``."""
+        work = self._dad_work
+        if work is None:
+            ipv6, idev = self.ipv6, self.idev
+            work = self._dad_work = ipv6.net.timers.timer(
+                lambda: mld_dad_work(ipv6, idev), "mld_dad"
+            )
+        return work
 
 
 def _start_work(ipv6: Ipv6, work: object, delay: int) -> None:
@@ -229,8 +267,10 @@ def ipv6_mc_down(idev: Inet6Dev) -> None:
     """Device down: the pending reports are dropped. Kernel: net/ipv6/mcast.c, ipv6_mc_down()."""
     mld = idev.mld
     mld.mc_ifc_count = 0
-    mld.ifc_work.delete()
-    mld.dad_work.delete()
+    if mld._ifc_work is not None:  # never made, never armed
+        mld._ifc_work.delete()
+    if mld._dad_work is not None:
+        mld._dad_work.delete()
 
 
 @kernel("net/ipv6/mcast.c", "mld_newpack", "add_grec", "mld_sendpack")

@@ -49,9 +49,6 @@ from netstack.ipv6.constants import (
     IF_RA_OTHERCONF,
     IF_RA_RCVD,
     IF_RS_SENT,
-    IFA_F_OPTIMISTIC,
-    IFA_F_TENTATIVE,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_DEFAULT,
     RTF_EXPIRES,
@@ -59,9 +56,6 @@ from netstack.ipv6.constants import (
     RTF_PREF,
     RTF_PREF_MASK,
     RTF_UP,
-    RTN_MULTICAST,
-    RTN_UNICAST,
-    RTPROT_RA,
 )
 from netstack.ipv6.ip6_input import IP6SKB_FRAGMENTED, Inet6SkbParm
 from netstack.ipv6.route import Fib6Config, Fib6Info, Rt6Info, ip6_del_rt, ip6_route_add
@@ -132,11 +126,19 @@ from netstack.wire.ipv6 import (
     put_addr,
     solicited_node,
 )
+from netstack.wire.rtnetlink import (
+    IFA_F_OPTIMISTIC,
+    IFA_F_TENTATIVE,
+    RT_TABLE_MAIN,
+    RTN_MULTICAST,
+    RTN_UNICAST,
+    RTPROT_RA,
+)
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv6.addrconf import Inet6Dev
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "icmp6_dst_alloc",

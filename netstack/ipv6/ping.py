@@ -51,7 +51,7 @@ from netstack.wire.ipv6 import (
 )
 
 if TYPE_CHECKING:
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = ["Ping6Sock", "Ping6Table", "ping6_err", "ping6_rcv"]
 

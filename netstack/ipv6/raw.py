@@ -65,7 +65,7 @@ from netstack.wire.ipv6 import (
 )
 
 if TYPE_CHECKING:
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = ["Raw6Sock", "raw6_icmp_error", "raw6_local_deliver"]
 

@@ -53,7 +53,7 @@ from netstack.wire.ipv6 import (
 
 if TYPE_CHECKING:
     from netstack.core.timer import TimerList
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = ["Frag6Queue", "Ip6Frags", "ipv6_frag_rcv"]
 

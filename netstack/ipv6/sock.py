@@ -44,7 +44,7 @@ from netstack.sites import kernel
 from netstack.wire.ipv6 import ipv6_addr_needs_scope_id, ipv6_addr_type
 
 if TYPE_CHECKING:
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "ICMP6_FILTER",

@@ -57,7 +57,7 @@ swapped for :class:`HostEventLoop` (the subclass's own state is made by
 ``_netstack_init``, called after the swap). Besides asyncio's own selector
 hooks, the subclass uses two of trio-asyncio's internals: ``_queue_handle``
 (where every timer passes) and ``_add_io_handler`` (``add_reader``'s Trio
-task, given another wait function); tests/adapters/test_asyncio.py covers
+task, given another wait function); tests/socket/test_asyncio.py covers
 both.
 
 Kernel: none — the user-space event loop (CPython's asyncio/selector_events.py

@@ -130,6 +130,7 @@ def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
 def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
     sk.high_seq = sk.snd_nxt
+    sk.tlp_high_seq = 0
     sk.snd_cwnd_cnt = 0
     sk.prior_cwnd = sk.snd_cwnd
     sk.prr_delivered = 0

@@ -64,15 +64,18 @@ class LinkOptions(TypedDict, total=False):
     rx_csum: RxCsumMode
 
 
-def add_addr(host: Host, dev: str, cidr: str, *, broadcast: str | None = None) -> None:
-    """``ip addr add CIDR [brd BROADCAST] dev DEV``.
+def add_addr(
+    host: Host, dev: str, cidr: str, *, broadcast: str | None = None, nodad: bool = False
+) -> None:
+    """``ip addr add CIDR [brd BROADCAST] dev DEV [nodad]``.
 
     IPv4 goes through the kernel API (``inet_rtm_newaddr``); an IPv6 *cidr*
-    (one with a ``:``) through ``ip -6 addr add``. A bare address is a /32
-    (IPv6: /128).
+    (one with a ``:``) through ``ip -6 addr add``, with *nodad*
+    (``IFA_F_NODAD``) usable at once instead of tentative for DAD's second.
+    A bare address is a /32 (IPv6: /128).
     """
     if ":" in cidr:
-        host.ip(f"-6 addr add {cidr} dev {dev}")
+        host.ip(f"-6 addr add {cidr} dev {dev}" + (" nodad" if nodad else ""))
         return
     from netstack.ipv4 import ipv4_of
     from netstack.wire.ipv4 import aton
@@ -134,30 +137,34 @@ def pair(
     delay: float = 0.0,
     mtu: int | None = None,
     rx_csum: RxCsumMode = "unnecessary",
-    family: Literal[4, 6] = 4,
+    family: Literal[4, 6, "dual"] = 4,
     ipv4_only: bool = True,
     seed: int | None = None,
     addresses: bool = True,
     broadcast: str | None = None,
+    nodad: bool = False,
 ) -> tuple[Host, Host]:
     """Hosts ``a`` and ``b`` joined by one link ``a:eth0`` — ``b:eth0``.
 
     Args:
         kind, rate, delay, mtu, rx_csum: the link (see ``Lab.add_link``).
         family: 4: ``a`` 10.0.0.1/24, ``b`` 10.0.0.2/24; 6: 2001:db8::1/64,
-            2001:db8::2/64.
+            2001:db8::2/64; ``"dual"``: both (give ``ipv4_only=False`` too).
         ipv4_only: boot both hosts with IPv6 disabled (:data:`IPV4_ONLY`).
         seed: ``a``'s RNG seed (``b`` gets *seed* + 1); None: the lab's.
         addresses: False leaves both ends without an address.
         broadcast: the IPv4 addresses' broadcast (``brd``), none by default.
+        nodad: the IPv6 addresses skip DAD (``nodad``), usable at once.
     """
     a = _boot(lab, "a", ipv4_only, seed)
     b = _boot(lab, "b", ipv4_only, None if seed is None else seed + 1)
     lab.add_link("a:eth0", "b:eth0", kind=kind, rate=rate, delay=delay, mtu=mtu, rx_csum=rx_csum)
     if addresses:
-        prefix, plen = ("2001:db8::", 64) if family == 6 else ("10.0.0.", 24)
-        add_addr(a, "eth0", f"{prefix}1/{plen}", broadcast=broadcast)
-        add_addr(b, "eth0", f"{prefix}2/{plen}", broadcast=broadcast)
+        for n, host in enumerate((a, b), 1):
+            if family != 6:
+                add_addr(host, "eth0", f"10.0.0.{n}/24", broadcast=broadcast)
+            if family != 4:
+                add_addr(host, "eth0", f"2001:db8::{n}/64", nodad=nodad)
     return a, b
 
 

@@ -27,7 +27,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.skbuff import kfree_skb as _kfree_skb
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.protocol import InetProtocol
+from netstack.ipv4.netns import InetProtocol
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import TnlPtkInfo
 from netstack.wire.checksum import csum_fold, csum_partial

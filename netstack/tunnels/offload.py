@@ -78,8 +78,8 @@ from netstack.wire.ipv6 import NEXTHDR_IPV6
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.skbuff import SkBuff
-    from netstack.ipv4.protocol import Ipv4
-    from netstack.ipv6.protocol import Ipv6
+    from netstack.ipv4.netns import Ipv4
+    from netstack.ipv6.netns import Ipv6
 
 __all__ = [
     "gre_gro_complete",

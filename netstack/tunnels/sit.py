@@ -51,7 +51,6 @@ from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
@@ -98,6 +97,7 @@ from netstack.wire.icmp import (
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG
 from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP, IPPROTO_IPV6, IPV4_HLEN
 from netstack.wire.ipv6 import IPV6_ADDR_COMPATv4, addr_at, ipv6_addr_type
+from netstack.wire.rtnetlink import RTN_LOCAL, RTN_UNICAST
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

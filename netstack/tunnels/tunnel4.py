@@ -22,7 +22,7 @@ import attrs
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.protocol import InetProtocol
+from netstack.ipv4.netns import InetProtocol
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_PORT_UNREACH
 from netstack.wire.ipv4 import IPPROTO_IPIP, IPPROTO_IPV6

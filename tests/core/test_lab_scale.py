@@ -216,3 +216,19 @@ async def test_an_ipv4_only_host_builds_no_ipv6_conf_all(
         assert h.sysctl("net.ipv6.conf.default.disable_ipv6") == "1"
         assert "net.ipv6.conf.all.forwarding" in h.net.sysctl.names("net.ipv6.conf.all")
         assert h.sysctl("net.ipv6.conf.all.disable_ipv6") == "1"
+
+
+async def test_tcp_sysctls_are_registered_when_first_used(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with netstack.open_lab() as lab:
+        h = lab.add_host("h")
+        entries = h.net.sysctl._entries
+        assert not [n for n in entries if n.startswith("net.ipv4.tcp_")]
+        assert h.sysctl("net.ipv4.tcp_sack") == "1"
+        assert [n for n in entries if n.startswith("net.ipv4.tcp_")] == ["net.ipv4.tcp_sack"]
+        h.sysctl("net.ipv4.tcp_rmem=4096 65536 1048576")
+        assert h.sysctl("net.ipv4.tcp_rmem") == "4096\t65536\t1048576"
+        names = h.net.sysctl.names("net.ipv4")
+        assert "net.ipv4.tcp_congestion_control" in names and "net.ipv4.ip_forward" in names
+        assert h.sysctl("net.ipv4.tcp_sack") == "1"

@@ -18,11 +18,11 @@ import subprocess
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
 
 import netstack
 from netstack.core.sock import AF_INET, IPPROTO_IP, SOCK_DGRAM, SOCK_STREAM
 from netstack.socket import IP_ADD_MEMBERSHIP, IP_DROP_MEMBERSHIP
+from netstack.testing.builders import pair
 
 GROUP = _stdsocket.inet_aton("239.2.2.2")
 
@@ -31,20 +31,10 @@ def mreqn(group: bytes, ifindex: int = 0, address: bytes = bytes(4)) -> bytes:
     return group + address + struct.pack("=i", ifindex)
 
 
-def two_hosts(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
-    a = lab.add_host("a", sysctls=IPV4_ONLY)
-    b = lab.add_host("b", sysctls=IPV4_ONLY)
-    lab.add_link("a:eth0", "b:eth0")
-    for h, addr in ((a, "10.0.0.1/24"), (b, "10.0.0.2/24")):
-        h.ip(f"addr add {addr} dev eth0")
-        h.ip("link set eth0 up")
-    return a, b
-
-
 async def test_all_hosts_group_follows_the_device(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, _ = two_hosts(lab)
+    a, _ = pair(lab)
     assert a.ip("-4 maddr show") == ("1:\tlo\n\tinet  224.0.0.1\n2:\teth0\n\tinet  224.0.0.1\n")
     assert a.ip("-0 maddr show dev eth0") == "2:\teth0\n\tlink  01:00:5e:00:00:01\n"
     a.ip("link set eth0 down")  # ip_mc_down: all-hosts left, the filter unloaded
@@ -57,7 +47,7 @@ async def test_all_hosts_group_follows_the_device(
 async def test_udp_receives_a_group_only_while_joined(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, b = two_hosts(lab)
+    a, b = pair(lab)
     a.ip("route add 224.0.0.0/4 dev eth0")
     cap = a.capture("eth0")
     tx = a.socket(AF_INET, SOCK_DGRAM)
@@ -101,7 +91,7 @@ async def test_udp_receives_a_group_only_while_joined(
 async def test_memberships_count_users_and_close_drops_them(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    _, b = two_hosts(lab)
+    _, b = pair(lab)
     ifindex = b.dev("eth0").ifindex
     s1 = b.socket(AF_INET, SOCK_DGRAM)
     s2 = b.socket(AF_INET, SOCK_DGRAM)
@@ -162,7 +152,7 @@ def _errno(fn: object, *args: object) -> int:
 
 
 async def test_setsockopt_errnos(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
-    a, _ = two_hosts(lab)
+    a, _ = pair(lab)
     ifindex = a.dev("eth0").ifindex
     s = a.socket(AF_INET, SOCK_DGRAM)
     got = [_errno(s.setsockopt, IPPROTO_IP, opt, optval(k, ifindex)) for _, opt, k in SEQUENCE]

@@ -228,3 +228,39 @@ def test_linux_sends_the_same_reports() -> None:
     assert flat["Icmp6OutType135"] == 1
     assert flat["Ip6OutRequests"] == flat["Icmp6OutMsgs"] == 5 + rs
     assert flat["Ip6OutMcastOctets"] == 4 * 76 + 72 + 56 * rs
+
+
+async def test_a_host_booted_without_ipv6_reports_and_solicits_when_it_is_enabled(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The MLD works and the RS timer of a device are made when first armed: a
+    host that starts IPv4-only has none, and enabling IPv6 later gives the same
+    reports, solicitations and counters as a host that had it from the start."""
+    v4: dict[str, str | int] = {
+        "net.ipv6.conf.all.disable_ipv6": 1,
+        "net.ipv6.conf.default.disable_ipv6": 1,
+    }
+    a, b = lab.add_host("a", sysctls=v4), lab.add_host("b")
+    lab.add_link("a:eth0", "b:eth0", kind="veth")
+    idev = a.dev("eth0").ip6_ptr
+    assert idev._rs_timer is None
+    assert idev.mld._ifc_work is None and idev.mld._dad_work is None
+    await trio.sleep(8)
+    assert _flat(a.snmp6())["Icmp6OutMsgs"] == 0
+    frames: list[bytes] = []
+    b.capture("eth0", callback=lambda _t, f, _out: frames.append(bytes(f)))
+    a.sysctl("net.ipv6.conf.all.disable_ipv6=0")
+    a.sysctl("net.ipv6.conf.eth0.disable_ipv6=0")
+    await trio.sleep(8)
+    mac = a.dev("eth0").dev_addr
+    group = _solicited(mac)
+    assert mld_reports(frames, mac) == [
+        (ZERO, [(4, group)]),
+        (ZERO, [(4, group)]),
+        (_lladdr(mac), [(4, group)]),
+        (_lladdr(mac), [(4, group)]),
+    ]
+    flat = _flat(a.snmp6())
+    assert {k: flat[k] for k in COUNTERS} == COUNTERS
+    res = await b.ping(f"{a.addr6('eth0', scope='link')}%eth0", count=1)
+    assert res.received == 1

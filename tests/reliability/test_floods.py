@@ -26,7 +26,7 @@ import trio
 from netstack.host import Host, Lab, Port
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import FNHE_HASH_SIZE, FNHE_RECLAIM_DEPTH
-from netstack.ipv6.protocol import ipv6_of
+from netstack.ipv6.af_inet6 import ipv6_of
 from netstack.ipv6.route import FIB6_EXCEPTION_BUCKET_SIZE, FIB6_MAX_DEPTH
 from netstack.socket import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
 from netstack.tcp import TcpSock, tcp_of

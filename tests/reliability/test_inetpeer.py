@@ -19,7 +19,7 @@ import trio
 
 from netstack.host import Host, Lab, Port
 from netstack.ipv4 import ipv4_of
-from netstack.ipv6.protocol import ipv6_of
+from netstack.ipv6.af_inet6 import ipv6_of
 from netstack.testing import floods
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6

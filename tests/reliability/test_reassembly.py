@@ -21,7 +21,7 @@ import trio
 
 from netstack.host import Host, Lab, Port
 from netstack.ipv4 import ipv4_of
-from netstack.ipv6.protocol import ipv6_of
+from netstack.ipv6.af_inet6 import ipv6_of
 from netstack.socket import AF_INET, AF_INET6, SOCK_DGRAM, Socket
 from netstack.testing import floods
 from netstack.wire.ipv4 import aton

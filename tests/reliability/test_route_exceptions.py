@@ -21,7 +21,7 @@ from netstack.ipv4.route import (
     Rtable,
     ip_rt_update_pmtu,
 )
-from netstack.ipv6.protocol import ipv6_of
+from netstack.ipv6.af_inet6 import ipv6_of
 from netstack.ipv6.route import (
     FIB6_EXCEPTION_BUCKET_SIZE,
     FIB6_MAX_DEPTH,

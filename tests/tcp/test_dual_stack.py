@@ -13,6 +13,7 @@ the oracle: every dual-stack packet is a plain IPv4 one with good checksums.
 from __future__ import annotations
 
 import errno
+import functools
 import struct
 from typing import Any
 
@@ -22,22 +23,18 @@ import trio
 
 from netstack.core.features import SKB_GSO_TCPV4
 from netstack.core.sock import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
-from netstack.host import Host, Lab
+from netstack.host import Lab
 from netstack.socket import IPPROTO_IPV6, IPV6_V6ONLY, Socket
 from netstack.tcp import tcp_of
 from netstack.tcp.hashtables import ipv6_rcv_saddr_equal
+from netstack.testing import builders
 
 PORT = 80
 M = 0xFFFF << 32  # ::ffff:0.0.0.0
 
 
-def dual_pair(lab: Lab, kind: str = "veth") -> tuple[Host, Host]:
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
-    for h, n in ((a, 1), (b, 2)):
-        h.ip(f"addr add 10.0.0.{n}/24 dev eth0")
-        h.ip(f"-6 addr add 2001:db8::{n}/64 dev eth0 nodad")
-    return a, b
+# a (10.0.0.1, 2001:db8::1) — b (10.0.0.2, 2001:db8::2), no DAD
+dual_pair = functools.partial(builders.pair, family="dual", ipv4_only=False, nodad=True)
 
 
 async def recv_all(conn: Socket) -> bytes:
@@ -81,7 +78,7 @@ def assert_plain_ipv4(pkts: list[dpkt.ip.IP | dpkt.ip6.IP6], proto: int) -> list
 
 async def test_ipv4_client_reaches_a_dual_stack_listener(lab: Lab, autojump_clock: object) -> None:
     """IPv4 SYN → a listener on ``::``: the child is mapped, the wire plain IPv4 (MSS 1460)."""
-    a, b = dual_pair(lab, "nic")
+    a, b = dual_pair(lab, kind="nic")
     cap = b.capture("eth0")
     srv = b.socket(AF_INET6, SOCK_STREAM)
     await srv.bind(("::", PORT))

@@ -89,10 +89,19 @@ class KeywordTable(Generic[R, C]):
 
     def __init__(self) -> None:
         self.keywords: list[Keyword[R, C]] = []
+        #: every word some keyword accepts -> the first such keyword's parser (what
+        #: walking the chain finds, precomputed: a lab runs the same words by the thousand)
+        self._words: dict[str, Parser[R, C]] = {}
 
     def add(self, *spellings: str, parse: Parser[R, C]) -> None:
         """Append a keyword answering to *spellings* (``"x"`` whole, ``"x*"`` abbreviable)."""
         self.keywords.append(Keyword(spellings, parse))
+        for s in spellings:
+            if s[-1] == "*":
+                for end in range(1, len(s)):
+                    self._words.setdefault(s[:end], parse)  # an earlier keyword keeps it
+            else:
+                self._words.setdefault(s, parse)
 
     def keyword(self, *spellings: str) -> Callable[[Parser[R, C]], Parser[R, C]]:
         """Decorator form of :meth:`add`."""
@@ -105,10 +114,7 @@ class KeywordTable(Generic[R, C]):
 
     def find(self, word: str) -> Parser[R, C] | None:
         """The parser of the first keyword that accepts *word*, or None (the fallback's turn)."""
-        for kw in self.keywords:
-            if kw.accepts(word):
-                return kw.parse
-        return None
+        return self._words.get(word)
 
     def names(self) -> list[str]:
         """Every keyword's spellings as typed in full (for completion and help)."""

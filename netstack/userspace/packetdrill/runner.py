@@ -1235,7 +1235,8 @@ class Runner:
                     self.sut = t
                 sk.connect(*addr)
                 started[0] = True
-                if fd.nonblock:
+                if fd.nonblock and not getattr(sk, "defer_connect", False):
+                    # (TCP_FASTOPEN_CONNECT with a cookie: connect() is done, the SYN waits)
                     raise OSError(EINPROGRESS, "Operation now in progress")
             if not inet_stream_connect_result(sk):
                 raise _Blocked(True)
@@ -1326,21 +1327,28 @@ class Runner:
     def _send(
         self, ev: Event, spec: SyscallSpec, fd: FdState, count: int, flags: int
     ) -> Callable[[], _CallResult | None]:
-        if flags & MSG_FASTOPEN:
-            raise Unsupported(
-                f"{self.path}:{ev.line}: unsupported: TCP Fast Open (MSG_FASTOPEN)",
-                path=self.path,
-                line=ev.line,
-            )
         sk: Any = fd.sock.sock
         sent = [0]
         nonblock = bool(flags & MSG_DONTWAIT) or fd.nonblock
+        dest: tuple[int, int] | None = None
+        sflags = [flags & ~MSG_DONTWAIT]
+        if flags & MSG_FASTOPEN:
+            # sendto(..., MSG_FASTOPEN, ...): connects to packetdrill's remote end
+            dest = self._parsed(fd.sock, self._connect_addr())
 
         def fn() -> int:
+            if nonblock and (sflags[0] & MSG_FASTOPEN or sk.defer_connect):
+                sflags[0] |= MSG_DONTWAIT  # a non-blocking Fast Open connect: EINPROGRESS
+            t = fd.tracked
+            if dest is not None and t is not None and t.state == SOCKET_NEW:
+                t.state = SOCKET_ACTIVE_CONNECTING
+                t.live_remote_ip = self.wire_remote
+                t.live_remote_port = self.config.connect_port
+                self.sut = t
             # a blocking write queues everything before it returns (sk_stream_wait_memory)
             while sent[0] < count:
                 try:
-                    n = sk.sendmsg(bytes(count - sent[0]), None, flags & ~MSG_DONTWAIT)
+                    n = sk.sendmsg(bytes(count - sent[0]), dest, sflags[0])
                 except (SockWouldBlock, _Blocked):
                     if sent[0] and nonblock:
                         return sent[0]
@@ -1349,6 +1357,7 @@ class Runner:
                     if sent[0]:
                         return sent[0]
                     raise
+                sflags[0] &= ~(MSG_FASTOPEN | MSG_DONTWAIT)  # connected: the rest is a write
                 sent[0] += n
                 if nonblock:
                     return sent[0]

@@ -278,6 +278,11 @@ def strtoul(s: str, base: int = 0) -> tuple[int, int, bool]:
     Leading white space and a sign are accepted; a negative number wraps
     modulo 2**64, as ``unsigned long`` does on x86-64.
     """
+    if s.isascii() and s.isdigit() and (base == 10 or (base == 0 and (s[0] != "0" or len(s) == 1))):
+        value = int(s)  # all decimal digits (an address's octet, a metric): the loop's result
+        if value > ULONG_MAX:
+            return ULONG_MAX, len(s), True
+        return value, len(s), False
     i = 0
     n = len(s)
     while i < n and s[i] in _C_SPACE:

@@ -59,6 +59,17 @@ def test_strtoul(text: str, expected: tuple[int, int, bool]) -> None:
     assert strtoul(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text", ["0", "00", "7", "010", "09", "255", "18446744073709551615", "18446744073709551616"]
+)
+@pytest.mark.parametrize("base", [0, 8, 10, 16])
+def test_strtoul_all_digits_as_the_loop_reads_them(text: str, base: int) -> None:
+    """A word of decimal digits takes a shortcut; it answers what the C loop does
+    (here reached through a leading blank, which the shortcut does not take)."""
+    value, end, overflow = strtoul(" " + text, base)
+    assert strtoul(text, base) == (value, end - 1 if end else 0, overflow)
+
+
 def test_number_getters() -> None:
     assert get_unsigned("4294967295") == 0xFFFFFFFF
     assert get_unsigned("4294967296") is None

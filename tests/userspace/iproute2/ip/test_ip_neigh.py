@@ -10,8 +10,9 @@ import trio
 import trio.testing
 
 from netstack.errors import ConfigError
-from netstack.host import Host, mac_for
+from netstack.host import Host, Lab, mac_for
 from netstack.ipv4 import ipv4_of
+from netstack.testing import builders
 from netstack.wire.ipv4 import aton
 
 
@@ -28,11 +29,9 @@ def mac(host: str, dev: str) -> str:
 
 
 @pytest.fixture
-async def pair4(pair: tuple[Host, Host]) -> tuple[Host, Host]:
-    a, b = pair
-    a.ip("addr add 10.0.0.1/24 dev eth0")
-    b.ip("addr add 10.0.0.2/24 dev eth0")
-    return a, b
+async def pair4(lab: Lab) -> tuple[Host, Host]:
+    """a (10.0.0.1/24) — b (10.0.0.2/24)."""
+    return builders.pair(lab)
 
 
 async def test_learned_entry(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio_asyncio  # type: ignore[import-untyped]
-from adapters.apps import lab_pair, self_signed_identity
+from adapter_apps import lab_pair, self_signed_identity
 
 import netstack
 from netstack import Lab

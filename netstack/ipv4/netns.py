@@ -1,16 +1,19 @@
-"""``Ipv4``: the per-Net state of the IPv4 family, and ``inet_init`` that registers it.
+"""``Ipv4``: the per-Net state of the IPv4 family (``net->ipv4``).
 
-Theory of operation: :func:`inet_init` builds one :class:`Ipv4` for a Net
-(``net.ipv4``) and registers it downward, as the kernel's ``inet_init`` does:
-``ip_rcv`` and ``arp_rcv`` as packet types, ICMP and UDP in ``inet_protos``, a
-netdevice notifier that gives every device its ``in_device`` and keeps the
-FIB and the ARP table in step with device events, and the ``net.ipv4.*``
-sysctls. The object then serves as the composition point of the family: the
-route code reaches ``ip_output``/``ip_local_deliver``/``ip_forward`` through
-it, so the modules of this package do not import each other in a circle.
+Theory of operation: one :class:`Ipv4` per Net, built by
+:func:`~netstack.ipv4.af_inet.inet_init` and reachable as ``net.ipv4``,
+holds what the kernel keeps in ``struct netns_ipv4`` — the sysctl values,
+the FIB, the ARP table, the fragment queues, the UDP and ping tables, the
+MIBs — plus the protocol tables (``inet_protos``, ``inet_offloads``). It is
+also the composition point of the family: the route code reaches
+``ip_output``/``ip_local_deliver``/``ip_forward`` through it, so the
+modules of this package do not import each other in a circle; device
+events (``inetdev_event``, ``fib_netdev_event``, ``arp_netdev_event``)
+arrive at :meth:`Ipv4.netdev_event`.
 
-Kernel: net/ipv4/af_inet.c (inet_init), net/ipv4/devinet.c (inetdev_event),
-net/ipv4/fib_frontend.c (fib_netdev_event), net/ipv4/sysctl_net_ipv4.c.
+Kernel: include/net/netns/ipv4.h (struct netns_ipv4), include/net/protocol.h
+(struct net_protocol), net/ipv4/devinet.c (inetdev_event),
+net/ipv4/fib_frontend.c (fib_netdev_event).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -33,8 +36,7 @@ from netstack.core.dev import (
     NETDEV_UNREGISTER,
     NETDEV_UP,
 )
-from netstack.core.inetpeer import InetPeerBase, inet_peer_params
-from netstack.core.net import PacketType
+from netstack.core.inetpeer import InetPeerBase
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.snmp import MibSnapshot, UdpMib
@@ -49,16 +51,16 @@ from netstack.ipv4 import ip_output as _out
 from netstack.ipv4 import ping as _ping
 from netstack.ipv4 import route as _route
 from netstack.ipv4 import udp as _udp
-from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
-from netstack.ipv4.devinet import DEVCONF_FIELDS, DevConf, InDevice, InIfaddr
+from netstack.ipv4.devinet import DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
 from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib
+from netstack.ipv4.sysctl_net_ipv4 import devinet_sysctl_register
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import TIMED, kernel, spend
-from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
+from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.core.inetpeer import InetPeer
@@ -66,21 +68,87 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.route import Flowi4, Rtable
 
-__all__ = ["InetProtocol", "Ipv4", "inet_init", "ipv4_of"]
-
-IPPROTO_NAMES: Final = {1: "icmp", 6: "tcp", 17: "udp"}
+__all__ = ["InetProtocol", "Ipv4"]
 
 
 @attrs.define(eq=False)
 class InetProtocol:
-    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``)."""
+    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
 
-    handler: Any
-    err_handler: Any = None
+    Twin: netstack.ipv6.netns.Inet6Protocol.
+    """
+
+    handler: Callable[[SkBuff], object]  # consumes the skb
+    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
 
 
 class Ipv4:
-    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends)."""
+    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends).
+
+    Twin: netstack.ipv6.netns.Ipv6.
+    """
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_loopback",
+        "addr_listeners",
+        "arp_invalid",
+        "arp_out",
+        "arp_tbl",
+        "devconf_all",
+        "devconf_dflt",
+        "dst_forward",
+        "dst_local_deliver",
+        "dst_mc_output",
+        "dst_output",
+        "fib",
+        "fnhe_created",
+        "frags",
+        "icmp_echo_ignore_all",
+        "icmp_echo_ignore_broadcasts",
+        "icmp_errors_use_inbound_ifaddr",
+        "icmp_global_credit",
+        "icmp_global_stamp",
+        "icmp_ignore_bogus_error_responses",
+        "icmp_mib",
+        "icmp_msgs_burst",
+        "icmp_msgs_per_sec",
+        "icmp_ratelimit",
+        "icmp_ratemask",
+        "icmpmsg",
+        "idents",
+        "in_brd",
+        "in_martian_dst",
+        "in_martian_src",
+        "in_no_route",
+        "inet_addr_lst",
+        "inet_offloads",
+        "inet_protos",
+        "ip",
+        "ip_default_ttl",
+        "ip_fwd_update_priority",
+        "ip_local_port_range",
+        "ip_no_pmtu_disc",
+        "ip_nonlocal_bind",
+        "ip_rt_gc_timeout",
+        "ip_rt_min_pmtu",
+        "ip_rt_mtu_expires",
+        "ipext",
+        "ipfrag_high_thresh",
+        "ipfrag_low_thresh",
+        "ipfrag_time",
+        "net",
+        "nf_prerouting",
+        "peers",
+        "ping_group_range",
+        "ping_table",
+        "raw_sockets",
+        "rt_genid",
+        "udp_mib",
+        "udp_table",
+    )
 
     def __init__(self, net: Net) -> None:
         self.net = net
@@ -195,6 +263,9 @@ class Ipv4:
 
     def ip_route_output_key(self, fl4: Flowi4) -> Rtable | int:
         return _route.ip_route_output_key(self, fl4)
+
+    def ip_route_output(self, daddr: int, saddr: int = 0) -> Rtable | int:
+        return _route.ip_route_output(self, daddr, saddr)
 
     def ip_route_input_noref(
         self, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
@@ -473,6 +544,19 @@ class Ipv4:
         """IPv4's udp_lib_checksum_complete, for udpv6_recvmsg's IPv4 datagrams."""
         return _udp.udp_csum_ok(skb)
 
+    # ICMP's global rate limit and the address type, as the kernel exports them to IPv6
+    def icmp_global_allow(self) -> bool:
+        """IPv4's icmp_global_allow (one bucket per Net; icmpv6_global_allow draws on it)."""
+        return _icmp.icmp_global_allow(self)
+
+    def icmp_global_consume(self) -> None:
+        """IPv4's icmp_global_consume, for icmpv6_xrlim_allow."""
+        _icmp.icmp_global_consume(self)
+
+    def inet_addr_type(self, addr: int) -> int:
+        """IPv4's inet_addr_type, for __inet6_bind's v4-mapped addresses."""
+        return self.fib.inet_addr_type(addr, None)
+
     # -- statistics -------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""
@@ -495,11 +579,11 @@ class Ipv4:
         }
 
     # -- multicast membership (netstack.ipv4.igmp) -----------------------------------------
-    def ip_mc_setsockopt(self, sk: Any, optname: int, optval: bytes) -> int:
+    def ip_mc_setsockopt(self, sk: Sock, optname: int, optval: bytes) -> int:
         """IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP for a socket: 0 or -errno."""
         return _igmp.ip_mc_setsockopt(self, sk, optname, optval)
 
-    def ip_mc_drop_socket(self, sk: Any) -> None:
+    def ip_mc_drop_socket(self, sk: Sock) -> None:
         """A socket with memberships closes."""
         _igmp.ip_mc_drop_socket(self, sk)
 
@@ -567,167 +651,5 @@ class Ipv4:
         in_dev: InDevice = dev.ip_ptr
         in_dev.conf_name = dev.name
         conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
-        s.register_lazy(f"{conf}.", _register_devconf, self, conf, in_dev.cnf, dev)
+        s.register_lazy(f"{conf}.", devinet_sysctl_register, self, conf, in_dev.cnf, dev)
         s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.arp_tbl, dev)
-
-
-def _register_devconf(
-    ipv4: Ipv4, prefix: str, cnf: DevConf, dev: NetDevice | None, *, is_all: bool = False
-) -> None:
-    s = ipv4.net.sysctl
-    for f in DEVCONF_FIELDS:
-        if f == "forwarding":
-
-            def set_fwd(text: str, cnf: DevConf = cnf, name: str = f"{prefix}.forwarding") -> None:
-                value = _int_or_invalid(text, name)
-                if is_all:
-                    inet_forward_change(ipv4, value)
-                else:
-                    cnf.forwarding = 1 if value else 0
-                    ipv4.rt_cache_flush()
-
-            def get_fwd(cnf: DevConf = cnf) -> str:
-                return str(cnf.forwarding)
-
-            s.register(f"{prefix}.forwarding", get_fwd, set_fwd)
-        else:
-            s.register_int(f"{prefix}.{f}", cnf, f)
-
-
-@kernel("net/ipv4/devinet.c", "inet_forward_change")
-def inet_forward_change(ipv4: Ipv4, on: int) -> None:
-    """``net.ipv4.ip_forward`` / ``conf.all.forwarding``: every device follows.
-
-    Kernel: net/ipv4/devinet.c, inet_forward_change().
-    """
-    on = 1 if on else 0
-    ipv4.devconf_all.forwarding = on
-    ipv4.devconf_dflt.forwarding = on
-    for dev in ipv4.net.devices.values():
-        in_dev = dev.ip_ptr
-        if in_dev is not None:
-            in_dev.cnf.forwarding = on
-    ipv4.rt_cache_flush()
-
-
-def _int_or_invalid(text: str, name: str) -> int:
-    from netstack.core.sysctl import invalid
-
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise invalid(name) from None
-
-
-def _register_globals(ipv4: Ipv4) -> None:
-    s = ipv4.net.sysctl
-
-    def get_fwd() -> str:
-        return str(ipv4.devconf_all.forwarding)
-
-    def set_fwd(text: str) -> None:
-        inet_forward_change(ipv4, _int_or_invalid(text, "net.ipv4.ip_forward"))
-
-    s.register("net.ipv4.ip_forward", get_fwd, set_fwd)
-    s.register_int("net.ipv4.ip_default_ttl", ipv4, "ip_default_ttl", minimum=1, maximum=255)
-    s.register_int("net.ipv4.ip_no_pmtu_disc", ipv4, "ip_no_pmtu_disc", minimum=0, maximum=3)
-    s.register_int("net.ipv4.ip_nonlocal_bind", ipv4, "ip_nonlocal_bind", minimum=0, maximum=1)
-    s.register_int(
-        "net.ipv4.ip_forward_update_priority", ipv4, "ip_fwd_update_priority", minimum=0, maximum=1
-    )
-    for name in (
-        "icmp_echo_ignore_all",
-        "icmp_echo_ignore_broadcasts",
-        "icmp_ignore_bogus_error_responses",
-        "icmp_errors_use_inbound_ifaddr",
-    ):
-        s.register_int(f"net.ipv4.{name}", ipv4, name, minimum=0, maximum=1)
-    s.register_int("net.ipv4.icmp_ratelimit", ipv4, "icmp_ratelimit", minimum=0)
-    s.register_int("net.ipv4.icmp_ratemask", ipv4, "icmp_ratemask", minimum=0)
-    s.register_int("net.ipv4.icmp_msgs_per_sec", ipv4, "icmp_msgs_per_sec", minimum=0)
-    s.register_int("net.ipv4.icmp_msgs_burst", ipv4, "icmp_msgs_burst", minimum=0)
-    s.register_int("net.ipv4.ipfrag_high_thresh", ipv4, "ipfrag_high_thresh", minimum=0)
-    s.register_int("net.ipv4.ipfrag_low_thresh", ipv4, "ipfrag_low_thresh", minimum=0)
-    s.register_int("net.ipv4.ipfrag_time", ipv4, "ipfrag_time", minimum=0)
-    s.register_int("net.ipv4.route.min_pmtu", ipv4, "ip_rt_min_pmtu", minimum=68)
-    peer_params = inet_peer_params(ipv4.net)
-    for name in ("inet_peer_threshold", "inet_peer_minttl", "inet_peer_maxttl"):
-        s.register_int(f"net.ipv4.{name}", peer_params, name, minimum=0)
-    s.register_int("net.ipv4.route.mtu_expires", ipv4, "ip_rt_mtu_expires", minimum=0)
-
-    def pair_getter(attr: str) -> Any:
-        return lambda: "{}\t{}".format(*getattr(ipv4, attr))
-
-    def pair_setter(attr: str, name: str, lo_min: int, hi_max: int, ordered: bool) -> Any:
-        def set_(text: str) -> None:
-            from netstack.core.sysctl import invalid
-
-            parts = text.split()
-            if len(parts) != 2 or not all(p.lstrip("-").isdigit() for p in parts):
-                raise invalid(name)
-            a, b = int(parts[0]), int(parts[1])
-            if a < lo_min or b > hi_max or (ordered and a > b):
-                raise invalid(name)
-            setattr(ipv4, attr, (a, b))
-
-        return set_
-
-    s.register(
-        "net.ipv4.ip_local_port_range",
-        pair_getter("ip_local_port_range"),
-        pair_setter("ip_local_port_range", "net.ipv4.ip_local_port_range", 1, 65535, True),
-    )
-    s.register(
-        "net.ipv4.ping_group_range",
-        pair_getter("ping_group_range"),
-        pair_setter("ping_group_range", "net.ipv4.ping_group_range", 0, 2147483647, False),
-    )
-
-
-@kernel("net/ipv4/af_inet.c", "inet_init")
-def inet_init(net: Net) -> Ipv4:
-    """Install IPv4 on *net*. Kernel: net/ipv4/af_inet.c, inet_init()."""
-    if net.ipv4 is not None:
-        raise RuntimeError(f"IPv4 already initialised on {net.name}")
-    ipv4 = Ipv4(net)
-    net.ipv4 = ipv4
-    net.neigh_tables[2] = ipv4.arp_tbl
-    ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
-        partial(_icmp.icmp_rcv, ipv4), partial(_ping.ping_err, ipv4)
-    )
-    ipv4.inet_protos[IPPROTO_UDP] = InetProtocol(
-        partial(_udp.udp_rcv, ipv4), partial(_udp.udp_err, ipv4)
-    )
-    net.dev_add_pack(PacketType(ETH_P_IP, partial(_in.ip_rcv, ipv4), name="ip_rcv"))
-    net.dev_add_pack(PacketType(ETH_P_ARP, partial(_arp.arp_rcv, ipv4), name="arp_rcv"))
-    net.register_netdevice_notifier(ipv4.netdev_event)
-    from netstack.ipv4.offload import ipv4_offload_init
-    from netstack.ipv4.tcp_ipv4 import tcp_v4_err, tcp_v4_init, tcp_v4_rcv
-
-    ipv4_offload_init(ipv4)
-    tcp = tcp_v4_init(ipv4)
-    ipv4.inet_protos[IPPROTO_TCP] = InetProtocol(
-        partial(tcp_v4_rcv, ipv4, tcp), partial(tcp_v4_err, ipv4, tcp)
-    )
-    for dev in list(net.devices.values()):  # devices that exist already
-        ipv4.netdev_event(NETDEV_REGISTER, dev)
-        if dev.flags & 1:
-            ipv4.netdev_event(NETDEV_UP, dev)
-    s, c, n = net.sysctl, "net.ipv4.conf", "net.ipv4.neigh"  # registered when first used
-    s.register_lazy("net.ipv4.", _register_globals, ipv4)
-    s.register_lazy(
-        f"{c}.all.", _register_devconf, ipv4, f"{c}.all", ipv4.devconf_all, None, is_all=True
-    )
-    s.register_lazy(
-        f"{c}.default.", _register_devconf, ipv4, f"{c}.default", ipv4.devconf_dflt, None
-    )
-    s.register_lazy(f"{n}.default.", neigh_sysctl_register, ipv4.arp_tbl, None)
-    return ipv4
-
-
-def ipv4_of(net: Net) -> Ipv4:
-    """The Net's IPv4 state (raises if IPv4 is not installed)."""
-    ipv4 = net.ipv4
-    if not isinstance(ipv4, Ipv4):
-        raise RuntimeError(f"IPv4 is not installed on {net.name}")
-    return ipv4

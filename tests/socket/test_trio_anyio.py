@@ -11,7 +11,7 @@ import anyio.abc
 import pytest
 import trio
 import trio.lowlevel
-from adapters.apps import lab_pair
+from adapter_apps import lab_pair
 
 import netstack
 from netstack import Lab

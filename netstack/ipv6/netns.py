@@ -1,25 +1,23 @@
-"""``Ipv6``: the per-Net state of the IPv6 family, and ``inet6_init`` that registers it.
+"""``Ipv6``: the per-Net state of the IPv6 family (``net->ipv6``).
 
-Theory of operation: :func:`inet6_init` builds one :class:`Ipv6` for a Net
-(``net.ipv6``) and registers it downward, as the kernel's ``inet6_init``
-does: ``ipv6_rcv`` as the packet type of 0x86DD, the extension headers,
-ICMPv6 and UDP in ``inet6_protos``, ``nd_tbl`` as the Net's neighbour
-table of AF_INET6, ``addrconf_notify`` on the netdevice chain (every
-device gets its ``inet6_dev``, link-local address and routes), and the
-``net.ipv6.*`` sysctls. The object is then the composition point of the
+Theory of operation: one :class:`Ipv6` per Net, built by
+:func:`~netstack.ipv6.af_inet6.inet6_init` and reachable as ``net.ipv6``,
+holds what the kernel keeps in ``struct netns_ipv6`` — the sysctl values,
+fib6, ``nd_tbl``, addrconf, the fragment queues, the UDP, ping and raw
+tables, the MIBs, ``ndisc_sk`` — plus the protocol tables
+(``inet6_protos``, ``inet6_offloads``). It is the composition point of the
 family: routes reach ``ip6_output``/``ip6_input``/``ip6_forward`` through
 it, and the modules of this package (and other families, such as a SIT
-tunnel) call the functions below instead of importing each other.
+tunnel) call the methods below instead of importing each other.
 
 The IPv4 family is never imported: where the kernel's IPv6 code reads IPv4
 state (the global ICMP rate limit, ``ping_group_range``, the IPv4
-addresses a sit device derives link-locals from) it does so by duck typing
-through ``net.ipv4`` and ``dev.ip_ptr``.
+addresses a sit device derives link-locals from) it does so through
+``net.ipv4`` and ``dev.ip_ptr``.
 
-Kernel: net/ipv6/af_inet6.c (inet6_init), net/ipv6/addrconf.c
-(addrconf_init, addrconf_sysctl), net/ipv6/route.c (ip6_route_init,
-ipv6_route_sysctl), net/ipv6/sysctl_net_ipv6.c, net/ipv6/icmp.c
-(ipv6_icmp_sysctl).
+Kernel: include/net/netns/ipv6.h (struct netns_ipv6), include/net/protocol.h
+(struct inet6_protocol), net/ipv6/addrconf.c (addrconf_notify),
+net/ipv6/route.c.
 """
 
 from __future__ import annotations
@@ -31,14 +29,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_REGISTER, NETDEV_UP
+from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_UP
 from netstack.core.inetpeer import InetPeerBase, inet_peer_xrlim_allow
-from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.snmp import MibSnapshot
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
-from netstack.core.sysctl import invalid
 from netstack.errors import ConfigError
 from netstack.ipv6 import icmp as _icmp
 from netstack.ipv6 import ip6_input as _in
@@ -48,10 +44,9 @@ from netstack.ipv6 import ping as _ping
 from netstack.ipv6 import raw as _raw
 from netstack.ipv6 import route as _route
 from netstack.ipv6 import udp as _udp
-from netstack.ipv6.addrconf import DEVCONF6, DEVCONF6_READONLY, Addrconf, DevConf6, Inet6Dev
+from netstack.ipv6.addrconf import Addrconf, DevConf6, Inet6Dev
 from netstack.ipv6.constants import (
     IPV6_FRAG_TIMEOUT_S,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_CACHE,
@@ -61,27 +56,16 @@ from netstack.ipv6.constants import (
     RTF_GATEWAY,
     RTF_LOCAL,
     RTF_UP,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
 )
 from netstack.ipv6.flowlabel import FlowHash
-from netstack.ipv6.reassembly import Ip6Frags, ipv6_frag_rcv
+from netstack.ipv6.reassembly import Ip6Frags
 from netstack.ipv6.snmp import UDP6_FIELDS, Icmp6Mib, Icmp6MsgMib, Ip6Mib, Udp6Mib
+from netstack.ipv6.sysctl_net_ipv6 import addrconf_sysctl_register_conf
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import kernel
-from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
-from netstack.wire.ipv6 import (
-    IPPROTO_ICMPV6,
-    IPPROTO_UDP,
-    IPV6_MIN_MTU,
-    NEXTHDR_DEST,
-    NEXTHDR_FRAGMENT,
-    NEXTHDR_NONE,
-    NEXTHDR_ROUTING,
-    NEXTHDR_TCP,
-    addr_at,
-)
+from netstack.wire.ipv6 import IPPROTO_ICMPV6, IPPROTO_UDP, IPV6_MIN_MTU, NEXTHDR_TCP, addr_at
+from netstack.wire.rtnetlink import RT_TABLE_MAIN, RTNH_F_DEAD, RTNH_F_LINKDOWN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -89,9 +73,9 @@ if TYPE_CHECKING:
     from netstack.gro.core import NetOffload
     from netstack.ipv6.route import Fib6Info, Flowi6, Rt6Info
 
-__all__ = ["Inet6Protocol", "Ipv6", "inet6_init", "ipv6_of"]
+__all__ = ["Inet6Protocol", "Ipv6", "NdiscSock"]
 
-IP6_MAX_MTU: Final = 0xFFFF + 40
+
 INT_MAX: Final = 2**31 - 1
 # "0-1,3-127": every error but Packet Too Big, and no informational type, is rate limited
 ICMPV6_RATEMASK_DEFAULT: Final = sum(1 << t for t in (0, 1, *range(3, 128)))
@@ -103,10 +87,13 @@ class Inet6Protocol:
 
     ``handler`` returns > 0 to resubmit (the next header follows), 0 when
     the packet was delivered, < 0 when it was consumed otherwise.
+
+    Twin: netstack.ipv4.netns.InetProtocol.
     """
 
-    handler: Any
-    err_handler: Any = None
+    handler: Callable[[SkBuff], int]
+    # (skb, type, code, offset, info): an ICMPv6 error quoting this next header
+    err_handler: Callable[[SkBuff, int, int, int, int], object] | None = None
     flags: int = 0
 
 
@@ -125,7 +112,87 @@ class NdiscSock:
 
 
 class Ipv6:
-    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends).
+
+    Twin: netstack.ipv4.netns.Ipv4.
+    """
+
+    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
+    # set only later or from outside.
+    __slots__ = (
+        "__dict__",
+        "_loopback",
+        "addr_listeners",
+        "addrconf",
+        "anycast_src_echo_reply",
+        "auto_flowlabels",
+        "bindv6only",
+        "devconf_all",
+        "devconf_dflt",
+        "dst_forward",
+        "dst_local_deliver",
+        "dst_mc_input",
+        "dst_output",
+        "fib6",
+        "fib_multipath_hash_policy",
+        "fib_rt_cache",
+        "flow_hash",
+        "flowlabel_consistency",
+        "flowlabel_gen",
+        "flowlabel_state_ranges",
+        "frags",
+        "fwmark_reflect",
+        "icmp6_mib",
+        "icmp6msg",
+        "icmp_global_credit",
+        "icmp_global_stamp",
+        "icmpv6_echo_ignore_all",
+        "icmpv6_echo_ignore_anycast",
+        "icmpv6_echo_ignore_multicast",
+        "icmpv6_ratelimit",
+        "icmpv6_ratemask",
+        "idgen_delay",
+        "idgen_retries",
+        "inet6_offloads",
+        "inet6_protos",
+        "ip6_mib",
+        "ip6_null_entry",
+        "ip6_output_nd",
+        "ip6_pkt_discard",
+        "ip6_pkt_discard_out",
+        "ip6_pkt_prohibit",
+        "ip6_pkt_prohibit_out",
+        "ip6_rt_gc_elasticity",
+        "ip6_rt_gc_interval",
+        "ip6_rt_gc_min_interval_ms",
+        "ip6_rt_gc_thresh",
+        "ip6_rt_gc_timeout",
+        "ip6_rt_last_gc",
+        "ip6_rt_max_size",
+        "ip6_rt_min_advmss",
+        "ip6_rt_mtu_expires",
+        "ip6frag_high_thresh",
+        "ip6frag_low_thresh",
+        "ip6frag_time",
+        "ip_nonlocal_bind",
+        "max_dst_opts_length",
+        "max_dst_opts_number",
+        "max_hbh_length",
+        "max_hbh_opts_number",
+        "nd_tbl",
+        "ndisc_sk",
+        "net",
+        "nf_prerouting",
+        "peers",
+        "ping_table",
+        "ra_received",
+        "raw_sockets",
+        "reasm_overlaps",
+        "rt6_genid",
+        "skip_notify_on_dev_down",
+        "udp6_mib",
+        "udp_table",
+    )
 
     def __init__(self, net: Net) -> None:
         self.net = net
@@ -178,8 +245,6 @@ class Ipv6:
         self.udp6_mib = Udp6Mib()
         self.ra_received = 0
         self.reasm_overlaps = 0
-        self.icmp_global_credit = 0
-        self.icmp_global_stamp = -60 * net.clock.hz
         self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
         self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
@@ -581,8 +646,8 @@ class Ipv6:
         if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
             return _udp.Udp6Sock(self)
         if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMPV6:
-            ipv4: Any = self.net.ipv4
-            low, high = getattr(ipv4, "ping_group_range", (1, 0))  # net.ipv4.ping_group_range
+            ipv4 = self.net.ipv4
+            low, high = ipv4.ping_group_range if ipv4 is not None else (1, 0)
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.Ping6Sock(self)
@@ -656,7 +721,7 @@ class Ipv6:
         idev: Inet6Dev = dev.ip6_ptr
         idev.conf_name = dev.name
         conf, neigh, s = f"net.ipv6.conf.{dev.name}", f"net.ipv6.neigh.{dev.name}", self.net.sysctl
-        s.register_lazy(f"{conf}.", _register_devconf, self, conf, idev.cnf, idev)
+        s.register_lazy(f"{conf}.", addrconf_sysctl_register_conf, self, conf, idev.cnf, idev)
         s.register_lazy(f"{neigh}.", neigh_sysctl_register, self.nd_tbl, dev)
 
     def unregister_dev_sysctls(self, idev: Inet6Dev) -> None:
@@ -672,290 +737,3 @@ def _pkt_drop_out(ipv6: Ipv6, code: int, skb: SkBuff) -> int:
     """
     skb.dev = skb.dst.dev if skb.dst is not None and skb.dst.dev is not None else skb.dev
     return _route.ip6_pkt_drop(ipv6, skb, code, True)
-
-
-def _int(text: str, name: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise invalid(name) from None
-
-
-# per-device conf entries with their own handler or limits (addrconf_sysctl[])
-_CONF_RANGES: Final[dict[str, tuple[int | None, int | None]]] = {
-    "hop_limit": (1, 255),
-    "addr_gen_mode": (0, 3),
-    "accept_ra_min_hop_limit": (0, 255),
-}
-
-
-@kernel("__addrconf_sysctl_register")
-def _register_devconf(ipv6: Ipv6, prefix: str, cnf: DevConf6, idev: Inet6Dev | None) -> None:
-    """Register one ``net.ipv6.conf.X`` directory.
-
-    Kernel: __addrconf_sysctl_register().
-    """
-    s = ipv6.net.sysctl
-    for name in DEVCONF6:
-        key = f"{prefix}.{name}"
-        if name == "forwarding":
-
-            def set_fwd(text: str, key: str = key) -> None:
-                addrconf_fixup_forwarding(ipv6, cnf, idev, 1 if _int(text, key) else 0)
-
-            s.register(key, lambda: str(cnf.forwarding), set_fwd)
-        elif name == "disable_ipv6":
-
-            def set_dis(text: str, key: str = key) -> None:
-                addrconf_disable_ipv6(ipv6, cnf, idev, 1 if _int(text, key) else 0)
-
-            s.register(key, lambda: str(cnf.disable_ipv6), set_dis)
-        elif name == "mtu":
-
-            def get_mtu() -> str:
-                return str(cnf.mtu6)
-
-            def set_mtu(text: str, key: str = key) -> None:
-                value = _int(text, key)
-                limit = idev.dev.mtu if idev is not None else IP6_MAX_MTU
-                if not IPV6_MIN_MTU <= value <= limit:  # addrconf_sysctl_mtu()
-                    raise invalid(key)
-                cnf.mtu6 = value
-                ipv6.rt6_genid_bump()
-
-            s.register(key, get_mtu, set_mtu)
-        elif name in DEVCONF6_READONLY:
-
-            def get_ro(name: str = name) -> str:
-                return str(getattr(cnf, name))
-
-            s.register(key, get_ro)
-        else:
-            lo, hi = _CONF_RANGES.get(name, (None, None))
-            s.register_int(key, cnf, name, minimum=lo, maximum=hi)
-
-
-@kernel("net/ipv6/addrconf.c", "addrconf_fixup_forwarding")
-def addrconf_fixup_forwarding(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
-    """``net.ipv6.conf.*.forwarding``.
-
-    Kernel: net/ipv6/addrconf.c, addrconf_fixup_forwarding().
-    """
-    old = cnf.forwarding
-    cnf.forwarding = newf
-    if cnf is ipv6.devconf_dflt:
-        return
-    if cnf is ipv6.devconf_all:
-        ipv6.devconf_dflt.forwarding = newf
-        addrconf_forward_change(ipv6, newf)
-    elif (not newf) != (not old) and idev is not None:
-        ipv6.addrconf.dev_forward_change(idev)
-    if newf:
-        ipv6.rt6_purge_dflt_routers()
-    ipv6.rt6_genid_bump()
-
-
-@kernel("addrconf_forward_change")
-def addrconf_forward_change(ipv6: Ipv6, newf: int) -> None:
-    """Every device follows ``all.forwarding``.
-
-    Kernel: addrconf_forward_change().
-    """
-    for dev in list(ipv6.net.devices.values()):
-        idev = dev.ip6_ptr
-        if idev is None:
-            continue
-        changed = (not idev.cnf.forwarding) != (not newf)
-        idev.cnf.forwarding = newf
-        if changed:
-            ipv6.addrconf.dev_forward_change(idev)
-
-
-@kernel("addrconf_disable_ipv6", "dev_disable_change")
-def addrconf_disable_ipv6(ipv6: Ipv6, cnf: DevConf6, idev: Inet6Dev | None, newf: int) -> None:
-    """``net.ipv6.conf.*.disable_ipv6``.
-
-    Kernel: addrconf_disable_ipv6() / dev_disable_change().
-    """
-    old = cnf.disable_ipv6
-    cnf.disable_ipv6 = newf
-    if cnf is ipv6.devconf_dflt:
-        return
-    if cnf is ipv6.devconf_all:
-        ipv6.devconf_dflt.disable_ipv6 = newf
-        for dev in list(ipv6.net.devices.values()):
-            d = dev.ip6_ptr
-            if d is None:
-                continue
-            changed = (not d.cnf.disable_ipv6) != (not newf)
-            d.cnf.disable_ipv6 = newf
-            if changed:
-                _dev_disable_change(ipv6, d)
-        return
-    if (not old) != (not newf) and idev is not None:
-        _dev_disable_change(ipv6, idev)
-
-
-@kernel("dev_disable_change")
-def _dev_disable_change(ipv6: Ipv6, idev: Inet6Dev) -> None:
-    """Kernel: dev_disable_change()."""
-    dev = idev.dev
-    ipv6.addrconf.addrconf_notify(NETDEV_DOWN if idev.cnf.disable_ipv6 else NETDEV_UP, dev)
-
-
-def _register_globals(ipv6: Ipv6) -> None:
-    """``net.ipv6.*``, ``.icmp.*``, ``.route.*`` (``.conf.{all,default}`` and
-    ``.neigh.default``: :func:`inet6_init`)."""
-    s = ipv6.net.sysctl
-    p = "net.ipv6"
-    s.register_int(f"{p}.bindv6only", ipv6, "bindv6only", minimum=0, maximum=1)
-    s.register_int(f"{p}.ip_nonlocal_bind", ipv6, "ip_nonlocal_bind", minimum=0, maximum=1)
-    s.register_int(
-        f"{p}.anycast_src_echo_reply", ipv6, "anycast_src_echo_reply", minimum=0, maximum=1
-    )
-    s.register_int(
-        f"{p}.flowlabel_consistency", ipv6, "flowlabel_consistency", minimum=0, maximum=1
-    )
-
-    def flowlabel_changed(_value: int) -> None:
-        ipv6.flowlabel_gen += 1  # sockets' cached labels are stale
-
-    s.register_int(
-        f"{p}.auto_flowlabels",
-        ipv6,
-        "auto_flowlabels",
-        minimum=0,
-        maximum=3,
-        on_change=flowlabel_changed,
-    )
-    s.register_int(f"{p}.fwmark_reflect", ipv6, "fwmark_reflect", minimum=0, maximum=1)
-    s.register_int(f"{p}.idgen_retries", ipv6, "idgen_retries")
-    s.register_int(f"{p}.idgen_delay", ipv6, "idgen_delay")
-    s.register_int(
-        f"{p}.flowlabel_state_ranges",
-        ipv6,
-        "flowlabel_state_ranges",
-        minimum=0,
-        maximum=1,
-        on_change=flowlabel_changed,
-    )
-    s.register_int(f"{p}.max_dst_opts_number", ipv6, "max_dst_opts_number")
-    s.register_int(f"{p}.max_hbh_opts_number", ipv6, "max_hbh_opts_number")
-    s.register_int(f"{p}.max_dst_opts_length", ipv6, "max_dst_opts_length")
-    s.register_int(f"{p}.max_hbh_length", ipv6, "max_hbh_length")
-    s.register_int(
-        f"{p}.fib_multipath_hash_policy", ipv6, "fib_multipath_hash_policy", minimum=0, maximum=3
-    )
-    s.register_int(f"{p}.ip6frag_high_thresh", ipv6, "ip6frag_high_thresh", minimum=0)
-    s.register_int(f"{p}.ip6frag_low_thresh", ipv6, "ip6frag_low_thresh", minimum=0)
-    s.register_int(f"{p}.ip6frag_time", ipv6, "ip6frag_time", minimum=0)
-    # net.ipv6.icmp.*
-    s.register_int(f"{p}.icmp.ratelimit", ipv6, "icmpv6_ratelimit", minimum=0)
-    for name in ("echo_ignore_all", "echo_ignore_multicast", "echo_ignore_anycast"):
-        s.register_int(f"{p}.icmp.{name}", ipv6, f"icmpv6_{name}", minimum=0, maximum=1)
-
-    def get_mask() -> str:
-        return _icmp.format_ratemask(ipv6.icmpv6_ratemask)
-
-    def set_mask(text: str) -> None:
-        mask = _icmp.parse_ratemask(text)
-        if mask is None:
-            raise invalid(f"{p}.icmp.ratemask")
-        ipv6.icmpv6_ratemask = mask
-
-    s.register(f"{p}.icmp.ratemask", get_mask, set_mask)
-    # net.ipv6.route.* (ipv6_route_table_template)
-    r = f"{p}.route"
-    s.register_int(f"{r}.gc_thresh", ipv6, "ip6_rt_gc_thresh")
-    s.register_int(f"{r}.max_size", ipv6, "ip6_rt_max_size")
-    s.register_int(f"{r}.gc_timeout", ipv6, "ip6_rt_gc_timeout")
-    s.register_int(f"{r}.gc_interval", ipv6, "ip6_rt_gc_interval")
-    s.register_int(f"{r}.gc_elasticity", ipv6, "ip6_rt_gc_elasticity")
-    s.register_int(f"{r}.mtu_expires", ipv6, "ip6_rt_mtu_expires")
-    s.register_int(f"{r}.min_adv_mss", ipv6, "ip6_rt_min_advmss")
-
-    def get_gc_ms() -> str:
-        return str(ipv6.ip6_rt_gc_min_interval_ms)
-
-    def set_gc_ms(text: str) -> None:
-        ipv6.ip6_rt_gc_min_interval_ms = _int(text, f"{r}.gc_min_interval_ms")
-
-    def get_gc_s() -> str:  # proc_dointvec_jiffies: whole seconds
-        return str(ipv6.ip6_rt_gc_min_interval_ms // 1000)
-
-    def set_gc_s(text: str) -> None:
-        ipv6.ip6_rt_gc_min_interval_ms = _int(text, f"{r}.gc_min_interval") * 1000
-
-    s.register(f"{r}.gc_min_interval", get_gc_s, set_gc_s)
-    s.register(f"{r}.gc_min_interval_ms", get_gc_ms, set_gc_ms)
-    s.register_int(
-        f"{r}.skip_notify_on_dev_down", ipv6, "skip_notify_on_dev_down", minimum=0, maximum=1
-    )
-
-    @kernel("ipv6_sysctl_rtcache_flush", "fib6_run_gc")
-    def flush(text: str) -> None:
-        """Kernel: ipv6_sysctl_rtcache_flush() → fib6_run_gc()."""
-        ipv6.fib6.fib6_run_gc()
-
-    def flush_denied() -> str:
-        raise ConfigError(f"sysctl: permission denied on key '{r}.flush'", errno.EACCES)
-
-    s.register(f"{r}.flush", flush_denied, flush)
-
-
-@kernel("net/ipv6/af_inet6.c", "inet6_init")
-def inet6_init(net: Net) -> Ipv6:
-    """Install IPv6 on *net*.
-
-    Kernel: net/ipv6/af_inet6.c, inet6_init().
-    """
-    if net.ipv6 is not None:
-        raise RuntimeError(f"IPv6 already initialised on {net.name}")
-    ipv6 = Ipv6(net)
-    net.ipv6 = ipv6
-    net.neigh_tables[10] = ipv6.nd_tbl
-    s, p = net.sysctl, "net.ipv6"  # registered when first used (register_lazy)
-    s.register_lazy(f"{p}.", _register_globals, ipv6)
-    s.register_lazy(
-        f"{p}.conf.all.", _register_devconf, ipv6, f"{p}.conf.all", ipv6.devconf_all, None
-    )
-    s.register_lazy(
-        f"{p}.conf.default.", _register_devconf, ipv6, f"{p}.conf.default", ipv6.devconf_dflt, None
-    )
-    s.register_lazy(f"{p}.neigh.default.", neigh_sysctl_register, ipv6.nd_tbl, None)
-    protos = ipv6.inet6_protos
-    final = _in.INET6_PROTO_FINAL
-    protos[IPPROTO_ICMPV6] = Inet6Protocol(
-        partial(_icmp.icmpv6_rcv, ipv6), partial(_icmp.icmpv6_err, ipv6), final | 1
-    )
-    protos[IPPROTO_UDP] = Inet6Protocol(
-        partial(_udp.udpv6_rcv, ipv6), partial(_udp.udpv6_err, ipv6), final | 1
-    )
-    from netstack.ipv6.offload import ipv6_offload_init
-    from netstack.ipv6.tcp_ipv6 import tcp_v6_err, tcp_v6_init, tcp_v6_rcv
-
-    ipv6_offload_init(ipv6)
-    tcp = tcp_v6_init(ipv6)
-    protos[NEXTHDR_TCP] = Inet6Protocol(
-        partial(tcp_v6_rcv, ipv6, tcp), partial(tcp_v6_err, ipv6, tcp), final | 1
-    )
-    protos[NEXTHDR_ROUTING] = Inet6Protocol(partial(_in.ipv6_rthdr_rcv, ipv6), None, 1)
-    protos[NEXTHDR_DEST] = Inet6Protocol(partial(_in.ipv6_destopt_rcv, ipv6), None, 1)
-    protos[NEXTHDR_FRAGMENT] = Inet6Protocol(partial(ipv6_frag_rcv, ipv6), None, 1)
-    protos[NEXTHDR_NONE] = Inet6Protocol(partial(_in.nodata_rcv, ipv6), None, 1)
-    net.dev_add_pack(PacketType(ETH_P_IPV6, partial(_in.ipv6_rcv, ipv6), name="ipv6_rcv"))
-    net.register_netdevice_notifier(ipv6.netdev_event)
-    for dev in list(net.devices.values()):  # devices that exist already
-        ipv6.netdev_event(NETDEV_REGISTER, dev)
-        if dev.flags & 1:
-            ipv6.netdev_event(NETDEV_UP, dev)
-    ipv6.addrconf.addrconf_verify()
-    return ipv6
-
-
-def ipv6_of(net: Net) -> Ipv6:
-    """The Net's IPv6 state (raises if IPv6 is not installed)."""
-    ipv6 = net.ipv6
-    if not isinstance(ipv6, Ipv6):
-        raise RuntimeError(f"IPv6 is not installed on {net.name}")
-    return ipv6
