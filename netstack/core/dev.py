@@ -1023,12 +1023,11 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     if dst is not None:
         skb.dst = None
         dst.release()
-    # back to the class defaults; tested one by one, since reading skb.__dict__
-    # would give every scrubbed skb a dictionary
+    # tstamp and mark back to their class defaults, tested one by one, since
+    # reading skb.__dict__ would give every scrubbed skb a dictionary
     if skb.tstamp:
         del skb.tstamp
-    if skb.cb is not None:
-        del skb.cb
+    skb.cb = None
     if xnet and skb.mark:
         del skb.mark
     # Since 4.19 (9c4c325252c5, "skbuff: preserve sock reference when

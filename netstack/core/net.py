@@ -43,7 +43,7 @@ from netstack.errors import ConfigError
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
-    from netstack.core.napi import Napi
+    from netstack.core.napi import GroEngine, Napi
     from netstack.core.netdevice import NetDevice
     from netstack.core.netns import NetnsIpv4, NetnsIpv6
     from netstack.cpu.cacheline import CacheLine
@@ -86,7 +86,7 @@ class PacketType:
     """
 
     proto: int
-    func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], Any]
+    func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], object]
     dev: NetDevice | None = None
     ignore_outgoing: bool = False
     name: str = ""
@@ -219,7 +219,7 @@ class Net:
         self.ptype_all: list[PacketType] = []
         self.offload_base: dict[int, PacketOffload] = {}
         # the GRO engine each NAPI instance gets (installed by the gro layer: gro_init)
-        self.gro_factory: Callable[[Napi], Any] | None = None
+        self.gro_factory: Callable[[Napi], GroEngine] | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
         self.notifier_ext_mtu = 0  # netdev_notifier_info_ext.ext.mtu of a NETDEV_CHANGEMTU
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}

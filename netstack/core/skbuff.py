@@ -226,6 +226,7 @@ class SkBuff:
         "_dataref",
         "_freed",
         "buf",
+        "cb",
         "csum_offset",
         "csum_start",
         "data",
@@ -268,7 +269,6 @@ class SkBuff:
     inner_network_header: int = -1
     inner_transport_header: int = -1
     local_df: bool = False
-    cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
     _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
     vlan_proto: int = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
@@ -295,6 +295,7 @@ class SkBuff:
         # the data's users when cloned (a slot: every clone of a flood has one,
         # and as a rare field it gave each clone an instance dictionary)
         self._dataref: list[int] | None = None
+        self.cb: Any = None  # scratch owned by the layer holding the skb (kernel: skb->cb)
         self.queue_mapping = 0
         self.skb_iif = 0
         self.gso_size = 0  # skb_shinfo(skb)->gso_size: MSS of a GSO skb, 0 if not GSO
@@ -467,12 +468,8 @@ class SkBuff:
         new.gso_size = self.gso_size
         new.ignore_df = self.ignore_df
         d = self.__dict__
-        if d:
-            # the rare fields, but not cb (the holder's scratch): a clone of an skb
-            # with only cb set (every frame a bridge floods) gets no dictionary
-            for name, value in d.items():
-                if name != "cb":
-                    setattr(new, name, value)
+        if d:  # the rare fields (cb, the holder's scratch, is a slot and not copied)
+            new.__dict__.update(d)
 
     @kernel("skb_clone")
     def clone(self) -> SkBuff:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ParamSpec
 
 from netstack.errors import ConfigError
@@ -145,6 +145,21 @@ class SysctlTable:
                 register(*args, **(kwargs or {}))
             if want is not None and want in self._entries:
                 return
+
+    def wanted(self, prefix: str, names: Collection[str]) -> Collection[str]:
+        """Of the *names* a registration function would register under *prefix*
+        (a name ending in "."), the ones to register now: all of them, or, while
+        a lookup runs it for one entry (see :meth:`_materialise`), that entry's
+        name alone if it is among them. Lets a function of many entries skip
+        building the others' closures."""
+        only = self._only
+        if only is None:
+            return names
+        if only.startswith(prefix):
+            leaf = only[len(prefix) :]
+            if leaf in names:
+                return (leaf,)
+        return ()
 
     def register(
         self, name: str, get: Callable[[], str], setter: Callable[[str], None] | None = None

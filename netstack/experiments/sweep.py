@@ -55,6 +55,7 @@ import inspect
 import io
 import itertools
 import json
+import logging
 import math
 import multiprocessing
 import os
@@ -522,7 +523,11 @@ def _dask(
     if scheduler is None:
         # one thread per worker: timed mode runs one point per process at a time
         cluster = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, dashboard_address=None, processes=True
+            n_workers=workers,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            processes=True,
+            silence_logs=logging.ERROR,  # not a warning per point Ctrl-C cancelled
         )
         scheduler = cluster
     try:

@@ -284,7 +284,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    if ipv4_is_multicast(tip) or (not in_dev.orconf("route_localnet") and ipv4_is_loopback(tip)):
+    if ipv4_is_multicast(tip) or (ipv4_is_loopback(tip) and not in_dev.orconf("route_localnet")):
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     if sip == tip and in_dev.orconf("drop_gratuitous_arp"):

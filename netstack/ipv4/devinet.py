@@ -232,8 +232,10 @@ class InDevice:
         return int(getattr(self.ipv4.devconf_all, name) or getattr(self.cnf, name))
 
     def maxconf(self, name: str) -> int:
-        """IN_DEV_MAXCONF: the larger of all and device."""
-        return max(int(getattr(self.ipv4.devconf_all, name)), int(getattr(self.cnf, name)))
+        """IN_DEV_MAXCONF: the larger of all and device (per received ARP: no max())."""
+        a = getattr(self.ipv4.devconf_all, name)
+        b = getattr(self.cnf, name)
+        return int(a if a >= b else b)
 
     def ifa_for(self, local: int, prefixlen: int) -> InIfaddr | None:
         for ifa in self.ifa_list:

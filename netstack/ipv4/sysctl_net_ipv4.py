@@ -30,7 +30,7 @@ def devinet_sysctl_register(
     ipv4: Ipv4, prefix: str, cnf: DevConf, dev: NetDevice | None, *, is_all: bool = False
 ) -> None:
     s = ipv4.net.sysctl
-    for f in DEVCONF_FIELDS:
+    for f in s.wanted(f"{prefix}.", DEVCONF_FIELDS):
         if f == "forwarding":
 
             def set_fwd(text: str, cnf: DevConf = cnf, name: str = f"{prefix}.forwarding") -> None:

@@ -45,7 +45,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import sk_set_txhash, sock_oserror
+from netstack.core.sock import AF_INET, sk_set_txhash, sock_oserror
 from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
@@ -102,7 +102,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v4_rcv"]
 
-AF_INET: Final = 2
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")

@@ -46,6 +46,14 @@ import errno
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dev import (
+    NETDEV_CHANGE,
+    NETDEV_CHANGEMTU,
+    NETDEV_DOWN,
+    NETDEV_REGISTER,
+    NETDEV_UNREGISTER,
+    NETDEV_UP,
+)
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_MULTICAST, IFF_NOARP, IFF_POINTOPOINT
 from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
@@ -1372,15 +1380,6 @@ class Addrconf:
     @kernel("net/ipv6/addrconf.c", "addrconf_notify")
     def addrconf_notify(self, event: int, dev: NetDevice) -> None:
         """Kernel: net/ipv6/addrconf.c, addrconf_notify()."""
-        from netstack.core.dev import (
-            NETDEV_CHANGE,
-            NETDEV_CHANGEMTU,
-            NETDEV_DOWN,
-            NETDEV_REGISTER,
-            NETDEV_UNREGISTER,
-            NETDEV_UP,
-        )
-
         ipv6 = self.ipv6
         idev = self.idev(dev)
         if event == NETDEV_REGISTER:

@@ -44,6 +44,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.sock import AF_INET6
 from netstack.ipv6.constants import (
     IF_RA_MANAGED,
     IF_RA_OTHERCONF,
@@ -155,7 +156,6 @@ __all__ = [
 
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
-AF_INET6: Final = 10
 
 
 def make_nd_tbl(ipv6: Ipv6) -> NeighTable:

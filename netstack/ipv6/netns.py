@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from netstack.core.dev import NETDEV_CHANGENAME, NETDEV_DOWN, NETDEV_UP
+from netstack.core.dev import (
+    NETDEV_CHANGE,
+    NETDEV_CHANGENAME,
+    NETDEV_DOWN,
+    NETDEV_UNREGISTER,
+    NETDEV_UP,
+)
 from netstack.core.inetpeer import InetPeerBase, inet_peer_xrlim_allow
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -476,8 +482,6 @@ class Ipv6:
 
         Kernel: rt6_sync_down_dev() / fib6_ifdown().
         """
-        from netstack.core.dev import NETDEV_CHANGE
-
         for f in self._all_routes():
             if f.nh.dev is not dev:
                 continue
@@ -503,8 +507,6 @@ class Ipv6:
     @kernel("net/ipv6/route.c", "rt6_disable_ip")
     def rt6_disable_ip(self, dev: NetDevice, unregister: bool) -> None:
         """Kernel: net/ipv6/route.c, rt6_disable_ip()."""
-        from netstack.core.dev import NETDEV_UNREGISTER
-
         self.rt6_sync_down_dev(dev, NETDEV_UNREGISTER if unregister else NETDEV_DOWN)
         self.nd_tbl.neigh_ifdown(dev)
 

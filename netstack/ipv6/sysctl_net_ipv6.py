@@ -63,7 +63,7 @@ def addrconf_sysctl_register_conf(
     Kernel: __addrconf_sysctl_register().
     """
     s = ipv6.net.sysctl
-    for name in DEVCONF6:
+    for name in s.wanted(f"{prefix}.", DEVCONF6):
         key = f"{prefix}.{name}"
         if name == "forwarding":
 

@@ -70,7 +70,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
+from netstack.core.sock import AF_INET, AF_INET6, Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
@@ -162,8 +162,6 @@ __all__ = [
     "tcp_v6_socket",
 ]
 
-AF_INET: Final = 2
-AF_INET6: Final = 10
 V4MAPPED_PREFIX: Final = 0xFFFF << 32
 M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")

@@ -6,40 +6,51 @@ without a cookie, 0x200 a server that takes data without one, 0x400 Fast
 Open on every listener without ``TCP_FASTOPEN``.
 
 **Server.** A listener with ``TCP_FASTOPEN`` (its ``fastopenq.max_qlen``)
-hands each SYN to :func:`tcp_try_fastopen` from ``tcp_conn_request``. A
-cookie request (an empty option, ``TCPFastOpenCookieReqd``) gets the cookie
-in the SYN-ACK: SipHash-2-4 of the SYN's source and destination addresses
-under the Net's key (``tcp_fastopen_key``, set once at random or by the
-sysctl; a listener may have its own, ``TCP_FASTOPEN_KEY``), 8 bytes. A SYN
-whose cookie checks out — or any SYN with data when 0x200 says no cookie is
-needed — creates the child at once (:func:`tcp_fastopen_create_child`): in
-SYN_RECV, on the accept queue, the SYN's data in its receive queue, so
-``accept()`` returns it and ``read()`` has the data before the handshake
-ends; the SYN-ACK acknowledges the data (``TCPFastOpenPassive``). A wrong
-cookie (``TCPFastOpenPassiveFail``) or a full Fast Open queue
-(``fastopenq.qlen >= max_qlen``, ``TCPFastOpenListenOverflow``) falls back
-to a normal handshake, the SYN-ACK acknowledging only the SYN (with the right
-cookie, for a wrong one). The child keeps the request (``fastopen_rsk``):
-:func:`tcp_check_req_fastopen` screens its segments until the ACK of the
-SYN-ACK, which :func:`tcp_rcv_synrecv_state_fastopen` takes (the request
-leaves the Fast Open queue); until then its retransmission timer resends the
-SYN-ACK (:func:`tcp_fastopen_synack_timer`).
+hands each SYN to ``tcp_try_fastopen`` (in :mod:`netstack.tcp.minisocks`,
+with the child's creation) from ``tcp_conn_request``. A cookie request (an
+empty option, ``TCPFastOpenCookieReqd``) gets the cookie in the SYN-ACK:
+SipHash-2-4 of the SYN's source and destination addresses under the Net's key
+(``tcp_fastopen_key``, set once at random or by the sysctl; a listener may
+have its own, ``TCP_FASTOPEN_KEY``, with a backup key for rotation), 8 bytes
+(:func:`tcp_fastopen_cookie_gen_cipher`). A SYN whose cookie checks out — or
+any SYN with data when 0x200 says no cookie is needed — creates the child at
+once (``tcp_fastopen_create_child``): in SYN_RECV, on the accept queue, the
+SYN's data in its receive queue, so ``accept()`` returns it and ``read()``
+has the data before the handshake ends; the SYN-ACK acknowledges the data
+(``TCPFastOpenPassive``). A wrong cookie (``TCPFastOpenPassiveFail``) or a
+full Fast Open queue (:func:`tcp_fastopen_queue_check`,
+``TCPFastOpenListenOverflow``) falls back to a normal handshake, the SYN-ACK
+acknowledging only the SYN (with the right cookie, for a wrong one). The
+child keeps the request (``fastopen_rsk``): ``tcp_check_req_fastopen``
+screens its segments until the ACK of the SYN-ACK, which
+``tcp_rcv_synrecv_state_fastopen`` (input) takes — the request leaves the
+Fast Open queue (:func:`reqsk_fastopen_remove`); until then the child's
+retransmission timer resends the SYN-ACK (``tcp_fastopen_synack_timer``,
+timer).
 
 **Client.** ``sendto``/``sendmsg`` with ``MSG_FASTOPEN`` on an unconnected
-socket, or ``TCP_FASTOPEN_CONNECT`` and ``connect()`` then ``write()``, run
-:func:`tcp_sendmsg_fastopen`: it records the data (``fastopen_req``) and
-connects. :func:`tcp_send_syn_data` looks the destination up in the cookie
-cache (Linux keeps it in ``tcp_metrics``; here :class:`TcpFastopenCache`, per
-Net, bounded, keyed by the address pair): with a cookie the SYN carries it
-and as much data as fits (``TCPOrigDataSent``), the SYN and the data going
-into the retransmit queue as two skbs; without one it carries a cookie
-request and the data waits for the handshake. :func:`tcp_rcv_fastopen_synack`
-caches the SYN-ACK's cookie and MSS; data the SYN-ACK did not acknowledge is
-retransmitted at once (``TCPFastOpenActiveFail``), acknowledged data counts
-as ``TCPFastOpenActive`` and sets ``TCPI_OPT_SYN_DATA``. A non-blocking call
+socket, or ``TCP_FASTOPEN_CONNECT`` and ``connect()`` (deferred by
+:func:`tcp_fastopen_defer_connect` when a cookie is cached) then ``write()``,
+run ``tcp_sendmsg_fastopen`` (in :mod:`netstack.tcp.tcp`): it records the
+data (:class:`TcpFastopenRequest`, ``fastopen_req``) and connects.
+``tcp_send_syn_data`` (output) asks :func:`tcp_fastopen_cookie_check`, which
+looks the destination up in the cookie cache (Linux keeps it in
+``tcp_metrics``; here :class:`TcpFastopenCache`, per Net, bounded, keyed by
+the address pair): with a cookie the SYN carries it and as much data as fits
+(an MSS less 40 bytes; ``TCPOrigDataSent``), the SYN and the data going into
+the retransmit queue as two skbs; without one it carries a cookie request and
+the data waits for the handshake. ``tcp_rcv_fastopen_synack`` (input) caches
+the SYN-ACK's cookie and MSS; data the SYN-ACK did not acknowledge is
+retransmitted at once (``TCPFastOpenActiveFail``), acknowledged data counts as
+``TCPFastOpenActive`` and sets ``TCPI_OPT_SYN_DATA``. A non-blocking call
 returns the bytes the SYN carried, or ``EINPROGRESS``; a blocking one waits
-for the handshake and sends the rest. ``EOPNOTSUPP`` when 0x1 is off;
-``EALREADY`` while another Fast Open is in progress.
+for the handshake (the SYN-ACK's ACK then rides on its data,
+:func:`tcp_fastopen_write_pending`) and sends the rest. ``EOPNOTSUPP`` when
+0x1 is off; ``EALREADY`` while another Fast Open is in progress;
+``EISCONN`` on a connected socket.
+
+This module holds what the others call into and imports none of them (the
+input, output and timer parts live with their kernel files' twins).
 
 Kernel: net/ipv4/tcp_fastopen.c; net/ipv4/tcp_input.c
 (tcp_rcv_fastopen_synack, tcp_rcv_synrecv_state_fastopen); net/ipv4/tcp_output.c

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.sock import sock_oserror
+from netstack.core.sock import AF_INET, AF_INET6, sock_oserror
 from netstack.sites import kernel
 from netstack.tcp.sock import SockCommon, TcpSock, TimewaitSock
 
@@ -51,8 +51,6 @@ TCP_LISTEN: Final = 10
 TCP_TIME_WAIT: Final = 6
 
 Key = tuple[int, int, int, int, int]
-AF_INET: Final = 2
-AF_INET6: Final = 10
 V4MAPPED_PREFIX: Final = 0xFFFF << 32
 LOOPBACK4_IPV6: Final = 0x7F000006  # 127.0.0.6: the IPv4 view of a native IPv6 bind
 

@@ -236,7 +236,11 @@ def tcp_writable(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp.c, tcp_poll() (EPOLLOUT)."""
     if sk.sk_err or sk.sk_shutdown & SEND_SHUTDOWN:
         return True
-    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV, TCP_LISTEN):
+    if sk.state == TCP_SYN_SENT and sk.defer_connect:
+        return True  # a deferred Fast Open connect: the first write sends the SYN
+    if sk.state in (TCP_SYN_SENT, TCP_LISTEN) or (
+        sk.state == TCP_SYN_RECV and sk.fastopen_rsk is None
+    ):  # (a passive Fast Open child may write in SYN_RECV)
         return False
     if sk.state == TCP_CLOSE:
         return True
@@ -937,7 +941,7 @@ def tcp_sendmsg_fastopen(
     """``MSG_FASTOPEN`` or a deferred ``TCP_FASTOPEN_CONNECT``: connect with the data.
 
     Returns ``(err, copied_syn)``: err 0 once connected (a blocking call;
-    the caller sends what the SYN did not carry), -_fo.EINPROGRESS while the
+    the caller sends what the SYN did not carry), -EINPROGRESS while the
     handshake is on (non-blocking), another negative errno on failure. A
     blocking call that must wait raises ``SockWouldBlock`` and is called
     again with the same data; the request stays on the socket meanwhile.

@@ -41,6 +41,7 @@ import attrs
 import trio
 
 from netstack.core.sock import AF_INET, AF_INET6, SOCK_STREAM
+from netstack.testing import floods
 from netstack.testing.builders import IPV4_ONLY
 from netstack.userspace.packetdrill.packet import (
     TCP_ACK,
@@ -56,7 +57,6 @@ from netstack.userspace.packetdrill.packet import (
 from netstack.userspace.packetdrill.script import TcpOption
 from netstack.wire import ipv4 as wire4
 from netstack.wire import ipv6 as wire6
-from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6, mac_aton
 
 if TYPE_CHECKING:
@@ -220,11 +220,8 @@ class TcpContext:
         self.peer_addr = PEER_ADDR[family]
         self._src = self._wire_addr(self.peer_addr)
         self._dst = self._wire_addr(self.stack_addr)
-        self._eth = (
-            bytes(host.dev("eth0").dev_addr)
-            + mac_aton(PEER_MAC)
-            + struct.pack("!H", ETH_P_IP if family == 4 else ETH_P_IPV6)
-        )
+        self._stack_mac = bytes(host.dev("eth0").dev_addr)
+        self._proto = ETH_P_IP if family == 4 else ETH_P_IPV6
         self.peer_port = PEER_PORT
         self.stack_port = STACK_PORT
         self.peer_iss = PEER_ISS
@@ -307,7 +304,7 @@ class TcpContext:
         if corrupt_checksum:
             at = (20 if self.family == 4 else 40) + 16
             ip[at] ^= 0xFF
-        return self._eth + bytes(ip)
+        return floods.eth(self._stack_mac, mac_aton(PEER_MAC), self._proto, bytes(ip))
 
     async def send_segment(
         self,
@@ -386,20 +383,13 @@ class TcpContext:
         )
         hlen = 20 if self.family == 4 else 40
         inner = build_packet(quoted)[: hlen + quote]
-        body = bytearray(struct.pack("!BBHI", icmp_type, code, 0, info) + inner)
         if self.family == 4:
-            struct.pack_into("!H", body, 2, csum_fold(csum_partial(body)))
-            hdr = wire4.IpHdr(
-                4, 5, 0, 20 + len(body), 1, 0, 64, 1, 0,
-                wire4.aton(self.peer_addr), wire4.aton(self.stack_addr),
-            )  # fmt: skip
-            ip = wire4.pack(hdr, fill_check=True) + bytes(body)
+            src, dst = wire4.aton(self.peer_addr), wire4.aton(self.stack_addr)
+            ip = floods.icmp_error(src, dst, icmp_type, code, inner, info=info)
         else:
             src, dst = wire6.aton(self.peer_addr), wire6.aton(self.stack_addr)
-            csum = wire6.csum_ipv6_magic(src, dst, len(body), 58, csum_partial(body))
-            struct.pack_into("!H", body, 2, csum)
-            ip = wire6.pack(wire6.Ipv6Hdr(6, 0, 0, len(body), 58, 64, src, dst)) + bytes(body)
-        return self._eth + ip
+            ip = floods.icmp6_error(src, dst, icmp_type, code, inner, info=info)
+        return floods.eth(self._stack_mac, mac_aton(PEER_MAC), self._proto, ip)
 
     async def send_icmp_error(
         self,

@@ -232,3 +232,22 @@ async def test_tcp_sysctls_are_registered_when_first_used(
         names = h.net.sysctl.names("net.ipv4")
         assert "net.ipv4.tcp_congestion_control" in names and "net.ipv4.ip_forward" in names
         assert h.sysctl("net.ipv4.tcp_sack") == "1"
+
+
+def test_wanted_narrows_a_group_to_the_looked_up_entry() -> None:
+    t = SysctlTable()
+    made: list[str] = []
+
+    def group(prefix: str) -> None:
+        for name in t.wanted(prefix, ("a", "b", "c")):
+            made.append(name)
+            t.register_int(f"{prefix}{name}", box, name)
+
+    box = type("Box", (), {"a": 1, "b": 2, "c": 3})()
+    t.register_lazy("d.x.", group, "d.x.")
+    assert t.read("d.x.b") == "2"
+    assert made == ["b"]  # the lookup built only its entry
+    assert t.names("d.x") == ["d.x.a", "d.x.b", "d.x.c"]
+    assert made == ["b", "a", "b", "c"]  # the listing ran the group in full
+    with pytest.raises(ConfigError):
+        t.read("d.x.z")

@@ -33,6 +33,7 @@ from netstack.experiments.sweep import (
 )
 
 TESTS = Path(__file__).resolve().parents[1]
+DOCS = TESTS.parent / "docs"
 TINY = ["cpus=1,2", "calls=10"]  # gre-lltx: two points of a few hundred packets each
 
 
@@ -138,6 +139,7 @@ def _in_a_fresh_process(code: str) -> None:
     assert out.stdout.splitlines()[-1] == "identical"
 
 
+@pytest.mark.slow
 def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     _in_a_fresh_process(
         """
@@ -146,7 +148,7 @@ def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
         TINY = ["cpus=1,2", "calls=10"]
         serial = sweep("gre-lltx", TINY, executor=SERIAL)
         with distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         ) as cluster:
             on_dask = sweep("gre-lltx", TINY, executor=DASK, scheduler=cluster)
         assert on_dask.rows == serial.rows
@@ -156,6 +158,7 @@ def test_serial_and_dask_in_this_process_give_identical_rows() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_command_runs_on_a_scheduler_given_by_its_address() -> None:
     _in_a_fresh_process(
         """
@@ -170,7 +173,7 @@ def test_the_command_runs_on_a_scheduler_given_by_its_address() -> None:
             return json.loads(out.getvalue())
         serial = run(["sweep", "gre-lltx", *TINY, "--serial", "--json", "-"])
         with distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as cluster:
             argv = ["experiment", "gre-lltx", "--sweep", *TINY, "--json"]
             assert run([*argv, "--scheduler", cluster.scheduler_address]) == serial
@@ -302,18 +305,26 @@ def test_ctrl_c_stops_the_sweep_with_status_130(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.slow
-def test_ctrl_c_terminates_the_process_pool(tmp_path: Path) -> None:
-    """SIGINT to the command (as a terminal's Ctrl-C, to it alone here): the pool's
-    workers, which ignore SIGINT, are terminated, and the command exits with 130."""
+@pytest.mark.parametrize(
+    "where", [["--workers", "2"], ["--dask", "--workers", "2"]], ids=["pool", "dask"]
+)
+def test_ctrl_c_stops_every_worker(where: list[str], tmp_path: Path) -> None:
+    """SIGINT to the command's whole process group, as a terminal's Ctrl-C: the
+    pool's workers (which ignore it) are terminated, or the Dask futures are
+    cancelled and the LocalCluster closed (its nannies kill the stuck workers);
+    the command exits with 130 and leaves no process behind."""
+    if "--dask" in where:
+        pytest.importorskip("distributed")
     started = tmp_path / "started"
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    argv = ["sweep", "sweep_toys:blocks", "x=1,2", f"started={started}", "--workers", "2"]
+    argv = ["sweep", "sweep_toys:blocks", "x=1,2", f"started={started}", *where]
     proc = subprocess.Popen(
         [sys.executable, "-m", "netstack.cli.main", *argv],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     )
     try:
         deadline = time.monotonic() + 120
@@ -321,42 +332,37 @@ def test_ctrl_c_terminates_the_process_pool(tmp_path: Path) -> None:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the points never started"
             time.sleep(0.1)  # wall time: waiting for real processes
-        children = _children(proc.pid)
-        assert len(children) >= 2
-        proc.send_signal(signal.SIGINT)
+        assert len(_group(proc.pid)) >= 3  # the command and two workers at least
+        os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, err
     assert err.endswith("netstack sweep sweep_toys:blocks: interrupted\n"), err
     assert out == ""
-    # no worker left running its two-minute point (multiprocessing's resource tracker,
-    # also a child, leaves when it reads the end of its pipe: give it a moment)
-    deadline = time.monotonic() + 20
-    while left := [pid for pid in children if not _gone(pid)]:
-        assert time.monotonic() < deadline, left
+    # no worker left running its two-minute point (multiprocessing's resource tracker
+    # leaves when it reads the end of its pipe: give it a moment)
+    deadline = time.monotonic() + 30
+    while left := _group(proc.pid):
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"left running: {left}")
         time.sleep(0.1)
 
 
-def _children(pid: int) -> list[int]:
-    tasks = Path(f"/proc/{pid}/task")
-    out: list[int] = []
-    for t in tasks.iterdir():
-        text = (t / "children").read_text().split()
-        out.extend(int(c) for c in text)
+def _group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group *pgid*."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(stat.parent.name))
     return out
-
-
-def _gone(pid: int) -> bool:
-    """Exited (or a zombie waiting for a parent that has left)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except FileNotFoundError:
-        return True
-
-
-DOCS = TESTS.parent / "docs"
 
 
 def test_the_docs_plot_and_table_are_drawn_from_the_committed_sweep() -> None:

@@ -13,7 +13,7 @@ import struct
 import dpkt
 import pytest
 import trio
-from helpers import add_addr
+from helpers import add_addr, recv_all
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Host, Lab
@@ -34,15 +34,6 @@ async def listener(host: Host, port: int = PORT, backlog: int = 8) -> Socket:
     await srv.bind(("", port))
     srv.listen(backlog)
     return srv
-
-
-async def recv_all(conn: Socket) -> bytes:
-    out = bytearray()
-    while True:
-        data = await conn.recv(1 << 16)
-        if not data:
-            return bytes(out)
-        out += data
 
 
 def st(s: Socket) -> str:

@@ -117,6 +117,12 @@ async def test_cookie_is_siphash_of_the_addresses(lab: Lab, autojump_clock: obje
     srv = await server(b)
     assert b.sysctl("net.ipv4.tcp_fastopen_key") == KEY
     assert tcp_fastopen_key_text(tcp_of(b.net)) == KEY
+    two = f"{KEY},00000001-00000002-00000003-00000004"  # a primary and a backup key
+    b.sysctl(f"net.ipv4.tcp_fastopen_key={two}")
+    assert b.sysctl("net.ipv4.tcp_fastopen_key") == two
+    b.sysctl(f"net.ipv4.tcp_fastopen_key={KEY}")
+    with pytest.raises(Exception, match="Invalid argument"):
+        b.sysctl("net.ipv4.tcp_fastopen_key=1-2-3")
     c = a.socket(AF_INET, SOCK_STREAM)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(srv.accept)
@@ -151,6 +157,9 @@ async def test_fastopen_connect_defers_the_syn(lab: Lab, autojump_clock: object)
         c2.setsockopt(SOL_TCP, TCP_FASTOPEN_CONNECT, 1)
         assert c2.getsockopt(SOL_TCP, TCP_FASTOPEN_CONNECT) == 1
         await c2.connect(("10.0.0.2", PORT))  # a cookie: connect() returns, nothing sent
+        sk2 = c2.sock
+        assert isinstance(sk2, TcpSock)
+        assert sk2.state_name == "SYN-SENT" and sk2.writable()  # tcp_poll: EPOLLOUT
         await trio.sleep(0.5)
         assert fo_options(cap.frames) == []
         assert await c2.send(b"hello") == 5
@@ -226,3 +235,34 @@ async def test_errnos(lab: Lab, autojump_clock: object) -> None:
     with pytest.raises(OSError) as e:  # connected already
         await c.sendto(b"x", MSG_FASTOPEN, ("10.0.0.2", PORT))
     assert e.value.errno == errno.EISCONN
+
+
+async def test_backup_key_cookie_is_taken_and_replaced(lab: Lab, autojump_clock: object) -> None:
+    """Key rotation: a cookie of the listener's backup key still opens with data
+    (TCPFastOpenPassiveAltKey), and the SYN-ACK hands out the primary key's cookie."""
+    a, b = pair(lab)
+    srv = await server(b)
+    old, new = bytes(range(16)), bytes(range(16, 32))
+    srv.setsockopt(SOL_TCP, TCP_FASTOPEN_KEY, old)
+
+    async def serve(n: int) -> None:
+        for _ in range(n):
+            conn, _ = await srv.accept()
+            await conn.recv(100)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve, 1)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.sendto(b"hello", MSG_FASTOPEN, ("10.0.0.2", PORT))
+    tm = next(iter(tcp_of(a.net).tcp_fastopen_cache.entries.values()))
+    old_cookie = tm.cookie.val
+    srv.setsockopt(SOL_TCP, TCP_FASTOPEN_KEY, new + old)  # primary new, backup old
+    assert srv.getsockopt(SOL_TCP, TCP_FASTOPEN_KEY) == new + old
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve, 1)
+        c = a.socket(AF_INET, SOCK_STREAM)
+        await c.sendto(b"again", MSG_FASTOPEN, ("10.0.0.2", PORT))
+    assert ext(b)["TCPFastOpenPassive"] == 1
+    assert ext(b)["TCPFastOpenPassiveAltKey"] == 1
+    assert ext(a)["TCPFastOpenActive"] == 1
+    assert tm.cookie.val != old_cookie and len(tm.cookie.val) == 8

@@ -21,6 +21,7 @@ from pathlib import Path
 import dpkt
 import pytest
 import trio
+from helpers import recv_all
 
 from netstack.core.sock import AF_INET6, SOCK_STREAM
 from netstack.host import Host, Lab
@@ -40,13 +41,6 @@ async def listener6(host: Host, port: int = PORT, backlog: int = 8) -> Socket:
     await srv.bind(("::", port))
     srv.listen(backlog)
     return srv
-
-
-async def recv_all(conn: Socket) -> bytes:
-    out = bytearray()
-    while data := await conn.recv(1 << 16):
-        out += data
-    return bytes(out)
 
 
 def tcp6_segments(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip6.IP6]:

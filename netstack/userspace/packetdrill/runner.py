@@ -1681,7 +1681,7 @@ def _tcp_poll(sk: Any) -> int:
         mask |= 0x10  # POLLHUP
     if shutdown & 1:
         mask |= 0x1 | 0x40 | 0x2000
-    if state not in (2, 3):  # not SYN_SENT / SYN_RECV
+    if state != 2 and (state != 3 or sk.fastopen_rsk is not None):  # connected or Fast Open
         if (sk.rcv_nxt - sk.copied_seq) & M32:
             mask |= 0x1 | 0x40
         if not shutdown & 2:
@@ -1689,6 +1689,8 @@ def _tcp_poll(sk: Any) -> int:
                 mask |= 0x4 | 0x100
         else:
             mask |= 0x4 | 0x100
+    elif state == 2 and sk.defer_connect:  # a deferred Fast Open connect: write() sends the SYN
+        mask |= 0x4 | 0x100
     if sk.sk_err:
         mask |= 0x8
     return mask
