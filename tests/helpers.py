@@ -25,6 +25,7 @@ __all__ = [
     "dummy_host",
     "nstat",
     "pair",
+    "recv_all",
     "routed",
     "stream_transfer",
     "udp_skb",
@@ -112,6 +113,14 @@ def build_sites(
         gw.ip("link set gre1 up")
         gw.ip(f"route add {net_} dev gre1")
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}
+
+
+async def recv_all(conn: Socket) -> bytes:
+    """Everything *conn* receives until the peer's FIN."""
+    out = bytearray()
+    while data := await conn.recv(1 << 16):
+        out += data
+    return bytes(out)
 
 
 async def stream_transfer(

@@ -182,7 +182,7 @@ def test_testing_page_runs_as_a_users_pytest_project(tmp_path: Path) -> None:
 
     r = run_page(DOCS / "testing.md", tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "8 passed" in r.stdout, r.stdout  # five blocks; @seeds(5) is five tests
+    assert "9 passed" in r.stdout, r.stdout  # five blocks; @seeds(5) is five tests
 
 
 def test_every_tutorial_is_tested_and_in_the_nav() -> None:

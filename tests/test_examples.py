@@ -55,6 +55,7 @@ def test_every_example_is_tested() -> None:
     tested |= {"own_protocol"}
     tested |= {"switched_lan", "vlan_router_on_a_stick", "vxlan_overlay"}
     tested |= {"datacentre_fabric"}
+    tested |= {"sweep_netem_loss"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(LAB_FILES)
 
@@ -194,7 +195,10 @@ async def test_sit_6in4(
     big = r["big"]
     assert [e.error for e in big.errors] == ["Packet too big: mtu=1380"]
     assert [x.seq for x in big.replies] == [4, 5]  # s2's reply learnt its own PTB at seq 3
-    assert r["s1"].nstat()["Ip6FragCreates"] >= 4 and r["s2"].nstat()["Ip6ReasmOKs"] >= 2
+    # once s1 knew the MTU, three echo requests left it in two fragments each, and s2
+    # put the three together again
+    assert (r["s1"].nstat()["Ip6FragOKs"], r["s1"].nstat()["Ip6FragCreates"]) == (3, 6)
+    assert (r["s2"].nstat()["Ip6ReasmReqds"], r["s2"].nstat()["Ip6ReasmOKs"]) == (6, 3)
     out = capsys.readouterr().out
     assert "    inet6 fe80::c000:201/64 scope link \n" in out  # sit_add_v4_addrs()
     assert "metric 1024 expires 596sec mtu 1380 pref medium" in out  # the PMTU exception
@@ -213,7 +217,7 @@ async def test_ipv6_router(
     assert "/64 scope global dynamic mngtmpaddr \n" in out
     assert " dev eth0 proto ra metric 1024 expires 1798sec hoplimit 64 pref medium\n" in out
     assert "From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit" in out
-    assert r["r"].nstat()["Ip6OutForwDatagrams"] >= 6
+    assert r["r"].nstat()["Ip6OutForwDatagrams"] == 3 + 3 + 1  # requests, replies, the UDP
     assert r["b"].nstat()["Udp6InDatagrams"] == 1
 
 
@@ -245,6 +249,7 @@ def test_netperf_netserver(capsys: pytest.CaptureFixture[str]) -> None:
     rr, udp = netstack.run(load("netperf_netserver").main)
     out = capsys.readouterr().out
     assert "no netserver on 10.0.0.2 port 12865: Connection refused" in out
+    # bounds: a timed lab's figures follow the cost table (recalibrated now and then)
     assert rr.transactions > 0 and rr.transactions_per_s > 0
     assert udp.bytes_sent > 0 and udp.messages_received == udp.bytes_sent // 1400
     for r in (rr, udp):
@@ -260,7 +265,9 @@ async def test_tcp6_over_sit(
     out = capsys.readouterr().out
     assert "ESTAB" in out and "[2001:db8:9::2]:5001" in out
     merged = int(re.search(r"(\d+) merged", out).group(1))  # type: ignore[union-attr]
-    assert merged > 500
+    aggregates = int(re.search(r"(\d+) aggregates", out).group(1))  # type: ignore[union-attr]
+    # the 1490 data segments (2 MiB in 1408-byte ones) made 60 aggregates: 1430 merged
+    assert (merged, aggregates) == (1430, 60)
     assert "received intact: True" in out
 
 
@@ -270,7 +277,9 @@ async def test_tc_tbf_shaping(
 ) -> None:
     r: dict[str, Any] = await load("tc_tbf_shaping").main()
     assert abs(r["rate"] - 1e6) < 0.02e6
-    assert r["stats"].drops > 0 and r["stats"].overlimits > 0
+    # the flood of tests/sched/test_acceptance.py: what tbf's limit did not hold, and every
+    # dequeue that found the bucket short (exact in virtual time)
+    assert (r["stats"].drops, r["stats"].overlimits) == (1276, 5654)
     assert "qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 32Kb lat 50ms" in capsys.readouterr().out
 
 
@@ -340,6 +349,22 @@ async def test_datacentre_fabric(
     # leaf n's default route is spine n % 2: each spine carries one way of two pairs
     assert r["spines"] == {"spine0": 4, "spine1": 4}
     assert "20 of 20 pings answered" in capsys.readouterr().out
+
+
+def test_sweep_netem_loss(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lab function over loss x seed: no loss loses nothing, each seed its own
+    draws, about the share netem drops; the same rows on a second run."""
+    monkeypatch.syspath_prepend(str(EXAMPLES.parent))  # `examples.sweep_netem_loss`
+    example = load("sweep_netem_loss")
+    result = example.main()
+    lost = {(r["loss"], r["seed"]): r["lost"] for r in result.rows}
+    assert lost == {(0.0, 1): 0.0, (0.0, 2): 0.0, (10.0, 1): 11.0, (10.0, 2): 10.0,
+                    (30.0, 1): 34.0, (30.0, 2): 35.0}  # fmt: skip
+    assert all(r["rtt"] == pytest.approx(10.0) for r in result.rows)  # 2 x 5 ms
+    assert example.main().rows == result.rows
+    assert capsys.readouterr().out.startswith("sweep examples.sweep_netem_loss:ping_loss: 6 points")
 
 
 def test_asyncio_echo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

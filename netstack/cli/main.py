@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from netstack import __version__
+from netstack.cli.sweep import add_executor_options, add_sweep_parser
 from netstack.experiments import EXPERIMENTS
 
 __all__ = ["build_parser", "main"]
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="both",
         help="run before and after, and compare them with the seed's figures (the default)",
     )
-    e.set_defaults(which="both")
+    e.set_defaults(which="both", subparser=e)
     e.add_argument("--cpus", type=int, help="CPUs (sending threads) to use")
     e.add_argument("--json", action="store_true", help="print the figures as JSON")
     e.add_argument(
@@ -123,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also draw the result: FILE.svg, or FILE.png with pip install 'netstack[draw]'",
     )
+    e.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="NAME=V1,V2",
+        help="run over a grid of the experiment's parameters (see netstack sweep --help)",
+    )
+    sweep_options = e.add_argument_group("with --sweep")
+    add_executor_options(sweep_options)  # type: ignore[arg-type]
+
+    add_sweep_parser(sub)
     return parser  # fmt: skip
 
 
@@ -130,7 +141,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "sweep":
+        from netstack.cli.sweep import run_sweep_command
+
+        return run_sweep_command(args.subparser, args.target, args.axes, args, json_dest=args.json)
+    if args.command == "experiment" and args.sweep:
+        from netstack.cli.sweep import run_sweep_command
+
+        axes = list(args.sweep)
+        if args.cpus is not None:
+            axes.append(f"cpus={args.cpus}")
+        if args.which != "both":
+            axes.append(f"which={args.which}")
+        return run_sweep_command(
+            args.subparser,
+            args.name,
+            axes,
+            args,
+            json_dest="-" if args.json else None,
+        )
     if args.command == "experiment":
+        for option in ("serial", "dask", "scheduler", "workers", "csv", "column", "y"):
+            if getattr(args, option):
+                args.subparser.error(f"argument --{option}: only with --sweep")
         from netstack.cli.experiment import run_experiment
         from netstack.experiments.plot import check_plot_path
 

@@ -18,7 +18,7 @@ Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import trio
@@ -27,8 +27,9 @@ from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
+    from netstack.core.skbuff import SkBuff
 
-__all__ = ["NAPI_POLL_WEIGHT", "Napi", "NapiStats"]
+__all__ = ["NAPI_POLL_WEIGHT", "GroEngine", "Napi", "NapiStats"]
 
 NAPI_POLL_WEIGHT: Final = 64
 
@@ -41,6 +42,18 @@ class NapiStats:
     packets: int
     full_polls: int
     schedules: int
+
+
+class GroEngine(Protocol):
+    """What NAPI and ``napi_gro_receive`` call of the GRO layer, which installs one per
+    instance (``net.gro_factory``; kernel: the ``struct gro_node`` of a ``napi_struct``).
+    """
+
+    def receive(self, napi: Napi, skb: SkBuff) -> int:
+        """``dev_gro_receive``: hold, merge or pass on *skb*."""
+
+    def flush(self, napi: Napi, flush_old: bool) -> None:
+        """``napi_gro_flush``: pass on the held skbs (only the old ones if *flush_old*)."""
 
 
 class Napi:
@@ -69,7 +82,7 @@ class Napi:
         self.name = name or f"napi/{dev.name}"
         self.scheduled = False  # NAPI_STATE_SCHED
         self.dead = False  # netif_napi_del() done: the task ends
-        self.gro: Any = None  # the GRO engine, when the gro layer installs one
+        self.gro: GroEngine | None = None  # the GRO engine, when the gro layer installs one
         self.priv: Any = None  # driver data (the ring this instance drains)
         self._waiting: trio.lowlevel.Task | None = None  # the task parked in run()
         self.polls = 0

@@ -43,8 +43,9 @@ from netstack.errors import ConfigError
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
-    from netstack.core.napi import Napi
+    from netstack.core.napi import GroEngine, Napi
     from netstack.core.netdevice import NetDevice
+    from netstack.core.netns import NetnsIpv4, NetnsIpv6
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
@@ -85,7 +86,7 @@ class PacketType:
     """
 
     proto: int
-    func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], Any]
+    func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], object]
     dev: NetDevice | None = None
     ignore_outgoing: bool = False
     name: str = ""
@@ -164,7 +165,6 @@ class Net:
         "log",
         "message_cost",
         "name",
-        "neigh_tables",
         "net_ratelimit_state",
         "netdev_budget",
         "netdev_chain",
@@ -218,7 +218,7 @@ class Net:
         self.ptype_all: list[PacketType] = []
         self.offload_base: dict[int, PacketOffload] = {}
         # the GRO engine each NAPI instance gets (installed by the gro layer: gro_init)
-        self.gro_factory: Callable[[Napi], Any] | None = None
+        self.gro_factory: Callable[[Napi], GroEngine] | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
         self.notifier_ext_mtu = 0  # netdev_notifier_info_ext.ext.mtu of a NETDEV_CHANGEMTU
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}
@@ -229,10 +229,10 @@ class Net:
         self.timers = TimerBase(self)
         self.hrtimers = HrTimerBase(self)
         self._net_tx_lot = trio.lowlevel.ParkingLot()
-        # per-protocol state (kernel: net->ipv4, net->ipv6 …), owned by upper layers
-        self.ipv4: Any = None
-        self.ipv6: Any = None
-        self.neigh_tables: dict[int, Any] = {}
+        # per-family state (kernel: net->ipv4, net->ipv6), installed by inet_init/inet6_init;
+        # typed by what other layers use of it (core/netns.py): ipv4_of()/ipv6_of() give all
+        self.ipv4: NetnsIpv4 | None = None
+        self.ipv6: NetnsIpv6 | None = None
         # other subsystems' state, read and written through their typed NetKey
         self.proto_data: dict[str, object] = {}
         # tasks

@@ -53,6 +53,7 @@ import attrs
 from netstack.core.net_generic import NetKey
 from netstack.errors import ConfigError
 from netstack.sites import kernel
+from netstack.wire.rtnetlink import NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -249,10 +250,6 @@ NUD_STALE: Final = 0x04
 NUD_NOARP: Final = 0x40
 NUD_PERMANENT: Final = 0x80
 # include/uapi/linux/netlink.h (NEW requests)
-NLM_F_REPLACE: Final = 0x100
-NLM_F_EXCL: Final = 0x200
-NLM_F_CREATE: Final = 0x400
-NLM_F_APPEND: Final = 0x800
 VLAN_VID_MASK: Final = 0x0FFF
 
 

@@ -171,6 +171,7 @@ class DropReason(enum.IntEnum):
     # reasons of newer kernels (6.8-6.12), numbered after the list above here
     TCP_OLD_SEQUENCE = 95  # the segment ends before the window (a duplicate)
     TCP_ABORT_ON_DATA = 96  # data after close(): LINUX_MIB_TCPABORTONDATA
+    TCP_INVALID_END_SEQUENCE = 97  # 6.17: ends beyond the window, the receive queue not empty
     # netstack-only reasons, for mechanisms the kernel counts elsewhere
     DEV_DOWN = 200  # kernel: -ENETDOWN from __dev_queue_xmit
     XMIT_RECURSION = 201  # "Dead loop on virtual device"

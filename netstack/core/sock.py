@@ -166,8 +166,9 @@ class Sock:
 
     def close(self) -> None:
         self.dead = True
-        if self.mc_list:
-            self.net.ipv4.ip_mc_drop_socket(self)  # inet_release() → ip_mc_drop_socket()
+        ipv4 = self.net.ipv4
+        if self.mc_list and ipv4 is not None:
+            ipv4.ip_mc_drop_socket(self)  # inet_release() → ip_mc_drop_socket()
         while self.receive_queue:
             from netstack.core.skbuff import consume_skb
 
@@ -305,7 +306,10 @@ class Sock:
         if optname in (IP_ADD_MEMBERSHIP, IP_DROP_MEMBERSHIP):
             if isinstance(value, int):
                 raise sock_oserror(22)  # optlen < sizeof(struct ip_mreq)
-            err = self.net.ipv4.ip_mc_setsockopt(self, optname, bytes(value))
+            ipv4 = self.net.ipv4
+            if ipv4 is None:
+                raise sock_oserror(19)  # ENODEV: no IPv4 device to join on
+            err = ipv4.ip_mc_setsockopt(self, optname, bytes(value))
             if err:
                 raise sock_oserror(-err)
             return

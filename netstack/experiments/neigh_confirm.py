@@ -37,6 +37,7 @@ from netstack.experiments.common import (
     udp_senders,
 )
 from netstack.host.lab import open_lab
+from netstack.ipv4 import ipv4_of
 
 __all__ = ["MACHINE", "neigh_confirm"]
 
@@ -66,7 +67,7 @@ async def _one_run(patches: Patches, threads: int, calls: int, size: int) -> tup
         senders[0].op()  # create the (NOARP) neighbour
         await trio.sleep(0.001)
 
-        arp = host.net.ipv4.arp_tbl
+        arp = ipv4_of(host.net).arp_tbl
         writes0 = arp.confirm_writes
         with model.measuring():
             await model.run_threads(senders)

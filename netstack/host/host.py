@@ -33,7 +33,6 @@ from netstack.errors import TopologyError
 from netstack.gro import gro_init
 from netstack.host.capture import Capture
 from netstack.ipv4 import inet_init, ipv4_of
-from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.ipv6 import inet6_init, ipv6_of
 from netstack.sched import register_qdiscs
 from netstack.socket import trio_socket
@@ -50,6 +49,7 @@ from netstack.userspace.iproute2.ip import ip as _ip
 from netstack.userspace.iputils.ping import PingResult, ping
 from netstack.userspace.procps import sysctl as _sysctl
 from netstack.wire.ipv4 import ntoa
+from netstack.wire.rtnetlink import IFA_F_SECONDARY
 
 if TYPE_CHECKING:
     from netstack.core.snmp import MibSnapshot
@@ -126,8 +126,9 @@ class Host:
     def addr6(self, dev: str, *, scope: str = "global") -> str:
         """The first IPv6 address of *dev* with *scope* (``global`` or ``link``)
         that is not tentative, as a string."""
-        from netstack.ipv6.constants import IFA_F_TENTATIVE, IFA_LINK
+        from netstack.ipv6.constants import IFA_LINK
         from netstack.wire.ipv6 import ntoa as ntoa6
+        from netstack.wire.rtnetlink import IFA_F_TENTATIVE
 
         want = IFA_LINK if scope == "link" else 0
         idev = self.dev(dev).ip6_ptr

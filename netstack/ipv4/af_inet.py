@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from netstack.core.dev import NETDEV_REGISTER, NETDEV_UP
 from netstack.core.net import PacketType
+from netstack.core.sock import AF_INET
 from netstack.ipv4 import arp as _arp
 from netstack.ipv4 import icmp as _icmp
 from netstack.ipv4 import ip_input as _in
@@ -26,7 +27,7 @@ from netstack.ipv4 import ping as _ping
 from netstack.ipv4 import udp as _udp
 from netstack.ipv4.netns import InetProtocol, Ipv4
 from netstack.ipv4.sysctl_net_ipv4 import devinet_sysctl_register, ipv4_sysctl_init_net
-from netstack.neigh.neighbour import neigh_sysctl_register
+from netstack.neigh.neighbour import neigh_sysctl_register, neigh_table_init
 from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.ipv4 import IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP
@@ -44,7 +45,7 @@ def inet_init(net: Net) -> Ipv4:
         raise RuntimeError(f"IPv4 already initialised on {net.name}")
     ipv4 = Ipv4(net)
     net.ipv4 = ipv4
-    net.neigh_tables[2] = ipv4.arp_tbl
+    neigh_table_init(net, AF_INET, ipv4.arp_tbl)
     ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
         partial(_icmp.icmp_rcv, ipv4), partial(_ping.ping_err, ipv4)
     )

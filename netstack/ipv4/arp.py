@@ -34,13 +34,6 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.ipv4.constants import (
-    RT_SCOPE_LINK,
-    RTN_BROADCAST,
-    RTN_LOCAL,
-    RTN_MULTICAST,
-    RTN_UNICAST,
-)
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.neigh.neighbour import (
@@ -71,6 +64,13 @@ from netstack.wire.arp import (
 )
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP, ip_eth_mc_map
 from netstack.wire.ipv4 import ipv4_is_loopback, ipv4_is_multicast, ntoa
+from netstack.wire.rtnetlink import (
+    RT_SCOPE_LINK,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_UNICAST,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import PacketType

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.slotcopy import attr_copier
 from netstack.errors import ConfigError
-from netstack.ipv4.constants import (
+from netstack.sites import kernel
+from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
+from netstack.wire.rtnetlink import (
     IFA_F_PERMANENT,
     IFA_F_SECONDARY,
     RT_SCOPE_HOST,
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
 )
-from netstack.sites import kernel
-from netstack.wire.ipv4 import inet_make_mask, ipv4_is_loopback
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice

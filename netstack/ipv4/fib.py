@@ -24,8 +24,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK
+from netstack.core.prefix_table import PrefixBuckets
 from netstack.errors import ConfigError
-from netstack.ipv4.constants import (
+from netstack.ipv4.devinet import inet_ifa_byprefix
+from netstack.sites import TIMED, kernel, spend
+from netstack.wire.ipv4 import (
+    INADDR_BROADCAST,
+    inet_make_mask,
+    ipv4_is_lbcast,
+    ipv4_is_multicast,
+    ipv4_is_zeronet,
+)
+from netstack.wire.rtnetlink import (
     IFA_F_NOPREFIXROUTE,
     IFA_F_SECONDARY,
     NLM_F_APPEND,
@@ -53,15 +63,6 @@ from netstack.ipv4.constants import (
     RTNH_F_LINKDOWN,
     RTNH_F_ONLINK,
     RTPROT_KERNEL,
-)
-from netstack.ipv4.devinet import inet_ifa_byprefix
-from netstack.sites import TIMED, kernel, spend
-from netstack.wire.ipv4 import (
-    INADDR_BROADCAST,
-    inet_make_mask,
-    ipv4_is_lbcast,
-    ipv4_is_multicast,
-    ipv4_is_zeronet,
 )
 
 if TYPE_CHECKING:
@@ -306,13 +307,15 @@ class RouteConfig:
         self.nlflags = nlflags
 
 
-class FibTable:
-    """One routing table (kernel: ``struct fib_table`` over an LC-trie; dicts here)."""
+class FibTable(PrefixBuckets[FibAlias]):
+    """One routing table (kernel: ``struct fib_table`` over an LC-trie; PrefixBuckets here).
+
+    Twin: netstack.ipv6.route.Fib6Table.
+    """
 
     def __init__(self, table_id: int) -> None:
+        super().__init__()
         self.id = table_id
-        self.by_len: dict[int, dict[int, list[FibAlias]]] = {}
-        self.lens: list[int] = []
         #: the aliases whose nexthop is on each device (kernel: fib_info_devhash, the
         #: nexthops by device that fib_sync_up walks): a device event on a router
         #: with thousands of routes visits its own, not all of them
@@ -339,22 +342,10 @@ class FibTable:
         """The routes whose nexthop is on *dev*, in no particular order."""
         return self.by_dev.get(dev, [])
 
-    def _bucket(self, dst: int, dst_len: int, create: bool) -> list[FibAlias] | None:
-        level = self.by_len.get(dst_len)
-        if level is None:
-            if not create:
-                return None
-            level = self.by_len[dst_len] = {}
-            self.lens = sorted(self.by_len, reverse=True)
-        bucket = level.get(dst)
-        if bucket is None and create:
-            bucket = level[dst] = []
-        return bucket
-
     @kernel("fib_table_insert")
     def insert(self, fa: FibAlias, nlflags: int) -> None:
         """Kernel: fib_table_insert()."""
-        bucket = self._bucket(fa.dst, fa.dst_len, True)
+        bucket = self.bucket(fa.dst, fa.dst_len, True)
         assert bucket is not None
         same = [o for o in bucket if o.tos == fa.tos and o.fi.priority == fa.fi.priority]
         if same:
@@ -385,24 +376,16 @@ class FibTable:
     @kernel("fib_table_delete")
     def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
         """Remove the first alias *match* accepts; ESRCH if none. Kernel: fib_table_delete()."""
-        bucket = self._bucket(dst, dst_len, False)
+        bucket = self.bucket(dst, dst_len, False)
         if bucket:
             for fa in bucket:
                 if match(fa):
                     bucket.remove(fa)
                     fa.fi.dead = True
                     self._unindex(fa)
-                    self._prune(dst, dst_len)
+                    self.prune(dst, dst_len)
                     return fa
         raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
-
-    def _prune(self, dst: int, dst_len: int) -> None:
-        level = self.by_len.get(dst_len)
-        if level is not None and not level.get(dst, True):
-            del level[dst]
-            if not level:
-                del self.by_len[dst_len]
-                self.lens = sorted(self.by_len, reverse=True)
 
     def remove_where(self, pred: Any) -> int:
         """Remove every alias *pred* accepts (device down, address removal)."""
@@ -419,7 +402,7 @@ class FibTable:
                             self._unindex(fa)
                     n += len(bucket) - len(keep)
                     level[dst] = keep
-                    self._prune(dst, dst_len)
+                    self.prune(dst, dst_len)
         return n
 
     @kernel("fib_table_lookup")
@@ -457,7 +440,7 @@ class FibTable:
 
     def aliases(self) -> Iterator[FibAlias]:
         """Every route, ordered by prefix then length (``ip route show`` order)."""
-        rows = [fa for level in self.by_len.values() for bucket in level.values() for fa in bucket]
+        rows = self.entries()
         rows.sort(key=lambda fa: (fa.dst, fa.dst_len, fa.fi.priority))
         return iter(rows)
 
@@ -715,7 +698,7 @@ class Fib:
                 self._mark_linkdown(nh)
             fi = FibInfo(nh, protocol=RTPROT_KERNEL, scope=scope, priority=priority, prefsrc=src)
             fa = FibAlias(table_id, dst, dst_len, rtype, fi)
-            bucket = table._bucket(dst, dst_len, True)
+            bucket = table.bucket(dst, dst_len, True)
             assert bucket is not None
             for o in bucket:
                 if (

@@ -34,7 +34,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import IP_PMTUDISC_DONT
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_LOCAL, RTCF_MULTICAST, RTN_BROADCAST
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_LOCAL, RTCF_MULTICAST
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import Flowi4
 from netstack.sites import TIMED, kernel, spend
@@ -61,6 +61,7 @@ from netstack.wire.icmp import (
     icmp_is_err,
 )
 from netstack.wire.ipv4 import IP_OFFSET, IPPROTO_ICMP, IPTOS_TOS_MASK
+from netstack.wire.rtnetlink import RTN_BROADCAST
 
 if TYPE_CHECKING:
     from netstack.ipv4.netns import Ipv4
@@ -94,9 +95,9 @@ def icmpv4_mask_allow(ipv4: Ipv4, icmp_type: int, code: int) -> bool:
 
 @kernel("icmp_global_allow")
 def icmp_global_allow(ipv4: Ipv4) -> bool:
-    """The per-Net token bucket of icmp_msgs_per_sec.
+    """The per-Net token bucket of icmp_msgs_per_sec, for ICMP and ICMPv6 errors alike
+    (IPv6 reaches it as ``net.ipv4.icmp_global_allow()``).
 
-    Twin: netstack.ipv6.icmp.icmp_global_allow.
     Kernel: icmp_global_allow().
     """
     if ipv4.icmp_global_credit > 0:

@@ -252,9 +252,7 @@ def ip_mc_find_dev(ipv4: Ipv4, imr: IpMreqn) -> InDevice | None:
         if dev is None:
             return None
     if dev is None:
-        from netstack.ipv4.route import ip_route_output
-
-        rt = ip_route_output(ipv4, imr.imr_multiaddr)
+        rt = ipv4.ip_route_output(imr.imr_multiaddr)  # route.c: igmp stays below it
         if not isinstance(rt, int):
             dev = rt.dev
             rt.release()

@@ -36,7 +36,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.xmit import skb_gso_validate_network_len
-from netstack.ipv4.constants import RTCF_DOREDIRECT, RTN_BROADCAST, RTN_MULTICAST
+from netstack.ipv4.constants import RTCF_DOREDIRECT
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
@@ -56,6 +56,7 @@ from netstack.wire.ipv4 import (
     ip_decrease_ttl,
     ip_options_length,
 )
+from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_MULTICAST
 
 if TYPE_CHECKING:
     from netstack.core.net import PacketType

@@ -27,13 +27,14 @@ from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
 from netstack.core.xmit import skb_checksum_help
-from netstack.ipv4.constants import RTCF_BROADCAST, RTN_MULTICAST
+from netstack.ipv4.constants import RTCF_BROADCAST
 from netstack.neigh.neighbour import neigh_confirm, neigh_output
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
+from netstack.wire.rtnetlink import RTN_MULTICAST
 
 if TYPE_CHECKING:
     from netstack.core.sock import Sock

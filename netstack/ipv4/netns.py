@@ -51,7 +51,6 @@ from netstack.ipv4 import ip_output as _out
 from netstack.ipv4 import ping as _ping
 from netstack.ipv4 import route as _route
 from netstack.ipv4 import udp as _udp
-from netstack.ipv4.constants import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 from netstack.ipv4.devinet import DevConf, InDevice, InIfaddr
 from netstack.ipv4.fib import Fib
 from netstack.ipv4.ip_fragment import IpFrags
@@ -61,6 +60,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
+from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.core.inetpeer import InetPeer
@@ -73,14 +73,20 @@ __all__ = ["InetProtocol", "Ipv4"]
 
 @attrs.define(eq=False)
 class InetProtocol:
-    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``)."""
+    """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
 
-    handler: Any
-    err_handler: Any = None
+    Twin: netstack.ipv6.netns.Inet6Protocol.
+    """
+
+    handler: Callable[[SkBuff], object]  # consumes the skb
+    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
 
 
 class Ipv4:
-    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends)."""
+    """The IPv4 stack of one Net (kernel: ``struct netns_ipv4`` and friends).
+
+    Twin: netstack.ipv6.netns.Ipv6.
+    """
 
     # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
     # set only later or from outside.
@@ -257,6 +263,9 @@ class Ipv4:
 
     def ip_route_output_key(self, fl4: Flowi4) -> Rtable | int:
         return _route.ip_route_output_key(self, fl4)
+
+    def ip_route_output(self, daddr: int, saddr: int = 0) -> Rtable | int:
+        return _route.ip_route_output(self, daddr, saddr)
 
     def ip_route_input_noref(
         self, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
@@ -535,6 +544,19 @@ class Ipv4:
         """IPv4's udp_lib_checksum_complete, for udpv6_recvmsg's IPv4 datagrams."""
         return _udp.udp_csum_ok(skb)
 
+    # ICMP's global rate limit and the address type, as the kernel exports them to IPv6
+    def icmp_global_allow(self) -> bool:
+        """IPv4's icmp_global_allow (one bucket per Net; icmpv6_global_allow draws on it)."""
+        return _icmp.icmp_global_allow(self)
+
+    def icmp_global_consume(self) -> None:
+        """IPv4's icmp_global_consume, for icmpv6_xrlim_allow."""
+        _icmp.icmp_global_consume(self)
+
+    def inet_addr_type(self, addr: int) -> int:
+        """IPv4's inet_addr_type, for __inet6_bind's v4-mapped addresses."""
+        return self.fib.inet_addr_type(addr, None)
+
     # -- statistics -------------------------------------------------------------------------
     def snmp(self) -> dict[str, MibSnapshot]:
         """``/proc/net/snmp`` and ``/proc/net/netstat`` (IpExt) as snapshots."""
@@ -557,11 +579,11 @@ class Ipv4:
         }
 
     # -- multicast membership (netstack.ipv4.igmp) -----------------------------------------
-    def ip_mc_setsockopt(self, sk: Any, optname: int, optval: bytes) -> int:
+    def ip_mc_setsockopt(self, sk: Sock, optname: int, optval: bytes) -> int:
         """IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP for a socket: 0 or -errno."""
         return _igmp.ip_mc_setsockopt(self, sk, optname, optval)
 
-    def ip_mc_drop_socket(self, sk: Any) -> None:
+    def ip_mc_drop_socket(self, sk: Sock) -> None:
         """A socket with memberships closes."""
         _igmp.ip_mc_drop_socket(self, sk)
 

@@ -38,21 +38,11 @@ from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
     IP_MAX_MTU,
-    RT_SCOPE_HOST,
-    RT_SCOPE_LINK,
-    RT_SCOPE_UNIVERSE,
     RTCF_BROADCAST,
     RTCF_DOREDIRECT,
     RTCF_LOCAL,
     RTCF_MULTICAST,
     RTCF_REDIRECTED,
-    RTN_BLACKHOLE,
-    RTN_BROADCAST,
-    RTN_LOCAL,
-    RTN_MULTICAST,
-    RTN_PROHIBIT,
-    RTN_UNICAST,
-    RTN_UNREACHABLE,
 )
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.fib import FIB_PROPS_ERROR, FibNh, FibNhException, FibResult
@@ -71,6 +61,18 @@ from netstack.wire.ipv4 import (
     ipv4_is_loopback,
     ipv4_is_multicast,
     ipv4_is_zeronet,
+)
+from netstack.wire.rtnetlink import (
+    RT_SCOPE_HOST,
+    RT_SCOPE_LINK,
+    RT_SCOPE_UNIVERSE,
+    RTN_BLACKHOLE,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_PROHIBIT,
+    RTN_UNICAST,
+    RTN_UNREACHABLE,
 )
 
 if TYPE_CHECKING:

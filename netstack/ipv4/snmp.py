@@ -116,7 +116,16 @@ ICMP_TYPE_COUNTERS: Final = {
 
 
 class IpMib(Mib):
-    """The ``Ip:`` lines of /proc/net/snmp."""
+    """The ``Ip:`` lines of /proc/net/snmp (kernel: ``struct ipstats_mib``, shown by
+    ``snmp4_ipstats_list``; the ``IpExt:`` half is :class:`IpExtMib`).
+
+    The kernel counts both families in one ``ipstats_mib`` and shows it
+    through a display list per family (net/ipv4/proc.c, net/ipv6/proc.c),
+    whose names and order differ (``ForwDatagrams`` / ``Ip6OutForwDatagrams``):
+    ``IP_FIELDS`` and ``IP6_FIELDS`` are those two lists.
+
+    Twin: netstack.ipv6.snmp.Ip6Mib.
+    """
 
     __slots__ = IP_FIELDS
     NAME = "Ip"

@@ -45,12 +45,13 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import sk_set_txhash, sock_oserror
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST, RTN_LOCAL
+from netstack.core.sock import AF_INET, sk_set_txhash, sock_oserror
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
 from netstack.ipv4.syncookies import cookie_v4_check, cookie_v4_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -82,10 +83,9 @@ from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
     TCP_LISTEN,
-    TCP_NEW_SYN_RECV,
     TCP_SYN_SENT,
-    TCP_TIME_WAIT,
     RequestSock,
+    SockCommon,
     TcpSkbCb,
     TcpSock,
     TimewaitSock,
@@ -93,6 +93,7 @@ from netstack.tcp.sock import (
 from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
 from netstack.wire.ipv4 import IP_DF, IPPROTO_TCP, IPV4_HDR
+from netstack.wire.rtnetlink import RTN_LOCAL
 from netstack.wire.tcp import TCPHDR_ACK, TCPHDR_FIN, TCPHDR_RST, TCPHDR_SYN
 
 if TYPE_CHECKING:
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v4_rcv"]
 
-AF_INET: Final = 2
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
@@ -389,7 +389,7 @@ class Ipv4Specific:
 
     # -- replies without a socket ---------------------------------------------------------
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_reset")
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         """Answer *skb* with a RST (RFC 9293 §3.10.7.1).
 
         Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_send_reset().
@@ -414,7 +414,14 @@ class Ipv4Specific:
 
     @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_send_ack")
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         """Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_send_ack()."""
         ts = (tsval, tsecr) if tsval >= 0 else None
@@ -429,7 +436,7 @@ class Ipv4Specific:
         flags: int,
         win: int,
         ts: tuple[int, int] | None,
-        sk: Any,
+        sk: SockCommon | None,
     ) -> None:
         """Build a bare TCP segment back to *skb*'s sender. Kernel: ip_send_unicast_reply()."""
         saddr, daddr = _addrs(skb)
@@ -519,6 +526,9 @@ def tcp_v4_connect(ops: Ipv4Specific, sk: TcpSock, addr: int, port: int) -> None
     sk.tsoffset = tcp.secure_tcp_ts_off(sk.inet_saddr, addr)
     sk.inet_id = ipv4.net.rng.getrandbits(16)
     tcp.sockets.add(sk)
+    # TCP_FASTOPEN_CONNECT with a cookie: the SYN waits for the first write
+    if _fastopen.tcp_fastopen_defer_connect(sk):
+        return
     err = tcp_connect(sk)
     if err:
         tcp_set_state(sk, TCP_CLOSE)
@@ -659,7 +669,7 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
 
 
 @kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+def _reset_and_free(tcp: Tcp, sk: SockCommon | None, skb: SkBuff, reason: int) -> int:
     """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
 
     Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
@@ -744,11 +754,11 @@ def tcp_v4_err(ipv4: Ipv4, tcp: Tcp, skb: SkBuff, info: int) -> None:
     if sk is None:
         ipv4.icmp_mib.InErrors += 1  # __ICMP_INC_STATS(net, ICMP_MIB_INERRORS)
         return
-    if sk.state == TCP_TIME_WAIT:
+    if isinstance(sk, TimewaitSock):  # TCP_TIME_WAIT
         return  # inet_twsk_put(): nothing to tell a connection that is over
     icmp_type = buf[skb.transport_header]  # icmp_hdr(skb)
     code = buf[skb.transport_header + 1]
-    if sk.state == TCP_NEW_SYN_RECV:
+    if isinstance(sk, RequestSock):  # TCP_NEW_SYN_RECV
         # an unreachable network or host, a time exceeded or a parameter problem
         # quoting our SYN-ACK ends the request
         abort = icmp_type in (11, 12) or (icmp_type == 3 and code in (0, 1))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -56,7 +56,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST, RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
+from netstack.ipv4.constants import RTCF_BROADCAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -76,6 +76,7 @@ from netstack.wire.icmp import (
     NR_ICMP_UNREACH,
 )
 from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
+from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
 if TYPE_CHECKING:
@@ -505,7 +506,16 @@ class UdpTable:
         sk.inet_sport = port
         self.ports.setdefault(port, []).append(sk)
 
-    def unhash(self, sk: UdpSock) -> None:
+    def hash_mapped(self, sk: Sock, port: int) -> None:
+        """An AF_INET6 socket that is not IPV6_V6ONLY takes IPv4 datagrams on *port* too.
+
+        The kernel keeps one ``udp_table`` for both families; here IPv6 keeps
+        its own and adds such a socket to this one as well. It answers every
+        attribute :meth:`lookup` reads, as an ``inet_sock`` does.
+        """
+        self.ports.setdefault(port, []).append(cast("UdpSock", sk))
+
+    def unhash(self, sk: Sock) -> None:
         lst = self.ports.get(sk.inet_num)
         if lst and sk in lst:
             lst.remove(sk)

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from netstack.core.dev import NETDEV_REGISTER, NETDEV_UP
 from netstack.core.net import PacketType
+from netstack.core.sock import AF_INET6
 from netstack.ipv6 import icmp as _icmp
 from netstack.ipv6 import ip6_input as _in
 from netstack.ipv6 import udp as _udp
 from netstack.ipv6.netns import Inet6Protocol, Ipv6
 from netstack.ipv6.reassembly import ipv6_frag_rcv
 from netstack.ipv6.sysctl_net_ipv6 import addrconf_sysctl_register_conf, ipv6_sysctl_net_init
-from netstack.neigh.neighbour import neigh_sysctl_register
+from netstack.neigh.neighbour import neigh_sysctl_register, neigh_table_init
 from netstack.sites import kernel
 from netstack.wire.ethernet import ETH_P_IPV6
 from netstack.wire.ipv6 import (
@@ -55,7 +56,7 @@ def inet6_init(net: Net) -> Ipv6:
         raise RuntimeError(f"IPv6 already initialised on {net.name}")
     ipv6 = Ipv6(net)
     net.ipv6 = ipv6
-    net.neigh_tables[10] = ipv6.nd_tbl
+    neigh_table_init(net, AF_INET6, ipv6.nd_tbl)
     s, p = net.sysctl, "net.ipv6"  # registered when first used (register_lazy)
     s.register_lazy(f"{p}.", ipv6_sysctl_net_init, ipv6)
     s.register_lazy(

@@ -19,9 +19,14 @@ Theory of operation::
       for the types in ``ratemask``; the quote is as much of the packet as
       keeps the message within the minimum MTU (1280).
 
+The global bucket is IPv4's (``icmp_global_allow``/``icmp_global_consume``
+of net/ipv4/icmp.c, one per Net, reached through ``net.ipv4``): ICMP and
+ICMPv6 errors draw on the same credit, as in the kernel since the bucket
+moved to per-netns storage; the per-destination bucket
+(inet_peer_xrlim_allow) is core.inetpeer's.
+
 Kernel: net/ipv6/icmp.c, net/ipv6/ip6_icmp.c, net/ipv4/icmp.c
-(icmp_global_allow); the per-destination bucket (inet_peer_xrlim_allow) is
-core.inetpeer's.
+(icmp_global_allow, icmp_global_consume).
 """
 
 from __future__ import annotations
@@ -145,32 +150,6 @@ def icmpv6_mask_allow(ipv6: Ipv6, icmp_type: int) -> bool:
     return not (ipv6.icmpv6_ratemask >> icmp_type) & 1
 
 
-@kernel("icmp_global_allow")
-def icmp_global_allow(ipv6: Ipv6) -> bool:
-    """The token bucket of ``net.ipv4.icmp_msgs_per_sec``/``burst``.
-
-    Twin: netstack.ipv4.icmp.icmp_global_allow.
-    Kernel: icmp_global_allow().
-    """
-    if ipv6.icmp_global_credit > 0:
-        return True
-    clock = ipv6.net.clock
-    hz = clock.hz
-    now = clock.jiffies
-    delta = min(now - ipv6.icmp_global_stamp, hz)
-    if delta < hz // 50:
-        return False
-    ipv4: Any = ipv6.net.ipv4
-    per_sec = getattr(ipv4, "icmp_msgs_per_sec", 1000)
-    burst = getattr(ipv4, "icmp_msgs_burst", 50)
-    incr = per_sec * delta // hz
-    if not incr:
-        return False
-    ipv6.icmp_global_stamp = now
-    ipv6.icmp_global_credit = min(ipv6.icmp_global_credit + incr, burst)
-    return True
-
-
 @kernel("icmpv6_global_allow")
 def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
     """``(allowed, apply_ratelimit)``.
@@ -179,12 +158,10 @@ def icmpv6_global_allow(ipv6: Ipv6, icmp_type: int) -> tuple[bool, bool]:
     """
     if icmpv6_mask_allow(ipv6, icmp_type):
         return True, False
-    if icmp_global_allow(ipv6):
+    ipv4 = ipv6.net.ipv4
+    if ipv4 is None or ipv4.icmp_global_allow():  # IPv4's bucket: one per Net for both
         return True, True
-    ipv4: Any = ipv6.net.ipv4
-    mib = getattr(ipv4, "icmp_mib", None)
-    if mib is not None:
-        mib.OutRateLimitGlobal += 1  # ICMP_MIB_RATELIMITGLOBAL is IPv4's counter
+    ipv4.icmp_mib.OutRateLimitGlobal += 1  # ICMP_MIB_RATELIMITGLOBAL is IPv4's counter
     return False, False
 
 
@@ -217,9 +194,9 @@ def icmpv6_xrlim_allow(ipv6: Ipv6, fl6: Flowi6, apply_ratelimit: bool) -> bool:
     if not res:
         ipv6.icmp6_mib.OutRateLimitHost += 1
     else:
-        ncredits = ipv6.net.rng.randrange(3)  # icmp_global_consume()
-        if ncredits:
-            ipv6.icmp_global_credit -= ncredits
+        ipv4 = ipv6.net.ipv4
+        if ipv4 is not None:
+            ipv4.icmp_global_consume()
     return res
 
 

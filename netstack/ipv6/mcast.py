@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.netdevice import IFF_UP
 from netstack.core.skbuff import SkBuff
-from netstack.ipv6.constants import IFA_F_TENTATIVE
 from netstack.sites import kernel
 from netstack.wire.checksum import csum_partial
 from netstack.wire.ethernet import ETH_P_IPV6
@@ -55,6 +54,7 @@ from netstack.wire.ipv6 import (
     ipv6_addr_mc_scope,
     put_addr,
 )
+from netstack.wire.rtnetlink import IFA_F_TENTATIVE
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice

@@ -44,14 +44,12 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.sock import AF_INET6
 from netstack.ipv6.constants import (
     IF_RA_MANAGED,
     IF_RA_OTHERCONF,
     IF_RA_RCVD,
     IF_RS_SENT,
-    IFA_F_OPTIMISTIC,
-    IFA_F_TENTATIVE,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_DEFAULT,
     RTF_EXPIRES,
@@ -59,9 +57,6 @@ from netstack.ipv6.constants import (
     RTF_PREF,
     RTF_PREF_MASK,
     RTF_UP,
-    RTN_MULTICAST,
-    RTN_UNICAST,
-    RTPROT_RA,
 )
 from netstack.ipv6.ip6_input import IP6SKB_FRAGMENTED, Inet6SkbParm
 from netstack.ipv6.route import Fib6Config, Fib6Info, Rt6Info, ip6_del_rt, ip6_route_add
@@ -132,6 +127,14 @@ from netstack.wire.ipv6 import (
     put_addr,
     solicited_node,
 )
+from netstack.wire.rtnetlink import (
+    IFA_F_OPTIMISTIC,
+    IFA_F_TENTATIVE,
+    RT_TABLE_MAIN,
+    RTN_MULTICAST,
+    RTN_UNICAST,
+    RTPROT_RA,
+)
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
@@ -153,7 +156,6 @@ __all__ = [
 
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
-AF_INET6: Final = 10
 
 
 def make_nd_tbl(ipv6: Ipv6) -> NeighTable:

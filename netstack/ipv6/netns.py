@@ -53,7 +53,6 @@ from netstack.ipv6 import udp as _udp
 from netstack.ipv6.addrconf import Addrconf, DevConf6, Inet6Dev
 from netstack.ipv6.constants import (
     IPV6_FRAG_TIMEOUT_S,
-    RT_TABLE_MAIN,
     RTF_ADDRCONF,
     RTF_ANYCAST,
     RTF_CACHE,
@@ -63,8 +62,6 @@ from netstack.ipv6.constants import (
     RTF_GATEWAY,
     RTF_LOCAL,
     RTF_UP,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
 )
 from netstack.ipv6.flowlabel import FlowHash
 from netstack.ipv6.reassembly import Ip6Frags
@@ -74,6 +71,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import kernel
 from netstack.wire.icmpv6 import ICMPV6_ADM_PROHIBITED, ICMPV6_NOROUTE
 from netstack.wire.ipv6 import IPPROTO_ICMPV6, IPPROTO_UDP, IPV6_MIN_MTU, NEXTHDR_TCP, addr_at
+from netstack.wire.rtnetlink import RT_TABLE_MAIN, RTNH_F_DEAD, RTNH_F_LINKDOWN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -95,10 +93,13 @@ class Inet6Protocol:
 
     ``handler`` returns > 0 to resubmit (the next header follows), 0 when
     the packet was delivered, < 0 when it was consumed otherwise.
+
+    Twin: netstack.ipv4.netns.InetProtocol.
     """
 
-    handler: Any
-    err_handler: Any = None
+    handler: Callable[[SkBuff], int]
+    # (skb, type, code, offset, info): an ICMPv6 error quoting this next header
+    err_handler: Callable[[SkBuff, int, int, int, int], object] | None = None
     flags: int = 0
 
 
@@ -117,7 +118,10 @@ class NdiscSock:
 
 
 class Ipv6:
-    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends)."""
+    """The IPv6 stack of one Net (kernel: ``struct netns_ipv6`` and friends).
+
+    Twin: netstack.ipv4.netns.Ipv4.
+    """
 
     # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
     # set only later or from outside.
@@ -146,8 +150,6 @@ class Ipv6:
         "fwmark_reflect",
         "icmp6_mib",
         "icmp6msg",
-        "icmp_global_credit",
-        "icmp_global_stamp",
         "icmpv6_echo_ignore_all",
         "icmpv6_echo_ignore_anycast",
         "icmpv6_echo_ignore_multicast",
@@ -247,8 +249,6 @@ class Ipv6:
         self.udp6_mib = Udp6Mib()
         self.ra_received = 0
         self.reasm_overlaps = 0
-        self.icmp_global_credit = 0
-        self.icmp_global_stamp = -60 * net.clock.hz
         self.peers = InetPeerBase(net)  # net->ipv6.peers: ICMPv6 rate-limit state
         self.ndisc_sk = NdiscSock(net)  # net->ipv6.ndisc_sk
         self.inet6_protos: dict[int, Inet6Protocol] = {}
@@ -646,8 +646,8 @@ class Ipv6:
         if sock_type == SOCK_DGRAM and protocol in (0, IPPROTO_UDP):
             return _udp.Udp6Sock(self)
         if sock_type == SOCK_DGRAM and protocol == IPPROTO_ICMPV6:
-            ipv4: Any = self.net.ipv4
-            low, high = getattr(ipv4, "ping_group_range", (1, 0))  # net.ipv4.ping_group_range
+            ipv4 = self.net.ipv4
+            low, high = ipv4.ping_group_range if ipv4 is not None else (1, 0)
             if not low <= 0 <= high:
                 raise sock_oserror(errno.EACCES)
             return _ping.Ping6Sock(self)

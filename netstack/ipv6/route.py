@@ -39,15 +39,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
+from netstack.core.prefix_table import PrefixBuckets
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.errors import ConfigError
 from netstack.ipv6.constants import (
     IPV6_EXTRACT_PREF,
-    NLM_F_CREATE,
-    NLM_F_EXCL,
-    NLM_F_REPLACE,
-    RT_TABLE_LOCAL,
-    RT_TABLE_MAIN,
     RTF_ANYCAST,
     RTF_CACHE,
     RTF_EXPIRES,
@@ -56,17 +52,6 @@ from netstack.ipv6.constants import (
     RTF_NONEXTHOP,
     RTF_REJECT,
     RTF_UP,
-    RTN_ANYCAST,
-    RTN_BLACKHOLE,
-    RTN_LOCAL,
-    RTN_PROHIBIT,
-    RTN_THROW,
-    RTN_UNICAST,
-    RTN_UNREACHABLE,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
-    RTNH_F_ONLINK,
-    RTPROT_BOOT,
 )
 from netstack.neigh.nud import NUD_FAILED, NUD_VALID
 from netstack.sites import kernel
@@ -86,6 +71,24 @@ from netstack.wire.ipv6 import (
     addr_at,
     ipv6_addr_type,
     prefix_mask,
+)
+from netstack.wire.rtnetlink import (
+    NLM_F_CREATE,
+    NLM_F_EXCL,
+    NLM_F_REPLACE,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
+    RTN_ANYCAST,
+    RTN_BLACKHOLE,
+    RTN_LOCAL,
+    RTN_PROHIBIT,
+    RTN_THROW,
+    RTN_UNICAST,
+    RTN_UNREACHABLE,
+    RTNH_F_DEAD,
+    RTNH_F_LINKDOWN,
+    RTNH_F_ONLINK,
+    RTPROT_BOOT,
 )
 
 if TYPE_CHECKING:
@@ -286,26 +289,16 @@ def _sort_key(f: Fib6Info) -> tuple[int, int]:
     return (f.dst | (ALL_ONES >> f.dst_len if f.dst_len < 128 else 0), -f.dst_len)
 
 
-class Fib6Table:
-    """One routing table (kernel: ``struct fib6_table`` over a radix tree; dicts here)."""
+class Fib6Table(PrefixBuckets[Fib6Info]):
+    """One routing table (kernel: ``struct fib6_table`` over a radix tree; PrefixBuckets here).
+
+    Twin: netstack.ipv4.fib.FibTable.
+    """
 
     def __init__(self, table_id: int) -> None:
+        super().__init__()
         self.id = table_id
-        self.by_len: dict[int, dict[int, list[Fib6Info]]] = {}
-        self.lens: list[int] = []
         self._seq = 0
-
-    def bucket(self, dst: int, dst_len: int, create: bool = False) -> list[Fib6Info] | None:
-        level = self.by_len.get(dst_len)
-        if level is None:
-            if not create:
-                return None
-            level = self.by_len[dst_len] = {}
-            self.lens = sorted(self.by_len, reverse=True)
-        b = level.get(dst)
-        if b is None and create:
-            b = level[dst] = []
-        return b
 
     @kernel("fib6_add_rt2node")
     def insert(self, f: Fib6Info, nlflags: int) -> None:
@@ -341,12 +334,7 @@ class Fib6Table:
         if b and f in b:
             b.remove(f)
             f.dead = True
-            if not b:
-                level = self.by_len[f.dst_len]
-                del level[f.dst]
-                if not level:
-                    del self.by_len[f.dst_len]
-                    self.lens = sorted(self.by_len, reverse=True)
+            self.prune(f.dst, f.dst_len)
 
     def routes(self) -> list[Fib6Info]:
         """Every route in the order ``ip -6 route`` shows them.
@@ -356,7 +344,7 @@ class Fib6Table:
         and the default route comes last; routes of one prefix keep their
         metric/insertion order.
         """
-        rows = [f for level in self.by_len.values() for b in level.values() for f in b]
+        rows = self.entries()
         order = {id(f): i for i, f in enumerate(rows)}
         rows.sort(key=lambda f: (*_sort_key(f), f.metric, order[id(f)]))
         return rows

@@ -96,7 +96,11 @@ ICMP6_TYPE_NAMES: Final = {
 
 
 class Ip6Mib(Mib):
-    """The ``Ip6`` lines of /proc/net/snmp6 (kernel: ``struct ipstats_mib``)."""
+    """The ``Ip6`` lines of /proc/net/snmp6 (kernel: ``struct ipstats_mib``, shown by
+    ``snmp6_ipstats_list``).
+
+    Twin: netstack.ipv4.snmp.IpMib.
+    """
 
     __slots__ = IP6_FIELDS
     NAME = "Ip6"

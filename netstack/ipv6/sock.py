@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import (
+    AF_INET6,
     IP_PMTUDISC_WANT,
     SO_EE_ORIGIN_LOCAL,
     SOL_SOCKET,
@@ -118,7 +119,6 @@ IPV6_UNICAST_IF: Final = 76
 ICMP6_FILTER: Final = 1
 
 SO_EE_ORIGIN_ICMP6: Final = 3
-AF_INET6: Final = 10
 _EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
 _SIN6: Final = struct.Struct("=H2s4s16sI")  # struct sockaddr_in6
 _V4MAPPED: Final = 0xFFFF << 32

@@ -70,7 +70,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import Sock, sk_set_txhash, sock_oserror
+from netstack.core.sock import AF_INET, AF_INET6, Sock, sk_set_txhash, sock_oserror
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
@@ -84,6 +84,7 @@ from netstack.ipv6.sock import (
 )
 from netstack.ipv6.syncookies import cookie_v6_check, cookie_v6_init_sequence
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.helpers import tcp_initialize_rcv_mss
 from netstack.tcp.input import (
     tcp_conn_request,
@@ -116,10 +117,9 @@ from netstack.tcp.sock import (
     TCP_CLOSE,
     TCP_ESTABLISHED,
     TCP_LISTEN,
-    TCP_NEW_SYN_RECV,
     TCP_SYN_SENT,
-    TCP_TIME_WAIT,
     RequestSock,
+    SockCommon,
     TcpSkbCb,
     TcpSock,
     TimewaitSock,
@@ -162,8 +162,6 @@ __all__ = [
     "tcp_v6_socket",
 ]
 
-AF_INET: Final = 2
-AF_INET6: Final = 10
 V4MAPPED_PREFIX: Final = 0xFFFF << 32
 M32: Final = 0xFFFFFFFF
 _H: Final = struct.Struct("!H")
@@ -571,7 +569,7 @@ class Ipv6Specific:
 
     # -- replies without a socket ---------------------------------------------------------
     @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_reset")
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         """Answer *skb* with a RST (RFC 9293 §3.10.7.1).
 
         Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_reset().
@@ -595,7 +593,14 @@ class Ipv6Specific:
 
     @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_send_ack")
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_send_ack()."""
         ts = (tsval, tsecr) if tsval >= 0 else None
@@ -610,7 +615,7 @@ class Ipv6Specific:
         flags: int,
         win: int,
         ts: tuple[int, int] | None,
-        sk: Any,
+        sk: SockCommon | None,
     ) -> None:
         """Build a bare TCP segment back to *skb*'s sender.
 
@@ -693,11 +698,18 @@ class Ipv6Mapped:
     ) -> TcpSock | None:
         return self.v6.syn_recv_sock(sk, skb, req, dst)
 
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         self.v4.send_reset(sk, skb)
 
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         self.v4.send_ack(sk, skb, seq, ack, win, tsval, tsecr)
 
@@ -716,7 +728,7 @@ class Ipv6Mapped:
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
         return self.v4.cookie_init_seq(sk, skb, mss)
 
-    def route_req(self, req: RequestSock) -> Any:
+    def route_req(self, req: RequestSock) -> DstEntry | None:
         return self.v4.route_req(req)
 
     def connect(self, sk: TcpSock, addr: int, port: int) -> None:
@@ -930,6 +942,9 @@ def tcp_v6_connect(ops: Ipv6Specific, sk: TcpSock, addr: int, port: int) -> None
         sk.write_seq = tcp.secure_tcp_seq(sk.inet_saddr, addr, sk.inet_sport, port)
     sk.tsoffset = tcp.secure_tcp_ts_off(sk.inet_saddr, addr)
     tcp.sockets.add(sk)
+    # TCP_FASTOPEN_CONNECT with a cookie: the SYN waits for the first write
+    if _fastopen.tcp_fastopen_defer_connect(sk):
+        return
     err = tcp_connect(sk)
     if err:
         tcp_set_state(sk, TCP_CLOSE)
@@ -949,12 +964,12 @@ def inet6_mapped_addr_ok(ipv6: Ipv6, sk: TcpSock, v4addr: int) -> bool:
     """
     if not v4addr or sk.freebind or ipv6.ip_nonlocal_bind:
         return True
-    ipv4: Any = ipv6.net.ipv4
+    ipv4 = ipv6.net.ipv4
     if ipv4 is None:
         return False
     if ipv4.ip_nonlocal_bind:
         return True
-    return ipv4.fib.inet_addr_type(v4addr, None) in (2, 3, 5)  # LOCAL, BROADCAST, MULTICAST
+    return ipv4.inet_addr_type(v4addr) in (2, 3, 5)  # LOCAL, BROADCAST, MULTICAST
 
 
 @kernel("net/ipv6/tcp_ipv6.c")
@@ -1113,7 +1128,7 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
 
 
 @kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")
-def _reset_and_free(tcp: Tcp, sk: Any, skb: SkBuff, reason: int) -> int:
+def _reset_and_free(tcp: Tcp, sk: SockCommon | None, skb: SkBuff, reason: int) -> int:
     """Answer with a RST, then drop the skb for *reason* (1, SKB_CONSUMED: consume it).
 
     Kernel: the reset: and discard: labels of tcp_v4_do_rcv() / tcp_v6_do_rcv().
@@ -1184,9 +1199,9 @@ def tcp_v6_err(
     if sk is None:
         ipv6.icmp6_mib.InErrors += 1
         return
-    if sk.state == TCP_TIME_WAIT:
+    if isinstance(sk, TimewaitSock):  # TCP_TIME_WAIT
         return  # inet_twsk_put(): nothing to tell a connection that is over
-    if sk.state == TCP_NEW_SYN_RECV:
+    if isinstance(sk, RequestSock):  # TCP_NEW_SYN_RECV
         _, fatal = icmpv6_err_convert(icmp_type, code)
         tcp_req_err(sk, seq, fatal)
         return

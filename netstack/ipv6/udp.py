@@ -92,6 +92,7 @@ from netstack.wire.ipv6 import (
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
 if TYPE_CHECKING:
+    from netstack.core.netns import NetnsIpv4, UdpPortTable
     from netstack.ipv6.netns import Ipv6
     from netstack.ipv6.route import Rt6Info
 
@@ -140,7 +141,7 @@ class Udp6Sock(Inet6Sock):
         self.no_check_tx = False  # UDP_NO_CHECK6_TX (read by udp_sendmsg for mapped peers)
 
     @property
-    def ipv4(self) -> Any:
+    def ipv4(self) -> NetnsIpv4 | None:
         """The Net's IPv4 (None without), for v4-mapped peers."""
         return self.net.ipv4
 
@@ -185,7 +186,7 @@ class Udp6Sock(Inet6Sock):
             if (
                 v4addr
                 and not (self.freebind or ipv4.ip_nonlocal_bind)
-                and ipv4.fib.inet_addr_type(v4addr) not in (2, 3, 5)  # LOCAL, BCAST, MCAST
+                and ipv4.inet_addr_type(v4addr) not in (2, 3, 5)  # LOCAL, BCAST, MCAST
             ):
                 raise sock_oserror(errno.EADDRNOTAVAIL)
         elif addr_type != 0:
@@ -503,8 +504,9 @@ class Udp6Sock(Inet6Sock):
             buf = skb.buf
             nh = skb.network_header
             is_udp4 = buf[nh] >> 4 == 4  # a dual-stack socket's IPv4 datagram
-            mib = self.ipv4.udp_mib if is_udp4 else ipv6.udp6_mib
-            if not (self.ipv4.udp_csum_ok(skb) if is_udp4 else udp6_csum_ok(skb)):
+            ipv4 = self.ipv4 if is_udp4 else None
+            mib = ipv4.udp_mib if ipv4 is not None else ipv6.udp6_mib
+            if not (ipv4.udp_csum_ok(skb) if ipv4 is not None else udp6_csum_ok(skb)):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 mib.InCsumErrors += 1
@@ -565,8 +567,8 @@ class Udp6Table:
         self.ipv6 = ipv6
         self.ports: dict[int, list[Udp6Sock]] = {}
 
-    def _v4_table(self) -> Any:
-        ipv4: Any = self.ipv6.net.ipv4
+    def _v4_table(self) -> UdpPortTable | None:
+        ipv4 = self.ipv6.net.ipv4
         return ipv4.udp_table if ipv4 is not None else None
 
     @kernel("udp_lib_lport_inuse", "inet_rcv_saddr_equal", "ipv6_rcv_saddr_equal")
@@ -612,8 +614,8 @@ class Udp6Table:
             if self._conflicts(sk, port):
                 raise sock_oserror(errno.EADDRINUSE)
         else:
-            ipv4: Any = self.ipv6.net.ipv4
-            low, high = getattr(ipv4, "ip_local_port_range", (32768, 60999))
+            ipv4 = self.ipv6.net.ipv4
+            low, high = ipv4.ip_local_port_range if ipv4 is not None else (32768, 60999)
             remaining = high - low + 1
             rng = self.ipv6.net.rng
             first = low + rng.randrange(remaining)
@@ -629,7 +631,7 @@ class Udp6Table:
         self.ports.setdefault(port, []).append(sk)
         v4 = self._v4_table()
         if v4 is not None and not sk.ipv6only:  # IPv4 datagrams may be for it
-            v4.ports.setdefault(port, []).append(sk)
+            v4.hash_mapped(sk, port)
 
     def unhash(self, sk: Udp6Sock) -> None:
         lst = self.ports.get(sk.inet_num)

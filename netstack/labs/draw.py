@@ -42,8 +42,8 @@ import trio
 
 from netstack.core.netdevice import IFF_UP
 from netstack.errors import NetstackError
-from netstack.ipv4.constants import IFA_F_SECONDARY
 from netstack.wire.ipv4 import ntoa
+from netstack.wire.rtnetlink import IFA_F_SECONDARY
 
 if TYPE_CHECKING:
     from netstack.host import Host, Lab

@@ -39,6 +39,7 @@ import attrs
 
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.ethernet import HH_DATA_ALIGN, HH_DATA_MOD
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import LL_MAX_HEADER, DropReason, SkBuff, kfree_skb
 from netstack.core.sysctl import invalid
 from netstack.cpu import SpinLock
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
 
 __all__ = [
+    "NEIGH_TABLES",
     "HhCache",
     "NeighOps",
     "NeighTable",
@@ -73,11 +75,13 @@ __all__ = [
     "Neighbour",
     "neigh_confirm",
     "neigh_event_send",
+    "neigh_find_table",
     "neigh_hh_output",
     "neigh_output",
     "neigh_resolve_output",
     "neigh_sysctl_register",
     "neigh_sysctl_unregister",
+    "neigh_table_init",
     "neigh_update",
 ]
 
@@ -515,6 +519,29 @@ class NeighTable:
 # ---------------------------------------------------------------------------
 # Performing the state machine's actions
 # ---------------------------------------------------------------------------
+
+
+# the Net's neighbour tables by address family (kernel: neigh_tables[], NEIGH_ARP_TABLE …)
+NEIGH_TABLES: NetKey[dict[int, NeighTable]] = NetKey("neigh_tables")
+
+
+@kernel("net/core/neighbour.c", "neigh_table_init")
+def neigh_table_init(net: Net, family: int, tbl: NeighTable) -> None:
+    """Register *tbl* as the Net's neighbour table of *family* (AF_INET: ARP, AF_INET6: ND).
+
+    Kernel: net/core/neighbour.c, neigh_table_init().
+    """
+    NEIGH_TABLES.get_or_create(net, dict)[family] = tbl
+
+
+@kernel("net/core/neighbour.c", "neigh_find_table")
+def neigh_find_table(net: Net, family: int) -> NeighTable | None:
+    """The Net's neighbour table of *family*, or None.
+
+    Kernel: net/core/neighbour.c, neigh_find_table().
+    """
+    tables = NEIGH_TABLES.find(net)
+    return None if tables is None else tables.get(family)
 
 
 @kernel("neigh_connect")

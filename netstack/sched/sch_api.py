@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -56,6 +56,7 @@ from netstack.core.qdisc import (
 )
 from netstack.errors import ConfigError
 from netstack.sites import kernel
+from netstack.wire.rtnetlink import NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -77,11 +78,6 @@ __all__ = [
     "tc_dump_tclass",
     "tc_modify_qdisc",
 ]
-
-NLM_F_REPLACE: Final = 0x100
-NLM_F_EXCL: Final = 0x200
-NLM_F_CREATE: Final = 0x400
-NLM_F_APPEND: Final = 0x800
 
 
 @attrs.frozen

@@ -51,10 +51,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import AF_INET, AF_INET6, AF_UNSPEC, SOCK_DGRAM, SOCK_RAW, SOCK_STREAM
+from netstack.ipv6.sock import Inet6Sock
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.core.netns import NetnsIpv4, NetnsIpv6
 
 __all__ = [
     "AI_ADDRCONFIG",
@@ -406,10 +408,7 @@ class Resolver:
 
     def _source_for(self, family: int, addr: int, scope_id: int) -> tuple[int, int] | None:
         """The source address the host would use towards *addr*, from a connected UDP socket."""
-        if family == AF_INET:
-            inet = self.net.ipv4
-        else:
-            inet = self.net.ipv6
+        inet: NetnsIpv4 | NetnsIpv6 | None = self.net.ipv4 if family == AF_INET else self.net.ipv6
         if inet is None:
             return None
         try:
@@ -420,6 +419,8 @@ class Resolver:
             if family == AF_INET:
                 sk.connect(addr, 9)
                 return AF_INET, sk.getsockname()[0]
+            if not isinstance(sk, Inet6Sock):
+                return None
             sk.connect6(addr, 9, 0, scope_id)
             src = sk.getsockname6()[0]
             return AF_INET6, src

@@ -28,14 +28,14 @@ Kernel: net/ipv4/inet_hashtables.c, net/ipv4/inet_connection_sock.c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-from netstack.core.sock import sock_oserror
+from netstack.core.sock import AF_INET, AF_INET6, sock_oserror
 from netstack.sites import kernel
+from netstack.tcp.sock import SockCommon, TcpSock, TimewaitSock
 
 if TYPE_CHECKING:
     from netstack.tcp.proto import Tcp
-    from netstack.tcp.sock import TcpSock
 
 __all__ = [
     "InetHashinfo",
@@ -51,8 +51,6 @@ TCP_LISTEN: Final = 10
 TCP_TIME_WAIT: Final = 6
 
 Key = tuple[int, int, int, int, int]
-AF_INET: Final = 2
-AF_INET6: Final = 10
 V4MAPPED_PREFIX: Final = 0xFFFF << 32
 LOOPBACK4_IPV6: Final = 0x7F000006  # 127.0.0.6: the IPv4 view of a native IPv6 bind
 
@@ -61,7 +59,7 @@ def _is_v4mapped(addr: int) -> bool:
     return addr >> 32 == 0xFFFF
 
 
-def sk_rcv_saddr_pair(sk: Any) -> tuple[int, int | None, bool]:
+def sk_rcv_saddr_pair(sk: TcpSock | TimewaitSock) -> tuple[int, int | None, bool]:
     """(IPv4 view ``sk_rcv_saddr``, IPv6 view ``sk_v6_rcv_saddr`` or None for an
     AF_INET socket, ``ipv6_only_sock``) of a full or TIME_WAIT socket.
 
@@ -73,8 +71,7 @@ def sk_rcv_saddr_pair(sk: Any) -> tuple[int, int | None, bool]:
     As __inet6_bind sets them (v4addr = LOOPBACK4_IPV6); a helper, not a
     kernel function.
     """
-    tw = sk.state == TCP_TIME_WAIT
-    addr = sk.rcv_saddr if tw else sk.inet_rcv_saddr
+    addr = sk.rcv_saddr if isinstance(sk, TimewaitSock) else sk.inet_rcv_saddr
     if sk.family != AF_INET6:
         return addr, None, False
     if sk.af_ops.family == AF_INET:  # ipv6_mapped
@@ -132,7 +129,9 @@ def ipv6_rcv_saddr_equal(
 
 
 @kernel("net/ipv4/inet_connection_sock.c", "inet_rcv_saddr_equal")
-def inet_rcv_saddr_equal(sk: Any, sk2: Any, match_wildcard: bool = True) -> bool:
+def inet_rcv_saddr_equal(
+    sk: TcpSock | TimewaitSock, sk2: TcpSock | TimewaitSock, match_wildcard: bool = True
+) -> bool:
     """Do two sockets' bound addresses overlap (either family, v6-only aware)?
 
     Kernel: net/ipv4/inet_connection_sock.c, inet_rcv_saddr_equal().
@@ -149,39 +148,16 @@ class InetHashinfo:
 
     def __init__(self, tcp: Tcp) -> None:
         self.tcp = tcp
-        self.ehash: dict[Key, Any] = {}
+        self.ehash: dict[Key, SockCommon] = {}
         self.listeners: dict[int, list[TcpSock]] = {}
-        self.bhash: dict[int, list[Any]] = {}
+        self.bhash: dict[int, list[TcpSock | TimewaitSock]] = {}  # the port's owners
         self._next_port = 0
 
     # -- established ----------------------------------------------------------------------
-    @kernel("inet_ehash_insert")
-    def ehash_add(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
-    ) -> bool:
-        """Insert; False if the 4-tuple is taken. Kernel: inet_ehash_insert()."""
-        key = (family, laddr, lport, raddr, rport)
-        if key in self.ehash:
-            return False
-        self.ehash[key] = sk
-        return True
-
-    def ehash_del(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
-    ) -> None:
-        key = (family, laddr, lport, raddr, rport)
-        if self.ehash.get(key) is sk:
-            del self.ehash[key]
-
-    def ehash_replace(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: Any
-    ) -> None:
-        self.ehash[(family, laddr, lport, raddr, rport)] = sk
-
     @kernel("net/ipv4/inet_hashtables.c", "__inet_lookup_established")
     def lookup_established(
         self, family: int, saddr: int, sport: int, daddr: int, dport: int
-    ) -> Any:
+    ) -> SockCommon | None:
         """The connection a segment from (saddr, sport) to (daddr, dport) belongs to.
 
         Kernel: net/ipv4/inet_hashtables.c, __inet_lookup_established().
@@ -254,13 +230,13 @@ class InetHashinfo:
         for sk2 in self.bhash.get(port, ()):
             if sk2 is sk:
                 continue
-            tw = sk2.state == TCP_TIME_WAIT
-            dev2 = sk2.bound_dev_if if tw else sk2.sk_bound_dev_if
+            if isinstance(sk2, TimewaitSock):
+                dev2, reuse2, reuseport2 = sk2.bound_dev_if, sk2.reuse, sk2.reuseport
+            else:
+                dev2, reuse2, reuseport2 = sk2.sk_bound_dev_if, sk2.sk_reuse, sk2.sk_reuseport
             if dev and dev2 and dev != dev2:
                 continue
             equal = inet_rcv_saddr_equal(sk, sk2)
-            reuse2 = sk2.reuse if tw else sk2.sk_reuse
-            reuseport2 = sk2.reuseport if tw else sk2.sk_reuseport
             if sk.sk_reuse and reuse2 and sk2.state != TCP_LISTEN:
                 if not relax and equal:
                     return True
@@ -296,16 +272,16 @@ class InetHashinfo:
         self.inet_bind_hash(sk, port)
 
     @kernel("inet_bind_hash")
-    def inet_bind_hash(self, sk: Any, port: int) -> None:
+    def inet_bind_hash(self, sk: TcpSock | TimewaitSock, port: int) -> None:
         """Kernel: inet_bind_hash()."""
-        if hasattr(sk, "inet_num"):
+        if isinstance(sk, TcpSock):
             sk.inet_num = port
             sk.inet_sport = port
             sk.bind_port = port
         self.bhash.setdefault(port, []).append(sk)
 
     @kernel("inet_put_port")
-    def inet_put_port(self, sk: Any, port: int) -> None:
+    def inet_put_port(self, sk: TcpSock | TimewaitSock, port: int) -> None:
         """Release the bind bucket entry. Kernel: inet_put_port()."""
         lst = self.bhash.get(port)
         if lst and sk in lst:
@@ -332,7 +308,7 @@ class InetHashinfo:
             key = (family, laddr, sk.inet_num, raddr, rport)
             other = self.ehash.get(key)
             if other is not None:
-                if other.state == TCP_TIME_WAIT and tcp_twsk_unique(sk, other):
+                if isinstance(other, TimewaitSock) and tcp_twsk_unique(sk, other):
                     from netstack.tcp.minisocks import inet_twsk_kill
 
                     inet_twsk_kill(other)
@@ -358,7 +334,7 @@ class InetHashinfo:
                 key = (family, laddr, port, raddr, rport)
                 other = self.ehash.get(key)
                 if other is not None:
-                    if other.state == TCP_TIME_WAIT and tcp_twsk_unique(sk, other):
+                    if isinstance(other, TimewaitSock) and tcp_twsk_unique(sk, other):
                         from netstack.tcp.minisocks import inet_twsk_kill
 
                         inet_twsk_kill(other)
@@ -371,8 +347,8 @@ class InetHashinfo:
                 return
         raise sock_oserror(EADDRNOTAVAIL)
 
-    def sockets(self) -> list[Any]:
+    def sockets(self) -> list[SockCommon]:
         """Every socket in the tables (listeners, connections, requests, TIME_WAIT)."""
-        out: list[Any] = [sk for lst in self.listeners.values() for sk in lst]
+        out: list[SockCommon] = [sk for lst in self.listeners.values() for sk in lst]
         out.extend(self.ehash.values())
         return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from netstack.core.sock import SOCK_SNDBUF_LOCK
+from netstack.core.sock import SOCK_MIN_RCVBUF, SOCK_SNDBUF_LOCK
 from netstack.sites import kernel
 from netstack.tcp.sock import (
     ICSK_ACK_TIMER,
@@ -46,6 +46,8 @@ __all__ = [
     "sk_stream_write_space",
     "sk_stream_wspace",
     "tcp_check_space",
+    "tcp_chrono_start",
+    "tcp_chrono_stop",
     "tcp_current_ssthresh",
     "tcp_enter_cwr",
     "tcp_in_cwnd_reduction",
@@ -56,6 +58,7 @@ __all__ = [
     "tcp_rearm_rto",
     "tcp_rto_delta",
     "tcp_set_ca_state",
+    "tcp_set_window_clamp",
     "tcp_should_expand_sndbuf",
     "tcp_sndbuf_expand",
 ]
@@ -127,6 +130,7 @@ def tcp_set_ca_state(sk: TcpSock, state: int) -> None:
 def tcp_init_cwnd_reduction(sk: TcpSock) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_init_cwnd_reduction()."""
     sk.high_seq = sk.snd_nxt
+    sk.tlp_high_seq = 0
     sk.snd_cwnd_cnt = 0
     sk.prior_cwnd = sk.snd_cwnd
     sk.prr_delivered = 0
@@ -227,6 +231,68 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
         sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])
 
 
+# enum tcp_chrono: what limits the sender now (the higher, the more interesting)
+TCP_CHRONO_UNSPEC: Final = 0
+TCP_CHRONO_BUSY: Final = 1  # actively sending data (non-empty write queue)
+TCP_CHRONO_RWND_LIMITED: Final = 2  # stalled by an insufficient receive window
+TCP_CHRONO_SNDBUF_LIMITED: Final = 3  # stalled by an insufficient send buffer
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_chrono_set")
+def tcp_chrono_set(sk: TcpSock, new: int) -> None:
+    """Close the running chronograph's interval, start *new*'s.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_chrono_set().
+    """
+    now = sk.net.clock.jiffies
+    old = sk.chrono_type
+    if old > TCP_CHRONO_UNSPEC:
+        sk.chrono_stat[old - 1] += now - sk.chrono_start
+    sk.chrono_start = now
+    sk.chrono_type = new
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_chrono_start")
+def tcp_chrono_start(sk: TcpSock, chrono: int) -> None:
+    """A limit starts; the most interesting one running is timed.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_chrono_start().
+    """
+    if chrono > sk.chrono_type:
+        tcp_chrono_set(sk, chrono)
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_chrono_stop")
+def tcp_chrono_stop(sk: TcpSock, chrono: int) -> None:
+    """A limit ends: nothing is timed once both queues are empty, else busy.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_chrono_stop().
+    """
+    if not sk.rtx_queue and not sk.write_queue:
+        tcp_chrono_set(sk, TCP_CHRONO_UNSPEC)
+    elif chrono == sk.chrono_type:
+        tcp_chrono_set(sk, TCP_CHRONO_BUSY)
+
+
+@kernel("net/ipv4/tcp.c", "tcp_set_window_clamp", "__tcp_adjust_rcv_ssthresh")
+def tcp_set_window_clamp(sk: TcpSock, val: int) -> None:
+    """Set the largest window to offer; a smaller clamp pulls rcv_ssthresh down,
+    a larger one lets it up to what was already offered.
+
+    Kernel: net/ipv4/tcp.c, tcp_set_window_clamp() (``val > 0``; no reserved
+    memory, so __tcp_adjust_rcv_ssthresh() is a plain min).
+    """
+    old_window_clamp = sk.window_clamp
+    new_window_clamp = max(SOCK_MIN_RCVBUF // 2, val)
+    if new_window_clamp == old_window_clamp:
+        return
+    sk.window_clamp = new_window_clamp
+    if new_window_clamp < old_window_clamp:
+        sk.rcv_ssthresh = min(sk.rcv_ssthresh, new_window_clamp)
+    else:
+        sk.rcv_ssthresh = max(min(sk.rcv_wnd, new_window_clamp), sk.rcv_ssthresh)
+
+
 @kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")
 def tcp_should_expand_sndbuf(sk: TcpSock) -> bool:
     """Not if the user set SO_SNDBUF, nor while the flight fills the cwnd.
@@ -249,4 +315,11 @@ def tcp_check_space(sk: TcpSock) -> None:
         if tcp_should_expand_sndbuf(sk):
             tcp_sndbuf_expand(sk)
             sk.snd_cwnd_stamp = sk.net.clock.jiffies
-        sk_stream_write_space(sk)
+        sk_stream_write_space(sk)  # may clear SOCK_NOSPACE
+        if not _sock_nospace(sk):
+            tcp_chrono_stop(sk, TCP_CHRONO_SNDBUF_LIMITED)
+
+
+def _sock_nospace(sk: TcpSock) -> bool:
+    """test_bit(SOCK_NOSPACE, &sk->sk_socket->flags)."""
+    return bool(sk.sk_socket_nospace)

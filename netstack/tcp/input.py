@@ -6,12 +6,16 @@ Theory of operation::
       ─► tcp_validate_incoming: PAWS, sequence window, RST (RFC 5961: exact
          rcv_nxt resets, in-window ones get a challenge ACK), SYN (challenge ACK)
       ─► tcp_ack: too old (challenge) / unsent data (drop) ─► window update
-         ─► tcp_sacktag_write_queue (SACK blocks mark the scoreboard, splitting
-            GSO skbs at MSS boundaries) ─► tcp_clean_rtx_queue (acked skbs
-            freed, RTT sampled: RFC 6298 srtt/rttvar/RTO) ─► tcp_fastretrans_alert
-            (dupacks/SACK ≥ reordering: Recovery with PRR; NewReno partial ACKs
-            retransmit the next hole; Loss after an RTO) ─► cwnd: PRR in
+         ─► tcp_sacktag_write_queue (SACK and D-SACK blocks mark the
+            scoreboard, splitting GSO skbs at MSS boundaries; RACK advances;
+            reordering detected) ─► tcp_clean_rtx_queue (acked skbs freed, RTT
+            sampled: RFC 6298 srtt/rttvar/RTO) ─► tcp_process_tlp_ack (a tail
+            loss probe's outcome) ─► tcp_fastretrans_alert (undo what D-SACKs
+            or timestamps prove spurious; loss detection: RACK-TLP with SACK,
+            NewReno without, :mod:`netstack.tcp.recovery`; Recovery with PRR;
+            Loss after an RTO, with F-RTO) ─► TLP or RTO timer ─► cwnd: PRR in
             Recovery/CWR, else the socket's congestion control (Reno, CUBIC)
+            ─► tcp_xmit_recovery (retransmit what is lost, or F-RTO's new data)
       ─► tcp_data_queue: in order ─► receive queue (+ out-of-order queue
          drained, SACK blocks trimmed); duplicate ─► D-SACK; ahead ─► ofo queue
          + SACK block; FIN ─► tcp_fin (state change)
@@ -33,11 +37,14 @@ from typing import Any, Final
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -47,9 +54,11 @@ from netstack.tcp.helpers import (
     tcp_packets_in_flight,
     tcp_rearm_rto,
     tcp_set_ca_state,
+    tcp_set_window_clamp,
     tcp_sndbuf_expand,
 )
 from netstack.tcp.output import (
+    __tcp_push_pending_frames,
     __tcp_select_window,
     tcp_current_mss,
     tcp_fragment,
@@ -65,16 +74,37 @@ from netstack.tcp.output import (
     tcp_send_synack,
     tcp_snd_wnd_test,
     tcp_space,
+    tcp_space_from_win,
     tcp_sync_mss,
     tcp_trim_head,
     tcp_win_from_space,
+    tcp_wnd_end,
     tcp_write_queue_purge,
     tcp_xmit_retransmit_queue,
 )
+from netstack.tcp.recovery import (
+    TCP_RACK_RECOVERY_THRESH,
+    tcp_any_retrans_done,
+    tcp_cwnd_reduction,
+    tcp_enter_recovery,
+    tcp_init_undo,
+    tcp_is_rack,
+    tcp_mark_skb_lost,
+    tcp_min_rtt,
+    tcp_newreno_mark_lost,
+    tcp_rack_advance,
+    tcp_rack_mark_lost,
+    tcp_rack_skb_timeout,
+    tcp_rack_update_reo_wnd,
+)
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_NOW,
     ICSK_ACK_PUSHED,
+    ICSK_ACK_PUSHED2,
+    ICSK_TIME_DACK,
     ICSK_TIME_PROBE0,
+    ICSK_TIME_RETRANS,
     RCV_SHUTDOWN,
     SEND_SHUTDOWN,
     TCP_CA_CWR,
@@ -90,8 +120,11 @@ from netstack.tcp.sock import (
     TCP_LISTEN,
     TCP_MAX_QUICKACKS,
     TCP_MAX_WSCALE,
+    TCP_MIN_MSS,
     TCP_MSS_DEFAULT,
+    TCP_NAGLE_OFF,
     TCP_NUM_SACKS,
+    TCP_RMEM_TO_WIN_SCALE,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
     TCP_TIME_WAIT,
@@ -99,6 +132,7 @@ from netstack.tcp.sock import (
     TCPCB_RETRANS,
     TCPCB_SACKED_ACKED,
     TCPCB_SACKED_RETRANS,
+    InetConnectionSockAfOps,
     RequestSock,
     TCP_CA_Disorder,
     TCP_CA_Loss,
@@ -123,20 +157,29 @@ from netstack.tcp.state import (
 from netstack.wire.tcp import (
     TCPHDR_ACK,
     TCPHDR_FIN,
+    TCPHDR_PSH,
     TCPHDR_RST,
     TCPHDR_SYN,
+    TCPHDR_URG,
+    TCPOLEN_EXP_FASTOPEN_BASE,
+    TCPOLEN_FASTOPEN_BASE,
     TCPOLEN_MSS,
     TCPOLEN_SACK_BASE,
     TCPOLEN_SACK_PERBLOCK,
     TCPOLEN_SACK_PERM,
     TCPOLEN_TIMESTAMP,
+    TCPOLEN_TSTAMP_ALIGNED,
     TCPOLEN_WINDOW,
+    TCPOPT_EXP,
+    TCPOPT_FASTOPEN,
+    TCPOPT_FASTOPEN_MAGIC,
     TCPOPT_MSS,
     TCPOPT_SACK,
     TCPOPT_SACK_PERM,
     TCPOPT_TIMESTAMP,
     TCPOPT_WINDOW,
     iter_options,
+    parse_fastopen_option,
 )
 
 __all__ = [
@@ -152,6 +195,8 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+# TCP_REMNANT: a segment with these flags may be short of a full MSS
+_TCP_REMNANT: Final = TCPHDR_FIN | TCPHDR_URG | TCPHDR_SYN | TCPHDR_PSH
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
 
@@ -172,10 +217,17 @@ FLAG_SET_XMIT_TIMER: Final = 0x1000
 FLAG_SACK_RENEGING: Final = 0x2000
 FLAG_UPDATE_TS_RECENT: Final = 0x4000
 FLAG_NO_CHALLENGE_ACK: Final = 0x8000
+FLAG_ACK_MAYBE_DELAYED: Final = 0x10000
+FLAG_DSACK_TLP: Final = 0x20000
 FLAG_ACKED: Final = FLAG_DATA_ACKED | FLAG_SYN_ACKED
 FLAG_NOT_DUP: Final = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED
 FLAG_CA_ALERT: Final = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK
 FLAG_FORWARD_PROGRESS: Final = FLAG_ACKED | FLAG_DATA_SACKED
+
+# what tcp_ack() (re)transmits after cwnd is updated (tcp_xmit_recovery)
+REXMIT_NONE: Final = 0  # no loss recovery to do
+REXMIT_LOST: Final = 1  # retransmit packets marked lost
+REXMIT_NEW: Final = 2  # F-RTO: send new data
 
 ECONNREFUSED: Final = 111
 ECONNRESET: Final = 104
@@ -212,14 +264,20 @@ class TcpOptionsReceived:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
 def tcp_parse_options(
-    buf: bytes | bytearray, th: int, rx: Any, estab: bool, tcb: TcpSkbCb | None = None
+    buf: bytes | bytearray,
+    th: int,
+    rx: Any,
+    estab: bool,
+    tcb: TcpSkbCb | None = None,
+    foc: Any = None,
 ) -> None:
     """Read the option area of the header at *th* into *rx* (a socket or TcpOptionsReceived).
 
     Options that only matter in a SYN (MSS, window scale, SACK-permitted) are
     skipped on an established connection; a SACK block's offset is left in
     ``tcb.sacked_off``. Lengths are checked as the kernel does; a malformed
-    option ends the walk (iter_options).
+    option ends the walk (iter_options). A SYN's Fast Open cookie (either
+    form) goes into *foc* (a ``TcpFastopenCookie``) when one is given.
 
     Kernel: net/ipv4/tcp_input.c, tcp_parse_options().
     """
@@ -238,6 +296,9 @@ def tcp_parse_options(
                 and tcb is not None
             ):
                 tcb.sacked_off = off
+        elif kind == TCPOPT_FASTOPEN or kind == TCPOPT_EXP:
+            if foc is not None and syn:
+                _fastopen_option(buf, off, size, kind, foc)
         elif estab or not syn:
             continue
         elif kind == TCPOPT_MSS:
@@ -255,6 +316,22 @@ def tcp_parse_options(
         elif kind == TCPOPT_SACK_PERM:
             if size == TCPOLEN_SACK_PERM:
                 rx.sack_ok = 1
+
+
+def _fastopen_option(buf: bytes | bytearray, off: int, size: int, kind: int, foc: Any) -> None:
+    """tcp_parse_options()'s TCPOPT_FASTOPEN and TCPOPT_EXP cases."""
+    if kind == TCPOPT_FASTOPEN:
+        length, exp, start = size - TCPOLEN_FASTOPEN_BASE, False, off + 2
+    elif (
+        size >= TCPOLEN_EXP_FASTOPEN_BASE
+        and ((buf[off + 2] << 8) | buf[off + 3]) == TCPOPT_FASTOPEN_MAGIC
+    ):
+        length, exp, start = size - TCPOLEN_EXP_FASTOPEN_BASE, True, off + 4
+    else:
+        return
+    foc.len, foc.val, foc.exp = parse_fastopen_option(
+        length, bytes(buf[start : start + length]), exp
+    )
 
 
 def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
@@ -275,91 +352,123 @@ def tcp_left_out(sk: TcpSock) -> int:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_init_buffer_space")
 def tcp_init_buffer_space(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space()."""
+    """The receive window's start: the clamp at the full space less one
+    segment (``tcp_app_win``), rcv_ssthresh under it, and DRS's first
+    measure (``rcvq_space``) at ten segments.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_init_buffer_space().
+    """
+    tcp = sk.tcp
     if not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
         tcp_sndbuf_expand(sk)
-    sk.rcvq_space_space = min(sk.rcv_wnd, TCP_INIT_CWND * sk.advmss)
-    sk.rcvq_space_time = sk.tcp.tcp_clock_us()
+    sk.rcvq_space_time = tcp.tcp_clock_us()
     sk.rcvq_space_seq = sk.copied_seq
     maxwin = tcp_full_space(sk)
+    app_win = tcp.sysctl_tcp_app_win
+    advmss = sk.advmss
     if sk.window_clamp >= maxwin:
         sk.window_clamp = maxwin
+        if app_win and maxwin > 4 * advmss:
+            sk.window_clamp = max(maxwin - (maxwin >> app_win), 4 * advmss)
+    # force reservation of one segment
+    if app_win and sk.window_clamp > 2 * advmss and sk.window_clamp + advmss > maxwin:
+        sk.window_clamp = max(2 * advmss, maxwin - advmss)
     sk.rcv_ssthresh = min(sk.rcv_ssthresh, sk.window_clamp)
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    sk.rcvq_space_space = min(sk.rcv_ssthresh, sk.rcv_wnd, TCP_INIT_CWND * advmss)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcvbuf_grow")
+def tcp_rcvbuf_grow(sk: TcpSock) -> None:
+    """Size sk_rcvbuf for twice what was read in the last RTT (plus what
+    waits out of order), up to ``tcp_rmem[2]``; the window clamp follows.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcvbuf_grow().
+    """
+    tcp = sk.tcp
+    if not tcp.sysctl_tcp_moderate_rcvbuf or sk.sk_userlocks & SOCK_RCVBUF_LOCK:
+        return
+    rcvwin = sk.rcvq_space_space << 1  # slow start: the sender may double its rate
+    if sk.out_of_order_queue:
+        rcvwin += (sk.out_of_order_queue[-1].cb.end_seq - sk.rcv_nxt) & M32
+    rcvbuf = min(tcp_space_from_win(sk, rcvwin), tcp.tcp_rmem[2])
+    if rcvbuf > sk.sk_rcvbuf:
+        sk.sk_rcvbuf = rcvbuf
+        sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_rcv_space_adjust")
 def tcp_rcv_space_adjust(sk: TcpSock) -> None:
-    """Receive-buffer auto-tuning, simplified (called as the reader copies data).
+    """Dynamic right-sizing (DRS), called as the reader copies data.
 
-    The kernel measures what the application read in one receiver RTT and
-    sizes ``sk_rcvbuf`` for twice that. Here the RTT is the socket's own
-    estimate (or none yet): when more was read in it than the last
-    measurement, the buffer grows to four times that amount (two for the
-    growth, two for the skb overhead), up to ``tcp_rmem[2]``; the window
-    clamp follows, so the window the peer sees stays what the buffer allows.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust() (simplified).
+    Once per receiver RTT (``rcv_rtt_est``), what the application read in
+    it (less what still waits in the queue) is compared with the last
+    measure; if larger it becomes the measure and the buffer grows
+    (tcp_rcvbuf_grow). Kernel: net/ipv4/tcp_input.c, tcp_rcv_space_adjust().
     """
-    tcp = sk.tcp
-    now = tcp.tcp_clock_us()
-    rtt = sk.rcv_rtt_est_rtt_us or (sk.srtt_us >> 3)
-    if now - sk.rcvq_space_time < rtt:
+    rtt_us = sk.rcv_rtt_est_rtt_us
+    if not rtt_us:
+        return
+    now = sk.tcp.tcp_clock_us()
+    if now - sk.rcvq_space_time < (rtt_us >> 3):
         return
     copied = (sk.copied_seq - sk.rcvq_space_seq) & M32
+    inq = (sk.rcv_nxt - sk.copied_seq) & M32
+    copied -= inq
     if copied > sk.rcvq_space_space:
         sk.rcvq_space_space = copied
-        if tcp.sysctl_tcp_moderate_rcvbuf and not sk.sk_userlocks & SOCK_RCVBUF_LOCK:
-            rcvbuf = min(4 * copied, tcp.tcp_rmem[2])
-            if rcvbuf > sk.sk_rcvbuf:
-                sk.sk_rcvbuf = rcvbuf
-                sk.window_clamp = tcp_win_from_space(sk, rcvbuf)
+        tcp_rcvbuf_grow(sk)
     sk.rcvq_space_seq = sk.copied_seq
     sk.rcvq_space_time = now
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_grow_window")
+@kernel("net/ipv4/tcp_input.c", "__tcp_grow_window")
+def __tcp_grow_window(sk: TcpSock, skb: SkBuff, skbtruesize: int) -> int:
+    """Kernel: net/ipv4/tcp_input.c, __tcp_grow_window()."""
+    truesize = tcp_win_from_space(sk, skbtruesize) >> 1
+    window = tcp_win_from_space(sk, sk.tcp.tcp_rmem[2]) >> 1
+    length = skb.tail - skb.data
+    while sk.rcv_ssthresh <= window:
+        if truesize <= length:
+            return 2 * sk.icsk_ack_rcv_mss
+        truesize >>= 1
+        window >>= 1
+    return 0
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_grow_window", "truesize_adjust")
 def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     """Open the offered window as data arrives (rcv_ssthresh toward window_clamp).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (the small-skb branch
-    __tcp_grow_window is folded into the truesize test).
+    Segments whose memory cost fits the buffer's payload share earn two
+    segments (at least twice their length) of window; ones with more
+    overhead earn it only while rcv_ssthresh is small (__tcp_grow_window).
+    Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (skbs are linear here,
+    so truesize_adjust() keeps skb->truesize; no memory pressure).
     """
-    if sk.rcv_ssthresh < sk.window_clamp and sk.rcv_ssthresh < tcp_space(sk):
-        length = skb.tail - skb.data
-        if tcp_win_from_space(sk, skb.truesize) <= length or length >= 2 * sk.advmss:
-            incr = 2 * sk.advmss
-        else:
-            incr = 2 * sk.icsk_ack_rcv_mss
-        if incr:
-            sk.rcv_ssthresh = min(sk.rcv_ssthresh + incr, sk.window_clamp)
-            sk.icsk_ack_quick |= 1  # tcp_grow_window: inet_csk(sk)->icsk_ack.quick |= 1
-
-
-@kernel("tcp_cwnd_reduction")
-def tcp_cwnd_reduction(sk: TcpSock, newly_acked_sacked: int, newly_lost: int, flag: int) -> None:
-    """Proportional Rate Reduction (RFC 6937). Kernel: tcp_cwnd_reduction()."""
-    if newly_acked_sacked <= 0 or not sk.prior_cwnd:
+    room = min(sk.window_clamp, tcp_space(sk)) - sk.rcv_ssthresh
+    if room <= 0:
         return
-    sk.prr_delivered += newly_acked_sacked
-    in_flight = tcp_packets_in_flight(sk)
-    delta = sk.snd_ssthresh - in_flight
-    if delta < 0:
-        dividend = sk.snd_ssthresh * sk.prr_delivered + sk.prior_cwnd - 1
-        sndcnt = dividend // sk.prior_cwnd - sk.prr_out
-    elif flag & FLAG_SND_UNA_ADVANCED and not newly_lost:
-        sndcnt = min(delta, max(sk.prr_delivered - sk.prr_out, newly_acked_sacked) + 1)
+    length = skb.tail - skb.data
+    truesize = skb.truesize
+    if tcp_win_from_space(sk, truesize) <= length:
+        incr = 2 * sk.advmss
     else:
-        sndcnt = min(delta, newly_acked_sacked)
-    sndcnt = max(sndcnt, 0 if sk.prr_out else 1)  # force a fast retransmit on entry
-    sk.snd_cwnd = in_flight + sndcnt
+        incr = __tcp_grow_window(sk, skb, truesize)
+    if incr:
+        incr = max(incr, 2 * length)
+        sk.rcv_ssthresh += min(room, incr)
+        sk.icsk_ack_quick |= 1
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_end_cwnd_reduction")
 def tcp_end_cwnd_reduction(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_end_cwnd_reduction()."""
-    if sk.icsk_ca_state == TCP_CA_CWR or (
-        sk.icsk_ca_state == TCP_CA_Recovery and sk.snd_ssthresh < TCP_INFINITE_SSTHRESH
+    """cwnd = ssthresh at the end of CWR or Recovery, unless the reduction was undone.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_end_cwnd_reduction().
+    """
+    if sk.snd_ssthresh < TCP_INFINITE_SSTHRESH and (
+        sk.icsk_ca_state == TCP_CA_CWR or sk.undo_marker
     ):
         sk.snd_cwnd = sk.snd_ssthresh
         sk.snd_cwnd_stamp = sk.net.clock.jiffies
@@ -421,109 +530,210 @@ def tcp_set_rto(sk: TcpSock) -> None:
     sk.icsk_rto = min(rto, tcp.TCP_RTO_MAX)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt")
-def tcp_ack_update_rtt(sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int) -> bool:
-    """Take an RTT sample: the timestamp echo first (Karn-safe), else the skb's send time.
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt", "tcp_update_rtt_min")
+def tcp_ack_update_rtt(
+    sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int, sack_rtt_us: int = -1
+) -> bool:
+    """Take an RTT sample: the ACKed skb's send time (Karn: never a retransmitted
+    one), else the SACKed one's, else the timestamp echo.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt().
+    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt() / tcp_update_rtt_min()
+    (the min filter is a running minimum, not a 300 s window).
     """
+    if seq_rtt_us < 0:
+        seq_rtt_us = sack_rtt_us
     if seq_rtt_us < 0 and sk.saw_tstamp and sk.rcv_tsecr and flag & FLAG_ACKED:
         now_ms = sk.tcp.tcp_time_stamp_ms()
         delta = (now_ms + sk.tsoffset - sk.rcv_tsecr) & M32
         if delta < 0x7FFFFFFF:
-            seq_rtt_us = delta * 1000
+            seq_rtt_us = ca_rtt_us = delta * 1000
     if seq_rtt_us < 0:
         return False
-    if not sk.rtt_min or seq_rtt_us < sk.rtt_min:
-        sk.rtt_min = max(seq_rtt_us, 1)
+    if ca_rtt_us < 0:
+        ca_rtt_us = seq_rtt_us
+    # tcp_update_rtt_min(): a suspected delayed ACK does not lower the minimum
+    if not (flag & FLAG_ACK_MAYBE_DELAYED and ca_rtt_us > tcp_min_rtt(sk)):
+        if not sk.rtt_min or ca_rtt_us < sk.rtt_min:
+            sk.rtt_min = ca_rtt_us or sk.tcp.jiffies_to_usecs(1)
     tcp_rtt_estimator(sk, seq_rtt_us)
     tcp_set_rto(sk)
-    sk.icsk_backoff = 0
+    sk.icsk_backoff = 0  # RFC 6298: only a valid RTT sample resets the back-off
     return True
 
 
 # -- the scoreboard -----------------------------------------------------------------------------
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_mark_skb_lost")
-def tcp_mark_skb_lost(sk: TcpSock, skb: SkBuff) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_mark_skb_lost()."""
-    tcb: TcpSkbCb = skb.cb
-    sacked = tcb.sacked
-    if sacked & TCPCB_SACKED_ACKED:
+class TcpSacktagState:
+    """What one ACK's SACK and cumulative parts found (kernel: ``struct tcp_sacktag_state``
+    with the ``rate_sample`` fields loss detection reads).
+
+    Attributes:
+        flag: FLAG_* bits found.
+        reord: the lowest never-retransmitted sequence delivered out of order.
+        first_sackt, last_sackt: send times (µs) of the first and last newly
+            SACKed never-retransmitted skbs (-1: none): the SACK RTT sample.
+        prior_delivered: ``delivered`` when the latest-sent skb delivered by
+            this ACK was sent (``rs->prior_delivered``; 0: none).
+        prior_mstamp, prior_end_seq: that skb's send time and end (for the choice).
+    """
+
+    __slots__ = (
+        "first_sackt",
+        "flag",
+        "last_sackt",
+        "prior_delivered",
+        "prior_end_seq",
+        "prior_mstamp",
+        "reord",
+    )
+
+    def __init__(self, snd_nxt: int) -> None:
+        self.flag = 0
+        self.reord = snd_nxt
+        self.first_sackt = -1  # the clock starts at 0 here: -1 is "none"
+        self.last_sackt = -1
+        self.prior_delivered = 0
+        self.prior_mstamp = 0
+        self.prior_end_seq = 0
+
+
+def tcp_rate_skb_delivered(state: TcpSacktagState, tcb: TcpSkbCb) -> None:
+    """Remember the latest-sent delivered skb's ``delivered`` stamp (tcp_rate.c, the
+    part RACK's reordering window uses)."""
+    if not state.prior_delivered or (
+        tcb.mstamp > state.prior_mstamp
+        or (tcb.mstamp == state.prior_mstamp and after(tcb.end_seq, state.prior_end_seq))
+    ):
+        state.prior_delivered = tcb.tx_delivered
+        state.prior_mstamp = tcb.mstamp
+        state.prior_end_seq = tcb.end_seq
+
+
+@kernel("tcp_highest_sack_seq")
+def tcp_highest_sack_seq(sk: TcpSock) -> int:
+    """The end of the highest SACKed data (snd_una with none). Kernel: tcp_highest_sack_seq()."""
+    if not sk.sacked_out:
+        return sk.snd_una
+    hs = sk.highest_sack
+    if hs is None:
+        return sk.snd_nxt
+    end: int = hs.cb.end_seq  # netstack's highest_sack is the SACKed skb, the kernel's the next
+    return end
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_check_sack_reordering")
+def tcp_check_sack_reordering(sk: TcpSock, low_seq: int, ts: int) -> None:
+    """Data above never-retransmitted *low_seq* was delivered first: reordering.
+
+    ``reordering`` becomes the distance in segments (up to tcp_max_reordering).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_check_sack_reordering().
+    """
+    mss = sk.mss_cache
+    fack = tcp_highest_sack_seq(sk)
+    if not before(low_seq, fack):
         return
-    if sacked & TCPCB_SACKED_RETRANS:
-        tcb.sacked &= ~TCPCB_SACKED_RETRANS
-        sk.retrans_out -= tcb.pcount
-        sk.ext.TCPLostRetransmit += 1
-    if not tcb.sacked & TCPCB_LOST:
-        tcb.sacked |= TCPCB_LOST
-        sk.lost_out += tcb.pcount
+    metric = (fack - low_seq) & M32
+    if metric > sk.reordering * mss and mss:
+        sk.reordering = min((metric + mss - 1) // mss, sk.tcp.sysctl_tcp_max_reordering)
+    sk.reord_seen += 1
+    if ts:
+        sk.ext.TCPTSReorder += 1
+    else:
+        sk.ext.TCPSACKReorder += 1
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_mark_head_lost")
 def tcp_mark_head_lost(sk: TcpSock, packets: int, mark_head: bool) -> None:
-    """Mark un-SACKed segments at the head lost until *packets* are counted.
+    """Mark skbs from the head lost until more than *packets* SACKed segments
+    are passed (the dupthresh scoreboard, used only with ``tcp_recovery`` 0).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_mark_head_lost().
+    Kernel: net/ipv4/tcp_input.c, tcp_mark_head_lost() (4.18–6.1, without hints).
     """
     cnt = 0
     for skb in sk.rtx_queue:
         tcb: TcpSkbCb = skb.cb
-        cnt += tcb.pcount  # FACK and Reno count every segment
-        if cnt > packets and not (mark_head and skb is sk.rtx_queue[0]):
+        if after(tcb.end_seq, sk.high_seq):
             break
-        if not tcb.sacked & (TCPCB_SACKED_ACKED | TCPCB_LOST):
-            tcb.sacked |= TCPCB_LOST
-            sk.lost_out += tcb.pcount
+        if tcb.sacked & TCPCB_SACKED_ACKED:
+            cnt += tcb.pcount
+        if cnt > packets:
+            break
+        if not tcb.sacked & TCPCB_LOST:
+            tcp_mark_skb_lost(sk, skb)
         if mark_head:
             break
 
 
-@kernel("include/net/tcp.h")
-def tcp_fackets_out(sk: TcpSock) -> int:
-    """Segments from snd_una up to the highest SACKed one, holes included (FACK).
-
-    Kernel: include/net/tcp.h, tp->fackets_out (kept incrementally there; 2.6–4.14).
-    """
-    hs = sk.highest_sack
-    if hs is None or not sk.sacked_out:
-        return 0
-    end = hs.cb.end_seq
-    n = 0
-    for skb in sk.rtx_queue:
-        tcb: TcpSkbCb = skb.cb
-        if after(tcb.end_seq, end):
-            break
-        n += tcb.pcount
-    return n
-
-
 @kernel("net/ipv4/tcp_input.c", "tcp_update_scoreboard")
 def tcp_update_scoreboard(sk: TcpSock, fast_rexmit: bool) -> None:
-    """Mark segments lost: FACK's holes below the highest SACK, Reno's head.
+    """Without RACK (``tcp_recovery`` 0), SACK: mark the head lost up to
+    ``sacked_out - reordering`` SACKed segments, or just the head on entry.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_update_scoreboard() (4.x, tcp_fack=1, no RACK).
+    Kernel: net/ipv4/tcp_input.c, tcp_update_scoreboard() (4.18–6.1, the
+    RACK-less path later kernels removed).
     """
     if tcp_is_sack(sk):
-        lost = tcp_fackets_out(sk) - sk.reordering
-        tcp_mark_head_lost(sk, max(lost, 1), False)
-    else:
-        tcp_mark_head_lost(sk, 1, True)
+        sacked_upto = sk.sacked_out - sk.reordering
+        if sacked_upto >= 0:
+            tcp_mark_head_lost(sk, sacked_upto, False)
+        elif fast_rexmit:
+            tcp_mark_head_lost(sk, 1, True)
 
 
-@kernel("tcp_add_reno_sack")
-def tcp_add_reno_sack(sk: TcpSock) -> None:
-    """A duplicate ACK without SACK counts as one segment received. Kernel: tcp_add_reno_sack()."""
-    sk.sacked_out += 1
-    sk.sacked_out = min(sk.sacked_out, max(sk.packets_out - sk.lost_out, 0))
+@kernel("net/ipv4/tcp_input.c", "tcp_limit_reno_sacked")
+def tcp_limit_reno_sacked(sk: TcpSock) -> bool:
+    """Keep sacked_out + lost_out ≤ packets_out.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_limit_reno_sacked().
+    """
+    holes = min(max(sk.lost_out, 1), sk.packets_out)
+    if sk.sacked_out + holes > sk.packets_out:
+        sk.sacked_out = sk.packets_out - holes
+        return True
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_check_reno_reordering")
+def tcp_check_reno_reordering(sk: TcpSock, addend: int) -> None:
+    """More dupacks than segments out: that was reordering.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_check_reno_reordering().
+    """
+    if not tcp_limit_reno_sacked(sk):
+        return
+    sk.reordering = min(sk.packets_out + addend, sk.tcp.sysctl_tcp_max_reordering)
+    sk.reord_seen += 1
+    sk.ext.TCPRenoReorder += 1
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_add_reno_sack")
+def tcp_add_reno_sack(sk: TcpSock, num_dupack: int) -> None:
+    """Without SACK a duplicate ACK counts as one segment received.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_add_reno_sack().
+    """
+    if num_dupack:
+        prior_sacked = sk.sacked_out
+        sk.sacked_out += num_dupack
+        tcp_check_reno_reordering(sk, 0)
+        delivered = sk.sacked_out - prior_sacked
+        if delivered > 0:
+            sk.delivered += delivered
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_remove_reno_sacks")
 def tcp_remove_reno_sacks(sk: TcpSock, acked: int) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_remove_reno_sacks()."""
+    """An ACK of new data without SACK: one segment filled the hole, the rest
+    had been counted by dupacks. Kernel: net/ipv4/tcp_input.c, tcp_remove_reno_sacks()."""
     if acked > 0:
-        sk.sacked_out = max(sk.sacked_out - (acked - 1), 0)
+        sk.delivered += max(acked - sk.sacked_out, 1)
+        if acked - 1 >= sk.sacked_out:
+            sk.sacked_out = 0
+        else:
+            sk.sacked_out -= acked - 1
+    tcp_check_reno_reordering(sk, acked)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_match_skb_to_sack")
@@ -556,171 +766,297 @@ def _match_skb_to_sack(sk: TcpSock, skb: SkBuff, start: int, end: int) -> bool:
     return in_sack
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_mark_lost_retrans")
-def tcp_mark_lost_retrans(sk: TcpSock) -> None:
-    """A retransmission is lost too if data sent after it has been SACKed.
+@kernel("net/ipv4/tcp_input.c", "tcp_dsack_seen")
+def tcp_dsack_seen(sk: TcpSock, start: int, end: int, state: TcpSacktagState) -> int:
+    """Count a D-SACK; 0 if it is dubious (wider than any window, or more than
+    was retransmitted). Kernel: net/ipv4/tcp_input.c, tcp_dsack_seen()."""
+    if not before(start, end):
+        return 0
+    seq_len = (end - start) & M32
+    if seq_len > sk.max_window:
+        return 0
+    dup_segs = 1
+    if seq_len > sk.mss_cache:
+        dup_segs = -(-seq_len // sk.mss_cache)
+    elif sk.tlp_high_seq and sk.tlp_high_seq == end:
+        state.flag |= FLAG_DSACK_TLP
+    sk.dsack_dups += dup_segs
+    if sk.dsack_dups > sk.total_retrans:
+        return 0
+    # RACK widens its window only for D-SACKs that follow reordering, not TLP's
+    if sk.reord_seen and not state.flag & FLAG_DSACK_TLP:
+        sk.rack_dsack_seen = True
+    state.flag |= FLAG_DSACKING_ACK
+    sk.delivered += dup_segs  # a spurious retransmission was delivered
+    return dup_segs
 
-    Each retransmitted skb remembers ``snd_nxt`` at the time it went out; once
-    the highest SACKed sequence passes that, the retransmission must have
-    been lost, and it is marked for another one.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_mark_lost_retrans() (3.x–4.3, before RACK).
+@kernel("net/ipv4/tcp_input.c", "tcp_check_dsack")
+def tcp_check_dsack(
+    sk: TcpSock,
+    ack_seq: int,
+    blocks: list[tuple[int, int]],
+    prior_snd_una: int,
+    state: TcpSacktagState,
+) -> bool:
+    """Is the first SACK block a D-SACK (RFC 2883)? A valid one counts down the
+    retransmissions that undo waits for. Kernel: net/ipv4/tcp_input.c, tcp_check_dsack()."""
+    start0, end0 = blocks[0]
+    if before(start0, ack_seq):
+        sk.ext.TCPDSACKRecv += 1
+    elif len(blocks) > 1:
+        start1, end1 = blocks[1]
+        if after(end0, end1) or before(start0, start1):
+            return False
+        sk.ext.TCPDSACKOfoRecv += 1
+    else:
+        return False
+    dup_segs = tcp_dsack_seen(sk, start0, end0, state)
+    if not dup_segs:
+        sk.ext.TCPDSACKIgnoredDubious += 1
+        return False
+    sk.ext.TCPDSACKRecvSegs += dup_segs
+    # a D-SACK for data already forgotten: dumb counting
+    if (
+        sk.undo_marker
+        and sk.undo_retrans > 0
+        and not after(end0, prior_snd_una)
+        and after(end0, sk.undo_marker)
+    ):
+        sk.undo_retrans = max(0, sk.undo_retrans - dup_segs)
+    return True
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_is_sackblock_valid")
+def tcp_is_sackblock_valid(sk: TcpSock, is_dsack: bool, start: int, end: int) -> bool:
+    """Kernel: net/ipv4/tcp_input.c, tcp_is_sackblock_valid()."""
+    if after(end, sk.snd_nxt) or not before(start, end):
+        return False
+    if not before(start, sk.snd_nxt):
+        return False
+    if after(start, sk.snd_una):
+        return True
+    if not is_dsack or not sk.undo_marker:
+        return False
+    if after(end, sk.snd_una):
+        return False
+    if not before(start, sk.undo_marker):
+        return True
+    if not after(end, sk.undo_marker):
+        return False
+    return not before(start, (end - sk.max_window) & M32)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_sacktag_one")
+def tcp_sacktag_one(sk: TcpSock, state: TcpSacktagState, tcb: TcpSkbCb, dup_sack: bool) -> None:
+    """Tag one skb a (D-)SACK block covers, keeping the counters and RACK up to date.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_sacktag_one().
     """
-    hs = sk.highest_sack
-    if hs is None or not sk.retrans_out:
+    sacked = tcb.sacked
+    pcount = tcb.pcount
+    start_seq = tcb.seq
+    end_seq = tcb.end_seq
+    if dup_sack and sacked & TCPCB_RETRANS:  # a D-SACK for a retransmitted skb
+        if sk.undo_marker and sk.undo_retrans > 0 and after(end_seq, sk.undo_marker):
+            sk.undo_retrans = max(0, sk.undo_retrans - pcount)
+        if sacked & TCPCB_SACKED_ACKED and before(start_seq, state.reord):
+            state.reord = start_seq
+    if not after(end_seq, sk.snd_una):  # about to be freed by the cumulative ACK
         return
-    received_upto = hs.cb.end_seq
-    for skb in sk.rtx_queue:
-        tcb: TcpSkbCb = skb.cb
-        if not after(tcb.seq, received_upto):
-            if tcb.sacked & TCPCB_SACKED_RETRANS and after(received_upto, tcb.ack_seq):
-                tcb.sacked &= ~TCPCB_SACKED_RETRANS
-                sk.retrans_out -= tcb.pcount
-                if not tcb.sacked & (TCPCB_LOST | TCPCB_SACKED_ACKED):
-                    tcb.sacked |= TCPCB_LOST
-                    sk.lost_out += tcb.pcount
-                sk.ext.TCPLostRetransmit += 1
+    if not sacked & TCPCB_SACKED_ACKED:
+        tcp_rack_advance(sk, sacked, end_seq, tcb.mstamp, tcb.tx_order)
+        if sacked & TCPCB_SACKED_RETRANS:
+            # not lost: the retransmission is believed still in flight
+            if sacked & TCPCB_LOST:
+                sacked &= ~(TCPCB_LOST | TCPCB_SACKED_RETRANS)
+                sk.lost_out -= pcount
+                sk.retrans_out -= pcount
         else:
+            if not sacked & TCPCB_RETRANS:
+                # a new SACK for a never-retransmitted skb in a hole: reordering
+                if before(start_seq, tcp_highest_sack_seq(sk)) and before(start_seq, state.reord):
+                    state.reord = start_seq
+                if not after(end_seq, sk.high_seq):
+                    state.flag |= FLAG_ORIG_SACK_ACKED
+                if state.first_sackt < 0:
+                    state.first_sackt = tcb.mstamp
+                state.last_sackt = tcb.mstamp
+            if sacked & TCPCB_LOST:
+                sacked &= ~TCPCB_LOST
+                sk.lost_out -= pcount
+        sacked |= TCPCB_SACKED_ACKED
+        state.flag |= FLAG_DATA_SACKED
+        sk.sacked_out += pcount
+        sk.delivered += pcount  # out-of-order segments delivered
+    # D-SACK: a redundant retransmission (S|R or R) no longer counts as in flight
+    if dup_sack and sacked & TCPCB_SACKED_RETRANS:
+        sacked &= ~TCPCB_SACKED_RETRANS
+        sk.retrans_out -= pcount
+    tcb.sacked = sacked
+
+
+def _sacktag_walk(
+    sk: TcpSock, state: TcpSacktagState, start: int, end: int, dup_sack: bool
+) -> None:
+    """tcp_sacktag_walk(): tag the skbs of one block (without SACK shifting)."""
+    q = sk.rtx_queue
+    i = 0
+    while i < len(q):
+        s = q[i]
+        scb: TcpSkbCb = s.cb
+        if not after(scb.end_seq, start):
+            i += 1
+            continue
+        if not before(scb.seq, end):
             break
+        if _match_skb_to_sack(sk, s, start, end):
+            was_sacked = scb.sacked & TCPCB_SACKED_ACKED
+            tcp_sacktag_one(sk, state, scb, dup_sack)
+            if not was_sacked and scb.sacked & TCPCB_SACKED_ACKED:
+                tcp_rate_skb_delivered(state, scb)
+            if scb.sacked & TCPCB_SACKED_ACKED:
+                scb.tsorted = False  # list_del_init(): RACK is done with it
+                hs = sk.highest_sack
+                if hs is None or not before(scb.end_seq, tcp_highest_sack_seq(sk)):
+                    sk.highest_sack = s  # tcp_advance_highest_sack()
+            if sk.lost_skb_hint is s:
+                sk.lost_skb_hint = None
+        i += 1
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_sacktag_write_queue")
-def tcp_sacktag_write_queue(sk: TcpSock, skb: SkBuff, prior_snd_una: int) -> int:
+@kernel("net/ipv4/tcp_input.c", "tcp_sacktag_write_queue", "tcp_sacktag_walk")
+def tcp_sacktag_write_queue(
+    sk: TcpSock, skb: SkBuff, prior_snd_una: int, state: TcpSacktagState
+) -> int:
     """Mark what the SACK blocks of *skb* cover; return FLAG_* bits.
 
-    D-SACKs (RFC 2883) are counted and otherwise ignored; blocks outside
-    ``snd_una..snd_nxt`` are discarded (TCPSACKDiscard).
+    A D-SACK (RFC 2883) is validated, counted toward undo and tags the skbs it
+    covers; blocks outside ``snd_una..snd_nxt`` are discarded (TCPSACKDiscard);
+    the blocks are walked in sequence order; reordering is detected.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_sacktag_write_queue() (without the
-    SACK-shifting of skbs and the block cache).
+    Kernel: net/ipv4/tcp_input.c, tcp_sacktag_write_queue() / tcp_sacktag_walk()
+    (without the SACK-shifting of skbs and the block cache).
     """
     if TIMED:
         spend("tcp_sacktag_write_queue")
     tcb: TcpSkbCb = skb.cb
     blocks = _sack_blocks(skb.buf, tcb.sacked_off)
-    flag = 0
-    if not blocks or not sk.packets_out:
+    state.flag = 0
+    state.reord = sk.snd_nxt
+    if not blocks:
         return 0
-    first_start, first_end = blocks[0]
-    # tcp_check_dsack()
-    if before(first_start, tcb.ack_seq) or (
-        len(blocks) > 1
-        and not after(first_end, blocks[1][1])
-        and not before(first_start, blocks[1][0])
-    ):
-        sk.ext.TCPDSACKRecv += 1
-        flag |= FLAG_DSACKING_ACK
-        blocks = blocks[1:]
-    q = sk.rtx_queue
-    for start, end in blocks:
-        if not after(end, start) or not before(start, sk.snd_nxt) or after(end, sk.snd_nxt):
-            sk.ext.TCPSACKDiscard += 1
+    if not sk.sacked_out and sk.rtx_queue:
+        sk.highest_sack = sk.rtx_queue[0]  # tcp_highest_sack_reset()
+    found_dup_sack = tcp_check_dsack(sk, tcb.ack_seq, blocks, prior_snd_una, state)
+    if before(tcb.ack_seq, (prior_snd_una - sk.max_window) & M32):
+        return 0
+    if not sk.packets_out:
+        return state.flag
+    used: list[tuple[int, int, bool]] = []
+    for i, (start, end) in enumerate(blocks):
+        dup_sack = not i and found_dup_sack
+        if not tcp_is_sackblock_valid(sk, dup_sack, start, end):
+            if dup_sack:
+                if not sk.undo_marker:
+                    sk.ext.TCPDSACKIgnoredNoUndo += 1
+                else:
+                    sk.ext.TCPDSACKIgnoredOld += 1
+            else:
+                # do not count old ones caused by ACK reordering
+                if tcb.ack_seq != sk.snd_una and not after(end, sk.snd_una):
+                    continue
+                sk.ext.TCPSACKDiscard += 1
             continue
-        if not after(end, prior_snd_una):
-            sk.ext.TCPSACKDiscard += 1
+        if not after(end, prior_snd_una):  # ignore very old stuff early
             continue
-        i = 0
-        while i < len(q):
-            s = q[i]
-            scb: TcpSkbCb = s.cb
-            if not after(scb.end_seq, start):
-                i += 1
-                continue
-            if not before(scb.seq, end):
-                break
-            if not _match_skb_to_sack(sk, s, start, end):
-                i += 1
-                continue
-            sacked = scb.sacked
-            if not sacked & TCPCB_SACKED_ACKED:
-                if sacked & TCPCB_SACKED_RETRANS:
-                    scb.sacked &= ~TCPCB_SACKED_RETRANS
-                    sk.retrans_out -= scb.pcount
-                if sacked & TCPCB_LOST:
-                    scb.sacked &= ~TCPCB_LOST
-                    sk.lost_out -= scb.pcount
-                elif not sacked & TCPCB_RETRANS:
-                    flag |= FLAG_ORIG_SACK_ACKED
-                scb.sacked |= TCPCB_SACKED_ACKED
-                sk.sacked_out += scb.pcount
-                sk.delivered += scb.pcount
-                flag |= FLAG_DATA_SACKED
-                hs = sk.highest_sack
-                if hs is None or after(scb.end_seq, hs.cb.end_seq):
-                    sk.highest_sack = s
-                if sk.lost_skb_hint is s:
-                    sk.lost_skb_hint = None
-            i += 1
-    if flag & FLAG_DATA_SACKED and sk.retrans_out and sk.icsk_ca_state == TCP_CA_Recovery:
-        tcp_mark_lost_retrans(sk)
-    return flag
+        used.append((start, end, dup_sack))
+    una = sk.snd_una
+    used.sort(key=lambda b: (b[0] - una) & M32)  # in-order walk of the queue
+    for start, end, dup_sack in used:
+        _sacktag_walk(sk, state, start, end, dup_sack)
+    if sk.icsk_ca_state != TCP_CA_Loss or sk.undo_marker:
+        tcp_check_sack_reordering(sk, state.reord, 0)
+    return state.flag
 
 
 # -- ACK processing ---------------------------------------------------------------------------
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_clean_rtx_queue")
-def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
+@kernel("net/ipv4/tcp_input.c", "tcp_clean_rtx_queue", "tcp_tso_acked")
+def tcp_clean_rtx_queue(
+    sk: TcpSock, prior_fack: int, prior_snd_una: int, state: TcpSacktagState
+) -> tuple[int, int]:
     """Free what the cumulative ACK covers; sample the RTT. Returns (flag, pkts_acked).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue().
+    Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue() / tcp_tso_acked().
     """
     if TIMED:
         spend("tcp_clean_rtx_queue")
     now = sk.tcp_mstamp
-    first_ackt = -1
+    first_ackt = -1  # the clock starts at 0 here: -1 is "none"
     last_ackt = -1
     flag = 0
     pkts_acked = 0
+    prior_sacked = sk.sacked_out
+    reord = sk.snd_nxt  # the lowest acked un-retransmitted un-SACKed sequence
+    sack_ok = tcp_is_sack(sk)
     q = sk.rtx_queue
     snd_una = sk.snd_una
     n = 0
     freed = 0
+    fully_acked = True
+    head: SkBuff | None = None
     while n < len(q):
         skb = q[n]
         tcb: TcpSkbCb = skb.cb
-        fully_acked = True
+        start_seq = tcb.seq
         if after(tcb.end_seq, snd_una):
             if tcb.pcount == 1 or not after(snd_una, tcb.seq):
+                head = skb
                 break
             # tcp_tso_acked(): trim the acknowledged whole segments
             packets = tcb.pcount
             tcp_trim_head(sk, skb, (snd_una - tcb.seq) & M32)
             acked_pcount = packets - tcb.pcount
             if not acked_pcount:
+                head = skb
                 break
-            sk.packets_out -= acked_pcount
-            if tcb.sacked & TCPCB_SACKED_RETRANS:
-                sk.retrans_out -= acked_pcount
-            if tcb.sacked & TCPCB_LOST:
-                sk.lost_out -= acked_pcount
             fully_acked = False
         else:
             acked_pcount = tcb.pcount
         sacked = tcb.sacked
         if sacked & TCPCB_RETRANS:
-            if sacked & TCPCB_SACKED_RETRANS and fully_acked:
+            if sacked & TCPCB_SACKED_RETRANS:
                 sk.retrans_out -= acked_pcount
             flag |= FLAG_RETRANS_DATA_ACKED
         elif not sacked & TCPCB_SACKED_ACKED:
             last_ackt = tcb.mstamp
             if first_ackt < 0:
                 first_ackt = last_ackt
-        if fully_acked:
-            if sacked & TCPCB_SACKED_ACKED:
-                sk.sacked_out -= acked_pcount
-            if sacked & TCPCB_LOST:
-                sk.lost_out -= acked_pcount
-            sk.packets_out -= acked_pcount
+            if before(start_seq, reord):
+                reord = start_seq
+            if not after(tcb.end_seq, sk.high_seq):
+                flag |= FLAG_ORIG_SACK_ACKED
+        if sacked & TCPCB_SACKED_ACKED:
+            sk.sacked_out -= acked_pcount
+        elif sack_ok:
+            sk.delivered += acked_pcount
+            if not tcp_skb_spurious_retrans(sk, tcb):
+                tcp_rack_advance(sk, sacked, tcb.end_seq, tcb.mstamp, tcb.tx_order)
+        if sacked & TCPCB_LOST:
+            sk.lost_out -= acked_pcount
+        sk.packets_out -= acked_pcount
         pkts_acked += acked_pcount
         if not sacked & TCPCB_SACKED_ACKED:
-            sk.delivered += acked_pcount
+            tcp_rate_skb_delivered(state, tcb)
         if tcb.tcp_flags & TCPHDR_SYN:
             flag |= FLAG_SYN_ACKED
             sk.retrans_stamp = 0
         else:
             flag |= FLAG_DATA_ACKED
         if not fully_acked:
+            head = skb
             break
         n += 1
         freed += skb.truesize
@@ -736,18 +1072,45 @@ def tcp_clean_rtx_queue(sk: TcpSock, prior_snd_una: int) -> tuple[int, int]:
         sk.sk_wmem_queued -= freed
         if sk.highest_sack is None and q:
             sk.highest_sack = q[0]
+    if between(sk.snd_up, prior_snd_una, sk.snd_una):
+        sk.snd_up = sk.snd_una  # urgent mode is over
+    if head is not None and head.cb.sacked & TCPCB_SACKED_ACKED:
+        flag |= FLAG_SACK_RENEGING
+    seq_rtt_us = sack_rtt_us = ca_rtt_us = -1
+    if first_ackt >= 0 and not flag & FLAG_RETRANS_DATA_ACKED:  # Karn
+        seq_rtt_us = now - first_ackt
+        ca_rtt_us = now - last_ackt
+        if (
+            pkts_acked == 1
+            and fully_acked
+            and not prior_sacked
+            and ((sk.snd_una - prior_snd_una) & M32) < sk.mss_cache
+            and state.prior_delivered + 1 == sk.delivered
+            and not flag & (FLAG_CA_ALERT | FLAG_SYN_ACKED)
+        ):
+            flag |= FLAG_ACK_MAYBE_DELAYED  # likely a delayed ACK of a lone runt
+    if state.first_sackt >= 0:
+        sack_rtt_us = now - state.first_sackt
+        ca_rtt_us = now - state.last_sackt
+    rtt_update = tcp_ack_update_rtt(sk, flag, seq_rtt_us, ca_rtt_us, sack_rtt_us)
+    if not q:
+        tcp_chrono_stop(sk, TCP_CHRONO_BUSY)  # everything sent was acknowledged
     if flag & FLAG_ACKED:
-        flag |= FLAG_SET_XMIT_TIMER
-    if not after(sk.snd_una, sk.high_seq) and flag & FLAG_RETRANS_DATA_ACKED:
-        pass
-    seq_rtt_us = now - first_ackt if first_ackt >= 0 else -1
-    ca_rtt_us = now - last_ackt if last_ackt >= 0 else -1
-    if flag & FLAG_ACKED or seq_rtt_us >= 0:
-        tcp_ack_update_rtt(sk, flag, seq_rtt_us, ca_rtt_us)
-    if flag & FLAG_ACKED:
-        if not tcp_is_sack(sk):
+        flag |= FLAG_SET_XMIT_TIMER  # set the TLP or RTO timer
+        if not sack_ok:
             tcp_remove_reno_sacks(sk, pkts_acked)
-        sk.icsk_ca_ops.pkts_acked(sk, pkts_acked, ca_rtt_us)
+            # a cumulative ACK of anything retransmitted proves nothing without SACK
+            if flag & FLAG_RETRANS_DATA_ACKED:
+                flag &= ~FLAG_ORIG_SACK_ACKED
+        elif before(reord, prior_fack):  # a never-retransmitted hole filled: reordering
+            tcp_check_sack_reordering(sk, reord, 0)
+    elif (
+        head is not None and rtt_update and sack_rtt_us >= 0 and sack_rtt_us > now - head.cb.mstamp
+    ):
+        # the SACK RTT comes from data sent before the head was last
+        # (re)transmitted: re-arm, else the timeout keeps being pushed back
+        flag |= FLAG_SET_XMIT_TIMER
+    sk.icsk_ca_ops.pkts_acked(sk, pkts_acked, ca_rtt_us)
     if sk.sacked_out < 0:
         sk.sacked_out = 0
     if sk.lost_out < 0:
@@ -763,7 +1126,8 @@ def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> boo
     return (
         after(ack, sk.snd_una)
         or after(ack_seq, sk.snd_wl1)
-        or (ack_seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+        # 6.x: a zero window (a receiver out of memory, ICSK_ACK_NOMEM) is taken too
+        or (ack_seq == sk.snd_wl1 and (nwin > sk.snd_wnd or not nwin))
     )
 
 
@@ -828,11 +1192,57 @@ def tcp_oow_rate_limited(sk: Any, mib: str) -> bool:
     return False
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_ack")
+@kernel("net/ipv4/tcp_input.c", "tcp_process_tlp_ack")
+def tcp_process_tlp_ack(sk: TcpSock, ack: int, flag: int) -> None:
+    """An ACK during a tail-loss-probe episode; ends the episode (RFC 8985 TLP).
+
+    A probe of new data, or a retransmission that D-SACKs or dupacks show
+    arrived with the original, ends it quietly; an ACK beyond the probe means
+    a loss was repaired by it: a cwnd reduction (CWR, at once ended) and
+    TCPLossProbeRecovery.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_process_tlp_ack().
+    """
+    if before(ack, sk.tlp_high_seq):
+        return
+    if not sk.tlp_retrans:
+        sk.tlp_high_seq = 0  # the TLP of new data was acknowledged
+    elif flag & FLAG_DSACK_TLP:
+        sk.tlp_high_seq = 0  # the original and the probe arrived: no loss
+    elif after(ack, sk.tlp_high_seq):
+        # the ACK advances: there was a loss; reduce cwnd (tlp_high_seq is
+        # cleared in tcp_init_cwnd_reduction)
+        tcp_init_cwnd_reduction(sk)
+        tcp_set_ca_state(sk, TCP_CA_CWR)
+        tcp_end_cwnd_reduction(sk)
+        tcp_try_keep_open(sk)
+        sk.ext.TCPLossProbeRecovery += 1
+    elif not flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED):
+        sk.tlp_high_seq = 0  # a pure dupack: the original and the probe arrived
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_xmit_recovery")
+def tcp_xmit_recovery(sk: TcpSock, rexmit: int) -> None:
+    """After cwnd is updated: new data (F-RTO) or retransmissions in recovery.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_xmit_recovery().
+    """
+    if rexmit == REXMIT_NONE or sk.state == TCP_SYN_SENT:
+        return
+    if rexmit == REXMIT_NEW:
+        __tcp_push_pending_frames(sk, tcp_current_mss(sk), TCP_NAGLE_OFF)
+        if after(sk.snd_nxt, sk.high_seq):
+            return
+        sk.frto = False
+    tcp_xmit_retransmit_queue(sk)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_ack", "tcp_set_xmit_timer", "tcp_cong_control")
 def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     """Process the ACK field of an incoming segment. >0: acceptable, 0: old, <0: invalid.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_ack().
+    Kernel: net/ipv4/tcp_input.c, tcp_ack() / tcp_set_xmit_timer() /
+    tcp_cong_control().
     """
     if TIMED:
         spend("tcp_ack")
@@ -842,22 +1252,29 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     ack_seq = tcb.seq
     prior_packets = sk.packets_out
     prior_delivered = sk.delivered
-    prior_lost = sk.lost_out
+    prior_lost = sk.lost
+    rexmit = REXMIT_NONE
+    num_dupack = 0
+    state = TcpSacktagState(sk.snd_nxt)
+    sack_ok = tcp_is_sack(sk)
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     if before(ack, prior_snd_una):
         if before(ack, (prior_snd_una - sk.max_window) & M32):
             if not flag & FLAG_NO_CHALLENGE_ACK:
                 tcp_send_challenge_ack(sk)
             return -1
-        # old ACK: SACK information may still be useful
-        if tcb.sacked_off and tcp_is_sack(sk):
-            tcp_sacktag_write_queue(sk, skb, prior_snd_una)
+        # old ACK: SACK information may still be useful, a D-SACK may undo
+        if tcb.sacked_off and sack_ok:
+            flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
+            flag, rexmit = tcp_fastretrans_alert(sk, prior_snd_una, num_dupack, flag)
+            tcp_xmit_recovery(sk, rexmit)
         return 0
     if after(ack, sk.snd_nxt):
         return -1
     if after(ack, prior_snd_una):
         flag |= FLAG_SND_UNA_ADVANCED
         sk.icsk_retransmits = 0
+    prior_fack = tcp_highest_sack_seq(sk) if sack_ok else sk.snd_una
     if flag & FLAG_UPDATE_TS_RECENT and sk.saw_tstamp and not after(tcb.seq, sk.rcv_wup):
         sk.ts_recent = sk.rcv_tsval  # tcp_replace_ts_recent()
         sk.ts_recent_stamp = sk.tcp.seconds()
@@ -866,39 +1283,42 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     else:
         sk.ext.TCPPureAcks += 1
     flag |= tcp_ack_update_window(sk, skb, ack, ack_seq)
-    if tcb.sacked_off and tcp_is_sack(sk):
-        flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una)
+    if tcb.sacked_off and sack_ok:
+        flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
     sk.rcv_tstamp = sk.net.clock.jiffies
     sk.icsk_probes_out = 0
     if not prior_packets:
+        # no_queue: a D-SACK may still undo a cwnd reduction
+        if flag & FLAG_DSACKING_ACK:
+            flag, rexmit = tcp_fastretrans_alert(sk, prior_snd_una, num_dupack, flag)
         if sk.write_queue:
             tcp_ack_probe(sk)
+        if sk.tlp_high_seq:
+            tcp_process_tlp_ack(sk, ack, flag)
         return 1
-    f, pkts_acked = tcp_clean_rtx_queue(sk, prior_snd_una)
+    f, pkts_acked = tcp_clean_rtx_queue(sk, prior_fack, prior_snd_una, state)
     flag |= f
-    if between(sk.snd_up, prior_snd_una, sk.snd_una):
-        sk.snd_up = sk.snd_una  # tcp_clean_rtx_queue(): urgent mode is over
-    if sk.tlp_high_seq and not before(ack, sk.tlp_high_seq):
-        sk.tlp_high_seq = 0  # tcp_process_tlp_ack(), simplified
-    delivered = sk.delivered - prior_delivered
-    is_dupack = not flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP)
-    rexmit = False
+    tcp_rack_update_reo_wnd(sk, state.prior_delivered)
+    if sk.tlp_high_seq:
+        tcp_process_tlp_ack(sk, ack, flag)
+    # tcp_ack_is_dubious()
     if not flag & FLAG_NOT_DUP or flag & FLAG_CA_ALERT or sk.icsk_ca_state != TCP_CA_Open:
-        rexmit = tcp_fastretrans_alert(sk, prior_snd_una, is_dupack, flag)
-    if not tcp_is_sack(sk) and flag & FLAG_SND_UNA_ADVANCED and sk.icsk_ca_state < TCP_CA_CWR:
-        sk.sacked_out = 0  # tcp_reset_reno_sack(): dupacks ended
+        if not flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK):
+            num_dupack = 1
+        flag, rexmit = tcp_fastretrans_alert(sk, prior_snd_una, num_dupack, flag)
+    if flag & FLAG_SET_XMIT_TIMER:  # tcp_set_xmit_timer(): unless RACK armed its own
+        if not tcp_schedule_loss_probe(sk, True):
+            tcp_rearm_rto(sk)
+    delivered = sk.delivered - prior_delivered
+    sk.ext.TCPDelivered += delivered  # tcp_newly_delivered()
     # tcp_cong_control()
     if tcp_in_cwnd_reduction(sk):
-        tcp_cwnd_reduction(sk, delivered, max(sk.lost_out - prior_lost, 0), flag)
+        tcp_cwnd_reduction(sk, delivered, sk.lost - prior_lost, flag)
     elif flag & FLAG_DATA_ACKED or (sk.reordering > sk.tcp.sysctl_tcp_reordering and
                                     flag & FLAG_FORWARD_PROGRESS):  # fmt: skip
-        sk.icsk_ca_ops.cong_avoid(sk, ack, delivered)
-    if flag & FLAG_SET_XMIT_TIMER:
-        tcp_rearm_rto(sk)
-        if sk.icsk_ca_state in (TCP_CA_Open, TCP_CA_CWR):
-            tcp_schedule_loss_probe(sk, True)
-    if rexmit or (sk.lost_out > sk.retrans_out and sk.icsk_ca_state >= TCP_CA_Recovery):
-        tcp_xmit_retransmit_queue(sk)
+        sk.icsk_ca_ops.cong_avoid(sk, ack, delivered)  # tcp_cong_avoid()
+        sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    tcp_xmit_recovery(sk, rexmit)
     # netstack: the send buffer follows the cwnd on every ACK, not only when a
     # writer ran out of room (tcp_new_space), unless the user set SO_SNDBUF
     if sk.icsk_ca_state == TCP_CA_Open and pkts_acked and not sk.sk_userlocks & SOCK_SNDBUF_LOCK:
@@ -920,193 +1340,420 @@ def tcp_ack_probe(sk: TcpSock) -> None:
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, when, sk.tcp.TCP_RTO_MAX)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_enter_recovery")
-def tcp_enter_recovery(sk: TcpSock) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_enter_recovery()."""
-    if tcp_is_sack(sk):
-        sk.ext.TCPSackRecovery += 1
-    else:
-        sk.ext.TCPRenoRecovery += 1
-    sk.prior_ssthresh = 0
-    sk.undo_marker = sk.snd_una
-    sk.undo_retrans = sk.retrans_out or -1
-    if not tcp_in_cwnd_reduction(sk):
-        sk.prior_ssthresh = tcp_current_ssthresh(sk)
-        tcp_init_cwnd_reduction(sk)
-    tcp_set_ca_state(sk, TCP_CA_Recovery)
+# -- the loss-recovery state machine ------------------------------------------------------------
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_time_to_recover")
+@kernel("net/ipv4/tcp_input.c", "tcp_time_to_recover", "tcp_dupack_heuristics")
 def tcp_time_to_recover(sk: TcpSock) -> bool:
-    """Enough duplicate ACKs / SACKed data to start fast recovery?
+    """Has loss detection marked a segment lost? Without RACK (``tcp_recovery``
+    0) also: more than ``reordering`` dupacks or SACKed segments.
 
-    dupthresh is ``reordering`` counted FACK's way (segments up to the highest
-    SACK) or Reno's (dupacks + 1); with fewer than four segments out and
-    nothing new to send, early retransmit (RFC 5827) lowers it.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_time_to_recover() (4.x, tcp_fack=1).
+    Kernel: net/ipv4/tcp_input.c, tcp_time_to_recover() / tcp_dupack_heuristics()
+    (6.x; the dupthresh term is 4.18–6.1's RACK-less path).
     """
     if sk.lost_out:
         return True
-    heuristics = tcp_fackets_out(sk) if tcp_is_sack(sk) else sk.sacked_out + 1
-    if heuristics > sk.reordering:
-        return True
-    # early retransmit (tcp_early_retrans): all but one of a small flight acknowledged
-    return bool(
-        sk.tcp.sysctl_tcp_early_retrans
-        and not sk.retrans_out
-        and sk.sacked_out
-        and sk.sacked_out + 1 >= sk.packets_out
-        and sk.packets_out < 4
-        and not _may_send_now(sk)
-    )
+    return not tcp_is_rack(sk) and sk.sacked_out + 1 > sk.reordering
 
 
-def _may_send_now(sk: TcpSock) -> bool:
-    """New data can go out now (tcp_may_send_now, without Nagle's subtleties)."""
-    wq = sk.write_queue
-    if not wq:
+@kernel("net/ipv4/tcp_input.c", "tcp_tsopt_ecr_before")
+def tcp_tsopt_ecr_before(sk: TcpSock, when: int) -> bool:
+    """The echoed timestamp predates *when* (ms, without the offset).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_tsopt_ecr_before().
+    """
+    if not (sk.saw_tstamp and sk.rcv_tsecr):
         return False
-    return tcp_packets_in_flight(sk) < sk.snd_cwnd and tcp_snd_wnd_test(
-        sk, wq[0], tcp_current_mss(sk)
-    )
+    return before((sk.rcv_tsecr - sk.tsoffset) & M32, when & M32)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_skb_spurious_retrans")
+def tcp_skb_spurious_retrans(sk: TcpSock, tcb: TcpSkbCb) -> bool:
+    """A retransmitted skb whose echo predates the retransmission.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_skb_spurious_retrans().
+    """
+    return bool(tcb.sacked & TCPCB_RETRANS) and tcp_tsopt_ecr_before(sk, tcb.mstamp // 1000)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_packet_delayed")
+def tcp_packet_delayed(sk: TcpSock) -> bool:
+    """Nothing was retransmitted, or the echo predates the first retransmission.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_packet_delayed().
+    """
+    if sk.retrans_stamp:
+        return tcp_tsopt_ecr_before(sk, sk.retrans_stamp)
+    if not tcp_is_sack(sk) and not before(sk.snd_una, sk.high_seq):
+        return False  # tcp_is_non_sack_preventing_reopen() cleared retrans_stamp
+    return sk.state != TCP_SYN_SENT
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_undo_cwnd_reduction")
+def tcp_undo_cwnd_reduction(sk: TcpSock, unmark_loss: bool) -> None:
+    """The reduction was spurious: cwnd and ssthresh back to before it.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_undo_cwnd_reduction().
+    """
+    if unmark_loss:
+        for skb in sk.rtx_queue:
+            skb.cb.sacked &= ~TCPCB_LOST
+        sk.lost_out = 0
+        sk.retransmit_skb_hint = None  # tcp_clear_all_retrans_hints()
+        sk.lost_skb_hint = None
+    if sk.prior_ssthresh:
+        sk.snd_cwnd = sk.icsk_ca_ops.undo_cwnd(sk)
+        if sk.prior_ssthresh > sk.snd_ssthresh:
+            sk.snd_ssthresh = sk.prior_ssthresh
+    sk.snd_cwnd_stamp = sk.net.clock.jiffies
+    sk.undo_marker = 0
+    sk.rack_advanced = True  # force RACK to re-examine losses
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_may_undo")
+def tcp_may_undo(sk: TcpSock) -> bool:
+    """Kernel: net/ipv4/tcp_input.c, tcp_may_undo()."""
+    return bool(sk.undo_marker) and (not sk.undo_retrans or tcp_packet_delayed(sk))
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_is_non_sack_preventing_reopen")
+def tcp_is_non_sack_preventing_reopen(sk: TcpSock) -> bool:
+    """Without SACK, hold the state until something above high_seq is ACKed
+    (RFC 6582: no false fast retransmits).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_is_non_sack_preventing_reopen().
+    """
+    if sk.snd_una == sk.high_seq and not tcp_is_sack(sk):
+        if not tcp_any_retrans_done(sk):
+            sk.retrans_stamp = 0
+        return True
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_try_undo_recovery")
+def tcp_try_undo_recovery(sk: TcpSock) -> bool:
+    """Recovery or Loss is over: undo if nothing needed retransmitting.
+
+    Returns True if the state is kept (NewReno waits for more).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_try_undo_recovery().
+    """
+    if tcp_may_undo(sk):
+        # happy end: the retransmissions were not needed
+        tcp_undo_cwnd_reduction(sk, False)
+        if sk.icsk_ca_state == TCP_CA_Loss:
+            sk.ext.TCPLossUndo += 1
+        else:
+            sk.ext.TCPFullUndo += 1
+    elif sk.rack_reo_wnd_persist:
+        sk.rack_reo_wnd_persist -= 1
+    if tcp_is_non_sack_preventing_reopen(sk):
+        return True
+    tcp_set_ca_state(sk, TCP_CA_Open)
+    sk.is_sack_reneg = False
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_try_undo_dsack")
+def tcp_try_undo_dsack(sk: TcpSock) -> bool:
+    """D-SACKs acknowledged every retransmission: undo.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_try_undo_dsack().
+    """
+    if sk.undo_marker and not sk.undo_retrans:
+        sk.rack_reo_wnd_persist = min(TCP_RACK_RECOVERY_THRESH, sk.rack_reo_wnd_persist + 1)
+        tcp_undo_cwnd_reduction(sk, False)
+        sk.ext.TCPDSACKUndo += 1
+        return True
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_try_undo_loss")
+def tcp_try_undo_loss(sk: TcpSock, frto_undo: bool) -> bool:
+    """Undo in Loss after a partial ACK, or when F-RTO found the RTO spurious.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_try_undo_loss().
+    """
+    if frto_undo or tcp_may_undo(sk):
+        tcp_undo_cwnd_reduction(sk, True)
+        sk.ext.TCPLossUndo += 1
+        if frto_undo:
+            sk.ext.TCPSpuriousRTOs += 1
+        sk.icsk_retransmits = 0
+        if tcp_is_non_sack_preventing_reopen(sk):
+            return True
+        if frto_undo or tcp_is_sack(sk):
+            tcp_set_ca_state(sk, TCP_CA_Open)
+            sk.is_sack_reneg = False
+        return True
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_try_undo_partial")
+def tcp_try_undo_partial(sk: TcpSock, prior_snd_una: int) -> bool:
+    """A partial ACK in Recovery for data that was only delayed.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_try_undo_partial().
+    """
+    if sk.undo_marker and tcp_packet_delayed(sk):
+        # plain luck: the hole was filled by a delayed packet, not a retransmission
+        tcp_check_sack_reordering(sk, prior_snd_una, 1)
+        if sk.retrans_out:
+            return True  # clock out new data, but mark and retransmit nothing more
+        if not tcp_any_retrans_done(sk):
+            sk.retrans_stamp = 0
+        tcp_undo_cwnd_reduction(sk, True)
+        sk.ext.TCPPartialUndo += 1
+        tcp_try_keep_open(sk)
+    return False
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_try_keep_open")
+def tcp_try_keep_open(sk: TcpSock) -> None:
+    """Open, or Disorder while anything is SACKed, lost or retransmitted.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_try_keep_open().
+    """
+    state = TCP_CA_Open
+    if tcp_left_out(sk) or tcp_any_retrans_done(sk):
+        state = TCP_CA_Disorder
+    if sk.icsk_ca_state != state:
+        tcp_set_ca_state(sk, state)
+        sk.high_seq = sk.snd_nxt
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_try_to_open")
 def tcp_try_to_open(sk: TcpSock, flag: int) -> None:
     """Kernel: net/ipv4/tcp_input.c, tcp_try_to_open()."""
-    if not tcp_is_sack(sk):
-        pass
+    if not tcp_any_retrans_done(sk):
+        sk.retrans_stamp = 0
     if flag & FLAG_ECE:
         tcp_enter_cwr(sk)
     if sk.icsk_ca_state != TCP_CA_CWR:
-        state = TCP_CA_Open
-        if tcp_left_out(sk) or sk.retrans_out:
-            state = TCP_CA_Disorder
-        if sk.icsk_ca_state != state:
-            tcp_set_ca_state(sk, state)
-            sk.high_seq = sk.snd_nxt
+        tcp_try_keep_open(sk)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_check_sack_reneging")
+def tcp_check_sack_reneging(sk: TcpSock, flag: int) -> tuple[bool, int]:
+    """The ACK points at a SACKed skb: the receiver may have reneged. Give it
+    max(srtt/2, 10 ms) to fix its SACKs before the RTO clears them.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_check_sack_reneging().
+    """
+    if flag & FLAG_SACK_RENEGING and flag & FLAG_SND_UNA_ADVANCED:
+        tcp = sk.tcp
+        delay = max(tcp.usecs_to_jiffies(sk.srtt_us >> 4), tcp.msecs_to_jiffies(10))
+        inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, delay, tcp.TCP_RTO_MAX)
+        return True, flag & ~FLAG_SET_XMIT_TIMER
+    return False, flag
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_identify_packet_loss")
+def tcp_identify_packet_loss(sk: TcpSock, flag: int) -> int:
+    """Mark lost segments: RACK with SACK, NewReno's head without. Returns the flag.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_identify_packet_loss().
+    """
+    if not sk.rtx_queue:
+        return flag
+    if not tcp_is_sack(sk):
+        tcp_newreno_mark_lost(sk, bool(flag & FLAG_SND_UNA_ADVANCED))
+    elif tcp_is_rack(sk):
+        prior_retrans = sk.retrans_out
+        if tcp_rack_mark_lost(sk):
+            flag &= ~FLAG_SET_XMIT_TIMER
+        if prior_retrans > sk.retrans_out:
+            flag |= FLAG_LOST_RETRANS
+    return flag
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_fastretrans_alert")
-def tcp_fastretrans_alert(sk: TcpSock, prior_snd_una: int, is_dupack: bool, flag: int) -> bool:
-    """The loss-recovery state machine. Returns True if lost segments should go out now.
+def tcp_fastretrans_alert(
+    sk: TcpSock, prior_snd_una: int, num_dupack: int, flag: int
+) -> tuple[int, int]:
+    """The loss-recovery state machine (Open, Disorder, CWR, Recovery, Loss).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_fastretrans_alert() (NewReno and SACK
-    recovery; no RACK, no F-RTO, no undo).
+    Leaves states whose high_seq is acknowledged (undoing what proved
+    spurious), finds lost segments (tcp_identify_packet_loss) and enters
+    Recovery when one is. Returns the ACK's flag and what to (re)transmit
+    (REXMIT_*); cwnd is set by the caller.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_fastretrans_alert() (no MTU probing).
     """
     if TIMED:
         spend("tcp_fastretrans_alert")
-    if not sk.packets_out and sk.sacked_out:
-        sk.sacked_out = 0
-    state = sk.icsk_ca_state
+    ece_ack = bool(flag & FLAG_ECE)
+    rexmit = REXMIT_NONE
     do_lost = False
     fast_rexmit = False
-    if state != TCP_CA_Open and not before(sk.snd_una, sk.high_seq) and state != TCP_CA_Loss:
+    if not sk.packets_out and sk.sacked_out:
+        sk.sacked_out = 0
+    # A. ECE: the reduction is required, no undo
+    if ece_ack:
+        sk.prior_ssthresh = 0
+    # B. reneging SACKs
+    reneg, flag = tcp_check_sack_reneging(sk, flag)
+    if reneg:
+        return flag, rexmit
+    # D. leave a state whose high_seq is acknowledged
+    state = sk.icsk_ca_state
+    if state == TCP_CA_Open:
+        sk.retrans_stamp = 0
+    elif not before(sk.snd_una, sk.high_seq):
         if state == TCP_CA_CWR:
-            tcp_end_cwnd_reduction(sk)
-            tcp_set_ca_state(sk, TCP_CA_Open)
+            # CWR is held until something above high_seq is acknowledged
+            if sk.snd_una != sk.high_seq:
+                tcp_end_cwnd_reduction(sk)
+                tcp_set_ca_state(sk, TCP_CA_Open)
         elif state == TCP_CA_Recovery:
             if not tcp_is_sack(sk):
-                sk.sacked_out = 0
+                sk.sacked_out = 0  # tcp_reset_reno_sack()
+            if tcp_try_undo_recovery(sk):
+                return flag, rexmit
             tcp_end_cwnd_reduction(sk)
-            tcp_set_ca_state(sk, TCP_CA_Open)
-        elif state == TCP_CA_Disorder:
-            tcp_set_ca_state(sk, TCP_CA_Open)
-        state = sk.icsk_ca_state
+    # E. process the state
+    state = sk.icsk_ca_state
     if state == TCP_CA_Recovery:
         if not flag & FLAG_SND_UNA_ADVANCED:
-            if not tcp_is_sack(sk) and is_dupack:
-                tcp_add_reno_sack(sk)
-        else:
-            # a partial ACK: NewReno retransmits the next hole at once
-            do_lost = not tcp_is_sack(sk) or tcp_fackets_out(sk) > sk.reordering
             if not tcp_is_sack(sk):
-                fast_rexmit = True
-        if tcp_is_sack(sk):
-            do_lost = True
-    elif state == TCP_CA_Loss:
-        return tcp_process_loss(sk, flag, is_dupack)
+                tcp_add_reno_sack(sk, num_dupack)
+        elif tcp_try_undo_partial(sk, prior_snd_una):
+            return flag, rexmit
+        do_lost = not tcp_is_rack(sk)  # the RACK-less scoreboard marks more
+        if tcp_try_undo_dsack(sk):
+            tcp_try_to_open(sk, flag)
+        flag = tcp_identify_packet_loss(sk, flag)
+        if sk.icsk_ca_state != TCP_CA_Recovery:
+            if not tcp_time_to_recover(sk):
+                return flag, rexmit
+            # undo reverted the state; loss is evident: a new recovery
+            tcp_enter_recovery(sk, ece_ack)
     else:
+        fall_through = True
+        if state == TCP_CA_Loss:
+            rexmit = tcp_process_loss(sk, flag, num_dupack)
+            flag = tcp_identify_packet_loss(sk, flag)
+            # change state if cwnd is undone or retransmits are lost
+            fall_through = sk.icsk_ca_state == TCP_CA_Open or bool(flag & FLAG_LOST_RETRANS)
+            if not fall_through:
+                return flag, rexmit
         if not tcp_is_sack(sk):
             if flag & FLAG_SND_UNA_ADVANCED:
-                sk.sacked_out = 0
-            if is_dupack:
-                tcp_add_reno_sack(sk)
+                sk.sacked_out = 0  # tcp_reset_reno_sack()
+            tcp_add_reno_sack(sk, num_dupack)
+        if sk.icsk_ca_state <= TCP_CA_Disorder:
+            tcp_try_undo_dsack(sk)
+        flag = tcp_identify_packet_loss(sk, flag)
         if not tcp_time_to_recover(sk):
             tcp_try_to_open(sk, flag)
-            return False
-        tcp_enter_recovery(sk)
-        fast_rexmit = True
-        do_lost = True
-    if do_lost:
+            return flag, rexmit
+        tcp_enter_recovery(sk, ece_ack)
+        fast_rexmit = do_lost = True
+    if do_lost and not tcp_is_rack(sk):
         tcp_update_scoreboard(sk, fast_rexmit)
-    return True
+    return flag, REXMIT_LOST
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_process_loss")
-def tcp_process_loss(sk: TcpSock, flag: int, is_dupack: bool) -> bool:
-    """After an RTO: leave Loss once everything sent before it is acknowledged.
+def tcp_process_loss(sk: TcpSock, flag: int, num_dupack: int) -> int:
+    """An ACK in Loss: undo a spurious RTO (F-RTO, RFC 5682, SACK-enhanced),
+    leave Loss once everything sent before it is acknowledged, else
+    retransmit more. Returns what to (re)transmit (REXMIT_*).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_process_loss() (no F-RTO, no undo).
+    Kernel: net/ipv4/tcp_input.c, tcp_process_loss().
     """
-    if not before(sk.snd_una, sk.high_seq):
-        tcp_set_ca_state(sk, TCP_CA_Open)
-        sk.is_sack_reneg = False
-        return False
+    recovered = not before(sk.snd_una, sk.high_seq)
+    if flag & FLAG_SND_UNA_ADVANCED and tcp_try_undo_loss(sk, False):
+        return REXMIT_NONE
+    if sk.frto:  # F-RTO RFC 5682 sec 3.1 (SACK-enhanced version)
+        # step 3.b: a timeout is spurious if never-retransmitted data is (s)acked
+        if flag & FLAG_ORIG_SACK_ACKED and tcp_try_undo_loss(sk, True):
+            return REXMIT_NONE
+        if after(sk.snd_nxt, sk.high_seq):
+            if flag & FLAG_DATA_SACKED or num_dupack:
+                sk.frto = False  # step 3.a: the loss was real
+        elif flag & FLAG_SND_UNA_ADVANCED and not recovered:
+            sk.high_seq = sk.snd_nxt
+            # step 2.b: try to send new data (after cwnd is updated), else
+            # fall back to conventional recovery
+            if sk.write_queue and after(tcp_wnd_end(sk), sk.snd_nxt):
+                return REXMIT_NEW
+            sk.frto = False
+    if recovered:
+        # F-RTO RFC 5682 sec 3.1 step 2.a and the first part of step 3.a
+        tcp_try_undo_recovery(sk)
+        return REXMIT_NONE
     if not tcp_is_sack(sk):
-        if after(sk.snd_nxt, sk.high_seq) and is_dupack:
-            tcp_add_reno_sack(sk)
+        # a NewReno dupack means new data of F-RTO step 2.b were delivered
+        if after(sk.snd_nxt, sk.high_seq) and num_dupack:
+            tcp_add_reno_sack(sk, num_dupack)
         elif flag & FLAG_SND_UNA_ADVANCED:
-            sk.sacked_out = 0
-    return True
+            sk.sacked_out = 0  # tcp_reset_reno_sack()
+    return REXMIT_LOST
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_enter_loss", "tcp_timeout_mark_lost")
 def tcp_enter_loss(sk: TcpSock) -> None:
-    """The retransmission timer fired: everything outstanding is presumed lost.
+    """The retransmission timer fired: what is outstanding is presumed lost
+    (except, with RACK, what was sent less than RACK.rtt ago), cwnd is 1 more
+    than what is in flight, and F-RTO may prove the timeout spurious.
 
     Kernel: net/ipv4/tcp_input.c, tcp_enter_loss() / tcp_timeout_mark_lost().
     """
+    state = sk.icsk_ca_state
+    new_recovery = state < TCP_CA_Recovery
+    # tcp_timeout_mark_lost(): forget SACKs if the receiver reneged, else keep them
     q = sk.rtx_queue
-    is_reneg = bool(q) and bool(q[0].cb.sacked & TCPCB_SACKED_ACKED)
+    head = q[0] if q else None
+    is_reneg = head is not None and bool(head.cb.sacked & TCPCB_SACKED_ACKED)
     if is_reneg:
         sk.ext.TCPSACKReneging += 1
         sk.sacked_out = 0
-        sk.is_sack_reneg = True
+        sk.is_sack_reneg = True  # until this loss event is recovered
     elif not tcp_is_sack(sk):
         sk.sacked_out = 0
+    rack = tcp_is_rack(sk)
     for skb in q:
         tcb: TcpSkbCb = skb.cb
         if is_reneg:
             tcb.sacked &= ~TCPCB_SACKED_ACKED
+        elif rack and skb is not head and tcp_rack_skb_timeout(sk, tcb, 0) > 0:
+            continue  # do not mark recently sent ones lost yet
         tcp_mark_skb_lost(sk, skb)
-    sk.retransmit_skb_hint = None
+    sk.retransmit_skb_hint = None  # tcp_clear_all_retrans_hints()
     sk.lost_skb_hint = None
-    state = sk.icsk_ca_state
+    # reduce ssthresh if it has not yet been made inside this window
     if (
         state <= TCP_CA_Disorder
-        or not before(sk.snd_una, sk.high_seq)
+        or not after(sk.high_seq, sk.snd_una)
         or (state == TCP_CA_Loss and not sk.icsk_retransmits)
     ):
         sk.prior_ssthresh = tcp_current_ssthresh(sk)
         sk.prior_cwnd = sk.snd_cwnd
         sk.snd_ssthresh = sk.icsk_ca_ops.ssthresh(sk)
         sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_LOSS)
+        tcp_init_undo(sk)
     sk.snd_cwnd = tcp_packets_in_flight(sk) + 1
     sk.snd_cwnd_cnt = 0
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
-    sk.undo_marker = 0
-    sk.reordering = min(sk.reordering, sk.tcp.sysctl_tcp_reordering)
+    # a timeout in Disorder after many dupacks: reordering was over-estimated
+    reordering = sk.tcp.sysctl_tcp_reordering
+    if state <= TCP_CA_Disorder and sk.sacked_out >= reordering:
+        sk.reordering = min(sk.reordering, reordering)
     tcp_set_ca_state(sk, TCP_CA_Loss)
     sk.high_seq = sk.snd_nxt
+    sk.tlp_high_seq = 0
+    # F-RTO RFC 5682 sec 3.1 step 1: retransmit SND.UNA unless a recovery is
+    # already under way, except for repeated timeouts of the same SND.UNA
+    sk.frto = bool(sk.tcp.sysctl_tcp_frto) and (new_recovery or bool(sk.icsk_retransmits))
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_simple_retransmit")
+@kernel("net/ipv4/tcp_input.c", "tcp_simple_retransmit", "tcp_non_congestion_loss_retransmit")
 def tcp_simple_retransmit(sk: TcpSock) -> None:
     """The path MTU dropped: resend what no longer fits, without a cwnd cut.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_simple_retransmit().
+    Kernel: net/ipv4/tcp_input.c, tcp_simple_retransmit() /
+    tcp_non_congestion_loss_retransmit().
     """
     mss = tcp_current_mss(sk)
     for skb in sk.rtx_queue:
@@ -1119,6 +1766,8 @@ def tcp_simple_retransmit(sk: TcpSock) -> None:
             tcp_mark_skb_lost(sk, skb)
     if not sk.lost_out:
         return
+    if not tcp_is_sack(sk):
+        tcp_limit_reno_sacked(sk)
     if sk.icsk_ca_state != TCP_CA_Loss:
         sk.high_seq = sk.snd_nxt
         sk.snd_ssthresh = tcp_current_ssthresh(sk)
@@ -1156,41 +1805,110 @@ def tcp_in_quickack_mode(sk: TcpSock) -> bool:
     return bool(sk.icsk_ack_quick) and not sk.icsk_ack_pingpong
 
 
-@kernel("tcp_measure_rcv_mss")
+@kernel("net/ipv4/tcp_input.c", "tcp_measure_rcv_mss")
 def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
-    """The peer's segment size (GRO skbs: gso_size). Kernel: tcp_measure_rcv_mss()."""
-    length = skb.gso_size or (skb.tail - skb.data)
+    """The peer's segment size (GRO skbs: gso_size), and the payload share
+    of an skb's memory (``scaling_ratio``) that turns buffer into window.
+
+    A segment larger than the current estimate sets ``scaling_ratio`` to
+    ``len * 256 / truesize``; when that changes, the window clamp and
+    rcv_ssthresh follow the buffer's new worth (tcp_set_window_clamp), and
+    DRS's measure (rcvq_space) stays under the clamp.
+    Kernel: net/ipv4/tcp_input.c, tcp_measure_rcv_mss().
+    """
+    lss = sk.icsk_ack_last_seg_size
+    sk.icsk_ack_last_seg_size = 0
+    skb_len = skb.tail - skb.data
+    length = skb.gso_size or skb_len
     if length >= sk.icsk_ack_rcv_mss:
-        sk.icsk_ack_rcv_mss = min(length, sk.advmss) if sk.advmss else length
-    else:
-        length += skb.data - skb.transport_header
-        if length >= TCP_MSS_DEFAULT + 20:
-            sk.icsk_ack_rcv_mss = length - 20 if length - 20 > 0 else sk.icsk_ack_rcv_mss
-        else:
+        if length != sk.icsk_ack_rcv_mss:
+            old_ratio = sk.scaling_ratio
+            sk.scaling_ratio = ((skb_len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize) or 1
+            if old_ratio != sk.scaling_ratio:
+                tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
+                if sk.window_clamp < sk.rcvq_space_space:
+                    sk.rcvq_space_space = sk.window_clamp
+        sk.icsk_ack_rcv_mss = min(length, sk.advmss)
+        # one full segment with PSH: likely the end of a write; ACK once read
+        if skb.cb.tcp_flags & TCPHDR_PSH:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
+    else:
+        # the segment with its header, less the invariant header (SACK jitter aside)
+        length += skb.data - skb.transport_header
+        if length >= TCP_MSS_DEFAULT + 20 or (
+            length >= TCP_MIN_MSS + 20 and not skb.cb.tcp_flags & _TCP_REMNANT
+        ):
+            length -= sk.tcp_header_len
+            sk.icsk_ack_last_seg_size = length
+            if length == lss:
+                sk.icsk_ack_rcv_mss = length
+                return
+        if sk.icsk_ack_pending & ICSK_ACK_PUSHED:
+            sk.icsk_ack_pending |= ICSK_ACK_PUSHED2
+        sk.icsk_ack_pending |= ICSK_ACK_PUSHED
 
 
-@kernel("tcp_rcv_rtt_measure_ts")
-def tcp_rcv_rtt_measure_ts(sk: TcpSock) -> None:
-    """The receiver's RTT from timestamp echoes. Kernel: tcp_rcv_rtt_measure_ts()."""
-    if sk.saw_tstamp and sk.rcv_tsecr:
-        delta_ms = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
-        if delta_ms < 0x7FFFFFFF:
-            us = max(delta_ms * 1000, 1)
-            old = sk.rcv_rtt_est_rtt_us
-            sk.rcv_rtt_est_rtt_us = (
-                us if not old else min(old, us) if us < old else (old * 7 + us) >> 3
-            )
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_update")
+def tcp_rcv_rtt_update(sk: TcpSock, sample: int, win_dep: bool) -> None:
+    """The receiver's RTT estimate (<< 3): the minimum, or a slow average
+    of timestamp samples. Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_update().
+    """
+    old_sample = sk.rcv_rtt_est_rtt_us
+    m = sample << 3
+    if not old_sample or m < old_sample:
+        new_sample = m
+    else:
+        if win_dep:
+            return
+        if sk.rcv_nxt != sk.copied_seq:  # not while the receive queue holds data
+            return
+        new_sample = old_sample - (old_sample >> 3) + sample
+    sk.rcv_rtt_est_rtt_us = new_sample
 
 
-@kernel("tcp_event_data_recv")
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure")
+def tcp_rcv_rtt_measure(sk: TcpSock) -> None:
+    """Without timestamps: the time a window's worth of data takes to arrive.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
+    """
+    now = sk.tcp.tcp_clock_us()
+    if sk.rcv_rtt_est_time:
+        if before(sk.rcv_nxt, sk.rcv_rtt_est_seq):
+            return
+        tcp_rcv_rtt_update(sk, max(now - sk.rcv_rtt_est_time, 1), True)
+    sk.rcv_rtt_est_seq = (sk.rcv_nxt + sk.rcv_wnd) & M32
+    sk.rcv_rtt_est_time = now
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_rtt_measure_ts")
+def tcp_rcv_rtt_measure_ts(sk: TcpSock, skb: SkBuff) -> None:
+    """The receiver's RTT from a new timestamp echo on a full segment.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure_ts().
+    """
+    if sk.rcv_tsecr == sk.rcv_rtt_last_tsecr:
+        return
+    sk.rcv_rtt_last_tsecr = sk.rcv_tsecr
+    tcb: TcpSkbCb = skb.cb
+    if ((tcb.end_seq - tcb.seq) & M32) >= sk.icsk_ack_rcv_mss:
+        delta = (sk.tcp.tcp_time_stamp_ms() + sk.tsoffset - sk.rcv_tsecr) & M32
+        if delta < 0x7FFFFFFF // 1000:  # tcp_rtt_tsopt_us(tp, 0)
+            if delta:
+                tcp_rcv_rtt_update(sk, delta * 1000, False)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_event_data_recv")
 def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
-    """Delayed-ACK bookkeeping for a data segment. Kernel: tcp_event_data_recv()."""
+    """Delayed-ACK bookkeeping for a data segment; the window may grow.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_event_data_recv().
+    """
     if TIMED:
         spend("tcp_event_data_recv")
     inet_csk_schedule_ack(sk)
     tcp_measure_rcv_mss(sk, skb)
-    tcp_rcv_rtt_measure_ts(sk)
+    tcp_rcv_rtt_measure(sk)
     tcp = sk.tcp
     now = sk.net.clock.jiffies
     if not sk.icsk_ack_ato:
@@ -1207,7 +1925,8 @@ def tcp_event_data_recv(sk: TcpSock, skb: SkBuff) -> None:
         elif m > sk.icsk_rto:
             tcp_incr_quickack(sk, TCP_MAX_QUICKACKS)
     sk.icsk_ack_lrcvtime = now
-    tcp_grow_window(sk, skb)
+    if skb.tail - skb.data >= 128:
+        tcp_grow_window(sk, skb)
 
 
 @kernel("tcp_dsack_set")
@@ -1220,6 +1939,29 @@ def tcp_dsack_set(sk: TcpSock, seq: int, end_seq: int) -> None:
             sk.ext.TCPDSACKOfoSent += 1
         sk.dsack = 1
         sk.duplicate_sack = [seq, end_seq]
+
+
+@kernel("tcp_sack_extend")
+def tcp_sack_extend(block: list[int], seq: int, end_seq: int) -> bool:
+    """Grow *block* by ``[seq, end_seq)`` if they touch. Kernel: tcp_sack_extend()."""
+    if not after(seq, block[1]) and not after(block[0], end_seq):
+        if before(seq, block[0]):
+            block[0] = seq
+        if after(end_seq, block[1]):
+            block[1] = end_seq
+        return True
+    return False
+
+
+@kernel("tcp_dsack_extend")
+def tcp_dsack_extend(sk: TcpSock, seq: int, end_seq: int) -> None:
+    """Another duplicate before the ACK: the D-SACK block grows if it touches,
+    else the first range stays reported. Kernel: tcp_dsack_extend().
+    """
+    if not sk.dsack:
+        tcp_dsack_set(sk, seq, end_seq)
+    else:
+        tcp_sack_extend(sk.duplicate_sack, seq, end_seq)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_sack_new_ofo_skb", "tcp_sack_maybe_coalesce")
@@ -1303,6 +2045,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         return
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
+    sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
     sk.data_segs_in += max(skb.gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
         if tcp_receive_window(sk) == 0:
@@ -1310,11 +2053,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
         if not tcp_try_rmem_schedule(sk, skb):
-            sk.ext.TCPRcvQDrop += 1
-            sk.sk_drops += 1
+            # no memory: the next ACK offers a zero window (ICSK_ACK_NOMEM)
+            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
             inet_csk_schedule_ack(sk)
-            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
-            return
+            if not sk.dead:
+                sk.sk_data_ready()
+            if sk.receive_queue and skb.tail > skb.data:
+                sk.ext.TCPRcvQDrop += 1
+                sk.sk_drops += 1
+                kfree_skb(skb, DropReason.PROTO_MEM)
+                return
+            # an empty queue takes it anyway (sk_forced_mem_schedule)
         fin = tcb.tcp_flags & TCPHDR_FIN
         _queue_rcv(sk, skb)
         if skb.tail > skb.data:
@@ -1384,6 +2133,8 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.ext.TCPOFODrop += 1
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
         return
+    tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
+    sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
     sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
     inet_csk_schedule_ack(sk)
@@ -1395,7 +2146,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     i = len(q)
     while i > 0 and ((q[i - 1].cb.seq - base) & M32) > rel:
         i -= 1
-    # an earlier skb already covers this one: a duplicate
+    # an earlier skb already covers this one: a duplicate; overlaps it: D-SACK the overlap
     if i > 0:
         prev: TcpSkbCb = q[i - 1].cb
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
@@ -1403,35 +2154,46 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
             tcp_dsack_set(sk, seq, end_seq)
             kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
-    # later skbs this one covers entirely are dropped
+        if after(prev.end_seq, seq):
+            tcp_dsack_set(sk, seq, prev.end_seq)
+    # later skbs this one covers are dropped (the first duplicate range stays reported)
     while i < len(q):
         nxt: TcpSkbCb = q[i].cb
-        if after(nxt.end_seq, end_seq) or before(nxt.seq, seq):
+        if not after(end_seq, nxt.seq):
+            break
+        if before(end_seq, nxt.end_seq):
+            tcp_dsack_extend(sk, nxt.seq, end_seq)
             break
         victim = q.pop(i)
         sk.sk_rmem_alloc -= victim.truesize
-        tcp_dsack_set(sk, nxt.seq, nxt.end_seq)
+        tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
     skb.sk = None
     q.insert(i, skb)
     sk.sk_rmem_alloc += skb.truesize
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
+    tcp_rcvbuf_grow(sk)  # 6.16+: room for what waits out of order
 
 
 @kernel("tcp_ofo_queue")
 def tcp_ofo_queue(sk: TcpSock) -> None:
     """Move what the new rcv_nxt reaches from the out-of-order queue. Kernel: tcp_ofo_queue()."""
     q = sk.out_of_order_queue
+    dsack_high = sk.rcv_nxt
     while q:
         skb = q[0]
         tcb: TcpSkbCb = skb.cb
         if after(tcb.seq, sk.rcv_nxt):
             break
+        if before(tcb.seq, dsack_high):
+            dsack = dsack_high
+            if before(tcb.end_seq, dsack_high):
+                dsack_high = tcb.end_seq
+            tcp_dsack_extend(sk, tcb.seq, dsack)
         q.pop(0)
         if not after(tcb.end_seq, sk.rcv_nxt):
             sk.sk_rmem_alloc -= skb.truesize
-            tcp_dsack_set(sk, tcb.seq, tcb.end_seq)
             kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
         sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
@@ -1529,12 +2291,23 @@ def tcp_reset(sk: TcpSock) -> None:
         sk.sk_error_report()
 
 
-@kernel("tcp_sequence")
-def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> bool:
-    """Is any of the segment inside the receive window? Kernel: tcp_sequence()."""
-    return not before(end_seq, sk.rcv_wup) and not after(
-        seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32
-    )
+@kernel("net/ipv4/tcp_input.c", "tcp_sequence")
+def tcp_sequence(sk: TcpSock, seq: int, end_seq: int) -> DropReason | None:
+    """Why the segment is outside the receive window, or None if it is not.
+
+    A segment that starts inside but ends beyond the window is taken only
+    while the receive queue is empty (6.17). Kernel: net/ipv4/tcp_input.c,
+    tcp_sequence().
+    """
+    if before(end_seq, sk.rcv_wup):
+        return DropReason.TCP_OLD_SEQUENCE
+    right = (sk.rcv_nxt + tcp_receive_window(sk)) & M32
+    if after(end_seq, right):
+        if after(seq, right):
+            return DropReason.TCP_INVALID_SEQUENCE
+        if sk.receive_queue:
+            return DropReason.TCP_INVALID_END_SEQUENCE
+    return None
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_send_dupack")
@@ -1566,17 +2339,19 @@ def tcp_validate_incoming(sk: TcpSock, skb: SkBuff) -> bool:
                 tcp_send_dupack(sk, skb)
             kfree_skb(skb, DropReason.TCP_RFC7323_PAWS)
             return False
-    if not tcp_sequence(sk, tcb.seq, tcb.end_seq):
+    reason = tcp_sequence(sk, tcb.seq, tcb.end_seq)
+    if reason is not None:
         if not flags & TCPHDR_RST:
             if flags & TCPHDR_SYN:
                 return _syn_challenge(sk, skb)
+            if reason in (
+                DropReason.TCP_INVALID_SEQUENCE,
+                DropReason.TCP_INVALID_END_SEQUENCE,
+            ):
+                sk.ext.BeyondWindow += 1
             if not tcp_oow_rate_limited(sk, "TCPACKSkippedSeq"):
                 tcp_send_dupack(sk, skb)
-        # tcp_sequence()'s reason: ends before the window, or starts beyond it
-        if before(tcb.end_seq, sk.rcv_wup):
-            kfree_skb(skb, DropReason.TCP_OLD_SEQUENCE)
-        else:
-            kfree_skb(skb, DropReason.TCP_INVALID_SEQUENCE)
+        kfree_skb(skb, reason)
         return False
     if flags & TCPHDR_RST:
         if tcb.seq == sk.rcv_nxt or (
@@ -1631,6 +2406,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     elif not flags & (TCPHDR_RST | TCPHDR_SYN):
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return
+    tcp_rcv_rtt_measure_ts(sk, skb)
     tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
         tcp_data_snd_check(sk)
@@ -1678,7 +2454,8 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     buf = skb.buf
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, foc)
     sk.saw_tstamp = rx.saw_tstamp
     sk.rcv_tsval = rx.rcv_tsval
     sk.rcv_tsecr = rx.rcv_tsecr
@@ -1719,6 +2496,7 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if rx.saw_tstamp:
             sk.tstamp_ok = True
             sk.tcp_header_len = 32
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
             sk.ts_recent = rx.rcv_tsval
             sk.ts_recent_stamp = sk.tcp.seconds()
         else:
@@ -1731,6 +2509,17 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
         sk.copied_seq = sk.rcv_nxt
         sk.max_window = max(sk.max_window, sk.snd_wnd)
         tcp_finish_connect(sk)
+        fastopen_fail = (sk.syn_fastopen or sk.syn_data) and tcp_rcv_fastopen_synack(sk, skb, foc)
+        if fastopen_fail:  # the SYN's data goes again, and carries the ACK
+            consume_skb(skb)
+            return 0
+        if _fastopen.tcp_fastopen_write_pending(sk):
+            # "Save one ACK": the blocked writer's data will carry it
+            inet_csk_schedule_ack(sk)
+            tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)
+            inet_csk_reset_xmit_timer(sk, ICSK_TIME_DACK, sk.tcp.TCP_DELACK_MAX, sk.tcp.TCP_RTO_MAX)
+            consume_skb(skb)
+            return 0
         tcp_send_ack(sk)
         consume_skb(skb)
         tcp_data_snd_check(sk)
@@ -1804,6 +2593,13 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         return 0
     if state == TCP_SYN_SENT:
         return tcp_rcv_synsent_state_process(sk, skb)
+    req = sk.fastopen_rsk
+    if req is not None:
+        from netstack.tcp.minisocks import tcp_check_req_fastopen
+
+        if not tcp_check_req_fastopen(sk, skb, req):
+            kfree_skb(skb, DropReason.TCP_FASTOPEN)
+            return 0
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += 1
     if not tcp_validate_incoming(sk, skb):
@@ -1828,12 +2624,21 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     th = skb.transport_header
     buf = skb.buf
     if state == TCP_SYN_RECV:
+        sk.delivered += 1  # the SYN-ACK's delivery is not tracked in tcp_ack()
+        if req is not None:
+            if not sk.srtt_us:
+                tcp_synack_rtt_meas(sk, req)
+            tcp_rcv_synrecv_state_fastopen(sk)
         tcp_set_state(sk, TCP_ESTABLISHED)
         sk.ever_connected = True
         sk.snd_una = tcb.ack_seq
         sk.snd_wnd = ((buf[th + 14] << 8) | buf[th + 15]) << sk.snd_wscale
         sk.snd_wl1 = tcb.seq
         sk.max_window = max(sk.max_window, sk.snd_wnd)
+        if sk.tstamp_ok:
+            # the advertised MSS leaves room for the option (before
+            # tcp_init_buffer_space, which sizes rcv_space/window_clamp by it)
+            sk.advmss -= TCPOLEN_TSTAMP_ALIGNED
         if sk.parent is None and not sk.icsk_ca_initialized:
             tcp_init_transfer(sk)  # simultaneous open
         elif not sk.icsk_ca_initialized:
@@ -1845,6 +2650,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         if not sk.dead:
             sk_state_change(sk)
     elif state == TCP_FIN_WAIT1:
+        if req is not None:
+            tcp_rcv_synrecv_state_fastopen(sk)
         if sk.snd_una == sk.write_seq:
             tcp_set_state(sk, TCP_FIN_WAIT2)
             sk.sk_shutdown |= SEND_SHUTDOWN
@@ -1912,7 +2719,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_conn_request")
-def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
+def tcp_conn_request(
+    sk: TcpSock, skb: SkBuff, af_ops: InetConnectionSockAfOps | None = None
+) -> int:
     """A SYN for a listener: a request sock in the established hash, and a SYN-ACK;
     or, when the SYN queue is full and ``tcp_syncookies`` allows, a SYN cookie.
 
@@ -1931,7 +2740,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     if TIMED:
         spend("tcp_conn_request")
     tcp = sk.tcp
-    ops: Any = af_ops if af_ops is not None else sk.af_ops
+    ops = af_ops if af_ops is not None else sk.af_ops
     tcb: TcpSkbCb = skb.cb
     isn = tcb.tw_isn
     syncookies = tcp.sysctl_tcp_syncookies
@@ -1953,7 +2762,8 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     rx = TcpOptionsReceived()
     rx.user_mss = sk.user_mss
     rx.mss_clamp = TCP_MSS_DEFAULT
-    tcp_parse_options(buf, th, rx, False)
+    foc = _fastopen.TcpFastopenCookie()
+    tcp_parse_options(buf, th, rx, False, None, None if want_cookie else foc)
     if want_cookie and not rx.saw_tstamp:
         rx.sack_ok = 0  # tcp_clear_options(): the options need the timestamp to come back
         rx.wscale_ok = False
@@ -2019,6 +2829,20 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
+    from netstack.tcp.minisocks import inet_csk_reqsk_queue_add, tcp_try_fastopen
+
+    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
+    req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
+    if fastopen_sk is not None:
+        req.snt_synack = tcp.tcp_clock_us()
+        ops.send_synack(fastopen_sk, req, rt)
+        req.fastopen_cookie = None
+        rt.release()
+        # the child goes straight onto the accept queue
+        inet_csk_reqsk_queue_add(sk, req, fastopen_sk)
+        sk.sk_data_ready()
+        consume_skb(skb)
+        return 0
     if not want_cookie:  # inet_csk_reqsk_queue_hash_add()
         key = (ops.family, req.loc_addr, req.num, req.rmt_addr, req.rmt_port)
         tcp.hashinfo.ehash[key] = req
@@ -2028,6 +2852,7 @@ def tcp_conn_request(sk: TcpSock, skb: SkBuff, af_ops: Any = None) -> int:
         sk.syn_queue_len += 1
     req.snt_synack = tcp.tcp_clock_us()
     ops.send_synack(sk, req, rt)
+    req.fastopen_cookie = None  # retransmitted SYN-ACKs carry no cookie
     rt.release()
     if not want_cookie:
         req.timer = sk.net.timers.timer(lambda: reqsk_timer_handler(req), "reqsk_timer")
@@ -2070,7 +2895,7 @@ def reqsk_timer_handler(req: RequestSock) -> None:
 
         inet_csk_reqsk_queue_drop(listener, req)
         return
-    ops: Any = req.af_specific
+    ops = req.af_specific
     req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack(): a new flow label
     if ops.send_synack(listener, req, None) == 0 or True:
         tcp.mib.RetransSegs += 1
@@ -2175,3 +3000,83 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
     else:
         return
     tcp_err_report(sk, err, fatal)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_synrecv_state_fastopen")
+def tcp_rcv_synrecv_state_fastopen(sk: TcpSock) -> None:
+    """The ACK of a Fast Open child's SYN-ACK: the request is released.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_synrecv_state_fastopen().
+    """
+    req = sk.fastopen_rsk
+    sk.icsk_retransmits = 0
+    if not sk.retrans_out:  # tcp_retrans_stamp_cleanup(): nothing was retransmitted
+        sk.retrans_stamp = 0
+    if req is not None:
+        _fastopen.reqsk_fastopen_remove(sk, req, False)
+    tcp_rearm_rto(sk)
+
+
+@kernel("tcp_synack_rtt_meas")
+def tcp_synack_rtt_meas(sk: TcpSock, req: RequestSock) -> None:
+    """The handshake's RTT from the SYN-ACK not resent. Kernel: tcp_synack_rtt_meas()."""
+
+    rtt_us = -1
+    if not req.num_retrans and req.snt_synack >= 0:
+        rtt_us = max(sk.tcp.tcp_clock_us() - req.snt_synack, 1)
+    if rtt_us > 0:
+        tcp_ack_update_rtt(sk, 0x10, rtt_us, -1)  # FLAG_SYN_ACKED
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_fastopen_synack")
+def tcp_rcv_fastopen_synack(
+    sk: TcpSock, synack: SkBuff, cookie: _fastopen.TcpFastopenCookie
+) -> bool:
+    """The SYN-ACK of a Fast Open SYN: cache its cookie and MSS; resend data it did
+    not acknowledge (returns True then: the data carries the ACK).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_fastopen_synack().
+    """
+    data = sk.rtx_queue[0] if sk.syn_data and sk.rtx_queue else None
+    mss = sk.mss_clamp
+    try_exp = 0
+    syn_drop = False
+    if mss == sk.user_mss:
+        opt = TcpOptionsReceived()
+        tcp_parse_options(synack.buf, synack.transport_header, opt, False)
+        mss = opt.mss_clamp
+    if not sk.syn_fastopen:
+        cookie.len = -1  # an unsolicited cookie is ignored
+    elif sk.total_retrans:
+        syn_drop = cookie.len < 0 and data is not None
+    elif cookie.len < 0 and not sk.syn_data:
+        try_exp = 2 if sk.syn_fastopen_exp else 1
+    _fastopen.tcp_fastopen_cache_set(sk, mss, cookie, syn_drop, try_exp)
+    if data is not None:
+        sk.fastopen_client_fail = (
+            _fastopen.TFO_SYN_RETRANSMITTED if sk.total_retrans else _fastopen.TFO_DATA_NOT_ACKED
+        )
+        for skb in list(sk.rtx_queue):
+            tcp_mark_skb_lost(sk, skb)
+        # tcp_non_congestion_loss_retransmit()
+        if sk.icsk_ca_state != 4:  # TCP_CA_Loss
+            sk.high_seq = sk.snd_nxt
+            sk.snd_ssthresh = tcp_current_ssthresh(sk)
+            sk.prior_ssthresh = 0
+            sk.undo_marker = 0
+            tcp_set_ca_state(sk, 4)
+        tcp_xmit_retransmit_queue(sk)
+        sk.ext.TCPFastOpenActiveFail += 1
+        return True
+    sk.syn_data_acked = sk.syn_data
+    if sk.syn_data_acked:
+        sk.ext.TCPFastOpenActive += 1
+        if sk.delivered > 1:  # SYN-data is counted as two packets in tcp_ack()
+            sk.delivered -= 1
+    from netstack.tcp.minisocks import tcp_fastopen_add_skb
+
+    tcp_fastopen_add_skb(sk, synack)
+    return False

@@ -112,6 +112,13 @@ TCPEXT_FIELDS: Final = (
     "TCPOFOMerge",
     "TCPChallengeACK",
     "TCPSYNChallenge",
+    "TCPFastOpenActive",
+    "TCPFastOpenActiveFail",
+    "TCPFastOpenPassive",
+    "TCPFastOpenPassiveFail",
+    "TCPFastOpenListenOverflow",
+    "TCPFastOpenCookieReqd",
+    "TCPFastOpenBlackhole",
     "TCPSpuriousRtxHostQueues",
     "TCPAutoCorking",
     "TCPFromZeroWindowAdv",
@@ -137,6 +144,10 @@ TCPEXT_FIELDS: Final = (
     "TCPRcvQDrop",
     "TCPWqueueTooBig",
     "TcpTimeoutRehash",
+    "TCPDSACKRecvSegs",
+    "TCPDSACKIgnoredDubious",
+    "TCPFastOpenPassiveAltKey",
+    "BeyondWindow",
 )
 
 
@@ -251,6 +262,13 @@ class TcpExtMib(Mib):
     TCPOFOMerge: int
     TCPChallengeACK: int
     TCPSYNChallenge: int
+    TCPFastOpenActive: int
+    TCPFastOpenActiveFail: int
+    TCPFastOpenPassive: int
+    TCPFastOpenPassiveFail: int
+    TCPFastOpenListenOverflow: int
+    TCPFastOpenCookieReqd: int
+    TCPFastOpenBlackhole: int
     TCPSpuriousRtxHostQueues: int
     TCPAutoCorking: int
     TCPFromZeroWindowAdv: int
@@ -276,3 +294,7 @@ class TcpExtMib(Mib):
     TCPRcvQDrop: int
     TCPWqueueTooBig: int
     TcpTimeoutRehash: int
+    TCPDSACKRecvSegs: int
+    TCPDSACKIgnoredDubious: int
+    TCPFastOpenPassiveAltKey: int
+    BeyondWindow: int

@@ -36,10 +36,16 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fastopen
 from netstack.tcp.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, tcp_is_cwnd_limited
 from netstack.tcp.helpers import (
+    TCP_CHRONO_BUSY,
+    TCP_CHRONO_RWND_LIMITED,
+    TCP_CHRONO_SNDBUF_LIMITED,
     inet_csk_reset_xmit_timer,
     tcp_check_space,
+    tcp_chrono_start,
+    tcp_chrono_stop,
     tcp_current_ssthresh,
     tcp_enter_cwr,
     tcp_in_cwnd_reduction,
@@ -50,6 +56,7 @@ from netstack.tcp.helpers import (
     tcp_rto_delta,
 )
 from netstack.tcp.sock import (
+    ICSK_ACK_NOMEM,
     ICSK_ACK_PUSHED,
     ICSK_ACK_SCHED,
     ICSK_ACK_TIMER,
@@ -62,10 +69,13 @@ from netstack.tcp.sock import (
     MAX_TCP_WINDOW,
     TCP_CA_CWR,
     TCP_CLOSE,
+    TCP_CLOSE_WAIT,
+    TCP_ESTABLISHED,
     TCP_MAX_WSCALE,
     TCP_NAGLE_CORK,
     TCP_NAGLE_OFF,
     TCP_NAGLE_PUSH,
+    TCP_RMEM_TO_WIN_SCALE,
     TCPCB_EVER_RETRANS,
     TCPCB_LOST,
     TCPCB_RETRANS,
@@ -91,6 +101,7 @@ from netstack.wire.tcp import (
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
     TcpOutOptions,
+    fastopen_option_space,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +127,7 @@ __all__ = [
 ]
 
 M32: Final = 0xFFFFFFFF
+TCP_TIMEOUT_MIN_US: Final = 2000  # include/net/tcp.h: 2 ms
 _H: Final = struct.Struct("!H")
 U16_MAX: Final = 65535
 TCP_SKB_HEAD: Final = MAX_TCP_HEADER + SKB_TRUESIZE_OVERHEAD  # alloc_skb_fclone(MAX_TCP_HEADER)
@@ -327,13 +339,31 @@ def tcp_init_tso_segs(skb: SkBuff, mss_now: int) -> int:
 # -- windows ------------------------------------------------------------------------------
 
 
+@kernel("include/net/tcp.h", "__tcp_win_from_space")
+def __tcp_win_from_space(scaling_ratio: int, space: int) -> int:
+    """Kernel: include/net/tcp.h, __tcp_win_from_space()."""
+    return (space * scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+
+
 @kernel("include/net/tcp.h", "tcp_win_from_space")
 def tcp_win_from_space(sk: TcpSock, space: int) -> int:
-    """The part of a buffer offered as window. Kernel: include/net/tcp.h, tcp_win_from_space()."""
-    scale = sk.tcp.sysctl_tcp_adv_win_scale
-    if scale <= 0:
-        return space >> -scale
-    return space - (space >> scale)
+    """The part of a buffer offered as window: ``space * scaling_ratio / 256``.
+
+    ``scaling_ratio`` is the payload share of the memory an skb costs
+    (``skb->len / skb->truesize``), 50 % until a segment was measured
+    (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
+    Kernel: include/net/tcp.h, tcp_win_from_space().
+    """
+    return __tcp_win_from_space(sk.scaling_ratio, space)
+
+
+@kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
+def tcp_space_from_win(sk: TcpSock, win: int) -> int:
+    """The buffer a window needs (the inverse of tcp_win_from_space()).
+
+    Kernel: include/net/tcp.h, tcp_space_from_win() / __tcp_space_from_win().
+    """
+    return (win << TCP_RMEM_TO_WIN_SCALE) // sk.scaling_ratio
 
 
 @kernel("tcp_space")
@@ -383,9 +413,8 @@ def tcp_select_initial_window(
         rmem_max = sk.net.rmem_max if ipv4 is not None else 0
         space = max(space, tcp.tcp_rmem[2], rmem_max)
         space = min(space, window_clamp)
-        while space > U16_MAX and rcv_wscale < TCP_MAX_WSCALE:
-            space >>= 1
-            rcv_wscale += 1
+        # clamp_t(int, ilog2(space) - 15, 0, TCP_MAX_WSCALE)
+        rcv_wscale = min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
     window_clamp = min(U16_MAX << rcv_wscale, window_clamp)
     return rcv_wnd, window_clamp, rcv_wscale
 
@@ -432,6 +461,12 @@ def tcp_select_window(sk: TcpSock) -> int:
     Returns the scaled value for the header. Kernel: tcp_select_window().
     """
     old_win = sk.rcv_wnd
+    if sk.icsk_ack_pending & ICSK_ACK_NOMEM:
+        # a segment was refused for lack of memory: offer a zero window now
+        sk.pred_flags = 0
+        sk.rcv_wnd = 0
+        sk.rcv_wup = sk.rcv_nxt
+        return 0
     cur_win = tcp_receive_window(sk)
     new_win = __tcp_select_window(sk)
     wscale = sk.rcv_wscale
@@ -512,6 +547,8 @@ def tcp_syn_options(sk: TcpSock, tsval: int) -> TcpOutOptions:
         opts.ws = sk.rcv_wscale
     if tcp.sysctl_tcp_sack:
         opts.sack_perm = True
+    if sk.fastopen_req is not None:
+        opts.fastopen = _fastopen.tcp_syn_options_fastopen(sk, MAX_TCP_OPTION_SPACE - opts.size())
     return opts
 
 
@@ -655,6 +692,10 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
+        tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
+        tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
+        sk.tx_order += 1
+        tcb.tx_order = sk.tx_order
     return err
 
 
@@ -766,6 +807,8 @@ def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.write_seq = tcb.end_seq
     sk.write_queue.append(skb)
     sk.sk_wmem_queued += skb.truesize
+    if len(sk.write_queue) == 1:  # tcp_add_write_queue_tail(): a new send head
+        tcp_chrono_start(sk, TCP_CHRONO_BUSY)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_adjust_pcount")
@@ -815,6 +858,9 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     btcb.sacked = tcb.sacked
     btcb.mstamp = tcb.mstamp
     btcb.in_flight = tcb.in_flight
+    btcb.tsorted = tcb.tsorted
+    btcb.tx_delivered = tcb.tx_delivered
+    btcb.tx_order = tcb.tx_order
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount
     tcp_set_skb_tso_segs(skb, mss_now)
@@ -1018,6 +1064,13 @@ def tcp_cwnd_validate(sk: TcpSock, is_cwnd_limited: bool) -> None:
             and sk.net.clock.jiffies - sk.snd_cwnd_stamp >= sk.icsk_rto
         ):
             tcp_cwnd_application_limited(sk)
+        # the application hits the send buffer: nothing left to send, a writer waits
+        if (
+            not sk.write_queue
+            and sk.sk_socket_nospace
+            and sk.state in (TCP_ESTABLISHED, TCP_CLOSE_WAIT)
+        ):
+            tcp_chrono_start(sk, TCP_CHRONO_SNDBUF_LIMITED)
 
 
 @kernel("net/ipv4/tcp_output.c", "tcp_cwnd_application_limited")
@@ -1092,6 +1145,10 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
         sent_pkts += tcb.pcount
         if push_one:
             break
+    if is_rwnd_limited:
+        tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)
+    else:
+        tcp_chrono_stop(sk, TCP_CHRONO_RWND_LIMITED)
     is_cwnd_limited |= tcp_packets_in_flight(sk) >= sk.snd_cwnd
     if sent_pkts or is_cwnd_limited:
         tcp_cwnd_validate(sk, is_cwnd_limited)
@@ -1108,6 +1165,8 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
 def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     """Arm a tail loss probe in about two RTTs (SACK flows, Open/CWR state).
 
+    Returns False when no probe is due (the caller arms the RTO instead).
+
     Kernel: net/ipv4/tcp_output.c, tcp_schedule_loss_probe().
     """
     early_retrans = sk.tcp.sysctl_tcp_early_retrans
@@ -1119,11 +1178,18 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
     ):
         return False
     tcp = sk.tcp
+    # PTO = 2·srtt, + RTO_min for a delayed ACK when one segment is out
+    # (+ 2 ms otherwise); TCP_TIMEOUT_INIT without an RTT sample
     if sk.srtt_us:
-        timeout = tcp.usecs_to_jiffies(sk.srtt_us >> 2)
-        timeout += tcp.TCP_RTO_MIN if sk.packets_out == 1 else tcp.TCP_TIMEOUT_MIN
+        timeout_us = sk.srtt_us >> 2
+        if sk.packets_out == 1:
+            timeout_us += tcp.jiffies_to_usecs(tcp.TCP_RTO_MIN)  # tcp_rto_min_us()
+        else:
+            timeout_us += TCP_TIMEOUT_MIN_US
+        timeout = tcp.usecs_to_jiffies(timeout_us)
     else:
         timeout = tcp.TCP_TIMEOUT_INIT
+    # if the RTO formula yields an earlier time, use that
     if advancing_rto:
         rto_delta = sk.icsk_rto
     else:
@@ -1149,7 +1215,9 @@ def skb_still_in_host_queue(sk: TcpSock, skb: SkBuff) -> bool:
 
 @kernel("net/ipv4/tcp_output.c", "tcp_send_loss_probe")
 def tcp_send_loss_probe(sk: TcpSock) -> None:
-    """The probe timeout fired: send new data, or retransmit the last segment.
+    """The probe timeout fired: send new data, or retransmit the last segment
+    (one probe per episode: ``tlp_high_seq`` is snd_nxt until an ACK ends it,
+    tcp_process_tlp_ack).
 
     Kernel: net/ipv4/tcp_output.c, tcp_send_loss_probe().
     """
@@ -1171,6 +1239,9 @@ def tcp_send_loss_probe(sk: TcpSock) -> None:
         sk.icsk_pending = 0
         return
     skb = sk.rtx_queue[-1]
+    if skb_still_in_host_queue(sk, skb):
+        tcp_rearm_rto(sk)
+        return
     pcount = skb.cb.pcount
     if pcount > 1 and skb.tail - skb.data > (pcount - 1) * mss:
         if tcp_fragment(sk, True, skb, (pcount - 1) * mss, mss):
@@ -1497,7 +1568,11 @@ def tcp_connect(sk: TcpSock) -> int:
     sk.sk_wmem_queued += skb.truesize
     sk.packets_out += 1
     sk.rtx_queue.append(skb)
-    err = tcp_transmit_skb(sk, skb, True)
+    # send off the SYN; with Fast Open, with data
+    if sk.fastopen_req is not None:
+        err = tcp_send_syn_data(sk, skb)
+    else:
+        err = tcp_transmit_skb(sk, skb, True)
     if err == -111:  # -ECONNREFUSED
         return err
     sk.snd_nxt = sk.write_seq
@@ -1547,6 +1622,10 @@ def tcp_make_synack(sk: TcpSock, req: RequestSock, mss: int) -> SkBuff:
         opts.ts = ((tsval_ms + req.ts_off) & M32, req.ts_recent)
     if req.sack_ok:
         opts.sack_perm = True
+    foc = req.fastopen_cookie
+    if foc is not None and foc.len >= 0:
+        if MAX_TCP_OPTION_SPACE - opts.size() >= fastopen_option_space(foc.len, foc.exp):
+            opts.fastopen = foc.option()
     hlen = 20 + opts.size()
     skb.data -= hlen
     th = skb.data
@@ -1714,7 +1793,6 @@ def tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     if err == 0:
         tcb.sacked |= TCPCB_RETRANS
         sk.retrans_out += tcb.pcount
-        tcb.ack_seq = sk.snd_nxt  # what was sent when: tcp_mark_lost_retrans() reads it
     if not sk.retrans_stamp:  # the first *attempted* retransmission (a local drop too)
         sk.retrans_stamp = tcb.mstamp // 1000
     if sk.undo_retrans < 0:
@@ -1744,13 +1822,14 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx = 0
     max_segs = tcp_tso_segs(sk, tcp_current_mss(sk))
     hole: SkBuff | None = None
+    rearm_timer = False
     while idx < len(q):
         skb = q[idx]
         if hole is None:
             sk.retransmit_skb_hint = skb
         segs = sk.snd_cwnd - tcp_packets_in_flight(sk)
         if segs <= 0:
-            return
+            break
         sacked = skb.cb.sacked
         segs = min(segs, max_segs)
         if sk.retrans_out >= sk.lost_out:
@@ -1765,13 +1844,85 @@ def tcp_xmit_retransmit_queue(sk: TcpSock) -> None:
             idx += 1
             continue
         if tcp_small_queue_check(sk, skb, 1):
-            return
+            break
         if tcp_retransmit_skb(sk, skb, segs):
-            return
+            break
         setattr(sk.ext, mib, getattr(sk.ext, mib) + skb.cb.pcount)
         if tcp_in_cwnd_reduction(sk):
             sk.prr_out += skb.cb.pcount
         if skb is rtx_head and sk.icsk_pending != ICSK_TIME_REO_TIMEOUT:
-            inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+            rearm_timer = True
         # the skb may have been split: continue after it
         idx = q.index(skb) + 1
+    if rearm_timer:
+        inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, sk.icsk_rto, sk.tcp.TCP_RTO_MAX)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_send_syn_data")
+def tcp_send_syn_data(sk: TcpSock, syn: SkBuff) -> int:
+    """Send the SYN with data when a cookie allows it, else a SYN asking for a cookie.
+
+    *syn* is the SYN skb, already in the retransmit queue. With data, a copy
+    carrying the data goes out as the SYN and stays queued as a data skb after
+    it (its sequence past the SYN, flags ACK|PSH), both for retransmission.
+
+    Kernel: net/ipv4/tcp_output.c, tcp_send_syn_data().
+    """
+    fo = sk.fastopen_req
+    assert fo is not None
+    sk.mss_clamp = sk.advmss  # if no MSS is cached
+    ok, cached_mss = _fastopen.tcp_fastopen_cookie_check(sk, fo.cookie)
+    if cached_mss:
+        sk.mss_clamp = cached_mss
+    err = 0
+    if ok:
+        sk.mss_clamp = tcp_mss_clamp(sk, sk.mss_clamp)
+        tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
+        # __tcp_mtu_to_mss() less the whole option space: room for middleboxes' options
+        mss_now = min(sk.icsk_pmtu_cookie - sk.af_ops.net_header_len - 20, sk.mss_clamp)
+        mss_now = max(mss_now - sk.icsk_ext_hdr_len, sk.tcp.sysctl_tcp_min_snd_mss)
+        space = min(mss_now - MAX_TCP_OPTION_SPACE, fo.size)
+        data = fo.data if fo.data is not None else b""
+        syn_data = tcp_stream_alloc_skb(sk)
+        scb: TcpSkbCb = syn.cb
+        dcb = TcpSkbCb(scb.seq, scb.end_seq, scb.tcp_flags)
+        syn_data.cb = dcb
+        if space > 0:
+            buf = syn_data.buf
+            if syn_data.tail != len(buf):
+                del buf[syn_data.tail :]
+            buf += data[:space]
+            syn_data.tail += space
+            syn_data.truesize += space
+        else:
+            space = 0
+        if space == fo.size:
+            fo.data = None  # nothing left for after the handshake
+        fo.copied = space
+        # tcp_connect_queue_skb()
+        dcb.end_seq = (dcb.end_seq + space) & M32
+        sk.sk_wmem_queued += syn_data.truesize
+        sk.write_seq = dcb.end_seq
+        sk.packets_out += 1
+        err = tcp_transmit_skb(sk, syn_data, True)
+        dcb.seq = (dcb.seq + 1) & M32
+        dcb.tcp_flags = TCPHDR_ACK | TCPHDR_PSH
+        if not err:
+            sk.syn_data = fo.copied > 0
+            sk.rtx_queue.append(syn_data)
+            sk.ext.TCPOrigDataSent += 1
+            fo.cookie.len = -1  # no Fast Open option on SYN retransmissions
+            return 0
+        sk.write_queue.append(syn_data)  # not sent: it waits in the write queue
+        sk.packets_out -= 1
+    # fallback: a plain SYN with a cookie request
+    if fo.cookie.len > 0:
+        fo.cookie.len = 0
+    err = tcp_transmit_skb(sk, syn, True)
+    if err:
+        sk.syn_fastopen = False
+    fo.cookie.len = -1
+    return err

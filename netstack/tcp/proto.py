@@ -22,10 +22,14 @@ import trio
 from netstack.core.net_generic import NetKey
 from netstack.core.sysctl import invalid
 from netstack.sites import kernel
+from netstack.tcp import minisocks as _minisocks
+from netstack.tcp import tcp as _tcp
+from netstack.tcp import timer as _timer
 from netstack.tcp.cong import TcpCongestionOps, TcpReno
 from netstack.tcp.cubic import TcpCubic
 from netstack.tcp.hashtables import InetHashinfo
 from netstack.tcp.mib import TcpExtMib, TcpMib
+from netstack.tcp.sock import TcpProt
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -59,6 +63,7 @@ _INT_SYSCTLS: Final = (
     ("tcp_retrans_collapse", "sysctl_tcp_retrans_collapse", 0, 1),
     ("tcp_slow_start_after_idle", "sysctl_tcp_slow_start_after_idle", 0, 1),
     ("tcp_frto", "sysctl_tcp_frto", 0, 2),
+    ("tcp_recovery", "sysctl_tcp_recovery", 0, None),
     ("tcp_early_retrans", "sysctl_tcp_early_retrans", 0, 4),
     ("tcp_tso_win_divisor", "sysctl_tcp_tso_win_divisor", 0, None),
     ("tcp_min_tso_segs", "sysctl_tcp_min_tso_segs", 1, None),
@@ -125,6 +130,7 @@ class Tcp:
         self.sysctl_tcp_retrans_collapse = 1
         self.sysctl_tcp_slow_start_after_idle = 1
         self.sysctl_tcp_frto = 2
+        self.sysctl_tcp_recovery = 1  # TCP_RACK_LOSS_DETECTION
         self.sysctl_tcp_early_retrans = 3
         self.sysctl_tcp_tso_win_divisor = 3
         self.sysctl_tcp_min_tso_segs = 2
@@ -145,12 +151,21 @@ class Tcp:
         self.sysctl_tcp_stdurg = 0
         self.sysctl_tcp_min_rtt_wlen = 300
         self.sysctl_tcp_autocorking = 1
-        self.tcp_rmem = (4096, 131072, 6291456)
+        from netstack.tcp.fastopen import TcpFastopenCache  # it needs tcp.sock, which needs us
+
+        self.sysctl_tcp_fastopen = 1  # TFO_CLIENT_ENABLE
+        self.sysctl_tcp_fastopen_blackhole_timeout = 0
+        self.tcp_fastopen_ctx: list[tuple[int, int]] | None = None  # net->ipv4.tcp_fastopen_ctx
+        self.tcp_fastopen_cache = TcpFastopenCache()  # tcp_metrics' Fast Open part
+        self.tfo_active_disable_times = 0
+        self.tfo_active_disable_stamp = 0
+        self.tcp_rmem = (4096, 131072, 33554432)  # 6.18: tcp_rmem[2] is 32 MB
         self.tcp_wmem = (4096, 16384, 4194304)
         # state
         self.mib = TcpMib()
         self.ext = TcpExtMib()
         self.hashinfo = InetHashinfo(self)
+        self.prot = TCP_PROT  # what its sockets' sk_prot points at
         self.congestion_controls: dict[str, TcpCongestionOps] = {}
         self.default_congestion_control = "cubic"
         self.allowed_congestion_control: list[str] = []
@@ -231,13 +246,12 @@ class Tcp:
         return int.from_bytes(h.digest(), "big")
 
     def default_ttl(self) -> int:
-        ipv4: Any = self.net.ipv4
-        return int(getattr(ipv4, "ip_default_ttl", 64))
+        ipv4 = self.net.ipv4
+        return ipv4.ip_default_ttl if ipv4 is not None else 64
 
     def local_port_range(self) -> tuple[int, int]:
-        ipv4: Any = self.net.ipv4
-        rng = getattr(ipv4, "ip_local_port_range", (32768, 60999))
-        return int(rng[0]), int(rng[1])
+        ipv4 = self.net.ipv4
+        return ipv4.ip_local_port_range if ipv4 is not None else (32768, 60999)
 
     # -- statistics ---------------------------------------------------------------------
     def snmp(self) -> dict[str, Any]:
@@ -265,6 +279,9 @@ class Tcp:
 
             s.register(name, get, set_)
 
+        from netstack.tcp.fastopen import tcp_fastopen_register_sysctls
+
+        tcp_fastopen_register_sysctls(self)
         triple("tcp_rmem", "net.ipv4.tcp_rmem")
         triple("tcp_wmem", "net.ipv4.tcp_wmem")
 
@@ -306,6 +323,26 @@ class Tcp:
 
 TCP_NET: NetKey[Tcp] = NetKey("tcp")
 # IPv4's af_ops (kernel: ipv4_specific), which IPv6's ipv4_mapped sockets borrow
+# struct proto tcp_prot (net/ipv4/tcp_ipv4.c): one immutable table, shared by every Net
+TCP_PROT: Final = TcpProt(
+    connect=_tcp.inet_stream_connect,
+    disconnect=_tcp.tcp_disconnect,
+    listen=_tcp.inet_listen,
+    accept=_tcp.inet_csk_accept,
+    sendmsg=_tcp.tcp_sendmsg,
+    recvmsg=_tcp.tcp_recvmsg,
+    shutdown=_tcp.inet_shutdown,
+    close=_tcp.tcp_close,
+    readable=_tcp.tcp_readable,
+    writable=_tcp.tcp_writable,
+    setsockopt=_tcp.tcp_setsockopt,
+    getsockopt=_tcp.tcp_getsockopt,
+    write_timer=_timer.tcp_write_timer,
+    delack_timer=_timer.tcp_delack_timer,
+    keepalive_timer=_timer.tcp_keepalive_timer,
+    tw_timer=_minisocks.tw_timer_handler,
+)
+
 TCP_IPV4_AF_OPS: NetKey[InetConnectionSockAfOps] = NetKey("tcp_ipv4")
 
 

@@ -25,7 +25,10 @@ include/net/request_sock.h, include/net/inet_timewait_sock.h.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+
+import attrs
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
@@ -45,6 +48,8 @@ __all__ = [
     "TCP_STATE_NAMES",
     "InetConnectionSockAfOps",
     "RequestSock",
+    "SockCommon",
+    "TcpProt",
     "TcpSkbCb",
     "TcpSock",
     "TimewaitSock",
@@ -105,6 +110,7 @@ ICSK_ACK_TIMER: Final = 2
 ICSK_ACK_PUSHED: Final = 4
 ICSK_ACK_PUSHED2: Final = 8
 ICSK_ACK_NOW: Final = 16
+ICSK_ACK_NOMEM: Final = 32
 
 # TCP_SKB_CB(skb)->sacked
 TCPCB_SACKED_ACKED: Final = 0x01
@@ -141,6 +147,9 @@ TCP_MAX_QUICKACKS: Final = 16
 TCP_INIT_CWND: Final = 10
 TCP_INFINITE_SSTHRESH: Final = 0x7FFFFFFF
 TCP_MAX_WSCALE: Final = 14
+TCP_RMEM_TO_WIN_SCALE: Final = 8
+# 6.11+: skb->len is assumed half of skb->truesize until a segment is measured
+TCP_DEFAULT_SCALING_RATIO: Final = 1 << (TCP_RMEM_TO_WIN_SCALE - 1)
 TCP_NUM_SACKS: Final = 4
 TCP_PAWS_24DAYS: Final = 60 * 60 * 24 * 24
 TCP_PAWS_MSL: Final = 60
@@ -186,6 +195,14 @@ class TcpSkbCb:
         tw_isn: received SYNs that reopen a TIME_WAIT port: the ISN to use.
         dsfield: received skbs: the IP TOS byte.
         in_flight: bytes outstanding when this skb was sent.
+        tsorted: on the socket's time-sorted list of sent skbs (the kernel's
+            ``tcp_tsorted_anchor`` linked into ``tsorted_sent_queue``): set
+            when (re)sent, cleared when RACK marks it lost or it is SACKed.
+        tx_delivered: the socket's ``delivered`` when this skb was last sent
+            (``tx.delivered`` of tcp_rate.c).
+        tx_order: the socket's count of transmissions when this skb was last
+            sent: the order of the kernel's time-sorted list where virtual
+            time gives two sends the same stamp.
     """
 
     __slots__ = (
@@ -200,7 +217,10 @@ class TcpSkbCb:
         "sacked_off",
         "seq",
         "tcp_flags",
+        "tsorted",
         "tw_isn",
+        "tx_delivered",
+        "tx_order",
     )
 
     def __init__(self, seq: int, end_seq: int, tcp_flags: int) -> None:
@@ -216,6 +236,9 @@ class TcpSkbCb:
         self.tw_isn = 0
         self.dsfield = 0
         self.in_flight = 0
+        self.tsorted = False
+        self.tx_delivered = 0
+        self.tx_order = 0
 
     def __repr__(self) -> str:
         return f"<TcpSkbCb {self.seq}-{self.end_seq} f={self.tcp_flags:#x} s={self.sacked:#x}>"
@@ -229,6 +252,7 @@ class InetConnectionSockAfOps(Protocol):
 
     net_header_len: int
     family: int
+    rsk_slab_name: str  # the request_sock_ops' slab_name (tcp_syn_flood_action's message)
 
     def queue_xmit(self, sk: TcpSock, skb: SkBuff) -> int:
         """Add the network header and send (``ip_queue_xmit``); NET_XMIT_* / -errno."""
@@ -247,11 +271,18 @@ class InetConnectionSockAfOps(Protocol):
     ) -> TcpSock | None:
         """The handshake completed: build the child socket."""
 
-    def send_reset(self, sk: Any, skb: SkBuff) -> None:
+    def send_reset(self, sk: SockCommon | None, skb: SkBuff) -> None:
         """Answer *skb* with a RST built from its headers alone."""
 
     def send_ack(
-        self, sk: Any, skb: SkBuff, seq: int, ack: int, win: int, tsval: int, tsecr: int
+        self,
+        sk: SockCommon | None,
+        skb: SkBuff,
+        seq: int,
+        ack: int,
+        win: int,
+        tsval: int,
+        tsecr: int,
     ) -> None:
         """Send an ACK without a full socket (TIME_WAIT, SYN_RECV)."""
 
@@ -283,11 +314,43 @@ class InetConnectionSockAfOps(Protocol):
     def init_ts_off(self, skb: SkBuff) -> int:
         """The timestamp offset for a SYN's address pair (``tcp_v4_init_ts_off``)."""
 
-    def route_req(self, req: RequestSock) -> Any:
+    def route_req(self, req: RequestSock) -> DstEntry | None:
         """The route a SYN-ACK takes, or None (``inet_csk_route_req``)."""
 
     def cookie_init_seq(self, sk: TcpSock, skb: SkBuff, mss: int) -> tuple[int, int]:
         """A SYN cookie ISN and the MSS it encodes (``cookie_v4_init_sequence``)."""
+
+
+@attrs.frozen
+class TcpProt:
+    """TCP's operations as a socket reaches them (kernel: ``struct proto tcp_prot``).
+
+    A :class:`TcpSock`'s socket calls and timers go through ``sk.sk_prot``,
+    set when the socket is made from the Net's :class:`~netstack.tcp.proto.Tcp`
+    (``tcp_prot`` is built in ``tcp/proto.py`` from ``tcp.py``, ``timer.py``
+    and ``minisocks.py``), so this module imports none of the modules that
+    import it. The kernel's ``struct proto`` is the same indirection
+    (``sk->sk_prot->disconnect`` in ``inet_child_forget``); the socket layer's
+    ``inet_stream_ops`` calls (connect, listen, accept, shutdown) and the
+    handlers ``tcp_init_xmit_timers`` arms ride along here.
+    """
+
+    connect: Callable[[TcpSock, int, int], None]
+    disconnect: Callable[[TcpSock], None]
+    listen: Callable[[TcpSock, int], None]
+    accept: Callable[[TcpSock], TcpSock]
+    sendmsg: Callable[[TcpSock, bytes | bytearray | memoryview, int, tuple[int, int] | None], int]
+    recvmsg: Callable[[TcpSock, int, int], bytes]
+    shutdown: Callable[[TcpSock, int], None]
+    close: Callable[[TcpSock, int], None]
+    readable: Callable[[TcpSock], bool]
+    writable: Callable[[TcpSock], bool]
+    setsockopt: Callable[[TcpSock, int, int, int | bytes], None]
+    getsockopt: Callable[[TcpSock, int, int], int | bytes]
+    write_timer: Callable[[TcpSock], None]  # tcp_write_timer (inet_csk_init_xmit_timers)
+    delack_timer: Callable[[TcpSock], None]  # tcp_delack_timer
+    keepalive_timer: Callable[[TcpSock], None]  # tcp_keepalive_timer
+    tw_timer: Callable[[TimewaitSock], None]  # tw_timer_handler (inet_twsk_alloc)
 
 
 class TcpSock(Sock):
@@ -300,6 +363,7 @@ class TcpSock(Sock):
     def __init__(self, tcp: Tcp, family: int, af_ops: InetConnectionSockAfOps) -> None:
         net = tcp.net
         super().__init__(net, family, 1, 6)  # SOCK_STREAM, IPPROTO_TCP
+        self.sk_prot: TcpProt = tcp.prot  # sk->sk_prot = &tcp_prot (sk_alloc)
         self.tcp = tcp
         self.af_ops = af_ops
         self.ipv6only = False  # sk_ipv6only (AF_INET6: IPV6_V6ONLY / net.ipv6.bindv6only)
@@ -388,6 +452,11 @@ class TcpSock(Sock):
         self.rcv_wnd = 0
         self.rcv_ssthresh = 0
         self.window_clamp = 0
+        self.scaling_ratio = TCP_DEFAULT_SCALING_RATIO  # tcp_scaling_ratio_init()
+        self.chrono_start = 0  # jiffies the running chronograph started
+        self.chrono_type = 0  # enum tcp_chrono (TCP_CHRONO_UNSPEC)
+        self.chrono_stat = [0, 0, 0]  # jiffies busy, rwnd-limited, sndbuf-limited
+        self.rcv_ooopack = 0  # segments queued out of order
         self.bytes_acked = 0
         self.bytes_received = 0
         self.bytes_sent = 0
@@ -434,6 +503,7 @@ class TcpSock(Sock):
         self.rcv_rtt_est_rtt_us = 0
         self.rcv_rtt_est_seq = 0
         self.rcv_rtt_est_time = 0
+        self.rcv_rtt_last_tsecr = 0
         self.rcvq_space_space = 0
         self.rcvq_space_seq = 0
         self.rcvq_space_time = 0
@@ -465,6 +535,19 @@ class TcpSock(Sock):
         self.is_sack_reneg = False
         self.frto = False
         self.tlp_high_seq = 0
+        # RACK (struct tcp_rack, tcp_recovery.c) and reordering/D-SACK history
+        self.rack_mstamp = -1  # rack.mstamp: (re)sent time of the latest (s)acked skb, µs
+        self.rack_rtt_us = 0  # rack.rtt_us: its RTT
+        self.rack_end_seq = 0  # rack.end_seq
+        self.rack_tx_order = 0  # the send order of that skb (TcpSkbCb.tx_order)
+        self.tx_order = 0  # transmissions so far (for TcpSkbCb.tx_order)
+        self.rack_last_delivered = 0  # rack.last_delivered: when reo_wnd last grew
+        self.rack_reo_wnd_steps = 1  # rack.reo_wnd_steps: reo_wnd in min_rtt/4 steps
+        self.rack_reo_wnd_persist = 0  # rack.reo_wnd_persist: recoveries left to keep it
+        self.rack_dsack_seen = False  # rack.dsack_seen
+        self.rack_advanced = False  # rack.advanced
+        self.reord_seen = 0  # reordering events seen (tcpi_reord_seen)
+        self.dsack_dups = 0  # segments D-SACKed (tcpi_dsack_dups)
         self.highest_sack: SkBuff | None = None
         self.lost_skb_hint: SkBuff | None = None
         self.lost_cnt_hint = 0
@@ -483,7 +566,19 @@ class TcpSock(Sock):
         self.write_queue: collections.deque[SkBuff] = collections.deque()
         self.rtx_queue: list[SkBuff] = []
         self.out_of_order_queue: list[SkBuff] = []
-        self.defer_connect = False
+        self.defer_connect = False  # TCP_FASTOPEN_CONNECT: the SYN waits for the first write
+        # TCP Fast Open (netstack.tcp.fastopen)
+        self.fastopenq = FastopenQueue()  # icsk_accept_queue.fastopenq
+        self.fastopen_rsk: RequestSock | None = None  # a passive child's request
+        self.fastopen_req: Any = None  # TcpFastopenRequest of an active open
+        self.fastopen_connect = False
+        self.fastopen_no_cookie = False
+        self.syn_fastopen = False  # our SYN carried a Fast Open option
+        self.syn_fastopen_exp = False
+        self.syn_fastopen_child = False
+        self.syn_data = False  # our SYN carried data
+        self.syn_data_acked = False
+        self.fastopen_client_fail = 0
         self.connect_pending = False  # a blocking connect() waits
         self.rst_sent = False
         self.tlp_retrans = 0
@@ -499,49 +594,49 @@ class TcpSock(Sock):
         return TCP_STATE_NAMES.get(self.state, str(self.state))
 
     def _write_timer(self) -> None:
-        _timer.tcp_write_timer(self)
+        self.sk_prot.write_timer(self)
 
     def _delack_timer(self) -> None:
-        _timer.tcp_delack_timer(self)
+        self.sk_prot.delack_timer(self)
 
     def _keepalive_timer(self) -> None:
-        _timer.tcp_keepalive_timer(self)
+        self.sk_prot.keepalive_timer(self)
 
     # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
     def bind(self, addr: int, port: int) -> None:
         self.af_ops.bind(self, addr, port)
 
     def connect(self, addr: int, port: int) -> None:
-        _tcp.inet_stream_connect(self, addr, port)
+        self.sk_prot.connect(self, addr, port)
 
     def disconnect(self) -> None:
-        _tcp.tcp_disconnect(self)
+        self.sk_prot.disconnect(self)
 
     def listen(self, backlog: int) -> None:
-        _tcp.inet_listen(self, backlog)
+        self.sk_prot.listen(self, backlog)
 
     def accept(self) -> TcpSock:
-        return _tcp.inet_csk_accept(self)
+        return self.sk_prot.accept(self)
 
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        return _tcp.tcp_sendmsg(self, data, flags)
+        return self.sk_prot.sendmsg(self, data, flags, dest)
 
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        data = _tcp.tcp_recvmsg(self, bufsize, flags)
+        data = self.sk_prot.recvmsg(self, bufsize, flags)
         daddr = self.inet_daddr
         if self.family != self.af_ops.family:  # an AF_INET6 socket talking IPv4
             daddr |= V4MAPPED_PREFIX
         return data, (daddr, self.inet_dport), 0, []
 
     def shutdown(self, how: int) -> None:
-        _tcp.inet_shutdown(self, how)
+        self.sk_prot.shutdown(self, how)
 
     def close(self) -> None:
-        _tcp.tcp_close(self, self.sk_lingertime if self.sock_flag_linger else -1)
+        self.sk_prot.close(self, self.sk_lingertime if self.sock_flag_linger else -1)
 
     def getpeername(self) -> tuple[int, int]:
         if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
@@ -564,16 +659,16 @@ class TcpSock(Sock):
         return addr
 
     def readable(self) -> bool:
-        return _tcp.tcp_readable(self)
+        return self.sk_prot.readable(self)
 
     def writable(self) -> bool:
-        return _tcp.tcp_writable(self)
+        return self.sk_prot.writable(self)
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
-        _tcp.tcp_setsockopt(self, level, optname, value)
+        self.sk_prot.setsockopt(self, level, optname, value)
 
     def getsockopt(self, level: int, optname: int) -> int | bytes:
-        return _tcp.tcp_getsockopt(self, level, optname)
+        return self.sk_prot.getsockopt(self, level, optname)
 
     def default_ttl(self) -> int:
         return self.tcp.default_ttl()
@@ -583,6 +678,24 @@ class TcpSock(Sock):
             f"<TcpSock {self.net.name} {self.state_name} "
             f"{self.inet_rcv_saddr:#x}:{self.inet_num} -> {self.inet_daddr:#x}:{self.inet_dport}>"
         )
+
+
+class FastopenQueue:
+    """``struct fastopen_queue``: a listener's pending Fast Open children.
+
+    *qlen* counts children still in SYN_RECV (and requests that were reset,
+    kept 60 s in *rskq_rst* as a defence against spoofed SYNs); *max_qlen* is
+    ``TCP_FASTOPEN``'s value, 0 when Fast Open is off on the listener; *ctx*
+    the listener's own keys (``TCP_FASTOPEN_KEY``), None for the Net's.
+    """
+
+    __slots__ = ("ctx", "max_qlen", "qlen", "rskq_rst")
+
+    def __init__(self) -> None:
+        self.max_qlen = 0
+        self.qlen = 0
+        self.rskq_rst: collections.deque[tuple[RequestSock, int]] = collections.deque()
+        self.ctx: list[tuple[int, int]] | None = None
 
 
 class RequestSock:
@@ -597,7 +710,7 @@ class RequestSock:
         self.state = TCP_NEW_SYN_RECV
         self.family = listener.family
         # tcp_rsk(req)->af_specific: the family of the SYN (IPv4 on a dual-stack listener)
-        self.af_specific: Any = listener.af_ops
+        self.af_specific: InetConnectionSockAfOps = listener.af_ops
         self.loc_addr = 0
         self.rmt_addr = 0
         self.num = 0  # local port
@@ -632,6 +745,14 @@ class RequestSock:
         self.hashed = False
         self.adv_mss = 536  # the MSS our SYN-ACK offers
         self.ehash_key: tuple[int, int, int, int, int] | None = None
+        self.tfo_listener = False  # a Fast Open child was created from it
+        self.fastopen_cookie: Any = None  # the cookie the first SYN-ACK carries
+        self.timeout = 0
+
+    @property
+    def state_name(self) -> str:
+        """What ``ss`` shows: sock_diag reports a request as ``TCP_SYN_RECV``."""
+        return "SYN-RECV"
 
     def __repr__(self) -> str:
         return f"<RequestSock {self.rmt_addr:#x}:{self.rmt_port} -> :{self.num}>"
@@ -647,6 +768,7 @@ class TimewaitSock:
 
     def __init__(self, sk: TcpSock, state: int) -> None:
         self.net: Net = sk.net
+        self.tw_prot: TcpProt = sk.sk_prot  # tw->tw_prot
         self.tcp = sk.tcp
         self.family = sk.family
         self.af_ops = sk.af_ops
@@ -681,9 +803,7 @@ class TimewaitSock:
         self.killed = False
 
     def _expire(self) -> None:
-        from netstack.tcp.minisocks import tw_timer_handler
-
-        tw_timer_handler(self)
+        self.tw_prot.tw_timer(self)
 
     @property
     def state_name(self) -> str:
@@ -693,8 +813,6 @@ class TimewaitSock:
         return f"<TimewaitSock {self.rcv_saddr:#x}:{self.num} -> {self.daddr:#x}:{self.dport}>"
 
 
-# The socket calls are implemented in tcp.py and the timers in timer.py, both
-# of which import this module; they are reached through the modules, bound
-# here once this module's names exist (a function-level import costs ~5 µs).
-from netstack.tcp import tcp as _tcp  # noqa: E402
-from netstack.tcp import timer as _timer  # noqa: E402
+# A socket of any kind the established hash holds and a bare reply may answer for
+# (kernel: the ``struct sock_common`` of a full, a request or a timewait sock).
+SockCommon: TypeAlias = "TcpSock | RequestSock | TimewaitSock"

@@ -120,6 +120,11 @@ def tcp_done(sk: TcpSock) -> None:
     """
     if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
         sk.mib.AttemptFails += 1
+    req = sk.fastopen_rsk
+    if req is not None:
+        from netstack.tcp.fastopen import reqsk_fastopen_remove
+
+        reqsk_fastopen_remove(sk, req, False)
     tcp_set_state(sk, TCP_CLOSE)
     tcp_clear_xmit_timers(sk)
     sk.sk_shutdown = SHUTDOWN_MASK

@@ -25,6 +25,7 @@ import attrs
 from netstack.core.skbuff import consume_skb
 from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp import fastopen as _fo
 from netstack.tcp.cong import tcp_set_congestion_control
 from netstack.tcp.helpers import sk_stream_is_writeable, sk_stream_memory_free
 from netstack.tcp.input import tcp_rcv_space_adjust
@@ -99,6 +100,7 @@ MSG_DONTWAIT: Final = 0x40
 MSG_WAITALL: Final = 0x100
 MSG_MORE: Final = 0x8000
 MSG_NOSIGNAL: Final = 0x4000
+MSG_FASTOPEN: Final = 0x20000000
 
 IPPROTO_TCP: Final = 6
 TCP_NODELAY: Final = 1
@@ -113,6 +115,10 @@ TCP_INFO: Final = 11
 TCP_QUICKACK: Final = 12
 TCP_CONGESTION: Final = 13
 TCP_USER_TIMEOUT: Final = 18
+TCP_FASTOPEN: Final = 23
+TCP_FASTOPEN_CONNECT: Final = 30
+TCP_FASTOPEN_KEY: Final = 33
+TCP_FASTOPEN_NO_COOKIE: Final = 34
 SO_KEEPALIVE: Final = 9
 SO_LINGER: Final = 13
 
@@ -124,6 +130,7 @@ ENOTCONN: Final = 107
 EPIPE: Final = 32
 ENOENT: Final = 2
 EAGAIN: Final = 11
+EOPNOTSUPP: Final = 95
 
 
 # -- connect / listen / accept -------------------------------------------------------------------
@@ -147,7 +154,13 @@ def inet_stream_connect(sk: TcpSock, addr: int, port: int) -> None:
 
 
 def inet_stream_connect_result(sk: TcpSock) -> bool:
-    """True once the connection is established; raise its error if it failed."""
+    """True once the connection is established; raise its error if it failed.
+
+    A connect() that ``TCP_FASTOPEN_CONNECT`` deferred (a cookie is cached:
+    the SYN waits for the first write) is done at once.
+    """
+    if sk.defer_connect:
+        return True
     if sk.state == TCP_SYN_SENT or sk.state == TCP_SYN_RECV:
         return False
     sk.connect_pending = False
@@ -169,6 +182,15 @@ def inet_listen(sk: TcpSock, backlog: int) -> None:
     if sk.state == TCP_LISTEN:
         return
     tcp = sk.tcp
+    # Fast Open on every listener, without TCP_FASTOPEN (0x400 with 0x2)
+    tfo = tcp.sysctl_tcp_fastopen
+    if (
+        tfo & _fo.TFO_SERVER_WO_SOCKOPT1
+        and tfo & _fo.TFO_SERVER_ENABLE
+        and not sk.fastopenq.max_qlen
+    ):
+        _fo.fastopen_queue_tune(sk, backlog)
+        _fo.tcp_fastopen_init_key_once(tcp)
     if not sk.inet_num:
         tcp.hashinfo.inet_csk_get_port(sk, 0)
     elif sk.bind_port and tcp.hashinfo._conflict(sk, sk.inet_num, False, True):
@@ -214,7 +236,11 @@ def tcp_writable(sk: TcpSock) -> bool:
     """Kernel: net/ipv4/tcp.c, tcp_poll() (EPOLLOUT)."""
     if sk.sk_err or sk.sk_shutdown & SEND_SHUTDOWN:
         return True
-    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV, TCP_LISTEN):
+    if sk.state == TCP_SYN_SENT and sk.defer_connect:
+        return True  # a deferred Fast Open connect: the first write sends the SYN
+    if sk.state in (TCP_SYN_SENT, TCP_LISTEN) or (
+        sk.state == TCP_SYN_RECV and sk.fastopen_rsk is None
+    ):  # (a passive Fast Open child may write in SYN_RECV)
         return False
     if sk.state == TCP_CLOSE:
         return True
@@ -228,15 +254,43 @@ def tcp_writable(sk: TcpSock) -> bool:
 
 
 @kernel("net/ipv4/tcp.c", "tcp_sendmsg_locked")
-def tcp_sendmsg(sk: TcpSock, data: bytes | bytearray | memoryview, flags: int) -> int:
+def tcp_sendmsg(
+    sk: TcpSock,
+    data: bytes | bytearray | memoryview,
+    flags: int,
+    dest: tuple[int, int] | None = None,
+) -> int:
     """Queue as much of *data* as the send buffer takes; return the count.
+
+    ``MSG_FASTOPEN`` (or a connect that ``TCP_FASTOPEN_CONNECT`` deferred)
+    connects first, with data in the SYN when a cookie allows
+    (netstack.tcp.fastopen); the count includes what the SYN carried.
 
     Kernel: net/ipv4/tcp.c, tcp_sendmsg_locked().
     """
     if TIMED:
         spend("tcp_sendmsg_locked")
+    copied_syn = 0
+    if flags & MSG_FASTOPEN or sk.defer_connect:
+        err, copied_syn = tcp_sendmsg_fastopen(
+            sk, bytes(data), flags, dest, bool(flags & MSG_DONTWAIT)
+        )
+        if err == -EINPROGRESS and copied_syn > 0:
+            return copied_syn
+        if err:
+            raise sock_oserror(-err)
+        if copied_syn:
+            data = memoryview(data).cast("B")[copied_syn:]
+            if not len(data):
+                return copied_syn
+            try:
+                return copied_syn + tcp_sendmsg(sk, data, flags & ~MSG_FASTOPEN)
+            except (OSError, SockWouldBlock):
+                return copied_syn
     state = sk.state
-    if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT):  # sk_stream_wait_connect()
+    if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT) and not _fo.tcp_passive_fastopen(
+        sk
+    ):  # sk_stream_wait_connect(); a passive Fast Open child may send in SYN_RECV
         if sk.sk_err:
             raise sock_oserror(sk.sock_error())
         if state not in (TCP_SYN_SENT, TCP_SYN_RECV):
@@ -517,6 +571,10 @@ def tcp_disconnect(sk: TcpSock) -> None:
     if sk.dst_cache is not None:
         sk.dst_cache.release()
         sk.dst_cache = None
+    # clean up the Fast Open fields
+    sk.fastopen_req = None  # tcp_free_fastopen_req()
+    sk.defer_connect = False
+    sk.fastopen_client_fail = 0
     sk.sk_error_report()
 
 
@@ -646,6 +704,11 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
             raise sock_oserror(ENOENT)
         tcp_set_congestion_control(sk, ops)
         return
+    if optname == TCP_FASTOPEN_KEY:  # a primary key, or a primary and a backup
+        if not isinstance(value, bytes) or len(value) not in (16, 32):
+            raise sock_oserror(EINVAL)
+        _fo.tcp_fastopen_reset_cipher(sk.tcp, sk, value)
+        return
     val = sk._int(value)
     if optname == TCP_NODELAY:
         if val:
@@ -694,6 +757,20 @@ def tcp_setsockopt(sk: TcpSock, level: int, optname: int, value: int | bytes) ->
         if val < 0:
             raise sock_oserror(EINVAL)
         sk.icsk_user_timeout = val
+    elif optname == TCP_FASTOPEN:
+        _fo.tcp_fastopen_sockopt_check(sk, val)
+    elif optname == TCP_FASTOPEN_CONNECT:
+        if val > 1 or val < 0:
+            raise sock_oserror(EINVAL)
+        if not sk.tcp.sysctl_tcp_fastopen & 1:  # TFO_CLIENT_ENABLE
+            raise sock_oserror(EOPNOTSUPP)
+        if sk.state != TCP_CLOSE:
+            raise sock_oserror(EINVAL)
+        sk.fastopen_connect = bool(val)
+    elif optname == TCP_FASTOPEN_NO_COOKIE:
+        if val > 1 or val < 0 or sk.state not in (TCP_CLOSE, TCP_LISTEN):
+            raise sock_oserror(EINVAL)
+        sk.fastopen_no_cookie = bool(val)
     else:
         raise sock_oserror(92)  # ENOPROTOOPT
 
@@ -740,6 +817,15 @@ def tcp_getsockopt(sk: TcpSock, level: int, optname: int) -> int | bytes:
         return sk.window_clamp
     if optname == TCP_INFO:
         return repr(tcp_get_info(sk)).encode()
+    if optname == TCP_FASTOPEN:
+        return sk.fastopenq.max_qlen
+    if optname == TCP_FASTOPEN_CONNECT:
+        return int(sk.fastopen_connect)
+    if optname == TCP_FASTOPEN_NO_COOKIE:
+        return int(sk.fastopen_no_cookie)
+    if optname == TCP_FASTOPEN_KEY:
+        keys = sk.fastopenq.ctx if sk.fastopenq.ctx is not None else sk.tcp.tcp_fastopen_ctx
+        return b"".join(a.to_bytes(8, "little") + b.to_bytes(8, "little") for a, b in keys or [])
     raise sock_oserror(92)
 
 
@@ -843,3 +929,85 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         rcv_wnd=sk.rcv_wnd,
         options=tuple(opts),
     )
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp.c", "tcp_sendmsg_fastopen", "net/ipv4/af_inet.c", "__inet_stream_connect")
+def tcp_sendmsg_fastopen(
+    sk: TcpSock, data: bytes, flags: int, dest: tuple[int, int] | None, nonblock: bool
+) -> tuple[int, int]:
+    """``MSG_FASTOPEN`` or a deferred ``TCP_FASTOPEN_CONNECT``: connect with the data.
+
+    Returns ``(err, copied_syn)``: err 0 once connected (a blocking call;
+    the caller sends what the SYN did not carry), -EINPROGRESS while the
+    handshake is on (non-blocking), another negative errno on failure. A
+    blocking call that must wait raises ``SockWouldBlock`` and is called
+    again with the same data; the request stays on the socket meanwhile.
+
+    Kernel: net/ipv4/tcp.c, tcp_sendmsg_fastopen(); net/ipv4/af_inet.c,
+    __inet_stream_connect() (is_sendmsg).
+    """
+    from netstack.core.sock import SockWouldBlock
+    from netstack.tcp.output import tcp_connect
+    from netstack.tcp.sock import TCP_SYN_RECV, TCP_SYN_SENT
+    from netstack.tcp.state import tcp_set_state
+
+    fo = sk.fastopen_req
+    if fo is not None and fo.waiting:  # a blocking call, called again
+        if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+            raise SockWouldBlock(write=True)
+        return _fastopen_done(sk, fo)
+    if not sk.tcp.sysctl_tcp_fastopen & _fo.TFO_CLIENT_ENABLE:
+        return -_fo.EOPNOTSUPP, 0
+    if fo is not None:
+        return -_fo.EALREADY, 0  # another Fast Open is in progress
+    fo = sk.fastopen_req = _fo.TcpFastopenRequest(bytes(data))
+    if sk.defer_connect:
+        err = tcp_connect(sk)
+        if err:
+            tcp_set_state(sk, TCP_CLOSE)
+            sk.inet_dport = 0
+            sk.fastopen_req = None
+            sk.defer_connect = False
+            return err, 0
+        err = -_fo.EINPROGRESS
+    elif sk.state == TCP_CLOSE and not sk.connect_pending:
+        if dest is None:
+            sk.fastopen_req = None
+            return -EINVAL, 0  # no address: tcp_v4_connect()'s addr_len check
+        try:
+            sk.af_ops.connect(sk, dest[0], dest[1])
+        except OSError as e:
+            sk.fastopen_req = None
+            return -(e.errno or EINVAL), 0
+        err = -_fo.EINPROGRESS
+    elif sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+        sk.fastopen_req = None
+        return -_fo.EALREADY, 0
+    else:
+        sk.fastopen_req = None
+        return -_fo.EISCONN, 0
+    if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
+        if nonblock:
+            copied = fo.copied
+            sk.fastopen_req = None
+            sk.defer_connect = False
+            sk.connect_pending = True
+            return err, copied
+        fo.waiting = True
+        sk.connect_pending = True
+        raise SockWouldBlock(write=True)
+    return _fastopen_done(sk, fo)
+
+
+def _fastopen_done(sk: TcpSock, fo: _fo.TcpFastopenRequest) -> tuple[int, int]:
+    """The handshake is over: free the request; the connection's error, if it failed."""
+    sk.fastopen_req = None
+    sk.defer_connect = False
+    sk.connect_pending = False
+    if sk.state == TCP_CLOSE:  # reset, timed out, refused
+        err = sk.sock_error()
+        return -(err or _fo.ECONNREFUSED), 0
+    return 0, fo.copied

@@ -2,7 +2,8 @@
 
 Theory of operation: each socket has three :class:`~netstack.core.timer.TimerList`
 on the Net's timer base (virtual time). ``retransmit_timer`` serves whatever
-``icsk_pending`` names: the RTO (:func:`tcp_retransmit_timer`: mark
+``icsk_pending`` names: RACK's reordering timeout
+(:func:`~netstack.tcp.recovery.tcp_rack_reo_timeout`), the RTO (:func:`tcp_retransmit_timer`: mark
 everything lost, retransmit the head, double the RTO up to TCP_RTO_MAX, give
 up with ETIMEDOUT after ``tcp_retries2`` — ``tcp_syn_retries`` for a SYN), the
 zero-window probe, or a tail loss probe. ``delack_timer`` sends an ACK that
@@ -32,6 +33,7 @@ from netstack.tcp.output import (
     tcp_send_probe0,
     tcp_write_wakeup,
 )
+from netstack.tcp.recovery import tcp_rack_reo_timeout
 from netstack.tcp.sock import (
     ICSK_ACK_PUSHED,
     ICSK_ACK_TIMER,
@@ -46,6 +48,10 @@ from netstack.tcp.sock import (
     TCP_LISTEN,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
+    RequestSock,
+    TCP_CA_Disorder,
+    TCP_CA_Loss,
+    TCP_CA_Recovery,
     TcpSock,
 )
 from netstack.tcp.state import (
@@ -130,12 +136,26 @@ def tcp_clamp_rto_to_user_timeout(sk: TcpSock) -> int:
     return min(sk.icsk_rto, (remaining * tcp.hz + 999) // 1000)  # msecs_to_jiffies()
 
 
-@kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer")
+@kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer", "tcp_update_rto_stats")
 def tcp_retransmit_timer(sk: TcpSock) -> None:
-    """The RTO fired. Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer()."""
+    """The RTO fired: enter Loss, retransmit the head, back off (RTO × 2).
+
+    Each expiry counts once in TCPTimeouts and once in ``icsk_retransmits``
+    (tcp_update_rto_stats), and doubles ``icsk_rto`` (``icsk_backoff`` + 1)
+    up to TCP_RTO_MAX; an RTT sample from a later ACK undoes the back-off.
+    A zero window turns the retransmissions into window probes, which back
+    off the same way but do not time the connection out.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer() / tcp_update_rto_stats()
+    (no thin-stream linear timeouts, no SYN linear timeouts).
+    """
     if TIMED:
         spend("tcp_retransmit_timer")
     tcp = sk.tcp
+    req = sk.fastopen_rsk
+    if req is not None:  # a Fast Open child: only its SYN-ACK goes again before the ACK
+        tcp_fastopen_synack_timer(sk, req)
+        return
     if not sk.packets_out or not sk.rtx_queue:
         return
     if (
@@ -145,31 +165,36 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
         and sk.icsk_retransmits < tcp.sysctl_tcp_retries2
     ):
         # the peer shrank its window to zero: probe, do not give up yet
-        sk.tcp_mstamp = tcp.tcp_clock_us()
         tcp_enter_loss(sk)
         tcp_retransmit_skb(sk, sk.rtx_queue[0], 1)
         sk.icsk_retransmits += 1
-        inet_csk_reset_xmit_timer(
-            sk, ICSK_TIME_RETRANS, min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX), tcp.TCP_RTO_MAX
-        )
-        return
-    if tcp_write_timeout(sk):
-        return
-    if sk.icsk_retransmits == 0:
-        if sk.icsk_ca_state == 3:
-            sk.ext.TCPSackFailures += 1 if sk.sack_ok else 0
-            sk.ext.TCPRenoFailures += 0 if sk.sack_ok else 1
-        elif sk.icsk_ca_state == 4:
-            sk.ext.TCPLossFailures += 1
-    sk.ext.TCPTimeouts += 1
-    sk.tcp_mstamp = tcp.tcp_clock_us()
-    tcp_enter_loss(sk)
-    sk.icsk_retransmits += 1
-    if tcp_retransmit_skb(sk, sk.rtx_queue[0], 1) > 0:
-        inet_csk_reset_xmit_timer(
-            sk, ICSK_TIME_RETRANS, tcp.TCP_RESOURCE_PROBE_INTERVAL, tcp.TCP_RTO_MAX
-        )
-        return
+    else:
+        sk.ext.TCPTimeouts += 1
+        if tcp_write_timeout(sk):
+            return
+        if sk.icsk_retransmits == 0:
+            state = sk.icsk_ca_state
+            if state == TCP_CA_Recovery:
+                if sk.sack_ok:
+                    sk.ext.TCPSackRecoveryFail += 1
+                else:
+                    sk.ext.TCPRenoRecoveryFail += 1
+            elif state == TCP_CA_Loss:
+                sk.ext.TCPLossFailures += 1
+            elif state == TCP_CA_Disorder or sk.sacked_out:
+                if sk.sack_ok:
+                    sk.ext.TCPSackFailures += 1
+                else:
+                    sk.ext.TCPRenoFailures += 1
+        tcp_enter_loss(sk)
+        sk.icsk_retransmits += 1  # tcp_update_rto_stats()
+        if tcp_retransmit_skb(sk, sk.rtx_queue[0], 1) > 0:
+            # local congestion: let senders fight for local resources conservatively
+            inet_csk_reset_xmit_timer(
+                sk, ICSK_TIME_RETRANS, tcp.TCP_RESOURCE_PROBE_INTERVAL, tcp.TCP_RTO_MAX
+            )
+            return
+    # out_reset_timer: exponential back-off
     sk.icsk_backoff += 1
     sk.icsk_rto = min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX)
     inet_csk_reset_xmit_timer(
@@ -203,13 +228,15 @@ def tcp_write_timer(sk: TcpSock) -> None:
         return
     event = sk.icsk_pending
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
-    if event == ICSK_TIME_LOSS_PROBE:
+    if event == ICSK_TIME_REO_TIMEOUT:
+        tcp_rack_reo_timeout(sk)
+    elif event == ICSK_TIME_LOSS_PROBE:
         tcp_send_loss_probe(sk)
-        return
-    sk.icsk_pending = 0
-    if event in (ICSK_TIME_RETRANS, ICSK_TIME_REO_TIMEOUT):
+    elif event == ICSK_TIME_RETRANS:
+        sk.icsk_pending = 0
         tcp_retransmit_timer(sk)
     elif event == ICSK_TIME_PROBE0:
+        sk.icsk_pending = 0
         tcp_probe_timer(sk)
 
 
@@ -277,3 +304,37 @@ def tcp_keepalive_timer(sk: TcpSock) -> None:
     else:
         elapsed_t = elapsed_t - idle
     inet_csk_reset_keepalive_timer(sk, elapsed_t)
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_fastopen_synack_timer")
+def tcp_fastopen_synack_timer(sk: TcpSock, req: RequestSock) -> None:
+    """A Fast Open child's SYN-ACK timed out: resend it with back-off, or give up.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_fastopen_synack_timer().
+    """
+    from netstack.tcp.helpers import inet_csk_reset_xmit_timer
+    from netstack.tcp.input import tcp_enter_loss
+
+    tcp = sk.tcp
+    tcp.ext.TCPTimeouts += 1  # tcp_syn_ack_timeout()
+    max_retries = tcp.sysctl_tcp_synack_retries + 1  # one more for Fast Open
+    if req.num_timeout >= max_retries:
+        tcp_write_err(sk)
+        return
+    if sk.icsk_retransmits == 1:
+        tcp_enter_loss(sk)
+    ops = req.af_specific
+    if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
+        tcp.mib.RetransSegs += 1
+        tcp.ext.TCPSynRetrans += 1
+        req.num_retrans += 1
+    req.num_timeout += 1
+    sk.icsk_retransmits += 1
+    if not sk.retrans_stamp:
+        sk.retrans_stamp = tcp.tcp_time_stamp_ms()
+    inet_csk_reset_xmit_timer(
+        sk, ICSK_TIME_RETRANS, min(req.timeout << req.num_timeout, tcp.TCP_RTO_MAX), tcp.TCP_RTO_MAX
+    )

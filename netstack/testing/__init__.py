@@ -9,7 +9,9 @@
   :func:`nstat`, :func:`open_test_lab`;
 * :mod:`.checkers`: packet checkers — ``check_frame``, ``expect_frame``,
   ``Frames`` and the layer matchers;
-* :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs.
+* :mod:`.conformance`: :func:`check_net_device`, the suite a driver runs;
+* :mod:`.tcpctx`: :class:`TcpContext`, a host and a hand-driven TCP peer
+  (segments as bytes, relative numbers, ``expect_segment`` with a diff).
 """
 
 from netstack.testing.builders import (
@@ -44,6 +46,7 @@ from netstack.testing.conformance import (
     vlan_pair,
 )
 from netstack.testing.plugin import netstack_run, seeds, topology_fixture
+from netstack.testing.tcpctx import Segment, TcpContext
 from netstack.testing.topologies import (
     GreSites,
     RoutedHosts,
@@ -69,6 +72,8 @@ __all__ = [
     "IPv6",
     "LinkOptions",
     "RoutedHosts",
+    "Segment",
+    "TcpContext",
     "TopologyUnavailable",
     "TwoHosts",
     "add_addr",

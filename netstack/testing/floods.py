@@ -180,9 +180,17 @@ def _icmp(icmp_type: int, code: int, rest: int, body: bytes) -> bytes:
     return bytes(msg)
 
 
+def icmp_error(
+    src: int, dst: int, icmp_type: int, code: int, quoted: bytes, *, info: int = 0
+) -> bytes:
+    """An ICMP error from *src* to *dst* quoting an IPv4 packet (up to 576 bytes in all);
+    *info* is the 32-bit field after the checksum."""
+    return ipv4(src, dst, 1, _icmp(icmp_type, code, info, quoted[:548]), frag_off=0)
+
+
 def icmp_unreach(src: int, dst: int, code: int, quoted: bytes, *, mtu: int = 0) -> bytes:
     """An ICMP destination unreachable from *src* to *dst* quoting an IPv4 packet."""
-    return ipv4(src, dst, 1, _icmp(3, code, mtu & 0xFFFF, quoted[:548]), frag_off=0)
+    return icmp_error(src, dst, 3, code, quoted, info=mtu & 0xFFFF)
 
 
 def icmp_frag_needed(src: int, dst: int, mtu: int, quoted: bytes) -> bytes:
@@ -190,13 +198,20 @@ def icmp_frag_needed(src: int, dst: int, mtu: int, quoted: bytes) -> bytes:
     return icmp_unreach(src, dst, 4, quoted, mtu=mtu)
 
 
-def icmp6_packet_too_big(src: int, dst: int, mtu: int, quoted: bytes) -> bytes:
-    """ICMPv6 Packet Too Big from *src* to *dst* quoting an IPv6 packet."""
-    body = quoted[: 1280 - 48]
-    msg = bytearray(_ICMP6.pack(2, 0, 0, mtu) + body)
+def icmp6_error(
+    src: int, dst: int, icmp_type: int, code: int, quoted: bytes, *, info: int = 0
+) -> bytes:
+    """An ICMPv6 error from *src* to *dst* quoting an IPv6 packet (up to 1280 bytes in
+    all); *info* is the 32-bit field after the checksum (an MTU, a pointer)."""
+    msg = bytearray(_ICMP6.pack(icmp_type, code, 0, info) + quoted[: 1280 - 48])
     c = csum_ipv6_magic(src, dst, len(msg), 58, csum_partial(msg, 0, len(msg)))
     struct.pack_into("!H", msg, 2, c)
     return ipv6(src, dst, 58, bytes(msg))
+
+
+def icmp6_packet_too_big(src: int, dst: int, mtu: int, quoted: bytes) -> bytes:
+    """ICMPv6 Packet Too Big from *src* to *dst* quoting an IPv6 packet."""
+    return icmp6_error(src, dst, 2, 0, quoted, info=mtu)
 
 
 def ipv4_fragment(

@@ -31,8 +31,9 @@ configure — no ``trio_mode``, no ``conftest.py``:
   ``ExceptionGroup``), with a "netstack seed" section when seeds are in play;
 * **capture on failure** — every device of every host in ``lab`` is captured
   in memory; when a test fails, the captures are written as pcap files
-  (``HOST-DEV.pcap``) to a directory that the failure report names (section
-  "netstack captures"), ready for ``netstack decode`` or Wireshark. Turn it
+  (``HOST-DEV.pcap``) to a directory of the test's own (its node id made
+  safe for a folder name, and a digest of it) that the failure report names
+  (section "netstack captures"), ready for ``netstack decode`` or Wireshark. Turn it
   off with ``--netstack-no-capture`` or ``@pytest.mark.netstack_nocapture``;
   choose the directory with ``--netstack-capture-dir`` (under pytest-xdist each
   worker writes below its own ``gwN`` folder there, and by default under its
@@ -42,6 +43,7 @@ configure — no ``trio_mode``, no ``conftest.py``:
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import shlex
 from collections.abc import AsyncIterator, Callable, Generator
@@ -282,8 +284,11 @@ def capture_all(host: Host, captures: list[Capture]) -> None:
 def _write_pcaps(item: pytest.Item, captures: list[Capture], base: Path) -> list[Path]:
     import dpkt
 
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in item.nodeid)[-120:]
-    target = base / safe
+    # the node id made safe for a folder name (and shortened) is no longer unique
+    # (``a/b.py::t`` and ``a_b.py::t``): its digest keeps tests apart
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in item.nodeid)[-110:]
+    digest = hashlib.sha1(item.nodeid.encode(), usedforsecurity=False).hexdigest()[:8]
+    target = base / f"{safe}-{digest}"
     target.mkdir(parents=True, exist_ok=True)
     paths = []
     seen: set[str] = set()

@@ -37,6 +37,7 @@ from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import AF_INET
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
@@ -65,7 +66,7 @@ from netstack.tunnels.ip_tunnel import (
     iptunnel_pull_header,
     pskb_inet_may_pull,
 )
-from netstack.tunnels.tunnel4 import AF_INET, XfrmTunnel, xfrm4_tunnel_register
+from netstack.tunnels.tunnel4 import XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_TUNNEL
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import (

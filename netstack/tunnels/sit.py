@@ -49,9 +49,9 @@ from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import AF_INET, AF_INET6
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.constants import RTN_LOCAL, RTN_UNICAST
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.ipv6 import ipv6_of
 from netstack.ipv6.route import Rt6Info, rt6_nexthop
@@ -84,7 +84,7 @@ from netstack.tunnels.ip_tunnel import (
     pskb_inet_may_pull,
 )
 from netstack.tunnels.ipip import IptunParms, ipip_netlink_parms
-from netstack.tunnels.tunnel4 import AF_INET, AF_INET6, XfrmTunnel, xfrm4_tunnel_register
+from netstack.tunnels.tunnel4 import XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_SIT
 from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6
 from netstack.wire.icmp import (
@@ -98,6 +98,7 @@ from netstack.wire.icmp import (
 from netstack.wire.icmpv6 import ICMPV6_PKT_TOOBIG
 from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP, IPPROTO_IPV6, IPV4_HLEN
 from netstack.wire.ipv6 import IPV6_ADDR_COMPATv4, addr_at, ipv6_addr_type
+from netstack.wire.rtnetlink import RTN_LOCAL, RTN_UNICAST
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -21,6 +21,7 @@ import attrs
 
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.sock import AF_INET, AF_INET6
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.netns import InetProtocol
 from netstack.sites import TIMED, kernel, spend
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
 
 __all__ = ["XfrmTunnel", "tunnel4_init", "xfrm4_tunnel_deregister", "xfrm4_tunnel_register"]
-
-AF_INET = 2
-AF_INET6 = 10
 
 
 @attrs.define(eq=False)

@@ -9,10 +9,14 @@ record of it.
 Options are written in exactly the order and alignment of the kernel's
 ``tcp_options_write`` (MSS, then timestamps — with SACK-permitted folded into
 the timestamp word when both are present —, SACK-permitted alone, window
-scale, SACK blocks), so a Linux SYN reads ``02 04 05 b4  04 02 08 0a <tsval>
-<tsecr>  01 03 03 07``. :func:`iter_options` walks an option area with the
-parser's rules (``tcp_parse_options``): EOL ends it, a length below 2 or past
-the end stops it ("silly" and partial options), NOP is skipped.
+scale, SACK blocks, the TCP Fast Open cookie), so a Linux SYN reads ``02 04
+05 b4  04 02 08 0a <tsval> <tsecr>  01 03 03 07``. The Fast Open option is
+RFC 7413's kind 34 (``22 0a <8-byte cookie>``, an empty one a cookie request,
+``22 02``) or the experimental kind 254 with magic 0xF989 (``fe 0c f9 89
+<cookie>``); a length of 2 mod 4 is padded with two NOPs. :func:`iter_options`
+walks an option area with the parser's rules (``tcp_parse_options``): EOL
+ends it, a length below 2 or past the end stops it ("silly" and partial
+options), NOP is skipped.
 
 Pure: no trio, no state. Kernel: include/uapi/linux/tcp.h, include/net/tcp.h,
 net/ipv4/tcp_output.c (tcp_options_write), net/ipv4/tcp_input.c
@@ -42,10 +46,12 @@ __all__ = [
     "TcpHdr",
     "TcpOutOptions",
     "TcpParsedOptions",
+    "fastopen_option_space",
     "flags_str",
     "iter_options",
     "pack_into",
     "parse",
+    "parse_fastopen_option",
     "parse_options",
 ]
 
@@ -76,6 +82,7 @@ TCPOPT_MD5SIG: Final = 19
 TCPOPT_MPTCP: Final = 30
 TCPOPT_FASTOPEN: Final = 34
 TCPOPT_EXP: Final = 254
+TCPOPT_FASTOPEN_MAGIC: Final = 0xF989  # the experimental option's ExID (RFC 6994)
 
 TCPOLEN_MSS: Final = 4
 TCPOLEN_WINDOW: Final = 3
@@ -84,6 +91,10 @@ TCPOLEN_TIMESTAMP: Final = 10
 TCPOLEN_MD5SIG: Final = 18
 TCPOLEN_SACK_BASE: Final = 2
 TCPOLEN_SACK_PERBLOCK: Final = 8
+TCPOLEN_FASTOPEN_BASE: Final = 2
+TCPOLEN_EXP_FASTOPEN_BASE: Final = 4
+TCP_FASTOPEN_COOKIE_MIN: Final = 4
+TCP_FASTOPEN_COOKIE_MAX: Final = 16
 # aligned sizes, as tcp_options_write pads them
 TCPOLEN_MSS_ALIGNED: Final = 4
 TCPOLEN_TSTAMP_ALIGNED: Final = 12
@@ -159,9 +170,11 @@ class TcpOutOptions:
         sack_perm: send SACK-permitted.
         ts: ``(tsval, tsecr)`` or None.
         sacks: SACK blocks, ``(start, end)`` pairs (at most what fits).
+        fastopen: the Fast Open cookie to send (``b""`` asks for one) and
+            whether in the experimental form, or None for no option.
     """
 
-    __slots__ = ("mss", "sack_perm", "sacks", "ts", "ws")
+    __slots__ = ("fastopen", "mss", "sack_perm", "sacks", "ts", "ws")
 
     def __init__(
         self,
@@ -170,12 +183,14 @@ class TcpOutOptions:
         sack_perm: bool = False,
         ts: tuple[int, int] | None = None,
         sacks: tuple[tuple[int, int], ...] = (),
+        fastopen: tuple[bytes, bool] | None = None,
     ) -> None:
         self.mss = mss
         self.ws = ws
         self.sack_perm = sack_perm
         self.ts = ts
         self.sacks = sacks
+        self.fastopen = fastopen
 
     def size(self) -> int:
         """Bytes the options take on the wire (a multiple of 4)."""
@@ -190,6 +205,8 @@ class TcpOutOptions:
             n += TCPOLEN_WSCALE_ALIGNED
         if self.sacks:
             n += TCPOLEN_SACK_BASE_ALIGNED + len(self.sacks) * TCPOLEN_SACK_PERBLOCK
+        if self.fastopen is not None:
+            n += fastopen_option_space(len(self.fastopen[0]), self.fastopen[1])
         return n
 
     @kernel("net/ipv4/tcp_output.c", "tcp_options_write")
@@ -224,6 +241,23 @@ class TcpOutOptions:
             for start, end in sacks:
                 _II.pack_into(buf, off, start & 0xFFFFFFFF, end & 0xFFFFFFFF)
                 off += 8
+        fo = self.fastopen
+        if fo is not None:
+            cookie, exp = fo
+            if exp:
+                length = TCPOLEN_EXP_FASTOPEN_BASE + len(cookie)
+                _I.pack_into(buf, off, (TCPOPT_EXP << 24) | (length << 16) | TCPOPT_FASTOPEN_MAGIC)
+                p = off + TCPOLEN_EXP_FASTOPEN_BASE
+            else:
+                length = TCPOLEN_FASTOPEN_BASE + len(cookie)
+                buf[off] = TCPOPT_FASTOPEN
+                buf[off + 1] = length
+                p = off + TCPOLEN_FASTOPEN_BASE
+            buf[p : p + len(cookie)] = cookie
+            if length & 3 == 2:
+                buf[p + len(cookie)] = TCPOPT_NOP
+                buf[p + len(cookie) + 1] = TCPOPT_NOP
+            off += ((length + 3) >> 2) << 2
         return off
 
     def tobytes(self) -> bytes:
@@ -262,6 +296,29 @@ def iter_options(
         i += size
 
 
+def fastopen_option_space(cookie_len: int, exp: bool) -> int:
+    """Bytes a Fast Open option with a *cookie_len*-byte cookie takes, 32-bit aligned
+    (``tcp_syn_options``/``tcp_synack_options``: ``need = (need + 3) & ~3``)."""
+    need = cookie_len + (TCPOLEN_EXP_FASTOPEN_BASE if exp else TCPOLEN_FASTOPEN_BASE)
+    return (need + 3) & ~3
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_parse_fastopen_option")
+def parse_fastopen_option(length: int, cookie: bytes, exp: bool) -> tuple[int, bytes, bool]:
+    """A Fast Open option's cookie: ``(len, cookie, exp)``; len -1 for an invalid one,
+    0 for a cookie request (the caller has checked it is a SYN).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_parse_fastopen_option().
+    """
+    if length < 0 or length & 1:
+        return -1, b"", exp
+    if TCP_FASTOPEN_COOKIE_MIN <= length <= TCP_FASTOPEN_COOKIE_MAX:
+        return length, bytes(cookie[:length]), exp
+    if length != 0:
+        return -1, b"", exp
+    return 0, b"", exp
+
+
 class TcpParsedOptions(NamedTuple):
     """What an option area says, without the socket-state checks the stack adds."""
 
@@ -270,6 +327,7 @@ class TcpParsedOptions(NamedTuple):
     sack_perm: bool
     ts: tuple[int, int] | None
     sacks: tuple[tuple[int, int], ...]
+    fastopen: bytes | None = None  # the cookie (b"" a request); either option form
 
 
 def parse_options(buf: bytes | bytearray | memoryview, start: int, end: int) -> TcpParsedOptions:
@@ -278,6 +336,7 @@ def parse_options(buf: bytes | bytearray | memoryview, start: int, end: int) -> 
     sack_perm = False
     ts = None
     sacks: tuple[tuple[int, int], ...] = ()
+    fastopen: bytes | None = None
     for kind, off, size in iter_options(buf, start, end):
         if kind == TCPOPT_MSS and size == TCPOLEN_MSS:
             mss = (buf[off + 2] << 8) | buf[off + 3]
@@ -293,4 +352,12 @@ def parse_options(buf: bytes | bytearray | memoryview, start: int, end: int) -> 
             and not (size - TCPOLEN_SACK_BASE) % TCPOLEN_SACK_PERBLOCK
         ):
             sacks = tuple(_II.unpack_from(buf, off + 2 + 8 * j) for j in range((size - 2) // 8))
-    return TcpParsedOptions(mss, wscale, sack_perm, ts, sacks)
+        elif kind == TCPOPT_FASTOPEN:
+            fastopen = bytes(buf[off + 2 : off + size])
+        elif (
+            kind == TCPOPT_EXP
+            and size >= TCPOLEN_EXP_FASTOPEN_BASE
+            and ((buf[off + 2] << 8) | buf[off + 3]) == TCPOPT_FASTOPEN_MAGIC
+        ):
+            fastopen = bytes(buf[off + 4 : off + size])
+    return TcpParsedOptions(mss, wscale, sack_perm, ts, sacks, fastopen)

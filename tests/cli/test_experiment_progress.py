@@ -88,6 +88,6 @@ def test_before_after_both_have_help(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["experiment", "--help"])
     out = capsys.readouterr().out
-    assert "--before     run only with the seed's patch reverted" in out
-    assert "--after      run only with the seed's patch applied" in out
-    assert "--both       run before and after" in out
+    assert "--before              run only with the seed's patch reverted" in out
+    assert "--after               run only with the seed's patch applied" in out
+    assert "--both                run before and after" in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import trio.testing
 
 import netstack
+from netstack.ipv4.af_inet import ipv4_of
 from netstack.ipv4.fib import FibTable
 
 
@@ -28,7 +29,7 @@ async def test_the_device_index_follows_every_change(
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         lab.add_link("a:eth1", "b:eth1")
-        fib = a.net.ipv4.fib
+        fib = ipv4_of(a.net).fib
 
         def check() -> None:
             for table in fib.tables.values():

@@ -6,6 +6,7 @@ import pytest
 import trio.testing
 from helpers import Term
 
+from netstack.ipv4 import ipv4_of
 from netstack.ipv4.proc import SNMP4_NET_LIST, netstat_seq_show, snmp_seq_show
 
 # net/ipv4/proc.c (Linux 6.17): the header lines snmp_seq_show() prints
@@ -75,7 +76,7 @@ async def test_snmp_and_netstat_after_ping_and_tcp(
 async def test_icmpmsg_sixteen_types_a_line(
     term: Term, autojump_clock: trio.testing.MockClock
 ) -> None:
-    ipv4 = term.session.lab.hosts["h1"].net.ipv4
+    ipv4 = ipv4_of(term.session.lab.hosts["h1"].net)
     for t in range(18):
         ipv4.icmpmsg.in_types[t] += 1
     lines = snmp_seq_show(term.session.lab.hosts["h1"].net).split("\n")

@@ -51,6 +51,7 @@ TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
 IFF_TUN, IFF_NO_PI, IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
 TUN_F_ALL = 0x01 | 0x02 | 0x04 | 0x08
+MSG_FASTOPEN = 0x20000000
 VNET_HDR = struct.Struct("=BBHHHH")  # flags, gso_type, hdr_len, gso_size, csum_start, csum_off
 
 # struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_rcv_wnd
@@ -185,6 +186,8 @@ class LinuxRunner(Runner):
         out = {f"tcpi_{k}": v for k, v in values.items() if k not in ("wscale", "flags")}
         out["tcpi_snd_wscale"] = values["wscale"] & 0xF
         out["tcpi_rcv_wscale"] = values["wscale"] >> 4
+        # tcpi_delivery_rate_app_limited:1, tcpi_fastopen_client_fail:2
+        out["tcpi_fastopen_client_fail"] = (values["flags"] >> 1) & 3
         return out
 
     # -- system calls on real sockets -----------------------------------------------------
@@ -316,8 +319,28 @@ class LinuxRunner(Runner):
 
     def _send(self, ev: Event, spec: SyscallSpec, fd: FdState, count: int, flags: int) -> Any:
         sent = [0]
+        fastopen = [bool(flags & MSG_FASTOPEN)]
+        flags &= ~MSG_FASTOPEN
 
         def fn() -> int:
+            if fastopen[0]:  # sendto(..., MSG_FASTOPEN, ...): a connect with data
+                fastopen[0] = False
+                t = fd.tracked
+                if t is not None and t.state == SOCKET_NEW:
+                    t.state = SOCKET_ACTIVE_CONNECTING
+                    t.live_remote_ip = self.wire_remote
+                    t.live_remote_port = self.config.connect_port
+                    self.sut = t
+                try:
+                    sent[0] += fd.sock.sendto(
+                        bytes(count), flags | MSG_FASTOPEN, self._connect_addr()
+                    )
+                except BlockingIOError as e:
+                    if e.errno == errno.EINPROGRESS and fd.nonblock:
+                        raise OSError(errno.EINPROGRESS, os.strerror(errno.EINPROGRESS)) from None
+                    raise
+                if fd.nonblock:
+                    return sent[0]
             while sent[0] < count:
                 try:
                     sent[0] += fd.sock.send(bytes(count - sent[0]), flags)

@@ -84,9 +84,13 @@ async def test_tbf_delivers_a_udp_flood_at_its_rate(
     rate = len(window) * FRAME * 8 / 10
     assert abs(rate - 1_000_000) / 1_000_000 < 0.02, rate
     st = a.dev("eth0").qdisc.statistics()
-    assert st.drops > 0 and st.overlimits > 0  # it was a flood: tbf said no and dropped
-    # every datagram was sent, dropped or still queued; the rest is ARP and the ping
-    assert 0 < st.packets + st.drops + st.qlen - offered <= 4
+    # it was a flood: 121 rounds of 23 datagrams offered, 1507 delivered, the rest dropped
+    # at tbf's limit; overlimits counts every dequeue that found the bucket short
+    # (the watchdog's schedule, exact in virtual time)
+    assert (offered, len(got), st.drops, st.qlen, st.overlimits) == (2783, 1507, 1276, 0, 5639)
+    # every datagram was sent, dropped or still queued; the rest is the ARP request, the
+    # ping and the reply to b's unicast ARP probe when its entry went stale (at 5.2 s)
+    assert st.packets + st.drops + st.qlen - offered == 3
 
 
 # -- netem ------------------------------------------------------------------------------
@@ -346,7 +350,9 @@ async def test_fq_codel_keeps_a_sparse_flow_near_target_where_pfifo_does_not(
     assert len(fifo) == 10 and min(fifo) > 380, fifo
     assert "new_flows_len" in fq_out and "drop_overlimit" in fq_out
     dropped = re.findall(r"dropped (\d+)", fifo_out)
-    assert int(dropped[1]) > 0  # the pfifo child overflowed
+    # the pfifo child overflowed (320 pps offered, 240 pps leave the shaper, 100 queued):
+    # 212 drops in this virtual run, which tbf, its parent, counts too
+    assert dropped == ["212", "212"]
 
 
 async def test_fq_codel_marks_ect_flows_and_drops_the_others(

@@ -37,6 +37,7 @@ async def test_aioquic_handshake_and_stream(lab: Lab) -> None:
     assert udp6.NoPorts == 0
     # over IPv4: aioquic maps 10.0.0.2 to ::ffff:10.0.0.2 on its dual-stack socket
     assert await a.run_asyncio(_exchange, "10.0.0.2", b"v4") == b"4v"
+    # a bound: the datagrams are aioquic's (coalescing, ACK frequency: its version's)
     assert a.snmp()["Udp"].OutDatagrams > 0
     assert b.snmp()["Udp"].InDatagrams == a.snmp()["Udp"].OutDatagrams
 

@@ -20,11 +20,12 @@ from typing import Any
 import dpkt
 import pytest
 import trio
+from helpers import recv_all
 
 from netstack.core.features import SKB_GSO_TCPV4
 from netstack.core.sock import AF_INET, AF_INET6, SOCK_DGRAM, SOCK_STREAM
 from netstack.host import Lab
-from netstack.socket import IPPROTO_IPV6, IPV6_V6ONLY, Socket
+from netstack.socket import IPPROTO_IPV6, IPV6_V6ONLY
 from netstack.tcp import tcp_of
 from netstack.tcp.hashtables import ipv6_rcv_saddr_equal
 from netstack.testing import builders
@@ -35,13 +36,6 @@ M = 0xFFFF << 32  # ::ffff:0.0.0.0
 
 # a (10.0.0.1, 2001:db8::1) — b (10.0.0.2, 2001:db8::2), no DAD
 dual_pair = functools.partial(builders.pair, family="dual", ipv4_only=False, nodad=True)
-
-
-async def recv_all(conn: Socket) -> bytes:
-    out = bytearray()
-    while data := await conn.recv(1 << 16):
-        out += data
-    return bytes(out)
 
 
 def ip_packets(frames: list[tuple[float, bytes, bool]]) -> list[dpkt.ip.IP | dpkt.ip6.IP6]:

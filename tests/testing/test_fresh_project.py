@@ -159,3 +159,76 @@ def test_asyncio_marker_in_a_new_project(tmp_path: Path) -> None:
     assert "assert b'HELLO' == b'hello'" in out, out
     pcaps = sorted(p.name for p in (tmp_path / "pcaps").rglob("*.pcap"))
     assert pcaps == ["a-eth0.pcap", "b-eth0.pcap"], out
+
+
+FAILING_PING = textwrap.dedent("""
+    async def test_fails(lab) -> None:
+        v4 = {"net.ipv6.conf.all.disable_ipv6": 1}
+        a, b = lab.add_host("a", sysctls=v4), lab.add_host("b", sysctls=v4)
+        lab.add_link("a:eth0", "b:eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        await a.ping("10.0.0.2", count=COUNT)
+        assert False, "fails on purpose"
+""")
+
+SPREAD = textwrap.dedent("""
+    import os
+    from pathlib import Path
+
+    import pytest
+
+
+    @pytest.mark.parametrize("n", range(6))
+    async def test_spread(lab, n: int) -> None:
+        lab.add_host("a")
+        worker = os.environ["PYTEST_XDIST_WORKER"]
+        Path("workers", f"{n}-{worker}").write_text(str(os.getpid()))
+""")
+
+
+def _pings(files: list[Path]) -> list[int]:
+    counts = []
+    for f in files:
+        with f.open("rb") as fh:
+            counts.append(sum(1 for _ in dpkt.pcap.Reader(fh)))
+    return sorted(counts)
+
+
+@pytest.mark.slow
+def test_xdist_workers_keep_their_own_labs_and_pcaps_by_default(tmp_path: Path) -> None:
+    """``pytest -n 2 -p xdist`` without ``--netstack-capture-dir``: both workers run
+    lab tests, each in its own process, and each writes its pcaps under its own
+    basetemp (pytest-xdist's ``BASETEMP/popen-gwN``)."""
+    (tmp_path / "test_one.py").write_text(FAILING_PING.replace("COUNT", "1"))
+    (tmp_path / "test_two.py").write_text(FAILING_PING.replace("COUNT", "2"))
+    (tmp_path / "test_spread.py").write_text(SPREAD)
+    (tmp_path / "workers").mkdir()
+    basetemp = tmp_path / "basetemp"
+    r = run_pytest(tmp_path, "-q", "-n", "2", "-p", "xdist", "--basetemp", str(basetemp))
+    assert "2 failed, 6 passed" in r.stdout, r.stdout + r.stderr
+    ran = {p.name.split("-")[1]: p.read_text() for p in (tmp_path / "workers").iterdir()}
+    assert sorted(ran) == ["gw0", "gw1"], ran  # both workers ran lab tests…
+    assert len(set(ran.values())) == 2  # …in two processes
+    files = sorted(basetemp.rglob("a-eth0.pcap"))
+    assert len({f.parent for f in files}) == len(files) == 2, files
+    assert {f.relative_to(basetemp).parts[0] for f in files} <= {"popen-gw0", "popen-gw1"}
+    assert _pings(files) == [4, 6]  # ARP request + reply, then 1 and 2 pings
+    for f in files:  # the report names each test's own folder
+        assert str(f.parent) in r.stdout.replace("\n", ""), r.stdout
+
+
+@pytest.mark.slow
+def test_tests_whose_safe_names_are_the_same_keep_their_own_pcaps(tmp_path: Path) -> None:
+    """``test_a/test_b.py::test_fails`` and ``test_a_test_b.py::test_fails`` are the
+    same folder name once ``/`` and ``:`` are made safe; the node id's digest
+    keeps them apart (before, the second test's pcaps replaced the first's)."""
+    (tmp_path / "test_a").mkdir()
+    (tmp_path / "test_a" / "test_b.py").write_text(FAILING_PING.replace("COUNT", "1"))
+    (tmp_path / "test_a_test_b.py").write_text(FAILING_PING.replace("COUNT", "2"))
+    pcaps = tmp_path / "pcaps"
+    r = run_pytest(tmp_path, "-q", "--netstack-capture-dir", str(pcaps))
+    assert "2 failed" in r.stdout, r.stdout + r.stderr
+    files = sorted(pcaps.rglob("a-eth0.pcap"))
+    assert len({f.parent for f in files}) == len(files) == 2, files
+    assert _pings(files) == [4, 6]

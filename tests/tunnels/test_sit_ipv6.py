@@ -111,11 +111,12 @@ async def test_6in4_from_an_unknown_remote_is_not_taken(
     await trio.sleep(0.01)
     assert not sock.sock.receive_queue
     assert h.dev("sit1").statistics().rx_packets == 0
-    # no tunnel took protocol 41: the kernel answers protocol unreachable
-    replies = [dpkt.ethernet.Ethernet(f).data for f in port.drain()]
-    assert any(isinstance(r, dpkt.ip.IP) and r.p == 1 and r.data.type == 3 for r in replies) or (
-        h.nstat().get("IpInUnknownProtos", 0) + sum(h.drops().values()) >= 1
-    )
+    # no tunnel took protocol 41 (tunnel4_rcv): dropped, and an ICMP destination
+    # unreachable goes back, queued behind the ARP request for 192.0.2.9
+    (arp,) = [dpkt.ethernet.Ethernet(f).data for f in port.drain()]
+    assert isinstance(arp, dpkt.arp.ARP) and arp.op == 1 and arp.tpa == bytes([192, 0, 2, 9])
+    assert h.nstat()["IcmpOutDestUnreachs"] == 1
+    assert h.drops() == {"IP_TUNNEL_NO_MATCH": 1}
 
 
 async def test_sit0_takes_6to4_and_v4_compatible_next_hops_and_refuses_the_rest(

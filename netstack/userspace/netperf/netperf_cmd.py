@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.constants import RTN_LOCAL
 from netstack.ipv6 import ipv6_of
 from netstack.socket import AF_INET, AF_INET6, AF_UNSPEC
 from netstack.userspace.netperf.netperf import (
@@ -59,6 +58,7 @@ from netstack.userspace.procps.sysctl import sysctl_spec
 from netstack.userspace.progress import Progress
 from netstack.wire.ipv4 import aton
 from netstack.wire.ipv6 import aton as aton6
+from netstack.wire.rtnetlink import RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.userspace.process import Machine, Process

@@ -60,19 +60,17 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
     "TCPI_OPT_ECN": 8,
     "TCPI_OPT_ECN_SEEN": 16,
     "TCPI_OPT_SYN_DATA": 32,
+    "TFO_STATUS_UNSPEC": 0,
+    "TFO_COOKIE_UNAVAILABLE": 1,
+    "TFO_DATA_NOT_ACKED": 2,
+    "TFO_SYN_RETRANSMITTED": 3,
 }
 
 UNSUPPORTED_TCP_INFO: Final = frozenset(
     {
-        "tcpi_busy_time",
-        "tcpi_rwnd_limited",
-        "tcpi_sndbuf_limited",
         "tcpi_delivery_rate",
         "tcpi_delivery_rate_app_limited",
-        "tcpi_dsack_dups",
-        "tcpi_reord_seen",
         "tcpi_max_pacing_rate",
-        "tcpi_rcv_ooopack",
         "tcpi_total_rto",
         "tcpi_total_rto_recoveries",
         "tcpi_total_rto_time",
@@ -85,7 +83,6 @@ UNSUPPORTED_TCP_INFO: Final = frozenset(
         "tcpi_received_ce_bytes",
         "tcpi_accecn_fail_mode",
         "tcpi_accecn_opt_seen",
-        "tcpi_fastopen_client_fail",
         "tcpi_rehash",
     }
 )
@@ -116,9 +113,12 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         options |= 2
     if sk.wscale_ok:
         options |= 4
+    if sk.syn_data_acked:
+        options |= 32  # TCPI_OPT_SYN_DATA
     rtt_min = sk.rtt_min
     info = {
         "tcpi_state": sk.state,
+        "tcpi_fastopen_client_fail": sk.fastopen_client_fail,
         "tcpi_ca_state": sk.icsk_ca_state,
         "tcpi_retransmits": sk.icsk_retransmits,
         "tcpi_probes": sk.icsk_probes_out,
@@ -165,7 +165,20 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_bytes_retrans": sk.bytes_retrans,
         "tcpi_snd_wnd": sk.snd_wnd,
         "tcpi_rcv_wnd": sk.rcv_wnd,
+        "tcpi_dsack_dups": sk.dsack_dups,
+        "tcpi_reord_seen": sk.reord_seen,
+        "tcpi_rcv_ooopack": sk.rcv_ooopack,
     }
+    # tcp_get_info_chrono_stats(): microseconds busy, rwnd- and sndbuf-limited
+    stats = []
+    for chrono in (1, 2, 3):  # TCP_CHRONO_BUSY, _RWND_LIMITED, _SNDBUF_LIMITED
+        stat = sk.chrono_stat[chrono - 1]
+        if chrono == sk.chrono_type:
+            stat += (now_jiffies - sk.chrono_start) & _M32
+        stats.append(j2us(stat))
+    info["tcpi_busy_time"] = sum(stats)
+    info["tcpi_rwnd_limited"] = stats[1]
+    info["tcpi_sndbuf_limited"] = stats[2]
     return info
 
 

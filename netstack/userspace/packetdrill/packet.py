@@ -34,6 +34,7 @@ __all__ = [
     "Packet",
     "build_packet",
     "flags_from_string",
+    "flags_to_string",
     "packet_to_string",
     "parse_packet",
     "parse_tcp_options",
@@ -287,24 +288,15 @@ def tcp_options_to_string(options: list[TcpOption]) -> str:
     return ",".join(out)
 
 
+def flags_to_string(flags: int) -> str:
+    """SYN|ACK → ``"S."``: packetdrill's flag letters, in its order (FSRP.UEWA)."""
+    return "".join(c for c, bit in _FLAG_CHARS.items() if flags & bit)
+
+
 def packet_to_string(p: Packet, *, win_nocheck: bool = False) -> str:
     """packetdrill's tcp_packet_to_string() (DUMP_SHORT): flags, sequence, ack, window, options."""
     f = p.flags
-    flags = "".join(
-        c
-        for c, bit in (
-            ("F", TCP_FIN),
-            ("S", TCP_SYN),
-            ("R", TCP_RST),
-            ("P", TCP_PSH),
-            (".", TCP_ACK),
-            ("U", TCP_URG),
-            ("E", TCP_ECE),
-            ("W", TCP_CWR),
-            ("A", TCP_AE),
-        )
-        if f & bit
-    )
+    flags = flags_to_string(f)
     plen = len(p.payload)
     s = f"{flags} {p.seq}:{(p.seq + plen) & 0xFFFFFFFF}({plen}) "
     if f & TCP_ACK:

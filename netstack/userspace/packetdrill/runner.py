@@ -1235,7 +1235,8 @@ class Runner:
                     self.sut = t
                 sk.connect(*addr)
                 started[0] = True
-                if fd.nonblock:
+                if fd.nonblock and not getattr(sk, "defer_connect", False):
+                    # (TCP_FASTOPEN_CONNECT with a cookie: connect() is done, the SYN waits)
                     raise OSError(EINPROGRESS, "Operation now in progress")
             if not inet_stream_connect_result(sk):
                 raise _Blocked(True)
@@ -1326,21 +1327,28 @@ class Runner:
     def _send(
         self, ev: Event, spec: SyscallSpec, fd: FdState, count: int, flags: int
     ) -> Callable[[], _CallResult | None]:
-        if flags & MSG_FASTOPEN:
-            raise Unsupported(
-                f"{self.path}:{ev.line}: unsupported: TCP Fast Open (MSG_FASTOPEN)",
-                path=self.path,
-                line=ev.line,
-            )
         sk: Any = fd.sock.sock
         sent = [0]
         nonblock = bool(flags & MSG_DONTWAIT) or fd.nonblock
+        dest: tuple[int, int] | None = None
+        sflags = [flags & ~MSG_DONTWAIT]
+        if flags & MSG_FASTOPEN:
+            # sendto(..., MSG_FASTOPEN, ...): connects to packetdrill's remote end
+            dest = self._parsed(fd.sock, self._connect_addr())
 
         def fn() -> int:
+            if nonblock and (sflags[0] & MSG_FASTOPEN or sk.defer_connect):
+                sflags[0] |= MSG_DONTWAIT  # a non-blocking Fast Open connect: EINPROGRESS
+            t = fd.tracked
+            if dest is not None and t is not None and t.state == SOCKET_NEW:
+                t.state = SOCKET_ACTIVE_CONNECTING
+                t.live_remote_ip = self.wire_remote
+                t.live_remote_port = self.config.connect_port
+                self.sut = t
             # a blocking write queues everything before it returns (sk_stream_wait_memory)
             while sent[0] < count:
                 try:
-                    n = sk.sendmsg(bytes(count - sent[0]), None, flags & ~MSG_DONTWAIT)
+                    n = sk.sendmsg(bytes(count - sent[0]), dest, sflags[0])
                 except (SockWouldBlock, _Blocked):
                     if sent[0] and nonblock:
                         return sent[0]
@@ -1349,6 +1357,7 @@ class Runner:
                     if sent[0]:
                         return sent[0]
                     raise
+                sflags[0] &= ~(MSG_FASTOPEN | MSG_DONTWAIT)  # connected: the rest is a write
                 sent[0] += n
                 if nonblock:
                     return sent[0]
@@ -1672,7 +1681,7 @@ def _tcp_poll(sk: Any) -> int:
         mask |= 0x10  # POLLHUP
     if shutdown & 1:
         mask |= 0x1 | 0x40 | 0x2000
-    if state not in (2, 3):  # not SYN_SENT / SYN_RECV
+    if state != 2 and (state != 3 or sk.fastopen_rsk is not None):  # connected or Fast Open
         if (sk.rcv_nxt - sk.copied_seq) & M32:
             mask |= 0x1 | 0x40
         if not shutdown & 2:
@@ -1680,6 +1689,8 @@ def _tcp_poll(sk: Any) -> int:
                 mask |= 0x4 | 0x100
         else:
             mask |= 0x4 | 0x100
+    elif state == 2 and sk.defer_connect:  # a deferred Fast Open connect: write() sends the SYN
+        mask |= 0x4 | 0x100
     if sk.sk_err:
         mask |= 0x8
     return mask

@@ -22,21 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import ConfigError
-from netstack.ipv6.constants import (
-    IFA_F_NOPREFIXROUTE,
-    IFA_F_PERMANENT,
-    IP6_RT_PRIO_USER,
-    RT_TABLE_LOCAL,
-    RT_TABLE_MAIN,
-    RTF_CACHE,
-    RTF_EXPIRES,
-    RTN_UNICAST,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
-    RTNH_F_ONLINK,
-    RTPROT_BOOT,
-    rt_scope,
-)
+from netstack.ipv6.constants import IP6_RT_PRIO_USER, RTF_CACHE, RTF_EXPIRES, rt_scope
 from netstack.ipv6.route import (
     Fib6Config,
     Fib6Info,
@@ -65,6 +51,17 @@ from netstack.userspace.iproute2.ip.ip_common import (
 from netstack.userspace.iproute2.utils import Iproute2Options
 from netstack.wire.ipv6 import ntoa as ntoa6
 from netstack.wire.ipv6 import prefix_mask
+from netstack.wire.rtnetlink import (
+    IFA_F_NOPREFIXROUTE,
+    IFA_F_PERMANENT,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
+    RTN_UNICAST,
+    RTNH_F_DEAD,
+    RTNH_F_LINKDOWN,
+    RTNH_F_ONLINK,
+    RTPROT_BOOT,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -32,14 +32,6 @@ import attrs
 
 from netstack.core.netdevice import IFF_UP
 from netstack.errors import ConfigError
-from netstack.ipv4.constants import (
-    IFA_F_NOPREFIXROUTE,
-    IFA_F_PERMANENT,
-    IFA_F_SECONDARY,
-    RT_SCOPE_HOST,
-    RT_SCOPE_NOWHERE,
-    RT_SCOPE_UNIVERSE,
-)
 from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip6 import (
     addr6_list,
@@ -85,6 +77,14 @@ from netstack.userspace.iproute2.ip.ip_link import (
 )
 from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 from netstack.userspace.iproute2.utils import Iproute2Options
+from netstack.wire.rtnetlink import (
+    IFA_F_NOPREFIXROUTE,
+    IFA_F_PERMANENT,
+    IFA_F_SECONDARY,
+    RT_SCOPE_HOST,
+    RT_SCOPE_NOWHERE,
+    RT_SCOPE_UNIVERSE,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -39,16 +39,6 @@ import attrs
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb
 from netstack.errors import ConfigError
 from netstack.ipv4.constants import (
-    NLM_F_APPEND,
-    NLM_F_CREATE,
-    NLM_F_EXCL,
-    NLM_F_REPLACE,
-    RT_SCOPE_HOST,
-    RT_SCOPE_LINK,
-    RT_SCOPE_NOWHERE,
-    RT_SCOPE_UNIVERSE,
-    RT_TABLE_LOCAL,
-    RT_TABLE_MAIN,
     RTCF_BROADCAST,
     RTCF_DIRECTSRC,
     RTCF_DNAT,
@@ -57,22 +47,6 @@ from netstack.ipv4.constants import (
     RTCF_MULTICAST,
     RTCF_NOTIFY,
     RTCF_REDIRECTED,
-    RTN_ANYCAST,
-    RTN_BLACKHOLE,
-    RTN_BROADCAST,
-    RTN_LOCAL,
-    RTN_MULTICAST,
-    RTN_NAT,
-    RTN_PROHIBIT,
-    RTN_THROW,
-    RTN_UNICAST,
-    RTN_UNREACHABLE,
-    RTN_UNSPEC,
-    RTNH_F_DEAD,
-    RTNH_F_LINKDOWN,
-    RTNH_F_OFFLOAD,
-    RTNH_F_ONLINK,
-    RTPROT_BOOT,
 )
 from netstack.ipv4.fib import RouteConfig
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_input_noref, ip_route_output_key
@@ -116,6 +90,34 @@ from netstack.userspace.iproute2.ip.ip_common import (
 )
 from netstack.userspace.iproute2.keywords import KeywordTable, parse_keywords
 from netstack.userspace.iproute2.utils import Iproute2Options
+from netstack.wire.rtnetlink import (
+    NLM_F_APPEND,
+    NLM_F_CREATE,
+    NLM_F_EXCL,
+    NLM_F_REPLACE,
+    RT_SCOPE_HOST,
+    RT_SCOPE_LINK,
+    RT_SCOPE_NOWHERE,
+    RT_SCOPE_UNIVERSE,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
+    RTN_ANYCAST,
+    RTN_BLACKHOLE,
+    RTN_BROADCAST,
+    RTN_LOCAL,
+    RTN_MULTICAST,
+    RTN_NAT,
+    RTN_PROHIBIT,
+    RTN_THROW,
+    RTN_UNICAST,
+    RTN_UNREACHABLE,
+    RTN_UNSPEC,
+    RTNH_F_DEAD,
+    RTNH_F_LINKDOWN,
+    RTNH_F_OFFLOAD,
+    RTNH_F_ONLINK,
+    RTPROT_BOOT,
+)
 
 if TYPE_CHECKING:
     from netstack.core.net import Net

@@ -10,7 +10,7 @@ import trio.testing
 
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, mac_for
-from netstack.ipv4.constants import IFA_F_SECONDARY
+from netstack.wire.rtnetlink import IFA_F_SECONDARY
 
 
 @contextlib.contextmanager
