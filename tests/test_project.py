@@ -100,6 +100,7 @@ def test_tests_mirror_the_packages() -> None:
             continue  # what tests leave behind (captures, caches), not a layer
         if not (ROOT / "netstack" / rel).is_dir():
             stray.append(str(rel))
+    assert sorted(d for d in CROSS_CUTTING_TEST_DIRS if not (tests / d).is_dir()) == []
     assert stray == [], (
         f"tests/{stray[0]} has no netstack/{stray[0]}: put the tests in the folder of "
         "the layer they test, or name the folder in CROSS_CUTTING_TEST_DIRS with a reason"

@@ -165,7 +165,6 @@ class Net:
         "log",
         "message_cost",
         "name",
-        "neigh_tables",
         "net_ratelimit_state",
         "netdev_budget",
         "netdev_chain",

@@ -316,6 +316,31 @@ class FibTable(PrefixBuckets[FibAlias]):
     def __init__(self, table_id: int) -> None:
         super().__init__()
         self.id = table_id
+        #: the aliases whose nexthop is on each device (kernel: fib_info_devhash, the
+        #: nexthops by device that fib_sync_up walks): a device event on a router
+        #: with thousands of routes visits its own, not all of them
+        self.by_dev: dict[NetDevice, list[FibAlias]] = {}
+
+    def _index(self, fa: FibAlias) -> None:
+        nh = fa.fi.nh
+        if nh is not None:
+            self.by_dev.setdefault(nh.dev, []).append(fa)
+
+    def _unindex(self, fa: FibAlias) -> None:
+        nh = fa.fi.nh
+        if nh is not None:
+            row = self.by_dev.get(nh.dev)
+            if row is not None:
+                for i, o in enumerate(row):
+                    if o is fa:
+                        del row[i]
+                        break
+                if not row:
+                    del self.by_dev[nh.dev]
+
+    def dev_aliases(self, dev: NetDevice) -> list[FibAlias]:
+        """The routes whose nexthop is on *dev*, in no particular order."""
+        return self.by_dev.get(dev, [])
 
     @kernel("fib_table_insert")
     def insert(self, fa: FibAlias, nlflags: int) -> None:
@@ -330,6 +355,8 @@ class FibTable(PrefixBuckets[FibAlias]):
                 i = bucket.index(same[0])
                 same[0].fi.dead = True
                 bucket[i] = fa
+                self._unindex(same[0])
+                self._index(fa)
                 return
             if not nlflags & NLM_F_APPEND:
                 # "ip route prepend"-like default: a matching identical route exists
@@ -344,6 +371,7 @@ class FibTable(PrefixBuckets[FibAlias]):
         else:  # prepend: before them
             i = len([o for o in bucket if (-o.tos, o.fi.priority) < key])
         bucket.insert(i, fa)
+        self._index(fa)
 
     @kernel("fib_table_delete")
     def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
@@ -354,6 +382,7 @@ class FibTable(PrefixBuckets[FibAlias]):
                 if match(fa):
                     bucket.remove(fa)
                     fa.fi.dead = True
+                    self._unindex(fa)
                     self.prune(dst, dst_len)
                     return fa
         raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
@@ -370,6 +399,7 @@ class FibTable(PrefixBuckets[FibAlias]):
                     for fa in bucket:
                         if fa not in keep:
                             fa.fi.dead = True
+                            self._unindex(fa)
                     n += len(bucket) - len(keep)
                     level[dst] = keep
                     self.prune(dst, dst_len)
@@ -681,6 +711,7 @@ class Fib:
                     return
             bucket.append(fa)
             bucket.sort(key=lambda a: (-a.tos, a.fi.priority))
+            table._index(fa)
         else:
             table.remove_where(
                 lambda fa: (
@@ -821,7 +852,7 @@ class Fib:
         Kernel: fib_sync_down_dev(CHANGE)/fib_sync_up().
         """
         for table in self.tables.values():
-            for fa in table.aliases():
+            for fa in table.dev_aliases(dev):
                 nh = fa.fi.nh
                 # host-scope nexthops (local routes) are left alone: fib_nh_scope == scope
                 if nh is not None and nh.dev is dev and nh.scope != RT_SCOPE_NOWHERE:

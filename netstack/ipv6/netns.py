@@ -150,8 +150,6 @@ class Ipv6:
         "fwmark_reflect",
         "icmp6_mib",
         "icmp6msg",
-        "icmp_global_credit",
-        "icmp_global_stamp",
         "icmpv6_echo_ignore_all",
         "icmpv6_echo_ignore_anycast",
         "icmpv6_echo_ignore_multicast",

@@ -154,29 +154,6 @@ class InetHashinfo:
         self._next_port = 0
 
     # -- established ----------------------------------------------------------------------
-    @kernel("inet_ehash_insert")
-    def ehash_add(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
-    ) -> bool:
-        """Insert; False if the 4-tuple is taken. Kernel: inet_ehash_insert()."""
-        key = (family, laddr, lport, raddr, rport)
-        if key in self.ehash:
-            return False
-        self.ehash[key] = sk
-        return True
-
-    def ehash_del(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
-    ) -> None:
-        key = (family, laddr, lport, raddr, rport)
-        if self.ehash.get(key) is sk:
-            del self.ehash[key]
-
-    def ehash_replace(
-        self, family: int, laddr: int, lport: int, raddr: int, rport: int, sk: SockCommon
-    ) -> None:
-        self.ehash[(family, laddr, lport, raddr, rport)] = sk
-
     @kernel("net/ipv4/inet_hashtables.c", "__inet_lookup_established")
     def lookup_established(
         self, family: int, saddr: int, sport: int, daddr: int, dport: int

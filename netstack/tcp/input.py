@@ -1814,7 +1814,8 @@ def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
 
     A segment larger than the current estimate sets ``scaling_ratio`` to
     ``len * 256 / truesize``; when that changes, the window clamp and
-    rcv_ssthresh follow the buffer's new worth (tcp_set_window_clamp).
+    rcv_ssthresh follow the buffer's new worth (tcp_set_window_clamp), and
+    DRS's measure (rcvq_space) stays under the clamp.
     Kernel: net/ipv4/tcp_input.c, tcp_measure_rcv_mss().
     """
     lss = sk.icsk_ack_last_seg_size
@@ -1827,8 +1828,8 @@ def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
             sk.scaling_ratio = ((skb_len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize) or 1
             if old_ratio != sk.scaling_ratio:
                 tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
-                if sk.window_clamp < sk.rcv_ssthresh:
-                    sk.rcv_ssthresh = sk.window_clamp
+                if sk.window_clamp < sk.rcvq_space_space:
+                    sk.rcvq_space_space = sk.window_clamp
         sk.icsk_ack_rcv_mss = min(length, sk.advmss)
         # one full segment with PSH: likely the end of a write; ACK once read
         if skb.cb.tcp_flags & TCPHDR_PSH:

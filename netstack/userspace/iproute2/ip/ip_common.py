@@ -426,6 +426,16 @@ def read_family(name: str) -> int:
 
 def _get_addr_ipv4(cp: str) -> bytes | None:
     """The legacy parser that reads ``10.8`` as 10.8.0.0. iproute2: get_addr_ipv4()."""
+    parts = cp.split(".")
+    if len(parts) <= 4 and all(
+        p.isascii() and p.isdigit() and (p[0] != "0" or len(p) == 1) for p in parts
+    ):
+        # one to four decimal numbers without a leading zero (what a lab types):
+        # what the strtoul loop below reads from them
+        octets = [int(p) for p in parts]
+        if max(octets) > 255:
+            return None
+        return bytes(octets) + bytes(4 - len(octets))
     out = bytearray(4)
     for i in range(4):
         n, end, _ = strtoul(cp)

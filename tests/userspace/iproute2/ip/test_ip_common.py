@@ -13,6 +13,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     AF_PACKET,
     AF_UNSPEC,
     Args,
+    _get_addr_ipv4,
     get_addr,
     get_integer,
     get_prefix,
@@ -191,3 +192,28 @@ def test_args_cursor() -> None:
     assert str(exc.value) == 'Command line is not complete. Try option "help"'
     with pytest.raises(ConfigError):
         incomplete_command()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "10.0.1.5",
+        "10.8",
+        "0.0.0.0",
+        "255.255.255.255",
+        "256.1.1.1",
+        "1.2.3.4.5",
+        "010.1.1.1",
+        "10..1",
+        "10.",
+        "",
+        "1.2.3.4x",
+        " 1.2.3.4",
+        "0x0a.1",
+        "7",
+    ],
+)
+def test_get_addr_ipv4_decimal_words_as_the_loop_reads_them(text: str) -> None:
+    """Decimal octets take a shortcut; it answers what the strtoul loop does
+    (here reached through a leading blank on the first part, which the loop skips)."""
+    assert _get_addr_ipv4(text) == _get_addr_ipv4(" " + text)
