@@ -18,11 +18,21 @@ with ETIMEDOUT:
   probes come every 500 ms, clamped to the user timeout
   (``tcp_clamp_probe0_to_user_timeout``), and the connection is aborted when
   the user timeout has passed since the first probe (``icsk_probes_tstamp``).
+
+As root, :func:`test_linux_times_out_the_same` runs both cases on the real
+kernel (two network namespaces, a veth): Linux 6.18 dies at 2 × RTO + 2 s and
+RTO + 2 s (plus up to ~60 ms of timer slack), with the same TCPTimeouts,
+TCPRetransFail, TCPAbortOnTimeout and qdisc drops as netstack.
 """
 
 from __future__ import annotations
 
 import errno
+import os
+import shutil
+import subprocess
+import sys
+import time as time_module
 
 import pytest
 import trio
@@ -124,3 +134,103 @@ async def test_probes_refused_locally_still_time_out(lab: Lab, autojump_clock: o
     assert a.tc("-s qdisc show dev eth0").split("\n")[1] == (
         " Sent 0 bytes 0 pkt (dropped 5, overlimits 0 requeues 0) "
     )
+
+
+# -- the same two cases on the real kernel (root, in network namespaces) -------------------
+
+_SERVER = """
+import socket
+s = socket.socket()
+s.bind(("10.0.0.2", 6016))
+s.listen(5)
+kept = []
+while True:
+    kept.append(s.accept())
+"""
+
+_CLIENT = """
+import socket, struct, subprocess, sys, time
+mode, peer_ns = sys.argv[1], sys.argv[2]
+c = socket.create_connection(("10.0.0.2", 6016))
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+c.setsockopt(socket.IPPROTO_TCP, 18, 2000)  # TCP_USER_TIMEOUT
+c.sendall(b"x" * 100)
+time.sleep(1)
+subprocess.run(["nstat", "-n"], check=True)
+drop_all = "qdisc replace dev eth0 root pfifo limit 0".split()
+if mode == "rto":
+    subprocess.run(["ip", "netns", "exec", peer_ns, "tc", *drop_all], check=True)
+    c.sendall(b"y" * 1000)
+    t0 = time.monotonic()
+    time.sleep(0.001)
+    subprocess.run(["tc", *drop_all], check=True)
+else:
+    subprocess.run(["tc", *drop_all], check=True)
+    t0 = time.monotonic()
+    c.sendall(b"y" * 1000)
+try:
+    c.recv(10)
+    err = 0
+except OSError as e:
+    err = e.errno
+died = time.monotonic() - t0
+rto = struct.unpack_from("I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 8)[0]
+names = ["TcpExtTCPTimeouts", "TcpExtTCPRetransFail", "TcpExtTCPAbortOnTimeout"]
+out = subprocess.run(["nstat", "-az", *names], capture_output=True, text=True).stdout
+counts = {l.split()[0]: int(l.split()[1]) for l in out.splitlines() if l.startswith("Tcp")}
+qdisc = subprocess.run("tc -s qdisc show dev eth0".split(), capture_output=True, text=True)
+print(err, died, rto, *(counts[n] for n in names), qdisc.stdout.split(chr(10))[1])
+"""
+
+
+def _linux(mode: str) -> str:
+    ns, peer = f"nsuto-{mode}", f"nsuto-{mode}p"
+    for n in (ns, peer):
+        subprocess.run(["ip", "netns", "del", n], capture_output=True)
+    if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:
+        pytest.skip("cannot create a network namespace")
+    server = None
+    try:
+        subprocess.run(["ip", "netns", "add", peer], check=True)
+        for n in (ns, peer):  # IPv4 only, as the netstack hosts: no IPv6 packet in the qdisc
+            sysctl = "net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1"
+            subprocess.run(["ip", "netns", "exec", n, "sysctl", "-qw", *sysctl.split()])
+        for line in (
+            f"link add eth0 netns {ns} type veth peer name eth0 netns {peer}",
+            f"-n {ns} addr add 10.0.0.1/24 dev eth0",
+            f"-n {peer} addr add 10.0.0.2/24 dev eth0",
+            f"-n {ns} link set eth0 up",
+            f"-n {peer} link set eth0 up",
+        ):
+            subprocess.run(["ip", *line.split()], check=True, capture_output=True)
+        server = subprocess.Popen(["ip", "netns", "exec", peer, sys.executable, "-c", _SERVER])
+        for _ in range(100):  # until it listens
+            argv = ["ip", "netns", "exec", peer, "ss", "-Hltn", "sport = :6016"]
+            if subprocess.run(argv, capture_output=True, text=True).stdout.strip():
+                break
+            time_module.sleep(0.05)
+        argv = ["ip", "netns", "exec", ns, sys.executable, "-c", _CLIENT, mode, peer]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        for n in (ns, peer):
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+def test_linux_times_out_the_same() -> None:
+    """Linux 6.18, veth (RTO 204 ms): ETIMEDOUT 2 × RTO + 2 s after the last segment
+    left, RTO + 2 s after a refused write; the same counters and drops as netstack's."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        pytest.skip("needs root for network namespaces")
+    for tool in ("ip", "tc", "nstat", "ss"):
+        if not shutil.which(tool):
+            pytest.skip(f"needs {tool}(8)")
+    dropped = " Sent 0 bytes 0 pkt (dropped 5, overlimits 0 requeues 0) "
+    for mode, rtos, counters in (("rto", 2, "5 5 1"), ("probe", 1, "0 0 1")):
+        err, died, rto_us, rest = _linux(mode).split(" ", 3)
+        assert int(err) == errno.ETIMEDOUT
+        want = rtos * int(rto_us) / 1e6 + 2.0
+        assert want <= float(died) < want + 0.1, (mode, died, rto_us)  # timer slack
+        assert rest.rstrip("\n") == f"{counters} {dropped}"
