@@ -12,6 +12,12 @@ after close) gives up its full socket for a
 the 4-tuple and the port, re-ACKs a retransmitted FIN, and lets a new SYN
 with a higher sequence number reopen the connection.
 
+This module imports nothing of :mod:`netstack.tcp.input`, which calls it:
+options are parsed by :mod:`netstack.tcp.options`, the RTT sample and the
+out-of-window rate limit come from :mod:`netstack.tcp.helpers`, and the child
+reaches ``tcp_rcv_state_process`` through ``sk.sk_prot`` (the no-sibling-cycles
+rule, docs/design.md).
+
 Kernel: net/ipv4/tcp_minisocks.c, net/ipv4/inet_timewait_sock.c,
 net/ipv4/inet_connection_sock.c (inet_csk_reqsk_queue_*).
 """
@@ -266,10 +272,8 @@ def tcp_child_process(parent: TcpSock, child: TcpSock, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/tcp_minisocks.c, tcp_child_process().
     """
-    from netstack.tcp.input import tcp_rcv_state_process
-
     state = child.state
-    ret = tcp_rcv_state_process(child, skb)
+    ret = child.sk_prot.rcv_state_process(child, skb)  # tcp_rcv_state_process()
     if state == TCP_SYN_RECV and child.state != state:
         parent.sk_data_ready()
     return ret
