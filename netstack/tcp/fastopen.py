@@ -6,7 +6,7 @@ without a cookie, 0x200 a server that takes data without one, 0x400 Fast
 Open on every listener without ``TCP_FASTOPEN``.
 
 **Server.** A listener with ``TCP_FASTOPEN`` (its ``fastopenq.max_qlen``)
-hands each SYN to ``tcp_try_fastopen`` (in :mod:`netstack.tcp.minisocks`,
+hands each SYN to ``tcp_try_fastopen`` (in :mod:`netstack.tcp.input`,
 with the child's creation) from ``tcp_conn_request``. A cookie request (an
 empty option, ``TCPFastOpenCookieReqd``) gets the cookie in the SYN-ACK:
 SipHash-2-4 of the SYN's source and destination addresses under the Net's key

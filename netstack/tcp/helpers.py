@@ -7,8 +7,13 @@ the kernel, through the inline helpers of ``include/net/tcp.h``,
 ``tcp_rearm_rto``, ``tcp_check_space``, ``tcp_initialize_rcv_mss``). Those live
 here, below both ``input`` and ``output``, so that neither module needs a
 function-level or bottom-of-module import of the other: ``output`` imports
-nothing of ``input`` (the no-sibling-cycles rule, docs/design.md). They read
-and write the socket only; nothing here sends a segment.
+nothing of ``input`` (the no-sibling-cycles rule, docs/design.md). The RTT
+estimator (``tcp_ack_update_rtt`` with the ``FLAG_*`` bits ``tcp_ack`` passes
+it, ``tcp_rtt_estimator``, ``tcp_set_rto``) and ``__tcp_oow_rate_limited``
+live here for the same reason: the minisocks take the handshake's RTT sample
+(``tcp_synack_rtt_meas``) and rate-limit their out-of-window ACKs without
+importing ``input``. They read and write the socket only; nothing here sends
+a segment.
 
 Kernel: include/net/tcp.h, include/net/sock.h, include/net/inet_connection_sock.h,
 net/ipv4/tcp_input.c, net/core/stream.c.
@@ -16,7 +21,7 @@ net/ipv4/tcp_input.c, net/core/stream.c.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import SOCK_MIN_RCVBUF, SOCK_SNDBUF_LOCK
 from netstack.sites import kernel
@@ -31,12 +36,14 @@ from netstack.tcp.sock import (
     TCP_INIT_CWND,
     TCP_MSS_DEFAULT,
     TCP_CA_Recovery,
+    after,
 )
 
 if TYPE_CHECKING:
     from netstack.tcp.sock import TcpSock
 
 M32: Final = 0xFFFFFFFF
+U32: Final = 0xFFFFFFFF
 
 __all__ = [
     "inet_csk_reset_xmit_timer",
@@ -45,6 +52,7 @@ __all__ = [
     "sk_stream_min_wspace",
     "sk_stream_write_space",
     "sk_stream_wspace",
+    "tcp_ack_update_rtt",
     "tcp_check_space",
     "tcp_chrono_start",
     "tcp_chrono_stop",
@@ -54,10 +62,15 @@ __all__ = [
     "tcp_init_cwnd",
     "tcp_init_cwnd_reduction",
     "tcp_initialize_rcv_mss",
+    "tcp_min_rtt",
+    "tcp_oow_rate_limited",
     "tcp_packets_in_flight",
     "tcp_rearm_rto",
     "tcp_rto_delta",
+    "tcp_rto_min_us",
+    "tcp_rtt_estimator",
     "tcp_set_ca_state",
+    "tcp_set_rto",
     "tcp_set_window_clamp",
     "tcp_should_expand_sndbuf",
     "tcp_sndbuf_expand",
@@ -323,3 +336,137 @@ def tcp_check_space(sk: TcpSock) -> None:
 def _sock_nospace(sk: TcpSock) -> bool:
     """test_bit(SOCK_NOSPACE, &sk->sk_socket->flags)."""
     return bool(sk.sk_socket_nospace)
+
+
+# -- RTT and RTO (RFC 6298; net/ipv4/tcp_input.c) -------------------------------------------
+
+# tcp_ack() flags
+FLAG_DATA: Final = 0x01
+FLAG_WIN_UPDATE: Final = 0x02
+FLAG_DATA_ACKED: Final = 0x04
+FLAG_RETRANS_DATA_ACKED: Final = 0x08
+FLAG_SYN_ACKED: Final = 0x10
+FLAG_DATA_SACKED: Final = 0x20
+FLAG_ECE: Final = 0x40
+FLAG_LOST_RETRANS: Final = 0x80
+FLAG_SLOWPATH: Final = 0x100
+FLAG_ORIG_SACK_ACKED: Final = 0x200
+FLAG_SND_UNA_ADVANCED: Final = 0x400
+FLAG_DSACKING_ACK: Final = 0x800
+FLAG_SET_XMIT_TIMER: Final = 0x1000
+FLAG_SACK_RENEGING: Final = 0x2000
+FLAG_UPDATE_TS_RECENT: Final = 0x4000
+FLAG_NO_CHALLENGE_ACK: Final = 0x8000
+FLAG_ACK_MAYBE_DELAYED: Final = 0x10000
+FLAG_DSACK_TLP: Final = 0x20000
+FLAG_ACKED: Final = FLAG_DATA_ACKED | FLAG_SYN_ACKED
+FLAG_NOT_DUP: Final = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED
+FLAG_CA_ALERT: Final = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK
+FLAG_FORWARD_PROGRESS: Final = FLAG_ACKED | FLAG_DATA_SACKED
+
+
+@kernel("tcp_min_rtt")
+def tcp_min_rtt(sk: TcpSock) -> int:
+    """The minimum RTT seen, µs; ~0U before any sample. Kernel: tcp_min_rtt()."""
+    return sk.rtt_min or U32
+
+
+def tcp_rto_min_us(sk: TcpSock) -> int:
+    return sk.tcp.jiffies_to_usecs(sk.tcp.TCP_RTO_MIN)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_rtt_estimator")
+def tcp_rtt_estimator(sk: TcpSock, mrtt_us: int) -> None:
+    """Van Jacobson's smoothed RTT, as the kernel keeps it (srtt×8, mdev×4).
+
+    Kernel: net/ipv4/tcp_input.c, tcp_rtt_estimator().
+    """
+    m = mrtt_us
+    srtt = sk.srtt_us
+    if srtt:
+        m -= srtt >> 3
+        srtt += m
+        if m < 0:
+            m = -m
+            m -= sk.mdev_us >> 2
+            if m > 0:
+                m >>= 3
+        else:
+            m -= sk.mdev_us >> 2
+        sk.mdev_us += m
+        if sk.mdev_us > sk.mdev_max_us:
+            sk.mdev_max_us = sk.mdev_us
+            if sk.mdev_max_us > sk.rttvar_us:
+                sk.rttvar_us = sk.mdev_max_us
+        if after(sk.snd_una, sk.rtt_seq):
+            if sk.mdev_max_us < sk.rttvar_us:
+                sk.rttvar_us -= (sk.rttvar_us - sk.mdev_max_us) >> 2
+            sk.rtt_seq = sk.snd_nxt
+            sk.mdev_max_us = tcp_rto_min_us(sk)
+    else:
+        srtt = m << 3
+        sk.mdev_us = m << 1
+        sk.rttvar_us = max(sk.mdev_us, tcp_rto_min_us(sk))
+        sk.mdev_max_us = sk.rttvar_us
+        sk.rtt_seq = sk.snd_nxt
+    sk.srtt_us = max(1, srtt)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_set_rto", "__tcp_set_rto", "tcp_bound_rto")
+def tcp_set_rto(sk: TcpSock) -> None:
+    """RTO = srtt + 4·rttvar (rttvar ≥ RTO_min/4), at most TCP_RTO_MAX.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_set_rto() / __tcp_set_rto() / tcp_bound_rto().
+    """
+    tcp = sk.tcp
+    rto = tcp.usecs_to_jiffies((sk.srtt_us >> 3) + sk.rttvar_us)
+    sk.icsk_rto = min(rto, tcp.TCP_RTO_MAX)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt", "tcp_update_rtt_min")
+def tcp_ack_update_rtt(
+    sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int, sack_rtt_us: int = -1
+) -> bool:
+    """Take an RTT sample: the ACKed skb's send time (Karn: never a retransmitted
+    one), else the SACKed one's, else the timestamp echo.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt() / tcp_update_rtt_min()
+    (the min filter is a running minimum, not a 300 s window).
+    """
+    if seq_rtt_us < 0:
+        seq_rtt_us = sack_rtt_us
+    if seq_rtt_us < 0 and sk.saw_tstamp and sk.rcv_tsecr and flag & FLAG_ACKED:
+        now_ms = sk.tcp.tcp_time_stamp_ms()
+        delta = (now_ms + sk.tsoffset - sk.rcv_tsecr) & M32
+        if delta < 0x7FFFFFFF:
+            seq_rtt_us = ca_rtt_us = delta * 1000
+    if seq_rtt_us < 0:
+        return False
+    if ca_rtt_us < 0:
+        ca_rtt_us = seq_rtt_us
+    # tcp_update_rtt_min(): a suspected delayed ACK does not lower the minimum
+    if not (flag & FLAG_ACK_MAYBE_DELAYED and ca_rtt_us > tcp_min_rtt(sk)):
+        if not sk.rtt_min or ca_rtt_us < sk.rtt_min:
+            sk.rtt_min = ca_rtt_us or sk.tcp.jiffies_to_usecs(1)
+    tcp_rtt_estimator(sk, seq_rtt_us)
+    tcp_set_rto(sk)
+    sk.icsk_backoff = 0  # RFC 6298: only a valid RTT sample resets the back-off
+    return True
+
+
+@kernel("net/ipv4/tcp_input.c", "__tcp_oow_rate_limited")
+def tcp_oow_rate_limited(sk: Any, mib: str) -> bool:
+    """At most one out-of-window ACK per ``tcp_invalid_ratelimit`` ms.
+
+    Kernel: net/ipv4/tcp_input.c, __tcp_oow_rate_limited().
+    """
+    tcp = sk.tcp
+    now = sk.net.clock.jiffies
+    last = sk.last_oow_ack_time
+    if last:
+        elapsed = now - last
+        if 0 <= elapsed < tcp.msecs_to_jiffies(tcp.sysctl_tcp_invalid_ratelimit):
+            setattr(sk.ext if hasattr(sk, "ext") else tcp.ext, mib, getattr(tcp.ext, mib) + 1)
+            return True
+    sk.last_oow_ack_time = now or 1
+    return False

@@ -26,13 +26,21 @@ Theory of operation::
 Header prediction (the fast path) is not separate: every segment takes the
 slow path, which computes the same result.
 
-Kernel: net/ipv4/tcp_input.c.
+The server side of TCP Fast Open that runs on this path — ``tcp_try_fastopen``
+and the child it makes (``tcp_fastopen_create_child``,
+``tcp_fastopen_add_skb``), and the screening of the child's segments before
+its handshake ends (``tcp_check_req_fastopen``) — is at the end of this
+module: it calls ``tcp_fin``, ``tcp_init_transfer`` and ``tcp_reset``, as the
+kernel's ``tcp_fastopen.c`` does, and only this module calls it. Option
+parsing is :mod:`netstack.tcp.options`.
+
+Kernel: net/ipv4/tcp_input.c; net/ipv4/tcp_fastopen.c (the passive open).
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
+from typing import Final
 
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
@@ -41,8 +49,31 @@ from netstack.tcp import fastopen as _fastopen
 from netstack.tcp import syncookies as _syncookies
 from netstack.tcp.cong import CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS, tcp_init_congestion_control
 from netstack.tcp.helpers import (
+    FLAG_ACK_MAYBE_DELAYED,
+    FLAG_ACKED,
+    FLAG_CA_ALERT,
+    FLAG_DATA,
+    FLAG_DATA_ACKED,
+    FLAG_DATA_SACKED,
+    FLAG_DSACK_TLP,
+    FLAG_DSACKING_ACK,
+    FLAG_ECE,
+    FLAG_FORWARD_PROGRESS,
+    FLAG_LOST_RETRANS,
+    FLAG_NO_CHALLENGE_ACK,
+    FLAG_NOT_DUP,
+    FLAG_ORIG_SACK_ACKED,
+    FLAG_RETRANS_DATA_ACKED,
+    FLAG_SACK_RENEGING,
+    FLAG_SET_XMIT_TIMER,
+    FLAG_SLOWPATH,
+    FLAG_SND_UNA_ADVANCED,
+    FLAG_SYN_ACKED,
+    FLAG_UPDATE_TS_RECENT,
+    FLAG_WIN_UPDATE,
     TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
+    tcp_ack_update_rtt,
     tcp_check_space,
     tcp_chrono_stop,
     tcp_current_ssthresh,
@@ -51,12 +82,20 @@ from netstack.tcp.helpers import (
     tcp_init_cwnd,
     tcp_init_cwnd_reduction,
     tcp_initialize_rcv_mss,
+    tcp_oow_rate_limited,
     tcp_packets_in_flight,
     tcp_rearm_rto,
     tcp_set_ca_state,
     tcp_set_window_clamp,
     tcp_sndbuf_expand,
 )
+from netstack.tcp.minisocks import (
+    inet_csk_reqsk_queue_add,
+    inet_csk_reqsk_queue_drop,
+    tcp_in_window,
+    tcp_time_wait,
+)
+from netstack.tcp.options import TcpOptionsReceived, tcp_parse_options
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,
@@ -91,7 +130,6 @@ from netstack.tcp.recovery import (
     tcp_init_undo,
     tcp_is_rack,
     tcp_mark_skb_lost,
-    tcp_min_rtt,
     tcp_newreno_mark_lost,
     tcp_rack_advance,
     tcp_rack_mark_lost,
@@ -120,7 +158,6 @@ from netstack.tcp.sock import (
     TCP_LAST_ACK,
     TCP_LISTEN,
     TCP_MAX_QUICKACKS,
-    TCP_MAX_WSCALE,
     TCP_MIN_MSS,
     TCP_MSS_DEFAULT,
     TCP_NAGLE_OFF,
@@ -162,34 +199,14 @@ from netstack.wire.tcp import (
     TCPHDR_RST,
     TCPHDR_SYN,
     TCPHDR_URG,
-    TCPOLEN_EXP_FASTOPEN_BASE,
-    TCPOLEN_FASTOPEN_BASE,
-    TCPOLEN_MSS,
-    TCPOLEN_SACK_BASE,
-    TCPOLEN_SACK_PERBLOCK,
-    TCPOLEN_SACK_PERM,
-    TCPOLEN_TIMESTAMP,
     TCPOLEN_TSTAMP_ALIGNED,
-    TCPOLEN_WINDOW,
-    TCPOPT_EXP,
-    TCPOPT_FASTOPEN,
-    TCPOPT_FASTOPEN_MAGIC,
-    TCPOPT_MSS,
-    TCPOPT_SACK,
-    TCPOPT_SACK_PERM,
-    TCPOPT_TIMESTAMP,
-    TCPOPT_WINDOW,
-    iter_options,
-    parse_fastopen_option,
 )
 
 __all__ = [
-    "TcpOptionsReceived",
     "tcp_ack",
     "tcp_conn_request",
     "tcp_enter_loss",
     "tcp_err_report",
-    "tcp_parse_options",
     "tcp_rcv_established",
     "tcp_rcv_state_process",
     "tcp_reset",
@@ -201,29 +218,6 @@ _TCP_REMNANT: Final = TCPHDR_FIN | TCPHDR_URG | TCPHDR_SYN | TCPHDR_PSH
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
 
-# tcp_ack() flags
-FLAG_DATA: Final = 0x01
-FLAG_WIN_UPDATE: Final = 0x02
-FLAG_DATA_ACKED: Final = 0x04
-FLAG_RETRANS_DATA_ACKED: Final = 0x08
-FLAG_SYN_ACKED: Final = 0x10
-FLAG_DATA_SACKED: Final = 0x20
-FLAG_ECE: Final = 0x40
-FLAG_LOST_RETRANS: Final = 0x80
-FLAG_SLOWPATH: Final = 0x100
-FLAG_ORIG_SACK_ACKED: Final = 0x200
-FLAG_SND_UNA_ADVANCED: Final = 0x400
-FLAG_DSACKING_ACK: Final = 0x800
-FLAG_SET_XMIT_TIMER: Final = 0x1000
-FLAG_SACK_RENEGING: Final = 0x2000
-FLAG_UPDATE_TS_RECENT: Final = 0x4000
-FLAG_NO_CHALLENGE_ACK: Final = 0x8000
-FLAG_ACK_MAYBE_DELAYED: Final = 0x10000
-FLAG_DSACK_TLP: Final = 0x20000
-FLAG_ACKED: Final = FLAG_DATA_ACKED | FLAG_SYN_ACKED
-FLAG_NOT_DUP: Final = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED
-FLAG_CA_ALERT: Final = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK
-FLAG_FORWARD_PROGRESS: Final = FLAG_ACKED | FLAG_DATA_SACKED
 
 # what tcp_ack() (re)transmits after cwnd is updated (tcp_xmit_recovery)
 REXMIT_NONE: Final = 0  # no loss recovery to do
@@ -233,106 +227,6 @@ REXMIT_NEW: Final = 2  # F-RTO: send new data
 ECONNREFUSED: Final = 111
 ECONNRESET: Final = 104
 EPIPE: Final = 32
-
-
-# -- options ------------------------------------------------------------------------------
-
-
-class TcpOptionsReceived:
-    """What a SYN's options said (kernel: ``struct tcp_options_received``)."""
-
-    __slots__ = (
-        "mss_clamp",
-        "rcv_tsecr",
-        "rcv_tsval",
-        "sack_ok",
-        "saw_tstamp",
-        "snd_wscale",
-        "user_mss",
-        "wscale_ok",
-    )  # fmt: skip
-
-    def __init__(self) -> None:
-        self.saw_tstamp = False
-        self.rcv_tsval = 0
-        self.rcv_tsecr = 0
-        self.sack_ok = 0
-        self.wscale_ok = False
-        self.snd_wscale = 0
-        self.mss_clamp = 0
-        self.user_mss = 0
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_parse_options")
-def tcp_parse_options(
-    buf: bytes | bytearray,
-    th: int,
-    rx: Any,
-    estab: bool,
-    tcb: TcpSkbCb | None = None,
-    foc: Any = None,
-) -> None:
-    """Read the option area of the header at *th* into *rx* (a socket or TcpOptionsReceived).
-
-    Options that only matter in a SYN (MSS, window scale, SACK-permitted) are
-    skipped on an established connection; a SACK block's offset is left in
-    ``tcb.sacked_off``. Lengths are checked as the kernel does; a malformed
-    option ends the walk (iter_options). A SYN's Fast Open cookie (either
-    form) goes into *foc* (a ``TcpFastopenCookie``) when one is given.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_parse_options().
-    """
-    rx.saw_tstamp = False
-    end = th + (buf[th + 12] >> 4) * 4
-    syn = bool(buf[th + 13] & TCPHDR_SYN)
-    for kind, off, size in iter_options(buf, th + 20, end):
-        if kind == TCPOPT_TIMESTAMP:
-            if size == TCPOLEN_TIMESTAMP:
-                rx.saw_tstamp = True
-                rx.rcv_tsval, rx.rcv_tsecr = _II.unpack_from(buf, off + 2)
-        elif kind == TCPOPT_SACK:
-            if (
-                size >= TCPOLEN_SACK_BASE + TCPOLEN_SACK_PERBLOCK
-                and not (size - TCPOLEN_SACK_BASE) % TCPOLEN_SACK_PERBLOCK
-                and tcb is not None
-            ):
-                tcb.sacked_off = off
-        elif kind == TCPOPT_FASTOPEN or kind == TCPOPT_EXP:
-            if foc is not None and syn:
-                _fastopen_option(buf, off, size, kind, foc)
-        elif estab or not syn:
-            continue
-        elif kind == TCPOPT_MSS:
-            if size == TCPOLEN_MSS:
-                in_mss = (buf[off + 2] << 8) | buf[off + 3]
-                if in_mss:
-                    user = rx.user_mss
-                    if user and user < in_mss:
-                        in_mss = user
-                    rx.mss_clamp = in_mss
-        elif kind == TCPOPT_WINDOW:
-            if size == TCPOLEN_WINDOW:
-                rx.wscale_ok = True
-                rx.snd_wscale = min(buf[off + 2], TCP_MAX_WSCALE)
-        elif kind == TCPOPT_SACK_PERM:
-            if size == TCPOLEN_SACK_PERM:
-                rx.sack_ok = 1
-
-
-def _fastopen_option(buf: bytes | bytearray, off: int, size: int, kind: int, foc: Any) -> None:
-    """tcp_parse_options()'s TCPOPT_FASTOPEN and TCPOPT_EXP cases."""
-    if kind == TCPOPT_FASTOPEN:
-        length, exp, start = size - TCPOLEN_FASTOPEN_BASE, False, off + 2
-    elif (
-        size >= TCPOLEN_EXP_FASTOPEN_BASE
-        and ((buf[off + 2] << 8) | buf[off + 3]) == TCPOPT_FASTOPEN_MAGIC
-    ):
-        length, exp, start = size - TCPOLEN_EXP_FASTOPEN_BASE, True, off + 4
-    else:
-        return
-    foc.len, foc.val, foc.exp = parse_fastopen_option(
-        length, bytes(buf[start : start + length]), exp
-    )
 
 
 def _sack_blocks(buf: bytearray, off: int) -> list[tuple[int, int]]:
@@ -474,92 +368,6 @@ def tcp_end_cwnd_reduction(sk: TcpSock) -> None:
         sk.snd_cwnd = sk.snd_ssthresh
         sk.snd_cwnd_stamp = sk.net.clock.jiffies
     sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_COMPLETE_CWR)
-
-
-# -- RTT and RTO (RFC 6298) -------------------------------------------------------------------
-
-
-def tcp_rto_min_us(sk: TcpSock) -> int:
-    return sk.tcp.jiffies_to_usecs(sk.tcp.TCP_RTO_MIN)
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_rtt_estimator")
-def tcp_rtt_estimator(sk: TcpSock, mrtt_us: int) -> None:
-    """Van Jacobson's smoothed RTT, as the kernel keeps it (srtt×8, mdev×4).
-
-    Kernel: net/ipv4/tcp_input.c, tcp_rtt_estimator().
-    """
-    m = mrtt_us
-    srtt = sk.srtt_us
-    if srtt:
-        m -= srtt >> 3
-        srtt += m
-        if m < 0:
-            m = -m
-            m -= sk.mdev_us >> 2
-            if m > 0:
-                m >>= 3
-        else:
-            m -= sk.mdev_us >> 2
-        sk.mdev_us += m
-        if sk.mdev_us > sk.mdev_max_us:
-            sk.mdev_max_us = sk.mdev_us
-            if sk.mdev_max_us > sk.rttvar_us:
-                sk.rttvar_us = sk.mdev_max_us
-        if after(sk.snd_una, sk.rtt_seq):
-            if sk.mdev_max_us < sk.rttvar_us:
-                sk.rttvar_us -= (sk.rttvar_us - sk.mdev_max_us) >> 2
-            sk.rtt_seq = sk.snd_nxt
-            sk.mdev_max_us = tcp_rto_min_us(sk)
-    else:
-        srtt = m << 3
-        sk.mdev_us = m << 1
-        sk.rttvar_us = max(sk.mdev_us, tcp_rto_min_us(sk))
-        sk.mdev_max_us = sk.rttvar_us
-        sk.rtt_seq = sk.snd_nxt
-    sk.srtt_us = max(1, srtt)
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_set_rto", "__tcp_set_rto", "tcp_bound_rto")
-def tcp_set_rto(sk: TcpSock) -> None:
-    """RTO = srtt + 4·rttvar (rttvar ≥ RTO_min/4), at most TCP_RTO_MAX.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_set_rto() / __tcp_set_rto() / tcp_bound_rto().
-    """
-    tcp = sk.tcp
-    rto = tcp.usecs_to_jiffies((sk.srtt_us >> 3) + sk.rttvar_us)
-    sk.icsk_rto = min(rto, tcp.TCP_RTO_MAX)
-
-
-@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt", "tcp_update_rtt_min")
-def tcp_ack_update_rtt(
-    sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int, sack_rtt_us: int = -1
-) -> bool:
-    """Take an RTT sample: the ACKed skb's send time (Karn: never a retransmitted
-    one), else the SACKed one's, else the timestamp echo.
-
-    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt() / tcp_update_rtt_min()
-    (the min filter is a running minimum, not a 300 s window).
-    """
-    if seq_rtt_us < 0:
-        seq_rtt_us = sack_rtt_us
-    if seq_rtt_us < 0 and sk.saw_tstamp and sk.rcv_tsecr and flag & FLAG_ACKED:
-        now_ms = sk.tcp.tcp_time_stamp_ms()
-        delta = (now_ms + sk.tsoffset - sk.rcv_tsecr) & M32
-        if delta < 0x7FFFFFFF:
-            seq_rtt_us = ca_rtt_us = delta * 1000
-    if seq_rtt_us < 0:
-        return False
-    if ca_rtt_us < 0:
-        ca_rtt_us = seq_rtt_us
-    # tcp_update_rtt_min(): a suspected delayed ACK does not lower the minimum
-    if not (flag & FLAG_ACK_MAYBE_DELAYED and ca_rtt_us > tcp_min_rtt(sk)):
-        if not sk.rtt_min or ca_rtt_us < sk.rtt_min:
-            sk.rtt_min = ca_rtt_us or sk.tcp.jiffies_to_usecs(1)
-    tcp_rtt_estimator(sk, seq_rtt_us)
-    tcp_set_rto(sk)
-    sk.icsk_backoff = 0  # RFC 6298: only a valid RTT sample resets the back-off
-    return True
 
 
 # -- the scoreboard -----------------------------------------------------------------------------
@@ -1173,24 +981,6 @@ def tcp_send_challenge_ack(sk: TcpSock) -> None:
         tcp.challenge_count -= 1
         sk.ext.TCPChallengeACK += 1
         tcp_send_ack(sk)
-
-
-@kernel("net/ipv4/tcp_input.c", "__tcp_oow_rate_limited")
-def tcp_oow_rate_limited(sk: Any, mib: str) -> bool:
-    """At most one out-of-window ACK per ``tcp_invalid_ratelimit`` ms.
-
-    Kernel: net/ipv4/tcp_input.c, __tcp_oow_rate_limited().
-    """
-    tcp = sk.tcp
-    now = sk.net.clock.jiffies
-    last = sk.last_oow_ack_time
-    if last:
-        elapsed = now - last
-        if 0 <= elapsed < tcp.msecs_to_jiffies(tcp.sysctl_tcp_invalid_ratelimit):
-            setattr(sk.ext if hasattr(sk, "ext") else tcp.ext, mib, getattr(tcp.ext, mib) + 1)
-            return True
-    sk.last_oow_ack_time = now or 1
-    return False
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_process_tlp_ack")
@@ -2221,8 +2011,6 @@ def tcp_fin(sk: TcpSock) -> None:
         tcp_set_state(sk, TCP_CLOSING)
     elif state == TCP_FIN_WAIT2:
         tcp_send_ack(sk)
-        from netstack.tcp.minisocks import tcp_time_wait
-
         tcp_time_wait(sk, TCP_TIME_WAIT, 0)
     for s in sk.out_of_order_queue:
         sk.sk_rmem_alloc -= s.truesize
@@ -2597,8 +2385,6 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         return tcp_rcv_synsent_state_process(sk, skb)
     req = sk.fastopen_rsk
     if req is not None:
-        from netstack.tcp.minisocks import tcp_check_req_fastopen
-
         if not tcp_check_req_fastopen(sk, skb, req):
             kfree_skb(skb, DropReason.TCP_FASTOPEN)
             return 0
@@ -2677,15 +2463,11 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
                 elif flags & TCPHDR_FIN:
                     inet_csk_reset_keepalive_timer(sk, tmo)
                 else:
-                    from netstack.tcp.minisocks import tcp_time_wait
-
                     tcp_time_wait(sk, TCP_FIN_WAIT2, tmo)
                     consume_skb(skb)
                     return 0
     elif state == TCP_CLOSING:
         if sk.snd_una == sk.write_seq:
-            from netstack.tcp.minisocks import tcp_time_wait
-
             tcp_time_wait(sk, TCP_TIME_WAIT, 0)
             consume_skb(skb)
             return 0
@@ -2831,8 +2613,6 @@ def tcp_conn_request(
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    from netstack.tcp.minisocks import inet_csk_reqsk_queue_add, tcp_try_fastopen
-
     fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
     req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
     if fastopen_sk is not None:
@@ -2879,8 +2659,6 @@ def reqsk_timer_handler(req: RequestSock) -> None:
     listener = req.listener
     tcp = listener.tcp
     if listener.state != TCP_LISTEN:
-        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
-
         inet_csk_reqsk_queue_drop(listener, req)
         return
     max_syn_ack_retries = tcp.sysctl_tcp_synack_retries
@@ -2893,8 +2671,6 @@ def reqsk_timer_handler(req: RequestSock) -> None:
             max_syn_ack_retries -= 1
             young <<= 1
     if req.num_timeout >= max_syn_ack_retries:  # syn_ack_recalc(), no defer_accept
-        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
-
         inet_csk_reqsk_queue_drop(listener, req)
         return
     ops = req.af_specific
@@ -2971,8 +2747,6 @@ def tcp_req_err(req: RequestSock, seq: int, abort: bool) -> None:
     if seq != req.snt_isn:
         listener.ext.OutOfWindowIcmps += 1
     elif abort:
-        from netstack.tcp.minisocks import inet_csk_reqsk_queue_drop
-
         inet_csk_reqsk_queue_drop(listener, req)
         listener.ext.ListenDrops += 1  # tcp_listendrop()
 
@@ -3078,7 +2852,171 @@ def tcp_rcv_fastopen_synack(
         sk.ext.TCPFastOpenActive += 1
         if sk.delivered > 1:  # SYN-data is counted as two packets in tcp_ack()
             sk.delivered -= 1
-    from netstack.tcp.minisocks import tcp_fastopen_add_skb
-
     tcp_fastopen_add_skb(sk, synack)
     return False
+
+
+# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_add_skb")
+def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
+    """Queue the data (and FIN) a SYN or SYN-ACK carries.
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_add_skb().
+    """
+    tcb: TcpSkbCb = skb.cb
+    if tcb.end_seq == sk.rcv_nxt:
+        return
+
+    clone = skb.clone()
+    th = skb.transport_header
+    clone.transport_header = th
+    clone.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, tcp_hdrlen(skb))
+    flags = tcb.tcp_flags & ~TCPHDR_SYN
+    ccb = TcpSkbCb((tcb.seq + 1) & M32, tcb.end_seq, flags)
+    clone.cb = ccb
+    sk.segs_in = 1  # tcp_segs_in(): the SYN, counted once
+    if clone.tail > clone.data:
+        sk.data_segs_in = 1
+    sk.rcv_nxt = ccb.end_seq
+    clone.sk = None
+    sk.receive_queue.append(clone)  # tcp_add_receive_queue() (sk_forced_mem_schedule)
+    sk.sk_rmem_alloc += clone.truesize
+    sk.syn_data_acked = True
+    sk.bytes_received = clone.tail - clone.data
+    if flags & TCPHDR_FIN:
+        tcp_fin(sk)
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_create_child")
+def tcp_fastopen_create_child(sk: TcpSock, skb: SkBuff, req: RequestSock) -> TcpSock | None:
+    """The full child of a Fast Open SYN, in SYN_RECV with the SYN's data queued.
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_create_child().
+    """
+    from netstack.tcp.helpers import inet_csk_reset_xmit_timer
+
+    child: TcpSock | None = sk.af_ops.syn_recv_sock(sk, skb, req, None)
+    if child is None:
+        return None
+    sk.fastopenq.qlen += 1
+    child.fastopen_rsk = req
+    req.tfo_listener = True
+    buf = skb.buf
+    th = skb.transport_header
+    child.snd_wnd = (buf[th + 14] << 8) | buf[th + 15]  # RFC 7323: never scaled in a SYN
+    child.max_window = child.snd_wnd
+    # the retransmission timer resends the SYN-ACK (the request is in no hash)
+    req.timeout = sk.tcp.TCP_TIMEOUT_INIT
+    inet_csk_reset_xmit_timer(child, ICSK_TIME_RETRANS, req.timeout, sk.tcp.TCP_RTO_MAX)
+    tcp_init_transfer(child)
+    tcb: TcpSkbCb = skb.cb
+    child.rcv_nxt = (tcb.seq + 1) & M32
+    tcp_fastopen_add_skb(child, skb)
+    req.rcv_nxt = child.rcv_nxt
+    child.rcv_wup = child.rcv_nxt
+    return child
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_try_fastopen")
+def tcp_try_fastopen(
+    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie
+) -> TcpSock | None:
+    """Decide on a SYN's Fast Open: the child if its data is taken now, else None;
+    *foc* becomes the cookie the SYN-ACK carries (len -1: none).
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_try_fastopen().
+    """
+    tcb: TcpSkbCb = skb.cb
+    syn_data = tcb.end_seq != (tcb.seq + 1) & M32
+    tfo = sk.tcp.sysctl_tcp_fastopen
+    valid_foc = _fastopen.TcpFastopenCookie()
+    ret = 0
+    if foc.len == 0:  # the client asks for a cookie
+        sk.ext.TCPFastOpenCookieReqd += 1
+    if not (
+        tfo & _fastopen.TFO_SERVER_ENABLE
+        and (syn_data or foc.len >= 0)
+        and _fastopen.tcp_fastopen_queue_check(sk)
+    ):
+        foc.len = -1
+        return None
+    if _fastopen.tcp_fastopen_no_cookie(sk, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
+        return _tfo_child(sk, skb, req, foc, valid_foc, 0)
+    if foc.len == 0:
+        ctx = _fastopen.tcp_fastopen_get_ctx(sk)
+        if ctx:
+            valid_foc.set(_fastopen.tcp_fastopen_cookie_gen_cipher(skb, ctx[0]))
+    elif foc.len > 0:
+        ret = _fastopen.tcp_fastopen_cookie_gen_check(sk, skb, foc, valid_foc)
+        if not ret:
+            sk.ext.TCPFastOpenPassiveFail += 1
+        else:
+            return _tfo_child(sk, skb, req, foc, valid_foc, ret)
+    valid_foc.exp = foc.exp
+    foc.set(valid_foc)
+    return None
+
+
+def _tfo_child(
+    sk: TcpSock,
+    skb: SkBuff,
+    req: RequestSock,
+    foc: _fastopen.TcpFastopenCookie,
+    valid_foc: _fastopen.TcpFastopenCookie,
+    ret: int,
+) -> TcpSock | None:
+    """tcp_try_fastopen()'s ``fastopen:`` label."""
+    child = tcp_fastopen_create_child(sk, skb, req)
+    if child is not None:
+        if ret == 2:  # a backup key's cookie: send the primary's
+            valid_foc.exp = foc.exp
+            foc.set(valid_foc)
+            sk.ext.TCPFastOpenPassiveAltKey += 1
+        else:
+            foc.len = -1
+        sk.ext.TCPFastOpenPassive += 1
+        child.syn_fastopen_child = True
+        return child
+    sk.ext.TCPFastOpenPassiveFail += 1
+    valid_foc.exp = foc.exp
+    foc.set(valid_foc)
+    return None
+
+
+@kernel("net/ipv4/tcp_minisocks.c", "tcp_check_req")
+def tcp_check_req_fastopen(sk: TcpSock, skb: SkBuff, req: RequestSock) -> bool:
+    """A segment for a Fast Open child before its handshake ends (``tcp_check_req``
+    with ``fastopen`` true): False to drop it, True to process it on the child.
+
+    Kernel: net/ipv4/tcp_minisocks.c, tcp_check_req().
+    """
+
+    tcb: TcpSkbCb = skb.cb
+    flags = tcb.tcp_flags
+    tcp = sk.tcp
+    if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
+        # a retransmitted SYN: our SYN-ACK was lost
+        if not tcp_oow_rate_limited(sk, "TCPACKSkippedSynRecv"):
+            ops = req.af_specific
+            if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
+                tcp.mib.RetransSegs += 1
+                tcp.ext.TCPSynRetrans += 1
+                req.num_retrans += 1
+        return False
+    if not tcp_in_window(tcb.seq, tcb.end_seq, req.rcv_nxt, (req.rcv_nxt + req.rsk_rcv_wnd) & M32):
+        if not flags & TCPHDR_RST and not tcp_oow_rate_limited(sk, "TCPACKSkippedSynRecv"):
+            from netstack.tcp.output import tcp_send_ack
+
+            tcp_send_ack(sk)  # req->rsk_ops->send_ack(): the child's sequence numbers
+        return False
+    if flags & (TCPHDR_RST | TCPHDR_SYN):
+        tcp.mib.AttemptFails += 1
+        if not flags & TCPHDR_RST:
+            sk.af_ops.send_reset(None, skb)
+        else:
+            _fastopen.reqsk_fastopen_remove(sk, req, True)
+            tcp_reset(sk)
+        return False
+    return bool(flags & TCPHDR_ACK)

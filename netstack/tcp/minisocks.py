@@ -12,6 +12,12 @@ after close) gives up its full socket for a
 the 4-tuple and the port, re-ACKs a retransmitted FIN, and lets a new SYN
 with a higher sequence number reopen the connection.
 
+This module imports nothing of :mod:`netstack.tcp.input`, which calls it:
+options are parsed by :mod:`netstack.tcp.options`, the RTT sample and the
+out-of-window rate limit come from :mod:`netstack.tcp.helpers`, and the child
+reaches ``tcp_rcv_state_process`` through ``sk.sk_prot`` (the no-sibling-cycles
+rule, docs/design.md).
+
 Kernel: net/ipv4/tcp_minisocks.c, net/ipv4/inet_timewait_sock.c,
 net/ipv4/inet_connection_sock.c (inet_csk_reqsk_queue_*).
 """
@@ -24,19 +30,10 @@ from typing import TYPE_CHECKING, Any, Final
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
-from netstack.tcp import fastopen as _fastopen
-from netstack.tcp.input import (
-    TcpOptionsReceived,
-    tcp_ack_update_rtt,
-    tcp_fin,
-    tcp_init_transfer,
-    tcp_oow_rate_limited,
-    tcp_parse_options,
-    tcp_reset,
-)
+from netstack.tcp.helpers import tcp_ack_update_rtt, tcp_oow_rate_limited
+from netstack.tcp.options import TcpOptionsReceived, tcp_parse_options
 from netstack.tcp.output import tcp_full_space, tcp_select_initial_window
 from netstack.tcp.sock import (
-    ICSK_TIME_RETRANS,
     TCP_CLOSE,
     TCP_FIN_WAIT2,
     TCP_INFINITE_SSTHRESH,
@@ -209,8 +206,6 @@ def tcp_check_req(listener: TcpSock, skb: SkBuff, req: RequestSock) -> Any:
     tcp = listener.tcp
     if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
         # a retransmitted SYN: our SYN-ACK was lost
-        from netstack.tcp.input import tcp_oow_rate_limited
-
         if not tcp_oow_rate_limited(req_ratelimit(req, listener), "TCPACKSkippedSynRecv"):
             req.txhash = net_tx_rndhash(listener.net.rng)  # tcp_rtx_synack()
             if ops.send_synack(listener, req, None) == 0:
@@ -277,10 +272,8 @@ def tcp_child_process(parent: TcpSock, child: TcpSock, skb: SkBuff) -> int:
 
     Kernel: net/ipv4/tcp_minisocks.c, tcp_child_process().
     """
-    from netstack.tcp.input import tcp_rcv_state_process
-
     state = child.state
-    ret = tcp_rcv_state_process(child, skb)
+    ret = child.sk_prot.rcv_state_process(child, skb)  # tcp_rcv_state_process()
     if state == TCP_SYN_RECV and child.state != state:
         parent.sk_data_ready()
     return ret
@@ -696,169 +689,3 @@ def cookie_tcp_check(
         rt.release()
         kfree_skb(skb, DropReason.NO_SOCKET)
     return child
-
-
-# -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------
-
-
-@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_add_skb")
-def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
-    """Queue the data (and FIN) a SYN or SYN-ACK carries.
-
-    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_add_skb().
-    """
-    tcb: TcpSkbCb = skb.cb
-    if tcb.end_seq == sk.rcv_nxt:
-        return
-
-    clone = skb.clone()
-    th = skb.transport_header
-    clone.transport_header = th
-    clone.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, tcp_hdrlen(skb))
-    flags = tcb.tcp_flags & ~TCPHDR_SYN
-    ccb = TcpSkbCb((tcb.seq + 1) & M32, tcb.end_seq, flags)
-    clone.cb = ccb
-    sk.segs_in = 1  # tcp_segs_in(): the SYN, counted once
-    if clone.tail > clone.data:
-        sk.data_segs_in = 1
-    sk.rcv_nxt = ccb.end_seq
-    clone.sk = None
-    sk.receive_queue.append(clone)  # tcp_add_receive_queue() (sk_forced_mem_schedule)
-    sk.sk_rmem_alloc += clone.truesize
-    sk.syn_data_acked = True
-    sk.bytes_received = clone.tail - clone.data
-    if flags & TCPHDR_FIN:
-        tcp_fin(sk)
-
-
-@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_create_child")
-def tcp_fastopen_create_child(sk: TcpSock, skb: SkBuff, req: RequestSock) -> TcpSock | None:
-    """The full child of a Fast Open SYN, in SYN_RECV with the SYN's data queued.
-
-    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_create_child().
-    """
-    from netstack.tcp.helpers import inet_csk_reset_xmit_timer
-
-    child: TcpSock | None = sk.af_ops.syn_recv_sock(sk, skb, req, None)
-    if child is None:
-        return None
-    sk.fastopenq.qlen += 1
-    child.fastopen_rsk = req
-    req.tfo_listener = True
-    buf = skb.buf
-    th = skb.transport_header
-    child.snd_wnd = (buf[th + 14] << 8) | buf[th + 15]  # RFC 7323: never scaled in a SYN
-    child.max_window = child.snd_wnd
-    # the retransmission timer resends the SYN-ACK (the request is in no hash)
-    req.timeout = sk.tcp.TCP_TIMEOUT_INIT
-    inet_csk_reset_xmit_timer(child, ICSK_TIME_RETRANS, req.timeout, sk.tcp.TCP_RTO_MAX)
-    tcp_init_transfer(child)
-    tcb: TcpSkbCb = skb.cb
-    child.rcv_nxt = (tcb.seq + 1) & M32
-    tcp_fastopen_add_skb(child, skb)
-    req.rcv_nxt = child.rcv_nxt
-    child.rcv_wup = child.rcv_nxt
-    return child
-
-
-@kernel("net/ipv4/tcp_fastopen.c", "tcp_try_fastopen")
-def tcp_try_fastopen(
-    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie
-) -> TcpSock | None:
-    """Decide on a SYN's Fast Open: the child if its data is taken now, else None;
-    *foc* becomes the cookie the SYN-ACK carries (len -1: none).
-
-    Kernel: net/ipv4/tcp_fastopen.c, tcp_try_fastopen().
-    """
-    tcb: TcpSkbCb = skb.cb
-    syn_data = tcb.end_seq != (tcb.seq + 1) & M32
-    tfo = sk.tcp.sysctl_tcp_fastopen
-    valid_foc = _fastopen.TcpFastopenCookie()
-    ret = 0
-    if foc.len == 0:  # the client asks for a cookie
-        sk.ext.TCPFastOpenCookieReqd += 1
-    if not (
-        tfo & _fastopen.TFO_SERVER_ENABLE
-        and (syn_data or foc.len >= 0)
-        and _fastopen.tcp_fastopen_queue_check(sk)
-    ):
-        foc.len = -1
-        return None
-    if _fastopen.tcp_fastopen_no_cookie(sk, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
-        return _tfo_child(sk, skb, req, foc, valid_foc, 0)
-    if foc.len == 0:
-        ctx = _fastopen.tcp_fastopen_get_ctx(sk)
-        if ctx:
-            valid_foc.set(_fastopen.tcp_fastopen_cookie_gen_cipher(skb, ctx[0]))
-    elif foc.len > 0:
-        ret = _fastopen.tcp_fastopen_cookie_gen_check(sk, skb, foc, valid_foc)
-        if not ret:
-            sk.ext.TCPFastOpenPassiveFail += 1
-        else:
-            return _tfo_child(sk, skb, req, foc, valid_foc, ret)
-    valid_foc.exp = foc.exp
-    foc.set(valid_foc)
-    return None
-
-
-def _tfo_child(
-    sk: TcpSock,
-    skb: SkBuff,
-    req: RequestSock,
-    foc: _fastopen.TcpFastopenCookie,
-    valid_foc: _fastopen.TcpFastopenCookie,
-    ret: int,
-) -> TcpSock | None:
-    """tcp_try_fastopen()'s ``fastopen:`` label."""
-    child = tcp_fastopen_create_child(sk, skb, req)
-    if child is not None:
-        if ret == 2:  # a backup key's cookie: send the primary's
-            valid_foc.exp = foc.exp
-            foc.set(valid_foc)
-            sk.ext.TCPFastOpenPassiveAltKey += 1
-        else:
-            foc.len = -1
-        sk.ext.TCPFastOpenPassive += 1
-        child.syn_fastopen_child = True
-        return child
-    sk.ext.TCPFastOpenPassiveFail += 1
-    valid_foc.exp = foc.exp
-    foc.set(valid_foc)
-    return None
-
-
-@kernel("net/ipv4/tcp_minisocks.c", "tcp_check_req")
-def tcp_check_req_fastopen(sk: TcpSock, skb: SkBuff, req: RequestSock) -> bool:
-    """A segment for a Fast Open child before its handshake ends (``tcp_check_req``
-    with ``fastopen`` true): False to drop it, True to process it on the child.
-
-    Kernel: net/ipv4/tcp_minisocks.c, tcp_check_req().
-    """
-
-    tcb: TcpSkbCb = skb.cb
-    flags = tcb.tcp_flags
-    tcp = sk.tcp
-    if tcb.seq == req.rcv_isn and flags & TCPHDR_SYN and not flags & TCPHDR_RST:
-        # a retransmitted SYN: our SYN-ACK was lost
-        if not tcp_oow_rate_limited(sk, "TCPACKSkippedSynRecv"):
-            ops = req.af_specific
-            if ops.send_synack(sk, req, None) == 0:  # inet_rtx_syn_ack()
-                tcp.mib.RetransSegs += 1
-                tcp.ext.TCPSynRetrans += 1
-                req.num_retrans += 1
-        return False
-    if not tcp_in_window(tcb.seq, tcb.end_seq, req.rcv_nxt, (req.rcv_nxt + req.rsk_rcv_wnd) & M32):
-        if not flags & TCPHDR_RST and not tcp_oow_rate_limited(sk, "TCPACKSkippedSynRecv"):
-            from netstack.tcp.output import tcp_send_ack
-
-            tcp_send_ack(sk)  # req->rsk_ops->send_ack(): the child's sequence numbers
-        return False
-    if flags & (TCPHDR_RST | TCPHDR_SYN):
-        tcp.mib.AttemptFails += 1
-        if not flags & TCPHDR_RST:
-            sk.af_ops.send_reset(None, skb)
-        else:
-            _fastopen.reqsk_fastopen_remove(sk, req, True)
-            tcp_reset(sk)
-        return False
-    return bool(flags & TCPHDR_ACK)

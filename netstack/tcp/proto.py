@@ -22,6 +22,7 @@ import trio
 from netstack.core.net_generic import NetKey
 from netstack.core.sysctl import invalid
 from netstack.sites import kernel
+from netstack.tcp import input as _input
 from netstack.tcp import minisocks as _minisocks
 from netstack.tcp import tcp as _tcp
 from netstack.tcp import timer as _timer
@@ -341,6 +342,7 @@ TCP_PROT: Final = TcpProt(
     delack_timer=_timer.tcp_delack_timer,
     keepalive_timer=_timer.tcp_keepalive_timer,
     tw_timer=_minisocks.tw_timer_handler,
+    rcv_state_process=_input.tcp_rcv_state_process,
 )
 
 TCP_IPV4_AF_OPS: NetKey[InetConnectionSockAfOps] = NetKey("tcp_ipv4")

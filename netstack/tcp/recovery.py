@@ -53,6 +53,7 @@ from netstack.tcp.helpers import (
     tcp_current_ssthresh,
     tcp_in_cwnd_reduction,
     tcp_init_cwnd_reduction,
+    tcp_min_rtt,
     tcp_packets_in_flight,
     tcp_rearm_rto,
     tcp_set_ca_state,
@@ -83,7 +84,6 @@ __all__ = [
     "tcp_init_undo",
     "tcp_is_rack",
     "tcp_mark_skb_lost",
-    "tcp_min_rtt",
     "tcp_newreno_mark_lost",
     "tcp_rack_advance",
     "tcp_rack_mark_lost",
@@ -108,12 +108,6 @@ U32: Final = 0xFFFFFFFF
 def tcp_is_rack(sk: TcpSock) -> bool:
     """RACK loss detection on (``tcp_recovery`` bit 0). Kernel: tcp_is_rack() (4.18–6.x)."""
     return bool(sk.tcp.sysctl_tcp_recovery & TCP_RACK_LOSS_DETECTION)
-
-
-@kernel("tcp_min_rtt")
-def tcp_min_rtt(sk: TcpSock) -> int:
-    """The minimum RTT seen, µs; ~0U before any sample. Kernel: tcp_min_rtt()."""
-    return sk.rtt_min or U32
 
 
 def _sent_after(t1: int, o1: int, seq1: int, t2: int, o2: int, seq2: int) -> bool:

@@ -327,12 +327,14 @@ class TcpProt:
 
     A :class:`TcpSock`'s socket calls and timers go through ``sk.sk_prot``,
     set when the socket is made from the Net's :class:`~netstack.tcp.proto.Tcp`
-    (``tcp_prot`` is built in ``tcp/proto.py`` from ``tcp.py``, ``timer.py``
-    and ``minisocks.py``), so this module imports none of the modules that
-    import it. The kernel's ``struct proto`` is the same indirection
+    (``tcp_prot`` is built in ``tcp/proto.py`` from ``tcp.py``, ``timer.py``,
+    ``minisocks.py`` and ``input.py``), so this module imports none of the
+    modules that import it. The kernel's ``struct proto`` is the same indirection
     (``sk->sk_prot->disconnect`` in ``inet_child_forget``); the socket layer's
     ``inet_stream_ops`` calls (connect, listen, accept, shutdown) and the
-    handlers ``tcp_init_xmit_timers`` arms ride along here.
+    handlers ``tcp_init_xmit_timers`` arms ride along here, and so does
+    ``tcp_rcv_state_process`` for ``tcp_child_process``, the one call the
+    minisocks make up into ``tcp/input.py``.
     """
 
     connect: Callable[[TcpSock, int, int], None]
@@ -351,6 +353,9 @@ class TcpProt:
     delack_timer: Callable[[TcpSock], None]  # tcp_delack_timer
     keepalive_timer: Callable[[TcpSock], None]  # tcp_keepalive_timer
     tw_timer: Callable[[TimewaitSock], None]  # tw_timer_handler (inet_twsk_alloc)
+    # tcp_rcv_state_process, for tcp_child_process (no struct proto member: the
+    # kernel calls it directly; here the minisocks sit below tcp/input.py)
+    rcv_state_process: Callable[[TcpSock, SkBuff], int]
 
 
 class TcpSock(Sock):

@@ -37,7 +37,7 @@ from netstack.wire.ipv4 import ntoa
 from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
-    from netstack.tcp.input import TcpOptionsReceived
+    from netstack.tcp.options import TcpOptionsReceived
     from netstack.tcp.sock import RequestSock, TcpSock
 
 __all__ = [
