@@ -504,12 +504,6 @@ def _dask(
     scheduler: str | Any | None,
     done: Callable[[int, int], None] | None,
 ) -> list[Outcome]:
-    try:
-        distributed: Any = importlib.import_module("distributed")  # untyped calls below
-    except ImportError:
-        raise SweepError(
-            "Dask is not installed: pip install 'netstack[sweep]' (dask[distributed])"
-        ) from None
     if "trio_asyncio" in sys.modules:
         # trio-asyncio replaces asyncio's loop policy for the whole process on import:
         # every loop made outside Trio (the Dask client's own thread's) is then its
@@ -519,6 +513,12 @@ def _dask(
             "replaces asyncio's event loop policy): sweep with executor='processes', or "
             "run the sweep in its own process (`netstack sweep` does)"
         )
+    try:
+        distributed: Any = importlib.import_module("distributed")  # untyped calls below
+    except ImportError:
+        raise SweepError(
+            "Dask is not installed: pip install 'netstack[sweep]' (dask[distributed])"
+        ) from None
     cluster: Any = None
     if scheduler is None:
         # one thread per worker: timed mode runs one point per process at a time

@@ -60,6 +60,7 @@ from netstack.tcp.helpers import (
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
     __tcp_select_window,
+    tcp_clamp_probe0_to_user_timeout,
     tcp_current_mss,
     tcp_fragment,
     tcp_full_space,
@@ -1332,11 +1333,12 @@ def tcp_ack_probe(sk: TcpSock) -> None:
     head = sk.write_queue[0]
     if tcp_snd_wnd_test(sk, head, tcp_current_mss(sk)):
         sk.icsk_backoff = 0
+        sk.icsk_probes_tstamp = 0
         if sk.icsk_pending == ICSK_TIME_PROBE0:
             sk.icsk_pending = 0
             sk.retransmit_timer.delete()
     else:
-        when = tcp_probe0_when(sk, sk.tcp.TCP_RTO_MAX)
+        when = tcp_clamp_probe0_to_user_timeout(sk, tcp_probe0_when(sk, sk.tcp.TCP_RTO_MAX))
         inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, when, sk.tcp.TCP_RTO_MAX)
 
 

@@ -611,7 +611,8 @@ def __sock_wfree(skb: SkBuff) -> None:
 def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | None = None) -> int:
     """Build the TCP header of *skb* (a clone of it) and hand it to IP.
 
-    Returns 0, or a negative errno when nothing went out.
+    Returns 0, a negative errno when nothing went out, or NET_XMIT_DROP (1)
+    when a local qdisc refused it.
 
     Kernel: net/ipv4/tcp_output.c, __tcp_transmit_skb().
     """
@@ -622,6 +623,9 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         rcv_nxt = sk.rcv_nxt
     oskb: SkBuff | None = None
     if clone_it:
+        # skb->skb_mstamp_ns = tp->tcp_wstamp_ns, before the clone is sent: a
+        # transmission the qdisc refuses still dates the skb (retrans_stamp)
+        tcb.mstamp = sk.tcp_mstamp
         tcb.in_flight = (tcb.end_seq - sk.snd_una) & M32
         oskb = skb
         skb = skb.copy() if skb.cloned else skb.clone()
@@ -689,7 +693,9 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     err = sk.af_ops.queue_xmit(sk, skb)
     if err > 0:  # NET_XMIT_DROP / NET_XMIT_CN: local congestion
         tcp_enter_cwr(sk)
-        err = 0 if err == 2 else -105  # net_xmit_eval(): CN is success; DROP → -ENOBUFS
+        # net_xmit_eval(): CN is success; DROP stays NET_XMIT_DROP (1), > 0, which
+        # tells the timers "refused locally" (TCP_RESOURCE_PROBE_INTERVAL)
+        err = 0 if err == 2 else err
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
         tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
@@ -1468,16 +1474,34 @@ def tcp_send_probe0(sk: TcpSock) -> None:
     if sk.packets_out or not sk.write_queue:
         sk.icsk_probes_out = 0
         sk.icsk_backoff = 0
+        sk.icsk_probes_tstamp = 0
         return
     tcp = sk.tcp
+    sk.icsk_probes_out += 1
     if err <= 0:
-        if sk.icsk_backoff < 15:
+        if sk.icsk_backoff < tcp.sysctl_tcp_retries2:
             sk.icsk_backoff += 1
-        sk.icsk_probes_out += 1
-        probe_max = tcp.TCP_RTO_MAX
-    else:
-        probe_max = tcp.TCP_RESOURCE_PROBE_INTERVAL
-    inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, tcp_probe0_when(sk, probe_max), tcp.TCP_RTO_MAX)
+        timeout = tcp_probe0_when(sk, tcp.TCP_RTO_MAX)
+    else:  # refused locally: "let senders fight for local resources conservatively"
+        timeout = tcp.TCP_RESOURCE_PROBE_INTERVAL
+    timeout = tcp_clamp_probe0_to_user_timeout(sk, timeout)
+    inet_csk_reset_xmit_timer(sk, ICSK_TIME_PROBE0, timeout, tcp.TCP_RTO_MAX)
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_clamp_probe0_to_user_timeout")
+def tcp_clamp_probe0_to_user_timeout(sk: TcpSock, when: int) -> int:
+    """The next probe, cut short to fire when TCP_USER_TIMEOUT runs out (counted
+    from the first probe, ``icsk_probes_tstamp``), at least TCP_TIMEOUT_MIN.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_clamp_probe0_to_user_timeout().
+    """
+    user_timeout = sk.icsk_user_timeout
+    if not user_timeout or not sk.icsk_probes_tstamp:
+        return when
+    tcp = sk.tcp
+    elapsed = max(sk.net.clock.jiffies - sk.icsk_probes_tstamp, 0)
+    remaining = (user_timeout * tcp.hz + 999) // 1000 - elapsed  # msecs_to_jiffies()
+    return min(max(remaining, tcp.TCP_TIMEOUT_MIN), when)
 
 
 # -- connection setup and teardown ----------------------------------------------------------
@@ -1729,9 +1753,10 @@ def __tcp_retransmit_skb(sk: TcpSock, skb: SkBuff, segs: int) -> int:
     sk.total_retrans += segs
     sk.bytes_retrans += skb.tail - skb.data
     err = tcp_transmit_skb(sk, skb, True)
-    if not err:
-        tcb.sacked |= TCPCB_EVER_RETRANS
-    elif err != -16:
+    # always: no spuriously low RTT sample from a timestamp of a transmit that
+    # never happened (the skb was stamped even if the qdisc refused it)
+    tcb.sacked |= TCPCB_EVER_RETRANS
+    if err and err != -16:
         sk.ext.TCPRetransFail += segs
     return err
 

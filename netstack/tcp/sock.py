@@ -409,6 +409,7 @@ class TcpSock(Sock):
         self.icsk_backoff = 0
         self.icsk_syn_retries = 0
         self.icsk_probes_out = 0
+        self.icsk_probes_tstamp = 0  # jiffies of the first zero-window/local-drop probe
         self.icsk_ext_hdr_len = 0
         self.icsk_user_timeout = 0
         self.icsk_pmtu_cookie = 0

@@ -204,9 +204,26 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
 
 @kernel("net/ipv4/tcp_timer.c", "tcp_probe_timer")
 def tcp_probe_timer(sk: TcpSock) -> None:
-    """Zero-window probing. Kernel: net/ipv4/tcp_timer.c, tcp_probe_timer()."""
+    """Probing while nothing is in flight and data waits: a zero window, or a
+    transmission a local qdisc refused.
+
+    With TCP_USER_TIMEOUT the connection is aborted once the user timeout has
+    passed since the first probe (``icsk_probes_tstamp``), whatever the count.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_probe_timer().
+    """
     if sk.packets_out or not sk.write_queue:
         sk.icsk_probes_out = 0
+        sk.icsk_probes_tstamp = 0
+        return
+    now = sk.net.clock.jiffies
+    if not sk.icsk_probes_tstamp:
+        sk.icsk_probes_tstamp = now
+    elif (
+        sk.icsk_user_timeout
+        and now - sk.icsk_probes_tstamp >= (sk.icsk_user_timeout * sk.tcp.hz + 999) // 1000
+    ):
+        tcp_write_err(sk)
         return
     max_probes = sk.tcp.sysctl_tcp_retries2
     if sk.dead:

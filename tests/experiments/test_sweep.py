@@ -194,6 +194,9 @@ def test_dask_not_installed_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
+    # as in a fresh `netstack sweep` process: the asyncio tests this worker may have
+    # run imported trio_asyncio, which sweep() refuses before it looks for Dask
+    monkeypatch.delitem(sys.modules, "trio_asyncio", raising=False)
     with pytest.raises(SystemExit) as e:
         main(["sweep", "gre-lltx", "cpus=1", "--dask"])
     assert e.value.code == 2

@@ -143,7 +143,8 @@ class PingResult:
         the start (``cur_time - start_time``: one probe takes 0 ms, waiting for
         its reply does not count), the loss is printed with ``%g``, and the
         rtt figures are integer microseconds, the deviation
-        ``llsqrt(tsum2/n - tavg²)`` as iputils computes it.
+        ``llsqrt(tsum2/n - tavg²)`` as iputils computes it. The last line (rtt,
+        ``pipe``) is always there, empty when it has no figures.
         """
         lines = [f"--- {self.destination} ping statistics ---"]
         err = f"+{len(self.errors)} errors, " if self.errors else ""
@@ -170,8 +171,9 @@ class PingResult:
             last = ""
         if self.pipe > 1:  # more than one probe was in flight when an answer came
             last += f"{', ' if last else ''}pipe {self.pipe}"
-        if last:
-            lines.append(last)
+        # finish() ends this line with putchar('\n') even when it printed nothing on
+        # it: with neither rtt nor pipe figures, the summary ends with an empty line
+        lines.append(last)
         return "\n".join(lines)
 
 
