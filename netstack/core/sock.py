@@ -106,7 +106,7 @@ class Sock:
         self.sk_shutdown = 0
         self.dead = False
         self.receive_queue: collections.deque[SkBuff] = collections.deque()
-        self.error_queue: collections.deque[Any] = collections.deque()
+        self.error_queue: list[Any] = []  # rarely used: a list, not a 600-byte deque
         # inet_sock
         self.inet_saddr = 0  # source address for sends
         self.inet_rcv_saddr = 0  # bound address
@@ -206,7 +206,7 @@ class Sock:
         """Read one ``IP_RECVERR`` report. Kernel: ip_recv_error()."""
         if not self.error_queue:
             raise sock_oserror(11)  # EAGAIN
-        data, anc, addr, _ = self.error_queue.popleft()
+        data, anc, addr, _ = self.error_queue.pop(0)
         # sock_dequeue_err_skb(): sk_err becomes the next report's errno, or 0
         self.sk_err = self.error_queue[0][3] if self.error_queue else 0
         flags = MSG_ERRQUEUE

@@ -31,7 +31,6 @@ Kernel: net/core/neighbour.c, include/net/neighbour.h.
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
@@ -162,7 +161,9 @@ class Neighbour:
         self.used = now
         self.created = now
         self.probes = 0
-        self.arp_queue: collections.deque[SkBuff] = collections.deque()
+        # a list: it holds a packet or two while resolving, and an empty deque is
+        # 600 B a neighbour (a lab keeps thousands of entries)
+        self.arp_queue: list[SkBuff] = []
         self.arp_queue_len_bytes = 0
         self.hh = HhCache()
         self.ops: NeighOps = tbl.default_ops
@@ -559,7 +560,7 @@ def neigh_suspect(n: Neighbour) -> None:
 def neigh_purge_queue(n: Neighbour, reason: DropReason) -> None:
     queue = n.arp_queue
     while queue:
-        kfree_skb(queue.popleft(), reason)
+        kfree_skb(queue.pop(0), reason)
     n.arp_queue_len_bytes = 0
 
 
@@ -580,7 +581,7 @@ def neigh_invalidate(n: Neighbour) -> None:
     report = n.ops.error_report
     queue = n.arp_queue
     while queue and n.nud_state == NUD_FAILED:
-        skb = queue.popleft()
+        skb = queue.pop(0)
         n.arp_queue_len_bytes -= skb.truesize
         if report is not None:
             report(n, skb)
@@ -594,7 +595,7 @@ def _queue_skb(n: Neighbour, skb: SkBuff) -> None:
     queue = n.arp_queue
     size = skb.truesize
     while n.arp_queue_len_bytes + size > limit and queue:
-        old = queue.popleft()
+        old = queue.pop(0)
         n.arp_queue_len_bytes -= old.truesize
         kfree_skb(old, DropReason.NEIGH_QUEUEFULL)
         n.tbl.unres_discards += 1
@@ -604,7 +605,7 @@ def _queue_skb(n: Neighbour, skb: SkBuff) -> None:
 
 def _flush_queue(n: Neighbour) -> None:
     queue = n.arp_queue
-    n.arp_queue = collections.deque()
+    n.arp_queue = []
     n.arp_queue_len_bytes = 0
     for skb in queue:
         n.output(n, skb)
