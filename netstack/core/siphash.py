@@ -37,6 +37,26 @@ def siphash_key(key: bytes) -> tuple[int, int]:
     return k0, k1
 
 
+def _sipround(v0: int, v1: int, v2: int, v3: int, rounds: int) -> tuple[int, int, int, int]:
+    """*rounds* SIPROUNDs (include/linux/siphash.h's SIPHASH_PERMUTATION)."""
+    for _ in range(rounds):
+        v0 = (v0 + v1) & _M64
+        v1 = ((v1 << 13) | (v1 >> 51)) & _M64
+        v1 ^= v0
+        v0 = ((v0 << 32) | (v0 >> 32)) & _M64
+        v2 = (v2 + v3) & _M64
+        v3 = ((v3 << 16) | (v3 >> 48)) & _M64
+        v3 ^= v2
+        v0 = (v0 + v3) & _M64
+        v3 = ((v3 << 21) | (v3 >> 43)) & _M64
+        v3 ^= v0
+        v2 = (v2 + v1) & _M64
+        v1 = ((v1 << 17) | (v1 >> 47)) & _M64
+        v1 ^= v2
+        v2 = ((v2 << 32) | (v2 >> 32)) & _M64
+    return v0, v1, v2, v3
+
+
 @kernel("lib/siphash.c", "siphash")
 def siphash(data: bytes | bytearray | memoryview, key: tuple[int, int]) -> int:
     """SipHash-2-4 of *data* under *key* (``siphash_key``), as a 64-bit int.
@@ -57,39 +77,10 @@ def siphash(data: bytes | bytearray | memoryview, key: tuple[int, int]) -> int:
         last |= b << (8 * i)
     words = [_Q.unpack_from(buf, off)[0] for off in range(0, end, 8)]
     words.append(last)
-    for i, m in enumerate(words):
+    for m in words:
         v3 ^= m
-        for _ in range(2):  # SIPROUND
-            v0 = (v0 + v1) & _M64
-            v1 = ((v1 << 13) | (v1 >> 51)) & _M64
-            v1 ^= v0
-            v0 = ((v0 << 32) | (v0 >> 32)) & _M64
-            v2 = (v2 + v3) & _M64
-            v3 = ((v3 << 16) | (v3 >> 48)) & _M64
-            v3 ^= v2
-            v0 = (v0 + v3) & _M64
-            v3 = ((v3 << 21) | (v3 >> 43)) & _M64
-            v3 ^= v0
-            v2 = (v2 + v1) & _M64
-            v1 = ((v1 << 17) | (v1 >> 47)) & _M64
-            v1 ^= v2
-            v2 = ((v2 << 32) | (v2 >> 32)) & _M64
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3, 2)  # c = 2 compression rounds
         v0 ^= m
-        if i == len(words) - 1:
-            v2 ^= 0xFF
-            for _ in range(4):
-                v0 = (v0 + v1) & _M64
-                v1 = ((v1 << 13) | (v1 >> 51)) & _M64
-                v1 ^= v0
-                v0 = ((v0 << 32) | (v0 >> 32)) & _M64
-                v2 = (v2 + v3) & _M64
-                v3 = ((v3 << 16) | (v3 >> 48)) & _M64
-                v3 ^= v2
-                v0 = (v0 + v3) & _M64
-                v3 = ((v3 << 21) | (v3 >> 43)) & _M64
-                v3 ^= v0
-                v2 = (v2 + v1) & _M64
-                v1 = ((v1 << 17) | (v1 >> 47)) & _M64
-                v1 ^= v2
-                v2 = ((v2 << 32) | (v2 >> 32)) & _M64
+    v2 ^= 0xFF
+    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3, 4)  # d = 4 finalisation rounds
     return v0 ^ v1 ^ v2 ^ v3
