@@ -177,7 +177,8 @@ REAL_CAPTURE = textwrap.dedent(
 def test_linux_sends_the_same_reports() -> None:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip")):
         pytest.skip("needs root and ip(8) for network namespaces")
-    na, nb = "nsmld-a", "nsmld-b"
+    # names of this process's own: two runs of the suite at once must not share them
+    na, nb = f"nsmld-a-{os.getpid()}", f"nsmld-b-{os.getpid()}"
     for ns in (na, nb):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:
