@@ -32,6 +32,7 @@ import attrs
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
+from netstack.core.win_minmax import Minmax
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
@@ -500,8 +501,8 @@ class TcpSock(Sock):
         self.mdev_max_us = 0
         self.rttvar_us = 0
         self.rtt_seq = 0
-        self.rtt_min = 0  # minmax of RTT samples (µs), simplified to a running minimum
-        self.rtt_min_stamp = 0
+        # windowed min of RTT samples (µs): minmax_reset(&tp->rtt_min, tcp_jiffies32, ~0U)
+        self.rtt_min = Minmax(tcp.jiffies(), 0xFFFFFFFF)
         self.tcp_mstamp = 0
         self.retrans_stamp = 0
         self.rcv_tstamp = 0
