@@ -47,6 +47,7 @@ from netstack.tcp.output import (
     tcp_write_queue_purge,
     tcp_write_xmit,
 )
+from netstack.tcp.rate import tcp_rate_check_app_limited
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
     RCV_SHUTDOWN,
@@ -287,6 +288,7 @@ def tcp_sendmsg(
                 return copied_syn + tcp_sendmsg(sk, data, flags & ~MSG_FASTOPEN)
             except (OSError, SockWouldBlock):
                 return copied_syn
+    tcp_rate_check_app_limited(sk)  # is sending application-limited?
     state = sk.state
     if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT) and not _fo.tcp_passive_fastopen(
         sk

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from netstack.core.win_minmax import minmax_get
 from netstack.sites import kernel
+from netstack.tcp.rate import tcp_compute_delivery_rate
 from netstack.userspace.packetdrill.errors import ScriptFailure, Unsupported
 
 __all__ = [
@@ -69,8 +70,6 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
 
 UNSUPPORTED_TCP_INFO: Final = frozenset(
     {
-        "tcpi_delivery_rate",
-        "tcpi_delivery_rate_app_limited",
         "tcpi_max_pacing_rate",
         "tcpi_total_rto",
         "tcpi_total_rto_recoveries",
@@ -158,6 +157,8 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_segs_in": sk.segs_in,
         "tcpi_notsent_bytes": max(0, (sk.write_seq - sk.snd_nxt) & _M32),
         "tcpi_min_rtt": rtt_min,
+        "tcpi_delivery_rate": tcp_compute_delivery_rate(sk),
+        "tcpi_delivery_rate_app_limited": 1 if sk.rate_app_limited else 0,
         "tcpi_data_segs_in": sk.data_segs_in,
         "tcpi_data_segs_out": sk.data_segs_out,
         "tcpi_delivered": sk.delivered,
