@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.sock import SOCK_MIN_RCVBUF, SOCK_SNDBUF_LOCK
+from netstack.core.win_minmax import minmax_get, minmax_running_min
 from netstack.sites import kernel
 from netstack.tcp.sock import (
     ICSK_ACK_TIMER,
@@ -74,6 +75,7 @@ __all__ = [
     "tcp_set_window_clamp",
     "tcp_should_expand_sndbuf",
     "tcp_sndbuf_expand",
+    "tcp_update_rtt_min",
 ]
 
 
@@ -367,8 +369,10 @@ FLAG_FORWARD_PROGRESS: Final = FLAG_ACKED | FLAG_DATA_SACKED
 
 @kernel("tcp_min_rtt")
 def tcp_min_rtt(sk: TcpSock) -> int:
-    """The minimum RTT seen, µs; ~0U before any sample. Kernel: tcp_min_rtt()."""
-    return sk.rtt_min or U32
+    """The minimum RTT of the last ``tcp_min_rtt_wlen`` seconds, µs; ~0U before
+    any sample. Kernel: tcp_min_rtt().
+    """
+    return minmax_get(sk.rtt_min)
 
 
 def tcp_rto_min_us(sk: TcpSock) -> int:
@@ -423,15 +427,30 @@ def tcp_set_rto(sk: TcpSock) -> None:
     sk.icsk_rto = min(rto, tcp.TCP_RTO_MAX)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt", "tcp_update_rtt_min")
+@kernel("net/ipv4/tcp_input.c", "tcp_update_rtt_min")
+def tcp_update_rtt_min(sk: TcpSock, rtt_us: int, flag: int) -> None:
+    """Feed an RTT sample to the windowed min filter (``tcp_min_rtt_wlen`` s,
+    in jiffies). A suspected delayed ACK does not count when it is above the
+    minimum: a peer that keeps delaying ACKs would otherwise have the filter
+    overestimate the propagation delay once the true minimum expires.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_update_rtt_min().
+    """
+    if flag & FLAG_ACK_MAYBE_DELAYED and rtt_us > tcp_min_rtt(sk):
+        return
+    tcp = sk.tcp
+    wlen = tcp.sysctl_tcp_min_rtt_wlen * tcp.hz
+    minmax_running_min(sk.rtt_min, wlen, tcp.jiffies() & U32, rtt_us or tcp.jiffies_to_usecs(1))
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_ack_update_rtt")
 def tcp_ack_update_rtt(
     sk: TcpSock, flag: int, seq_rtt_us: int, ca_rtt_us: int, sack_rtt_us: int = -1
 ) -> bool:
     """Take an RTT sample: the ACKed skb's send time (Karn: never a retransmitted
     one), else the SACKed one's, else the timestamp echo.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt() / tcp_update_rtt_min()
-    (the min filter is a running minimum, not a 300 s window).
+    Kernel: net/ipv4/tcp_input.c, tcp_ack_update_rtt().
     """
     if seq_rtt_us < 0:
         seq_rtt_us = sack_rtt_us
@@ -444,10 +463,7 @@ def tcp_ack_update_rtt(
         return False
     if ca_rtt_us < 0:
         ca_rtt_us = seq_rtt_us
-    # tcp_update_rtt_min(): a suspected delayed ACK does not lower the minimum
-    if not (flag & FLAG_ACK_MAYBE_DELAYED and ca_rtt_us > tcp_min_rtt(sk)):
-        if not sk.rtt_min or ca_rtt_us < sk.rtt_min:
-            sk.rtt_min = ca_rtt_us or sk.tcp.jiffies_to_usecs(1)
+    tcp_update_rtt_min(sk, ca_rtt_us, flag)
     tcp_rtt_estimator(sk, seq_rtt_us)
     tcp_set_rto(sk)
     sk.icsk_backoff = 0  # RFC 6298: only a valid RTT sample resets the back-off

@@ -122,6 +122,7 @@ from netstack.tcp.output import (
     tcp_write_queue_purge,
     tcp_xmit_retransmit_queue,
 )
+from netstack.tcp.rate import RateSample, tcp_rate_gen
 from netstack.tcp.recovery import (
     TCP_RACK_RECOVERY_THRESH,
     tcp_any_retrans_done,
@@ -385,6 +386,7 @@ class TcpSacktagState:
         prior_delivered: ``delivered`` when the latest-sent skb delivered by
             this ACK was sent (``rs->prior_delivered``; 0: none).
         prior_mstamp, prior_end_seq: that skb's send time and end (for the choice).
+        rate: the ACK's delivery rate sample (``sack_state.rate``).
     """
 
     __slots__ = (
@@ -394,6 +396,7 @@ class TcpSacktagState:
         "prior_delivered",
         "prior_end_seq",
         "prior_mstamp",
+        "rate",
         "reord",
     )
 
@@ -405,11 +408,16 @@ class TcpSacktagState:
         self.prior_delivered = 0
         self.prior_mstamp = 0
         self.prior_end_seq = 0
+        self.rate = RateSample()
 
 
-def tcp_rate_skb_delivered(state: TcpSacktagState, tcb: TcpSkbCb) -> None:
-    """Remember the latest-sent delivered skb's ``delivered`` stamp (tcp_rate.c, the
-    part RACK's reordering window uses)."""
+@kernel("net/ipv4/tcp_rate.c", "tcp_rate_skb_delivered")
+def tcp_rate_skb_delivered(sk: TcpSock, state: TcpSacktagState, tcb: TcpSkbCb) -> None:
+    """An skb was (S)ACKed: the most recently sent of this ACK's skbs starts
+    the rate sample (its ``delivered`` stamp also feeds RACK's reordering window).
+
+    Kernel: net/ipv4/tcp_rate.c, tcp_rate_skb_delivered().
+    """
     if not state.prior_delivered or (
         tcb.mstamp > state.prior_mstamp
         or (tcb.mstamp == state.prior_mstamp and after(tcb.end_seq, state.prior_end_seq))
@@ -417,6 +425,13 @@ def tcp_rate_skb_delivered(state: TcpSacktagState, tcb: TcpSkbCb) -> None:
         state.prior_delivered = tcb.tx_delivered
         state.prior_mstamp = tcb.mstamp
         state.prior_end_seq = tcb.end_seq
+        rs = state.rate
+        rs.prior_delivered = tcb.tx_delivered
+        rs.prior_mstamp = tcb.tx_delivered_mstamp
+        rs.is_app_limited = tcb.tx_is_app_limited
+        rs.is_retrans = bool(tcb.sacked & TCPCB_RETRANS)
+        sk.first_tx_mstamp = tcb.mstamp  # send time of the most recently (S)ACKed skb
+        rs.interval_us = tcb.mstamp - tcb.tx_first_tx_mstamp  # the send phase
 
 
 @kernel("tcp_highest_sack_seq")
@@ -723,7 +738,7 @@ def _sacktag_walk(
             was_sacked = scb.sacked & TCPCB_SACKED_ACKED
             tcp_sacktag_one(sk, state, scb, dup_sack)
             if not was_sacked and scb.sacked & TCPCB_SACKED_ACKED:
-                tcp_rate_skb_delivered(state, scb)
+                tcp_rate_skb_delivered(sk, state, scb)
             if scb.sacked & TCPCB_SACKED_ACKED:
                 scb.tsorted = False  # list_del_init(): RACK is done with it
                 hs = sk.highest_sack
@@ -858,7 +873,7 @@ def tcp_clean_rtx_queue(
         sk.packets_out -= acked_pcount
         pkts_acked += acked_pcount
         if not sacked & TCPCB_SACKED_ACKED:
-            tcp_rate_skb_delivered(state, tcb)
+            tcp_rate_skb_delivered(sk, state, tcb)
         if tcb.tcp_flags & TCPHDR_SYN:
             flag |= FLAG_SYN_ACKED
             sk.retrans_stamp = 0
@@ -1044,6 +1059,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     prior_packets = sk.packets_out
     prior_delivered = sk.delivered
     prior_lost = sk.lost
+    is_sack_reneg = sk.is_sack_reneg
     rexmit = REXMIT_NONE
     num_dupack = 0
     state = TcpSacktagState(sk.snd_nxt)
@@ -1102,6 +1118,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             tcp_rearm_rto(sk)
     delivered = sk.delivered - prior_delivered
     sk.ext.TCPDelivered += delivered  # tcp_newly_delivered()
+    tcp_rate_gen(sk, delivered, is_sack_reneg, state.rate)
     # tcp_cong_control()
     if tcp_in_cwnd_reduction(sk):
         tcp_cwnd_reduction(sk, delivered, sk.lost - prior_lost, flag)

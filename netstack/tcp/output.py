@@ -55,6 +55,7 @@ from netstack.tcp.helpers import (
     tcp_rearm_rto,
     tcp_rto_delta,
 )
+from netstack.tcp.rate import tcp_rate_skb_sent
 from netstack.tcp.sock import (
     ICSK_ACK_NOMEM,
     ICSK_ACK_PUSHED,
@@ -699,7 +700,7 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     if not err and oskb is not None:
         tcb.mstamp = sk.tcp_mstamp  # tcp_update_skb_after_send()
         tcb.tsorted = True  # list_move_tail() onto tsorted_sent_queue
-        tcb.tx_delivered = sk.delivered  # tcp_rate_skb_sent()
+        tcp_rate_skb_sent(sk, tcb)
         sk.tx_order += 1
         tcb.tx_order = sk.tx_order
     return err
@@ -866,6 +867,9 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     btcb.in_flight = tcb.in_flight
     btcb.tsorted = tcb.tsorted
     btcb.tx_delivered = tcb.tx_delivered
+    btcb.tx_first_tx_mstamp = tcb.tx_first_tx_mstamp
+    btcb.tx_delivered_mstamp = tcb.tx_delivered_mstamp
+    btcb.tx_is_app_limited = tcb.tx_is_app_limited
     btcb.tx_order = tcb.tx_order
     buff.ip_summed = skb.ip_summed
     old_factor = tcb.pcount

@@ -32,6 +32,7 @@ import attrs
 
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import Sock
+from netstack.core.win_minmax import Minmax
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
@@ -200,6 +201,9 @@ class TcpSkbCb:
             when (re)sent, cleared when RACK marks it lost or it is SACKed.
         tx_delivered: the socket's ``delivered`` when this skb was last sent
             (``tx.delivered`` of tcp_rate.c).
+        tx_first_tx_mstamp, tx_delivered_mstamp, tx_is_app_limited: the
+            socket's ``first_tx_mstamp``, ``delivered_mstamp`` and whether it
+            was application-limited, at that send (``tx.*``, tcp_rate.c).
         tx_order: the socket's count of transmissions when this skb was last
             sent: the order of the kernel's time-sorted list where virtual
             time gives two sends the same stamp.
@@ -220,6 +224,9 @@ class TcpSkbCb:
         "tsorted",
         "tw_isn",
         "tx_delivered",
+        "tx_delivered_mstamp",
+        "tx_first_tx_mstamp",
+        "tx_is_app_limited",
         "tx_order",
     )
 
@@ -238,6 +245,9 @@ class TcpSkbCb:
         self.in_flight = 0
         self.tsorted = False
         self.tx_delivered = 0
+        self.tx_first_tx_mstamp = 0
+        self.tx_delivered_mstamp = 0
+        self.tx_is_app_limited = False
         self.tx_order = 0
 
     def __repr__(self) -> str:
@@ -500,8 +510,15 @@ class TcpSock(Sock):
         self.mdev_max_us = 0
         self.rttvar_us = 0
         self.rtt_seq = 0
-        self.rtt_min = 0  # minmax of RTT samples (µs), simplified to a running minimum
-        self.rtt_min_stamp = 0
+        # windowed min of RTT samples (µs): minmax_reset(&tp->rtt_min, tcp_jiffies32, ~0U)
+        self.rtt_min = Minmax(tcp.jiffies(), 0xFFFFFFFF)
+        # delivery rate sampling (net/ipv4/tcp_rate.c)
+        self.first_tx_mstamp = 0  # send time of the latest (S)ACKed skb, µs
+        self.delivered_mstamp = 0  # when ``delivered`` last grew, µs
+        self.app_limited = 0xFFFFFFFF  # ``delivered`` mark ending a limited phase; 0: none
+        self.rate_delivered = 0  # the reported sample: packets delivered …
+        self.rate_interval_us = 0  # … in this interval
+        self.rate_app_limited = True  # … while application-limited
         self.tcp_mstamp = 0
         self.retrans_stamp = 0
         self.rcv_tstamp = 0

@@ -27,7 +27,7 @@ from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import fastopen as _fo
 from netstack.tcp.cong import tcp_set_congestion_control
-from netstack.tcp.helpers import sk_stream_is_writeable, sk_stream_memory_free
+from netstack.tcp.helpers import sk_stream_is_writeable, sk_stream_memory_free, tcp_min_rtt
 from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
@@ -47,6 +47,7 @@ from netstack.tcp.output import (
     tcp_write_queue_purge,
     tcp_write_xmit,
 )
+from netstack.tcp.rate import tcp_rate_check_app_limited
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
     RCV_SHUTDOWN,
@@ -287,6 +288,7 @@ def tcp_sendmsg(
                 return copied_syn + tcp_sendmsg(sk, data, flags & ~MSG_FASTOPEN)
             except (OSError, SockWouldBlock):
                 return copied_syn
+    tcp_rate_check_app_limited(sk)  # is sending application-limited?
     state = sk.state
     if state not in (TCP_ESTABLISHED, TCP_CLOSE_WAIT) and not _fo.tcp_passive_fastopen(
         sk
@@ -883,6 +885,7 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         return TcpInfo(sk.state_name, "open", "", 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0,
                        0.0, 0.0, 0.0, *zeros, ())  # fmt: skip
     hz = sk.tcp.hz
+    min_rtt = tcp_min_rtt(sk)
     opts: list[str] = []
     if sk.tstamp_ok:
         opts.append("ts")
@@ -908,7 +911,7 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         retrans=sk.retrans_out,
         rtt_ms=(sk.srtt_us >> 3) / 1000,
         rttvar_ms=(sk.mdev_us >> 2) / 1000,
-        min_rtt_ms=sk.rtt_min / 1000,
+        min_rtt_ms=(0 if min_rtt == 0xFFFFFFFF else min_rtt / 1000),
         snd_ssthresh=sk.snd_ssthresh,
         snd_cwnd=sk.snd_cwnd,
         rcv_space=sk.rcvq_space_space,

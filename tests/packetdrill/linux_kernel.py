@@ -187,6 +187,7 @@ class LinuxRunner(Runner):
         out["tcpi_snd_wscale"] = values["wscale"] & 0xF
         out["tcpi_rcv_wscale"] = values["wscale"] >> 4
         # tcpi_delivery_rate_app_limited:1, tcpi_fastopen_client_fail:2
+        out["tcpi_delivery_rate_app_limited"] = values["flags"] & 1
         out["tcpi_fastopen_client_fail"] = (values["flags"] >> 1) & 3
         return out
 

@@ -27,7 +27,9 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from netstack.core.win_minmax import minmax_get
 from netstack.sites import kernel
+from netstack.tcp.rate import tcp_compute_delivery_rate
 from netstack.userspace.packetdrill.errors import ScriptFailure, Unsupported
 
 __all__ = [
@@ -68,8 +70,6 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
 
 UNSUPPORTED_TCP_INFO: Final = frozenset(
     {
-        "tcpi_delivery_rate",
-        "tcpi_delivery_rate_app_limited",
         "tcpi_max_pacing_rate",
         "tcpi_total_rto",
         "tcpi_total_rto_recoveries",
@@ -115,7 +115,7 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         options |= 4
     if sk.syn_data_acked:
         options |= 32  # TCPI_OPT_SYN_DATA
-    rtt_min = sk.rtt_min
+    rtt_min = minmax_get(sk.rtt_min)  # tcp_min_rtt(): ~0U before any sample
     info = {
         "tcpi_state": sk.state,
         "tcpi_fastopen_client_fail": sk.fastopen_client_fail,
@@ -156,7 +156,9 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_segs_out": sk.segs_out,
         "tcpi_segs_in": sk.segs_in,
         "tcpi_notsent_bytes": max(0, (sk.write_seq - sk.snd_nxt) & _M32),
-        "tcpi_min_rtt": rtt_min if rtt_min else _M32,
+        "tcpi_min_rtt": rtt_min,
+        "tcpi_delivery_rate": tcp_compute_delivery_rate(sk),
+        "tcpi_delivery_rate_app_limited": 1 if sk.rate_app_limited else 0,
         "tcpi_data_segs_in": sk.data_segs_in,
         "tcpi_data_segs_out": sk.data_segs_out,
         "tcpi_delivered": sk.delivered,
