@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import (
     NETIF_F_GSO_MASK,
+    NETIF_F_HW_CSUM,
     NETIF_F_HW_VLAN_CTAG_TX,
     NETIF_F_HW_VLAN_STAG_TX,
     SKB_GSO_TCPV4,
@@ -203,6 +204,7 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
         return segs
     if (
         summed == CHECKSUM_PARTIAL
+        and not features & NETIF_F_HW_CSUM  # can_checksum_protocol() (static inline)
         and not can_checksum_protocol(features, skb.protocol)
         and not skb_checksum_help(skb)
     ):

@@ -28,7 +28,8 @@ from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_s
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
 from netstack.core.xmit import skb_checksum_help
 from netstack.ipv4.constants import RTCF_BROADCAST
-from netstack.neigh.neighbour import neigh_confirm, neigh_output
+from netstack.neigh.neighbour import neigh_confirm, neigh_hh_output
+from netstack.neigh.nud import NUD_CONNECTED
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.ethernet import ETH_P_IP
@@ -471,4 +472,8 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
         if sk is not None:
             sk.dst_pending_confirm = False
         neigh_confirm(n)
-    return neigh_output(n, skb)
+    # neigh_output(), a static inline of include/net/neighbour.h, inline here as the
+    # compiler inlines it: the cached header of a connected neighbour, else n->output
+    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
+        return neigh_hh_output(n, skb)
+    return n.output(n, skb)
