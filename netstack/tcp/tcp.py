@@ -47,7 +47,7 @@ from netstack.tcp.output import (
     tcp_write_queue_purge,
     tcp_write_xmit,
 )
-from netstack.tcp.rate import tcp_rate_check_app_limited
+from netstack.tcp.rate import tcp_compute_delivery_rate, tcp_rate_check_app_limited
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
     RCV_SHUTDOWN,
@@ -875,6 +875,8 @@ class TcpInfo:
     snd_wnd: int
     rcv_wnd: int
     options: tuple[str, ...]
+    delivery_rate: int = 0  # bytes/s (tcpi_delivery_rate)
+    delivery_rate_app_limited: bool = False
 
 
 @kernel("net/ipv4/tcp.c", "tcp_get_info")
@@ -931,6 +933,8 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         snd_wnd=sk.snd_wnd,
         rcv_wnd=sk.rcv_wnd,
         options=tuple(opts),
+        delivery_rate=tcp_compute_delivery_rate(sk),
+        delivery_rate_app_limited=sk.rate_app_limited,
     )
 
 

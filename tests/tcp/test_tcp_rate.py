@@ -52,3 +52,6 @@ async def test_bulk_transfer_delivery_rate_is_the_link_rate_not_app_limited(
     assert not sk.rate_app_limited
     line = 20e6 / 8 * 1448 / 1538
     assert abs(rate - line) < 0.001 * line, rate
+    info = a.ss("-ti").splitlines()[2].split()
+    assert info[info.index("delivery_rate") + 1] == "18.8Mbps"  # ss: bytes/s × 8
+    assert "app_limited" not in info
