@@ -567,6 +567,8 @@ def tcp_disconnect(sk: TcpSock) -> None:
     sk.snd_ssthresh = 0x7FFFFFFF
     sk.snd_cwnd_cnt = 0
     sk.icsk_ca_state = 0
+    sk.app_limited = 0xFFFFFFFF  # a bubble in the pipe until at least the first ACK
+    sk.rate_app_limited = True
     sk.selective_acks = []
     sk.num_sacks = 0
     sk.connect_pending = False
