@@ -47,7 +47,7 @@ from netstack.tcp.output import (
     tcp_write_queue_purge,
     tcp_write_xmit,
 )
-from netstack.tcp.rate import tcp_rate_check_app_limited
+from netstack.tcp.rate import tcp_compute_delivery_rate, tcp_rate_check_app_limited
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
     RCV_SHUTDOWN,
@@ -567,6 +567,8 @@ def tcp_disconnect(sk: TcpSock) -> None:
     sk.snd_ssthresh = 0x7FFFFFFF
     sk.snd_cwnd_cnt = 0
     sk.icsk_ca_state = 0
+    sk.app_limited = 0xFFFFFFFF  # a bubble in the pipe until at least the first ACK
+    sk.rate_app_limited = True
     sk.selective_acks = []
     sk.num_sacks = 0
     sk.connect_pending = False
@@ -875,6 +877,8 @@ class TcpInfo:
     snd_wnd: int
     rcv_wnd: int
     options: tuple[str, ...]
+    delivery_rate: int = 0  # bytes/s (tcpi_delivery_rate)
+    delivery_rate_app_limited: bool = False
 
 
 @kernel("net/ipv4/tcp.c", "tcp_get_info")
@@ -931,6 +935,8 @@ def tcp_get_info(sk: Any) -> TcpInfo:
         snd_wnd=sk.snd_wnd,
         rcv_wnd=sk.rcv_wnd,
         options=tuple(opts),
+        delivery_rate=tcp_compute_delivery_rate(sk),
+        delivery_rate_app_limited=sk.rate_app_limited,
     )
 
 

@@ -11,6 +11,7 @@ from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab
 from netstack.tcp.rate import tcp_compute_delivery_rate
 from netstack.tcp.sock import TcpSock
+from netstack.tcp.tcp import tcp_disconnect
 
 SIZE = 4_000_000
 
@@ -52,3 +53,8 @@ async def test_bulk_transfer_delivery_rate_is_the_link_rate_not_app_limited(
     assert not sk.rate_app_limited
     line = 20e6 / 8 * 1448 / 1538
     assert abs(rate - line) < 0.001 * line, rate
+    info = a.ss("-ti").splitlines()[2].split()
+    assert info[info.index("delivery_rate") + 1] == "18.8Mbps"  # ss: bytes/s × 8
+    assert "app_limited" not in info
+    tcp_disconnect(sk)  # as tcp_init_sock: app-limited until the first ACK again
+    assert (sk.app_limited, sk.rate_app_limited) == (0xFFFFFFFF, True)

@@ -107,8 +107,12 @@ def _info_line(i: TcpInfo) -> str:
         out.append(f"data_segs_in:{i.data_segs_in}")
     if i.rtt_ms:
         out.append("send " + _fmt_rate(i.snd_cwnd * i.snd_mss * 8 * 1000 / i.rtt_ms))
+    if i.delivery_rate:
+        out.append("delivery_rate " + _fmt_rate(i.delivery_rate * 8))
     if i.delivered:
         out.append(f"delivered:{i.delivered}")
+    if i.delivery_rate_app_limited:
+        out.append("app_limited")
     if i.unacked:
         out.append(f"unacked:{i.unacked}")
     if i.retrans or i.total_retrans:
