@@ -212,6 +212,9 @@ def _kmalloc_size(n: int) -> int:
 # holds _TRUESIZE_MEMO_MAX sizes, so no flood of odd lengths grows it.
 _TRUESIZE_OF_BUFLEN: dict[int, int] = {}
 _TRUESIZE_MEMO_MAX: Final = 1024
+# The memo itself, for a hot path that reads skb->truesize of an skb it has just
+# allocated (no explicit truesize): a dictionary read instead of a property's frame.
+TRUESIZE_OF_BUFLEN: Final = _TRUESIZE_OF_BUFLEN
 
 
 @kernel("include/linux/skbuff.h")
