@@ -212,6 +212,9 @@ def _kmalloc_size(n: int) -> int:
 # holds _TRUESIZE_MEMO_MAX sizes, so no flood of odd lengths grows it.
 _TRUESIZE_OF_BUFLEN: dict[int, int] = {}
 _TRUESIZE_MEMO_MAX: Final = 1024
+# The memo itself, for a hot path that reads skb->truesize of an skb it has just
+# allocated (no explicit truesize): a dictionary read instead of a property's frame.
+TRUESIZE_OF_BUFLEN: Final = _TRUESIZE_OF_BUFLEN
 
 
 @kernel("include/linux/skbuff.h")
@@ -632,7 +635,20 @@ def consume_skb(skb: SkBuff) -> None:
     """Free an skb that was used as intended (not a drop). Kernel: consume_skb()."""
     if TIMED:
         spend("consume_skb")
-    _release(skb)
+    # _release(), inline: one Python frame less per delivered datagram
+    if skb._freed:
+        raise SkbPanic(f"double free of {skb!r}")
+    ref = skb._dataref
+    if ref is not None:
+        ref[0] -= 1
+    skb._freed = True
+    dst = skb.dst
+    if dst is not None:
+        dst.release()
+        skb.dst = None
+    destructor = skb.destructor
+    if destructor is not None:
+        destructor(skb)
     dev = skb.dev
     if dev is not None and dev.net.debug_skb:
         skb.buf = _POISON

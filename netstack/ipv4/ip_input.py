@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import skb_orphan
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -133,7 +132,13 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     if (
         skb.destructor is not None or skb.sk is not None
     ):  # "Must drop socket now because of tproxy."
-        skb_orphan(skb)  # a sender's socket on this machine (veth) is uncharged here
+        # skb_orphan() (a static inline of include/linux/skbuff.h), inline: a sender's
+        # socket on this machine (veth) is uncharged here
+        destructor = skb.destructor
+        if destructor is not None:
+            skb.destructor = None
+            destructor(skb)
+        skb.sk = None
     ecn = buf[nh + 1] & 3
     if ecn == 0:
         ipext.InNoECTPkts += 1

@@ -34,6 +34,7 @@ from netstack.core.skbuff import (
     CHECKSUM_NONE,
     CHECKSUM_PARTIAL,
     CHECKSUM_UNNECESSARY,
+    TRUESIZE_OF_BUFLEN,
     DropReason,
     SkBuff,
     consume_skb,
@@ -370,7 +371,8 @@ def udp_sendmsg(
     buf[th + UDP_HLEN : th + total] = data
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
-    size = skb.truesize
+    # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property
+    size = TRUESIZE_OF_BUFLEN.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
