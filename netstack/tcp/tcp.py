@@ -578,7 +578,7 @@ def tcp_disconnect(sk: TcpSock) -> None:
         sk.dst_cache = None
     # clean up the Fast Open fields
     sk.fastopen_req = None  # tcp_free_fastopen_req()
-    sk.syn_fastopen = sk.syn_fastopen_exp = sk.syn_data_acked = sk.syn_fastopen_ch = False
+    sk.syn_data_acked = False
     sk.defer_connect = False
     sk.fastopen_client_fail = 0
     sk.sk_error_report()
