@@ -49,6 +49,22 @@ for the handshake (the SYN-ACK's ACK then rides on its data,
 0x1 is off; ``EALREADY`` while another Fast Open is in progress;
 ``EISCONN`` on a connected socket.
 
+**Black-hole detection.** Middleboxes that drop SYN-data (or the
+connection after it) would cost every Fast Open client a timeout, so Linux
+pauses active Fast Open for the whole Net when it sees one, given
+``tcp_fastopen_blackhole_timeout_sec`` (0, off, by default since 5.14):
+``tcp_write_timeout`` (timer) calls
+:func:`tcp_fastopen_active_detect_blackhole` at each timeout of a socket whose
+SYN had the option — the third consecutive one, or the last, disables
+(:func:`tcp_fastopen_active_disable`, ``TCPFastOpenBlackhole``; the timeout
+counts in ``TCPFastOpenActiveFail`` either way) — and closing or
+disconnecting one that got no data but a lone out-of-order FIN disables too
+(:func:`tcp_fastopen_active_disable_ofo_check`). While
+:func:`tcp_fastopen_active_should_disable` says so (the timeout × 2^(n−1)
+after the n-th disabling, at most × 64), :func:`tcp_fastopen_cookie_check`
+refuses: the SYN goes plain, no option, no data. A socket opened after a
+pause that then receives data, not over loopback, resets n.
+
 This module holds what the others call into and imports none of them (the
 input, output and timer parts live with their kernel files' twins).
 
@@ -64,6 +80,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.siphash import siphash, siphash_key
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import sock_oserror
@@ -75,6 +92,7 @@ from netstack.tcp.sock import (
     TcpSock,
 )
 from netstack.wire.tcp import (
+    TCPHDR_FIN,
     fastopen_option_space,
 )
 
@@ -93,6 +111,10 @@ __all__ = [
     "TcpFastopenCookie",
     "TcpFastopenRequest",
     "fastopen_queue_tune",
+    "tcp_fastopen_active_detect_blackhole",
+    "tcp_fastopen_active_disable",
+    "tcp_fastopen_active_disable_ofo_check",
+    "tcp_fastopen_active_should_disable",
     "tcp_fastopen_cookie_check",
     "tcp_fastopen_defer_connect",
     "tcp_fastopen_init_key_once",
@@ -418,10 +440,31 @@ def tcp_fastopen_cache_set(
         tm.syn_loss = 0
 
 
+# -- black-hole detection: middleboxes that drop SYN-data (or the connection after it) ----------
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_active_disable")
+def tcp_fastopen_active_disable(sk: TcpSock) -> None:
+    """Pause active Fast Open for the whole Net: stamp the time, count one more
+    disabling (``TCPFastOpenBlackhole``); nothing with the sysctl at 0.
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_active_disable().
+    """
+    tcp = sk.tcp
+    if not tcp.sysctl_tcp_fastopen_blackhole_timeout:
+        return
+    tcp.tfo_active_disable_stamp = sk.net.clock.jiffies
+    tcp.tfo_active_disable_times += 1
+    sk.ext.TCPFastOpenBlackhole += 1
+
+
 @kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_active_should_disable")
 def tcp_fastopen_active_should_disable(sk: TcpSock) -> bool:
-    """Whether active Fast Open is paused after black-holed attempts (never, with
-    ``tcp_fastopen_blackhole_timeout_sec`` 0, the default since 5.14).
+    """Whether active Fast Open is paused after black-holed attempts: for
+    ``tcp_fastopen_blackhole_timeout_sec`` × 2^(times − 1) (at most × 64) from
+    the last disabling; never with the sysctl 0, the default since 5.14. Once
+    the pause is over the socket is marked (``syn_fastopen_ch``) so that its
+    success resets the doubling.
 
     Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_active_should_disable().
     """
@@ -430,7 +473,50 @@ def tcp_fastopen_active_should_disable(sk: TcpSock) -> bool:
     if not timeout or not tcp.tfo_active_disable_times:
         return False
     multiplier = 1 << min(tcp.tfo_active_disable_times - 1, 6)
-    return sk.net.clock.jiffies < tcp.tfo_active_disable_stamp + multiplier * timeout * tcp.hz
+    deadline = tcp.tfo_active_disable_stamp + multiplier * timeout * tcp.hz
+    if sk.net.clock.jiffies < deadline:  # time_before()
+        return True
+    sk.syn_fastopen_ch = True
+    return False
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_active_disable_ofo_check")
+def tcp_fastopen_active_disable_ofo_check(sk: TcpSock) -> None:
+    """At close or disconnect of a Fast Open client: a FIN alone in the
+    out-of-order queue with no data received means the data was black-holed
+    (pause Fast Open); data received on a socket opened after a pause, not over
+    loopback, resets the doubling.
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_active_disable_ofo_check().
+    """
+    if not sk.syn_fastopen:
+        return
+    tcp = sk.tcp
+    if not sk.data_segs_in:
+        ofo = sk.out_of_order_queue
+        if len(ofo) == 1 and ofo[0].cb.tcp_flags & TCPHDR_FIN:
+            tcp_fastopen_active_disable(sk)
+    elif sk.syn_fastopen_ch and tcp.tfo_active_disable_times:
+        dst = sk.dst_cache
+        dev = dst.dev if dst is not None else None
+        if not (dev is not None and dev.flags & IFF_LOOPBACK):
+            tcp.tfo_active_disable_times = 0
+
+
+@kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_active_detect_blackhole")
+def tcp_fastopen_active_detect_blackhole(sk: TcpSock, expired: bool) -> None:
+    """From ``tcp_write_timeout``: a Fast Open client's third consecutive
+    timeout (``icsk_retransmits`` 2 before this one counts), or its last, pauses
+    Fast Open (``TCPFastOpenActiveFail`` too).
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_active_detect_blackhole().
+    """
+    timeouts = sk.icsk_retransmits
+    if (sk.syn_fastopen or sk.syn_data or sk.syn_data_acked) and (
+        timeouts == 2 or (timeouts < 2 and expired)
+    ):
+        tcp_fastopen_active_disable(sk)
+        sk.ext.TCPFastOpenActiveFail += 1
 
 
 @kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_cookie_check")

@@ -599,6 +599,7 @@ class TcpSock(Sock):
         self.syn_fastopen = False  # our SYN carried a Fast Open option
         self.syn_fastopen_exp = False
         self.syn_fastopen_child = False
+        self.syn_fastopen_ch = False  # opened after a black-hole pause ended
         self.syn_data = False  # our SYN carried data
         self.syn_data_acked = False
         self.fastopen_client_fail = 0

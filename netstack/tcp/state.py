@@ -147,12 +147,14 @@ def inet_csk_destroy_sock(sk: TcpSock) -> None:
     net/ipv4/tcp_ipv4.c, tcp_v4_destroy_sock().
     """
     from netstack.core.skbuff import consume_skb
+    from netstack.tcp.fastopen import tcp_fastopen_active_disable_ofo_check
     from netstack.tcp.output import tcp_write_queue_purge
 
     tcp_clear_xmit_timers(sk)
     sk.sk_timer.delete()
     sk.icsk_ca_ops.release(sk)
     tcp_write_queue_purge(sk)
+    tcp_fastopen_active_disable_ofo_check(sk)  # check if we want to disable active TFO
     for skb in sk.out_of_order_queue:
         consume_skb(skb)
     sk.out_of_order_queue.clear()

@@ -550,11 +550,12 @@ def tcp_disconnect(sk: TcpSock) -> None:
     for skb in sk.receive_queue:
         consume_skb(skb)
     sk.receive_queue.clear()
+    tcp_write_queue_purge(sk)
+    _fo.tcp_fastopen_active_disable_ofo_check(sk)
     for skb in sk.out_of_order_queue:
         consume_skb(skb)
     sk.out_of_order_queue.clear()
     sk.sk_rmem_alloc = 0
-    tcp_write_queue_purge(sk)
     sk.inet_dport = 0
     sk.sk_shutdown = 0
     sk.sock_flag_done = False
@@ -577,6 +578,7 @@ def tcp_disconnect(sk: TcpSock) -> None:
         sk.dst_cache = None
     # clean up the Fast Open fields
     sk.fastopen_req = None  # tcp_free_fastopen_req()
+    sk.syn_data_acked = False
     sk.defer_connect = False
     sk.fastopen_client_fail = 0
     sk.sk_error_report()

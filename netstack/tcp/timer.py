@@ -23,6 +23,7 @@ from typing import Final
 
 from netstack.core.sock import sk_rethink_txhash
 from netstack.sites import TIMED, kernel, spend
+from netstack.tcp.fastopen import tcp_fastopen_active_detect_blackhole
 from netstack.tcp.helpers import inet_csk_reset_xmit_timer
 from netstack.tcp.input import tcp_enter_loss
 from netstack.tcp.output import (
@@ -94,6 +95,7 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
         expired = retransmits_timed_out(sk, user_timeout)  # instead of tcp_retries2
     else:
         expired = sk.icsk_retransmits >= limit or retransmits_timed_out(sk, user_timeout)
+    tcp_fastopen_active_detect_blackhole(sk, expired)
     if expired:
         tcp_write_err(sk)
         return True

@@ -266,3 +266,62 @@ async def test_backup_key_cookie_is_taken_and_replaced(lab: Lab, autojump_clock:
     assert ext(b)["TCPFastOpenPassiveAltKey"] == 1
     assert ext(a)["TCPFastOpenActive"] == 1
     assert tm.cookie.val != old_cookie and len(tm.cookie.val) == 8
+
+
+async def test_blackhole_pauses_active_fastopen(lab: Lab, autojump_clock: object) -> None:
+    """tcp_fastopen_blackhole_timeout_sec: a SYN-data timing out a third time pauses
+    Fast Open for the Net for that long (a plain SYN, the data after the handshake),
+    then the SYN carries the cookie and the data again."""
+    a, b = pair(lab)
+    srv = await server(b, backlog=16)
+    a.sysctl("net.ipv4.tcp_fastopen_blackhole_timeout_sec=3600")
+    addr = ("10.0.0.2", PORT)
+    c1 = a.socket(AF_INET, SOCK_STREAM)
+    assert await c1.sendto(b"cookie", MSG_FASTOPEN, addr) == 6  # caches the cookie
+    await trio.sleep(1)  # acknowledged (else c1's own timeouts would count too)
+    b.ip("route add blackhole 10.0.0.1/32")  # the server's answers vanish
+    c2 = a.socket(AF_INET, SOCK_STREAM)
+    with pytest.raises(OSError) as exc:
+        await c2.sendto(b"lost", MSG_FASTOPEN, addr)
+    assert exc.value.errno == errno.ETIMEDOUT
+    assert ext(a)["TCPFastOpenBlackhole"] == 1
+    assert ext(a)["TCPFastOpenActiveFail"] == 1
+    b.ip("route del blackhole 10.0.0.1/32")
+    cap = a.capture("eth0")
+    c3 = a.socket(AF_INET, SOCK_STREAM)  # paused: a plain SYN
+    assert await c3.sendto(b"plain", MSG_FASTOPEN, addr) == 5
+    await trio.sleep(3600)  # the pause is over
+    c4 = a.socket(AF_INET, SOCK_STREAM)
+    assert await c4.sendto(b"again", MSG_FASTOPEN, addr) == 5
+    cap.stop()
+    syns = [s for s in fo_options(cap.frames) if s[0] == "S"]
+    assert syns[0] == ("S", None, 0)  # no Fast Open option, no data
+    assert syns[1][1] is not None and len(syns[1][1]) == 8 and syns[1][2] == 5
+    assert ext(a)["TCPFastOpenActive"] == 1
+    assert ext(a)["TCPFastOpenBlackhole"] == 1
+    srv.close()
+
+
+async def test_blackhole_detection_off_by_default(lab: Lab, autojump_clock: object) -> None:
+    """tcp_fastopen_blackhole_timeout_sec is 0 since 5.14: timeouts pause nothing."""
+    a, b = pair(lab)
+    srv = await server(b, backlog=16)
+    assert a.sysctl("net.ipv4.tcp_fastopen_blackhole_timeout_sec") == "0"
+    addr = ("10.0.0.2", PORT)
+    c1 = a.socket(AF_INET, SOCK_STREAM)
+    assert await c1.sendto(b"cookie", MSG_FASTOPEN, addr) == 6
+    await trio.sleep(1)
+    b.ip("route add blackhole 10.0.0.1/32")
+    c2 = a.socket(AF_INET, SOCK_STREAM)
+    with pytest.raises(OSError):
+        await c2.sendto(b"lost", MSG_FASTOPEN, addr)
+    b.ip("route del blackhole 10.0.0.1/32")
+    c3 = a.socket(AF_INET, SOCK_STREAM)
+    assert await c3.sendto(b"data", MSG_FASTOPEN, addr) == 4
+    sk3 = c3.sock
+    assert isinstance(sk3, TcpSock)
+    assert sk3.syn_data_acked  # Fast Open as before
+    assert ext(a)["TCPFastOpenBlackhole"] == 0
+    # tcp_fastopen_active_detect_blackhole counts the third timeout all the same
+    assert ext(a)["TCPFastOpenActiveFail"] == 1
+    srv.close()
