@@ -45,6 +45,7 @@ _INT_SYSCTLS: Final = (
     ("tcp_sack", "sysctl_tcp_sack", 0, 1),
     ("tcp_dsack", "sysctl_tcp_dsack", 0, 1),
     ("tcp_syn_retries", "sysctl_tcp_syn_retries", 1, 127),
+    ("tcp_syn_linear_timeouts", "sysctl_tcp_syn_linear_timeouts", 0, 127),
     ("tcp_synack_retries", "sysctl_tcp_synack_retries", 0, 255),
     ("tcp_retries1", "sysctl_tcp_retries1", 0, 255),
     ("tcp_retries2", "sysctl_tcp_retries2", 0, 255),
@@ -112,6 +113,7 @@ class Tcp:
         self.sysctl_tcp_sack = 1
         self.sysctl_tcp_dsack = 1
         self.sysctl_tcp_syn_retries = 6
+        self.sysctl_tcp_syn_linear_timeouts = 4  # 6.5+: the first 4 SYN RTOs do not back off
         self.sysctl_tcp_synack_retries = 5
         self.sysctl_tcp_retries1 = 3
         self.sysctl_tcp_retries2 = 15

@@ -420,6 +420,7 @@ class TcpSock(Sock):
         self.icsk_ca_state = TCP_CA_Open
         self.icsk_ca_initialized = False
         self.icsk_retransmits = 0
+        self.total_rto = 0  # tp->total_rto: RTOs over the connection's life
         self.icsk_pending = 0
         self.icsk_backoff = 0
         self.icsk_syn_retries = 0

@@ -84,17 +84,23 @@ def tcp_write_err(sk: TcpSock) -> None:
 def tcp_write_timeout(sk: TcpSock) -> bool:
     """Too many retransmissions? Then the connection is dead. Kernel: tcp_write_timeout()."""
     tcp = sk.tcp
+    user_timeout = sk.icsk_user_timeout
     if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
-        limit = sk.icsk_syn_retries or tcp.sysctl_tcp_syn_retries
+        retry_until = sk.icsk_syn_retries or tcp.sysctl_tcp_syn_retries
+        max_retransmits = retry_until
+        if sk.state == TCP_SYN_SENT:  # the linear SYN timeouts come on top (6.5+)
+            max_retransmits += tcp.sysctl_tcp_syn_linear_timeouts
+        expired = sk.icsk_retransmits >= max_retransmits or retransmits_timed_out(
+            sk, user_timeout or tcp_model_timeout(sk, retry_until, tcp.TCP_TIMEOUT_INIT)
+        )
     else:
         limit = tcp.sysctl_tcp_retries2
         if sk.dead:
             limit = tcp.sysctl_tcp_orphan_retries or 8  # tcp_orphan_retries(): 0 means 8
-    user_timeout = sk.icsk_user_timeout
-    if user_timeout and sk.state not in (TCP_SYN_SENT, TCP_SYN_RECV) and not sk.dead:
-        expired = retransmits_timed_out(sk, user_timeout)  # instead of tcp_retries2
-    else:
-        expired = sk.icsk_retransmits >= limit or retransmits_timed_out(sk, user_timeout)
+        if user_timeout and not sk.dead:
+            expired = retransmits_timed_out(sk, user_timeout)  # instead of tcp_retries2
+        else:
+            expired = sk.icsk_retransmits >= limit or retransmits_timed_out(sk, user_timeout)
     tcp_fastopen_active_detect_blackhole(sk, expired)
     if expired:
         tcp_write_err(sk)
@@ -104,6 +110,24 @@ def tcp_write_timeout(sk: TcpSock) -> bool:
         sk.timeout_rehash += 1
         sk.ext.TcpTimeoutRehash += 1
     return False
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_model_timeout")
+def tcp_model_timeout(sk: TcpSock, boundary: int, rto_base: int) -> int:
+    """Milliseconds that *boundary* exponentially backed-off RTOs from *rto_base*
+    (jiffies) take, capped per RTO at TCP_RTO_MAX: when the SYN states give up.
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_model_timeout().
+    """
+    tcp = sk.tcp
+    linear_backoff_thresh = (tcp.TCP_RTO_MAX // rto_base).bit_length() - 1  # ilog2()
+    if boundary <= linear_backoff_thresh:
+        timeout = ((2 << boundary) - 1) * rto_base
+    else:
+        timeout = ((2 << linear_backoff_thresh) - 1) * rto_base + (
+            boundary - linear_backoff_thresh
+        ) * tcp.TCP_RTO_MAX
+    return timeout * 1000 // tcp.hz  # jiffies_to_msecs()
 
 
 @kernel("net/ipv4/tcp_timer.c", "retransmits_timed_out")
@@ -149,7 +173,7 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
     off the same way but do not time the connection out.
 
     Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer() / tcp_update_rto_stats()
-    (no thin-stream linear timeouts, no SYN linear timeouts).
+    (no thin-stream linear timeouts; the SYN linear timeouts of 6.5+ are).
     """
     if TIMED:
         spend("tcp_retransmit_timer")
@@ -190,15 +214,18 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
                     sk.ext.TCPRenoFailures += 1
         tcp_enter_loss(sk)
         sk.icsk_retransmits += 1  # tcp_update_rto_stats()
+        sk.total_rto += 1
         if tcp_retransmit_skb(sk, sk.rtx_queue[0], 1) > 0:
             # local congestion: let senders fight for local resources conservatively
             inet_csk_reset_xmit_timer(
                 sk, ICSK_TIME_RETRANS, tcp.TCP_RESOURCE_PROBE_INTERVAL, tcp.TCP_RTO_MAX
             )
             return
-    # out_reset_timer: exponential back-off
-    sk.icsk_backoff += 1
-    sk.icsk_rto = min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX)
+    # out_reset_timer: exponential back-off, except for a connecting socket's first
+    # tcp_syn_linear_timeouts RTOs (6.5+), which keep the initial RTO
+    if sk.state != TCP_SYN_SENT or sk.total_rto > tcp.sysctl_tcp_syn_linear_timeouts:
+        sk.icsk_backoff += 1
+        sk.icsk_rto = min(sk.icsk_rto << 1, tcp.TCP_RTO_MAX)
     inet_csk_reset_xmit_timer(
         sk, ICSK_TIME_RETRANS, tcp_clamp_rto_to_user_timeout(sk), tcp.TCP_RTO_MAX
     )
