@@ -15,6 +15,7 @@ from helpers import IPV4_ONLY
 import netstack
 from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
+from netstack.gro.core import GroNode
 from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
@@ -275,8 +276,9 @@ async def test_idle_devices_make_no_locks_gro_lists_or_ring_blocks(
         )
         assert q.lock is q.lock and "lock" in q.__dict__
         napi = eth0.napi_list[0]
-        assert napi.gro is not None and napi.gro.hash is None  # veth: GRO off
-        assert napi.gro.held_skbs() == 0
+        gro = napi.gro
+        assert isinstance(gro, GroNode) and gro.hash is None  # veth: GRO off
+        assert gro.held_skbs() == 0
         assert eth0.priv.ring == [] and napi.packets == 2  # the ARP and echo replies
         a.ip("link add d0 type dummy")
         a.tc("qdisc add dev d0 root pfifo")
