@@ -17,10 +17,11 @@ time (the figure a loaded machine moves least):
   joined by a veth pair, a sender and a receiver each a Python process run
   inside one with ``ip netns exec``, plain ``socket`` calls (for batches,
   ``sendmmsg``/``recvmmsg`` through ctypes: Python's ``socket`` has neither).
-  Each process measures its own CPU time (``time.process_time``: user and
-  system, so the kernel's work in its context, softirqs included) around its
-  loop, and the figure is per second of both processes' CPU time together,
-  as netstack's is per second of its one process. Softirq work the kernel
+  Each process measures its own CPU time (``getrusage``: user and system,
+  so the kernel's work in its context, softirqs included) around its loop,
+  and the figure is per second of both processes' CPU time together, as
+  netstack's is per second of its one process; the details give the system
+  part, the kernel's own share (the rest is the Python loops). Softirq work the kernel
   defers to ``ksoftirqd`` is not counted (it happens when a core is
   saturated). It needs root; without it, or when ``ip netns add`` fails, the
   anchor says ``kernel anchor skipped: needs root and ip netns``. The
@@ -192,7 +193,7 @@ def vector(bufs):
 _UDP_RX = (
     _MMSG
     + r"""
-import socket, struct, sys, time
+import resource, socket, struct, sys
 port, count, batch = map(int, sys.argv[1:4])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
@@ -200,7 +201,7 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 3, 0))
 s.bind(("0.0.0.0", port))
 print("ready", flush=True)
 got = 0
-cpu = time.process_time()
+t0 = resource.getrusage(resource.RUSAGE_SELF)
 if batch > 1:
     bufs = [ctypes.create_string_buffer(2048) for _ in range(batch)]
     iovs, msgs = vector(bufs)
@@ -217,14 +218,15 @@ else:
             got += 1
     except OSError:
         pass
-print(got, time.process_time() - cpu, flush=True)
+t1 = resource.getrusage(resource.RUSAGE_SELF)
+print(got, t1.ru_utime - t0.ru_utime, t1.ru_stime - t0.ru_stime, flush=True)
 """
 )
 
 _UDP_TX = (
     _MMSG
     + r"""
-import socket, sys, time
+import resource, socket, sys, time
 addr, port, count, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.connect((addr, port))
@@ -232,7 +234,7 @@ payload = b"\x5a" * 200
 s.send(payload)  # ARP and routes warm up, as netstack's run does
 time.sleep(0.2)
 sent = 0
-cpu = time.process_time()
+t0 = resource.getrusage(resource.RUSAGE_SELF)
 if batch > 1:
     buf = ctypes.create_string_buffer(payload, 200)
     iovs, msgs = vector([buf] * batch)
@@ -246,19 +248,20 @@ else:
     for _ in range(count):
         s.send(payload)
     sent = count
-print(sent, time.process_time() - cpu, flush=True)
+t1 = resource.getrusage(resource.RUSAGE_SELF)
+print(sent, t1.ru_utime - t0.ru_utime, t1.ru_stime - t0.ru_stime, flush=True)
 """
 )
 
 _TCP_RX = r"""
-import socket, sys, time
+import resource, socket, sys
 port = int(sys.argv[1])
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("0.0.0.0", port))
 ls.listen(1)
 print("ready", flush=True)
-cpu = time.process_time()
+t0 = resource.getrusage(resource.RUSAGE_SELF)
 c, _ = ls.accept()
 buf = bytearray(1 << 20)
 got = 0
@@ -267,13 +270,14 @@ while True:
     if not n:
         break
     got += n
-print(got, time.process_time() - cpu, flush=True)
+t1 = resource.getrusage(resource.RUSAGE_SELF)
+print(got, t1.ru_utime - t0.ru_utime, t1.ru_stime - t0.ru_stime, flush=True)
 """
 
 _TCP_TX = r"""
-import socket, sys, time
+import resource, socket, sys
 addr, port, total, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-cpu = time.process_time()
+t0 = resource.getrusage(resource.RUSAGE_SELF)
 s = socket.create_connection((addr, port))
 chunk = b"\x5a" * size
 sent = 0
@@ -282,7 +286,8 @@ while sent < total:
     s.sendall(chunk if n == size else chunk[:n])
     sent += n
 s.close()
-print(sent, time.process_time() - cpu, flush=True)
+t1 = resource.getrusage(resource.RUSAGE_SELF)
+print(sent, t1.ru_utime - t0.ru_utime, t1.ru_stime - t0.ru_stime, flush=True)
 """
 
 
@@ -360,12 +365,32 @@ def _child(ns: str, script: str, *args: object) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _result(proc: subprocess.Popen[str], timeout: float) -> tuple[int, float]:
+@dataclass(frozen=True)
+class ChildCpu:
+    """What one child process counted, and its CPU seconds in user space and in the kernel."""
+
+    count: int
+    user: float
+    system: float
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
+
+
+def _result(proc: subprocess.Popen[str], timeout: float) -> ChildCpu:
     out, err = proc.communicate(timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"kernel anchor child failed: {err.strip()}")
-    count, cpu = out.split()[-2:]
-    return int(count), float(cpu)
+    count, user, system = out.split()[-3:]
+    return ChildCpu(int(count), float(user), float(system))
+
+
+def _cpu_detail(tx: ChildCpu, rx: ChildCpu) -> str:
+    return (
+        f"CPU {tx.cpu:.3f} s tx + {rx.cpu:.3f} s rx, "
+        f"{tx.system + rx.system:.3f} s of it in the kernel"
+    )
 
 
 def _ready(proc: subprocess.Popen[str]) -> None:
@@ -377,19 +402,19 @@ def _ready(proc: subprocess.Popen[str]) -> None:
         raise RuntimeError(f"kernel anchor receiver did not start: {err.strip()}")
 
 
-def _udp_run(pair: NetnsPair, dst: str, packets: int, batch: int) -> tuple[int, float, float]:
-    """(received, sender CPU s, receiver CPU s) of one UDP run to *dst*."""
+def _udp_run(pair: NetnsPair, dst: str, packets: int, batch: int) -> tuple[int, ChildCpu, ChildCpu]:
+    """(datagrams received, the sender's and the receiver's CPU) of one UDP run to *dst*."""
     rx = _child(pair.b, _UDP_RX, 9000, packets + 1, batch)  # and the warm-up
     try:
         _ready(rx)
         tx = _child(pair.a, _UDP_TX, dst, 9000, packets, batch)
-        _, tx_cpu = _result(tx, 600)
-        received, rx_cpu = _result(rx, 600)
+        tx_cpu = _result(tx, 600)
+        rx_cpu = _result(rx, 600)
     finally:
         if rx.poll() is None:
             rx.kill()
             rx.communicate()
-    return max(received - 1, 0), tx_cpu, rx_cpu
+    return max(rx_cpu.count - 1, 0), tx_cpu, rx_cpu
 
 
 def _skipped(name: str, unit: str, why: str) -> Anchor:
@@ -404,13 +429,13 @@ def kernel_udp(packets: int, batch: int) -> Anchor:
             received, tx_cpu, rx_cpu = _udp_run(pair, pair.addr_b, packets, batch)
     except KernelUnavailable as e:
         return _skipped(name, unit, str(e))
-    cpu = max(tx_cpu + rx_cpu, 1e-9)
+    cpu = max(tx_cpu.cpu + rx_cpu.cpu, 1e-9)
     calls = f"sendmmsg/recvmmsg of {batch}" if batch > 1 else "send/recv"
     return Anchor(
         name,
         received / cpu,
         unit,
-        f"{calls}, CPU {tx_cpu:.3f} s tx + {rx_cpu:.3f} s rx, {packets - received} dropped",
+        f"{calls}, {_cpu_detail(tx_cpu, rx_cpu)}, {packets - received} dropped",
     )
 
 
@@ -435,8 +460,8 @@ def kernel_vxlan_ratio(packets: int, batch: int) -> Anchor:
         return _skipped(name, unit, str(e))
     except subprocess.CalledProcessError as e:
         return _skipped(name, unit, f"vxlan: {e.stderr.strip()}")
-    direct = (d_tx_cpu + d_rx_cpu) / max(d_rx, 1)
-    vxlan = (v_tx_cpu + v_rx_cpu) / max(v_rx, 1)
+    direct = (d_tx_cpu.cpu + d_rx_cpu.cpu) / max(d_rx, 1)
+    vxlan = (v_tx_cpu.cpu + v_rx_cpu.cpu) / max(v_rx, 1)
     return Anchor(
         name,
         vxlan / direct if direct > 0 else math.nan,
@@ -469,22 +494,21 @@ def kernel_tcp(
             try:
                 _ready(rx)
                 tx = _child(pair.a, _TCP_TX, pair.addr_b, 5001, nbytes, send_size)
-                _, tx_cpu = _result(tx, 600)
-                received, rx_cpu = _result(rx, 600)
+                tx_cpu = _result(tx, 600)
+                rx_cpu = _result(rx, 600)
             finally:
                 if rx.poll() is None:
                     rx.kill()
                     rx.communicate()
     except KernelUnavailable as e:
         return _skipped(name, unit, str(e))
-    cpu = max(tx_cpu + rx_cpu, 1e-9)
+    cpu = max(tx_cpu.cpu + rx_cpu.cpu, 1e-9)
     what = f"TSO {tso}, GSO {gso}, GRO {gro}"
     return Anchor(
         name,
-        received * 8 / cpu / 1e9,
+        rx_cpu.count * 8 / cpu / 1e9,
         unit,
-        f"{received >> 20} MB, sendall of {send_size}, {what}, "
-        f"CPU {tx_cpu:.3f} s tx + {rx_cpu:.3f} s rx",
+        f"{rx_cpu.count >> 20} MB, sendall of {send_size}, {what}, {_cpu_detail(tx_cpu, rx_cpu)}",
     )
 
 

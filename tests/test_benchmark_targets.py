@@ -86,6 +86,7 @@ def test_kernel_anchor_says_skipped_when_ip_netns_add_fails(
     assert calls == [("netns", "add", calls[0][2])]  # nothing else tried, nothing to delete
 
 
+@pytest.mark.slow  # two pairs of namespaces, four Python processes
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 def test_kernel_anchors_run_as_root_and_clean_up() -> None:
     before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
