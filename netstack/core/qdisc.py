@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
+from netstack.core.firstuse import FirstUse
 from netstack.core.netdevice import (
     NET_XMIT_CN,
     NET_XMIT_DROP,
@@ -207,32 +208,6 @@ class ClassDump:
     options: Any = None
 
 
-class _QdiscLock:
-    """One of a qdisc's spin locks, made on first use (a non-data descriptor).
-
-    The first read makes the lock and stores it in the qdisc's ``__dict__``,
-    which from then on answers without this descriptor. A noqueue qdisc (every
-    veth's, loopback's, a bridge's) never takes its locks: a lab of 10,000
-    hosts then makes none of its 60,000.
-    """
-
-    __slots__ = ("attr", "suffix")
-
-    def __init__(self, suffix: str) -> None:
-        self.suffix = suffix
-        self.attr = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.attr = name
-
-    def __get__(self, q: Qdisc | None, owner: type | None = None) -> SpinLock:
-        if q is None:
-            raise AttributeError(self.attr)
-        lock = SpinLock(f"{q._lock_dev}:{self.suffix}")
-        q.__dict__[self.attr] = lock
-        return lock
-
-
 class Qdisc:
     """A queueing discipline (kernel: ``struct Qdisc`` + its ``Qdisc_ops``).
 
@@ -247,10 +222,12 @@ class Qdisc:
 
     kind: ClassVar[str] = ""
     can_enqueue: ClassVar[bool] = True  # False: the kernel's q->enqueue == NULL
-    lock = _QdiscLock("qdisc")  # qdisc_lock(): the root lock
-    busylock = _QdiscLock("busylock")
+    # made on first use (a noqueue qdisc, every veth's, loopback's and bridge's,
+    # never takes them), named after the device the qdisc was made for
+    lock = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:qdisc"))  # qdisc_lock(): the root lock
+    busylock = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:busylock"))
     # timed mode: when each CPU ran the qdisc (the RUNNING bit as intervals)
-    run_iv = _QdiscLock("qdisc running")
+    run_iv = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:qdisc running"))
     static_flags: ClassVar[int] = 0
     classful: ClassVar[bool] = False  # has Qdisc_class_ops
     has_change: ClassVar[bool] = False  # has Qdisc_ops.change
@@ -269,7 +246,7 @@ class Qdisc:
         self.depth = 0  # levels below the root (a tree is at most 8 deep)
         self.limit = 0  # sch->limit, for the disciplines that use it
         # the device's name when the qdisc was made: its locks' names (the locks,
-        # lock, busylock and run_iv, are made on first use: _QdiscLock)
+        # lock, busylock and run_iv, are made on first use: FirstUse)
         self._lock_dev = dev_queue.dev.name if dev_queue is not None else "-"
         self.running = False  # __QDISC___STATE_RUNNING / seqcount
         # timed mode: the line of q->__state/q->state (RUNNING, SCHED), read

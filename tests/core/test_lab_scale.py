@@ -275,6 +275,10 @@ async def test_idle_devices_make_no_locks_gro_lists_or_ring_blocks(
             "eth0:qdisc running",
         )
         assert q.lock is q.lock and "lock" in q.__dict__
+        txq = eth0._tx[0]  # veth is LLTX: HARD_TX_LOCK was never taken
+        assert not {"_xmit_lock", "dql"} & txq.__dict__.keys()
+        assert txq._xmit_lock.name == "eth0:_xmit_lock[0]" and txq.dql.limit == 0
+        assert "input_pkt_queue" not in a.net.softnet[0].__dict__  # nothing looped back
         napi = eth0.napi_list[0]
         gro = napi.gro
         assert isinstance(gro, GroNode) and gro.hash is None  # veth: GRO off
