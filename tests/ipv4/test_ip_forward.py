@@ -230,8 +230,9 @@ async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
             assert await srv.recv(100) == b"x"
 
         await one()
-        nh = ipv4.fib.lookup(0x0A000201).nh
-        assert nh is not None
+        res = ipv4.fib.lookup(0x0A000201)
+        assert res is not None and res.nh is not None
+        nh = res.nh
         first = nh.rth_input
         assert first is not None
         assert first.input == ipv4.dst_forward
@@ -256,8 +257,10 @@ async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
         assert second.holds == second_holds  # not taken for the unroutable packet
         r.ip("route add 10.0.2.0/24 dev eth1")
         await one()
-        nh2 = ipv4.fib.lookup(0x0A000201).nh
-        assert nh2 is not None and nh2 is not nh
+        res = ipv4.fib.lookup(0x0A000201)
+        assert res is not None and res.nh is not None
+        nh2 = res.nh
+        assert nh2 is not nh
         assert nh2.rth_input is not None and nh2.rth_input not in (first, second)
         assert nstat(r, "IpForwDatagrams") == 5
         assert nstat(b, "UdpInDatagrams") == 5
