@@ -505,6 +505,8 @@ class TcpSock(Sock):
         self.duplicate_sack = [0, 0]
         self.recv_sack_cache: list[tuple[int, int]] = []
         self.pred_flags = 0
+        # receive memory reserved in whole pages and not yet charged (sk->sk_forward_alloc)
+        self.sk_forward_alloc = 0
         # RTT and RTO (µs)
         self.srtt_us = 0
         self.mdev_us = 0
