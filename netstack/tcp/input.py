@@ -1454,6 +1454,8 @@ def tcp_fastretrans_alert(
         fall_through = True
         if state == TCP_CA_Loss:
             rexmit = tcp_process_loss(sk, flag, num_dupack)
+            if sk.icsk_ca_state != TCP_CA_Loss:
+                tcp_update_rto_time(sk)
             flag = tcp_identify_packet_loss(sk, flag)
             # change state if cwnd is undone or retransmits are lost
             fall_through = sk.icsk_ca_state == TCP_CA_Open or bool(flag & FLAG_LOST_RETRANS)
@@ -1474,6 +1476,17 @@ def tcp_fastretrans_alert(
     if do_lost and not tcp_is_rack(sk):
         tcp_update_scoreboard(sk, fast_rexmit)
     return flag, REXMIT_LOST
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_update_rto_time")
+def tcp_update_rto_time(sk: TcpSock) -> None:
+    """An RTO recovery ended: add its time to tcpi_total_rto_time.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_update_rto_time().
+    """
+    if sk.rto_stamp:
+        sk.total_rto_time += (sk.tcp.tcp_time_stamp_ms() - sk.rto_stamp) & M32
+        sk.rto_stamp = 0
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_process_loss")
@@ -2842,6 +2855,7 @@ def tcp_rcv_synrecv_state_fastopen(sk: TcpSock) -> None:
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_synrecv_state_fastopen().
     """
     req = sk.fastopen_rsk
+    tcp_update_rto_time(sk)
     sk.icsk_retransmits = 0
     if not sk.retrans_out:  # tcp_retrans_stamp_cleanup(): nothing was retransmitted
         sk.retrans_stamp = 0

@@ -558,6 +558,8 @@ def tcp_disconnect(sk: TcpSock) -> None:
     sk.out_of_order_queue.clear()
     sk.sk_rmem_alloc = 0
     sk.sk_forward_alloc = 0  # sk_mem_reclaim()
+    # tcp_clear_retrans(): the RTO statistics start again
+    sk.rto_stamp = sk.total_rto = sk.total_rto_recoveries = sk.total_rto_time = 0
     sk.inet_dport = 0
     sk.sk_shutdown = 0
     sk.sock_flag_done = False
