@@ -98,15 +98,18 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     buf = skb.buf
     nh = skb.data
     vi = buf[nh]
-    ihl = (vi & 0xF) * 4
-    if vi >> 4 != 4 or ihl < 20:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.IP_INHDR)
-        return
-    if length < ihl:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return
+    if vi == 0x45:  # version 4, no options: the length test above covers the header
+        ihl = 20
+    else:
+        ihl = (vi & 0xF) * 4
+        if vi >> 4 != 4 or ihl < 20:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.IP_INHDR)
+            return
+        if length < ihl:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+            return
     if ip_fast_csum(buf, nh, ihl):
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
