@@ -34,7 +34,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.xmit import skb_gso_validate_network_len
-from netstack.ipv4.constants import RTCF_DOREDIRECT
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_DOREDIRECT
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
@@ -98,15 +98,18 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     buf = skb.buf
     nh = skb.data
     vi = buf[nh]
-    ihl = (vi & 0xF) * 4
-    if vi >> 4 != 4 or ihl < 20:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.IP_INHDR)
-        return
-    if length < ihl:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return
+    if vi == 0x45:  # version 4, no options: the length test above covers the header
+        ihl = 20
+    else:
+        ihl = (vi & 0xF) * 4
+        if vi >> 4 != 4 or ihl < 20:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.IP_INHDR)
+            return
+        if length < ihl:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+            return
     if ip_fast_csum(buf, nh, ihl):
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
@@ -289,7 +292,15 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.IP_INHDR)
         return 0
     rt: Any = skb.dst
-    mtu = rt.mtu()
+    out = rt.dev
+    # ip_dst_mtu_maybe_forward(), a static inline: the device's MTU unless the
+    # route carries a PMTU, an "mtu" metric or a lock (then as ipv4_mtu() reads it)
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = rt.mtu()
+    else:
+        mtu = out.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
     # ip_exceeds_mtu() is a static function the compiler inlines: only a datagram
     # longer than the MTU is looked at further
     if skb.tail - nh > mtu and ip_exceeds_mtu(skb, mtu):
@@ -297,7 +308,6 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return 0
-    out = rt.dev
     # skb_cow(skb, LL_RESERVED_SPACE(out) + rt->dst.header_len): static inlines
     need = ((out.hard_header_len + out.needed_headroom) & ~15) + 16 + rt.header_len
     ref = skb._dataref
