@@ -15,7 +15,8 @@ leaf, spine, leaf: three routers).
 
 Prints, per phase (build; ping; close), the process's CPU time (the figure to
 compare: the machine is shared), wall time, collections by the cyclic garbage
-collector per generation, and at the end the peak RSS per host and, with
+collector per generation, and at the end the peak RSS per node (and the peak
+when the build ended, before the pings) and, with
 ``--tracemalloc``, the Python heap per host after the build (tracemalloc
 slows everything several times: its run is for memory only).
 
@@ -169,6 +170,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
             spines, leaves, end_hosts = build_fabric(
                 lab, args.hosts, per_leaf=args.per_leaf, spines=args.spines
             )
+        built_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         if args.tracemalloc:
             heap = tracemalloc.get_traced_memory()[0]
         with measure(ping, prof if args.profile == "ping" else None):
@@ -183,6 +185,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "received": received,
         "phases": [build, ping, close],
         "heap": heap,
+        "built_rss": built_rss,
         "total": (time.process_time() - start[0], time.perf_counter() - start[1]),
     }
 
@@ -213,9 +216,11 @@ def main() -> None:
     build = r["phases"][0]
     nodes = n + routers
     print(f"  build CPU per node: {build.cpu / nodes * 1e3:.2f} ms")
+    built = r["built_rss"]
     print(
         f"  peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over the interpreter's), "
-        f"{(rss - rss0) / 1024 / nodes:.3f} MB per node"
+        f"{(rss - rss0) / 1024 / nodes:.3f} MB per node; after the build {built / 1024:.0f} MB "
+        f"({(built - rss0) / 1024 / nodes:.3f} MB per node)"
     )
     if r["heap"]:
         mb = r["heap"] / 2**20

@@ -753,7 +753,7 @@ def net_tx_action(net: Net) -> float:
             continue
         cpu = net.cpus.run_on(sd.cpu)
         for _ in range(len(queue)):
-            q = queue.popleft()
+            q = queue.pop(0)
             root_lock = q.lock
             if root_lock.trylock(cpu):
                 q.state_sched = False  # clear_bit(__QDISC_STATE_SCHED)

@@ -23,7 +23,6 @@ Kernel: drivers/net/veth.c.
 
 from __future__ import annotations
 
-import collections
 from typing import Final
 
 from netstack.core.dev import (
@@ -101,7 +100,10 @@ class VethPriv:
 
     def __init__(self) -> None:
         self.peer: NetDevice | None = None
-        self.ring: collections.deque[SkBuff] = collections.deque()
+        # the ring (ptr_ring) as a list: at most VETH_RING_SIZE entries, so taking
+        # the head costs little, and an idle device's empty list is 56 bytes
+        # where a deque is 600 (a lab of 10,000 hosts has 20,000 rings)
+        self.ring: list[SkBuff] = []
         self.napi: Napi | None = None
         self.dropped = 0
         self.rx_drops = 0
@@ -201,7 +203,7 @@ def veth_poll(napi: Napi, budget: int) -> int:
     ring = priv.ring
     done = 0
     while ring and done < budget:
-        napi_gro_receive(napi, ring.popleft())
+        napi_gro_receive(napi, ring.pop(0))
         done += 1
     peer = priv.peer
     if peer is not None:

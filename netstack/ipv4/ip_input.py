@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
@@ -52,7 +51,6 @@ from netstack.wire.ipv4 import (
     IP_OFFSET,
     IPOPT_LSRR,
     IPOPT_SSRR,
-    ip_decrease_ttl,
     ip_options_length,
 )
 from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_MULTICAST
@@ -292,22 +290,34 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         return 0
     rt: Any = skb.dst
     mtu = rt.mtu()
-    if ip_exceeds_mtu(skb, mtu):
+    # ip_exceeds_mtu() is a static function the compiler inlines: only a datagram
+    # longer than the MTU is looked at further
+    if skb.tail - nh > mtu and ip_exceeds_mtu(skb, mtu):
         ipv4.ip.FragFails += 1
         ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return 0
     out = rt.dev
-    need = LL_RESERVED_SPACE(out) + rt.header_len
-    if skb.cloned or skb.data < need:  # skb_cow()
+    # skb_cow(skb, LL_RESERVED_SPACE(out) + rt->dst.header_len): static inlines
+    need = ((out.hard_header_len + out.needed_headroom) & ~15) + 16 + rt.header_len
+    ref = skb._dataref
+    if (ref is not None and ref[0] > 1) or nh < need:  # skb_cloned() or short headroom
         skb.cow_head(need)
         buf = skb.buf
         nh = skb.network_header
-    ip_decrease_ttl(buf, nh)
+    # ip_decrease_ttl(), a static inline of include/net/ip.h: the TTL less one and
+    # the header checksum patched incrementally (RFC 1624)
+    check = ((buf[nh + 10] << 8) | buf[nh + 11]) + 0x0100
+    check = (check + (check >= 0xFFFF)) & 0xFFFF
+    buf[nh + 10] = check >> 8
+    buf[nh + 11] = check & 0xFF
+    buf[nh + 8] -= 1
     if rt.rt_flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
-    if ipv4.ip_fwd_update_priority:
-        skb.priority = rt_tos2priority(buf[nh + 1])
+    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline
+        skb.priority = IP_TOS2PRIO[(buf[nh + 1] & 0x1E) >> 1]
     ipv4.ip.ForwDatagrams += 1
-    skb.ip_summed = CHECKSUM_NONE if skb.ip_summed == CHECKSUM_COMPLETE else skb.ip_summed
-    return int(rt.output(skb))
+    if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
+        skb.ip_summed = CHECKSUM_NONE
+    rc: int = rt.output(skb)  # ip_forward_finish(): dst_output()
+    return rc

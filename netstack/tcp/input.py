@@ -1617,10 +1617,15 @@ def tcp_simple_retransmit(sk: TcpSock) -> None:
 
 @kernel("net/ipv4/tcp_input.c", "tcp_incr_quickack")
 def tcp_incr_quickack(sk: TcpSock, max_quickacks: int) -> None:
-    """Kernel: net/ipv4/tcp_input.c, tcp_incr_quickack()."""
+    """Quick-ACK the next rcv_wnd / (2 * rcv_mss) segments, at most *max_quickacks*.
+
+    A window under two segments gives one quick ACK; only a window under one
+    gives the floor of two. Kernel: net/ipv4/tcp_input.c, tcp_incr_quickack().
+    """
     rcv_mss = max(sk.icsk_ack_rcv_mss, 1)
     quickacks = sk.rcv_wnd // (2 * rcv_mss)
-    quickacks = max(quickacks, 2)
+    if quickacks == 0:
+        quickacks = 2
     quickacks = min(quickacks, max_quickacks)
     if quickacks > sk.icsk_ack_quick:
         sk.icsk_ack_quick = quickacks
