@@ -126,6 +126,54 @@ async def test_a_frozen_lab_collects_the_oldest_generation_less_often(
         gc.set_threshold(*saved)
 
 
+async def test_two_open_labs_hand_the_collector_back_when_the_last_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # gc.freeze() and the thresholds are the interpreter's: the first lab to close
+    # must not unfreeze the other's objects nor hand back the thresholds under it
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        async with netstack.open_lab() as outer:
+            outer.add_host("a")
+            await trio.lowlevel.checkpoint()
+            async with netstack.open_lab() as inner:
+                inner.add_host("b")
+                await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2)
+            assert gc.get_freeze_count() > 0  # the outer lab is still frozen
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*saved)
+
+
+async def test_a_failing_close_still_hands_the_collector_back(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+
+    def broken_close(self: netstack.Lab) -> None:
+        raise RuntimeError("adapter close failed")
+
+    async def run_lab() -> None:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(netstack.Lab, "_adapters_close", broken_close)
+    try:
+        with pytest.raises(RuntimeError, match="adapter close failed"):
+            await run_lab()
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*saved)
+
+
 async def test_a_disabled_collector_stays_disabled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
