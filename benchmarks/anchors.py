@@ -25,7 +25,8 @@ time (the figure a loaded machine moves least):
   sampled at the clock tick, so rough for runs of a few tens of
   milliseconds, while the total is exact). Softirq work the kernel
   defers to ``ksoftirqd`` is not counted (it happens when a core is
-  saturated). It needs root; without it, or when ``ip netns add`` fails, the
+  saturated: the lines say how long ``ksoftirqd`` ran meanwhile, on the
+  whole machine). It needs root; without it, or when ``ip netns add`` fails, the
   anchor says ``kernel anchor skipped: needs root and ip netns``. The
   namespaces have unique names and are deleted in a ``finally``.
 
@@ -52,6 +53,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import trio
 
@@ -392,10 +394,27 @@ def _result(proc: subprocess.Popen[str], timeout: float) -> ChildCpu:
     return ChildCpu(int(count), float(user), float(system))
 
 
-def _cpu_detail(tx: ChildCpu, rx: ChildCpu) -> str:
+def ksoftirqd_seconds() -> float:
+    """CPU seconds the ``ksoftirqd/N`` threads have run (clock ticks, so 10 ms steps)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        comm_end = text.rfind(")")
+        if not text[text.find("(") + 1 : comm_end].startswith("ksoftirqd/"):
+            continue
+        fields = text[comm_end + 2 :].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_detail(tx: ChildCpu, rx: ChildCpu, softirqd: float) -> str:
     return (
         f"CPU {tx.cpu:.3f} s tx + {rx.cpu:.3f} s rx, "
-        f"{tx.system + rx.system:.3f} s of it in the kernel"
+        f"{tx.system + rx.system:.3f} s of it in the kernel; "
+        f"ksoftirqd ran {softirqd:.2f} s meanwhile, not counted"
     )
 
 
@@ -432,7 +451,9 @@ def kernel_udp(packets: int, batch: int) -> Anchor:
     name, unit = "kernel over veth", "packets/s per CPU s"
     try:
         with netns_pair() as pair:
+            softirqd = ksoftirqd_seconds()
             received, tx_cpu, rx_cpu = _udp_run(pair, pair.addr_b, packets, batch)
+            softirqd = ksoftirqd_seconds() - softirqd
     except KernelUnavailable as e:
         return _skipped(name, unit, str(e))
     cpu = max(tx_cpu.cpu + rx_cpu.cpu, 1e-9)
@@ -441,7 +462,7 @@ def kernel_udp(packets: int, batch: int) -> Anchor:
         name,
         received / cpu,
         unit,
-        f"{calls}, {_cpu_detail(tx_cpu, rx_cpu)}, {packets - received} dropped",
+        f"{calls}, {_cpu_detail(tx_cpu, rx_cpu, softirqd)}, {packets - received} dropped",
     )
 
 
@@ -504,6 +525,7 @@ def kernel_tcp(
             ):
                 cmd = ["ip", "netns", "exec", ns, "ethtool", "-K", dev, *features]
                 subprocess.run(cmd, check=True, capture_output=True)
+            softirqd = ksoftirqd_seconds()
             rx = _child(pair.b, _TCP_RX, 5001)
             try:
                 _ready(rx)
@@ -511,6 +533,7 @@ def kernel_tcp(
                 tx = _child(pair.a, _TCP_TX, dst, 5001, nbytes, send_size)
                 tx_cpu = _result(tx, 600)
                 rx_cpu = _result(rx, 600)
+                softirqd = ksoftirqd_seconds() - softirqd
             finally:
                 if rx.poll() is None:
                     rx.kill()
@@ -523,7 +546,8 @@ def kernel_tcp(
         name,
         rx_cpu.count * 8 / cpu / 1e9,
         unit,
-        f"{rx_cpu.count >> 20} MB, sendall of {send_size}, {what}, {_cpu_detail(tx_cpu, rx_cpu)}",
+        f"{rx_cpu.count >> 20} MB, sendall of {send_size}, {what}, "
+        f"{_cpu_detail(tx_cpu, rx_cpu, softirqd)}",
     )
 
 
@@ -532,7 +556,13 @@ def kernel_tcp(
 
 
 def callgrind_instructions(argv: Sequence[str]) -> int:
-    """Instructions of ``python argv…`` under callgrind (``PYTHONHASHSEED=0``)."""
+    """Instructions of ``python argv…`` under callgrind (``PYTHONHASHSEED=0``).
+
+    Raises:
+        RuntimeError: no ``valgrind`` here.
+    """
+    if shutil.which("valgrind") is None:
+        raise RuntimeError("callgrind needs valgrind, which is not installed")
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
     env = dict(os.environ, PYTHONHASHSEED="0")
     out = subprocess.run([*cmd, *argv], env=env, capture_output=True, text=True, check=True)
