@@ -21,7 +21,9 @@ time (the figure a loaded machine moves least):
   so the kernel's work in its context, softirqs included) around its loop,
   and the figure is per second of both processes' CPU time together, as
   netstack's is per second of its one process; the details give the system
-  part, the kernel's own share (the rest is the Python loops). Softirq work the kernel
+  part, the kernel's own share (the rest is the Python loops; the split is
+  sampled at the clock tick, so rough for runs of a few tens of
+  milliseconds, while the total is exact). Softirq work the kernel
   defers to ``ksoftirqd`` is not counted (it happens when a core is
   saturated). It needs root; without it, or when ``ip netns add`` fails, the
   anchor says ``kernel anchor skipped: needs root and ip netns``. The
@@ -256,9 +258,10 @@ print(sent, t1.ru_utime - t0.ru_utime, t1.ru_stime - t0.ru_stime, flush=True)
 _TCP_RX = r"""
 import resource, socket, sys
 port = int(sys.argv[1])
-ls = socket.socket()
+ls = socket.socket(socket.AF_INET6)
+ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("0.0.0.0", port))
+ls.bind(("::", port))
 ls.listen(1)
 print("ready", flush=True)
 t0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -318,6 +321,8 @@ class NetnsPair:
     dev_b: str
     addr_a: str = "10.201.0.1"
     addr_b: str = "10.201.0.2"
+    addr6_a: str = "2001:db8:201::1"
+    addr6_b: str = "2001:db8:201::2"
 
 
 @contextmanager
@@ -345,11 +350,12 @@ def netns_pair() -> Iterator[NetnsPair]:
                 "link", "add", pair.dev_a, "netns", pair.a,
                 "type", "veth", "peer", "name", pair.dev_b, "netns", pair.b,
             )  # fmt: skip
-            for ns, dev, addr in (
-                (pair.a, pair.dev_a, pair.addr_a),
-                (pair.b, pair.dev_b, pair.addr_b),
+            for ns, dev, addr, addr6 in (
+                (pair.a, pair.dev_a, pair.addr_a, pair.addr6_a),
+                (pair.b, pair.dev_b, pair.addr_b, pair.addr6_b),
             ):
                 _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+                _ip("-n", ns, "-6", "addr", "add", f"{addr6}/64", "dev", dev, "nodad")
                 _ip("-n", ns, "link", "set", dev, "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
         except subprocess.CalledProcessError as e:
@@ -471,9 +477,17 @@ def kernel_vxlan_ratio(packets: int, batch: int) -> Anchor:
 
 
 def kernel_tcp(
-    mbytes: float, send_size: int, *, tso: str = "on", gso: str = "on", gro: str = "on"
+    mbytes: float,
+    send_size: int,
+    *,
+    tso: str = "on",
+    gso: str = "on",
+    gro: str = "on",
+    family: int = 4,
 ) -> Anchor:
     """The kernel: one TCP stream of *mbytes* MB over veth, ``sendall`` of *send_size*.
+
+    Over IPv6 (addresses without DAD) when *family* is 6.
 
     *tso*, *gso* (the sender's veth) and *gro* (the receiver's) as ``ethtool -K``
     sets them, netstack's ``tcp_bulk.py`` configurations.
@@ -493,7 +507,8 @@ def kernel_tcp(
             rx = _child(pair.b, _TCP_RX, 5001)
             try:
                 _ready(rx)
-                tx = _child(pair.a, _TCP_TX, pair.addr_b, 5001, nbytes, send_size)
+                dst = pair.addr6_b if family == 6 else pair.addr_b
+                tx = _child(pair.a, _TCP_TX, dst, 5001, nbytes, send_size)
                 tx_cpu = _result(tx, 600)
                 rx_cpu = _result(rx, 600)
             finally:
@@ -503,7 +518,7 @@ def kernel_tcp(
     except KernelUnavailable as e:
         return _skipped(name, unit, str(e))
     cpu = max(tx_cpu.cpu + rx_cpu.cpu, 1e-9)
-    what = f"TSO {tso}, GSO {gso}, GRO {gro}"
+    what = f"IPv{family}, TSO {tso}, GSO {gso}, GRO {gro}"
     return Anchor(
         name,
         rx_cpu.count * 8 / cpu / 1e9,

@@ -15,8 +15,8 @@ leaf, spine, leaf: three routers).
 
 Prints, per phase (build; ping; close), the process's CPU time (the figure to
 compare: the machine is shared), wall time, collections by the cyclic garbage
-collector per generation, and at the end the peak RSS per node (and the peak
-when the build ended, before the pings) and, with
+collector per generation and the CPU time they took, and at the end the peak
+RSS per node (and the peak when the build ended, before the pings) and, with
 ``--tracemalloc``, the Python heap per host after the build (tracemalloc
 slows everything several times: its run is for memory only).
 
@@ -129,22 +129,35 @@ async def ping_all(end_hosts: list[Host], per_leaf: int, *, cross: bool) -> int:
 
 
 class Phase:
-    """CPU, wall and GC collections of one phase."""
+    """CPU, wall, GC collections and the collector's CPU time of one phase."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.cpu = 0.0
         self.wall = 0.0
         self.collections = [0, 0, 0]
+        self.gc_cpu = 0.0
 
     def __str__(self) -> str:
         gen = "/".join(str(c) for c in self.collections)
-        return f"{self.name:6} CPU {self.cpu:7.2f} s  wall {self.wall:7.2f} s  gc gen0/1/2 {gen}"
+        return (
+            f"{self.name:6} CPU {self.cpu:7.2f} s  wall {self.wall:7.2f} s  gc gen0/1/2 {gen} "
+            f"({self.gc_cpu:.2f} s CPU)"
+        )
 
 
 @contextmanager
 def measure(phase: Phase, profile: cProfile.Profile | None = None) -> Iterator[None]:
     before = [s["collections"] for s in gc.get_stats()]
+    started = [0.0]
+
+    def collector(event: str, _info: dict[str, int]) -> None:  # gc.callbacks
+        if event == "start":
+            started[0] = time.process_time()
+        else:
+            phase.gc_cpu += time.process_time() - started[0]
+
+    gc.callbacks.append(collector)
     cpu, wall = time.process_time(), time.perf_counter()
     if profile is not None:
         profile.enable()
@@ -155,6 +168,7 @@ def measure(phase: Phase, profile: cProfile.Profile | None = None) -> Iterator[N
             profile.disable()
         phase.cpu = time.process_time() - cpu
         phase.wall = time.perf_counter() - wall
+        gc.callbacks.remove(collector)
         after = [s["collections"] for s in gc.get_stats()]
         phase.collections = [a - b for a, b in zip(after, before, strict=True)]
 

@@ -214,7 +214,7 @@ def measure(
     if with_anchors:
         found = [
             anchors.trio_bulk_floor(mbytes, send_size),
-            anchors.kernel_tcp(mbytes, send_size, tso=tso, gso=gso, gro=gro),
+            anchors.kernel_tcp(mbytes, send_size, tso=tso, gso=gso, gro=gro, family=family),
         ]
         for anchor in found:
             print(anchor.line())

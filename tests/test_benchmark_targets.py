@@ -94,7 +94,7 @@ def test_kernel_anchors_run_as_root_and_clean_up() -> None:
     tcp = anchors.kernel_tcp(1, 65160, tso="off", gso="off", gro="off")
     assert udp.value is not None and udp.value > 0, udp.line()
     assert tcp.value is not None and tcp.value > 0, tcp.line()
-    assert "TSO off, GSO off, GRO off" in tcp.detail
+    assert "IPv4, TSO off, GSO off, GRO off" in tcp.detail
     after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "nsanc-" not in after.replace(before, "")
 

@@ -194,6 +194,7 @@ class FibInfo:
     __slots__ = (
         "advmss",
         "dead",
+        "fastopen_no_cookie",
         "mtu",
         "mtu_lock",
         "nh",
@@ -222,6 +223,7 @@ class FibInfo:
         self.mtu = mtu
         self.mtu_lock = mtu_lock
         self.advmss = 0
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.dead = False
 
 
@@ -304,6 +306,7 @@ class RouteConfig:
         self.onlink = onlink
         self.mtu = mtu
         self.mtu_lock = mtu_lock
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.nlflags = nlflags
 
 
@@ -561,6 +564,7 @@ class Fib:
             mtu=cfg.mtu,
             mtu_lock=cfg.mtu_lock,
         )
+        fi.fastopen_no_cookie = cfg.fastopen_no_cookie
         fa = FibAlias(cfg.table, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
         table = self.table(cfg.table, create=True)
         assert table is not None

@@ -165,6 +165,7 @@ class Rtable(DstEntry):
         self.rt_mtu_locked = False  # a PMTU exception below ip_rt_min_pmtu locked it
         self.metric_mtu = 0  # the route's "mtu N" metric (RTAX_MTU)
         self.metric_mtu_locked = False  # "mtu lock N"
+        self.metric_fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.rt_table_id = 0  # the table the lookup matched (ip route get)
         self.fnhe: FibNhException | None = None
         if flags & RTCF_LOCAL:
@@ -231,6 +232,7 @@ def _rt_set_nexthop(
         fi = res.fi
         rt.metric_mtu = fi.mtu
         rt.metric_mtu_locked = fi.mtu_lock
+        rt.metric_fastopen_no_cookie = fi.fastopen_no_cookie
         rt.rt_table_id = res.table
     if fnhe is not None:
         rt.fnhe = fnhe

@@ -2685,7 +2685,7 @@ def tcp_conn_request(
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
+    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc, rt)
     req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
     if fastopen_sk is not None:
         req.snt_synack = tcp.tcp_clock_us()
@@ -2994,7 +2994,7 @@ def tcp_fastopen_create_child(sk: TcpSock, skb: SkBuff, req: RequestSock) -> Tcp
 
 @kernel("net/ipv4/tcp_fastopen.c", "tcp_try_fastopen")
 def tcp_try_fastopen(
-    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie
+    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie, dst: object
 ) -> TcpSock | None:
     """Decide on a SYN's Fast Open: the child if its data is taken now, else None;
     *foc* becomes the cookie the SYN-ACK carries (len -1: none).
@@ -3015,7 +3015,7 @@ def tcp_try_fastopen(
     ):
         foc.len = -1
         return None
-    if _fastopen.tcp_fastopen_no_cookie(sk, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
+    if _fastopen.tcp_fastopen_no_cookie(sk, dst, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
         return _tfo_child(sk, skb, req, foc, valid_foc, 0)
     if foc.len == 0:
         ctx = _fastopen.tcp_fastopen_get_ctx(sk)

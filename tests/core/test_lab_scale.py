@@ -16,6 +16,7 @@ import netstack
 from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
 from netstack.gro.core import GroNode
+from netstack.host.lab import LAB_GC_THRESHOLD2
 from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
@@ -96,6 +97,33 @@ async def test_build_pauses_the_collector_and_freezes_the_lab(
         assert (await lab["a"].ping("10.0.0.2")).received == 1
         assert gc.isenabled()
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+async def test_a_frozen_lab_collects_the_oldest_generation_less_often(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            assert gc.get_threshold() == (700, 10, 10)  # building: the collector is off
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2) == (700, 10, 100)
+        assert gc.get_threshold() == (700, 10, 10)  # handed back
+        gc.set_threshold(700, 10, 500)  # a caller's higher threshold is left alone
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, 500)
+        async with netstack.open_lab() as lab:  # changed while open: not overwritten
+            gc.set_threshold(700, 10, 10)
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            gc.set_threshold(1000, 10, 100)
+        assert gc.get_threshold() == (1000, 10, 100)
+    finally:
+        gc.set_threshold(*saved)
 
 
 async def test_a_disabled_collector_stays_disabled(
