@@ -171,9 +171,9 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         if err:
             kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
             return
-    ihl = (buf[nh] & 0xF) * 4
-    if ihl > 20 and not ip_rcv_options(ipv4, skb, dev, ihl):
-        return
+    if buf[nh] != 0x45:  # options (ip_rcv_core has checked version 4)
+        if not ip_rcv_options(ipv4, skb, dev, (buf[nh] & 0xF) * 4):
+            return
     rt: Any = skb.dst
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
