@@ -366,7 +366,7 @@ def tcp_fastopen_queue_check(sk: TcpSock) -> bool:
 def tcp_fastopen_no_cookie(sk: TcpSock, dst: Any, flag: int) -> bool:
     """Fast Open without a cookie: the sysctl's *flag*, TCP_FASTOPEN_NO_COOKIE, or
     the route's ``fastopen_no_cookie 1`` metric (``dst_metric(dst,
-    RTAX_FASTOPEN_NO_COOKIE)``; IPv4 routes carry it).
+    RTAX_FASTOPEN_NO_COOKIE)``, on IPv4 and IPv6 routes).
 
     Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_no_cookie().
     """

@@ -1248,8 +1248,6 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
     if family == AF_INET6:
         if not table_ok and rtype == RTN_LOCAL:
             table = RT_TABLE_LOCAL
-        if fastopen_no_cookie:
-            raise _unsupported("fastopen_no_cookie")  # IPv6 routes keep no such metric here
         iproute_modify6(
             net,
             cmd=cmd,
@@ -1266,6 +1264,7 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
             mtu_lock=mtu_lock,
             onlink=onlink,
             expires=max(expires, 0),
+            fastopen_no_cookie=fastopen_no_cookie,
         )
         return
     if expires >= 0:

@@ -610,3 +610,32 @@ async def test_fastopen_no_cookie_metric(
         a.ip("route add 10.9.7.0/24 dev eth0 fastopen_no_cookie 2")
     with fails('Error: argument "x" is wrong: "fastopen_no_cookie" value is invalid'):
         a.ip("route add 10.9.7.0/24 dev eth0 fastopen_no_cookie x")
+
+
+async def test_fastopen_no_cookie_metric_ipv6(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    """The same metric on IPv6 routes; the strings are iproute2's on Linux 6.18."""
+    a = lab.add_host("a")
+    lab.add_link("a:d0", lab.add_host("b").name + ":d1")
+    a.ip("-6 addr add 2001:db8::1/64 dev d0 nodad")
+    a.ip("-6 route add 2001:db8:9::/64 dev d0 mtu 1400 fastopen_no_cookie 1")
+    a.ip("-6 route add 2001:db8:6::/64 via 2001:db8::2 fastopen_no_cookie 1 metric 5")
+    assert a.ip("-6 route show 2001:db8:6::/64") == (
+        "2001:db8:6::/64 via 2001:db8::2 dev d0 metric 5 fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 route show 2001:db8:9::/64") == (
+        "2001:db8:9::/64 dev d0 metric 1024 mtu 1400 fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 -j route show 2001:db8:9::/64") == (
+        '[{"dst":"2001:db8:9::/64","dev":"d0","metric":1024,"flags":[],'
+        '"metrics":[{"mtu":1400,"fastopen_no_cookie":1}],"pref":"medium"}]\n'
+    )
+    assert a.ip("-6 route get 2001:db8:9::1") == (
+        "2001:db8:9::1 from :: dev d0 src 2001:db8::1 metric 1024 mtu 1400 "
+        "fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 route get 2001:db8:6::1") == (
+        "2001:db8:6::1 from :: via 2001:db8::2 dev d0 src 2001:db8::1 metric 5 "
+        "fastopen_no_cookie 1 pref medium\n"
+    )
