@@ -11,6 +11,17 @@ poll, and either completes (fewer than ``weight`` packets: GRO is flushed, the
 task parks again) or, with work left, flushes old GRO flows and yields once
 before the next poll — the softirq's budget.
 
+A device whose receive the kernel runs without NAPI sets ``rx_per_xmit``
+(a veth without GRO: ``veth_xmit`` hands each skb to ``__netif_rx``). On a
+real machine the reader of a socket reads on another CPU while the softirq
+goes on receiving; netstack runs one thing at a time, so in functional mode
+such an instance polls one packet at a time and ends its poll after a packet
+that brought a socket data (``sk_data_ready`` counts ``data_ready_count``):
+the woken reader runs before the next packet is received, then the next
+poll goes on. Packets that bring no data (ACKs) are still taken a
+budget at a time. Timed mode keeps the budget: there the CPU clocks decide
+when the reader runs.
+
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
 """
@@ -32,6 +43,10 @@ if TYPE_CHECKING:
 __all__ = ["NAPI_POLL_WEIGHT", "GroEngine", "Napi", "NapiStats"]
 
 NAPI_POLL_WEIGHT: Final = 64
+
+# sk_data_ready() calls so far: a NAPI instance polling packet by packet
+# (rx_per_xmit) ends its poll after a packet that brought a socket data
+data_ready_count = 0
 
 
 @attrs.frozen
@@ -89,6 +104,8 @@ class Napi:
         self.packets = 0
         self.full_polls = 0
         self.schedules = 0
+        # the kernel receives each packet in its own softirq run (see the module doc)
+        self.rx_per_xmit = False
 
     @kernel("napi_schedule")
     def schedule(self) -> None:
@@ -100,8 +117,16 @@ class Napi:
 
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests)."""
-        self.net.cpus.run_on(self.cpu)
-        work = self.poll(self, self.weight)
+        cpus = self.net.cpus
+        cpus.run_on(self.cpu)
+        if self.rx_per_xmit and (cpus.model is None or not cpus.model.running):
+            work = self._poll_to_reader()
+            if work < 0:  # a packet brought a socket data: its reader runs next
+                self.polls += 1
+                self.packets -= work
+                return -work
+        else:
+            work = self.poll(self, self.weight)
         self.polls += 1
         self.packets += work
         gro = self.gro
@@ -113,6 +138,20 @@ class Napi:
             self.full_polls += 1
             if gro is not None:
                 gro.flush(self, True)  # net_rx_action: flush old flows
+        return work
+
+    def _poll_to_reader(self) -> int:
+        """Poll one packet at a time, up to the budget, stopping after one that
+        brought a socket data (``sk_data_ready``): then the count is returned
+        negated, the poll not being over."""
+        work = 0
+        while work < self.weight:
+            before = data_ready_count
+            if not self.poll(self, 1):
+                break
+            work += 1
+            if data_ready_count != before:
+                return -work
         return work
 
     @kernel("netif_napi_del")
@@ -146,12 +185,12 @@ class Napi:
             if not self.scheduled:
                 await self._park()
                 continue
-            work = self.poll_once()
+            self.poll_once()
             model = self.net.cpus.model
             if model is not None and model.running:
                 # timed mode: the CPU is busy until its clock; then poll again
                 await model.wait(self.net.cpus[self.cpu])
-            elif work >= self.weight:
+            elif self.scheduled:  # a full poll: let other tasks run first
                 await trio.lowlevel.checkpoint()
 
     def statistics(self) -> NapiStats:
