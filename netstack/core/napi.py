@@ -13,14 +13,15 @@ before the next poll — the softirq's budget.
 
 A device whose receive the kernel runs without NAPI sets ``rx_per_xmit``
 (a veth without GRO: ``veth_xmit`` hands each skb to ``__netif_rx``). On a
-real machine the reader of a socket reads on another CPU while the softirq
-goes on receiving; netstack runs one thing at a time, so in functional mode
-such an instance polls one packet at a time and ends its poll after a packet
-that brought a socket data (``sk_data_ready`` counts ``data_ready_count``):
-the woken reader runs before the next packet is received, then the next
-poll goes on. Packets that bring no data (ACKs) are still taken a
-budget at a time. Timed mode keeps the budget: there the CPU clocks decide
-when the reader runs.
+real machine the reader of a TCP socket reads on another CPU while the
+softirq goes on receiving, and TCP's ACKs depend on when it reads. netstack
+runs one thing at a time, so in functional mode such a poll
+(``yield_on_data``) ends after a packet that brought a TCP socket in-order
+data (``tcp_data_ready`` counts ``data_ready_count``; the driver checks it
+after each packet and sets ``cut_short``): the woken reader runs before the
+next packet is received, then the next poll goes on. Other packets (ACKs,
+UDP) are taken a budget at a time. Timed mode keeps the budget: there the
+CPU clocks decide when the reader runs.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
@@ -104,8 +105,10 @@ class Napi:
         self.packets = 0
         self.full_polls = 0
         self.schedules = 0
-        # the kernel receives each packet in its own softirq run (see the module doc)
+        # the kernel has no NAPI here: a poll ends after in-order TCP data (module doc)
         self.rx_per_xmit = False
+        self.yield_on_data = False  # this poll: the driver stops after such data
+        self.cut_short = False  # the driver stopped so
 
     @kernel("napi_schedule")
     def schedule(self) -> None:
@@ -119,14 +122,14 @@ class Napi:
         """Run one poll synchronously (the body of the task; also for tests)."""
         cpus = self.net.cpus
         cpus.run_on(self.cpu)
-        if self.rx_per_xmit and (cpus.model is None or not cpus.model.running):
-            work = self._poll_to_reader()
-            if work < 0:  # a packet brought a socket data: its reader runs next
-                self.polls += 1
-                self.packets -= work
-                return -work
-        else:
-            work = self.poll(self, self.weight)
+        # functional mode: a poll that took in-order TCP data ends there (see above)
+        self.yield_on_data = self.rx_per_xmit and (cpus.model is None or not cpus.model.running)
+        work = self.poll(self, self.weight)
+        if self.cut_short:
+            self.cut_short = False
+            self.polls += 1
+            self.packets += work
+            return work  # still scheduled: run() yields, then polls again
         self.polls += 1
         self.packets += work
         gro = self.gro
@@ -138,20 +141,6 @@ class Napi:
             self.full_polls += 1
             if gro is not None:
                 gro.flush(self, True)  # net_rx_action: flush old flows
-        return work
-
-    def _poll_to_reader(self) -> int:
-        """Poll one packet at a time, up to the budget, stopping after one that
-        brought a socket data (``sk_data_ready``): then the count is returned
-        negated, the poll not being over."""
-        work = 0
-        while work < self.weight:
-            before = data_ready_count
-            if not self.poll(self, 1):
-                break
-            work += 1
-            if data_ready_count != before:
-                return -work
         return work
 
     @kernel("netif_napi_del")

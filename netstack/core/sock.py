@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from netstack.core import napi as _napi
 from netstack.core.skbuff import SkBuff
 from netstack.cpu.timed import ThreadBlocked
 from netstack.sites import TIMED, kernel, spend
@@ -383,7 +382,6 @@ class Sock:
         """Data or an error arrived. Kernel: sock_def_readable()."""
         if TIMED:
             spend("sock_def_readable")
-        _napi.data_ready_count += 1
         if self._readers:
             self._readers.unpark_all()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 from typing import Final
 
+from netstack.core import napi as _napi
 from netstack.core.dev import (
     dev_forward_skb,
     napi_gro_receive,
@@ -206,9 +207,18 @@ def veth_poll(napi: Napi, budget: int) -> int:
     priv: VethPriv = dev.priv
     ring = priv.ring
     done = 0
-    while ring and done < budget:
-        napi_gro_receive(napi, ring.popleft())
-        done += 1
+    if napi.yield_on_data:  # functional mode, no GRO: stop after in-order TCP data
+        mark = _napi.data_ready_count
+        while ring and done < budget:
+            napi_gro_receive(napi, ring.popleft())
+            done += 1
+            if _napi.data_ready_count != mark and ring:
+                napi.cut_short = True
+                break
+    else:
+        while ring and done < budget:
+            napi_gro_receive(napi, ring.popleft())
+            done += 1
     peer = priv.peer
     if peer is not None:
         txq = peer._tx[0] if peer._tx else None

@@ -42,6 +42,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from netstack.core import napi as _napi
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
@@ -1891,7 +1892,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         if sk.num_sacks:
             tcp_sack_remove(sk)
         if not sk.dead:
-            sk.sk_data_ready()
+            tcp_data_ready(sk)
         return
     if not after(tcb.end_seq, sk.rcv_nxt):
         # a retransmission of what we already have
@@ -1922,9 +1923,30 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
         if sk.num_sacks:
             tcp_sack_remove(sk)
         if not sk.dead:
-            sk.sk_data_ready()
+            tcp_data_ready(sk)
         return
     tcp_data_queue_ofo(sk, skb)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_data_ready")
+def tcp_data_ready(sk: TcpSock) -> None:
+    """In-order data was queued: wake the reader.
+
+    Each such wake-up is counted (``napi.data_ready_count``): a NAPI
+    instance taking packets one at a time (``rx_per_xmit``, a veth without
+    GRO) ends its poll there, so that the reader reads before the next
+    packet, as a reader on another CPU keeps up on a real machine. TCP's ACKs
+    depend on when the reader reads (``tcp_cleanup_rbuf``'s window updates,
+    ``__tcp_ack_snd_check``'s window test); a UDP reader's timing changes only
+    its recvmmsg batches, so UDP keeps the poll's batches. Counting only the
+    wake-ups of a parked reader would not do: a reader whose ``recv`` just
+    returned data is runnable, not parked (Trio's checkpoint), when the next
+    packet comes, and the poll would run on. See docs/timed.md.
+    Kernel: net/ipv4/tcp_input.c, tcp_data_ready() (SO_RCVLOWAT is always 1
+    here, so any data is enough).
+    """
+    _napi.data_ready_count += 1
+    sk.sk_data_ready()
 
 
 def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
