@@ -11,6 +11,18 @@ poll, and either completes (fewer than ``weight`` packets: GRO is flushed, the
 task parks again) or, with work left, flushes old GRO flows and yields once
 before the next poll — the softirq's budget.
 
+A device whose receive the kernel runs without NAPI sets ``rx_per_xmit``
+(a veth without GRO: ``veth_xmit`` hands each skb to ``__netif_rx``). On a
+real machine the reader of a TCP socket reads on another CPU while the
+softirq goes on receiving, and TCP's ACKs depend on when it reads. netstack
+runs one thing at a time, so in functional mode such a poll
+(``yield_on_data``) ends after a packet that brought a TCP socket in-order
+data (``tcp_data_ready`` counts ``data_ready_count``; the driver checks it
+after each packet and sets ``cut_short``): the woken reader runs before the
+next packet is received, then the next poll goes on. Other packets (ACKs,
+UDP) are taken a budget at a time. Timed mode keeps the budget: there the
+CPU clocks decide when the reader runs.
+
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
 """
@@ -32,6 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["NAPI_POLL_WEIGHT", "GroEngine", "Napi", "NapiStats"]
 
 NAPI_POLL_WEIGHT: Final = 64
+
+# sk_data_ready() calls so far: a NAPI instance polling packet by packet
+# (rx_per_xmit) ends its poll after a packet that brought a socket data
+data_ready_count = 0
 
 
 @attrs.frozen
@@ -89,6 +105,10 @@ class Napi:
         self.packets = 0
         self.full_polls = 0
         self.schedules = 0
+        # the kernel has no NAPI here: a poll ends after in-order TCP data (module doc)
+        self.rx_per_xmit = False
+        self.yield_on_data = False  # this poll: the driver stops after such data
+        self.cut_short = False  # the driver stopped so
 
     @kernel("napi_schedule")
     def schedule(self) -> None:
@@ -100,8 +120,16 @@ class Napi:
 
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests)."""
-        self.net.cpus.run_on(self.cpu)
+        cpus = self.net.cpus
+        cpus.run_on(self.cpu)
+        # functional mode: a poll that took in-order TCP data ends there (see above)
+        self.yield_on_data = self.rx_per_xmit and (cpus.model is None or not cpus.model.running)
         work = self.poll(self, self.weight)
+        if self.cut_short:
+            self.cut_short = False
+            self.polls += 1
+            self.packets += work
+            return work  # still scheduled: run() yields, then polls again
         self.polls += 1
         self.packets += work
         gro = self.gro
@@ -146,12 +174,12 @@ class Napi:
             if not self.scheduled:
                 await self._park()
                 continue
-            work = self.poll_once()
+            self.poll_once()
             model = self.net.cpus.model
             if model is not None and model.running:
                 # timed mode: the CPU is busy until its clock; then poll again
                 await model.wait(self.net.cpus[self.cpu])
-            elif work >= self.weight:
+            elif self.scheduled:  # a full poll: let other tasks run first
                 await trio.lowlevel.checkpoint()
 
     def statistics(self) -> NapiStats:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from netstack.core import napi as _napi
 from netstack.core.dev import (
     dev_forward_skb,
     napi_gro_receive,
@@ -163,6 +164,12 @@ class VethOps(NetDeviceOps):
         priv.tx_bytes += length
         napi = rq.napi
         assert napi is not None
+        # without GRO the kernel's veth has no NAPI: __netif_rx(), whose softirq
+        # runs while the reader reads on another CPU; under a real qdisc the ring
+        # and its backpressure stay batched
+        napi.rx_per_xmit = (
+            not rcv.features & NETIF_F_GRO and not dev._tx[skb.queue_mapping].qdisc.can_enqueue
+        )
         if not napi.scheduled:
             napi.schedule()
         return NETDEV_TX_OK
@@ -202,9 +209,18 @@ def veth_poll(napi: Napi, budget: int) -> int:
     priv: VethPriv = dev.priv
     ring = priv.ring
     done = 0
-    while ring and done < budget:
-        napi_gro_receive(napi, ring.pop(0))
-        done += 1
+    if napi.yield_on_data:  # functional mode, no GRO: stop after in-order TCP data
+        mark = _napi.data_ready_count
+        while ring and done < budget:
+            napi_gro_receive(napi, ring.pop(0))
+            done += 1
+            if _napi.data_ready_count != mark and ring:
+                napi.cut_short = True
+                break
+    else:
+        while ring and done < budget:
+            napi_gro_receive(napi, ring.pop(0))
+            done += 1
     peer = priv.peer
     if peer is not None:
         txq = peer._tx[0] if peer._tx else None

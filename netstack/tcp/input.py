@@ -42,6 +42,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from netstack.core import napi as _napi
+from netstack.core.hrtimer import ktime_get_ns
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
 from netstack.sites import TIMED, kernel, spend
@@ -162,6 +164,7 @@ from netstack.tcp.sock import (
     TCP_CLOSE_WAIT,
     TCP_CLOSING,
     TCP_ESTABLISHED,
+    TCP_FASTRETRANS_THRESH,
     TCP_FIN_WAIT1,
     TCP_FIN_WAIT2,
     TCP_INFINITE_SSTHRESH,
@@ -174,6 +177,7 @@ from netstack.tcp.sock import (
     TCP_NAGLE_OFF,
     TCP_NUM_SACKS,
     TCP_RMEM_TO_WIN_SCALE,
+    TCP_SACK_BLOCKS_EXPECTED,
     TCP_SYN_RECV,
     TCP_SYN_SENT,
     TCP_TIME_WAIT,
@@ -1813,6 +1817,21 @@ def tcp_sack_new_ofo_skb(sk: TcpSock, seq: int, end_seq: int) -> None:
     if not tcp_is_sack(sk):
         return
     blocks = sk.selective_acks
+    # the block this segment extends (tcp_sack_extend), or a new one after them all;
+    # beyond the second, the held-back ACK goes now, with the blocks as they stand
+    this_sack = len(blocks)
+    for i, b in enumerate(blocks):
+        if not after(b[0], end_seq) and not after(seq, b[1]):
+            this_sack = i
+            break
+    if this_sack >= TCP_SACK_BLOCKS_EXPECTED and sk.compressed_ack:
+        if this_sack < len(blocks):
+            ext = blocks[this_sack]
+            if before(seq, ext[0]):
+                ext[0] = seq
+            if after(end_seq, ext[1]):
+                ext[1] = end_seq
+        tcp_sack_compress_send_ack(sk)
     new = [seq, end_seq]
     keep: list[list[int]] = []
     for b in blocks:
@@ -1911,7 +1930,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
         if eaten:
             consume_skb(skb)  # kfree_skb_partial()
         if not sk.dead:
-            sk.sk_data_ready()
+            tcp_data_ready(sk)
         return
     if not after(tcb.end_seq, sk.rcv_nxt):
         # a retransmission of what we already have
@@ -1945,9 +1964,30 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
         if eaten:
             consume_skb(skb)
         if not sk.dead:
-            sk.sk_data_ready()
+            tcp_data_ready(sk)
         return
     tcp_data_queue_ofo(sk, skb)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_data_ready")
+def tcp_data_ready(sk: TcpSock) -> None:
+    """In-order data was queued: wake the reader.
+
+    Each such wake-up is counted (``napi.data_ready_count``): a NAPI
+    instance taking packets one at a time (``rx_per_xmit``, a veth without
+    GRO) ends its poll there, so that the reader reads before the next
+    packet, as a reader on another CPU keeps up on a real machine. TCP's ACKs
+    depend on when the reader reads (``tcp_cleanup_rbuf``'s window updates,
+    ``__tcp_ack_snd_check``'s window test); a UDP reader's timing changes only
+    its recvmmsg batches, so UDP keeps the poll's batches. Counting only the
+    wake-ups of a parked reader would not do: a reader whose ``recv`` just
+    returned data is runnable, not parked (Trio's checkpoint), when the next
+    packet comes, and the poll would run on. See docs/timed.md.
+    Kernel: net/ipv4/tcp_input.c, tcp_data_ready() (SO_RCVLOWAT is always 1
+    here, so any data is enough).
+    """
+    _napi.data_ready_count += 1
+    sk.sk_data_ready()
 
 
 def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
@@ -1977,8 +2017,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
     sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
-    sk.icsk_ack_pending |= ICSK_ACK_NOW  # tcp_data_queue_ofo(): ACK at once (dupack/SACK)
-    inet_csk_schedule_ack(sk)
+    inet_csk_schedule_ack(sk)  # now or compressed: __tcp_ack_snd_check()
     q = sk.out_of_order_queue
     seq = tcb.seq
     end_seq = tcb.end_seq
@@ -2090,21 +2129,86 @@ def tcp_fin(sk: TcpSock) -> None:
 
 @kernel("net/ipv4/tcp_input.c", "__tcp_ack_snd_check")
 def __tcp_ack_snd_check(sk: TcpSock, ofo_possible: bool) -> None:
-    """ACK now or later. Kernel: net/ipv4/tcp_input.c, __tcp_ack_snd_check()."""
+    """ACK now, later (delayed ACK), or, with out-of-order data, compressed.
+
+    Now: more than one segment since the last ACK and the window does not
+    shrink (or fewer than SO_RCVLOWAT bytes wait unread), quick-ACK mode, or
+    ICSK_ACK_NOW. With a hole (SACK on), the first TCP_FASTRETRANS_THRESH
+    duplicate ACKs for one rcv_nxt go now, later ones are held (at most
+    tcp_comp_sack_nr) for min(tcp_comp_sack_delay_ns, RTT / 20) on the
+    compressed-ACK hrtimer, which fires at the end of its
+    tcp_comp_sack_slack_ns range (hrtimer_start_range_ns on an idle CPU).
+    Kernel: net/ipv4/tcp_input.c, __tcp_ack_snd_check().
+    """
     if TIMED:
         spend("__tcp_ack_snd_check")
     if (
         (
             ((sk.rcv_nxt - sk.rcv_wup) & M32) > sk.icsk_ack_rcv_mss
-            and __tcp_select_window(sk) >= sk.rcv_wnd
+            and (
+                ((sk.rcv_nxt - sk.copied_seq) & M32) < sk.sk_rcvlowat
+                or __tcp_select_window(sk) >= sk.rcv_wnd
+            )
         )
         or tcp_in_quickack_mode(sk)
         or sk.icsk_ack_pending & ICSK_ACK_NOW
-        or (ofo_possible and sk.out_of_order_queue)
     ):
         tcp_send_ack(sk)
         return
-    tcp_send_delayed_ack(sk)
+    if not ofo_possible or not sk.out_of_order_queue:
+        tcp_send_delayed_ack(sk)
+        return
+    tcp = sk.tcp
+    if not tcp_is_sack(sk) or sk.compressed_ack >= tcp.sysctl_tcp_comp_sack_nr:
+        tcp_send_ack(sk)
+        return
+    if sk.compressed_ack_rcv_nxt != sk.rcv_nxt:
+        sk.compressed_ack_rcv_nxt = sk.rcv_nxt
+        sk.dup_ack_counter = 0
+    if sk.dup_ack_counter < TCP_FASTRETRANS_THRESH:
+        sk.dup_ack_counter += 1
+        tcp_send_ack(sk)
+        return
+    sk.compressed_ack += 1
+    timer = sk.compressed_ack_timer
+    if timer is None:
+        timer = sk.compressed_ack_timer = sk.net.hrtimers.timer(
+            lambda: tcp_compressed_ack_kick(sk), "tcp_compressed_ack"
+        )
+    if timer.is_queued():
+        return
+    # 5 % of the RTT (both << 3), at most tcp_comp_sack_delay_ns
+    rtt = sk.rcv_rtt_est_rtt_us
+    if sk.srtt_us and sk.srtt_us < rtt:
+        rtt = sk.srtt_us
+    delay = min(tcp.sysctl_tcp_comp_sack_delay_ns, rtt * (1000 >> 3) // 20)
+    timer.start(ktime_get_ns(sk.net) + delay + tcp.sysctl_tcp_comp_sack_slack_ns)
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_compressed_ack_kick")
+def tcp_compressed_ack_kick(sk: TcpSock) -> None:
+    """The compressed-ACK hrtimer: send the ACK held back (the one sent is not
+    counted in TCPAckCompressed). Kernel: net/ipv4/tcp_timer.c,
+    tcp_compressed_ack_kick().
+    """
+    if sk.compressed_ack:
+        sk.compressed_ack -= 1
+        tcp_send_ack(sk)
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_sack_compress_send_ack")
+def tcp_sack_compress_send_ack(sk: TcpSock) -> None:
+    """Send the held-back ACK now (a SACK block is about to be lost, or the
+    delayed-ACK timer fired). Kernel: net/ipv4/tcp_input.c, tcp_sack_compress_send_ack().
+    """
+    if not sk.compressed_ack:
+        return
+    timer = sk.compressed_ack_timer
+    if timer is not None:
+        timer.cancel()
+    sk.ext.TCPAckCompressed += sk.compressed_ack - 1
+    sk.compressed_ack = 0
+    tcp_send_ack(sk)
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_ack_snd_check")

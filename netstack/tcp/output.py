@@ -708,7 +708,15 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
 
 @kernel("tcp_event_ack_sent")
 def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
-    """An ACK went out: no delayed ACK is owed. Kernel: tcp_event_ack_sent()."""
+    """An ACK went out: no delayed ACK is owed, and the ACKs that SACK
+    compression held back count in TCPAckCompressed. Kernel: tcp_event_ack_sent().
+    """
+    if sk.compressed_ack:
+        sk.ext.TCPAckCompressed += sk.compressed_ack
+        sk.compressed_ack = 0
+        timer = sk.compressed_ack_timer
+        if timer is not None:
+            timer.cancel()
     if rcv_nxt != sk.rcv_nxt:
         return
     # tcp_dec_quickack_mode()

@@ -90,6 +90,9 @@ _INT_SYSCTLS: Final = (
     ("tcp_stdurg", "sysctl_tcp_stdurg", 0, 1),
     ("tcp_min_rtt_wlen", "sysctl_tcp_min_rtt_wlen", 0, 86400),
     ("tcp_autocorking", "sysctl_tcp_autocorking", 0, 1),
+    ("tcp_comp_sack_delay_ns", "sysctl_tcp_comp_sack_delay_ns", 0, None),
+    ("tcp_comp_sack_slack_ns", "sysctl_tcp_comp_sack_slack_ns", 0, None),
+    ("tcp_comp_sack_nr", "sysctl_tcp_comp_sack_nr", 0, 255),
 )
 
 
@@ -116,6 +119,9 @@ class Tcp:
         self.sysctl_tcp_window_scaling = 1
         self.sysctl_tcp_sack = 1
         self.sysctl_tcp_dsack = 1
+        self.sysctl_tcp_comp_sack_delay_ns = 1_000_000  # NSEC_PER_MSEC
+        self.sysctl_tcp_comp_sack_slack_ns = 100_000  # 100 * NSEC_PER_USEC
+        self.sysctl_tcp_comp_sack_nr = 44
         self.sysctl_tcp_syn_retries = 6
         self.sysctl_tcp_syn_linear_timeouts = 4  # 6.5+: the first 4 SYN RTOs do not back off
         self.sysctl_tcp_synack_retries = 5

@@ -37,6 +37,7 @@ from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.dst import DstEntry
+    from netstack.core.hrtimer import HrTimer
     from netstack.core.net import Net
     from netstack.core.timer import TimerList
     from netstack.tcp.cong import TcpCongestionOps
@@ -152,6 +153,8 @@ TCP_RMEM_TO_WIN_SCALE: Final = 8
 # 6.11+: skb->len is assumed half of skb->truesize until a segment is measured
 TCP_DEFAULT_SCALING_RATIO: Final = 1 << (TCP_RMEM_TO_WIN_SCALE - 1)
 TCP_NUM_SACKS: Final = 4
+TCP_SACK_BLOCKS_EXPECTED: Final = 2  # more SACK blocks than this: send the compressed ACK
+TCP_FASTRETRANS_THRESH: Final = 3
 TCP_PAWS_24DAYS: Final = 60 * 60 * 24 * 24
 TCP_PAWS_MSL: Final = 60
 TCP_PAWS_WINDOW: Final = 1
@@ -456,6 +459,11 @@ class TcpSock(Sock):
         self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
         self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")
         self.tsq_timer: TimerList | None = None
+        # SACK compression (6.x): ACKs held back while out-of-order data arrives
+        self.compressed_ack = 0
+        self.compressed_ack_rcv_nxt = 0
+        self.dup_ack_counter = 0
+        self.compressed_ack_timer: HrTimer | None = None  # made on first use
         # tcp_sock: sequence space
         self.snd_una = 0
         self.snd_nxt = 0

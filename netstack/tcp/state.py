@@ -103,6 +103,8 @@ def tcp_clear_xmit_timers(sk: TcpSock) -> None:
     sk.delack_timer.delete()
     if sk.tsq_timer is not None:
         sk.tsq_timer.delete()
+    if sk.compressed_ack_timer is not None:  # hrtimer_try_to_cancel()
+        sk.compressed_ack_timer.cancel()
 
 
 @kernel("sock_def_wakeup")

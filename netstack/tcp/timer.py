@@ -25,7 +25,7 @@ from netstack.core.sock import sk_rethink_txhash
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp.fastopen import tcp_fastopen_active_detect_blackhole
 from netstack.tcp.helpers import inet_csk_reset_xmit_timer
-from netstack.tcp.input import tcp_enter_loss
+from netstack.tcp.input import tcp_enter_loss, tcp_sack_compress_send_ack
 from netstack.tcp.output import (
     tcp_retransmit_skb,
     tcp_send_ack,
@@ -303,7 +303,12 @@ def tcp_delack_timer(sk: TcpSock) -> None:
     """Send the ACK that was being delayed. Kernel: tcp_delack_timer_handler()."""
     if TIMED:
         spend("tcp_delack_timer_handler")
-    if sk.state in (TCP_CLOSE, TCP_LISTEN) or not sk.icsk_ack_pending & ICSK_ACK_TIMER:
+    if sk.state in (TCP_CLOSE, TCP_LISTEN):
+        return
+    if sk.compressed_ack:  # the SACK compression case
+        tcp_sack_compress_send_ack(sk)
+        return
+    if not sk.icsk_ack_pending & ICSK_ACK_TIMER:
         return
     now = sk.net.clock.jiffies
     if sk.icsk_ack_timeout > now:
