@@ -15,7 +15,8 @@ leaf, spine, leaf: three routers).
 
 Prints, per phase (build; ping; close), the process's CPU time (the figure to
 compare: the machine is shared), wall time, collections by the cyclic garbage
-collector per generation, and at the end the peak RSS per host and, with
+collector per generation and the CPU time they took, and at the end the peak
+RSS per node (and the peak when the build ended, before the pings) and, with
 ``--tracemalloc``, the Python heap per host after the build (tracemalloc
 slows everything several times: its run is for memory only).
 
@@ -128,22 +129,35 @@ async def ping_all(end_hosts: list[Host], per_leaf: int, *, cross: bool) -> int:
 
 
 class Phase:
-    """CPU, wall and GC collections of one phase."""
+    """CPU, wall, GC collections and the collector's CPU time of one phase."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.cpu = 0.0
         self.wall = 0.0
         self.collections = [0, 0, 0]
+        self.gc_cpu = 0.0
 
     def __str__(self) -> str:
         gen = "/".join(str(c) for c in self.collections)
-        return f"{self.name:6} CPU {self.cpu:7.2f} s  wall {self.wall:7.2f} s  gc gen0/1/2 {gen}"
+        return (
+            f"{self.name:6} CPU {self.cpu:7.2f} s  wall {self.wall:7.2f} s  gc gen0/1/2 {gen} "
+            f"({self.gc_cpu:.2f} s CPU)"
+        )
 
 
 @contextmanager
 def measure(phase: Phase, profile: cProfile.Profile | None = None) -> Iterator[None]:
     before = [s["collections"] for s in gc.get_stats()]
+    started = [0.0]
+
+    def collector(event: str, _info: dict[str, int]) -> None:  # gc.callbacks
+        if event == "start":
+            started[0] = time.process_time()
+        else:
+            phase.gc_cpu += time.process_time() - started[0]
+
+    gc.callbacks.append(collector)
     cpu, wall = time.process_time(), time.perf_counter()
     if profile is not None:
         profile.enable()
@@ -154,6 +168,7 @@ def measure(phase: Phase, profile: cProfile.Profile | None = None) -> Iterator[N
             profile.disable()
         phase.cpu = time.process_time() - cpu
         phase.wall = time.perf_counter() - wall
+        gc.callbacks.remove(collector)
         after = [s["collections"] for s in gc.get_stats()]
         phase.collections = [a - b for a, b in zip(after, before, strict=True)]
 
@@ -169,6 +184,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
             spines, leaves, end_hosts = build_fabric(
                 lab, args.hosts, per_leaf=args.per_leaf, spines=args.spines
             )
+        built_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         if args.tracemalloc:
             heap = tracemalloc.get_traced_memory()[0]
         with measure(ping, prof if args.profile == "ping" else None):
@@ -183,6 +199,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "received": received,
         "phases": [build, ping, close],
         "heap": heap,
+        "built_rss": built_rss,
         "total": (time.process_time() - start[0], time.perf_counter() - start[1]),
     }
 
@@ -213,9 +230,11 @@ def main() -> None:
     build = r["phases"][0]
     nodes = n + routers
     print(f"  build CPU per node: {build.cpu / nodes * 1e3:.2f} ms")
+    built = r["built_rss"]
     print(
         f"  peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over the interpreter's), "
-        f"{(rss - rss0) / 1024 / nodes:.3f} MB per node"
+        f"{(rss - rss0) / 1024 / nodes:.3f} MB per node; after the build {built / 1024:.0f} MB "
+        f"({(built - rss0) / 1024 / nodes:.3f} MB per node)"
     )
     if r["heap"]:
         mb = r["heap"] / 2**20

@@ -1,11 +1,26 @@
 """One-way UDP through a tunnel (GRE, GRE with key+csum+seq, IPIP) between two hosts.
 
 Same shape as udp_pps.py (200-byte payload, sendmmsg/recvmmsg of 64), with the
-datagrams encapsulated on ``a``'s tunnel and decapsulated on ``b``'s. Prints
-packets per second of wall time for each tunnel kind, and how many times the
-tunnel's tx queue lock (HARD_TX_LOCK) was taken — zero with LLTX.
+datagrams encapsulated on ``a``'s tunnel and decapsulated on ``b``'s, and the
+same stream sent directly over the veth for comparison. Prints packets per
+second of wall and of CPU time for each kind, how many times the tunnel's tx
+queue lock (HARD_TX_LOCK) was taken — zero with LLTX — and each tunnel's CPU
+per packet as a multiple of the direct path's.
 
-    python benchmarks/tunnel_pps.py [--packets N] [--profile KIND]
+The issue's target: a GRE or IPIP tunnel adds no more than one extra pass
+through IP, i.e. a packet through the tunnel costs at most twice what it does
+directly (the tunnel adds at most 1× a direct path). Beside it, the anchor of
+the same run (``benchmarks/anchors.py``): the kernel has no GRE or IPIP module
+on this machine, so the kernel's VXLAN-over-veth against direct veth ratio
+(root only; ``--no-anchors`` leaves it out).
+
+``--callgrind`` gives the same ratio in instructions: each kind runs twice
+under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with
+``--packets`` datagrams (1,280 by default in that mode), and the difference
+per packet is compared with the direct path's.
+
+    python benchmarks/tunnel_pps.py [--packets N] [--profile KIND] [--callgrind]
+                                    [--kind KIND] [--no-anchors]
 """
 
 from __future__ import annotations
@@ -13,37 +28,45 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import sys
 import time
+from pathlib import Path
 
 import trio
 
 import netstack
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import anchors
+
 PAYLOAD = b"\x5a" * 200
 KINDS = {
+    "direct": "",
     "gre": "type gre",
     "gre-key-csum-seq": "type gre key 7 csum seq",
     "ipip": "type ipip",
 }
+TARGET_EXTRA = 1.0  # the tunnel adds at most one direct path: ratio ≤ 2
 
 
-async def run_once(kind: str, packets: int, batch: int) -> tuple[float, int, int]:
+async def run_once(kind: str, packets: int, batch: int) -> tuple[float, float, int, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 192.0.2.1/24 dev eth0")
         b.ip("addr add 192.0.2.2/24 dev eth0")
-        for h, local, remote, addr in (
-            (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
-            (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
-        ):
-            h.ip(f"link add t1 {KINDS[kind]} remote {remote} local {local}")
-            h.ip("link set t1 up")
-            h.ip(f"addr add {addr} dev t1")
+        if kind != "direct":
+            for h, local, remote, addr in (
+                (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
+                (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
+            ):
+                h.ip(f"link add t1 {KINDS[kind]} remote {remote} local {local}")
+                h.ip("link set t1 up")
+                h.ip(f"addr add {addr} dev t1")
         rx = b.socket()
         await rx.bind(("0.0.0.0", 9000))
         tx = a.socket()
-        await tx.connect(("10.9.0.2", 9000))
+        await tx.connect(("192.0.2.2" if kind == "direct" else "10.9.0.2", 9000))
         await tx.send(PAYLOAD)  # ARP on the underlay, routes and neighbours warm up
         await rx.recv(2048)
         received = 0
@@ -53,37 +76,96 @@ async def run_once(kind: str, packets: int, batch: int) -> tuple[float, int, int
             while received < packets:
                 received += len(await rx.recvmmsg(2048, batch))
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(receiver)
             sent = 0
             msgs = [(PAYLOAD, None)] * batch
             while sent < packets:
                 sent += await tx.sendmmsg(msgs[: min(batch, packets - sent)])
-        elapsed = time.perf_counter() - start
-        lock = a.dev("t1").tx_queues[0]._xmit_lock.acquisitions
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        lock = 0 if kind == "direct" else a.dev("t1").tx_queues[0]._xmit_lock.acquisitions
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
-        return elapsed, lock, drops
+        return elapsed, cpu, lock, drops
+
+
+def measure(kind: str, packets: int, batch: int = 64) -> float:
+    """Print one kind's figures; return its CPU seconds per packet."""
+    elapsed, cpu, lock, drops = netstack.run(run_once, kind, packets, batch)
+    print(
+        f"UDP 200 B over {kind:17s}: {packets:7d} packets in {elapsed:6.2f} s "
+        f"= {packets / elapsed:8,.0f} packets/s ({1e6 * elapsed / packets:5.1f} "
+        f"µs/packet), CPU {cpu:5.2f} s = {packets / max(cpu, 1e-9):8,.0f} packets/s, "
+        f"HARD_TX_LOCK taken {lock} times, {drops} dropped"
+    )
+    return cpu / packets
+
+
+def ratio_line(kind: str, ratio: float, unit: str) -> str:
+    """The target line for *kind*'s *ratio* to the direct path."""
+    return (
+        f"  {kind}: {ratio:.2f} × the direct path's {unit} per packet, "
+        f"adds {ratio - 1:.2f} direct paths; target ≤ {TARGET_EXTRA:.0f}: "
+        + anchors.verdict(ratio - 1, TARGET_EXTRA, at_least=False)
+    )
+
+
+def callgrind_per_packet(kind: str, packets: int) -> float:
+    """Instructions per packet through *kind*: a run of *packets* less one of 0."""
+    argv = [__file__, "--kind", kind, "--no-anchors", "--no-ratio"]
+    base = anchors.callgrind_instructions([*argv, "--packets", "0"])
+    total = anchors.callgrind_instructions([*argv, "--packets", str(packets)])
+    return (total - base) / packets
+
+
+def callgrind(kinds: list[str], packets: int) -> dict[str, float]:
+    """Print and return each kind's instructions per packet, with the ratio to direct."""
+    per = {kind: callgrind_per_packet(kind, packets) for kind in ["direct", *kinds]}
+    for kind, n in per.items():
+        print(f"UDP 200 B over {kind:17s}: {n:9,.0f} instructions per packet (callgrind)")
+    for kind in kinds:
+        print(ratio_line(kind, per[kind] / per["direct"], "instructions"))
+    return per
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=50_000)
     parser.add_argument("--profile", choices=sorted(KINDS), help="cProfile one kind")
+    parser.add_argument("--kind", choices=tuple(KINDS), action="append", help="only these")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="instructions per packet under callgrind"
+    )
+    parser.add_argument(
+        "--anchors",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the kernel's VXLAN/direct ratio beside the tunnels' (default: on)",
+    )
+    parser.add_argument("--no-ratio", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for kind in KINDS:
+    kinds = [k for k in KINDS if k != "direct" and (not args.kind or k in args.kind)]
+    if args.callgrind:
+        packets = args.packets if args.packets != parser.get_default("packets") else 1280
+        callgrind(kinds, packets)
+        return
+    if args.no_ratio:  # one kind, as callgrind runs it
+        for kind in args.kind or ["direct"]:
+            netstack.run(run_once, kind, args.packets, 64)
+        return
+    per: dict[str, float] = {}
+    for kind in ["direct", *kinds]:
         if args.profile == kind:
             prof = cProfile.Profile()
             prof.enable()
-        elapsed, lock, drops = netstack.run(run_once, kind, args.packets, 64)
-        if args.profile == kind:
+            netstack.run(run_once, kind, args.packets, 64)
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        print(
-            f"UDP 200 B over {kind:17s}: {args.packets:7d} packets in {elapsed:6.2f} s "
-            f"= {args.packets / elapsed:8,.0f} packets/s ({1e6 * elapsed / args.packets:5.1f} "
-            f"µs/packet), HARD_TX_LOCK taken {lock} times, {drops} dropped"
-        )
+        per[kind] = measure(kind, args.packets)
+    for kind in kinds:
+        print(ratio_line(kind, per[kind] / per["direct"], "CPU time"))
+    if args.anchors:
+        print(anchors.kernel_vxlan_ratio(args.packets, 64).line())
 
 
 if __name__ == "__main__":

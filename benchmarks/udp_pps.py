@@ -3,10 +3,16 @@
 Prints packets per second of wall time for a 200-byte payload, with batched
 calls (``sendmmsg``/``recvmmsg``, 64 datagrams per call: one Trio checkpoint per
 batch) and with one datagram per call, each also per second of CPU time (the
-figure to compare on a loaded machine). The issue's target: at least 150,000
-packets/s on one core, i.e. at most 45,000 instructions per packet.
+figure to compare on a loaded machine). The issue's targets: at least 150,000
+packets/s on one core batched, i.e. at most 45,000 instructions per packet,
+and 80,000 packets/s with one datagram per call. Beside each figure it prints
+the target and the anchors of the same run (``benchmarks/anchors.py``): the
+Trio memory-channel floor for the same number of datagrams, batched the same
+way, and the kernel over veth between two network namespaces (root only;
+``--no-anchors`` leaves them out).
 
     python benchmarks/udp_pps.py [--packets N] [--batch B] [--profile] [--callgrind]
+                                 [--no-anchors]
 
 ``--callgrind`` runs the batched benchmark twice under ``valgrind
 --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with ``--packets``
@@ -19,18 +25,22 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
-import re
-import subprocess
 import sys
 import time
+from pathlib import Path
 
 import trio
 
 import netstack
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import anchors
+
 PAYLOAD = b"\x5a" * 200
+TARGET_BATCHED = 150_000  # packets/s on one core (per CPU second)
+TARGET_PER_CALL = 80_000
+TARGET_INSTRUCTIONS = 45_000  # per packet, batched
 
 
 async def run_once(packets: int, batch: int) -> tuple[float, float, int]:
@@ -75,33 +85,44 @@ async def run_once(packets: int, batch: int) -> tuple[float, float, int]:
 
 def callgrind_instructions(packets: int, batch: int) -> int:
     """Instructions of one batched run of *packets* datagrams under callgrind."""
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--packets",
-        str(packets),
-        "--batch",
-        str(batch),
-        "--batched-only",
-    ]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
-    match = re.search(r"Collected : (\d+)", out)
-    if match is None:
-        raise RuntimeError(f"no instruction count in valgrind's output:\n{out}")
-    return int(match.group(1))
+    argv = [__file__, "--packets", str(packets), "--batch", str(batch), "--batched-only"]
+    return anchors.callgrind_instructions([*argv, "--no-anchors"])
 
 
-def callgrind(packets: int, batch: int) -> None:
+def callgrind(packets: int, batch: int) -> float:
+    """Print and return the instructions per packet (a run of *packets* less one of 0)."""
     base = callgrind_instructions(0, batch)
     total = callgrind_instructions(packets, batch)
+    per_packet = (total - base) / packets
     print(
-        f"UDP 200 B over veth, batch {batch:3d}: {(total - base) / packets:,.0f} instructions "
-        f"per packet (callgrind, {packets} packets less 0)"
+        f"UDP 200 B over veth, batch {batch:3d}: {per_packet:,.0f} instructions "
+        f"per packet (callgrind, {packets} packets less 0); target ≤ {TARGET_INSTRUCTIONS:,}: "
+        + anchors.verdict(per_packet, TARGET_INSTRUCTIONS, at_least=False)
     )
+    return per_packet
+
+
+def measure(
+    packets: int, batch: int, with_anchors: bool = True
+) -> tuple[float, list[anchors.Anchor]]:
+    """Print one mode's figures, its target and anchors; return its CPU packets/s and anchors."""
+    elapsed, cpu, drops = netstack.run(run_once, packets, batch)
+    pps = packets / max(cpu, 1e-9)
+    target = TARGET_BATCHED if batch > 1 else TARGET_PER_CALL
+    print(
+        f"UDP 200 B over veth, batch {batch:3d}: {packets:8d} packets in {elapsed:6.2f} s "
+        f"= {packets / elapsed:10,.0f} packets/s  ({1e6 * elapsed / packets:5.2f} µs/packet, "
+        f"{drops} dropped); CPU {cpu:6.2f} s = {pps:10,.0f} packets/s"
+    )
+    print(
+        f"  target ≥ {target:,} packets/s per CPU s: " + anchors.verdict(pps, target, at_least=True)
+    )
+    found: list[anchors.Anchor] = []
+    if with_anchors:
+        found = [anchors.trio_udp_floor(packets, batch), anchors.kernel_udp(packets, batch)]
+        for anchor in found:
+            print(anchor.line())
+    return pps, found
 
 
 def main() -> None:
@@ -112,6 +133,12 @@ def main() -> None:
     parser.add_argument(
         "--callgrind", action="store_true", help="instructions per packet under callgrind"
     )
+    parser.add_argument(
+        "--anchors",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the Trio floor and the kernel over veth beside each figure (default: on)",
+    )
     parser.add_argument("--batched-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.callgrind:
@@ -120,20 +147,16 @@ def main() -> None:
         return
     for batch in (args.batch, 1) if not args.batched_only else (args.batch,):
         n = args.packets if batch > 1 else max(args.packets // 10, 1000)
+        if n == 0:
+            netstack.run(run_once, n, batch)
+            continue
         if args.profile and batch > 1:
             prof = cProfile.Profile()
             prof.enable()
-        elapsed, cpu, drops = netstack.run(run_once, n, batch)
-        if args.profile and batch > 1:
+            netstack.run(run_once, n, batch)
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        if n == 0:
-            continue
-        print(
-            f"UDP 200 B over veth, batch {batch:3d}: {n:8d} packets in {elapsed:6.2f} s "
-            f"= {n / elapsed:10,.0f} packets/s  ({1e6 * elapsed / n:5.2f} µs/packet, "
-            f"{drops} dropped); CPU {cpu:6.2f} s = {n / cpu:10,.0f} packets/s"
-        )
+        measure(n, batch, args.anchors)
 
 
 if __name__ == "__main__":

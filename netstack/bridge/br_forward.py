@@ -139,7 +139,13 @@ def br_flood(
                 continue
         elif not flags & BR_BCAST_FLOOD and not from_br:
             continue
-        if not should_deliver(p, skb, src_isolated):
+        # should_deliver(), a static inline: no frame of its own per port
+        if not (
+            (flags & BR_HAIRPIN_MODE or skb.dev is not p.dev)
+            and p.state == BR_STATE_FORWARDING
+            and br_allowed_egress(p.vlgrp, skb)
+            and not (src_isolated and flags & BR_ISOLATED)
+        ):
             continue
         st = p.stats
         if pkt_type == BR_PKT_UNICAST:

@@ -753,7 +753,7 @@ def net_tx_action(net: Net) -> float:
             continue
         cpu = net.cpus.run_on(sd.cpu)
         for _ in range(len(queue)):
-            q = queue.popleft()
+            q = queue.pop(0)
             root_lock = q.lock
             if root_lock.trylock(cpu):
                 q.state_sched = False  # clear_bit(__QDISC_STATE_SCHED)
@@ -831,40 +831,53 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
     if skb.transport_header < 0:
         skb.transport_header = skb.data
     net = dev.net
-    while True:  # another_round
+    proto = skb.protocol
+    if (
+        proto != 0x8100
+        and proto != 0x88A8
+        and not skb.vlan_proto
+        and dev.rx_handler is None
+        and not net.ptype_all
+        and not dev.ptype_all
+    ):
+        # one round with nothing to do in it: no tag, no tap, no rx_handler
         skb.skb_iif = dev.ifindex
+    else:
+        while True:  # another_round
+            skb.skb_iif = dev.ifindex
+            proto = skb.protocol
+            if proto == 0x8100 or proto == 0x88A8:  # eth_type_vlan()
+                if not skb_vlan_untag(skb):
+                    return
+            if net.ptype_all or dev.ptype_all:
+                _deliver_taps(skb, dev)
+            if skb.vlan_proto:
+                another, vskb = vlan_do_receive(skb)
+                if vskb is None:
+                    return
+                if another:
+                    dev = skb.dev  # type: ignore[assignment]
+                    continue
+            rx_handler = dev.rx_handler
+            if rx_handler is not None:
+                ret, rskb = rx_handler(skb)
+                if ret == RX_HANDLER_CONSUMED:
+                    return
+                assert rskb is not None
+                skb = rskb
+                if ret == RX_HANDLER_ANOTHER:
+                    dev = skb.dev  # type: ignore[assignment]
+                    continue
+            if skb.vlan_proto:
+                if skb.vlan_tci & 0x0FFF:
+                    # a VID no VLAN device took: not for this host
+                    skb.pkt_type = PACKET_OTHERHOST
+                skb.vlan_proto = 0
+                skb.vlan_tci = 0
+            break
         proto = skb.protocol
-        if proto == 0x8100 or proto == 0x88A8:  # eth_type_vlan()
-            if not skb_vlan_untag(skb):
-                return
-        if net.ptype_all or dev.ptype_all:
-            _deliver_taps(skb, dev)
-        if skb.vlan_proto:
-            another, vskb = vlan_do_receive(skb)
-            if vskb is None:
-                return
-            if another:
-                dev = skb.dev  # type: ignore[assignment]
-                continue
-        rx_handler = dev.rx_handler
-        if rx_handler is not None:
-            ret, rskb = rx_handler(skb)
-            if ret == RX_HANDLER_CONSUMED:
-                return
-            assert rskb is not None
-            skb = rskb
-            if ret == RX_HANDLER_ANOTHER:
-                dev = skb.dev  # type: ignore[assignment]
-                continue
-        if skb.vlan_proto:
-            if skb.vlan_tci & 0x0FFF:
-                # a VID no VLAN device took: not for this host
-                skb.pkt_type = PACKET_OTHERHOST
-            skb.vlan_proto = 0
-            skb.vlan_tci = 0
-        break
     # deliver_ptype_list_skb(), inline as in the kernel (not a cost site of its own)
-    handlers = net.ptype_base.get(skb.protocol)
+    handlers = net.ptype_base.get(proto)
     if handlers:
         matched: PacketType | None = None
         for pt in handlers:

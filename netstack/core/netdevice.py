@@ -24,6 +24,7 @@ import attrs
 
 from netstack.core.dql import Dql
 from netstack.core.features import NETIF_F_LLTX
+from netstack.core.firstuse import FirstUse
 from netstack.core.slotcopy import attr_copier, attr_zeroer
 from netstack.cpu import SpinLock
 from netstack.sites import TIMED, kernel, spend
@@ -455,9 +456,9 @@ class NetdevQueue:
     """One transmit queue (kernel: ``struct netdev_queue``)."""
 
     __slots__ = (
-        "_xmit_lock",
+        "__dict__",  # holds _xmit_lock and dql once made (FirstUse)
+        "_lock_dev",
         "dev",
-        "dql",
         "index",
         "qdisc",
         "qdisc_sleeping",
@@ -469,19 +470,24 @@ class NetdevQueue:
         "xmit_lock_owner",
     )
 
+    # HARD_TX_LOCK's lock and the byte queue limits, made on first use: an LLTX
+    # device's queue (veth, loopback, bridge, tunnels) never takes the lock, and
+    # only a driver with BQL or a bulk-dequeuing qdisc reads dql
+    _xmit_lock = FirstUse(lambda txq: SpinLock(f"{txq._lock_dev}:_xmit_lock[{txq.index}]"))
+    dql = FirstUse(lambda txq: Dql(txq.dev.net.clock))
+
     def __init__(self, dev: NetDevice, index: int) -> None:
         self.dev = dev
         self.index = index
         self.qdisc: Qdisc = dev.net.noop_qdisc
         self.qdisc_sleeping: Qdisc = self.qdisc
-        self._xmit_lock = SpinLock(f"{dev.name}:_xmit_lock[{index}]")
+        self._lock_dev = dev.name  # the device's name now: _xmit_lock's name
         self.xmit_lock_owner = -1
         self.trans_start = 0
         self.state = 0
         # timed mode: the line holding ``state`` (XOFF bits), read by every
         # transmit and flipped atomically by the driver's stop/wake and BQL
         self.state_line = dev.net.cacheline("txq state")
-        self.dql = Dql(dev.net.clock)
         self.tx_packets = 0
         self.tx_bytes = 0
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
+from netstack.core.firstuse import FirstUse
 from netstack.core.netdevice import (
     NET_XMIT_CN,
     NET_XMIT_DROP,
@@ -221,6 +222,12 @@ class Qdisc:
 
     kind: ClassVar[str] = ""
     can_enqueue: ClassVar[bool] = True  # False: the kernel's q->enqueue == NULL
+    # made on first use (a noqueue qdisc, every veth's, loopback's and bridge's,
+    # never takes them), named after the device the qdisc was made for
+    lock = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:qdisc"))  # qdisc_lock(): the root lock
+    busylock = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:busylock"))
+    # timed mode: when each CPU ran the qdisc (the RUNNING bit as intervals)
+    run_iv = FirstUse(lambda q: SpinLock(f"{q._lock_dev}:qdisc running"))
     static_flags: ClassVar[int] = 0
     classful: ClassVar[bool] = False  # has Qdisc_class_ops
     has_change: ClassVar[bool] = False  # has Qdisc_ops.change
@@ -238,11 +245,9 @@ class Qdisc:
         self.refcnt = 1
         self.depth = 0  # levels below the root (a tree is at most 8 deep)
         self.limit = 0  # sch->limit, for the disciplines that use it
-        dev_name = dev_queue.dev.name if dev_queue is not None else "-"
-        self.lock = SpinLock(f"{dev_name}:qdisc")  # qdisc_lock(): the root lock
-        self.busylock = SpinLock(f"{dev_name}:busylock")
-        # timed mode: when each CPU ran the qdisc (the RUNNING bit as intervals)
-        self.run_iv = SpinLock(f"{dev_name}:qdisc running")
+        # the device's name when the qdisc was made: its locks' names (the locks,
+        # lock, busylock and run_iv, are made on first use: FirstUse)
+        self._lock_dev = dev_queue.dev.name if dev_queue is not None else "-"
         self.running = False  # __QDISC___STATE_RUNNING / seqcount
         # timed mode: the line of q->__state/q->state (RUNNING, SCHED), read
         # by every sender before it takes the root lock

@@ -202,8 +202,12 @@ class Sock:
     @kernel("ip_recv_error")
     def recv_errqueue(
         self, bufsize: int
-    ) -> tuple[bytes, list[tuple[int, int, bytes]], int, tuple[int, int]]:
-        """Read one ``IP_RECVERR`` report. Kernel: ip_recv_error()."""
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int, tuple[int, ...]]:
+        """Read one ``IP_RECVERR`` report. Kernel: ip_recv_error().
+
+        The address is ``(addr, port)``, or IPv6's four-tuple for the reports
+        an IPv6 socket queues (``queue_error6``; it reads them through here).
+        """
         if not self.error_queue:
             raise sock_oserror(11)  # EAGAIN
         data, anc, addr, _ = self.error_queue.pop(0)

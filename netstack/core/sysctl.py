@@ -94,13 +94,22 @@ def invalid(name: str) -> ConfigError:
     return ConfigError(f'sysctl: setting key "{name}": Invalid argument', errno.EINVAL)
 
 
+_Deferred = tuple[Callable[..., None], tuple[Any, ...], dict[str, Any] | None]
+"""A deferred registration: the function, its arguments and keyword arguments."""
+
+
+def _in_order(group: _Deferred | list[_Deferred]) -> list[_Deferred] | tuple[_Deferred]:
+    """The registrations of a prefix, in the order they were deferred."""
+    return group if isinstance(group, list) else (group,)
+
+
 class SysctlTable:
     """The sysctl entries of one Net."""
 
     def __init__(self) -> None:
         self._entries: dict[str, SysctlEntry | IntEntry] = {}
         #: prefix ("net.ipv4.conf.eth0.") -> the registrations deferred under it
-        self._lazy: dict[str, list[tuple[Callable[..., None], Any, Any]]] = {}
+        self._lazy: dict[str, _Deferred | list[_Deferred]] = {}
         #: while a deferred group runs for one lookup: the one name it may register
         self._only: str | None = None
         #: names registered that way, whose group has yet to run in full
@@ -113,8 +122,17 @@ class SysctlTable:
         *prefix*, a name ending in ".") only when a name under *prefix* is first used."""
         if self._only is not None:
             return  # a group running for one name: its full run will defer these
-        # a tuple, not a closure: a host defers a few dozen of these
-        self._lazy.setdefault(prefix, []).append((register, args, kwargs or None))
+        # a tuple, not a closure, and a prefix's only registration is the tuple
+        # itself (a list from the second on): a host defers a few dozen of these
+        deferred = (register, args, kwargs or None)
+        lazy = self._lazy
+        group = lazy.get(prefix)
+        if group is None:
+            lazy[prefix] = deferred
+        elif isinstance(group, list):
+            group.append(deferred)
+        else:
+            lazy[prefix] = [group, deferred]
 
     def _materialise(self, key: str, want: str | None = None) -> None:
         """Run the deferred registrations whose prefix *key* lies under, or that lie
@@ -130,7 +148,7 @@ class SysctlTable:
             self._only = want
             try:
                 for prefix in sorted((p for p in self._lazy if key.startswith(p)), key=len)[::-1]:
-                    for register, args, kwargs in self._lazy[prefix]:
+                    for register, args, kwargs in _in_order(self._lazy[prefix]):
                         register(*args, **(kwargs or {}))
                     if want in self._entries:
                         self._early.add(want)
@@ -141,7 +159,7 @@ class SysctlTable:
             matching = [p for p in self._lazy if key.startswith(p) or p.startswith(key)]
             if not matching:
                 return
-            for register, args, kwargs in self._lazy.pop(max(matching, key=len)):
+            for register, args, kwargs in _in_order(self._lazy.pop(max(matching, key=len))):
                 register(*args, **(kwargs or {}))
             if want is not None and want in self._entries:
                 return

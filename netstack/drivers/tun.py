@@ -51,7 +51,14 @@ from netstack.core.netdevice import (
     NetDevice,
     NetDeviceOps,
 )
-from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff, consume_skb
+from netstack.core.skbuff import (
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    SKB_SHINFO_SIZE,
+    SkBuff,
+    consume_skb,
+    skb_head_obj_size,
+)
 from netstack.sites import kernel
 from netstack.wire.checksum import csum_fold, csum_partial
 
@@ -70,6 +77,7 @@ ARPHRD_NONE: Final = 0xFFFE
 ETH_P_IP: Final = 0x0800
 ETH_P_IPV6: Final = 0x86DD
 NET_SKB_PAD: Final = 64
+PAGE_SIZE: Final = 4096
 TUN_READQ_SIZE: Final = 500
 _H: Final = struct.Struct("!H")
 
@@ -214,7 +222,12 @@ def tun_write(dev: NetDevice, packet: bytes | bytearray, *, gso_size: int = 0) -
         stats.rx_dropped += 1
         return False
     n = len(packet)
-    skb = SkBuff(bytearray(NET_SKB_PAD) + packet, NET_SKB_PAD, NET_SKB_PAD + n)
+    buf = bytearray(NET_SKB_PAD) + packet
+    if NET_SKB_PAD + n < PAGE_SIZE:
+        # tun_alloc_skb(): a linear kmalloc'ed head; its tailroom is what the
+        # slab object leaves (tcp_try_coalesce() copies later segments there)
+        buf += bytes(skb_head_obj_size(NET_SKB_PAD + n) - SKB_SHINFO_SIZE - NET_SKB_PAD - n)
+    skb = SkBuff(buf, NET_SKB_PAD, NET_SKB_PAD + n)
     skb.dev = dev
     skb.protocol = protocol
     skb.mac_header = skb.data

@@ -23,7 +23,6 @@ Kernel: drivers/net/veth.c.
 
 from __future__ import annotations
 
-import collections
 from typing import Final
 
 from netstack.core import napi as _napi
@@ -102,7 +101,10 @@ class VethPriv:
 
     def __init__(self) -> None:
         self.peer: NetDevice | None = None
-        self.ring: collections.deque[SkBuff] = collections.deque()
+        # the ring (ptr_ring) as a list: at most VETH_RING_SIZE entries, so taking
+        # the head costs little, and an idle device's empty list is 56 bytes
+        # where a deque is 600 (a lab of 10,000 hosts has 20,000 rings)
+        self.ring: list[SkBuff] = []
         self.napi: Napi | None = None
         self.dropped = 0
         self.rx_drops = 0
@@ -210,14 +212,14 @@ def veth_poll(napi: Napi, budget: int) -> int:
     if napi.yield_on_data:  # functional mode, no GRO: stop after in-order TCP data
         mark = _napi.data_ready_count
         while ring and done < budget:
-            napi_gro_receive(napi, ring.popleft())
+            napi_gro_receive(napi, ring.pop(0))
             done += 1
             if _napi.data_ready_count != mark and ring:
                 napi.cut_short = True
                 break
     else:
         while ring and done < budget:
-            napi_gro_receive(napi, ring.popleft())
+            napi_gro_receive(napi, ring.pop(0))
             done += 1
     peer = priv.peer
     if peer is not None:

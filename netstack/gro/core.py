@@ -215,7 +215,9 @@ class GroNode:
     def __init__(self, napi: Napi) -> None:
         self.napi = napi
         self.net: Net = napi.net
-        self.hash: list[list[SkBuff]] = [[] for _ in range(GRO_HASH_BUCKETS)]
+        # gro_hash[], made on first use: a device with GRO off (every veth by
+        # default) never holds an skb, and eight empty lists are 570 bytes
+        self.hash: list[list[SkBuff]] | None = None
         self.bitmask = 0
         self.received = 0
         self.merged = 0
@@ -237,7 +239,10 @@ class GroNode:
         ptype = net.offload_base.get(skb.protocol)
         gro_receive = ptype.gro_receive if ptype is not None else None
         bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
-        head = self.hash[bucket]
+        hashes = self.hash
+        if hashes is None:
+            hashes = self.hash = [[] for _ in range(GRO_HASH_BUCKETS)]
+        head = hashes[bucket]
         if head:
             gro_list_prepare(head, skb)
         if gro_receive is None:
@@ -315,11 +320,12 @@ class GroNode:
 
         Kernel: net/core/gro.c, napi_gro_flush() / __napi_gro_flush_chain().
         """
-        if not self.bitmask:
+        hashes = self.hash
+        if not self.bitmask or hashes is None:
             return
         jiffies = self.net.clock.jiffies
         bitmask = 0
-        for i, head in enumerate(self.hash):
+        for i, head in enumerate(hashes):
             while head:
                 skb = head[-1]
                 if flush_old and skb.cb.age == jiffies:
@@ -336,7 +342,7 @@ class GroNode:
 
     def held_skbs(self) -> int:
         """How many skbs are held now."""
-        return sum(len(h) for h in self.hash)
+        return sum(len(h) for h in self.hash) if self.hash is not None else 0
 
     def statistics(self) -> GroStats:
         """A snapshot of the counters."""

@@ -63,7 +63,7 @@ from netstack.wire.arp import (
     ARPOP_REQUEST,
 )
 from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP, ip_eth_mc_map
-from netstack.wire.ipv4 import ipv4_is_loopback, ipv4_is_multicast, ntoa
+from netstack.wire.ipv4 import ntoa
 from netstack.wire.rtnetlink import (
     RT_SCOPE_LINK,
     RTN_BROADCAST,
@@ -284,7 +284,10 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    if ipv4_is_multicast(tip) or (ipv4_is_loopback(tip) and not in_dev.orconf("route_localnet")):
+    # ipv4_is_multicast() and ipv4_is_loopback(): static inlines
+    if (tip & 0xF0000000) == 0xE0000000 or (
+        (tip & 0xFF000000) == 0x7F000000 and not in_dev.orconf("route_localnet")
+    ):
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     if sip == tip and in_dev.orconf("drop_gratuitous_arp"):
@@ -319,19 +322,30 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
                 arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
         consume_skb(skb)
         return
-    # Everything else updates an existing entry; new ones only if arp_accept allows.
+    # Everything else updates an existing entry (__neigh_lookup(..., creat=0)); new
+    # ones only if arp_accept allows. A request for another host, as every host
+    # on a segment hears, ends here: a lookup, and an update if the sender is known.
     n = tbl.lookup(sip, dev)
     addr_type = -1
     is_garp = False
-    accept = arp_accept(ipv4, in_dev, sip)
+    accept = arp_accept(ipv4, in_dev, sip)  # the kernel asks twice; it reads only conf
     if n is not None or accept:
-        is_garp = (
-            tip == sip
-            and (op != ARPOP_REPLY or tha == sha)
-            and fib.inet_addr_type(sip, dev) == RTN_UNICAST
+        is_garp, addr_type = arp_is_garp(ipv4, dev, op, sip, tip, sha, tha)
+    if (
+        accept
+        and n is None
+        and (
+            is_garp
+            or (
+                op == ARPOP_REPLY
+                and (
+                    addr_type == RTN_UNICAST
+                    # postponed as late as possible, as the kernel does
+                    or (addr_type < 0 and fib.inet_addr_type(sip, dev) == RTN_UNICAST)
+                )
+            )
         )
-        addr_type = fib.inet_addr_type(sip, dev)
-    if accept and n is None and (is_garp or (op == ARPOP_REPLY and addr_type == RTN_UNICAST)):
+    ):
         n = tbl.lookup_or_create(sip, dev, True)
     if n is not None:
         state = NUD_REACHABLE
@@ -341,6 +355,26 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
             state = NUD_STALE
         neigh_update(n, sha, state, NEIGH_UPDATE_F_OVERRIDE if override else 0)
     consume_skb(skb)
+
+
+@kernel("arp_is_garp")
+def arp_is_garp(
+    ipv4: Ipv4, dev: NetDevice, op: int, sip: int, tip: int, sha: bytes, tha: bytes
+) -> tuple[bool, int]:
+    """Is this a gratuitous ARP, and *sip*'s address type if that was asked.
+
+    Returns ``(is_garp, addr_type)``, ``addr_type`` -1 when not looked up (the
+    kernel's ``int *addr_type`` out-parameter). Kernel: arp_is_garp().
+    """
+    is_garp = tip == sip
+    if is_garp and op == ARPOP_REPLY:  # gratuitous replies also need tha == sha
+        is_garp = tha == sha
+    addr_type = -1
+    if is_garp:
+        addr_type = ipv4.fib.inet_addr_type(sip, dev)
+        if addr_type != RTN_UNICAST:
+            is_garp = False
+    return is_garp, addr_type
 
 
 @kernel("arp_ignore")

@@ -194,6 +194,7 @@ class FibInfo:
     __slots__ = (
         "advmss",
         "dead",
+        "fastopen_no_cookie",
         "mtu",
         "mtu_lock",
         "nh",
@@ -222,6 +223,7 @@ class FibInfo:
         self.mtu = mtu
         self.mtu_lock = mtu_lock
         self.advmss = 0
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.dead = False
 
 
@@ -304,6 +306,7 @@ class RouteConfig:
         self.onlink = onlink
         self.mtu = mtu
         self.mtu_lock = mtu_lock
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.nlflags = nlflags
 
 
@@ -463,6 +466,7 @@ class Fib:
         "ipv4",
         "local",
         "main",
+        "rule_tables",
         "rules",
         "tables",
     )
@@ -482,6 +486,10 @@ class Fib:
             (32766, RT_TABLE_MAIN),
             (32767, RT_TABLE_DEFAULT),
         ]
+        # the tables the rules name, in rule order: the rules are the three
+        # default ones (no "ip rule"), so fib_lookup walks these without a dict
+        # read per rule
+        self.rule_tables: tuple[FibTable, ...] = tuple(self.tables[t] for _, t in self.rules)
         self.changes = 0
 
     def table(self, table_id: int, create: bool = False) -> FibTable | None:
@@ -493,12 +501,10 @@ class Fib:
     @kernel("fib_lookup")
     def lookup(self, daddr: int, oif: int = 0, scope: int = RT_SCOPE_UNIVERSE) -> FibResult | None:
         """Walk the rules (local, main, default). Kernel: fib_lookup()."""
-        ignore_linkdown = False
-        for _, table_id in self.rules:
-            t = self.tables.get(table_id)
-            if t is None or not t.lens:
+        for t in self.rule_tables:
+            if not t.lens:
                 continue
-            fa = t.lookup(daddr, oif, scope, ignore_linkdown)
+            fa = t.lookup(daddr, oif, scope)
             if fa is not None:
                 if fa.type == RTN_THROW:
                     continue
@@ -558,6 +564,7 @@ class Fib:
             mtu=cfg.mtu,
             mtu_lock=cfg.mtu_lock,
         )
+        fi.fastopen_no_cookie = cfg.fastopen_no_cookie
         fa = FibAlias(cfg.table, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
         table = self.table(cfg.table, create=True)
         assert table is not None

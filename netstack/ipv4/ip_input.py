@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
@@ -35,7 +34,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.xmit import skb_gso_validate_network_len
-from netstack.ipv4.constants import RTCF_DOREDIRECT
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_DOREDIRECT
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
@@ -52,7 +51,6 @@ from netstack.wire.ipv4 import (
     IP_OFFSET,
     IPOPT_LSRR,
     IPOPT_SSRR,
-    ip_decrease_ttl,
     ip_options_length,
 )
 from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_MULTICAST
@@ -100,15 +98,18 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     buf = skb.buf
     nh = skb.data
     vi = buf[nh]
-    ihl = (vi & 0xF) * 4
-    if vi >> 4 != 4 or ihl < 20:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.IP_INHDR)
-        return
-    if length < ihl:
-        ip.InHdrErrors += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return
+    if vi == 0x45:  # version 4, no options: the length test above covers the header
+        ihl = 20
+    else:
+        ihl = (vi & 0xF) * 4
+        if vi >> 4 != 4 or ihl < 20:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.IP_INHDR)
+            return
+        if length < ihl:
+            ip.InHdrErrors += 1
+            kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+            return
     if ip_fast_csum(buf, nh, ihl):
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
@@ -170,9 +171,9 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         if err:
             kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
             return
-    ihl = (buf[nh] & 0xF) * 4
-    if ihl > 20 and not ip_rcv_options(ipv4, skb, dev, ihl):
-        return
+    if buf[nh] != 0x45:  # options (ip_rcv_core has checked version 4)
+        if not ip_rcv_options(ipv4, skb, dev, (buf[nh] & 0xF) * 4):
+            return
     rt: Any = skb.dst
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
@@ -291,23 +292,42 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.IP_INHDR)
         return 0
     rt: Any = skb.dst
-    mtu = rt.mtu()
-    if ip_exceeds_mtu(skb, mtu):
+    out = rt.dev
+    # ip_dst_mtu_maybe_forward(), a static inline: the device's MTU unless the
+    # route carries a PMTU, an "mtu" metric or a lock (then as ipv4_mtu() reads it)
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = rt.mtu()
+    else:
+        mtu = out.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
+    # ip_exceeds_mtu() is a static function the compiler inlines: only a datagram
+    # longer than the MTU is looked at further
+    if skb.tail - nh > mtu and ip_exceeds_mtu(skb, mtu):
         ipv4.ip.FragFails += 1
         ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return 0
-    out = rt.dev
-    need = LL_RESERVED_SPACE(out) + rt.header_len
-    if skb.cloned or skb.data < need:  # skb_cow()
+    # skb_cow(skb, LL_RESERVED_SPACE(out) + rt->dst.header_len): static inlines
+    need = ((out.hard_header_len + out.needed_headroom) & ~15) + 16 + rt.header_len
+    ref = skb._dataref
+    if (ref is not None and ref[0] > 1) or nh < need:  # skb_cloned() or short headroom
         skb.cow_head(need)
         buf = skb.buf
         nh = skb.network_header
-    ip_decrease_ttl(buf, nh)
+    # ip_decrease_ttl(), a static inline of include/net/ip.h: the TTL less one and
+    # the header checksum patched incrementally (RFC 1624)
+    check = ((buf[nh + 10] << 8) | buf[nh + 11]) + 0x0100
+    check = (check + (check >= 0xFFFF)) & 0xFFFF
+    buf[nh + 10] = check >> 8
+    buf[nh + 11] = check & 0xFF
+    buf[nh + 8] -= 1
     if rt.rt_flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
-    if ipv4.ip_fwd_update_priority:
-        skb.priority = rt_tos2priority(buf[nh + 1])
+    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline
+        skb.priority = IP_TOS2PRIO[(buf[nh + 1] & 0x1E) >> 1]
     ipv4.ip.ForwDatagrams += 1
-    skb.ip_summed = CHECKSUM_NONE if skb.ip_summed == CHECKSUM_COMPLETE else skb.ip_summed
-    return int(rt.output(skb))
+    if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
+        skb.ip_summed = CHECKSUM_NONE
+    rc: int = rt.output(skb)  # ip_forward_finish(): dst_output()
+    return rc

@@ -165,6 +165,7 @@ class Rtable(DstEntry):
         self.rt_mtu_locked = False  # a PMTU exception below ip_rt_min_pmtu locked it
         self.metric_mtu = 0  # the route's "mtu N" metric (RTAX_MTU)
         self.metric_mtu_locked = False  # "mtu lock N"
+        self.metric_fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.rt_table_id = 0  # the table the lookup matched (ip route get)
         self.fnhe: FibNhException | None = None
         if flags & RTCF_LOCAL:
@@ -231,6 +232,7 @@ def _rt_set_nexthop(
         fi = res.fi
         rt.metric_mtu = fi.mtu
         rt.metric_mtu_locked = fi.mtu_lock
+        rt.metric_fastopen_no_cookie = fi.fastopen_no_cookie
         rt.rt_table_id = res.table
     if fnhe is not None:
         rt.fnhe = fnhe
@@ -617,6 +619,10 @@ def ip_route_input_noref(
         ipv4.in_no_route += 1
         return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
     rtype = res.type
+    if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
+        if not in_dev.cnf.forwarding:
+            return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
+        return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
     if rtype == RTN_LOCAL:
         if (
             saddr in ipv4.inet_addr_lst
@@ -649,10 +655,8 @@ def ip_route_input_noref(
         return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
     if rtype in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
         return _reject_route(ipv4, skb, dev, rtype)
-    if rtype != RTN_UNICAST:
-        ipv4.martian_destination(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
+    ipv4.martian_destination(skb, daddr, saddr, dev)  # not RTN_UNICAST
+    return -errno.EINVAL
 
 
 def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
@@ -720,9 +724,14 @@ def _mkroute_input(
             flags |= RTCF_DOREDIRECT
     fnhe = _find_exception(ipv4, nh, daddr) if nh.exceptions else None
     if fnhe is None and not flags:
-        rth = nh.rth_input
-        if rth is not None and rth.valid():
-            rth.hold()
+        rth = nh.rth_input  # nhc_rth_input: the nexthop's cached forwarding route
+        # rt_cache_valid() and dst_hold(), static inlines, inline
+        if rth is not None and rth.rt_genid == ipv4.rt_genid and rth.obsolete == -1:
+            rth.refcnt += 1
+            rth.holds += 1
+            line = rth.line
+            if line is not None:
+                line.write("dst_hold", atomic=True)
             skb.dst = rth
             return 0
     rth = Rtable(ipv4, out_dev, flags, res.type)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -461,9 +461,9 @@ class UdpTable:
 
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
-        self.ports: dict[int, list[UdpSock]] = {}
+        self.ports: dict[int, list[Sock]] = {}
 
-    def _conflicts(self, sk: UdpSock, port: int) -> bool:
+    def _conflicts(self, sk: Sock, port: int) -> bool:
         for other in self.ports.get(port, ()):
             if other is sk:
                 continue
@@ -515,7 +515,7 @@ class UdpTable:
         its own and adds such a socket to this one as well. It answers every
         attribute :meth:`lookup` reads, as an ``inet_sock`` does.
         """
-        self.ports.setdefault(port, []).append(cast("UdpSock", sk))
+        self.ports.setdefault(port, []).append(sk)
 
     def unhash(self, sk: Sock) -> None:
         lst = self.ports.get(sk.inet_num)
@@ -525,14 +525,14 @@ class UdpTable:
                 del self.ports[sk.inet_num]
 
     @kernel("__udp4_lib_lookup", "compute_score")
-    def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> UdpSock | None:
+    def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Sock | None:
         """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
         if TIMED:
             spend("__udp4_lib_lookup")
         lst = self.ports.get(dport)
         if not lst:
             return None
-        best: UdpSock | None = None
+        best: Sock | None = None
         best_score = -1
         for sk in lst:
             score = 2 if sk.family == 2 else 1  # AF_INET beats a dual-stack AF_INET6 socket
@@ -557,9 +557,7 @@ class UdpTable:
         return best
 
     @kernel("__udp4_lib_mcast_deliver")
-    def mcast_matches(
-        self, saddr: int, sport: int, daddr: int, dport: int, dif: int
-    ) -> list[UdpSock]:
+    def mcast_matches(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> list[Sock]:
         """Every socket a broadcast datagram goes to. Kernel: __udp4_lib_mcast_deliver()."""
         out = []
         for sk in self.ports.get(dport, ()):
@@ -574,12 +572,12 @@ class UdpTable:
             out.append(sk)
         return out
 
-    def sockets(self) -> list[UdpSock]:
+    def sockets(self) -> list[Sock]:
         return [sk for lst in self.ports.values() for sk in lst]
 
 
 @kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
-def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
+def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff) -> None:
     """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
 
     An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
@@ -590,8 +588,8 @@ def _queue(ipv4: Ipv4, sk: UdpSock, skb: SkBuff) -> None:
     if TIMED:
         spend("udp_queue_rcv_one_skb")
     # (a dual-stack AF_INET6 socket in this table is a Udp6Sock: never an encap one)
-    encap_rcv = getattr(sk, "encap_rcv", None)
-    if encap_rcv is not None and sk.encap_type:
+    if isinstance(sk, UdpSock) and sk.encap_rcv is not None and sk.encap_type:
+        encap_rcv = sk.encap_rcv
         if not udp_csum_ok(skb):  # "Verify checksum before giving to encap"
             ipv4.udp_mib.InCsumErrors += 1
             ipv4.udp_mib.InErrors += 1

@@ -187,6 +187,7 @@ class Fib6Info:
         "dst",
         "dst_len",
         "expires",
+        "fastopen_no_cookie",
         "flags",
         "hoplimit",
         "metric",
@@ -227,6 +228,7 @@ class Fib6Info:
         self.mtu = 0  # RTAX_MTU
         self.mtu_lock = False
         self.hoplimit = 0  # RTAX_HOPLIMIT
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.dead = False
         self.seq = 0
 
@@ -279,6 +281,7 @@ class Fib6Config:
         self.mtu = mtu
         self.mtu_lock = mtu_lock
         self.hoplimit = hoplimit
+        self.fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.onlink = onlink
         self.nlflags = nlflags
         self.ignore_dev_down = ignore_dev_down
@@ -410,6 +413,12 @@ class Rt6Info(DstEntry):
         if self.rt6i_flags & RTF_CACHE and self.expires:
             return self.ipv6.net.clock.jiffies < self.expires
         return True
+
+    @property
+    def metric_fastopen_no_cookie(self) -> int:
+        """dst_metric(dst, RTAX_FASTOPEN_NO_COOKIE): the route's metrics are its own."""
+        f = self.from_
+        return f.fastopen_no_cookie if f is not None else 0
 
     @kernel("ip6_mtu")
     def mtu(self) -> int:
@@ -1101,6 +1110,7 @@ def ip6_route_info_create(ipv6: Ipv6, cfg: Fib6Config) -> Fib6Info:
     f.mtu = cfg.mtu
     f.mtu_lock = cfg.mtu_lock
     f.hoplimit = cfg.hoplimit
+    f.fastopen_no_cookie = cfg.fastopen_no_cookie
     return f
 
 

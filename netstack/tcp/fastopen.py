@@ -78,7 +78,7 @@ net/core/request_sock.c (reqsk_fastopen_remove).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.siphash import siphash, siphash_key
@@ -363,9 +363,18 @@ def tcp_fastopen_queue_check(sk: TcpSock) -> bool:
 
 
 @kernel("net/ipv4/tcp_fastopen.c", "tcp_fastopen_no_cookie")
-def tcp_fastopen_no_cookie(sk: TcpSock, flag: int) -> bool:
-    """Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_no_cookie() (no RTAX_FASTOPEN_NO_COOKIE)."""
-    return bool(sk.tcp.sysctl_tcp_fastopen & flag) or sk.fastopen_no_cookie
+def tcp_fastopen_no_cookie(sk: TcpSock, dst: Any, flag: int) -> bool:
+    """Fast Open without a cookie: the sysctl's *flag*, TCP_FASTOPEN_NO_COOKIE, or
+    the route's ``fastopen_no_cookie 1`` metric (``dst_metric(dst,
+    RTAX_FASTOPEN_NO_COOKIE)``, on IPv4 and IPv6 routes).
+
+    Kernel: net/ipv4/tcp_fastopen.c, tcp_fastopen_no_cookie().
+    """
+    return (
+        bool(sk.tcp.sysctl_tcp_fastopen & flag)
+        or sk.fastopen_no_cookie
+        or bool(dst is not None and getattr(dst, "metric_fastopen_no_cookie", 0))
+    )
 
 
 @kernel("include/net/tcp.h", "tcp_passive_fastopen")
@@ -529,7 +538,7 @@ def tcp_fastopen_cookie_check(sk: TcpSock, cookie: TcpFastopenCookie) -> tuple[b
     if tcp_fastopen_active_should_disable(sk):
         cookie.len = -1
         return False, mss
-    if tcp_fastopen_no_cookie(sk, TFO_CLIENT_NO_COOKIE):
+    if tcp_fastopen_no_cookie(sk, sk.dst_cache, TFO_CLIENT_NO_COOKIE):
         cookie.len = -1
         return True, mss
     if cookie.len > 0:

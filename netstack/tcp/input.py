@@ -125,6 +125,16 @@ from netstack.tcp.output import (
     tcp_xmit_retransmit_queue,
 )
 from netstack.tcp.rate import RateSample, tcp_rate_gen
+from netstack.tcp.rcvmem import (
+    sk_forced_mem_schedule,
+    skb_set_owner_r,
+    tcp_fast_path_check,
+    tcp_fast_path_data,
+    tcp_fast_path_on,
+    tcp_rmem_free,
+    tcp_try_coalesce,
+    tcp_try_rmem_schedule,
+)
 from netstack.tcp.recovery import (
     TCP_RACK_RECOVERY_THRESH,
     tcp_any_retrans_done,
@@ -973,6 +983,9 @@ def tcp_ack_update_window(sk: TcpSock, skb: SkBuff, ack: int, ack_seq: int) -> i
         sk.snd_wl1 = ack_seq
         if sk.snd_wnd != nwin:
             sk.snd_wnd = nwin
+            # the only place the fast path is recovered for a sender
+            sk.pred_flags = 0
+            tcp_fast_path_check(sk)
             if nwin > sk.max_window:
                 sk.max_window = nwin
                 tcp_sync_mss(sk, sk.icsk_pmtu_cookie)
@@ -1445,6 +1458,8 @@ def tcp_fastretrans_alert(
         fall_through = True
         if state == TCP_CA_Loss:
             rexmit = tcp_process_loss(sk, flag, num_dupack)
+            if sk.icsk_ca_state != TCP_CA_Loss:
+                tcp_update_rto_time(sk)
             flag = tcp_identify_packet_loss(sk, flag)
             # change state if cwnd is undone or retransmits are lost
             fall_through = sk.icsk_ca_state == TCP_CA_Open or bool(flag & FLAG_LOST_RETRANS)
@@ -1465,6 +1480,17 @@ def tcp_fastretrans_alert(
     if do_lost and not tcp_is_rack(sk):
         tcp_update_scoreboard(sk, fast_rexmit)
     return flag, REXMIT_LOST
+
+
+@kernel("net/ipv4/tcp_input.c", "tcp_update_rto_time")
+def tcp_update_rto_time(sk: TcpSock) -> None:
+    """An RTO recovery ended: add its time to tcpi_total_rto_time.
+
+    Kernel: net/ipv4/tcp_input.c, tcp_update_rto_time().
+    """
+    if sk.rto_stamp:
+        sk.total_rto_time += (sk.tcp.tcp_time_stamp_ms() - sk.rto_stamp) & M32
+        sk.rto_stamp = 0
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_process_loss")
@@ -1831,43 +1857,31 @@ def tcp_sack_remove(sk: TcpSock) -> None:
     sk.num_sacks = len(sk.selective_acks)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_try_rmem_schedule", "tcp_prune_queue")
-def tcp_try_rmem_schedule(sk: TcpSock, skb: SkBuff) -> bool:
-    """Room in the receive buffer? Prune the out-of-order queue if not.
+@kernel("net/ipv4/tcp_input.c", "tcp_queue_rcv")
+def _queue_rcv(sk: TcpSock, skb: SkBuff) -> bool:
+    """Append to the receive queue, into its tail skb if it fits; True if merged there.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_try_rmem_schedule() / tcp_prune_queue()
-    (collapsing is not done: skbs are already linear).
+    A merged *skb* is the caller's to free (``kfree_skb_partial``).
+    Kernel: net/ipv4/tcp_input.c, tcp_queue_rcv().
     """
-    if sk.sk_rmem_alloc + skb.truesize <= sk.sk_rcvbuf:
-        return True
-    sk.ext.PruneCalled += 1
-    if sk.out_of_order_queue:
-        for s in sk.out_of_order_queue:
-            sk.sk_rmem_alloc -= s.truesize
-            consume_skb(s)
-        sk.out_of_order_queue.clear()
-        sk.ext.OfoPruned += 1
-        sk.selective_acks = []
-        sk.num_sacks = 0
-    if sk.sk_rmem_alloc + skb.truesize <= sk.sk_rcvbuf:
-        return True
-    sk.ext.RcvPruned += 1
-    return False
-
-
-def _queue_rcv(sk: TcpSock, skb: SkBuff) -> None:
     tcb: TcpSkbCb = skb.cb
-    skb.sk = None
-    sk.receive_queue.append(skb)
-    sk.sk_rmem_alloc += skb.truesize
+    rq = sk.receive_queue
+    eaten = bool(rq) and tcp_try_coalesce(sk, rq[-1], skb)
     sk.bytes_received += (tcb.end_seq - sk.rcv_nxt) & M32
     sk.rcv_nxt = tcb.end_seq
+    if not eaten:
+        skb.sk = None
+        rq.append(skb)
+        skb_set_owner_r(sk, skb)
+    return eaten
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_data_queue")
-def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
+def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
 
+    *fastpath*: tcp_rcv_established()'s header prediction would have queued it
+    (``tcp_fast_path_data``), with no window or receive-buffer check.
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
     if TIMED:
@@ -1881,11 +1895,13 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
     sk.data_segs_in += max(skb.gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
-        if tcp_receive_window(sk) == 0:
+        if fastpath:
+            pass  # the fast path checks neither the window nor the buffer
+        elif tcp_receive_window(sk) == 0:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
-        if not tcp_try_rmem_schedule(sk, skb):
+        elif not tcp_try_rmem_schedule(sk, skb):
             # no memory: the next ACK offers a zero window (ICSK_ACK_NOMEM)
             sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
             inet_csk_schedule_ack(sk)
@@ -1896,9 +1912,9 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
                 sk.sk_drops += 1
                 kfree_skb(skb, DropReason.PROTO_MEM)
                 return
-            # an empty queue takes it anyway (sk_forced_mem_schedule)
+            sk_forced_mem_schedule(sk, skb.truesize)  # an empty queue takes it anyway
         fin = tcb.tcp_flags & TCPHDR_FIN
-        _queue_rcv(sk, skb)
+        eaten = _queue_rcv(sk, skb)
         if skb.tail > skb.data:
             tcp_event_data_recv(sk, skb)
         if fin:
@@ -1909,6 +1925,10 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
                 sk.icsk_ack_pending |= ICSK_ACK_NOW  # RFC 5681 4.2: the gap is filled
         if sk.num_sacks:
             tcp_sack_remove(sk)
+        if not fastpath:
+            tcp_fast_path_check(sk)
+        if eaten:
+            consume_skb(skb)  # kfree_skb_partial()
         if not sk.dead:
             tcp_data_ready(sk)
         return
@@ -1932,7 +1952,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
             kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
             return
         fin = tcb.tcp_flags & TCPHDR_FIN
-        _queue_rcv(sk, skb)
+        eaten = _queue_rcv(sk, skb)
         tcp_event_data_recv(sk, skb)
         if fin:
             tcp_fin(sk)
@@ -1940,6 +1960,9 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
             tcp_ofo_queue(sk)
         if sk.num_sacks:
             tcp_sack_remove(sk)
+        tcp_fast_path_check(sk)
+        if eaten:
+            consume_skb(skb)
         if not sk.dead:
             tcp_data_ready(sk)
         return
@@ -1985,8 +2008,12 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     tcb: TcpSkbCb = skb.cb
     if not tcp_try_rmem_schedule(sk, skb):
         sk.ext.TCPOFODrop += 1
-        kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
+        if not sk.dead:
+            sk.sk_data_ready()
+        sk.sk_drops += 1
+        kfree_skb(skb, DropReason.PROTO_MEM)
         return
+    sk.pred_flags = 0  # no header prediction while a hole is open
     tcp_measure_rcv_mss(sk, skb)  # 6.16+: ofo segments tune rcv_mss and scaling_ratio too
     sk.rcv_ooopack += max(skb.gso_segs, 1)
     sk.ext.TCPOFOQueue += 1
@@ -2018,14 +2045,25 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
             tcp_dsack_extend(sk, nxt.seq, end_seq)
             break
         victim = q.pop(i)
-        sk.sk_rmem_alloc -= victim.truesize
+        tcp_rmem_free(sk, victim)
         tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
+    if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):  # tcp_ooo_try_coalesce()
+        prev_skb = q[i - 1]
+        prev_skb.gso_segs = min(max(prev_skb.gso_segs, 1) + max(skb.gso_segs, 1), 0xFFFF)
+        if tcp_is_sack(sk):
+            tcp_grow_window(sk, skb)  # the window may grow for what waits out of order
+        tcp_sack_new_ofo_skb(sk, seq, end_seq)
+        consume_skb(skb)
+        tcp_rcvbuf_grow(sk)
+        return
     skb.sk = None
     q.insert(i, skb)
-    sk.sk_rmem_alloc += skb.truesize
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
+    if tcp_is_sack(sk):
+        tcp_grow_window(sk, skb)
+    skb_set_owner_r(sk, skb)
     tcp_rcvbuf_grow(sk)  # 6.16+: room for what waits out of order
 
 
@@ -2046,12 +2084,18 @@ def tcp_ofo_queue(sk: TcpSock) -> None:
             tcp_dsack_extend(sk, tcb.seq, dsack)
         q.pop(0)
         if not after(tcb.end_seq, sk.rcv_nxt):
-            sk.sk_rmem_alloc -= skb.truesize
+            tcp_rmem_free(sk, skb)
             kfree_skb(skb, DropReason.TCP_OFO_DROP)
             continue
-        sk.sk_rmem_alloc -= skb.truesize  # _queue_rcv charges it again
         fin = tcb.tcp_flags & TCPHDR_FIN
-        _queue_rcv(sk, skb)
+        rq = sk.receive_queue
+        sk.bytes_received += (tcb.end_seq - sk.rcv_nxt) & M32
+        sk.rcv_nxt = tcb.end_seq
+        if rq and tcp_try_coalesce(sk, rq[-1], skb):
+            tcp_rmem_free(sk, skb)  # kfree_skb_partial(): its charge goes back
+            consume_skb(skb)
+        else:
+            rq.append(skb)  # still charged from the out-of-order queue
         if fin:
             tcp_fin(sk)
             break
@@ -2074,7 +2118,7 @@ def tcp_fin(sk: TcpSock) -> None:
         tcp_send_ack(sk)
         tcp_time_wait(sk, TCP_TIME_WAIT, 0)
     for s in sk.out_of_order_queue:
-        sk.sk_rmem_alloc -= s.truesize
+        tcp_rmem_free(sk, s)
         consume_skb(s)
     sk.out_of_order_queue.clear()
     sk.selective_acks = []
@@ -2306,6 +2350,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     if TIMED:
         spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
+    fastpath = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += max(skb.gso_segs, 1)
     if not tcp_validate_incoming(sk, skb):
@@ -2323,7 +2368,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return
     tcp_rcv_rtt_measure_ts(sk, skb)
-    tcp_data_queue(sk, skb)
+    tcp_data_queue(sk, skb, fastpath)
     if sk.state != TCP_CLOSE:
         tcp_data_snd_check(sk)
         tcp_ack_snd_check(sk)
@@ -2352,6 +2397,10 @@ def tcp_finish_connect(sk: TcpSock) -> None:
     sk.lsndtime = sk.net.clock.jiffies
     if sk.sock_flag_keepopen:
         inet_csk_reset_keepalive_timer(sk, keepalive_time_when(sk))
+    if not sk.snd_wscale:
+        tcp_fast_path_on(sk)  # __tcp_fast_path_on(tp, tp->snd_wnd)
+    else:
+        sk.pred_flags = 0
     if not sk.dead:
         sk_state_change(sk)
 
@@ -2559,6 +2608,7 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
             tcp_init_transfer(sk)
         sk.lsndtime = sk.net.clock.jiffies
         tcp_initialize_rcv_mss(sk)
+        tcp_fast_path_on(sk)
         if sk.sock_flag_keepopen:
             inet_csk_reset_keepalive_timer(sk, keepalive_time_when(sk))
         if not sk.dead:
@@ -2739,7 +2789,7 @@ def tcp_conn_request(
     )
     if not req.wscale_ok:
         req.rcv_wscale = 0
-    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc)
+    fastopen_sk = None if want_cookie else tcp_try_fastopen(sk, skb, req, foc, rt)
     req.fastopen_cookie = foc  # the first SYN-ACK's cookie (tcp_synack_options)
     if fastopen_sk is not None:
         req.snt_synack = tcp.tcp_clock_us()
@@ -2914,6 +2964,7 @@ def tcp_rcv_synrecv_state_fastopen(sk: TcpSock) -> None:
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_synrecv_state_fastopen().
     """
     req = sk.fastopen_rsk
+    tcp_update_rto_time(sk)
     sk.icsk_retransmits = 0
     if not sk.retrans_out:  # tcp_retrans_stamp_cleanup(): nothing was retransmitted
         sk.retrans_stamp = 0
@@ -3008,7 +3059,7 @@ def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.rcv_nxt = ccb.end_seq
     clone.sk = None
     sk.receive_queue.append(clone)  # tcp_add_receive_queue() (sk_forced_mem_schedule)
-    sk.sk_rmem_alloc += clone.truesize
+    skb_set_owner_r(sk, clone)
     sk.syn_data_acked = True
     sk.bytes_received = clone.tail - clone.data
     if flags & TCPHDR_FIN:
@@ -3047,7 +3098,7 @@ def tcp_fastopen_create_child(sk: TcpSock, skb: SkBuff, req: RequestSock) -> Tcp
 
 @kernel("net/ipv4/tcp_fastopen.c", "tcp_try_fastopen")
 def tcp_try_fastopen(
-    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie
+    sk: TcpSock, skb: SkBuff, req: RequestSock, foc: _fastopen.TcpFastopenCookie, dst: object
 ) -> TcpSock | None:
     """Decide on a SYN's Fast Open: the child if its data is taken now, else None;
     *foc* becomes the cookie the SYN-ACK carries (len -1: none).
@@ -3068,7 +3119,7 @@ def tcp_try_fastopen(
     ):
         foc.len = -1
         return None
-    if _fastopen.tcp_fastopen_no_cookie(sk, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
+    if _fastopen.tcp_fastopen_no_cookie(sk, dst, _fastopen.TFO_SERVER_COOKIE_NOT_REQD):
         return _tfo_child(sk, skb, req, foc, valid_foc, 0)
     if foc.len == 0:
         ctx = _fastopen.tcp_fastopen_get_ctx(sk)

@@ -356,6 +356,11 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
     sk.icsk_ack_lrcvtime = sk.net.clock.jiffies
     sk.lsndtime = sk.net.clock.jiffies
     sk.total_retrans = req.num_retrans
+    if req.num_timeout:  # the SYN-ACK timed out: one RTO recovery so far
+        sk.total_rto = req.num_timeout
+        sk.total_rto_recoveries = 1
+        if req.snt_synack >= 0:  # ms since the first SYN-ACK went out
+            sk.total_rto_time = tcp.tcp_time_stamp_ms() - req.snt_synack // 1000
     sk.sk_txhash = req.txhash
     sk.ever_connected = True
     # tcp_synack_rtt_meas(): the handshake's RTT, if the SYN-ACK was not resent

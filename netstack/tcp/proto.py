@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Tcp", "tcp_init", "tcp_of"]
 
+# the TCP clocks' reading at virtual time 0 (see Tcp.tcp_clock_us): five minutes of
+# uptime, as long as INITIAL_JIFFIES leaves jiffies before their 32-bit wrap
+TCP_CLOCK_BOOT_MS: Final = 300_000
+
 _INT_SYSCTLS: Final = (
     # name, attribute, min, max
     ("tcp_timestamps", "sysctl_tcp_timestamps", 0, 2),
@@ -207,13 +211,18 @@ class Tcp:
         return ca if ca is not None else self.congestion_controls["reno"]
 
     # -- clocks ------------------------------------------------------------------------
+    # The kernel's TCP clocks (tcp_clock_ns(): ktime_get_ns(), CLOCK_MONOTONIC) count
+    # from boot, so they never read 0 when a socket exists, and code that keeps a
+    # stamp takes 0 for "none" (retrans_stamp, rto_stamp). netstack's read as if the
+    # host had booted TCP_CLOCK_BOOT_MS before virtual time 0; timestamp offsets
+    # subtract it again (secure_tcp_ts_off), so TSvals on the wire do not move.
     def tcp_clock_us(self) -> int:
-        """Microseconds (``tcp_clock_us``)."""
-        return int(self.net.clock.now() * 1_000_000)
+        """Microseconds since "boot" (``tcp_clock_us``)."""
+        return int(self.net.clock.now() * 1_000_000) + TCP_CLOCK_BOOT_MS * 1000
 
     def tcp_time_stamp_ms(self) -> int:
-        """The timestamp-option clock, milliseconds (``tcp_time_stamp_ms``)."""
-        return int(self.net.clock.now() * 1000) & 0xFFFFFFFF
+        """The timestamp-option clock, milliseconds since "boot" (``tcp_time_stamp_ms``)."""
+        return (int(self.net.clock.now() * 1000) + TCP_CLOCK_BOOT_MS) & 0xFFFFFFFF
 
     def jiffies(self) -> int:
         return self.net.clock.jiffies
@@ -252,7 +261,8 @@ class Tcp:
         if self.sysctl_tcp_timestamps != 1:
             return 0
         h = hashlib.blake2b(f"{saddr}/{daddr}".encode(), key=self._ts_secret, digest_size=4)
-        return int.from_bytes(h.digest(), "big")
+        # less the clock's boot offset: TSval = tcp_time_stamp_ms() + tsoffset as before it
+        return (int.from_bytes(h.digest(), "big") - TCP_CLOCK_BOOT_MS) & 0xFFFFFFFF
 
     def default_ttl(self) -> int:
         ipv4 = self.net.ipv4

@@ -103,7 +103,9 @@ def tcp_rate_gen(sk: TcpSock, delivered: int, is_sack_reneg: bool, rs: RateSampl
         sk.app_limited = 0  # the bubble is acked and gone
     if delivered:
         sk.delivered_mstamp = sk.tcp_mstamp
-    if rs.prior_mstamp < 0 or is_sack_reneg:
+    # no timing: no skb was (S)ACKed, or the one chosen was sent before the first
+    # delivery was stamped (the SYN: delivered_mstamp still 0, "none" to the kernel)
+    if rs.prior_mstamp <= 0 or is_sack_reneg:
         rs.delivered = -1
         rs.interval_us = -1
         return

@@ -424,6 +424,9 @@ class TcpSock(Sock):
         self.icsk_ca_initialized = False
         self.icsk_retransmits = 0
         self.total_rto = 0  # tp->total_rto: RTOs over the connection's life
+        self.total_rto_recoveries = 0  # RTO recoveries (CA_Loss entered by a timeout)
+        self.total_rto_time = 0  # ms spent in completed RTO recoveries
+        self.rto_stamp = 0  # ms: start of the RTO recovery under way, 0: none
         self.icsk_pending = 0
         self.icsk_backoff = 0
         self.icsk_syn_retries = 0
@@ -513,6 +516,8 @@ class TcpSock(Sock):
         self.duplicate_sack = [0, 0]
         self.recv_sack_cache: list[tuple[int, int]] = []
         self.pred_flags = 0
+        # receive memory reserved in whole pages and not yet charged (sk->sk_forward_alloc)
+        self.sk_forward_alloc = 0
         # RTT and RTO (µs)
         self.srtt_us = 0
         self.mdev_us = 0

@@ -48,6 +48,7 @@ from netstack.tcp.output import (
     tcp_write_xmit,
 )
 from netstack.tcp.rate import tcp_compute_delivery_rate, tcp_rate_check_app_limited
+from netstack.tcp.rcvmem import tcp_rmem_free
 from netstack.tcp.sock import (
     CA_STATE_NAMES,
     RCV_SHUTDOWN,
@@ -443,7 +444,7 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
             continue
         # the whole skb was read: free it
         q.popleft()
-        sk.sk_rmem_alloc -= skb.truesize
+        tcp_rmem_free(sk, skb)  # sock_rfree()
         consume_skb(skb)
         if tcb.tcp_flags & 0x01:  # FIN: stop at the end of the stream
             break
@@ -556,6 +557,9 @@ def tcp_disconnect(sk: TcpSock) -> None:
         consume_skb(skb)
     sk.out_of_order_queue.clear()
     sk.sk_rmem_alloc = 0
+    sk.sk_forward_alloc = 0  # sk_mem_reclaim()
+    # tcp_clear_retrans(): the RTO statistics start again
+    sk.rto_stamp = sk.total_rto = sk.total_rto_recoveries = sk.total_rto_time = 0
     sk.inet_dport = 0
     sk.sk_shutdown = 0
     sk.sock_flag_done = False

@@ -162,7 +162,20 @@ def tcp_clamp_rto_to_user_timeout(sk: TcpSock) -> int:
     return min(sk.icsk_rto, (remaining * tcp.hz + 999) // 1000)  # msecs_to_jiffies()
 
 
-@kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer", "tcp_update_rto_stats")
+@kernel("net/ipv4/tcp_timer.c", "tcp_update_rto_stats")
+def tcp_update_rto_stats(sk: TcpSock) -> None:
+    """One more RTO; the first of a recovery starts its clock (tcpi_total_rto*).
+
+    Kernel: net/ipv4/tcp_timer.c, tcp_update_rto_stats().
+    """
+    if not sk.icsk_retransmits:
+        sk.total_rto_recoveries += 1
+        sk.rto_stamp = sk.tcp.tcp_time_stamp_ms()
+    sk.icsk_retransmits += 1
+    sk.total_rto += 1
+
+
+@kernel("net/ipv4/tcp_timer.c", "tcp_retransmit_timer")
 def tcp_retransmit_timer(sk: TcpSock) -> None:
     """The RTO fired: enter Loss, retransmit the head, back off (RTO × 2).
 
@@ -172,7 +185,7 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
     A zero window turns the retransmissions into window probes, which back
     off the same way but do not time the connection out.
 
-    Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer() / tcp_update_rto_stats()
+    Kernel: net/ipv4/tcp_timer.c, tcp_retransmit_timer()
     (no thin-stream linear timeouts; the SYN linear timeouts of 6.5+ are).
     """
     if TIMED:
@@ -213,8 +226,7 @@ def tcp_retransmit_timer(sk: TcpSock) -> None:
                 else:
                     sk.ext.TCPRenoFailures += 1
         tcp_enter_loss(sk)
-        sk.icsk_retransmits += 1  # tcp_update_rto_stats()
-        sk.total_rto += 1
+        tcp_update_rto_stats(sk)
         if tcp_retransmit_skb(sk, sk.rtx_queue[0], 1) > 0:
             # local congestion: let senders fight for local resources conservatively
             inet_csk_reset_xmit_timer(
@@ -383,7 +395,7 @@ def tcp_fastopen_synack_timer(sk: TcpSock, req: RequestSock) -> None:
         tcp.ext.TCPSynRetrans += 1
         req.num_retrans += 1
     req.num_timeout += 1
-    sk.icsk_retransmits += 1
+    tcp_update_rto_stats(sk)
     if not sk.retrans_stamp:
         sk.retrans_stamp = tcp.tcp_time_stamp_ms()
     inet_csk_reset_xmit_timer(

@@ -10,10 +10,13 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
+from helpers import IPV4_ONLY
 
 import netstack
 from netstack.core.sysctl import SysctlTable
 from netstack.errors import ConfigError
+from netstack.gro.core import GroNode
+from netstack.host.lab import LAB_GC_THRESHOLD2
 from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
@@ -94,6 +97,81 @@ async def test_build_pauses_the_collector_and_freezes_the_lab(
         assert (await lab["a"].ping("10.0.0.2")).received == 1
         assert gc.isenabled()
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+async def test_a_frozen_lab_collects_the_oldest_generation_less_often(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            assert gc.get_threshold() == (700, 10, 10)  # building: the collector is off
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2) == (700, 10, 100)
+        assert gc.get_threshold() == (700, 10, 10)  # handed back
+        gc.set_threshold(700, 10, 500)  # a caller's higher threshold is left alone
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, 500)
+        async with netstack.open_lab() as lab:  # changed while open: not overwritten
+            gc.set_threshold(700, 10, 10)
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            gc.set_threshold(1000, 10, 100)
+        assert gc.get_threshold() == (1000, 10, 100)
+    finally:
+        gc.set_threshold(*saved)
+
+
+async def test_two_open_labs_hand_the_collector_back_when_the_last_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # gc.freeze() and the thresholds are the interpreter's: the first lab to close
+    # must not unfreeze the other's objects nor hand back the thresholds under it
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        async with netstack.open_lab() as outer:
+            outer.add_host("a")
+            await trio.lowlevel.checkpoint()
+            async with netstack.open_lab() as inner:
+                inner.add_host("b")
+                await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2)
+            assert gc.get_freeze_count() > 0  # the outer lab is still frozen
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*saved)
+
+
+async def test_a_failing_close_still_hands_the_collector_back(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+
+    def broken_close(self: netstack.Lab) -> None:
+        raise RuntimeError("adapter close failed")
+
+    async def run_lab() -> None:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(netstack.Lab, "_adapters_close", broken_close)
+    try:
+        with pytest.raises(RuntimeError, match="adapter close failed"):
+            await run_lab()
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
+    finally:
+        gc.set_threshold(*saved)
 
 
 async def test_a_disabled_collector_stays_disabled(
@@ -251,3 +329,39 @@ def test_wanted_narrows_a_group_to_the_looked_up_entry() -> None:
     assert made == ["b", "a", "b", "c"]  # the listing ran the group in full
     with pytest.raises(ConfigError):
         t.read("d.x.z")
+
+
+async def test_idle_devices_make_no_locks_gro_lists_or_ring_blocks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A noqueue qdisc's locks, a GRO-off device's hash lists: made on first use."""
+    async with netstack.open_lab() as lab:
+        a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
+        lab.add_link("a:eth0", "b:eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        assert (await a.ping("10.0.0.2", count=1)).received == 1
+        eth0 = a.dev("eth0")
+        q = eth0._tx[0].qdisc
+        assert not q.can_enqueue  # noqueue: its locks were never taken, so never made
+        assert not {"lock", "busylock", "run_iv"} & q.__dict__.keys()
+        assert (q.lock.name, q.busylock.name, q.run_iv.name) == (
+            "eth0:qdisc",
+            "eth0:busylock",
+            "eth0:qdisc running",
+        )
+        assert q.lock is q.lock and "lock" in q.__dict__
+        txq = eth0._tx[0]  # veth is LLTX: HARD_TX_LOCK was never taken
+        assert not {"_xmit_lock", "dql"} & txq.__dict__.keys()
+        assert txq._xmit_lock.name == "eth0:_xmit_lock[0]" and txq.dql.limit == 0
+        assert "input_pkt_queue" not in a.net.softnet[0].__dict__  # nothing looped back
+        napi = eth0.napi_list[0]
+        gro = napi.gro
+        assert isinstance(gro, GroNode) and gro.hash is None  # veth: GRO off
+        assert gro.held_skbs() == 0
+        assert eth0.priv.ring == [] and napi.packets == 2  # the ARP and echo replies
+        a.ip("link add d0 type dummy")
+        a.tc("qdisc add dev d0 root pfifo")
+        a.ip("link set d0 up")
+        q = a.dev("d0")._tx[0].qdisc
+        assert q.can_enqueue and q.lock.name == "d0:qdisc"

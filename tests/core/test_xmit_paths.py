@@ -146,6 +146,10 @@ async def test_veth_full_ring_drops_without_a_qdisc(
     a, b = two_hosts
     await a.ping("10.0.0.2")
     sock = a.socket()
+    # 256 skbs of truesize 832 in the ring fill the default 212992-byte send buffer
+    # (the ring keeps skb->sk, as a veth has since 4.19): room for the burst
+    a.sysctl("net.core.wmem_max=1048576")
+    sock.setsockopt(SOL_SOCKET, SO_SNDBUF, 1 << 20)
     for _ in range(300):  # one synchronous burst: b's NAPI cannot run
         sock.sendto_nowait(b"x" * 20, ("10.0.0.2", 9))
     await trio.sleep(0.1)

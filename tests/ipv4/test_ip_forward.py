@@ -17,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 
+from netstack.ipv4 import ipv4_of
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
 from netstack.testing.builders import nstat, open_test_lab, routed
 
@@ -206,3 +207,60 @@ async def test_icmp_errors_to_one_source_are_rate_limited(
         assert sent == len(res.errors)
         assert 1 <= sent < 10
         assert nstat(r, "IpExtInNoRoutes") == 10
+
+
+async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """ip_route_input_slow finds the nexthop's cached input route (nhc_rth_input) per
+    packet; a new rt_genid (``ip route flush cache``, any FIB change) makes the
+    next packet build a new one, and a deleted route's cached entry is never
+    used again.
+    """
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab)
+        ipv4 = ipv4_of(r.net)
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 7000))
+        cli = a.socket()
+        await cli.connect(("10.0.2.1", 7000))
+
+        async def one() -> None:
+            await cli.send(b"x")
+            assert await srv.recv(100) == b"x"
+
+        await one()
+        res = ipv4.fib.lookup(0x0A000201)
+        assert res is not None and res.nh is not None
+        nh = res.nh
+        first = nh.rth_input
+        assert first is not None
+        assert first.input == ipv4.dst_forward
+        assert first.dev is r.dev("eth1")
+        holds = first.holds
+        await one()
+        await one()
+        assert nh.rth_input is first  # reused: one dst_hold per packet, no new rtable
+        assert first.holds == holds + 2
+        r.ip("route flush cache")
+        await one()
+        second = nh.rth_input
+        assert second is not None and second is not first
+        assert first.holds == holds + 2  # the stale entry is not taken again
+        # The route goes: no route, ICMP net unreachable; it comes back: a new entry.
+        second_holds = second.holds
+        r.ip("route del 10.0.2.0/24 dev eth1")
+        await cli.send(b"lost")
+        await trio.sleep(0.5)
+        assert nstat(r, "IpExtInNoRoutes") == 1
+        assert nstat(r, "IcmpOutDestUnreachs") == 1
+        assert second.holds == second_holds  # not taken for the unroutable packet
+        r.ip("route add 10.0.2.0/24 dev eth1")
+        await one()
+        res = ipv4.fib.lookup(0x0A000201)
+        assert res is not None and res.nh is not None
+        nh2 = res.nh
+        assert nh2 is not nh
+        assert nh2.rth_input is not None and nh2.rth_input not in (first, second)
+        assert nstat(r, "IpForwDatagrams") == 5
+        assert nstat(b, "UdpInDatagrams") == 5

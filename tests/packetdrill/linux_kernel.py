@@ -54,7 +54,7 @@ TUN_F_ALL = 0x01 | 0x02 | 0x04 | 0x08
 MSG_FASTOPEN = 0x20000000
 VNET_HDR = struct.Struct("=BBHHHH")  # flags, gso_type, hdr_len, gso_size, csum_start, csum_off
 
-# struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_rcv_wnd
+# struct tcp_info (include/uapi/linux/tcp.h) of 6.18, to tcpi_received_ce_bytes
 _TCP_INFO_FIELDS = (
     "B:state",
     "B:ca_state",
@@ -111,6 +111,19 @@ _TCP_INFO_FIELDS = (
     "I:rcv_ooopack",
     "I:snd_wnd",
     "I:rcv_wnd",
+    "I:rehash",
+    "H:total_rto",
+    "H:total_rto_recoveries",
+    "I:total_rto_time",
+    "H:accecn_fail_mode",  # 6.18: AccECN, 280 bytes with the padding
+    "H:accecn_opt_seen",
+    "I:received_ce",
+    "I:delivered_e1_bytes",
+    "I:delivered_e0_bytes",
+    "I:delivered_ce_bytes",
+    "I:received_e1_bytes",
+    "I:received_e0_bytes",
+    "I:received_ce_bytes",
 )
 _TCP_INFO = struct.Struct("=" + "".join(f.split(":")[0] for f in _TCP_INFO_FIELDS))
 

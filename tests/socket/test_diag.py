@@ -74,8 +74,9 @@ async def test_tcp_and_udp_dumps_fill_inet_diag_msg(lab: Lab, autojump_clock: ob
     assert (r1.idiag_state, r1.idiag_sport, r1.idiag_dport, r1.idiag_src, r1.idiag_dst) == (
         TCP_CLOSE, 9000, 0, 0, 0,
     )  # fmt: skip
-    # one datagram's truesize: a 512-byte kmalloc head + the sk_buff (256), ss's "Recv-Q 768"
-    assert r1.idiag_rqueue == u1.sock.sk_rmem_alloc == 768
+    # one datagram's truesize: a 576-byte head from the skbuff_small_head slab + the
+    # sk_buff (256), ss's "Recv-Q 832" (Linux 6.18 over a veth: skmem r832)
+    assert r1.idiag_rqueue == u1.sock.sk_rmem_alloc == 832
     (r2,) = inet_diag_dump(a.net, udp_all)
     assert (r2.idiag_state, r2.idiag_src, r2.idiag_dst, r2.idiag_dport) == (
         TCP_ESTABLISHED, ip_a, ip_b, 9000,

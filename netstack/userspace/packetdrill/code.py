@@ -68,25 +68,8 @@ TCP_INFO_SYMBOLS: Final[dict[str, int]] = {
     "TFO_SYN_RETRANSMITTED": 3,
 }
 
-UNSUPPORTED_TCP_INFO: Final = frozenset(
-    {
-        "tcpi_max_pacing_rate",
-        "tcpi_total_rto",
-        "tcpi_total_rto_recoveries",
-        "tcpi_total_rto_time",
-        "tcpi_received_ce",
-        "tcpi_delivered_e0_bytes",
-        "tcpi_delivered_e1_bytes",
-        "tcpi_delivered_ce_bytes",
-        "tcpi_received_e0_bytes",
-        "tcpi_received_e1_bytes",
-        "tcpi_received_ce_bytes",
-        "tcpi_accecn_fail_mode",
-        "tcpi_accecn_opt_seen",
-        "tcpi_rehash",
-    }
-)
-"""``tcp_info`` fields of Linux 6.x that netstack does not keep (yet)."""
+UNSUPPORTED_TCP_INFO: Final[frozenset[str]] = frozenset()
+"""``tcp_info`` fields of Linux 6.18 that netstack does not keep: none (the ECN ones are 0)."""
 
 _M32: Final = 0xFFFFFFFF
 
@@ -170,7 +153,30 @@ def tcp_info_snapshot(sk: Any, now_jiffies: int) -> dict[str, int]:
         "tcpi_dsack_dups": sk.dsack_dups,
         "tcpi_reord_seen": sk.reord_seen,
         "tcpi_rcv_ooopack": sk.rcv_ooopack,
+        # sk_max_pacing_rate: ~0 (no SO_MAX_PACING_RATE), as tcpi_pacing_rate
+        "tcpi_max_pacing_rate": 0xFFFFFFFFFFFFFFFF,
+        "tcpi_rehash": sk.timeout_rehash,  # + plb_rehash (no PLB)
+        "tcpi_total_rto": sk.total_rto,
+        "tcpi_total_rto_recoveries": sk.total_rto_recoveries,
+        "tcpi_total_rto_time": (
+            sk.total_rto_time
+            + ((sk.tcp.tcp_time_stamp_ms() - sk.rto_stamp) & _M32 if sk.rto_stamp else 0)
+        )
+        & _M32,
     }
+    # no ECN, no AccECN: the CE and ECN byte counters stay 0
+    for name in (
+        "tcpi_received_ce",
+        "tcpi_delivered_e1_bytes",
+        "tcpi_delivered_e0_bytes",
+        "tcpi_delivered_ce_bytes",
+        "tcpi_received_e1_bytes",
+        "tcpi_received_e0_bytes",
+        "tcpi_received_ce_bytes",
+        "tcpi_accecn_fail_mode",
+        "tcpi_accecn_opt_seen",
+    ):
+        info[name] = 0
     # tcp_get_info_chrono_stats(): microseconds busy, rwnd- and sndbuf-limited
     stats = []
     for chrono in (1, 2, 3):  # TCP_CHRONO_BUSY, _RWND_LIMITED, _SNDBUF_LIMITED

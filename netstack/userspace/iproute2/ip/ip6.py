@@ -334,6 +334,8 @@ def print_route6(
         o.append("mtu " + ("lock " if f.mtu_lock else "") + f"{m} ")
     if f.hoplimit:
         o.append(f"hoplimit {f.hoplimit} ")
+    if f.fastopen_no_cookie:
+        o.append(f"fastopen_no_cookie {f.fastopen_no_cookie} ")
     o.append("pref medium\n")
     return "".join(o)
 
@@ -384,13 +386,15 @@ def _route6_json(
     expires = fib6_route_expires_in(ipv6, f) if f.flags & RTF_EXPIRES else 0
     if expires:
         obj["expires"] = expires
-    metrics: list[dict[str, Any]] = []
+    metrics: dict[str, Any] = {}  # print_rta_metrics(): one object, in RTAX order
     if mtu or f.mtu or f.mtu_lock:
-        metrics.append({"mtu": mtu or f.mtu})
+        metrics["mtu"] = mtu or f.mtu
     if f.hoplimit:
-        metrics.append({"hoplimit": f.hoplimit})
+        metrics["hoplimit"] = f.hoplimit
+    if f.fastopen_no_cookie:
+        metrics["fastopen_no_cookie"] = f.fastopen_no_cookie
     if metrics:
-        obj["metrics"] = metrics
+        obj["metrics"] = [metrics]
     obj["pref"] = "medium"
     return obj
 
@@ -500,6 +504,7 @@ def iproute_modify6(
     mtu_lock: bool,
     onlink: bool,
     expires: int,
+    fastopen_no_cookie: int = 0,
 ) -> None:
     """RTM_NEWROUTE / RTM_DELROUTE of PF_INET6.
 
@@ -543,6 +548,7 @@ def iproute_modify6(
         onlink=onlink,
         nlflags=nlflags,
     )
+    cfg.fastopen_no_cookie = fastopen_no_cookie
     _ip6_route_add(ipv6, cfg)
 
 

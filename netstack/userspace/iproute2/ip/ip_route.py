@@ -261,7 +261,6 @@ _UNSUPPORTED_METRICS: Final = (
     "features",
     "quickack",
     "congctl",
-    "fastopen_no_cookie",
 )
 
 
@@ -367,6 +366,7 @@ class RouteMsg:
     priority: int | None = None
     mtu: int = 0
     mtu_lock: bool = False
+    fastopen_no_cookie: int = 0  # RTAX_FASTOPEN_NO_COOKIE
     uid: int | None = None
     mark: int = 0
     iif: NetDevice | None = None
@@ -486,8 +486,11 @@ def print_route(opts: Iproute2Options, filt: RouteFilter, r: RouteMsg) -> str:
                 o.append(f"used {r.used} ")
             if r.age:
                 o.append(f"age {r.age}sec ")
+    # print_rta_metrics(): the metrics in RTAX order (mtu 2, fastopen_no_cookie 17)
     if r.mtu or r.mtu_lock:
         o.append("mtu " + ("lock " if r.mtu_lock else "") + f"{r.mtu} ")
+    if r.fastopen_no_cookie:
+        o.append(f"fastopen_no_cookie {r.fastopen_no_cookie} ")
     if r.iif is not None and filt.iifmask != -1:
         o.append(f"iif {r.iif.name} ")
     o.append("\n")
@@ -537,8 +540,13 @@ def _route_json(opts: Iproute2Options, filt: RouteFilter, r: RouteMsg) -> dict[s
                 obj["used"] = r.used
             if r.age:
                 obj["age"] = r.age
+    metrics: dict[str, int] = {}
     if r.mtu or r.mtu_lock:
-        obj["metrics"] = [{"mtu": r.mtu}]
+        metrics["mtu"] = r.mtu
+    if r.fastopen_no_cookie:
+        metrics["fastopen_no_cookie"] = r.fastopen_no_cookie
+    if metrics:
+        obj["metrics"] = [metrics]
     if r.iif is not None and filt.iifmask != -1:
         obj["iif"] = r.iif.name
     return obj
@@ -596,6 +604,7 @@ def fib_route_msg(ipv4: Ipv4, fa: FibAlias) -> RouteMsg:
         priority=fi.priority or None,
         mtu=fi.mtu,
         mtu_lock=fi.mtu_lock,
+        fastopen_no_cookie=fi.fastopen_no_cookie,
     )
 
 
@@ -668,6 +677,7 @@ def rt_msg(
         prefsrc=prefsrc,
         mtu=mtu,
         mtu_lock=lock,
+        fastopen_no_cookie=rt.metric_fastopen_no_cookie,
         uid=uid,
         mark=mark,
         iif=iif if rt.rt_is_input else None,
@@ -1016,6 +1026,7 @@ class _RouteRequest:
     onlink: bool = False
     mtu: int = 0
     mtu_lock: bool = False
+    fastopen_no_cookie: int = -1  # -1: not given
     expires: int = -1
     table_ok: bool = False
     scope_ok: bool = False
@@ -1111,6 +1122,17 @@ def _route_mtu(req: _RouteRequest, args: Args, word: str) -> None:
     req.mtu = m
 
 
+@_IPROUTE_MODIFY.keyword("fastopen_no_cookie*")
+def _route_fastopen_no_cookie(req: _RouteRequest, args: Args, word: str) -> None:
+    value = args.value()
+    v = get_unsigned(value)
+    if v is None:
+        invarg('"fastopen_no_cookie" value is invalid\n', value)
+    if v not in (0, 1):
+        invarg('"fastopen_no_cookie" value should be 0 or 1\n', value)
+    req.fastopen_no_cookie = v
+
+
 @_IPROUTE_MODIFY.keyword(
     *_UNSUPPORTED_METRICS,
     *(f"{n}*" for n in ("reordering", "window", "cwnd", "initcwnd", "initrwnd", "realms")),
@@ -1196,6 +1218,7 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
     )
     d, gw, dst, prefsrc, priority, tos = req.d, req.gw, req.dst, req.prefsrc, req.priority, req.tos
     onlink, mtu, mtu_lock, expires = req.onlink, req.mtu, req.mtu_lock, req.expires
+    fastopen_no_cookie = max(req.fastopen_no_cookie, 0)
     table_ok, scope_ok = req.table_ok, req.scope_ok
     if dst is None:
         raise ConfigError(IPROUTE_USAGE, errno.EINVAL)
@@ -1241,6 +1264,7 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
             mtu_lock=mtu_lock,
             onlink=onlink,
             expires=max(expires, 0),
+            fastopen_no_cookie=fastopen_no_cookie,
         )
         return
     if expires >= 0:
@@ -1270,6 +1294,7 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
         mtu_lock=mtu_lock,
         nlflags=_NLFLAGS.get(cmd, 0),
     )
+    cfg.fastopen_no_cookie = fastopen_no_cookie
     if delete:
         if ipv4.fib.table(table) is None:
             raise extack_error("FIB table does not exist", errno.ESRCH)

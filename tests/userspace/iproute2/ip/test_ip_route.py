@@ -577,3 +577,65 @@ async def test_modify_keywords_and_abbreviations(
     assert a.ip("route show exact 10.9.0.0/16 dsfield 0x10") == (
         "10.9.0.0/16 dev eth0 scope link src 10.0.1.1 \n"
     )
+
+
+async def test_fastopen_no_cookie_metric(
+    autojump_clock: trio.testing.MockClock, routed: tuple[Host, Host, Host]
+) -> None:
+    """``fastopen_no_cookie BOOL`` (RTAX_FASTOPEN_NO_COOKIE): parsed, kept on the
+    route and its cache entries, shown after the other metrics; every string here
+    is what iproute2 printed on Linux 6.18 for the same commands."""
+    a, _, _ = routed
+    a.ip("route add 10.9.9.0/24 dev eth0 mtu 1400 fastopen_no_cookie 1")
+    a.ip("route add 10.9.8.0/24 dev eth0 fastopen_no_cookie 0")  # 0: no metric at all
+    a.ip("route add 10.9.6.0/24 via 10.0.1.254 fastopen_no_cookie 1 metric 5")
+    assert a.ip("route show 10.9.6.0/24") == (
+        "10.9.6.0/24 via 10.0.1.254 dev eth0 metric 5 fastopen_no_cookie 1 \n"
+    )
+    assert a.ip("route show 10.9.8.0/24") == "10.9.8.0/24 dev eth0 scope link \n"
+    assert a.ip("route show 10.9.9.0/24") == (
+        "10.9.9.0/24 dev eth0 scope link mtu 1400 fastopen_no_cookie 1 \n"
+    )
+    assert a.ip("-j route show 10.9.9.0/24") == (
+        '[{"dst":"10.9.9.0/24","dev":"eth0","scope":"link","flags":[],'
+        '"metrics":[{"mtu":1400,"fastopen_no_cookie":1}]}]\n'
+    )
+    assert a.ip("route get 10.9.9.1") == (
+        "10.9.9.1 dev eth0 src 10.0.1.1 uid 0 \n    cache mtu 1400 fastopen_no_cookie 1 \n"
+    )
+    assert a.ip("route get 10.9.6.1") == (
+        "10.9.6.1 via 10.0.1.254 dev eth0 src 10.0.1.1 uid 0 \n    cache fastopen_no_cookie 1 \n"
+    )
+    with fails('Error: argument "2" is wrong: "fastopen_no_cookie" value should be 0 or 1'):
+        a.ip("route add 10.9.7.0/24 dev eth0 fastopen_no_cookie 2")
+    with fails('Error: argument "x" is wrong: "fastopen_no_cookie" value is invalid'):
+        a.ip("route add 10.9.7.0/24 dev eth0 fastopen_no_cookie x")
+
+
+async def test_fastopen_no_cookie_metric_ipv6(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    """The same metric on IPv6 routes; the strings are iproute2's on Linux 6.18."""
+    a = lab.add_host("a")
+    lab.add_link("a:d0", lab.add_host("b").name + ":d1")
+    a.ip("-6 addr add 2001:db8::1/64 dev d0 nodad")
+    a.ip("-6 route add 2001:db8:9::/64 dev d0 mtu 1400 fastopen_no_cookie 1")
+    a.ip("-6 route add 2001:db8:6::/64 via 2001:db8::2 fastopen_no_cookie 1 metric 5")
+    assert a.ip("-6 route show 2001:db8:6::/64") == (
+        "2001:db8:6::/64 via 2001:db8::2 dev d0 metric 5 fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 route show 2001:db8:9::/64") == (
+        "2001:db8:9::/64 dev d0 metric 1024 mtu 1400 fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 -j route show 2001:db8:9::/64") == (
+        '[{"dst":"2001:db8:9::/64","dev":"d0","metric":1024,"flags":[],'
+        '"metrics":[{"mtu":1400,"fastopen_no_cookie":1}],"pref":"medium"}]\n'
+    )
+    assert a.ip("-6 route get 2001:db8:9::1") == (
+        "2001:db8:9::1 from :: dev d0 src 2001:db8::1 metric 1024 mtu 1400 "
+        "fastopen_no_cookie 1 pref medium\n"
+    )
+    assert a.ip("-6 route get 2001:db8:6::1") == (
+        "2001:db8:6::1 from :: via 2001:db8::2 dev d0 src 2001:db8::1 metric 5 "
+        "fastopen_no_cookie 1 pref medium\n"
+    )

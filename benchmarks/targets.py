@@ -1,0 +1,204 @@
+"""Issue 18's speed targets in one table, each beside the anchors of the same run.
+
+Runs the quick versions of ``udp_pps.py``, ``tunnel_pps.py`` and
+``tcp_bulk.py`` and prints one Markdown table, ``target | figure | anchor(s)
+| met/missed``: every figure per second of CPU time of this process (the one
+a shared machine moves least), every anchor measured in the same run
+(``benchmarks/anchors.py``: the Trio memory-channel floor, the kernel over
+veth between two network namespaces — root only, skipped otherwise — and,
+for the tunnels, the kernel's VXLAN against its direct path, the kernel here
+having no GRE or IPIP module). The header gives the load average, which
+says how much to trust the CPU-time figures. Under two minutes on a loaded
+2-core machine.
+
+``--callgrind`` adds the instruction counts (``valgrind --tool=callgrind``,
+the difference of two run lengths so start-up cancels; repeatable to about
+1 %, whatever the load): per UDP packet, per packet through GRE and IPIP
+against the direct path, and per 64 KB of TCP. It takes several minutes.
+``--scale`` multiplies the run sizes (the tests use a tiny one);
+``--verbose`` also prints the benchmarks' own lines.
+
+    python benchmarks/targets.py [--callgrind] [--no-anchors] [--scale F] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import anchors, tcp_bulk, tunnel_pps, udp_pps
+
+# the quick sizes: packets, packets, packets per tunnel kind, MB, MB
+UDP_BATCHED = 50_000
+UDP_PER_CALL = 10_000
+TUNNEL = 10_000
+TCP_MBYTES = 64
+TCP_NONE_MBYTES = 8
+# callgrind sizes: UDP and tunnel packets (a run less one of 0)
+CALLGRIND_PACKETS = 1280
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the table: the target, netstack's figure, the anchors and the verdict."""
+
+    target: str
+    figure: str
+    anchors: str
+    verdict: str
+
+    def markdown(self) -> str:
+        return f"| {self.target} | {self.figure} | {self.anchors} | {self.verdict} |"
+
+
+def _quiet(verbose: bool) -> contextlib.AbstractContextManager[object]:
+    return contextlib.nullcontext() if verbose else contextlib.redirect_stdout(io.StringIO())
+
+
+def _cells(found: list[anchors.Anchor]) -> str:
+    return "; ".join(a.short() for a in found) if found else "—"
+
+
+def udp_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
+    rows = []
+    for batch, n, target, what in (
+        (64, UDP_BATCHED, udp_pps.TARGET_BATCHED, "UDP 200 B, sendmmsg/recvmmsg of 64"),
+        (1, UDP_PER_CALL, udp_pps.TARGET_PER_CALL, "UDP 200 B, one send/recv per datagram"),
+    ):
+        packets = max(int(n * scale), 64)
+        with _quiet(verbose):
+            pps, found = udp_pps.measure(packets, batch, with_anchors)
+        rows.append(
+            Row(
+                f"{what} ≥ {target:,} packets/s per CPU s",
+                f"{pps:,.0f}",
+                _cells(found),
+                anchors.verdict(pps, target, at_least=True),
+            )
+        )
+    return rows
+
+
+def tunnel_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
+    packets = max(int(TUNNEL * scale), 64)
+    with _quiet(verbose):
+        per = {kind: tunnel_pps.measure(kind, packets) for kind in ("direct", "gre", "ipip")}
+        found = [anchors.kernel_vxlan_ratio(packets, 64)] if with_anchors else []
+    cells = "; ".join(
+        f"{a.name} adds {a.value - 1:.2f}" if a.value is not None else a.short() for a in found
+    )
+    if with_anchors:
+        cells += f"; {anchors.NO_TUNNEL_ANCHOR}"
+    rows = []
+    for kind in ("gre", "ipip"):
+        extra = per[kind] / per["direct"] - 1
+        rows.append(
+            Row(
+                f"UDP through {kind.upper()} adds ≤ {tunnel_pps.TARGET_EXTRA:g} direct path "
+                "(CPU per packet)",
+                f"adds {extra:.2f} ({1e6 * per[kind]:.1f} µs vs {1e6 * per['direct']:.1f} µs)",
+                cells or "—",
+                anchors.verdict(extra, tunnel_pps.TARGET_EXTRA, at_least=False),
+            )
+        )
+    return rows
+
+
+def tcp_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
+    rows = []
+    for name, mbytes, what in (
+        ("gso+gro", TCP_MBYTES, "TCP bulk, GSO+GRO"),
+        ("none", TCP_NONE_MBYTES, "TCP bulk, every offload off"),
+    ):
+        target = tcp_bulk.TARGETS[name]
+        with _quiet(verbose):
+            gbps, found = tcp_bulk.measure(
+                name, max(int(mbytes * scale), 1), with_anchors=with_anchors
+            )
+        rows.append(
+            Row(
+                f"{what} ≥ {target:g} Gbit/s per CPU s",
+                f"{gbps:.2f}",
+                _cells(found),
+                anchors.verdict(gbps, target, at_least=True),
+            )
+        )
+    return rows
+
+
+def callgrind_rows(scale: float, verbose: bool) -> list[Row]:
+    packets = max(int(CALLGRIND_PACKETS * scale), 64)
+    with _quiet(verbose):
+        udp = udp_pps.callgrind(packets, 64)
+        per = tunnel_pps.callgrind(["gre", "ipip"], packets)
+        tcp = tcp_bulk.callgrind(["gso+gro", "none"], 4, tcp_bulk.SEND_SIZE)
+    target = udp_pps.TARGET_INSTRUCTIONS
+    rows = [
+        Row(
+            f"UDP 200 B batched ≤ {target:,} instructions per packet (callgrind)",
+            f"{udp:,.0f}",
+            "—",
+            anchors.verdict(udp, target, at_least=False),
+        )
+    ]
+    for kind in ("gre", "ipip"):
+        extra = per[kind] / per["direct"] - 1
+        rows.append(
+            Row(
+                f"UDP through {kind.upper()} adds ≤ {tunnel_pps.TARGET_EXTRA:g} direct path "
+                "(callgrind instructions)",
+                f"adds {extra:.2f} ({per[kind]:,.0f} vs {per['direct']:,.0f})",
+                "—",
+                anchors.verdict(extra, tunnel_pps.TARGET_EXTRA, at_least=False),
+            )
+        )
+    for name, n in tcp.items():
+        rows.append(
+            Row(f"TCP bulk, {name}: instructions per 64 KB (callgrind)", f"{n:,.0f}", "—", "—")
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--callgrind", action="store_true", help="add instruction counts (several minutes)"
+    )
+    parser.add_argument(
+        "--anchors",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure the anchors beside each figure (default: on)",
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the run sizes")
+    parser.add_argument("--verbose", action="store_true", help="the benchmarks' own lines too")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()
+    print(
+        f"netstack targets (issue 18): CPython {platform.python_version()}, "
+        f"Linux {platform.release()}, {os.cpu_count()} CPUs, "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    rows = udp_rows(args.scale, args.anchors, args.verbose)
+    rows += tunnel_rows(args.scale, args.anchors, args.verbose)
+    rows += tcp_rows(args.scale, args.anchors, args.verbose)
+    if args.callgrind:
+        rows += callgrind_rows(args.scale, args.verbose)
+    print("| target | figure | anchor(s) | met/missed |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print(row.markdown())
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

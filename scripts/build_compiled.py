@@ -1,0 +1,288 @@
+"""Build the UDP and TCP data paths' modules with mypyc (optional, experimental; issue 18).
+
+    python scripts/build_compiled.py [--dest DIR] [--inplace] [--clean] [MODULE ...]
+
+The pure-Python package is the product and stays as it is; this script only
+measures what compilation gives. It copies ``netstack/`` to ``DIR/src``
+(``.mypyc-build/src`` by default), rewrites a copy of each module to compile
+(see below), and runs mypyc there (``build_ext --inplace``): the compiled
+extension modules land next to the copies, so
+
+    PYTHONPATH=.mypyc-build/src python benchmarks/udp_pps.py --callgrind
+
+runs the compiled build (``PYTHONPATH`` comes before the editable install's
+finder). ``--inplace`` also copies the extension modules into the worktree's
+``netstack/`` (``*.so`` is git-ignored), where every run of this checkout then
+imports them; ``--clean`` removes them again.
+
+The one rewrite: mypyc compiles a class with any decorator other than its own
+as a plain Python class (no native attributes, no property setters) and calls
+a decorated function through its module global instead of directly. The
+``@kernel`` markers of :mod:`netstack.sites` are metadata only, so the copy
+loses the decorator lines (blank lines keep the line numbers) and registers
+the same :data:`netstack.sites.MARKERS` entries at the end of the module.
+
+The other rewrites are listed in :data:`PATCHES`, each with its reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODULES: tuple[str, ...] = (
+    "netstack/wire/checksum.py",
+    "netstack/core/skbuff.py",
+    "netstack/core/dst.py",
+    "netstack/core/ethernet.py",
+    "netstack/core/xmit.py",
+    "netstack/core/dev.py",
+    "netstack/core/napi.py",
+    "netstack/core/sock.py",
+    "netstack/drivers/veth.py",
+    "netstack/neigh/neighbour.py",
+    "netstack/ipv4/fib.py",
+    "netstack/ipv4/route.py",
+    "netstack/ipv4/ip_output.py",
+    "netstack/ipv4/ip_input.py",
+    "netstack/ipv4/udp.py",
+    "netstack/socket/socket.py",
+    # what TCP bulk adds (benchmarks/tcp_bulk.py)
+    "netstack/tcp/input.py",
+    "netstack/tcp/output.py",
+    "netstack/tcp/tcp.py",
+    "netstack/tcp/sock.py",
+    "netstack/tcp/timer.py",
+    "netstack/tcp/rate.py",
+    "netstack/tcp/recovery.py",
+    "netstack/tcp/cubic.py",
+    "netstack/tcp/cong.py",
+    "netstack/tcp/helpers.py",
+    "netstack/tcp/options.py",
+    "netstack/tcp/minisocks.py",
+    "netstack/ipv4/tcp_ipv4.py",
+    "netstack/gro/core.py",
+    "netstack/gro/tcp.py",
+    "netstack/gro/eth.py",
+    "netstack/gro/segment.py",
+)
+"""The modules the batched UDP benchmark spends its time in (cProfile self time),
+then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
+left out, mypy (which mypyc runs over the rewritten copy) stops at "Cannot
+determine type of tw_timer_handler" in ``tcp/proto.py``."""
+
+
+def skb_rare_fields() -> list[str]:
+    """The fields ``SkBuff`` declares with a class-level default (stored only when written)."""
+    tree = ast.parse((ROOT / "netstack/core/skbuff.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "SkBuff":
+            return [
+                stmt.target.id
+                for stmt in node.body
+                if isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is not None
+            ]
+    raise SystemExit("netstack/core/skbuff.py: no class SkBuff")
+
+
+_RARE_SKB_FIELDS = skb_rare_fields()
+
+PATCHES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "netstack/core/dev.py",
+        "        del skb.tstamp\n",
+        "        skb.tstamp = 0.0\n",
+        "a native attribute cannot be deleted back to its class default",
+    ),
+    (
+        "netstack/core/dev.py",
+        "        del skb.mark\n",
+        "        skb.mark = 0\n",
+        "a native attribute cannot be deleted back to its class default",
+    ),
+    (
+        "netstack/core/skbuff.py",
+        """        d = self.__dict__
+        if d:  # the rare fields (cb, the holder's scratch, is a slot and not copied)
+            new.__dict__.update(d)
+""",
+        "".join(f"        new.{name} = self.{name}\n" for name in _RARE_SKB_FIELDS),
+        "a native class has no __dict__: the rare fields are native attributes",
+    ),
+    (
+        "netstack/core/skbuff.py",
+        """        d = self.__dict__
+        if d:
+            for name in ("inner_mac_header", "inner_network_header", "inner_transport_header"):
+                if d.get(name, -1) >= 0:
+                    d[name] += delta
+""",
+        """        if self.inner_mac_header >= 0:
+            self.inner_mac_header += delta
+        if self.inner_network_header >= 0:
+            self.inner_network_header += delta
+        if self.inner_transport_header >= 0:
+            self.inner_transport_header += delta
+""",
+        "a native class has no __dict__: the rare fields are native attributes",
+    ),
+)
+"""Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
+
+GROUP = "netstack._compiled"
+"""mypyc's shared library for the group (``netstack/_compiled__mypyc.*.so``)."""
+
+
+def _module_name(path: str) -> str:
+    return ".".join(Path(path).with_suffix("").parts).removesuffix(".__init__")
+
+
+def interpreted_bases(compiled: list[str]) -> set[str]:
+    """Names of classes that classes outside the *compiled* paths (or in tests) derive from."""
+    names: set[str] = set()
+    skip = {(ROOT / path).resolve() for path in compiled}
+    for path in [*(ROOT / "netstack").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        if path.resolve() in skip:
+            continue
+        for bases in _CLASS_BASES.findall(path.read_text()):
+            for base in bases.split(","):
+                names.add(base.split("[")[0].strip().rsplit(".", 1)[-1])
+    return names
+
+
+_CLASS_BASES = re.compile(r"^\s*class\s+\w+(?:\[[^\]]*\])?\(([^)]*)\)", re.MULTILINE)
+
+
+def rewrite(text: str, module: str, subclassed: set[str]) -> str:
+    """*text* without ``@kernel(...)`` decorator lines, registering the same markers at the end.
+
+    A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``.
+    """
+    lines = text.splitlines(keepends=True)
+    markers: dict[str, tuple[str, ...]] = {}
+    opened: list[int] = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name in subclassed:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            opened.append(first - 1)
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            qual = prefix + node.name
+            for deco in node.decorator_list:
+                if (
+                    isinstance(deco, ast.Call)
+                    and isinstance(deco.func, ast.Name)
+                    and deco.func.id == "kernel"
+                ):
+                    refs = tuple(ast.literal_eval(arg) for arg in deco.args)
+                    markers[f"{module}.{qual}"] = refs
+                    end = deco.end_lineno if deco.end_lineno is not None else deco.lineno
+                    for i in range(deco.lineno - 1, end):
+                        lines[i] = "\n"
+            if isinstance(node, ast.ClassDef):
+                walk(node.body, qual + ".")
+            else:
+                walk(node.body, qual + ".<locals>.")
+
+    walk(ast.parse(text).body, "")
+    for i in opened:
+        lines[i] = "@mypyc_attr(allow_interpreted_subclasses=True)\n" + lines[i]
+    if opened:  # on the __future__ import's line: the other lines keep their numbers
+        future = lines.index("from __future__ import annotations\n")
+        lines[future] = (
+            "from __future__ import annotations; from mypy_extensions import mypyc_attr\n"
+        )
+    if not markers:
+        return "".join(lines)
+    tail = ["\n", "from netstack.sites import MARKERS as _MARKERS  # noqa: E402\n", "\n"]
+    tail += ["_MARKERS.update(\n", "    {\n"]
+    tail += [f"        {key!r}: {refs!r},\n" for key, refs in markers.items()]
+    tail += ["    }\n", ")\n"]
+    return "".join(lines) + "".join(tail)
+
+
+def prepare(dest: Path, modules: list[str]) -> Path:
+    """Copy the package to *dest*/src and rewrite the modules to compile; return src."""
+    src = dest / "src"
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(
+        ROOT / "netstack", src / "netstack", ignore=shutil.ignore_patterns("*.so", "__pycache__")
+    )
+    shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")  # mypy's configuration
+    subclassed = interpreted_bases(modules)
+    for path in modules:
+        target = src / path
+        text = target.read_text()
+        for patch_path, old, new, _why in PATCHES:
+            if patch_path == path:
+                if old not in text:
+                    raise SystemExit(f"{path}: the text to patch is gone: {old!r}")
+                text = text.replace(old, new)
+        target.write_text(rewrite(text, _module_name(path), subclassed))
+    return src
+
+
+SETUP = """\
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+
+setup(
+    name="netstack-compiled",
+    packages=[],
+    ext_modules=mypycify(sys.argv[2:], group_name={group!r}, opt_level="3"),
+    script_args=["build_ext", "--inplace"],
+)
+"""
+
+
+def build(src: Path, modules: list[str]) -> list[Path]:
+    """Run mypyc over *modules* in *src*; return the extension modules it wrote."""
+    (src / "_setup_compiled.py").write_text(SETUP.format(group=GROUP))
+    subprocess.run([sys.executable, "_setup_compiled.py", "--", *modules], cwd=src, check=True)
+    return sorted((src / "netstack").rglob("*.so"))
+
+
+def clean() -> None:
+    for so in (ROOT / "netstack").rglob("*.so"):
+        so.unlink()
+        print(f"removed {so.relative_to(ROOT)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"paths to compile (default: {len(MODULES)})")
+    parser.add_argument("--dest", type=Path, default=ROOT / ".mypyc-build")
+    parser.add_argument("--inplace", action="store_true", help="copy the .so files into netstack/")
+    parser.add_argument("--clean", action="store_true", help="remove netstack/**/*.so and stop")
+    args = parser.parse_args()
+    if args.clean:
+        clean()
+        return
+    modules = list(args.modules) or list(MODULES)
+    src = prepare(args.dest.resolve(), modules)
+    built = build(src, modules)
+    for so in built:
+        rel = so.relative_to(src)
+        if args.inplace:
+            shutil.copy(so, ROOT / rel)
+        print(f"built {rel}")
+    if not args.inplace:
+        print(f"run with PYTHONPATH={src}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The benchmarks' anchors and the targets table run, at tiny sizes (issue 18).
+
+No timing is asserted (the machines are shared): the tests check that every
+anchor gives a figure or says why not, that the kernel anchor says it was
+skipped without root (``os.geteuid`` patched) or without network namespaces,
+and that ``benchmarks/targets.py`` prints its table with every row present and
+every number parseable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from benchmarks import anchors, targets  # noqa: E402
+
+NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@pytest.fixture
+def not_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+
+
+def test_trio_floor_gives_packets_and_gbits_per_cpu_second() -> None:
+    for anchor in (
+        anchors.trio_udp_floor(200, 64),
+        anchors.trio_udp_floor(50, 1),
+        anchors.trio_bulk_floor(1, 65160),
+    ):
+        assert anchor.value is not None and anchor.value > 0
+        m = re.fullmatch(
+            rf"  anchor Trio memory-channel floor: ({NUMBER}) (.+) \((.+)\)", anchor.line()
+        )
+        assert m is not None, anchor.line()
+        assert number(m[1]) > 0
+        assert m[2] in ("packets/s per CPU s", "Gbit/s per CPU s")
+    assert "lists of 64" in anchors.trio_udp_floor(200, 64).detail
+    assert "one per item" in anchors.trio_udp_floor(50, 1).detail
+
+
+@pytest.mark.usefixtures("not_root")
+def test_kernel_anchors_say_skipped_without_root() -> None:
+    for anchor in (
+        anchors.kernel_udp(100, 64),
+        anchors.kernel_udp(100, 1),
+        anchors.kernel_tcp(1, 65160),
+        anchors.kernel_tcp(1, 65160, tso="off", gso="off", gro="off"),
+        anchors.kernel_vxlan_ratio(100, 64),
+    ):
+        assert anchor.value is None
+        assert anchor.line().endswith("kernel anchor skipped: needs root and ip netns (not root)")
+        assert anchor.short().endswith(": skipped")
+
+
+def test_kernel_anchor_says_skipped_when_ip_netns_add_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[str, ...]] = []
+
+    def ip(*args: str) -> None:
+        calls.append(args)
+        raise subprocess.CalledProcessError(1, ["ip", *args], "", "mount --make-shared: denied")
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr(anchors, "_ip", ip)
+    anchor = anchors.kernel_udp(100, 64)
+    assert anchor.value is None
+    assert anchor.detail == (
+        "kernel anchor skipped: needs root and ip netns (ip netns add: mount --make-shared: denied)"
+    )
+    assert calls == [("netns", "add", calls[0][2])]  # nothing else tried, nothing to delete
+
+
+@pytest.mark.slow  # two pairs of namespaces, four Python processes
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_kernel_anchors_run_as_root_and_clean_up() -> None:
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    udp = anchors.kernel_udp(200, 64)
+    tcp = anchors.kernel_tcp(1, 65160, tso="off", gso="off", gro="off")
+    assert udp.value is not None and udp.value > 0, udp.line()
+    assert tcp.value is not None and tcp.value > 0, tcp.line()
+    assert "IPv4, TSO off, GSO off, GRO off" in tcp.detail
+    after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "nsanc-" not in after.replace(before, "")
+
+
+@pytest.mark.usefixtures("not_root")
+def test_targets_table_has_every_row_with_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = targets.main(["--scale", "0.005"])
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(rf"netstack targets \(issue 18\): .*load average {NUMBER} .*", out[0])
+    assert out[1:3] == ["| target | figure | anchor(s) | met/missed |", "|---|---|---|---|"]
+    assert out[3:-1] == [row.markdown() for row in rows]
+    assert out[-1].startswith("load average after: ")
+    assert [row.target.split(" ≥ ")[0].split(" adds")[0] for row in rows] == [
+        "UDP 200 B, sendmmsg/recvmmsg of 64",
+        "UDP 200 B, one send/recv per datagram",
+        "UDP through GRE",
+        "UDP through IPIP",
+        "TCP bulk, GSO+GRO",
+        "TCP bulk, every offload off",
+    ]
+    for row in rows:
+        assert row.verdict in ("met", "missed")
+        figure = re.match(rf"(?:adds )?(-?{NUMBER})", row.figure)
+        assert figure is not None, row.figure
+        number(figure[1])
+        assert "kernel" in row.anchors and "skipped" in row.anchors
+    udp, per_call = rows[0], rows[1]
+    for row in (udp, per_call):
+        floor = re.search(rf"Trio memory-channel floor ({NUMBER})", row.anchors)
+        assert floor is not None and number(floor[1]) > 0
+    assert "no anchor: no gre/ipip module" in rows[2].anchors
