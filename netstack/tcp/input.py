@@ -1929,9 +1929,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
-        if not tcp_try_rmem_schedule(sk, skb):
-            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
-            return
+        if not tcp_try_rmem_schedule(sk, skb):  # queue_and_out's refusal, as above
+            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
+            inet_csk_schedule_ack(sk)
+            if not sk.dead:
+                sk.sk_data_ready()
+            if sk.receive_queue and skb.tail > skb.data:
+                sk.ext.TCPRcvQDrop += 1
+                sk.sk_drops += 1
+                kfree_skb(skb, DropReason.PROTO_MEM)
+                return
+            sk_forced_mem_schedule(sk, skb.truesize)
         fin = tcb.tcp_flags & TCPHDR_FIN
         eaten = _queue_rcv(sk, skb)
         tcp_event_data_recv(sk, skb)
@@ -1993,6 +2001,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
             sk.ext.TCPOFOMerge += 1
             tcp_dsack_set(sk, seq, end_seq)
+            sk.sk_drops += max(skb.gso_segs, 1)  # tcp_drop_reason(): sk_drops_add()
             kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
         if after(prev.end_seq, seq):
@@ -2009,6 +2018,7 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         tcp_rmem_free(sk, victim)
         tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
+        sk.sk_drops += max(victim.gso_segs, 1)
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
     if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):  # tcp_ooo_try_coalesce()
         prev_skb = q[i - 1]
@@ -2955,6 +2965,7 @@ def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.rcv_nxt = ccb.end_seq
     clone.sk = None
     sk.receive_queue.append(clone)  # tcp_add_receive_queue() (sk_forced_mem_schedule)
+    sk_forced_mem_schedule(sk, clone.truesize)  # tcp_fastopen_add_skb() does both
     skb_set_owner_r(sk, clone)
     sk.syn_data_acked = True
     sk.bytes_received = clone.tail - clone.data
