@@ -1969,7 +1969,8 @@ def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
 def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     """Keep a segment that arrived ahead of a hole; SACK it.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (no coalescing).
+    Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (a sorted list for the
+    rbtree: the skb before the insertion point is the one the walk could coalesce).
     """
     if TIMED:
         spend("tcp_data_queue_ofo")
@@ -2006,6 +2007,17 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
             return
         if after(prev.end_seq, seq):
             tcp_dsack_set(sk, seq, prev.end_seq)
+    # it continues the skb before it (the last one, or the one the tree walk meets):
+    # copied into it (tcp_ooo_try_coalesce), coalesce_done, and no merge to the right
+    if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):
+        prev_skb = q[i - 1]
+        prev_skb.gso_segs = min(max(prev_skb.gso_segs, 1) + max(skb.gso_segs, 1), 0xFFFF)
+        if tcp_is_sack(sk):
+            tcp_grow_window(sk, skb)  # the window may grow for what waits out of order
+        tcp_sack_new_ofo_skb(sk, seq, end_seq)
+        consume_skb(skb)
+        tcp_rcvbuf_grow(sk)
+        return
     # later skbs this one covers are dropped (the first duplicate range stays reported)
     while i < len(q):
         nxt: TcpSkbCb = q[i].cb
@@ -2020,15 +2032,6 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         sk.ext.TCPOFOMerge += 1
         sk.sk_drops += max(victim.gso_segs, 1)
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
-    if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):  # tcp_ooo_try_coalesce()
-        prev_skb = q[i - 1]
-        prev_skb.gso_segs = min(max(prev_skb.gso_segs, 1) + max(skb.gso_segs, 1), 0xFFFF)
-        if tcp_is_sack(sk):
-            tcp_grow_window(sk, skb)  # the window may grow for what waits out of order
-        tcp_sack_new_ofo_skb(sk, seq, end_seq)
-        consume_skb(skb)
-        tcp_rcvbuf_grow(sk)
-        return
     skb.sk = None
     q.insert(i, skb)
     tcp_sack_new_ofo_skb(sk, seq, end_seq)

@@ -157,6 +157,16 @@ def _run(text: str) -> tuple[TcpSock, dict[str, int]]:
                 "TCPOFODrop": 10,
             },
         ),
+        # out of order, a segment continuing one skb and covering the next: copied
+        # into the first (tcp_ooo_try_coalesce), the covered one stays queued (no
+        # TCPOFOMerge, no D-SACK: coalesce_done skips merge_right)
+        (
+            [(201, 10), (221, 10), (211, 20)],
+            1664,
+            2432,
+            6732,
+            {"TCPRcvCoalesce": 1, "TCPOFOQueue": 3},
+        ),
     ],
     ids=[
         "1B-x40",
@@ -169,6 +179,7 @@ def _run(text: str) -> tuple[TcpSock, dict[str, int]]:
         "ofo-x40-filled",
         "ofo-gaps-pruned",
         "ofo-pruned-long-in-order",
+        "ofo-coalesce-before-merge",
     ],
 )
 def test_receive_memory_as_linux_6_18(
