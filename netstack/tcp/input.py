@@ -1948,9 +1948,17 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
-        if not tcp_try_rmem_schedule(sk, skb):
-            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
-            return
+        if not tcp_try_rmem_schedule(sk, skb):  # queue_and_out's refusal, as above
+            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
+            inet_csk_schedule_ack(sk)
+            if not sk.dead:
+                sk.sk_data_ready()
+            if sk.receive_queue and skb.tail > skb.data:
+                sk.ext.TCPRcvQDrop += 1
+                sk.sk_drops += 1
+                kfree_skb(skb, DropReason.PROTO_MEM)
+                return
+            sk_forced_mem_schedule(sk, skb.truesize)
         fin = tcb.tcp_flags & TCPHDR_FIN
         eaten = _queue_rcv(sk, skb)
         tcp_event_data_recv(sk, skb)
@@ -2001,7 +2009,8 @@ def _out_of_window(sk: TcpSock, skb: SkBuff, reason: DropReason) -> None:
 def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
     """Keep a segment that arrived ahead of a hole; SACK it.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (no coalescing).
+    Kernel: net/ipv4/tcp_input.c, tcp_data_queue_ofo() (a sorted list for the
+    rbtree: the skb before the insertion point is the one the walk could coalesce).
     """
     if TIMED:
         spend("tcp_data_queue_ofo")
@@ -2032,10 +2041,22 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         if not after(end_seq, prev.end_seq) and not before(seq, prev.seq):
             sk.ext.TCPOFOMerge += 1
             tcp_dsack_set(sk, seq, end_seq)
+            sk.sk_drops += max(skb.gso_segs, 1)  # tcp_drop_reason(): sk_drops_add()
             kfree_skb(skb, DropReason.TCP_OFOMERGE)
             return
         if after(prev.end_seq, seq):
             tcp_dsack_set(sk, seq, prev.end_seq)
+    # it continues the skb before it (the last one, or the one the tree walk meets):
+    # copied into it (tcp_ooo_try_coalesce), coalesce_done, and no merge to the right
+    if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):
+        prev_skb = q[i - 1]
+        prev_skb.gso_segs = min(max(prev_skb.gso_segs, 1) + max(skb.gso_segs, 1), 0xFFFF)
+        if tcp_is_sack(sk):
+            tcp_grow_window(sk, skb)  # the window may grow for what waits out of order
+        tcp_sack_new_ofo_skb(sk, seq, end_seq)
+        consume_skb(skb)
+        tcp_rcvbuf_grow(sk)
+        return
     # later skbs this one covers are dropped (the first duplicate range stays reported)
     while i < len(q):
         nxt: TcpSkbCb = q[i].cb
@@ -2048,16 +2069,8 @@ def tcp_data_queue_ofo(sk: TcpSock, skb: SkBuff) -> None:
         tcp_rmem_free(sk, victim)
         tcp_dsack_extend(sk, nxt.seq, nxt.end_seq)
         sk.ext.TCPOFOMerge += 1
+        sk.sk_drops += max(victim.gso_segs, 1)
         kfree_skb(victim, DropReason.TCP_OFOMERGE)
-    if i > 0 and tcp_try_coalesce(sk, q[i - 1], skb):  # tcp_ooo_try_coalesce()
-        prev_skb = q[i - 1]
-        prev_skb.gso_segs = min(max(prev_skb.gso_segs, 1) + max(skb.gso_segs, 1), 0xFFFF)
-        if tcp_is_sack(sk):
-            tcp_grow_window(sk, skb)  # the window may grow for what waits out of order
-        tcp_sack_new_ofo_skb(sk, seq, end_seq)
-        consume_skb(skb)
-        tcp_rcvbuf_grow(sk)
-        return
     skb.sk = None
     q.insert(i, skb)
     tcp_sack_new_ofo_skb(sk, seq, end_seq)
@@ -3059,6 +3072,7 @@ def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
     sk.rcv_nxt = ccb.end_seq
     clone.sk = None
     sk.receive_queue.append(clone)  # tcp_add_receive_queue() (sk_forced_mem_schedule)
+    sk_forced_mem_schedule(sk, clone.truesize)  # tcp_fastopen_add_skb() does both
     skb_set_owner_r(sk, clone)
     sk.syn_data_acked = True
     sk.bytes_received = clone.tail - clone.data

@@ -19,7 +19,7 @@ keeps many small segments cheap three ways, all modelled here:
   (``pred_flags``) is queued without any receive-buffer check as long as its
   truesize fits ``sk_forward_alloc`` (``tcp_rcv_established``), so the queue may
   overshoot ``sk_rcvbuf`` by up to a page; only the slow path checks
-  ``tcp_can_ingest`` (6.18: ``sk_rmem_alloc + skb->len <= sk_rcvbuf``).
+  ``tcp_can_ingest`` (6.18: ``sk_rmem_alloc <= sk_rcvbuf``).
 * **pruning** (``tcp_prune_queue``), when the slow path finds no room: the
   window is clamped (``tcp_clamp_window``: ``rcv_ssthresh`` down to two
   segments), the out-of-order queue's ranges of small skbs and then the
@@ -228,11 +228,16 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> bool:
 # ------------------------------------------------------------------ pruning
 @kernel("net/ipv4/tcp_input.c", "tcp_can_ingest")
 def tcp_can_ingest(sk: TcpSock, skb: SkBuff) -> bool:
-    """6.18 (6.17.3+): room for the segment's *length* below sk_rcvbuf.
+    """Is the queued memory within sk_rcvbuf? (*skb* is not counted.)
 
+    6.17's "stronger sk_rcvbuf checks" (queued + truesize, then + length) were
+    given up again ("tcp: give up on stronger sk_rcvbuf checks (for now)",
+    in the 6.18 stable series): the 6.18 measured here prunes a 2,900-byte
+    in-order segment's way clear once 14,144 bytes are queued in a 16 KB buffer
+    and takes it (tests/tcp/test_tcp_rcvmem.py, "ofo-pruned-long-in-order").
     Kernel: net/ipv4/tcp_input.c, tcp_can_ingest().
     """
-    return sk.sk_rmem_alloc + (skb.tail - skb.data) <= sk.sk_rcvbuf
+    return sk.sk_rmem_alloc <= sk.sk_rcvbuf
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_clamp_window")
@@ -388,10 +393,10 @@ def tcp_prune_ofo_queue(sk: TcpSock, in_skb: SkBuff) -> bool:
         q.pop()
         goal -= skb.truesize
         tcp_rmem_free(sk, skb)
-        sk.sk_drops += 1
+        sk.sk_drops += max(skb.gso_segs, 1)  # sk_drops_add()
         kfree_skb(skb, DropReason.TCP_OFO_QUEUE_PRUNE)
         if not q or goal <= 0:
-            if tcp_can_ingest(sk, skb):
+            if tcp_can_ingest(sk, in_skb):  # the syzbot fix: the incoming skb
                 break
             goal = sk.sk_rcvbuf >> 3
     if pruned:

@@ -163,6 +163,7 @@ def inet_csk_destroy_sock(sk: TcpSock) -> None:
     while sk.receive_queue:
         consume_skb(sk.receive_queue.popleft())
     sk.sk_rmem_alloc = 0
+    sk.sk_forward_alloc = 0  # sk_mem_reclaim()
     if sk.bind_port:
         inet_put_port(sk)
     if sk.dst_cache is not None:

@@ -632,6 +632,7 @@ def _tcp_close(sk: TcpSock) -> None:
         data_was_unread += length
         consume_skb(skb)
     sk.sk_rmem_alloc = 0
+    sk.sk_forward_alloc = 0  # sk_mem_reclaim()
     if sk.state == TCP_CLOSE:
         pass
     elif data_was_unread:

@@ -139,6 +139,34 @@ def _run(text: str) -> tuple[TcpSock, dict[str, int]]:
                 "TCPOFODrop": 10,
             },
         ),
+        # the same, then a 2,900-byte segment fills the hole and more: pruning the
+        # out-of-order queue stops once the queued memory is within sk_rcvbuf
+        # (tcp_can_ingest), three skbs from the end; the segment is taken, covers
+        # 14 out-of-order skbs, and the next one is coalesced into it
+        (
+            [(101 + i * 200, 100) for i in range(30)] + [(1, 2900)],
+            6016,
+            2176,
+            7300,
+            {
+                "PruneCalled": 11,
+                "RcvPruned": 10,
+                "OfoPruned": 1,
+                "TCPRcvCoalesce": 1,
+                "TCPOFOQueue": 20,
+                "TCPOFODrop": 10,
+            },
+        ),
+        # out of order, a segment continuing one skb and covering the next: copied
+        # into the first (tcp_ooo_try_coalesce), the covered one stays queued (no
+        # TCPOFOMerge, no D-SACK: coalesce_done skips merge_right)
+        (
+            [(201, 10), (221, 10), (211, 20)],
+            1664,
+            2432,
+            6732,
+            {"TCPRcvCoalesce": 1, "TCPOFOQueue": 3},
+        ),
     ],
     ids=[
         "1B-x40",
@@ -150,6 +178,8 @@ def _run(text: str) -> tuple[TcpSock, dict[str, int]]:
         "ofo-x60-collapse-twice",
         "ofo-x40-filled",
         "ofo-gaps-pruned",
+        "ofo-pruned-long-in-order",
+        "ofo-coalesce-before-merge",
     ],
 )
 def test_receive_memory_as_linux_6_18(
@@ -173,3 +203,23 @@ def test_collapsed_queue_reads_out_whole() -> None:
     sk, got = _run(text)
     assert got["TCPRcvCollapsed"] == 24
     assert (sk.sk_rmem_alloc, sk.copied_seq - sk.rcv_nxt) == (0, 0)
+
+
+def test_fast_open_syn_data_is_charged_to_reserved_pages() -> None:
+    """A Fast Open child's SYN data is queued as tcp_fastopen_add_skb() does it:
+    sk_forced_mem_schedule() reserves a page before skb_set_owner_r() charges
+    the skb, so sk_forward_alloc stays non-negative (it went to -832 before, and
+    the next segment missed the fast path's truesize test)."""
+    text = """\
+`sysctl -q net.ipv4.tcp_rmem="4096 131072 6291456"; sysctl -q net.ipv4.tcp_fastopen=0x602`
+0     socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0    setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
++0    bind(3, ..., ...) = 0
++0    listen(3, 8) = 0
++0    < S 0:30(30) win 65535 <mss 1460,sackOK,nop,nop,nop,wscale 7>
++0    > S. 0:0(0) ack 31 win 64240 <mss 1460,nop,nop,sackOK,nop,wscale 7>
++0    accept(3, ..., ...) = 4
++.01  < . 31:31(0) ack 1 win 1024
+"""
+    sk, _ = _run(text)
+    assert (sk.sk_rmem_alloc, sk.sk_forward_alloc) == (832, 4096 - 832)
