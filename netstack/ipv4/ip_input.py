@@ -35,7 +35,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_DOREDIRECT
-from netstack.ipv4.route import ip_route_input_noref
+from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial, csum_sub, ip_fast_csum
 from netstack.wire.icmp import (
@@ -293,10 +293,10 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         return 0
     rt: Any = skb.dst
     out = rt.dev
-    # ip_dst_mtu_maybe_forward(), a static inline: the device's MTU unless the
-    # route carries a PMTU, an "mtu" metric or a lock (then as ipv4_mtu() reads it)
+    # ip_dst_mtu_maybe_forward(dst, true): the device's MTU unless the route
+    # carries a PMTU, an "mtu" metric or a lock
     if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
-        mtu = rt.mtu()
+        mtu = ip_dst_mtu_maybe_forward(ipv4, rt, True)
     else:
         mtu = out.mtu
         if mtu > IP_MAX_MTU:

@@ -28,6 +28,7 @@ from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_s
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
 from netstack.core.xmit import skb_checksum_help
 from netstack.ipv4.constants import RTCF_BROADCAST
+from netstack.ipv4.route import ip_dst_mtu_maybe_forward
 from netstack.neigh.neighbour import neigh_confirm, neigh_hh_output
 from netstack.neigh.nud import NUD_CONNECTED
 from netstack.sites import TIMED, kernel, spend
@@ -313,9 +314,14 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_finish_output")
-    dst = skb.dst
+    dst: Any = skb.dst
     assert dst is not None
-    mtu = dst.mtu()
+    if getattr(dst, "rt_is_input", False):
+        # ip_skb_dst_mtu(): a forwarded packet (IPSKB_FORWARDED; it carries its
+        # input route) gets ip_dst_mtu_maybe_forward(dst, true)
+        mtu = ip_dst_mtu_maybe_forward(ipv4, dst, True)
+    else:
+        mtu = dst.mtu()
     if skb.gso_size:
         return ip_finish_output2(ipv4, skb)
     if skb.tail - skb.data > mtu:

@@ -129,6 +129,7 @@ class Ipv4:
         "ip",
         "ip_default_ttl",
         "ip_fwd_update_priority",
+        "ip_fwd_use_pmtu",
         "ip_local_port_range",
         "ip_no_pmtu_disc",
         "ip_nonlocal_bind",
@@ -161,6 +162,7 @@ class Ipv4:
         self.ip_nonlocal_bind = 0
         self.ip_local_port_range = (32768, 60999)
         self.ip_fwd_update_priority = 1
+        self.ip_fwd_use_pmtu = 0  # net.ipv4.ip_forward_use_pmtu
         self.icmp_echo_ignore_all = 0
         self.icmp_echo_ignore_broadcasts = 1
         self.icmp_ignore_bogus_error_responses = 1

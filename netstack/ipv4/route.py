@@ -85,6 +85,7 @@ __all__ = [
     "Flowi4",
     "InetPeer",
     "Rtable",
+    "ip_dst_mtu_maybe_forward",
     "ip_route_input_noref",
     "ip_route_output_key",
     "ip_rt_update_pmtu",
@@ -212,6 +213,34 @@ class Rtable(DstEntry):
     def link_failure(self, skb: SkBuff) -> None:
         """Kernel: ipv4_link_failure()."""
         ipv4_link_failure(self.ipv4, skb)
+
+
+@kernel("include/net/ip.h", "ip_dst_mtu_maybe_forward")
+def ip_dst_mtu_maybe_forward(ipv4: Ipv4, rt: Rtable, forwarding: bool) -> int:
+    """The MTU for a packet leaving by *rt*; a forwarded one ignores a learnt PMTU.
+
+    A forwarded packet (*forwarding*) uses the route's PMTU only with
+    ``net.ipv4.ip_forward_use_pmtu`` or a locked MTU (commit f87c10a8aa1e:
+    ICMP "fragmentation needed" from anyone must not shrink the MTU a router
+    forwards everyone's traffic with); else the route's ``mtu`` metric, else
+    the device's.
+
+    Kernel: include/net/ip.h, ip_dst_mtu_maybe_forward().
+    """
+    locked = rt.rt_mtu_locked or rt.metric_mtu_locked  # ip_mtu_locked()
+    mtu = 0
+    if ipv4.ip_fwd_use_pmtu or locked or not forwarding:
+        mtu = rt.rt_pmtu
+        if mtu and rt.expires and ipv4.net.clock.jiffies >= rt.expires:
+            mtu = 0
+    if not mtu:
+        mtu = rt.metric_mtu
+        if not mtu:
+            dev = rt.dev
+            mtu = dev.mtu if dev is not None else 1500
+            if locked and rt.rt_uses_gateway and mtu > 576:
+                mtu = 576
+    return mtu if mtu < IP_MAX_MTU else IP_MAX_MTU
 
 
 # ---------------------------------------------------------------------------

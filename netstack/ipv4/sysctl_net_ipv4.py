@@ -90,6 +90,7 @@ def ipv4_sysctl_init_net(ipv4: Ipv4) -> None:
     s.register_int(
         "net.ipv4.ip_forward_update_priority", ipv4, "ip_fwd_update_priority", minimum=0, maximum=1
     )
+    s.register_int("net.ipv4.ip_forward_use_pmtu", ipv4, "ip_fwd_use_pmtu", minimum=0, maximum=1)
     for name in (
         "icmp_echo_ignore_all",
         "icmp_echo_ignore_broadcasts",

@@ -18,6 +18,7 @@ import trio
 import trio.testing
 
 from netstack.ipv4 import ipv4_of
+from netstack.ipv4.route import ip_route_output, ip_rt_update_pmtu
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
 from netstack.testing.builders import nstat, open_test_lab, routed
 
@@ -264,3 +265,37 @@ async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
         assert nh2.rth_input is not None and nh2.rth_input not in (first, second)
         assert nstat(r, "IpForwDatagrams") == 5
         assert nstat(b, "UdpInDatagrams") == 5
+
+
+async def test_forwarding_ignores_a_learnt_pmtu_unless_ip_forward_use_pmtu(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """ip_dst_mtu_maybe_forward(): a router's PMTU exception towards a destination
+    does not shrink the MTU it forwards other hosts' packets with
+    (``net.ipv4.ip_forward_use_pmtu`` = 0, f87c10a8aa1e); with 1 it does.
+    """
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab)
+        ipv4 = ipv4_of(r.net)
+        rt = ip_route_output(ipv4, 0x0A000201)
+        assert not isinstance(rt, int)
+        ip_rt_update_pmtu(ipv4, rt, 0x0A000201, 1000)  # r learnt 1000 towards b
+        assert r.sysctl("net.ipv4.ip_forward_use_pmtu") == "0"
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 7000))
+        cli = a.socket()
+        cli.setsockopt(IPPROTO_IP, IP_RECVERR, 1)
+        await cli.connect(("10.0.2.1", 7000))
+        big = b"\x5a" * 1400  # 1,428 bytes with DF: fits 1500, not 1000
+        await cli.send(big)
+        with trio.fail_after(1):
+            assert await srv.recv(2048) == big
+        assert nstat(r, "IpForwDatagrams") == 1
+        assert nstat(r, "IpFragFails") == 0
+        r.sysctl("net.ipv4.ip_forward_use_pmtu=1")
+        await trio.sleep(1.0)
+        await cli.send(big)
+        await trio.sleep(0.5)
+        assert nstat(r, "IpFragFails") == 1
+        assert nstat(r, "IcmpOutDestUnreachs") == 1
+        assert nstat(r, "IpForwDatagrams") == 1
