@@ -135,6 +135,19 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
 """,
         "a native class has no __dict__: the rare fields are native attributes",
     ),
+    (
+        "netstack/tcp/sock.py",
+        "        self.af_specific: InetConnectionSockAfOps = listener.af_ops\n",
+        "        self.af_specific: InetConnectionSockAfOps = listener.af_ops\n"
+        "        self._oow: Any = None\n",
+        "req_ratelimit stores _oow on a RequestSock: a native class needs it declared",
+    ),
+    (
+        "netstack/tcp/minisocks.py",
+        "        req._oow = holder  # type: ignore[attr-defined]\n",
+        "        req._oow = holder\n",
+        "the ignore is unused once RequestSock declares _oow (mypy --strict rejects it)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
