@@ -1876,6 +1876,24 @@ def _queue_rcv(sk: TcpSock, skb: SkBuff) -> bool:
     return eaten
 
 
+def _queue_and_out_nomem(sk: TcpSock, skb: SkBuff) -> bool:
+    """``tcp_data_queue``'s ``queue_and_out`` when ``tcp_try_rmem_schedule``
+    failed: the next ACK offers a zero window (ICSK_ACK_NOMEM) and the reader is
+    woken; with data already queued the segment is dropped (True), an empty
+    queue takes it anyway (``sk_forced_mem_schedule``)."""
+    sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
+    inet_csk_schedule_ack(sk)
+    if not sk.dead:
+        sk.sk_data_ready()
+    if sk.receive_queue and skb.tail > skb.data:
+        sk.ext.TCPRcvQDrop += 1
+        sk.sk_drops += 1
+        kfree_skb(skb, DropReason.PROTO_MEM)
+        return True
+    sk_forced_mem_schedule(sk, skb.truesize)
+    return False
+
+
 @kernel("net/ipv4/tcp_input.c", "tcp_data_queue")
 def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
@@ -1901,18 +1919,8 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
-        elif not tcp_try_rmem_schedule(sk, skb):
-            # no memory: the next ACK offers a zero window (ICSK_ACK_NOMEM)
-            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
-            inet_csk_schedule_ack(sk)
-            if not sk.dead:
-                sk.sk_data_ready()
-            if sk.receive_queue and skb.tail > skb.data:
-                sk.ext.TCPRcvQDrop += 1
-                sk.sk_drops += 1
-                kfree_skb(skb, DropReason.PROTO_MEM)
-                return
-            sk_forced_mem_schedule(sk, skb.truesize)  # an empty queue takes it anyway
+        elif not tcp_try_rmem_schedule(sk, skb) and _queue_and_out_nomem(sk, skb):
+            return
         fin = tcb.tcp_flags & TCPHDR_FIN
         eaten = _queue_rcv(sk, skb)
         if skb.tail > skb.data:
@@ -1948,17 +1956,8 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
-        if not tcp_try_rmem_schedule(sk, skb):  # queue_and_out's refusal, as above
-            sk.icsk_ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW
-            inet_csk_schedule_ack(sk)
-            if not sk.dead:
-                sk.sk_data_ready()
-            if sk.receive_queue and skb.tail > skb.data:
-                sk.ext.TCPRcvQDrop += 1
-                sk.sk_drops += 1
-                kfree_skb(skb, DropReason.PROTO_MEM)
-                return
-            sk_forced_mem_schedule(sk, skb.truesize)
+        if not tcp_try_rmem_schedule(sk, skb) and _queue_and_out_nomem(sk, skb):
+            return  # the kernel's goto queue_and_out: the same refusal
         fin = tcb.tcp_flags & TCPHDR_FIN
         eaten = _queue_rcv(sk, skb)
         tcp_event_data_recv(sk, skb)
