@@ -1,19 +1,20 @@
 """Issue 18's speed targets in one table, each beside the anchors of the same run.
 
-Runs the quick versions of ``udp_pps.py``, ``tunnel_pps.py`` and
-``tcp_bulk.py`` and prints one Markdown table, ``target | figure | anchor(s)
+Runs the quick versions of ``udp_pps.py``, ``router_hop.py``,
+``tunnel_pps.py`` and ``tcp_bulk.py`` and prints one Markdown table, ``target | figure | anchor(s)
 | met/missed``: every figure per second of CPU time of this process (the one
 a shared machine moves least), every anchor measured in the same run
 (``benchmarks/anchors.py``: the Trio memory-channel floor, the kernel over
 veth between two network namespaces — root only, skipped otherwise — and,
-for the tunnels, the kernel's VXLAN against its direct path, the kernel here
+for the router hop, the kernel with a router namespace between the two; for
+the tunnels, the kernel's VXLAN against its direct path, the kernel here
 having no GRE or IPIP module). The header gives the load average, which
 says how much to trust the CPU-time figures. Under two minutes on a loaded
 2-core machine.
 
 ``--callgrind`` adds the instruction counts (``valgrind --tool=callgrind``,
 the difference of two run lengths so start-up cancels; repeatable to about
-1 %, whatever the load): per UDP packet, per packet through GRE and IPIP
+1 %, whatever the load): per UDP packet, per router hop, per packet through GRE and IPIP
 against the direct path, and per 64 KB of TCP. It takes several minutes.
 ``--scale`` multiplies the run sizes (the tests use a tiny one);
 ``--verbose`` also prints the benchmarks' own lines.
@@ -33,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import anchors, tcp_bulk, tunnel_pps, udp_pps
+from benchmarks import anchors, router_hop, tcp_bulk, tunnel_pps, udp_pps
 
 # the quick sizes: packets, packets, packets per tunnel kind, MB, MB
 UDP_BATCHED = 50_000
 UDP_PER_CALL = 10_000
+ROUTER_HOP = 20_000
 TUNNEL = 10_000
 TCP_MBYTES = 64
 TCP_NONE_MBYTES = 8
@@ -84,6 +86,27 @@ def udp_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
             )
         )
     return rows
+
+
+def hop_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
+    packets = max(int(ROUTER_HOP * scale), 64)
+    with _quiet(verbose):
+        hop = router_hop.cpu_times(packets, False)
+        kernel = router_hop.kernel_anchor(packets) if with_anchors else None
+    if not with_anchors:
+        cell = "—"
+    elif kernel is None:
+        cell = "kernel over veth (a router namespace): skipped"
+    else:
+        cell = f"kernel over veth (a router namespace) {kernel:.2f} µs"
+    return [
+        Row(
+            f"Router hop ≤ {router_hop.TARGET_US:g} µs of CPU per packet (routed less direct)",
+            f"{hop:.2f} µs",
+            cell,
+            anchors.verdict(hop, router_hop.TARGET_US, at_least=False),
+        )
+    ]
 
 
 def tunnel_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
@@ -137,6 +160,7 @@ def callgrind_rows(scale: float, verbose: bool) -> list[Row]:
     packets = max(int(CALLGRIND_PACKETS * scale), 64)
     with _quiet(verbose):
         udp = udp_pps.callgrind(packets, 64)
+        hop = router_hop.callgrind(packets)
         per = tunnel_pps.callgrind(["gre", "ipip"], packets)
         tcp = tcp_bulk.callgrind(["gso+gro", "none"], 4, tcp_bulk.SEND_SIZE)
     target = udp_pps.TARGET_INSTRUCTIONS
@@ -146,7 +170,14 @@ def callgrind_rows(scale: float, verbose: bool) -> list[Row]:
             f"{udp:,.0f}",
             "—",
             anchors.verdict(udp, target, at_least=False),
-        )
+        ),
+        Row(
+            f"Router hop ≤ {router_hop.TARGET_INSTRUCTIONS:,} instructions per packet "
+            "(callgrind, routed less direct)",
+            f"{hop:,.0f}",
+            "—",
+            anchors.verdict(hop, router_hop.TARGET_INSTRUCTIONS, at_least=False),
+        ),
     ]
     for kind in ("gre", "ipip"):
         extra = per[kind] / per["direct"] - 1
@@ -187,6 +218,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     rows = udp_rows(args.scale, args.anchors, args.verbose)
+    rows += hop_rows(args.scale, args.anchors, args.verbose)
     rows += tunnel_rows(args.scale, args.anchors, args.verbose)
     rows += tcp_rows(args.scale, args.anchors, args.verbose)
     if args.callgrind:
