@@ -18,14 +18,14 @@ functional mode:
 from __future__ import annotations
 
 import argparse
-import time
-
-import trio
+import sys
+from pathlib import Path
 
 import netstack
 
-PAYLOAD = b"\x5a" * 200
-BATCH = 64
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import stream
+
 IPV4_ONLY: dict[str, str | int] = {"net.ipv6.conf.all.disable_ipv6": 1}
 
 
@@ -48,27 +48,8 @@ async def run_once(packets: int, kind: str) -> float:
                 h.ip(f"addr add 192.168.42.{me}/24 dev vxlan0")
                 h.ip("link set vxlan0 up")
             dst = "192.168.42.2"
-        rx = b.socket()
-        await rx.bind(("0.0.0.0", 9000))
-        tx = a.socket()
-        await tx.connect((dst, 9000))
-        await tx.send(PAYLOAD)  # ARP, FDB learning, route and neighbour warm-up
-        await rx.recv(2048)
-        received = 0
-
-        async def receiver() -> None:
-            nonlocal received
-            while received < packets:
-                received += len(await rx.recvmmsg(2048, BATCH))
-
-        start = time.perf_counter()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receiver)
-            sent = 0
-            msgs = [(PAYLOAD, None)] * BATCH
-            while sent < packets:
-                sent += await tx.sendmmsg(msgs[: min(BATCH, packets - sent)])
-        return packets / (time.perf_counter() - start)
+        elapsed, _ = await stream.udp_stream(a, b, dst, packets)
+        return packets / elapsed
 
 
 def main() -> None:
@@ -77,7 +58,9 @@ def main() -> None:
     args = parser.parse_args()
     for kind in ("veth", "bridge", "vxlan"):
         pps = netstack.run(run_once, args.packets, kind)
-        print(f"{kind:<7} {pps:>10,.0f} packets/s  (UDP, 200-byte payload, batches of {BATCH})")
+        print(
+            f"{kind:<7} {pps:>10,.0f} packets/s  (UDP, 200-byte payload, batches of {stream.BATCH})"
+        )
 
 
 if __name__ == "__main__":

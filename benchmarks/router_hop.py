@@ -42,14 +42,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-
-import trio
+from pathlib import Path
 
 import netstack
 
-PAYLOAD = b"\x5a" * 200
-BATCH = 64
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import stream
+
 TARGET_US = 3.0
 TARGET_INSTRUCTIONS = 25_000
 
@@ -75,27 +74,7 @@ async def run_once(packets: int, routed: bool) -> tuple[float, int]:
             a.ip("addr add 10.0.0.1/24 dev eth0")
             b.ip("addr add 10.0.0.2/24 dev eth0")
             dst = "10.0.0.2"
-        rx = b.socket()
-        await rx.bind(("0.0.0.0", 9000))
-        tx = a.socket()
-        await tx.connect((dst, 9000))
-        await tx.send(PAYLOAD)  # ARP, routes and neighbours warm up
-        await rx.recv(2048)
-        received = 0
-
-        async def receiver() -> None:
-            nonlocal received
-            while received < packets:
-                received += len(await rx.recvmmsg(2048, BATCH))
-
-        cpu_start = time.process_time()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receiver)
-            sent = 0
-            msgs = [(PAYLOAD, None)] * BATCH
-            while sent < packets:
-                sent += await tx.sendmmsg(msgs[: min(BATCH, packets - sent)])
-        cpu = time.process_time() - cpu_start
+        _, cpu = await stream.udp_stream(a, b, dst, packets)
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
         if routed:
             fwd = r.snmp()["Ip"].ForwDatagrams

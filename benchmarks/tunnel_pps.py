@@ -29,17 +29,13 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
-
-import trio
 
 import netstack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import anchors
+from benchmarks import anchors, stream
 
-PAYLOAD = b"\x5a" * 200
 KINDS = {
     "direct": "",
     "gre": "type gre",
@@ -63,27 +59,8 @@ async def run_once(kind: str, packets: int, batch: int) -> tuple[float, float, i
                 h.ip(f"link add t1 {KINDS[kind]} remote {remote} local {local}")
                 h.ip("link set t1 up")
                 h.ip(f"addr add {addr} dev t1")
-        rx = b.socket()
-        await rx.bind(("0.0.0.0", 9000))
-        tx = a.socket()
-        await tx.connect(("192.0.2.2" if kind == "direct" else "10.9.0.2", 9000))
-        await tx.send(PAYLOAD)  # ARP on the underlay, routes and neighbours warm up
-        await rx.recv(2048)
-        received = 0
-
-        async def receiver() -> None:
-            nonlocal received
-            while received < packets:
-                received += len(await rx.recvmmsg(2048, batch))
-
-        start, cpu = time.perf_counter(), time.process_time()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receiver)
-            sent = 0
-            msgs = [(PAYLOAD, None)] * batch
-            while sent < packets:
-                sent += await tx.sendmmsg(msgs[: min(batch, packets - sent)])
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        dst = "192.0.2.2" if kind == "direct" else "10.9.0.2"
+        elapsed, cpu = await stream.udp_stream(a, b, dst, packets, batch)
         lock = 0 if kind == "direct" else a.dev("t1").tx_queues[0]._xmit_lock.acquisitions
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
         return elapsed, cpu, lock, drops

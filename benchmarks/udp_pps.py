@@ -27,17 +27,13 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
-
-import trio
 
 import netstack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import anchors
+from benchmarks import anchors, stream
 
-PAYLOAD = b"\x5a" * 200
 TARGET_BATCHED = 150_000  # packets/s on one core (per CPU second)
 TARGET_PER_CALL = 80_000
 TARGET_INSTRUCTIONS = 45_000  # per packet, batched
@@ -49,36 +45,7 @@ async def run_once(packets: int, batch: int) -> tuple[float, float, int]:
         lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 10.0.0.1/24 dev eth0")
         b.ip("addr add 10.0.0.2/24 dev eth0")
-        rx = b.socket()
-        await rx.bind(("0.0.0.0", 9000))
-        tx = a.socket()
-        await tx.connect(("10.0.0.2", 9000))
-        await tx.send(PAYLOAD)  # ARP, route and neighbour warm-up
-        await rx.recv(2048)
-        received = 0
-
-        async def receiver() -> None:
-            nonlocal received
-            while received < packets:
-                if batch > 1:
-                    received += len(await rx.recvmmsg(2048, batch))
-                else:
-                    await rx.recv(2048)
-                    received += 1
-
-        start, cpu_start = time.perf_counter(), time.process_time()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(receiver)
-            sent = 0
-            if batch > 1:
-                msgs = [(PAYLOAD, None)] * batch
-                while sent < packets:
-                    sent += await tx.sendmmsg(msgs[: min(batch, packets - sent)])
-            else:
-                while sent < packets:
-                    await tx.send(PAYLOAD)
-                    sent += 1
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        elapsed, cpu = await stream.udp_stream(a, b, "10.0.0.2", packets, batch)
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
         return elapsed, cpu, drops
 
