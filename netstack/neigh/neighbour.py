@@ -31,6 +31,7 @@ Kernel: net/core/neighbour.c, include/net/neighbour.h.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Final
@@ -643,12 +644,15 @@ def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> No
         elif act is Act.FLUSH_QUEUE:
             _flush_queue(n)
         elif act is Act.NOTIFY:
-            n.tbl.net.log.debug(
-                "neigh_state_changed",
-                key=n.tbl.key_str(n.primary_key),
-                dev=n.dev.name,
-                state=n.nud_state,
-            )
+            log = n.tbl.net.log
+            # every resolution notifies: no filtered call, no key formatted for nothing
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "neigh_state_changed",
+                    key=n.tbl.key_str(n.primary_key),
+                    dev=n.dev.name,
+                    state=n.nud_state,
+                )
 
 
 @kernel("neigh_timer_handler")
