@@ -27,7 +27,7 @@ from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
 from netstack.core.xmit import skb_checksum_help
-from netstack.ipv4.constants import RTCF_BROADCAST
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST
 from netstack.ipv4.route import ip_dst_mtu_maybe_forward
 from netstack.neigh.neighbour import neigh_confirm, neigh_hh_output
 from netstack.neigh.nud import NUD_CONNECTED
@@ -314,14 +314,18 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_finish_output")
-    dst: Any = skb.dst
-    assert dst is not None
-    if getattr(dst, "rt_is_input", False):
-        # ip_skb_dst_mtu(): a forwarded packet (IPSKB_FORWARDED; it carries its
-        # input route) gets ip_dst_mtu_maybe_forward(dst, true)
-        mtu = ip_dst_mtu_maybe_forward(ipv4, dst, True)
+    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
+    # Kernel: static inlines ip_skb_dst_mtu and ip_dst_mtu_maybe_forward (include/net/ip.h),
+    # folded. IPCB(skb)->flags & IPSKB_FORWARDED: ip_forward, the one caller that hands
+    # ip_output an input route, marks it; here the input route the packet carries is
+    # the mark. A route with no PMTU, no "mtu" metric and no lock gives the device's
+    # MTU, forwarded or not.
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = ip_dst_mtu_maybe_forward(ipv4, rt, rt.rt_is_input)
     else:
-        mtu = dst.mtu()
+        mtu = rt.dev.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
     if skb.gso_size:
         return ip_finish_output2(ipv4, skb)
     if skb.tail - skb.data > mtu:
