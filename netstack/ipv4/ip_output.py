@@ -59,6 +59,9 @@ IP_IDENTS_SZ: Final = 2048
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
 _I: Final = struct.Struct("!I")
+# IPV4_HDR under a name assigned here: CPython 3.11 compiles ``imported_name.method(...)``
+# as an attribute load that builds a bound method per call; this gets the specialised call.
+_IPV4_HDR: Final = IPV4_HDR
 
 
 @kernel("net/ipv4/route.c", "ip_rt_init")
@@ -238,7 +241,7 @@ def ip_make_skb(
     ):
         df = IP_DF
     buf = skb.buf
-    IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
+    _IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
     if ignore_df:
         skb.ignore_df = True
     # ip_select_ident_segs()
