@@ -274,7 +274,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     _H.pack_into(buf, nh + 10, ip_fast_csum(buf, nh, (buf[nh] & 0xF) * 4))  # ip_send_check()
     skb.protocol = ETH_P_IP
     ipv4.ip.OutRequests += 1
-    return int(skb.dst.output(skb))  # type: ignore[union-attr]  # dst_output()
+    # dst_output(): the route's output, read into a local and called (a method call on
+    # an instance attribute is not specialised by CPython 3.11)
+    output = skb.dst.output  # type: ignore[union-attr]
+    rc: int = output(skb)
+    return rc
 
 
 @kernel("net/ipv4/ip_output.c", "ip_output")
