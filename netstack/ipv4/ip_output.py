@@ -240,11 +240,10 @@ def ip_make_skb(
         )
     ):
         df = IP_DF
-    buf = skb.buf
-    _IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
     if ignore_df:
         skb.ignore_df = True
-    # ip_select_ident_segs()
+    # ip_select_ident_segs(): the ID is chosen from the addresses and the protocol
+    # alone, so it is drawn first and the header written with it in one pack
     if sk is not None and sk.inet_daddr:
         ident = sk.inet_id
         sk.inet_id = (ident + 1) & 0xFFFF
@@ -252,7 +251,9 @@ def ip_make_skb(
         ident = 0
     else:
         ident = ipv4.idents.reserve(daddr, saddr, protocol, 1)
-    _H.pack_into(buf, hh_len + 4, ident)
+    _IPV4_HDR.pack_into(
+        skb.buf, hh_len, 0x45, tos, total, ident, df, ttl, protocol, 0, saddr, daddr
+    )
     skb.dst = rt
     return skb
 
