@@ -134,6 +134,9 @@ _SIN: Final = struct.Struct("=HH4s8x")  # struct sockaddr_in (family host order)
 # method on every call (it takes an imported name for a module); a name assigned here
 # gets the specialised method call.
 _UDP_HDR: Final = UDP_HDR
+# saddr, daddr and the UDP header, read at offset 12 of a 20-byte IPv4 header
+_ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
+_SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
@@ -244,8 +247,11 @@ class UdpSock(Sock):
             buf = skb.buf
             th = skb.transport_header
             nh = skb.network_header
-            (saddr,) = _I.unpack_from(buf, nh + 12)
-            sport = (buf[th] << 8) | buf[th + 1]
+            if th == nh + 20:  # no IP options: the source address and port in one read
+                saddr, sport = _SADDR_SPORT.unpack_from(buf, nh + 12)
+            else:
+                (saddr,) = _I.unpack_from(buf, nh + 12)
+                sport = (buf[th] << 8) | buf[th + 1]
             start = th + UDP_HLEN
             ulen = skb.tail - start
             mflags = 0
@@ -630,7 +636,12 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         mib.InErrors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
-    sport, dport, ulen, check = _UDP_HDR.unpack_from(buf, th)
+    nh = skb.network_header
+    if th == nh + 20:  # no IP options: the addresses and the UDP header in one read
+        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR.unpack_from(buf, nh + 12)
+    else:
+        sport, dport, ulen, check = _UDP_HDR.unpack_from(buf, th)
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
     if ulen > length or ulen < UDP_HLEN:
         mib.InErrors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
@@ -640,8 +651,6 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         if skb.ip_summed == CHECKSUM_COMPLETE:
             skb.ip_summed = CHECKSUM_NONE
     skb.transport_header = th
-    nh = skb.network_header
-    saddr, daddr = _II.unpack_from(buf, nh + 12)
     if skb.ip_summed == CHECKSUM_COMPLETE and check:
         # udp4_csum_init(): the device's sum settles it now
         if csum_tcpudp_magic(saddr, daddr, ulen, IPPROTO_UDP, skb.csum) == 0:
