@@ -1,5 +1,5 @@
 """What a 10,000-host lab holds per host and per ping must not show (issue 18):
-slotted sockets, wait queues made by the first wait."""
+slotted sockets and TCP state, wait queues made by the first wait."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from helpers import IPV4_ONLY
 import netstack
 from netstack.core.sock import Sock
 from netstack.socket import SO_SNDBUF, SOL_SOCKET
+from netstack.tcp import tcp_of
+from netstack.tcp.proto import Tcp
 
 
 def _lots(sk: Sock) -> tuple[bool, bool]:
@@ -63,3 +65,13 @@ async def test_a_sockets_fields_are_slots_and_its_wait_queues_come_with_the_firs
             assert rx.sock._readers is not None and len(rx.sock._readers) == 1
             await sock.sendto(b"y", ("10.0.0.2", 9))
         assert len(rx.sock._readers) == 0
+
+
+async def test_tcp_state_is_slotted(autojump_clock: trio.testing.MockClock) -> None:
+    async with netstack.open_lab() as lab:
+        h = lab.add_host("h")
+        tcp = tcp_of(h.net)
+        assert "sysctl_tcp_sack" in Tcp.__slots__ and vars(tcp) == {}
+        assert h.sysctl("net.ipv4.tcp_sack") == "1"
+        h.sysctl("net.ipv4.tcp_sack=0")
+        assert tcp.sysctl_tcp_sack == 0 and vars(tcp) == {}
