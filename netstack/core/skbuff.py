@@ -250,6 +250,7 @@ class SkBuff:
         "__dict__",
         "_dataref",
         "_freed",
+        "_truesize",
         "buf",
         "cb",
         "csum_offset",
@@ -259,6 +260,7 @@ class SkBuff:
         "dev",
         "dst",
         "dst_pending_confirm",
+        "encapsulation",
         "gso_size",
         "ignore_df",
         "ip_summed",
@@ -274,6 +276,7 @@ class SkBuff:
         "skb_iif",
         "tail",
         "transport_header",
+        "vlan_proto",
         "wmem_charge",
     )
 
@@ -288,16 +291,13 @@ class SkBuff:
     tstamp: float = 0.0
     gso_segs: int = 0
     gso_type: int = 0
-    encapsulation: bool = False
     inner_protocol: int = 0
     inner_mac_header: int = -1
     inner_network_header: int = -1
     inner_transport_header: int = -1
     local_df: bool = False
-    _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
-    vlan_proto: int = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
-    vlan_tci: int = 0  # its TCI (PCP, DEI, VID)
+    vlan_tci: int = 0  # the hardware-accelerated 802.1Q tag's TCI (PCP, DEI, VID)
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -329,6 +329,12 @@ class SkBuff:
         self.destructor: Any = None  # called once when the skb is freed (kernel: skb->destructor)
         self.wmem_charge = 0  # truesize charged to sk_wmem_alloc (sock_wfree returns it)
         self.rmem_charge = 0  # truesize charged to sk_rmem_alloc
+        # Read on every transmit and receive (validate_xmit_skb, netif_skb_features,
+        # __netif_receive_skb_core), so slots: a class-level default is read through
+        # the generic attribute lookup, about 250 instructions more than a slot.
+        self.vlan_proto = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
+        self.encapsulation = False
+        self._truesize = 0  # an explicit truesize (page-fragment skbs), 0: computed
 
     # -- lengths and room -------------------------------------------------
     def __len__(self) -> int:
@@ -492,6 +498,9 @@ class SkBuff:
         new.queue_mapping = self.queue_mapping
         new.gso_size = self.gso_size
         new.ignore_df = self.ignore_df
+        new.vlan_proto = self.vlan_proto
+        new.encapsulation = self.encapsulation
+        new._truesize = self._truesize
         d = self.__dict__
         if d:  # the rare fields (cb, the holder's scratch, is a slot and not copied)
             new.__dict__.update(d)
