@@ -548,6 +548,9 @@ class SkBuff:
         new.destructor = None
         new.wmem_charge = 0
         new.rmem_charge = 0
+        new.vlan_proto = self.vlan_proto
+        new.encapsulation = self.encapsulation
+        new._truesize = self._truesize
         d = self.__dict__
         if d:  # the rare fields
             new.__dict__.update(d)
