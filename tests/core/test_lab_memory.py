@@ -75,3 +75,20 @@ async def test_tcp_state_is_slotted(autojump_clock: trio.testing.MockClock) -> N
         assert h.sysctl("net.ipv4.tcp_sack") == "1"
         h.sysctl("net.ipv4.tcp_sack=0")
         assert tcp.sysctl_tcp_sack == 0 and vars(tcp) == {}
+
+
+async def test_ping_keeps_its_state_in_one_object_not_closures(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.userspace.iputils.ping import ping
+
+    assert ping.__code__.co_cellvars == ()  # no closure over the coroutine's locals
+    async with netstack.open_lab() as lab:
+        a, _b = _pair(lab)
+        out: list[str] = []
+        result = await a.ping("10.0.0.2", count=2, output=out)
+        assert result.received == 2 and result.pipe == 1
+        assert out[1].startswith("64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=")
+        assert out[-2] == "2 packets transmitted, 2 received, 0% packet loss, time 1000ms"
+        lost = await a.ping("10.0.0.9", count=1, output=out)
+        assert lost.received == 0 and lost.errors[0].error == "Destination Host Unreachable"
