@@ -110,7 +110,8 @@ async def test_ipv6_handlers_are_bound_methods_of_the_family(
         a.ip("addr add 2001:db8::1/64 dev eth0 nodad")
         b.ip("addr add 2001:db8::2/64 dev eth0 nodad")
         ipv6 = ipv6_of(a.net)
-        bound = [ipv6.dst_output, ipv6.dst_local_deliver, ipv6.dst_mc_input, ipv6.dst_forward]
+        bound: list[object] = [ipv6.dst_output, ipv6.dst_local_deliver, ipv6.dst_mc_input]
+        bound.append(ipv6.dst_forward)
         protos = ipv6.inet6_protos
         bound += [p.handler for nh, p in protos.items() if nh != 6]  # TCP's binds two
         ops = ipv6.nd_tbl.default_ops
