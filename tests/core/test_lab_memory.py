@@ -3,6 +3,7 @@ slotted sockets and TCP state, wait queues made by the first wait."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from helpers import IPV4_ONLY
@@ -111,13 +112,40 @@ async def test_ipv6_handlers_are_bound_methods_of_the_family(
         b.ip("addr add 2001:db8::2/64 dev eth0 nodad")
         ipv6 = ipv6_of(a.net)
         bound: list[object] = [ipv6.dst_output, ipv6.dst_local_deliver, ipv6.dst_mc_input]
-        bound.append(ipv6.dst_forward)
+        bound += [ipv6.dst_forward, ipv6.ip6_pkt_discard, ipv6.ip6_pkt_discard_out]
+        bound += [ipv6.ip6_pkt_prohibit, ipv6.ip6_pkt_prohibit_out]
         protos = ipv6.inet6_protos
         bound += [p.handler for nh, p in protos.items() if nh != 6]  # TCP's binds two
         ops = ipv6.nd_tbl.default_ops
         bound += [ops.solicit, ops.error_report]
         assert all(isinstance(f, MethodType) and f.__self__ is ipv6 for f in bound)
-        assert len(bound) == 4 + 6 + 2
+        assert len(bound) == 8 + 6 + 2
         result = await a.ping("2001:db8::2", count=2)
         assert result.received == 2
         assert a.snmp6()["Icmp6"].InEchoReplies == 2 and b.snmp6()["Icmp6"].OutEchoReplies == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        ("prohibit", "Destination unreachable: Administratively prohibited"),
+        ("unreachable", "Destination unreachable: No route"),
+    ],
+)
+async def test_ipv6_reject_routes_answer_through_the_bound_handlers(
+    autojump_clock: trio.testing.MockClock, kind: str, text: str
+) -> None:
+    async with netstack.open_lab() as lab:
+        a, r = lab.add_host("a"), lab.add_host("r", sysctls={"net.ipv6.conf.all.forwarding": 1})
+        lab.add_link("a:eth0", "r:eth0")
+        a.ip("addr add 2001:db8::1/64 dev eth0 nodad")
+        r.ip("addr add 2001:db8::2/64 dev eth0 nodad")
+        a.ip("route add 2001:db8:9::/64 via 2001:db8::2")
+        r.ip(f"route add {kind} 2001:db8:9::/64")
+        out: list[str] = []
+        result = await a.ping("2001:db8:9::1", count=1, output=out)
+        assert result.received == 0 and [e.error for e in result.errors] == [text]
+        assert out[1] == f"From 2001:db8::2 icmp_seq=1 {text}"
+        with pytest.raises(OSError) as err:  # r's own output through the route
+            await r.socket(10, 2).sendto(b"x", ("2001:db8:9::1", 9))
+        assert err.value.errno == (13 if kind == "prohibit" else 101)
