@@ -1060,10 +1060,11 @@ def skb_orphan(skb: SkBuff) -> None:
 
 
 @kernel("net/core/dev.c", "__dev_forward_skb2")
-def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
-    """Prepare *skb* to be received by *dev* (the peer of a pair).
+def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
+    """Prepare *skb* to be received by *dev* (the peer of a pair): scrubbed, its
+    Ethernet header pulled and ``skb.protocol`` set.
 
-    Returns ``(ok, protocol)``; on failure the skb was dropped and counted.
+    Returns NET_RX_SUCCESS (0), or NET_RX_DROP (1) when the skb was dropped and counted.
 
     Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
     skb_scrub_packet, eth_type_trans).
@@ -1075,7 +1076,8 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> tuple[bool, int]:
     ):
         dev.stats.rx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
-        return False, 0
+        return 1  # NET_RX_DROP
     src = skb.dev
     skb_scrub_packet(skb, src is None or src.net is not dev.net)
-    return True, eth_type_trans(skb, dev)
+    skb.protocol = eth_type_trans(skb, dev)  # __dev_forward_skb()
+    return 0  # NET_RX_SUCCESS

@@ -154,11 +154,9 @@ class VethOps(NetDeviceOps):
             rq.napi.schedule()
             return NETDEV_TX_BUSY
         length = skb.tail - skb.data
-        ok, proto = dev_forward_skb(rcv, skb)
-        if not ok:
+        if dev_forward_skb(rcv, skb):  # NET_RX_DROP
             priv.dropped += 1
             return NET_XMIT_DROP
-        skb.protocol = proto
         rq.ring.append(skb)
         priv.tx_packets += 1
         priv.tx_bytes += length

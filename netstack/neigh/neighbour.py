@@ -31,6 +31,7 @@ Kernel: net/core/neighbour.c, include/net/neighbour.h.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Final
@@ -45,15 +46,26 @@ from netstack.core.sysctl import invalid
 from netstack.cpu import SpinLock
 from netstack.errors import ConfigError
 from netstack.neigh.nud import (
+    CONNECT,
+    DEL_TIMER,
+    DROP_FAILED,
+    FLUSH_QUEUE,
+    INVALIDATE,
     NEIGH_UPDATE_F_ADMIN,
     NEIGH_UPDATE_F_OVERRIDE,
+    NOTIFY,
     NUD_CONNECTED,
     NUD_FAILED,
     NUD_IN_TIMER,
     NUD_PERMANENT,
     NUD_PROBE,
     NUD_VALID,
-    Act,
+    PROBE,
+    PROBE_NOW,
+    QUEUE,
+    SET_TIMER,
+    SUSPECT,
+    UPDATE_HH,
     Action,
     NeighParms,
     event_send,
@@ -622,33 +634,36 @@ def _flush_queue(n: Neighbour) -> None:
 def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> None:
     for a in actions:
         act = a.act
-        if act is Act.SET_TIMER:
+        if act is SET_TIMER:
             n.timer.mod(a.arg)
-        elif act is Act.DEL_TIMER:
+        elif act is DEL_TIMER:
             n.timer.delete()
-        elif act is Act.QUEUE:
+        elif act is QUEUE:
             assert skb is not None
             _queue_skb(n, skb)
-        elif act is Act.PROBE or act is Act.PROBE_NOW:
+        elif act is PROBE or act is PROBE_NOW:
             neigh_probe(n)
-        elif act is Act.INVALIDATE:
+        elif act is INVALIDATE:
             neigh_invalidate(n)
-        elif act is Act.CONNECT:
+        elif act is CONNECT:
             neigh_connect(n)
-        elif act is Act.SUSPECT:
+        elif act is SUSPECT:
             neigh_suspect(n)
-        elif act is Act.DROP_FAILED:
+        elif act is DROP_FAILED:
             assert skb is not None
             kfree_skb(skb, DropReason.NEIGH_FAILED)
-        elif act is Act.FLUSH_QUEUE:
+        elif act is FLUSH_QUEUE:
             _flush_queue(n)
-        elif act is Act.NOTIFY:
-            n.tbl.net.log.debug(
-                "neigh_state_changed",
-                key=n.tbl.key_str(n.primary_key),
-                dev=n.dev.name,
-                state=n.nud_state,
-            )
+        elif act is NOTIFY:
+            log = n.tbl.net.log
+            # every resolution notifies: no filtered call, no key formatted for nothing
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "neigh_state_changed",
+                    key=n.tbl.key_str(n.primary_key),
+                    dev=n.dev.name,
+                    state=n.nud_state,
+                )
 
 
 @kernel("neigh_timer_handler")
@@ -711,10 +726,10 @@ def neigh_update(n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> bo
     )
     n.lock.unlock(cpu)
     for a in actions:
-        if a.act is Act.UPDATE_HH and lladdr is not None:
+        if a.act is UPDATE_HH and lladdr is not None:
             n.ha = bytes(lladdr)
             neigh_update_hhs(n)
-    _apply(n, [a for a in actions if a.act is not Act.UPDATE_HH])
+    _apply(n, [a for a in actions if a.act is not UPDATE_HH])
     return ok
 
 
