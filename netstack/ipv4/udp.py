@@ -377,10 +377,10 @@ def udp_sendmsg(
         rt.release()
         _udp_local_error(sk, EMSGSIZE, daddr, dport, mtu)
         raise sock_oserror(EMSGSIZE)
-    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu)
+    # ip_make_skb() with ip_generic_getfrag: the payload copied in after the UDP header
+    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu, frag=data)
     buf = skb.buf
     th = skb.transport_header
-    buf[th + UDP_HLEN : th + total] = data
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
     # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property
