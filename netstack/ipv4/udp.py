@@ -138,6 +138,7 @@ _UDP_HDR: Final = UDP_HDR
 _ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
 _SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+_bytes_join: Final = b"".join
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
 
@@ -259,7 +260,9 @@ class UdpSock(Sock):
             if ulen > bufsize:
                 copy = bufsize
                 mflags |= MSG_TRUNC
-            data = bytes(buf[start : start + copy])
+            # skb_copy_datagram_msg(): the copy out as bytes (a join of the one slice
+            # makes them without the bytes() constructor's argument handling)
+            data = _bytes_join((buf[start : start + copy],))
             anc = self.cmsgs(skb) if self.recvttl else []
             if not flags & MSG_PEEK:
                 q.popleft()
