@@ -236,6 +236,9 @@ _TRUESIZE_MEMO_MAX: Final = 1024
 TRUESIZE_OF_BUFLEN: Final = _TRUESIZE_OF_BUFLEN
 
 
+_new_skb: Final = object.__new__
+
+
 @kernel("include/linux/skbuff.h")
 class SkBuff:
     """A packet: ``buf`` with headroom and the kernel's offsets and fields.
@@ -511,9 +514,46 @@ class SkBuff:
         if ref is None:
             ref = self._dataref = [1]
         ref[0] += 1
-        new = SkBuff(self.buf, self.data, self.tail)
-        self._copy_header(new)
+        # __skb_clone(): every slot set once, here (a bridge's flood clones per port;
+        # SkBuff() and _copy_header() set most of them twice, in two more frames).
+        # The fields and values are __init__'s and _copy_header's (a test checks).
+        new = _new_skb(SkBuff)
+        new.buf = self.buf
+        new.data = self.data
+        new.tail = self.tail
+        new.dev = self.dev
+        new.sk = None
+        dst = self.dst
+        if dst is not None:
+            dst.hold()  # skb_dst_copy(): the copy holds its own reference
+        new.dst = dst
+        new.next = None
+        new.protocol = self.protocol
+        new.pkt_type = self.pkt_type
+        new.mac_header = self.mac_header
+        new.network_header = self.network_header
+        new.transport_header = self.transport_header
+        new.ip_summed = self.ip_summed
+        new.csum_start = self.csum_start
+        new.csum_offset = self.csum_offset
+        new.priority = self.priority
+        new._freed = False
         new._dataref = ref
+        new.cb = None
+        new.queue_mapping = self.queue_mapping
+        new.skb_iif = 0
+        new.gso_size = self.gso_size
+        new.ignore_df = self.ignore_df
+        new.vlan_proto = self.vlan_proto
+        new.encapsulation = self.encapsulation
+        new._truesize = self._truesize
+        new.dst_pending_confirm = False
+        new.destructor = None
+        new.wmem_charge = 0
+        new.rmem_charge = 0
+        d = self.__dict__
+        if d:  # the rare fields
+            new.__dict__.update(d)
         return new
 
     @kernel("skb_copy", "skb_copy_expand")
