@@ -18,14 +18,21 @@ way, and the kernel over veth between two network namespaces (root only;
 --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with ``--packets``
 datagrams (1,280 by default in that mode), and prints the difference of the
 two instruction counts per packet: start-up cancels, and the machine's load
-does not move the figure.
+does not move the figure. With ``--stream-only`` callgrind counts the stream
+alone (``--instr-atstart=no``, switched on after the lab is built and a
+batch has warmed the interpreter up): the figure per lever, repeatable
+within about 20 instructions per packet.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,13 +46,15 @@ TARGET_PER_CALL = 80_000
 TARGET_INSTRUCTIONS = 45_000  # per packet, batched
 
 
-async def run_once(packets: int, batch: int) -> tuple[float, float, int]:
+async def run_once(packets: int, batch: int, instrument: bool = False) -> tuple[float, float, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 10.0.0.1/24 dev eth0")
         b.ip("addr add 10.0.0.2/24 dev eth0")
-        elapsed, cpu = await stream.udp_stream(a, b, "10.0.0.2", packets, batch)
+        elapsed, cpu = await stream.udp_stream(
+            a, b, "10.0.0.2", packets, batch, instrument=instrument
+        )
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
         return elapsed, cpu, drops
 
@@ -56,14 +65,48 @@ def callgrind_instructions(packets: int, batch: int) -> int:
     return anchors.callgrind_instructions([*argv, "--no-anchors"])
 
 
-def callgrind(packets: int, batch: int) -> float:
+def callgrind_stream_instructions(packets: int, batch: int) -> int:
+    """Instructions of the stream alone (the lab and warm-up not counted) under callgrind.
+
+    Raises:
+        RuntimeError: no ``valgrind`` here, or no count in its output.
+    """
+    if shutil.which("valgrind") is None:
+        raise RuntimeError("callgrind needs valgrind, which is not installed")
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--packets",
+        str(packets),
+        "--batch",
+        str(batch),
+        "--batched-only",
+        "--instrument-stream",
+        "--no-anchors",
+    ]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
+    match = re.search(r"Collected : (\d+)", out)
+    if match is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out}")
+    return int(match.group(1))
+
+
+def callgrind(packets: int, batch: int, stream_only: bool = False) -> float:
     """Print and return the instructions per packet (a run of *packets* less one of 0)."""
-    base = callgrind_instructions(0, batch)
-    total = callgrind_instructions(packets, batch)
+    count = callgrind_stream_instructions if stream_only else callgrind_instructions
+    base = count(0, batch)
+    total = count(packets, batch)
     per_packet = (total - base) / packets
+    what = "the stream alone, " if stream_only else ""
     print(
         f"UDP 200 B over veth, batch {batch:3d}: {per_packet:,.0f} instructions "
-        f"per packet (callgrind, {packets} packets less 0); target ≤ {TARGET_INSTRUCTIONS:,}: "
+        f"per packet (callgrind, {what}{packets} packets less 0); "
+        f"target ≤ {TARGET_INSTRUCTIONS:,}: "
         + anchors.verdict(per_packet, TARGET_INSTRUCTIONS, at_least=False)
     )
     return per_packet
@@ -106,11 +149,20 @@ def main() -> None:
         default=True,
         help="the Trio floor and the kernel over veth beside each figure (default: on)",
     )
+    parser.add_argument(
+        "--stream-only",
+        action="store_true",
+        help="with --callgrind: count the stream alone (the figure per lever)",
+    )
     parser.add_argument("--batched-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.callgrind:
         packets = args.packets if args.packets != parser.get_default("packets") else 1280
-        callgrind(packets, args.batch)
+        callgrind(packets, args.batch, args.stream_only)
+        return
+    if args.instrument_stream:
+        netstack.run(run_once, args.packets, args.batch, True)
         return
     for batch in (args.batch, 1) if not args.batched_only else (args.batch,):
         n = args.packets if batch > 1 else max(args.packets // 10, 1000)

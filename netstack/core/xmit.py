@@ -272,15 +272,16 @@ def dev_hard_start_xmit(
     if TIMED:
         spend("dev_hard_start_xmit")
     net = dev.net
-    xmit = dev.ops.ndo_start_xmit
+    ops = dev.ops
     if first.next is None and not net.ptype_all and not dev.ptype_all:
-        # the common case: one skb, no taps
-        rc = xmit(first, dev)
+        # the common case: one skb, no taps (a method call: no bound method is built)
+        rc = ops.ndo_start_xmit(first, dev)
         if rc >= NET_XMIT_MASK:  # !dev_xmit_complete()
             return first, rc
         if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:  # txq_trans_update()
             txq.trans_start = net.clock.jiffies
         return None, rc
+    xmit = ops.ndo_start_xmit
     skb: SkBuff | None = first
     rc = NETDEV_TX_OK
     while skb is not None:

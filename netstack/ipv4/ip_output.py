@@ -62,6 +62,10 @@ _I: Final = struct.Struct("!I")
 # IPV4_HDR under a name assigned here: CPython 3.11 compiles ``imported_name.method(...)``
 # as an attribute load that builds a bound method per call; this gets the specialised call.
 _IPV4_HDR: Final = IPV4_HDR
+# Zeros that ip_make_skb slices the headroom and headers of a new skb from (never
+# written: a slice is a new bytearray)
+_ZERO_HEAD_LEN: Final = 256
+_ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 
 
 @kernel("net/ipv4/route.c", "ip_rt_init")
@@ -186,12 +190,16 @@ def ip_make_skb(
     ttl: int = 0,
     pmtudisc: int | None = None,
     ignore_df: bool | None = None,
+    frag: bytes | bytearray | memoryview | None = None,
 ) -> SkBuff:
     """An skb holding an IPv4 header and room for *payload_len* transport bytes.
 
     The transport header starts at ``skb.transport_header``; the caller fills
     it. Headroom is ``LL_RESERVED_SPACE`` of the output device. *rt*'s
-    reference passes to the skb.
+    reference passes to the skb. *frag* (``getfrag``'s ``from``: UDP's
+    payload) is copied in at the end, after ``payload_len - len(frag)`` bytes
+    left for the transport header, as ``__ip_append_data`` copies it with
+    ``ip_generic_getfrag``.
 
     Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
@@ -202,7 +210,14 @@ def ip_make_skb(
     assert dev is not None
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
     total = IPV4_HLEN + payload_len
-    skb = SkBuff(bytearray(hh_len + total), hh_len, hh_len + total)
+    if frag is None:
+        buf = bytearray(hh_len + total)
+    else:
+        # __ip_append_data(): headroom and headers zeroed, then getfrag's copy, made
+        # by one concatenation (a zeroed buffer and a slice assignment cost twice that)
+        head = hh_len + total - len(frag)
+        buf = (_ZERO_HEAD[:head] if head <= _ZERO_HEAD_LEN else bytearray(head)) + frag
+    skb = SkBuff(buf, hh_len, hh_len + total)
     skb.network_header = hh_len
     skb.transport_header = hh_len + IPV4_HLEN
     skb.protocol = ETH_P_IP

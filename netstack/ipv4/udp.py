@@ -138,6 +138,7 @@ _UDP_HDR: Final = UDP_HDR
 _ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
 _SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+_bytes_join: Final = b"".join
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
 
@@ -259,7 +260,9 @@ class UdpSock(Sock):
             if ulen > bufsize:
                 copy = bufsize
                 mflags |= MSG_TRUNC
-            data = bytes(buf[start : start + copy])
+            # skb_copy_datagram_msg(): the copy out as bytes (a join of the one slice
+            # makes them without the bytes() constructor's argument handling)
+            data = _bytes_join((buf[start : start + copy],))
             anc = self.cmsgs(skb) if self.recvttl else []
             if not flags & MSG_PEEK:
                 q.popleft()
@@ -377,10 +380,10 @@ def udp_sendmsg(
         rt.release()
         _udp_local_error(sk, EMSGSIZE, daddr, dport, mtu)
         raise sock_oserror(EMSGSIZE)
-    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu)
+    # ip_make_skb() with ip_generic_getfrag: the payload copied in after the UDP header
+    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu, frag=data)
     buf = skb.buf
     th = skb.transport_header
-    buf[th + UDP_HLEN : th + total] = data
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
     # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property

@@ -19,6 +19,7 @@ import errno
 import os
 import socket as _stdsocket
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -34,6 +35,7 @@ from netstack.core.sock import (
     Sock,
     SockWouldBlock,
 )
+from netstack.ipv4.udp import UdpSock, udp_sendmsg
 from netstack.ipv6.sock import Inet6Sock
 from netstack.sites import kernel
 from netstack.wire.ipv4 import INADDR_BROADCAST, aton, ntoa
@@ -136,6 +138,10 @@ class Socket:
         return ntoa(addr[0]), addr[1]
 
     def _sendmsg(self, sk: Sock) -> Any:
+        if type(sk) is UdpSock:
+            # inet_sendmsg() → sk->sk_prot->sendmsg, i.e. udp_sendmsg() itself: bound
+            # here, one Python frame (UdpSock.sendmsg's) less per datagram
+            return partial(udp_sendmsg, sk.ipv4, sk)
         return sk.sendmsg6 if isinstance(sk, Inet6Sock) else sk.sendmsg
 
     def _recvmsg(self, sk: Sock) -> Any:
@@ -362,23 +368,24 @@ class Socket:
         parsed = [(d, self._parse(a) if a is not None else None) for d, a in messages]
         send = self._sendmsg(sk)
         sent = 0
-        i = 0
-        while i < len(parsed):
-            data, dest = parsed[i]
-            try:
-                send(data, dest, flags)
-            except SockWouldBlock:
-                if sent:
+        if parsed:
+            # the first datagram waits for send-buffer room, and its error is raised
+            data, dest = parsed[0]
+            while True:
+                try:
+                    send(data, dest, flags)
                     break
-                await sk.wait_writable()
-                self._check()
-                continue
-            except OSError:
-                if sent:
+                except SockWouldBlock:
+                    await sk.wait_writable()
+                    self._check()
+            sent = 1
+            # the others stop at the first that would block or fails
+            for data, dest in parsed[1:]:
+                try:
+                    send(data, dest, flags)
+                except (SockWouldBlock, OSError):
                     break
-                raise
-            sent += 1
-            i += 1
+                sent += 1
         await trio.lowlevel.cancel_shielded_checkpoint()
         return sent
 
@@ -456,7 +463,7 @@ class Socket:
             if addr != last_addr:
                 last_addr = addr
                 name = self._fmt(addr)
-            append((bytes(data), name))
+            append((data if type(data) is bytes else bytes(data), name))
         return out
 
     # -- _nowait variants, for synchronous tests ------------------------------------------
