@@ -39,6 +39,7 @@ from netstack.core.features import (
     SKB_GSO_UDP_TUNNEL_CSUM,
 )
 from netstack.core.net import PacketOffload
+from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import (
     NapiGroCb,
@@ -60,6 +61,7 @@ from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPPROTO_TCP, IPPROTO_UDP
 
 if TYPE_CHECKING:
+    from netstack.core.net import Net
     from netstack.ipv4.netns import Ipv4
 
 __all__ = [
@@ -330,9 +332,43 @@ def tcp4_gso_segment(skb: SkBuff, features: int) -> SkBuff | None:
 # -- UDP over IPv4 -------------------------------------------------------------------
 
 
+class StaticKey:
+    """A ``static_key_false``: a branch taken while its count is positive (kernel:
+    jump labels; here per Net, where the kernel's key is global)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+UDP_ENCAP_NEEDED_KEY: NetKey[StaticKey] = NetKey("udp_encap_needed_key")
+
+
+@kernel("net/ipv4/udp.c", "udp_encap_enable")
+def udp_encap_enable(net: Net) -> None:
+    """An encapsulation socket exists: UDP GRO looks datagrams' sockets up.
+
+    Kernel: net/ipv4/udp.c, udp_encap_enable() (static_branch_inc).
+    """
+    UDP_ENCAP_NEEDED_KEY.get(net).count += 1
+
+
+@kernel("net/ipv4/udp.c", "udp_encap_disable")
+def udp_encap_disable(net: Net) -> None:
+    """Kernel: net/ipv4/udp.c, udp_encap_disable() (static_branch_dec)."""
+    UDP_ENCAP_NEEDED_KEY.get(net).count -= 1
+
+
 @kernel("net/ipv4/udp_offload.c", "udp4_gro_receive", "udp_gro_receive")
-def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def udp4_gro_receive(
+    ipv4: Ipv4, encap_needed: StaticKey, head: list[SkBuff], skb: SkBuff
+) -> SkBuff | None:
     """UDP GRO: only for tunnels' sockets (``gro_receive``); others flush.
+
+    The socket is looked up only while some encapsulation socket exists on the
+    Net (*encap_needed*, ``udp_encap_needed_key``): otherwise no datagram can
+    have a GRO handler and the lookup is skipped, as in the kernel.
 
     Kernel: net/ipv4/udp_offload.c, udp4_gro_receive() / udp_gro_receive().
     """
@@ -357,10 +393,12 @@ def udp4_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
         cb.flush = 1
         return None
     cb.is_ipv6 = 0
-    sport, dport = struct.unpack_from("!HH", buf, off)
-    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
-    dev = skb.dev
-    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
+    sk = None
+    if encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
+        sport, dport = struct.unpack_from("!HH", buf, off)
+        saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+        dev = skb.dev
+        sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
     gro_receive = getattr(sk, "gro_receive", None)
     if gro_receive is None or cb.encap_mark:
         cb.flush |= 1  # no GRO for this datagram: flush it
@@ -488,7 +526,7 @@ def ipv4_offload_init(ipv4: Ipv4) -> None:
         IPPROTO_UDP,
         NetOffload(
             partial(skb_udp_tunnel_segment, ipv4),
-            partial(udp4_gro_receive, ipv4),
+            partial(udp4_gro_receive, ipv4, UDP_ENCAP_NEEDED_KEY.set(ipv4.net, StaticKey())),
             partial(udp4_gro_complete, ipv4),
         ),
     )

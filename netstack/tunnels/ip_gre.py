@@ -61,8 +61,7 @@ from netstack.core.netdevice import (
     NetDevice,
 )
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
-from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
-from netstack.core.xmit import skb_checksum_help
+from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, kfree_skb
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
@@ -94,8 +93,9 @@ from netstack.tunnels.ip_tunnel import (
     iptunnel_pull_header,
     pskb_inet_may_pull,
 )
+from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
-from netstack.wire.checksum import csum_fold, csum_partial
+from netstack.wire.checksum import csum_fold
 from netstack.wire.ethernet import ETH_P_TEB
 from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_SEQ, GRE_VERSION, gre_calc_hlen
 from netstack.wire.gre import pack_into as gre_pack_into
@@ -466,6 +466,15 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
 def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
     """Push the GRE header; the checksum covers header and payload.
 
+    The checksum is never summed over the payload here (4.6+, local checksum
+    offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL), the
+    GRE checksum is what the header adds to it (``lco_csum``: the inner
+    checksum, once filled in, makes the rest sum to its pseudo-header);
+    otherwise the GRE checksum itself is left to the device below
+    (CHECKSUM_PARTIAL from the GRE header, the field at offset 4), which
+    ``skb_checksum_help`` fills in if that device cannot. A GSO skb's
+    checksums are each segment's (``gre_gso_segment``).
+
     Kernel: include/net/gre.h, gre_build_header() (called by __gre_xmit()).
     """
     if TIMED:
@@ -481,10 +490,16 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
     skb.transport_header = off
     buf = skb.buf
     gre_pack_into(buf, off, flags, proto, p.o_key, seq)
-    if flags & GRE_CSUM:
-        c = csum_fold(csum_partial(buf, off, skb.tail))
-        buf[off + 4] = c >> 8
-        buf[off + 5] = c & 0xFF
+    if flags & GRE_CSUM and not skb.gso_type & (SKB_GSO_GRE | SKB_GSO_GRE_CSUM):
+        buf[off + 4] = buf[off + 5] = 0
+        if skb.ip_summed == CHECKSUM_PARTIAL:
+            c = csum_fold(lco_csum(skb))
+            buf[off + 4] = c >> 8
+            buf[off + 5] = c & 0xFF
+        else:
+            skb.ip_summed = CHECKSUM_PARTIAL
+            skb.csum_start = off
+            skb.csum_offset = 4
 
 
 @kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit")
@@ -503,10 +518,6 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    if t.parms.o_flags & GRE_CSUM and not skb_checksum_help(skb):
-        dev.stats.tx_dropped += 1
-        kfree_skb(skb, DropReason.SKB_CSUM)
         return NETDEV_TX_OK
     gre_build_header(skb, t, proto)
     ip_tunnel_xmit(skb, dev, t.parms, t.parms.protocol or IPPROTO_GRE)

@@ -37,6 +37,7 @@ from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.ipv4 import ipv4_of
+from netstack.ipv4.offload import udp_encap_disable, udp_encap_enable
 from netstack.ipv4.route import Flowi4, Rtable
 from netstack.ipv4.udp import UdpSock
 from netstack.sched.fq_codel import skb_get_hash
@@ -88,22 +89,36 @@ def udp_sock_create(net: Net, port: int, bind_ifindex: int = 0) -> UdpSock:
     return sk
 
 
+# the sockets whose ENCAP_ENABLED bit is set (udp_sk(sk)->udp_flags), per Net
+_ENCAP_ENABLED: NetKey[set[UdpSock]] = NetKey("udp_encap_enabled_socks")
+
+
 @kernel("setup_udp_tunnel_sock")
 def setup_udp_tunnel_sock(sk: UdpSock, cfg: UdpTunnelSockCfg) -> None:
-    """Make *sk* an encapsulation socket. Kernel: setup_udp_tunnel_sock()."""
+    """Make *sk* an encapsulation socket (and switch on UDP GRO's socket lookup).
+
+    Kernel: setup_udp_tunnel_sock() (udp_tunnel_encap_enable).
+    """
     sk.sk_user_data = cfg.sk_user_data
     sk.encap_type = cfg.encap_type
     sk.encap_rcv = cfg.encap_rcv
     sk.gro_receive = cfg.gro_receive
     sk.gro_complete = cfg.gro_complete
+    if sk not in _ENCAP_ENABLED.get_or_create(sk.ipv4.net, set):  # udp_test_and_set_bit()
+        _ENCAP_ENABLED.get(sk.ipv4.net).add(sk)
+        udp_encap_enable(sk.ipv4.net)
 
 
 @kernel("udp_tunnel_sock_release")
 def udp_tunnel_sock_release(sk: UdpSock) -> None:
-    """Kernel: udp_tunnel_sock_release()."""
+    """Kernel: udp_tunnel_sock_release() (udp_destroy_sock: udp_encap_disable)."""
     sk.sk_user_data = None
     sk.encap_rcv = None
     sk.encap_type = 0
+    enabled = _ENCAP_ENABLED.find(sk.ipv4.net)
+    if enabled is not None and sk in enabled:
+        enabled.discard(sk)
+        udp_encap_disable(sk.ipv4.net)
     sk.close()
 
 

@@ -1,0 +1,90 @@
+"""UDP GRO looks a datagram's socket up only while an encapsulation socket exists.
+
+A tunnel's GRO cell runs the decapsulated datagram through ``udp4_gro_receive``.
+Only an encapsulation socket (VXLAN's, made by ``setup_udp_tunnel_sock``) has a
+GRO handler, so the kernel looks the socket up there only while
+``udp_encap_needed_key`` is on (``udp_encap_enable``); otherwise the datagram
+is flushed at once and ``udp_rcv`` does the one lookup that delivers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from helpers import IPV4_ONLY
+
+import netstack
+from netstack.gro.core import GroNode
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.offload import UDP_ENCAP_NEEDED_KEY
+
+
+def two_hosts_over_ipip(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
+    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
+    lab.add_link("a:eth0", "b:eth0")
+    a.ip("addr add 192.0.2.1/24 dev eth0")
+    b.ip("addr add 192.0.2.2/24 dev eth0")
+    for h, local, remote, addr in (
+        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
+        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
+    ):
+        h.ip(f"link add t1 type ipip remote {remote} local {local}")
+        h.ip("link set t1 up")
+        h.ip(f"addr add {addr} dev t1")
+    return a, b
+
+
+async def send_datagrams(tx: Any, rx: Any, n: int) -> None:
+    for i in range(n):
+        await tx.sendto(b"%d" % i, ("10.9.0.2", 9000))
+        with trio.fail_after(1):
+            await rx.recvfrom(100)
+
+
+async def sockets(a: netstack.Host, b: netstack.Host) -> tuple[Any, Any]:
+    rx = b.socket()
+    await rx.bind(("0.0.0.0", 9000))
+    return a.socket(), rx
+
+
+async def test_no_encap_socket_no_lookup_in_gro(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two_hosts_over_ipip(lab)
+    tx, rx = await sockets(a, b)
+    await send_datagrams(tx, rx, 1)  # ARP and routes
+    table = ipv4_of(b.net).udp_table
+    real = table.lookup
+    calls: list[int] = []
+
+    def counting(*args: Any) -> Any:
+        calls.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(table, "lookup", counting)
+    await send_datagrams(tx, rx, 4)
+    assert UDP_ENCAP_NEEDED_KEY.get(b.net).count == 0
+    gro = b.dev("t1").napi_list[0].gro
+    assert isinstance(gro, GroNode) and gro.received == 5  # each went through the GRO cell
+    assert calls == [9000] * 4  # udp_rcv's, one per datagram
+
+
+async def test_a_vxlan_socket_switches_the_lookup_on_and_off(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, b = two_hosts_over_ipip(lab)
+    key = UDP_ENCAP_NEEDED_KEY.get(b.net)
+    b.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 192.0.2.1 dev eth0")
+    assert key.count == 0  # the socket opens with the device
+    b.ip("link set vxlan0 up")
+    assert key.count == 1
+    tx, rx = await sockets(a, b)
+    await send_datagrams(tx, rx, 2)  # plain datagrams still delivered (no GRO handler)
+    b.ip("link set vxlan0 down")
+    assert key.count == 0
+    b.ip("link set vxlan0 up")
+    b.ip("link del vxlan0")
+    assert key.count == 0
