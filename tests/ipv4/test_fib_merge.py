@@ -126,6 +126,44 @@ SHADOW = [
 
 SHADOW_SETUP = SETUP[:4]
 
+# the walk once split: selectors, a rule's own reject, a table named by a rule
+RULES = [
+    ("rule add pref 100 to 10.5.0.0/16 prohibit", ""),
+    ("rule add pref 101 to 10.6.0.0/16 blackhole", ""),
+    ("rule add pref 102 to 10.7.0.0/16 unreachable", ""),
+    ("route add 10.8.0.0/16 dev d0 table 100", ""),
+    ("rule add pref 103 from 10.1.0.1 lookup 100", ""),
+    ("route get 10.5.1.1", "RTNETLINK answers: Permission denied"),
+    ("route get 10.6.1.1", "RTNETLINK answers: Invalid argument"),
+    ("route get 10.7.1.1", "RTNETLINK answers: Network is unreachable"),
+    ("route get 10.8.1.1", "RTNETLINK answers: Network is unreachable"),
+    (
+        "route get 10.8.1.1 from 10.1.0.1",
+        "10.8.1.1 from 10.1.0.1 dev d0 table 100 uid 0 \n    cache \n",
+    ),
+    # a locally generated flow comes in on loopback (flowi4_iif = LOOPBACK_IFINDEX)
+    ("rule add pref 104 iif lo lookup 100", ""),
+    ("route get 10.8.1.1", "10.8.1.1 dev d0 table 100 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("rule add pref 99 not to 10.1.0.0/16 unreachable", ""),
+    ("route get 10.1.2.2", "10.1.2.2 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.8.1.1", "RTNETLINK answers: Network is unreachable"),
+    (
+        "rule",
+        "0:\tfrom all lookup local\n"
+        "99:\tnot from all to 10.1.0.0/16 unreachable\n"
+        "100:\tfrom all to 10.5.0.0/16 prohibit\n"
+        "101:\tfrom all to 10.6.0.0/16 blackhole\n"
+        "102:\tfrom all to 10.7.0.0/16 unreachable\n"
+        "103:\tfrom 10.1.0.1 lookup 100\n"
+        "104:\tfrom all iif lo lookup 100\n"
+        "32766:\tfrom all lookup main\n"
+        "32767:\tfrom all lookup default\n",
+    ),
+    ("route show table 100", "10.8.0.0/16 dev d0 scope link \n"),
+]
+
+SCENARIOS = [(SETUP, SESSION), (SHADOW_SETUP, SHADOW), (SHADOW_SETUP, RULES)]
+
 
 def _run(h: Host, command: str) -> str:
     try:
@@ -134,7 +172,7 @@ def _run(h: Host, command: str) -> str:
         return str(e)
 
 
-@pytest.mark.parametrize(("setup", "session"), [(SETUP, SESSION), (SHADOW_SETUP, SHADOW)])
+@pytest.mark.parametrize(("setup", "session"), SCENARIOS)
 async def test_merged_lookup_as_the_kernel(
     autojump_clock: trio.testing.MockClock,
     lab: Lab,
@@ -227,7 +265,7 @@ def test_matches_the_real_kernel() -> None:
     if r.returncode != 0:
         pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
     try:
-        for setup, session in ((SETUP, SESSION), (SHADOW_SETUP, SHADOW)):
+        for setup, session in SCENARIOS:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
             subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
             for command in ["link set lo up", *setup]:
