@@ -655,7 +655,7 @@ class Fib:
                     level[dst] = keep
                     data.prune(dst, dst_len)
 
-    @kernel("include/net/ip_fib.h", "fib_lookup")
+    @kernel("include/net/ip_fib.h", "fib_lookup", "fib_table_lookup")
     def lookup(
         self,
         daddr: int,
@@ -673,7 +673,8 @@ class Fib:
         rules :meth:`fib_rules_lookup` walks them, matching *saddr* and *iif*
         (the input device, or loopback's for a locally generated flow) too.
 
-        Kernel: include/net/ip_fib.h, fib_lookup() (CONFIG_IP_MULTIPLE_TABLES).
+        Kernel: include/net/ip_fib.h, fib_lookup() (CONFIG_IP_MULTIPLE_TABLES);
+        timed mode charges a second fib_table_lookup() (see below).
         """
         if self.fib_has_custom_rules:
             return self.fib_rules_lookup(daddr, oif, scope, saddr, iif)
