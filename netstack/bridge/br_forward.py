@@ -78,9 +78,14 @@ def br_dev_queue_push_xmit(skb: SkBuff) -> None:
 @kernel("net/bridge/br_forward.c", "__br_forward")
 def __br_forward(to: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     """Kernel: net/bridge/br_forward.c, __br_forward()."""
-    nskb = br_handle_vlan(to.br, to, to.vlgrp, skb)
-    if nskb is None:
-        return
+    nskb = skb
+    # br_handle_vlan()'s first test, here: a frame not VLAN-filtered at input
+    # (BR_INPUT_SKB_CB(skb)->vlan_filtered, skb.cb True) passes as it is
+    if skb.cb is True:
+        vskb = br_handle_vlan(to.br, to, to.vlgrp, skb)
+        if vskb is None:
+            return
+        nskb = vskb
     nskb.dev = to.dev
     if not local_orig and nskb.ip_summed == 2:  # skb_forward_csum(): CHECKSUM_COMPLETE
         nskb.ip_summed = 0
@@ -128,32 +133,38 @@ def br_flood(
     Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver().
     """
     prev: NetBridgePort | None = None
-    from_br = skb.dev is br.dev
+    indev = skb.dev  # neither it nor the skb's cb changes until the last port
+    from_br = indev is br.dev
+    # the port flag that lets this kind of frame flood; frames the bridge itself
+    # sends ignore the multicast and broadcast ones
+    if pkt_type == BR_PKT_UNICAST:
+        flood_flag = BR_FLOOD
+    else:
+        flood_flag = (
+            0 if from_br else BR_MCAST_FLOOD if pkt_type == BR_PKT_MULTICAST else BR_BCAST_FLOOD
+        )
+    # br_allowed_egress() lets every frame through that was not VLAN-filtered at
+    # input (its first test, BR_INPUT_SKB_CB(skb)->vlan_filtered: skb.cb True)
+    vlan_filtered = skb.cb is True
     for p in br.port_list:
         flags = p.flags
-        if pkt_type == BR_PKT_UNICAST:
-            if not flags & BR_FLOOD:
-                continue
-        elif pkt_type == BR_PKT_MULTICAST:
-            if not flags & BR_MCAST_FLOOD and not from_br:
-                continue
-        elif not flags & BR_BCAST_FLOOD and not from_br:
+        if flood_flag and not flags & flood_flag:
             continue
         # should_deliver(), a static inline: no frame of its own per port
         if not (
-            (flags & BR_HAIRPIN_MODE or skb.dev is not p.dev)
+            (flags & BR_HAIRPIN_MODE or indev is not p.dev)
             and p.state == BR_STATE_FORWARDING
-            and br_allowed_egress(p.vlgrp, skb)
+            and (not vlan_filtered or br_allowed_egress(p.vlgrp, skb))
             and not (src_isolated and flags & BR_ISOLATED)
         ):
             continue
         st = p.stats
-        if pkt_type == BR_PKT_UNICAST:
-            st.flood_unicast += 1
-        elif pkt_type == BR_PKT_MULTICAST:
-            st.flood_multicast += 1
-        else:
+        if pkt_type == BR_PKT_BROADCAST:
             st.flood_broadcast += 1
+        elif pkt_type == BR_PKT_UNICAST:
+            st.flood_unicast += 1
+        else:
+            st.flood_multicast += 1
         if prev is not None:
             deliver_clone(prev, skb, local_orig)
         prev = p

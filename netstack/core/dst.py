@@ -9,13 +9,20 @@ is freed or when ``dev_queue_xmit`` releases dsts early
 (``IFF_XMIT_DST_RELEASE``). The refcount is the contended atomic of seed 1's
 profile (``dst_release``), so it is counted here.
 
-Kernel: include/net/dst.h, net/core/dst.c.
+A :class:`DstCache` keeps one such entry for a sender that routes the same
+flow again and again — a tunnel towards its fixed remote, a VXLAN remote —
+and hands it out while it is still valid (``dst_check``: the FIB and the
+addresses have not changed since, i.e. the IPv4 ``rt_genid`` is the same),
+so the sender skips the route lookup; its owner resets it when the flow's
+parameters change.
+
+Kernel: include/net/dst.h, net/core/dst.c, net/core/dst_cache.c.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from netstack.sites import kernel
 
@@ -23,7 +30,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
 
-__all__ = ["DST_OBSOLETE_FORCE_CHK", "DST_OBSOLETE_NONE", "DstEntry"]
+__all__ = ["DST_OBSOLETE_FORCE_CHK", "DST_OBSOLETE_NONE", "DstCache", "DstEntry"]
 
 DST_OBSOLETE_NONE = 0
 DST_OBSOLETE_DEAD = 2
@@ -114,6 +121,60 @@ class DstEntry:
         """Still valid? Kernel: dst_check()."""
         return self.obsolete == DST_OBSOLETE_NONE
 
+    def valid(self) -> bool:
+        """Still usable from a cache (families override: ``rt_cache_valid``)."""
+        return self.check()
+
     def __repr__(self) -> str:
         dev = self.dev.name if self.dev is not None else None
         return f"<{type(self).__name__} dev={dev} refcnt={self.refcnt}>"
+
+
+D = TypeVar("D", bound=DstEntry)
+
+
+@kernel("net/core/dst_cache.c")
+class DstCache(Generic[D]):
+    """A cached route and the source address it chose (kernel: ``struct
+    dst_cache``, per CPU there; one here). The cache holds a reference.
+
+    Kernel: net/core/dst_cache.c (dst_cache_get_ip4, dst_cache_set_ip4,
+    dst_cache_reset).
+    """
+
+    __slots__ = ("rt", "saddr")
+
+    def __init__(self) -> None:
+        self.rt: D | None = None
+        self.saddr = 0
+
+    @kernel("net/core/dst_cache.c", "dst_cache_get_ip4", "dst_cache_per_cpu_get")
+    def get_ip4(self) -> tuple[D, int] | None:
+        """The cached route with a reference for the caller, if still valid.
+
+        Kernel: net/core/dst_cache.c, dst_cache_get_ip4() / dst_cache_per_cpu_get().
+        """
+        rt = self.rt
+        if rt is None:
+            return None
+        if not rt.valid():  # dst_cache_per_cpu_get(): obsolete and failing dst_check
+            self.reset()
+            return None
+        rt.hold()
+        return rt, self.saddr
+
+    @kernel("dst_cache_set_ip4")
+    def set_ip4(self, rt: D, saddr: int) -> None:
+        """Cache *rt* (taking a reference of its own). Kernel: dst_cache_set_ip4()."""
+        self.reset()
+        self.rt = rt
+        rt.hold()
+        self.saddr = saddr
+
+    @kernel("dst_cache_reset", "dst_cache_destroy")
+    def reset(self) -> None:
+        """Forget the route. Kernel: dst_cache_reset() / dst_cache_destroy()."""
+        rt = self.rt
+        if rt is not None:
+            self.rt = None
+            rt.release()

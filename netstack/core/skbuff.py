@@ -236,6 +236,9 @@ _TRUESIZE_MEMO_MAX: Final = 1024
 TRUESIZE_OF_BUFLEN: Final = _TRUESIZE_OF_BUFLEN
 
 
+_new_skb: Final = object.__new__
+
+
 @kernel("include/linux/skbuff.h")
 class SkBuff:
     """A packet: ``buf`` with headroom and the kernel's offsets and fields.
@@ -247,6 +250,7 @@ class SkBuff:
         "__dict__",
         "_dataref",
         "_freed",
+        "_truesize",
         "buf",
         "cb",
         "csum_offset",
@@ -256,6 +260,7 @@ class SkBuff:
         "dev",
         "dst",
         "dst_pending_confirm",
+        "encapsulation",
         "gso_size",
         "ignore_df",
         "ip_summed",
@@ -271,6 +276,7 @@ class SkBuff:
         "skb_iif",
         "tail",
         "transport_header",
+        "vlan_proto",
         "wmem_charge",
     )
 
@@ -285,16 +291,13 @@ class SkBuff:
     tstamp: float = 0.0
     gso_segs: int = 0
     gso_type: int = 0
-    encapsulation: bool = False
     inner_protocol: int = 0
     inner_mac_header: int = -1
     inner_network_header: int = -1
     inner_transport_header: int = -1
     local_df: bool = False
-    _truesize: int = 0  # an explicit truesize (page-fragment skbs), 0: computed
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
-    vlan_proto: int = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
-    vlan_tci: int = 0  # its TCI (PCP, DEI, VID)
+    vlan_tci: int = 0  # the hardware-accelerated 802.1Q tag's TCI (PCP, DEI, VID)
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -326,6 +329,12 @@ class SkBuff:
         self.destructor: Any = None  # called once when the skb is freed (kernel: skb->destructor)
         self.wmem_charge = 0  # truesize charged to sk_wmem_alloc (sock_wfree returns it)
         self.rmem_charge = 0  # truesize charged to sk_rmem_alloc
+        # Read on every transmit and receive (validate_xmit_skb, netif_skb_features,
+        # __netif_receive_skb_core), so slots: a class-level default is read through
+        # the generic attribute lookup, about 250 instructions more than a slot.
+        self.vlan_proto = 0  # hardware-accelerated 802.1Q tag: TPID (0: no tag)
+        self.encapsulation = False
+        self._truesize = 0  # an explicit truesize (page-fragment skbs), 0: computed
 
     # -- lengths and room -------------------------------------------------
     def __len__(self) -> int:
@@ -489,6 +498,9 @@ class SkBuff:
         new.queue_mapping = self.queue_mapping
         new.gso_size = self.gso_size
         new.ignore_df = self.ignore_df
+        new.vlan_proto = self.vlan_proto
+        new.encapsulation = self.encapsulation
+        new._truesize = self._truesize
         d = self.__dict__
         if d:  # the rare fields (cb, the holder's scratch, is a slot and not copied)
             new.__dict__.update(d)
@@ -502,9 +514,43 @@ class SkBuff:
         if ref is None:
             ref = self._dataref = [1]
         ref[0] += 1
-        new = SkBuff(self.buf, self.data, self.tail)
-        self._copy_header(new)
+        # __skb_clone(): every slot set once, here (a bridge's flood clones per port;
+        # SkBuff() and _copy_header() set most of them twice, in two more frames).
+        # The fields and values are __init__'s and _copy_header's (a test checks).
+        new = _new_skb(SkBuff)
+        new.buf = self.buf
+        new.data = self.data
+        new.tail = self.tail
+        new.dev = self.dev
+        new.sk = None
+        dst = self.dst
+        if dst is not None:
+            dst.hold()  # skb_dst_copy(): the copy holds its own reference
+        new.dst = dst
+        new.next = None
+        new.protocol = self.protocol
+        new.pkt_type = self.pkt_type
+        new.mac_header = self.mac_header
+        new.network_header = self.network_header
+        new.transport_header = self.transport_header
+        new.ip_summed = self.ip_summed
+        new.csum_start = self.csum_start
+        new.csum_offset = self.csum_offset
+        new.priority = self.priority
+        new._freed = False
         new._dataref = ref
+        new.cb = None
+        new.queue_mapping = self.queue_mapping
+        new.skb_iif = 0
+        new.gso_size = self.gso_size
+        new.ignore_df = self.ignore_df
+        new.dst_pending_confirm = False
+        new.destructor = None
+        new.wmem_charge = 0
+        new.rmem_charge = 0
+        d = self.__dict__
+        if d:  # the rare fields
+            new.__dict__.update(d)
         return new
 
     @kernel("skb_copy", "skb_copy_expand")

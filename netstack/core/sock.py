@@ -81,7 +81,58 @@ class Sock:
 
     Protocols override the operations they support; the defaults fail with
     the errno the kernel's ``sock_no_*`` helpers give.
+
+    Slotted: a socket has 43 fields, past CPython's 30-key limit for shared
+    instance dictionaries, so a dictionary was 1.5 KB a socket (each host's
+    ``ping`` makes one). A subclass that declares no ``__slots__`` keeps a
+    ``__dict__`` for its own fields and anything set on it later.
     """
+
+    __slots__ = (
+        "_readers",
+        "_writers",
+        "dead",
+        "dst_cache",
+        "dst_pending_confirm",
+        "error_queue",
+        "family",
+        "freebind",
+        "hdrincl",
+        "inet_daddr",
+        "inet_dport",
+        "inet_id",
+        "inet_num",
+        "inet_rcv_saddr",
+        "inet_saddr",
+        "inet_sport",
+        "mc_list",
+        "mc_ttl",
+        "net",
+        "pmtudisc",
+        "protocol",
+        "receive_queue",
+        "recverr",
+        "recvttl",
+        "sk_bound_dev_if",
+        "sk_broadcast",
+        "sk_drops",
+        "sk_err",
+        "sk_err_soft",
+        "sk_mark",
+        "sk_priority",
+        "sk_rcvbuf",
+        "sk_reuse",
+        "sk_reuseport",
+        "sk_rmem_alloc",
+        "sk_shutdown",
+        "sk_sndbuf",
+        "sk_userlocks",
+        "sk_wmem_alloc",
+        "state",
+        "tos",
+        "type",
+        "uc_ttl",
+    )
 
     def __init__(self, net: Net, family: int, sock_type: int, protocol: int) -> None:
         self.net = net
@@ -126,8 +177,10 @@ class Sock:
         self.freebind = False
         self.dst_cache: Any = None  # sk->sk_dst_cache (connected sockets)
         self.dst_pending_confirm = False
-        self._readers = trio.lowlevel.ParkingLot()
-        self._writers = trio.lowlevel.ParkingLot()
+        # made by the first wait (a lot is an attrs object and an OrderedDict, 280 B):
+        # most sockets never wait to write, and a sender-only one never to read
+        self._readers: trio.lowlevel.ParkingLot | None = None
+        self._writers: trio.lowlevel.ParkingLot | None = None
 
     # -- operations (struct proto / proto_ops) --------------------------------------
     def bind(self, addr: int, port: int) -> None:
@@ -403,11 +456,17 @@ class Sock:
 
     async def wait_readable(self) -> None:
         """Park until data, an error or shutdown arrives."""
-        await self._readers.park()
+        lot = self._readers
+        if lot is None:
+            lot = self._readers = trio.lowlevel.ParkingLot()
+        await lot.park()
 
     async def wait_writable(self) -> None:
         """Park until send buffer space is freed."""
-        await self._writers.park()
+        lot = self._writers
+        if lot is None:
+            lot = self._writers = trio.lowlevel.ParkingLot()
+        await lot.park()
 
     # -- errors -------------------------------------------------------------------------
     @kernel("sock_error")

@@ -105,7 +105,7 @@ def netif_skb_features(skb: SkBuff) -> int:
     dev = skb.dev
     assert dev is not None
     features = dev.features
-    if skb.gso_segs > dev.gso_max_segs:
+    if skb.gso_size and skb.gso_segs > dev.gso_max_segs:  # skb_is_gso(): gso_features_check()
         features &= ~NETIF_F_GSO_MASK
     if skb.encapsulation:
         features &= dev.hw_enc_features

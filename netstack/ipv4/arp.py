@@ -380,7 +380,11 @@ def arp_is_garp(
 @kernel("arp_ignore")
 def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
     """Should a request for *tip* go unanswered? Kernel: arp_ignore()."""
-    mode = in_dev.maxconf("arp_ignore")
+    # IN_DEV_ARP_IGNORE(), a macro: IN_DEV_MAXCONF read here, not through maxconf()
+    mode = in_dev.ipv4.devconf_all.arp_ignore
+    dev_mode = in_dev.cnf.arp_ignore
+    if dev_mode > mode:
+        mode = dev_mode
     if mode == 0:
         return False
     if mode == 1:
@@ -395,7 +399,12 @@ def arp_ignore(ipv4: Ipv4, in_dev: Any, sip: int, tip: int) -> bool:
 @kernel("arp_accept")
 def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
     """Kernel: arp_accept()."""
-    mode = in_dev.maxconf("arp_accept")
+    # IN_DEV_ARP_ACCEPT(), a macro: IN_DEV_MAXCONF read here, not through maxconf()
+    # (every host on a segment asks this for every broadcast request it hears)
+    mode = in_dev.ipv4.devconf_all.arp_accept
+    dev_mode = in_dev.cnf.arp_accept
+    if dev_mode > mode:
+        mode = dev_mode
     if mode == 0:
         return False
     if mode == 1:

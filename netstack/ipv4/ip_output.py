@@ -27,7 +27,7 @@ from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
 from netstack.core.xmit import skb_checksum_help
-from netstack.ipv4.constants import RTCF_BROADCAST
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST
 from netstack.ipv4.route import ip_dst_mtu_maybe_forward
 from netstack.neigh.neighbour import neigh_confirm, neigh_hh_output
 from netstack.neigh.nud import NUD_CONNECTED
@@ -59,6 +59,9 @@ IP_IDENTS_SZ: Final = 2048
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
 _I: Final = struct.Struct("!I")
+# IPV4_HDR under a name assigned here: CPython 3.11 compiles ``imported_name.method(...)``
+# as an attribute load that builds a bound method per call; this gets the specialised call.
+_IPV4_HDR: Final = IPV4_HDR
 
 
 @kernel("net/ipv4/route.c", "ip_rt_init")
@@ -237,11 +240,10 @@ def ip_make_skb(
         )
     ):
         df = IP_DF
-    buf = skb.buf
-    IPV4_HDR.pack_into(buf, hh_len, 0x45, tos, total, 0, df, ttl, protocol, 0, saddr, daddr)
     if ignore_df:
         skb.ignore_df = True
-    # ip_select_ident_segs()
+    # ip_select_ident_segs(): the ID is chosen from the addresses and the protocol
+    # alone, so it is drawn first and the header written with it in one pack
     if sk is not None and sk.inet_daddr:
         ident = sk.inet_id
         sk.inet_id = (ident + 1) & 0xFFFF
@@ -249,7 +251,9 @@ def ip_make_skb(
         ident = 0
     else:
         ident = ipv4.idents.reserve(daddr, saddr, protocol, 1)
-    _H.pack_into(buf, hh_len + 4, ident)
+    _IPV4_HDR.pack_into(
+        skb.buf, hh_len, 0x45, tos, total, ident, df, ttl, protocol, 0, saddr, daddr
+    )
     skb.dst = rt
     return skb
 
@@ -271,7 +275,11 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     _H.pack_into(buf, nh + 10, ip_fast_csum(buf, nh, (buf[nh] & 0xF) * 4))  # ip_send_check()
     skb.protocol = ETH_P_IP
     ipv4.ip.OutRequests += 1
-    return int(skb.dst.output(skb))  # type: ignore[union-attr]  # dst_output()
+    # dst_output(): the route's output, read into a local and called (a method call on
+    # an instance attribute is not specialised by CPython 3.11)
+    output = skb.dst.output  # type: ignore[union-attr]
+    rc: int = output(skb)
+    return rc
 
 
 @kernel("net/ipv4/ip_output.c", "ip_output")
@@ -314,14 +322,18 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_finish_output")
-    dst: Any = skb.dst
-    assert dst is not None
-    if getattr(dst, "rt_is_input", False):
-        # ip_skb_dst_mtu(): a forwarded packet (IPSKB_FORWARDED; it carries its
-        # input route) gets ip_dst_mtu_maybe_forward(dst, true)
-        mtu = ip_dst_mtu_maybe_forward(ipv4, dst, True)
+    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
+    # Kernel: static inlines ip_skb_dst_mtu and ip_dst_mtu_maybe_forward (include/net/ip.h),
+    # folded. IPCB(skb)->flags & IPSKB_FORWARDED: ip_forward, the one caller that hands
+    # ip_output an input route, marks it; here the input route the packet carries is
+    # the mark. A route with no PMTU, no "mtu" metric and no lock gives the device's
+    # MTU, forwarded or not.
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = ip_dst_mtu_maybe_forward(ipv4, rt, rt.rt_is_input)
     else:
-        mtu = dst.mtu()
+        mtu = rt.dev.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
     if skb.gso_size:
         return ip_finish_output2(ipv4, skb)
     if skb.tail - skb.data > mtu:

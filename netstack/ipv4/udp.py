@@ -129,6 +129,15 @@ _II: Final = struct.Struct("!II")
 _HH: Final = struct.Struct("!HH")
 _EE: Final = struct.Struct("=IBBBBII")  # struct sock_extended_err
 _SIN: Final = struct.Struct("=HH4s8x")  # struct sockaddr_in (family host order)
+# Module-level names for imported objects whose methods the data path calls: CPython
+# 3.11 compiles ``imported_name.method(...)`` as an attribute load that builds a bound
+# method on every call (it takes an imported name for a module); a name assigned here
+# gets the specialised method call.
+_UDP_HDR: Final = UDP_HDR
+# saddr, daddr and the UDP header, read at offset 12 of a 20-byte IPv4 header
+_ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
+_SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
+_TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
 
@@ -238,8 +247,11 @@ class UdpSock(Sock):
             buf = skb.buf
             th = skb.transport_header
             nh = skb.network_header
-            (saddr,) = _I.unpack_from(buf, nh + 12)
-            sport = (buf[th] << 8) | buf[th + 1]
+            if th == nh + 20:  # no IP options: the source address and port in one read
+                saddr, sport = _SADDR_SPORT.unpack_from(buf, nh + 12)
+            else:
+                (saddr,) = _I.unpack_from(buf, nh + 12)
+                sport = (buf[th] << 8) | buf[th + 1]
             start = th + UDP_HLEN
             ulen = skb.tail - start
             mflags = 0
@@ -372,26 +384,26 @@ def udp_sendmsg(
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
     # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property
-    size = TRUESIZE_OF_BUFLEN.get(len(buf)) or skb.truesize
+    size = _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
     dev = rt.dev
     sport = sk.inet_num
     if sk.no_check_tx:
-        UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
     elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
         # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
         s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
         s = (s & 0xFFFF) + (s >> 16)
-        UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
         skb.ip_summed = CHECKSUM_PARTIAL
         skb.csum_start = th
         skb.csum_offset = 6
     else:
-        UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
         c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
-        UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
     if flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
@@ -624,7 +636,12 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         mib.InErrors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
-    sport, dport, ulen, check = UDP_HDR.unpack_from(buf, th)
+    nh = skb.network_header
+    if th == nh + 20:  # no IP options: the addresses and the UDP header in one read
+        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR.unpack_from(buf, nh + 12)
+    else:
+        sport, dport, ulen, check = _UDP_HDR.unpack_from(buf, th)
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
     if ulen > length or ulen < UDP_HLEN:
         mib.InErrors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
@@ -634,8 +651,6 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         if skb.ip_summed == CHECKSUM_COMPLETE:
             skb.ip_summed = CHECKSUM_NONE
     skb.transport_header = th
-    nh = skb.network_header
-    saddr, daddr = _II.unpack_from(buf, nh + 12)
     if skb.ip_summed == CHECKSUM_COMPLETE and check:
         # udp4_csum_init(): the device's sum settles it now
         if csum_tcpudp_magic(saddr, daddr, ulen, IPPROTO_UDP, skb.csum) == 0:

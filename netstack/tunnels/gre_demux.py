@@ -82,15 +82,21 @@ def gre_add_protocol(net: Net, proto: GreProtocol, version: int) -> None:
 
 
 @kernel("gre_demux.c", "gre_rcv")
-def gre_rcv(net: Net, skb: SkBuff) -> int:
-    """``inet_protos[47]``: dispatch by GRE version. Kernel: gre_demux.c, gre_rcv()."""
+def gre_rcv(demux: GreDemux, skb: SkBuff) -> int:
+    """``inet_protos[47]``: dispatch by GRE version.
+
+    *demux* is bound when the protocol is registered: the kernel's ``gre_proto``
+    is a global array, not looked up per packet.
+
+    Kernel: gre_demux.c, gre_rcv().
+    """
     if TIMED:
         spend("gre_rcv")
     if skb.tail - skb.data < 12:
         _kfree_skb(skb, DropReason.GRE_INVALID)
         return 1
     ver = skb.buf[skb.data + 1] & 0x7F
-    proto = gre_demux_of(net).gre_proto[ver] if ver < GREPROTO_MAX else None
+    proto = demux.gre_proto[ver] if ver < GREPROTO_MAX else None
     if proto is None:
         _kfree_skb(skb, DropReason.GRE_INVALID)
         return 1
@@ -98,12 +104,12 @@ def gre_rcv(net: Net, skb: SkBuff) -> int:
 
 
 @kernel("gre_demux.c", "gre_err")
-def gre_err(net: Net, skb: SkBuff, info: int) -> None:
+def gre_err(demux: GreDemux, skb: SkBuff, info: int) -> None:
     """An ICMP error quotes one of our GRE packets. Kernel: gre_demux.c, gre_err()."""
     if skb.tail - skb.data < 4:
         return
     ver = skb.buf[skb.data + 1] & 0x7F
-    proto = gre_demux_of(net).gre_proto[ver] if ver < GREPROTO_MAX else None
+    proto = demux.gre_proto[ver] if ver < GREPROTO_MAX else None
     if proto is not None and proto.err_handler is not None:
         proto.err_handler(skb, info)
 
@@ -111,11 +117,11 @@ def gre_err(net: Net, skb: SkBuff, info: int) -> None:
 @kernel("gre_init")
 def gre_init(net: Net) -> None:
     """The ``gre`` module's init: own IP protocol 47. Kernel: gre_init()."""
-    GRE_DEMUX_NET.set(net, GreDemux())
+    demux = GRE_DEMUX_NET.set(net, GreDemux())
     ipv4 = ipv4_of(net)
     if IPPROTO_GRE in ipv4.inet_protos:
         raise ValueError("IP protocol 47 already registered")
-    ipv4.inet_protos[IPPROTO_GRE] = InetProtocol(partial(gre_rcv, net), partial(gre_err, net))
+    ipv4.inet_protos[IPPROTO_GRE] = InetProtocol(partial(gre_rcv, demux), partial(gre_err, demux))
 
 
 @kernel("net/ipv4/gre_demux.c", "gre_parse_header")

@@ -559,8 +559,14 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
 
 
 @kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
-def ipgre_rcv_v0(net: Net, skb: SkBuff) -> int:
-    """GRE version 0 received. Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv()."""
+def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
+    """GRE version 0 received.
+
+    *ign* is the module's per-Net state, bound when the handler is registered
+    (the kernel's per-Net lookup is an array index).
+
+    Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv().
+    """
     if TIMED:
         spend("gre_rcv")
     tpi = TnlPtkInfo()
@@ -568,7 +574,6 @@ def ipgre_rcv_v0(net: Net, skb: SkBuff) -> int:
     if hdr_len < 0:
         kfree_skb(skb, DropReason.GRE_INVALID)
         return 0
-    ign = ipgre_net_of(net)
     itn = ign.tap if tpi.proto == ETH_P_TEB else ign.ipgre
     if __ipgre_rcv(skb, tpi, itn, hdr_len):
         return 0
@@ -655,8 +660,8 @@ def ipgre_init_net(net: Net) -> None:
     """
     ipgre_itn = IpTunnelNet(net, "gre", ARPHRD_IPGRE, ipgre_tunnel_ctl)
     tap_itn = IpTunnelNet(net, "gretap", ARPHRD_ETHER, ipgre_tunnel_ctl)
-    _IPGRE_NET.set(net, IpGreNet(ipgre_itn, tap_itn))
-    gre_add_protocol(net, GreProtocol(partial(ipgre_rcv_v0, net), partial(ipgre_err, net)), 0)
+    ign = _IPGRE_NET.set(net, IpGreNet(ipgre_itn, tap_itn))
+    gre_add_protocol(net, GreProtocol(partial(ipgre_rcv_v0, net, ign), partial(ipgre_err, net)), 0)
     rtnl_link_register(
         net,
         RtnlLinkOps(

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.dev import NETDEV_CHANGE, skb_scrub_packet, unregister_netdevice
+from netstack.core.dst import DstCache
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans
 from netstack.core.features import NETIF_F_NETNS_LOCAL
 from netstack.core.gro_cells import GroCells, gro_cells_receive
@@ -218,6 +219,7 @@ class IpTunnel:
         self.ignore_df = False
         self.gro_cells: GroCells | None = None
         self.hashed = False
+        self.dst_cache: DstCache[Rtable] = DstCache()  # the outer route of a connected tunnel
 
     def statistics(self) -> IpTunnelStats:
         """Sequence numbers, error back-off and the device's ``rtnl_link_stats64``."""
@@ -449,6 +451,7 @@ def ip_tunnel_uninit(dev: NetDevice) -> None:
     ip_tunnel_del(itn, t)
     if itn.fb_tunnel_dev is dev:
         itn.fb_tunnel_dev = None
+    t.dst_cache.reset()
     if t.gro_cells is not None:
         t.gro_cells.destroy()
         t.gro_cells = None
@@ -545,6 +548,7 @@ def ip_tunnel_update(
         mtu = ip_tunnel_bind_dev(dev)
         if set_mtu:
             dev.mtu = mtu
+    t.dst_cache.reset()
     dev.net.call_netdevice_notifiers(NETDEV_CHANGE, dev)  # netdev_state_change()
 
 
@@ -706,9 +710,11 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     buf = skb.buf
     inner_nh = skb.inner_network_header
     payload_protocol = skb.protocol
-    # (the kernel also tracks "connected" to use its per-tunnel dst_cache; lookups here
-    # return the nexthop's cached rtable, so there is no second cache to keep)
+    # "connected": a fixed remote and a fixed TOS route every packet alike, so the
+    # outer route comes from the tunnel's dst_cache (3.14+). Timed mode measures
+    # the seeds' kernels (2.6.36-3.3), which routed every packet: no cache there.
     dst = tnl_params.daddr
+    connected = dst != 0 and not TIMED
     if dst == 0:
         # NBMA tunnel: the inner route's next hop is the remote end
         rt_in: Any = skb.dst
@@ -730,15 +736,24 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         tos &= ~0x1
         if payload_protocol == ETH_P_IP:
             tos = buf[inner_nh + 1]
+            connected = False
         elif payload_protocol == ETH_P_IPV6:
             tos = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
+            connected = False
     fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
-    rt = ipv4.ip_route_output_key(fl4)
-    if isinstance(rt, int):
-        stats.tx_carrier_errors += 1
-        stats.tx_errors += 1
-        kfree_skb(skb, DropReason.IP_OUTNOROUTES)
-        return
+    cached = t.dst_cache.get_ip4() if connected else None
+    if cached is not None:
+        rt, fl4.saddr = cached
+    else:
+        got = ipv4.ip_route_output_key(fl4)
+        if isinstance(got, int):
+            stats.tx_carrier_errors += 1
+            stats.tx_errors += 1
+            kfree_skb(skb, DropReason.IP_OUTNOROUTES)
+            return
+        rt = got
+        if connected:
+            t.dst_cache.set_ip4(rt, fl4.saddr)
     if rt.dev is dev:
         rt.release()
         stats.collisions += 1

@@ -187,7 +187,7 @@ def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
 
 
 @kernel("ipip_tunnel_rcv")
-def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
+def ipip_tunnel_rcv(itn: IpTunnelNet, skb: SkBuff, ipproto: int) -> int:
     """Take the packet if a tunnel matches (0), else -1.
 
     Twin: netstack.tunnels.sit.ipip6_rcv.
@@ -195,7 +195,6 @@ def ipip_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
     """
     if TIMED:
         spend("ipip_tunnel_rcv")
-    itn = ipip_itn_of(net)
     buf = skb.buf
     nh = skb.network_header
     saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
@@ -350,7 +349,7 @@ def ipip_init_net(net: Net) -> None:
     _IPIP_NET.set(net, itn)
     xfrm4_tunnel_register(
         net,
-        XfrmTunnel(partial(ipip_tunnel_rcv_v4, net), partial(ipip_err, net), priority=1),
+        XfrmTunnel(partial(ipip_tunnel_rcv_v4, itn), partial(ipip_err, net), priority=1),
         AF_INET,
     )
     rtnl_link_register(
@@ -367,8 +366,14 @@ def ipip_init_net(net: Net) -> None:
 
 
 @kernel("net/ipv4/ipip.c", "ipip_rcv")
-def ipip_tunnel_rcv_v4(net: Net, skb: SkBuff) -> int:
-    """Kernel: net/ipv4/ipip.c, ipip_rcv()."""
+def ipip_tunnel_rcv_v4(itn: IpTunnelNet, skb: SkBuff) -> int:
+    """Protocol 4 received, from the tunnel4 chain.
+
+    *itn* is bound when the handler is registered (the kernel's per-Net
+    lookup is an array index).
+
+    Kernel: net/ipv4/ipip.c, ipip_rcv().
+    """
     if TIMED:
         spend("ipip_rcv")
-    return ipip_tunnel_rcv(net, skb, IPPROTO_IPIP)
+    return ipip_tunnel_rcv(itn, skb, IPPROTO_IPIP)

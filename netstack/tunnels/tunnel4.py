@@ -88,14 +88,20 @@ def xfrm4_tunnel_deregister(net: Net, handler: XfrmTunnel, family: int) -> None:
 
 
 @kernel("net/ipv4/tunnel4.c", "tunnel4_rcv", "tunnel64_rcv")
-def _tunnel_rcv(net: Net, family: int, min_len: int, skb: SkBuff) -> int:
-    """Kernel: net/ipv4/tunnel4.c, tunnel4_rcv() / tunnel64_rcv()."""
+def _tunnel_rcv(net: Net, chain: list[XfrmTunnel], min_len: int, skb: SkBuff) -> int:
+    """Offer a protocol 4 (or 41) packet to each handler of the chain, by priority.
+
+    *chain* is the family's handler list, bound at registration (the kernel's
+    ``tunnel4_handlers`` / ``tunnel64_handlers`` are globals).
+
+    Kernel: net/ipv4/tunnel4.c, tunnel4_rcv() / tunnel64_rcv().
+    """
     if TIMED:
         spend("tunnel4_rcv")
     if skb.tail - skb.data < min_len:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
-    for h in tunnel4_of(net).chain(family):
+    for h in chain:
         if not h.handler(skb):
             return 0
     ipv4_of(net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
@@ -115,11 +121,11 @@ def _tunnel_err(net: Net, family: int, skb: SkBuff, info: int) -> Any:
 @kernel("tunnel4_init")
 def tunnel4_init(net: Net) -> None:
     """The ``tunnel4`` module's init: own IP protocols 4 and 41. Kernel: tunnel4_init()."""
-    TUNNEL4_NET.set(net, Tunnel4())
+    t4 = TUNNEL4_NET.set(net, Tunnel4())
     ipv4 = ipv4_of(net)
     for proto, family, min_len in ((IPPROTO_IPIP, AF_INET, 20), (IPPROTO_IPV6, AF_INET6, 40)):
         if proto in ipv4.inet_protos:
             raise ValueError(f"IP protocol {proto} already registered")
         ipv4.inet_protos[proto] = InetProtocol(
-            partial(_tunnel_rcv, net, family, min_len), partial(_tunnel_err, net, family)
+            partial(_tunnel_rcv, net, t4.chain(family), min_len), partial(_tunnel_err, net, family)
         )

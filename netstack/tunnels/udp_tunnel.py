@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from netstack.core.dst import DstCache
 from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
 
 __all__ = [
-    "DstCache",
     "UdpTunnelSockCfg",
     "flow_hashrnd",
     "lco_csum",
@@ -74,53 +74,6 @@ class UdpTunnelSockCfg:
     encap_rcv: Callable[[UdpSock, SkBuff], int]
     gro_receive: Any = None
     gro_complete: Any = None
-
-
-@kernel("net/core/dst_cache.c")
-class DstCache:
-    """A cached outer route and the source address it chose (kernel: ``struct
-    dst_cache``, per CPU there; one here). The cache holds a reference.
-
-    Kernel: net/core/dst_cache.c (dst_cache_get_ip4, dst_cache_set_ip4,
-    dst_cache_reset).
-    """
-
-    __slots__ = ("rt", "saddr")
-
-    def __init__(self) -> None:
-        self.rt: Rtable | None = None
-        self.saddr = 0
-
-    @kernel("net/core/dst_cache.c", "dst_cache_get_ip4")
-    def get_ip4(self) -> tuple[Rtable, int] | None:
-        """The cached route with a reference for the caller, if still valid.
-
-        Kernel: net/core/dst_cache.c, dst_cache_get_ip4().
-        """
-        rt = self.rt
-        if rt is None:
-            return None
-        if not rt.valid():  # dst_cache_per_cpu_get(): obsolete and failing dst_check
-            self.reset()
-            return None
-        rt.hold()
-        return rt, self.saddr
-
-    @kernel("dst_cache_set_ip4")
-    def set_ip4(self, rt: Rtable, saddr: int) -> None:
-        """Cache *rt* (taking a reference of its own). Kernel: dst_cache_set_ip4()."""
-        self.reset()
-        self.rt = rt
-        rt.hold()
-        self.saddr = saddr
-
-    @kernel("dst_cache_reset", "dst_cache_destroy")
-    def reset(self) -> None:
-        """Forget the route. Kernel: dst_cache_reset() / dst_cache_destroy()."""
-        rt = self.rt
-        if rt is not None:
-            self.rt = None
-            rt.release()
 
 
 @kernel("net/ipv4/udp_tunnel_core.c", "udp_sock_create4")
@@ -231,7 +184,7 @@ def udp_tunnel_dst_lookup(
     sport: int,
     dport: int,
     tos: int,
-    dst_cache: DstCache | None = None,
+    dst_cache: DstCache[Rtable] | None = None,
 ) -> tuple[Rtable, int] | int:
     """Route the outer packet: the route and the source address it chose, or a
     negative errno: ``-ENETUNREACH`` without a route, ``-ELOOP`` when the route

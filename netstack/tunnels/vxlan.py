@@ -93,6 +93,7 @@ from netstack.core.dev import (
     skb_scrub_packet,
     unregister_netdevice,
 )
+from netstack.core.dst import DstCache
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
@@ -149,6 +150,7 @@ from netstack.gro.core import NapiGroCb, call_gro_receive
 from netstack.gro.eth import eth_gro_complete, eth_gro_receive
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.igmp import IpMreqn, ip_mc_join_group, ip_mc_leave_group
+from netstack.ipv4.route import Rtable
 from netstack.ipv4.udp import UdpSock
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import (
@@ -157,7 +159,6 @@ from netstack.tunnels.ip_tunnel import (
     iptunnel_pull_header,
 )
 from netstack.tunnels.udp_tunnel import (
-    DstCache,
     UdpTunnelSockCfg,
     setup_udp_tunnel_sock,
     udp_flow_src_port,
@@ -301,7 +302,7 @@ class VxlanRdst:
     remote_port: int
     remote_vni: int
     remote_ifindex: int
-    dst_cache: DstCache = attrs.Factory(DstCache)
+    dst_cache: DstCache[Rtable] = attrs.Factory(DstCache)
 
     def key(self) -> tuple[int, int, int, int]:
         return (self.remote_ip, self.remote_port, self.remote_vni, self.remote_ifindex)

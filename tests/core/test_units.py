@@ -48,6 +48,27 @@ def test_clone_shares_and_make_writable_copies() -> None:
     assert skb.tobytes() == b"ABCDEFGH" and c.tobytes() == b"ZBCDEFGH"
 
 
+def test_clone_sets_every_field_as_init_and_copy_header_do() -> None:
+    """skb_clone sets each slot itself: the same values SkBuff() and _copy_header() give."""
+    skb = alloc_skb(64, headroom=32)
+    skb.put(64)
+    values = iter(range(1000, 2000))
+    for name in SkBuff.__slots__:
+        if name not in ("__dict__", "buf", "data", "tail", "_dataref", "_freed", "dst", "next"):
+            setattr(skb, name, next(values))
+    skb.mark = 7  # a rare field, in the instance dictionary
+    skb.vlan_tci = 9
+    c = skb.clone()
+    ref = SkBuff(skb.buf, skb.data, skb.tail)
+    skb._copy_header(ref)
+    ref._dataref = skb._dataref
+    for name in SkBuff.__slots__:
+        if name != "__dict__":
+            assert getattr(c, name) == getattr(ref, name), name
+    assert c.__dict__ == ref.__dict__ == {"mark": 7, "vlan_tci": 9}
+    assert c._dataref == [2] and c.buf is skb.buf
+
+
 def test_cow_head_grows_headroom_and_shifts_offsets() -> None:
     skb = alloc_skb(20, headroom=4)
     skb.put(20)
