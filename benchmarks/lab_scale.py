@@ -16,12 +16,13 @@ leaf, spine, leaf: three routers).
 Prints, per phase (build; ping; close), the process's CPU time (the figure to
 compare: the machine is shared), wall time, collections by the cyclic garbage
 collector per generation and the CPU time they took, and at the end the peak
-RSS per node (and the peak when the build ended, before the pings) and, with
+RSS per node (and the peak when the build ended, and when the pings ended: the
+rest of the peak is the close, where Trio cancels every host's tasks at once) and, with
 ``--tracemalloc``, the Python heap per host after the build (tracemalloc
 slows everything several times: its run is for memory only).
 
     python benchmarks/lab_scale.py [--hosts N] [--per-leaf K] [--spines S] [--cross]
-                                   [--tracemalloc] [--profile build|ping]
+                                   [--tracemalloc] [--profile build|ping] [--json]
     python benchmarks/lab_scale.py --hosts 10000
 
 The issue's target: 10,000 hosts built in ≤ 10 s and ≤ 1 GB, pinging a
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import json
 import pstats
 import resource
 import sys
@@ -189,6 +191,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
             heap = tracemalloc.get_traced_memory()[0]
         with measure(ping, prof if args.profile == "ping" else None):
             received = await ping_all(end_hosts, args.per_leaf, cross=args.cross)
+        pinged_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         closing.enter_context(measure(close))
     closing.close()
     if prof is not None:
@@ -200,6 +203,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "phases": [build, ping, close],
         "heap": heap,
         "built_rss": built_rss,
+        "pinged_rss": pinged_rss,
         "total": (time.process_time() - start[0], time.perf_counter() - start[1]),
     }
 
@@ -214,6 +218,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=("build", "ping"), help="cProfile one phase")
     parser.add_argument("--sort", default="tottime", help="the profile's order (cumulative…)")
     parser.add_argument("--top", type=int, default=40, help="the profile's lines")
+    parser.add_argument("--json", action="store_true", help="end with the figures as one JSON line")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()
@@ -234,11 +239,24 @@ def main() -> None:
     print(
         f"  peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over the interpreter's), "
         f"{(rss - rss0) / 1024 / nodes:.3f} MB per node; after the build {built / 1024:.0f} MB "
-        f"({(built - rss0) / 1024 / nodes:.3f} MB per node)"
+        f"({(built - rss0) / 1024 / nodes:.3f} MB per node), after the pings "
+        f"{r['pinged_rss'] / 1024:.0f} MB"
     )
     if r["heap"]:
         mb = r["heap"] / 2**20
         print(f"  Python heap after build {mb:.0f} MB, {mb / nodes:.3f} MB per node")
+    if args.json:  # benchmarks/targets.py --lab reads this line
+        figures = {
+            "hosts": n,
+            "routers": routers,
+            "answered": r["received"],
+            "build_cpu": build.cpu,
+            "ping_cpu": r["phases"][1].cpu,
+            "peak_rss_mb": rss / 1024,
+            "built_rss_mb": built / 1024,
+            "pinged_rss_mb": r["pinged_rss"] / 1024,
+        }
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -17,9 +17,14 @@ the difference of two run lengths so start-up cancels; repeatable to about
 1 %, whatever the load): per UDP packet, per router hop, per packet through GRE and IPIP
 against the direct path, and per 64 KB of TCP. It takes several minutes.
 ``--scale`` multiplies the run sizes (the tests use a tiny one);
-``--verbose`` also prints the benchmarks' own lines.
+``--verbose`` also prints the benchmarks' own lines. ``--lab [N]`` adds the
+lab-at-scale rows: ``lab_scale.py --hosts N`` (10,000 by default) in a process
+of its own, its build's CPU time, its peak RSS and its pings' CPU time against
+the targets of 10 s, 1 GB and 2 s (two to four minutes on a loaded machine,
+so not part of the default run).
 
     python benchmarks/targets.py [--callgrind] [--no-anchors] [--scale F] [--verbose]
+                                 [--lab [N]]
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import platform
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +52,11 @@ TCP_MBYTES = 64
 TCP_NONE_MBYTES = 8
 # callgrind sizes: UDP and tunnel packets (a run less one of 0)
 CALLGRIND_PACKETS = 1280
+# the lab at scale: hosts, and issue 18's targets for 10,000 of them
+LAB_HOSTS = 10_000
+LAB_BUILD_S = 10.0
+LAB_PEAK_GB = 1.0
+LAB_PING_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -156,6 +168,44 @@ def tcp_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
     return rows
 
 
+def lab_rows(hosts: int, verbose: bool) -> list[Row]:
+    """``lab_scale.py --hosts N --json`` in a process of its own (its peak RSS is
+    the lab's alone): the build's CPU, the peak RSS and the pings' CPU."""
+    script = Path(__file__).resolve().parent / "lab_scale.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--hosts", str(hosts), "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    if verbose:
+        print(out, end="")
+    fig = json.loads(out.strip().splitlines()[-1])
+    size = f"{fig['hosts']:,} hosts (+ {fig['routers']} routers)"
+    peak_gb = fig["peak_rss_mb"] / 1024
+    return [
+        Row(
+            f"{size} built in ≤ {LAB_BUILD_S:g} s of CPU",
+            f"{fig['build_cpu']:.1f} s",
+            "—",
+            anchors.verdict(fig["build_cpu"], LAB_BUILD_S, at_least=False),
+        ),
+        Row(
+            f"{size}: peak RSS ≤ {LAB_PEAK_GB:g} GB",
+            f"{peak_gb:.2f} GB (built {fig['built_rss_mb']:.0f} MB, "
+            f"after the pings {fig['pinged_rss_mb']:.0f} MB)",
+            "—",
+            anchors.verdict(peak_gb, LAB_PEAK_GB, at_least=False),
+        ),
+        Row(
+            f"{size}: each pings a neighbour, all at once, in ≤ {LAB_PING_S:g} s of CPU",
+            f"{fig['ping_cpu']:.1f} s ({fig['answered']:,} answered)",
+            "—",
+            anchors.verdict(fig["ping_cpu"], LAB_PING_S, at_least=False),
+        ),
+    ]
+
+
 def callgrind_rows(scale: float, verbose: bool) -> list[Row]:
     packets = max(int(CALLGRIND_PACKETS * scale), 64)
     with _quiet(verbose):
@@ -210,6 +260,14 @@ def main(argv: list[str] | None = None) -> list[Row]:
     )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the run sizes")
     parser.add_argument("--verbose", action="store_true", help="the benchmarks' own lines too")
+    parser.add_argument(
+        "--lab",
+        type=int,
+        nargs="?",
+        const=LAB_HOSTS,
+        metavar="N",
+        help=f"add the lab-at-scale rows (lab_scale.py, {LAB_HOSTS:,} hosts by default)",
+    )
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(
@@ -223,6 +281,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     rows += tcp_rows(args.scale, args.anchors, args.verbose)
     if args.callgrind:
         rows += callgrind_rows(args.scale, args.verbose)
+    if args.lab:
+        rows += lab_rows(args.lab, args.verbose)
     print("| target | figure | anchor(s) | met/missed |")
     print("|---|---|---|---|")
     for row in rows:

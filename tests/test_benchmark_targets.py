@@ -127,3 +127,19 @@ def test_targets_table_has_every_row_with_numbers(capsys: pytest.CaptureFixture[
         floor = re.search(rf"Trio memory-channel floor ({NUMBER})", row.anchors)
         assert floor is not None and number(floor[1]) > 0
     assert "no anchor: no gre/ipip module" in rows[3].anchors
+
+
+def test_lab_rows_run_lab_scale_in_a_process_of_its_own() -> None:
+    """``targets.py --lab N``: the build, peak RSS and ping rows from lab_scale's JSON line."""
+    rows = targets.lab_rows(12, verbose=False)
+    assert [row.target for row in rows] == [
+        "12 hosts (+ 3 routers) built in ≤ 10 s of CPU",
+        "12 hosts (+ 3 routers): peak RSS ≤ 1 GB",
+        "12 hosts (+ 3 routers): each pings a neighbour, all at once, in ≤ 2 s of CPU",
+    ]
+    assert all(row.verdict in ("met", "missed") for row in rows)
+    assert re.fullmatch(rf"{NUMBER} s", rows[0].figure)
+    assert re.fullmatch(
+        rf"{NUMBER} GB \(built {NUMBER} MB, after the pings {NUMBER} MB\)", rows[1].figure
+    )
+    assert rows[2].figure.endswith("s (12 answered)")

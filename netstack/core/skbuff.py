@@ -544,6 +544,9 @@ class SkBuff:
         new.skb_iif = 0
         new.gso_size = self.gso_size
         new.ignore_df = self.ignore_df
+        new.vlan_proto = self.vlan_proto
+        new.encapsulation = self.encapsulation
+        new._truesize = self._truesize
         new.dst_pending_confirm = False
         new.destructor = None
         new.wmem_charge = 0

@@ -4,7 +4,8 @@ Theory of operation: :func:`inet6_init` builds one
 :class:`~netstack.ipv6.netns.Ipv6` for a Net (``net.ipv6``) and registers it
 downward, as the kernel's ``inet6_init`` does: ``ipv6_rcv`` as the packet
 type of 0x86DD, the extension headers, ICMPv6, UDP and TCP in
-``inet6_protos`` (partials over the family's state: the trampolines), the
+``inet6_protos`` (the handlers bound to the family's state: MethodType, a
+64-byte object where a partial takes 190), the
 offloads, ``nd_tbl`` as the Net's neighbour table of AF_INET6,
 ``addrconf_notify`` on the netdevice chain (every device gets its
 ``inet6_dev``, link-local address and routes), and the ``net.ipv6.*``
@@ -16,6 +17,7 @@ Kernel: net/ipv6/af_inet6.c (inet6_init).
 from __future__ import annotations
 
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING
 
 from netstack.core.dev import NETDEV_REGISTER, NETDEV_UP
@@ -79,10 +81,10 @@ def inet6_init(net: Net) -> Ipv6:
     protos = ipv6.inet6_protos
     final = _in.INET6_PROTO_FINAL
     protos[IPPROTO_ICMPV6] = Inet6Protocol(
-        partial(_icmp.icmpv6_rcv, ipv6), partial(_icmp.icmpv6_err, ipv6), final | 1
+        MethodType(_icmp.icmpv6_rcv, ipv6), MethodType(_icmp.icmpv6_err, ipv6), final | 1
     )
     protos[IPPROTO_UDP] = Inet6Protocol(
-        partial(_udp.udpv6_rcv, ipv6), partial(_udp.udpv6_err, ipv6), final | 1
+        MethodType(_udp.udpv6_rcv, ipv6), MethodType(_udp.udpv6_err, ipv6), final | 1
     )
     from netstack.ipv6.offload import ipv6_offload_init
     from netstack.ipv6.tcp_ipv6 import tcp_v6_err, tcp_v6_init, tcp_v6_rcv
@@ -92,11 +94,11 @@ def inet6_init(net: Net) -> Ipv6:
     protos[NEXTHDR_TCP] = Inet6Protocol(
         partial(tcp_v6_rcv, ipv6, tcp), partial(tcp_v6_err, ipv6, tcp), final | 1
     )
-    protos[NEXTHDR_ROUTING] = Inet6Protocol(partial(_in.ipv6_rthdr_rcv, ipv6), None, 1)
-    protos[NEXTHDR_DEST] = Inet6Protocol(partial(_in.ipv6_destopt_rcv, ipv6), None, 1)
-    protos[NEXTHDR_FRAGMENT] = Inet6Protocol(partial(ipv6_frag_rcv, ipv6), None, 1)
-    protos[NEXTHDR_NONE] = Inet6Protocol(partial(_in.nodata_rcv, ipv6), None, 1)
-    net.dev_add_pack(PacketType(ETH_P_IPV6, partial(_in.ipv6_rcv, ipv6), name="ipv6_rcv"))
+    protos[NEXTHDR_ROUTING] = Inet6Protocol(MethodType(_in.ipv6_rthdr_rcv, ipv6), None, 1)
+    protos[NEXTHDR_DEST] = Inet6Protocol(MethodType(_in.ipv6_destopt_rcv, ipv6), None, 1)
+    protos[NEXTHDR_FRAGMENT] = Inet6Protocol(MethodType(ipv6_frag_rcv, ipv6), None, 1)
+    protos[NEXTHDR_NONE] = Inet6Protocol(MethodType(_in.nodata_rcv, ipv6), None, 1)
+    net.dev_add_pack(PacketType(ETH_P_IPV6, MethodType(_in.ipv6_rcv, ipv6), name="ipv6_rcv"))
     net.register_netdevice_notifier(ipv6.netdev_event)
     for dev in list(net.devices.values()):  # devices that exist already
         ipv6.netdev_event(NETDEV_REGISTER, dev)

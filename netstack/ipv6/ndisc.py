@@ -34,6 +34,7 @@ Kernel: net/ipv6/ndisc.c, include/net/ndisc.h.
 from __future__ import annotations
 
 import struct
+from types import MethodType
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT
@@ -164,13 +165,9 @@ def make_nd_tbl(ipv6: Ipv6) -> NeighTable:
     Kernel: nd_tbl.
     """
     hz = ipv6.net.clock.hz
-
-    def solicit(n: Neighbour, skb: SkBuff | None) -> None:
-        ndisc_solicit(ipv6, n, skb)
-
-    def error_report(n: Neighbour, skb: SkBuff) -> None:
-        ndisc_error_report(ipv6, n, skb)
-
+    # bound to the family (a 64-byte method, not a closure, a cell and a frame a call)
+    solicit = MethodType(ndisc_solicit, ipv6)
+    error_report = MethodType(ndisc_error_report, ipv6)
     ops_generic = NeighOps(
         AF_INET6, solicit, error_report, neigh_resolve_output, neigh_connected_output
     )

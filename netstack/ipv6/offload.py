@@ -39,7 +39,7 @@ net/ipv6/exthdrs_offload.c, net/ipv6/tcpv6_offload.c (tcp6_*).
 from __future__ import annotations
 
 import struct
-from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import SKB_GSO_TCPV6
@@ -375,8 +375,8 @@ def ipv6_offload_init(ipv6: Ipv6) -> None:
     ipv6.net.dev_add_offload(
         PacketOffload(
             ETH_P_IPV6,
-            gso_segment=partial(ipv6_gso_segment, ipv6),
-            gro_receive=partial(ipv6_gro_receive, ipv6),
-            gro_complete=partial(ipv6_gro_complete, ipv6),
+            gso_segment=MethodType(ipv6_gso_segment, ipv6),
+            gro_receive=MethodType(ipv6_gro_receive, ipv6),
+            gro_complete=MethodType(ipv6_gro_complete, ipv6),
         )
     )

@@ -79,6 +79,8 @@ from netstack.wire.ipv6 import ntoa as ntoa6
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
+    from netstack.cpu.clock import Clock
+    from netstack.socket.socket import Socket
     from netstack.userspace.process import Machine, Process
 
 __all__ = ["MAXWAIT", "PING_USAGE", "PingReply", "PingResult", "main", "main6", "ping"]
@@ -294,28 +296,132 @@ async def ping(
         sock.setsockopt(IPPROTO_IP, IP_RECVTTL, 1)
         if ttl is not None:
             sock.setsockopt(IPPROTO_IP, IP_TTL, ttl)
-    zone = destination.partition("%")[2]
     lingertime = MAXWAIT if timeout is None else timeout
     clock = net.clock
     start = last_sent = clock.now()
-    sent: dict[int, float] = {}
-    replies: dict[int, PingReply] = {}
-    errors: list[PingReply] = []
-    pipe = [0, 0.0]  # pipesize, tmax (iputils' acknowledge() and gather_statistics())
+    st = _PingState(sock, v6, destination.partition("%")[2], clock, output, show, count, deadline)
     if output is not None:
         if v6:
             output.append(f"PING {name}({show(destination)}) {size} data bytes")
         else:
             output.append(f"PING {name} ({destination}) {size}({size + 28}) bytes of data.")
+    sent, replies, errors = st.sent, st.replies, st.errors
+    sk = sock.sock
+    try:
+        # no scope where none is needed: a scope nobody cancels, or one with an
+        # infinite deadline, never fires, and each costs a CancelStatus and two sets
+        with (
+            interrupt if interrupt is not None else _NO_SCOPE,
+            trio.move_on_at(start + deadline) if deadline is not None else _NO_SCOPE,
+        ):
+            for seq in range(1, count + 1):
+                payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
+                header = struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, 0, seq)
+                try:
+                    await sock.sendto(
+                        header + payload[:size] if size >= 8 else header + bytes(size),
+                        (destination, 0),
+                    )
+                except OSError as e:
+                    errors.append(PingReply(seq, None, error=e.strerror or str(e)))
+                    st.emit(f"ping: sendmsg: {e.strerror}")
+                sent[seq] = last_sent = clock.now()
+                if seq < count:
+                    wait = interval
+                elif replies:  # __schedule_exit(): two round trips, at least an interval
+                    wait = max(2 * st.tmax, interval)
+                else:
+                    wait = lingertime
+                end = clock.now() + wait
+                while clock.now() < end and not st.finished():
+                    # the one scope that fires: the wait for a reply ends at *end*
+                    with trio.move_on_at(end):
+                        if sk.readable():  # what Socket.wait_readable() does, a frame fewer
+                            await trio.lowlevel.checkpoint()
+                        else:
+                            await sk.wait_readable()
+                    st.drain()
+                st.drain()
+                if st.finished():
+                    break
+    finally:
+        sock.close()
+    # iputils reports cur_time - start_time: cur_time is the last probe's send time
+    elapsed = last_sent - start
+    result = PingResult(
+        name,
+        len(sent),
+        tuple(map(replies.__getitem__, sorted(replies))),  # no closure over replies
+        tuple(errors),
+        elapsed,
+        pipe=st.pipesize,
+    )
+    if output is not None:
+        output.append("")
+        output.extend(result.summary().split("\n"))
+    return result
 
-    def emit(line: str) -> None:
-        if output is not None:
-            output.append(line)
 
-    def acknowledge(seq: int) -> None:
-        pipe[0] = max(int(pipe[0]), len(sent) - seq + 1)
+_NO_SCOPE: Final = nullcontext()  # stateless and reentrant: one for every ping
 
-    def drain() -> None:
+
+class _PingState:
+    """One ``ping`` run's probes, answers and output (iputils' globals).
+
+    A slotted object with methods rather than closures over the coroutine's
+    locals: a closure and a cell per shared variable were 1.1 KB a ping.
+    """
+
+    __slots__ = (
+        "clock",
+        "count",
+        "deadline",
+        "errors",
+        "output",
+        "pipesize",
+        "replies",
+        "sent",
+        "show",
+        "sock",
+        "tmax",
+        "v6",
+        "zone",
+    )
+
+    def __init__(
+        self,
+        sock: Socket,
+        v6: bool,
+        zone: str,
+        clock: Clock,
+        output: list[str] | None,
+        show: Callable[[str], str],
+        count: int,
+        deadline: float | None,
+    ) -> None:
+        self.sock = sock
+        self.v6 = v6
+        self.zone = zone
+        self.clock = clock
+        self.output = output
+        self.show = show
+        self.count = count
+        self.deadline = deadline
+        self.sent: dict[int, float] = {}
+        self.replies: dict[int, PingReply] = {}
+        self.errors: list[PingReply] = []
+        self.pipesize = 0  # iputils' acknowledge() and gather_statistics()
+        self.tmax = 0.0
+
+    def emit(self, line: str) -> None:
+        if self.output is not None:
+            self.output.append(line)
+
+    def acknowledge(self, seq: int) -> None:
+        self.pipesize = max(self.pipesize, len(self.sent) - seq + 1)
+
+    def drain(self) -> None:
+        sock, v6, show = self.sock, self.v6, self.show
         sk = sock.sock
         while sk.error_queue:
             payload, anc, _flags, _addr = sk.recv_errqueue(65535)
@@ -331,9 +437,10 @@ async def ping(
                 else:
                     offender = ntoa(int.from_bytes(raw[_EE.size + 4 : _EE.size + 8], "big"))
                     text = _error_text(etype, ecode, info) if origin == 2 else f"local error: {err}"
-                errors.append(PingReply(seq, None, source=offender, error=text))
-                acknowledge(seq)
-                emit(f"From {show(offender)} icmp_seq={seq} {text}")
+                self.errors.append(PingReply(seq, None, source=offender, error=text))
+                self.acknowledge(seq)
+                self.emit(f"From {show(offender)} icmp_seq={seq} {text}")
+        sent, replies, zone = self.sent, self.replies, self.zone
         while True:
             try:
                 data, anc, _flags, peer = sock.recvmsg_nowait(65535)
@@ -345,69 +452,21 @@ async def ping(
             seq = (data[6] << 8) | data[7]
             if seq in sent and seq not in replies:
                 t0 = _TS.unpack_from(data, 8)[0] if len(data) >= 16 else sent[seq]
-                rtt = clock.now() - t0
+                rtt = self.clock.now() - t0
                 ttl_ = int.from_bytes(anc[0][2], "little") if anc else 0
                 replies[seq] = PingReply(seq, rtt, ttl_, len(data), src)
-                acknowledge(seq)
-                pipe[1] = max(pipe[1], rtt)
-                emit(
+                self.acknowledge(seq)
+                self.tmax = max(self.tmax, rtt)
+                self.emit(
                     f"{len(data)} bytes from {show(src)}: icmp_seq={seq} ttl={ttl_} "
                     f"time={_ms(rtt)} ms"
                 )
 
-    def finished() -> bool:
+    def finished(self) -> bool:
         # main_loop()'s exit conditions
-        return len(replies) + len(errors) >= count or (deadline is not None and bool(errors))
-
-    try:
-        # no scope where none is needed: a scope nobody cancels, or one with an
-        # infinite deadline, never fires, and each costs a CancelStatus and two sets
-        with (
-            interrupt if interrupt is not None else nullcontext(),
-            trio.move_on_at(start + deadline) if deadline is not None else nullcontext(),
-        ):
-            for seq in range(1, count + 1):
-                payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
-                header = struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, 0, seq)
-                try:
-                    await sock.sendto(
-                        header + payload[:size] if size >= 8 else header + bytes(size),
-                        (destination, 0),
-                    )
-                except OSError as e:
-                    errors.append(PingReply(seq, None, error=e.strerror or str(e)))
-                    emit(f"ping: sendmsg: {e.strerror}")
-                sent[seq] = last_sent = clock.now()
-                if seq < count:
-                    wait = interval
-                elif replies:  # __schedule_exit(): two round trips, at least an interval
-                    wait = max(2 * pipe[1], interval)
-                else:
-                    wait = lingertime
-                end = clock.now() + wait
-                while clock.now() < end and not finished():
-                    with trio.move_on_at(end):
-                        await sock.wait_readable()
-                    drain()
-                drain()
-                if finished():
-                    break
-    finally:
-        sock.close()
-    # iputils reports cur_time - start_time: cur_time is the last probe's send time
-    elapsed = last_sent - start
-    result = PingResult(
-        name,
-        len(sent),
-        tuple(replies[s] for s in sorted(replies)),
-        tuple(errors),
-        elapsed,
-        pipe=int(pipe[0]),
-    )
-    if output is not None:
-        output.append("")
-        output.extend(result.summary().split("\n"))
-    return result
+        return len(self.replies) + len(self.errors) >= self.count or (
+            self.deadline is not None and bool(self.errors)
+        )
 
 
 # -- the command ---------------------------------------------------------------------------
