@@ -2,11 +2,20 @@
 
 Theory of operation: a :class:`FibTable` keeps one dict per prefix length,
 mapping the masked prefix to the routes (``FibAlias``) for it, sorted by
-metric; a lookup walks the prefix lengths present, longest first, and returns
-the first usable route (its nexthop not dead, its scope acceptable, its output
-interface matching when one is required). ``Fib.lookup`` applies the default
-rules — table ``local`` (255), then ``main`` (254), then ``default`` (253) —
-as ``ip rule`` shows them on a fresh host.
+table, TOS and metric; a lookup walks the prefix lengths present, longest
+first, and returns the first usable route (its nexthop not dead, its scope
+acceptable, its output interface matching when one is required).
+
+The rules of a fresh host are table ``local`` (255), then ``main`` (254),
+then ``default`` (253), and as long as nobody adds or deletes one the kernel
+does not walk them: the local table is an alias of the main table, whose
+buckets hold both tables' routes, and ``Fib.lookup`` is one longest-prefix
+match there, then the default table. So a ``local`` route is found only if
+no main route is more specific, which differs from "local, then main" (a
+``local 10.0.0.0/8`` route loses 10.1.2.3 to a main ``10.1.0.0/16``, a
+``throw`` in local ends the lookup). The first ``ip rule add`` or ``del``
+splits the tables for good (``Fib.fib_unmerge``); lookups then walk the rules.
+Dumps, deletes and flushes see only a table's own routes.
 
 Routes appear from addresses (``fib_add_ifaddr``: ``local`` in the local
 table, the connected prefix and ``broadcast`` once the device is up) and from
@@ -27,6 +36,14 @@ from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.prefix_table import PrefixBuckets
 from netstack.errors import ConfigError
 from netstack.ipv4.devinet import inet_ifa_byprefix
+from netstack.ipv4.fib_rules import (
+    FR_ACT_PROHIBIT,
+    FR_ACT_TO_TBL,
+    FR_ACT_UNREACHABLE,
+    FibRule,
+    fib_default_rules,
+    fib_rule_match,
+)
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.ipv4 import (
     INADDR_BROADCAST,
@@ -249,7 +266,7 @@ class FibResult:
 
     __slots__ = ("fa", "fi", "nh", "prefix", "prefixlen", "scope", "table", "type")
 
-    def __init__(self, fa: FibAlias) -> None:
+    def __init__(self, fa: FibAlias, table: int) -> None:
         self.fa = fa
         self.fi = fa.fi
         self.nh = fa.fi.nh
@@ -257,7 +274,9 @@ class FibResult:
         self.prefixlen = fa.dst_len
         self.type = fa.type
         self.scope = fa.fi.scope
-        self.table = fa.table
+        #: the table looked in (``res->table``): main for a local route found
+        #: through the merged main table, as ``ip route get`` shows
+        self.table = table
 
     def prefsrc(self) -> int:
         return self.fi.prefsrc
@@ -313,16 +332,42 @@ class RouteConfig:
 class FibTable(PrefixBuckets[FibAlias]):
     """One routing table (kernel: ``struct fib_table`` over an LC-trie; PrefixBuckets here).
 
+    Its routes live in ``tb_data``: its own buckets, or, for the local table
+    while there are no custom rules, the main table's (the kernel's
+    ``fib_trie_table(RT_TABLE_LOCAL, main)``: ``tb_data`` points at the main
+    table's trie). A bucket then holds the aliases of both tables for one
+    prefix, each tagged with its table (``fa_tb_id``), the local ones first
+    (``fib_insert_alias``: table id descending); a lookup sees both, a dump,
+    a delete or a flush only the table's own.
+
     Twin: netstack.ipv6.route.Fib6Table.
     """
 
-    def __init__(self, table_id: int) -> None:
+    def __init__(self, table_id: int, alias: FibTable | None = None) -> None:
         super().__init__()
         self.id = table_id
+        #: where the routes are: this table, or the table it is an alias of
+        self.tb_data: FibTable = self if alias is None else alias.tb_data
+        #: (mask, buckets) of each prefix length in use, longest first: what a
+        #: lookup walks, joined once per change of ``lens`` rather than per lookup
+        self.levels: list[tuple[int, dict[int, list[FibAlias]]]] = []
         #: the aliases whose nexthop is on each device (kernel: fib_info_devhash, the
         #: nexthops by device that fib_sync_up walks): a device event on a router
         #: with thousands of routes visits its own, not all of them
         self.by_dev: dict[NetDevice, list[FibAlias]] = {}
+
+    def bucket(self, dst: int, dst_len: int, create: bool = False) -> list[FibAlias] | None:
+        lens = self.lens
+        bucket = super().bucket(dst, dst_len, create)
+        if self.lens is not lens:
+            self.levels = [(MASKS[n], self.by_len[n]) for n in self.lens]
+        return bucket
+
+    def prune(self, dst: int, dst_len: int) -> None:
+        lens = self.lens
+        super().prune(dst, dst_len)
+        if self.lens is not lens:
+            self.levels = [(MASKS[n], self.by_len[n]) for n in self.lens]
 
     def _index(self, fa: FibAlias) -> None:
         nh = fa.fi.nh
@@ -345,12 +390,21 @@ class FibTable(PrefixBuckets[FibAlias]):
         """The routes whose nexthop is on *dev*, in no particular order."""
         return self.by_dev.get(dev, [])
 
-    @kernel("fib_table_insert")
+    @kernel("fib_table_insert", "fib_find_alias", "fib_insert_alias")
     def insert(self, fa: FibAlias, nlflags: int) -> None:
-        """Kernel: fib_table_insert()."""
-        bucket = self.bucket(fa.dst, fa.dst_len, True)
+        """Kernel: fib_table_insert(), with fib_find_alias()/fib_insert_alias()'s order.
+
+        Within one prefix the aliases are ordered by table (descending: local
+        before main when they share the buckets), then TOS (descending), then
+        metric; *fa* goes before the first of its table, TOS and metric
+        (prepend) or after the last (``NLM_F_APPEND``).
+        """
+        tb_id = self.id
+        fa.table = tb_id
+        bucket = self.tb_data.bucket(fa.dst, fa.dst_len, True)
         assert bucket is not None
-        same = [o for o in bucket if o.tos == fa.tos and o.fi.priority == fa.fi.priority]
+        prio = fa.fi.priority
+        same = [o for o in bucket if o.table == tb_id and o.tos == fa.tos and o.fi.priority == prio]
         if same:
             if nlflags & NLM_F_EXCL:
                 raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
@@ -368,36 +422,43 @@ class FibTable(PrefixBuckets[FibAlias]):
                         raise ConfigError("RTNETLINK answers: File exists", errno.EEXIST)
         elif not nlflags & NLM_F_CREATE:
             raise ConfigError("RTNETLINK answers: No such file or directory", errno.ENOENT)
-        key = (-fa.tos, fa.fi.priority)
-        if nlflags & NLM_F_APPEND:  # after every alias of the same tos and metric
-            i = len([o for o in bucket if (-o.tos, o.fi.priority) <= key])
+        key = (-tb_id, -fa.tos, prio)
+        if nlflags & NLM_F_APPEND:  # after every alias of the same table, tos and metric
+            i = len([o for o in bucket if (-o.table, -o.tos, o.fi.priority) <= key])
         else:  # prepend: before them
-            i = len([o for o in bucket if (-o.tos, o.fi.priority) < key])
+            i = len([o for o in bucket if (-o.table, -o.tos, o.fi.priority) < key])
         bucket.insert(i, fa)
         self._index(fa)
 
     @kernel("fib_table_delete")
     def delete(self, dst: int, dst_len: int, match: Any) -> FibAlias:
-        """Remove the first alias *match* accepts; ESRCH if none. Kernel: fib_table_delete()."""
-        bucket = self.bucket(dst, dst_len, False)
+        """Remove the first alias of this table *match* accepts; ESRCH if none.
+
+        Kernel: fib_table_delete().
+        """
+        data = self.tb_data
+        bucket = data.bucket(dst, dst_len, False)
         if bucket:
+            tb_id = self.id
             for fa in bucket:
-                if match(fa):
+                if fa.table == tb_id and match(fa):
                     bucket.remove(fa)
                     fa.fi.dead = True
                     self._unindex(fa)
-                    self.prune(dst, dst_len)
+                    data.prune(dst, dst_len)
                     return fa
         raise ConfigError("RTNETLINK answers: No such process", errno.ESRCH)
 
     def remove_where(self, pred: Any) -> int:
-        """Remove every alias *pred* accepts (device down, address removal)."""
+        """Remove every alias of this table *pred* accepts (device down, address removal)."""
         n = 0
-        for dst_len in list(self.by_len):
-            level = self.by_len[dst_len]
+        data = self.tb_data
+        tb_id = self.id
+        for dst_len in list(data.by_len):
+            level = data.by_len[dst_len]
             for dst in list(level):
                 bucket = level[dst]
-                keep = [fa for fa in bucket if not pred(fa)]
+                keep = [fa for fa in bucket if fa.table != tb_id or not pred(fa)]
                 if len(keep) != len(bucket):
                     for fa in bucket:
                         if fa not in keep:
@@ -405,7 +466,7 @@ class FibTable(PrefixBuckets[FibAlias]):
                             self._unindex(fa)
                     n += len(bucket) - len(keep)
                     level[dst] = keep
-                    self.prune(dst, dst_len)
+                    data.prune(dst, dst_len)
         return n
 
     @kernel("fib_table_lookup")
@@ -416,12 +477,14 @@ class FibTable(PrefixBuckets[FibAlias]):
         scope: int = RT_SCOPE_UNIVERSE,
         ignore_linkdown: bool = False,
     ) -> FibAlias | None:
-        """Longest-prefix match. Kernel: fib_table_lookup()."""
+        """Longest-prefix match over ``tb_data`` (both tables when merged).
+
+        Kernel: fib_table_lookup().
+        """
         if TIMED:
             spend("fib_table_lookup")
-        by_len = self.by_len
-        for plen in self.lens:
-            bucket = by_len[plen].get(daddr & MASKS[plen])
+        for mask, level in self.tb_data.levels:
+            bucket = level.get(daddr & mask)
             if not bucket:
                 continue
             for fa in bucket:
@@ -442,10 +505,15 @@ class FibTable(PrefixBuckets[FibAlias]):
         return None
 
     def aliases(self) -> Iterator[FibAlias]:
-        """Every route, ordered by prefix then length (``ip route show`` order)."""
-        rows = self.entries()
+        """This table's routes, ordered by prefix then length (``ip route show`` order)."""
+        tb_id = self.id
+        rows = [fa for fa in self.tb_data.entries() if fa.table == tb_id]
         rows.sort(key=lambda fa: (fa.dst, fa.dst_len, fa.fi.priority))
         return iter(rows)
+
+    def is_alias(self) -> bool:
+        """Does this table keep its routes in another's buckets (merged local)?"""
+        return self.tb_data is not self
 
 
 def _same_nh(a: FibInfo, b: FibInfo) -> bool:
@@ -455,7 +523,14 @@ def _same_nh(a: FibInfo, b: FibInfo) -> bool:
 
 
 class Fib:
-    """The FIB of one Net: the three standard tables and the default rules."""
+    """The FIB of one Net: the three standard tables and the rules.
+
+    While no rule was added or deleted (``fib_has_custom_rules`` false) the
+    local table is an alias of the main table (:meth:`fib_new_table`) and a
+    lookup is one longest-prefix match in the main table's buckets, then the
+    default table (:meth:`lookup`). The first ``ip rule add`` or ``del``
+    splits them (:meth:`fib_unmerge`) for good, and lookups walk the rules.
+    """
 
     # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
     # set only later or from outside.
@@ -463,60 +538,224 @@ class Fib:
         "__dict__",
         "changes",
         "default",
+        "fib_has_custom_rules",
         "ipv4",
         "local",
         "main",
-        "rule_tables",
         "rules",
         "tables",
     )
 
     def __init__(self, ipv4: Ipv4) -> None:
         self.ipv4 = ipv4
-        self.tables: dict[int, FibTable] = {
-            RT_TABLE_LOCAL: FibTable(RT_TABLE_LOCAL),
-            RT_TABLE_MAIN: FibTable(RT_TABLE_MAIN),
-            RT_TABLE_DEFAULT: FibTable(RT_TABLE_DEFAULT),
-        }
-        self.local = self.tables[RT_TABLE_LOCAL]
+        self.fib_has_custom_rules = False
+        self.tables: dict[int, FibTable] = {}
+        # the kernel makes each table when its first route comes (fib_new_table);
+        # the emulator makes the three at once, in this order
+        self.local = self.fib_new_table(RT_TABLE_LOCAL)
         self.main = self.tables[RT_TABLE_MAIN]
-        self.default = self.tables[RT_TABLE_DEFAULT]
-        self.rules: list[tuple[int, int]] = [
-            (0, RT_TABLE_LOCAL),
-            (32766, RT_TABLE_MAIN),
-            (32767, RT_TABLE_DEFAULT),
-        ]
-        # the tables the rules name, in rule order: the rules are the three
-        # default ones (no "ip rule"), so fib_lookup walks these without a dict
-        # read per rule
-        self.rule_tables: tuple[FibTable, ...] = tuple(self.tables[t] for _, t in self.rules)
+        self.default = self.fib_new_table(RT_TABLE_DEFAULT)
+        self.tables = {
+            RT_TABLE_LOCAL: self.local,
+            RT_TABLE_MAIN: self.main,
+            RT_TABLE_DEFAULT: self.default,
+        }
+        self.rules: list[FibRule] = fib_default_rules()
         self.changes = 0
 
-    def table(self, table_id: int, create: bool = False) -> FibTable | None:
-        t = self.tables.get(table_id)
-        if t is None and create:
-            t = self.tables[table_id] = FibTable(table_id)
-        return t
+    @kernel("net/ipv4/fib_frontend.c", "fib_new_table")
+    def fib_new_table(self, table_id: int) -> FibTable:
+        """The table *table_id* (0 is main), made if missing.
 
-    @kernel("fib_lookup")
-    def lookup(self, daddr: int, oif: int = 0, scope: int = RT_SCOPE_UNIVERSE) -> FibResult | None:
-        """Walk the rules (local, main, default). Kernel: fib_lookup()."""
-        for t in self.rule_tables:
-            if not t.lens:
+        Without custom rules the local table is made as an alias of the main
+        table (``fib_trie_table(id, alias)``): it keeps its routes in the main
+        table's buckets, so that :meth:`lookup` needs one match for both.
+
+        Kernel: net/ipv4/fib_frontend.c, fib_new_table().
+        """
+        if table_id == 0:
+            table_id = RT_TABLE_MAIN
+        tb = self.tables.get(table_id)
+        if tb is not None:
+            return tb
+        alias: FibTable | None = None
+        if table_id == RT_TABLE_LOCAL and not self.fib_has_custom_rules:
+            alias = self.fib_new_table(RT_TABLE_MAIN)
+        tb = self.tables[table_id] = FibTable(table_id, alias)
+        if table_id == RT_TABLE_MAIN:
+            self.main = tb
+        elif table_id == RT_TABLE_DEFAULT:
+            self.default = tb
+        return tb
+
+    def table(self, table_id: int, create: bool = False) -> FibTable | None:
+        if create:
+            return self.fib_new_table(table_id)
+        return self.tables.get(table_id or RT_TABLE_MAIN)
+
+    @kernel(
+        "net/ipv4/fib_frontend.c", "fib_unmerge", "fib_trie_unmerge", "fib_table_flush_external"
+    )
+    def fib_unmerge(self) -> None:
+        """Split the local table out of the main table's buckets, once.
+
+        The local aliases are moved into a table of their own, which replaces
+        the merged one; the main table keeps only its own. From then on
+        lookups walk the rules (local, main, default, and the custom ones).
+
+        Kernel: net/ipv4/fib_frontend.c, fib_unmerge() (fib_trie_unmerge() +
+        fib_table_flush_external()).
+        """
+        old = self.tables.get(RT_TABLE_LOCAL)
+        if old is None:
+            return
+        new = self.fib_trie_unmerge(old)
+        if new is old:
+            return  # already unmerged
+        self.tables[RT_TABLE_LOCAL] = new  # fib_replace_table()
+        self.local = new
+        self.fib_table_flush_external(self.main)
+        self.changed()
+
+    @kernel("net/ipv4/fib_trie.c", "fib_trie_unmerge")
+    def fib_trie_unmerge(self, oldtb: FibTable) -> FibTable:
+        """A table of its own holding *oldtb*'s aliases (or *oldtb* if not an alias).
+
+        Kernel: net/ipv4/fib_trie.c, fib_trie_unmerge() (it copies each local
+        alias into the new trie; here the alias objects themselves move).
+        """
+        if not oldtb.is_alias():
+            return oldtb
+        local_tb = FibTable(oldtb.id)
+        tb_id = oldtb.id
+        for dst_len, level in oldtb.tb_data.by_len.items():
+            for dst, bucket in level.items():
+                mine = [fa for fa in bucket if fa.table == tb_id]
+                for fa in mine:
+                    fa.res = None  # found through the local table from now on
+                if mine:
+                    into = local_tb.bucket(dst, dst_len, True)
+                    assert into is not None
+                    into.extend(mine)
+        local_tb.by_dev = oldtb.by_dev
+        return local_tb
+
+    @kernel("net/ipv4/fib_trie.c", "fib_table_flush_external")
+    def fib_table_flush_external(self, tb: FibTable) -> None:
+        """Drop from *tb*'s buckets the aliases of other tables (copied out by unmerge).
+
+        Kernel: net/ipv4/fib_trie.c, fib_table_flush_external().
+        """
+        tb_id = tb.id
+        data = tb.tb_data
+        for dst_len, level in list(data.by_len.items()):
+            for dst, bucket in list(level.items()):
+                keep = [fa for fa in bucket if fa.table == tb_id]
+                if len(keep) != len(bucket):
+                    level[dst] = keep
+                    data.prune(dst, dst_len)
+
+    @kernel("include/net/ip_fib.h", "fib_lookup", "fib_table_lookup")
+    def lookup(
+        self,
+        daddr: int,
+        oif: int = 0,
+        scope: int = RT_SCOPE_UNIVERSE,
+        saddr: int = 0,
+        iif: int = 0,
+    ) -> FibResult | None:
+        """The route to *daddr*: the main table (local merged in), then default.
+
+        Without custom rules this is one longest-prefix match over the local
+        and the main table's routes together, so a local route loses to a
+        longer main one (the kernel's merged trie), then the default table
+        when nothing matched or a ``throw`` route did (-EAGAIN). With custom
+        rules :meth:`fib_rules_lookup` walks them, matching *saddr* and *iif*
+        (the input device, or loopback's for a locally generated flow) too.
+
+        Kernel: include/net/ip_fib.h, fib_lookup() (CONFIG_IP_MULTIPLE_TABLES);
+        timed mode charges a second fib_table_lookup() (see below).
+        """
+        if self.fib_has_custom_rules:
+            return self.fib_rules_lookup(daddr, oif, scope, saddr, iif)
+        tb = self.main
+        fa = tb.lookup(daddr, oif, scope)
+        if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
+            # Timed mode still charges the walk of the local table that missed: the
+            # cost table was calibrated with two fib_table_lookup per route lookup
+            # (cpu/costs.py), and the experiments' figures stand on it. The kernel
+            # walks one merged trie; dropping this charge is a recalibration
+            # (docs/performance.md, "One lookup").
+            spend("fib_table_lookup")
+        if fa is None or fa.type == RTN_THROW:
+            tb = self.default
+            if not tb.lens:  # the kernel's fib_default is made on first use
+                return None
+            fa = tb.lookup(daddr, oif, scope)
+            if fa is None or fa.type == RTN_THROW:
+                return None
+        res = fa.res  # built once per alias: the table it is found through is fixed
+        if res is None:
+            res = fa.res = FibResult(fa, tb.id)
+        return res
+
+    @kernel(
+        "net/core/fib_rules.c",
+        "fib_rules_lookup",
+        "net/ipv4/fib_rules.c",
+        "__fib_lookup",
+        "fib4_rule_action",
+    )
+    def fib_rules_lookup(
+        self,
+        daddr: int,
+        oif: int = 0,
+        scope: int = RT_SCOPE_UNIVERSE,
+        saddr: int = 0,
+        iif: int = 0,
+    ) -> FibResult | None:
+        """Walk the rules: the first table with an answer, or a rule's own reject.
+
+        A table that does not exist, a miss and a ``throw`` route (-EAGAIN) go
+        on to the next rule; ``unreachable`` ends with no route (-ENETUNREACH),
+        ``prohibit`` and ``blackhole`` with a result of that type (-EACCES,
+        -EINVAL), as a reject route would.
+
+        Kernel: net/core/fib_rules.c, fib_rules_lookup() with
+        net/ipv4/fib_rules.c, __fib_lookup() and fib4_rule_action().
+        """
+        for rule in self.rules:
+            if not fib_rule_match(self, rule, daddr, saddr, iif, oif):
                 continue
-            fa = t.lookup(daddr, oif, scope)
-            if fa is not None:
-                if fa.type == RTN_THROW:
+            action = rule.action
+            if action == FR_ACT_TO_TBL:
+                tbl = self.tables.get(rule.table)
+                if tbl is None:
+                    continue
+                fa = tbl.lookup(daddr, oif, scope)
+                if fa is None or fa.type == RTN_THROW:
                     continue
                 res = fa.res
                 if res is None:
-                    res = fa.res = FibResult(fa)
+                    res = fa.res = FibResult(fa, tbl.id)
                 return res
+            if action == FR_ACT_UNREACHABLE:
+                return None
+            res = rule.reject
+            if res is None:
+                rtype = RTN_PROHIBIT if action == FR_ACT_PROHIBIT else RTN_BLACKHOLE
+                fi = FibInfo(None, protocol=0, scope=RT_SCOPE_UNIVERSE, priority=0)
+                res = rule.reject = FibResult(FibAlias(0, 0, 0, rtype, fi), 0)
+            return res
         return None
 
     @kernel("inet_addr_type")
     def inet_addr_type(self, addr: int, dev: NetDevice | None = None) -> int:
-        """RTN_LOCAL / BROADCAST / MULTICAST / UNICAST of *addr*. Kernel: inet_addr_type()."""
+        """RTN_LOCAL / BROADCAST / MULTICAST / UNICAST of *addr*.
+
+        A lookup in the local table, which while merged also sees the main
+        table's routes, as the kernel's does. Kernel: inet_addr_type().
+        """
         if ipv4_is_zeronet(addr) or ipv4_is_lbcast(addr):
             return RTN_BROADCAST
         if ipv4_is_multicast(addr):
@@ -565,9 +804,8 @@ class Fib:
             mtu_lock=cfg.mtu_lock,
         )
         fi.fastopen_no_cookie = cfg.fastopen_no_cookie
-        fa = FibAlias(cfg.table, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
-        table = self.table(cfg.table, create=True)
-        assert table is not None
+        table = self.fib_new_table(cfg.table)
+        fa = FibAlias(table.id, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
         table.insert(fa, cfg.nlflags)
         self.changed()
         return fa
@@ -705,19 +943,20 @@ class Fib:
                 self._mark_linkdown(nh)
             fi = FibInfo(nh, protocol=RTPROT_KERNEL, scope=scope, priority=priority, prefsrc=src)
             fa = FibAlias(table_id, dst, dst_len, rtype, fi)
-            bucket = table.bucket(dst, dst_len, True)
+            bucket = table.tb_data.bucket(dst, dst_len, True)
             assert bucket is not None
             for o in bucket:
                 if (
-                    o.type == rtype
+                    o.table == table_id
+                    and o.type == rtype
                     and o.fi.nh is not None
                     and o.fi.nh.dev is dev
                     and o.fi.prefsrc == src
                     and o.fi.priority == priority
                 ):
                     return
-            bucket.append(fa)
-            bucket.sort(key=lambda a: (-a.tos, a.fi.priority))
+            bucket.append(fa)  # NLM_F_APPEND: after its table's, TOS's and metric's peers
+            bucket.sort(key=lambda a: (-a.table, -a.tos, a.fi.priority))
             table._index(fa)
         else:
             table.remove_where(

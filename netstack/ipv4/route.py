@@ -152,7 +152,14 @@ class Rtable(DstEntry):
     """An IPv4 route for the data path (kernel: ``struct rtable``)."""
 
     def __init__(self, ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int) -> None:
-        super().__init__(dev, input=ipv4.dst_discard_in, output=ipv4.dst_output)
+        # rt_dst_alloc(): a local route's input is ip_local_deliver, chosen before
+        # the dst is filled (one bound method made, not two; no super() object)
+        DstEntry.__init__(
+            self,
+            dev,
+            input=ipv4.dst_local_deliver if flags & RTCF_LOCAL else ipv4.dst_discard_in,
+            output=ipv4.dst_output,
+        )
         self.ipv4 = ipv4
         self.obsolete = DST_OBSOLETE_FORCE_CHK
         self.rt_genid = ipv4.rt_genid
@@ -169,8 +176,6 @@ class Rtable(DstEntry):
         self.metric_fastopen_no_cookie = 0  # RTAX_FASTOPEN_NO_COOKIE
         self.rt_table_id = 0  # the table the lookup matched (ip route get)
         self.fnhe: FibNhException | None = None
-        if flags & RTCF_LOCAL:
-            self.input = ipv4.dst_local_deliver
 
     @kernel("rt_cache_valid")
     def valid(self) -> bool:
@@ -548,7 +553,7 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
         lo = ipv4.loopback_dev
         fl4.oif = lo.ifindex
         return __mkroute_output(ipv4, None, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
-    res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope)
+    res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope, fl4.saddr, fl4.iif)
     if res is None:
         if fl4.oif and dev_out is not None:
             # "Apparently, routing tables are wrong. Assume, that the destination is on link."
@@ -641,11 +646,10 @@ def ip_route_input_noref(
         if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
             return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
         return -errno.EINVAL
-    res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+    res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
     if res is None:
         if not in_dev.cnf.forwarding:
             return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
-        ipv4.in_no_route += 1
         return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
     rtype = res.type
     if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
@@ -690,6 +694,7 @@ def ip_route_input_noref(
 
 def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
     err = FIB_PROPS_ERROR[rtype]
+    ipv4.in_no_route += 1  # fib_lookup()'s error goes to no_route too
     rt = _mkroute_input_local(ipv4, dev, 0, rtype, None)
     rt.rt_flags &= ~RTCF_LOCAL
     rt.input = ipv4.ip_error
@@ -703,6 +708,7 @@ def _no_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, err: int) -> int:
     """Kernel: ip_route_input_slow(), the no_route / local_input(RTN_UNREACHABLE) path."""
     if TIMED:
         spend("ip_route_input_slow")
+    ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
     rt = _mkroute_input_local(ipv4, dev, 0, RTN_UNREACHABLE, None)
     rt.rt_flags &= ~RTCF_LOCAL
     rt.input = ipv4.ip_error

@@ -54,6 +54,7 @@ from netstack.userspace.iproute2.ip.ip_link import do_iplink
 from netstack.userspace.iproute2.ip.ip_maddr import do_multiaddr
 from netstack.userspace.iproute2.ip.ip_neigh import do_ipneigh
 from netstack.userspace.iproute2.ip.ip_route import do_iproute
+from netstack.userspace.iproute2.ip.ip_rule import do_iprule
 from netstack.userspace.iproute2.ip.ip_tunnel import do_iptunnel
 from netstack.userspace.iproute2.status import Iproute2Exit, exit_status
 from netstack.userspace.iproute2.utils import Iproute2Options, matches_color
@@ -91,6 +92,7 @@ _IMPLEMENTED: Final[dict[str, Handler]] = {
     "address": do_ipaddr,
     "maddress": do_multiaddr,
     "route": do_iproute,
+    "rule": do_iprule,
     "neighbor": do_ipneigh,
     "neighbour": do_ipneigh,
     "link": do_iplink,

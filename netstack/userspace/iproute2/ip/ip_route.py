@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb
+from netstack.drivers.loopback import LOOPBACK_IFINDEX
 from netstack.errors import ConfigError
 from netstack.ipv4.constants import (
     RTCF_BROADCAST,
@@ -1353,11 +1354,13 @@ def _input_skb(dev: NetDevice, daddr: int, saddr: int, proto: int) -> SkBuff:
     return skb
 
 
-def _lookup_table(ipv4: Ipv4, daddr: int, oif: int, rt: Rtable) -> int:
-    """``res.table->tb_id`` of the lookup (RTM_F_LOOKUP_TABLE)."""
+def _lookup_table(
+    ipv4: Ipv4, daddr: int, oif: int, rt: Rtable, saddr: int = 0, iif: int = LOOPBACK_IFINDEX
+) -> int:
+    """``res.table->tb_id`` of the lookup (RTM_F_LOOKUP_TABLE): the same flow, rules too."""
     if rt.rt_type not in (RTN_UNICAST, RTN_LOCAL, RTN_BROADCAST, RTN_MULTICAST):
         return 0
-    res = ipv4.fib.lookup(daddr, oif)
+    res = ipv4.fib.lookup(daddr, oif, RT_SCOPE_UNIVERSE, saddr, iif)
     if res is None:
         return 0
     if rt.rt_type in (RTN_BROADCAST, RTN_MULTICAST) and res.type != rt.rt_type:
@@ -1394,7 +1397,9 @@ def _route_get_once(
         assert isinstance(rt, Rtable)
         rt.hold()
         consume_skb(skb)
-        table = _lookup_table(ipv4, dst, 0, rt) if rt.rt_type != RTN_BROADCAST else 0
+        table = (
+            _lookup_table(ipv4, dst, 0, rt, src, iif.ifindex) if rt.rt_type != RTN_BROADCAST else 0
+        )
         msg = rt_msg(
             ipv4, rt, dst, src or None, table, fl4=None, uid=uid, iif=iif, notify=notify, mark=mark
         )
@@ -1412,7 +1417,7 @@ def _route_get_once(
     result = ip_route_output_key(ipv4, fl4)
     if isinstance(result, int):
         raise rtnl_error(-result)
-    table = _lookup_table(ipv4, fl4.daddr, fl4.oif if oif is not None else 0, result)
+    table = _lookup_table(ipv4, fl4.daddr, fl4.oif if oif is not None else 0, result, src)
     msg = rt_msg(
         ipv4,
         result,

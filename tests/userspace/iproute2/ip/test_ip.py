@@ -40,8 +40,8 @@ async def test_objects_and_abbreviations(
         a.ip("foo")
     with fails('Object "addresses" is unknown, try "ip help".'):
         a.ip("addresses")
-    with fails('netstack: "ip rule" is not implemented'):
-        a.ip("rule show")
+    with fails('netstack: "ip xfrm" is not implemented'):
+        a.ip("xfrm state")
     for command in ("", "help", "-help", "he"):
         with fails(IP_USAGE):
             a.ip(command)

@@ -232,8 +232,12 @@ async def test_get_output(
         "8.8.8.8 via 10.0.1.254 dev eth0 src 10.0.1.1 notify mark 7 uid 0 \n    cache <notify> \n"
     )
     assert "mark 0x20 " in a.ip("route get 8.8.8.8 mark 32")
+    # the local table is merged into main (no custom rules): res->table is main
     assert a.ip("route get 10.0.1.1") == (
-        "local 10.0.1.1 dev lo table local src 10.0.1.1 uid 0 \n    cache <local> \n"
+        "local 10.0.1.1 dev lo src 10.0.1.1 uid 0 \n    cache <local> \n"
+    )
+    assert a.ip("-d route get 10.0.1.1") == (
+        "local 10.0.1.1 dev lo table main src 10.0.1.1 uid 0 \n    cache <local> \n"
     )
     assert a.ip("route get 255.255.255.255 oif eth0") == (
         "broadcast 255.255.255.255 dev eth0 src 10.0.1.1 uid 0 \n    cache <local,brd> \n"
@@ -275,7 +279,7 @@ async def test_get_input_route(
         "10.0.2.1 from 10.0.1.1 dev eth1 \n    cache iif eth0 \n"
     )
     assert r.ip("route get 10.0.1.254 from 10.0.1.1 iif eth0") == (
-        "local 10.0.1.254 from 10.0.1.1 dev lo table local \n    cache <local> iif eth0 \n"
+        "local 10.0.1.254 from 10.0.1.1 dev lo \n    cache <local> iif eth0 \n"
     )
     assert r.ip("route get 10.0.1.2 from 10.0.1.1 iif eth0") == (
         "10.0.1.2 from 10.0.1.1 dev eth0 \n    cache <redirect> iif eth0 \n"

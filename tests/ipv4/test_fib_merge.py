@@ -1,0 +1,324 @@
+"""The local table merged into the main one until the first custom rule, as the kernel does.
+
+Without custom rules the kernel's ``fib_lookup`` is one longest-prefix match
+over the local and the main table's routes together (``fib_new_table`` makes
+the local table an alias of the main trie), so it answers differently from
+"local, then main": a ``local`` route loses to a longer main route, a
+``throw`` in local ends the lookup, and ``ip route get`` names no table for a
+local route (``res->table`` is main). ``ip rule add`` or ``del`` splits the
+tables for good (``fib_unmerge``). The expected outputs below are the real
+kernel's (6.18, iproute2 6.1); ``test_matches_the_real_kernel`` runs the same
+commands in a network namespace where root allows.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from netstack.core.skbuff import SkBuff
+from netstack.errors import ConfigError
+from netstack.host import Host, Lab, open_lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.fib import FibTable
+from netstack.ipv4.route import Rtable, ip_route_input_noref
+from netstack.wire.ipv4 import aton
+
+SETUP = [
+    "link add d0 type veth peer name d1",
+    "addr add 10.1.0.1/16 dev d0",
+    "link set d0 up",
+    "link set d1 up",
+    "route add local 10.0.0.0/8 dev lo table local",
+    "route add local 10.1.0.0/16 dev lo table local",
+]
+
+# (command, what the real kernel printed: stdout, or the error on stderr)
+SESSION = [
+    # a tie at 10.1.0.0/16: the local alias comes first (fib_insert_alias: tb_id desc)
+    ("route get 10.1.2.3", "local 10.1.2.3 dev lo src 10.1.2.3 uid 0 \n    cache <local> \n"),
+    ("route get 10.2.0.1", "local 10.2.0.1 dev lo src 10.2.0.1 uid 0 \n    cache <local> \n"),
+    ("route add throw 10.1.2.0/24 table local", ""),
+    # merged: the throw is the longest match, so -EAGAIN, then nothing in default
+    ("route get 10.1.2.3", "RTNETLINK answers: Network is unreachable"),
+    ("route get 10.1.3.3", "local 10.1.3.3 dev lo src 10.1.3.3 uid 0 \n    cache <local> \n"),
+    (
+        "-j route get 10.1.3.3",
+        '[{"type":"local","dst":"10.1.3.3","dev":"lo","prefsrc":"10.1.3.3","flags":[],'
+        '"uid":0,"cache":["local"]}]\n',
+    ),
+    ("rule add pref 1000 lookup main", ""),
+    (
+        "rule",
+        "0:\tfrom all lookup local\n1000:\tfrom all lookup main\n"
+        "32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n",
+    ),
+    # unmerged: local's throw goes on to the next rule, main answers
+    ("route get 10.1.2.3", "10.1.2.3 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    (
+        "route get 10.1.3.3",
+        "local 10.1.3.3 dev lo table local src 10.1.3.3 uid 0 \n    cache <local> \n",
+    ),
+    # deleting the rule does not merge them back
+    ("rule del pref 1000", ""),
+    (
+        "route get 10.1.3.3",
+        "local 10.1.3.3 dev lo table local src 10.1.3.3 uid 0 \n    cache <local> \n",
+    ),
+    ("route get 10.1.2.3", "10.1.2.3 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    (
+        "-j route get 10.1.3.3",
+        '[{"type":"local","dst":"10.1.3.3","dev":"lo","table":"local","prefsrc":"10.1.3.3",'
+        '"flags":[],"uid":0,"cache":["local"]}]\n',
+    ),
+    (
+        "rule",
+        "0:\tfrom all lookup local\n"
+        "32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n",
+    ),
+    (
+        "route show table local",
+        "local 10.0.0.0/8 dev lo scope host \n"
+        "local 10.1.0.0/16 dev lo scope host \n"
+        "local 10.1.0.1 dev d0 proto kernel scope host src 10.1.0.1 \n"
+        "throw 10.1.2.0/24 \n"
+        "broadcast 10.1.255.255 dev d0 proto kernel scope link src 10.1.0.1 \n"
+        "local 127.0.0.0/8 dev lo proto kernel scope host src 127.0.0.1 \n"
+        "local 127.0.0.1 dev lo proto kernel scope host src 127.0.0.1 \n"
+        "broadcast 127.255.255.255 dev lo proto kernel scope link src 127.0.0.1 \n",
+    ),
+    ("route show table main", "10.1.0.0/16 dev d0 proto kernel scope link src 10.1.0.1 \n"),
+]
+
+# a shorter local route loses to a longer main one while merged, wins once split
+SHADOW = [
+    ("route add local 10.0.0.0/8 dev lo table local", ""),
+    ("route get 10.1.2.3", "10.1.2.3 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.2.2.3", "local 10.2.2.3 dev lo src 10.2.2.3 uid 0 \n    cache <local> \n"),
+    ("rule add pref 1000 to 192.0.2.0/24 lookup main", ""),
+    (
+        "route get 10.1.2.3",
+        "local 10.1.2.3 dev lo table local src 10.1.2.3 uid 0 \n    cache <local> \n",
+    ),
+    ("rule del to 192.0.2.0/24", ""),
+    (
+        "route get 10.1.2.3",
+        "local 10.1.2.3 dev lo table local src 10.1.2.3 uid 0 \n    cache <local> \n",
+    ),
+    (
+        "-4 route show table all",
+        "10.1.0.0/16 dev d0 proto kernel scope link src 10.1.0.1 \n"
+        "local 10.0.0.0/8 dev lo table local scope host \n"
+        "local 10.1.0.1 dev d0 table local proto kernel scope host src 10.1.0.1 \n"
+        "broadcast 10.1.255.255 dev d0 table local proto kernel scope link src 10.1.0.1 \n"
+        "local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1 \n"
+        "local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 \n"
+        "broadcast 127.255.255.255 dev lo table local proto kernel scope link src 127.0.0.1 \n",
+    ),
+]
+
+SHADOW_SETUP = SETUP[:4]
+
+# the walk once split: selectors, a rule's own reject, a table named by a rule
+RULES = [
+    ("rule add pref 100 to 10.5.0.0/16 prohibit", ""),
+    ("rule add pref 101 to 10.6.0.0/16 blackhole", ""),
+    ("rule add pref 102 to 10.7.0.0/16 unreachable", ""),
+    ("route add 10.8.0.0/16 dev d0 table 100", ""),
+    ("rule add pref 103 from 10.1.0.1 lookup 100", ""),
+    ("route get 10.5.1.1", "RTNETLINK answers: Permission denied"),
+    ("route get 10.6.1.1", "RTNETLINK answers: Invalid argument"),
+    ("route get 10.7.1.1", "RTNETLINK answers: Network is unreachable"),
+    ("route get 10.8.1.1", "RTNETLINK answers: Network is unreachable"),
+    (
+        "route get 10.8.1.1 from 10.1.0.1",
+        "10.8.1.1 from 10.1.0.1 dev d0 table 100 uid 0 \n    cache \n",
+    ),
+    # a locally generated flow comes in on loopback (flowi4_iif = LOOPBACK_IFINDEX)
+    ("rule add pref 104 iif lo lookup 100", ""),
+    ("route get 10.8.1.1", "10.8.1.1 dev d0 table 100 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("rule add pref 99 not to 10.1.0.0/16 unreachable", ""),
+    ("route get 10.1.2.2", "10.1.2.2 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.8.1.1", "RTNETLINK answers: Network is unreachable"),
+    (
+        "rule",
+        "0:\tfrom all lookup local\n"
+        "99:\tnot from all to 10.1.0.0/16 unreachable\n"
+        "100:\tfrom all to 10.5.0.0/16 prohibit\n"
+        "101:\tfrom all to 10.6.0.0/16 blackhole\n"
+        "102:\tfrom all to 10.7.0.0/16 unreachable\n"
+        "103:\tfrom 10.1.0.1 lookup 100\n"
+        "104:\tfrom all iif lo lookup 100\n"
+        "32766:\tfrom all lookup main\n"
+        "32767:\tfrom all lookup default\n",
+    ),
+    ("route show table 100", "10.8.0.0/16 dev d0 scope link \n"),
+]
+
+SCENARIOS = [(SETUP, SESSION), (SHADOW_SETUP, SHADOW), (SHADOW_SETUP, RULES)]
+
+
+def _run(h: Host, command: str) -> str:
+    try:
+        return h.ip(command)
+    except ConfigError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize(("setup", "session"), SCENARIOS)
+async def test_merged_lookup_as_the_kernel(
+    autojump_clock: trio.testing.MockClock,
+    lab: Lab,
+    setup: list[str],
+    session: list[tuple[str, str]],
+) -> None:
+    h = lab.add_host("h")
+    for command in setup:
+        h.ip(command)
+    for command, expected in session:
+        assert _run(h, command) == expected, command
+
+
+async def test_tables_share_buckets_until_a_rule(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = lab.add_host("h")
+    for command in SHADOW_SETUP:
+        h.ip(command)
+    fib = ipv4_of(h.net).fib
+
+    def custom_rules() -> bool:
+        return fib.fib_has_custom_rules
+
+    assert not custom_rules()
+    assert fib.local.tb_data is fib.main and fib.main.tb_data is fib.main
+    assert not fib.local.by_len  # its routes are in main's buckets
+    assert fib.main.bucket(aton("10.1.0.1"), 32) is not None
+    one = fib.lookup(aton("10.1.2.3"))
+    assert one is not None and one.table == 254 and one.fa.table == 254
+    local = fib.lookup(aton("10.1.0.1"))
+    assert local is not None and local.table == 254 and local.fa.table == 255
+    h.ip("rule add pref 5 to 10.9.0.0/16 lookup main")
+    assert custom_rules()
+    assert isinstance(fib.local, FibTable) and fib.local.tb_data is fib.local
+    assert fib.tables[255] is fib.local
+    assert fib.main.bucket(aton("10.1.0.1"), 32) is None  # flushed out of main
+    assert fib.local.bucket(aton("10.1.0.1"), 32) is not None
+    local = fib.lookup(aton("10.1.0.1"))
+    assert local is not None and local.table == 255
+    # the device index moved with the table: a carrier loss still finds d0's routes
+    d0 = h.net.dev_get_by_name("d0")
+    assert d0 is not None
+    assert {fa.dst_len for fa in fib.local.dev_aliases(d0)} == {32}
+    assert {fa.dst_len for fa in fib.main.dev_aliases(d0)} == {16}
+    h.ip("rule del pref 5")
+    assert custom_rules() and fib.local.tb_data is fib.local
+
+
+async def test_device_down_flushes_each_table_once_merged(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    """fib_sync_down_dev and ip route flush see each table's own routes in shared buckets."""
+    h = lab.add_host("h")
+    for command in SHADOW_SETUP:
+        h.ip(command)
+    h.ip("route add 10.7.0.0/16 dev d0")
+    h.ip("route add 10.7.0.0/16 dev d0 table local")
+    assert h.ip("route show 10.7.0.0/16") == "10.7.0.0/16 dev d0 scope link \n"
+    assert h.ip("route show table local 10.7.0.0/16") == "10.7.0.0/16 dev d0 scope link \n"
+    h.ip("route del 10.7.0.0/16 dev d0 table local")
+    assert h.ip("route show table local 10.7.0.0/16") == ""
+    assert h.ip("route show 10.7.0.0/16") == "10.7.0.0/16 dev d0 scope link \n"
+    h.ip("route flush table main")
+    assert h.ip("route show table main") == ""
+    assert "local 10.1.0.1 dev d0" in h.ip("route show table local")
+    h.ip("link set d0 down")  # the local route of its address stays (fib_sync_down_dev)
+    assert h.ip("route show table local 10.1.0.1") == (
+        "local 10.1.0.1 dev d0 proto kernel scope host src 10.1.0.1 \n"
+    )
+
+
+def _netstack_outputs(setup: list[str], session: list[tuple[str, str]]) -> list[str]:
+    async def run() -> list[str]:
+        async with open_lab() as lab:
+            h = lab.add_host("h")
+            for command in setup:
+                h.ip(command)
+            return [_run(h, command) for command, _ in session]
+
+    return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_matches_the_real_kernel() -> None:
+    """The same commands in a network namespace print the same as in a netstack host."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip")
+    ns = f"nsfibm{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
+    try:
+        for setup, session in SCENARIOS:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+            for command in ["link set lo up", *setup]:
+                r = subprocess.run(
+                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
+                )
+                assert r.returncode == 0, (command, r.stderr)
+            ours = _netstack_outputs(setup, session)
+            for (command, expected), emulated in zip(session, ours, strict=True):
+                r = subprocess.run(
+                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
+                )
+                real = r.stdout.decode() or r.stderr.decode().rstrip("\n")
+                assert real == emulated == expected, command
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+async def test_bystander_arp_target_routes_once(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    """A host that does not forward routes another host's address as the kernel does.
+
+    One table lookup (main, local merged in), then ``no_route``: an uncached
+    unreachable input route (``ip_error``, -EHOSTUNREACH), counted in
+    ``in_no_route`` as every way into ``no_route`` is.
+    """
+    h = lab.add_host("h")
+    for command in SHADOW_SETUP:
+        h.ip(command)
+    ipv4 = ipv4_of(h.net)
+    d0 = h.net.dev_get_by_name("d0")
+    assert d0 is not None
+    lookups: list[int] = []
+    real = FibTable.lookup
+
+    def counting(self: FibTable, *args: Any, **kwargs: Any) -> Any:
+        lookups.append(self.id)
+        return real(self, *args, **kwargs)
+
+    skb = SkBuff(bytearray(64), 0, 64)
+    FibTable.lookup = counting  # type: ignore[method-assign]
+    try:
+        assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
+    finally:
+        FibTable.lookup = real  # type: ignore[method-assign]
+    assert lookups == [254]
+    rt = skb.dst
+    assert isinstance(rt, Rtable) and rt.rt_type == 7 and rt.error == errno.EHOSTUNREACH
+    assert rt.input == ipv4.ip_error and rt.output == ipv4.ip_rt_bug
+    assert ipv4.in_no_route == 1
+    skb.dst = None
+    second = SkBuff(bytearray(64), 0, 64)
+    ip_route_input_noref(ipv4, second, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
+    assert second.dst is not rt  # not cached: the kernel allocates one each time
+    assert ipv4.in_no_route == 2
