@@ -682,10 +682,10 @@ class Fib:
         fa = tb.lookup(daddr, oif, scope)
         if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
             # Timed mode still charges the walk of the local table that missed: the
-            # cost table was calibrated with two fib_table_lookup per route lookup
-            # (cpu/costs.py), and the experiments' figures stand on it. The kernel
-            # walks one merged trie; dropping this charge is a recalibration
-            # (docs/performance.md, "One lookup").
+            # seeds' kernels (2.6.36-3.3) predate the local/main collapse of 4.1
+            # and walked both tables, and the cost table (cpu/costs.py) was
+            # calibrated so. Today's kernel walks one merged trie; dropping this
+            # charge is a recalibration (docs/performance.md, "One lookup").
             spend("fib_table_lookup")
         if fa is None or fa.type == RTN_THROW:
             tb = self.default
