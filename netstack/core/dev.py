@@ -1079,5 +1079,6 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
         return 1  # NET_RX_DROP
     src = skb.dev
     skb_scrub_packet(skb, src is None or src.net is not dev.net)
+    skb.priority = 0  # ____dev_forward_skb(): the peer's qdisc priority is not ours
     skb.protocol = eth_type_trans(skb, dev)  # __dev_forward_skb()
     return 0  # NET_RX_SUCCESS
