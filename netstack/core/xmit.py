@@ -204,8 +204,10 @@ def validate_xmit_skb(skb: SkBuff, dev: NetDevice) -> SkBuff | None:
         return segs
     if (
         summed == CHECKSUM_PARTIAL
-        and not features & NETIF_F_HW_CSUM  # can_checksum_protocol() (static inline)
-        and not can_checksum_protocol(features, skb.protocol)
+        and not features & NETIF_F_HW_CSUM  # skb_csum_hwoffload_help() (folded)
+        # NETIF_F_IP_CSUM/IPV6_CSUM devices fill a TCP or UDP checksum field only
+        # (csum_offset 16 or 6); any other (GRE's at 4) is summed in software
+        and not (can_checksum_protocol(features, skb.protocol) and skb.csum_offset in (16, 6))
         and not skb_checksum_help(skb)
     ):
         dev.stats.tx_dropped += 1

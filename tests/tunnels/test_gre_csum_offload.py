@@ -19,9 +19,15 @@ import trio.testing
 from helpers import build_sites
 
 import netstack
-from netstack.core.features import NETIF_F_HW_CSUM
+from netstack.core.features import NETIF_F_HW_CSUM, NETIF_F_IP_CSUM
 from netstack.core.net import PacketType
-from netstack.core.skbuff import CHECKSUM_PARTIAL, PACKET_OUTGOING, SkBuff, consume_skb
+from netstack.core.skbuff import (
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    PACKET_OUTGOING,
+    SkBuff,
+    consume_skb,
+)
 from netstack.wire.checksum import csum_fold, csum_partial
 
 
@@ -105,3 +111,22 @@ async def test_a_forwarded_partial_datagram_gets_a_local_checksum_offload(
     assert csum_fold(csum_partial(udp, 0, len(udp), pseudo)) == 0
     # and the GRE checksum in the skb is the one the capture shows
     assert seen[0][3][4:6] == gre[4:6]
+
+
+async def test_a_device_that_checksums_only_tcp_and_udp_gets_the_gre_checksum_summed(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Below GRE, a NIC with NETIF_F_IP_CSUM but not HW_CSUM: the kernel's
+    skb_csum_hwoffload_help() offloads only a checksum at the TCP or UDP field's
+    offset, so the GRE checksum (csum_offset 4) is filled in by skb_checksum_help()
+    before the device sees the skb."""
+    h = build_sites(lab, "key 42 csum")
+    dev = h["gw1"].dev("eth1")
+    dev.features = (dev.features & ~NETIF_F_HW_CSUM) | NETIF_F_IP_CSUM
+    seen = tap_outer(h["gw1"], "eth1")
+    assert (await h["s1"].ping("10.2.0.1", count=2, interval=0.1)).received == 2
+    assert [s[0] for s in seen] == [CHECKSUM_NONE] * 2
+    greps = [s[3] for s in seen]
+    assert all(g[:4] == bytes.fromhex("a0000800") and g[4:6] != b"\x00\x00" for g in greps)
+    stats = h["gw2"].dev("gre1").statistics()
+    assert stats.rx_packets == 2 and stats.rx_crc_errors == 0
