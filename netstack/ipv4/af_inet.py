@@ -15,6 +15,7 @@ Kernel: net/ipv4/af_inet.c (inet_init).
 from __future__ import annotations
 
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING
 
 from netstack.core.dev import NETDEV_REGISTER, NETDEV_UP
@@ -47,13 +48,13 @@ def inet_init(net: Net) -> Ipv4:
     net.ipv4 = ipv4
     neigh_table_init(net, AF_INET, ipv4.arp_tbl)
     ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
-        partial(_icmp.icmp_rcv, ipv4), partial(_ping.ping_err, ipv4)
+        MethodType(_icmp.icmp_rcv, ipv4), MethodType(_ping.ping_err, ipv4)
     )
     ipv4.inet_protos[IPPROTO_UDP] = InetProtocol(
-        partial(_udp.udp_rcv, ipv4), partial(_udp.udp_err, ipv4)
+        MethodType(_udp.udp_rcv, ipv4), MethodType(_udp.udp_err, ipv4)
     )
-    net.dev_add_pack(PacketType(ETH_P_IP, partial(_in.ip_rcv, ipv4), name="ip_rcv"))
-    net.dev_add_pack(PacketType(ETH_P_ARP, partial(_arp.arp_rcv, ipv4), name="arp_rcv"))
+    net.dev_add_pack(PacketType(ETH_P_IP, MethodType(_in.ip_rcv, ipv4), name="ip_rcv"))
+    net.dev_add_pack(PacketType(ETH_P_ARP, MethodType(_arp.arp_rcv, ipv4), name="arp_rcv"))
     net.register_netdevice_notifier(ipv4.netdev_event)
     from netstack.ipv4.offload import ipv4_offload_init
     from netstack.ipv4.tcp_ipv4 import tcp_v4_err, tcp_v4_init, tcp_v4_rcv

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
-from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -210,10 +210,10 @@ class Ipv4:
         self._loopback: NetDevice | None = None
         self.raw_sockets = 0
         # dst input/output functions as partials: one Python frame per hop
-        self.dst_output = partial(_out.ip_output, self)  # ip_output
-        self.dst_mc_output = partial(_out.ip_mc_output, self)  # ip_mc_output
-        self.dst_local_deliver = partial(_in.ip_local_deliver, self)
-        self.dst_forward = partial(_in.ip_forward, self)
+        self.dst_output = MethodType(_out.ip_output, self)  # ip_output
+        self.dst_mc_output = MethodType(_out.ip_mc_output, self)  # ip_mc_output
+        self.dst_local_deliver = MethodType(_in.ip_local_deliver, self)
+        self.dst_forward = MethodType(_in.ip_forward, self)
 
     # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
     @kernel("net/ipv4/protocol.c", "inet_add_offload")

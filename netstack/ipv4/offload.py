@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.features import (
@@ -525,16 +526,16 @@ def ipv4_offload_init(ipv4: Ipv4) -> None:
     ipv4.inet_add_offload(
         IPPROTO_UDP,
         NetOffload(
-            partial(skb_udp_tunnel_segment, ipv4),
+            MethodType(skb_udp_tunnel_segment, ipv4),
             partial(udp4_gro_receive, ipv4, UDP_ENCAP_NEEDED_KEY.set(ipv4.net, StaticKey())),
-            partial(udp4_gro_complete, ipv4),
+            MethodType(udp4_gro_complete, ipv4),
         ),
     )
     ipv4.net.dev_add_offload(
         PacketOffload(
             ETH_P_IP,
-            gso_segment=partial(inet_gso_segment, ipv4),
-            gro_receive=partial(inet_gro_receive, ipv4),
-            gro_complete=partial(inet_gro_complete, ipv4),
+            gso_segment=MethodType(inet_gso_segment, ipv4),
+            gro_receive=MethodType(inet_gro_receive, ipv4),
+            gro_complete=MethodType(inet_gro_complete, ipv4),
         )
     )

@@ -52,7 +52,7 @@ net/ipv4/gre_offload.c (gre_gro_receive, gre_gro_complete, gre_offload_init).
 
 from __future__ import annotations
 
-from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING
 
 from netstack.core.features import SKB_GSO_GRE, SKB_GSO_IPXIP4
@@ -128,12 +128,12 @@ def ipip_offload_init(net: Net) -> None:
     ipv4 = ipv4_of(net)
     if net.patches.ipip_sit_gro:
         offload = NetOffload(
-            partial(ipip_gso_segment, ipv4),
-            partial(ipip_gro_receive, ipv4),
-            partial(ipip_gro_complete, ipv4),
+            MethodType(ipip_gso_segment, ipv4),
+            MethodType(ipip_gro_receive, ipv4),
+            MethodType(ipip_gro_complete, ipv4),
         )
     else:
-        offload = NetOffload(partial(ipip_gso_segment, ipv4))
+        offload = NetOffload(MethodType(ipip_gso_segment, ipv4))
     ipv4.inet_add_offload(IPPROTO_IPIP, offload)
 
 
@@ -183,12 +183,12 @@ def sit_offload_init(net: Net) -> None:
     ipv6 = ipv6_of(net)
     if net.patches.ipip_sit_gro:
         offload = NetOffload(
-            partial(sit_gso_segment, ipv6),
-            partial(sit_gro_receive, ipv6),
-            partial(sit_gro_complete, ipv6),
+            MethodType(sit_gso_segment, ipv6),
+            MethodType(sit_gro_receive, ipv6),
+            MethodType(sit_gro_complete, ipv6),
         )
     else:
-        offload = NetOffload(partial(sit_gso_segment, ipv6))
+        offload = NetOffload(MethodType(sit_gso_segment, ipv6))
     ipv4.inet_add_offload(NEXTHDR_IPV6, offload)
 
 
@@ -322,8 +322,8 @@ def gre_offload_init(net: Net) -> None:
     ipv4_of(net).inet_add_offload(
         IPPROTO_GRE,
         NetOffload(
-            partial(gre_gso_segment, net),
-            partial(gre_gro_receive, net),
-            partial(gre_gro_complete, net),
+            MethodType(gre_gso_segment, net),
+            MethodType(gre_gro_receive, net),
+            MethodType(gre_gro_complete, net),
         ),
     )
