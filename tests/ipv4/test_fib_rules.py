@@ -1,0 +1,80 @@
+"""``ip rule`` as the kernel applies it beyond ``ip route get``.
+
+PMTU and redirect exceptions are learnt on the nexthop the FIB gives for the
+flow (``__build_flow_key``: its source, loopback as input device), so a
+``from`` or ``iif lo`` rule picks the table there as it did for the route.
+"""
+
+from __future__ import annotations
+
+import trio.testing
+
+from netstack.host import Host, Lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.route import Rtable, ip_route_output, ip_rt_update_pmtu
+from netstack.wire.ipv4 import aton
+
+SETUP = [
+    "link add d0 type veth peer name d1",
+    "addr add 10.1.0.1/16 dev d0",
+    "link set d0 up",
+    "link set d1 up",
+    "route add 10.8.0.0/16 via 10.1.0.8 dev d0 table 100",
+    "route add 10.8.0.0/16 via 10.1.0.9 dev d0",
+]
+
+
+def _host(lab: Lab, *rules: str) -> Host:
+    h = lab.add_host("h")
+    for command in SETUP:
+        h.ip(command)
+    for rule in rules:
+        h.ip(rule)
+    return h
+
+
+async def test_pmtu_exception_on_the_rule_table(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = _host(lab, "rule add pref 400 from 10.1.0.1 lookup 100")
+    ipv4 = ipv4_of(h.net)
+    rt = ip_route_output(ipv4, aton("10.8.1.1"), aton("10.1.0.1"))
+    assert isinstance(rt, Rtable)
+    ip_rt_update_pmtu(ipv4, rt, aton("10.8.1.1"), 1200, aton("10.1.0.1"))
+    assert h.ip("route get 10.8.1.1 from 10.1.0.1") == (
+        "10.8.1.1 from 10.1.0.1 via 10.1.0.8 dev d0 table 100 uid 0 \n"
+        "    cache expires 600sec mtu 1200 \n"
+    )
+    assert h.ip("route get 10.8.1.1") == (
+        "10.8.1.1 via 10.1.0.9 dev d0 src 10.1.0.1 uid 0 \n    cache \n"
+    )
+
+
+async def test_pmtu_lookup_comes_from_loopback(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = _host(lab, "rule add pref 500 iif lo lookup 100")
+    ipv4 = ipv4_of(h.net)
+    rt = ip_route_output(ipv4, aton("10.8.1.1"))
+    assert isinstance(rt, Rtable)
+    ip_rt_update_pmtu(ipv4, rt, aton("10.8.1.1"), 1200)
+    assert h.ip("route get 10.8.1.1") == (
+        "10.8.1.1 via 10.1.0.8 dev d0 table 100 src 10.1.0.1 uid 0 \n"
+        "    cache expires 600sec mtu 1200 \n"
+    )
+
+
+async def test_redirect_exception_on_the_rule_table(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = _host(lab, "rule add pref 400 from 10.1.0.1 lookup 100")
+    ipv4 = ipv4_of(h.net)
+    d0 = h.net.dev_get_by_name("d0")
+    assert d0 is not None
+    ipv4.ip_do_redirect(aton("10.8.1.1"), aton("10.1.0.8"), aton("10.1.0.7"), d0, aton("10.1.0.1"))
+    assert h.ip("route get 10.8.1.1 from 10.1.0.1") == (
+        "10.8.1.1 from 10.1.0.1 via 10.1.0.7 dev d0 table 100 uid 0 \n    cache expires 300sec \n"
+    )
+    assert h.ip("route get 10.8.1.1") == (
+        "10.8.1.1 via 10.1.0.9 dev d0 src 10.1.0.1 uid 0 \n    cache \n"
+    )
