@@ -78,3 +78,16 @@ async def test_redirect_exception_on_the_rule_table(
     assert h.ip("route get 10.8.1.1") == (
         "10.8.1.1 via 10.1.0.9 dev d0 src 10.1.0.1 uid 0 \n    cache \n"
     )
+
+
+async def test_fibmatch_is_the_route_lookup(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    # expected outputs: the real kernel's (6.18, iproute2 6.1)
+    h = _host(lab, "rule add pref 400 from 10.1.0.1 lookup 100")
+    assert h.ip("route get 10.8.1.1 from 10.1.0.1 fibmatch") == (
+        "10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n"
+    )
+    assert h.ip("route get 10.8.1.1 fibmatch") == "10.8.0.0/16 via 10.1.0.9 dev d0 \n"
+    h.ip("rule add pref 500 iif lo lookup 100")
+    assert h.ip("route get 10.8.1.1 fibmatch") == ("10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n")
