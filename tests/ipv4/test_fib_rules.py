@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import trio.testing
 
+from netstack.errors import ConfigError
 from netstack.host import Host, Lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Rtable, ip_route_output, ip_rt_update_pmtu
@@ -91,3 +92,39 @@ async def test_fibmatch_is_the_route_lookup(
     assert h.ip("route get 10.8.1.1 fibmatch") == "10.8.0.0/16 via 10.1.0.9 dev d0 \n"
     h.ip("rule add pref 500 iif lo lookup 100")
     assert h.ip("route get 10.8.1.1 fibmatch") == ("10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n")
+
+
+# (command, what the real kernel printed: stdout, or the error on stderr)
+RULE_IDENTITY = [
+    ("rule add pref 100 from 10.0.0.1 lookup 100", ""),
+    # rule_exists(): fib4_rule_compare() compares from/to only when the request gives them
+    ("rule add pref 100 lookup 100", "RTNETLINK answers: File exists"),
+    ("rule add pref 100 from 10.0.0.2 lookup 100", ""),
+    ("rule add pref 200 to 10.0.0.0/8 lookup 100", ""),
+    # ... and never the flags
+    ("rule add pref 200 not to 10.0.0.0/8 lookup 100", "RTNETLINK answers: File exists"),
+    ("rule add pref 300 iif d1 lookup 100", ""),
+    # rule_find() neither
+    ("rule del pref 300 not iif d1", ""),
+    ("rule del pref 100 not from 10.0.0.2", ""),
+    (
+        "rule",
+        "0:\tfrom all lookup local\n"
+        "100:\tfrom 10.0.0.1 lookup 100\n"
+        "200:\tfrom all to 10.0.0.0/8 lookup 100\n"
+        "32766:\tfrom all lookup main\n"
+        "32767:\tfrom all lookup default\n",
+    ),
+]
+
+
+async def test_rule_identity_as_the_kernel(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = _host(lab)
+    for command, expected in RULE_IDENTITY:
+        try:
+            out = h.ip(command)
+        except ConfigError as e:
+            out = str(e)
+        assert out == expected, command

@@ -176,7 +176,6 @@ def iprule_modify(net: Net, opts: Iproute2Options, args: Args, add: bool) -> Non
             pref=pref,
             table=table,
             action=action,
-            flags=flags,
             src=src if src and src[1] else None,
             dst=dst if dst and dst[1] else None,
             iifname=iifname,
