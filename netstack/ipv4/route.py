@@ -555,16 +555,17 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
         fl4.oif = lo.ifindex
         return __mkroute_output(ipv4, None, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
     res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope, fl4.saddr, fl4.iif)
-    if res is None:
+    err = errno.ENETUNREACH if res is None else FIB_PROPS_ERROR.get(res.type, 0)
+    if err:
+        # any fib_lookup error (no route, or an unreachable / prohibit / blackhole
+        # route or rule) with an output device given:
         if fl4.oif and dev_out is not None:
             # "Apparently, routing tables are wrong. Assume, that the destination is on link."
             if not fl4.saddr:
                 fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_LINK)
             return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
-        return -errno.ENETUNREACH
-    err = FIB_PROPS_ERROR.get(res.type)
-    if err:
         return -err
+    assert res is not None
     if res.type == RTN_LOCAL:
         if not fl4.saddr:
             fl4.saddr = res.fi.prefsrc or fl4.daddr

@@ -128,3 +128,31 @@ async def test_rule_identity_as_the_kernel(
         except ConfigError as e:
             out = str(e)
         assert out == expected, command
+
+
+# ip_route_output_key_hash_rcu(): any fib_lookup error with an output device
+# given assumes the destination on link; fib_table_lookup() answers a reject
+# route's error before it looks at the oif (the real kernel's outputs)
+REJECT_WITH_OIF = [
+    ("route add prohibit 10.6.0.0/16", ""),
+    ("route add blackhole 10.9.0.0/16", ""),
+    ("route add 10.0.0.0/8 via 10.1.0.9 dev d0", ""),
+    ("route get 10.6.1.1 oif d0", "10.6.1.1 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.9.1.1 oif d0", "10.9.1.1 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.6.1.1", "RTNETLINK answers: Permission denied"),
+    ("rule add pref 600 to 10.5.0.0/16 prohibit", ""),
+    ("route get 10.5.1.1 oif d0", "10.5.1.1 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
+    ("route get 10.5.1.1", "RTNETLINK answers: Permission denied"),
+]
+
+
+async def test_reject_with_oif_assumes_on_link(
+    autojump_clock: trio.testing.MockClock, lab: Lab
+) -> None:
+    h = _host(lab)
+    for command, expected in REJECT_WITH_OIF:
+        try:
+            out = h.ip(command)
+        except ConfigError as e:
+            out = str(e)
+        assert out == expected, command
