@@ -156,3 +156,27 @@ async def test_reject_with_oif_assumes_on_link(
         except ConfigError as e:
             out = str(e)
         assert out == expected, command
+
+
+# fib_nl_fill_rule(): FIB_RULE_IIF_DETACHED / OIF_DETACHED while no device has
+# the name; iproute2 prints " [detached]" (the real kernel's outputs)
+DETACHED = [
+    ("rule add pref 300 iif nosuch lookup 100", ""),
+    ("rule add pref 301 oif nosuch lookup 100", ""),
+    ("rule show pref 300", "300:\tfrom all iif nosuch [detached] lookup 100\n"),
+    (
+        "-j rule show pref 301",
+        '[{"priority":301,"src":"all","oif":"nosuch","oif_detached":null,"table":"100"}]\n',
+    ),
+    ("link add nosuch type veth peer name nosuch2", ""),
+    ("rule show pref 300", "300:\tfrom all iif nosuch lookup 100\n"),
+    ("rule show pref 301", "301:\tfrom all oif nosuch lookup 100\n"),
+    ("link del nosuch", ""),
+    ("rule show pref 301", "301:\tfrom all oif nosuch [detached] lookup 100\n"),
+]
+
+
+async def test_rule_device_detached(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
+    h = _host(lab)
+    for command, expected in DETACHED:
+        assert h.ip(command) == expected, command
