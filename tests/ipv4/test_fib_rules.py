@@ -3,14 +3,24 @@
 PMTU and redirect exceptions are learnt on the nexthop the FIB gives for the
 flow (``__build_flow_key``: its source, loopback as input device), so a
 ``from`` or ``iif lo`` rule picks the table there as it did for the route.
+The ``ip`` sessions below (fibmatch, rule identity on add/del, reject routes
+and rules with an oif, ``[detached]``) are the real kernel's outputs (6.18,
+iproute2 6.1); ``test_matches_the_real_kernel`` runs them in a network
+namespace where root allows.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
+import pytest
+import trio
 import trio.testing
 
 from netstack.errors import ConfigError
-from netstack.host import Host, Lab
+from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Rtable, ip_route_output, ip_rt_update_pmtu
 from netstack.wire.ipv4 import aton
@@ -81,17 +91,14 @@ async def test_redirect_exception_on_the_rule_table(
     )
 
 
-async def test_fibmatch_is_the_route_lookup(
-    autojump_clock: trio.testing.MockClock, lab: Lab
-) -> None:
-    # expected outputs: the real kernel's (6.18, iproute2 6.1)
-    h = _host(lab, "rule add pref 400 from 10.1.0.1 lookup 100")
-    assert h.ip("route get 10.8.1.1 from 10.1.0.1 fibmatch") == (
-        "10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n"
-    )
-    assert h.ip("route get 10.8.1.1 fibmatch") == "10.8.0.0/16 via 10.1.0.9 dev d0 \n"
-    h.ip("rule add pref 500 iif lo lookup 100")
-    assert h.ip("route get 10.8.1.1 fibmatch") == ("10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n")
+# res.fi of the route's own lookup: the rule that took the flow, its table's entry
+FIBMATCH = [
+    ("rule add pref 400 from 10.1.0.1 lookup 100", ""),
+    ("route get 10.8.1.1 from 10.1.0.1 fibmatch", "10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n"),
+    ("route get 10.8.1.1 fibmatch", "10.8.0.0/16 via 10.1.0.9 dev d0 \n"),
+    ("rule add pref 500 iif lo lookup 100", ""),
+    ("route get 10.8.1.1 fibmatch", "10.8.0.0/16 via 10.1.0.8 dev d0 table 100 \n"),
+]
 
 
 # (command, what the real kernel printed: stdout, or the error on stderr)
@@ -118,18 +125,6 @@ RULE_IDENTITY = [
 ]
 
 
-async def test_rule_identity_as_the_kernel(
-    autojump_clock: trio.testing.MockClock, lab: Lab
-) -> None:
-    h = _host(lab)
-    for command, expected in RULE_IDENTITY:
-        try:
-            out = h.ip(command)
-        except ConfigError as e:
-            out = str(e)
-        assert out == expected, command
-
-
 # ip_route_output_key_hash_rcu(): any fib_lookup error with an output device
 # given assumes the destination on link; fib_table_lookup() answers a reject
 # route's error before it looks at the oif (the real kernel's outputs)
@@ -144,18 +139,6 @@ REJECT_WITH_OIF = [
     ("route get 10.5.1.1 oif d0", "10.5.1.1 dev d0 src 10.1.0.1 uid 0 \n    cache \n"),
     ("route get 10.5.1.1", "RTNETLINK answers: Permission denied"),
 ]
-
-
-async def test_reject_with_oif_assumes_on_link(
-    autojump_clock: trio.testing.MockClock, lab: Lab
-) -> None:
-    h = _host(lab)
-    for command, expected in REJECT_WITH_OIF:
-        try:
-            out = h.ip(command)
-        except ConfigError as e:
-            out = str(e)
-        assert out == expected, command
 
 
 # fib_nl_fill_rule(): FIB_RULE_IIF_DETACHED / OIF_DETACHED while no device has
@@ -176,7 +159,62 @@ DETACHED = [
 ]
 
 
-async def test_rule_device_detached(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
+SESSIONS = {
+    "fibmatch": FIBMATCH,
+    "rule_identity": RULE_IDENTITY,
+    "reject_with_oif": REJECT_WITH_OIF,
+    "detached": DETACHED,
+}
+
+
+def _run(h: Host, command: str) -> str:
+    try:
+        return h.ip(command)
+    except ConfigError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+async def test_session_as_the_kernel(
+    autojump_clock: trio.testing.MockClock, lab: Lab, name: str
+) -> None:
     h = _host(lab)
-    for command, expected in DETACHED:
-        assert h.ip(command) == expected, command
+    for command, expected in SESSIONS[name]:
+        assert _run(h, command) == expected, command
+
+
+def _netstack_outputs(session: list[tuple[str, str]]) -> list[str]:
+    async def run() -> list[str]:
+        async with open_lab() as lab:
+            h = _host(lab)
+            return [_run(h, command) for command, _ in session]
+
+    return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_matches_the_real_kernel() -> None:
+    """The same commands in a network namespace print the same as in a netstack host."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip")
+    ns = f"nsfibr{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
+    try:
+        for session in SESSIONS.values():
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+            for command in ["link set lo up", *SETUP]:
+                r = subprocess.run(
+                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
+                )
+                assert r.returncode == 0, (command, r.stderr)
+            ours = _netstack_outputs(session)
+            for (command, expected), emulated in zip(session, ours, strict=True):
+                r = subprocess.run(
+                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
+                )
+                real = r.stdout.decode() or r.stderr.decode().rstrip("\n")
+                assert real == emulated == expected, command
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
