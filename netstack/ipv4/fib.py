@@ -499,8 +499,7 @@ class FibTable(PrefixBuckets[FibAlias]):
                         continue
                     if oif and nh.dev.ifindex != oif:
                         continue
-                elif oif and fa.type != RTN_UNREACHABLE:
-                    continue
+                # a reject route (no nexthop) answers whatever the oif: its error
                 return fa
         return None
 

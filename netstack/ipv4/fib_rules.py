@@ -108,19 +108,23 @@ class FibRule:
         self.flags = flags
         self.reject: FibResult | None = None  # prohibit / blackhole: the answer, built once
 
+    @kernel("net/core/fib_rules.c", "rule_exists", "net/ipv4/fib_rules.c", "fib4_rule_compare")
     def same(self, other: FibRule) -> bool:
-        """Every attribute equal (kernel: rule_exists())."""
+        """Would adding *other* duplicate this rule?
+
+        The fields the kernel compares, not all of them: ``not`` (the flags)
+        is never compared, ``from``/``to`` only when *other* gives a prefix
+        (``from all`` matches any ``from``). Kernel: net/core/fib_rules.c,
+        rule_exists() with net/ipv4/fib_rules.c, fib4_rule_compare().
+        """
         return (
             self.pref == other.pref
             and self.action == other.action
             and self.table == other.table
-            and self.flags == other.flags
-            and self.src_len == other.src_len
-            and self.src == other.src
-            and self.dst_len == other.dst_len
-            and self.dst == other.dst
             and self.iifname == other.iifname
             and self.oifname == other.oifname
+            and not (other.src_len and (self.src_len, self.src) != (other.src_len, other.src))
+            and not (other.dst_len and (self.dst_len, self.dst) != (other.dst_len, other.dst))
         )
 
 
@@ -180,13 +184,15 @@ def fib_nl_delrule(
     pref: int | None,
     table: int,
     action: int,
-    flags: int,
     src: tuple[int, int] | None,
     dst: tuple[int, int] | None,
     iifname: str,
     oifname: str,
 ) -> FibRule:
     """``ip rule del``: remove the first rule matching every selector given.
+
+    ``not`` is no selector here: the kernel's rule_find() never compares the
+    flags, so ``del … not iif X`` deletes ``iif X`` too.
 
     Deleting any rule, a default one too, splits the tables and counts as a
     custom rule: they are not merged again. Kernel: net/core/fib_rules.c,
@@ -199,8 +205,6 @@ def fib_nl_delrule(
         if table and r.table != table:
             continue
         if action and r.action != action:
-            continue
-        if flags and r.flags != flags:
             continue
         if src is not None and (r.src, r.src_len) != src:
             continue

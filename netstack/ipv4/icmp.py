@@ -467,9 +467,10 @@ def icmp_redirect(ipv4: Ipv4, skb: SkBuff) -> bool:
         return True
     (new_gw,) = _I.unpack_from(buf, th + 4)
     (old_gw,) = _I.unpack_from(buf, skb.network_header + 12)
+    (saddr,) = _I.unpack_from(buf, inner + 12)
     (daddr,) = _I.unpack_from(buf, inner + 16)
     if dev is not None:
-        ipv4.ip_do_redirect(daddr, old_gw, new_gw, dev)
+        ipv4.ip_do_redirect(daddr, old_gw, new_gw, dev, saddr)
     return True
 
 

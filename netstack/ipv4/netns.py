@@ -60,7 +60,7 @@ from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregis
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
-from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RTN_LOCAL
+from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RT_SCOPE_UNIVERSE, RTN_LOCAL
 
 if TYPE_CHECKING:
     from netstack.core.inetpeer import InetPeer
@@ -373,7 +373,7 @@ class Ipv4:
             rt = _route.ip_route_output_key(self, flow)
             if isinstance(rt, int):
                 return
-            _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
+            _route.ip_rt_update_pmtu(self, rt, daddr, mtu, flow.saddr, flow.oif)
             rt.release()
             return
         rt = odst
@@ -383,7 +383,7 @@ class Ipv4:
             if isinstance(found, int):
                 return
             rt, new = found, True
-        _route.ip_rt_update_pmtu(self, rt, daddr, mtu)
+        _route.ip_rt_update_pmtu(self, rt, daddr, mtu, flow.saddr, flow.oif)
         if not rt.valid():
             if new:
                 rt.release()
@@ -396,9 +396,17 @@ class Ipv4:
             sk.dst_cache = rt
 
     @kernel("__ip_do_redirect")
-    def ip_do_redirect(self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice) -> None:
-        """Accept an ICMP redirect. Kernel: __ip_do_redirect()."""
-        res = self.fib.lookup(daddr)
+    def ip_do_redirect(
+        self, daddr: int, old_gw: int, new_gw: int, dev: NetDevice, saddr: int = 0
+    ) -> None:
+        """Accept an ICMP redirect about the quoted flow *saddr* → *daddr*.
+
+        The FIB is asked as for that flow (``__build_flow_key``: its source,
+        the receiving device as oif, loopback as input device), so ``ip rule``
+        picks the table the flow's route came from. Kernel: __ip_do_redirect().
+        """
+        lo = self.loopback_dev.ifindex
+        res = self.fib.lookup(daddr, dev.ifindex, RT_SCOPE_UNIVERSE, saddr, lo)
         if res is None or res.nh is None or res.nh.gw != old_gw or res.nh.dev is not dev:
             return
         in_dev = dev.ip_ptr

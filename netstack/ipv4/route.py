@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from netstack.ipv4.netns import Ipv4
 
 _I: Final = struct.Struct("!I")
+_II: Final = struct.Struct("!II")
 
 __all__ = [
     "Flowi4",
@@ -211,8 +212,8 @@ class Rtable(DstEntry):
         """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu()."""
         if skb is None:
             return
-        daddr = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
-        ip_rt_update_pmtu(self.ipv4, self, daddr, mtu)
+        saddr, daddr = _II.unpack_from(skb.buf, skb.network_header + 12)
+        ip_rt_update_pmtu(self.ipv4, self, daddr, mtu, saddr)
 
     @kernel("ipv4_link_failure")
     def link_failure(self, skb: SkBuff) -> None:
@@ -554,16 +555,17 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
         fl4.oif = lo.ifindex
         return __mkroute_output(ipv4, None, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
     res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope, fl4.saddr, fl4.iif)
-    if res is None:
+    err = errno.ENETUNREACH if res is None else FIB_PROPS_ERROR.get(res.type, 0)
+    if err:
+        # any fib_lookup error (no route, or an unreachable / prohibit / blackhole
+        # route or rule) with an output device given:
         if fl4.oif and dev_out is not None:
             # "Apparently, routing tables are wrong. Assume, that the destination is on link."
             if not fl4.saddr:
                 fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_LINK)
             return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
-        return -errno.ENETUNREACH
-    err = FIB_PROPS_ERROR.get(res.type)
-    if err:
         return -err
+    assert res is not None
     if res.type == RTN_LOCAL:
         if not fl4.saddr:
             fl4.saddr = res.fi.prefsrc or fl4.daddr
@@ -845,7 +847,9 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
 
 
 @kernel("net/ipv4/route.c", "__ip_rt_update_pmtu")
-def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
+def ip_rt_update_pmtu(
+    ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int, saddr: int = 0, oif: int = 0
+) -> None:
     """Learn a smaller path MTU towards *daddr*: a next-hop exception for it alone.
 
     The route *rt* (a socket's, or one looked up for the quoted packet) is
@@ -853,7 +857,10 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     gives for it, never to the nexthop's shared cached route, so one ICMP
     "fragmentation needed" about one destination leaves every other
     destination behind the same gateway alone. An MTU below ``min_pmtu`` is
-    raised to it and locked (no DF from then on).
+    raised to it and locked (no DF from then on). The FIB is asked with the
+    flow's source *saddr* and *oif* and loopback as input device
+    (``__build_flow_key`` → ``flowi4_init_output``), so ``ip rule`` picks the
+    same table the flow's route came from.
 
     Twin: netstack.ipv6.route.rt6_update_pmtu.
     Kernel: net/ipv4/route.c, __ip_rt_update_pmtu().
@@ -876,7 +883,7 @@ def ip_rt_update_pmtu(ipv4: Ipv4, rt: Rtable, daddr: int, mtu: int) -> None:
     # (tunnels call this per packet)
     if rt.rt_pmtu == mtu and not lock and rt.expires and now < rt.expires - expires_j // 2:
         return
-    res = ipv4.fib.lookup(daddr)
+    res = ipv4.fib.lookup(daddr, oif, RT_SCOPE_UNIVERSE, saddr, ipv4.loopback_dev.ifindex)
     if res is None or res.nh is None:
         return
     update_or_create_fnhe(ipv4, res.nh, daddr, 0, mtu, lock, now + expires_j)

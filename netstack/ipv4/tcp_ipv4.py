@@ -245,7 +245,9 @@ class Ipv4Specific:
         rt = self._route(sk)
         if rt is None:
             return
-        ip_rt_update_pmtu(self.ipv4, rt, sk.inet_daddr, sk.mtu_info)
+        ip_rt_update_pmtu(
+            self.ipv4, rt, sk.inet_daddr, sk.mtu_info, sk.inet_saddr, sk.sk_bound_dev_if
+        )
         rt = self._route(sk)
         if rt is None:
             return

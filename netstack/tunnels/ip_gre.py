@@ -614,7 +614,7 @@ def ipgre_err(net: Net, skb: SkBuff, info: int) -> None:
     if icmp_type == ICMP_DEST_UNREACH and code == ICMP_FRAG_NEEDED:
         rt = ipv4.ip_route_output_key(Flowi4(daddr, saddr, proto=IPPROTO_GRE))
         if not isinstance(rt, int):
-            ip_rt_update_pmtu(ipv4, rt, daddr, info)  # ipv4_update_pmtu()
+            ip_rt_update_pmtu(ipv4, rt, daddr, info, saddr)  # ipv4_update_pmtu()
             rt.release()
         return
     if icmp_type == ICMP_REDIRECT:

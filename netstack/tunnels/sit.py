@@ -443,7 +443,7 @@ def ipip6_err(net: Net, skb: SkBuff, info: int) -> int:
         ipv4 = ipv4_of(net)
         rt = ipv4.ip_route_output_key(Flowi4(daddr, saddr, oif=t.parms.link, proto=IPPROTO_IPV6))
         if not isinstance(rt, int):
-            ip_rt_update_pmtu(ipv4, rt, daddr, info)  # ipv4_update_pmtu()
+            ip_rt_update_pmtu(ipv4, rt, daddr, info, saddr, t.parms.link)  # ipv4_update_pmtu()
             rt.release()
         return 0
     if icmp_type == ICMP_REDIRECT:

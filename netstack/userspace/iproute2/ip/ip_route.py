@@ -1628,10 +1628,16 @@ def iproute_get(net: Net, opts: Iproute2Options, args: Args) -> None:
         new_src = msg.prefsrc if msg.prefsrc is not None else msg.src
         if new_src is None:
             raise ConfigError("Failed to connect the route", errno.EINVAL)
+        saddr = new_src
         msg, rt, _table = get_once(new_src)
     try:
         if fib_match:
-            res = ipv4.fib.lookup(daddr, oif.ifindex if oif is not None else 0)
+            # res.fi of the same lookup: the input device's or loopback's, the source too
+            if iif is not None:
+                res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, iif.ifindex)
+            else:
+                o = oif.ifindex if oif is not None else 0
+                res = ipv4.fib.lookup(daddr, o, RT_SCOPE_UNIVERSE, saddr, LOOPBACK_IFINDEX)
             if res is None:
                 raise rtnl_error(errno.ENETUNREACH)
             fmsg = fib_route_msg(ipv4, res.fa)

@@ -14,7 +14,7 @@ iproute2: ip/iprule.c.
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.errors import ConfigError
 from netstack.ipv4.fib_rules import (
@@ -27,6 +27,7 @@ from netstack.ipv4.fib_rules import (
     fib_nl_delrule,
     fib_nl_newrule,
 )
+from netstack.sites import kernel
 from netstack.userspace.iproute2.ip.ip_common import (
     Args,
     InetPrefix,
@@ -176,7 +177,6 @@ def iprule_modify(net: Net, opts: Iproute2Options, args: Args, add: bool) -> Non
             pref=pref,
             table=table,
             action=action,
-            flags=flags,
             src=src if src and src[1] else None,
             dst=dst if dst and dst[1] else None,
             iifname=iifname,
@@ -184,7 +184,27 @@ def iprule_modify(net: Net, opts: Iproute2Options, args: Args, add: bool) -> Non
         )
 
 
-def _rule_json(r: FibRule) -> dict[str, Any]:
+# include/uapi/linux/fib_rules.h
+FIB_RULE_IIF_DETACHED: Final = 0x00000008
+FIB_RULE_OIF_DETACHED: Final = 0x00000010
+
+
+@kernel("net/core/fib_rules.c", "fib_nl_fill_rule")
+def _frh_flags(net: Net, r: FibRule) -> int:
+    """``frh->flags`` of the dump: the rule's, and whether an iif/oif names no device.
+
+    Kernel: net/core/fib_rules.c, fib_nl_fill_rule() (``iifindex == -1``: no
+    device of that name since the rule was added or the device went).
+    """
+    flags = r.flags
+    if r.iifname and net.dev_get_by_name(r.iifname) is None:
+        flags |= FIB_RULE_IIF_DETACHED
+    if r.oifname and net.dev_get_by_name(r.oifname) is None:
+        flags |= FIB_RULE_OIF_DETACHED
+    return flags
+
+
+def _rule_json(r: FibRule, flags: int) -> dict[str, Any]:
     obj: dict[str, Any] = {"priority": r.pref}
     if r.flags & FIB_RULE_INVERT:
         obj["not"] = None
@@ -200,8 +220,12 @@ def _rule_json(r: FibRule) -> dict[str, Any]:
             obj["dstlen"] = r.dst_len
     if r.iifname:
         obj["iif"] = r.iifname
+        if flags & FIB_RULE_IIF_DETACHED:
+            obj["iif_detached"] = None
     if r.oifname:
         obj["oif"] = r.oifname
+        if flags & FIB_RULE_OIF_DETACHED:
+            obj["oif_detached"] = None
     if r.action == FR_ACT_TO_TBL:
         obj["table"] = rtnl_rttable_n2a(r.table)
     else:
@@ -209,7 +233,7 @@ def _rule_json(r: FibRule) -> dict[str, Any]:
     return obj
 
 
-def print_rule(r: FibRule) -> str:
+def print_rule(r: FibRule, flags: int) -> str:
     """One rule as iproute2 prints it. iproute2: ip/iprule.c, print_rule()."""
     o = [f"{r.pref}:\t"]
     if r.flags & FIB_RULE_INVERT:
@@ -222,8 +246,12 @@ def print_rule(r: FibRule) -> str:
         o.append(f"to {ntoa(r.dst)}" + (f"/{r.dst_len} " if r.dst_len != 32 else " "))
     if r.iifname:
         o.append(f"iif {r.iifname} ")
+        if flags & FIB_RULE_IIF_DETACHED:
+            o.append("[detached] ")
     if r.oifname:
         o.append(f"oif {r.oifname} ")
+        if flags & FIB_RULE_OIF_DETACHED:
+            o.append("[detached] ")
     if r.action == FR_ACT_TO_TBL:
         o.append(f"lookup {rtnl_rttable_n2a(r.table)}")
     else:
@@ -288,10 +316,11 @@ def iprule_list(net: Net, opts: Iproute2Options, args: Args) -> None:
             continue
         if table and (r.action != FR_ACT_TO_TBL or r.table != table):
             continue
+        flags = _frh_flags(net, r)
         if opts.json:
-            opts.records.append(_rule_json(r))
+            opts.records.append(_rule_json(r, flags))
         else:
-            opts.write(print_rule(r))
+            opts.write(print_rule(r, flags))
 
 
 def _pfx(p: tuple[int, int]) -> InetPrefix:
