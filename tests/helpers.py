@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+
+import pytest
 import trio
 
 import netstack
@@ -166,3 +172,37 @@ class Term:
         self.lines.clear()
         status = await self.session.run_line(line)
         return status, "\n".join(self.lines)
+
+
+def match_ip_sessions_with_the_kernel(
+    tag: str,
+    scenarios: Iterable[tuple[Sequence[str], Sequence[tuple[str, str]], Callable[[], list[str]]]],
+) -> None:
+    """Run each scenario's ``ip`` setup, then its session, in a fresh network
+    namespace of this machine's kernel, and require every command to print what
+    the netstack host printed (*emulated*, called per scenario) and what the test
+    expects. Skips without root or ``ip``; deletes only its own namespace."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip")
+    ns = f"ns{tag}{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
+
+    def ip(command: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["ip", "-n", ns, *command.split()], capture_output=True, timeout=30)
+
+    try:
+        for setup, session, emulated in scenarios:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+            for command in ["link set lo up", *setup]:
+                r = ip(command)
+                assert r.returncode == 0, (command, r.stderr)
+            ours = emulated()
+            for (command, expected), emulated_out in zip(session, ours, strict=True):
+                r = ip(command)
+                real = r.stdout.decode() or r.stderr.decode().rstrip("\n")
+                assert real == emulated_out == expected, command
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)

@@ -14,14 +14,13 @@ commands in a network namespace where root allows.
 from __future__ import annotations
 
 import errno
-import os
-import shutil
-import subprocess
+import functools
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from helpers import match_ip_sessions_with_the_kernel
 
 from netstack.core.skbuff import SkBuff
 from netstack.errors import ConfigError
@@ -258,30 +257,13 @@ def _netstack_outputs(setup: list[str], session: list[tuple[str, str]]) -> list[
 
 def test_matches_the_real_kernel() -> None:
     """The same commands in a network namespace print the same as in a netstack host."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and ip")
-    ns = f"nsfibm{os.getpid()}"
-    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=30)
-    if r.returncode != 0:
-        pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
-    try:
-        for setup, session in SCENARIOS:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
-            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
-            for command in ["link set lo up", *setup]:
-                r = subprocess.run(
-                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
-                )
-                assert r.returncode == 0, (command, r.stderr)
-            ours = _netstack_outputs(setup, session)
-            for (command, expected), emulated in zip(session, ours, strict=True):
-                r = subprocess.run(
-                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
-                )
-                real = r.stdout.decode() or r.stderr.decode().rstrip("\n")
-                assert real == emulated == expected, command
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+    match_ip_sessions_with_the_kernel(
+        "fibm",
+        (
+            (setup, session, functools.partial(_netstack_outputs, setup, session))
+            for setup, session in SCENARIOS
+        ),
+    )
 
 
 async def test_bystander_arp_target_routes_once(

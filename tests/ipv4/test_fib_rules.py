@@ -11,13 +11,12 @@ namespace where root allows.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
+import functools
 
 import pytest
 import trio
 import trio.testing
+from helpers import match_ip_sessions_with_the_kernel
 
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
@@ -194,27 +193,10 @@ def _netstack_outputs(session: list[tuple[str, str]]) -> list[str]:
 
 def test_matches_the_real_kernel() -> None:
     """The same commands in a network namespace print the same as in a netstack host."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and ip")
-    ns = f"nsfibr{os.getpid()}"
-    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, timeout=30)
-    if r.returncode != 0:
-        pytest.skip(f"ip netns add failed: {r.stderr.decode()[-200:]}")
-    try:
-        for session in SESSIONS.values():
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
-            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
-            for command in ["link set lo up", *SETUP]:
-                r = subprocess.run(
-                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
-                )
-                assert r.returncode == 0, (command, r.stderr)
-            ours = _netstack_outputs(session)
-            for (command, expected), emulated in zip(session, ours, strict=True):
-                r = subprocess.run(
-                    ["ip", "-n", ns, *command.split()], capture_output=True, timeout=30
-                )
-                real = r.stdout.decode() or r.stderr.decode().rstrip("\n")
-                assert real == emulated == expected, command
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+    match_ip_sessions_with_the_kernel(
+        "fibr",
+        (
+            (SETUP, session, functools.partial(_netstack_outputs, session))
+            for session in SESSIONS.values()
+        ),
+    )
