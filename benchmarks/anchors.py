@@ -555,15 +555,19 @@ def kernel_tcp(
 # callgrind
 
 
-def callgrind_instructions(argv: Sequence[str]) -> int:
-    """Instructions of ``python argv…`` under callgrind (``PYTHONHASHSEED=0``).
+def callgrind_instructions(argv: Sequence[str], instr_atstart: bool = True) -> int:
+    """Instructions of ``python argv…`` under callgrind (``PYTHONHASHSEED=0``);
+    with *instr_atstart* False only what the program brackets with
+    ``stream.callgrind_instrumentation`` is counted.
 
     Raises:
-        RuntimeError: no ``valgrind`` here.
+        RuntimeError: no ``valgrind`` here, or no count in its output.
     """
     if shutil.which("valgrind") is None:
         raise RuntimeError("callgrind needs valgrind, which is not installed")
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+    if not instr_atstart:
+        cmd.insert(2, "--instr-atstart=no")
     env = dict(os.environ, PYTHONHASHSEED="0")
     out = subprocess.run([*cmd, *argv], env=env, capture_output=True, text=True, check=True)
     match = re.search(r"Collected : (\d+)", out.stderr)

@@ -38,7 +38,6 @@ import argparse
 import cProfile
 import os
 import pstats
-import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +46,7 @@ from pathlib import Path
 import netstack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import stream
+from benchmarks import anchors, stream
 
 TARGET_US = 3.0
 TARGET_INSTRUCTIONS = 25_000
@@ -85,23 +84,8 @@ async def run_once(packets: int, routed: bool) -> tuple[float, int]:
 
 def callgrind_instructions(packets: int, routed: bool) -> int:
     """Instructions of one run under callgrind."""
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--packets",
-        str(packets),
-        "--one",
-        "routed" if routed else "direct",
-    ]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
-    match = re.search(r"Collected : (\d+)", out)
-    if match is None:
-        raise RuntimeError(f"no instruction count in valgrind's output:\n{out}")
-    return int(match.group(1))
+    one = "routed" if routed else "direct"
+    return anchors.callgrind_instructions([__file__, "--packets", str(packets), "--one", one])
 
 
 def callgrind(packets: int) -> float:

@@ -28,11 +28,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -71,29 +67,10 @@ def callgrind_stream_instructions(packets: int, batch: int) -> int:
     Raises:
         RuntimeError: no ``valgrind`` here, or no count in its output.
     """
-    if shutil.which("valgrind") is None:
-        raise RuntimeError("callgrind needs valgrind, which is not installed")
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--packets",
-        str(packets),
-        "--batch",
-        str(batch),
-        "--batched-only",
-        "--instrument-stream",
-        "--no-anchors",
-    ]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr
-    match = re.search(r"Collected : (\d+)", out)
-    if match is None:
-        raise RuntimeError(f"no instruction count in valgrind's output:\n{out}")
-    return int(match.group(1))
+    argv = [__file__, "--packets", str(packets), "--batch", str(batch), "--batched-only"]
+    return anchors.callgrind_instructions(
+        [*argv, "--instrument-stream", "--no-anchors"], instr_atstart=False
+    )
 
 
 def callgrind(packets: int, batch: int, stream_only: bool = False) -> float:
