@@ -306,7 +306,6 @@ async def ping(
         else:
             output.append(f"PING {name} ({destination}) {size}({size + 28}) bytes of data.")
     sent, replies, errors = st.sent, st.replies, st.errors
-    sk = sock.sock
     try:
         # no scope where none is needed: a scope nobody cancels, or one with an
         # infinite deadline, never fires, and each costs a CancelStatus and two sets
@@ -336,10 +335,7 @@ async def ping(
                 while clock.now() < end and not st.finished():
                     # the one scope that fires: the wait for a reply ends at *end*
                     with trio.move_on_at(end):
-                        if sk.readable():  # what Socket.wait_readable() does, a frame fewer
-                            await trio.lowlevel.checkpoint()
-                        else:
-                            await sk.wait_readable()
+                        await sock.wait_readable()
                     st.drain()
                 st.drain()
                 if st.finished():
