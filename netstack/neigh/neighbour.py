@@ -317,8 +317,10 @@ class NeighTable:
         self.gc_thresh2 = 512
         self.gc_thresh3 = 1024
         self.gc_interval = 30 * net.clock.hz
-        self.last_flush = 0
-        self.last_rand = 0
+        now = net.clock.jiffies
+        self.last_flush = now
+        # Kernel: neigh_table_init() — the first re-draw 20 reachable times on.
+        self.last_rand = now + self.parms.reachable_time * 20
         # statistics
         self.allocs = 0
         self.destroys = 0
@@ -336,7 +338,7 @@ class NeighTable:
         self.confirm_writes = 0
         self.confirm_skipped = 0
         self.gc_timer = net.timers.timer(self.neigh_periodic_work, f"{name}/gc")
-        self.gc_timer.mod(self.parms.base_reachable_time // 2)
+        self.gc_timer.mod(now + self.parms.reachable_time)  # queue_delayed_work(reachable_time)
 
     # -- parameters -----------------------------------------------------------------
     @kernel("neigh_rand_reach_time")
@@ -469,7 +471,7 @@ class NeighTable:
         now = net.clock.jiffies
         hz = net.clock.hz
         self.periodic_gc_runs += 1
-        if now - self.last_rand >= NEIGH_PERIODIC_REACHABLE_RECOMPUTE * hz:
+        if now - self.last_rand > NEIGH_PERIODIC_REACHABLE_RECOMPUTE * hz:  # time_after
             self.last_rand = now
             self.parms = self._randomised(self.parms)
             for ifindex, p in list(self.dev_parms.items()):
