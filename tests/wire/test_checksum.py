@@ -254,6 +254,18 @@ def test_ip_fast_csum_matches_dpkt(hdr: bytes, prefix: bytes) -> None:
     assert ip_fast_csum(filled, 0, hlen) == 0
 
 
+@settings(deadline=None)
+@given(ip_header_bytes(), st.binary(max_size=7), st.sampled_from([bytes, bytearray, memoryview]))
+def test_ip_fast_csum_is_the_naive_sum_in_every_buffer_type(
+    hdr: bytes, prefix: bytes, kind: type
+) -> None:
+    # a 20-byte header is read by a struct unpack, a longer one by a slice: both
+    # must be RFC 1071's sum, over bytes, a bytearray (skb->data) or a memoryview
+    buf = kind(bytearray(prefix + hdr + b"\xa5\xa5"))
+    check = ip_fast_csum(buf, len(prefix), len(hdr))
+    assert check == ~naive_sum(hdr) & 0xFFFF
+
+
 def test_ip_fast_csum_negative_zero() -> None:
     # A header whose words sum to 0xffff checks to 0 (valid), not 0xffff.
     hdr = bytes.fromhex("ffff") + b"\x00" * 18
