@@ -90,7 +90,9 @@ class Sock:
 
     __slots__ = (
         "_readers",
+        "_readers_parked",
         "_writers",
+        "_writers_parked",
         "dead",
         "dst_cache",
         "dst_pending_confirm",
@@ -181,6 +183,11 @@ class Sock:
         # most sockets never wait to write, and a sender-only one never to read
         self._readers: trio.lowlevel.ParkingLot | None = None
         self._writers: trio.lowlevel.ParkingLot | None = None
+        # "may a task be parked in the lot?": set by a wait, cleared by the wake-up
+        # that unparks all; the wake-ups test it, not the lot, whose truth is a
+        # Python-level __bool__ (~700 instructions, twice a datagram)
+        self._readers_parked = False
+        self._writers_parked = False
 
     # -- operations (struct proto / proto_ops) --------------------------------------
     def bind(self, addr: int, port: int) -> None:
@@ -439,14 +446,20 @@ class Sock:
         """Data or an error arrived. Kernel: sock_def_readable()."""
         if TIMED:
             spend("sock_def_readable")
-        if self._readers:
-            self._readers.unpark_all()
+        if self._readers_parked:
+            self._readers_parked = False
+            lot = self._readers
+            assert lot is not None
+            lot.unpark_all()
 
     @kernel("sock_def_write_space")
     def sk_write_space(self) -> None:
         """Send buffer space was freed. Kernel: sock_def_write_space()."""
-        if self._writers:
-            self._writers.unpark_all()
+        if self._writers_parked:
+            self._writers_parked = False
+            lot = self._writers
+            assert lot is not None
+            lot.unpark_all()
 
     @kernel("sk_error_report")
     def sk_error_report(self) -> None:
@@ -459,6 +472,7 @@ class Sock:
         lot = self._readers
         if lot is None:
             lot = self._readers = trio.lowlevel.ParkingLot()
+        self._readers_parked = True
         await lot.park()
 
     async def wait_writable(self) -> None:
@@ -466,6 +480,7 @@ class Sock:
         lot = self._writers
         if lot is None:
             lot = self._writers = trio.lowlevel.ParkingLot()
+        self._writers_parked = True
         await lot.park()
 
     # -- errors -------------------------------------------------------------------------
