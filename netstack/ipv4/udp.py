@@ -396,10 +396,12 @@ def udp_sendmsg(
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
     elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
-        # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
-        s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
-        s = (s & 0xFFFF) + (s >> 16)
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
+        # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
+        # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
+        # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
+        # to 0xFFFF); a third of the instructions of shifting and masking halves
+        s = (saddr + daddr + 17 + total) % 0xFFFF or 0xFFFF  # 17: IPPROTO_UDP
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, s)
         skb.ip_summed = CHECKSUM_PARTIAL
         skb.csum_start = th
         skb.csum_offset = 6

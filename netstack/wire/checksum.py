@@ -149,9 +149,11 @@ def csum_tcpudp_nofold(saddr: int, daddr: int, length: int, proto: int, s: int =
 
     Kernel: csum_tcpudp_nofold().
     """
-    t = s + (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + proto + length
-    t = (t & 0xFFFF) + (t >> 16)
-    return (t & 0xFFFF) + (t >> 16)
+    # the 16-bit halves of the addresses need no splitting: 2**16 ≡ 1 (mod 0xFFFF),
+    # so the whole sum reduces once, and a non-zero multiple of 0xFFFF folds to
+    # 0xFFFF (ones' complement -0), as the carries folded twice give
+    t = s + saddr + daddr + proto + length
+    return t % 0xFFFF or (0xFFFF if t else 0)
 
 
 @kernel("csum_tcpudp_magic")

@@ -300,6 +300,28 @@ def test_csum_tcpudp_nofold_folds_to_magic(saddr: int, daddr: int, length: int, 
     assert equivalent(nofold, csum_partial(pseudo_header(saddr, daddr, length, 17), initial=s))
 
 
+def halves_folded_twice(saddr: int, daddr: int, length: int, proto: int, s: int) -> int:
+    """csum_tcpudp_nofold() as the kernel's C reads: 16-bit halves added, carries folded."""
+    t = s + (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + proto + length
+    t = (t & 0xFFFF) + (t >> 16)
+    return (t & 0xFFFF) + (t >> 16)
+
+
+@given(
+    addrs, addrs, st.integers(min_value=0, max_value=0xFFFF), st.sampled_from([6, 17]), partial_sums
+)
+@example(0, 0, 0, 0, 0)  # all zero: +0
+@example(0xFFFE0000, 0, 0, 0, 1)  # a multiple of 0xFFFF: -0 (0xFFFF)
+@example(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFF, 17, 0xFFFF)
+def test_csum_tcpudp_nofold_is_the_halves_folded_bit_for_bit(
+    saddr: int, daddr: int, length: int, proto: int, s: int
+) -> None:
+    # reduced by one % of the whole sum, not by halves and carries: the same value,
+    # negative zero included (udp_sendmsg's CHECKSUM_PARTIAL field is this sum)
+    expected = halves_folded_twice(saddr, daddr, length, proto, s)
+    assert csum_tcpudp_nofold(saddr, daddr, length, proto, s) == expected
+
+
 def test_module_exports() -> None:
     assert sorted(checksum.__all__) == sorted(
         [
