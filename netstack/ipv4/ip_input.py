@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
 
 _II: Final = struct.Struct("!II")
+# the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
+_IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
@@ -225,7 +227,9 @@ def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
         spend("ip_local_deliver")
     buf = skb.buf
     nh = skb.network_header
-    if ((buf[nh + 6] << 8) | buf[nh + 7]) & (IP_MF | IP_OFFSET):
+    # ip_is_fragment(): frag_off & (IP_MF | IP_OFFSET), a byte at a time (0x3F of
+    # the high byte, all of the low one): one unspecialised bit operation, not four
+    if buf[nh + 6] & _IP_MF_OFFSET_HIGH_BYTE or buf[nh + 7]:
         skb2 = ipv4.frags.ip_defrag(skb)
         if skb2 is None:
             return 0

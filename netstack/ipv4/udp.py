@@ -57,7 +57,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -138,6 +138,8 @@ _UDP_HDR: Final = UDP_HDR
 _ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
 _SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+# RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
+_RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
@@ -667,7 +669,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
     rt: Any = skb.dst
-    if rt is not None and rt.rt_flags & (RTCF_BROADCAST | 0x20000000):
+    if rt is not None and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
         socks = ipv4.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
         if not socks:
             mib.IgnoredMulti += 1
