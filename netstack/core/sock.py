@@ -526,7 +526,11 @@ class Sock:
         skb.rmem_charge = size
         skb.sk = self
         self.receive_queue.append(skb)
-        self.sk_data_ready()
+        # sk->sk_data_ready(), sock_def_readable(), entered when a reader may be
+        # parked (its skwq_has_sleeper() test, hoisted: a frame less a datagram)
+        # or to be charged in timed mode
+        if TIMED or self._readers_parked:
+            self.sk_data_ready()
         return True
 
     @kernel("__skb_recv_datagram")
@@ -582,7 +586,9 @@ def sock_wfree(skb: SkBuff) -> None:
     sk = skb.sk
     if isinstance(sk, Sock):
         sk.sk_wmem_alloc -= skb.wmem_charge
-        if sk.sk_wmem_alloc < sk.sk_sndbuf:
+        # sk->sk_write_space(), sock_def_write_space(), entered when a writer may be
+        # parked (its skwq_has_sleeper() test, hoisted: a frame less a datagram)
+        if sk.sk_wmem_alloc < sk.sk_sndbuf and sk._writers_parked:
             sk.sk_write_space()
 
 
