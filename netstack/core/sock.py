@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from netstack.core.skbuff import SkBuff
+from netstack.core.skbuff import TRUESIZE_OF_BUFLEN, SkBuff
 from netstack.cpu.timed import ThreadBlocked
 from netstack.sites import TIMED, kernel, spend
 
@@ -90,7 +90,9 @@ class Sock:
 
     __slots__ = (
         "_readers",
+        "_readers_parked",
         "_writers",
+        "_writers_parked",
         "dead",
         "dst_cache",
         "dst_pending_confirm",
@@ -181,6 +183,11 @@ class Sock:
         # most sockets never wait to write, and a sender-only one never to read
         self._readers: trio.lowlevel.ParkingLot | None = None
         self._writers: trio.lowlevel.ParkingLot | None = None
+        # "may a task be parked in the lot?": set by a wait, cleared by the wake-up
+        # that unparks all; the wake-ups test it, not the lot, whose truth is a
+        # Python-level __bool__ (~700 instructions, twice a datagram)
+        self._readers_parked = False
+        self._writers_parked = False
 
     # -- operations (struct proto / proto_ops) --------------------------------------
     def bind(self, addr: int, port: int) -> None:
@@ -439,14 +446,20 @@ class Sock:
         """Data or an error arrived. Kernel: sock_def_readable()."""
         if TIMED:
             spend("sock_def_readable")
-        if self._readers:
-            self._readers.unpark_all()
+        if self._readers_parked:
+            self._readers_parked = False
+            lot = self._readers
+            assert lot is not None
+            lot.unpark_all()
 
     @kernel("sock_def_write_space")
     def sk_write_space(self) -> None:
         """Send buffer space was freed. Kernel: sock_def_write_space()."""
-        if self._writers:
-            self._writers.unpark_all()
+        if self._writers_parked:
+            self._writers_parked = False
+            lot = self._writers
+            assert lot is not None
+            lot.unpark_all()
 
     @kernel("sk_error_report")
     def sk_error_report(self) -> None:
@@ -459,6 +472,7 @@ class Sock:
         lot = self._readers
         if lot is None:
             lot = self._readers = trio.lowlevel.ParkingLot()
+        self._readers_parked = True
         await lot.park()
 
     async def wait_writable(self) -> None:
@@ -466,6 +480,7 @@ class Sock:
         lot = self._writers
         if lot is None:
             lot = self._writers = trio.lowlevel.ParkingLot()
+        self._writers_parked = True
         await lot.park()
 
     # -- errors -------------------------------------------------------------------------
@@ -504,12 +519,18 @@ class Sock:
         if self.sk_rmem_alloc > self.sk_rcvbuf:
             self.sk_drops += 1
             return False
-        size = skb.truesize
+        # skb->truesize: an explicit one, else the memo of its buffer's length, else
+        # the property (whose frame is ~700 instructions, once a received datagram)
+        size = skb._truesize or TRUESIZE_OF_BUFLEN.get(len(skb.buf)) or skb.truesize
         self.sk_rmem_alloc += size
         skb.rmem_charge = size
         skb.sk = self
         self.receive_queue.append(skb)
-        self.sk_data_ready()
+        # sk->sk_data_ready(), sock_def_readable(), entered when a reader may be
+        # parked (its skwq_has_sleeper() test, hoisted: a frame less a datagram)
+        # or to be charged in timed mode
+        if TIMED or self._readers_parked:
+            self.sk_data_ready()
         return True
 
     @kernel("__skb_recv_datagram")
@@ -565,7 +586,9 @@ def sock_wfree(skb: SkBuff) -> None:
     sk = skb.sk
     if isinstance(sk, Sock):
         sk.sk_wmem_alloc -= skb.wmem_charge
-        if sk.sk_wmem_alloc < sk.sk_sndbuf:
+        # sk->sk_write_space(), sock_def_write_space(), entered when a writer may be
+        # parked (its skwq_has_sleeper() test, hoisted: a frame less a datagram)
+        if sk.sk_wmem_alloc < sk.sk_sndbuf and sk._writers_parked:
             sk.sk_write_space()
 
 

@@ -57,7 +57,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST
+from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -138,6 +138,8 @@ _UDP_HDR: Final = UDP_HDR
 _ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
 _SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+# RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
+_RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
@@ -396,10 +398,12 @@ def udp_sendmsg(
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
     elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
-        # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it
-        s = (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + 17 + total
-        s = (s & 0xFFFF) + (s >> 16)
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, (s & 0xFFFF) + (s >> 16))
+        # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
+        # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
+        # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
+        # to 0xFFFF); a third of the instructions of shifting and masking halves
+        s = (saddr + daddr + 17 + total) % 0xFFFF or 0xFFFF  # 17: IPPROTO_UDP
+        _UDP_HDR.pack_into(buf, th, sport, dport, total, s)
         skb.ip_summed = CHECKSUM_PARTIAL
         skb.csum_start = th
         skb.csum_offset = 6
@@ -665,7 +669,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
     rt: Any = skb.dst
-    if rt is not None and rt.rt_flags & (RTCF_BROADCAST | 0x20000000):
+    if rt is not None and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
         socks = ipv4.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
         if not socks:
             mib.IgnoredMulti += 1

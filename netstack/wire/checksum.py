@@ -16,6 +16,7 @@ Kernel: arch/x86/include/asm/checksum_64.h, include/net/checksum.h, lib/checksum
 
 from __future__ import annotations
 
+import struct
 from typing import Final
 
 from netstack.sites import TIMED, kernel, spend
@@ -35,6 +36,13 @@ __all__ = [
 
 CSUM_MANGLED_0: Final = 0xFFFF
 """What UDP transmits instead of a computed checksum of 0 (0 means "none")."""
+
+# ip_fast_csum() runs twice a datagram (ip_send_check, ip_rcv_core); two costs of
+# the obvious int.from_bytes(buf[off:off + 20], "big") go: int.from_bytes looked
+# up per call (a bound method made each time) and a bytearray slice, which
+# from_bytes copies again into bytes (a 20-byte unpack makes the bytes at once)
+_from_bytes: Final = int.from_bytes
+_IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
 
 
 @kernel("lib/checksum.c", "csum_partial")
@@ -117,11 +125,12 @@ def ip_fast_csum(buf: bytes | bytearray | memoryview, off: int, hlen: int) -> in
     """
     if TIMED:
         spend("ip_fast_csum")
-    n = int.from_bytes(buf[off : off + hlen], "big")
+    hdr = _IPV4_HDR_BYTES(buf, off)[0] if hlen == 20 else buf[off : off + hlen]
+    n = _from_bytes(hdr, "big")
     s = n % 0xFFFF
     if s == 0 and n:
         return 0
-    return ~s & 0xFFFF
+    return 0xFFFF - s  # ~s & 0xFFFF, as s < 0xFFFF (a subtraction is one bytecode less)
 
 
 @kernel("ip_compute_csum")
@@ -140,9 +149,11 @@ def csum_tcpudp_nofold(saddr: int, daddr: int, length: int, proto: int, s: int =
 
     Kernel: csum_tcpudp_nofold().
     """
-    t = s + (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + proto + length
-    t = (t & 0xFFFF) + (t >> 16)
-    return (t & 0xFFFF) + (t >> 16)
+    # the 16-bit halves of the addresses need no splitting: 2**16 ≡ 1 (mod 0xFFFF),
+    # so the whole sum reduces once, and a non-zero multiple of 0xFFFF folds to
+    # 0xFFFF (ones' complement -0), as the carries folded twice give
+    t = s + saddr + daddr + proto + length
+    return t % 0xFFFF or (0xFFFF if t else 0)
 
 
 @kernel("csum_tcpudp_magic")

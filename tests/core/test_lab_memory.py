@@ -20,6 +20,11 @@ def _lots(sk: Sock) -> tuple[bool, bool]:
     return sk._readers is not None, sk._writers is not None
 
 
+def _parked(sk: Sock) -> bool:
+    """May a reader be parked (the flag the wake-up tests)?"""
+    return sk._readers_parked
+
+
 def _pair(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
     a, b = lab.add_host("a", sysctls=IPV4_ONLY), lab.add_host("b", sysctls=IPV4_ONLY)
     lab.add_link("a:eth0", "b:eth0")
@@ -149,3 +154,45 @@ async def test_ipv6_reject_routes_answer_through_the_bound_handlers(
         with pytest.raises(OSError) as err:  # r's own output through the route
             await r.socket(10, 2).sendto(b"x", ("2001:db8:9::1", 9))
         assert err.value.errno == (13 if kind == "prohibit" else 101)
+
+
+async def test_a_wake_up_tests_a_flag_not_the_lot_and_wakes_exactly_whom_the_lot_held(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """sk_data_ready() asks "may anyone be parked?" of a flag a wait sets and the
+    wake-up clears (the lot's truth is a Python-level __bool__): every reader
+    parked is woken, a cancelled one leaves only a wake-up of an empty lot, and a
+    reader that parks after a wake-up is woken by the next datagram."""
+    async with netstack.open_lab() as lab:
+        a, b = _pair(lab)
+        tx = a.socket()
+        rx = b.socket()
+        await rx.bind(("10.0.0.2", 9))
+        sk = rx.sock
+        got: list[bytes] = []
+
+        async def reader() -> None:
+            got.append(await rx.recv(100))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            nursery.start_soon(reader)
+            await trio.testing.wait_all_tasks_blocked()
+            assert sk._readers is not None and len(sk._readers) == 2 and _parked(sk)
+            await tx.sendto(b"1", ("10.0.0.2", 9))
+            await tx.sendto(b"2", ("10.0.0.2", 9))
+        assert sorted(got) == [b"1", b"2"] and not _parked(sk)
+
+        with trio.move_on_after(1):
+            await rx.recv(100)  # parks, then is cancelled: the flag stays set
+        assert len(sk._readers) == 0 and _parked(sk)
+        await tx.sendto(b"3", ("10.0.0.2", 9))
+        await trio.testing.wait_all_tasks_blocked()
+        assert not _parked(sk)  # the wake-up found the lot empty
+        assert await rx.recv(100) == b"3"  # queued, no wait
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            await trio.testing.wait_all_tasks_blocked()
+            assert _parked(sk)
+            await tx.sendto(b"4", ("10.0.0.2", 9))
+        assert got[-1] == b"4" and b.snmp()["Udp"].InDatagrams == 4

@@ -51,3 +51,32 @@ async def test_options_are_parsed_and_source_routes_refused(
         assert nstat(b, "IpInReceives") == 2
         assert nstat(b, "UdpInDatagrams") == 1
         assert nstat(b, "IpInDelivers") == 1
+
+
+async def test_header_checksum_checked_inline_with_and_without_options(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """ip_rcv checks the header checksum inline (ip_fast_csum, a static inline): a
+    20-byte header and one with options, each good (delivered) and with one bit of
+    its checksum flipped (IP_CSUM, IpExtInCsumErrors)."""
+    async with open_test_lab() as lab:
+        b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
+        port = lab.add_port("b:eth0")
+        add_addr(b, "eth0", "10.0.0.2/24")
+        b.ip("neigh add 10.0.0.9 lladdr 02:00:00:00:00:99 dev eth0")
+        sock = b.socket()
+        await sock.bind(("0.0.0.0", 9000))
+        mac = b.dev("eth0").dev_addr
+        for options in (b"", b"\x01\x01\x01\x00"):
+            good = frame(mac, options, b"good")
+            bad = bytearray(good)
+            bad[14 + 11] ^= 0x01  # the checksum's low bit
+            await port.send(bytes(bad))
+            await port.send(good)
+            with trio.fail_after(1):
+                assert await sock.recvfrom(100) == (b"good", ("10.0.0.9", 40000))
+        await trio.sleep(0.1)
+        assert b.drops() == {"IP_CSUM": 2}
+        assert nstat(b, "IpExtInCsumErrors") == 2
+        assert nstat(b, "IpInHdrErrors") == 2
+        assert nstat(b, "UdpInDatagrams") == 2

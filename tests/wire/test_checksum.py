@@ -254,6 +254,18 @@ def test_ip_fast_csum_matches_dpkt(hdr: bytes, prefix: bytes) -> None:
     assert ip_fast_csum(filled, 0, hlen) == 0
 
 
+@settings(deadline=None)
+@given(ip_header_bytes(), st.binary(max_size=7), st.sampled_from([bytes, bytearray, memoryview]))
+def test_ip_fast_csum_is_the_naive_sum_in_every_buffer_type(
+    hdr: bytes, prefix: bytes, kind: type
+) -> None:
+    # a 20-byte header is read by a struct unpack, a longer one by a slice: both
+    # must be RFC 1071's sum, over bytes, a bytearray (skb->data) or a memoryview
+    buf = kind(bytearray(prefix + hdr + b"\xa5\xa5"))
+    check = ip_fast_csum(buf, len(prefix), len(hdr))
+    assert check == ~naive_sum(hdr) & 0xFFFF
+
+
 def test_ip_fast_csum_negative_zero() -> None:
     # A header whose words sum to 0xffff checks to 0 (valid), not 0xffff.
     hdr = bytes.fromhex("ffff") + b"\x00" * 18
@@ -286,6 +298,28 @@ def test_csum_tcpudp_nofold_folds_to_magic(saddr: int, daddr: int, length: int, 
     assert 0 <= nofold <= 0xFFFF
     assert csum_fold(nofold) == csum_tcpudp_magic(saddr, daddr, length, 17, s)
     assert equivalent(nofold, csum_partial(pseudo_header(saddr, daddr, length, 17), initial=s))
+
+
+def halves_folded_twice(saddr: int, daddr: int, length: int, proto: int, s: int) -> int:
+    """csum_tcpudp_nofold() as the kernel's C reads: 16-bit halves added, carries folded."""
+    t = s + (saddr >> 16) + (saddr & 0xFFFF) + (daddr >> 16) + (daddr & 0xFFFF) + proto + length
+    t = (t & 0xFFFF) + (t >> 16)
+    return (t & 0xFFFF) + (t >> 16)
+
+
+@given(
+    addrs, addrs, st.integers(min_value=0, max_value=0xFFFF), st.sampled_from([6, 17]), partial_sums
+)
+@example(0, 0, 0, 0, 0)  # all zero: +0
+@example(0xFFFE0000, 0, 0, 0, 1)  # a multiple of 0xFFFF: -0 (0xFFFF)
+@example(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFF, 17, 0xFFFF)
+def test_csum_tcpudp_nofold_is_the_halves_folded_bit_for_bit(
+    saddr: int, daddr: int, length: int, proto: int, s: int
+) -> None:
+    # reduced by one % of the whole sum, not by halves and carries: the same value,
+    # negative zero included (udp_sendmsg's CHECKSUM_PARTIAL field is this sum)
+    expected = halves_folded_twice(saddr, daddr, length, proto, s)
+    assert csum_tcpudp_nofold(saddr, daddr, length, proto, s) == expected
 
 
 def test_module_exports() -> None:
