@@ -246,7 +246,9 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
 @kernel("net/ipv4/arp.c", "arp_rcv")
 def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
-    if dev.flags & IFF_NOARP or skb.pkt_type in (PACKET_OTHERHOST, PACKET_LOOPBACK):
+    # comparisons, not "in (A, B)": that builds a tuple of the two globals per packet
+    pkt_type = skb.pkt_type
+    if dev.flags & IFF_NOARP or pkt_type == PACKET_OTHERHOST or pkt_type == PACKET_LOOPBACK:
         consume_skb(skb)
         return
     if skb.tail - skb.data < 8 + 2 * (dev.addr_len + 4):
@@ -272,7 +274,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         return
     hrd, pro, _, _, op, sha, sip, tha, tip = ARP_ETH_IP.unpack_from(skb.buf, skb.data)
     if dev.type == ARPHRD_ETHER:
-        if hrd not in (ARPHRD_ETHER, ARPHRD_IEEE802) or pro != ETH_P_IP:
+        if (hrd != ARPHRD_ETHER and hrd != ARPHRD_IEEE802) or pro != ETH_P_IP:  # (arp_rcv)
             ipv4.arp_invalid += 1
             kfree_skb(skb, DropReason.ARP_INVALID)
             return
@@ -280,7 +282,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    if op not in (ARPOP_REQUEST, ARPOP_REPLY):
+    if op != ARPOP_REQUEST and op != ARPOP_REPLY:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
