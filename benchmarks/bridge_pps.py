@@ -13,7 +13,7 @@ functional mode:
   GRO cell on the way in.
 
     python benchmarks/bridge_pps.py [--packets N]
-    python benchmarks/bridge_pps.py --arp [--requests N] [--profile] [--callgrind]
+    python benchmarks/bridge_pps.py --arp [--requests N] [--profile] [--callgrind [--flood-only]]
 
 ``--arp`` measures instead the broadcast fan-out of ``benchmarks/lab_scale.py``'s
 pings (issue 18): one leaf of that fabric (a router with ``br0``,
@@ -28,7 +28,10 @@ leaf's ``br0``: ``veth_poll``, ``__netif_receive_skb_core``, ``arp_rcv``,
 per port, a fortieth of it) and, with ``--profile``, the Python function
 calls per request (cProfile's count) and the profile; ``--callgrind`` runs it
 under ``valgrind --tool=callgrind`` with 0 and N requests (1,280 by default
-there) and prints the instructions per request and per port.
+there) and prints the instructions per request and per port; with
+``--flood-only`` it counts, in one run, the requests alone (after a batch
+that warms the interpreter up; 320 requests by default there): no lab build
+to subtract, so a quicker and steadier figure, a little below the other.
 """
 
 from __future__ import annotations
@@ -82,14 +85,26 @@ ARP_PORTS = 40  # hosts under the leaf: 39 clones and 40 receptions a request
 ARP_BATCH = 64
 
 
-async def arp_flood(requests: int, prof: cProfile.Profile | None = None) -> float:
-    """Flood *requests* ARP requests through one leaf's bridge; return their CPU seconds."""
+async def arp_flood(
+    requests: int, prof: cProfile.Profile | None = None, instrument: bool = False
+) -> float:
+    """Flood *requests* ARP requests through one leaf's bridge; return their CPU seconds.
+
+    With *instrument* (a run under callgrind with ``--instr-atstart=no``) a
+    batch more warms up first and callgrind counts the requests alone.
+    """
     async with netstack.open_lab() as lab:
         _, _, hosts = lab_scale.build_fabric(lab, ARP_PORTS, per_leaf=ARP_PORTS, spines=1)
         await trio.sleep(1)  # carriers up, the lab frozen
         h = hosts[0]
         ipv4, dev = ipv4_of(h.net), h.dev("eth0")
         sip, tip, sha = aton("10.0.0.1"), aton("10.0.0.200"), bytes(dev.dev_addr)
+        warm = ARP_BATCH if instrument else 0
+        if instrument:
+            for _ in range(warm):
+                arp_send(ipv4, ARPOP_REQUEST, ETH_P_ARP, tip, dev, sip, None, sha, None)
+            await trio.sleep(0.001)
+            stream.callgrind_instrumentation(True)
         cpu = time.process_time()
         if prof is not None:
             prof.enable()
@@ -102,12 +117,24 @@ async def arp_flood(requests: int, prof: cProfile.Profile | None = None) -> floa
         if prof is not None:
             prof.disable()
         cpu = time.process_time() - cpu
+        if instrument:
+            stream.callgrind_instrumentation(False)
         got = sum(ipv4_of(x.net).arp_tbl.lookups for x in hosts[1:])
-        assert got == (ARP_PORTS - 1) * requests, got
+        assert got == (ARP_PORTS - 1) * (warm + requests), got
         return cpu
 
 
-def arp_main(requests: int, profile: bool, callgrind: bool) -> None:
+def arp_main(
+    requests: int, profile: bool, callgrind: bool, flood_only: bool, instrument: bool = False
+) -> None:
+    if callgrind and flood_only:
+        argv = [__file__, "--arp", "--instrument", "--requests", str(requests)]
+        per = anchors.callgrind_instructions(argv, instr_atstart=False) / requests
+        print(
+            f"ARP request flooded to {ARP_PORTS} ports: {per:,.0f} instructions per request, "
+            f"{per / ARP_PORTS:,.0f} per port (callgrind, the {requests} requests alone)"
+        )
+        return
     if callgrind:
         argv = [__file__, "--arp", "--requests"]
         base = anchors.callgrind_instructions([*argv, "0"])
@@ -119,7 +146,7 @@ def arp_main(requests: int, profile: bool, callgrind: bool) -> None:
         )
         return
     prof = cProfile.Profile(time.process_time) if profile else None
-    cpu = netstack.run(arp_flood, requests, prof)
+    cpu = netstack.run(arp_flood, requests, prof, instrument)
     if requests:
         print(
             f"ARP request flooded to {ARP_PORTS} ports: {requests} in {cpu:.2f} s CPU = "
@@ -139,12 +166,16 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000, help="ARP requests (--arp)")
     parser.add_argument("--profile", action="store_true", help="cProfile the ARP flood")
     parser.add_argument("--callgrind", action="store_true", help="instructions per ARP request")
+    parser.add_argument(
+        "--flood-only", action="store_true", help="callgrind counts the requests alone (--arp)"
+    )
+    parser.add_argument("--instrument", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.arp:
         requests = args.requests
         if args.callgrind and requests == parser.get_default("requests"):
-            requests = 1280
-        arp_main(requests, args.profile, args.callgrind)
+            requests = 320 if args.flood_only else 1280
+        arp_main(requests, args.profile, args.callgrind, args.flood_only, args.instrument)
         return
     for kind in ("veth", "bridge", "vxlan"):
         pps = netstack.run(run_once, args.packets, kind)

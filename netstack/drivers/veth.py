@@ -162,13 +162,14 @@ class VethOps(NetDeviceOps):
         priv.tx_bytes += length
         napi = rq.napi
         assert napi is not None
-        # without GRO the kernel's veth has no NAPI: __netif_rx(), whose softirq
-        # runs while the reader reads on another CPU; under a real qdisc the ring
-        # and its backpressure stay batched
-        napi.rx_per_xmit = (
-            not rcv.features & NETIF_F_GRO and not dev._tx[skb.queue_mapping].qdisc.can_enqueue
-        )
         if not napi.scheduled:
+            # without GRO the kernel's veth has no NAPI: __netif_rx(), whose softirq
+            # runs while the reader reads on another CPU; under a real qdisc the ring
+            # and its backpressure stay batched. Decided once a poll, by the packet
+            # that schedules it (the poll reads it when it starts)
+            napi.rx_per_xmit = (
+                not rcv.features & NETIF_F_GRO and not dev._tx[skb.queue_mapping].qdisc.can_enqueue
+            )
             napi.schedule()
         return NETDEV_TX_OK
 

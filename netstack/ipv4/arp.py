@@ -243,10 +243,16 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.NEIGH_FAILED)
 
 
+# ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process reads
+_ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
+
+
 @kernel("net/ipv4/arp.c", "arp_rcv")
 def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
-    if dev.flags & IFF_NOARP or skb.pkt_type in (PACKET_OTHERHOST, PACKET_LOOPBACK):
+    # comparisons, not "in (A, B)": that builds a tuple of the two globals per packet
+    pkt_type = skb.pkt_type
+    if dev.flags & IFF_NOARP or pkt_type == PACKET_OTHERHOST or pkt_type == PACKET_LOOPBACK:
         consume_skb(skb)
         return
     if skb.tail - skb.data < 8 + 2 * (dev.addr_len + 4):
@@ -270,9 +276,13 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     if in_dev is None or dev.addr_len != 6:
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    hrd, pro, _, _, op, sha, sip, tha, tip = ARP_ETH_IP.unpack_from(skb.buf, skb.data)
+    buf = skb.buf
+    d = skb.data
+    # the hardware addresses are copied out only where used: most requests a host
+    # hears are for another host, from a sender it does not know
+    hrd, pro, _, _, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
     if dev.type == ARPHRD_ETHER:
-        if hrd not in (ARPHRD_ETHER, ARPHRD_IEEE802) or pro != ETH_P_IP:
+        if (hrd != ARPHRD_ETHER and hrd != ARPHRD_IEEE802) or pro != ETH_P_IP:  # (arp_rcv)
             ipv4.arp_invalid += 1
             kfree_skb(skb, DropReason.ARP_INVALID)
             return
@@ -280,7 +290,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    if op not in (ARPOP_REQUEST, ARPOP_REPLY):
+    if op != ARPOP_REQUEST and op != ARPOP_REPLY:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
@@ -302,6 +312,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
             and fib.inet_addr_type(tip, dev) == RTN_LOCAL
             and not arp_ignore(ipv4, in_dev, sip, tip)
         ):
+            sha = bytes(buf[d + 8 : d + 14])
             arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
         consume_skb(skb)
         return
@@ -317,6 +328,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         else:
             tbl.rcv_probes_mcast += 1
         if not arp_ignore(ipv4, in_dev, sip, tip):
+            sha = bytes(buf[d + 8 : d + 14])
             n = neigh_event_ns(tbl, sha, sip, dev)
             if n is not None:
                 arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
@@ -329,7 +341,9 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     addr_type = -1
     is_garp = False
     accept = arp_accept(ipv4, in_dev, sip)  # the kernel asks twice; it reads only conf
-    if n is not None or accept:
+    if n is not None or accept:  # (so sha is set below when n is)
+        sha = bytes(buf[d + 8 : d + 14])
+        tha = bytes(buf[d + 18 : d + 24])
         is_garp, addr_type = arp_is_garp(ipv4, dev, op, sip, tip, sha, tha)
     if (
         accept

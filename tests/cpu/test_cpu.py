@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+import trio
+import trio.testing
 
 from netstack.cpu import Clock, CpuSet, SpinLock, time_after, time_before
 from netstack.errors import SkbPanic
@@ -26,6 +30,50 @@ def test_a_timer_tick_maps_back_to_its_jiffy_despite_floats() -> None:
         for j in range(0, 5000, 7):
             t[0] = clock.jiffies_to_time(j)
             assert clock.jiffies == j
+
+
+def test_a_mock_clock_read_directly_gives_trios_time_and_jiffies() -> None:
+    """Under a MockClock, now() and jiffies read its virtual base while it does not run:
+    the same float as current_time(), so the same jiffy (epsilon rule included),
+    also on a timer's tick, across jumps, and once it runs at a rate.
+    """
+
+    async def main() -> None:
+        mock = trio.lowlevel.current_clock()
+        clock = Clock(300)
+        clock.follow_run_clock()
+        assert clock._mock is mock  # the direct read is on
+
+        def check() -> None:
+            t = mock.current_time()
+            assert clock.now() == t
+            assert clock.jiffies == math.floor(t * 300 + 1e-6)
+
+        check()
+        for j in range(1, 3000, 7):
+            await trio.sleep_until(clock.jiffies_to_time(j))  # on the tick: jiffy j
+            check()
+            assert clock.jiffies == j
+        mock.jump(1.001)
+        check()
+        mock.rate = 2.0  # a running clock: read through current_time(), which moves on
+        before = mock.current_time()
+        assert before < clock.now() < mock.current_time()
+        mock.rate = 0.0
+        check()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_the_system_clock_is_read_through_current_time() -> None:
+    async def main() -> None:
+        clock = Clock(1000)
+        clock.follow_run_clock()
+        assert clock._mock is None
+        before = trio.current_time()
+        assert before <= clock.now() <= trio.current_time()
+
+    trio.run(main)
 
 
 def test_bad_hz() -> None:
