@@ -22,13 +22,16 @@ import trio
 import trio.testing
 from helpers import match_ip_sessions_with_the_kernel
 
+from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.skbuff import SkBuff
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
+from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
 from netstack.ipv4.route import Rtable, ip_route_input_noref
 from netstack.wire.ipv4 import aton
+from netstack.wire.rtnetlink import RTN_UNICAST
 
 SETUP = [
     "link add d0 type veth peer name d1",
@@ -304,3 +307,24 @@ async def test_bystander_arp_target_routes_once(
     ip_route_input_noref(ipv4, second, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
     assert second.dst is not rt  # not cached: the kernel allocates one each time
     assert ipv4.in_no_route == 2
+
+
+async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
+    """``Rtable.__init__`` sets ``DstEntry``'s fields itself (``dst_init`` inline in
+    ``rt_dst_alloc``, a frame less per route): the values ``DstEntry.__init__`` gives,
+    and every slot of the route set."""
+    h = lab.add_host("h")
+    ipv4 = ipv4_of(h.net)
+    lo = h.net.dev_get_by_name("lo")
+    assert lo is not None
+    for flags in (0, RTCF_LOCAL):
+        rt = Rtable(ipv4, lo, flags, RTN_UNICAST)
+        ref = Rtable.__new__(Rtable)
+        DstEntry.__init__(ref, lo, input=rt.input, output=rt.output)
+        for field in DstEntry.__slots__:
+            if field != "obsolete":
+                assert getattr(rt, field) == getattr(ref, field), field
+        assert rt.obsolete == DST_OBSOLETE_FORCE_CHK
+        assert rt.input == (ipv4.dst_local_deliver if flags else ipv4.dst_discard_in)
+        for field in Rtable.__slots__:
+            getattr(rt, field)  # set: a slot never set raises AttributeError
