@@ -164,7 +164,32 @@ RULES = [
     ("route show table 100", "10.8.0.0/16 dev d0 scope link \n"),
 ]
 
-SCENARIOS = [(SETUP, SESSION), (SHADOW_SETUP, SHADOW), (SHADOW_SETUP, RULES)]
+# inet_addr_type() is the type of the route found, of any length (127.0.0.5 is
+# local by 127.0.0.0/8; a reject route's error reads as unicast); the default
+# table exists only from its first route on
+ADDR_TYPE = [
+    ("route add 10.9.0.0/24 dev d0 src 127.0.0.5", ""),
+    ("route show 10.9.0.0/24", "10.9.0.0/24 dev d0 scope link src 127.0.0.5 \n"),
+    ("route add 10.9.1.0/24 dev d0 src 10.1.0.2", "Error: Invalid prefsrc address."),
+    ("route add 10.9.3.0/24 via 127.0.0.5 dev d0 onlink", "Error: Nexthop has invalid gateway."),
+    ("route add blackhole 10.8.0.0/16", ""),
+    ("route add 10.9.4.0/24 via 10.8.0.1 dev d0 onlink", ""),
+    ("route show table default", "Error: ipv4: FIB table does not exist.\nDump terminated"),
+    ("route flush table default", "Error: ipv4: FIB table does not exist.\nFlush terminated"),
+    ("route del 10.9.2.0/24 dev d0 table default", "Error: FIB table does not exist."),
+    ("route add 10.9.2.0/24 dev d0 table default", ""),
+    ("route show table default", "10.9.2.0/24 dev d0 scope link \n"),
+    ("route del 10.9.2.0/24 dev d0 table default", ""),
+    ("route show table default", ""),
+    ("route flush table default", ""),
+]
+
+SCENARIOS = [
+    (SETUP, SESSION),
+    (SHADOW_SETUP, SHADOW),
+    (SHADOW_SETUP, RULES),
+    (SHADOW_SETUP, ADDR_TYPE),
+]
 
 
 def _run(h: Host, command: str) -> str:
