@@ -691,13 +691,21 @@ class Fib:
             # charge is a recalibration (docs/performance.md, "One lookup").
             spend("fib_table_lookup")
         if fa is None or fa.type == RTN_THROW:
-            tb = self.default
-            if not tb.lens:  # the kernel's fib_default is made on first use
-                return None
-            fa = tb.lookup(daddr, oif, scope)
-            if fa is None or fa.type == RTN_THROW:
-                return None
+            return self.lookup_default(daddr, oif, scope)
         res = fa.res  # built once per alias: the table it is found through is fixed
+        if res is None:
+            res = fa.res = FibResult(fa, tb.id)
+        return res
+
+    def lookup_default(self, daddr: int, oif: int, scope: int) -> FibResult | None:
+        """fib_lookup()'s second walk, merged: the main table missed or threw."""
+        tb = self.default
+        if not tb.lens:  # the kernel's fib_default is made on first use
+            return None
+        fa = tb.lookup(daddr, oif, scope)
+        if fa is None or fa.type == RTN_THROW:
+            return None
+        res = fa.res
         if res is None:
             res = fa.res = FibResult(fa, tb.id)
         return res

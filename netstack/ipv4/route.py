@@ -66,11 +66,14 @@ from netstack.wire.rtnetlink import (
     RT_SCOPE_HOST,
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
     RTN_BLACKHOLE,
     RTN_BROADCAST,
     RTN_LOCAL,
     RTN_MULTICAST,
     RTN_PROHIBIT,
+    RTN_THROW,
     RTN_UNICAST,
     RTN_UNREACHABLE,
 )
@@ -644,37 +647,55 @@ def ip_route_input_noref(
     in_dev = dev.ip_ptr
     if in_dev is None:
         return -errno.EINVAL
-    # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8)
-    if (saddr & 0xF0000000) == 0xE0000000 or saddr == 0xFFFFFFFF:
+    # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8) on
+    # the first octets: small ints, where masks above 2**30 take CPython's slow path
+    s8 = saddr >> 24
+    d8 = daddr >> 24
+    if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
         return _brd_input(ipv4, skb, dev, saddr)
-    if not saddr & 0xFF000000:
+    if s8 == 0:
         # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if not daddr & 0xFF000000:
+    if d8 == 0:
         ipv4.martian_destination(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if (
-        ((daddr >> 24) == 127 or (saddr >> 24) == 127)
+        (d8 == 127 or s8 == 127)
         and not dev.flags & IFF_LOOPBACK
         and not in_dev.orconf("route_localnet")
     ):
-        if (daddr >> 24) == 127:
+        if d8 == 127:
             ipv4.martian_destination(skb, daddr, saddr, dev)
         else:
             ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if (daddr & 0xF0000000) == 0xE0000000:
+    if 224 <= d8 < 240:
         # ip_route_input_rcu()'s multicast branch: ours only if the device joined
         # the group (no multicast routing: mc_forwarding is never set)
         proto = skb.buf[skb.network_header + 9]
         if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
             return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
         return -errno.EINVAL
-    res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
+    fib = ipv4.fib
+    if fib.fib_has_custom_rules:
+        res = fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
+    else:
+        # fib_lookup(), a static inline of include/net/ip_fib.h, inline as Fib.lookup
+        # does it with the tables merged: the main table's walk (local merged in),
+        # then the default table on a miss or a throw; the same charges
+        fa = fib.main.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+        if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
+            spend("fib_table_lookup")  # the local table's walk: see Fib.lookup
+        if fa is None or fa.type == RTN_THROW:
+            res = fib.lookup_default(daddr, 0, RT_SCOPE_UNIVERSE)
+        else:
+            res = fa.res
+            if res is None:
+                res = fa.res = FibResult(fa, RT_TABLE_MAIN)
     if res is None:
         err = errno.ENETUNREACH if in_dev.cnf.forwarding else errno.EHOSTUNREACH
     else:
