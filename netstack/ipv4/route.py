@@ -743,7 +743,8 @@ def ip_route_input_noref(
     if TIMED:
         spend("ip_route_input_slow")
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
-    rt = Rtable(ipv4, ipv4.loopback_dev, 0, RTN_UNREACHABLE)
+    rt = Rtable(ipv4, ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
+    rt.rt_flags = 0  # &= ~RTCF_LOCAL
     rt.rt_is_input = True
     rt.rt_iif = dev.ifindex
     rt.input = ipv4.ip_error
