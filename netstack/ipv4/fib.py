@@ -676,6 +676,10 @@ class Fib:
         rules :meth:`fib_rules_lookup` walks them, matching *saddr* and *iif*
         (the input device, or loopback's for a locally generated flow) too.
 
+        ``ip_route_input_noref`` (netstack/ipv4/route.py) has the merged case
+        inline, as the kernel's compiler has this static inline: keep the two
+        in step.
+
         Kernel: include/net/ip_fib.h, fib_lookup() (CONFIG_IP_MULTIPLE_TABLES);
         timed mode charges a second fib_table_lookup() (see below).
         """
