@@ -515,6 +515,11 @@ class FibTable(PrefixBuckets[FibAlias]):
         return self.tb_data is not self
 
 
+# Fib.default before the default table is made: empty, never written to (its
+# first route makes the real one, fib_new_table)
+_NO_DEFAULT_TABLE: Final = FibTable(RT_TABLE_DEFAULT)
+
+
 def _same_nh(a: FibInfo, b: FibInfo) -> bool:
     if a.nh is None or b.nh is None:
         return a.nh is b.nh
@@ -550,15 +555,14 @@ class Fib:
         self.fib_has_custom_rules = False
         self.tables: dict[int, FibTable] = {}
         # the kernel makes each table when its first route comes (fib_new_table);
-        # the emulator makes the three at once, in this order
+        # the emulator makes local and main at once (lo's 127.0.0.1 makes them on a
+        # fresh Net). The default table exists only from its first route on
+        # (``ip route show table default`` fails before); until then lookups see
+        # an empty stand-in, one for every Net.
         self.local = self.fib_new_table(RT_TABLE_LOCAL)
         self.main = self.tables[RT_TABLE_MAIN]
-        self.default = self.fib_new_table(RT_TABLE_DEFAULT)
-        self.tables = {
-            RT_TABLE_LOCAL: self.local,
-            RT_TABLE_MAIN: self.main,
-            RT_TABLE_DEFAULT: self.default,
-        }
+        self.default = _NO_DEFAULT_TABLE
+        self.tables = {RT_TABLE_LOCAL: self.local, RT_TABLE_MAIN: self.main}
         self.rules: list[FibRule] = fib_default_rules()
         self.changes = 0
 
@@ -672,6 +676,10 @@ class Fib:
         rules :meth:`fib_rules_lookup` walks them, matching *saddr* and *iif*
         (the input device, or loopback's for a locally generated flow) too.
 
+        ``ip_route_input_noref`` (netstack/ipv4/route.py) has the merged case
+        inline, as the kernel's compiler has this static inline: keep the two
+        in step.
+
         Kernel: include/net/ip_fib.h, fib_lookup() (CONFIG_IP_MULTIPLE_TABLES);
         timed mode charges a second fib_table_lookup() (see below).
         """
@@ -687,13 +695,21 @@ class Fib:
             # charge is a recalibration (docs/performance.md, "One lookup").
             spend("fib_table_lookup")
         if fa is None or fa.type == RTN_THROW:
-            tb = self.default
-            if not tb.lens:  # the kernel's fib_default is made on first use
-                return None
-            fa = tb.lookup(daddr, oif, scope)
-            if fa is None or fa.type == RTN_THROW:
-                return None
+            return self.lookup_default(daddr, oif, scope)
         res = fa.res  # built once per alias: the table it is found through is fixed
+        if res is None:
+            res = fa.res = FibResult(fa, tb.id)
+        return res
+
+    def lookup_default(self, daddr: int, oif: int, scope: int) -> FibResult | None:
+        """fib_lookup()'s second walk, merged: the main table missed or threw."""
+        tb = self.default
+        if not tb.lens:  # the kernel's fib_default is made on first use
+            return None
+        fa = tb.lookup(daddr, oif, scope)
+        if fa is None or fa.type == RTN_THROW:
+            return None
+        res = fa.res
         if res is None:
             res = fa.res = FibResult(fa, tb.id)
         return res
@@ -748,21 +764,26 @@ class Fib:
             return res
         return None
 
-    @kernel("inet_addr_type")
+    @kernel("inet_addr_type", "inet_addr_type_dev_table", "__inet_dev_addr_type")
     def inet_addr_type(self, addr: int, dev: NetDevice | None = None) -> int:
         """RTN_LOCAL / BROADCAST / MULTICAST / UNICAST of *addr*.
 
-        A lookup in the local table, which while merged also sees the main
-        table's routes, as the kernel's does. Kernel: inet_addr_type().
+        The type of the route a lookup in the local table finds, of whatever
+        prefix length (127.0.0.5 is local by 127.0.0.0/8), and while merged the
+        main table's routes too, as the kernel's. *dev* is what the kernel's
+        callers pass to ``inet_addr_type_dev_table``: it only picks a VRF's
+        table, so it is not matched against the route's device here.
+
+        Kernel: inet_addr_type(), inet_addr_type_dev_table(), __inet_dev_addr_type().
         """
         if ipv4_is_zeronet(addr) or ipv4_is_lbcast(addr):
             return RTN_BROADCAST
         if ipv4_is_multicast(addr):
             return RTN_MULTICAST
-        fa = self.local.lookup(addr, dev.ifindex if dev is not None else 0)
-        if fa is not None and fa.dst_len == 32 and fa.type in (RTN_LOCAL, RTN_BROADCAST):
-            return fa.type
-        return RTN_UNICAST
+        fa = self.local.lookup(addr)
+        if fa is None or fa.type in FIB_PROPS_ERROR:  # a reject route: the lookup's error
+            return RTN_UNICAST
+        return fa.type
 
     # -- configuration -----------------------------------------------------------------------
     @kernel("fib_create_info", "fib_table_insert")

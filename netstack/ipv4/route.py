@@ -66,11 +66,14 @@ from netstack.wire.rtnetlink import (
     RT_SCOPE_HOST,
     RT_SCOPE_LINK,
     RT_SCOPE_UNIVERSE,
+    RT_TABLE_LOCAL,
+    RT_TABLE_MAIN,
     RTN_BLACKHOLE,
     RTN_BROADCAST,
     RTN_LOCAL,
     RTN_MULTICAST,
     RTN_PROHIBIT,
+    RTN_THROW,
     RTN_UNICAST,
     RTN_UNREACHABLE,
 )
@@ -152,15 +155,41 @@ class Flowi4:
 class Rtable(DstEntry):
     """An IPv4 route for the data path (kernel: ``struct rtable``)."""
 
+    __slots__ = (
+        "fnhe",
+        "ipv4",
+        "metric_fastopen_no_cookie",
+        "metric_mtu",
+        "metric_mtu_locked",
+        "rt_flags",
+        "rt_genid",
+        "rt_gw4",
+        "rt_iif",
+        "rt_is_input",
+        "rt_mtu_locked",
+        "rt_pmtu",
+        "rt_table_id",
+        "rt_type",
+        "rt_uses_gateway",
+    )
+
     def __init__(self, ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int) -> None:
-        # rt_dst_alloc(): a local route's input is ip_local_deliver, chosen before
-        # the dst is filled (one bound method made, not two; no super() object)
-        DstEntry.__init__(
-            self,
-            dev,
-            input=ipv4.dst_local_deliver if flags & RTCF_LOCAL else ipv4.dst_discard_in,
-            output=ipv4.dst_output,
-        )
+        # rt_dst_alloc() -> dst_alloc() -> dst_init(): DstEntry.__init__'s fields set
+        # here, not through a call to it (a frame less per route: a bystander makes
+        # one per overheard ARP request); test_fib_merge.py keeps the two in step
+        self.dev = dev
+        self.input = ipv4.dst_local_deliver if flags & RTCF_LOCAL else ipv4.dst_discard_in
+        self.output = ipv4.dst_output
+        self.error = 0
+        self.refcnt = 1
+        self.expires = 0
+        self.lastuse = 0
+        self.use = 0
+        self.header_len = 0
+        self.holds = 0
+        self.releases = 0
+        self.line = dev.net.cacheline("dst") if dev.net.cpus.model is not None else None
+        # struct rtable's own fields
         self.ipv4 = ipv4
         self.obsolete = DST_OBSOLETE_FORCE_CHK
         self.rt_genid = ipv4.rt_genid
@@ -618,100 +647,117 @@ def ip_route_input_noref(
     in_dev = dev.ip_ptr
     if in_dev is None:
         return -errno.EINVAL
-    # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8)
-    if (saddr & 0xF0000000) == 0xE0000000 or saddr == 0xFFFFFFFF:
+    # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8) on
+    # the first octets: small ints, where masks above 2**30 take CPython's slow path
+    s8 = saddr >> 24
+    d8 = daddr >> 24
+    if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
         return _brd_input(ipv4, skb, dev, saddr)
-    if not saddr & 0xFF000000:
+    if s8 == 0:
         # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
         ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if not daddr & 0xFF000000:
+    if d8 == 0:
         ipv4.martian_destination(skb, daddr, saddr, dev)
         return -errno.EINVAL
     if (
-        ((daddr >> 24) == 127 or (saddr >> 24) == 127)
+        (d8 == 127 or s8 == 127)
         and not dev.flags & IFF_LOOPBACK
         and not in_dev.orconf("route_localnet")
     ):
-        if (daddr >> 24) == 127:
+        if d8 == 127:
             ipv4.martian_destination(skb, daddr, saddr, dev)
         else:
             ipv4.martian_source(skb, daddr, saddr, dev)
         return -errno.EINVAL
-    if (daddr & 0xF0000000) == 0xE0000000:
+    if 224 <= d8 < 240:
         # ip_route_input_rcu()'s multicast branch: ours only if the device joined
         # the group (no multicast routing: mc_forwarding is never set)
         proto = skb.buf[skb.network_header + 9]
         if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
             return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
         return -errno.EINVAL
-    res = ipv4.fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
-    if res is None:
-        if not in_dev.cnf.forwarding:
-            return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
-        return _no_route(ipv4, skb, dev, errno.ENETUNREACH)
-    rtype = res.type
-    if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
-        if not in_dev.cnf.forwarding:
-            return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
-        return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
-    if rtype == RTN_LOCAL:
-        if (
-            saddr in ipv4.inet_addr_lst
-            and not dev.flags & IFF_LOOPBACK
-            and ipv4.fib_validate_source(saddr, dev, in_dev)
-        ):
-            ipv4.martian_source(skb, daddr, saddr, dev)
-            return -errno.EINVAL
-        nh = res.nh
-        rt = nh.rth_input if nh is not None else None
-        if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
-            rt.refcnt += 1  # dst_hold()
-            rt.holds += 1
-            line = rt.line
-            if line is not None:
-                line.write("dst_hold", atomic=True)
+    fib = ipv4.fib
+    if fib.fib_has_custom_rules:
+        res = fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
+    else:
+        # fib_lookup(), a static inline of include/net/ip_fib.h, inline as Fib.lookup
+        # does it with the tables merged: the main table's walk (local merged in),
+        # then the default table on a miss or a throw; the same charges
+        fa = fib.main.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+        if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
+            spend("fib_table_lookup")  # the local table's walk: see Fib.lookup
+        if fa is None or fa.type == RTN_THROW:
+            res = fib.lookup_default(daddr, 0, RT_SCOPE_UNIVERSE)
         else:
-            rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
-            if nh is not None:  # cache it on the nexthop (do_cache)
-                rt.hold()
-                nh.rth_input = rt
-        skb.dst = rt
-        return 0
-    if rtype == RTN_BROADCAST:
-        if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
-            ipv4.martian_source(skb, daddr, saddr, dev)
+            res = fa.res
+            if res is None:
+                res = fa.res = FibResult(fa, RT_TABLE_MAIN)
+    if res is None:
+        err = errno.ENETUNREACH if in_dev.cnf.forwarding else errno.EHOSTUNREACH
+    else:
+        rtype = res.type
+        if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
+            if in_dev.cnf.forwarding:
+                return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
+        elif rtype == RTN_LOCAL:
+            if (
+                saddr in ipv4.inet_addr_lst
+                and not dev.flags & IFF_LOOPBACK
+                and ipv4.fib_validate_source(saddr, dev, in_dev)
+            ):
+                ipv4.martian_source(skb, daddr, saddr, dev)
+                return -errno.EINVAL
+            nh = res.nh
+            rt = nh.rth_input if nh is not None else None
+            if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
+                rt.refcnt += 1  # dst_hold()
+                rt.holds += 1
+                line = rt.line
+                if line is not None:
+                    line.write("dst_hold", atomic=True)
+            else:
+                rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
+                if nh is not None:  # cache it on the nexthop (do_cache)
+                    rt.hold()
+                    nh.rth_input = rt
+            skb.dst = rt
+            return 0
+        elif rtype == RTN_BROADCAST:
+            if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
+                ipv4.martian_source(skb, daddr, saddr, dev)
+                return -errno.EINVAL
+            return _brd_input(ipv4, skb, dev, saddr)
+        elif in_dev.cnf.forwarding:
+            if rtype in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
+                return _reject_route(ipv4, skb, dev, rtype)
+            ipv4.martian_destination(skb, daddr, saddr, dev)  # not RTN_UNICAST
             return -errno.EINVAL
-        return _brd_input(ipv4, skb, dev, saddr)
-    if not in_dev.cnf.forwarding:
-        return _no_route(ipv4, skb, dev, errno.EHOSTUNREACH)
-    if rtype in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
-        return _reject_route(ipv4, skb, dev, rtype)
-    ipv4.martian_destination(skb, daddr, saddr, dev)  # not RTN_UNICAST
-    return -errno.EINVAL
+        err = errno.EHOSTUNREACH  # not forwarding
+    # no_route: then local_input with res->fi NULL, so rt_dst_alloc(net->loopback_dev,
+    # RTCF_LOCAL, RTN_UNREACHABLE) every time, nothing cached; the input ip_error()
+    # and RTCF_LOCAL cleared (a label of this function, not a call: no frame)
+    if TIMED:
+        spend("ip_route_input_slow")
+    ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
+    rt = Rtable(ipv4, ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
+    rt.rt_flags = 0  # &= ~RTCF_LOCAL
+    rt.rt_is_input = True
+    rt.rt_iif = dev.ifindex
+    rt.input = ipv4.ip_error
+    rt.output = ipv4.ip_rt_bug
+    rt.error = err
+    skb.dst = rt
+    return 0
 
 
 def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
     err = FIB_PROPS_ERROR[rtype]
     ipv4.in_no_route += 1  # fib_lookup()'s error goes to no_route too
     rt = _mkroute_input_local(ipv4, dev, 0, rtype, None)
-    rt.rt_flags &= ~RTCF_LOCAL
-    rt.input = ipv4.ip_error
-    rt.error = err
-    skb.dst = rt
-    return 0
-
-
-@kernel("ip_route_input_slow", "local_input")
-def _no_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, err: int) -> int:
-    """Kernel: ip_route_input_slow(), the no_route / local_input(RTN_UNREACHABLE) path."""
-    if TIMED:
-        spend("ip_route_input_slow")
-    ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
-    rt = _mkroute_input_local(ipv4, dev, 0, RTN_UNREACHABLE, None)
     rt.rt_flags &= ~RTCF_LOCAL
     rt.input = ipv4.ip_error
     rt.error = err

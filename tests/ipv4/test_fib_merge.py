@@ -22,13 +22,16 @@ import trio
 import trio.testing
 from helpers import match_ip_sessions_with_the_kernel
 
+from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.skbuff import SkBuff
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
+from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
 from netstack.ipv4.route import Rtable, ip_route_input_noref
 from netstack.wire.ipv4 import aton
+from netstack.wire.rtnetlink import RTN_UNICAST
 
 SETUP = [
     "link add d0 type veth peer name d1",
@@ -161,7 +164,32 @@ RULES = [
     ("route show table 100", "10.8.0.0/16 dev d0 scope link \n"),
 ]
 
-SCENARIOS = [(SETUP, SESSION), (SHADOW_SETUP, SHADOW), (SHADOW_SETUP, RULES)]
+# inet_addr_type() is the type of the route found, of any length (127.0.0.5 is
+# local by 127.0.0.0/8; a reject route's error reads as unicast); the default
+# table exists only from its first route on
+ADDR_TYPE = [
+    ("route add 10.9.0.0/24 dev d0 src 127.0.0.5", ""),
+    ("route show 10.9.0.0/24", "10.9.0.0/24 dev d0 scope link src 127.0.0.5 \n"),
+    ("route add 10.9.1.0/24 dev d0 src 10.1.0.2", "Error: Invalid prefsrc address."),
+    ("route add 10.9.3.0/24 via 127.0.0.5 dev d0 onlink", "Error: Nexthop has invalid gateway."),
+    ("route add blackhole 10.8.0.0/16", ""),
+    ("route add 10.9.4.0/24 via 10.8.0.1 dev d0 onlink", ""),
+    ("route show table default", "Error: ipv4: FIB table does not exist.\nDump terminated"),
+    ("route flush table default", "Error: ipv4: FIB table does not exist.\nFlush terminated"),
+    ("route del 10.9.2.0/24 dev d0 table default", "Error: FIB table does not exist."),
+    ("route add 10.9.2.0/24 dev d0 table default", ""),
+    ("route show table default", "10.9.2.0/24 dev d0 scope link \n"),
+    ("route del 10.9.2.0/24 dev d0 table default", ""),
+    ("route show table default", ""),
+    ("route flush table default", ""),
+]
+
+SCENARIOS = [
+    (SETUP, SESSION),
+    (SHADOW_SETUP, SHADOW),
+    (SHADOW_SETUP, RULES),
+    (SHADOW_SETUP, ADDR_TYPE),
+]
 
 
 def _run(h: Host, command: str) -> str:
@@ -304,3 +332,24 @@ async def test_bystander_arp_target_routes_once(
     ip_route_input_noref(ipv4, second, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
     assert second.dst is not rt  # not cached: the kernel allocates one each time
     assert ipv4.in_no_route == 2
+
+
+async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
+    """``Rtable.__init__`` sets ``DstEntry``'s fields itself (``dst_init`` inline in
+    ``rt_dst_alloc``, a frame less per route): the values ``DstEntry.__init__`` gives,
+    and every slot of the route set."""
+    h = lab.add_host("h")
+    ipv4 = ipv4_of(h.net)
+    lo = h.net.dev_get_by_name("lo")
+    assert lo is not None
+    for flags in (0, RTCF_LOCAL):
+        rt = Rtable(ipv4, lo, flags, RTN_UNICAST)
+        ref = Rtable.__new__(Rtable)
+        DstEntry.__init__(ref, lo, input=rt.input, output=rt.output)
+        for field in DstEntry.__slots__:
+            if field != "obsolete":
+                assert getattr(rt, field) == getattr(ref, field), field
+        assert rt.obsolete == DST_OBSOLETE_FORCE_CHK
+        assert rt.input == (ipv4.dst_local_deliver if flags else ipv4.dst_discard_in)
+        for field in Rtable.__slots__:
+            getattr(rt, field)  # set: a slot never set raises AttributeError

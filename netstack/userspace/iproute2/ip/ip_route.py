@@ -961,6 +961,9 @@ def iproute_flush(net: Net, opts: Iproute2Options, args: Args) -> None:
                 opts.write("*** IPv4 routing cache is flushed.\n")
         if family == AF_INET:
             return
+    if family in (AF_UNSPEC, AF_INET) and filt.tb != RT_TABLE_MAIN and _table_missing(ipv4, filt):
+        # the dump the flush starts with fails (inet_dump_fib: no such table)
+        raise ConfigError("Error: ipv4: FIB table does not exist.\nFlush terminated", errno.ENOENT)
     rounds = 0
     while True:
         victims: list[tuple[RouteMsg, FibAlias]] = []
