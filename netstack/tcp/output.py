@@ -361,7 +361,7 @@ def tcp_win_from_space(sk: TcpSock, space: int) -> int:
     (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
     Kernel: include/net/tcp.h, tcp_win_from_space().
     """
-    return __tcp_win_from_space(sk.scaling_ratio, space)
+    return (space * sk.scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE  # __tcp_win_from_space()
 
 
 @kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
@@ -433,8 +433,11 @@ def __tcp_select_window(sk: TcpSock) -> int:
     Kernel: net/ipv4/tcp_output.c, __tcp_select_window().
     """
     mss = sk.icsk_ack_rcv_mss
-    free_space = tcp_space(sk)
-    allowed_space = tcp_full_space(sk)
+    # tcp_space() and tcp_full_space(), their tcp_win_from_space() written out
+    ratio = sk.scaling_ratio
+    rcvbuf = sk.sk_rcvbuf
+    free_space = ((rcvbuf - sk.sk_rmem_alloc) * ratio) >> TCP_RMEM_TO_WIN_SCALE
+    allowed_space = (rcvbuf * ratio) >> TCP_RMEM_TO_WIN_SCALE
     full_space = min(sk.window_clamp, allowed_space)
     if mss > full_space:
         mss = full_space
