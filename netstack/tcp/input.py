@@ -127,6 +127,7 @@ from netstack.tcp.output import (
 from netstack.tcp.rate import RateSample, tcp_rate_gen
 from netstack.tcp.rcvmem import (
     HP_DATA,
+    HP_MISS,
     HP_PURE_ACK,
     sk_forced_mem_schedule,
     skb_set_owner_r,
@@ -2386,7 +2387,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
     fastpath = hp == HP_DATA
-    if not tcp_validate_incoming(sk, skb):
+    if hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:
