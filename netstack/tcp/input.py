@@ -126,6 +126,9 @@ from netstack.tcp.output import (
 )
 from netstack.tcp.rate import RateSample, tcp_rate_gen
 from netstack.tcp.rcvmem import (
+    HP_DATA,
+    HP_MISS,
+    HP_PURE_ACK,
     sk_forced_mem_schedule,
     skb_set_owner_r,
     tcp_fast_path_check,
@@ -1102,13 +1105,22 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     if flag & FLAG_UPDATE_TS_RECENT and sk.saw_tstamp and not after(tcb.seq, sk.rcv_wup):
         sk.ts_recent = sk.rcv_tsval  # tcp_replace_ts_recent()
         sk.ts_recent_stamp = sk.tcp.seconds()
-    if tcb.seq != tcb.end_seq:
-        flag |= FLAG_DATA
+    if not flag & FLAG_SLOWPATH and flag & FLAG_SND_UNA_ADVANCED:
+        # header prediction's pure ACK: the window is the predicted one, a pure
+        # forward advance
+        sk.snd_wl1 = ack_seq  # tcp_update_wl()
+        sk.bytes_acked += (ack - prior_snd_una) & M32  # tcp_snd_una_update()
+        sk.snd_una = ack
+        flag |= FLAG_WIN_UPDATE
+        sk.ext.TCPHPAcks += 1
     else:
-        sk.ext.TCPPureAcks += 1
-    flag |= tcp_ack_update_window(sk, skb, ack, ack_seq)
-    if tcb.sacked_off and sack_ok:
-        flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
+        if tcb.seq != tcb.end_seq:
+            flag |= FLAG_DATA
+        else:
+            sk.ext.TCPPureAcks += 1
+        flag |= tcp_ack_update_window(sk, skb, ack, ack_seq)
+        if tcb.sacked_off and sack_ok:
+            flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
     sk.rcv_tstamp = sk.net.clock.jiffies
     sk.icsk_probes_out = 0
     if not prior_packets:
@@ -2362,10 +2374,20 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     if TIMED:
         spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
-    fastpath = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
+    hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += max(skb.gso_segs, 1)
-    if not tcp_validate_incoming(sk, skb):
+    if hp == HP_PURE_ACK:  # bulk data transfer: the sender
+        if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
+            sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
+            sk.ts_recent_stamp = sk.tcp.seconds()
+        tcp_ack(sk, skb, 0)
+        tcp_data_queue(sk, skb)  # no data: frees it (__kfree_skb)
+        tcp_data_snd_check(sk)
+        sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
+        return
+    fastpath = hp == HP_DATA
+    if hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:

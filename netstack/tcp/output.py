@@ -101,9 +101,15 @@ from netstack.wire.tcp import (
     TCPHDR_SYN,
     TCPOLEN_SACK_BASE_ALIGNED,
     TCPOLEN_SACK_PERBLOCK,
+    TCPOPT_NOP,
+    TCPOPT_TIMESTAMP,
     TcpOutOptions,
     fastopen_option_space,
 )
+
+# struct tcphdr followed by the aligned timestamp option (tcp_transmit_skb's common case)
+_TCP_HDR_TS: Final = struct.Struct("!HHIIBBHHHIII")
+_NOP_NOP_TS: Final = (TCPOPT_NOP << 24) | (TCPOPT_NOP << 16) | (TCPOPT_TIMESTAMP << 8) | 10
 
 if TYPE_CHECKING:
     from netstack.tcp.sock import RequestSock
@@ -355,7 +361,7 @@ def tcp_win_from_space(sk: TcpSock, space: int) -> int:
     (``tcp_measure_rcv_mss``); ``tcp_adv_win_scale`` is no longer used (6.6+).
     Kernel: include/net/tcp.h, tcp_win_from_space().
     """
-    return __tcp_win_from_space(sk.scaling_ratio, space)
+    return (space * sk.scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE  # __tcp_win_from_space()
 
 
 @kernel("include/net/tcp.h", "tcp_space_from_win", "__tcp_space_from_win")
@@ -427,8 +433,11 @@ def __tcp_select_window(sk: TcpSock) -> int:
     Kernel: net/ipv4/tcp_output.c, __tcp_select_window().
     """
     mss = sk.icsk_ack_rcv_mss
-    free_space = tcp_space(sk)
-    allowed_space = tcp_full_space(sk)
+    # tcp_space() and tcp_full_space(), their tcp_win_from_space() written out
+    ratio = sk.scaling_ratio
+    rcvbuf = sk.sk_rcvbuf
+    free_space = ((rcvbuf - sk.sk_rmem_alloc) * ratio) >> TCP_RMEM_TO_WIN_SCALE
+    allowed_space = (rcvbuf * ratio) >> TCP_RMEM_TO_WIN_SCALE
     full_space = min(sk.window_clamp, allowed_space)
     if mss > full_space:
         mss = full_space
@@ -632,17 +641,23 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
         skb = skb.copy() if skb.cloned else skb.clone()
     tsval = (sk.tcp_mstamp // 1000 + sk.tsoffset) & M32
     flags = tcb.tcp_flags
-    if flags & TCPHDR_SYN:
-        opts: TcpOutOptions | None = tcp_syn_options(sk, tsval)
+    # timestamps and no SACK block, nearly every established segment: header and
+    # option in one pack below, no TcpOutOptions (tcp_established_options' result)
+    ts_only = not flags & TCPHDR_SYN and sk.tstamp_ok and not (sk.num_sacks or sk.dsack)
+    opts: TcpOutOptions | None = None
+    if ts_only:
+        hlen = 32
     else:
-        opts = tcp_established_options(sk, tsval)
-        # A GSO skb always carries PSH (on its last segment once cut): it
-        # flushes the receiver's GRO at once. A single segment is not forced,
-        # as it may be going out under congestion. Only the clone's flags.
-        if tcb.pcount > 1:
-            flags |= TCPHDR_PSH
-    optlen = opts.size() if opts is not None else 0
-    hlen = 20 + optlen
+        if flags & TCPHDR_SYN:
+            opts = tcp_syn_options(sk, tsval)
+        else:
+            opts = tcp_established_options(sk, tsval)
+        hlen = 20 + (opts.size() if opts is not None else 0)
+    # A GSO skb always carries PSH (on its last segment once cut): it flushes
+    # the receiver's GRO at once. A single segment is not forced, as it may be
+    # going out under congestion. Only the clone's flags.
+    if tcb.pcount > 1 and not flags & TCPHDR_SYN:
+        flags |= TCPHDR_PSH
     length = skb.tail - skb.data
     skb.data -= hlen  # skb_push()
     th = skb.data
@@ -662,21 +677,39 @@ def tcp_transmit_skb(sk: TcpSock, skb: SkBuff, clone_it: bool, rcv_nxt: int | No
     else:
         window = tcp_select_window(sk)
     buf = skb.buf
-    TCP_HDR.pack_into(
-        buf,
-        th,
-        sk.inet_sport,
-        sk.inet_dport,
-        tcb.seq,
-        rcv_nxt,
-        (hlen >> 2) << 4,
-        flags,
-        window,
-        0,
-        0,
-    )
-    if opts is not None:
-        opts.write(buf, th + 20)
+    if ts_only:  # tcp_options_write(): NOP, NOP, TSval, TSecr
+        _TCP_HDR_TS.pack_into(
+            buf,
+            th,
+            sk.inet_sport,
+            sk.inet_dport,
+            tcb.seq,
+            rcv_nxt,
+            0x80,  # doff 8: 32 bytes
+            flags,
+            window,
+            0,
+            0,
+            _NOP_NOP_TS,
+            tsval,
+            sk.ts_recent & M32,
+        )
+    else:
+        TCP_HDR.pack_into(
+            buf,
+            th,
+            sk.inet_sport,
+            sk.inet_dport,
+            tcb.seq,
+            rcv_nxt,
+            (hlen >> 2) << 4,
+            flags,
+            window,
+            0,
+            0,
+        )
+        if opts is not None:
+            opts.write(buf, th + 20)
     skb.gso_type = sk.sk_gso_type
     sk.af_ops.send_check(sk, skb)
     if flags & TCPHDR_ACK:

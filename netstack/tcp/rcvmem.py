@@ -55,11 +55,15 @@ from netstack.core.skbuff import (
 )
 from netstack.core.sock import SOCK_RCVBUF_LOCK
 from netstack.sites import kernel
-from netstack.tcp.output import tcp_win_from_space
+from netstack.tcp.output import tcp_receive_window, tcp_win_from_space
 from netstack.tcp.sock import TcpSkbCb, TcpSock, after, before
 from netstack.wire.tcp import TCPHDR_FIN, TCPHDR_SYN
 
 __all__ = [
+    "HP_DATA",
+    "HP_MISS",
+    "HP_PURE_ACK",
+    "HP_STEP5",
     "sk_forced_mem_schedule",
     "skb_set_owner_r",
     "skb_try_coalesce",
@@ -191,38 +195,54 @@ def tcp_fast_path_check(sk: TcpSock) -> None:
         tcp_fast_path_on(sk)
 
 
+# tcp_fast_path_data()'s verdicts
+HP_MISS: Final = 0  # the slow path
+HP_DATA: Final = 1  # data the fast path queues (the slow path runs, told so)
+HP_PURE_ACK: Final = 2  # a pure ACK: the fast path's tcp_ack(sk, skb, 0)
+HP_STEP5: Final = 3  # data beyond sk_forward_alloc: the slow path from step 5, unvalidated
+
+
 @kernel("net/ipv4/tcp_input.c", "tcp_rcv_established")
-def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> bool:
-    """Would tcp_rcv_established()'s fast path queue this data segment?
+def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
+    """Which of tcp_rcv_established()'s fast paths takes this segment (HP_*)?
 
     Header prediction matches (``pred_flags``: header length, ACK only,
     window), the segment is the next expected, acknowledges nothing unsent,
     carries the aligned timestamp option with a TSval not older than
-    ``ts_recent`` when timestamps are on, has data, and its truesize fits
-    ``sk_forward_alloc``. netstack runs the slow path for every segment; this
-    tells it only to skip the receive-buffer admission, as the fast path does.
+    ``ts_recent`` when timestamps are on. Then a segment of just the header is
+    a pure ACK (HP_PURE_ACK); one with data whose truesize fits
+    ``sk_forward_alloc`` is HP_DATA: netstack runs the slow path for it, told
+    only to skip the receive-buffer admission, as the fast path does; other
+    data is HP_STEP5, the fast path's ``goto step5``: the slow path without
+    tcp_validate_incoming(), which the prediction stands for — unless it ends
+    beyond the window (6.17: ``goto validate``, HP_MISS).
     Call it before tcp_ack() and tcp_validate_incoming() change the state.
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_established().
     """
     pred = sk.pred_flags
     if not pred:
-        return False
+        return HP_MISS
     buf = skb.buf
     th = skb.transport_header
     if int.from_bytes(buf[th + 12 : th + 16], "big") & TCP_HP_BITS != pred:
-        return False
+        return HP_MISS
     tcb: TcpSkbCb = skb.cb
     if tcb.seq != sk.rcv_nxt or after(tcb.ack_seq, sk.snd_nxt):
-        return False
+        return HP_MISS
     hlen = sk.tcp_header_len
     if hlen == 32:
         if buf[th + 20 : th + 24] != _TS_ALIGNED:
-            return False
+            return HP_MISS
         if (int.from_bytes(buf[th + 24 : th + 28], "big") - sk.ts_recent) & 0x80000000:
-            return False
-    if skb.tail - th <= hlen:
-        return False
-    return skb.truesize <= sk.sk_forward_alloc
+            return HP_MISS
+    length = skb.tail - th
+    if length == hlen:
+        return HP_PURE_ACK
+    if length < hlen:
+        return HP_MISS
+    if after(tcb.end_seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32):
+        return HP_MISS  # 6.17: goto validate, tcp_sequence() drops or takes it
+    return HP_DATA if skb.truesize <= sk.sk_forward_alloc else HP_STEP5
 
 
 # ------------------------------------------------------------------ pruning

@@ -140,3 +140,19 @@ def test_sack_compression_counts_the_acks_it_held_back() -> None:
             return result.status, tcp_of(host.net).snmp()["TcpExt"].TCPAckCompressed
 
     assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) == ("pass", 2)
+
+
+async def test_the_sender_takes_predicted_pure_acks_on_the_fast_path(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """Header prediction's pure-ACK path (``tcp_rcv_established``: the segment
+    is just the header, the predicted flags and window, the next sequence):
+    ``tcp_ack(sk, skb, 0)`` counts ``TCPHPAcks`` for an ACK that advances
+    ``snd_una``, and only the slow path's ACKs (a new window) count
+    ``TCPPureAcks``: here 13 and 90, most of the ACKs offer a window grown by
+    the reader. Before, every ACK took the slow path: ``TCPHPAcks`` stayed 0
+    and all 103 counted as pure ACKs.
+    """
+    await _ack_steps(lab, 256 << 10, tso=False)
+    ext = tcp_of(lab.host("a").net).snmp()["TcpExt"]
+    assert (ext.TCPHPAcks, ext.TCPPureAcks) == (13, 90)
