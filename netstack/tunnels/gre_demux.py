@@ -13,6 +13,7 @@ gre_parse_header).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -32,7 +33,16 @@ from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import TnlPtkInfo
 from netstack.wire.checksum import csum_fold, csum_partial
 from netstack.wire.ethernet import ETH_P_IP
-from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_SEQ, GRE_VERSION, gre_calc_hlen
+from netstack.wire.gre import (
+    GRE_CSUM,
+    GRE_HDR,
+    GRE_HLEN,
+    GRE_KEY,
+    GRE_ROUTING,
+    GRE_SEQ,
+    GRE_VERSION,
+    gre_calc_hlen,
+)
 from netstack.wire.ipv4 import IPPROTO_GRE
 
 if TYPE_CHECKING:
@@ -44,6 +54,7 @@ GREPROTO_CISCO: Final = 0
 GREPROTO_PPTP: Final = 1
 GREPROTO_MAX: Final = 2
 ETH_P_WCCP: Final = 0x883E
+_I: Final = struct.Struct("!I")
 
 
 class GreProtocol:
@@ -139,17 +150,17 @@ def gre_parse_header(
         spend("gre_parse_header")
     buf = skb.buf
     off = skb.data + nhs
-    if off + 4 > skb.tail:
+    tail = skb.tail
+    if off + GRE_HLEN > tail:
         return -1
-    flags = (buf[off] << 8) | buf[off + 1]
+    flags, tpi.proto = GRE_HDR.unpack_from(buf, off)
     if flags & (GRE_VERSION | GRE_ROUTING):
         return -1
-    tpi.flags = flags & (GRE_CSUM | GRE_KEY | GRE_SEQ)
-    hdr_len = gre_calc_hlen(flags)
-    if off + hdr_len > skb.tail:
+    tpi.flags = options = flags & (GRE_CSUM | GRE_KEY | GRE_SEQ)
+    hdr_len = gre_calc_hlen(options) if options else GRE_HLEN
+    if off + hdr_len > tail:
         return -1
-    tpi.proto = (buf[off + 2] << 8) | buf[off + 3]
-    p = off + 4
+    p = off + GRE_HLEN
     if flags & GRE_CSUM and verify_csum:
         if skb.ip_summed == CHECKSUM_COMPLETE:
             ok = csum_fold(skb.csum) == 0
@@ -161,12 +172,12 @@ def gre_parse_header(
     if flags & GRE_CSUM:
         p += 4
     if flags & GRE_KEY:
-        tpi.key = int.from_bytes(buf[p : p + 4], "big")
+        tpi.key = _I.unpack_from(buf, p)[0]
         p += 4
     else:
         tpi.key = 0
     if flags & GRE_SEQ:
-        tpi.seq = int.from_bytes(buf[p : p + 4], "big")
+        tpi.seq = _I.unpack_from(buf, p)[0]
         p += 4
     else:
         tpi.seq = 0

@@ -69,6 +69,7 @@ from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.gre_demux import GreProtocol, gre_add_protocol, gre_parse_header
 from netstack.tunnels.ip_tunnel import (
+    IPV4_ADDRS,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
     IpTunnel,
@@ -97,7 +98,15 @@ from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
 from netstack.wire.checksum import csum_fold
 from netstack.wire.ethernet import ETH_P_TEB
-from netstack.wire.gre import GRE_CSUM, GRE_KEY, GRE_ROUTING, GRE_SEQ, GRE_VERSION, gre_calc_hlen
+from netstack.wire.gre import (
+    GRE_CSUM,
+    GRE_HDR,
+    GRE_KEY,
+    GRE_ROUTING,
+    GRE_SEQ,
+    GRE_VERSION,
+    gre_calc_hlen,
+)
 from netstack.wire.gre import pack_into as gre_pack_into
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -485,11 +494,13 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
     if flags & GRE_SEQ:
         t.o_seqno = (t.o_seqno + 1) & 0xFFFFFFFF
         seq = t.o_seqno
-    hlen = t.tun_hlen
-    off = skb.push(hlen)
+    off = skb.push(t.tun_hlen)
     skb.transport_header = off
     buf = skb.buf
-    gre_pack_into(buf, off, flags, proto, p.o_key, seq)
+    if flags:
+        gre_pack_into(buf, off, flags, proto, p.o_key, seq)
+    else:  # no options to fill in: the base header alone
+        GRE_HDR.pack_into(buf, off, 0, proto)
     if flags & GRE_CSUM and not skb.gso_type & (SKB_GSO_GRE | SKB_GSO_GRE_CSUM):
         buf[off + 4] = buf[off + 5] = 0
         if skb.ip_summed == CHECKSUM_PARTIAL:
@@ -552,8 +563,7 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
         spend("__ipgre_rcv")
     buf = skb.buf
     nh = skb.network_header
-    saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
-    daddr = int.from_bytes(buf[nh + 16 : nh + 20], "big")
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
     dev = skb.dev
     assert dev is not None
     t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)

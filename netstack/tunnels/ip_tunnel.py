@@ -43,7 +43,13 @@ from netstack.core.dst import DstCache
 from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans
 from netstack.core.features import NETIF_F_NETNS_LOCAL
 from netstack.core.gro_cells import GroCells, gro_cells_receive
-from netstack.core.inet_ecn import INET_ECN_encapsulate, IP_ECN_decapsulate
+from netstack.core.inet_ecn import (
+    INET_ECN_CE,
+    INET_ECN_ECT_0,
+    INET_ECN_MASK,
+    INET_ECN_NOT_ECT,
+    IP_ECN_decapsulate,
+)
 from netstack.core.netdevice import (
     IFF_BROADCAST,
     IFF_POINTOPOINT,
@@ -88,6 +94,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IPTUNNEL_ERR_TIMEO",
+    "IPV4_ADDRS",
     "IP_TNL_HASH_BITS",
     "SIOCADDTUNNEL",
     "SIOCCHGTUNNEL",
@@ -119,12 +126,13 @@ SIOCCHGTUNNEL: Final = SIOCDEVPRIVATE + 3
 
 IP_TNL_HASH_BITS: Final = 7
 IP_TNL_HASH_SIZE: Final = 1 << IP_TNL_HASH_BITS
+_HASH_SHIFT: Final = 32 - IP_TNL_HASH_BITS
 GOLDEN_RATIO_32: Final = 0x61C88647
 IPTUNNEL_ERR_TIMEO_S: Final = 30  # IPTUNNEL_ERR_TIMEO = 30*HZ
 IPTUNNEL_ERR_TIMEO: Final = IPTUNNEL_ERR_TIMEO_S
 
 _I: Final = struct.Struct("!I")
-_H: Final = struct.Struct("!H")
+IPV4_ADDRS: Final = struct.Struct("!II")  # an IPv4 header's saddr, daddr (at offset 12)
 
 
 @attrs.define
@@ -267,16 +275,18 @@ def ip_tunnel_ecn_encap(tos: int, skb: SkBuff, inner_nh: int) -> int:
     A payload that is neither IPv4 nor IPv6 (gretap's ARP, say) has no DS field:
     ``ip_tunnel_get_dsfield`` gives 0, so the outer ECN bits are cleared.
 
-    Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap() (ip_tunnel_get_dsfield).
+    Kernel: include/net/ip_tunnels.h, ip_tunnel_ecn_encap() (ip_tunnel_get_dsfield,
+    INET_ECN_encapsulate).
     """
-    buf = skb.buf
-    if skb.protocol == ETH_P_IP:
-        inner = buf[inner_nh + 1]
-    elif skb.protocol == ETH_P_IPV6:
-        inner = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
+    protocol = skb.protocol
+    if protocol == ETH_P_IP:
+        ecn = skb.buf[inner_nh + 1] & INET_ECN_MASK
+    elif protocol == ETH_P_IPV6:
+        ecn = (skb.buf[inner_nh + 1] >> 4) & INET_ECN_MASK
     else:
-        inner = 0
-    return INET_ECN_encapsulate(tos, inner)
+        ecn = INET_ECN_NOT_ECT
+    # INET_ECN_encapsulate(tos, inner) inlined: the inner ECN field, CE copied as ECT(0)
+    return (tos & ~INET_ECN_MASK | (INET_ECN_ECT_0 if ecn == INET_ECN_CE else ecn)) & 0xFF
 
 
 # ---------------------------------------------------------------------------
@@ -343,13 +353,15 @@ def ip_tunnel_lookup(
     """
     if TIMED:
         spend("ip_tunnel_lookup")
+    # ip_tunnel_hash() and ip_tunnel_key_match() inlined (a call costs more than either)
+    keyed = flags & GRE_KEY
     cand: IpTunnel | None = None
-    head = itn.tunnels[ip_tunnel_hash(key, remote)]
+    head = itn.tunnels[(((key ^ remote) * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
     for t in head:
         p = t.parms
         if local != p.saddr or remote != p.daddr or not t.dev.flags & IFF_UP:
             continue
-        if not ip_tunnel_key_match(p, flags, key):
+        if (p.i_key != key or not p.i_flags & GRE_KEY) if keyed else p.i_flags & GRE_KEY:
             continue
         if p.link == link:
             return t
@@ -358,13 +370,13 @@ def ip_tunnel_lookup(
         p = t.parms
         if remote != p.daddr or p.saddr != 0 or not t.dev.flags & IFF_UP:
             continue
-        if not ip_tunnel_key_match(p, flags, key):
+        if (p.i_key != key or not p.i_flags & GRE_KEY) if keyed else p.i_flags & GRE_KEY:
             continue
         if p.link == link:
             return t
         if cand is None:
             cand = t
-    head = itn.tunnels[ip_tunnel_hash(key, 0)]
+    head = itn.tunnels[((key * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
     for t in head:
         p = t.parms
         if (local != p.saddr or p.daddr != 0) and (
@@ -373,7 +385,7 @@ def ip_tunnel_lookup(
             continue
         if not t.dev.flags & IFF_UP:
             continue
-        if not ip_tunnel_key_match(p, flags, key):
+        if (p.i_key != key or not p.i_flags & GRE_KEY) if keyed else p.i_flags & GRE_KEY:
             continue
         if p.link == link:
             return t
@@ -705,7 +717,6 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         spend("ip_tunnel_xmit")
     t: IpTunnel = dev.priv
     net = dev.net
-    ipv4 = ipv4_of(net)
     stats = dev.stats
     buf = skb.buf
     inner_nh = skb.inner_network_header
@@ -740,20 +751,22 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         elif payload_protocol == ETH_P_IPV6:
             tos = ((buf[inner_nh] & 0x0F) << 4) | (buf[inner_nh + 1] >> 4)
             connected = False
-    fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
     cached = t.dst_cache.get_ip4() if connected else None
     if cached is not None:
-        rt, fl4.saddr = cached
+        rt, saddr = cached
     else:
-        got = ipv4.ip_route_output_key(fl4)
+        # ip_tunnel_init_flow(): the flow is only needed to route
+        fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
+        got = ipv4_of(net).ip_route_output_key(fl4)
         if isinstance(got, int):
             stats.tx_carrier_errors += 1
             stats.tx_errors += 1
             kfree_skb(skb, DropReason.IP_OUTNOROUTES)
             return
         rt = got
+        saddr, dst = fl4.saddr, fl4.daddr
         if connected:
-            t.dst_cache.set_ip4(rt, fl4.saddr)
+            t.dst_cache.set_ip4(rt, saddr)
     if rt.dev is dev:
         rt.release()
         stats.collisions += 1
@@ -785,7 +798,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         elif payload_protocol == ETH_P_IPV6:
             ttl = buf[inner_nh + 7]
         else:
-            ttl = ipv4.ip_default_ttl  # ip4_dst_hoplimit()
+            ttl = rt.ipv4.ip_default_ttl  # ip4_dst_hoplimit()
     rdev = rt.dev
     assert rdev is not None
     max_headroom = LL_RESERVED_SPACE(rdev) + IPV4_HLEN + rt.header_len
@@ -793,7 +806,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         dev.needed_headroom = max_headroom
     if skb.data < dev.needed_headroom or skb.cloned:
         skb.cow_head(dev.needed_headroom)
-    iptunnel_xmit(ipv4, rt, skb, fl4.saddr, fl4.daddr, protocol, tos, ttl, df, dev)
+    iptunnel_xmit(rt.ipv4, rt, skb, saddr, dst, protocol, tos, ttl, df, dev)
 
 
 @kernel("net/ipv4/ip_tunnel_core.c", "iptunnel_xmit")
@@ -822,9 +835,8 @@ def iptunnel_xmit(
     skb.network_header = nh
     buf = skb.buf
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
-    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, 0, frag_off, ttl, proto, 0, src, dst)
-    segs = skb.gso_segs or 1
-    _H.pack_into(buf, nh + 4, ipv4.idents.reserve(dst, src, proto, segs))  # __ip_select_ident()
+    ident = ipv4.idents.reserve(dst, src, proto, skb.gso_segs or 1)  # __ip_select_ident()
+    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     stats = dev.stats
@@ -894,12 +906,11 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     dev = t.dev
     stats = dev.stats
     buf = skb.buf
-    daddr = _I.unpack_from(buf, outer_nh + 16)[0]
-    if ipv4_is_multicast(daddr):
+    if buf[outer_nh + 16] & 0xF0 == 0xE0:  # ipv4_is_multicast(iph->daddr)
         stats.multicast += 1
         skb.pkt_type = PACKET_BROADCAST
     # Checksum policy (2.6.3x–3.9 also counted a wrong checksum here; see docs/tunnels.md)
-    if tpi.csum_err or bool(t.parms.i_flags & GRE_CSUM) != bool(tpi.flags & GRE_CSUM):
+    if tpi.csum_err or (t.parms.i_flags ^ tpi.flags) & GRE_CSUM:
         stats.rx_crc_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.IP_TUNNEL_CSUM)

@@ -43,6 +43,7 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import (
+    IPV4_ADDRS,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
     IpTunnel,
@@ -82,7 +83,7 @@ from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP
 if TYPE_CHECKING:
     from netstack.core.net import Net
 
-__all__ = ["IptunParms", "ipip_init_net", "ipip_tunnel_setup"]
+__all__ = ["IPIP_TPI", "IptunParms", "ipip_init_net", "ipip_tunnel_setup"]
 
 _IPIP_NET: NetKey[IpTunnelNet] = NetKey("ipip")
 
@@ -92,6 +93,10 @@ _IPIP_NET: NetKey[IpTunnelNet] = NetKey("ipip")
 IPIP_FEATURES: Final = (
     NETIF_F_SG | NETIF_F_FRAGLIST | NETIF_F_HIGHDMA | NETIF_F_GSO_SOFTWARE | NETIF_F_HW_CSUM
 )
+
+
+# What every IPIP packet "parsed" to (the kernel's static const ipip_tpi; read only)
+IPIP_TPI: Final = TnlPtkInfo(proto=ETH_P_IP, no_key=True)
 
 
 @attrs.define
@@ -197,8 +202,7 @@ def ipip_tunnel_rcv(itn: IpTunnelNet, skb: SkBuff, ipproto: int) -> int:
         spend("ipip_tunnel_rcv")
     buf = skb.buf
     nh = skb.network_header
-    saddr = int.from_bytes(buf[nh + 12 : nh + 16], "big")
-    daddr = int.from_bytes(buf[nh + 16 : nh + 20], "big")
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
     dev = skb.dev
     t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
     if t is None:
@@ -206,12 +210,11 @@ def ipip_tunnel_rcv(itn: IpTunnelNet, skb: SkBuff, ipproto: int) -> int:
     if t.parms.protocol != ipproto and t.parms.protocol != 0:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return 0
-    tpi = TnlPtkInfo(proto=ETH_P_IP, no_key=True)
     if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return 0
     skb.mac_header = skb.data
-    ip_tunnel_rcv(t, skb, tpi, nh)
+    ip_tunnel_rcv(t, skb, IPIP_TPI, nh)
     return 0
 
 
