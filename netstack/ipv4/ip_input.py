@@ -80,12 +80,12 @@ def rt_tos2priority(tos: int) -> int:
     return IP_TOS2PRIO[(tos & 0x1E) >> 1]
 
 
-@kernel("ip_rcv", "ip_rcv_core")
+@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum")
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram.
 
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
-    Kernel: ip_rcv() / ip_rcv_core().
+    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum().
     """
     if TIMED:
         spend("ip_rcv")

@@ -277,12 +277,12 @@ def ip_make_skb(
     return skb
 
 
-@kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out")
+@kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out", "ip_fast_csum")
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
     Twin: netstack.ipv6.ip6_output.ip6_local_out.
-    Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out().
+    Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out() / ip_fast_csum().
     """
     if TIMED:
         spend("ip_local_out")

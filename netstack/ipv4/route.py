@@ -634,13 +634,13 @@ def _mkroute_input_local(
     return rt
 
 
-@kernel("net/ipv4/route.c", "ip_route_input_slow")
+@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup")
 def ip_route_input_noref(
     ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
 ) -> int:
     """Route a received packet: set ``skb.dst``; 0 or -errno.
 
-    Kernel: net/ipv4/route.c, ip_route_input_slow().
+    Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup().
     """
     if TIMED:
         spend("ip_route_input_slow")
