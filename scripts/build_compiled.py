@@ -72,6 +72,17 @@ MODULES: tuple[str, ...] = (
     "netstack/gro/tcp.py",
     "netstack/gro/eth.py",
     "netstack/gro/segment.py",
+    # what the GRE and IPIP tunnels add (benchmarks/tunnel_pps.py): interpreted
+    # per packet in the 33-module build (cProfile of the compiled run)
+    "netstack/tunnels/ip_tunnel.py",
+    "netstack/tunnels/ip_gre.py",
+    "netstack/tunnels/ipip.py",
+    "netstack/tunnels/gre_demux.py",
+    "netstack/tunnels/tunnel4.py",
+    "netstack/tunnels/offload.py",
+    "netstack/core/gro_cells.py",
+    "netstack/ipv4/offload.py",
+    "netstack/cpu/clock.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -134,6 +145,27 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
             self.inner_transport_header += delta
 """,
         "a native class has no __dict__: the rare fields are native attributes",
+    ),
+    (
+        "netstack/core/skbuff.py",
+        "        new = _new_skb(SkBuff)\n",
+        "        new = SkBuff.__new__(SkBuff)\n",
+        "object.__new__ refuses a native class (TypeError: not safe, use SkBuff.__new__())",
+    ),
+    (
+        "netstack/core/skbuff.py",
+        """        d = self.__dict__
+        if d:  # the rare fields
+            new.__dict__.update(d)
+""",
+        "".join(f"        new.{name} = self.{name}\n" for name in _RARE_SKB_FIELDS),
+        "a native class has no __dict__: clone copies the rare fields one by one",
+    ),
+    (
+        "netstack/tunnels/ip_tunnel.py",
+        "str(b) for b in buf[outer_nh + 12 : outer_nh + 16])",
+        "str(b) for b in list(buf[outer_nh + 12 : outer_nh + 16]))",
+        "mypyc 2.4 crashes on a generator over a bytearray slice (not a valid sequence)",
     ),
     (
         "netstack/tcp/sock.py",
