@@ -256,12 +256,22 @@ def rewrite(text: str, module: str, subclassed: set[str]) -> str:
         lines[future] = (
             "from __future__ import annotations; from mypy_extensions import mypyc_attr\n"
         )
-    if not markers:
-        return "".join(lines)
-    tail = ["\n", "from netstack.sites import MARKERS as _MARKERS  # noqa: E402\n", "\n"]
-    tail += ["_MARKERS.update(\n", "    {\n"]
-    tail += [f"        {key!r}: {refs!r},\n" for key, refs in markers.items()]
-    tail += ["    }\n", ")\n"]
+    # mypyc drops a native class's __slots__; code outside reads it (rcvmem's
+    # _copy_cb copies TcpSkbCb's fields by it): the class gets it back afterwards
+    slots = [
+        f'setattr({node.name}, "__slots__", {ast.get_source_segment(text, stmt.value)})\n'
+        for node in ast.parse(text).body
+        if isinstance(node, ast.ClassDef)
+        for stmt in node.body
+        if isinstance(stmt, ast.Assign)
+        and [getattr(t, "id", None) for t in stmt.targets] == ["__slots__"]
+    ]
+    tail = ["\n", *slots] if slots else []
+    if markers:
+        tail += ["\n", "from netstack.sites import MARKERS as _MARKERS  # noqa: E402\n", "\n"]
+        tail += ["_MARKERS.update(\n", "    {\n"]
+        tail += [f"        {key!r}: {refs!r},\n" for key, refs in markers.items()]
+        tail += ["    }\n", ")\n"]
     return "".join(lines) + "".join(tail)
 
 

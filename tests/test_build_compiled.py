@@ -93,3 +93,23 @@ def test_the_compiled_copies_use_nothing_a_native_class_refuses() -> None:
         "line 2: del .a",
         "line 3: .__dict__",
     ]
+
+
+def test_a_native_class_gets_its_slots_back() -> None:
+    """mypyc drops ``__slots__``, which interpreted code reads (``rcvmem._copy_cb``
+    copies ``TcpSkbCb``'s fields by it): the copy sets it again after the class."""
+    from netstack.tcp.sock import TcpSkbCb
+
+    script = _script()
+    out = script.rewrite((ROOT / "netstack/tcp/sock.py").read_text(), "netstack.tcp.sock", set())
+    slots = {
+        node.value.args[0].id: ast.literal_eval(node.value.args[2])
+        for node in ast.parse(out).body
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "setattr"
+        and isinstance(node.value.args[0], ast.Name)
+        and ast.literal_eval(node.value.args[1]) == "__slots__"
+    }
+    assert slots["TcpSkbCb"] == TcpSkbCb.__slots__
