@@ -214,7 +214,19 @@ def interpreted_bases(compiled: list[str]) -> set[str]:
 _CLASS_BASES = re.compile(r"^\s*class\s+\w+(?:\[[^\]]*\])?\(([^)]*)\)", re.MULTILINE)
 
 
-def rewrite(text: str, module: str, subclassed: set[str]) -> str:
+def compiled_bases(compiled: list[str]) -> set[str]:
+    """Names of classes that classes in the *compiled* paths derive from."""
+    names: set[str] = set()
+    for path in compiled:
+        for bases in _CLASS_BASES.findall((ROOT / path).read_text()):
+            for base in bases.split(","):
+                names.add(base.split("[")[0].strip().rsplit(".", 1)[-1])
+    return names
+
+
+def rewrite(
+    text: str, module: str, subclassed: set[str], natively_subclassed: frozenset[str] = frozenset()
+) -> str:
     """*text* without ``@kernel(...)`` decorator lines, registering the same markers at the end.
 
     A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``.
@@ -257,11 +269,13 @@ def rewrite(text: str, module: str, subclassed: set[str]) -> str:
             "from __future__ import annotations; from mypy_extensions import mypyc_attr\n"
         )
     # mypyc drops a native class's __slots__; code outside reads it (rcvmem's
-    # _copy_cb copies TcpSkbCb's fields by it): the class gets it back afterwards
+    # _copy_cb copies TcpSkbCb's fields by it): the class gets it back afterwards,
+    # unless a compiled class derives from it (mypyc then refuses to make the
+    # subclass: "mypyc classes can't have __slots__")
     slots = [
         f'setattr({node.name}, "__slots__", {ast.get_source_segment(text, stmt.value)})\n'
         for node in ast.parse(text).body
-        if isinstance(node, ast.ClassDef)
+        if isinstance(node, ast.ClassDef) and node.name not in natively_subclassed
         for stmt in node.body
         if isinstance(stmt, ast.Assign)
         and [getattr(t, "id", None) for t in stmt.targets] == ["__slots__"]
@@ -285,9 +299,10 @@ def prepare(dest: Path, modules: list[str]) -> Path:
     )
     shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")  # mypy's configuration
     subclassed = interpreted_bases(modules)
+    natively = frozenset(compiled_bases(modules))
     for path in modules:
         text = patched(path, (src / path).read_text())
-        (src / path).write_text(rewrite(text, _module_name(path), subclassed))
+        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively))
     return src
 
 

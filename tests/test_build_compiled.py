@@ -113,3 +113,9 @@ def test_a_native_class_gets_its_slots_back() -> None:
         and ast.literal_eval(node.value.args[1]) == "__slots__"
     }
     assert slots["TcpSkbCb"] == TcpSkbCb.__slots__
+    # ... but not on a class a compiled class derives from: mypyc would refuse the subclass
+    dst = (ROOT / "netstack/core/dst.py").read_text()
+    assert "DstEntry" in script.compiled_bases(list(script.MODULES))
+    natively = frozenset(script.compiled_bases(list(script.MODULES)))
+    assert 'setattr(DstEntry, "__slots__"' not in script.rewrite(dst, "d", set(), natively)
+    assert 'setattr(DstEntry, "__slots__"' in script.rewrite(dst, "d", set())
