@@ -110,14 +110,14 @@ _RARE_SKB_FIELDS = skb_rare_fields()
 PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/core/dev.py",
-        "        del skb.tstamp\n",
-        "        skb.tstamp = 0.0\n",
+        "del skb.tstamp\n",
+        "skb.tstamp = 0.0\n",
         "a native attribute cannot be deleted back to its class default",
     ),
     (
         "netstack/core/dev.py",
-        "        del skb.mark\n",
-        "        skb.mark = 0\n",
+        "del skb.mark\n",
+        "skb.mark = 0\n",
         "a native attribute cannot be deleted back to its class default",
     ),
     (
@@ -188,7 +188,10 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "the ignore is unused once RequestSock declares _oow (mypy --strict rejects it)",
     ),
 )
-"""Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
+"""Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers.
+
+Every occurrence of *old* is replaced (``skb_scrub_packet``'s ``del`` may be written
+out in more than one function)."""
 
 GROUP = "netstack._compiled"
 """mypyc's shared library for the group (``netstack/_compiled__mypyc.*.so``)."""

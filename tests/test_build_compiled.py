@@ -33,11 +33,13 @@ def test_the_modules_to_compile_exist_and_import() -> None:
 
 
 def test_every_patch_still_applies() -> None:
-    """A rewrite whose text is gone would stop the build: each old text occurs once."""
+    """A rewrite whose text is gone would stop the build: each old text occurs (once,
+    but for ``del skb.x``, which the device core may write out in several functions)."""
     script = _script()
     for path, old, new, why in script.PATCHES:
         assert path in script.MODULES and why
-        assert (ROOT / path).read_text().count(old) == 1, (path, old)
+        count = (ROOT / path).read_text().count(old)
+        assert count == 1 or (count > 1 and old.startswith("del skb.")), (path, old)
         ast.parse((ROOT / path).read_text().replace(old, new))
     assert "tstamp" in script.skb_rare_fields() and "mark" in script.skb_rare_fields()
 
