@@ -11,6 +11,7 @@ after which ``udp_rcv`` trusts it (CHECKSUM_UNNECESSARY).
 
 from __future__ import annotations
 
+import dpkt
 import pytest
 import trio
 import trio.testing
@@ -23,6 +24,8 @@ from netstack.core.dev import netif_receive_skb
 from netstack.core.skbuff import CHECKSUM_UNNECESSARY, SkBuff
 from netstack.gro import core as gro_core
 from netstack.gro.core import GroNode
+from netstack.host import Port
+from netstack.socket import IP_TOS, IPPROTO_IP
 
 
 def tunnel(lab: netstack.Lab, kind: str) -> tuple[netstack.Host, netstack.Host]:
@@ -113,3 +116,99 @@ async def test_a_cloned_skb_bypasses_the_cell(
     assert taken == [skb] and not t.gro_cells.queues[0]
     clone_taken = gro_cells.gro_cells_receive(t.gro_cells, clone)
     assert clone_taken == 0 and taken == [skb, clone]
+
+
+# -- ECN through the tunnel, end to end (ip_tunnel_xmit / ip_tunnel_rcv write the
+# static inlines ip_tunnel_ecn_encap and IP_ECN_decapsulate's Not-ECT case in) --
+
+H_MAC = bytes.fromhex("020000000001")
+PEER_MAC = bytes.fromhex("020000000002")
+LOCAL = bytes([192, 0, 2, 1])
+REMOTE = bytes([192, 0, 2, 2])
+
+
+async def ipip_rig(lab: netstack.Lab) -> tuple[netstack.Host, Port]:
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)
+    h.ip("link set eth0 address 02:00:00:00:00:01 up")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    h.ip("neigh add 192.0.2.2 lladdr 02:00:00:00:00:02 dev eth0 nud permanent")
+    h.ip("link add t1 type ipip remote 192.0.2.2 local 192.0.2.1")
+    h.ip("link set t1 up")
+    h.ip("addr add 10.9.0.1/30 dev t1")
+    return h, port
+
+
+@pytest.mark.parametrize(
+    ("inner_tos", "outer_tos"), [(0x28, 0x00), (0x2A, 0x02), (0x29, 0x01), (0x2B, 0x02)]
+)
+async def test_the_outer_header_carries_the_inner_ecn_field(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, inner_tos: int, outer_tos: int
+) -> None:
+    h, port = await ipip_rig(lab)
+    tx = h.socket()
+    tx.setsockopt(IPPROTO_IP, IP_TOS, inner_tos)
+    await tx.sendto(b"ecn", ("10.9.0.2", 9000))
+    await trio.sleep(0.01)
+    (outer,) = [dpkt.ethernet.Ethernet(f).data for f in port.drain()]
+    assert isinstance(outer, dpkt.ip.IP) and outer.p == 4
+    assert (outer.tos, outer.ttl, outer.src, outer.dst) == (outer_tos, 64, LOCAL, REMOTE)
+    assert outer.data.tos == inner_tos and outer.data.data.data == b"ecn"
+    assert h.dev("t1").statistics().tx_packets == 1
+
+
+def ipip_frame(outer_tos: int, inner_tos: int) -> bytes:
+    inner = dpkt.ip.IP(
+        src=bytes([10, 9, 0, 2]),
+        dst=bytes([10, 9, 0, 1]),
+        p=17,
+        ttl=64,
+        tos=inner_tos,
+        data=dpkt.udp.UDP(sport=4000, dport=5000, data=b"in"),
+    )
+    inner.data.ulen = 10
+    ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=4, ttl=64, tos=outer_tos, data=bytes(inner))
+    return bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip))
+
+
+@pytest.mark.parametrize(
+    ("outer_tos", "inner_tos", "delivered_tos"),
+    [
+        (0x00, 0x00, 0x00),  # Not-ECT over Not-ECT
+        (0x00, 0x03, 0x03),  # a Not-ECT outer header leaves the inner CE alone
+        (0x00, 0x01, 0x01),
+        (0x03, 0x02, 0x03),  # CE over ECT(0): the inner header becomes CE
+        (0x01, 0x02, 0x01),  # ECT(1) over ECT(0): ECT(1)
+        (0x02, 0x00, 0x00),  # ECT(0) over Not-ECT: accepted (logged), inner unchanged
+        (0x03, 0x00, None),  # CE over Not-ECT: dropped, rx_frame_errors
+    ],
+)
+async def test_decapsulation_folds_the_outer_ecn_field_in(
+    lab: netstack.Lab,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    outer_tos: int,
+    inner_tos: int,
+    delivered_tos: int | None,
+) -> None:
+    h, port = await ipip_rig(lab)
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 5000))
+    passed_up: list[int] = []
+
+    def spy(skb: SkBuff) -> None:
+        if skb.dev is h.dev("t1"):
+            passed_up.append(skb.buf[skb.data + 1])  # the inner TOS, as t1's cell passes it up
+        netif_receive_skb(skb)
+
+    monkeypatch.setattr(gro_core, "netif_receive_skb", spy)
+    await port.send(ipip_frame(outer_tos, inner_tos))
+    await trio.sleep(0.01)
+    st = h.dev("t1").statistics()
+    if delivered_tos is None:
+        assert passed_up == [] and (st.rx_packets, st.rx_frame_errors, st.rx_errors) == (0, 1, 1)
+        return
+    assert passed_up == [delivered_tos] and (st.rx_packets, st.rx_errors) == (1, 0)
+    with trio.fail_after(1):
+        data, peer = await sock.recvfrom(100)
+    assert (data, peer) == (b"in", ("10.9.0.2", 4000))
