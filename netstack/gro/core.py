@@ -154,6 +154,9 @@ class NapiGroCb:
         self.proto = 0
 
 
+_napi_gro_cb_init: Final = NapiGroCb.__init__
+
+
 @attrs.frozen
 class GroStats:
     """Counters of one NAPI instance's GRO (netstack's; the kernel has tracepoints).
@@ -211,10 +214,14 @@ class GroNode:
         "net",
         "normal",
         "received",
+        "spare",
     )
 
     def __init__(self, napi: Napi) -> None:
         self.napi = napi
+        # the NapiGroCb of the last packet passed up unmerged, zeroed again for
+        # the next one (the kernel's NAPI_GRO_CB lives in skb->cb: no allocation)
+        self.spare: NapiGroCb | None = None
         self.net: Net = napi.net
         # gro_hash[], made on first use: a device with GRO off (every veth by
         # default) never holds an skb, and eight empty lists are 570 bytes
@@ -258,7 +265,13 @@ class GroNode:
             return GRO_NORMAL
         data = skb.data
         skb.network_header = data
-        cb = skb.cb = NapiGroCb(data)
+        cb = self.spare
+        if cb is None:
+            cb = NapiGroCb(data)
+        else:
+            self.spare = None
+            _napi_gro_cb_init(cb, data)
+        skb.cb = cb
         if skb.gso_size:
             cb.count = skb.gso_segs or 1
             # only TCP GSO skbs from a trusted source may be aggregated
@@ -285,6 +298,7 @@ class GroNode:
             return GRO_MERGED
         if cb.flush:
             skb.cb = None
+            self.spare = cb
             self.normal += 1
             netif_receive_skb(skb)  # napi_skb_finish(GRO_NORMAL): gro_normal_one()
             return GRO_NORMAL

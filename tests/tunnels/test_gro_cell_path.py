@@ -21,9 +21,10 @@ import netstack
 import netstack.ipv4.offload as offload
 from netstack.core import gro_cells
 from netstack.core.dev import netif_receive_skb
+from netstack.core.net import PacketOffload
 from netstack.core.skbuff import CHECKSUM_UNNECESSARY, SkBuff
 from netstack.gro import core as gro_core
-from netstack.gro.core import GroNode
+from netstack.gro.core import GRO_NORMAL, GroNode
 from netstack.host import Port
 from netstack.socket import IP_TOS, IPPROTO_IP
 
@@ -212,3 +213,31 @@ async def test_decapsulation_folds_the_outer_ecn_field_in(
     with trio.fail_after(1):
         data, peer = await sock.recvfrom(100)
     assert (data, peer) == (b"in", ("10.9.0.2", 4000))
+
+
+async def test_every_packet_starts_gro_with_a_zeroed_cb(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The NapiGroCb of a packet passed up unmerged is zeroed for the next one."""
+    _, h = tunnel(lab, "ipip")
+    dev = h.dev("t1")
+    node = GroNode(dev.napi_list[0])
+    seen: list[tuple[int, ...]] = []
+
+    def gro_receive(head: list[SkBuff], skb: SkBuff) -> None:
+        cb = skb.cb
+        fields = (cb.off, cb.flush, cb.flush_id, cb.count, cb.same_flow, cb.free)
+        seen.append((*fields, cb.encap_mark, cb.is_atomic, cb.recursion_counter, cb.csum_cnt))
+        # what an offload leaves behind on a packet it flushes
+        cb.flush, cb.flush_id, cb.encap_mark, cb.is_atomic = 1, 0xFFFF, 1, 0
+        cb.recursion_counter, cb.csum_cnt, cb.off = 3, 2, cb.off + 20
+
+    h.net.dev_add_offload(PacketOffload(0x88B5, gro_receive=gro_receive))
+    for _ in range(3):
+        skb = SkBuff(bytearray(60), 14, 60)
+        skb.protocol = 0x88B5
+        skb.dev = dev
+        assert node.receive(node.napi, skb) == GRO_NORMAL and skb.cb is None
+    assert seen == [(14, 0, 0, 1, 0, 0, 0, 1, 0, 0)] * 3
+    s = node.statistics()
+    assert (s.received, s.normal, s.held) == (3, 3, 0)
