@@ -159,6 +159,10 @@ class IpGreNet:
     def __init__(self, ipgre: IpTunnelNet, tap: IpTunnelNet) -> None:
         self.ipgre = ipgre
         self.tap = tap
+        # gre_rcv's struct tnl_ptk_info, a stack variable in the kernel: one
+        # scratch per Net (receive never re-enters: the tunnel queues the inner
+        # packet on its GRO cell)
+        self.rx_tpi = TnlPtkInfo()
 
 
 def ipgre_net_of(net: Net) -> IpGreNet:
@@ -599,7 +603,8 @@ def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("gre_rcv")
-    tpi = TnlPtkInfo()
+    tpi = ign.rx_tpi
+    tpi.csum_err = False  # what gre_parse_header leaves alone without a checksum
     hdr_len = gre_parse_header(skb, tpi)
     if hdr_len < 0:
         kfree_skb(skb, DropReason.GRE_INVALID)

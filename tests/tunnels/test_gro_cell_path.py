@@ -27,6 +27,8 @@ from netstack.gro import core as gro_core
 from netstack.gro.core import GRO_NORMAL, GroNode
 from netstack.host import Port
 from netstack.socket import IP_TOS, IPPROTO_IP
+from netstack.wire import gre
+from netstack.wire.gre import GRE_CSUM, GRE_KEY
 
 
 def tunnel(lab: netstack.Lab, kind: str) -> tuple[netstack.Host, netstack.Host]:
@@ -241,3 +243,40 @@ async def test_every_packet_starts_gro_with_a_zeroed_cb(
     assert seen == [(14, 0, 0, 1, 0, 0, 0, 1, 0, 0)] * 3
     s = node.statistics()
     assert (s.received, s.normal, s.held) == (3, 3, 0)
+
+
+async def test_a_checksum_error_does_not_stick_to_the_next_gre_packet(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """gre_rcv's tnl_ptk_info is scratch reused per packet: a bad C-flagged packet's
+    csum_err must not reach the next packet, which has no checksum."""
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)
+    h.ip("link set eth0 address 02:00:00:00:00:01 up")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    for i, opts in ((1, "key 5"), (2, "key 6 csum")):
+        h.ip(f"link add gre{i} type gre remote 192.0.2.2 local 192.0.2.1 {opts}")
+        h.ip(f"link set gre{i} up")
+        h.ip(f"addr add 10.9.{i}.1/30 dev gre{i}")
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 5000))
+
+    def inner(i: int, payload: bytes) -> bytes:
+        udp = dpkt.udp.UDP(sport=4000, dport=5000, data=payload)
+        udp.ulen = 8 + len(payload)
+        src, dst = bytes([10, 9, i, 2]), bytes([10, 9, i, 1])
+        return bytes(dpkt.ip.IP(src=src, dst=dst, p=17, ttl=64, data=udp))
+
+    def frame(gre_bytes: bytes) -> bytes:
+        ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=47, ttl=64, data=gre_bytes)
+        return bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip))
+
+    bad = bytearray(gre.pack(GRE_KEY | GRE_CSUM, 0x0800, inner(2, b"bad"), key=6))
+    bad[5] ^= 0x01
+    await port.send(frame(bytes(bad)))
+    await port.send(frame(gre.pack(GRE_KEY, 0x0800, inner(1, b"good"), key=5)))
+    with trio.fail_after(1):
+        data, peer = await sock.recvfrom(100)
+    assert (data, peer) == (b"good", ("10.9.1.2", 4000))
+    g1, g2 = h.dev("gre1").statistics(), h.dev("gre2").statistics()
+    assert (g1.rx_packets, g1.rx_crc_errors, g2.rx_packets, g2.rx_crc_errors) == (1, 0, 0, 1)
