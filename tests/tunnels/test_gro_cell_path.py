@@ -280,3 +280,26 @@ async def test_a_checksum_error_does_not_stick_to_the_next_gre_packet(
     assert (data, peer) == (b"good", ("10.9.1.2", 4000))
     g1, g2 = h.dev("gre1").statistics(), h.dev("gre2").statistics()
     assert (g1.rx_packets, g1.rx_crc_errors, g2.rx_packets, g2.rx_crc_errors) == (1, 0, 0, 1)
+
+
+async def test_a_gre_packet_for_no_tunnel_is_answered_port_unreachable(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """ipgre_rcv's no-match path (the handler bound to the Net's ip_gre state)."""
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)
+    h.ip("link set eth0 address 02:00:00:00:00:01 up")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    h.ip("neigh add 192.0.2.2 lladdr 02:00:00:00:00:02 dev eth0 nud permanent")
+    h.ip("link add gre1 type gre remote 192.0.2.2 local 192.0.2.1 key 5")
+    h.ip("link set gre1 up")
+    inner = bytes(dpkt.ip.IP(src=bytes([10, 9, 1, 2]), dst=bytes([10, 9, 1, 1]), p=17, ttl=64))
+    gre_bytes = gre.pack(GRE_KEY, 0x0800, inner, key=9)  # no tunnel has key 9
+    ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=47, ttl=64, data=gre_bytes)
+    await port.send(bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip)))
+    await trio.sleep(0.01)
+    (reply,) = [dpkt.ethernet.Ethernet(f).data for f in port.drain()]
+    assert isinstance(reply, dpkt.ip.IP) and (reply.src, reply.dst, reply.p) == (LOCAL, REMOTE, 1)
+    assert (reply.data.type, reply.data.code) == (3, 3)  # port unreachable
+    assert h.drops().get("IP_TUNNEL_NO_MATCH") == 1
+    assert h.dev("gre1").statistics().rx_packets == 0
