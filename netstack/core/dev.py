@@ -64,6 +64,7 @@ from netstack.core.netdevice import (
     NET_ADDR_PERM,
     NET_XMIT_DROP,
     NET_XMIT_MASK,
+    NETDEV_TX_OK,
     NETREG_REGISTERED,
     NETREG_UNREGISTERED,
     QUEUE_STATE_ANY_XOFF,
@@ -651,13 +652,27 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     return ((skb.hash or hash((skb.protocol, skb.priority))) & 0xFFFFFFFF) * n >> 32
 
 
-@kernel("net/core/dev.c", "__dev_queue_xmit")
+@kernel(
+    "net/core/dev.c",
+    "__dev_queue_xmit",
+    "validate_xmit_skb",
+    "netif_skb_features",
+    "dev_hard_start_xmit",
+)
 def dev_queue_xmit(skb: SkBuff) -> int:
     """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
 
     Returns NET_XMIT_SUCCESS, NET_XMIT_DROP, NET_XMIT_CN or ``-ENETDOWN``.
 
-    Kernel: net/core/dev.c, __dev_queue_xmit().
+    Without a queue (veth, tunnels, loopback) the common case of
+    ``validate_xmit_skb`` (static in ``dev.c``) with ``netif_skb_features``,
+    and of ``dev_hard_start_xmit`` (one skb, no taps), are written out here,
+    each with its own charge: three Python frames less a packet. The
+    functions themselves (``netstack.core.xmit``) take every other case; keep
+    the two in step.
+
+    Kernel: net/core/dev.c, __dev_queue_xmit() / validate_xmit_skb() /
+    netif_skb_features() / dev_hard_start_xmit().
     """
     if TIMED:
         spend("__dev_queue_xmit")
@@ -696,17 +711,52 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 dev.stats.tx_dropped += 1
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
                 return ENETDOWN_RC
-            vskb = validate_xmit_skb(skb, dev)
-            if vskb is None:
-                return NET_XMIT_DROP
-            lltx = dev.features & NETIF_F_LLTX
+            features = dev.features
+            summed = skb.ip_summed
+            if (
+                skb.gso_size
+                or skb.vlan_proto
+                or skb.encapsulation
+                or (
+                    summed == CHECKSUM_PARTIAL
+                    and (
+                        not features & NETIF_F_HW_CSUM
+                        or skb.protocol == 0x8100
+                        or skb.protocol == 0x88A8
+                    )
+                )
+            ):
+                vskb = validate_xmit_skb(skb, dev)
+                if vskb is None:
+                    return NET_XMIT_DROP
+            else:
+                # validate_xmit_skb(), static in dev.c, inline for an skb with nothing
+                # to segment, no tag to push and no checksum the device cannot fill:
+                # a CHECKSUM_PARTIAL one asks netif_skb_features() (inline too:
+                # dev->features, untagged and not encapsulated) for NETIF_F_HW_CSUM
+                if TIMED:
+                    spend("validate_xmit_skb")
+                    if summed == CHECKSUM_PARTIAL:
+                        spend("netif_skb_features")
+                vskb = skb
+            lltx = features & NETIF_F_LLTX
             if not lltx:  # HARD_TX_LOCK
                 txq._xmit_lock.lock(cpu)
                 txq.xmit_lock_owner = cpu.id
             rest: SkBuff | None = vskb
             if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
                 cpu.xmit_recursion += 1
-                rest, rc = dev_hard_start_xmit(vskb, dev, txq)
+                net = dev.net
+                if vskb.next is None and not net.ptype_all and not dev.ptype_all:
+                    # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
+                    # for one skb and no taps, as in xmit.py
+                    if TIMED:
+                        spend("dev_hard_start_xmit")
+                    rc = dev.ops.ndo_start_xmit(vskb, dev)
+                    if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:
+                        txq.trans_start = net.clock.jiffies  # txq_trans_update()
+                else:
+                    rest, rc = dev_hard_start_xmit(vskb, dev, txq)
                 cpu.xmit_recursion -= 1
                 if rc < NET_XMIT_MASK:  # dev_xmit_complete()
                     if not lltx:
@@ -1027,7 +1077,12 @@ def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
 
 @kernel("skb_scrub_packet")
 def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
-    """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
+    """Clear what must not cross a device/namespace boundary.
+
+    ``dev_forward_skb`` has this written out (keep the two in step).
+
+    Kernel: skb_scrub_packet().
+    """
     skb.pkt_type = PACKET_HOST
     skb.ignore_df = False
     skb.dst_pending_confirm = False
@@ -1059,15 +1114,17 @@ def skb_orphan(skb: SkBuff) -> None:
     skb.sk = None
 
 
-@kernel("net/core/dev.c", "__dev_forward_skb2")
+@kernel("net/core/dev.c", "__dev_forward_skb2", "is_skb_forwardable", "skb_scrub_packet")
 def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     """Prepare *skb* to be received by *dev* (the peer of a pair): scrubbed, its
     Ethernet header pulled and ``skb.protocol`` set.
 
     Returns NET_RX_SUCCESS (0), or NET_RX_DROP (1) when the skb was dropped and counted.
 
-    Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
-    skb_scrub_packet, eth_type_trans).
+    ``is_skb_forwardable`` and ``skb_scrub_packet`` are written out here.
+
+    Kernel: net/core/dev.c, __dev_forward_skb2() / is_skb_forwardable() /
+    skb_scrub_packet() (and eth_type_trans).
     """
     if TIMED:
         spend("__dev_forward_skb2")
@@ -1077,8 +1134,23 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
         dev.stats.rx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return 1  # NET_RX_DROP
-    src = skb.dev
-    skb_scrub_packet(skb, src is None or src.net is not dev.net)
+    # skb_scrub_packet(skb, xnet), written out as skb_scrub_packet above (a frame less
+    # a packet; keep the two in step)
+    skb.pkt_type = PACKET_HOST
+    skb.ignore_df = False
+    skb.dst_pending_confirm = False
+    skb.skb_iif = 0
+    dst = skb.dst
+    if dst is not None:
+        skb.dst = None
+        dst.release()
+    if skb.tstamp:
+        del skb.tstamp
+    skb.cb = None
+    if skb.mark:
+        src = skb.dev
+        if src is None or src.net is not dev.net:  # xnet
+            del skb.mark
     skb.priority = 0  # ____dev_forward_skb(): the peer's qdisc priority is not ours
     skb.protocol = eth_type_trans(skb, dev)  # __dev_forward_skb()
     return 0  # NET_RX_SUCCESS

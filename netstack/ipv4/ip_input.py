@@ -80,12 +80,15 @@ def rt_tos2priority(tos: int) -> int:
     return IP_TOS2PRIO[(tos & 0x1E) >> 1]
 
 
-@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum")
+@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum", "ip_rcv_finish", "ip_rcv_finish_core")
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram.
 
+    ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end.
+
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
-    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum().
+    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / ip_rcv_finish() /
+    ip_rcv_finish_core().
     """
     if TIMED:
         spend("ip_rcv")
@@ -162,15 +165,38 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     else:
         ipext.InCEPkts += 1
     hook = ipv4.nf_prerouting  # NF_HOOK(NFPROTO_IPV4, NF_INET_PRE_ROUTING, …)
-    if hook is not None and not hook(skb):
-        kfree_skb(skb, DropReason.NETFILTER_DROP)
+    if hook is not None:
+        if not hook(skb):
+            kfree_skb(skb, DropReason.NETFILTER_DROP)
+            return
+        buf = skb.buf  # a hook that mangles the header may have made it writable
+    # ip_rcv_finish() / ip_rcv_finish_core(), static functions NF_HOOK's okfn calls
+    # directly, written out as ip_rcv_finish below (a frame less; keep them in step)
+    if skb.dst is None:
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
+        err = ip_route_input_noref(ipv4, skb, daddr, saddr, buf[nh + 1], dev)
+        if err:
+            kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
+            return
+    if vi != 0x45 and not ip_rcv_options(ipv4, skb, dev, ihl):
         return
-    ip_rcv_finish(ipv4, skb, dev)
+    rt: Any = skb.dst
+    rtype = rt.rt_type
+    if rtype == RTN_MULTICAST:
+        ipext.InMcastPkts += 1
+        ipext.InMcastOctets += skb.tail - skb.data
+    elif rtype == RTN_BROADCAST:
+        ipext.InBcastPkts += 1
+        ipext.InBcastOctets += skb.tail - skb.data
+    dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
+    dst_input(skb)
 
 
 @kernel("ip_rcv_finish_core")
 def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     """Route the datagram and process its options.
+
+    ``ip_rcv`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_input.ip6_rcv_finish.
     Kernel: ip_rcv_finish_core().

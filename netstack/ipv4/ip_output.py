@@ -309,21 +309,77 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     return rc
 
 
-@kernel("net/ipv4/ip_output.c", "ip_output")
+@kernel(
+    "net/ipv4/ip_output.c",
+    "ip_output",
+    "ip_finish_output",
+    "__ip_finish_output",
+    "ip_finish_output2",
+)
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes.
 
+    ``ip_finish_output``, ``__ip_finish_output`` and ``ip_finish_output2``
+    are static functions of ``ip_output.c`` the compiler inlines into this,
+    their only caller on this path: they are written out here (two Python
+    frames less a datagram), each with its own charge, and keep their own
+    definitions for ``ip_do_fragment``; keep them in step.
+
     Twin: netstack.ipv6.ip6_output.ip6_output.
-    Kernel: net/ipv4/ip_output.c, ip_output().
+    Kernel: net/ipv4/ip_output.c, ip_output() / ip_finish_output() /
+    __ip_finish_output() / ip_finish_output2().
     """
     if TIMED:
         spend("ip_output")
-    dst: Any = skb.dst
+    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
     ipv4.ip.OutTransmits += 1
-    ipv4.ipext.OutOctets += skb.tail - skb.data
-    skb.dev = dst.dev
+    length = skb.tail - skb.data
+    ipv4.ipext.OutOctets += length
+    skb.dev = dev = rt.dev
     skb.protocol = ETH_P_IP
-    return ip_finish_output(ipv4, skb)
+    # ip_finish_output() / __ip_finish_output(), as ip_finish_output below
+    if TIMED:
+        spend("ip_finish_output")
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = ip_dst_mtu_maybe_forward(ipv4, rt, rt.rt_is_input)
+    else:
+        mtu = dev.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
+    if length > mtu and not skb.gso_size:
+        return ip_fragment(ipv4, skb, mtu)
+    # ip_finish_output2(), as below
+    if TIMED:
+        spend("ip_finish_output2")
+    if skb.data < ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16 and (
+        dev.header_ops is not None
+    ):  # LL_RESERVED_SPACE
+        skb.cow_head(((dev.hard_header_len + dev.needed_headroom) & ~15) + 16)
+    if dev.flags & 0x18:  # IFF_LOOPBACK | IFF_POINTOPOINT: one neighbour, key 0
+        key = 0
+    elif rt.rt_uses_gateway:
+        key = rt.rt_gw4
+    else:
+        key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    arp = ipv4.arp_tbl
+    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    if n is None:
+        n = arp.create(key, dev)
+        if n is None:
+            kfree_skb(skb, DropReason.NEIGH_CREATEFAIL)
+            return -22
+    line = n.line
+    if line is not None:  # timed mode: the lookup reads the entry's first line
+        line.read("ip_finish_output2")
+    if skb.dst_pending_confirm:  # sock_confirm_neigh()
+        sk = skb.sk
+        if sk is not None:
+            sk.dst_pending_confirm = False
+        neigh_confirm(n)
+    # neigh_output(), a static inline of include/net/neighbour.h
+    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
+        return neigh_hh_output(n, skb)
+    return n.output(n, skb)
 
 
 @kernel("ip_mc_output")
@@ -343,6 +399,8 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
 @kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
+
+    ``ip_output`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_output.ip6_finish_output.
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
@@ -485,6 +543,8 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 @kernel("net/ipv4/ip_output.c", "ip_finish_output2")
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
+
+    ``ip_output`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_output.ip6_finish_output2.
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().

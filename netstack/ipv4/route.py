@@ -76,6 +76,7 @@ from netstack.wire.rtnetlink import (
     RTN_THROW,
     RTN_UNICAST,
     RTN_UNREACHABLE,
+    RTNH_F_DEAD,
 )
 
 if TYPE_CHECKING:
@@ -634,13 +635,18 @@ def _mkroute_input_local(
     return rt
 
 
-@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup")
+@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup", "__mkroute_input")
 def ip_route_input_noref(
     ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
 ) -> int:
     """Route a received packet: set ``skb.dst``; 0 or -errno.
 
-    Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup().
+    ``fib_lookup`` (a static inline) with ``fib_table_lookup``, and
+    ``__mkroute_input``'s cached route, are written out (keep them in step
+    with ``Fib.lookup``, ``FibTable.lookup`` and ``_mkroute_input``).
+
+    Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup() /
+    __mkroute_input().
     """
     if TIMED:
         spend("ip_route_input_slow")
@@ -687,7 +693,26 @@ def ip_route_input_noref(
         # fib_lookup(), a static inline of include/net/ip_fib.h, inline as Fib.lookup
         # does it with the tables merged: the main table's walk (local merged in),
         # then the default table on a miss or a throw; the same charges
-        fa = fib.main.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+        # fib_table_lookup() (out of line in fib_trie.c) written out as FibTable.lookup
+        # with no oif, universe scope (a frame less a packet; keep the two in step)
+        if TIMED:
+            spend("fib_table_lookup")
+        fa = None
+        for mask, level in fib.main.tb_data.levels:
+            bucket = level.get(daddr & mask)
+            if bucket:
+                for fa in bucket:
+                    fi = fa.fi
+                    if fi.dead:
+                        continue
+                    nh = fi.nh
+                    if nh is not None and nh.flags & RTNH_F_DEAD:
+                        continue
+                    break
+                else:
+                    fa = None
+                    continue
+                break
         if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
             spend("fib_table_lookup")  # the local table's walk: see Fib.lookup
         if fa is None or fa.type == RTN_THROW:
@@ -702,6 +727,29 @@ def ip_route_input_noref(
         rtype = res.type
         if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
             if in_dev.cnf.forwarding:
+                # __mkroute_input() (static), inline when it takes the nexthop's cached
+                # route (nhc_rth_input): out by another device, no exception, not
+                # from one of our addresses; rt_cache_valid() and dst_hold() inline
+                fnh = res.nh
+                assert fnh is not None
+                rt = fnh.rth_input
+                out_dev = fnh.dev
+                if (
+                    rt is not None
+                    and rt.rt_genid == ipv4.rt_genid
+                    and rt.obsolete == -1
+                    and out_dev is not dev
+                    and not fnh.exceptions
+                    and saddr not in ipv4.inet_addr_lst
+                    and out_dev.ip_ptr is not None
+                ):
+                    rt.refcnt += 1
+                    rt.holds += 1
+                    line = rt.line
+                    if line is not None:
+                        line.write("dst_hold", atomic=True)
+                    skb.dst = rt
+                    return 0
                 return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
         elif rtype == RTN_LOCAL:
             if (

@@ -316,12 +316,24 @@ async def test_bystander_arp_target_routes_once(
         lookups.append(self.id)
         return real(self, *args, **kwargs)
 
+    class Walked(list[Any]):
+        """The main table's (mask, bucket) pairs, noting each walk of them
+        (ip_route_input_noref has fib_table_lookup written out)."""
+
+        def __iter__(self) -> Any:
+            lookups.append(254)
+            return super().__iter__()
+
+    data = ipv4.fib.main.tb_data
+    levels = data.levels
     skb = SkBuff(bytearray(64), 0, 64)
     FibTable.lookup = counting  # type: ignore[method-assign]
+    data.levels = Walked(levels)
     try:
         assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
     finally:
         FibTable.lookup = real  # type: ignore[method-assign]
+        data.levels = levels
     assert lookups == [254]
     rt = skb.dst
     assert isinstance(rt, Rtable) and rt.rt_type == 7 and rt.error == errno.EHOSTUNREACH
