@@ -871,6 +871,7 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
     ``rx_handler`` (a bridge port's ``br_handle_frame``) may consume the skb,
     pass it on, or hand it over for another round. A tag no VLAN device took
     marks the frame ``PACKET_OTHERHOST`` (VID ≠ 0) or is dropped (priority tag).
+    ``napi_gro_receive`` has the common round written out (keep the two in step).
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
@@ -977,22 +978,58 @@ def netif_receive_skb(skb: SkBuff) -> None:
     __netif_receive_skb_core(skb)
 
 
-@kernel("net/core/gro.c", "napi_gro_receive")
+@kernel("net/core/gro.c", "napi_gro_receive", "net/core/dev.c", "__netif_receive_skb_core")
 def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     """Receive through GRO when the Net has an engine and the device NETIF_F_GRO.
 
     Without GRO (this foundation, or a device with ``rx-gro off``) the skb goes
-    straight to :func:`netif_receive_skb`.
+    straight to the receive core, whose common round (no tag, tap or
+    ``rx_handler``) is written out here.
 
-    Kernel: net/core/gro.c, napi_gro_receive().
+    Kernel: net/core/gro.c, napi_gro_receive() / net/core/dev.c,
+    __netif_receive_skb_core().
     """
     if TIMED:
         spend("napi_gro_receive")
     gro = napi.gro
-    if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
+    dev: NetDevice = skb.dev  # type: ignore[assignment]
+    if gro is not None and dev.features & NETIF_F_GRO:
         gro.receive(napi, skb)
-    else:  # netif_elide_gro(): GRO off on this device
+        return
+    # netif_elide_gro(): GRO off on this device. __netif_receive_skb_core()'s one round
+    # with nothing to do in it (no tag, no tap, no rx_handler), written out as there
+    # (a frame less a packet; keep the two in step); any other frame goes there
+    proto = skb.protocol
+    net = dev.net
+    if (
+        proto == 0x8100
+        or proto == 0x88A8
+        or skb.vlan_proto
+        or dev.rx_handler is not None
+        or net.ptype_all
+        or dev.ptype_all
+    ):
         __netif_receive_skb_core(skb)
+        return
+    if TIMED:
+        spend("__netif_receive_skb_core")
+    skb.network_header = skb.data  # skb_reset_network_header
+    if skb.transport_header < 0:
+        skb.transport_header = skb.data
+    skb.skb_iif = dev.ifindex
+    handlers = net.ptype_base.get(proto)  # deliver_ptype_list_skb()
+    if handlers:
+        matched: PacketType | None = None
+        for pt in handlers:
+            if pt.dev is None or pt.dev is dev:
+                if matched is not None:
+                    matched.func(skb.clone(), dev, matched, dev)
+                matched = pt
+        if matched is not None:
+            matched.func(skb, dev, matched, dev)
+            return
+    dev.stats.rx_nohandler += 1
+    kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
 @kernel("process_backlog")

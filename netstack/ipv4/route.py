@@ -85,6 +85,10 @@ if TYPE_CHECKING:
 
 _I: Final = struct.Struct("!I")
 _II: Final = struct.Struct("!II")
+# ip_route_input_noref's martian checks by first octet: 1 for an octet none of them
+# looks at (not 0/8, 127/8, 224/4, 240/4 or 255): a source and a destination both
+# so pass them all with one test
+_UNICAST_OCTET: Final = bytes(1 if 0 < o < 224 and o != 127 else 0 for o in range(256))
 
 __all__ = [
     "Flowi4",
@@ -657,35 +661,38 @@ def ip_route_input_noref(
     # the first octets: small ints, where masks above 2**30 take CPython's slow path
     s8 = saddr >> 24
     d8 = daddr >> 24
-    if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
-        ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
-        return _brd_input(ipv4, skb, dev, saddr)
-    if s8 == 0:
-        # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
-        ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if d8 == 0:
-        ipv4.martian_destination(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if (
-        (d8 == 127 or s8 == 127)
-        and not dev.flags & IFF_LOOPBACK
-        and not in_dev.orconf("route_localnet")
-    ):
-        if d8 == 127:
-            ipv4.martian_destination(skb, daddr, saddr, dev)
-        else:
+    if not (_UNICAST_OCTET[s8] and _UNICAST_OCTET[d8]):
+        # one of them is in 0/8, 127/8, 224/3 or 255/8: the checks one by one (two
+        # unicast octets pass them all)
+        if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
             ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if 224 <= d8 < 240:
-        # ip_route_input_rcu()'s multicast branch: ours only if the device joined
-        # the group (no multicast routing: mc_forwarding is never set)
-        proto = skb.buf[skb.network_header + 9]
-        if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
-            return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
-        return -errno.EINVAL
+            return -errno.EINVAL
+        if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
+            return _brd_input(ipv4, skb, dev, saddr)
+        if s8 == 0:
+            # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
+            ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if d8 == 0:
+            ipv4.martian_destination(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if (
+            (d8 == 127 or s8 == 127)
+            and not dev.flags & IFF_LOOPBACK
+            and not in_dev.orconf("route_localnet")
+        ):
+            if d8 == 127:
+                ipv4.martian_destination(skb, daddr, saddr, dev)
+            else:
+                ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if 224 <= d8 < 240:
+            # ip_route_input_rcu()'s multicast branch: ours only if the device joined
+            # the group (no multicast routing: mc_forwarding is never set)
+            proto = skb.buf[skb.network_header + 9]
+            if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
+                return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
+            return -errno.EINVAL
     fib = ipv4.fib
     if fib.fib_has_custom_rules:
         res = fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
