@@ -94,6 +94,7 @@ from netstack.core.vlan_core import skb_vlan_untag, vlan_do_receive
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
 from netstack.sites import TIMED, kernel, spend
+from netstack.wire.ethernet import ETH_P_802_3_MIN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net, PacketType
@@ -1151,17 +1152,25 @@ def skb_orphan(skb: SkBuff) -> None:
     skb.sk = None
 
 
-@kernel("net/core/dev.c", "__dev_forward_skb2", "is_skb_forwardable", "skb_scrub_packet")
+@kernel(
+    "net/core/dev.c",
+    "__dev_forward_skb2",
+    "is_skb_forwardable",
+    "skb_scrub_packet",
+    "net/ethernet/eth.c",
+    "eth_type_trans",
+)
 def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     """Prepare *skb* to be received by *dev* (the peer of a pair): scrubbed, its
     Ethernet header pulled and ``skb.protocol`` set.
 
     Returns NET_RX_SUCCESS (0), or NET_RX_DROP (1) when the skb was dropped and counted.
 
-    ``is_skb_forwardable`` and ``skb_scrub_packet`` are written out here.
+    ``is_skb_forwardable``, ``skb_scrub_packet`` and, for a unicast frame,
+    ``eth_type_trans`` are written out here.
 
     Kernel: net/core/dev.c, __dev_forward_skb2() / is_skb_forwardable() /
-    skb_scrub_packet() (and eth_type_trans).
+    skb_scrub_packet(); net/ethernet/eth.c, eth_type_trans().
     """
     if TIMED:
         spend("__dev_forward_skb2")
@@ -1189,5 +1198,24 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
         if src is None or src.net is not dev.net:  # xnet
             del skb.mark
     skb.priority = 0  # ____dev_forward_skb(): the peer's qdisc priority is not ours
-    skb.protocol = eth_type_trans(skb, dev)  # __dev_forward_skb()
+    # __dev_forward_skb(): eth_type_trans() (out of line in eth.c), written out for a
+    # unicast frame of Ethernet II as netstack.core.ethernet has it (a frame less a
+    # packet; keep the two in step); a group address or an 802.3 length goes there
+    buf = skb.buf
+    d = skb.data
+    if buf[d] & 1:
+        skb.protocol = eth_type_trans(skb, dev)
+        return 0
+    proto = (buf[d + 12] << 8) | buf[d + 13]
+    if proto < ETH_P_802_3_MIN:
+        skb.protocol = eth_type_trans(skb, dev)
+        return 0
+    if TIMED:
+        spend("eth_type_trans")
+    skb.dev = dev
+    skb.mac_header = d
+    skb.data = d + 14  # ETH_HLEN
+    if buf[d : d + 6] != dev.dev_addr:
+        skb.pkt_type = PACKET_OTHERHOST
+    skb.protocol = proto
     return 0  # NET_RX_SUCCESS

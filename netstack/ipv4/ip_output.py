@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import dev_loopback_xmit
+from netstack.core.dev import dev_loopback_xmit, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -63,6 +63,9 @@ _H: Final = struct.Struct("!H")
 _IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
 _from_bytes: Final = int.from_bytes
 _I: Final = struct.Struct("!I")
+# neigh_hh_output()'s fixed 16-byte copy of a cached header (HH_DATA_MOD), from the
+# front of hh_data with no slice made
+_HH_BLOCK: Final = struct.Struct("16s").pack_into
 # IPV4_HDR under a name assigned here: CPython 3.11 compiles ``imported_name.method(...)``
 # as an attribute load that builds a bound method per call; this gets the specialised call.
 _IPV4_HDR: Final = IPV4_HDR
@@ -315,6 +318,9 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     "ip_finish_output",
     "__ip_finish_output",
     "ip_finish_output2",
+    "include/net/neighbour.h",
+    "neigh_output",
+    "neigh_hh_output",
 )
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes.
@@ -323,11 +329,14 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     are static functions of ``ip_output.c`` the compiler inlines into this,
     their only caller on this path: they are written out here (two Python
     frames less a datagram), each with its own charge, and keep their own
-    definitions for ``ip_do_fragment``; keep them in step.
+    definitions for ``ip_do_fragment``; keep them in step. So is the
+    common case of ``neigh_hh_output`` (a static inline of
+    ``neighbour.h``; ``netstack.neigh.neighbour`` has the function).
 
     Twin: netstack.ipv6.ip6_output.ip6_output.
     Kernel: net/ipv4/ip_output.c, ip_output() / ip_finish_output() /
-    __ip_finish_output() / ip_finish_output2().
+    __ip_finish_output() / ip_finish_output2(); include/net/neighbour.h,
+    neigh_output() / neigh_hh_output().
     """
     if TIMED:
         spend("ip_output")
@@ -376,9 +385,21 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
         if sk is not None:
             sk.dst_pending_confirm = False
         neigh_confirm(n)
-    # neigh_output(), a static inline of include/net/neighbour.h
-    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
-        return neigh_hh_output(n, skb)
+    # neigh_output() and neigh_hh_output(), static inlines of include/net/neighbour.h:
+    # with the hh_fast_copy patch a cached header of at most 16 bytes goes in as one
+    # 16-byte block (copied by a Struct, no slice made), else neigh_hh_output itself
+    if n.nud_state & NUD_CONNECTED:
+        hh = n.hh
+        hh_len = hh.hh_len
+        if hh_len:
+            tbl = n.tbl
+            data = skb.data
+            if hh_len <= 16 and data >= 16 and tbl.hh_fast_copy:
+                _HH_BLOCK(skb.buf, data - 16, hh.hh_data)
+                tbl.hh_fast_copies += 1
+                skb.data = data - hh_len
+                return dev_queue_xmit(skb)
+            return neigh_hh_output(n, skb)
     return n.output(n, skb)
 
 
