@@ -632,10 +632,10 @@ def ip_route_output(
 def _mkroute_input_local(
     ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int, res: FibResult | None
 ) -> Rtable:
-    rt = Rtable(ipv4, ipv4.loopback_dev, flags | RTCF_LOCAL, rtype)
+    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, flags | RTCF_LOCAL, rtype)
     rt.rt_is_input = True
     rt.rt_iif = dev.ifindex
-    rt.output = ipv4.ip_rt_bug
+    rt.output = dst_ip_rt_bug
     return rt
 
 
@@ -798,12 +798,13 @@ def ip_route_input_noref(
     if TIMED:
         spend("ip_route_input_slow")
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
-    rt = Rtable(ipv4, ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
+    # net->loopback_dev: the property's cached device read directly (a frame less)
+    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
     rt.rt_flags = 0  # &= ~RTCF_LOCAL
     rt.rt_is_input = True
     rt.rt_iif = dev.ifindex
-    rt.input = ipv4.ip_error
-    rt.output = ipv4.ip_rt_bug
+    rt.input = dst_ip_error
+    rt.output = dst_ip_rt_bug
     rt.error = err
     skb.dst = rt
     return 0
@@ -814,7 +815,7 @@ def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
     ipv4.in_no_route += 1  # fib_lookup()'s error goes to no_route too
     rt = _mkroute_input_local(ipv4, dev, 0, rtype, None)
     rt.rt_flags &= ~RTCF_LOCAL
-    rt.input = ipv4.ip_error
+    rt.input = dst_ip_error
     rt.error = err
     skb.dst = rt
     return 0
@@ -896,6 +897,24 @@ def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
 # ---------------------------------------------------------------------------
 # Errors, PMTU, link failure
 # ---------------------------------------------------------------------------
+
+
+def dst_ip_error(skb: SkBuff) -> int:
+    """``dst.input`` of unreachable and reject routes: :func:`ip_error` of the
+    route's namespace. The kernel's ``ip_error(skb)`` finds the net from the
+    route's device; a function of the skb alone, like it, is shared by every
+    namespace, where a method bound per route or per namespace is not."""
+    rt: Any = skb.dst
+    return ip_error(rt.ipv4, skb)
+
+
+def dst_ip_rt_bug(skb: SkBuff) -> int:
+    """``dst.output`` of input routes: ``Ipv4.ip_rt_bug`` of the route's
+    namespace (the kernel's ``ip_rt_bug(net, sk, skb)``), shared as
+    :func:`dst_ip_error` is."""
+    rt: Any = skb.dst
+    rc: int = rt.ipv4.ip_rt_bug(skb)
+    return rc
 
 
 @kernel("ip_error")
