@@ -37,6 +37,20 @@ it once it has grown by a quarter, at most every ``threshold2`` = 10
 collections of the middle one) traversed it in full over and over: 30 % of the
 CPU time of 10,000 hosts pinging at once (ten full collections). While a lab
 is frozen the oldest generation's threshold is 100 (``LAB_GC_THRESHOLD2``).
+The young collections cost as much again: a young collection traverses what
+was allocated since the last one and is still alive, and an skb in flight or a
+ping's task lives across a few hundred allocations, so with CPython's
+``threshold0`` of 700 nearly every one of the 400,000 skbs that 10,000 pings
+have in flight at once was traversed twice (young, then middle generation),
+each visit touching its device and buffer in a gigabyte heap: 1,400 young
+collections, 2.5–3 s of that phase's CPU time, whatever ``threshold0`` between
+700 and 10,000. While a lab is frozen ``threshold0`` is 100,000
+(``LAB_GC_THRESHOLD0``): a young collection waits for 100,000 more live
+container objects than the last one left, and most of what a packet
+allocates is freed (by reference counting) before that. The same phase makes
+ten young collections (0.85 s), and a ``gc.collect()`` after it finds no
+cyclic garbage at all: the bound is what a lab may hold uncollected, 100,000
+objects (a few tens of MB).
 Freezing and the thresholds belong to the interpreter, not to one lab: the
 last open lab to close unfreezes and puts the caller's thresholds back (if
 nobody changed them meanwhile), even when closing its adapters fails.
@@ -133,12 +147,13 @@ class Lab:
             trio.lowlevel.remove_instrument(instrument)
         if freeze:
             gc.freeze()  # the lab is long-lived: out of the collector's traversals
-            if not self._froze:  # and the oldest generation collected less often
+            if not self._froze:  # and the young and oldest generations collected less often
                 _FROZEN.labs += 1
                 t0, t1, t2 = gc.get_threshold()
-                if _FROZEN.labs == 1 and t2 < LAB_GC_THRESHOLD2:
+                lab = _lab_threshold(t0, t1, t2)
+                if _FROZEN.labs == 1 and lab != (t0, t1, t2):
                     _FROZEN.threshold = (t0, t1, t2)
-                    gc.set_threshold(t0, t1, LAB_GC_THRESHOLD2)
+                    gc.set_threshold(*lab)
             self._froze = True
         gc.enable()
 
@@ -154,7 +169,7 @@ class Lab:
             return
         gc.unfreeze()
         saved, _FROZEN.threshold = _FROZEN.threshold, None
-        if saved is not None and gc.get_threshold() == (*saved[:2], LAB_GC_THRESHOLD2):
+        if saved is not None and gc.get_threshold() == _lab_threshold(*saved):
             gc.set_threshold(*saved)
 
     def add_host(
@@ -602,8 +617,17 @@ async def open_lab(
             raise leaf from None
 
 
+LAB_GC_THRESHOLD0: Final = 100_000
+"""The collector's ``threshold0`` while a lab is frozen (CPython's default: 700)."""
+
 LAB_GC_THRESHOLD2: Final = 100
 """The collector's ``threshold2`` while a lab is frozen (CPython's default: 10)."""
+
+
+def _lab_threshold(t0: int, t1: int, t2: int) -> tuple[int, int, int]:
+    """The collector's thresholds while a lab is frozen, from the caller's: a
+    caller's higher ones are left alone (a 0, no automatic collection, stays 0)."""
+    return (max(t0, LAB_GC_THRESHOLD0) if t0 else 0, t1, max(t2, LAB_GC_THRESHOLD2))
 
 
 class _FrozenLabs:
