@@ -29,7 +29,7 @@ from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
-from netstack.ipv4.route import Rtable, ip_route_input_noref
+from netstack.ipv4.route import Rtable, dst_ip_error, dst_ip_rt_bug, ip_route_input_noref
 from netstack.wire.ipv4 import aton
 from netstack.wire.rtnetlink import RTN_UNICAST
 
@@ -346,22 +346,44 @@ async def test_bystander_arp_target_routes_once(
         lookups.append(self.id)
         return real(self, *args, **kwargs)
 
+    class Walked(list[Any]):
+        """The main table's (mask, bucket) pairs, noting each walk of them
+        (ip_route_input_noref has fib_table_lookup written out)."""
+
+        def __iter__(self) -> Any:
+            lookups.append(254)
+            return super().__iter__()
+
+    data = ipv4.fib.main.tb_data
+    levels = data.levels
     skb = SkBuff(bytearray(64), 0, 64)
     FibTable.lookup = counting  # type: ignore[method-assign]
+    data.levels = Walked(levels)
     try:
         assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
     finally:
         FibTable.lookup = real  # type: ignore[method-assign]
+        data.levels = levels
     assert lookups == [254]
     rt = skb.dst
     assert isinstance(rt, Rtable) and rt.rt_type == 7 and rt.error == errno.EHOSTUNREACH
-    assert rt.input == ipv4.ip_error and rt.output == ipv4.ip_rt_bug
+    assert rt.input is dst_ip_error and rt.output is dst_ip_rt_bug
     assert ipv4.in_no_route == 1
     skb.dst = None
     second = SkBuff(bytearray(64), 0, 64)
     ip_route_input_noref(ipv4, second, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
     assert second.dst is not rt  # not cached: the kernel allocates one each time
     assert ipv4.in_no_route == 2
+    # the shared input and output reach this namespace's ip_error (not forwarding,
+    # -EHOSTUNREACH: InAddrErrors, dropped) and ip_rt_bug (dropped)
+    second.dev = d0
+    assert second.dst.input(second) == 0  # type: ignore[union-attr]
+    assert ipv4.ip.InAddrErrors == 1
+    third = SkBuff(bytearray(64), 0, 64)
+    third.dev = d0
+    ip_route_input_noref(ipv4, third, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
+    assert third.dst.output(third) == 0  # type: ignore[union-attr]
+    assert h.drops() == {"IP_INADDRERRORS": 1, "NOT_SPECIFIED": 1}
 
 
 async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
