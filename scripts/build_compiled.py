@@ -110,8 +110,10 @@ _RARE_SKB_FIELDS = skb_rare_fields()
 PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/core/dev.py",
-        "        del skb.tstamp\n    skb.cb = None\n    if xnet and skb.mark:\n        del skb.mark\n",
-        "        skb.tstamp = 0.0\n    skb.cb = None\n    if xnet and skb.mark:\n        skb.mark = 0\n",
+        "        del skb.tstamp\n    skb.cb = None\n"
+        "    if xnet and skb.mark:\n        del skb.mark\n",
+        "        skb.tstamp = 0.0\n    skb.cb = None\n"
+        "    if xnet and skb.mark:\n        skb.mark = 0\n",
         "a native attribute cannot be deleted back to its class default (skb_scrub_packet)",
     ),
     (
