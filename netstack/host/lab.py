@@ -79,7 +79,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -619,7 +619,7 @@ async def open_lab(
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.
-    with trio_deterministic(), _trio_generator():
+    with trio_deterministic():
         try:
             async with trio.open_nursery() as nursery:
                 lab = Lab(
@@ -715,23 +715,6 @@ def seed_trio_scheduler(seed: int, *, shuffle: bool = True) -> None:
         setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in Trio)
     except (ImportError, AttributeError):  # pragma: no cover - a future Trio
         pass
-
-
-@contextlib.contextmanager
-def _trio_generator() -> Iterator[None]:
-    """Put Trio's scheduling generator back when the lab closes (a lab opened
-    with ``shuffle=False`` replaces it)."""
-    try:
-        import trio._core._run as _run
-
-        saved = _run._r
-    except (ImportError, AttributeError):  # pragma: no cover - a future Trio
-        yield
-        return
-    try:
-        yield
-    finally:
-        _run._r = saved
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
