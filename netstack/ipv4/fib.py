@@ -797,6 +797,9 @@ class Fib:
         """``ip route add|replace|append``. Kernel: fib_create_info() + fib_table_insert()."""
         if cfg.dst & ~MASKS[cfg.dst_len]:
             raise ConfigError("Error: Invalid prefix for given prefix length.", errno.EINVAL)
+        # inet_rtm_newroute() makes the table before fib_table_insert() checks the
+        # route: an add that fails below still leaves an (empty) table behind.
+        table = self.fib_new_table(cfg.table)
         if cfg.type > RTN_XRESOLVE or FIB_PROPS_SCOPE[cfg.type] > cfg.scope:
             raise ConfigError("Error: Invalid scope.", errno.EINVAL)
         nh: FibNh | None = None
@@ -830,7 +833,6 @@ class Fib:
             mtu_lock=cfg.mtu_lock,
         )
         fi.fastopen_no_cookie = cfg.fastopen_no_cookie
-        table = self.fib_new_table(cfg.table)
         fa = FibAlias(table.id, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
         table.insert(fa, cfg.nlflags)
         self.changed()

@@ -184,11 +184,41 @@ ADDR_TYPE = [
     ("route flush table default", ""),
 ]
 
+# inet_rtm_newroute() makes the table before fib_table_insert() checks the route,
+# so an add refused there leaves the table behind, empty; only rtm_to_fib_config's
+# prefix check comes first
+FAILED_ADD = [
+    ("route add 10.9.0.0/24 dev lo src 10.7.7.7 table default", "Error: Invalid prefsrc address."),
+    ("route show table default", ""),
+    ("route add 10.9.0.0/24 via 10.99.0.1 table 102", "Error: Nexthop has invalid gateway."),
+    ("route show table 102", ""),
+    (
+        "route add 10.9.0.0/24 dev d0 scope host via 10.1.0.2 table 111",
+        "Error: Route with host scope can not have a gateway.",
+    ),
+    ("route show table 111", ""),
+    ("route add local 10.9.0.0/24 dev d0 scope global table 115", "Error: Invalid scope."),
+    ("route show table 115", ""),
+    (
+        "route add blackhole 10.9.0.0/24 dev d0 table 112",
+        "Error: Gateway, device and multipath can not be specified for this route type.",
+    ),
+    ("route show table 112", ""),
+    (
+        "route add 10.9.0.0/24 dev d0 onlink table 113",
+        "Error: Invalid flags for nexthop - PERVASIVE and ONLINK can not be set.",
+    ),
+    ("route show table 113", ""),
+    ("route add 10.9.0.1/24 dev d0 table 114", "Error: Invalid prefix for given prefix length."),
+    ("route show table 114", "Error: ipv4: FIB table does not exist.\nDump terminated"),
+]
+
 SCENARIOS = [
     (SETUP, SESSION),
     (SHADOW_SETUP, SHADOW),
     (SHADOW_SETUP, RULES),
     (SHADOW_SETUP, ADDR_TYPE),
+    (SHADOW_SETUP, FAILED_ADD),
 ]
 
 
