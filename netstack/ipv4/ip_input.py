@@ -265,12 +265,17 @@ def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
     return True
 
 
-@kernel("ip_local_deliver")
+@kernel("ip_local_deliver", "ip_local_deliver_finish", "ip_protocol_deliver_rcu")
 def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     """Reassemble, then deliver to the transport protocol.
 
+    ``ip_local_deliver_finish`` (static, NF_HOOK's okfn) and the
+    ``ip_protocol_deliver_rcu`` it calls are written out at the end: pull the
+    IP header and call the protocol handler (a frame less a datagram).
+
     Twin: netstack.ipv6.ip6_input.ip6_input.
-    Kernel: ip_local_deliver().
+    Kernel: ip_local_deliver() / ip_local_deliver_finish() /
+    ip_protocol_deliver_rcu().
     """
     if TIMED:
         spend("ip_local_deliver")
@@ -283,18 +288,13 @@ def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
         if skb2 is None:
             return 0
         skb = skb2
-    return ip_local_deliver_finish(ipv4, skb)
-
-
-@kernel("ip_protocol_deliver_rcu")
-def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Pull the IP header and call the protocol handler. Kernel: ip_protocol_deliver_rcu()."""
-    buf = skb.buf
-    nh = skb.network_header
-    ihl = skb.transport_header - nh
+        buf = skb.buf
+        nh = skb.network_header
+    # ip_local_deliver_finish() / ip_protocol_deliver_rcu()
+    th = skb.transport_header
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_postpull_rcsum()
-        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, nh + ihl))
-    skb.data = nh + ihl
+        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, th))
+    skb.data = th
     protocol = buf[nh + 9]
     raw_handled = ipv4.raw_sockets and ipv4.raw_local_deliver(skb, protocol)
     handler = ipv4.inet_protos.get(protocol)
