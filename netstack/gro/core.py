@@ -53,7 +53,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.sites import kernel
-from netstack.wire.checksum import csum_add, csum_fold, csum_partial
+from netstack.wire.checksum import csum_partial
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -154,6 +154,9 @@ class NapiGroCb:
         self.proto = 0
 
 
+_napi_gro_cb_init: Final = NapiGroCb.__init__
+
+
 @attrs.frozen
 class GroStats:
     """Counters of one NAPI instance's GRO (netstack's; the kernel has tracepoints).
@@ -211,10 +214,14 @@ class GroNode:
         "net",
         "normal",
         "received",
+        "spare",
     )
 
     def __init__(self, napi: Napi) -> None:
         self.napi = napi
+        # the NapiGroCb of the last packet passed up unmerged, zeroed again for
+        # the next one (the kernel's NAPI_GRO_CB lives in skb->cb: no allocation)
+        self.spare: NapiGroCb | None = None
         self.net: Net = napi.net
         # gro_hash[], made on first use: a device with GRO off (every veth by
         # default) never holds an skb, and eight empty lists are 570 bytes
@@ -258,7 +265,13 @@ class GroNode:
             return GRO_NORMAL
         data = skb.data
         skb.network_header = data
-        cb = skb.cb = NapiGroCb(data)
+        cb = self.spare
+        if cb is None:
+            cb = NapiGroCb(data)
+        else:
+            self.spare = None
+            _napi_gro_cb_init(cb, data)
+        skb.cb = cb
         if skb.gso_size:
             cb.count = skb.gso_segs or 1
             # only TCP GSO skbs from a trusted source may be aggregated
@@ -285,6 +298,7 @@ class GroNode:
             return GRO_MERGED
         if cb.flush:
             skb.cb = None
+            self.spare = cb
             self.normal += 1
             netif_receive_skb(skb)  # napi_skb_finish(GRO_NORMAL): gro_normal_one()
             return GRO_NORMAL
@@ -432,7 +446,13 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     return 0
 
 
-@kernel("include/net/gro.h", "__skb_gro_checksum_validate", "__skb_gro_checksum_complete")
+@kernel(
+    "include/net/gro.h",
+    "__skb_gro_checksum_validate",
+    "__skb_gro_checksum_complete",
+    "include/linux/skbuff.h",
+    "__skb_incr_checksum_unnecessary",
+)
 def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     """Check an L4 checksum during GRO; True if it is good (or need not be checked).
 
@@ -441,38 +461,42 @@ def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     that summed the packet (CHECKSUM_COMPLETE) is checked by folding; a
     locally built packet (CHECKSUM_PARTIAL) needs nothing; otherwise the sum
     is computed here — the per-byte cost the seeds talk about — and the skb
-    becomes CHECKSUM_UNNECESSARY so the stack does not sum it again.
+    becomes CHECKSUM_UNNECESSARY so the stack does not sum it again. The
+    static inlines are written in: ``csum_add`` and ``csum_fold`` of the
+    pseudo-header and the data's sum (good when they fold to 0xFFFF, i.e. a
+    non-zero multiple of 0xFFFF) and ``__skb_incr_checksum_unnecessary``.
 
     Kernel: include/net/gro.h, __skb_gro_checksum_validate() /
-    __skb_gro_checksum_complete().
+    __skb_gro_checksum_complete(); include/linux/skbuff.h,
+    __skb_incr_checksum_unnecessary().
     """
     cb: NapiGroCb = skb.cb
-    if skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off:
+    summed = skb.ip_summed
+    if summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off:
         return True
     if cb.csum_cnt > 0:
         cb.csum_cnt -= 1  # skb_gro_incr_csum_unnecessary()
         return True
-    if cb.csum_valid and not csum_fold(csum_add(pseudo, cb.csum)):
-        _incr_csum_unnecessary(skb, cb)
-        return True
-    wsum = csum_partial(skb.buf, cb.off, skb.tail)
-    if csum_fold(csum_add(pseudo, wsum)):
-        return False
-    cb.csum = wsum
-    cb.csum_valid = 1
-    _incr_csum_unnecessary(skb, cb)
-    return True
-
-
-@kernel("include/linux/skbuff.h", "__skb_incr_checksum_unnecessary")
-def _incr_csum_unnecessary(skb: SkBuff, cb: NapiGroCb) -> None:
-    """Kernel: include/linux/skbuff.h, __skb_incr_checksum_unnecessary()."""
-    if skb.ip_summed == CHECKSUM_UNNECESSARY:
+    if cb.csum_valid:
+        total = pseudo + cb.csum
+        valid = total and not total % 0xFFFF  # !csum_fold(csum_add(pseudo, csum))
+    else:
+        valid = False
+    if not valid:
+        wsum = csum_partial(skb.buf, cb.off, skb.tail)
+        total = pseudo + wsum
+        if not total or total % 0xFFFF:  # csum_fold(csum_add(pseudo, wsum)) != 0
+            return False
+        cb.csum = wsum
+        cb.csum_valid = 1
+    # __skb_incr_checksum_unnecessary(), inline
+    if summed == CHECKSUM_UNNECESSARY:
         if skb.csum_level < 3:
             skb.csum_level += 1
-    elif skb.ip_summed == CHECKSUM_NONE:
+    elif summed == CHECKSUM_NONE:
         skb.ip_summed = CHECKSUM_UNNECESSARY
         skb.csum_level = 0
+    return True
 
 
 @kernel("net/core/gro.c", "gro_init")

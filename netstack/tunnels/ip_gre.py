@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -159,6 +160,10 @@ class IpGreNet:
     def __init__(self, ipgre: IpTunnelNet, tap: IpTunnelNet) -> None:
         self.ipgre = ipgre
         self.tap = tap
+        # gre_rcv's struct tnl_ptk_info, a stack variable in the kernel: one
+        # scratch per Net (receive never re-enters: the tunnel queues the inner
+        # packet on its GRO cell)
+        self.rx_tpi = TnlPtkInfo()
 
 
 def ipgre_net_of(net: Net) -> IpGreNet:
@@ -589,17 +594,19 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
 
 
 @kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
-def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
+def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
     """GRE version 0 received.
 
     *ign* is the module's per-Net state, bound when the handler is registered
-    (the kernel's per-Net lookup is an array index).
+    (the kernel's per-Net lookup is an array index; a bound method, one call,
+    where a ``partial`` is two).
 
     Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv().
     """
     if TIMED:
         spend("gre_rcv")
-    tpi = TnlPtkInfo()
+    tpi = ign.rx_tpi
+    tpi.csum_err = False  # what gre_parse_header leaves alone without a checksum
     hdr_len = gre_parse_header(skb, tpi)
     if hdr_len < 0:
         kfree_skb(skb, DropReason.GRE_INVALID)
@@ -608,7 +615,7 @@ def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
     if __ipgre_rcv(skb, tpi, itn, hdr_len):
         return 0
     if not tpi.csum_err:
-        ipv4_of(net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
+        ipv4_of(ign.ipgre.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
     kfree_skb(skb, DropReason.IP_TUNNEL_NO_MATCH)
     return 0
 
@@ -691,7 +698,7 @@ def ipgre_init_net(net: Net) -> None:
     ipgre_itn = IpTunnelNet(net, "gre", ARPHRD_IPGRE, ipgre_tunnel_ctl)
     tap_itn = IpTunnelNet(net, "gretap", ARPHRD_ETHER, ipgre_tunnel_ctl)
     ign = _IPGRE_NET.set(net, IpGreNet(ipgre_itn, tap_itn))
-    gre_add_protocol(net, GreProtocol(partial(ipgre_rcv_v0, net, ign), partial(ipgre_err, net)), 0)
+    gre_add_protocol(net, GreProtocol(MethodType(ipgre_rcv_v0, ign), partial(ipgre_err, net)), 0)
     rtnl_link_register(
         net,
         RtnlLinkOps(

@@ -780,7 +780,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         return
     df = tnl_params.frag_off
     if payload_protocol == ETH_P_IP and not t.ignore_df:
-        df |= ((buf[inner_nh + 6] << 8) | buf[inner_nh + 7]) & IP_DF
+        df |= (buf[inner_nh + 6] & 0x40) << 8  # frag_off & htons(IP_DF)
     if tnl_update_pmtu(dev, skb, rt, df, inner_nh):
         rt.release()
         stats.tx_errors += 1

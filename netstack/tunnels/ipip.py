@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -352,7 +353,7 @@ def ipip_init_net(net: Net) -> None:
     _IPIP_NET.set(net, itn)
     xfrm4_tunnel_register(
         net,
-        XfrmTunnel(partial(ipip_tunnel_rcv_v4, itn), partial(ipip_err, net), priority=1),
+        XfrmTunnel(MethodType(ipip_tunnel_rcv_v4, itn), partial(ipip_err, net), priority=1),
         AF_INET,
     )
     rtnl_link_register(

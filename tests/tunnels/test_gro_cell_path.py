@@ -21,11 +21,14 @@ import netstack
 import netstack.ipv4.offload as offload
 from netstack.core import gro_cells
 from netstack.core.dev import netif_receive_skb
+from netstack.core.net import PacketOffload
 from netstack.core.skbuff import CHECKSUM_UNNECESSARY, SkBuff
 from netstack.gro import core as gro_core
-from netstack.gro.core import GroNode
+from netstack.gro.core import GRO_NORMAL, GroNode
 from netstack.host import Port
 from netstack.socket import IP_TOS, IPPROTO_IP
+from netstack.wire import gre
+from netstack.wire.gre import GRE_CSUM, GRE_KEY
 
 
 def tunnel(lab: netstack.Lab, kind: str) -> tuple[netstack.Host, netstack.Host]:
@@ -212,3 +215,91 @@ async def test_decapsulation_folds_the_outer_ecn_field_in(
     with trio.fail_after(1):
         data, peer = await sock.recvfrom(100)
     assert (data, peer) == (b"in", ("10.9.0.2", 4000))
+
+
+async def test_every_packet_starts_gro_with_a_zeroed_cb(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The NapiGroCb of a packet passed up unmerged is zeroed for the next one."""
+    _, h = tunnel(lab, "ipip")
+    dev = h.dev("t1")
+    node = GroNode(dev.napi_list[0])
+    seen: list[tuple[int, ...]] = []
+
+    def gro_receive(head: list[SkBuff], skb: SkBuff) -> None:
+        cb = skb.cb
+        fields = (cb.off, cb.flush, cb.flush_id, cb.count, cb.same_flow, cb.free)
+        seen.append((*fields, cb.encap_mark, cb.is_atomic, cb.recursion_counter, cb.csum_cnt))
+        # what an offload leaves behind on a packet it flushes
+        cb.flush, cb.flush_id, cb.encap_mark, cb.is_atomic = 1, 0xFFFF, 1, 0
+        cb.recursion_counter, cb.csum_cnt, cb.off = 3, 2, cb.off + 20
+
+    h.net.dev_add_offload(PacketOffload(0x88B5, gro_receive=gro_receive))
+    for _ in range(3):
+        skb = SkBuff(bytearray(60), 14, 60)
+        skb.protocol = 0x88B5
+        skb.dev = dev
+        assert node.receive(node.napi, skb) == GRO_NORMAL and skb.cb is None
+    assert seen == [(14, 0, 0, 1, 0, 0, 0, 1, 0, 0)] * 3
+    s = node.statistics()
+    assert (s.received, s.normal, s.held) == (3, 3, 0)
+
+
+async def test_a_checksum_error_does_not_stick_to_the_next_gre_packet(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """gre_rcv's tnl_ptk_info is scratch reused per packet: a bad C-flagged packet's
+    csum_err must not reach the next packet, which has no checksum."""
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)
+    h.ip("link set eth0 address 02:00:00:00:00:01 up")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    for i, opts in ((1, "key 5"), (2, "key 6 csum")):
+        h.ip(f"link add gre{i} type gre remote 192.0.2.2 local 192.0.2.1 {opts}")
+        h.ip(f"link set gre{i} up")
+        h.ip(f"addr add 10.9.{i}.1/30 dev gre{i}")
+    sock = h.socket()
+    await sock.bind(("0.0.0.0", 5000))
+
+    def inner(i: int, payload: bytes) -> bytes:
+        udp = dpkt.udp.UDP(sport=4000, dport=5000, data=payload)
+        udp.ulen = 8 + len(payload)
+        src, dst = bytes([10, 9, i, 2]), bytes([10, 9, i, 1])
+        return bytes(dpkt.ip.IP(src=src, dst=dst, p=17, ttl=64, data=udp))
+
+    def frame(gre_bytes: bytes) -> bytes:
+        ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=47, ttl=64, data=gre_bytes)
+        return bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip))
+
+    bad = bytearray(gre.pack(GRE_KEY | GRE_CSUM, 0x0800, inner(2, b"bad"), key=6))
+    bad[5] ^= 0x01
+    await port.send(frame(bytes(bad)))
+    await port.send(frame(gre.pack(GRE_KEY, 0x0800, inner(1, b"good"), key=5)))
+    with trio.fail_after(1):
+        data, peer = await sock.recvfrom(100)
+    assert (data, peer) == (b"good", ("10.9.1.2", 4000))
+    g1, g2 = h.dev("gre1").statistics(), h.dev("gre2").statistics()
+    assert (g1.rx_packets, g1.rx_crc_errors, g2.rx_packets, g2.rx_crc_errors) == (1, 0, 0, 1)
+
+
+async def test_a_gre_packet_for_no_tunnel_is_answered_port_unreachable(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """ipgre_rcv's no-match path (the handler bound to the Net's ip_gre state)."""
+    h = lab.add_host("h", sysctls=IPV4_ONLY)
+    port = lab.add_port("h:eth0", up=False)
+    h.ip("link set eth0 address 02:00:00:00:00:01 up")
+    h.ip("addr add 192.0.2.1/24 dev eth0")
+    h.ip("neigh add 192.0.2.2 lladdr 02:00:00:00:00:02 dev eth0 nud permanent")
+    h.ip("link add gre1 type gre remote 192.0.2.2 local 192.0.2.1 key 5")
+    h.ip("link set gre1 up")
+    inner = bytes(dpkt.ip.IP(src=bytes([10, 9, 1, 2]), dst=bytes([10, 9, 1, 1]), p=17, ttl=64))
+    gre_bytes = gre.pack(GRE_KEY, 0x0800, inner, key=9)  # no tunnel has key 9
+    ip = dpkt.ip.IP(src=REMOTE, dst=LOCAL, p=47, ttl=64, data=gre_bytes)
+    await port.send(bytes(dpkt.ethernet.Ethernet(dst=H_MAC, src=PEER_MAC, type=0x0800, data=ip)))
+    await trio.sleep(0.01)
+    (reply,) = [dpkt.ethernet.Ethernet(f).data for f in port.drain()]
+    assert isinstance(reply, dpkt.ip.IP) and (reply.src, reply.dst, reply.p) == (LOCAL, REMOTE, 1)
+    assert (reply.data.type, reply.data.code) == (3, 3)  # port unreachable
+    assert h.drops().get("IP_TUNNEL_NO_MATCH") == 1
+    assert h.dev("gre1").statistics().rx_packets == 0
