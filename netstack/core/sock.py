@@ -210,6 +210,19 @@ class Sock:
         """Receive one message: ``(data, (addr, port), msg_flags, ancdata)``."""
         raise sock_oserror(95)
 
+    def recvmsg_or_none(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
+        """:meth:`recvmsg` for a blocking caller: ``None`` where it would raise
+        :class:`SockWouldBlock` (where the kernel's receive sleeps: ``sk_wait_data``,
+        ``__skb_wait_for_more_packets``). The Trio socket's ``recv`` waits on it
+        without an exception raised and caught per empty read; protocols on the
+        hot path override it with a path that raises nothing."""
+        try:
+            return self.recvmsg(bufsize, flags)
+        except SockWouldBlock:
+            return None
+
     def getsockname(self) -> tuple[int, int]:
         return (self.inet_rcv_saddr, self.inet_num)
 
