@@ -16,6 +16,7 @@ import functools
 
 import pytest
 import trio
+import trio.testing
 
 from netstack.core import sock as core_sock
 from netstack.core.sock import AF_INET, MSG_DONTWAIT, SOCK_DGRAM, SOCK_STREAM
@@ -141,3 +142,42 @@ async def test_udp_recvfrom_waits_without_raising(
     assert count_would_block.raised == 1  # the non-blocking call still takes the exception
     tx.close()
     rx.close()
+
+
+async def test_waiters_queue_in_arrival_order_and_a_cancelled_one_leaves(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """The socket's wait queue (a list of tasks, not a ParkingLot): readers queue
+    first come first served and a wake-up reschedules them all in that order,
+    as ParkingLot.unpark_all did (which one runs first is Trio's seeded choice:
+    the same as with the lot, third, second, first here); a cancelled wait takes
+    its task out of the queue."""
+    a, b = pair(lab)
+    rx = b.socket(AF_INET, SOCK_DGRAM)
+    await rx.bind(("", 9001))
+    tx = a.socket(AF_INET, SOCK_DGRAM)
+    sk = rx.sock
+    got: list[tuple[str, bytes]] = []
+    tasks: list[trio.lowlevel.Task] = []
+
+    async def reader(name: str) -> None:
+        tasks.append(trio.lowlevel.current_task())
+        got.append((name, await rx.recv(100)))
+
+    async with trio.open_nursery() as n:
+        for name in ("first", "second", "third"):
+            n.start_soon(reader, name)
+            await trio.testing.wait_all_tasks_blocked()
+        assert sk._readers == tasks
+        for data in (b"1", b"2", b"3"):
+            await tx.sendto(data, ("10.0.0.2", 9001))
+            await trio.testing.wait_all_tasks_blocked()
+    assert got == EXPECTED_ORDER
+    with trio.move_on_after(1):
+        await rx.recv(100)
+    assert sk._readers == []
+    tx.close()
+    rx.close()
+
+
+EXPECTED_ORDER = [("third", b"1"), ("second", b"2"), ("first", b"3")]
