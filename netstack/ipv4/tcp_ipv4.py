@@ -194,7 +194,7 @@ class Ipv4Specific:
         IPV4_HDR.pack_into(
             buf, nh, 0x45, sk.tos, 0, 0, df, ttl, IPPROTO_TCP, 0, sk.inet_saddr, sk.inet_daddr
         )
-        ip_select_ident(self.ipv4, buf, nh, sk, False, max(skb.gso_segs, 1))
+        ip_select_ident(self.ipv4, buf, nh, sk, False, skb.gso_segs or 1)
         skb.priority = sk.sk_priority
         skb.mark = sk.sk_mark
         skb.dst = rt.hold()

@@ -1705,7 +1705,8 @@ def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
                 tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
                 if sk.window_clamp < sk.rcvq_space_space:
                     sk.rcvq_space_space = sk.window_clamp
-        sk.icsk_ack_rcv_mss = min(length, sk.advmss)
+        advmss = sk.advmss
+        sk.icsk_ack_rcv_mss = length if length < advmss else advmss  # min()
         # one full segment with PSH: likely the end of a write; ACK once read
         if skb.cb.tcp_flags & TCPHDR_PSH:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
@@ -1944,7 +1945,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
     sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
-    sk.data_segs_in += max(skb.gso_segs, 1)
+    sk.data_segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
         if fastpath:
             pass  # the fast path checks neither the window nor the buffer
@@ -2397,7 +2398,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     tcb: TcpSkbCb = skb.cb
     hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
-    sk.segs_in += max(skb.gso_segs, 1)
+    sk.segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if hp == HP_PURE_ACK:  # bulk data transfer: the sender
         if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
             sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()

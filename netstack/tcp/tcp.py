@@ -329,7 +329,9 @@ def tcp_sendmsg(
             tcp_queue_skb(sk, skb)  # tcp_skb_entail()
             tcp_slow_start_after_idle_check(sk)
             copy = size_goal
-        n = min(copy, total - copied)
+        n = total - copied
+        if copy < n:  # min()
+            n = copy
         buf = skb.buf
         if skb.tail != len(buf):
             del buf[skb.tail :]
@@ -436,7 +438,9 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes | None:
         # the SYN does not occupy the data area
         avail = length - offset
         if avail > 0:
-            n = min(avail, bufsize - copied)
+            n = bufsize - copied
+            if avail < n:  # min()
+                n = avail
             start = skb.data + offset
             parts.append(memoryview(skb.buf)[start : start + n])
             copied += n
