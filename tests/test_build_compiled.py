@@ -78,3 +78,18 @@ def test_classes_subclassed_outside_the_build_allow_interpreted_subclasses() -> 
     )
     assert "@mypyc_attr(allow_interpreted_subclasses=True)\nclass DstEntry" in out
     assert len(out.splitlines()) > len((ROOT / "netstack/core/dst.py").read_text().splitlines())
+
+
+def test_the_compiled_copies_use_nothing_a_native_class_refuses() -> None:
+    """``x.__dict__``, ``object.__new__`` and ``del x.attr`` compile but fail when run
+    (skb_clone's ``object.__new__(SkBuff)`` stopped every TCP connect in the build):
+    after the rewrites, none is left in the modules to compile."""
+    script = _script()
+    for path in script.MODULES:
+        text = script.patched(path, (ROOT / path).read_text())
+        assert script.native_hazards(text) == [], path
+    assert script.native_hazards("x = object.__new__(C)\ndel s.a\nd = s.__dict__\n") == [
+        "line 1: object.__new__",
+        "line 2: del .a",
+        "line 3: .__dict__",
+    ]

@@ -79,6 +79,7 @@ __all__ = [
 
 MAX_GRO_SKBS: Final = 8
 GRO_HASH_BUCKETS: Final = 8
+_GRO_HASH_MASK: Final = GRO_HASH_BUCKETS - 1
 GRO_LEGACY_MAX_SIZE: Final = 65536
 GRO_RECURSION_LIMIT: Final = 15
 NAPI_GRO_FREE: Final = 1
@@ -231,27 +232,33 @@ class GroNode:
         self.flush_old = 0
 
     # -- napi_gro_receive ------------------------------------------------------------
-    @kernel("net/core/gro.c", "dev_gro_receive")
+    @kernel("net/core/gro.c", "dev_gro_receive", "include/net/gro.h", "gro_normal_one")
     def receive(self, napi: Napi, skb: SkBuff) -> int:
-        """Merge, hold or pass up *skb*. Kernel: net/core/gro.c, dev_gro_receive()."""
+        """Merge, hold or pass up *skb*.
+
+        A packet the offloads flush (a flow that cannot merge) is passed up at
+        once, as ``napi_skb_finish`` does for GRO_NORMAL (``gro_normal_one``,
+        inline here).
+
+        Kernel: net/core/gro.c, dev_gro_receive(); include/net/gro.h, gro_normal_one().
+        """
         self.received += 1
-        net = self.net
-        ptype = net.offload_base.get(skb.protocol)
-        gro_receive = ptype.gro_receive if ptype is not None else None
-        bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
+        ptype = self.net.offload_base.get(skb.protocol)
         hashes = self.hash
         if hashes is None:
             hashes = self.hash = [[] for _ in range(GRO_HASH_BUCKETS)]
+        bucket = skb.hash & _GRO_HASH_MASK
         head = hashes[bucket]
         if head:
             gro_list_prepare(head, skb)
+        gro_receive = ptype.gro_receive if ptype is not None else None
         if gro_receive is None:
             self.normal += 1
-            napi_gro_normal(skb)
+            netif_receive_skb(skb)  # gro_normal_one()
             return GRO_NORMAL
-        skb.network_header = skb.data
-        cb = NapiGroCb(skb.data)
-        skb.cb = cb
+        data = skb.data
+        skb.network_header = data
+        cb = skb.cb = NapiGroCb(data)
         if skb.gso_size:
             cb.count = skb.gso_segs or 1
             # only TCP GSO skbs from a trusted source may be aggregated
@@ -279,13 +286,13 @@ class GroNode:
         if cb.flush:
             skb.cb = None
             self.normal += 1
-            napi_gro_normal(skb)
+            netif_receive_skb(skb)  # napi_skb_finish(GRO_NORMAL): gro_normal_one()
             return GRO_NORMAL
         if len(head) >= MAX_GRO_SKBS:
             oldest = head.pop()  # gro_flush_oldest()
             self.flush_overflow += 1
             self.napi_gro_complete(oldest)
-        cb.age = net.clock.jiffies
+        cb.age = self.net.clock.jiffies
         if not skb.gso_size:
             skb.gso_size = skb.tail - cb.off  # skb_gro_len(): the flow's MSS
         head.insert(0, skb)

@@ -92,12 +92,11 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_xmit,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
-    pskb_inet_may_pull,
 )
 from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
 from netstack.wire.checksum import csum_fold
-from netstack.wire.ethernet import ETH_P_TEB
+from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 from netstack.wire.gre import (
     GRE_CSUM,
     GRE_HDR,
@@ -117,7 +116,7 @@ from netstack.wire.icmp import (
     ICMP_SR_FAILED,
     ICMP_TIME_EXCEEDED,
 )
-from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, ipv4_is_multicast
+from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPV4_HLEN, ipv4_is_multicast
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -513,18 +512,28 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
             skb.csum_offset = 4
 
 
-@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit")
+@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit", "pskb_inet_may_pull")
 def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
-    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit()."""
+    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull()."""
     if TIMED:
         spend("ipgre_xmit")
     t: IpTunnel = dev.priv
-    if not pskb_inet_may_pull(skb):
+    # pskb_inet_may_pull(), inline
+    protocol = skb.protocol
+    if protocol == ETH_P_IP:
+        need = IPV4_HLEN
+    elif protocol == ETH_P_IPV6:
+        need = 40
+    else:
+        need = 0
+    if skb.network_header + need > skb.tail:
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return NETDEV_TX_OK
-    if skb.data < dev.needed_headroom or skb.cloned:
-        skb.cow_head(dev.needed_headroom)  # skb_cow_head()
+    headroom = dev.needed_headroom
+    ref = skb._dataref  # skb_cloned(), inline
+    if skb.data < headroom or (ref is not None and ref[0] > 1):
+        skb.cow_head(headroom)  # skb_cow_head()
     gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
     if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
         dev.stats.tx_dropped += 1
