@@ -426,16 +426,17 @@ def udp4_gro_receive(
         cb.flush = 1
         return None
     cb.is_ipv6 = 0
-    if not encap_needed.count or cb.encap_mark:  # static_branch_unlikely(&udp_encap_needed_key)
+    if not encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
         cb.flush |= 1  # no socket with GRO for this datagram: flush it
         return None
+    # udp4_gro_lookup_skb() whatever encap_mark: udp_gro_receive() tests it after
     sport, dport = struct.unpack_from("!HH", buf, off)
     saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
     dev = skb.dev
     sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
     gro_receive = getattr(sk, "gro_receive", None)
-    if gro_receive is None:
-        cb.flush |= 1  # no GRO for this datagram: flush it
+    if gro_receive is None or cb.encap_mark:
+        cb.flush |= 1  # no GRO for this datagram, or it is already a tunnel's inner one
         return None
     cb.encap_mark = 1  # this skb passed once through the tunnel GRO layer
     rel = off - skb.data
