@@ -2409,7 +2409,9 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
     fastpath = hp == HP_DATA
-    if hp == HP_MISS and not tcp_validate_incoming(sk, skb):
+    if fastpath:
+        sk.ext.TCPHPHits += 1  # the fast path queues it (the rest of it is not written out)
+    elif hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:
