@@ -110,15 +110,19 @@ _RARE_SKB_FIELDS = skb_rare_fields()
 PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/core/dev.py",
-        "del skb.tstamp\n",
-        "skb.tstamp = 0.0\n",
-        "a native attribute cannot be deleted back to its class default",
+        "        del skb.tstamp\n    skb.cb = None\n"
+        "    if xnet and skb.mark:\n        del skb.mark\n",
+        "        skb.tstamp = 0.0\n    skb.cb = None\n"
+        "    if xnet and skb.mark:\n        skb.mark = 0\n",
+        "a native attribute cannot be deleted back to its class default (skb_scrub_packet)",
     ),
     (
         "netstack/core/dev.py",
-        "del skb.mark\n",
-        "skb.mark = 0\n",
-        "a native attribute cannot be deleted back to its class default",
+        "        del skb.tstamp\n    skb.cb = None\n    if skb.mark:\n        src = skb.dev\n"
+        "        if src is None or src.net is not dev.net:  # xnet\n            del skb.mark\n",
+        "        skb.tstamp = 0.0\n    skb.cb = None\n    if skb.mark:\n        src = skb.dev\n"
+        "        if src is None or src.net is not dev.net:  # xnet\n            skb.mark = 0\n",
+        "the same in dev_forward_skb's written-out skb_scrub_packet",
     ),
     (
         "netstack/core/skbuff.py",
@@ -188,10 +192,7 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "the ignore is unused once RequestSock declares _oow (mypy --strict rejects it)",
     ),
 )
-"""Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers.
-
-Every occurrence of *old* is replaced (``skb_scrub_packet``'s ``del`` may be written
-out in more than one function)."""
+"""Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
 GROUP = "netstack._compiled"
 """mypyc's shared library for the group (``netstack/_compiled__mypyc.*.so``)."""

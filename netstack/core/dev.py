@@ -64,6 +64,7 @@ from netstack.core.netdevice import (
     NET_ADDR_PERM,
     NET_XMIT_DROP,
     NET_XMIT_MASK,
+    NETDEV_TX_OK,
     NETREG_REGISTERED,
     NETREG_UNREGISTERED,
     QUEUE_STATE_ANY_XOFF,
@@ -93,6 +94,7 @@ from netstack.core.vlan_core import skb_vlan_untag, vlan_do_receive
 from netstack.core.xmit import dev_hard_start_xmit, validate_xmit_skb
 from netstack.errors import ConfigError
 from netstack.sites import TIMED, kernel, spend
+from netstack.wire.ethernet import ETH_P_802_3_MIN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net, PacketType
@@ -651,13 +653,27 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     return ((skb.hash or hash((skb.protocol, skb.priority))) & 0xFFFFFFFF) * n >> 32
 
 
-@kernel("net/core/dev.c", "__dev_queue_xmit")
+@kernel(
+    "net/core/dev.c",
+    "__dev_queue_xmit",
+    "validate_xmit_skb",
+    "netif_skb_features",
+    "dev_hard_start_xmit",
+)
 def dev_queue_xmit(skb: SkBuff) -> int:
     """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
 
     Returns NET_XMIT_SUCCESS, NET_XMIT_DROP, NET_XMIT_CN or ``-ENETDOWN``.
 
-    Kernel: net/core/dev.c, __dev_queue_xmit().
+    Without a queue (veth, tunnels, loopback) the common case of
+    ``validate_xmit_skb`` (static in ``dev.c``) with ``netif_skb_features``,
+    and of ``dev_hard_start_xmit`` (one skb, no taps), are written out here,
+    each with its own charge: three Python frames less a packet. The
+    functions themselves (``netstack.core.xmit``) take every other case; keep
+    the two in step.
+
+    Kernel: net/core/dev.c, __dev_queue_xmit() / validate_xmit_skb() /
+    netif_skb_features() / dev_hard_start_xmit().
     """
     if TIMED:
         spend("__dev_queue_xmit")
@@ -696,17 +712,52 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 dev.stats.tx_dropped += 1
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
                 return ENETDOWN_RC
-            vskb = validate_xmit_skb(skb, dev)
-            if vskb is None:
-                return NET_XMIT_DROP
-            lltx = dev.features & NETIF_F_LLTX
+            features = dev.features
+            summed = skb.ip_summed
+            if (
+                skb.gso_size
+                or skb.vlan_proto
+                or skb.encapsulation
+                or (
+                    summed == CHECKSUM_PARTIAL
+                    and (
+                        not features & NETIF_F_HW_CSUM
+                        or skb.protocol == 0x8100
+                        or skb.protocol == 0x88A8
+                    )
+                )
+            ):
+                vskb = validate_xmit_skb(skb, dev)
+                if vskb is None:
+                    return NET_XMIT_DROP
+            else:
+                # validate_xmit_skb(), static in dev.c, inline for an skb with nothing
+                # to segment, no tag to push and no checksum the device cannot fill:
+                # a CHECKSUM_PARTIAL one asks netif_skb_features() (inline too:
+                # dev->features, untagged and not encapsulated) for NETIF_F_HW_CSUM
+                if TIMED:
+                    spend("validate_xmit_skb")
+                    if summed == CHECKSUM_PARTIAL:
+                        spend("netif_skb_features")
+                vskb = skb
+            lltx = features & NETIF_F_LLTX
             if not lltx:  # HARD_TX_LOCK
                 txq._xmit_lock.lock(cpu)
                 txq.xmit_lock_owner = cpu.id
             rest: SkBuff | None = vskb
             if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
                 cpu.xmit_recursion += 1
-                rest, rc = dev_hard_start_xmit(vskb, dev, txq)
+                net = dev.net
+                if vskb.next is None and not net.ptype_all and not dev.ptype_all:
+                    # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
+                    # for one skb and no taps, as in xmit.py
+                    if TIMED:
+                        spend("dev_hard_start_xmit")
+                    rc = dev.ops.ndo_start_xmit(vskb, dev)
+                    if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:
+                        txq.trans_start = net.clock.jiffies  # txq_trans_update()
+                else:
+                    rest, rc = dev_hard_start_xmit(vskb, dev, txq)
                 cpu.xmit_recursion -= 1
                 if rc < NET_XMIT_MASK:  # dev_xmit_complete()
                     if not lltx:
@@ -821,6 +872,7 @@ def __netif_receive_skb_core(skb: SkBuff) -> None:
     ``rx_handler`` (a bridge port's ``br_handle_frame``) may consume the skb,
     pass it on, or hand it over for another round. A tag no VLAN device took
     marks the frame ``PACKET_OTHERHOST`` (VID ≠ 0) or is dropped (priority tag).
+    ``napi_gro_receive`` has the common round written out (keep the two in step).
 
     Kernel: net/core/dev.c, __netif_receive_skb_core().
     """
@@ -927,22 +979,58 @@ def netif_receive_skb(skb: SkBuff) -> None:
     __netif_receive_skb_core(skb)
 
 
-@kernel("net/core/gro.c", "napi_gro_receive")
+@kernel("net/core/gro.c", "napi_gro_receive", "net/core/dev.c", "__netif_receive_skb_core")
 def napi_gro_receive(napi: Napi, skb: SkBuff) -> None:
     """Receive through GRO when the Net has an engine and the device NETIF_F_GRO.
 
     Without GRO (this foundation, or a device with ``rx-gro off``) the skb goes
-    straight to :func:`netif_receive_skb`.
+    straight to the receive core, whose common round (no tag, tap or
+    ``rx_handler``) is written out here.
 
-    Kernel: net/core/gro.c, napi_gro_receive().
+    Kernel: net/core/gro.c, napi_gro_receive() / net/core/dev.c,
+    __netif_receive_skb_core().
     """
     if TIMED:
         spend("napi_gro_receive")
     gro = napi.gro
-    if gro is not None and skb.dev.features & NETIF_F_GRO:  # type: ignore[union-attr]
+    dev: NetDevice = skb.dev  # type: ignore[assignment]
+    if gro is not None and dev.features & NETIF_F_GRO:
         gro.receive(napi, skb)
-    else:  # netif_elide_gro(): GRO off on this device
+        return
+    # netif_elide_gro(): GRO off on this device. __netif_receive_skb_core()'s one round
+    # with nothing to do in it (no tag, no tap, no rx_handler), written out as there
+    # (a frame less a packet; keep the two in step); any other frame goes there
+    proto = skb.protocol
+    net = dev.net
+    if (
+        proto == 0x8100
+        or proto == 0x88A8
+        or skb.vlan_proto
+        or dev.rx_handler is not None
+        or net.ptype_all
+        or dev.ptype_all
+    ):
         __netif_receive_skb_core(skb)
+        return
+    if TIMED:
+        spend("__netif_receive_skb_core")
+    skb.network_header = skb.data  # skb_reset_network_header
+    if skb.transport_header < 0:
+        skb.transport_header = skb.data
+    skb.skb_iif = dev.ifindex
+    handlers = net.ptype_base.get(proto)  # deliver_ptype_list_skb()
+    if handlers:
+        matched: PacketType | None = None
+        for pt in handlers:
+            if pt.dev is None or pt.dev is dev:
+                if matched is not None:
+                    matched.func(skb.clone(), dev, matched, dev)
+                matched = pt
+        if matched is not None:
+            matched.func(skb, dev, matched, dev)
+            return
+    dev.stats.rx_nohandler += 1
+    kfree_skb(skb, DropReason.UNHANDLED_PROTO)
 
 
 @kernel("process_backlog")
@@ -1027,7 +1115,12 @@ def is_skb_forwardable(dev: NetDevice, skb: SkBuff) -> bool:
 
 @kernel("skb_scrub_packet")
 def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
-    """Clear what must not cross a device/namespace boundary. Kernel: skb_scrub_packet()."""
+    """Clear what must not cross a device/namespace boundary.
+
+    ``dev_forward_skb`` has this written out (keep the two in step).
+
+    Kernel: skb_scrub_packet().
+    """
     skb.pkt_type = PACKET_HOST
     skb.ignore_df = False
     skb.dst_pending_confirm = False
@@ -1059,15 +1152,25 @@ def skb_orphan(skb: SkBuff) -> None:
     skb.sk = None
 
 
-@kernel("net/core/dev.c", "__dev_forward_skb2")
+@kernel(
+    "net/core/dev.c",
+    "__dev_forward_skb2",
+    "is_skb_forwardable",
+    "skb_scrub_packet",
+    "net/ethernet/eth.c",
+    "eth_type_trans",
+)
 def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     """Prepare *skb* to be received by *dev* (the peer of a pair): scrubbed, its
     Ethernet header pulled and ``skb.protocol`` set.
 
     Returns NET_RX_SUCCESS (0), or NET_RX_DROP (1) when the skb was dropped and counted.
 
-    Kernel: net/core/dev.c, __dev_forward_skb2() (is_skb_forwardable,
-    skb_scrub_packet, eth_type_trans).
+    ``is_skb_forwardable``, ``skb_scrub_packet`` and, for a unicast frame,
+    ``eth_type_trans`` are written out here.
+
+    Kernel: net/core/dev.c, __dev_forward_skb2() / is_skb_forwardable() /
+    skb_scrub_packet(); net/ethernet/eth.c, eth_type_trans().
     """
     if TIMED:
         spend("__dev_forward_skb2")
@@ -1077,8 +1180,42 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
         dev.stats.rx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
         return 1  # NET_RX_DROP
-    src = skb.dev
-    skb_scrub_packet(skb, src is None or src.net is not dev.net)
+    # skb_scrub_packet(skb, xnet), written out as skb_scrub_packet above (a frame less
+    # a packet; keep the two in step)
+    skb.pkt_type = PACKET_HOST
+    skb.ignore_df = False
+    skb.dst_pending_confirm = False
+    skb.skb_iif = 0
+    dst = skb.dst
+    if dst is not None:
+        skb.dst = None
+        dst.release()
+    if skb.tstamp:
+        del skb.tstamp
+    skb.cb = None
+    if skb.mark:
+        src = skb.dev
+        if src is None or src.net is not dev.net:  # xnet
+            del skb.mark
     skb.priority = 0  # ____dev_forward_skb(): the peer's qdisc priority is not ours
-    skb.protocol = eth_type_trans(skb, dev)  # __dev_forward_skb()
+    # __dev_forward_skb(): eth_type_trans() (out of line in eth.c), written out for a
+    # unicast frame of Ethernet II as netstack.core.ethernet has it (a frame less a
+    # packet; keep the two in step); a group address or an 802.3 length goes there
+    buf = skb.buf
+    d = skb.data
+    if buf[d] & 1:
+        skb.protocol = eth_type_trans(skb, dev)
+        return 0
+    proto = (buf[d + 12] << 8) | buf[d + 13]
+    if proto < ETH_P_802_3_MIN:
+        skb.protocol = eth_type_trans(skb, dev)
+        return 0
+    if TIMED:
+        spend("eth_type_trans")
+    skb.dev = dev
+    skb.mac_header = d
+    skb.data = d + 14  # ETH_HLEN
+    if buf[d : d + 6] != dev.dev_addr:
+        skb.pkt_type = PACKET_OTHERHOST
+    skb.protocol = proto
     return 0  # NET_RX_SUCCESS

@@ -69,25 +69,29 @@ def _gro_cell_poll(napi: Napi, budget: int) -> int:
     return work
 
 
-@kernel("net/core/gro_cells.c", "gro_cells_receive")
+@kernel("net/core/gro_cells.c", "gro_cells_receive", "skb_cloned")
 def gro_cells_receive(cells: GroCells, skb: SkBuff) -> int:
     """Queue *skb* on this CPU's cell (or ``netif_rx`` it). Returns NET_RX_SUCCESS/DROP.
 
-    Kernel: net/core/gro_cells.c, gro_cells_receive().
+    Kernel: net/core/gro_cells.c, gro_cells_receive(); skb_cloned() inline.
     """
     if TIMED:
         spend("gro_cells_receive")
     dev = skb.dev
     assert dev is not None
-    if not cells.queues or skb.cloned or not dev.features & NETIF_F_GRO:
+    queues = cells.queues
+    ref = skb._dataref  # skb_cloned(), inline
+    if not queues or (ref is not None and ref[0] > 1) or not dev.features & NETIF_F_GRO:
         return netif_rx(skb)
-    cpu = dev.net.cpus.current.id
-    queue = cells.queues[cpu]
-    if len(queue) > dev.net.netdev_max_backlog:
+    net = dev.net
+    cpu = net.cpus.current.id
+    queue = queues[cpu]
+    n = len(queue)
+    if n > net.netdev_max_backlog:
         dev.stats.rx_dropped += 1
         kfree_skb(skb, DropReason.CPU_BACKLOG)
         return 1
     queue.append(skb)
-    if len(queue) == 1:
+    if not n:
         cells.napis[cpu].schedule()
     return 0

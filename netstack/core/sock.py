@@ -179,13 +179,13 @@ class Sock:
         self.freebind = False
         self.dst_cache: Any = None  # sk->sk_dst_cache (connected sockets)
         self.dst_pending_confirm = False
-        # made by the first wait (a lot is an attrs object and an OrderedDict, 280 B):
-        # most sockets never wait to write, and a sender-only one never to read
-        self._readers: trio.lowlevel.ParkingLot | None = None
-        self._writers: trio.lowlevel.ParkingLot | None = None
-        # "may a task be parked in the lot?": set by a wait, cleared by the wake-up
-        # that unparks all; the wake-ups test it, not the lot, whose truth is a
-        # Python-level __bool__ (~700 instructions, twice a datagram)
+        # the tasks waiting (the socket's wait queue, sk_sleep()), in arrival order;
+        # made by the first wait: most sockets never wait to write, and a
+        # sender-only one never to read
+        self._readers: list[trio.lowlevel.Task] | None = None
+        self._writers: list[trio.lowlevel.Task] | None = None
+        # "may a task be waiting?": set by a wait, cleared by the wake-up that
+        # wakes all (a cancelled wait leaves it set)
         self._readers_parked = False
         self._writers_parked = False
 
@@ -209,6 +209,19 @@ class Sock:
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
         """Receive one message: ``(data, (addr, port), msg_flags, ancdata)``."""
         raise sock_oserror(95)
+
+    def recvmsg_or_none(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
+        """:meth:`recvmsg` for a blocking caller: ``None`` where it would raise
+        :class:`SockWouldBlock` (where the kernel's receive sleeps: ``sk_wait_data``,
+        ``__skb_wait_for_more_packets``). The Trio socket's ``recv`` waits on it
+        without an exception raised and caught per empty read; protocols on the
+        hot path override it with a path that raises nothing."""
+        try:
+            return self.recvmsg(bufsize, flags)
+        except SockWouldBlock:
+            return None
 
     def getsockname(self) -> tuple[int, int]:
         return (self.inet_rcv_saddr, self.inet_num)
@@ -448,18 +461,18 @@ class Sock:
             spend("sock_def_readable")
         if self._readers_parked:
             self._readers_parked = False
-            lot = self._readers
-            assert lot is not None
-            lot.unpark_all()
+            waiters = self._readers
+            assert waiters is not None
+            _wake_all(waiters)
 
     @kernel("sock_def_write_space")
     def sk_write_space(self) -> None:
         """Send buffer space was freed. Kernel: sock_def_write_space()."""
         if self._writers_parked:
             self._writers_parked = False
-            lot = self._writers
-            assert lot is not None
-            lot.unpark_all()
+            waiters = self._writers
+            assert waiters is not None
+            _wake_all(waiters)
 
     @kernel("sk_error_report")
     def sk_error_report(self) -> None:
@@ -469,19 +482,19 @@ class Sock:
 
     async def wait_readable(self) -> None:
         """Park until data, an error or shutdown arrives."""
-        lot = self._readers
-        if lot is None:
-            lot = self._readers = trio.lowlevel.ParkingLot()
+        waiters = self._readers
+        if waiters is None:
+            waiters = self._readers = []
         self._readers_parked = True
-        await lot.park()
+        await _wait(waiters)
 
     async def wait_writable(self) -> None:
         """Park until send buffer space is freed."""
-        lot = self._writers
-        if lot is None:
-            lot = self._writers = trio.lowlevel.ParkingLot()
+        waiters = self._writers
+        if waiters is None:
+            waiters = self._writers = []
         self._writers_parked = True
-        await lot.park()
+        await _wait(waiters)
 
     # -- errors -------------------------------------------------------------------------
     @kernel("sock_error")
@@ -576,6 +589,32 @@ def sk_rethink_txhash(sk: Any) -> bool:
         sk_set_txhash(sk)
         return True
     return False
+
+
+# -- the wait queues: what trio.lowlevel.ParkingLot's park() and unpark_all() do, on a
+# list (FIFO wake-ups, a cancelled waiter leaves the queue), without the lot's
+# per-call bookkeeping (an OrderedDict, islice, the custom_sleep_data back-pointer)
+async def _wait(waiters: list[trio.lowlevel.Task]) -> None:
+    """Park the current task in *waiters* until :func:`_wake_all` (or cancellation)."""
+    task = trio.lowlevel.current_task()
+    waiters.append(task)
+
+    def abort(_: object) -> trio.lowlevel.Abort:
+        waiters.remove(task)
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+def _wake_all(waiters: list[trio.lowlevel.Task]) -> None:
+    """Reschedule every task in *waiters*, in the order they came (autoremove_wake_function)."""
+    tasks = waiters[:]
+    waiters.clear()
+    for task in tasks:
+        _reschedule(task)
+
+
+_reschedule = trio.lowlevel.reschedule
 
 
 @kernel("sock_wfree")

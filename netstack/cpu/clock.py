@@ -42,7 +42,7 @@ class Clock:
             reads it.
     """
 
-    __slots__ = ("_mock", "_now", "hz")
+    __slots__ = ("_j", "_jbase", "_mock", "_now", "hz")
 
     def __init__(self, hz: int = HZ_DEFAULT, now: Callable[[], float] = trio.current_time) -> None:
         if not isinstance(hz, int) or hz <= 0:
@@ -50,6 +50,9 @@ class Clock:
         self.hz = hz
         self._now: Callable[[], float] = now  # seconds on the host's clock
         self._mock: trio.testing.MockClock | None = None  # the run's MockClock, read directly
+        # jiffies at the MockClock's virtual time _jbase (read again only once it moved)
+        self._jbase = -1.0
+        self._j = 0
 
     def follow_run_clock(self) -> None:
         """Read the running Trio clock directly rather than through ``trio.current_time``.
@@ -85,7 +88,12 @@ class Clock:
         # despite binary floating point (1.001 * 1000 == 1000.9999999999999).
         mock = self._mock
         if mock is not None and not mock._rate:  # now(), inline: ~23 reads a ping
-            return _floor(mock._virtual_base * self.hz + 1e-6)
+            base = mock._virtual_base
+            if base == self._jbase:  # virtual time has not moved since the last read
+                return self._j
+            self._jbase = base
+            j = self._j = _floor(base * self.hz + 1e-6)
+            return j
         return _floor(self._now() * self.hz + 1e-6)
 
     def jiffies_to_time(self, j: int) -> float:

@@ -618,11 +618,14 @@ def _bits(mask: int) -> Iterator[int]:
 
 @contextmanager
 def trio_deterministic() -> Iterator[None]:
-    """Restore Trio's scheduling mode on exit (timed labs switch it on)."""
+    """Restore Trio's scheduling mode and its scheduling generator on exit (timed
+    labs switch the mode on; a lab opened with ``shuffle=False`` replaces the
+    generator)."""
     try:
         import trio._core._run as _run
 
         saved = _run._ALLOW_DETERMINISTIC_SCHEDULING
+        saved_r = _run._r
     except (ImportError, AttributeError):  # pragma: no cover - a future Trio
         yield
         return
@@ -630,3 +633,4 @@ def trio_deterministic() -> Iterator[None]:
         yield
     finally:
         setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", saved)  # noqa: B010 (Final in Trio)
+        _run._r = saved_r

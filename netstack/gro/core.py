@@ -53,7 +53,7 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.sites import kernel
-from netstack.wire.checksum import csum_add, csum_fold, csum_partial
+from netstack.wire.checksum import csum_partial
 
 if TYPE_CHECKING:
     from netstack.core.napi import Napi
@@ -79,6 +79,7 @@ __all__ = [
 
 MAX_GRO_SKBS: Final = 8
 GRO_HASH_BUCKETS: Final = 8
+_GRO_HASH_MASK: Final = GRO_HASH_BUCKETS - 1
 GRO_LEGACY_MAX_SIZE: Final = 65536
 GRO_RECURSION_LIMIT: Final = 15
 NAPI_GRO_FREE: Final = 1
@@ -153,6 +154,9 @@ class NapiGroCb:
         self.proto = 0
 
 
+_napi_gro_cb_init: Final = NapiGroCb.__init__
+
+
 @attrs.frozen
 class GroStats:
     """Counters of one NAPI instance's GRO (netstack's; the kernel has tracepoints).
@@ -210,10 +214,14 @@ class GroNode:
         "net",
         "normal",
         "received",
+        "spare",
     )
 
     def __init__(self, napi: Napi) -> None:
         self.napi = napi
+        # the NapiGroCb of the last packet passed up unmerged, zeroed again for
+        # the next one (the kernel's NAPI_GRO_CB lives in skb->cb: no allocation)
+        self.spare: NapiGroCb | None = None
         self.net: Net = napi.net
         # gro_hash[], made on first use: a device with GRO off (every veth by
         # default) never holds an skb, and eight empty lists are 570 bytes
@@ -231,26 +239,38 @@ class GroNode:
         self.flush_old = 0
 
     # -- napi_gro_receive ------------------------------------------------------------
-    @kernel("net/core/gro.c", "dev_gro_receive")
+    @kernel("net/core/gro.c", "dev_gro_receive", "include/net/gro.h", "gro_normal_one")
     def receive(self, napi: Napi, skb: SkBuff) -> int:
-        """Merge, hold or pass up *skb*. Kernel: net/core/gro.c, dev_gro_receive()."""
+        """Merge, hold or pass up *skb*.
+
+        A packet the offloads flush (a flow that cannot merge) is passed up at
+        once, as ``napi_skb_finish`` does for GRO_NORMAL (``gro_normal_one``,
+        inline here).
+
+        Kernel: net/core/gro.c, dev_gro_receive(); include/net/gro.h, gro_normal_one().
+        """
         self.received += 1
-        net = self.net
-        ptype = net.offload_base.get(skb.protocol)
-        gro_receive = ptype.gro_receive if ptype is not None else None
-        bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
+        ptype = self.net.offload_base.get(skb.protocol)
         hashes = self.hash
         if hashes is None:
             hashes = self.hash = [[] for _ in range(GRO_HASH_BUCKETS)]
+        bucket = skb.hash & _GRO_HASH_MASK
         head = hashes[bucket]
         if head:
             gro_list_prepare(head, skb)
+        gro_receive = ptype.gro_receive if ptype is not None else None
         if gro_receive is None:
             self.normal += 1
-            napi_gro_normal(skb)
+            netif_receive_skb(skb)  # gro_normal_one()
             return GRO_NORMAL
-        skb.network_header = skb.data
-        cb = NapiGroCb(skb.data)
+        data = skb.data
+        skb.network_header = data
+        cb = self.spare
+        if cb is None:
+            cb = NapiGroCb(data)
+        else:
+            self.spare = None
+            _napi_gro_cb_init(cb, data)
         skb.cb = cb
         if skb.gso_size:
             cb.count = skb.gso_segs or 1
@@ -278,14 +298,15 @@ class GroNode:
             return GRO_MERGED
         if cb.flush:
             skb.cb = None
+            self.spare = cb
             self.normal += 1
-            napi_gro_normal(skb)
+            netif_receive_skb(skb)  # napi_skb_finish(GRO_NORMAL): gro_normal_one()
             return GRO_NORMAL
         if len(head) >= MAX_GRO_SKBS:
             oldest = head.pop()  # gro_flush_oldest()
             self.flush_overflow += 1
             self.napi_gro_complete(oldest)
-        cb.age = net.clock.jiffies
+        cb.age = self.net.clock.jiffies
         if not skb.gso_size:
             skb.gso_size = skb.tail - cb.off  # skb_gro_len(): the flow's MSS
         head.insert(0, skb)
@@ -425,7 +446,13 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     return 0
 
 
-@kernel("include/net/gro.h", "__skb_gro_checksum_validate", "__skb_gro_checksum_complete")
+@kernel(
+    "include/net/gro.h",
+    "__skb_gro_checksum_validate",
+    "__skb_gro_checksum_complete",
+    "include/linux/skbuff.h",
+    "__skb_incr_checksum_unnecessary",
+)
 def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     """Check an L4 checksum during GRO; True if it is good (or need not be checked).
 
@@ -434,38 +461,42 @@ def skb_gro_checksum_validate(skb: SkBuff, pseudo: int) -> bool:
     that summed the packet (CHECKSUM_COMPLETE) is checked by folding; a
     locally built packet (CHECKSUM_PARTIAL) needs nothing; otherwise the sum
     is computed here — the per-byte cost the seeds talk about — and the skb
-    becomes CHECKSUM_UNNECESSARY so the stack does not sum it again.
+    becomes CHECKSUM_UNNECESSARY so the stack does not sum it again. The
+    static inlines are written in: ``csum_add`` and ``csum_fold`` of the
+    pseudo-header and the data's sum (good when they fold to 0xFFFF, i.e. a
+    non-zero multiple of 0xFFFF) and ``__skb_incr_checksum_unnecessary``.
 
     Kernel: include/net/gro.h, __skb_gro_checksum_validate() /
-    __skb_gro_checksum_complete().
+    __skb_gro_checksum_complete(); include/linux/skbuff.h,
+    __skb_incr_checksum_unnecessary().
     """
     cb: NapiGroCb = skb.cb
-    if skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off:
+    summed = skb.ip_summed
+    if summed == CHECKSUM_PARTIAL and skb.csum_start >= cb.off:
         return True
     if cb.csum_cnt > 0:
         cb.csum_cnt -= 1  # skb_gro_incr_csum_unnecessary()
         return True
-    if cb.csum_valid and not csum_fold(csum_add(pseudo, cb.csum)):
-        _incr_csum_unnecessary(skb, cb)
-        return True
-    wsum = csum_partial(skb.buf, cb.off, skb.tail)
-    if csum_fold(csum_add(pseudo, wsum)):
-        return False
-    cb.csum = wsum
-    cb.csum_valid = 1
-    _incr_csum_unnecessary(skb, cb)
-    return True
-
-
-@kernel("include/linux/skbuff.h", "__skb_incr_checksum_unnecessary")
-def _incr_csum_unnecessary(skb: SkBuff, cb: NapiGroCb) -> None:
-    """Kernel: include/linux/skbuff.h, __skb_incr_checksum_unnecessary()."""
-    if skb.ip_summed == CHECKSUM_UNNECESSARY:
+    if cb.csum_valid:
+        total = pseudo + cb.csum
+        valid = total and not total % 0xFFFF  # !csum_fold(csum_add(pseudo, csum))
+    else:
+        valid = False
+    if not valid:
+        wsum = csum_partial(skb.buf, cb.off, skb.tail)
+        total = pseudo + wsum
+        if not total or total % 0xFFFF:  # csum_fold(csum_add(pseudo, wsum)) != 0
+            return False
+        cb.csum = wsum
+        cb.csum_valid = 1
+    # __skb_incr_checksum_unnecessary(), inline
+    if summed == CHECKSUM_UNNECESSARY:
         if skb.csum_level < 3:
             skb.csum_level += 1
-    elif skb.ip_summed == CHECKSUM_NONE:
+    elif summed == CHECKSUM_NONE:
         skb.ip_summed = CHECKSUM_UNNECESSARY
         skb.csum_level = 0
+    return True
 
 
 @kernel("net/core/gro.c", "gro_init")

@@ -37,15 +37,48 @@ it once it has grown by a quarter, at most every ``threshold2`` = 10
 collections of the middle one) traversed it in full over and over: 30 % of the
 CPU time of 10,000 hosts pinging at once (ten full collections). While a lab
 is frozen the oldest generation's threshold is 100 (``LAB_GC_THRESHOLD2``).
+The young collections cost as much again: a young collection traverses what
+was allocated since the last one and is still alive, and an skb in flight or a
+ping's task lives across a few hundred allocations, so with CPython's
+``threshold0`` of 700 nearly every one of the 400,000 skbs that 10,000 pings
+have in flight at once was traversed twice (young, then middle generation),
+each visit touching its device and buffer in a gigabyte heap: 1,400 young
+collections, 2.5–3 s of that phase's CPU time, whatever ``threshold0`` between
+700 and 10,000. While a lab is frozen ``threshold0`` is 100,000
+(``LAB_GC_THRESHOLD0``): a young collection waits for 100,000 more live
+container objects than the last one left, and most of what a packet
+allocates is freed (by reference counting) before that. The same phase makes
+ten young collections (0.85 s), and a ``gc.collect()`` after it finds no
+cyclic garbage at all: the bound is what a lab may hold uncollected, 100,000
+objects (a few tens of MB).
 Freezing and the thresholds belong to the interpreter, not to one lab: the
 last open lab to close unfreezes and puts the caller's thresholds back (if
 nobody changed them meanwhile), even when closing its adapters fails.
+
+Scheduling: a lab runs Trio in its deterministic mode (:func:`seed_trio_scheduler`),
+which sorts the tasks woken at one instant by creation and shuffles them with
+a generator seeded from the lab's seed: the same program and seed give the
+same packets, and another seed another interleaving. ``open_lab(shuffle=False)``
+keeps the sort and skips the shuffle: as repeatable, one interleaving for
+every seed (the seed still draws the hosts' RNGs), and the tasks run in
+reverse creation order (Trio runs a batch from its end), which for a lab
+built host by host is the order of the hosts in memory. A large lab's working
+set is far beyond the CPU's caches, and 10,000 hosts pinging at once wake
+thousands of NAPI tasks per instant: in a shuffled order nearly every step
+starts on cache and TLB misses, in creation order neighbouring hosts' objects
+are neighbours in memory (the ping phase of ``benchmarks/lab_scale.py`` takes
+about 40 % less CPU at 2,000 and 10,000 hosts, the same packets and counts).
+The oldest task first instead (the batch reversed) is as fast but keeps more
+skbs in flight at once: 10,000 hosts peaked at 1,077 MB, against 1,007 shuffled
+and 1,012 newest first. Timed labs keep their own seeded scheduling
+(:meth:`TimedModel.seed_trio`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
@@ -92,13 +125,16 @@ class Lab:
         hz: int = 1000,
         debug_skb: bool = False,
         timed: TimedModel | None = None,
+        shuffle: bool = True,
     ) -> None:
         self._nursery = nursery
         self.timed = timed
         if timed is not None:
+            if not shuffle:
+                raise ValueError("a timed lab keeps its own seeded scheduling (shuffle=False)")
             timed.seed_trio()  # the set-up before measuring must repeat too
         else:
-            seed_trio_scheduler(seed)
+            seed_trio_scheduler(seed, shuffle=shuffle)
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
@@ -133,12 +169,13 @@ class Lab:
             trio.lowlevel.remove_instrument(instrument)
         if freeze:
             gc.freeze()  # the lab is long-lived: out of the collector's traversals
-            if not self._froze:  # and the oldest generation collected less often
+            if not self._froze:  # and the young and oldest generations collected less often
                 _FROZEN.labs += 1
                 t0, t1, t2 = gc.get_threshold()
-                if _FROZEN.labs == 1 and t2 < LAB_GC_THRESHOLD2:
+                lab = _lab_threshold(t0, t1, t2)
+                if _FROZEN.labs == 1 and lab != (t0, t1, t2):
                     _FROZEN.threshold = (t0, t1, t2)
-                    gc.set_threshold(t0, t1, LAB_GC_THRESHOLD2)
+                    gc.set_threshold(*lab)
             self._froze = True
         gc.enable()
 
@@ -154,7 +191,7 @@ class Lab:
             return
         gc.unfreeze()
         saved, _FROZEN.threshold = _FROZEN.threshold, None
-        if saved is not None and gc.get_threshold() == (*saved[:2], LAB_GC_THRESHOLD2):
+        if saved is not None and gc.get_threshold() == _lab_threshold(*saved):
             gc.set_threshold(*saved)
 
     def add_host(
@@ -565,6 +602,7 @@ async def open_lab(
     hz: int = 1000,
     debug_skb: bool = False,
     timed: TimedModel | None = None,
+    shuffle: bool = True,
 ) -> AsyncIterator[Lab]:
     """Open a lab; its hosts' tasks stop when the block ends.
 
@@ -574,13 +612,19 @@ async def open_lab(
         debug_skb: poison freed skbs so use-after-free fails loudly (tests).
         timed: run the hosts' CPUs on this timed-mode machine
             (:class:`netstack.cpu.timed.TimedModel`); functional mode if None.
+        shuffle: run the tasks woken at one instant in an order shuffled from
+            *seed* (the default); False runs them in reverse creation order, which
+            large labs run much faster (module docstring, "Scheduling").
+            Functional mode only.
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.
     with trio_deterministic():
         try:
             async with trio.open_nursery() as nursery:
-                lab = Lab(nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed)
+                lab = Lab(
+                    nursery, seed=seed, hz=hz, debug_skb=debug_skb, timed=timed, shuffle=shuffle
+                )
                 try:
                     yield lab
                 finally:
@@ -602,8 +646,17 @@ async def open_lab(
             raise leaf from None
 
 
+LAB_GC_THRESHOLD0: Final = 100_000
+"""The collector's ``threshold0`` while a lab is frozen (CPython's default: 700)."""
+
 LAB_GC_THRESHOLD2: Final = 100
 """The collector's ``threshold2`` while a lab is frozen (CPython's default: 10)."""
+
+
+def _lab_threshold(t0: int, t1: int, t2: int) -> tuple[int, int, int]:
+    """The collector's thresholds while a lab is frozen, from the caller's: a
+    caller's higher ones are left alone (a 0, no automatic collection, stays 0)."""
+    return (max(t0, LAB_GC_THRESHOLD0) if t0 else 0, t1, max(t2, LAB_GC_THRESHOLD2))
 
 
 class _FrozenLabs:
@@ -632,16 +685,33 @@ class _ResumeGc(trio.abc.Instrument):
             self.lab._resume_gc()
 
 
-def seed_trio_scheduler(seed: int) -> None:
+class _CreationOrder(random.Random):  # (reversed: see the docstring)
+    """Trio's generator for a lab opened with ``shuffle=False``: Trio's
+    deterministic mode sorts each batch of woken tasks by creation, then shuffles
+    it with this generator, whose shuffle leaves it sorted (Trio runs a batch from
+    its end: the newest task first)."""
+
+    def shuffle(self, x: Any) -> None:
+        return None
+
+
+def seed_trio_scheduler(seed: int, *, shuffle: bool = True) -> None:
     """Make the order in which Trio runs the tasks woken at one instant repeat
     from the lab's seed (Trio's deterministic mode, as timed labs use it):
     the hosts' timers draw from their seeded RNGs in the same order on every
     run, so the same program and seed give the same packets, byte for byte.
-    :func:`open_lab` restores Trio's mode when the lab closes."""
+    *shuffle* False: the order is the tasks' reverse creation order, for every seed
+    (the module docstring's "Scheduling"). :func:`open_lab` restores Trio's
+    mode and generator when the lab closes."""
     try:
         import trio._core._run as _run
 
-        _run._r.seed(seed)
+        if not shuffle:
+            _run._r = _CreationOrder(seed)
+        elif isinstance(_run._r, _CreationOrder):  # a lab inside a creation-order one
+            _run._r = random.Random(seed)
+        else:
+            _run._r.seed(seed)
         setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in Trio)
     except (ImportError, AttributeError):  # pragma: no cover - a future Trio
         pass

@@ -90,6 +90,11 @@ if TYPE_CHECKING:
 __all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "RouteConfig"]
 
 MASKS: Final = tuple(inet_make_mask(n) for n in range(33))
+# The same masks as signed 32-bit ints, for the lookup's ``daddr & mask``: an address
+# (0 ≤ daddr < 2**32) masked with either gives the same prefix, but CPython 3.11
+# fast-paths ``&`` of two ints below 2**30 in magnitude, which /3 and longer masks
+# are written so (-256 for /24) and 0xFFFFFF00 is not
+_LOOKUP_MASKS: Final = tuple(m - (1 << 32) if m >> 31 else m for m in MASKS)
 
 # the narrowest scope each route type allows (kernel: fib_props[].scope)
 FIB_PROPS_SCOPE: Final = (
@@ -350,6 +355,7 @@ class FibTable(PrefixBuckets[FibAlias]):
         self.tb_data: FibTable = self if alias is None else alias.tb_data
         #: (mask, buckets) of each prefix length in use, longest first: what a
         #: lookup walks, joined once per change of ``lens`` rather than per lookup
+        #: (the masks signed: see _LOOKUP_MASKS)
         self.levels: list[tuple[int, dict[int, list[FibAlias]]]] = []
         #: the aliases whose nexthop is on each device (kernel: fib_info_devhash, the
         #: nexthops by device that fib_sync_up walks): a device event on a router
@@ -360,14 +366,14 @@ class FibTable(PrefixBuckets[FibAlias]):
         lens = self.lens
         bucket = super().bucket(dst, dst_len, create)
         if self.lens is not lens:
-            self.levels = [(MASKS[n], self.by_len[n]) for n in self.lens]
+            self.levels = [(_LOOKUP_MASKS[n], self.by_len[n]) for n in self.lens]
         return bucket
 
     def prune(self, dst: int, dst_len: int) -> None:
         lens = self.lens
         super().prune(dst, dst_len)
         if self.lens is not lens:
-            self.levels = [(MASKS[n], self.by_len[n]) for n in self.lens]
+            self.levels = [(_LOOKUP_MASKS[n], self.by_len[n]) for n in self.lens]
 
     def _index(self, fa: FibAlias) -> None:
         nh = fa.fi.nh
@@ -791,6 +797,9 @@ class Fib:
         """``ip route add|replace|append``. Kernel: fib_create_info() + fib_table_insert()."""
         if cfg.dst & ~MASKS[cfg.dst_len]:
             raise ConfigError("Error: Invalid prefix for given prefix length.", errno.EINVAL)
+        # inet_rtm_newroute() makes the table before fib_table_insert() checks the
+        # route: an add that fails below still leaves an (empty) table behind.
+        table = self.fib_new_table(cfg.table)
         if cfg.type > RTN_XRESOLVE or FIB_PROPS_SCOPE[cfg.type] > cfg.scope:
             raise ConfigError("Error: Invalid scope.", errno.EINVAL)
         nh: FibNh | None = None
@@ -824,7 +833,6 @@ class Fib:
             mtu_lock=cfg.mtu_lock,
         )
         fi.fastopen_no_cookie = cfg.fastopen_no_cookie
-        table = self.fib_new_table(cfg.table)
         fa = FibAlias(table.id, cfg.dst, cfg.dst_len, cfg.type, fi, cfg.tos)
         table.insert(fa, cfg.nlflags)
         self.changed()

@@ -63,10 +63,12 @@ if TYPE_CHECKING:
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
 
 _II: Final = struct.Struct("!II")
-# ip_fast_csum()'s reads (netstack.wire.checksum): a 20-byte header as bytes, and
-# int.from_bytes bound once
-_IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
+# ip_fast_csum()'s read of a header with options (netstack.wire.checksum): int.from_bytes
+# bound once
 _from_bytes: Final = int.from_bytes
+# a 20-byte header's fields (version+IHL, TOS, total length, ID+fragment word,
+# TTL+protocol+checksum word, source, destination) in one read
+_IPV4_HDR_FIELDS: Final = struct.Struct("!BBHIIII").unpack_from
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
 
@@ -80,12 +82,15 @@ def rt_tos2priority(tos: int) -> int:
     return IP_TOS2PRIO[(tos & 0x1E) >> 1]
 
 
-@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum")
+@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum", "ip_rcv_finish", "ip_rcv_finish_core")
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram.
 
+    ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end.
+
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
-    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum().
+    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / ip_rcv_finish() /
+    ip_rcv_finish_core().
     """
     if TIMED:
         spend("ip_rcv")
@@ -106,6 +111,12 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     vi = buf[nh]
     if vi == 0x45:  # version 4, no options: the length test above covers the header
         ihl = 20
+        # the header's fields in one read; ip_fast_csum() (below) as the sum of its
+        # words, 2**16 ≡ 1 (mod 0xFFFF): the same residue as the header read whole
+        _, tos, tot_len, w1, w2, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
+        if TIMED:
+            spend("ip_fast_csum")
+        n = 0x4500 + tos + tot_len + w1 + w2 + saddr + daddr
     else:
         ihl = (vi & 0xF) * 4
         if vi >> 4 != 4 or ihl < 20:
@@ -116,18 +127,21 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             ip.InHdrErrors += 1
             kfree_skb(skb, DropReason.PKT_TOO_SMALL)
             return
-    # ip_fast_csum(), a static inline of arch/x86/include/asm/checksum_64.h, inline as
-    # the compiler inlines it (a frame less a datagram): a valid header's words sum
-    # to ones'-complement -0, a non-zero multiple of 0xFFFF (see its theory there)
-    if TIMED:
-        spend("ip_fast_csum")
-    n = _from_bytes(_IPV4_HDR_BYTES(buf, nh)[0] if ihl == 20 else buf[nh : nh + ihl], "big")
+        # ip_fast_csum(), a static inline of arch/x86/include/asm/checksum_64.h, inline
+        # as the compiler inlines it (a frame less a datagram): a valid header's words
+        # sum to ones'-complement -0, a non-zero multiple of 0xFFFF (see its theory
+        # there)
+        if TIMED:
+            spend("ip_fast_csum")
+        n = _from_bytes(buf[nh : nh + ihl], "big")
+        tos = buf[nh + 1]
+        tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
     if n % 0xFFFF or not n:
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
         kfree_skb(skb, DropReason.IP_CSUM)
         return
-    tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
     if length < tot_len:
         ipext.InTruncatedPkts += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
@@ -152,7 +166,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             skb.destructor = None
             destructor(skb)
         skb.sk = None
-    ecn = buf[nh + 1] & 3
+    ecn = tos & 3
     if ecn == 0:
         ipext.InNoECTPkts += 1
     elif ecn == 1:
@@ -162,15 +176,40 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     else:
         ipext.InCEPkts += 1
     hook = ipv4.nf_prerouting  # NF_HOOK(NFPROTO_IPV4, NF_INET_PRE_ROUTING, …)
-    if hook is not None and not hook(skb):
-        kfree_skb(skb, DropReason.NETFILTER_DROP)
+    if hook is not None:
+        if not hook(skb):
+            kfree_skb(skb, DropReason.NETFILTER_DROP)
+            return
+        # a hook that mangles the header (NAT) may have made it writable: read again
+        buf = skb.buf
+        tos = buf[nh + 1]
+        saddr, daddr = _II.unpack_from(buf, nh + 12)
+    # ip_rcv_finish() / ip_rcv_finish_core(), static functions NF_HOOK's okfn calls
+    # directly, written out as ip_rcv_finish below (a frame less; keep them in step)
+    if skb.dst is None:
+        err = ip_route_input_noref(ipv4, skb, daddr, saddr, tos, dev)
+        if err:
+            kfree_skb(skb, DropReason.IP_INADDRERRORS if err == -22 else DropReason.IP_RPFILTER)
+            return
+    if vi != 0x45 and not ip_rcv_options(ipv4, skb, dev, ihl):
         return
-    ip_rcv_finish(ipv4, skb, dev)
+    rt: Any = skb.dst
+    rtype = rt.rt_type
+    if rtype == RTN_MULTICAST:
+        ipext.InMcastPkts += 1
+        ipext.InMcastOctets += skb.tail - skb.data
+    elif rtype == RTN_BROADCAST:
+        ipext.InBcastPkts += 1
+        ipext.InBcastOctets += skb.tail - skb.data
+    dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
+    dst_input(skb)
 
 
 @kernel("ip_rcv_finish_core")
 def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     """Route the datagram and process its options.
+
+    ``ip_rcv`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_input.ip6_rcv_finish.
     Kernel: ip_rcv_finish_core().
@@ -226,12 +265,17 @@ def ip_rcv_options(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, ihl: int) -> bool:
     return True
 
 
-@kernel("ip_local_deliver")
+@kernel("ip_local_deliver", "ip_local_deliver_finish", "ip_protocol_deliver_rcu")
 def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     """Reassemble, then deliver to the transport protocol.
 
+    ``ip_local_deliver_finish`` (static, NF_HOOK's okfn) and the
+    ``ip_protocol_deliver_rcu`` it calls are written out at the end: pull the
+    IP header and call the protocol handler (a frame less a datagram).
+
     Twin: netstack.ipv6.ip6_input.ip6_input.
-    Kernel: ip_local_deliver().
+    Kernel: ip_local_deliver() / ip_local_deliver_finish() /
+    ip_protocol_deliver_rcu().
     """
     if TIMED:
         spend("ip_local_deliver")
@@ -244,18 +288,13 @@ def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
         if skb2 is None:
             return 0
         skb = skb2
-    return ip_local_deliver_finish(ipv4, skb)
-
-
-@kernel("ip_protocol_deliver_rcu")
-def ip_local_deliver_finish(ipv4: Ipv4, skb: SkBuff) -> int:
-    """Pull the IP header and call the protocol handler. Kernel: ip_protocol_deliver_rcu()."""
-    buf = skb.buf
-    nh = skb.network_header
-    ihl = skb.transport_header - nh
+        buf = skb.buf
+        nh = skb.network_header
+    # ip_local_deliver_finish() / ip_protocol_deliver_rcu()
+    th = skb.transport_header
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_postpull_rcsum()
-        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, nh + ihl))
-    skb.data = nh + ihl
+        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, th))
+    skb.data = th
     protocol = buf[nh + 9]
     raw_handled = ipv4.raw_sockets and ipv4.raw_local_deliver(skb, protocol)
     handler = ipv4.inet_protos.get(protocol)

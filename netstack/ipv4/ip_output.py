@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import dev_loopback_xmit
+from netstack.core.dev import dev_loopback_xmit, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
@@ -63,6 +63,9 @@ _H: Final = struct.Struct("!H")
 _IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
 _from_bytes: Final = int.from_bytes
 _I: Final = struct.Struct("!I")
+# neigh_hh_output()'s fixed 16-byte copy of a cached header (HH_DATA_MOD), from the
+# front of hh_data with no slice made
+_HH_BLOCK: Final = struct.Struct("16s").pack_into
 # IPV4_HDR under a name assigned here: CPython 3.11 compiles ``imported_name.method(...)``
 # as an attribute load that builds a bound method per call; this gets the specialised call.
 _IPV4_HDR: Final = IPV4_HDR
@@ -309,21 +312,95 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     return rc
 
 
-@kernel("net/ipv4/ip_output.c", "ip_output")
+@kernel(
+    "net/ipv4/ip_output.c",
+    "ip_output",
+    "ip_finish_output",
+    "__ip_finish_output",
+    "ip_finish_output2",
+    "include/net/neighbour.h",
+    "neigh_output",
+    "neigh_hh_output",
+)
 def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """``dst.output`` of unicast routes.
 
+    ``ip_finish_output``, ``__ip_finish_output`` and ``ip_finish_output2``
+    are static functions of ``ip_output.c`` the compiler inlines into this,
+    their only caller on this path: they are written out here (two Python
+    frames less a datagram), each with its own charge, and keep their own
+    definitions for ``ip_do_fragment``; keep them in step. So is the
+    common case of ``neigh_hh_output`` (a static inline of
+    ``neighbour.h``; ``netstack.neigh.neighbour`` has the function).
+
     Twin: netstack.ipv6.ip6_output.ip6_output.
-    Kernel: net/ipv4/ip_output.c, ip_output().
+    Kernel: net/ipv4/ip_output.c, ip_output() / ip_finish_output() /
+    __ip_finish_output() / ip_finish_output2(); include/net/neighbour.h,
+    neigh_output() / neigh_hh_output().
     """
     if TIMED:
         spend("ip_output")
-    dst: Any = skb.dst
+    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
     ipv4.ip.OutTransmits += 1
-    ipv4.ipext.OutOctets += skb.tail - skb.data
-    skb.dev = dst.dev
+    length = skb.tail - skb.data
+    ipv4.ipext.OutOctets += length
+    skb.dev = dev = rt.dev
     skb.protocol = ETH_P_IP
-    return ip_finish_output(ipv4, skb)
+    # ip_finish_output() / __ip_finish_output(), as ip_finish_output below
+    if TIMED:
+        spend("ip_finish_output")
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = ip_dst_mtu_maybe_forward(ipv4, rt, rt.rt_is_input)
+    else:
+        mtu = dev.mtu
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
+    if length > mtu and not skb.gso_size:
+        return ip_fragment(ipv4, skb, mtu)
+    # ip_finish_output2(), as below
+    if TIMED:
+        spend("ip_finish_output2")
+    if skb.data < ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16 and (
+        dev.header_ops is not None
+    ):  # LL_RESERVED_SPACE
+        skb.cow_head(((dev.hard_header_len + dev.needed_headroom) & ~15) + 16)
+    if dev.flags & 0x18:  # IFF_LOOPBACK | IFF_POINTOPOINT: one neighbour, key 0
+        key = 0
+    elif rt.rt_uses_gateway:
+        key = rt.rt_gw4
+    else:
+        key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    arp = ipv4.arp_tbl
+    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    if n is None:
+        n = arp.create(key, dev)
+        if n is None:
+            kfree_skb(skb, DropReason.NEIGH_CREATEFAIL)
+            return -22
+    line = n.line
+    if line is not None:  # timed mode: the lookup reads the entry's first line
+        line.read("ip_finish_output2")
+    if skb.dst_pending_confirm:  # sock_confirm_neigh()
+        sk = skb.sk
+        if sk is not None:
+            sk.dst_pending_confirm = False
+        neigh_confirm(n)
+    # neigh_output() and neigh_hh_output(), static inlines of include/net/neighbour.h:
+    # with the hh_fast_copy patch a cached header of at most 16 bytes goes in as one
+    # 16-byte block (copied by a Struct, no slice made), else neigh_hh_output itself
+    if n.nud_state & NUD_CONNECTED:
+        hh = n.hh
+        hh_len = hh.hh_len
+        if hh_len:
+            tbl = n.tbl
+            data = skb.data
+            if hh_len <= 16 and data >= 16 and tbl.hh_fast_copy:
+                _HH_BLOCK(skb.buf, data - 16, hh.hh_data)
+                tbl.hh_fast_copies += 1
+                skb.data = data - hh_len
+                return dev_queue_xmit(skb)
+            return neigh_hh_output(n, skb)
+    return n.output(n, skb)
 
 
 @kernel("ip_mc_output")
@@ -343,6 +420,8 @@ def ip_mc_output(ipv4: Ipv4, skb: SkBuff) -> int:
 @kernel("net/ipv4/ip_output.c", "ip_finish_output", "__ip_finish_output")
 def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """Fragment if needed.
+
+    ``ip_output`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_output.ip6_finish_output.
     Kernel: net/ipv4/ip_output.c, ip_finish_output() / __ip_finish_output().
@@ -485,6 +564,8 @@ def ip_do_fragment(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
 @kernel("net/ipv4/ip_output.c", "ip_finish_output2")
 def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """Resolve the next hop and hand to the neighbour layer.
+
+    ``ip_output`` has this written out (keep the two in step).
 
     Twin: netstack.ipv6.ip6_output.ip6_finish_output2.
     Kernel: net/ipv4/ip_output.c, ip_finish_output2().

@@ -43,9 +43,9 @@ from netstack.core.net import PacketOffload
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import CHECKSUM_PARTIAL, SkBuff
 from netstack.gro.core import (
+    GRO_RECURSION_LIMIT,
     NapiGroCb,
     NetOffload,
-    call_gro_receive,
     skb_gro_checksum_validate,
 )
 from netstack.gro.segment import skb_gso_cb
@@ -80,71 +80,90 @@ __all__ = [
 
 _H: Final = struct.Struct("!H")
 _II: Final = struct.Struct("!II")
+# inet_gro_receive's first look at a header: version/IHL, total length, frag_off, protocol
+_UDP_LEN_CHECK: Final = struct.Struct("!4xHH")
+_IPH_GRO: Final = struct.Struct("!BxH2xHxB")
+_IP_MF_OFFSET: Final = IP_MF | IP_OFFSET
+_NOT_IP_DF: Final = 0xFFFF & ~IP_DF
 
 
-@kernel("net/ipv4/af_inet.c", "inet_gro_receive")
+@kernel("net/ipv4/af_inet.c", "inet_gro_receive", "include/net/gro.h", "call_gro_receive")
 def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """GRO for an IPv4 header at the skb's GRO offset.
 
+    The header's first fields come out of one ``struct`` unpack; those only
+    the held packets are compared on (ID, TTL, TOS, addresses) are read only
+    when there are held packets. ``call_gro_receive`` (the recursion guard
+    around the transport's ``gro_receive``; ``indirect_call_gro_receive``
+    since 5.x) is inline.
+
     Twin: netstack.ipv6.offload.ipv6_gro_receive.
-    Kernel: net/ipv4/af_inet.c, inet_gro_receive().
+    Kernel: net/ipv4/af_inet.c, inet_gro_receive(); include/net/gro.h,
+    call_gro_receive().
     """
     if TIMED:
         spend("inet_gro_receive")
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
+    gro_len = skb.tail - off  # skb_gro_len()
     flush = 1
     pp: SkBuff | None = None
-    if skb.tail - off >= 20:
-        proto = buf[off + 9]
+    if gro_len >= 20:
+        ver_ihl, tot_len, frag, proto = _IPH_GRO.unpack_from(buf, off)
         ops = ipv4.inet_offloads.get(proto)
-        frag = (buf[off + 6] << 8) | buf[off + 7]
+        gro_receive = ops.gro_receive if ops is not None else None
         if (
-            ops is not None
-            and ops.gro_receive is not None
-            and buf[off] == 0x45
-            and not frag & (IP_MF | IP_OFFSET)
+            gro_receive is not None
+            and ver_ihl == 0x45
+            and not frag & _IP_MF_OFFSET  # ip_is_fragment()
             and not ip_fast_csum(buf, off, 20)
         ):
             cb.proto = proto
-            tot_len = (buf[off + 2] << 8) | buf[off + 3]
-            flush = ((tot_len ^ (skb.tail - off)) | (frag & ~IP_DF)) & 0xFFFF
-            ident = (buf[off + 4] << 8) | buf[off + 5]
-            rel = off - skb.data
-            ttl_tos = (buf[off + 8], buf[off + 1])
-            addrs = buf[off + 12 : off + 20]
-            for p in head:
-                pcb: NapiGroCb = p.cb
-                if not pcb.same_flow:
-                    continue
-                pbuf = p.buf
-                o2 = p.data + rel
-                if pbuf[o2 + 9] != proto or pbuf[o2 + 12 : o2 + 20] != addrs:
-                    pcb.same_flow = 0
-                    continue
-                frag2 = (pbuf[o2 + 6] << 8) | pbuf[o2 + 7]
-                # All fields must match except length and checksum.
-                if (pbuf[o2 + 8], pbuf[o2 + 1]) != ttl_tos or (frag ^ frag2) & IP_DF:
-                    pcb.flush |= 1
-                pcb.flush |= flush
-                # The IP ID check is stored, and used by the transport once it
-                # knows this packet belongs to the flow; with a tunnel, the
-                # innermost header's call overwrites it.
-                flush_id = (ident - ((pbuf[o2 + 4] << 8) | pbuf[o2 + 5])) & 0xFFFF
-                if not pcb.is_atomic or not frag & IP_DF:
-                    flush_id ^= pcb.count
-                    flush_id = 0xFFFF if flush_id else 0
-                if cb.is_atomic:
-                    pcb.flush_id = flush_id
-                else:
-                    pcb.flush_id |= flush_id
-            cb.is_atomic = 1 if frag & IP_DF else 0
+            flush = ((tot_len ^ gro_len) | (frag & _NOT_IP_DF)) & 0xFFFF
+            if head:
+                ident = (buf[off + 4] << 8) | buf[off + 5]
+                rel = off - skb.data
+                ttl_tos = (buf[off + 8], buf[off + 1])
+                addrs = buf[off + 12 : off + 20]
+                for p in head:
+                    pcb: NapiGroCb = p.cb
+                    if not pcb.same_flow:
+                        continue
+                    pbuf = p.buf
+                    o2 = p.data + rel
+                    if pbuf[o2 + 9] != proto or pbuf[o2 + 12 : o2 + 20] != addrs:
+                        pcb.same_flow = 0
+                        continue
+                    frag2 = (pbuf[o2 + 6] << 8) | pbuf[o2 + 7]
+                    # All fields must match except length and checksum.
+                    if (pbuf[o2 + 8], pbuf[o2 + 1]) != ttl_tos or (frag ^ frag2) & IP_DF:
+                        pcb.flush |= 1
+                    pcb.flush |= flush
+                    # The IP ID check is stored, and used by the transport once it
+                    # knows this packet belongs to the flow; with a tunnel, the
+                    # innermost header's call overwrites it.
+                    flush_id = (ident - ((pbuf[o2 + 4] << 8) | pbuf[o2 + 5])) & 0xFFFF
+                    if not pcb.is_atomic or not frag & IP_DF:
+                        flush_id ^= pcb.count
+                        flush_id = 0xFFFF if flush_id else 0
+                    if cb.is_atomic:
+                        pcb.flush_id = flush_id
+                    else:
+                        pcb.flush_id |= flush_id
+            cb.is_atomic = (frag >> 14) & 1  # !!(iph->frag_off & htons(IP_DF))
             cb.flush |= flush
             skb.network_header = off
-            cb.off = off + 20  # skb_gro_pull(skb, sizeof(*iph))
-            skb.transport_header = off + 20
-            pp = call_gro_receive(ops.gro_receive, head, skb)
+            off += 20
+            cb.off = off  # skb_gro_pull(skb, sizeof(*iph))
+            skb.transport_header = off
+            # call_gro_receive(), inline: the recursion guard
+            depth = cb.recursion_counter + 1
+            cb.recursion_counter = depth
+            if depth == GRO_RECURSION_LIMIT:
+                cb.flush |= 1
+            else:
+                pp = gro_receive(head, skb)
     cb.flush |= flush  # skb_gro_flush_final()
     return pp
 
@@ -361,7 +380,13 @@ def udp_encap_disable(net: Net) -> None:
     UDP_ENCAP_NEEDED_KEY.get(net).count -= 1
 
 
-@kernel("net/ipv4/udp_offload.c", "udp4_gro_receive", "udp_gro_receive")
+@kernel(
+    "net/ipv4/udp_offload.c",
+    "udp4_gro_receive",
+    "udp_gro_receive",
+    "include/net/gro.h",
+    "__skb_gro_checksum_validate_needed",
+)
 def udp4_gro_receive(
     ipv4: Ipv4, encap_needed: StaticKey, head: list[SkBuff], skb: SkBuff
 ) -> SkBuff | None:
@@ -369,40 +394,49 @@ def udp4_gro_receive(
 
     The socket is looked up only while some encapsulation socket exists on the
     Net (*encap_needed*, ``udp_encap_needed_key``): otherwise no datagram can
-    have a GRO handler and the lookup is skipped, as in the kernel.
+    have a GRO handler and the lookup is skipped, as in the kernel. The
+    checksum is validated, and the pseudo-header summed for it, only when
+    ``__skb_gro_checksum_validate_needed`` says so (the kernel's macro
+    evaluates ``inet_gro_compute_pseudo`` lazily): not for a checksum a local
+    sender left to the device (CHECKSUM_PARTIAL from here on).
 
-    Kernel: net/ipv4/udp_offload.c, udp4_gro_receive() / udp_gro_receive().
+    Kernel: net/ipv4/udp_offload.c, udp4_gro_receive() / udp_gro_receive();
+    include/net/gro.h, __skb_gro_checksum_validate_needed().
     """
     cb: NapiGroCb = skb.cb
     off = cb.off
     buf = skb.buf
-    if skb.tail - off < 8:
+    gro_len = skb.tail - off  # skb_gro_len()
+    if gro_len < 8:
         cb.flush = 1
         return None
-    if ((buf[off + 4] << 8) | buf[off + 5]) != skb.tail - off:
+    ulen, check = _UDP_LEN_CHECK.unpack_from(buf, off)
+    if ulen != gro_len:
         # the datagram does not fill the IP payload (trailing bytes): its checksum
         # covers only ulen bytes, so it is left to udp_rcv (udp_gro_receive_segment's
         # "ulen != skb_gro_len(skb)" flush)
         cb.flush = 1
         return None
-    check = (buf[off + 6] << 8) | buf[off + 7]
     if (
-        not cb.flush
-        and check
+        check
+        and not cb.flush
+        and (skb.ip_summed != CHECKSUM_PARTIAL or skb.csum_start < off)
         and not skb_gro_checksum_validate(skb, inet_gro_compute_pseudo(skb, IPPROTO_UDP))
     ):
         cb.flush = 1
         return None
     cb.is_ipv6 = 0
-    sk = None
-    if encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
-        sport, dport = struct.unpack_from("!HH", buf, off)
-        saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
-        dev = skb.dev
-        sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
+    if not encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
+        cb.flush |= 1  # no socket with GRO for this datagram: flush it
+        return None
+    # udp4_gro_lookup_skb() whatever encap_mark: udp_gro_receive() tests it after
+    sport, dport = struct.unpack_from("!HH", buf, off)
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
+    dev = skb.dev
+    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
     gro_receive = getattr(sk, "gro_receive", None)
     if gro_receive is None or cb.encap_mark:
-        cb.flush |= 1  # no GRO for this datagram: flush it
+        cb.flush |= 1  # no GRO for this datagram, or it is already a tunnel's inner one
         return None
     cb.encap_mark = 1  # this skb passed once through the tunnel GRO layer
     rel = off - skb.data

@@ -76,6 +76,7 @@ from netstack.wire.rtnetlink import (
     RTN_THROW,
     RTN_UNICAST,
     RTN_UNREACHABLE,
+    RTNH_F_DEAD,
 )
 
 if TYPE_CHECKING:
@@ -84,6 +85,10 @@ if TYPE_CHECKING:
 
 _I: Final = struct.Struct("!I")
 _II: Final = struct.Struct("!II")
+# ip_route_input_noref's martian checks by first octet: 1 for an octet none of them
+# looks at (not 0/8, 127/8, 224/4, 240/4 or 255): a source and a destination both
+# so pass them all with one test
+_UNICAST_OCTET: Final = bytes(1 if 0 < o < 224 and o != 127 else 0 for o in range(256))
 
 __all__ = [
     "Flowi4",
@@ -627,20 +632,25 @@ def ip_route_output(
 def _mkroute_input_local(
     ipv4: Ipv4, dev: NetDevice, flags: int, rtype: int, res: FibResult | None
 ) -> Rtable:
-    rt = Rtable(ipv4, ipv4.loopback_dev, flags | RTCF_LOCAL, rtype)
+    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, flags | RTCF_LOCAL, rtype)
     rt.rt_is_input = True
     rt.rt_iif = dev.ifindex
-    rt.output = ipv4.ip_rt_bug
+    rt.output = dst_ip_rt_bug
     return rt
 
 
-@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup")
+@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup", "__mkroute_input")
 def ip_route_input_noref(
     ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
 ) -> int:
     """Route a received packet: set ``skb.dst``; 0 or -errno.
 
-    Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup().
+    ``fib_lookup`` (a static inline) with ``fib_table_lookup``, and
+    ``__mkroute_input``'s cached route, are written out (keep them in step
+    with ``Fib.lookup``, ``FibTable.lookup`` and ``_mkroute_input``).
+
+    Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup() /
+    __mkroute_input().
     """
     if TIMED:
         spend("ip_route_input_slow")
@@ -651,35 +661,38 @@ def ip_route_input_noref(
     # the first octets: small ints, where masks above 2**30 take CPython's slow path
     s8 = saddr >> 24
     d8 = daddr >> 24
-    if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
-        ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
-        return _brd_input(ipv4, skb, dev, saddr)
-    if s8 == 0:
-        # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
-        ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if d8 == 0:
-        ipv4.martian_destination(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if (
-        (d8 == 127 or s8 == 127)
-        and not dev.flags & IFF_LOOPBACK
-        and not in_dev.orconf("route_localnet")
-    ):
-        if d8 == 127:
-            ipv4.martian_destination(skb, daddr, saddr, dev)
-        else:
+    if not (_UNICAST_OCTET[s8] and _UNICAST_OCTET[d8]):
+        # one of them is in 0/8, 127/8, 224/3 or 255/8: the checks one by one (two
+        # unicast octets pass them all)
+        if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
             ipv4.martian_source(skb, daddr, saddr, dev)
-        return -errno.EINVAL
-    if 224 <= d8 < 240:
-        # ip_route_input_rcu()'s multicast branch: ours only if the device joined
-        # the group (no multicast routing: mc_forwarding is never set)
-        proto = skb.buf[skb.network_header + 9]
-        if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
-            return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
-        return -errno.EINVAL
+            return -errno.EINVAL
+        if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
+            return _brd_input(ipv4, skb, dev, saddr)
+        if s8 == 0:
+            # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
+            ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if d8 == 0:
+            ipv4.martian_destination(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if (
+            (d8 == 127 or s8 == 127)
+            and not dev.flags & IFF_LOOPBACK
+            and not in_dev.orconf("route_localnet")
+        ):
+            if d8 == 127:
+                ipv4.martian_destination(skb, daddr, saddr, dev)
+            else:
+                ipv4.martian_source(skb, daddr, saddr, dev)
+            return -errno.EINVAL
+        if 224 <= d8 < 240:
+            # ip_route_input_rcu()'s multicast branch: ours only if the device joined
+            # the group (no multicast routing: mc_forwarding is never set)
+            proto = skb.buf[skb.network_header + 9]
+            if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
+                return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
+            return -errno.EINVAL
     fib = ipv4.fib
     if fib.fib_has_custom_rules:
         res = fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
@@ -687,7 +700,26 @@ def ip_route_input_noref(
         # fib_lookup(), a static inline of include/net/ip_fib.h, inline as Fib.lookup
         # does it with the tables merged: the main table's walk (local merged in),
         # then the default table on a miss or a throw; the same charges
-        fa = fib.main.lookup(daddr, 0, RT_SCOPE_UNIVERSE)
+        # fib_table_lookup() (out of line in fib_trie.c) written out as FibTable.lookup
+        # with no oif, universe scope (a frame less a packet; keep the two in step)
+        if TIMED:
+            spend("fib_table_lookup")
+        fa = None
+        for mask, level in fib.main.tb_data.levels:
+            bucket = level.get(daddr & mask)
+            if bucket:
+                for fa in bucket:
+                    fi = fa.fi
+                    if fi.dead:
+                        continue
+                    nh = fi.nh
+                    if nh is not None and nh.flags & RTNH_F_DEAD:
+                        continue
+                    break
+                else:
+                    fa = None
+                    continue
+                break
         if TIMED and (fa is None or fa.table != RT_TABLE_LOCAL):
             spend("fib_table_lookup")  # the local table's walk: see Fib.lookup
         if fa is None or fa.type == RTN_THROW:
@@ -702,6 +734,29 @@ def ip_route_input_noref(
         rtype = res.type
         if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
             if in_dev.cnf.forwarding:
+                # __mkroute_input() (static), inline when it takes the nexthop's cached
+                # route (nhc_rth_input): out by another device, no exception, not
+                # from one of our addresses; rt_cache_valid() and dst_hold() inline
+                fnh = res.nh
+                assert fnh is not None
+                rt = fnh.rth_input
+                out_dev = fnh.dev
+                if (
+                    rt is not None
+                    and rt.rt_genid == ipv4.rt_genid
+                    and rt.obsolete == -1
+                    and out_dev is not dev
+                    and not fnh.exceptions
+                    and saddr not in ipv4.inet_addr_lst
+                    and out_dev.ip_ptr is not None
+                ):
+                    rt.refcnt += 1
+                    rt.holds += 1
+                    line = rt.line
+                    if line is not None:
+                        line.write("dst_hold", atomic=True)
+                    skb.dst = rt
+                    return 0
                 return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
         elif rtype == RTN_LOCAL:
             if (
@@ -743,12 +798,13 @@ def ip_route_input_noref(
     if TIMED:
         spend("ip_route_input_slow")
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
-    rt = Rtable(ipv4, ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
+    # net->loopback_dev: the property's cached device read directly (a frame less)
+    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
     rt.rt_flags = 0  # &= ~RTCF_LOCAL
     rt.rt_is_input = True
     rt.rt_iif = dev.ifindex
-    rt.input = ipv4.ip_error
-    rt.output = ipv4.ip_rt_bug
+    rt.input = dst_ip_error
+    rt.output = dst_ip_rt_bug
     rt.error = err
     skb.dst = rt
     return 0
@@ -759,7 +815,7 @@ def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
     ipv4.in_no_route += 1  # fib_lookup()'s error goes to no_route too
     rt = _mkroute_input_local(ipv4, dev, 0, rtype, None)
     rt.rt_flags &= ~RTCF_LOCAL
-    rt.input = ipv4.ip_error
+    rt.input = dst_ip_error
     rt.error = err
     skb.dst = rt
     return 0
@@ -841,6 +897,24 @@ def _addr_onlink(dev: NetDevice, a: int, b: int) -> bool:
 # ---------------------------------------------------------------------------
 # Errors, PMTU, link failure
 # ---------------------------------------------------------------------------
+
+
+def dst_ip_error(skb: SkBuff) -> int:
+    """``dst.input`` of unreachable and reject routes: :func:`ip_error` of the
+    route's namespace. The kernel's ``ip_error(skb)`` finds the net from the
+    route's device; a function of the skb alone, like it, is shared by every
+    namespace, where a method bound per route or per namespace is not."""
+    rt: Any = skb.dst
+    return ip_error(rt.ipv4, skb)
+
+
+def dst_ip_rt_bug(skb: SkBuff) -> int:
+    """``dst.output`` of input routes: ``Ipv4.ip_rt_bug`` of the route's
+    namespace (the kernel's ``ip_rt_bug(net, sk, skb)``), shared as
+    :func:`dst_ip_error` is."""
+    rt: Any = skb.dst
+    rc: int = rt.ipv4.ip_rt_bug(skb)
+    return rc
 
 
 @kernel("ip_error")

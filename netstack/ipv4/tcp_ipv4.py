@@ -105,6 +105,7 @@ __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
+_HH: Final = struct.Struct("!HH")
 
 
 def _addrs(skb: SkBuff) -> tuple[int, int]:
@@ -193,7 +194,7 @@ class Ipv4Specific:
         IPV4_HDR.pack_into(
             buf, nh, 0x45, sk.tos, 0, 0, df, ttl, IPPROTO_TCP, 0, sk.inet_saddr, sk.inet_daddr
         )
-        ip_select_ident(self.ipv4, buf, nh, sk, False, max(skb.gso_segs, 1))
+        ip_select_ident(self.ipv4, buf, nh, sk, False, skb.gso_segs or 1)
         skb.priority = sk.sk_priority
         skb.mark = sk.sk_mark
         skb.dst = rt.hold()
@@ -599,13 +600,13 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)  # SKB_DROP_REASON_TCP_INVALID_HDR
         mib.InErrs += 1
         return 0
-    saddr, daddr = _addrs(skb)
+    saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)  # _addrs(skb)
     if not _csum_ok(skb, saddr, daddr):
         mib.InCsumErrors += 1
         mib.InErrs += 1
         kfree_skb(skb, DropReason.TCP_CSUM)
         return 0
-    sport, dport = struct.unpack_from("!HH", buf, th)
+    sport, dport = _HH.unpack_from(buf, th)
     skb.data = th  # __skb_pull to the TCP header
     tcb = tcp_v4_fill_cb(skb, th)
     hashinfo = tcp.hashinfo

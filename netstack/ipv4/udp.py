@@ -214,11 +214,24 @@ class UdpSock(Sock):
         return udp_sendmsg(self.ipv4, self, data, dest, flags)
 
     # -- receiving ----------------------------------------------------------------------------
-    @kernel("net/ipv4/udp.c", "udp_recvmsg")
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        """Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        """``udp_recvmsg`` for callers that take :class:`SockWouldBlock`."""
+        msg = self.udp_recvmsg(bufsize, flags)
+        if msg is None:
+            raise SockWouldBlock(write=False)
+        return msg
+
+    @kernel("net/ipv4/udp.c", "udp_recvmsg")
+    def udp_recvmsg(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
+        """One datagram; ``None`` where a blocking reader waits
+        (``__skb_wait_for_more_packets``): the Trio socket's ``recv`` calls it for
+        a ``UdpSock`` (not a subclass) as its ``recvmsg_or_none``.
+
+        Kernel: net/ipv4/udp.c, udp_recvmsg()."""
         if TIMED:
             spend("udp_recvmsg")
         if flags & MSG_ERRQUEUE:
@@ -233,7 +246,7 @@ class UdpSock(Sock):
                     return b"", (0, 0), 0, []
                 if flags & MSG_DONTWAIT:
                     raise sock_oserror(EAGAIN)
-                raise SockWouldBlock(write=False)
+                return None
             skb = q[0]
             summed = skb.ip_summed  # udp_lib_checksum_complete(): skb_csum_unnecessary() inline
             if (

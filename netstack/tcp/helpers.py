@@ -237,10 +237,16 @@ def tcp_sndbuf_expand(sk: TcpSock) -> None:
 
     Kernel: net/ipv4/tcp_input.c, tcp_sndbuf_expand().
     """
-    per_mss = max(sk.mss_cache, sk.advmss) + 320 + 256 + 64
+    mss, advmss = sk.mss_cache, sk.advmss
+    per_mss = (mss if mss > advmss else advmss) + 320 + 256 + 64  # max(), as a conditional
     per_mss = 1 << (per_mss - 1).bit_length()  # roundup_pow_of_two
     per_mss += 512  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) + sk_buff
-    nr_segs = max(TCP_INIT_CWND, sk.snd_cwnd, sk.reordering + 1)
+    nr_segs = sk.snd_cwnd
+    reo = sk.reordering + 1
+    if reo > nr_segs:
+        nr_segs = reo
+    if nr_segs < TCP_INIT_CWND:  # max(TCP_INIT_CWND, snd_cwnd, reordering + 1)
+        nr_segs = TCP_INIT_CWND
     sndmem = 2 * nr_segs * per_mss
     if sk.sk_sndbuf < sndmem:
         sk.sk_sndbuf = min(sndmem, sk.tcp.tcp_wmem[2])

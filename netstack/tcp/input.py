@@ -824,13 +824,21 @@ def tcp_sacktag_write_queue(
 # -- ACK processing ---------------------------------------------------------------------------
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_clean_rtx_queue", "tcp_tso_acked")
+@kernel(
+    "net/ipv4/tcp_input.c",
+    "tcp_clean_rtx_queue",
+    "tcp_tso_acked",
+    "include/net/tcp.h",
+    "before",
+    "after",
+)
 def tcp_clean_rtx_queue(
     sk: TcpSock, prior_fack: int, prior_snd_una: int, state: TcpSacktagState
 ) -> tuple[int, int]:
     """Free what the cumulative ACK covers; sample the RTT. Returns (flag, pkts_acked).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue() / tcp_tso_acked().
+    Kernel: net/ipv4/tcp_input.c, tcp_clean_rtx_queue() / tcp_tso_acked();
+    include/net/tcp.h, before() / after() (written out in the loop).
     """
     if TIMED:
         spend("tcp_clean_rtx_queue")
@@ -852,8 +860,8 @@ def tcp_clean_rtx_queue(
         skb = q[n]
         tcb: TcpSkbCb = skb.cb
         start_seq = tcb.seq
-        if after(tcb.end_seq, snd_una):
-            if tcb.pcount == 1 or not after(snd_una, tcb.seq):
+        if ((snd_una - tcb.end_seq) & M32) > 0x7FFFFFFF:  # after(end_seq, snd_una)
+            if tcb.pcount == 1 or ((tcb.seq - snd_una) & M32) <= 0x7FFFFFFF:
                 head = skb
                 break
             # tcp_tso_acked(): trim the acknowledged whole segments
@@ -875,9 +883,9 @@ def tcp_clean_rtx_queue(
             last_ackt = tcb.mstamp
             if first_ackt < 0:
                 first_ackt = last_ackt
-            if before(start_seq, reord):
+            if ((start_seq - reord) & M32) > 0x7FFFFFFF:  # before(start_seq, reord)
                 reord = start_seq
-            if not after(tcb.end_seq, sk.high_seq):
+            if ((sk.high_seq - tcb.end_seq) & M32) <= 0x7FFFFFFF:  # !after(end_seq, high_seq)
                 flag |= FLAG_ORIG_SACK_ACKED
         if sacked & TCPCB_SACKED_ACKED:
             sk.sacked_out -= acked_pcount
@@ -961,12 +969,12 @@ def tcp_clean_rtx_queue(
     return flag, pkts_acked
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_may_update_window")
+@kernel("net/ipv4/tcp_input.c", "tcp_may_update_window", "after")
 def tcp_may_update_window(sk: TcpSock, ack: int, ack_seq: int, nwin: int) -> bool:
-    """Kernel: net/ipv4/tcp_input.c, tcp_may_update_window()."""
+    """Kernel: net/ipv4/tcp_input.c, tcp_may_update_window(); after(), written out."""
     return (
-        after(ack, sk.snd_una)
-        or after(ack_seq, sk.snd_wl1)
+        ((sk.snd_una - ack) & M32) > 0x7FFFFFFF  # after(ack, snd_una)
+        or ((sk.snd_wl1 - ack_seq) & M32) > 0x7FFFFFFF  # after(ack_seq, snd_wl1)
         # 6.x: a zero window (a receiver out of memory, ICSK_ACK_NOMEM) is taken too
         or (ack_seq == sk.snd_wl1 and (nwin > sk.snd_wnd or not nwin))
     )
@@ -1063,12 +1071,21 @@ def tcp_xmit_recovery(sk: TcpSock, rexmit: int) -> None:
     tcp_xmit_retransmit_queue(sk)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_ack", "tcp_set_xmit_timer", "tcp_cong_control")
+@kernel(
+    "net/ipv4/tcp_input.c",
+    "tcp_ack",
+    "tcp_set_xmit_timer",
+    "tcp_cong_control",
+    "include/net/tcp.h",
+    "before",
+    "after",
+)
 def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     """Process the ACK field of an incoming segment. >0: acceptable, 0: old, <0: invalid.
 
     Kernel: net/ipv4/tcp_input.c, tcp_ack() / tcp_set_xmit_timer() /
-    tcp_cong_control().
+    tcp_cong_control(); include/net/tcp.h, before() / after() (written out on
+    the path every ACK takes).
     """
     if TIMED:
         spend("tcp_ack")
@@ -1085,7 +1102,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     state = TcpSacktagState(sk.snd_nxt)
     sack_ok = tcp_is_sack(sk)
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
-    if before(ack, prior_snd_una):
+    if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
         if before(ack, (prior_snd_una - sk.max_window) & M32):
             if not flag & FLAG_NO_CHALLENGE_ACK:
                 tcp_send_challenge_ack(sk)
@@ -1096,13 +1113,17 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             flag, rexmit = tcp_fastretrans_alert(sk, prior_snd_una, num_dupack, flag)
             tcp_xmit_recovery(sk, rexmit)
         return 0
-    if after(ack, sk.snd_nxt):
+    if ((sk.snd_nxt - ack) & M32) > 0x7FFFFFFF:  # after(ack, snd_nxt)
         return -1
-    if after(ack, prior_snd_una):
+    if ack != prior_snd_una:  # after(ack, prior_snd_una): not before it, checked above
         flag |= FLAG_SND_UNA_ADVANCED
         sk.icsk_retransmits = 0
     prior_fack = tcp_highest_sack_seq(sk) if sack_ok else sk.snd_una
-    if flag & FLAG_UPDATE_TS_RECENT and sk.saw_tstamp and not after(tcb.seq, sk.rcv_wup):
+    if (
+        flag & FLAG_UPDATE_TS_RECENT
+        and sk.saw_tstamp
+        and ((sk.rcv_wup - tcb.seq) & M32) <= 0x7FFFFFFF  # !after(seq, rcv_wup)
+    ):
         sk.ts_recent = sk.rcv_tsval  # tcp_replace_ts_recent()
         sk.ts_recent_stamp = sk.tcp.seconds()
     if not flag & FLAG_SLOWPATH and flag & FLAG_SND_UNA_ADVANCED:
@@ -1684,7 +1705,8 @@ def tcp_measure_rcv_mss(sk: TcpSock, skb: SkBuff) -> None:
                 tcp_set_window_clamp(sk, tcp_win_from_space(sk, sk.sk_rcvbuf))
                 if sk.window_clamp < sk.rcvq_space_space:
                     sk.rcvq_space_space = sk.window_clamp
-        sk.icsk_ack_rcv_mss = min(length, sk.advmss)
+        advmss = sk.advmss
+        sk.icsk_ack_rcv_mss = length if length < advmss else advmss  # min()
         # one full segment with PSH: likely the end of a write; ACK once read
         if skb.cb.tcp_flags & TCPHDR_PSH:
             sk.icsk_ack_pending |= ICSK_ACK_PUSHED
@@ -1923,7 +1945,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
     sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
-    sk.data_segs_in += max(skb.gso_segs, 1)
+    sk.data_segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
         if fastpath:
             pass  # the fast path checks neither the window nor the buffer
@@ -2376,7 +2398,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     tcb: TcpSkbCb = skb.cb
     hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
     tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
-    sk.segs_in += max(skb.gso_segs, 1)
+    sk.segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if hp == HP_PURE_ACK:  # bulk data transfer: the sender
         if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
             sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
@@ -2387,7 +2409,9 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
     fastpath = hp == HP_DATA
-    if hp == HP_MISS and not tcp_validate_incoming(sk, skb):
+    if fastpath:
+        sk.ext.TCPHPHits += 1  # the fast path queues it (the rest of it is not written out)
+    elif hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:

@@ -438,7 +438,8 @@ def __tcp_select_window(sk: TcpSock) -> int:
     rcvbuf = sk.sk_rcvbuf
     free_space = ((rcvbuf - sk.sk_rmem_alloc) * ratio) >> TCP_RMEM_TO_WIN_SCALE
     allowed_space = (rcvbuf * ratio) >> TCP_RMEM_TO_WIN_SCALE
-    full_space = min(sk.window_clamp, allowed_space)
+    clamp = sk.window_clamp
+    full_space = clamp if clamp < allowed_space else allowed_space  # min()
     if mss > full_space:
         mss = full_space
         if mss <= 0:
@@ -1078,8 +1079,12 @@ def tcp_small_queue_check(sk: TcpSock, skb: SkBuff, factor: int) -> bool:
 
     Kernel: net/ipv4/tcp_output.c, tcp_small_queue_check().
     """
-    limit = max(2 * skb.truesize, sk.sk_pacing_rate >> sk.sk_pacing_shift)
-    limit = min(limit, sk.tcp.sysctl_tcp_limit_output_bytes) << factor
+    limit = 2 * skb.truesize
+    paced = sk.sk_pacing_rate >> sk.sk_pacing_shift
+    if paced > limit:  # max(), min() as conditionals
+        limit = paced
+    cap = sk.tcp.sysctl_tcp_limit_output_bytes
+    limit = (limit if limit < cap else cap) << factor
     if sk.sk_wmem_alloc > limit:
         if not sk.rtx_queue:
             return False
@@ -1245,8 +1250,8 @@ def tcp_schedule_loss_probe(sk: TcpSock, advancing_rto: bool) -> bool:
         rto_delta = sk.icsk_rto
     else:
         rto_delta = tcp_rto_delta(sk)
-    if rto_delta > 0:
-        timeout = min(timeout, rto_delta)
+    if 0 < rto_delta < timeout:  # min()
+        timeout = rto_delta
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_LOSS_PROBE, timeout, tcp.TCP_RTO_MAX)
     return True
 

@@ -41,6 +41,7 @@ __all__ = ["Tcp", "tcp_init", "tcp_of"]
 # the TCP clocks' reading at virtual time 0 (see Tcp.tcp_clock_us): five minutes of
 # uptime, as long as INITIAL_JIFFIES leaves jiffies before their 32-bit wrap
 TCP_CLOCK_BOOT_MS: Final = 300_000
+_TCP_CLOCK_BOOT_US: Final = TCP_CLOCK_BOOT_MS * 1000
 
 _INT_SYSCTLS: Final = (
     # name, attribute, min, max
@@ -309,7 +310,7 @@ class Tcp:
     # subtract it again (secure_tcp_ts_off), so TSvals on the wire do not move.
     def tcp_clock_us(self) -> int:
         """Microseconds since "boot" (``tcp_clock_us``)."""
-        return int(self.net.clock.now() * 1_000_000) + TCP_CLOCK_BOOT_MS * 1000
+        return int(self.net.clock.now() * 1_000_000) + _TCP_CLOCK_BOOT_US
 
     def tcp_time_stamp_ms(self) -> int:
         """The timestamp-option clock, milliseconds since "boot" (``tcp_time_stamp_ms``)."""

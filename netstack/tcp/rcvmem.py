@@ -202,7 +202,7 @@ HP_PURE_ACK: Final = 2  # a pure ACK: the fast path's tcp_ack(sk, skb, 0)
 HP_STEP5: Final = 3  # data beyond sk_forward_alloc: the slow path from step 5, unvalidated
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_rcv_established")
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_established", "after")
 def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     """Which of tcp_rcv_established()'s fast paths takes this segment (HP_*)?
 
@@ -217,7 +217,7 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     tcp_validate_incoming(), which the prediction stands for — unless it ends
     beyond the window (6.17: ``goto validate``, HP_MISS).
     Call it before tcp_ack() and tcp_validate_incoming() change the state.
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established().
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established(); after(), written out.
     """
     pred = sk.pred_flags
     if not pred:
@@ -227,7 +227,7 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     if int.from_bytes(buf[th + 12 : th + 16], "big") & TCP_HP_BITS != pred:
         return HP_MISS
     tcb: TcpSkbCb = skb.cb
-    if tcb.seq != sk.rcv_nxt or after(tcb.ack_seq, sk.snd_nxt):
+    if tcb.seq != sk.rcv_nxt or ((sk.snd_nxt - tcb.ack_seq) & M32) > 0x7FFFFFFF:
         return HP_MISS
     hlen = sk.tcp_header_len
     if hlen == 32:
@@ -240,7 +240,7 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
         return HP_PURE_ACK
     if length < hlen:
         return HP_MISS
-    if after(tcb.end_seq, (sk.rcv_nxt + tcp_receive_window(sk)) & M32):
+    if ((sk.rcv_nxt + tcp_receive_window(sk) - tcb.end_seq) & M32) > 0x7FFFFFFF:
         return HP_MISS  # 6.17: goto validate, tcp_sequence() drops or takes it
     return HP_DATA if skb.truesize <= sk.sk_forward_alloc else HP_STEP5
 

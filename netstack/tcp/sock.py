@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 import attrs
 
 from netstack.core.skbuff import SkBuff
-from netstack.core.sock import Sock
+from netstack.core.sock import Sock, SockWouldBlock
 from netstack.core.win_minmax import Minmax
 from netstack.sites import kernel
 
@@ -355,7 +355,7 @@ class TcpProt:
     listen: Callable[[TcpSock, int], None]
     accept: Callable[[TcpSock], TcpSock]
     sendmsg: Callable[[TcpSock, bytes | bytearray | memoryview, int, tuple[int, int] | None], int]
-    recvmsg: Callable[[TcpSock, int, int], bytes]
+    recvmsg: Callable[[TcpSock, int, int], bytes | None]  # None: the reader waits
     shutdown: Callable[[TcpSock, int], None]
     close: Callable[[TcpSock, int], None]
     readable: Callable[[TcpSock], bool]
@@ -665,8 +665,21 @@ class TcpSock(Sock):
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
         data = self.sk_prot.recvmsg(self, bufsize, flags)
+        if data is None:
+            raise SockWouldBlock(write=False)
         daddr = self.inet_daddr
         if self.family != self.af_ops.family:  # an AF_INET6 socket talking IPv4
+            daddr |= V4MAPPED_PREFIX
+        return data, (daddr, self.inet_dport), 0, []
+
+    def recvmsg_or_none(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
+        data = self.sk_prot.recvmsg(self, bufsize, flags)
+        if data is None:  # no exception per empty read (Sock.recvmsg_or_none)
+            return None
+        daddr = self.inet_daddr
+        if self.family != self.af_ops.family:
             daddr |= V4MAPPED_PREFIX
         return data, (daddr, self.inet_dport), 0, []
 

@@ -2,15 +2,16 @@
 
 Theory of operation: these are the synchronous halves of the socket API; the
 Trio-facing :class:`~netstack.socket.socket.Socket` retries them when they
-raise :class:`~netstack.core.sock.SockWouldBlock` (no data yet, no room in the
-send buffer, no connection to accept). ``tcp_sendmsg`` copies user data into
-send-queue skbs of up to ``size_goal`` bytes (an MSS, or a GSO skb's worth
-when the route allows it) and pushes; like ``send(2)`` on a non-blocking
-socket it accepts what fits and returns that count. ``tcp_recvmsg`` copies
-from the receive queue, frees what was read (which may open the window: an
-ACK goes out if the offer grows enough, ``tcp_cleanup_rbuf``), and returns
-``b""`` at end of stream. Errors come back as the socket API gives them:
-ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN.
+raise :class:`~netstack.core.sock.SockWouldBlock` (no room in the send buffer,
+no connection to accept) or, for a read with no data yet, return ``None``.
+``tcp_sendmsg`` copies user data into send-queue skbs of up to ``size_goal``
+bytes (an MSS, or a GSO skb's worth when the route allows it) and pushes;
+like ``send(2)`` on a non-blocking socket it accepts what fits and returns
+that count. ``tcp_recvmsg`` copies from the receive queue, frees what was
+read (which may open the window: an ACK goes out if the offer grows enough,
+``tcp_cleanup_rbuf``), and returns ``b""`` at end of stream. Errors come back
+as the socket API gives them: ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE,
+ENOTCONN.
 
 Kernel: net/ipv4/tcp.c, net/ipv4/af_inet.c (inet_stream_connect,
 inet_listen, inet_shutdown), net/ipv4/inet_connection_sock.c (inet_csk_accept).
@@ -328,7 +329,9 @@ def tcp_sendmsg(
             tcp_queue_skb(sk, skb)  # tcp_skb_entail()
             tcp_slow_start_after_idle_check(sk)
             copy = size_goal
-        n = min(copy, total - copied)
+        n = total - copied
+        if copy < n:  # min()
+            n = copy
         buf = skb.buf
         if skb.tail != len(buf):
             del buf[skb.tail :]
@@ -391,8 +394,11 @@ def tcp_cleanup_rbuf(sk: TcpSock, copied: int) -> None:
 
 
 @kernel("net/ipv4/tcp.c", "tcp_recvmsg_locked")
-def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
-    """Copy up to *bufsize* bytes of the stream; ``b""`` at its end.
+def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes | None:
+    """Copy up to *bufsize* bytes of the stream; ``b""`` at its end; ``None``
+    when a blocking reader must wait (the kernel's ``sk_wait_data()``): the
+    socket layer waits without an exception per empty read, ``TcpSock.recvmsg``
+    raises :class:`~netstack.core.sock.SockWouldBlock` for its other callers.
 
     Kernel: net/ipv4/tcp.c, tcp_recvmsg_locked().
     """
@@ -415,7 +421,7 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
             return b""
         if flags & MSG_DONTWAIT:
             raise sock_oserror(EAGAIN)
-        raise SockWouldBlock(write=False)
+        return None  # sk_wait_data()
     if bufsize == 0:
         return b""
     # views of the skbs' data, joined once: one copy to the caller (kernel:
@@ -432,7 +438,9 @@ def tcp_recvmsg(sk: TcpSock, bufsize: int, flags: int) -> bytes:
         # the SYN does not occupy the data area
         avail = length - offset
         if avail > 0:
-            n = min(avail, bufsize - copied)
+            n = bufsize - copied
+            if avail < n:  # min()
+                n = avail
             start = skb.data + offset
             parts.append(memoryview(skb.buf)[start : start + n])
             copied += n

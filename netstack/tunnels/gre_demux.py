@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.net_generic import NetKey
@@ -132,7 +133,9 @@ def gre_init(net: Net) -> None:
     ipv4 = ipv4_of(net)
     if IPPROTO_GRE in ipv4.inet_protos:
         raise ValueError("IP protocol 47 already registered")
-    ipv4.inet_protos[IPPROTO_GRE] = InetProtocol(partial(gre_rcv, demux), partial(gre_err, demux))
+    ipv4.inet_protos[IPPROTO_GRE] = InetProtocol(
+        MethodType(gre_rcv, demux), partial(gre_err, demux)
+    )
 
 
 @kernel("net/ipv4/gre_demux.c", "gre_parse_header")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -92,12 +93,11 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_xmit,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
-    pskb_inet_may_pull,
 )
 from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
 from netstack.wire.checksum import csum_fold
-from netstack.wire.ethernet import ETH_P_TEB
+from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 from netstack.wire.gre import (
     GRE_CSUM,
     GRE_HDR,
@@ -117,7 +117,7 @@ from netstack.wire.icmp import (
     ICMP_SR_FAILED,
     ICMP_TIME_EXCEEDED,
 )
-from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, ipv4_is_multicast
+from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPV4_HLEN, ipv4_is_multicast
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -160,6 +160,10 @@ class IpGreNet:
     def __init__(self, ipgre: IpTunnelNet, tap: IpTunnelNet) -> None:
         self.ipgre = ipgre
         self.tap = tap
+        # gre_rcv's struct tnl_ptk_info, a stack variable in the kernel: one
+        # scratch per Net (receive never re-enters: the tunnel queues the inner
+        # packet on its GRO cell)
+        self.rx_tpi = TnlPtkInfo()
 
 
 def ipgre_net_of(net: Net) -> IpGreNet:
@@ -513,18 +517,28 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
             skb.csum_offset = 4
 
 
-@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit")
+@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit", "pskb_inet_may_pull")
 def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
-    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit()."""
+    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull()."""
     if TIMED:
         spend("ipgre_xmit")
     t: IpTunnel = dev.priv
-    if not pskb_inet_may_pull(skb):
+    # pskb_inet_may_pull(), inline
+    protocol = skb.protocol
+    if protocol == ETH_P_IP:
+        need = IPV4_HLEN
+    elif protocol == ETH_P_IPV6:
+        need = 40
+    else:
+        need = 0
+    if skb.network_header + need > skb.tail:
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return NETDEV_TX_OK
-    if skb.data < dev.needed_headroom or skb.cloned:
-        skb.cow_head(dev.needed_headroom)  # skb_cow_head()
+    headroom = dev.needed_headroom
+    ref = skb._dataref  # skb_cloned(), inline
+    if skb.data < headroom or (ref is not None and ref[0] > 1):
+        skb.cow_head(headroom)  # skb_cow_head()
     gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
     if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
         dev.stats.tx_dropped += 1
@@ -580,17 +594,19 @@ def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) ->
 
 
 @kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
-def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
+def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
     """GRE version 0 received.
 
     *ign* is the module's per-Net state, bound when the handler is registered
-    (the kernel's per-Net lookup is an array index).
+    (the kernel's per-Net lookup is an array index; a bound method, one call,
+    where a ``partial`` is two).
 
     Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv().
     """
     if TIMED:
         spend("gre_rcv")
-    tpi = TnlPtkInfo()
+    tpi = ign.rx_tpi
+    tpi.csum_err = False  # what gre_parse_header leaves alone without a checksum
     hdr_len = gre_parse_header(skb, tpi)
     if hdr_len < 0:
         kfree_skb(skb, DropReason.GRE_INVALID)
@@ -599,7 +615,7 @@ def ipgre_rcv_v0(net: Net, ign: IpGreNet, skb: SkBuff) -> int:
     if __ipgre_rcv(skb, tpi, itn, hdr_len):
         return 0
     if not tpi.csum_err:
-        ipv4_of(net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
+        ipv4_of(ign.ipgre.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)
     kfree_skb(skb, DropReason.IP_TUNNEL_NO_MATCH)
     return 0
 
@@ -682,7 +698,7 @@ def ipgre_init_net(net: Net) -> None:
     ipgre_itn = IpTunnelNet(net, "gre", ARPHRD_IPGRE, ipgre_tunnel_ctl)
     tap_itn = IpTunnelNet(net, "gretap", ARPHRD_ETHER, ipgre_tunnel_ctl)
     ign = _IPGRE_NET.set(net, IpGreNet(ipgre_itn, tap_itn))
-    gre_add_protocol(net, GreProtocol(partial(ipgre_rcv_v0, net, ign), partial(ipgre_err, net)), 0)
+    gre_add_protocol(net, GreProtocol(MethodType(ipgre_rcv_v0, ign), partial(ipgre_err, net)), 0)
     rtnl_link_register(
         net,
         RtnlLinkOps(

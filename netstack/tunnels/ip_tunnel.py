@@ -40,7 +40,7 @@ import attrs
 
 from netstack.core.dev import NETDEV_CHANGE, skb_scrub_packet, unregister_netdevice
 from netstack.core.dst import DstCache
-from netstack.core.ethernet import LL_RESERVED_SPACE, eth_type_trans
+from netstack.core.ethernet import HH_DATA_MOD, eth_type_trans
 from netstack.core.features import NETIF_F_NETNS_LOCAL
 from netstack.core.gro_cells import GroCells, gro_cells_receive
 from netstack.core.inet_ecn import (
@@ -133,6 +133,8 @@ IPTUNNEL_ERR_TIMEO: Final = IPTUNNEL_ERR_TIMEO_S
 
 _I: Final = struct.Struct("!I")
 IPV4_ADDRS: Final = struct.Struct("!II")  # an IPv4 header's saddr, daddr (at offset 12)
+_NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
+_HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
 
 @attrs.define
@@ -704,14 +706,17 @@ def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: 
     return False
 
 
-@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_xmit")
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_xmit", "include/net/ip_tunnels.h", "ip_tunnel_ecn_encap")
 def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protocol: int) -> None:
     """Route, check the path MTU, then hand the packet to :func:`iptunnel_xmit`.
 
     ``skb.data`` is at the tunnel's own header (GRE) or at the inner packet
-    (IPIP); ``skb.inner_network_header`` marks the inner IP header.
+    (IPIP); ``skb.inner_network_header`` marks the inner IP header. The
+    static inlines it uses are written in it: ip_tunnel_ecn_encap(),
+    LL_RESERVED_SPACE(), skb_cloned().
 
-    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit().
+    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit(); include/net/ip_tunnels.h,
+    ip_tunnel_ecn_encap().
     """
     if TIMED:
         spend("ip_tunnel_xmit")
@@ -775,7 +780,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
         return
     df = tnl_params.frag_off
     if payload_protocol == ETH_P_IP and not t.ignore_df:
-        df |= ((buf[inner_nh + 6] << 8) | buf[inner_nh + 7]) & IP_DF
+        df |= (buf[inner_nh + 6] & 0x40) << 8  # frag_off & htons(IP_DF)
     if tnl_update_pmtu(dev, skb, rt, df, inner_nh):
         rt.release()
         stats.tx_errors += 1
@@ -790,7 +795,15 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
                 dst_in.link_failure(skb)  # dst_link_failure()
         else:
             t.err_count = 0
-    tos = ip_tunnel_ecn_encap(tos, skb, inner_nh)
+    # ip_tunnel_ecn_encap(), inline: the outer ECN field from the inner one
+    # (ip_tunnel_get_dsfield; INET_ECN_encapsulate copies CE as ECT(0))
+    if payload_protocol == ETH_P_IP:
+        ecn = buf[inner_nh + 1] & INET_ECN_MASK
+    elif payload_protocol == ETH_P_IPV6:
+        ecn = (buf[inner_nh + 1] >> 4) & INET_ECN_MASK
+    else:
+        ecn = INET_ECN_NOT_ECT
+    tos = (tos & _NOT_ECN_MASK) | (INET_ECN_ECT_0 if ecn == INET_ECN_CE else ecn)
     ttl = tnl_params.ttl
     if ttl == 0:
         if payload_protocol == ETH_P_IP:
@@ -801,11 +814,19 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
             ttl = rt.ipv4.ip_default_ttl  # ip4_dst_hoplimit()
     rdev = rt.dev
     assert rdev is not None
-    max_headroom = LL_RESERVED_SPACE(rdev) + IPV4_HLEN + rt.header_len
-    if max_headroom > dev.needed_headroom:
-        dev.needed_headroom = max_headroom
-    if skb.data < dev.needed_headroom or skb.cloned:
-        skb.cow_head(dev.needed_headroom)
+    # LL_RESERVED_SPACE(rdev), inline: the link header's room, 16-byte aligned
+    max_headroom = (
+        ((rdev.hard_header_len + rdev.needed_headroom) & _HH_DATA_MASK)
+        + HH_DATA_MOD
+        + IPV4_HLEN
+        + rt.header_len
+    )
+    headroom = dev.needed_headroom
+    if max_headroom > headroom:
+        dev.needed_headroom = headroom = max_headroom
+    ref = skb._dataref  # skb_cloned(), inline
+    if skb.data < headroom or (ref is not None and ref[0] > 1):
+        skb.cow_head(headroom)
     iptunnel_xmit(rt.ipv4, rt, skb, saddr, dst, protocol, tos, ttl, df, dev)
 
 
@@ -893,13 +914,16 @@ def pskb_inet_may_pull(skb: SkBuff) -> bool:
     return skb.network_header + need <= skb.tail
 
 
-@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_rcv")
+@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_rcv", "pskb_inet_may_pull", "IP_ECN_decapsulate")
 def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> None:
     """Apply the tunnel's receive policies and pass the inner packet up.
 
     ``skb.data`` is at the inner packet; *outer_nh* is the outer IPv4 header.
+    pskb_inet_may_pull() is written in it, and IP_ECN_decapsulate() is called
+    only for an ECN-capable outer header (with a Not-ECT one it is a no-op).
 
-    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_rcv().
+    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_rcv(); pskb_inet_may_pull();
+    IP_ECN_decapsulate().
     """
     if TIMED:
         spend("ip_tunnel_rcv")
@@ -926,13 +950,25 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
             return
         t.i_seqno = (seq + 1) & 0xFFFFFFFF
     outer_tos = buf[outer_nh + 1]
-    skb.network_header = skb.data + (ETH_HLEN if dev.type == ARPHRD_ETHER else 0)
-    if not pskb_inet_may_pull(skb):
+    ether = dev.type == ARPHRD_ETHER
+    nh = skb.data + (ETH_HLEN if ether else 0)
+    skb.network_header = nh
+    # pskb_inet_may_pull(), inline: the inner network header is all there
+    protocol = skb.protocol
+    if protocol == ETH_P_IP:
+        need = IPV4_HLEN
+    elif protocol == ETH_P_IPV6:
+        need = 40
+    else:
+        need = 0
+    if nh + need > skb.tail:
         stats.rx_length_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return
-    err = IP_ECN_decapsulate(outer_tos, skb)
+    # IP_ECN_decapsulate(): with a Not-ECT outer header it changes nothing and
+    # accepts every inner header (INET_ECN_decapsulate's first cases)
+    err = IP_ECN_decapsulate(outer_tos, skb) if outer_tos & INET_ECN_MASK else 0
     if err:
         if err > 1:
             stats.rx_frame_errors += 1
@@ -948,7 +984,7 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     stats.rx_packets += 1
     stats.rx_bytes += skb.tail - skb.data
     skb_scrub_packet(skb, False)
-    if dev.type == ARPHRD_ETHER:
+    if ether:
         d = skb.data
         skb.protocol = eth_type_trans(skb, dev)
         if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_postpull_rcsum()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 from functools import partial
+from types import MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -65,7 +66,6 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_xmit,
     iptunnel_handle_offloads,
     iptunnel_pull_header,
-    pskb_inet_may_pull,
 )
 from netstack.tunnels.tunnel4 import XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_TUNNEL
@@ -78,7 +78,7 @@ from netstack.wire.icmp import (
     ICMP_SR_FAILED,
     ICMP_TIME_EXCEEDED,
 )
-from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP
+from netstack.wire.ipv4 import IP_DF, IPPROTO_IPIP, IPV4_HLEN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -164,18 +164,19 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
     ip_tunnel_init(dev)
 
 
-@kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit")
+@kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit", "pskb_inet_may_pull")
 def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
     """``ndo_start_xmit``.
 
     Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
-    Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit().
+    Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit(); pskb_inet_may_pull().
     """
     if TIMED:
         spend("ipip_tunnel_xmit")
     t: IpTunnel = dev.priv
     tiph = t.parms
-    if not pskb_inet_may_pull(skb) or skb.protocol != ETH_P_IP:
+    # pskb_inet_may_pull(), inline; only IPv4 is carried (ipproto IPPROTO_IPIP)
+    if skb.protocol != ETH_P_IP or skb.network_header + IPV4_HLEN > skb.tail:
         dev.stats.tx_errors += 1
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
         return NETDEV_TX_OK
@@ -352,7 +353,7 @@ def ipip_init_net(net: Net) -> None:
     _IPIP_NET.set(net, itn)
     xfrm4_tunnel_register(
         net,
-        XfrmTunnel(partial(ipip_tunnel_rcv_v4, itn), partial(ipip_err, net), priority=1),
+        XfrmTunnel(MethodType(ipip_tunnel_rcv_v4, itn), partial(ipip_err, net), priority=1),
         AF_INET,
     )
     rtnl_link_register(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import shlex
+from typing import Any
 
 import pytest
 import trio
@@ -14,9 +15,10 @@ from helpers import IPV4_ONLY
 
 import netstack
 from netstack.core.sysctl import SysctlTable
+from netstack.cpu.timed import TimedModel
 from netstack.errors import ConfigError
 from netstack.gro.core import GroNode
-from netstack.host.lab import LAB_GC_THRESHOLD2
+from netstack.host.lab import LAB_GC_THRESHOLD0, LAB_GC_THRESHOLD2
 from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
@@ -99,9 +101,11 @@ async def test_build_pauses_the_collector_and_freezes_the_lab(
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
-async def test_a_frozen_lab_collects_the_oldest_generation_less_often(
+async def test_a_frozen_lab_collects_the_young_and_oldest_generations_less_often(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
+    # threshold0 too (ping10k): a young collection every 700 net allocations traversed
+    # each skb in flight of 10,000 pings (2.5-3 s of that phase); 100,000 leaves ten
     saved = gc.get_threshold()
     gc.set_threshold(700, 10, 10)
     try:
@@ -109,13 +113,21 @@ async def test_a_frozen_lab_collects_the_oldest_generation_less_often(
             lab.add_host("a")
             assert gc.get_threshold() == (700, 10, 10)  # building: the collector is off
             await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2) == (700, 10, 100)
+            assert gc.get_threshold() == (LAB_GC_THRESHOLD0, 10, LAB_GC_THRESHOLD2)
+            assert gc.get_threshold() == (100_000, 10, 100)
         assert gc.get_threshold() == (700, 10, 10)  # handed back
-        gc.set_threshold(700, 10, 500)  # a caller's higher threshold is left alone
+        gc.set_threshold(200_000, 10, 500)  # a caller's higher thresholds are left alone
         async with netstack.open_lab() as lab:
             lab.add_host("a")
             await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (700, 10, 500)
+            assert gc.get_threshold() == (200_000, 10, 500)
+        gc.set_threshold(0, 10, 10)  # and no automatic collection stays so
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (0, 10, LAB_GC_THRESHOLD2)
+        assert gc.get_threshold() == (0, 10, 10)
+        gc.set_threshold(700, 10, 10)
         async with netstack.open_lab() as lab:  # changed while open: not overwritten
             gc.set_threshold(700, 10, 10)
             lab.add_host("a")
@@ -140,7 +152,7 @@ async def test_two_open_labs_hand_the_collector_back_when_the_last_closes(
             async with netstack.open_lab() as inner:
                 inner.add_host("b")
                 await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (700, 10, LAB_GC_THRESHOLD2)
+            assert gc.get_threshold() == (LAB_GC_THRESHOLD0, 10, LAB_GC_THRESHOLD2)
             assert gc.get_freeze_count() > 0  # the outer lab is still frozen
         assert gc.get_threshold() == (700, 10, 10)
         assert gc.get_freeze_count() == 0
@@ -365,3 +377,76 @@ async def test_idle_devices_make_no_locks_gro_lists_or_ring_blocks(
         a.ip("link set d0 up")
         q = a.dev("d0")._tx[0].qdisc
         assert q.can_enqueue and q.lock.name == "d0:qdisc"
+
+
+async def _wake_order(**lab_args: Any) -> list[int]:
+    """The order in which twenty tasks woken at one instant run in a lab."""
+    order: list[int] = []
+    async with netstack.open_lab(**lab_args):
+        event = trio.Event()
+
+        async def waiter(i: int) -> None:
+            await event.wait()
+            order.append(i)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(20):
+                nursery.start_soon(waiter, i)
+            await trio.sleep(1)
+            event.set()
+    return order
+
+
+async def test_a_lab_without_shuffle_runs_woken_tasks_in_reverse_creation_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    import trio._core._run as _run
+
+    generator = _run._r
+    shuffled = await _wake_order()
+    assert sorted(shuffled) == list(range(20)) and shuffled != list(range(20))
+    assert await _wake_order() == shuffled  # seeded: the same order again
+    assert await _wake_order(seed=1) != shuffled  # another seed, another order
+    assert _run._r is generator
+    # shuffle=False: reverse creation order (Trio runs a batch from its end), for
+    # every seed; Trio's generator handed back
+    assert await _wake_order(shuffle=False) == list(range(19, -1, -1))
+    assert await _wake_order(shuffle=False, seed=1) == list(range(19, -1, -1))
+    assert _run._r is generator
+    assert await _wake_order() == shuffled
+    with pytest.raises(ValueError, match="timed lab"):
+        async with netstack.open_lab(timed=TimedModel(), shuffle=False):
+            pass
+    assert _run._r is generator
+
+
+async def test_a_switched_lab_pings_the_same_in_creation_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the order changes which host's step runs first at an instant, not what is sent
+    results = []
+    for shuffle in (True, False):
+        async with netstack.open_lab(shuffle=shuffle) as lab:
+            lab.add_switch("s1", sysctls=IPV4_ONLY)
+            hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(8)]
+            for i, h in enumerate(hosts):
+                lab.add_link(f"h{i}:eth0", "s1")
+                h.ip(f"addr add 10.0.0.{i + 1}/24 dev eth0")
+            replies: list[int] = []
+
+            async def one(h: netstack.Host, target: str, replies: list[int] = replies) -> None:
+                result = await h.ping(target, count=1, timeout=5)
+                replies.append(result.received)
+
+            async with trio.open_nursery() as nursery:
+                for i, h in enumerate(hosts):
+                    nursery.start_soon(one, h, f"10.0.0.{(i + 1) % 8 + 1}")
+            received = [sum(replies)]
+            arp = tuple(
+                sum(getattr(h.net.ipv4, f) for h in hosts) for f in ("arp_out", "arp_invalid")
+            )
+            br = lab["s1"].dev("br0").priv
+            floods = sum(p.stats.flood_broadcast for p in br.port_list)
+            results.append((received[0], arp, floods))
+    assert results[0] == results[1]
+    assert results[0][0] == 8

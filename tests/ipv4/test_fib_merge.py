@@ -29,7 +29,7 @@ from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
-from netstack.ipv4.route import Rtable, ip_route_input_noref
+from netstack.ipv4.route import Rtable, dst_ip_error, dst_ip_rt_bug, ip_route_input_noref
 from netstack.wire.ipv4 import aton
 from netstack.wire.rtnetlink import RTN_UNICAST
 
@@ -184,11 +184,41 @@ ADDR_TYPE = [
     ("route flush table default", ""),
 ]
 
+# inet_rtm_newroute() makes the table before fib_table_insert() checks the route,
+# so an add refused there leaves the table behind, empty; only rtm_to_fib_config's
+# prefix check comes first
+FAILED_ADD = [
+    ("route add 10.9.0.0/24 dev lo src 10.7.7.7 table default", "Error: Invalid prefsrc address."),
+    ("route show table default", ""),
+    ("route add 10.9.0.0/24 via 10.99.0.1 table 102", "Error: Nexthop has invalid gateway."),
+    ("route show table 102", ""),
+    (
+        "route add 10.9.0.0/24 dev d0 scope host via 10.1.0.2 table 111",
+        "Error: Route with host scope can not have a gateway.",
+    ),
+    ("route show table 111", ""),
+    ("route add local 10.9.0.0/24 dev d0 scope global table 115", "Error: Invalid scope."),
+    ("route show table 115", ""),
+    (
+        "route add blackhole 10.9.0.0/24 dev d0 table 112",
+        "Error: Gateway, device and multipath can not be specified for this route type.",
+    ),
+    ("route show table 112", ""),
+    (
+        "route add 10.9.0.0/24 dev d0 onlink table 113",
+        "Error: Invalid flags for nexthop - PERVASIVE and ONLINK can not be set.",
+    ),
+    ("route show table 113", ""),
+    ("route add 10.9.0.1/24 dev d0 table 114", "Error: Invalid prefix for given prefix length."),
+    ("route show table 114", "Error: ipv4: FIB table does not exist.\nDump terminated"),
+]
+
 SCENARIOS = [
     (SETUP, SESSION),
     (SHADOW_SETUP, SHADOW),
     (SHADOW_SETUP, RULES),
     (SHADOW_SETUP, ADDR_TYPE),
+    (SHADOW_SETUP, FAILED_ADD),
 ]
 
 
@@ -316,22 +346,44 @@ async def test_bystander_arp_target_routes_once(
         lookups.append(self.id)
         return real(self, *args, **kwargs)
 
+    class Walked(list[Any]):
+        """The main table's (mask, bucket) pairs, noting each walk of them
+        (ip_route_input_noref has fib_table_lookup written out)."""
+
+        def __iter__(self) -> Any:
+            lookups.append(254)
+            return super().__iter__()
+
+    data = ipv4.fib.main.tb_data
+    levels = data.levels
     skb = SkBuff(bytearray(64), 0, 64)
     FibTable.lookup = counting  # type: ignore[method-assign]
+    data.levels = Walked(levels)
     try:
         assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
     finally:
         FibTable.lookup = real  # type: ignore[method-assign]
+        data.levels = levels
     assert lookups == [254]
     rt = skb.dst
     assert isinstance(rt, Rtable) and rt.rt_type == 7 and rt.error == errno.EHOSTUNREACH
-    assert rt.input == ipv4.ip_error and rt.output == ipv4.ip_rt_bug
+    assert rt.input is dst_ip_error and rt.output is dst_ip_rt_bug
     assert ipv4.in_no_route == 1
     skb.dst = None
     second = SkBuff(bytearray(64), 0, 64)
     ip_route_input_noref(ipv4, second, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
     assert second.dst is not rt  # not cached: the kernel allocates one each time
     assert ipv4.in_no_route == 2
+    # the shared input and output reach this namespace's ip_error (not forwarding,
+    # -EHOSTUNREACH: InAddrErrors, dropped) and ip_rt_bug (dropped)
+    second.dev = d0
+    assert second.dst.input(second) == 0  # type: ignore[union-attr]
+    assert ipv4.ip.InAddrErrors == 1
+    third = SkBuff(bytearray(64), 0, 64)
+    third.dev = d0
+    ip_route_input_noref(ipv4, third, aton("10.1.0.8"), aton("10.1.0.9"), 0, d0)
+    assert third.dst.output(third) == 0  # type: ignore[union-attr]
+    assert h.drops() == {"IP_INADDRERRORS": 1, "NOT_SPECIFIED": 1}
 
 
 async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:

@@ -14,13 +14,17 @@ from collections import Counter
 from pathlib import Path
 
 import dpkt
+import pytest
 import trio
 import trio.testing
 
+from netstack.core.skbuff import SkBuff
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab, open_lab
 from netstack.tcp import TcpSock, tcp_of
+from netstack.tcp import input as tcp_input
 from netstack.tcp.input import tcp_incr_quickack
+from netstack.tcp.rcvmem import HP_DATA, HP_MISS, sk_rmem_schedule, tcp_fast_path_data
 from netstack.tcp.sock import TCP_MAX_QUICKACKS
 from netstack.testing import builders
 from netstack.userspace.packetdrill import run_script
@@ -156,3 +160,34 @@ async def test_the_sender_takes_predicted_pure_acks_on_the_fast_path(
     await _ack_steps(lab, 256 << 10, tso=False)
     ext = tcp_of(lab.host("a").net).snmp()["TcpExt"]
     assert (ext.TCPHPAcks, ext.TCPPureAcks) == (13, 90)
+
+
+async def test_the_receiver_counts_its_predicted_data_segments(
+    lab: Lab, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Header prediction's data path counts ``TCPHPHits`` for every segment it
+    queues (``tcp_rcv_established``: ``NET_INC_STATS(..., LINUX_MIB_TCPHPHITS)``).
+    Before, ``TCPHPHits`` stayed 0.
+
+    A receiver here takes it only with forward-allocated memory for the skb
+    (``truesize <= sk_forward_alloc``); each segment is given a page of it.
+    (netstack's fast path still acknowledges through the slow path's
+    ``tcp_ack(FLAG_SLOWPATH)``; the kernel's calls ``tcp_ack(FLAG_DATA)`` only
+    when ``ack_seq != snd_una``: writing that out moves the timed experiments.)"""
+    taken: Counter[int] = Counter()
+    real = tcp_fast_path_data
+
+    def classify(sk: TcpSock, skb: SkBuff) -> int:
+        if sk.net is lab.host("b").net and sk.sk_forward_alloc < skb.truesize:
+            sk_rmem_schedule(sk, skb.truesize)
+        hp = real(sk, skb)
+        if sk.net is lab.host("b").net:
+            taken[hp] += 1
+        return hp
+
+    monkeypatch.setattr(tcp_input, "tcp_fast_path_data", classify)
+    await _ack_steps(lab, 256 << 10, tso=False)
+    ext = tcp_of(lab.host("b").net).snmp()["TcpExt"]
+    # every data segment predicted; the one miss is a's FIN
+    assert taken == Counter({HP_DATA: 181, HP_MISS: 1})
+    assert ext.TCPHPHits == 181

@@ -9,6 +9,7 @@ is flushed at once and ``udp_rcv`` does the one lookup that delivers it.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -88,3 +89,41 @@ async def test_a_vxlan_socket_switches_the_lookup_on_and_off(
     b.ip("link set vxlan0 up")
     b.ip("link del vxlan0")
     assert key.count == 0
+
+
+async def test_an_inner_datagram_is_looked_up_before_its_encap_mark_is_tested(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the key is on, udp4_gro_receive() looks every datagram up, a VXLAN
+    frame's inner one too: udp_gro_receive() tests NAPI_GRO_CB(skb)->encap_mark
+    only after udp4_gro_lookup_skb() (and timed mode charges that lookup)."""
+    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
+    lab.add_link("a:eth0", "b:eth0")
+    a.ip("addr add 192.0.2.1/24 dev eth0")
+    b.ip("addr add 192.0.2.2/24 dev eth0")
+    for h, local, remote, addr in (
+        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/24"),
+        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/24"),
+    ):
+        h.ip(f"link add vx0 type vxlan id 42 remote {remote} local {local} dstport 4789")
+        h.ip("link set vx0 up")
+        h.ip(f"addr add {addr} dev vx0")
+    b.ethtool("-K eth0 gro on")
+    tx, rx = await sockets(a, b)
+    await send_datagrams(tx, rx, 1)  # ARP on both layers
+    table = ipv4_of(b.net).udp_table
+    real = table.lookup
+    by_mark = {0: 0, 1: 0}
+
+    def counting(*args: Any) -> Any:
+        frame = sys._getframe(1)
+        if frame.f_code.co_name == "udp4_gro_receive":
+            by_mark[frame.f_locals["cb"].encap_mark] += 1
+        return real(*args)
+
+    monkeypatch.setattr(table, "lookup", counting)
+    await send_datagrams(tx, rx, 3)
+    # unmarked: each outer datagram in eth0's GRO and each decapsulated one in
+    # vx0's GRO cell (a fresh cb); marked: each inner datagram inside the outer
+    # one's pass through eth0's GRO (vxlan_gro_receive set the mark)
+    assert by_mark == {0: 6, 1: 3}

@@ -1314,6 +1314,10 @@ def iproute_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
             match_scope=scope != RT_SCOPE_NOWHERE,
         )
         return
+    if not dst_addr & ~mask:
+        # inet_rtm_newroute() makes the table before fib_create_info() checks the
+        # route: an add refused below still leaves the (empty) table behind
+        ipv4.fib.fib_new_table(table)
     # fib_create_info() checks this kernel's FIB does not make itself
     if rtype > RTN_NAT + 1:
         raise extack_error("Invalid route type", errno.EINVAL)
