@@ -153,8 +153,9 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/core/skbuff.py",
         "        new = _new_skb(SkBuff)\n",
-        "        new = SkBuff.__new__(SkBuff)\n",
-        "object.__new__ refuses a native class (TypeError: not safe, use SkBuff.__new__())",
+        "        new = SkBuff(self.buf, self.data, self.tail)\n",
+        "object.__new__ refuses a native class (TypeError: not safe), and a native"
+        " SkBuff.__new__ runs __init__ (which sets no more than clone then overwrites)",
     ),
     (
         "netstack/core/skbuff.py",
@@ -217,7 +218,19 @@ def interpreted_bases(compiled: list[str]) -> set[str]:
 _CLASS_BASES = re.compile(r"^\s*class\s+\w+(?:\[[^\]]*\])?\(([^)]*)\)", re.MULTILINE)
 
 
-def rewrite(text: str, module: str, subclassed: set[str]) -> str:
+def compiled_bases(compiled: list[str]) -> set[str]:
+    """Names of classes that classes in the *compiled* paths derive from."""
+    names: set[str] = set()
+    for path in compiled:
+        for bases in _CLASS_BASES.findall((ROOT / path).read_text()):
+            for base in bases.split(","):
+                names.add(base.split("[")[0].strip().rsplit(".", 1)[-1])
+    return names
+
+
+def rewrite(
+    text: str, module: str, subclassed: set[str], natively_subclassed: frozenset[str] = frozenset()
+) -> str:
     """*text* without ``@kernel(...)`` decorator lines, registering the same markers at the end.
 
     A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``.
@@ -259,12 +272,24 @@ def rewrite(text: str, module: str, subclassed: set[str]) -> str:
         lines[future] = (
             "from __future__ import annotations; from mypy_extensions import mypyc_attr\n"
         )
-    if not markers:
-        return "".join(lines)
-    tail = ["\n", "from netstack.sites import MARKERS as _MARKERS  # noqa: E402\n", "\n"]
-    tail += ["_MARKERS.update(\n", "    {\n"]
-    tail += [f"        {key!r}: {refs!r},\n" for key, refs in markers.items()]
-    tail += ["    }\n", ")\n"]
+    # mypyc drops a native class's __slots__; code outside reads it (rcvmem's
+    # _copy_cb copies TcpSkbCb's fields by it): the class gets it back afterwards,
+    # unless a compiled class derives from it (mypyc then refuses to make the
+    # subclass: "mypyc classes can't have __slots__")
+    slots = [
+        f'setattr({node.name}, "__slots__", {ast.get_source_segment(text, stmt.value)})\n'
+        for node in ast.parse(text).body
+        if isinstance(node, ast.ClassDef) and node.name not in natively_subclassed
+        for stmt in node.body
+        if isinstance(stmt, ast.Assign)
+        and [getattr(t, "id", None) for t in stmt.targets] == ["__slots__"]
+    ]
+    tail = ["\n", *slots] if slots else []
+    if markers:
+        tail += ["\n", "from netstack.sites import MARKERS as _MARKERS  # noqa: E402\n", "\n"]
+        tail += ["_MARKERS.update(\n", "    {\n"]
+        tail += [f"        {key!r}: {refs!r},\n" for key, refs in markers.items()]
+        tail += ["    }\n", ")\n"]
     return "".join(lines) + "".join(tail)
 
 
@@ -278,9 +303,10 @@ def prepare(dest: Path, modules: list[str]) -> Path:
     )
     shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")  # mypy's configuration
     subclassed = interpreted_bases(modules)
+    natively = frozenset(compiled_bases(modules))
     for path in modules:
         text = patched(path, (src / path).read_text())
-        (src / path).write_text(rewrite(text, _module_name(path), subclassed))
+        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively))
     return src
 
 
@@ -330,15 +356,15 @@ from mypyc.build import mypycify
 setup(
     name="netstack-compiled",
     packages=[],
-    ext_modules=mypycify(sys.argv[2:], group_name={group!r}, opt_level="3"),
+    ext_modules=mypycify(sys.argv[2:], group_name={group!r}, opt_level={opt_level!r}),
     script_args=["build_ext", "--inplace"],
 )
 """
 
 
-def build(src: Path, modules: list[str]) -> list[Path]:
+def build(src: Path, modules: list[str], opt_level: str = "3") -> list[Path]:
     """Run mypyc over *modules* in *src*; return the extension modules it wrote."""
-    (src / "_setup_compiled.py").write_text(SETUP.format(group=GROUP))
+    (src / "_setup_compiled.py").write_text(SETUP.format(group=GROUP, opt_level=opt_level))
     subprocess.run([sys.executable, "_setup_compiled.py", "--", *modules], cwd=src, check=True)
     return sorted((src / "netstack").rglob("*.so"))
 
@@ -355,13 +381,19 @@ def main() -> None:
     parser.add_argument("--dest", type=Path, default=ROOT / ".mypyc-build")
     parser.add_argument("--inplace", action="store_true", help="copy the .so files into netstack/")
     parser.add_argument("--clean", action="store_true", help="remove netstack/**/*.so and stop")
+    parser.add_argument(
+        "--opt-level",
+        default="3",
+        choices=["0", "1", "2", "3"],
+        help="the C compiler's -O (0 builds several times faster: for running the tests)",
+    )
     args = parser.parse_args()
     if args.clean:
         clean()
         return
     modules = list(args.modules) or list(MODULES)
     src = prepare(args.dest.resolve(), modules)
-    built = build(src, modules)
+    built = build(src, modules, args.opt_level)
     for so in built:
         rel = so.relative_to(src)
         if args.inplace:
