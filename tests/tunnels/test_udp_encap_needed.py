@@ -23,7 +23,10 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.offload import UDP_ENCAP_NEEDED_KEY
 
 
-def two_hosts_over_ipip(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
+def two_hosts_over_a_tunnel(
+    lab: netstack.Lab, kind: str = "ipip", name: str = "t1"
+) -> tuple[netstack.Host, netstack.Host]:
+    """a and b on one link, joined by a tunnel device *name* of type *kind*."""
     a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -32,9 +35,9 @@ def two_hosts_over_ipip(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host
         (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
         (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
     ):
-        h.ip(f"link add t1 type ipip remote {remote} local {local}")
-        h.ip("link set t1 up")
-        h.ip(f"addr add {addr} dev t1")
+        h.ip(f"link add {name} type {kind} remote {remote} local {local}")
+        h.ip(f"link set {name} up")
+        h.ip(f"addr add {addr} dev {name}")
     return a, b
 
 
@@ -54,7 +57,7 @@ async def sockets(a: netstack.Host, b: netstack.Host) -> tuple[Any, Any]:
 async def test_no_encap_socket_no_lookup_in_gro(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = two_hosts_over_ipip(lab)
+    a, b = two_hosts_over_a_tunnel(lab)
     tx, rx = await sockets(a, b)
     await send_datagrams(tx, rx, 1)  # ARP and routes
     table = ipv4_of(b.net).udp_table
@@ -76,7 +79,7 @@ async def test_no_encap_socket_no_lookup_in_gro(
 async def test_a_vxlan_socket_switches_the_lookup_on_and_off(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, b = two_hosts_over_ipip(lab)
+    a, b = two_hosts_over_a_tunnel(lab)
     key = UDP_ENCAP_NEEDED_KEY.get(b.net)
     b.ip("link add vxlan0 type vxlan id 42 dstport 4789 remote 192.0.2.1 dev eth0")
     assert key.count == 0  # the socket opens with the device
@@ -97,17 +100,7 @@ async def test_an_inner_datagram_is_looked_up_before_its_encap_mark_is_tested(
     """While the key is on, udp4_gro_receive() looks every datagram up, a VXLAN
     frame's inner one too: udp_gro_receive() tests NAPI_GRO_CB(skb)->encap_mark
     only after udp4_gro_lookup_skb() (and timed mode charges that lookup)."""
-    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
-    lab.add_link("a:eth0", "b:eth0")
-    a.ip("addr add 192.0.2.1/24 dev eth0")
-    b.ip("addr add 192.0.2.2/24 dev eth0")
-    for h, local, remote, addr in (
-        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/24"),
-        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/24"),
-    ):
-        h.ip(f"link add vx0 type vxlan id 42 remote {remote} local {local} dstport 4789")
-        h.ip("link set vx0 up")
-        h.ip(f"addr add {addr} dev vx0")
+    a, b = two_hosts_over_a_tunnel(lab, "vxlan id 42 dstport 4789", "vx0")
     b.ethtool("-K eth0 gro on")
     tx, rx = await sockets(a, b)
     await send_datagrams(tx, rx, 1)  # ARP on both layers
