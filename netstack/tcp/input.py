@@ -1103,7 +1103,9 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     sack_ok = tcp_is_sack(sk)
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
-        if before(ack, (prior_snd_una - sk.max_window) & M32):
+        # do not accept an ACK for bytes we never sent (6.2: min with bytes_acked)
+        max_window = sk.max_window if sk.max_window < sk.bytes_acked else sk.bytes_acked
+        if before(ack, (prior_snd_una - max_window) & M32):
             if not flag & FLAG_NO_CHALLENGE_ACK:
                 tcp_send_challenge_ack(sk)
             return -1
@@ -1114,6 +1116,9 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             tcp_xmit_recovery(sk, rexmit)
         return 0
     if ((sk.snd_nxt - ack) & M32) > 0x7FFFFFFF:  # after(ack, snd_nxt)
+        # RFC 5961 5.2 for an ACK of unsent data too (Linux 6.18)
+        if not flag & FLAG_NO_CHALLENGE_ACK:
+            tcp_send_challenge_ack(sk)
         return -1
     if ack != prior_snd_una:  # after(ack, prior_snd_una): not before it, checked above
         flag |= FLAG_SND_UNA_ADVANCED
