@@ -70,6 +70,7 @@ from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.gre_demux import GreProtocol, gre_add_protocol, gre_parse_header
 from netstack.tunnels.ip_tunnel import (
+    INET_HLEN,
     IPV4_ADDRS,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
@@ -97,7 +98,7 @@ from netstack.tunnels.ip_tunnel import (
 from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
 from netstack.wire.checksum import csum_fold
-from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
+from netstack.wire.ethernet import ETH_P_TEB
 from netstack.wire.gre import (
     GRE_CSUM,
     GRE_HDR,
@@ -117,7 +118,7 @@ from netstack.wire.icmp import (
     ICMP_SR_FAILED,
     ICMP_TIME_EXCEEDED,
 )
-from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPV4_HLEN, ipv4_is_multicast
+from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, ipv4_is_multicast
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -524,14 +525,7 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
         spend("ipgre_xmit")
     t: IpTunnel = dev.priv
     # pskb_inet_may_pull(), inline
-    protocol = skb.protocol
-    if protocol == ETH_P_IP:
-        need = IPV4_HLEN
-    elif protocol == ETH_P_IPV6:
-        need = 40
-    else:
-        need = 0
-    if skb.network_header + need > skb.tail:
+    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return NETDEV_TX_OK

@@ -902,16 +902,17 @@ def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto:
     return True
 
 
+# pskb_inet_may_pull(), a static inline (also written in ip_tunnel_rcv and
+# __gre_xmit): the bytes of the inner network header that must be present, by
+# skb->protocol; any other protocol needs none past the network offset
+# (pskb_network_may_pull(skb, 0))
+INET_HLEN: Final[dict[int, int]] = {ETH_P_IP: IPV4_HLEN, ETH_P_IPV6: 40}
+
+
 @kernel("pskb_inet_may_pull")
 def pskb_inet_may_pull(skb: SkBuff) -> bool:
     """The inner network header is all there. Kernel: pskb_inet_may_pull()."""
-    if skb.protocol == ETH_P_IP:
-        need = IPV4_HLEN
-    elif skb.protocol == ETH_P_IPV6:
-        need = 40
-    else:
-        return True
-    return skb.network_header + need <= skb.tail
+    return skb.network_header + INET_HLEN.get(skb.protocol, 0) <= skb.tail
 
 
 @kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_rcv", "pskb_inet_may_pull", "IP_ECN_decapsulate")
@@ -954,14 +955,7 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     nh = skb.data + (ETH_HLEN if ether else 0)
     skb.network_header = nh
     # pskb_inet_may_pull(), inline: the inner network header is all there
-    protocol = skb.protocol
-    if protocol == ETH_P_IP:
-        need = IPV4_HLEN
-    elif protocol == ETH_P_IPV6:
-        need = 40
-    else:
-        need = 0
-    if nh + need > skb.tail:
+    if nh + INET_HLEN.get(skb.protocol, 0) > skb.tail:
         stats.rx_length_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
