@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 
+import dpkt
 import pytest
 import trio
 
@@ -206,3 +207,37 @@ def match_ip_sessions_with_the_kernel(
                 assert real == emulated_out == expected, command
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+PEER_MAC = bytes.fromhex("020000000099")
+
+
+def udp_frame_from_peer(
+    dst_mac: bytes, payload: bytes, options: bytes = b"", tos: int = 0
+) -> bytes:
+    """10.0.0.9:40000 → 10.0.0.2:9000 from PEER_MAC, built by dpkt (both checksums
+    filled), with IP *options* and *tos*."""
+    u = dpkt.udp.UDP(sport=40000, dport=9000, data=payload)
+    u.ulen = len(u)
+    ip = dpkt.ip.IP(
+        src=bytes([10, 0, 0, 9]), dst=bytes([10, 0, 0, 2]), p=17, ttl=64, opts=options, data=u
+    )
+    ip.hl = 5 + len(options) // 4
+    ip.len = len(ip)
+    ip.tos = tos
+    raw = bytes(ip)
+    assert raw[0] == 0x40 | (5 + len(options) // 4)
+    return bytes(dpkt.ethernet.Ethernet(dst=dst_mac, src=PEER_MAC, type=0x0800, data=raw))
+
+
+async def receiver_behind_a_port(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Port, Socket]:
+    """Host b (10.0.0.2/24, IPv4 only) whose eth0 is a port the test sends frames
+    into, the peer 10.0.0.9 at PEER_MAC in its neighbour table, and a UDP socket
+    bound to port 9000."""
+    b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
+    port = lab.add_port("b:eth0")
+    add_addr(b, "eth0", "10.0.0.2/24")
+    b.ip("neigh add 10.0.0.9 lladdr 02:00:00:00:00:99 dev eth0")
+    sock = b.socket()
+    await sock.bind(("0.0.0.0", 9000))
+    return b, port, sock

@@ -7,45 +7,25 @@ options) to skip the options; these datagrams carry some: padding only
 
 from __future__ import annotations
 
-import dpkt
 import trio
 import trio.testing
+from helpers import receiver_behind_a_port, udp_frame_from_peer
 
-from netstack.testing.builders import add_addr, nstat, open_test_lab
-
-PEER_MAC = bytes.fromhex("020000000099")
-
-
-def frame(dst_mac: bytes, options: bytes, payload: bytes) -> bytes:
-    udp = dpkt.udp.UDP(sport=40000, dport=9000, data=payload)
-    udp.ulen = len(udp)
-    ip = dpkt.ip.IP(
-        src=bytes([10, 0, 0, 9]), dst=bytes([10, 0, 0, 2]), p=17, ttl=64, opts=options, data=udp
-    )
-    ip.hl = 5 + len(options) // 4
-    ip.len = len(ip)
-    raw = bytes(ip)  # dpkt fills both checksums (UDP over the pseudo-header)
-    assert raw[0] == 0x40 | (5 + len(options) // 4)
-    return bytes(dpkt.ethernet.Ethernet(dst=dst_mac, src=PEER_MAC, type=0x0800, data=raw))
+from netstack.testing.builders import nstat, open_test_lab
 
 
 async def test_options_are_parsed_and_source_routes_refused(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_test_lab() as lab:
-        b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
-        port = lab.add_port("b:eth0")
-        add_addr(b, "eth0", "10.0.0.2/24")
-        b.ip("neigh add 10.0.0.9 lladdr 02:00:00:00:00:99 dev eth0")
-        sock = b.socket()
-        await sock.bind(("0.0.0.0", 9000))
+        b, port, sock = await receiver_behind_a_port(lab)
         mac = b.dev("eth0").dev_addr
         # NOP, NOP, NOP, EOL: IHL 6, nothing to refuse
-        await port.send(frame(mac, b"\x01\x01\x01\x00", b"padded"))
+        await port.send(udp_frame_from_peer(mac, b"padded", b"\x01\x01\x01\x00"))
         with trio.fail_after(1):
             assert await sock.recvfrom(100) == (b"padded", ("10.0.0.9", 40000))
         # LSRR via 10.0.0.2 (length 7, pointer 4), then EOL
-        await port.send(frame(mac, b"\x83\x07\x04\x0a\x00\x00\x02\x00", b"routed"))
+        await port.send(udp_frame_from_peer(mac, b"routed", b"\x83\x07\x04\x0a\x00\x00\x02\x00"))
         await trio.sleep(0.1)
         assert b.drops() == {"IP_INHDR": 1}
         assert nstat(b, "IpInReceives") == 2
@@ -60,15 +40,10 @@ async def test_header_checksum_checked_inline_with_and_without_options(
     20-byte header and one with options, each good (delivered) and with one bit of
     its checksum flipped (IP_CSUM, IpExtInCsumErrors)."""
     async with open_test_lab() as lab:
-        b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
-        port = lab.add_port("b:eth0")
-        add_addr(b, "eth0", "10.0.0.2/24")
-        b.ip("neigh add 10.0.0.9 lladdr 02:00:00:00:00:99 dev eth0")
-        sock = b.socket()
-        await sock.bind(("0.0.0.0", 9000))
+        b, port, sock = await receiver_behind_a_port(lab)
         mac = b.dev("eth0").dev_addr
         for options in (b"", b"\x01\x01\x01\x00"):
-            good = frame(mac, options, b"good")
+            good = udp_frame_from_peer(mac, b"good", options)
             bad = bytearray(good)
             bad[14 + 11] ^= 0x01  # the checksum's low bit
             await port.send(bytes(bad))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import errno
 
-import dpkt
 import trio
 import trio.testing
+from helpers import receiver_behind_a_port, udp_frame_from_peer
 
 from netstack.core.skbuff import SkBuff
 from netstack.host import Lab
@@ -69,18 +69,6 @@ async def test_martian_checks_at_the_first_octet_boundaries(
             rt.release()
 
 
-PEER_MAC = bytes.fromhex("020000000099")
-
-
-def frame(dst_mac: bytes, payload: bytes) -> bytes:
-    udp = dpkt.udp.UDP(sport=40000, dport=9000, data=payload)
-    udp.ulen = len(udp)
-    ip = dpkt.ip.IP(src=bytes([10, 0, 0, 9]), dst=bytes([10, 0, 0, 2]), p=17, ttl=64, data=udp)
-    ip.len = len(ip)
-    ip.tos = 0x2C
-    return bytes(dpkt.ethernet.Ethernet(dst=dst_mac, src=PEER_MAC, type=0x0800, data=bytes(ip)))
-
-
 async def test_a_flipped_bit_in_any_field_of_a_20_byte_header_fails_its_checksum(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -88,13 +76,8 @@ async def test_a_flipped_bit_in_any_field_of_a_20_byte_header_fails_its_checksum
     version byte (TOS, length, ID, fragment word, TTL, protocol, checksum, either
     address; low and high bits) is IP_CSUM, and the good header still passes."""
     async with open_test_lab() as lab:
-        b = lab.add_host("b", sysctls={"net.ipv6.conf.all.disable_ipv6": 1})
-        port = lab.add_port("b:eth0")
-        add_addr(b, "eth0", "10.0.0.2/24")
-        b.ip("neigh add 10.0.0.9 lladdr 02:00:00:00:00:99 dev eth0")
-        sock = b.socket()
-        await sock.bind(("0.0.0.0", 9000))
-        good = frame(b.dev("eth0").dev_addr, b"good")
+        b, port, sock = await receiver_behind_a_port(lab)
+        good = udp_frame_from_peer(b.dev("eth0").dev_addr, b"good", tos=0x2C)
         flipped = 0
         for i in range(1, 20):
             for bit in (0x01, 0x80):
