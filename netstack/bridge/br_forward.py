@@ -29,6 +29,7 @@ from netstack.bridge.br_private import (
 )
 from netstack.bridge.br_vlan import br_allowed_egress, br_handle_vlan
 from netstack.core.dev import dev_queue_xmit, is_skb_forwardable
+from netstack.core.netdevice import IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sites import kernel
 
@@ -119,7 +120,16 @@ def br_forward(
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
 
-@kernel("net/bridge/br_forward.c", "br_flood", "maybe_deliver")
+@kernel(
+    "net/bridge/br_forward.c",
+    "br_flood",
+    "maybe_deliver",
+    "deliver_clone",
+    "__br_forward",
+    "br_dev_queue_push_xmit",
+    "net/core/dev.c",
+    "is_skb_forwardable",
+)
 def br_flood(
     br: NetBridge,
     skb: SkBuff,
@@ -130,7 +140,15 @@ def br_flood(
 ) -> None:
     """Send *skb* to every port that should have it.
 
-    Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver().
+    For a frame not VLAN-filtered at input, every port but the last gets its
+    clone through ``deliver_clone``, ``__br_forward``, ``br_dev_queue_push_xmit``
+    and ``is_skb_forwardable`` written out in the loop (four Python frames less a
+    port; none of them is a cost site; keep them in step with the functions
+    above, which the last port, a VLAN-filtered frame and ``br_forward`` take).
+
+    Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver() /
+    deliver_clone() / __br_forward() / br_dev_queue_push_xmit();
+    net/core/dev.c, is_skb_forwardable().
     """
     prev: NetBridgePort | None = None
     indev = skb.dev  # neither it nor the skb's cb changes until the last port
@@ -166,7 +184,27 @@ def br_flood(
         else:
             st.flood_multicast += 1
         if prev is not None:
-            deliver_clone(prev, skb, local_orig)
+            if vlan_filtered:
+                deliver_clone(prev, skb, local_orig)
+            else:
+                # deliver_clone(): skb_clone() copies the bridge's cb too
+                skb2 = skb.clone()
+                skb2.cb = skb.cb
+                # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
+                dev = prev.dev
+                skb2.dev = dev
+                if not local_orig and skb2.ip_summed == 2:  # skb_forward_csum()
+                    skb2.ip_summed = 0
+                # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
+                d = skb2.data - ETH_HLEN
+                skb2.data = d
+                if dev.flags & IFF_UP and (
+                    skb2.tail - d <= dev.mtu + dev.hard_header_len + 4 or skb2.gso_size
+                ):
+                    dev_queue_xmit(skb2)
+                else:
+                    dev.stats.tx_dropped += 1
+                    kfree_skb(skb2, DropReason.PKT_TOO_BIG)
         prev = p
     if prev is None:
         if not local_rcv:
