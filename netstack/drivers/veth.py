@@ -34,7 +34,7 @@ from netstack.core.dev import (
     netif_carrier_on,
     register_netdevice,
 )
-from netstack.core.ethernet import ether_setup
+from netstack.core.ethernet import eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
     NETIF_F_GRO,
@@ -70,10 +70,18 @@ from netstack.core.netdevice import (
     netif_tx_stop_queue,
     netif_tx_wake_queue,
 )
-from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.skbuff import (
+    PACKET_BROADCAST,
+    PACKET_HOST,
+    PACKET_MULTICAST,
+    PACKET_OTHERHOST,
+    DropReason,
+    SkBuff,
+    kfree_skb,
+)
 from netstack.drivers.common import eth_random_addr
 from netstack.sites import TIMED, kernel, spend
-from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU
+from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU, ETH_P_802_3_MIN
 
 __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
 
@@ -131,9 +139,24 @@ class VethOps(NetDeviceOps):
         if peer is not None:
             netif_carrier_off(peer)
 
-    @kernel("veth_xmit")
+    @kernel(
+        "drivers/net/veth.c",
+        "veth_xmit",
+        "veth_forward_skb",
+        "net/core/dev.c",
+        "__dev_forward_skb2",
+        "is_skb_forwardable",
+        "skb_scrub_packet",
+        "net/ethernet/eth.c",
+        "eth_type_trans",
+    )
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        """Forward to the peer's ring. Kernel: veth_xmit()."""
+        """Forward to the peer's ring.
+
+        Kernel: drivers/net/veth.c, veth_xmit() / veth_forward_skb(); net/core/dev.c,
+        __dev_forward_skb2() / is_skb_forwardable() / skb_scrub_packet();
+        net/ethernet/eth.c, eth_type_trans().
+        """
         if TIMED:
             spend("veth_xmit")
         priv: VethPriv = dev.priv
@@ -154,9 +177,53 @@ class VethOps(NetDeviceOps):
             rq.napi.schedule()
             return NETDEV_TX_BUSY
         length = skb.tail - skb.data
-        if dev_forward_skb(rcv, skb):  # NET_RX_DROP
-            priv.dropped += 1
-            return NET_XMIT_DROP
+        # veth_forward_skb() / __dev_forward_skb(): for a forwardable skb with no
+        # timestamp or mark to clear, __dev_forward_skb2() with is_skb_forwardable(),
+        # skb_scrub_packet() and an Ethernet II frame's eth_type_trans() written out
+        # as dev_forward_skb() has them (a frame or two less a packet; keep the two
+        # in step); any other skb goes there
+        if (
+            skb.tstamp
+            or skb.mark
+            or not rcv.flags & IFF_UP
+            or (length > rcv.mtu + rcv.hard_header_len + 4 and not skb.gso_size)
+        ):
+            if dev_forward_skb(rcv, skb):  # NET_RX_DROP
+                priv.dropped += 1
+                return NET_XMIT_DROP
+        else:
+            if TIMED:
+                spend("__dev_forward_skb2")
+            skb.pkt_type = PACKET_HOST  # skb_scrub_packet()
+            skb.ignore_df = False
+            skb.dst_pending_confirm = False
+            skb.skb_iif = 0
+            dst = skb.dst
+            if dst is not None:
+                skb.dst = None
+                dst.release()
+            skb.cb = None
+            skb.priority = 0  # ____dev_forward_skb()
+            buf = skb.buf
+            d = skb.data
+            proto = (buf[d + 12] << 8) | buf[d + 13]
+            if proto < ETH_P_802_3_MIN:  # an 802.3 length: eth_type_trans() tells
+                skb.protocol = eth_type_trans(skb, rcv)
+            else:
+                # eth_type_trans()
+                if TIMED:
+                    spend("eth_type_trans")
+                skb.dev = rcv
+                skb.mac_header = d
+                skb.data = d + ETH_HLEN
+                if buf[d] & 1:
+                    if buf[d : d + 6] == rcv.broadcast:
+                        skb.pkt_type = PACKET_BROADCAST
+                    else:
+                        skb.pkt_type = PACKET_MULTICAST
+                elif buf[d : d + 6] != rcv.dev_addr:
+                    skb.pkt_type = PACKET_OTHERHOST
+                skb.protocol = proto
         rq.ring.append(skb)
         priv.tx_packets += 1
         priv.tx_bytes += length
