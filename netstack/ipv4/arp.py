@@ -269,9 +269,9 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
     arp_process(ipv4, skb, dev)
 
 
-@kernel("net/ipv4/arp.c", "arp_process")
+@kernel("net/ipv4/arp.c", "arp_process", "arp_accept")
 def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
-    """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process()."""
+    """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process() / arp_accept()."""
     in_dev = dev.ip_ptr
     if in_dev is None or dev.addr_len != 6:
         kfree_skb(skb, DropReason.ARP_INVALID)
@@ -340,7 +340,14 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     n = tbl.lookup(sip, dev)
     addr_type = -1
     is_garp = False
-    accept = arp_accept(ipv4, in_dev, sip)  # the kernel asks twice; it reads only conf
+    # arp_accept() (the kernel asks twice; it reads only conf), written out for
+    # its modes 0 and 1 (IN_DEV_ARP_ACCEPT, a macro: IN_DEV_MAXCONF); a frame less
+    # for every request a host hears (keep the two in step)
+    accept_mode = in_dev.ipv4.devconf_all.arp_accept
+    dev_mode = in_dev.cnf.arp_accept
+    if dev_mode > accept_mode:
+        accept_mode = dev_mode
+    accept = accept_mode == 1 or (accept_mode > 1 and arp_accept(ipv4, in_dev, sip))
     if n is not None or accept:  # (so sha is set below when n is)
         sha = bytes(buf[d + 8 : d + 14])
         tha = bytes(buf[d + 18 : d + 24])
