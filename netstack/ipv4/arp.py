@@ -247,9 +247,16 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
 _ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
 
 
-@kernel("net/ipv4/arp.c", "arp_rcv")
+@kernel("net/ipv4/arp.c", "arp_rcv", "arp_process", "arp_accept")
 def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
-    """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
+    """Validate a received ARP packet, then answer, learn, update.
+
+    ``arp_process`` (static, the ``NF_HOOK`` okfn: called directly when no
+    netfilter hook is registered) is written out after the checks: a frame less
+    for every request a host hears. So are ``arp_accept``'s modes 0 and 1.
+
+    Kernel: net/ipv4/arp.c, arp_rcv() / arp_process() / arp_accept().
+    """
     # comparisons, not "in (A, B)": that builds a tuple of the two globals per packet
     pkt_type = skb.pkt_type
     if dev.flags & IFF_NOARP or pkt_type == PACKET_OTHERHOST or pkt_type == PACKET_LOOPBACK:
@@ -266,18 +273,11 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     skb.network_header = d
-    arp_process(ipv4, skb, dev)
-
-
-@kernel("net/ipv4/arp.c", "arp_process", "arp_accept")
-def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
-    """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process() / arp_accept()."""
+    # arp_process()
     in_dev = dev.ip_ptr
     if in_dev is None or dev.addr_len != 6:
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    buf = skb.buf
-    d = skb.data
     # the hardware addresses are copied out only where used: most requests a host
     # hears are for another host, from a sender it does not know
     hrd, pro, _, _, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
