@@ -161,12 +161,14 @@ class VethOps(NetDeviceOps):
             spend("veth_xmit")
         priv: VethPriv = dev.priv
         rcv = priv.peer
-        if rcv is None or skb.tail - skb.data < ETH_HLEN:
+        length = skb.tail - skb.data
+        if rcv is None or length < ETH_HLEN:
             kfree_skb(skb, DropReason.DEV_READY if rcv is None else DropReason.PKT_TOO_SMALL)
             priv.dropped += 1
             return NET_XMIT_DROP
         rq: VethPriv = rcv.priv
-        if len(rq.ring) >= VETH_RING_SIZE:
+        ring = rq.ring
+        if len(ring) >= VETH_RING_SIZE:
             txq = dev._tx[skb.queue_mapping]
             if not txq.qdisc.can_enqueue:  # qdisc_txq_has_no_queue(): drop
                 kfree_skb(skb, DropReason.FULL_RING)
@@ -176,7 +178,6 @@ class VethOps(NetDeviceOps):
             assert rq.napi is not None
             rq.napi.schedule()
             return NETDEV_TX_BUSY
-        length = skb.tail - skb.data
         # veth_forward_skb() / __dev_forward_skb(): for a forwardable skb with no
         # timestamp or mark to clear, __dev_forward_skb2() with is_skb_forwardable(),
         # skb_scrub_packet() and an Ethernet II frame's eth_type_trans() written out
@@ -224,7 +225,7 @@ class VethOps(NetDeviceOps):
                 elif buf[d : d + 6] != rcv.dev_addr:
                     skb.pkt_type = PACKET_OTHERHOST
                 skb.protocol = proto
-        rq.ring.append(skb)
+        ring.append(skb)
         priv.tx_packets += 1
         priv.tx_bytes += length
         napi = rq.napi
@@ -289,26 +290,24 @@ def veth_poll(napi: Napi, budget: int) -> int:
     # functional mode, no GRO: a poll stops after in-order TCP data
     yield_on_data = napi.yield_on_data
     mark = _napi.data_ready_count
-    gro = napi.gro
     net = dev.net
+    # napi_gro_receive() with GRO off on the device (veth's default) and
+    # __netif_receive_skb_core()'s one round with nothing to do in it (no tag, tap
+    # or rx_handler), written out as napi_gro_receive() has them (a frame less a
+    # packet; keep the two in step); any other skb goes there. What the device
+    # decides is read once a poll: nothing the poll runs (softirq code, no
+    # awaits) sets GRO, an rx_handler or a tap
+    plain = not (
+        (napi.gro is not None and dev.features & NETIF_F_GRO)
+        or dev.rx_handler is not None
+        or net.ptype_all
+        or dev.ptype_all
+    )
     while ring and done < budget:
         skb = ring.pop(0)
         done += 1
-        # napi_gro_receive() with GRO off on the device (veth's default) and
-        # __netif_receive_skb_core()'s one round with nothing to do in it (no tag,
-        # tap or rx_handler), written out as napi_gro_receive() has them (a frame
-        # less a packet; keep the two in step); any other skb goes there
         proto = skb.protocol
-        if (
-            (gro is not None and dev.features & NETIF_F_GRO)
-            or proto == 0x8100
-            or proto == 0x88A8
-            or skb.vlan_proto
-            or dev.rx_handler is not None
-            or net.ptype_all
-            or dev.ptype_all
-            or skb.dev is not dev
-        ):
+        if not plain or proto == 0x8100 or proto == 0x88A8 or skb.vlan_proto or skb.dev is not dev:
             napi_gro_receive(napi, skb)
         else:
             if TIMED:
