@@ -163,7 +163,14 @@ def br_flood(
         )
     # br_allowed_egress() lets every frame through that was not VLAN-filtered at
     # input (its first test, BR_INPUT_SKB_CB(skb)->vlan_filtered: skb.cb True)
-    vlan_filtered = skb.cb is True
+    cb = skb.cb
+    vlan_filtered = cb is True
+    # what the written-out steps below test of each clone, the same for every port
+    # (the original is not touched until the last port)
+    d = skb.data - ETH_HLEN  # skb_push(skb, ETH_HLEN)
+    length = skb.tail - d
+    gso_size = skb.gso_size
+    csum_clear = not local_orig and skb.ip_summed == 2  # skb_forward_csum()
     for p in br.port_list:
         flags = p.flags
         if flood_flag and not flags & flood_flag:
@@ -189,18 +196,15 @@ def br_flood(
             else:
                 # deliver_clone(): skb_clone() copies the bridge's cb too
                 skb2 = skb.clone()
-                skb2.cb = skb.cb
+                skb2.cb = cb
                 # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
                 dev = prev.dev
                 skb2.dev = dev
-                if not local_orig and skb2.ip_summed == 2:  # skb_forward_csum()
+                if csum_clear:  # skb_forward_csum(): CHECKSUM_COMPLETE
                     skb2.ip_summed = 0
                 # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
-                d = skb2.data - ETH_HLEN
                 skb2.data = d
-                if dev.flags & IFF_UP and (
-                    skb2.tail - d <= dev.mtu + dev.hard_header_len + 4 or skb2.gso_size
-                ):
+                if dev.flags & IFF_UP and (length <= dev.mtu + dev.hard_header_len + 4 or gso_size):
                     dev_queue_xmit(skb2)
                 else:
                     dev.stats.tx_dropped += 1
