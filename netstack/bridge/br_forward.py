@@ -101,21 +101,60 @@ def deliver_clone(prev: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     __br_forward(prev, skb2, local_orig)
 
 
-@kernel("net/bridge/br_forward.c", "br_forward")
+@kernel(
+    "net/bridge/br_forward.c",
+    "br_forward",
+    "should_deliver",
+    "__br_forward",
+    "br_dev_queue_push_xmit",
+    "net/core/dev.c",
+    "is_skb_forwardable",
+)
 def br_forward(
     to: NetBridgePort | None, skb: SkBuff, local_rcv: bool, local_orig: bool, src_isolated: bool
 ) -> None:
     """Send *skb* out of the one port the FDB named (a clone if it also goes up).
 
-    Kernel: net/bridge/br_forward.c, br_forward().
+    ``should_deliver`` (a static inline) is written out, and for a frame that
+    does not go up and was not VLAN-filtered at input so are ``__br_forward``,
+    ``br_dev_queue_push_xmit`` and ``is_skb_forwardable`` (none a cost site;
+    keep them in step with the functions above, which the other frames take).
+
+    Kernel: net/bridge/br_forward.c, br_forward() / should_deliver() /
+    __br_forward() / br_dev_queue_push_xmit(); net/core/dev.c, is_skb_forwardable().
     """
-    if to is not None and should_deliver(to, skb, src_isolated):
-        to.stats.forward += 1
-        if local_rcv:
-            deliver_clone(to, skb, local_orig)
-        else:
-            __br_forward(to, skb, local_orig)
-        return
+    if to is not None:
+        flags = to.flags
+        cb = skb.cb
+        # should_deliver(): br_allowed_egress() lets an unfiltered frame through
+        if (
+            (flags & BR_HAIRPIN_MODE or skb.dev is not to.dev)
+            and to.state == BR_STATE_FORWARDING
+            and (cb is not True or br_allowed_egress(to.vlgrp, skb))
+            and not (src_isolated and flags & BR_ISOLATED)
+        ):
+            to.stats.forward += 1
+            if local_rcv:
+                deliver_clone(to, skb, local_orig)
+            elif cb is True:
+                __br_forward(to, skb, local_orig)
+            else:
+                # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
+                dev = to.dev
+                skb.dev = dev
+                if not local_orig and skb.ip_summed == 2:  # skb_forward_csum()
+                    skb.ip_summed = 0
+                # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
+                d = skb.data - ETH_HLEN
+                skb.data = d
+                if dev.flags & IFF_UP and (
+                    skb.tail - d <= dev.mtu + dev.hard_header_len + 4 or skb.gso_size
+                ):
+                    dev_queue_xmit(skb)
+                else:
+                    dev.stats.tx_dropped += 1
+                    kfree_skb(skb, DropReason.PKT_TOO_BIG)
+            return
     if not local_rcv:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
