@@ -29,6 +29,7 @@ from netstack.bridge.br_private import (
 )
 from netstack.bridge.br_vlan import br_allowed_egress, br_handle_vlan
 from netstack.core.dev import dev_queue_xmit, is_skb_forwardable
+from netstack.core.netdevice import IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.sites import kernel
 
@@ -100,26 +101,74 @@ def deliver_clone(prev: NetBridgePort, skb: SkBuff, local_orig: bool) -> None:
     __br_forward(prev, skb2, local_orig)
 
 
-@kernel("net/bridge/br_forward.c", "br_forward")
+@kernel(
+    "net/bridge/br_forward.c",
+    "br_forward",
+    "should_deliver",
+    "__br_forward",
+    "br_dev_queue_push_xmit",
+    "net/core/dev.c",
+    "is_skb_forwardable",
+)
 def br_forward(
     to: NetBridgePort | None, skb: SkBuff, local_rcv: bool, local_orig: bool, src_isolated: bool
 ) -> None:
     """Send *skb* out of the one port the FDB named (a clone if it also goes up).
 
-    Kernel: net/bridge/br_forward.c, br_forward().
+    ``should_deliver`` (a static inline) is written out, and for a frame that
+    does not go up and was not VLAN-filtered at input so are ``__br_forward``,
+    ``br_dev_queue_push_xmit`` and ``is_skb_forwardable`` (none a cost site;
+    keep them in step with the functions above, which the other frames take).
+
+    Kernel: net/bridge/br_forward.c, br_forward() / should_deliver() /
+    __br_forward() / br_dev_queue_push_xmit(); net/core/dev.c, is_skb_forwardable().
     """
-    if to is not None and should_deliver(to, skb, src_isolated):
-        to.stats.forward += 1
-        if local_rcv:
-            deliver_clone(to, skb, local_orig)
-        else:
-            __br_forward(to, skb, local_orig)
-        return
+    if to is not None:
+        flags = to.flags
+        cb = skb.cb
+        # should_deliver(): br_allowed_egress() lets an unfiltered frame through
+        if (
+            (flags & BR_HAIRPIN_MODE or skb.dev is not to.dev)
+            and to.state == BR_STATE_FORWARDING
+            and (cb is not True or br_allowed_egress(to.vlgrp, skb))
+            and not (src_isolated and flags & BR_ISOLATED)
+        ):
+            to.stats.forward += 1
+            if local_rcv:
+                deliver_clone(to, skb, local_orig)
+            elif cb is True:
+                __br_forward(to, skb, local_orig)
+            else:
+                # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
+                dev = to.dev
+                skb.dev = dev
+                if not local_orig and skb.ip_summed == 2:  # skb_forward_csum()
+                    skb.ip_summed = 0
+                # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
+                d = skb.data - ETH_HLEN
+                skb.data = d
+                if dev.flags & IFF_UP and (
+                    skb.tail - d <= dev.mtu + dev.hard_header_len + 4 or skb.gso_size
+                ):
+                    dev_queue_xmit(skb)
+                else:
+                    dev.stats.tx_dropped += 1
+                    kfree_skb(skb, DropReason.PKT_TOO_BIG)
+            return
     if not local_rcv:
         kfree_skb(skb, DropReason.NOT_SPECIFIED)
 
 
-@kernel("net/bridge/br_forward.c", "br_flood", "maybe_deliver")
+@kernel(
+    "net/bridge/br_forward.c",
+    "br_flood",
+    "maybe_deliver",
+    "deliver_clone",
+    "__br_forward",
+    "br_dev_queue_push_xmit",
+    "net/core/dev.c",
+    "is_skb_forwardable",
+)
 def br_flood(
     br: NetBridge,
     skb: SkBuff,
@@ -130,7 +179,15 @@ def br_flood(
 ) -> None:
     """Send *skb* to every port that should have it.
 
-    Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver().
+    For a frame not VLAN-filtered at input, every port but the last gets its
+    clone through ``deliver_clone``, ``__br_forward``, ``br_dev_queue_push_xmit``
+    and ``is_skb_forwardable`` written out in the loop (four Python frames less a
+    port; none of them is a cost site; keep them in step with the functions
+    above, which the last port, a VLAN-filtered frame and ``br_forward`` take).
+
+    Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver() /
+    deliver_clone() / __br_forward() / br_dev_queue_push_xmit();
+    net/core/dev.c, is_skb_forwardable().
     """
     prev: NetBridgePort | None = None
     indev = skb.dev  # neither it nor the skb's cb changes until the last port
@@ -145,7 +202,14 @@ def br_flood(
         )
     # br_allowed_egress() lets every frame through that was not VLAN-filtered at
     # input (its first test, BR_INPUT_SKB_CB(skb)->vlan_filtered: skb.cb True)
-    vlan_filtered = skb.cb is True
+    cb = skb.cb
+    vlan_filtered = cb is True
+    # what the written-out steps below test of each clone, the same for every port
+    # (the original is not touched until the last port)
+    d = skb.data - ETH_HLEN  # skb_push(skb, ETH_HLEN)
+    length = skb.tail - d
+    gso_size = skb.gso_size
+    csum_clear = not local_orig and skb.ip_summed == 2  # skb_forward_csum()
     for p in br.port_list:
         flags = p.flags
         if flood_flag and not flags & flood_flag:
@@ -166,7 +230,24 @@ def br_flood(
         else:
             st.flood_multicast += 1
         if prev is not None:
-            deliver_clone(prev, skb, local_orig)
+            if vlan_filtered:
+                deliver_clone(prev, skb, local_orig)
+            else:
+                # deliver_clone(): skb_clone() copies the bridge's cb too
+                skb2 = skb.clone()
+                skb2.cb = cb
+                # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
+                dev = prev.dev
+                skb2.dev = dev
+                if csum_clear:  # skb_forward_csum(): CHECKSUM_COMPLETE
+                    skb2.ip_summed = 0
+                # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
+                skb2.data = d
+                if dev.flags & IFF_UP and (length <= dev.mtu + dev.hard_header_len + 4 or gso_size):
+                    dev_queue_xmit(skb2)
+                else:
+                    dev.stats.tx_dropped += 1
+                    kfree_skb(skb2, DropReason.PKT_TOO_BIG)
         prev = p
     if prev is None:
         if not local_rcv:

@@ -680,15 +680,14 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     dev = skb.dev
     assert dev is not None
     skb.mac_header = skb.data  # skb_reset_mac_header
-    if dev.priv_flags & IFF_XMIT_DST_RELEASE:
-        dst = skb.dst
-        if dst is not None:
-            skb.dst = None
-            dst.refcnt -= 1  # dst_release()
-            dst.releases += 1
-            line = dst.line
-            if line is not None:
-                line.write("dst_release", atomic=True)
+    dst = skb.dst
+    if dst is not None and dev.priv_flags & IFF_XMIT_DST_RELEASE:
+        skb.dst = None
+        dst.refcnt -= 1  # dst_release()
+        dst.releases += 1
+        line = dst.line
+        if line is not None:
+            line.write("dst_release", atomic=True)
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
         skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
@@ -701,7 +700,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
 
     # No queue: loopback, tunnels, veth, dummy.
     if dev.flags & IFF_UP:
-        cpu = dev.net.cpus.current
+        net = dev.net
+        cpu = net.cpus.current
         if txq.xmit_lock_owner != cpu.id:
             if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
                 if dev.net.net_ratelimit():  # net_crit_ratelimited()
@@ -747,7 +747,6 @@ def dev_queue_xmit(skb: SkBuff) -> int:
             rest: SkBuff | None = vskb
             if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
                 cpu.xmit_recursion += 1
-                net = dev.net
                 if vskb.next is None and not net.ptype_all and not dev.ptype_all:
                     # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
                     # for one skb and no taps, as in xmit.py

@@ -34,7 +34,7 @@ from netstack.core.dev import (
     netif_carrier_on,
     register_netdevice,
 )
-from netstack.core.ethernet import ether_setup
+from netstack.core.ethernet import eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
     NETIF_F_GRO,
@@ -52,7 +52,7 @@ from netstack.core.features import (
     NETIF_F_SG,
 )
 from netstack.core.napi import Napi
-from netstack.core.net import Net
+from netstack.core.net import Net, PacketType
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
     IFF_NO_QUEUE,
@@ -70,10 +70,18 @@ from netstack.core.netdevice import (
     netif_tx_stop_queue,
     netif_tx_wake_queue,
 )
-from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.skbuff import (
+    PACKET_BROADCAST,
+    PACKET_HOST,
+    PACKET_MULTICAST,
+    PACKET_OTHERHOST,
+    DropReason,
+    SkBuff,
+    kfree_skb,
+)
 from netstack.drivers.common import eth_random_addr
 from netstack.sites import TIMED, kernel, spend
-from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU
+from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU, ETH_P_802_3_MIN
 
 __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
 
@@ -131,19 +139,36 @@ class VethOps(NetDeviceOps):
         if peer is not None:
             netif_carrier_off(peer)
 
-    @kernel("veth_xmit")
+    @kernel(
+        "drivers/net/veth.c",
+        "veth_xmit",
+        "veth_forward_skb",
+        "net/core/dev.c",
+        "__dev_forward_skb2",
+        "is_skb_forwardable",
+        "skb_scrub_packet",
+        "net/ethernet/eth.c",
+        "eth_type_trans",
+    )
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        """Forward to the peer's ring. Kernel: veth_xmit()."""
+        """Forward to the peer's ring.
+
+        Kernel: drivers/net/veth.c, veth_xmit() / veth_forward_skb(); net/core/dev.c,
+        __dev_forward_skb2() / is_skb_forwardable() / skb_scrub_packet();
+        net/ethernet/eth.c, eth_type_trans().
+        """
         if TIMED:
             spend("veth_xmit")
         priv: VethPriv = dev.priv
         rcv = priv.peer
-        if rcv is None or skb.tail - skb.data < ETH_HLEN:
+        length = skb.tail - skb.data
+        if rcv is None or length < ETH_HLEN:
             kfree_skb(skb, DropReason.DEV_READY if rcv is None else DropReason.PKT_TOO_SMALL)
             priv.dropped += 1
             return NET_XMIT_DROP
         rq: VethPriv = rcv.priv
-        if len(rq.ring) >= VETH_RING_SIZE:
+        ring = rq.ring
+        if len(ring) >= VETH_RING_SIZE:
             txq = dev._tx[skb.queue_mapping]
             if not txq.qdisc.can_enqueue:  # qdisc_txq_has_no_queue(): drop
                 kfree_skb(skb, DropReason.FULL_RING)
@@ -153,11 +178,54 @@ class VethOps(NetDeviceOps):
             assert rq.napi is not None
             rq.napi.schedule()
             return NETDEV_TX_BUSY
-        length = skb.tail - skb.data
-        if dev_forward_skb(rcv, skb):  # NET_RX_DROP
-            priv.dropped += 1
-            return NET_XMIT_DROP
-        rq.ring.append(skb)
+        # veth_forward_skb() / __dev_forward_skb(): for a forwardable skb with no
+        # timestamp or mark to clear, __dev_forward_skb2() with is_skb_forwardable(),
+        # skb_scrub_packet() and an Ethernet II frame's eth_type_trans() written out
+        # as dev_forward_skb() has them (a frame or two less a packet; keep the two
+        # in step); any other skb goes there
+        if (
+            skb.tstamp
+            or skb.mark
+            or not rcv.flags & IFF_UP
+            or (length > rcv.mtu + rcv.hard_header_len + 4 and not skb.gso_size)
+        ):
+            if dev_forward_skb(rcv, skb):  # NET_RX_DROP
+                priv.dropped += 1
+                return NET_XMIT_DROP
+        else:
+            if TIMED:
+                spend("__dev_forward_skb2")
+            skb.pkt_type = PACKET_HOST  # skb_scrub_packet()
+            skb.ignore_df = False
+            skb.dst_pending_confirm = False
+            skb.skb_iif = 0
+            dst = skb.dst
+            if dst is not None:
+                skb.dst = None
+                dst.release()
+            skb.cb = None
+            skb.priority = 0  # ____dev_forward_skb()
+            buf = skb.buf
+            d = skb.data
+            proto = (buf[d + 12] << 8) | buf[d + 13]
+            if proto < ETH_P_802_3_MIN:  # an 802.3 length: eth_type_trans() tells
+                skb.protocol = eth_type_trans(skb, rcv)
+            else:
+                # eth_type_trans()
+                if TIMED:
+                    spend("eth_type_trans")
+                skb.dev = rcv
+                skb.mac_header = d
+                skb.data = d + ETH_HLEN
+                if buf[d] & 1:
+                    if buf[d : d + 6] == rcv.broadcast:
+                        skb.pkt_type = PACKET_BROADCAST
+                    else:
+                        skb.pkt_type = PACKET_MULTICAST
+                elif buf[d : d + 6] != rcv.dev_addr:
+                    skb.pkt_type = PACKET_OTHERHOST
+                skb.protocol = proto
+        ring.append(skb)
         priv.tx_packets += 1
         priv.tx_bytes += length
         napi = rq.napi
@@ -199,27 +267,72 @@ class VethOps(NetDeviceOps):
 VETH_OPS: Final = VethOps()
 
 
-@kernel("veth_poll")
+@kernel(
+    "drivers/net/veth.c",
+    "veth_poll",
+    "net/core/gro.c",
+    "napi_gro_receive",
+    "net/core/dev.c",
+    "__netif_receive_skb_core",
+)
 def veth_poll(napi: Napi, budget: int) -> int:
-    """Drain the ring into the stack; wake the peer's stopped queue. Kernel: veth_poll()."""
+    """Drain the ring into the stack; wake the peer's stopped queue.
+
+    Kernel: drivers/net/veth.c, veth_poll(); net/core/gro.c, napi_gro_receive();
+    net/core/dev.c, __netif_receive_skb_core().
+    """
     if TIMED:
         spend("veth_poll")
     dev = napi.dev
     priv: VethPriv = dev.priv
     ring = priv.ring
     done = 0
-    if napi.yield_on_data:  # functional mode, no GRO: stop after in-order TCP data
-        mark = _napi.data_ready_count
-        while ring and done < budget:
-            napi_gro_receive(napi, ring.pop(0))
-            done += 1
-            if _napi.data_ready_count != mark and ring:
-                napi.cut_short = True
-                break
-    else:
-        while ring and done < budget:
-            napi_gro_receive(napi, ring.pop(0))
-            done += 1
+    # functional mode, no GRO: a poll stops after in-order TCP data
+    yield_on_data = napi.yield_on_data
+    mark = _napi.data_ready_count
+    net = dev.net
+    # napi_gro_receive() with GRO off on the device (veth's default) and
+    # __netif_receive_skb_core()'s one round with nothing to do in it (no tag, tap
+    # or rx_handler), written out as napi_gro_receive() has them (a frame less a
+    # packet; keep the two in step); any other skb goes there. What the device
+    # decides is read once a poll: nothing the poll runs (softirq code, no
+    # awaits) sets GRO, an rx_handler or a tap
+    plain = not (
+        (napi.gro is not None and dev.features & NETIF_F_GRO)
+        or dev.rx_handler is not None
+        or net.ptype_all
+        or dev.ptype_all
+    )
+    while ring and done < budget:
+        skb = ring.pop(0)
+        done += 1
+        proto = skb.protocol
+        if not plain or proto == 0x8100 or proto == 0x88A8 or skb.vlan_proto or skb.dev is not dev:
+            napi_gro_receive(napi, skb)
+        else:
+            if TIMED:
+                spend("napi_gro_receive")
+                spend("__netif_receive_skb_core")
+            skb.network_header = skb.data  # skb_reset_network_header
+            if skb.transport_header < 0:
+                skb.transport_header = skb.data
+            skb.skb_iif = dev.ifindex
+            handlers = net.ptype_base.get(proto)  # deliver_ptype_list_skb()
+            matched: PacketType | None = None
+            if handlers:
+                for pt in handlers:
+                    if pt.dev is None or pt.dev is dev:
+                        if matched is not None:
+                            matched.func(skb.clone(), dev, matched, dev)
+                        matched = pt
+            if matched is not None:
+                matched.func(skb, dev, matched, dev)
+            else:
+                dev.stats.rx_nohandler += 1
+                kfree_skb(skb, DropReason.UNHANDLED_PROTO)
+        if yield_on_data and _napi.data_ready_count != mark and ring:
+            napi.cut_short = True
+            break
     peer = priv.peer
     if peer is not None:
         txq = peer._tx[0] if peer._tx else None

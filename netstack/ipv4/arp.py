@@ -247,37 +247,38 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
 _ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
 
 
-@kernel("net/ipv4/arp.c", "arp_rcv")
+@kernel("net/ipv4/arp.c", "arp_rcv", "arp_process", "arp_accept")
 def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
-    """Validate a received ARP packet. Kernel: net/ipv4/arp.c, arp_rcv()."""
+    """Validate a received ARP packet, then answer, learn, update.
+
+    ``arp_process`` (static, the ``NF_HOOK`` okfn: called directly when no
+    netfilter hook is registered) is written out after the checks: a frame less
+    for every request a host hears. So are ``arp_accept``'s modes 0 and 1.
+
+    Kernel: net/ipv4/arp.c, arp_rcv() / arp_process() / arp_accept().
+    """
     # comparisons, not "in (A, B)": that builds a tuple of the two globals per packet
     pkt_type = skb.pkt_type
     if dev.flags & IFF_NOARP or pkt_type == PACKET_OTHERHOST or pkt_type == PACKET_LOOPBACK:
         consume_skb(skb)
         return
-    if skb.tail - skb.data < 8 + 2 * (dev.addr_len + 4):
+    alen = dev.addr_len
+    if skb.tail - skb.data < 8 + 2 * (alen + 4):
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     buf = skb.buf
     d = skb.data
-    if buf[d + 4] != dev.addr_len or buf[d + 5] != 4:
+    if buf[d + 4] != alen or buf[d + 5] != 4:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     skb.network_header = d
-    arp_process(ipv4, skb, dev)
-
-
-@kernel("net/ipv4/arp.c", "arp_process")
-def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
-    """Answer, learn, update. Kernel: net/ipv4/arp.c, arp_process()."""
+    # arp_process()
     in_dev = dev.ip_ptr
-    if in_dev is None or dev.addr_len != 6:
+    if in_dev is None or alen != 6:
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    buf = skb.buf
-    d = skb.data
     # the hardware addresses are copied out only where used: most requests a host
     # hears are for another host, from a sender it does not know
     hrd, pro, _, _, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
@@ -294,22 +295,21 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
         ipv4.arp_invalid += 1
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    # ipv4_is_multicast() and ipv4_is_loopback(): static inlines
-    if (tip & 0xF0000000) == 0xE0000000 or (
-        (tip & 0xFF000000) == 0x7F000000 and not in_dev.orconf("route_localnet")
-    ):
+    # ipv4_is_multicast() and ipv4_is_loopback(): static inlines, on the first octet
+    # (a small int, where masks above 2**30 take CPython's slow path)
+    t8 = tip >> 24
+    if 224 <= t8 < 240 or (t8 == 127 and not in_dev.orconf("route_localnet")):
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     if sip == tip and in_dev.orconf("drop_gratuitous_arp"):
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
     tbl = ipv4.arp_tbl
-    fib = ipv4.fib
     # RFC 2131 / RFC 5227 duplicate address detection: sender 0.0.0.0
     if sip == 0:
         if (
             op == ARPOP_REQUEST
-            and fib.inet_addr_type(tip, dev) == RTN_LOCAL
+            and ipv4.fib.inet_addr_type(tip, dev) == RTN_LOCAL
             and not arp_ignore(ipv4, in_dev, sip, tip)
         ):
             sha = bytes(buf[d + 8 : d + 14])
@@ -320,8 +320,8 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     if (
         op == ARPOP_REQUEST
         and ip_route_input_noref(ipv4, skb, tip, sip, 0, dev) == 0
-        and skb.dst is not None
-        and skb.dst.rt_type == RTN_LOCAL  # type: ignore[attr-defined]
+        and (rt := skb.dst) is not None
+        and rt.rt_type == RTN_LOCAL  # type: ignore[attr-defined]
     ):
         if skb.pkt_type == PACKET_HOST:
             tbl.rcv_probes_ucast += 1
@@ -340,7 +340,14 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     n = tbl.lookup(sip, dev)
     addr_type = -1
     is_garp = False
-    accept = arp_accept(ipv4, in_dev, sip)  # the kernel asks twice; it reads only conf
+    # arp_accept() (the kernel asks twice; it reads only conf), written out for
+    # its modes 0 and 1 (IN_DEV_ARP_ACCEPT, a macro: IN_DEV_MAXCONF); a frame less
+    # for every request a host hears (keep the two in step)
+    accept_mode = in_dev.ipv4.devconf_all.arp_accept
+    dev_mode = in_dev.cnf.arp_accept
+    if dev_mode > accept_mode:
+        accept_mode = dev_mode
+    accept = accept_mode == 1 or (accept_mode > 1 and arp_accept(ipv4, in_dev, sip))
     if n is not None or accept:  # (so sha is set below when n is)
         sha = bytes(buf[d + 8 : d + 14])
         tha = bytes(buf[d + 18 : d + 24])
@@ -355,7 +362,7 @@ def arp_process(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
                 and (
                     addr_type == RTN_UNICAST
                     # postponed as late as possible, as the kernel does
-                    or (addr_type < 0 and fib.inet_addr_type(sip, dev) == RTN_UNICAST)
+                    or (addr_type < 0 and ipv4.fib.inet_addr_type(sip, dev) == RTN_UNICAST)
                 )
             )
         )
