@@ -75,6 +75,7 @@ from netstack.tcp.helpers import (
     FLAG_WIN_UPDATE,
     TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
+    sk_wmem_uncharge,
     tcp_ack_update_rtt,
     tcp_check_space,
     tcp_chrono_stop,
@@ -918,7 +919,7 @@ def tcp_clean_rtx_queue(
         consume_skb(skb)
     if n:
         del q[:n]
-        sk.sk_wmem_queued -= freed
+        sk_wmem_uncharge(sk, freed)  # tcp_wmem_free_skb() of each
         if sk.highest_sack is None and q:
             sk.highest_sack = q[0]
     if between(sk.snd_up, prior_snd_una, sk.snd_una):

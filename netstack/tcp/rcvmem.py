@@ -5,7 +5,8 @@ Theory of operation. Every skb TCP keeps for the reader — in order on
 ``truesize`` to ``sk_rmem_alloc`` (``skb_set_owner_r``), and the kernel's memory
 accounting takes that charge from ``sk_forward_alloc``, memory the socket
 reserved from the protocol in whole pages (``sk_rmem_schedule``) and gives back
-in whole pages when more than one is unused (``sk_mem_reclaim``). Linux 6.x
+in whole pages when more than one is unused (``sk_mem_reclaim``). The send
+side draws on the same reserve for what it queues (``tcp.helpers.sk_wmem_charge``). Linux 6.x
 keeps many small segments cheap three ways, all modelled here:
 
 * **coalescing** (``tcp_try_coalesce``): a segment that continues the tail skb
