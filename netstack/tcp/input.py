@@ -1938,8 +1938,9 @@ def _queue_and_out_nomem(sk: TcpSock, skb: SkBuff) -> bool:
 def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
 
-    *fastpath*: tcp_rcv_established()'s header prediction would have queued it
-    (``tcp_fast_path_data``), with no window or receive-buffer check.
+    *fastpath* (timed mode only): tcp_rcv_established()'s header prediction
+    would have queued it (``tcp_fast_path_data``), with no window or
+    receive-buffer check.
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
     if TIMED:
@@ -2396,9 +2397,26 @@ def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
 # -- the state machine -----------------------------------------------------------------------------
 
 
-@kernel("tcp_rcv_established")
+@kernel(
+    "net/ipv4/tcp_input.c",
+    "tcp_rcv_established",
+    "tcp_store_ts_recent",
+    "tcp_update_wl",
+    "include/net/inet_connection_sock.h",
+    "inet_csk_ack_scheduled",
+)
 def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
-    """A segment for an established connection. Kernel: tcp_rcv_established()."""
+    """A segment for an established connection.
+
+    Header prediction (``tcp_fast_path_data``) sends a predicted pure ACK
+    through ``tcp_ack(sk, skb, 0)`` and queues predicted data whose truesize
+    fits ``sk_forward_alloc`` at once (``tcp_queue_rcv``), acknowledging
+    through ``tcp_ack(sk, skb, FLAG_DATA)`` only when the segment acknowledges
+    something new (else ``tcp_update_wl``), as Linux; other data goes the slow
+    way (from step 5 when only the memory was missing).
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established() / tcp_store_ts_recent() /
+    tcp_update_wl(); include/net/inet_connection_sock.h, inet_csk_ack_scheduled().
+    """
     if TIMED:
         spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
@@ -2415,8 +2433,33 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
     fastpath = hp == HP_DATA
+    if fastpath and not TIMED:  # bulk data transfer: the receiver
+        if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
+            sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
+            sk.ts_recent_stamp = sk.tcp.seconds()
+        tcp_rcv_rtt_measure_ts(sk, skb)
+        sk.ext.TCPHPHits += 1
+        skb.data = skb.transport_header + sk.tcp_header_len  # __skb_pull()
+        sk.data_segs_in += skb.gso_segs or 1  # tcp_segs_in()
+        eaten = _queue_rcv(sk, skb)
+        tcp_event_data_recv(sk, skb)
+        if tcb.ack_seq != sk.snd_una:  # only one small jumplet in the fast path
+            tcp_ack(sk, skb, FLAG_DATA)
+            tcp_data_snd_check(sk)
+            if sk.icsk_ack_pending & 1:  # inet_csk_ack_scheduled()
+                __tcp_ack_snd_check(sk, False)
+        else:
+            sk.snd_wl1 = tcb.seq  # tcp_update_wl()
+            __tcp_ack_snd_check(sk, False)
+        if eaten:
+            consume_skb(skb)  # kfree_skb_partial()
+        if not sk.dead:
+            tcp_data_ready(sk)
+        return
     if fastpath:
-        sk.ext.TCPHPHits += 1  # the fast path queues it (the rest of it is not written out)
+        # timed mode: the route its costs were calibrated on, the slow path from
+        # step 5 told to skip the admission (tcp_ack and tcp_data_queue charged)
+        sk.ext.TCPHPHits += 1
     elif hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags

@@ -73,6 +73,17 @@ async def test_ping_pong_takes_the_data_fast_path(lab: Lab, autojump_clock: obje
     assert counters["TCPPureAcks"] == (1, 2)
 
 
+async def test_ping_pong_acknowledges_on_the_fast_path(lab: Lab, autojump_clock: object) -> None:
+    """Each answer also acknowledges the request: the fast path's
+    ``tcp_ack(sk, skb, FLAG_DATA)`` (no FLAG_SLOWPATH) takes it as a pure
+    forward advance and counts TCPHPAcks: Linux 6.18 99 and 99 (see
+    test_linux_ping_pong_counters), netstack the same. Before, netstack's
+    fast path acknowledged through the slow path's ``tcp_ack(FLAG_SLOWPATH)``:
+    TCPHPAcks 0 and 1."""
+    counters = await _ping_pong(lab)
+    assert counters["TCPHPAcks"] == (99, 99)
+
+
 async def test_the_sender_reserves_forward_memory_in_pages(
     lab: Lab, autojump_clock: object
 ) -> None:
@@ -179,4 +190,5 @@ def test_linux_ping_pong_counters() -> None:
     # 6.18: (99, 98) hits; a few segments may go the slow way when a real
     # reader is late, so the shape, not the exact count, is compared
     assert all(n >= ROUNDS - 5 for n in linux["TCPHPHits"]), linux
+    assert all(n >= ROUNDS - 5 for n in linux["TCPHPAcks"]), linux
     assert all(n <= 3 for n in linux["TCPPureAcks"]), linux
