@@ -2421,7 +2421,8 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         spend("tcp_rcv_established")
     tcb: TcpSkbCb = skb.cb
     hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
-    tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
+    if hp == HP_MISS:  # the slow path's tcp_fast_parse_options(), in full
+        tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if hp == HP_PURE_ACK:  # bulk data transfer: the sender
         if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
