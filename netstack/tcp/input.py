@@ -1102,7 +1102,6 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     num_dupack = 0
     state = TcpSacktagState(sk.snd_nxt)
     sack_ok = tcp_is_sack(sk)
-    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
         # do not accept an ACK for bytes we never sent (6.2: min with bytes_acked)
         max_window = sk.max_window if sk.max_window < sk.bytes_acked else sk.bytes_acked
@@ -2402,6 +2401,8 @@ def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
     "tcp_rcv_established",
     "tcp_store_ts_recent",
     "tcp_update_wl",
+    "net/ipv4/tcp_output.c",
+    "tcp_mstamp_refresh",
     "include/net/inet_connection_sock.h",
     "inet_csk_ack_scheduled",
 )
@@ -2415,10 +2416,12 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
     something new (else ``tcp_update_wl``), as Linux; other data goes the slow
     way (from step 5 when only the memory was missing).
     Kernel: net/ipv4/tcp_input.c, tcp_rcv_established() / tcp_store_ts_recent() /
-    tcp_update_wl(); include/net/inet_connection_sock.h, inet_csk_ack_scheduled().
+    tcp_update_wl(); net/ipv4/tcp_output.c, tcp_mstamp_refresh();
+    include/net/inet_connection_sock.h, inet_csk_ack_scheduled().
     """
     if TIMED:
         spend("tcp_rcv_established")
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
     tcb: TcpSkbCb = skb.cb
     hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
     if hp == HP_MISS:  # the slow path's tcp_fast_parse_options(), in full
@@ -2633,7 +2636,9 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     return 0
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_rcv_state_process")
+@kernel(
+    "net/ipv4/tcp_input.c", "tcp_rcv_state_process", "net/ipv4/tcp_output.c", "tcp_mstamp_refresh"
+)
 def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Every state but ESTABLISHED (and TIME_WAIT, handled by its minisock).
 
@@ -2641,7 +2646,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     with a RST and then drops the skb for (a ``DropReason``; 1, the
     kernel's SKB_CONSUMED, from SYN_SENT: the skb is consumed after the RST).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process(); net/ipv4/tcp_output.c,
+    tcp_mstamp_refresh().
     """
     if TIMED:
         spend("tcp_rcv_state_process")
@@ -2665,7 +2671,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if state == TCP_SYN_SENT:
+        sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
         return tcp_rcv_synsent_state_process(sk, skb)
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
     req = sk.fastopen_rsk
     if req is not None:
         if not tcp_check_req_fastopen(sk, skb, req):
