@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from netstack.tcp.sock import TcpSock
 
 M32: Final = 0xFFFFFFFF
+PAGE_SIZE: Final = 4096
 U32: Final = 0xFFFFFFFF
 
 __all__ = [
@@ -53,6 +54,8 @@ __all__ = [
     "sk_stream_min_wspace",
     "sk_stream_write_space",
     "sk_stream_wspace",
+    "sk_wmem_charge",
+    "sk_wmem_uncharge",
     "tcp_ack_update_rtt",
     "tcp_check_space",
     "tcp_chrono_start",
@@ -187,6 +190,39 @@ def tcp_rearm_rto(sk: TcpSock) -> None:
         delta = tcp_rto_delta(sk)
         rto = max(delta, 1)
     inet_csk_reset_xmit_timer(sk, ICSK_TIME_RETRANS, rto, sk.tcp.TCP_RTO_MAX)
+
+
+@kernel("include/net/sock.h", "sk_wmem_queued_add", "sk_wmem_schedule", "sk_mem_charge")
+def sk_wmem_charge(sk: TcpSock, size: int) -> None:
+    """Queue *size* bytes of send memory, taken from ``sk_forward_alloc``.
+
+    The send and receive sides share the socket's forward allocation: what is
+    missing is reserved in whole pages (``sk_wmem_schedule`` /
+    ``sk_forced_mem_schedule``: no global limit is modelled, so both succeed
+    alike), then charged. What a sender keeps reserved this way is what lets
+    the data it is answered with take the receive fast path
+    (``tcp_rcv_established``: ``skb->truesize <= sk->sk_forward_alloc``).
+    Kernel: include/net/sock.h, sk_wmem_queued_add() / sk_wmem_schedule() / sk_mem_charge().
+    """
+    sk.sk_wmem_queued += size
+    fwd = sk.sk_forward_alloc - size
+    if fwd < 0:  # __sk_mem_schedule(): whole pages
+        fwd += (-fwd + PAGE_SIZE - 1) & -PAGE_SIZE
+    sk.sk_forward_alloc = fwd
+
+
+@kernel("include/net/sock.h", "sk_wmem_queued_add", "sk_mem_uncharge", "sk_mem_reclaim")
+def sk_wmem_uncharge(sk: TcpSock, size: int) -> None:
+    """Free *size* bytes of send memory: back to ``sk_forward_alloc``, whole pages
+    beyond it to the protocol (6.x: ``sk_mem_uncharge`` reclaims at once).
+
+    Kernel: include/net/sock.h, sk_wmem_queued_add() / sk_mem_uncharge() / sk_mem_reclaim().
+    """
+    sk.sk_wmem_queued -= size
+    fwd = sk.sk_forward_alloc + size
+    if fwd >= PAGE_SIZE:
+        fwd &= PAGE_SIZE - 1  # __sk_mem_reclaim() of the whole pages
+    sk.sk_forward_alloc = fwd
 
 
 @kernel("include/net/sock.h", "sk_stream_memory_free")

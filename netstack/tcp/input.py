@@ -75,6 +75,7 @@ from netstack.tcp.helpers import (
     FLAG_WIN_UPDATE,
     TCP_CHRONO_BUSY,
     inet_csk_reset_xmit_timer,
+    sk_wmem_uncharge,
     tcp_ack_update_rtt,
     tcp_check_space,
     tcp_chrono_stop,
@@ -918,7 +919,7 @@ def tcp_clean_rtx_queue(
         consume_skb(skb)
     if n:
         del q[:n]
-        sk.sk_wmem_queued -= freed
+        sk_wmem_uncharge(sk, freed)  # tcp_wmem_free_skb() of each
         if sk.highest_sack is None and q:
             sk.highest_sack = q[0]
     if between(sk.snd_up, prior_snd_una, sk.snd_una):
@@ -1101,7 +1102,6 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     num_dupack = 0
     state = TcpSacktagState(sk.snd_nxt)
     sack_ok = tcp_is_sack(sk)
-    sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
         # do not accept an ACK for bytes we never sent (6.2: min with bytes_acked)
         max_window = sk.max_window if sk.max_window < sk.bytes_acked else sk.bytes_acked
@@ -1937,8 +1937,9 @@ def _queue_and_out_nomem(sk: TcpSock, skb: SkBuff) -> bool:
 def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
 
-    *fastpath*: tcp_rcv_established()'s header prediction would have queued it
-    (``tcp_fast_path_data``), with no window or receive-buffer check.
+    *fastpath* (timed mode only): tcp_rcv_established()'s header prediction
+    would have queued it (``tcp_fast_path_data``), with no window or
+    receive-buffer check.
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
     if TIMED:
@@ -2395,14 +2396,36 @@ def tcp_paws_discard(sk: TcpSock, skb: SkBuff) -> bool:
 # -- the state machine -----------------------------------------------------------------------------
 
 
-@kernel("tcp_rcv_established")
+@kernel(
+    "net/ipv4/tcp_input.c",
+    "tcp_rcv_established",
+    "tcp_store_ts_recent",
+    "tcp_update_wl",
+    "net/ipv4/tcp_output.c",
+    "tcp_mstamp_refresh",
+    "include/net/inet_connection_sock.h",
+    "inet_csk_ack_scheduled",
+)
 def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
-    """A segment for an established connection. Kernel: tcp_rcv_established()."""
+    """A segment for an established connection.
+
+    Header prediction (``tcp_fast_path_data``) sends a predicted pure ACK
+    through ``tcp_ack(sk, skb, 0)`` and queues predicted data whose truesize
+    fits ``sk_forward_alloc`` at once (``tcp_queue_rcv``), acknowledging
+    through ``tcp_ack(sk, skb, FLAG_DATA)`` only when the segment acknowledges
+    something new (else ``tcp_update_wl``), as Linux; other data goes the slow
+    way (from step 5 when only the memory was missing).
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established() / tcp_store_ts_recent() /
+    tcp_update_wl(); net/ipv4/tcp_output.c, tcp_mstamp_refresh();
+    include/net/inet_connection_sock.h, inet_csk_ack_scheduled().
+    """
     if TIMED:
         spend("tcp_rcv_established")
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
     tcb: TcpSkbCb = skb.cb
     hp = tcp_fast_path_data(sk, skb)  # header prediction, before anything changes
-    tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
+    if hp == HP_MISS:  # the slow path's tcp_fast_parse_options(), in full
+        tcp_parse_options(skb.buf, skb.transport_header, sk, True, tcb)
     sk.segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if hp == HP_PURE_ACK:  # bulk data transfer: the sender
         if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
@@ -2414,8 +2437,33 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
     fastpath = hp == HP_DATA
+    if fastpath and not TIMED:  # bulk data transfer: the receiver
+        if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
+            sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
+            sk.ts_recent_stamp = sk.tcp.seconds()
+        tcp_rcv_rtt_measure_ts(sk, skb)
+        sk.ext.TCPHPHits += 1
+        skb.data = skb.transport_header + sk.tcp_header_len  # __skb_pull()
+        sk.data_segs_in += skb.gso_segs or 1  # tcp_segs_in()
+        eaten = _queue_rcv(sk, skb)
+        tcp_event_data_recv(sk, skb)
+        if tcb.ack_seq != sk.snd_una:  # only one small jumplet in the fast path
+            tcp_ack(sk, skb, FLAG_DATA)
+            tcp_data_snd_check(sk)
+            if sk.icsk_ack_pending & 1:  # inet_csk_ack_scheduled()
+                __tcp_ack_snd_check(sk, False)
+        else:
+            sk.snd_wl1 = tcb.seq  # tcp_update_wl()
+            __tcp_ack_snd_check(sk, False)
+        if eaten:
+            consume_skb(skb)  # kfree_skb_partial()
+        if not sk.dead:
+            tcp_data_ready(sk)
+        return
     if fastpath:
-        sk.ext.TCPHPHits += 1  # the fast path queues it (the rest of it is not written out)
+        # timed mode: the route its costs were calibrated on, the slow path from
+        # step 5 told to skip the admission (tcp_ack and tcp_data_queue charged)
+        sk.ext.TCPHPHits += 1
     elif hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
@@ -2588,7 +2636,9 @@ def tcp_rcv_synsent_state_process(sk: TcpSock, skb: SkBuff) -> int:
     return 0
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_rcv_state_process")
+@kernel(
+    "net/ipv4/tcp_input.c", "tcp_rcv_state_process", "net/ipv4/tcp_output.c", "tcp_mstamp_refresh"
+)
 def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     """Every state but ESTABLISHED (and TIME_WAIT, handled by its minisock).
 
@@ -2596,7 +2646,8 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
     with a RST and then drops the skb for (a ``DropReason``; 1, the
     kernel's SKB_CONSUMED, from SYN_SENT: the skb is consumed after the RST).
 
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process().
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_state_process(); net/ipv4/tcp_output.c,
+    tcp_mstamp_refresh().
     """
     if TIMED:
         spend("tcp_rcv_state_process")
@@ -2620,7 +2671,9 @@ def tcp_rcv_state_process(sk: TcpSock, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return 0
     if state == TCP_SYN_SENT:
+        sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
         return tcp_rcv_synsent_state_process(sk, skb)
+    sk.tcp_mstamp = sk.tcp.tcp_clock_us()  # tcp_mstamp_refresh()
     req = sk.fastopen_rsk
     if req is not None:
         if not tcp_check_req_fastopen(sk, skb, req):

@@ -43,6 +43,8 @@ from netstack.tcp.helpers import (
     TCP_CHRONO_RWND_LIMITED,
     TCP_CHRONO_SNDBUF_LIMITED,
     inet_csk_reset_xmit_timer,
+    sk_wmem_charge,
+    sk_wmem_uncharge,
     tcp_check_space,
     tcp_chrono_start,
     tcp_chrono_stop,
@@ -855,7 +857,7 @@ def tcp_queue_skb(sk: TcpSock, skb: SkBuff) -> None:
     tcb: TcpSkbCb = skb.cb
     sk.write_seq = tcb.end_seq
     sk.write_queue.append(skb)
-    sk.sk_wmem_queued += skb.truesize
+    sk_wmem_charge(sk, skb.truesize)
     if len(sk.write_queue) == 1:  # tcp_add_write_queue_tail(): a new send head
         tcp_chrono_start(sk, TCP_CHRONO_BUSY)
 
@@ -898,7 +900,7 @@ def tcp_fragment(sk: TcpSock, in_rtx: bool, skb: SkBuff, length: int, mss_now: i
     skb.tail = skb.data + length  # skb_trim() (a shared buffer is not written)
     buff.truesize = TCP_SKB_HEAD + nsize
     skb.truesize = max(skb.truesize - nsize, TCP_SKB_HEAD)
-    sk.sk_wmem_queued += TCP_SKB_HEAD
+    sk_wmem_charge(sk, TCP_SKB_HEAD)  # sk_forced_mem_schedule() in tcp_stream_alloc_skb()
     nseq = (tcb.seq + length) & M32
     btcb = TcpSkbCb(nseq, tcb.end_seq, tcb.tcp_flags)
     buff.cb = btcb
@@ -1616,7 +1618,7 @@ def tcp_write_queue_purge(sk: TcpSock) -> None:
     for skb in sk.rtx_queue:
         consume_skb(skb)
     sk.rtx_queue.clear()
-    sk.sk_wmem_queued = 0
+    sk_wmem_uncharge(sk, sk.sk_wmem_queued)  # tcp_wmem_free_skb() of each
     sk.highest_sack = None
     sk.lost_skb_hint = None
     sk.retransmit_skb_hint = None
@@ -1639,7 +1641,7 @@ def tcp_connect(sk: TcpSock) -> int:
     sk.tcp_mstamp = sk.tcp.tcp_clock_us()
     sk.retrans_stamp = sk.tcp_mstamp // 1000
     tcb.end_seq = sk.write_seq
-    sk.sk_wmem_queued += skb.truesize
+    sk_wmem_charge(sk, skb.truesize)  # tcp_connect_queue_skb()
     sk.packets_out += 1
     sk.rtx_queue.append(skb)
     # send off the SYN; with Fast Open, with data
@@ -1856,7 +1858,7 @@ def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
             sk.retransmit_skb_hint = to
         tcp_adjust_pcount(sk, nxt, ncb.pcount)
         del q[i + 1]
-        sk.sk_wmem_queued -= nxt.truesize
+        sk_wmem_uncharge(sk, nxt.truesize)  # tcp_rtx_queue_unlink_and_free()
         consume_skb(nxt)
 
 
@@ -1979,7 +1981,7 @@ def tcp_send_syn_data(sk: TcpSock, syn: SkBuff) -> int:
         fo.copied = space
         # tcp_connect_queue_skb()
         dcb.end_seq = (dcb.end_seq + space) & M32
-        sk.sk_wmem_queued += syn_data.truesize
+        sk_wmem_charge(sk, syn_data.truesize)
         sk.write_seq = dcb.end_seq
         sk.packets_out += 1
         err = tcp_transmit_skb(sk, syn_data, True)

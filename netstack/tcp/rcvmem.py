@@ -5,7 +5,8 @@ Theory of operation. Every skb TCP keeps for the reader — in order on
 ``truesize`` to ``sk_rmem_alloc`` (``skb_set_owner_r``), and the kernel's memory
 accounting takes that charge from ``sk_forward_alloc``, memory the socket
 reserved from the protocol in whole pages (``sk_rmem_schedule``) and gives back
-in whole pages when more than one is unused (``sk_mem_reclaim``). Linux 6.x
+in whole pages when more than one is unused (``sk_mem_reclaim``). The send
+side draws on the same reserve for what it queues (``tcp.helpers.sk_wmem_charge``). Linux 6.x
 keeps many small segments cheap three ways, all modelled here:
 
 * **coalescing** (``tcp_try_coalesce``): a segment that continues the tail skb
@@ -43,6 +44,7 @@ sk_forced_mem_schedule).
 
 from __future__ import annotations
 
+import struct
 from typing import Final
 
 from netstack.core.skbuff import (
@@ -85,6 +87,7 @@ _SYN_FIN: Final = TCPHDR_SYN | TCPHDR_FIN
 TCP_HP_BITS: Final = ~0x0F080000 & M32
 TCP_FLAG_ACK: Final = 0x00100000
 _TS_ALIGNED: Final = b"\x01\x01\x08\x0a"  # NOP, NOP, TIMESTAMP, 10
+_TSVAL_TSECR: Final = struct.Struct("!II")
 
 
 # ------------------------------------------------------------------ accounting
@@ -202,7 +205,7 @@ HP_PURE_ACK: Final = 2  # a pure ACK: the fast path's tcp_ack(sk, skb, 0)
 HP_STEP5: Final = 3  # data beyond sk_forward_alloc: the slow path from step 5, unvalidated
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_rcv_established", "after")
+@kernel("net/ipv4/tcp_input.c", "tcp_rcv_established", "tcp_parse_aligned_timestamp", "after")
 def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     """Which of tcp_rcv_established()'s fast paths takes this segment (HP_*)?
 
@@ -216,8 +219,11 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     data is HP_STEP5, the fast path's ``goto step5``: the slow path without
     tcp_validate_incoming(), which the prediction stands for — unless it ends
     beyond the window (6.17: ``goto validate``, HP_MISS).
+    Unless it misses, the timestamp option is read here, as the kernel reads it
+    (``saw_tstamp``, ``rcv_tsval``, ``rcv_tsecr``: no tcp_parse_options() walk).
     Call it before tcp_ack() and tcp_validate_incoming() change the state.
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established(); after(), written out.
+    Kernel: net/ipv4/tcp_input.c, tcp_rcv_established() / tcp_parse_aligned_timestamp();
+    after(), written out.
     """
     pred = sk.pred_flags
     if not pred:
@@ -233,8 +239,14 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
     if hlen == 32:
         if buf[th + 20 : th + 24] != _TS_ALIGNED:
             return HP_MISS
-        if (int.from_bytes(buf[th + 24 : th + 28], "big") - sk.ts_recent) & 0x80000000:
+        tsval, tsecr = _TSVAL_TSECR.unpack_from(buf, th + 24)  # tcp_parse_aligned_timestamp()
+        if (tsval - sk.ts_recent) & 0x80000000:
             return HP_MISS
+        sk.saw_tstamp = True
+        sk.rcv_tsval = tsval
+        sk.rcv_tsecr = tsecr
+    else:
+        sk.saw_tstamp = False
     length = skb.tail - th
     if length == hlen:
         return HP_PURE_ACK

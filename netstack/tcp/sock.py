@@ -516,7 +516,8 @@ class TcpSock(Sock):
         self.duplicate_sack = [0, 0]
         self.recv_sack_cache: list[tuple[int, int]] = []
         self.pred_flags = 0
-        # receive memory reserved in whole pages and not yet charged (sk->sk_forward_alloc)
+        # memory reserved in whole pages and not yet charged, shared by the receive and the
+        # send side (sk->sk_forward_alloc; see tcp.helpers.sk_wmem_charge)
         self.sk_forward_alloc = 0
         # RTT and RTO (µs)
         self.srtt_us = 0

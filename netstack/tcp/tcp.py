@@ -28,7 +28,12 @@ from netstack.core.sock import SOL_SOCKET, SockWouldBlock, sock_oserror
 from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import fastopen as _fo
 from netstack.tcp.cong import tcp_set_congestion_control
-from netstack.tcp.helpers import sk_stream_is_writeable, sk_stream_memory_free, tcp_min_rtt
+from netstack.tcp.helpers import (
+    sk_stream_is_writeable,
+    sk_stream_memory_free,
+    sk_wmem_charge,
+    tcp_min_rtt,
+)
 from netstack.tcp.input import tcp_rcv_space_adjust
 from netstack.tcp.output import (
     __tcp_push_pending_frames,
@@ -338,7 +343,7 @@ def tcp_sendmsg(
         buf += mv[copied : copied + n]
         skb.tail += n
         skb.truesize = skb.truesize + n
-        sk.sk_wmem_queued += n
+        sk_wmem_charge(sk, n)  # skb_copy_to_page_nocache()
         tcb = skb.cb
         tcb.end_seq = (tcb.end_seq + n) & M32
         tcb.pcount = 0  # tcp_init_tso_segs() recomputes it

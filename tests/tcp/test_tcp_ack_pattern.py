@@ -170,10 +170,8 @@ async def test_the_receiver_counts_its_predicted_data_segments(
     Before, ``TCPHPHits`` stayed 0.
 
     A receiver here takes it only with forward-allocated memory for the skb
-    (``truesize <= sk_forward_alloc``); each segment is given a page of it.
-    (netstack's fast path still acknowledges through the slow path's
-    ``tcp_ack(FLAG_SLOWPATH)``; the kernel's calls ``tcp_ack(FLAG_DATA)`` only
-    when ``ack_seq != snd_una``: writing that out moves the timed experiments.)"""
+    (``truesize <= sk_forward_alloc``); each segment is given a page of it
+    (a reader that keeps up frees the page before the next segment comes)."""
     taken: Counter[int] = Counter()
     real = tcp_fast_path_data
 
