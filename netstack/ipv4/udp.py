@@ -609,15 +609,17 @@ class UdpTable:
 
 
 @kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
-def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff) -> None:
+def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
     """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
 
     An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
     hands the datagram to its ``encap_rcv`` once the checksum is verified;
     0 (or less) means consumed (an ``InDatagrams``), more means "deliver it as
-    an ordinary datagram".
+    an ordinary datagram". ``udp_rcv`` has the common case written out (a
+    plain ``UdpSock``, alive, no encapsulation; keep the two in step) and
+    calls this for the rest with *charge* false, having charged already.
     """
-    if TIMED:
+    if TIMED and charge:
         spend("udp_queue_rcv_one_skb")
     # (a dual-stack AF_INET6 socket in this table is a Udp6Sock: never an encap one)
     if isinstance(sk, UdpSock) and sk.encap_rcv is not None and sk.encap_type:
@@ -639,12 +641,17 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
-@kernel("net/ipv4/udp.c", "__udp4_lib_rcv")
+@kernel("net/ipv4/udp.c", "__udp4_lib_rcv", "udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
+    The common case of queueing (``udp_queue_rcv_one_skb``,
+    ``__udp_enqueue_schedule_skb``) is written out (see ``_queue`` and
+    ``Sock.sock_queue_rcv_skb``).
+
     Twin: netstack.ipv6.udp.udpv6_rcv.
-    Kernel: net/ipv4/udp.c, __udp4_lib_rcv().
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / udp_queue_rcv_one_skb() /
+    __udp_enqueue_schedule_skb().
     """
     if TIMED:
         spend("__udp4_lib_rcv")
@@ -692,9 +699,31 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
             _queue(ipv4, sk, skb.clone())
         _queue(ipv4, socks[-1], skb)
         return 0
-    found = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    found: Any = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
     if found is not None:
-        _queue(ipv4, found, skb)
+        # udp_queue_rcv_one_skb() and __udp_enqueue_schedule_skb() written out for a
+        # plain UDP socket, alive, with no encapsulation (as _queue and
+        # Sock.sock_queue_rcv_skb: two frames less a datagram; keep the three in step)
+        if TIMED:
+            spend("udp_queue_rcv_one_skb")
+        if type(found) is not UdpSock or found.encap_type or found.dead:
+            _queue(ipv4, found, skb, False)
+            return 0
+        if TIMED:
+            spend("__udp_enqueue_schedule_skb")
+        if found.sk_rmem_alloc > found.sk_rcvbuf:
+            found.sk_drops += 1
+            mib.RcvbufErrors += 1
+            mib.InErrors += 1
+            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
+            return 0
+        size = skb._truesize or _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
+        found.sk_rmem_alloc += size
+        skb.rmem_charge = size
+        skb.sk = found
+        found.receive_queue.append(skb)
+        if TIMED or found._readers_parked:  # sk_data_ready(): skwq_has_sleeper() hoisted
+            found.sk_data_ready()
         return 0
     if not udp_csum_ok(skb):
         mib.InCsumErrors += 1
