@@ -57,7 +57,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -332,7 +332,7 @@ def _udp_route(
     return rt2, fl4
 
 
-@kernel("net/ipv4/udp.c", "udp_sendmsg")
+@kernel("net/ipv4/udp.c", "udp_sendmsg", "ipv4_mtu")
 def udp_sendmsg(
     ipv4: Ipv4,
     sk: Any,
@@ -344,7 +344,7 @@ def udp_sendmsg(
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
     Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
-    Kernel: net/ipv4/udp.c, udp_sendmsg().
+    Kernel: net/ipv4/udp.c, udp_sendmsg() / ipv4_mtu().
     """
     if TIMED:
         spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
@@ -389,7 +389,16 @@ def udp_sendmsg(
             raise sock_oserror(EAGAIN)
         raise SockWouldBlock(write=True)
     total = UDP_HLEN + length
-    mtu = rt.mtu()
+    # ip_setup_cork()'s dst_mtu(): ipv4_mtu() (out of line, an indirect call) written
+    # out for a route with no PMTU, "mtu" metric or lock: the device's MTU (a frame
+    # less a datagram; Rtable.mtu otherwise)
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = rt.mtu()
+    else:
+        dev = rt.dev
+        mtu = dev.mtu if dev is not None else 1500
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
     fits = total + 20 <= mtu
     if not fits and 2 <= sk.pmtudisc <= 4:  # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
         rt.release()
