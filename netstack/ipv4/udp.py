@@ -234,8 +234,15 @@ class UdpSock(Sock):
         Kernel: net/ipv4/udp.c, udp_recvmsg()."""
         if TIMED:
             spend("udp_recvmsg")
-        if flags & MSG_ERRQUEUE:
-            raise sock_oserror(EINVAL)
+        # flags other than none or MSG_DONTWAIT (recvmmsg's after its first datagram)
+        # tested bit by bit: a bit operation is CPython 3.11's unspecialised BINARY_OP,
+        # a comparison of small ints its specialised one
+        if flags and flags != MSG_DONTWAIT:
+            if flags & MSG_ERRQUEUE:
+                raise sock_oserror(EINVAL)
+            peek = flags & MSG_PEEK
+        else:
+            peek = 0
         ipv4 = self.ipv4
         while True:
             if self.sk_err:  # sock_error(), inline in the kernel too
@@ -279,7 +286,7 @@ class UdpSock(Sock):
             # makes them without the bytes() constructor's argument handling)
             data = _bytes_join((buf[start : start + copy],))
             anc = self.cmsgs(skb) if self.recvttl else []
-            if not flags & MSG_PEEK:
+            if not peek:
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InDatagrams += 1
@@ -376,7 +383,7 @@ def udp_sendmsg(
         else:
             rt, _ = _udp_route(ipv4, sk, daddr, dport, True)
         saddr = sk.inet_saddr
-    if flags & MSG_PROBE:
+    if flags and flags & MSG_PROBE:  # (no bit operation for no flags)
         if flags & MSG_CONFIRM and rt.dev is not None:
             n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
             if n is not None:
@@ -433,7 +440,7 @@ def udp_sendmsg(
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
         c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
         _UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
-    if flags & MSG_CONFIRM:
+    if flags and flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
     rc = ip_local_out(ipv4, skb)
