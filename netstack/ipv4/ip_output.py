@@ -208,6 +208,9 @@ def ip_make_skb(
     left for the transport header, as ``__ip_append_data`` copies it with
     ``ip_generic_getfrag``.
 
+    ``udp_sendmsg`` has this written out for a socket's datagram (keep the
+    two in step).
+
     Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """

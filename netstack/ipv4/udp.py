@@ -41,7 +41,11 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import (
+    IP_PMTUDISC_DO,
     IP_PMTUDISC_DONT,
+    IP_PMTUDISC_OMIT,
+    IP_PMTUDISC_PROBE,
+    IP_PMTUDISC_WANT,
     MSG_CONFIRM,
     MSG_DONTWAIT,
     MSG_ERRQUEUE,
@@ -58,7 +62,7 @@ from netstack.core.sock import (
     sock_wfree,
 )
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
-from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
+from netstack.ipv4.ip_output import ip_local_out
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
 from netstack.sites import TIMED, kernel, spend
@@ -67,6 +71,7 @@ from netstack.wire.checksum import (
     csum_partial,
     csum_tcpudp_magic,
 )
+from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_FRAG_NEEDED,
@@ -76,7 +81,14 @@ from netstack.wire.icmp import (
     ICMP_SOURCE_QUENCH,
     NR_ICMP_UNREACH,
 )
-from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
+from netstack.wire.ipv4 import (
+    IP_DF,
+    IPPROTO_UDP,
+    IPV4_HDR,
+    IPV4_HLEN,
+    ipv4_is_lbcast,
+    ipv4_is_multicast,
+)
 from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
@@ -141,6 +153,10 @@ _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
 # RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
 _RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
+_IPV4_HDR: Final = IPV4_HDR
+# zeroed headroom and headers a datagram's payload is appended to (as ip_output.py's)
+_ZERO_HEAD_LEN: Final = 256
+_ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
 
@@ -339,7 +355,14 @@ def _udp_route(
     return rt2, fl4
 
 
-@kernel("net/ipv4/udp.c", "udp_sendmsg", "ipv4_mtu")
+@kernel(
+    "net/ipv4/udp.c",
+    "udp_sendmsg",
+    "ipv4_mtu",
+    "net/ipv4/ip_output.c",
+    "ip_make_skb",
+    "__ip_make_skb",
+)
 def udp_sendmsg(
     ipv4: Ipv4,
     sk: Any,
@@ -350,8 +373,12 @@ def udp_sendmsg(
     """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
+    ``ip_make_skb`` (with ``__ip_make_skb``) is written out for the socket's
+    datagram (keep the two in step).
+
     Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
-    Kernel: net/ipv4/udp.c, udp_sendmsg() / ipv4_mtu().
+    Kernel: net/ipv4/udp.c, udp_sendmsg() / ipv4_mtu(); net/ipv4/ip_output.c,
+    ip_make_skb() / __ip_make_skb().
     """
     if TIMED:
         spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
@@ -411,18 +438,64 @@ def udp_sendmsg(
         rt.release()
         _udp_local_error(sk, EMSGSIZE, daddr, dport, mtu)
         raise sock_oserror(EMSGSIZE)
-    # ip_make_skb() with ip_generic_getfrag: the payload copied in after the UDP header
-    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu, frag=data)
-    buf = skb.buf
-    th = skb.transport_header
+    # ip_make_skb() / __ip_make_skb() with ip_generic_getfrag (out of line in
+    # ip_output.c), written out for a socket's datagram as ip_make_skb does it (a frame
+    # and a call with keywords less a datagram; keep the two in step): headroom, IP and
+    # UDP headers zeroed, then the payload, in one concatenation
+    if TIMED:
+        spend("ip_make_skb")
+    dev = rt.dev
+    assert dev is not None
+    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
+    tot_len = IPV4_HLEN + total
+    head = hh_len + IPV4_HLEN + UDP_HLEN
+    buf = (_ZERO_HEAD[:head] if head <= _ZERO_HEAD_LEN else bytearray(head)) + data
+    skb = SkBuff(buf, hh_len, hh_len + tot_len)
+    skb.network_header = hh_len
+    skb.transport_header = th = hh_len + IPV4_HLEN
+    skb.protocol = ETH_P_IP
+    disc = sk.pmtudisc
+    ignore_df = disc < IP_PMTUDISC_DO or disc == IP_PMTUDISC_OMIT
+    if rt.rt_type == RTN_MULTICAST:
+        ttl = sk.mc_ttl
+    else:
+        ttl = sk.uc_ttl if sk.uc_ttl >= 0 else ipv4.ip_default_ttl
+    skb.priority = sk.sk_priority
+    if sk.sk_mark:
+        skb.mark = sk.sk_mark
+    # DF when the user asked for PMTU discovery, or "want" it and the datagram fits
+    df = 0
+    if (
+        disc == IP_PMTUDISC_DO
+        or disc == IP_PMTUDISC_PROBE
+        or (
+            disc == IP_PMTUDISC_WANT
+            and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
+            and tot_len <= mtu
+        )
+    ):
+        df = IP_DF
+    if ignore_df:
+        skb.ignore_df = True
+    # ip_select_ident_segs(): drawn first, the header written with it in one pack
+    if sk.inet_daddr:
+        ident = sk.inet_id
+        sk.inet_id = (ident + 1) & 0xFFFF
+    elif df and not ignore_df:
+        ident = 0
+    else:
+        ident = ipv4.idents.reserve(daddr, saddr, IPPROTO_UDP, 1)
+    _IPV4_HDR.pack_into(
+        buf, hh_len, 0x45, sk.tos, tot_len, ident, df, ttl, IPPROTO_UDP, 0, saddr, daddr
+    )
+    skb.dst = rt
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
-    # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property
+    # skb->truesize of the skb just allocated: the memo, else the property
     size = _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
-    dev = rt.dev
     sport = sk.inet_num
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
