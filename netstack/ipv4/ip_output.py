@@ -287,6 +287,9 @@ def ip_make_skb(
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
+    ``udp_sendmsg`` has this written out for a datagram (keep the two in
+    step).
+
     Twin: netstack.ipv6.ip6_output.ip6_local_out.
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out() / ip_fast_csum().
     """

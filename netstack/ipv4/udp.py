@@ -62,7 +62,6 @@ from netstack.core.sock import (
     sock_wfree,
 )
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
-from netstack.ipv4.ip_output import ip_local_out
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
 from netstack.sites import TIMED, kernel, spend
@@ -362,6 +361,12 @@ def _udp_route(
     "net/ipv4/ip_output.c",
     "ip_make_skb",
     "__ip_make_skb",
+    "ip_local_out",
+    "__ip_local_out",
+    "include/net/ip.h",
+    "ip_send_check",
+    "arch/x86/include/asm/checksum_64.h",
+    "ip_fast_csum",
 )
 def udp_sendmsg(
     ipv4: Ipv4,
@@ -373,12 +378,15 @@ def udp_sendmsg(
     """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
-    ``ip_make_skb`` (with ``__ip_make_skb``) is written out for the socket's
-    datagram (keep the two in step).
+    ``ip_make_skb`` (with ``__ip_make_skb``) and ``ip_local_out`` (with
+    ``__ip_local_out``, ``ip_send_check`` and ``ip_fast_csum``) are written out
+    for the socket's datagram (keep them in step).
 
     Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
     Kernel: net/ipv4/udp.c, udp_sendmsg() / ipv4_mtu(); net/ipv4/ip_output.c,
-    ip_make_skb() / __ip_make_skb().
+    ip_make_skb() / __ip_make_skb() / ip_local_out() / __ip_local_out();
+    include/net/ip.h, ip_send_check(); arch/x86/include/asm/checksum_64.h,
+    ip_fast_csum().
     """
     if TIMED:
         spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
@@ -477,7 +485,9 @@ def udp_sendmsg(
         df = IP_DF
     if ignore_df:
         skb.ignore_df = True
-    # ip_select_ident_segs(): drawn first, the header written with it in one pack
+    # ip_select_ident_segs(): drawn now; the header's fields are written once, with the
+    # checksum, where ip_local_out() below finishes the header (nothing reads the IP
+    # header in between, and its bytes are zeros until then)
     if sk.inet_daddr:
         ident = sk.inet_id
         sk.inet_id = (ident + 1) & 0xFFFF
@@ -485,9 +495,7 @@ def udp_sendmsg(
         ident = 0
     else:
         ident = ipv4.idents.reserve(daddr, saddr, IPPROTO_UDP, 1)
-    _IPV4_HDR.pack_into(
-        buf, hh_len, 0x45, sk.tos, tot_len, ident, df, ttl, IPPROTO_UDP, 0, saddr, daddr
-    )
+    tos = sk.tos
     skb.dst = rt
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
@@ -516,7 +524,32 @@ def udp_sendmsg(
     if flags and flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
-    rc = ip_local_out(ipv4, skb)
+    # udp_send_skb() → ip_send_skb() → ip_local_out() / __ip_local_out() (out of line in
+    # ip_output.c), written out as ip_local_out (a frame less a datagram; keep the two in
+    # step): iph_set_totlen() and ip_send_check() with its ip_fast_csum() (static
+    # inlines), the checksum summed from the header's fields as ip_rcv checks it (2**16
+    # ≡ 1 mod 0xFFFF: the addresses add whole) and the header packed once with it
+    if TIMED:
+        spend("ip_local_out")
+        spend("ip_fast_csum")
+    s = (0x4500 + tos + tot_len + ident + df + ttl * 256 + IPPROTO_UDP + saddr + daddr) % 0xFFFF
+    _IPV4_HDR.pack_into(
+        buf,
+        hh_len,
+        0x45,
+        tos,
+        tot_len,
+        ident,
+        df,
+        ttl,
+        IPPROTO_UDP,
+        0xFFFF - s if s else 0,
+        saddr,
+        daddr,
+    )
+    ipv4.ip.OutRequests += 1
+    output = rt.output  # dst_output(): through a local, as ip_local_out
+    rc = output(skb)
     if rc == 1:  # NET_XMIT_DROP: net_xmit_errno() is -ENOBUFS (NET_XMIT_CN is not an error)
         ipv4.ip.OutDiscards += 1  # ip_send_skb()
         ipv4.udp_mib.SndbufErrors += 1
