@@ -72,6 +72,12 @@ _IPV4_HDR: Final = IPV4_HDR
 # Zeros that ip_make_skb slices the headroom and headers of a new skb from (never
 # written: a slice is a new bytearray)
 _ZERO_HEAD_LEN: Final = 256
+# dev->ifindex << 32, the device's half of an ARP table key (NeighTable.hash), per
+# ifindex (shared by every namespace: a value of the ifindex alone)
+_ARP_KEY_BASE: Final[dict[int, int]] = {}
+# nud_state & NUD_CONNECTED for every state (one byte): a tuple read, where a bit
+# operation is CPython 3.11's unspecialised BINARY_OP
+_NUD_CONNECTED_STATE: Final = tuple(bool(state & NUD_CONNECTED) for state in range(256))
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 
 
@@ -376,8 +382,16 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
         key = rt.rt_gw4
     else:
         key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    # __ipv4_neigh_lookup_noref(): the table's key (ifindex << 32) | key, as the sum of
+    # the device's half, memoised per ifindex, and the address (a specialised int
+    # addition instead of a shift and an or on ints above 2**30)
+    ifindex = dev.ifindex
+    try:
+        base = _ARP_KEY_BASE[ifindex]
+    except KeyError:
+        base = _ARP_KEY_BASE[ifindex] = ifindex << 32
     arp = ipv4.arp_tbl
-    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    n = arp.hash.get(base + key)
     if n is None:
         n = arp.create(key, dev)
         if n is None:
@@ -394,7 +408,7 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     # neigh_output() and neigh_hh_output(), static inlines of include/net/neighbour.h:
     # with the hh_fast_copy patch a cached header of at most 16 bytes goes in as one
     # 16-byte block (copied by a Struct, no slice made), else neigh_hh_output itself
-    if n.nud_state & NUD_CONNECTED:
+    if _NUD_CONNECTED_STATE[n.nud_state]:  # nud_state & NUD_CONNECTED, read from a table
         hh = n.hh
         hh_len = hh.hh_len
         if hh_len:
