@@ -603,8 +603,14 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
         key = rt.rt_gw4
     else:
         key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    # __ipv4_neigh_lookup_noref(), its key as in ip_output
+    ifindex = dev.ifindex
+    try:
+        base = _ARP_KEY_BASE[ifindex]
+    except KeyError:
+        base = _ARP_KEY_BASE[ifindex] = ifindex << 32
     arp = ipv4.arp_tbl
-    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    n = arp.hash.get(base + key)
     if n is None:
         n = arp.create(key, dev)
         if n is None:
@@ -620,6 +626,6 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
         neigh_confirm(n)
     # neigh_output(), a static inline of include/net/neighbour.h, inline here as the
     # compiler inlines it: the cached header of a connected neighbour, else n->output
-    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
+    if _NUD_CONNECTED_STATE[n.nud_state] and n.hh.hh_len:
         return neigh_hh_output(n, skb)
     return n.output(n, skb)
