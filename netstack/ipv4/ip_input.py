@@ -71,6 +71,11 @@ _from_bytes: Final = int.from_bytes
 _IPV4_HDR_FIELDS: Final = struct.Struct("!BBHIIII").unpack_from
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
+# per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
+# ip_is_fragment() test, a tuple read instead of a bit operation)
+_MF_OR_OFFSET_HIGH: Final = tuple(bool(b & _IP_MF_OFFSET_HIGH_BYTE) for b in range(256))
+# the ECN field of a TOS byte (INET_ECN_MASK), per TOS
+_TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
@@ -179,7 +184,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             skb.destructor = None
             destructor(skb)
         skb.sk = None
-    ecn = tos & 3
+    ecn = _TOS_ECN[tos]  # tos & INET_ECN_MASK
     if ecn == 0:
         ipext.InNoECTPkts += 1
     elif ecn == 1:
@@ -216,7 +221,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         ipext.InBcastOctets += skb.tail - skb.data
     dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
     if dst_input is not ipv4.dst_local_deliver or (
-        buf[nh + 6] & _IP_MF_OFFSET_HIGH_BYTE or buf[nh + 7]
+        _MF_OR_OFFSET_HIGH[buf[nh + 6]] or buf[nh + 7]  # ip_is_fragment()
     ):
         dst_input(skb)
         return

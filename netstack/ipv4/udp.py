@@ -811,7 +811,10 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
     rt: Any = skb.dst
-    if rt is not None and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
+    # (a local route, the common case, never has RTCF_BROADCAST or RTCF_MULTICAST: its
+    # type is tested first, a comparison where the mask of rt_flags, with RTCF_LOCAL
+    # above 2**30, is CPython's slow bit operation)
+    if rt is not None and rt.rt_type != RTN_LOCAL and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
         socks = ipv4.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
         if not socks:
             mib.IgnoredMulti += 1
