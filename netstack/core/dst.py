@@ -113,7 +113,8 @@ class DstEntry:
 
     @kernel("dst_release")
     def release(self) -> None:
-        """Drop a reference. Kernel: dst_release()."""
+        """Drop a reference. ``consume_skb`` and ``dev_queue_xmit`` have this
+        written out (keep them in step). Kernel: dst_release()."""
         self.refcnt -= 1
         self.releases += 1
         line = self.line

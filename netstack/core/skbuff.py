@@ -698,9 +698,16 @@ def kfree_skb_list(skb: SkBuff | None, reason: DropReason = DropReason.NOT_SPECI
         skb = nxt
 
 
-@kernel("consume_skb")
+@kernel("consume_skb", "dst_release")
 def consume_skb(skb: SkBuff) -> None:
-    """Free an skb that was used as intended (not a drop). Kernel: consume_skb()."""
+    """Free an skb that was used as intended (not a drop).
+
+    ``dst_release`` (out of line in ``net/core/dst.c``) is written out as
+    ``DstEntry.release`` (a frame less a delivered datagram; keep the two in
+    step).
+
+    Kernel: consume_skb() / dst_release().
+    """
     if TIMED:
         spend("consume_skb")
     # _release(), inline: one Python frame less per delivered datagram
@@ -712,7 +719,11 @@ def consume_skb(skb: SkBuff) -> None:
     skb._freed = True
     dst = skb.dst
     if dst is not None:
-        dst.release()
+        dst.refcnt -= 1  # dst_release(), as DstEntry.release
+        dst.releases += 1
+        line = dst.line
+        if line is not None:
+            line.write("dst_release", atomic=True)
         skb.dst = None
     destructor = skb.destructor
     if destructor is not None:

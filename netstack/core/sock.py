@@ -525,7 +525,8 @@ class Sock:
         """Queue on the receive queue if rmem allows; False (not queued) if full.
 
         Kernel: __udp_enqueue_schedule_skb() / sock_queue_rcv_skb(): drop only
-        when the memory already charged exceeds ``sk_rcvbuf``.
+        when the memory already charged exceeds ``sk_rcvbuf``. IPv4's ``udp_rcv``
+        has this written out for a plain ``UdpSock`` (keep the two in step).
         """
         if TIMED:
             spend("__udp_enqueue_schedule_skb")

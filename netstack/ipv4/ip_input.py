@@ -71,6 +71,11 @@ _from_bytes: Final = int.from_bytes
 _IPV4_HDR_FIELDS: Final = struct.Struct("!BBHIIII").unpack_from
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
+# per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
+# ip_is_fragment() test, a tuple read instead of a bit operation)
+_MF_OR_OFFSET_HIGH: Final = tuple(bool(b & _IP_MF_OFFSET_HIGH_BYTE) for b in range(256))
+# the ECN field of a TOS byte (INET_ECN_MASK), per TOS
+_TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
@@ -82,15 +87,28 @@ def rt_tos2priority(tos: int) -> int:
     return IP_TOS2PRIO[(tos & 0x1E) >> 1]
 
 
-@kernel("ip_rcv", "ip_rcv_core", "ip_fast_csum", "ip_rcv_finish", "ip_rcv_finish_core")
+@kernel(
+    "ip_rcv",
+    "ip_rcv_core",
+    "ip_fast_csum",
+    "ip_rcv_finish",
+    "ip_rcv_finish_core",
+    "ip_local_deliver",
+    "ip_local_deliver_finish",
+    "ip_protocol_deliver_rcu",
+)
 def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
     """Validate a received IPv4 datagram.
 
-    ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end.
+    ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end,
+    and so is ``ip_local_deliver`` (with ``ip_local_deliver_finish`` and
+    ``ip_protocol_deliver_rcu``) for a local datagram that is not a fragment,
+    the direct call of ``dst_input``'s ``INDIRECT_CALL_INET``.
 
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
     Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / ip_rcv_finish() /
-    ip_rcv_finish_core().
+    ip_rcv_finish_core() / ip_local_deliver() / ip_local_deliver_finish() /
+    ip_protocol_deliver_rcu().
     """
     if TIMED:
         spend("ip_rcv")
@@ -166,7 +184,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             skb.destructor = None
             destructor(skb)
         skb.sk = None
-    ecn = tos & 3
+    ecn = _TOS_ECN[tos]  # tos & INET_ECN_MASK
     if ecn == 0:
         ipext.InNoECTPkts += 1
     elif ecn == 1:
@@ -202,7 +220,37 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         ipext.InBcastPkts += 1
         ipext.InBcastOctets += skb.tail - skb.data
     dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
-    dst_input(skb)
+    if dst_input is not ipv4.dst_local_deliver or (
+        _MF_OR_OFFSET_HIGH[buf[nh + 6]] or buf[nh + 7]  # ip_is_fragment()
+    ):
+        dst_input(skb)
+        return
+    # dst_input()'s INDIRECT_CALL_INET() calls ip_local_deliver() directly: written out
+    # here for a datagram that is not a fragment, with ip_local_deliver_finish() and
+    # ip_protocol_deliver_rcu() (a frame less a datagram; keep in step with
+    # ip_local_deliver, where fragments still go)
+    if TIMED:
+        spend("ip_local_deliver")
+    th = skb.transport_header
+    if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_postpull_rcsum()
+        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, th))
+    skb.data = th
+    protocol = buf[nh + 9]
+    raw_handled = ipv4.raw_sockets and ipv4.raw_local_deliver(skb, protocol)
+    handler = ipv4.inet_protos.get(protocol)
+    if handler is not None:
+        ip.InDelivers += 1
+        protocol_handler = handler.handler  # a local: see dst_input above
+        protocol_handler(skb)
+        return
+    if raw_handled:
+        ip.InDelivers += 1
+        consume_skb(skb)
+        return
+    ip.InUnknownProtos += 1
+    skb.data = nh
+    ipv4.icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PROT_UNREACH, 0)
+    kfree_skb(skb, DropReason.IP_NOPROTO)
 
 
 @kernel("ip_rcv_finish_core")
@@ -272,6 +320,8 @@ def ip_local_deliver(ipv4: Ipv4, skb: SkBuff) -> int:
     ``ip_local_deliver_finish`` (static, NF_HOOK's okfn) and the
     ``ip_protocol_deliver_rcu`` it calls are written out at the end: pull the
     IP header and call the protocol handler (a frame less a datagram).
+    ``ip_rcv`` has this written out for a datagram that is not a fragment
+    (keep the two in step).
 
     Twin: netstack.ipv6.ip6_input.ip6_input.
     Kernel: ip_local_deliver() / ip_local_deliver_finish() /

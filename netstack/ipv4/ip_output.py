@@ -72,6 +72,12 @@ _IPV4_HDR: Final = IPV4_HDR
 # Zeros that ip_make_skb slices the headroom and headers of a new skb from (never
 # written: a slice is a new bytearray)
 _ZERO_HEAD_LEN: Final = 256
+# dev->ifindex << 32, the device's half of an ARP table key (NeighTable.hash), per
+# ifindex (shared by every namespace: a value of the ifindex alone)
+_ARP_KEY_BASE: Final[dict[int, int]] = {}
+# nud_state & NUD_CONNECTED for every state (one byte): a tuple read, where a bit
+# operation is CPython 3.11's unspecialised BINARY_OP
+_NUD_CONNECTED_STATE: Final = tuple(bool(state & NUD_CONNECTED) for state in range(256))
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 
 
@@ -208,6 +214,9 @@ def ip_make_skb(
     left for the transport header, as ``__ip_append_data`` copies it with
     ``ip_generic_getfrag``.
 
+    ``udp_sendmsg`` has this written out for a socket's datagram (keep the
+    two in step).
+
     Twin: netstack.ipv6.ip6_output.ip6_make_skb.
     Kernel: net/ipv4/ip_output.c, ip_make_skb() / __ip_make_skb().
     """
@@ -283,6 +292,9 @@ def ip_make_skb(
 @kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out", "ip_fast_csum")
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
+
+    ``udp_sendmsg`` has this written out for a datagram (keep the two in
+    step).
 
     Twin: netstack.ipv6.ip6_output.ip6_local_out.
     Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out() / ip_fast_csum().
@@ -370,8 +382,16 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
         key = rt.rt_gw4
     else:
         key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    # __ipv4_neigh_lookup_noref(): the table's key (ifindex << 32) | key, as the sum of
+    # the device's half, memoised per ifindex, and the address (a specialised int
+    # addition instead of a shift and an or on ints above 2**30)
+    ifindex = dev.ifindex
+    try:
+        base = _ARP_KEY_BASE[ifindex]
+    except KeyError:
+        base = _ARP_KEY_BASE[ifindex] = ifindex << 32
     arp = ipv4.arp_tbl
-    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    n = arp.hash.get(base + key)
     if n is None:
         n = arp.create(key, dev)
         if n is None:
@@ -388,7 +408,7 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     # neigh_output() and neigh_hh_output(), static inlines of include/net/neighbour.h:
     # with the hh_fast_copy patch a cached header of at most 16 bytes goes in as one
     # 16-byte block (copied by a Struct, no slice made), else neigh_hh_output itself
-    if n.nud_state & NUD_CONNECTED:
+    if _NUD_CONNECTED_STATE[n.nud_state]:  # nud_state & NUD_CONNECTED, read from a table
         hh = n.hh
         hh_len = hh.hh_len
         if hh_len:
@@ -583,8 +603,14 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
         key = rt.rt_gw4
     else:
         key = _I.unpack_from(skb.buf, skb.network_header + 16)[0]
+    # __ipv4_neigh_lookup_noref(), its key as in ip_output
+    ifindex = dev.ifindex
+    try:
+        base = _ARP_KEY_BASE[ifindex]
+    except KeyError:
+        base = _ARP_KEY_BASE[ifindex] = ifindex << 32
     arp = ipv4.arp_tbl
-    n = arp.hash.get((dev.ifindex << 32) | key)  # __ipv4_neigh_lookup_noref()
+    n = arp.hash.get(base + key)
     if n is None:
         n = arp.create(key, dev)
         if n is None:
@@ -600,6 +626,6 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
         neigh_confirm(n)
     # neigh_output(), a static inline of include/net/neighbour.h, inline here as the
     # compiler inlines it: the cached header of a connected neighbour, else n->output
-    if n.nud_state & NUD_CONNECTED and n.hh.hh_len:
+    if _NUD_CONNECTED_STATE[n.nud_state] and n.hh.hh_len:
         return neigh_hh_output(n, skb)
     return n.output(n, skb)

@@ -219,7 +219,8 @@ class Rtable(DstEntry):
 
     @kernel("ipv4_mtu")
     def mtu(self) -> int:
-        """Kernel: ipv4_mtu()."""
+        """Kernel: ipv4_mtu(). ``udp_sendmsg`` has the case of a route with no
+        PMTU, metric or lock written out (keep the two in step)."""
         mtu = self.rt_pmtu
         if mtu and self.expires and self.ipv4.net.clock.jiffies >= self.expires:
             mtu = 0

@@ -41,7 +41,11 @@ from netstack.core.skbuff import (
     kfree_skb,
 )
 from netstack.core.sock import (
+    IP_PMTUDISC_DO,
     IP_PMTUDISC_DONT,
+    IP_PMTUDISC_OMIT,
+    IP_PMTUDISC_PROBE,
+    IP_PMTUDISC_WANT,
     MSG_CONFIRM,
     MSG_DONTWAIT,
     MSG_ERRQUEUE,
@@ -57,8 +61,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
-from netstack.ipv4.ip_output import ip_local_out, ip_make_skb
+from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
 from netstack.sites import TIMED, kernel, spend
@@ -67,6 +70,7 @@ from netstack.wire.checksum import (
     csum_partial,
     csum_tcpudp_magic,
 )
+from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
     ICMP_FRAG_NEEDED,
@@ -76,7 +80,14 @@ from netstack.wire.icmp import (
     ICMP_SOURCE_QUENCH,
     NR_ICMP_UNREACH,
 )
-from netstack.wire.ipv4 import IPPROTO_UDP, ipv4_is_lbcast, ipv4_is_multicast
+from netstack.wire.ipv4 import (
+    IP_DF,
+    IPPROTO_UDP,
+    IPV4_HDR,
+    IPV4_HLEN,
+    ipv4_is_lbcast,
+    ipv4_is_multicast,
+)
 from netstack.wire.rtnetlink import RTN_BROADCAST, RTN_LOCAL, RTN_MULTICAST
 from netstack.wire.udp import UDP_HDR, UDP_HLEN
 
@@ -141,6 +152,10 @@ _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
 # RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
 _RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
+_IPV4_HDR: Final = IPV4_HDR
+# zeroed headroom and headers a datagram's payload is appended to (as ip_output.py's)
+_ZERO_HEAD_LEN: Final = 256
+_ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
 
 
@@ -234,8 +249,15 @@ class UdpSock(Sock):
         Kernel: net/ipv4/udp.c, udp_recvmsg()."""
         if TIMED:
             spend("udp_recvmsg")
-        if flags & MSG_ERRQUEUE:
-            raise sock_oserror(EINVAL)
+        # flags other than none or MSG_DONTWAIT (recvmmsg's after its first datagram)
+        # tested bit by bit: a bit operation is CPython 3.11's unspecialised BINARY_OP,
+        # a comparison of small ints its specialised one
+        if flags and flags != MSG_DONTWAIT:
+            if flags & MSG_ERRQUEUE:
+                raise sock_oserror(EINVAL)
+            peek = flags & MSG_PEEK
+        else:
+            peek = 0
         ipv4 = self.ipv4
         while True:
             if self.sk_err:  # sock_error(), inline in the kernel too
@@ -279,7 +301,7 @@ class UdpSock(Sock):
             # makes them without the bytes() constructor's argument handling)
             data = _bytes_join((buf[start : start + copy],))
             anc = self.cmsgs(skb) if self.recvttl else []
-            if not flags & MSG_PEEK:
+            if not peek:
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InDatagrams += 1
@@ -332,7 +354,20 @@ def _udp_route(
     return rt2, fl4
 
 
-@kernel("net/ipv4/udp.c", "udp_sendmsg")
+@kernel(
+    "net/ipv4/udp.c",
+    "udp_sendmsg",
+    "ipv4_mtu",
+    "net/ipv4/ip_output.c",
+    "ip_make_skb",
+    "__ip_make_skb",
+    "ip_local_out",
+    "__ip_local_out",
+    "include/net/ip.h",
+    "ip_send_check",
+    "arch/x86/include/asm/checksum_64.h",
+    "ip_fast_csum",
+)
 def udp_sendmsg(
     ipv4: Ipv4,
     sk: Any,
@@ -343,8 +378,15 @@ def udp_sendmsg(
     """Send one datagram over IPv4: an AF_INET socket's, or an AF_INET6 one's to
     ``::ffff:a.b.c.d`` (udpv6_sendmsg hands those here; the socket is bound).
 
+    ``ip_make_skb`` (with ``__ip_make_skb``) and ``ip_local_out`` (with
+    ``__ip_local_out``, ``ip_send_check`` and ``ip_fast_csum``) are written out
+    for the socket's datagram (keep them in step).
+
     Twin: netstack.ipv6.udp.Udp6Sock.sendmsg6.
-    Kernel: net/ipv4/udp.c, udp_sendmsg().
+    Kernel: net/ipv4/udp.c, udp_sendmsg() / ipv4_mtu(); net/ipv4/ip_output.c,
+    ip_make_skb() / __ip_make_skb() / ip_local_out() / __ip_local_out();
+    include/net/ip.h, ip_send_check(); arch/x86/include/asm/checksum_64.h,
+    ip_fast_csum().
     """
     if TIMED:
         spend("udp_sendmsg", len(data))  # + ip_generic_getfrag's copy from user
@@ -376,7 +418,7 @@ def udp_sendmsg(
         else:
             rt, _ = _udp_route(ipv4, sk, daddr, dport, True)
         saddr = sk.inet_saddr
-    if flags & MSG_PROBE:
+    if flags and flags & MSG_PROBE:  # (no bit operation for no flags)
         if flags & MSG_CONFIRM and rt.dev is not None:
             n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
             if n is not None:
@@ -389,24 +431,79 @@ def udp_sendmsg(
             raise sock_oserror(EAGAIN)
         raise SockWouldBlock(write=True)
     total = UDP_HLEN + length
-    mtu = rt.mtu()
+    # ip_setup_cork()'s dst_mtu(): ipv4_mtu() (out of line, an indirect call) written
+    # out for a route with no PMTU, "mtu" metric or lock: the device's MTU (a frame
+    # less a datagram; Rtable.mtu otherwise)
+    if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
+        mtu = rt.mtu()
+    else:
+        dev = rt.dev
+        mtu = dev.mtu if dev is not None else 1500
+        if mtu > IP_MAX_MTU:
+            mtu = IP_MAX_MTU
     fits = total + 20 <= mtu
     if not fits and 2 <= sk.pmtudisc <= 4:  # !ip_sk_ignore_df(): DO / PROBE / INTERFACE
         rt.release()
         _udp_local_error(sk, EMSGSIZE, daddr, dport, mtu)
         raise sock_oserror(EMSGSIZE)
-    # ip_make_skb() with ip_generic_getfrag: the payload copied in after the UDP header
-    skb = ip_make_skb(ipv4, sk, rt, saddr, daddr, IPPROTO_UDP, total, mtu=mtu, frag=data)
-    buf = skb.buf
-    th = skb.transport_header
+    # ip_make_skb() / __ip_make_skb() with ip_generic_getfrag (out of line in
+    # ip_output.c), written out for a socket's datagram as ip_make_skb does it (a frame
+    # and a call with keywords less a datagram; keep the two in step): headroom, IP and
+    # UDP headers zeroed, then the payload, in one concatenation
+    if TIMED:
+        spend("ip_make_skb")
+    dev = rt.dev
+    assert dev is not None
+    hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
+    tot_len = IPV4_HLEN + total
+    head = hh_len + IPV4_HLEN + UDP_HLEN
+    buf = (_ZERO_HEAD[:head] if head <= _ZERO_HEAD_LEN else bytearray(head)) + data
+    skb = SkBuff(buf, hh_len, hh_len + tot_len)
+    skb.network_header = hh_len
+    skb.transport_header = th = hh_len + IPV4_HLEN
+    skb.protocol = ETH_P_IP
+    disc = sk.pmtudisc
+    ignore_df = disc < IP_PMTUDISC_DO or disc == IP_PMTUDISC_OMIT
+    if rt.rt_type == RTN_MULTICAST:
+        ttl = sk.mc_ttl
+    else:
+        ttl = sk.uc_ttl if sk.uc_ttl >= 0 else ipv4.ip_default_ttl
+    skb.priority = sk.sk_priority
+    if sk.sk_mark:
+        skb.mark = sk.sk_mark
+    # DF when the user asked for PMTU discovery, or "want" it and the datagram fits
+    df = 0
+    if (
+        disc == IP_PMTUDISC_DO
+        or disc == IP_PMTUDISC_PROBE
+        or (
+            disc == IP_PMTUDISC_WANT
+            and not (rt.rt_mtu_locked or rt.metric_mtu_locked)
+            and tot_len <= mtu
+        )
+    ):
+        df = IP_DF
+    if ignore_df:
+        skb.ignore_df = True
+    # ip_select_ident_segs(): drawn now; the header's fields are written once, with the
+    # checksum, where ip_local_out() below finishes the header (nothing reads the IP
+    # header in between, and its bytes are zeros until then)
+    if sk.inet_daddr:
+        ident = sk.inet_id
+        sk.inet_id = (ident + 1) & 0xFFFF
+    elif df and not ignore_df:
+        ident = 0
+    else:
+        ident = ipv4.idents.reserve(daddr, saddr, IPPROTO_UDP, 1)
+    tos = sk.tos
+    skb.dst = rt
     # skb_set_owner_w(): charge the send buffer until the skb is freed/orphaned
     skb.sk = sk
-    # skb->truesize of the skb ip_make_skb() just allocated: the memo, else the property
+    # skb->truesize of the skb just allocated: the memo, else the property
     size = _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
-    dev = rt.dev
     sport = sk.inet_num
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
@@ -424,10 +521,35 @@ def udp_sendmsg(
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
         c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
         _UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
-    if flags & MSG_CONFIRM:
+    if flags and flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
-    rc = ip_local_out(ipv4, skb)
+    # udp_send_skb() → ip_send_skb() → ip_local_out() / __ip_local_out() (out of line in
+    # ip_output.c), written out as ip_local_out (a frame less a datagram; keep the two in
+    # step): iph_set_totlen() and ip_send_check() with its ip_fast_csum() (static
+    # inlines), the checksum summed from the header's fields as ip_rcv checks it (2**16
+    # ≡ 1 mod 0xFFFF: the addresses add whole) and the header packed once with it
+    if TIMED:
+        spend("ip_local_out")
+        spend("ip_fast_csum")
+    s = (0x4500 + tos + tot_len + ident + df + ttl * 256 + IPPROTO_UDP + saddr + daddr) % 0xFFFF
+    _IPV4_HDR.pack_into(
+        buf,
+        hh_len,
+        0x45,
+        tos,
+        tot_len,
+        ident,
+        df,
+        ttl,
+        IPPROTO_UDP,
+        0xFFFF - s if s else 0,
+        saddr,
+        daddr,
+    )
+    ipv4.ip.OutRequests += 1
+    output = rt.output  # dst_output(): through a local, as ip_local_out
+    rc = output(skb)
     if rc == 1:  # NET_XMIT_DROP: net_xmit_errno() is -ENOBUFS (NET_XMIT_CN is not an error)
         ipv4.ip.OutDiscards += 1  # ip_send_skb()
         ipv4.udp_mib.SndbufErrors += 1
@@ -609,15 +731,17 @@ class UdpTable:
 
 
 @kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
-def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff) -> None:
+def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
     """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
 
     An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
     hands the datagram to its ``encap_rcv`` once the checksum is verified;
     0 (or less) means consumed (an ``InDatagrams``), more means "deliver it as
-    an ordinary datagram".
+    an ordinary datagram". ``udp_rcv`` has the common case written out (a
+    plain ``UdpSock``, alive, no encapsulation; keep the two in step) and
+    calls this for the rest with *charge* false, having charged already.
     """
-    if TIMED:
+    if TIMED and charge:
         spend("udp_queue_rcv_one_skb")
     # (a dual-stack AF_INET6 socket in this table is a Udp6Sock: never an encap one)
     if isinstance(sk, UdpSock) and sk.encap_rcv is not None and sk.encap_type:
@@ -639,12 +763,17 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
-@kernel("net/ipv4/udp.c", "__udp4_lib_rcv")
+@kernel("net/ipv4/udp.c", "__udp4_lib_rcv", "udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
+    The common case of queueing (``udp_queue_rcv_one_skb``,
+    ``__udp_enqueue_schedule_skb``) is written out (see ``_queue`` and
+    ``Sock.sock_queue_rcv_skb``).
+
     Twin: netstack.ipv6.udp.udpv6_rcv.
-    Kernel: net/ipv4/udp.c, __udp4_lib_rcv().
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / udp_queue_rcv_one_skb() /
+    __udp_enqueue_schedule_skb().
     """
     if TIMED:
         spend("__udp4_lib_rcv")
@@ -682,7 +811,10 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
     rt: Any = skb.dst
-    if rt is not None and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
+    # (a local route, the common case, never has RTCF_BROADCAST or RTCF_MULTICAST: its
+    # type is tested first, a comparison where the mask of rt_flags, with RTCF_LOCAL
+    # above 2**30, is CPython's slow bit operation)
+    if rt is not None and rt.rt_type != RTN_LOCAL and rt.rt_flags & _RTCF_BROADCAST_MULTICAST:
         socks = ipv4.udp_table.mcast_matches(saddr, sport, daddr, dport, dif)
         if not socks:
             mib.IgnoredMulti += 1
@@ -692,9 +824,31 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
             _queue(ipv4, sk, skb.clone())
         _queue(ipv4, socks[-1], skb)
         return 0
-    found = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    found: Any = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
     if found is not None:
-        _queue(ipv4, found, skb)
+        # udp_queue_rcv_one_skb() and __udp_enqueue_schedule_skb() written out for a
+        # plain UDP socket, alive, with no encapsulation (as _queue and
+        # Sock.sock_queue_rcv_skb: two frames less a datagram; keep the three in step)
+        if TIMED:
+            spend("udp_queue_rcv_one_skb")
+        if type(found) is not UdpSock or found.encap_type or found.dead:
+            _queue(ipv4, found, skb, False)
+            return 0
+        if TIMED:
+            spend("__udp_enqueue_schedule_skb")
+        if found.sk_rmem_alloc > found.sk_rcvbuf:
+            found.sk_drops += 1
+            mib.RcvbufErrors += 1
+            mib.InErrors += 1
+            kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
+            return 0
+        size = skb._truesize or _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
+        found.sk_rmem_alloc += size
+        skb.rmem_charge = size
+        skb.sk = found
+        found.receive_queue.append(skb)
+        if TIMED or found._readers_parked:  # sk_data_ready(): skwq_has_sleeper() hoisted
+            found.sk_data_ready()
         return 0
     if not udp_csum_ok(skb):
         mib.InCsumErrors += 1

@@ -11,9 +11,14 @@ import pytest
 import trio
 import trio.testing
 
+from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_DONT
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.fib import RouteConfig
 from netstack.socket import (
+    IP_MTU_DISCOVER,
+    IP_TOS,
+    IP_TTL,
+    IPPROTO_IP,
     MSG_ERRQUEUE,
     SO_BROADCAST,
     SO_RCVBUF,
@@ -22,6 +27,7 @@ from netstack.socket import (
     Socket,
 )
 from netstack.testing.builders import nstat, open_test_lab, pair
+from netstack.wire.checksum import ip_fast_csum
 from netstack.wire.ipv4 import aton
 
 ECHO_PORT = 7
@@ -215,3 +221,49 @@ async def test_errqueue_is_empty_without_errors(autojump_clock: trio.testing.Moc
         sock = a.socket()
         with pytest.raises(BlockingIOError):
             await sock.recvmsg(100, 1024, MSG_ERRQUEUE)
+
+
+async def test_datagram_headers_carry_a_valid_checksum_for_any_fields(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """udp_sendmsg sums the header from its fields (its written-out ip_local_out):
+    every TOS, TTL, DF, ID (through its wrap) and address gives the header
+    ip_fast_csum finds valid, with the fields asked for."""
+    async with open_test_lab() as lab:
+        a, b = pair(lab, addresses=False)
+        a.ip("addr add 203.0.113.1/24 dev eth0")
+        b.ip("addr add 203.0.113.254/24 dev eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 9))
+        cap = a.capture("eth0")
+        sent = []
+        for dst in ("203.0.113.254", "10.0.0.2"):
+            for tos, ttl, pmtu in (
+                (0, 64, IP_PMTUDISC_DONT),
+                (0xFC, 1, IP_PMTUDISC_DO),
+                (3, 255, 1),
+            ):
+                cli = a.socket()
+                cli.setsockopt(IPPROTO_IP, IP_TOS, tos)
+                cli.setsockopt(IPPROTO_IP, IP_TTL, ttl)
+                cli.setsockopt(IPPROTO_IP, IP_MTU_DISCOVER, pmtu)
+                await cli.connect((dst, 9))
+                cli.sock.inet_id = 0xFFFE  # the ID wraps on the second datagram
+                for _ in range(3):
+                    await cli.send(b"x" * 11)
+                    sent.append((aton(dst), tos, ttl, pmtu != IP_PMTUDISC_DONT))
+        await trio.sleep(0.1)
+        frames = [d for _, d, out in cap.frames if out and d[12:14] == b"\x08\x00" and d[23] == 17]
+        assert len(frames) == len(sent)
+        ids = []
+        for frame, (daddr, tos, ttl, df) in zip(frames, sent, strict=True):
+            hdr = bytearray(frame[14:34])
+            assert ip_fast_csum(hdr, 0, 20) == 0
+            assert (hdr[1], hdr[8], hdr[6] & 0x40 != 0) == (tos, ttl, df)
+            assert int.from_bytes(hdr[16:20], "big") == daddr
+            assert int.from_bytes(hdr[2:4], "big") == 20 + 8 + 11
+            ids.append(int.from_bytes(hdr[4:6], "big"))
+        assert ids[:3] == [0xFFFE, 0xFFFF, 0]
+        assert len(await srv.recv(100)) == 11
