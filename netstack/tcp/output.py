@@ -1847,6 +1847,9 @@ def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
             del to.buf[to.tail :]
         to.buf += nxt.buf[nxt.data : nxt.tail]
         to.tail += nlen
+        # tcp_skb_shift() -> skb_shift(): the bytes' truesize moves with them
+        # (skb_len_add(skb, -shiftlen); skb_len_add(tgt, shiftlen))
+        nxt.truesize = nxt.truesize - nlen
         to.truesize = to.truesize + nlen
         if sk.highest_sack is nxt:
             sk.highest_sack = to
@@ -1858,7 +1861,8 @@ def tcp_retrans_try_collapse(sk: TcpSock, to: SkBuff, space: int) -> None:
             sk.retransmit_skb_hint = to
         tcp_adjust_pcount(sk, nxt, ncb.pcount)
         del q[i + 1]
-        sk_wmem_uncharge(sk, nxt.truesize)  # tcp_rtx_queue_unlink_and_free()
+        # tcp_rtx_queue_unlink_and_free() -> tcp_wmem_free_skb(): what is left of next
+        sk_wmem_uncharge(sk, nxt.truesize)
         consume_skb(nxt)
 
 
