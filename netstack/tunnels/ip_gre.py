@@ -184,8 +184,12 @@ class IpGreOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         ipgre_tunnel_init(dev)
 
+    @kernel("net/ipv4/ip_gre.c", "ipgre_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return ipgre_xmit(skb, dev)
+        """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
+        if TIMED:
+            spend("ipgre_xmit")
+        return _gre_xmit(skb, dev, skb.protocol)
 
 
 class GreTapOps(IpTunnelOps):
@@ -194,8 +198,12 @@ class GreTapOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         gre_tap_init(dev)
 
+    @kernel("net/ipv4/ip_gre.c", "gre_tap_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return gre_tap_xmit(skb, dev)
+        """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
+        if TIMED:
+            spend("gre_tap_xmit")
+        return _gre_xmit(skb, dev, ETH_P_TEB)
 
     def ndo_set_mac_address(self, dev: NetDevice, addr: bytes) -> None:
         dev.dev_addr = addr  # eth_mac_addr()
@@ -543,59 +551,21 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     return NETDEV_TX_OK
 
 
-@kernel("net/ipv4/ip_gre.c", "ipgre_xmit")
-def ipgre_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
-    if TIMED:
-        spend("ipgre_xmit")
-    return _gre_xmit(skb, dev, skb.protocol)
-
-
-@kernel("net/ipv4/ip_gre.c", "gre_tap_xmit")
-def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
-    if TIMED:
-        spend("gre_tap_xmit")
-    return _gre_xmit(skb, dev, ETH_P_TEB)
-
-
 # ---------------------------------------------------------------------------
 # Receive
 # ---------------------------------------------------------------------------
 
 
-@kernel("__ipgre_rcv")
-def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) -> bool:
-    """Find the tunnel and hand over; False if none. Kernel: __ipgre_rcv()."""
-    if TIMED:
-        spend("__ipgre_rcv")
-    buf = skb.buf
-    nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
-    dev = skb.dev
-    assert dev is not None
-    t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)
-    if t is None:
-        return False
-    if not iptunnel_pull_header(skb, hdr_len, tpi.proto, False):
-        t.dev.stats.rx_length_errors += 1
-        t.dev.stats.rx_errors += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return True
-    skb.mac_header = skb.data  # skb_reset_mac_header()
-    ip_tunnel_rcv(t, skb, tpi, nh)
-    return True
-
-
-@kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
+@kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv", "__ipgre_rcv")
 def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
     """GRE version 0 received.
 
     *ign* is the module's per-Net state, bound when the handler is registered
     (the kernel's per-Net lookup is an array index; a bound method, one call,
-    where a ``partial`` is two).
+    where a ``partial`` is two). ``__ipgre_rcv`` (static in ip_gre.c; find
+    the tunnel and hand over) is written in.
 
-    Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv().
+    Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv() / __ipgre_rcv().
     """
     if TIMED:
         spend("gre_rcv")
@@ -606,7 +576,23 @@ def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.GRE_INVALID)
         return 0
     itn = ign.tap if tpi.proto == ETH_P_TEB else ign.ipgre
-    if __ipgre_rcv(skb, tpi, itn, hdr_len):
+    # __ipgre_rcv(), written out
+    if TIMED:
+        spend("__ipgre_rcv")
+    buf = skb.buf
+    nh = skb.network_header
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    dev = skb.dev
+    assert dev is not None
+    t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)
+    if t is not None:
+        if not iptunnel_pull_header(skb, hdr_len, tpi.proto, False):
+            t.dev.stats.rx_length_errors += 1
+            t.dev.stats.rx_errors += 1
+            kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+            return 0
+        skb.mac_header = skb.data  # skb_reset_mac_header()
+        ip_tunnel_rcv(t, skb, tpi, nh)
         return 0
     if not tpi.csum_err:
         ipv4_of(ign.ipgre.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)

@@ -674,49 +674,25 @@ def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
     return True
 
 
-@kernel("net/ipv4/ip_tunnel.c", "tnl_update_pmtu")
-def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: int) -> bool:
-    """Teach the inner route the tunnel's path MTU; refuse an inner DF packet too big.
-
-    Returns True when the packet must be dropped (an ICMP error was sent).
-
-    Kernel: net/ipv4/ip_tunnel.c, tnl_update_pmtu().
-    """
-    if TIMED:
-        spend("tnl_update_pmtu")
-    t: IpTunnel = dev.priv
-    tunnel_hlen = t.hlen
-    pkt_size = skb.tail - skb.data - tunnel_hlen
-    if dev.type == ARPHRD_ETHER:
-        pkt_size -= dev.hard_header_len
-    if df:
-        mtu = rt.mtu() - (IPV4_HLEN + tunnel_hlen)
-        if dev.type == ARPHRD_ETHER:
-            mtu -= dev.hard_header_len
-    else:
-        dst = skb.dst
-        mtu = dst.mtu() if dst is not None else dev.mtu
-    dst = skb.dst
-    if dst is not None:
-        dst.update_pmtu(skb, mtu)  # skb_dst_update_pmtu_no_confirm()
-    if skb.protocol == ETH_P_IP:
-        if not skb.gso_size and skb.buf[inner_nh + 6] & 0x40 and mtu < pkt_size:
-            ipv4_of(dev.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
-            return True
-    return False
-
-
-@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_xmit", "include/net/ip_tunnels.h", "ip_tunnel_ecn_encap")
+@kernel(
+    "net/ipv4/ip_tunnel.c",
+    "ip_tunnel_xmit",
+    "tnl_update_pmtu",
+    "include/net/ip_tunnels.h",
+    "ip_tunnel_ecn_encap",
+)
 def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protocol: int) -> None:
     """Route, check the path MTU, then hand the packet to :func:`iptunnel_xmit`.
 
     ``skb.data`` is at the tunnel's own header (GRE) or at the inner packet
-    (IPIP); ``skb.inner_network_header`` marks the inner IP header. The
-    static inlines it uses are written in it: ip_tunnel_ecn_encap(),
-    LL_RESERVED_SPACE(), skb_cloned().
+    (IPIP); ``skb.inner_network_header`` marks the inner IP header. Written
+    in it: tnl_update_pmtu() (a static function of ip_tunnel.c, this its one
+    caller: the inner route learns the tunnel's path MTU, and an inner DF
+    packet too big is refused with an ICMP error) and the static inlines
+    ip_tunnel_ecn_encap(), LL_RESERVED_SPACE(), skb_cloned().
 
-    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit(); include/net/ip_tunnels.h,
-    ip_tunnel_ecn_encap().
+    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit() / tnl_update_pmtu();
+    include/net/ip_tunnels.h, ip_tunnel_ecn_encap().
     """
     if TIMED:
         spend("ip_tunnel_xmit")
@@ -781,7 +757,30 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     df = tnl_params.frag_off
     if payload_protocol == ETH_P_IP and not t.ignore_df:
         df |= (buf[inner_nh + 6] & 0x40) << 8  # frag_off & htons(IP_DF)
-    if tnl_update_pmtu(dev, skb, rt, df, inner_nh):
+    # tnl_update_pmtu(), written out
+    if TIMED:
+        spend("tnl_update_pmtu")
+    tunnel_hlen = t.hlen
+    pkt_size = skb.tail - skb.data - tunnel_hlen
+    ether = dev.type == ARPHRD_ETHER
+    if ether:
+        pkt_size -= dev.hard_header_len
+    dst_in = skb.dst
+    if df:
+        mtu = rt.mtu() - (IPV4_HLEN + tunnel_hlen)
+        if ether:
+            mtu -= dev.hard_header_len
+    else:
+        mtu = dst_in.mtu() if dst_in is not None else dev.mtu
+    if dst_in is not None:
+        dst_in.update_pmtu(skb, mtu)  # skb_dst_update_pmtu_no_confirm()
+    if (
+        payload_protocol == ETH_P_IP
+        and not skb.gso_size
+        and buf[inner_nh + 6] & 0x40
+        and mtu < pkt_size
+    ):
+        ipv4_of(net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
         rt.release()
         stats.tx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)

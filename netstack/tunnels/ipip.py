@@ -124,8 +124,32 @@ class IpipOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         ipip_tunnel_init(dev)
 
+    @kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit", "pskb_inet_may_pull")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return ipip_tunnel_xmit(skb, dev)
+        """``ndo_start_xmit``: the kernel's function itself (no frame between).
+
+        Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
+        Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit(); pskb_inet_may_pull().
+        """
+        if TIMED:
+            spend("ipip_tunnel_xmit")
+        t: IpTunnel = dev.priv
+        tiph = t.parms
+        # pskb_inet_may_pull(), inline; only IPv4 is carried (ipproto IPPROTO_IPIP)
+        if skb.protocol != ETH_P_IP or skb.network_header + IPV4_HLEN > skb.tail:
+            dev.stats.tx_errors += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return NETDEV_TX_OK
+        if tiph.protocol != IPPROTO_IPIP and tiph.protocol != 0:
+            dev.stats.tx_errors += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return NETDEV_TX_OK
+        if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
+            dev.stats.tx_errors += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return NETDEV_TX_OK
+        ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
+        return NETDEV_TX_OK
 
 
 IPIP_OPS: Final = IpipOps()
@@ -162,61 +186,6 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
     t.tun_hlen = 0
     t.hlen = 0
     ip_tunnel_init(dev)
-
-
-@kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit", "pskb_inet_may_pull")
-def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit``.
-
-    Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
-    Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit(); pskb_inet_may_pull().
-    """
-    if TIMED:
-        spend("ipip_tunnel_xmit")
-    t: IpTunnel = dev.priv
-    tiph = t.parms
-    # pskb_inet_may_pull(), inline; only IPv4 is carried (ipproto IPPROTO_IPIP)
-    if skb.protocol != ETH_P_IP or skb.network_header + IPV4_HLEN > skb.tail:
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    if tiph.protocol != IPPROTO_IPIP and tiph.protocol != 0:
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
-    return NETDEV_TX_OK
-
-
-@kernel("ipip_tunnel_rcv")
-def ipip_tunnel_rcv(itn: IpTunnelNet, skb: SkBuff, ipproto: int) -> int:
-    """Take the packet if a tunnel matches (0), else -1.
-
-    Twin: netstack.tunnels.sit.ipip6_rcv.
-    Kernel: ipip_tunnel_rcv().
-    """
-    if TIMED:
-        spend("ipip_tunnel_rcv")
-    buf = skb.buf
-    nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
-    dev = skb.dev
-    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
-    if t is None:
-        return -1
-    if t.parms.protocol != ipproto and t.parms.protocol != 0:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return 0
-    if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return 0
-    skb.mac_header = skb.data
-    ip_tunnel_rcv(t, skb, IPIP_TPI, nh)
-    return 0
 
 
 @kernel("net/ipv4/ipip.c", "ipip_err")
@@ -369,15 +338,35 @@ def ipip_init_net(net: Net) -> None:
     ip_tunnel_init_net(itn, "tunl0", IPIP_OPS, ipip_tunnel_setup)
 
 
-@kernel("net/ipv4/ipip.c", "ipip_rcv")
+@kernel("net/ipv4/ipip.c", "ipip_rcv", "ipip_tunnel_rcv")
 def ipip_tunnel_rcv_v4(itn: IpTunnelNet, skb: SkBuff) -> int:
-    """Protocol 4 received, from the tunnel4 chain.
+    """Protocol 4 received, from the tunnel4 chain: take the packet if a tunnel
+    matches (0), else -1.
 
     *itn* is bound when the handler is registered (the kernel's per-Net
-    lookup is an array index).
+    lookup is an array index). ``ipip_tunnel_rcv`` (static in ipip.c; here
+    its only caller, with ``IPPROTO_IPIP``) is written in.
 
-    Kernel: net/ipv4/ipip.c, ipip_rcv().
+    Twin: netstack.tunnels.sit.ipip6_rcv.
+    Kernel: net/ipv4/ipip.c, ipip_rcv() / ipip_tunnel_rcv().
     """
     if TIMED:
         spend("ipip_rcv")
-    return ipip_tunnel_rcv(itn, skb, IPPROTO_IPIP)
+        spend("ipip_tunnel_rcv")
+    buf = skb.buf
+    nh = skb.network_header
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
+    if t is None:
+        return -1
+    protocol = t.parms.protocol
+    if protocol != IPPROTO_IPIP and protocol != 0:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+    if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return 0
+    skb.mac_header = skb.data
+    ip_tunnel_rcv(t, skb, IPIP_TPI, nh)
+    return 0
