@@ -484,21 +484,48 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
 # ---------------------------------------------------------------------------
 
 
-@kernel("include/net/gre.h", "gre_build_header", "__gre_xmit")
-def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
-    """Push the GRE header; the checksum covers header and payload.
+@kernel(
+    "ipgre_xmit",
+    "gre_tap_xmit",
+    "__gre_xmit",
+    "pskb_inet_may_pull",
+    "include/net/gre.h",
+    "gre_build_header",
+)
+def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
+    """Push the GRE header and send: the common part of ``ipgre_xmit`` and ``gre_tap_xmit``.
 
-    The checksum is never summed over the payload here (4.6+, local checksum
-    offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL), the
-    GRE checksum is what the header adds to it (``lco_csum``: the inner
+    ``gre_build_header`` (a static inline of gre.h) is written in. The GRE
+    checksum is never summed over the payload there (4.6+, local checksum
+    offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL),
+    the GRE checksum is what the header adds to it (``lco_csum``: the inner
     checksum, once filled in, makes the rest sum to its pseudo-header);
     otherwise the GRE checksum itself is left to the device below
     (CHECKSUM_PARTIAL from the GRE header, the field at offset 4), which
     ``skb_checksum_help`` fills in if that device cannot. A GSO skb's
     checksums are each segment's (``gre_gso_segment``).
 
-    Kernel: include/net/gre.h, gre_build_header() (called by __gre_xmit()).
+    Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull();
+    include/net/gre.h, gre_build_header().
     """
+    if TIMED:
+        spend("ipgre_xmit")
+    t: IpTunnel = dev.priv
+    # pskb_inet_may_pull(), inline
+    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return NETDEV_TX_OK
+    headroom = dev.needed_headroom
+    ref = skb._dataref  # skb_cloned(), inline
+    if skb.data < headroom or (ref is not None and ref[0] > 1):
+        skb.cow_head(headroom)  # skb_cow_head()
+    gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
+    if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return NETDEV_TX_OK
+    # gre_build_header(), written out
     if TIMED:
         spend("gre_build_header")
     p = t.parms
@@ -524,30 +551,7 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
             skb.ip_summed = CHECKSUM_PARTIAL
             skb.csum_start = off
             skb.csum_offset = 4
-
-
-@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit", "pskb_inet_may_pull")
-def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
-    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull()."""
-    if TIMED:
-        spend("ipgre_xmit")
-    t: IpTunnel = dev.priv
-    # pskb_inet_may_pull(), inline
-    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
-        dev.stats.tx_dropped += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return NETDEV_TX_OK
-    headroom = dev.needed_headroom
-    ref = skb._dataref  # skb_cloned(), inline
-    if skb.data < headroom or (ref is not None and ref[0] > 1):
-        skb.cow_head(headroom)  # skb_cow_head()
-    gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
-    if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
-        dev.stats.tx_dropped += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    gre_build_header(skb, t, proto)
-    ip_tunnel_xmit(skb, dev, t.parms, t.parms.protocol or IPPROTO_GRE)
+    ip_tunnel_xmit(skb, dev, p, p.protocol or IPPROTO_GRE)
     return NETDEV_TX_OK
 
 
