@@ -19,8 +19,11 @@ under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with
 ``--packets`` datagrams (1,280 by default in that mode), and the difference
 per packet is compared with the direct path's.
 
+``--stream-only`` with it counts the stream alone (``--instr-atstart=no``,
+switched on after the lab is built and a warm batch): the figure per lever.
+
     python benchmarks/tunnel_pps.py [--packets N] [--profile KIND] [--callgrind]
-                                    [--kind KIND] [--no-anchors]
+                                    [--stream-only] [--kind KIND] [--no-anchors]
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ KINDS = {
 TARGET_EXTRA = 1.0  # the tunnel adds at most one direct path: ratio ≤ 2
 
 
-async def run_once(kind: str, packets: int, batch: int) -> tuple[float, float, int, int]:
+async def run_once(
+    kind: str, packets: int, batch: int, instrument: bool = False
+) -> tuple[float, float, int, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
@@ -70,7 +75,7 @@ async def run_once(kind: str, packets: int, batch: int) -> tuple[float, float, i
         # a rebuilt header, the direct path's through the cached one.)
         await a.ping(dst, count=1)
         await trio.sleep(10)
-        elapsed, cpu = await stream.udp_stream(a, b, dst, packets, batch)
+        elapsed, cpu = await stream.udp_stream(a, b, dst, packets, batch, instrument=instrument)
         lock = 0 if kind == "direct" else a.dev("t1").tx_queues[0]._xmit_lock.acquisitions
         drops = a.dev("eth0").statistics().tx_dropped + b.snmp()["Udp"].RcvbufErrors
         return elapsed, cpu, lock, drops
@@ -97,17 +102,25 @@ def ratio_line(kind: str, ratio: float, unit: str) -> str:
     )
 
 
-def callgrind_per_packet(kind: str, packets: int) -> float:
-    """Instructions per packet through *kind*: a run of *packets* less one of 0."""
+def callgrind_per_packet(kind: str, packets: int, stream_only: bool = False) -> float:
+    """Instructions per packet through *kind*: a run of *packets* less one of 0.
+
+    With *stream_only* callgrind counts the stream alone (``--instr-atstart=no``,
+    switched on once the lab is built and a batch has warmed the interpreter up,
+    as ``udp_pps.py --stream-only``): the figure per lever.
+    """
     argv = [__file__, "--kind", kind, "--no-anchors", "--no-ratio"]
-    base = anchors.callgrind_instructions([*argv, "--packets", "0"])
-    total = anchors.callgrind_instructions([*argv, "--packets", str(packets)])
+    if stream_only:
+        argv.append("--instrument-stream")
+    atstart = not stream_only
+    base = anchors.callgrind_instructions([*argv, "--packets", "0"], atstart)
+    total = anchors.callgrind_instructions([*argv, "--packets", str(packets)], atstart)
     return (total - base) / packets
 
 
-def callgrind(kinds: list[str], packets: int) -> dict[str, float]:
+def callgrind(kinds: list[str], packets: int, stream_only: bool = False) -> dict[str, float]:
     """Print and return each kind's instructions per packet, with the ratio to direct."""
-    per = {kind: callgrind_per_packet(kind, packets) for kind in ["direct", *kinds]}
+    per = {kind: callgrind_per_packet(kind, packets, stream_only) for kind in ["direct", *kinds]}
     for kind, n in per.items():
         print(f"UDP 200 B over {kind:17s}: {n:9,.0f} instructions per packet (callgrind)")
     for kind in kinds:
@@ -129,16 +142,22 @@ def main() -> None:
         default=True,
         help="the kernel's VXLAN/direct ratio beside the tunnels' (default: on)",
     )
+    parser.add_argument(
+        "--stream-only",
+        action="store_true",
+        help="with --callgrind: count the stream alone (the figure per lever)",
+    )
     parser.add_argument("--no-ratio", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     kinds = [k for k in KINDS if k != "direct" and (not args.kind or k in args.kind)]
     if args.callgrind:
         packets = args.packets if args.packets != parser.get_default("packets") else 1280
-        callgrind(kinds, packets)
+        callgrind(kinds, packets, args.stream_only)
         return
     if args.no_ratio:  # one kind, as callgrind runs it
         for kind in args.kind or ["direct"]:
-            netstack.run(run_once, kind, args.packets, 64)
+            netstack.run(run_once, kind, args.packets, 64, args.instrument_stream)
         return
     per: dict[str, float] = {}
     for kind in ["direct", *kinds]:

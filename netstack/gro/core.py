@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+# (an alias: in a class body the kernel's double-underscore name would be mangled)
+from netstack.core.dev import __netif_receive_skb_core as netif_receive_skb_core
 from netstack.core.dev import netif_receive_skb
 from netstack.core.features import SKB_GSO_DODGY, SKB_GSO_TCPV4, SKB_GSO_TCPV6
 from netstack.core.skbuff import (
@@ -52,7 +54,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.sites import kernel
+from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_partial
 
 if TYPE_CHECKING:
@@ -136,6 +138,7 @@ class NapiGroCb:
     )
 
     def __init__(self, off: int) -> None:
+        # (GroNode.receive writes these out to reuse a cb: keep the two in step)
         self.off = off
         self.flush = 0
         self.flush_id = 0
@@ -152,9 +155,6 @@ class NapiGroCb:
         self.csum_valid = 0
         self.csum_cnt = 0
         self.proto = 0
-
-
-_napi_gro_cb_init: Final = NapiGroCb.__init__
 
 
 @attrs.frozen
@@ -239,15 +239,25 @@ class GroNode:
         self.flush_old = 0
 
     # -- napi_gro_receive ------------------------------------------------------------
-    @kernel("net/core/gro.c", "dev_gro_receive", "include/net/gro.h", "gro_normal_one")
+    @kernel(
+        "net/core/gro.c",
+        "dev_gro_receive",
+        "include/net/gro.h",
+        "gro_normal_one",
+        "net/core/dev.c",
+        "netif_receive_skb",
+    )
     def receive(self, napi: Napi, skb: SkBuff) -> int:
         """Merge, hold or pass up *skb*.
 
         A packet the offloads flush (a flow that cannot merge) is passed up at
         once, as ``napi_skb_finish`` does for GRO_NORMAL (``gro_normal_one``,
-        inline here).
+        inline here, with ``netif_receive_skb``: its charge, then the receive
+        core). The cb of a packet passed up unmerged is reset here for the
+        next one, field by field, as the kernel resets ``NAPI_GRO_CB(skb)``.
 
-        Kernel: net/core/gro.c, dev_gro_receive(); include/net/gro.h, gro_normal_one().
+        Kernel: net/core/gro.c, dev_gro_receive(); include/net/gro.h,
+        gro_normal_one(); net/core/dev.c, netif_receive_skb().
         """
         self.received += 1
         ptype = self.net.offload_base.get(skb.protocol)
@@ -261,7 +271,9 @@ class GroNode:
         gro_receive = ptype.gro_receive if ptype is not None else None
         if gro_receive is None:
             self.normal += 1
-            netif_receive_skb(skb)  # gro_normal_one()
+            if TIMED:
+                spend("netif_receive_skb")
+            netif_receive_skb_core(skb)  # gro_normal_one(): netif_receive_skb()
             return GRO_NORMAL
         data = skb.data
         skb.network_header = data
@@ -269,8 +281,24 @@ class GroNode:
         if cb is None:
             cb = NapiGroCb(data)
         else:
+            # NapiGroCb.__init__, written out (a frame less a packet; keep the two in step)
             self.spare = None
-            _napi_gro_cb_init(cb, data)
+            cb.off = data
+            cb.flush = 0
+            cb.flush_id = 0
+            cb.count = 1
+            cb.same_flow = 0
+            cb.free = 0
+            cb.encap_mark = 0
+            cb.is_atomic = 1
+            cb.is_fou = 0
+            cb.is_ipv6 = 0
+            cb.recursion_counter = 0
+            cb.age = 0
+            cb.csum = 0
+            cb.csum_valid = 0
+            cb.csum_cnt = 0
+            cb.proto = 0
         skb.cb = cb
         if skb.gso_size:
             cb.count = skb.gso_segs or 1
@@ -300,7 +328,10 @@ class GroNode:
             skb.cb = None
             self.spare = cb
             self.normal += 1
-            netif_receive_skb(skb)  # napi_skb_finish(GRO_NORMAL): gro_normal_one()
+            # napi_skb_finish(GRO_NORMAL): gro_normal_one() → netif_receive_skb()
+            if TIMED:
+                spend("netif_receive_skb")
+            netif_receive_skb_core(skb)
             return GRO_NORMAL
         if len(head) >= MAX_GRO_SKBS:
             oldest = head.pop()  # gro_flush_oldest()

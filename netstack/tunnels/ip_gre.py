@@ -62,7 +62,7 @@ from netstack.core.netdevice import (
     NetDevice,
 )
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
-from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, kfree_skb
+from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, DropReason, SkBuff, kfree_skb
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
@@ -92,7 +92,6 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_setup,
     ip_tunnel_update,
     ip_tunnel_xmit,
-    iptunnel_handle_offloads,
     iptunnel_pull_header,
 )
 from netstack.tunnels.udp_tunnel import lco_csum
@@ -184,8 +183,12 @@ class IpGreOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         ipgre_tunnel_init(dev)
 
+    @kernel("net/ipv4/ip_gre.c", "ipgre_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return ipgre_xmit(skb, dev)
+        """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
+        if TIMED:
+            spend("ipgre_xmit")
+        return _gre_xmit(skb, dev, skb.protocol)
 
 
 class GreTapOps(IpTunnelOps):
@@ -194,8 +197,12 @@ class GreTapOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         gre_tap_init(dev)
 
+    @kernel("net/ipv4/ip_gre.c", "gre_tap_xmit")
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return gre_tap_xmit(skb, dev)
+        """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
+        if TIMED:
+            spend("gre_tap_xmit")
+        return _gre_xmit(skb, dev, ETH_P_TEB)
 
     def ndo_set_mac_address(self, dev: NetDevice, addr: bytes) -> None:
         dev.dev_addr = addr  # eth_mac_addr()
@@ -476,21 +483,64 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
 # ---------------------------------------------------------------------------
 
 
-@kernel("include/net/gre.h", "gre_build_header", "__gre_xmit")
-def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
-    """Push the GRE header; the checksum covers header and payload.
+@kernel(
+    "ipgre_xmit",
+    "gre_tap_xmit",
+    "__gre_xmit",
+    "pskb_inet_may_pull",
+    "include/net/gre.h",
+    "gre_build_header",
+    "net/ipv4/ip_tunnel_core.c",
+    "iptunnel_handle_offloads",
+)
+def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
+    """Push the GRE header and send: the common part of ``ipgre_xmit`` and ``gre_tap_xmit``.
 
-    The checksum is never summed over the payload here (4.6+, local checksum
-    offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL), the
-    GRE checksum is what the header adds to it (``lco_csum``: the inner
+    ``gre_build_header`` (a static inline of gre.h) and
+    ``iptunnel_handle_offloads`` are written in. The GRE
+    checksum is never summed over the payload there (4.6+, local checksum
+    offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL),
+    the GRE checksum is what the header adds to it (``lco_csum``: the inner
     checksum, once filled in, makes the rest sum to its pseudo-header);
     otherwise the GRE checksum itself is left to the device below
     (CHECKSUM_PARTIAL from the GRE header, the field at offset 4), which
     ``skb_checksum_help`` fills in if that device cannot. A GSO skb's
     checksums are each segment's (``gre_gso_segment``).
 
-    Kernel: include/net/gre.h, gre_build_header() (called by __gre_xmit()).
+    Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull();
+    include/net/gre.h, gre_build_header(); net/ipv4/ip_tunnel_core.c,
+    iptunnel_handle_offloads().
     """
+    if TIMED:
+        spend("ipgre_xmit")
+    t: IpTunnel = dev.priv
+    # pskb_inet_may_pull(), inline
+    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
+        dev.stats.tx_dropped += 1
+        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+        return NETDEV_TX_OK
+    headroom = dev.needed_headroom
+    ref = skb._dataref  # skb_cloned(), inline
+    if skb.data < headroom or (ref is not None and ref[0] > 1):
+        skb.cow_head(headroom)  # skb_cow_head()
+    gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
+    # gre_handle_offloads(): iptunnel_handle_offloads(), written out (a frame less a
+    # packet; SIT and VXLAN call it: keep the copies in step). netstack's never fails
+    # (no skb_header_unclone)
+    if TIMED:
+        spend("iptunnel_handle_offloads")
+    if not skb.encapsulation:
+        skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
+        skb.inner_transport_header = skb.transport_header
+        skb.inner_mac_header = skb.mac_header
+        skb.inner_protocol = skb.protocol
+        skb.encapsulation = True
+    if skb.gso_size:
+        skb.gso_type |= gso_type
+    elif skb.ip_summed != CHECKSUM_PARTIAL:
+        skb.ip_summed = CHECKSUM_NONE
+        skb.encapsulation = False
+    # gre_build_header(), written out
     if TIMED:
         spend("gre_build_header")
     p = t.parms
@@ -516,47 +566,8 @@ def gre_build_header(skb: SkBuff, t: IpTunnel, proto: int) -> None:
             skb.ip_summed = CHECKSUM_PARTIAL
             skb.csum_start = off
             skb.csum_offset = 4
-
-
-@kernel("ipgre_xmit", "gre_tap_xmit", "__gre_xmit", "pskb_inet_may_pull")
-def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
-    """Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull()."""
-    if TIMED:
-        spend("ipgre_xmit")
-    t: IpTunnel = dev.priv
-    # pskb_inet_may_pull(), inline
-    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
-        dev.stats.tx_dropped += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return NETDEV_TX_OK
-    headroom = dev.needed_headroom
-    ref = skb._dataref  # skb_cloned(), inline
-    if skb.data < headroom or (ref is not None and ref[0] > 1):
-        skb.cow_head(headroom)  # skb_cow_head()
-    gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
-    if not iptunnel_handle_offloads(skb, gso_type):  # gre_handle_offloads()
-        dev.stats.tx_dropped += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    gre_build_header(skb, t, proto)
-    ip_tunnel_xmit(skb, dev, t.parms, t.parms.protocol or IPPROTO_GRE)
+    ip_tunnel_xmit(skb, dev, p, p.protocol or IPPROTO_GRE)
     return NETDEV_TX_OK
-
-
-@kernel("net/ipv4/ip_gre.c", "ipgre_xmit")
-def ipgre_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit`` of gre. Kernel: net/ipv4/ip_gre.c, ipgre_xmit()."""
-    if TIMED:
-        spend("ipgre_xmit")
-    return _gre_xmit(skb, dev, skb.protocol)
-
-
-@kernel("net/ipv4/ip_gre.c", "gre_tap_xmit")
-def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit`` of gretap. Kernel: net/ipv4/ip_gre.c, gre_tap_xmit()."""
-    if TIMED:
-        spend("gre_tap_xmit")
-    return _gre_xmit(skb, dev, ETH_P_TEB)
 
 
 # ---------------------------------------------------------------------------
@@ -564,38 +575,16 @@ def gre_tap_xmit(skb: SkBuff, dev: NetDevice) -> int:
 # ---------------------------------------------------------------------------
 
 
-@kernel("__ipgre_rcv")
-def __ipgre_rcv(skb: SkBuff, tpi: TnlPtkInfo, itn: IpTunnelNet, hdr_len: int) -> bool:
-    """Find the tunnel and hand over; False if none. Kernel: __ipgre_rcv()."""
-    if TIMED:
-        spend("__ipgre_rcv")
-    buf = skb.buf
-    nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
-    dev = skb.dev
-    assert dev is not None
-    t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)
-    if t is None:
-        return False
-    if not iptunnel_pull_header(skb, hdr_len, tpi.proto, False):
-        t.dev.stats.rx_length_errors += 1
-        t.dev.stats.rx_errors += 1
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return True
-    skb.mac_header = skb.data  # skb_reset_mac_header()
-    ip_tunnel_rcv(t, skb, tpi, nh)
-    return True
-
-
-@kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv")
+@kernel("net/ipv4/ip_gre.c", "gre_rcv", "ipgre_rcv", "__ipgre_rcv")
 def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
     """GRE version 0 received.
 
     *ign* is the module's per-Net state, bound when the handler is registered
     (the kernel's per-Net lookup is an array index; a bound method, one call,
-    where a ``partial`` is two).
+    where a ``partial`` is two). ``__ipgre_rcv`` (static in ip_gre.c; find
+    the tunnel and hand over) is written in.
 
-    Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv().
+    Kernel: net/ipv4/ip_gre.c, gre_rcv() / ipgre_rcv() / __ipgre_rcv().
     """
     if TIMED:
         spend("gre_rcv")
@@ -606,7 +595,23 @@ def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.GRE_INVALID)
         return 0
     itn = ign.tap if tpi.proto == ETH_P_TEB else ign.ipgre
-    if __ipgre_rcv(skb, tpi, itn, hdr_len):
+    # __ipgre_rcv(), written out
+    if TIMED:
+        spend("__ipgre_rcv")
+    buf = skb.buf
+    nh = skb.network_header
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    dev = skb.dev
+    assert dev is not None
+    t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)
+    if t is not None:
+        if not iptunnel_pull_header(skb, hdr_len, tpi.proto, False):
+            t.dev.stats.rx_length_errors += 1
+            t.dev.stats.rx_errors += 1
+            kfree_skb(skb, DropReason.PKT_TOO_SMALL)
+            return 0
+        skb.mac_header = skb.data  # skb_reset_mac_header()
+        ip_tunnel_rcv(t, skb, tpi, nh)
         return 0
     if not tpi.csum_err:
         ipv4_of(ign.ipgre.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_PORT_UNREACH, 0)

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from netstack.core.dev import NETDEV_CHANGE, skb_scrub_packet, unregister_netdevice
+from netstack.core.dev import NETDEV_CHANGE, netif_rx, skb_scrub_packet, unregister_netdevice
 from netstack.core.dst import DstCache
 from netstack.core.ethernet import HH_DATA_MOD, eth_type_trans
-from netstack.core.features import NETIF_F_NETNS_LOCAL
-from netstack.core.gro_cells import GroCells, gro_cells_receive
+from netstack.core.features import NETIF_F_GRO, NETIF_F_NETNS_LOCAL
+from netstack.core.gro_cells import GroCells
 from netstack.core.inet_ecn import (
     INET_ECN_CE,
     INET_ECN_ECT_0,
@@ -674,48 +674,28 @@ def iptunnel_handle_offloads(skb: SkBuff, gso_type_mask: int) -> bool:
     return True
 
 
-@kernel("net/ipv4/ip_tunnel.c", "tnl_update_pmtu")
-def tnl_update_pmtu(dev: NetDevice, skb: SkBuff, rt: Rtable, df: int, inner_nh: int) -> bool:
-    """Teach the inner route the tunnel's path MTU; refuse an inner DF packet too big.
-
-    Returns True when the packet must be dropped (an ICMP error was sent).
-
-    Kernel: net/ipv4/ip_tunnel.c, tnl_update_pmtu().
-    """
-    if TIMED:
-        spend("tnl_update_pmtu")
-    t: IpTunnel = dev.priv
-    tunnel_hlen = t.hlen
-    pkt_size = skb.tail - skb.data - tunnel_hlen
-    if dev.type == ARPHRD_ETHER:
-        pkt_size -= dev.hard_header_len
-    if df:
-        mtu = rt.mtu() - (IPV4_HLEN + tunnel_hlen)
-        if dev.type == ARPHRD_ETHER:
-            mtu -= dev.hard_header_len
-    else:
-        dst = skb.dst
-        mtu = dst.mtu() if dst is not None else dev.mtu
-    dst = skb.dst
-    if dst is not None:
-        dst.update_pmtu(skb, mtu)  # skb_dst_update_pmtu_no_confirm()
-    if skb.protocol == ETH_P_IP:
-        if not skb.gso_size and skb.buf[inner_nh + 6] & 0x40 and mtu < pkt_size:
-            ipv4_of(dev.net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
-            return True
-    return False
-
-
-@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_xmit", "include/net/ip_tunnels.h", "ip_tunnel_ecn_encap")
+@kernel(
+    "net/ipv4/ip_tunnel.c",
+    "ip_tunnel_xmit",
+    "tnl_update_pmtu",
+    "net/ipv4/ip_tunnel_core.c",
+    "iptunnel_xmit",
+    "include/net/ip_tunnels.h",
+    "ip_tunnel_ecn_encap",
+)
 def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protocol: int) -> None:
     """Route, check the path MTU, then hand the packet to :func:`iptunnel_xmit`.
 
     ``skb.data`` is at the tunnel's own header (GRE) or at the inner packet
-    (IPIP); ``skb.inner_network_header`` marks the inner IP header. The
-    static inlines it uses are written in it: ip_tunnel_ecn_encap(),
-    LL_RESERVED_SPACE(), skb_cloned().
+    (IPIP); ``skb.inner_network_header`` marks the inner IP header. Written
+    in it: tnl_update_pmtu() (a static function of ip_tunnel.c, this its one
+    caller: the inner route learns the tunnel's path MTU, and an inner DF
+    packet too big is refused with an ICMP error), iptunnel_xmit() (the outer
+    header and ip_local_out; :func:`iptunnel_xmit` for its other callers) and
+    the static inlines ip_tunnel_ecn_encap(), LL_RESERVED_SPACE(), skb_cloned().
 
-    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit(); include/net/ip_tunnels.h,
+    Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_xmit() / tnl_update_pmtu();
+    net/ipv4/ip_tunnel_core.c, iptunnel_xmit(); include/net/ip_tunnels.h,
     ip_tunnel_ecn_encap().
     """
     if TIMED:
@@ -781,7 +761,30 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     df = tnl_params.frag_off
     if payload_protocol == ETH_P_IP and not t.ignore_df:
         df |= (buf[inner_nh + 6] & 0x40) << 8  # frag_off & htons(IP_DF)
-    if tnl_update_pmtu(dev, skb, rt, df, inner_nh):
+    # tnl_update_pmtu(), written out
+    if TIMED:
+        spend("tnl_update_pmtu")
+    tunnel_hlen = t.hlen
+    pkt_size = skb.tail - skb.data - tunnel_hlen
+    ether = dev.type == ARPHRD_ETHER
+    if ether:
+        pkt_size -= dev.hard_header_len
+    dst_in = skb.dst
+    if df:
+        mtu = rt.mtu() - (IPV4_HLEN + tunnel_hlen)
+        if ether:
+            mtu -= dev.hard_header_len
+    else:
+        mtu = dst_in.mtu() if dst_in is not None else dev.mtu
+    if dst_in is not None:
+        dst_in.update_pmtu(skb, mtu)  # skb_dst_update_pmtu_no_confirm()
+    if (
+        payload_protocol == ETH_P_IP
+        and not skb.gso_size
+        and buf[inner_nh + 6] & 0x40
+        and mtu < pkt_size
+    ):
+        ipv4_of(net).icmp_send(skb, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu)
         rt.release()
         stats.tx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_BIG)
@@ -827,7 +830,27 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     ref = skb._dataref  # skb_cloned(), inline
     if skb.data < headroom or (ref is not None and ref[0] > 1):
         skb.cow_head(headroom)
-    iptunnel_xmit(rt.ipv4, rt, skb, saddr, dst, protocol, tos, ttl, df, dev)
+    # iptunnel_xmit(), written out (a frame less a packet; its other callers, SIT and
+    # UDP tunnels, call it: keep the two in step)
+    if TIMED:
+        spend("iptunnel_xmit")
+    pkt_len = skb.tail - skb.inner_network_header
+    skb_scrub_packet(skb, False)
+    skb.dst = rt  # skb_dst_set(): the route's reference passes to the skb
+    nh = skb.push(IPV4_HLEN)
+    skb.network_header = nh
+    buf = skb.buf
+    frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
+    ipv4 = rt.ipv4
+    ident = ipv4.idents.reserve(dst, saddr, protocol, skb.gso_segs or 1)  # __ip_select_ident()
+    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
+    skb.protocol = ETH_P_IP
+    err = ip_local_out(ipv4, skb)
+    if err != 0 and err != NET_XMIT_CN:  # net_xmit_eval(): congestion counts as sent
+        stats.tx_dropped += 1
+        return
+    stats.tx_packets += 1
+    stats.tx_bytes += pkt_len
 
 
 @kernel("net/ipv4/ip_tunnel_core.c", "iptunnel_xmit")
@@ -915,16 +938,25 @@ def pskb_inet_may_pull(skb: SkBuff) -> bool:
     return skb.network_header + INET_HLEN.get(skb.protocol, 0) <= skb.tail
 
 
-@kernel("net/ipv4/ip_tunnel.c", "ip_tunnel_rcv", "pskb_inet_may_pull", "IP_ECN_decapsulate")
+@kernel(
+    "net/ipv4/ip_tunnel.c",
+    "ip_tunnel_rcv",
+    "pskb_inet_may_pull",
+    "IP_ECN_decapsulate",
+    "net/core/gro_cells.c",
+    "gro_cells_receive",
+)
 def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> None:
     """Apply the tunnel's receive policies and pass the inner packet up.
 
     ``skb.data`` is at the inner packet; *outer_nh* is the outer IPv4 header.
-    pskb_inet_may_pull() is written in it, and IP_ECN_decapsulate() is called
-    only for an ECN-capable outer header (with a Not-ECT one it is a no-op).
+    pskb_inet_may_pull() and gro_cells_receive() (VXLAN calls
+    :func:`~netstack.core.gro_cells.gro_cells_receive`) are written in, and
+    IP_ECN_decapsulate() is called only for an ECN-capable outer header (with
+    a Not-ECT one it is a no-op).
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_rcv(); pskb_inet_may_pull();
-    IP_ECN_decapsulate().
+    IP_ECN_decapsulate(); net/core/gro_cells.c, gro_cells_receive().
     """
     if TIMED:
         spend("ip_tunnel_rcv")
@@ -990,7 +1022,26 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     if cells is None:
         kfree_skb(skb, DropReason.DEV_READY)
         return
-    gro_cells_receive(cells, skb)
+    # gro_cells_receive(), written out (a frame less a packet; VXLAN calls it: keep
+    # the two in step): this CPU's cell, or netif_rx for a clone or without GRO
+    if TIMED:
+        spend("gro_cells_receive")
+    queues = cells.queues
+    ref = skb._dataref  # skb_cloned(), inline
+    if not queues or (ref is not None and ref[0] > 1) or not dev.features & NETIF_F_GRO:
+        netif_rx(skb)
+        return
+    net = dev.net
+    cpu = net.cpus.current.id
+    queue = queues[cpu]
+    n = len(queue)
+    if n > net.netdev_max_backlog:
+        stats.rx_dropped += 1
+        kfree_skb(skb, DropReason.CPU_BACKLOG)
+        return
+    queue.append(skb)
+    if not n:
+        cells.napis[cpu].schedule()
 
 
 @kernel("ipgre_err", "ipip_err")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from netstack.core.dev import skb_scrub_packet
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
     NETIF_F_GSO_SOFTWARE,
@@ -37,7 +38,14 @@ from netstack.core.features import (
 from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import IFF_NO_QUEUE, IFF_NOARP, NETDEV_TX_OK, NetDevice
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
-from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    CHECKSUM_PARTIAL,
+    DropReason,
+    SkBuff,
+    kfree_skb,
+)
 from netstack.core.sock import AF_INET
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
@@ -64,11 +72,10 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_rcv,
     ip_tunnel_setup,
     ip_tunnel_xmit,
-    iptunnel_handle_offloads,
-    iptunnel_pull_header,
 )
 from netstack.tunnels.tunnel4 import XfrmTunnel, xfrm4_tunnel_register
 from netstack.wire.arp import ARPHRD_TUNNEL
+from netstack.wire.checksum import csum_partial, csum_sub
 from netstack.wire.ethernet import ETH_P_IP
 from netstack.wire.icmp import (
     ICMP_DEST_UNREACH,
@@ -124,8 +131,51 @@ class IpipOps(IpTunnelOps):
     def ndo_init(self, dev: NetDevice) -> None:
         ipip_tunnel_init(dev)
 
+    @kernel(
+        "net/ipv4/ipip.c",
+        "ipip_tunnel_xmit",
+        "pskb_inet_may_pull",
+        "net/ipv4/ip_tunnel_core.c",
+        "iptunnel_handle_offloads",
+    )
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
-        return ipip_tunnel_xmit(skb, dev)
+        """``ndo_start_xmit``: the kernel's function itself (no frame between), with
+        ``iptunnel_handle_offloads`` written in.
+
+        Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
+        Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit(); pskb_inet_may_pull();
+        net/ipv4/ip_tunnel_core.c, iptunnel_handle_offloads().
+        """
+        if TIMED:
+            spend("ipip_tunnel_xmit")
+        t: IpTunnel = dev.priv
+        tiph = t.parms
+        # pskb_inet_may_pull(), inline; only IPv4 is carried (ipproto IPPROTO_IPIP)
+        if skb.protocol != ETH_P_IP or skb.network_header + IPV4_HLEN > skb.tail:
+            dev.stats.tx_errors += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return NETDEV_TX_OK
+        if tiph.protocol != IPPROTO_IPIP and tiph.protocol != 0:
+            dev.stats.tx_errors += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return NETDEV_TX_OK
+        # iptunnel_handle_offloads(), written out (a frame less a packet; SIT and VXLAN
+        # call it: keep the two in step). netstack's never fails (no skb_header_unclone)
+        if TIMED:
+            spend("iptunnel_handle_offloads")
+        if not skb.encapsulation:
+            skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
+            skb.inner_transport_header = skb.transport_header
+            skb.inner_mac_header = skb.mac_header
+            skb.inner_protocol = skb.protocol
+            skb.encapsulation = True
+        if skb.gso_size:
+            skb.gso_type |= SKB_GSO_IPXIP4
+        elif skb.ip_summed != CHECKSUM_PARTIAL:
+            skb.ip_summed = CHECKSUM_NONE
+            skb.encapsulation = False
+        ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
+        return NETDEV_TX_OK
 
 
 IPIP_OPS: Final = IpipOps()
@@ -162,61 +212,6 @@ def ipip_tunnel_init(dev: NetDevice) -> None:
     t.tun_hlen = 0
     t.hlen = 0
     ip_tunnel_init(dev)
-
-
-@kernel("net/ipv4/ipip.c", "ipip_tunnel_xmit", "pskb_inet_may_pull")
-def ipip_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> int:
-    """``ndo_start_xmit``.
-
-    Twin: netstack.tunnels.sit.ipip6_tunnel_xmit.
-    Kernel: net/ipv4/ipip.c, ipip_tunnel_xmit(); pskb_inet_may_pull().
-    """
-    if TIMED:
-        spend("ipip_tunnel_xmit")
-    t: IpTunnel = dev.priv
-    tiph = t.parms
-    # pskb_inet_may_pull(), inline; only IPv4 is carried (ipproto IPPROTO_IPIP)
-    if skb.protocol != ETH_P_IP or skb.network_header + IPV4_HLEN > skb.tail:
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    if tiph.protocol != IPPROTO_IPIP and tiph.protocol != 0:
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    if not iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4):
-        dev.stats.tx_errors += 1
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return NETDEV_TX_OK
-    ip_tunnel_xmit(skb, dev, tiph, IPPROTO_IPIP)
-    return NETDEV_TX_OK
-
-
-@kernel("ipip_tunnel_rcv")
-def ipip_tunnel_rcv(itn: IpTunnelNet, skb: SkBuff, ipproto: int) -> int:
-    """Take the packet if a tunnel matches (0), else -1.
-
-    Twin: netstack.tunnels.sit.ipip6_rcv.
-    Kernel: ipip_tunnel_rcv().
-    """
-    if TIMED:
-        spend("ipip_tunnel_rcv")
-    buf = skb.buf
-    nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
-    dev = skb.dev
-    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
-    if t is None:
-        return -1
-    if t.parms.protocol != ipproto and t.parms.protocol != 0:
-        kfree_skb(skb, DropReason.NOT_SPECIFIED)
-        return 0
-    if not iptunnel_pull_header(skb, 0, ETH_P_IP, False):
-        kfree_skb(skb, DropReason.PKT_TOO_SMALL)
-        return 0
-    skb.mac_header = skb.data
-    ip_tunnel_rcv(t, skb, IPIP_TPI, nh)
-    return 0
 
 
 @kernel("net/ipv4/ipip.c", "ipip_err")
@@ -369,15 +364,50 @@ def ipip_init_net(net: Net) -> None:
     ip_tunnel_init_net(itn, "tunl0", IPIP_OPS, ipip_tunnel_setup)
 
 
-@kernel("net/ipv4/ipip.c", "ipip_rcv")
+@kernel(
+    "net/ipv4/ipip.c",
+    "ipip_rcv",
+    "ipip_tunnel_rcv",
+    "net/ipv4/ip_tunnel_core.c",
+    "__iptunnel_pull_header",
+)
 def ipip_tunnel_rcv_v4(itn: IpTunnelNet, skb: SkBuff) -> int:
-    """Protocol 4 received, from the tunnel4 chain.
+    """Protocol 4 received, from the tunnel4 chain: take the packet if a tunnel
+    matches (0), else -1.
 
     *itn* is bound when the handler is registered (the kernel's per-Net
-    lookup is an array index).
+    lookup is an array index). ``ipip_tunnel_rcv`` (static in ipip.c; here
+    its only caller, with ``IPPROTO_IPIP``) and ``__iptunnel_pull_header``
+    (for a header of no bytes) are written in.
 
-    Kernel: net/ipv4/ipip.c, ipip_rcv().
+    Twin: netstack.tunnels.sit.ipip6_rcv.
+    Kernel: net/ipv4/ipip.c, ipip_rcv() / ipip_tunnel_rcv();
+    net/ipv4/ip_tunnel_core.c, __iptunnel_pull_header().
     """
     if TIMED:
         spend("ipip_rcv")
-    return ipip_tunnel_rcv(itn, skb, IPPROTO_IPIP)
+        spend("ipip_tunnel_rcv")
+    buf = skb.buf
+    nh = skb.network_header
+    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    dev = skb.dev
+    t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
+    if t is None:
+        return -1
+    protocol = t.parms.protocol
+    if protocol != IPPROTO_IPIP and protocol != 0:
+        kfree_skb(skb, DropReason.NOT_SPECIFIED)
+        return 0
+    # __iptunnel_pull_header(), written out for IPIP's header of no bytes (a frame
+    # less a packet; SIT, GRE and VXLAN call it): never too short, the inner protocol
+    # IPv4
+    if TIMED:
+        spend("__iptunnel_pull_header")
+    if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_pull_rcsum() of nothing
+        skb.csum = csum_sub(skb.csum, csum_partial(buf, skb.data, skb.data))
+    skb.protocol = ETH_P_IP
+    skb.queue_mapping = 0
+    skb_scrub_packet(skb, False)
+    skb.mac_header = skb.data
+    ip_tunnel_rcv(t, skb, IPIP_TPI, nh)
+    return 0

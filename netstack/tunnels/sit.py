@@ -249,7 +249,7 @@ def _tx_error(skb: SkBuff, dev: NetDevice, icmp: bool) -> None:
 def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
     """Find the IPv4 destination, route it, check the path MTU, encapsulate.
 
-    Twin: netstack.tunnels.ipip.ipip_tunnel_xmit.
+    Twin: netstack.tunnels.ipip.IpipOps.ndo_start_xmit.
     Kernel: net/ipv6/sit.c, ipip6_tunnel_xmit().
     """
     t: IpTunnel = dev.priv
@@ -352,7 +352,7 @@ def ipip6_rcv(net: Net, skb: SkBuff) -> int:
     inner IPv6 packet to ``netif_rx``, not to GRO cells (the 6rd/ISATAP spoof
     checks are not emulated).
 
-    Twin: netstack.tunnels.ipip.ipip_tunnel_rcv.
+    Twin: netstack.tunnels.ipip.ipip_tunnel_rcv_v4.
     Kernel: net/ipv6/sit.c, ipip6_rcv().
     """
     if TIMED:
@@ -397,7 +397,7 @@ def sit_tunnel_rcv(net: Net, skb: SkBuff, ipproto: int) -> int:
 
     0 if consumed, 1 if no sit tunnel matches (the next tunnel4 handler tries).
 
-    The same steps as ipip_tunnel_rcv() in netstack.tunnels.ipip.
+    The same steps as ipip_tunnel_rcv() (written in ipip_tunnel_rcv_v4, netstack.tunnels.ipip).
 
     Kernel: net/ipv6/sit.c, sit_tunnel_rcv() (ipip_rcv(): ``ipproto`` IPPROTO_IPIP).
     """

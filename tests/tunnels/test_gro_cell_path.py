@@ -20,7 +20,7 @@ from helpers import IPV4_ONLY
 import netstack
 import netstack.ipv4.offload as offload
 from netstack.core import gro_cells
-from netstack.core.dev import netif_receive_skb
+from netstack.core.dev import __netif_receive_skb_core
 from netstack.core.net import PacketOffload
 from netstack.core.skbuff import CHECKSUM_UNNECESSARY, SkBuff
 from netstack.gro import core as gro_core
@@ -89,13 +89,13 @@ async def test_a_datagram_validated_in_the_cell_is_not_summed_again(
 ) -> None:
     a, b = tunnel(lab, "gre")
     seen: list[int] = []
-    real = netif_receive_skb
+    real = __netif_receive_skb_core
 
     def spy(skb: SkBuff) -> None:
         seen.append(skb.ip_summed)  # as GRO passes it up
         real(skb)
 
-    monkeypatch.setattr(gro_core, "netif_receive_skb", spy)
+    monkeypatch.setattr(gro_core, "netif_receive_skb_core", spy)
     await exchange(a, b, 3)
     assert seen == [CHECKSUM_UNNECESSARY] * 3
 
@@ -202,9 +202,9 @@ async def test_decapsulation_folds_the_outer_ecn_field_in(
     def spy(skb: SkBuff) -> None:
         if skb.dev is h.dev("t1"):
             passed_up.append(skb.buf[skb.data + 1])  # the inner TOS, as t1's cell passes it up
-        netif_receive_skb(skb)
+        __netif_receive_skb_core(skb)
 
-    monkeypatch.setattr(gro_core, "netif_receive_skb", spy)
+    monkeypatch.setattr(gro_core, "netif_receive_skb_core", spy)
     await port.send(ipip_frame(outer_tos, inner_tos))
     await trio.sleep(0.01)
     st = h.dev("t1").statistics()
