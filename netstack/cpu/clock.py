@@ -13,26 +13,13 @@ lab and test uses) the time is exactly the clock's virtual base, which
 times, and Trio's ``current_time`` is two Python calls and a
 ``perf_counter`` per read.
 
-There ``jiffies`` is also a plain value, as the kernel's is a global: the
-hosts' clocks of one HZ in a run become that run's :class:`Clock` subclass
-for the HZ, whose ``jiffies`` is a class attribute the run's ``MockClock``
-sets on every ``jump`` — the only way its virtual base moves while the rate
-is 0 — and removes when its rate is set non-zero (``MockClock.jump`` and the
-``rate`` setter are wrapped once, at import: Trio's ``MockClock`` may not be
-subclassed; a clock no host follows does nothing more). A read is then an
-attribute lookup (about 200 CPython instructions) instead of a property call
-(about 1,000; a tunnelled packet reads ``jiffies`` five times, a TCP segment
-more). While the clock runs, the property converts the time each read; a
-clock of a run that ended keeps that run's last count, as before.
-
 Kernel: include/linux/jiffies.h, kernel/time/timer.c.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Final
 
 import trio
@@ -43,8 +30,6 @@ from netstack.sites import kernel
 _floor: Final = math.floor
 HZ_DEFAULT: Final = 1000
 USER_HZ: Final = 100
-# the attribute of a MockClock a host follows: HZ -> the run's Clock class for it
-_HZ_CLASSES: Final = "_netstack_hz_classes"
 
 
 class Clock:
@@ -87,22 +72,6 @@ class Clock:
                 and hasattr(clock, "_rate")
             ):
                 self._mock = clock
-                if _TICK_HOOKS and type(self) is Clock:
-                    self._tick_with(clock)
-
-    def _tick_with(self, mock: trio.testing.MockClock) -> None:
-        """Become the run's Clock class for this HZ, whose ``jiffies`` *mock* sets (module doc)."""
-        classes: dict[int, type[Clock]] | None = mock.__dict__.get(_HZ_CLASSES)
-        if classes is None:
-            classes = {}
-            setattr(mock, _HZ_CLASSES, classes)
-        cls = classes.get(self.hz)
-        if cls is None:
-            cls = classes[self.hz] = type(
-                f"Clock{self.hz}", (Clock,), {"__slots__": (), "_tick_hz": self.hz}
-            )
-            _tick(mock, (cls,))
-        self.__class__ = cls
 
     def now(self) -> float:
         """Seconds on the host's clock."""
@@ -148,59 +117,6 @@ class Clock:
         Kernel: jiffies_to_clock_t().
         """
         return j * USER_HZ // self.hz
-
-
-def _tick(mock: trio.testing.MockClock, classes: Iterable[type[Clock]]) -> None:
-    """Set each of the run's Clock classes' ``jiffies`` from *mock*'s virtual base.
-
-    While *mock* runs (a non-zero rate) the classes have none: their
-    ``jiffies`` is the property again.
-    """
-    if mock._rate:
-        for cls in classes:
-            if "jiffies" in cls.__dict__:
-                del cls.jiffies
-        return
-    base = mock._virtual_base
-    for cls in classes:
-        # the property's conversion and epsilon (Clock.jiffies)
-        cls.jiffies = _floor(base * cls._tick_hz + 1e-6)  # type: ignore[attr-defined, method-assign]
-
-
-def _install_tick_hooks() -> bool:
-    """Wrap ``MockClock.jump`` and its ``rate`` setter to tick the run's Clock classes.
-
-    False (and no wrapping) if Trio's ``MockClock`` is not what this expects.
-    """
-    mc = trio.testing.MockClock
-    jump = mc.__dict__.get("jump")
-    rate = mc.__dict__.get("rate")
-    if getattr(jump, "_netstack_ticks", False):
-        return True  # the module was imported again
-    if not callable(jump) or not isinstance(rate, property) or rate.fset is None:
-        return False
-    set_rate = rate.fset
-
-    @functools.wraps(jump)
-    def jump_and_tick(self: trio.testing.MockClock, seconds: float) -> None:
-        jump(self, seconds)
-        classes = self.__dict__.get(_HZ_CLASSES)
-        if classes:
-            _tick(self, classes.values())
-
-    def set_rate_and_tick(self: trio.testing.MockClock, new_rate: float) -> None:
-        set_rate(self, new_rate)
-        classes = self.__dict__.get(_HZ_CLASSES)
-        if classes:
-            _tick(self, classes.values())
-
-    jump_and_tick._netstack_ticks = True  # type: ignore[attr-defined]
-    mc.jump = jump_and_tick  # type: ignore[method-assign]
-    mc.rate = property(rate.fget, set_rate_and_tick, rate.fdel, rate.__doc__)  # type: ignore[assignment, method-assign]
-    return True
-
-
-_TICK_HOOKS: Final = _install_tick_hooks()
 
 
 @kernel("time_after")
