@@ -33,6 +33,9 @@ def _pair(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
     return a, b
 
 
+@pytest.mark.pure_python_layout(
+    "reads Sock.__slots__, which a native class a compiled class derives from has not"
+)
 async def test_a_sockets_fields_are_slots_and_its_wait_queues_come_with_the_first_wait(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

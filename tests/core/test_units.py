@@ -48,6 +48,9 @@ def test_clone_shares_and_make_writable_copies() -> None:
     assert skb.tobytes() == b"ABCDEFGH" and c.tobytes() == b"ZBCDEFGH"
 
 
+@pytest.mark.pure_python_layout(
+    "writes an int into every SkBuff slot (a native bool field refuses it) and reads __dict__"
+)
 def test_clone_sets_every_field_as_init_and_copy_header_do() -> None:
     """skb_clone sets each slot itself: the same values SkBuff() and _copy_header() give."""
     skb = alloc_skb(64, headroom=32)

@@ -17,6 +17,9 @@ import netstack.cpu.clock as clock_mod
 from netstack.cpu import Clock
 
 
+@pytest.mark.pure_python_layout(
+    "counts conversions by replacing cpu.clock._floor, which the compiled Clock does not read"
+)
 def test_jiffies_is_converted_once_per_virtual_instant(monkeypatch: pytest.MonkeyPatch) -> None:
     conversions: list[float] = []
 

@@ -147,6 +147,9 @@ def mutate(base: bytes, muts: list[tuple[str, int, int]]) -> bytes:
 
 @FUZZ
 @given(frames=st.lists(frame, min_size=1, max_size=8))
+@pytest.mark.pure_python_layout(
+    "SkbLedger replaces SkBuff.__init__ and tags skbs with an undeclared attribute"
+)
 @pytest.mark.slow
 def test_every_rx_skb_is_accounted(frames: list[tuple[int, list[tuple[str, int, int]]]]) -> None:
     async def main() -> None:

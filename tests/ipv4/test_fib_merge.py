@@ -324,6 +324,9 @@ def test_matches_the_real_kernel() -> None:
     )
 
 
+@pytest.mark.pure_python_layout(
+    "counts lookups by replacing FibTable.lookup on the class, which compiled callers do not read"
+)
 async def test_bystander_arp_target_routes_once(
     autojump_clock: trio.testing.MockClock, lab: Lab
 ) -> None:
@@ -386,6 +389,9 @@ async def test_bystander_arp_target_routes_once(
     assert h.drops() == {"IP_INADDRERRORS": 1, "NOT_SPECIFIED": 1}
 
 
+@pytest.mark.pure_python_layout(
+    "makes a bare Rtable with Rtable.__new__, which runs a native class's __init__"
+)
 async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
     """``Rtable.__init__`` sets ``DstEntry``'s fields itself (``dst_init`` inline in
     ``rt_dst_alloc``, a frame less per route): the values ``DstEntry.__init__`` gives,

@@ -63,6 +63,9 @@ async def _tcp_pair(lab: Lab) -> tuple[Socket, Socket]:
     return c, conn
 
 
+@pytest.mark.pure_python_layout(
+    "counts SockWouldBlock by replacing it in the modules, which compiled code does not read"
+)
 async def test_tcp_recv_waits_for_data_without_raising(
     lab: Lab, autojump_clock: object, count_would_block: type[_Counting]
 ) -> None:
@@ -87,6 +90,9 @@ async def test_tcp_recv_waits_for_data_without_raising(
     assert count_would_block.raised == 0  # the empty reads returned None
 
 
+@pytest.mark.pure_python_layout(
+    "counts SockWouldBlock by replacing it in the modules, which compiled code does not read"
+)
 async def test_tcp_empty_reads_keep_their_errnos(
     lab: Lab, autojump_clock: object, count_would_block: type[_Counting]
 ) -> None:
@@ -118,6 +124,9 @@ async def test_tcp_recv_on_a_listener_is_enotconn(lab: Lab, autojump_clock: obje
     assert exc.value.errno == errno.ENOTCONN
 
 
+@pytest.mark.pure_python_layout(
+    "counts SockWouldBlock by replacing it in the modules, which compiled code does not read"
+)
 async def test_udp_recvfrom_waits_without_raising(
     lab: Lab, autojump_clock: object, count_would_block: type[_Counting]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.lowlevel
 
@@ -10,6 +11,9 @@ from netstack.host import Lab
 from netstack.testing.ledger import SkbLedger
 
 
+@pytest.mark.pure_python_layout(
+    "SkbLedger replaces SkBuff.__init__ and tags skbs with an undeclared attribute"
+)
 async def test_the_ledger_sorts_skbs(lab: Lab, autojump_clock: object) -> None:
     h = lab.add_host("h")
     h.ip("link add d0 type dummy")

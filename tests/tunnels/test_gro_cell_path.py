@@ -57,6 +57,9 @@ async def exchange(a: netstack.Host, b: netstack.Host, n: int) -> None:
         assert data == b"%d" % i
 
 
+@pytest.mark.pure_python_layout(
+    "spies by replacing a compiled module's function, which its compiled callers do not read"
+)
 @pytest.mark.parametrize(("kind", "pseudo_sums"), [("ipip", 0), ("gre", 5)])
 async def test_the_gro_cell_sums_the_pseudo_header_only_when_it_validates(
     lab: netstack.Lab,
@@ -84,6 +87,9 @@ async def test_the_gro_cell_sums_the_pseudo_header_only_when_it_validates(
     assert (udp.InDatagrams, udp.InCsumErrors) == (5, 0)
 
 
+@pytest.mark.pure_python_layout(
+    "spies by replacing a compiled module's function, which its compiled callers do not read"
+)
 async def test_a_datagram_validated_in_the_cell_is_not_summed_again(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,6 +106,9 @@ async def test_a_datagram_validated_in_the_cell_is_not_summed_again(
     assert seen == [CHECKSUM_UNNECESSARY] * 3
 
 
+@pytest.mark.pure_python_layout(
+    "spies by replacing a compiled module's function, which its compiled callers do not read"
+)
 async def test_a_cloned_skb_bypasses_the_cell(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,6 +194,9 @@ def ipip_frame(outer_tos: int, inner_tos: int) -> bytes:
         (0x02, 0x00, 0x00),  # ECT(0) over Not-ECT: accepted (logged), inner unchanged
         (0x03, 0x00, None),  # CE over Not-ECT: dropped, rx_frame_errors
     ],
+)
+@pytest.mark.pure_python_layout(
+    "spies by replacing a compiled module's function, which its compiled callers do not read"
 )
 async def test_decapsulation_folds_the_outer_ecn_field_in(
     lab: netstack.Lab,

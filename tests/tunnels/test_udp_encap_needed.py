@@ -54,6 +54,9 @@ async def sockets(a: netstack.Host, b: netstack.Host) -> tuple[Any, Any]:
     return a.socket(), rx
 
 
+@pytest.mark.pure_python_layout(
+    "replaces lookup on a UdpTable instance (read-only on a native one)"
+)
 async def test_no_encap_socket_no_lookup_in_gro(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +97,9 @@ async def test_a_vxlan_socket_switches_the_lookup_on_and_off(
     assert key.count == 0
 
 
+@pytest.mark.pure_python_layout(
+    "replaces lookup on a UdpTable instance (read-only on a native one)"
+)
 async def test_an_inner_datagram_is_looked_up_before_its_encap_mark_is_tested(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
