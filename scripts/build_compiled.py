@@ -108,40 +108,6 @@ def skb_rare_fields() -> list[str]:
 _RARE_SKB_FIELDS = skb_rare_fields()
 
 
-def init_as_function(path: str, cls: str, name: str) -> str:
-    """``def name(self: cls, ...)``: *cls*'s ``__init__`` as a module function, on one line.
-
-    ``cls.__init__`` taken from a native class and called on an instance does
-    nothing (mypyc's ``tp_init`` slot does not run the compiled ``__init__``): the
-    copy calls a function with the same body instead. One line, so the lines
-    after it keep their numbers; only simple statements can be joined so.
-    """
-    text = (ROOT / path).read_text()
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for init in node.body:
-                if isinstance(init, ast.FunctionDef) and init.name == "__init__":
-                    body = [stmt for stmt in init.body if not _is_docstring(stmt)]
-                    if not all(isinstance(stmt, _SIMPLE) for stmt in body):
-                        raise SystemExit(f"{path}: {cls}.__init__ is not simple statements only")
-                    args = ast.unparse(init.args)
-                    assert args.startswith("self")
-                    stmts = "; ".join(str(ast.get_source_segment(text, stmt)) for stmt in body)
-                    return f"def {name}(self: {cls}{args[4:]}) -> None: {stmts}\n"
-    raise SystemExit(f"{path}: no {cls}.__init__")
-
-
-_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass)
-
-
-def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
-
-
 PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/core/dev.py",
@@ -206,13 +172,6 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
 """,
         "".join(f"        new.{name} = self.{name}\n" for name in _RARE_SKB_FIELDS),
         "a native class has no __dict__: clone copies the rare fields one by one",
-    ),
-    (
-        "netstack/gro/core.py",
-        "_napi_gro_cb_init: Final = NapiGroCb.__init__\n",
-        init_as_function("netstack/gro/core.py", "NapiGroCb", "_napi_gro_cb_init"),
-        "NapiGroCb.__init__ called on a native instance does nothing: dev_gro_receive"
-        " reused a flushed packet's cb unzeroed, and GRO merged nothing",
     ),
     (
         "netstack/tunnels/ip_tunnel.py",

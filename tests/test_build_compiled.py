@@ -123,26 +123,11 @@ def test_a_native_class_gets_its_slots_back() -> None:
     assert 'setattr(DstEntry, "__slots__"' in script.rewrite(dst, "d", set())
 
 
-def test_napi_gro_cb_init_is_a_function_in_the_copy() -> None:
-    """``NapiGroCb.__init__`` called on a compiled instance runs nothing (GRO then
-    reused a flushed packet's cb unzeroed and merged nothing in the build): the
-    copy calls a one-line function with the same body, which zeroes every field
-    as a new cb has them, and taking ``C.__init__`` from a class is a hazard."""
-    from netstack.gro.core import NapiGroCb
-
+def test_taking_init_from_a_class_is_a_hazard() -> None:
+    """``C.__init__`` taken from a native class and called on an instance runs
+    nothing (mypyc's ``tp_init`` does not run the compiled ``__init__``): GRO once
+    reused a flushed packet's cb unzeroed that way and merged nothing in the build.
+    A module to compile may not take it (``GroNode.receive`` writes the reset out)."""
     script = _script()
-    line = script.init_as_function("netstack/gro/core.py", "NapiGroCb", "_napi_gro_cb_init")
-    assert line.count("\n") == 1 and line.startswith("def _napi_gro_cb_init(self: NapiGroCb, ")
-    namespace: dict[str, object] = {"NapiGroCb": NapiGroCb}
-    exec(line, namespace)
-    reset = namespace["_napi_gro_cb_init"]
-    cb = NapiGroCb(14)
-    for name in NapiGroCb.__slots__:
-        setattr(cb, name, 7)
-    reset(cb, 34)  # type: ignore[operator]
-    fresh = NapiGroCb(34)
-    assert {n: getattr(cb, n) for n in NapiGroCb.__slots__} == {
-        n: getattr(fresh, n) for n in NapiGroCb.__slots__
-    }
     assert script.native_hazards("init: Final = C.__init__\n") == ["line 1: C.__init__"]
     assert script.native_hazards("super().__init__(x)\nself.__init__(x)\n") == []
