@@ -485,20 +485,8 @@ class Socket:
         flags |= MSG_DONTWAIT
         if type(sk) is UdpSock:
             # udp_recvmsg() itself (as _sendmsg binds udp_sendmsg()): a frame less a
-            # datagram, and its data is already bytes
-            udp_recvmsg: Any = sk.udp_recvmsg  # with MSG_DONTWAIT: never None
-            while len(out) < vlen:
-                try:
-                    data, addr, _, _ = udp_recvmsg(bufsize, flags)
-                except OSError as e:
-                    if e.errno == errno.EAGAIN:
-                        break
-                    raise
-                if addr != last_addr:
-                    last_addr = addr
-                    name = self._fmt(addr)
-                append((data, name))
-            return out
+            # datagram; with MSG_DONTWAIT it never returns None
+            recv = sk.udp_recvmsg
         while len(out) < vlen:
             try:
                 data, addr, _, _ = recv(bufsize, flags)
