@@ -20,7 +20,9 @@ Kernel: net/ipv4/arp.c.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import attrs
 
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
@@ -77,7 +79,15 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.netns import Ipv4
 
-__all__ = ["arp_create", "arp_rcv", "arp_send", "make_arp_tbl"]
+__all__ = [
+    "arp_create",
+    "arp_rcv",
+    "arp_send",
+    "make_arp_tbl",
+    "pneigh_delete",
+    "pneigh_entries",
+    "pneigh_lookup",
+]
 
 ARPHRD_IEEE802: Final = 6
 _I: Final = struct.Struct("!I")
@@ -112,7 +122,13 @@ def make_arp_tbl(ipv4: Ipv4) -> NeighTable:
         proxy_delay=8 * hz // 10,
         interval_probe_time=5 * hz,
     )
-    return NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
+    tbl = NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
+
+    def proxy_redo(skb: SkBuff) -> None:
+        parp_redo(ipv4, skb)
+
+    tbl.__dict__["proxy_redo"] = proxy_redo  # arp_tbl.proxy_redo = parp_redo
+    return tbl
 
 
 @kernel("arp_constructor")
@@ -243,6 +259,219 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.NEIGH_FAILED)
 
 
+# -- proxy entries and the proxy queue -------------------------------------------------
+# net/core/neighbour.c keeps these in struct neigh_table (phash_buckets, proxy_queue,
+# proxy_timer) and the queue's length in struct neigh_parms (qlen). They are kept here,
+# small and together, in a PneighState hung on the table, until they move to
+# netstack/neigh/neighbour.py beside the rest of the table.
+
+PNEIGH_HASHMASK: Final = 0xF
+LOCALLY_ENQUEUED: Final = 0x1  # NEIGH_CB(skb)->flags (include/net/neighbour.h)
+
+
+@attrs.define(eq=False)
+class PneighEntry:
+    """A proxy entry (kernel: ``struct pneigh_entry``); *dev* None matches every device."""
+
+    key: int
+    dev: NetDevice | None
+    flags: int = 0
+    protocol: int = 0
+
+
+@attrs.define(eq=False)
+class NeighCb:
+    """What the proxy queue keeps in ``skb.cb`` (kernel: ``struct neighbour_cb``)."""
+
+    sched_next: int
+    flags: int
+
+
+@attrs.define(eq=False)
+class PneighState:
+    """A table's proxy entries and proxy queue (kernel: fields of ``struct neigh_table``)."""
+
+    phash_buckets: list[list[PneighEntry]]
+    proxy_queue: list[SkBuff]
+    proxy_timer: Any
+    qlen: dict[int, int]  # per device (struct neigh_parms's qlen: in_dev->arp_parms)
+
+
+def _pstate(tbl: NeighTable) -> PneighState:
+    st = cast("PneighState | None", tbl.__dict__.get("pneigh"))
+    if st is None:
+
+        def fire() -> None:
+            neigh_proxy_process(tbl)
+
+        timer = tbl.net.timers.timer(fire, f"{tbl.name}/proxy")  # timer_setup(proxy_timer)
+        st = PneighState([[] for _ in range(PNEIGH_HASHMASK + 1)], [], timer, {})
+        tbl.__dict__["pneigh"] = st
+    return st
+
+
+@kernel("pneigh_hash")
+def pneigh_hash(key: int) -> int:
+    """The bucket of a key. Kernel: pneigh_hash().
+
+    The kernel reads the key's last four bytes as a native (little-endian) u32.
+    """
+    h = int.from_bytes((key & 0xFFFFFFFF).to_bytes(4, "big"), "little")
+    h ^= h >> 16
+    h ^= h >> 8
+    h ^= h >> 4
+    return h & PNEIGH_HASHMASK
+
+
+@kernel("pneigh_lookup", "__pneigh_lookup_1")
+def pneigh_lookup(
+    tbl: NeighTable, key: int, dev: NetDevice | None, creat: bool = False
+) -> PneighEntry | None:
+    """The proxy entry for *key* on *dev* (or on every device); with *creat*, make one.
+
+    Kernel: pneigh_lookup() / __pneigh_lookup_1() (one net a table here).
+    """
+    if "pneigh" not in tbl.__dict__ and not creat:
+        return None  # no proxy entry was ever made: nothing to walk
+    bucket = _pstate(tbl).phash_buckets[pneigh_hash(key)]
+    for n in bucket:
+        if n.key == key and (n.dev is dev or n.dev is None):
+            return n
+    if not creat:
+        return None
+    n = PneighEntry(key, dev)
+    bucket.insert(0, n)  # n->next = tbl->phash_buckets[hash_val]
+    return n
+
+
+@kernel("pneigh_delete")
+def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
+    """Remove the proxy entry for exactly *key* and *dev*: 0 or -ENOENT. Kernel: pneigh_delete()."""
+    bucket = _pstate(tbl).phash_buckets[pneigh_hash(key)]
+    for i, n in enumerate(bucket):
+        if n.key == key and n.dev is dev:
+            del bucket[i]
+            return 0
+    return -2  # -ENOENT
+
+
+@kernel("pneigh_ifdown_and_unlock")
+def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
+    """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
+    st = tbl.__dict__.get("pneigh")
+    if st is None:
+        return
+    for bucket in cast("PneighState", st).phash_buckets:
+        bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
+
+
+@kernel("pneigh_dump_table")
+def pneigh_entries(tbl: NeighTable) -> list[PneighEntry]:
+    """The proxy entries in dump order: bucket by bucket. Kernel: pneigh_dump_table()."""
+    st = tbl.__dict__.get("pneigh")
+    if st is None:
+        return []
+    return [n for bucket in cast("PneighState", st).phash_buckets for n in bucket]
+
+
+@kernel("neigh_proxy_delay", "pneigh_enqueue")
+def pneigh_enqueue(tbl: NeighTable, dev: NetDevice, skb: SkBuff) -> None:
+    """Answer *skb* later: after a random delay below ``proxy_delay``.
+
+    The queue is bounded by ``proxy_qlen`` per device (``p->qlen``); the delay
+    is drawn (``get_random_u32_below``) from the Net's seeded random before
+    that check, as the kernel does. Kernel: neigh_proxy_delay() / pneigh_enqueue().
+    """
+    p = tbl.parms_for(dev)
+    now = tbl.net.clock.jiffies
+    proxy_delay = p.proxy_delay
+    sched_next = now + tbl.net.rng.randrange(proxy_delay) if proxy_delay else now
+    st = _pstate(tbl)
+    qlen = st.qlen.get(dev.ifindex, 0)
+    if qlen > p.proxy_qlen:
+        kfree_skb(skb)
+        return
+    skb.cb = NeighCb(sched_next, LOCALLY_ENQUEUED)
+    timer = st.proxy_timer
+    if timer.delete() and timer.expires < sched_next:
+        sched_next = timer.expires
+    dst = skb.dst  # skb_dst_drop()
+    if dst is not None:
+        dst.release()
+        skb.dst = None
+    st.proxy_queue.append(skb)
+    st.qlen[dev.ifindex] = qlen + 1
+    timer.mod(sched_next)
+
+
+@kernel("neigh_proxy_process", "neigh_parms_qlen_dec")
+def neigh_proxy_process(tbl: NeighTable) -> None:
+    """The proxy timer: redo each queued request that is due.
+
+    Kernel: neigh_proxy_process() / neigh_parms_qlen_dec().
+    """
+    st = _pstate(tbl)
+    now = tbl.net.clock.jiffies
+    sched_next = 0
+    for skb in list(st.proxy_queue):
+        tdif = cast("NeighCb", skb.cb).sched_next - now
+        if tdif <= 0:
+            dev = skb.dev
+            assert dev is not None
+            st.qlen[dev.ifindex] = st.qlen.get(dev.ifindex, 1) - 1  # neigh_parms_qlen_dec()
+            st.proxy_queue.remove(skb)
+            redo = tbl.__dict__.get("proxy_redo")
+            if redo is not None and dev.netif_running():
+                redo(skb)  # tbl->proxy_redo: parp_redo for ARP
+            else:
+                kfree_skb(skb)
+        elif not sched_next or tdif < sched_next:
+            sched_next = tdif
+    st.proxy_timer.delete()
+    if sched_next:
+        st.proxy_timer.mod(tbl.net.clock.jiffies + sched_next)
+
+
+@kernel("parp_redo")
+def parp_redo(ipv4: Ipv4, skb: SkBuff) -> None:
+    """A delayed proxy request's turn: ``arp_process`` again, now LOCALLY_ENQUEUED.
+
+    It enters through :func:`arp_rcv`'s checks (which the packet passed
+    already: the same bytes) as ``arp_process`` is written out there.
+    Kernel: parp_redo().
+    """
+    dev = skb.dev
+    assert dev is not None
+    arp_rcv(ipv4, skb, dev, cast("PacketType", None), dev)
+
+
+@kernel("arp_fwd_proxy")
+def arp_fwd_proxy(in_dev: Any, dev: NetDevice, rt: Any) -> bool:
+    """Proxy ARP for a route out of another device? Kernel: arp_fwd_proxy()."""
+    if rt.dev is dev:
+        return False
+    if not in_dev.orconf("proxy_arp"):  # IN_DEV_PROXY_ARP: IN_DEV_ORCONF
+        return False
+    imi = in_dev.cnf.medium_id  # IN_DEV_MEDIUM_ID: the device's own
+    if imi == 0:
+        return True
+    if imi == -1:
+        return False
+    out_dev = rt.dev.ip_ptr
+    omi = out_dev.cnf.medium_id if out_dev is not None else -1
+    return bool(omi != imi and omi != -1)
+
+
+@kernel("arp_fwd_pvlan")
+def arp_fwd_pvlan(in_dev: Any, dev: NetDevice, rt: Any, sip: int, tip: int) -> bool:
+    """RFC 3069 private VLAN: proxy back out of the same device. Kernel: arp_fwd_pvlan()."""
+    if rt.dev is not dev:
+        return False
+    if sip == tip:  # no replies to self probes
+        return False
+    return bool(in_dev.orconf("proxy_arp_pvlan"))  # IN_DEV_PROXY_ARP_PVLAN: ORCONF
+
+
 # ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process reads
 _ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
 
@@ -321,19 +550,44 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
         op == ARPOP_REQUEST
         and ip_route_input_noref(ipv4, skb, tip, sip, 0, dev) == 0
         and (rt := skb.dst) is not None
-        and rt.rt_type == RTN_LOCAL  # type: ignore[attr-defined]
     ):
-        if skb.pkt_type == PACKET_HOST:
-            tbl.rcv_probes_ucast += 1
-        else:
-            tbl.rcv_probes_mcast += 1
-        if not arp_ignore(ipv4, in_dev, sip, tip):
+        addr_type = rt.rt_type  # type: ignore[attr-defined]
+        if addr_type == RTN_LOCAL:
+            if skb.pkt_type == PACKET_HOST:
+                tbl.rcv_probes_ucast += 1
+            else:
+                tbl.rcv_probes_mcast += 1
+            if not arp_ignore(ipv4, in_dev, sip, tip):
+                sha = bytes(buf[d + 8 : d + 14])
+                n = neigh_event_ns(tbl, sha, sip, dev)
+                if n is not None:
+                    arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
+            consume_skb(skb)
+            return
+        if (
+            in_dev.cnf.forwarding  # IN_DEV_FORWARD
+            and addr_type == RTN_UNICAST
+            and (
+                arp_fwd_proxy(in_dev, dev, rt)
+                or arp_fwd_pvlan(in_dev, dev, rt, sip, tip)
+                or (rt.dev is not dev and pneigh_lookup(tbl, tip, dev) is not None)
+            )
+        ):
+            # proxy ARP: answer with our own address for a host we route to
             sha = bytes(buf[d + 8 : d + 14])
-            n = neigh_event_ns(tbl, sha, sip, dev)
-            if n is not None:
+            neigh_event_ns(tbl, sha, sip, dev)
+            cb = skb.cb
+            if (
+                (type(cb) is NeighCb and cb.flags & LOCALLY_ENQUEUED)
+                or skb.pkt_type == PACKET_HOST
+                or tbl.parms_for(dev).proxy_delay == 0  # NEIGH_VAR(in_dev->arp_parms, ...)
+            ):
                 arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
-        consume_skb(skb)
-        return
+            else:
+                pneigh_enqueue(tbl, dev, skb)
+                return
+            consume_skb(skb)
+            return
     # Everything else updates an existing entry (__neigh_lookup(..., creat=0)); new
     # ones only if arp_accept allows. A request for another host, as every host
     # on a segment hears, ends here: a lookup, and an update if the sender is known.
