@@ -22,8 +22,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final, cast
 
-import attrs
-
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT, IFF_UP
@@ -39,7 +37,9 @@ from netstack.core.skbuff import (
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.neigh.neighbour import (
+    LOCALLY_ENQUEUED,
     Neighbour,
+    NeighCb,
     NeighOps,
     NeighTable,
     neigh_connected_output,
@@ -47,6 +47,8 @@ from netstack.neigh.neighbour import (
     neigh_event_ns,
     neigh_resolve_output,
     neigh_update,
+    pneigh_enqueue,
+    pneigh_lookup,
 )
 from netstack.neigh.nud import (
     NEIGH_UPDATE_F_OVERRIDE,
@@ -79,15 +81,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.netns import Ipv4
 
-__all__ = [
-    "arp_create",
-    "arp_rcv",
-    "arp_send",
-    "make_arp_tbl",
-    "pneigh_delete",
-    "pneigh_entries",
-    "pneigh_lookup",
-]
+__all__ = ["arp_create", "arp_rcv", "arp_send", "make_arp_tbl"]
 
 ARPHRD_IEEE802: Final = 6
 _I: Final = struct.Struct("!I")
@@ -127,7 +121,7 @@ def make_arp_tbl(ipv4: Ipv4) -> NeighTable:
     def proxy_redo(skb: SkBuff) -> None:
         parp_redo(ipv4, skb)
 
-    tbl.__dict__["proxy_redo"] = proxy_redo  # arp_tbl.proxy_redo = parp_redo
+    tbl.proxy_redo = proxy_redo  # arp_tbl.proxy_redo = parp_redo
     return tbl
 
 
@@ -257,179 +251,6 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
     """Resolution failed for a queued packet: ICMP host unreachable. Kernel: arp_error_report()."""
     ipv4.ipv4_link_failure(skb)
     kfree_skb(skb, DropReason.NEIGH_FAILED)
-
-
-# -- proxy entries and the proxy queue -------------------------------------------------
-# net/core/neighbour.c keeps these in struct neigh_table (phash_buckets, proxy_queue,
-# proxy_timer) and the queue's length in struct neigh_parms (qlen). They are kept here,
-# small and together, in a PneighState hung on the table, until they move to
-# netstack/neigh/neighbour.py beside the rest of the table.
-
-PNEIGH_HASHMASK: Final = 0xF
-LOCALLY_ENQUEUED: Final = 0x1  # NEIGH_CB(skb)->flags (include/net/neighbour.h)
-
-
-@attrs.define(eq=False)
-class PneighEntry:
-    """A proxy entry (kernel: ``struct pneigh_entry``); *dev* None matches every device."""
-
-    key: int
-    dev: NetDevice | None
-    flags: int = 0
-    protocol: int = 0
-
-
-@attrs.define(eq=False)
-class NeighCb:
-    """What the proxy queue keeps in ``skb.cb`` (kernel: ``struct neighbour_cb``)."""
-
-    sched_next: int
-    flags: int
-
-
-@attrs.define(eq=False)
-class PneighState:
-    """A table's proxy entries and proxy queue (kernel: fields of ``struct neigh_table``)."""
-
-    phash_buckets: list[list[PneighEntry]]
-    proxy_queue: list[SkBuff]
-    proxy_timer: Any
-    qlen: dict[int, int]  # per device (struct neigh_parms's qlen: in_dev->arp_parms)
-
-
-def _pstate(tbl: NeighTable) -> PneighState:
-    st = cast("PneighState | None", tbl.__dict__.get("pneigh"))
-    if st is None:
-
-        def fire() -> None:
-            neigh_proxy_process(tbl)
-
-        timer = tbl.net.timers.timer(fire, f"{tbl.name}/proxy")  # timer_setup(proxy_timer)
-        st = PneighState([[] for _ in range(PNEIGH_HASHMASK + 1)], [], timer, {})
-        tbl.__dict__["pneigh"] = st
-    return st
-
-
-@kernel("pneigh_hash")
-def pneigh_hash(key: int) -> int:
-    """The bucket of a key. Kernel: pneigh_hash().
-
-    The kernel reads the key's last four bytes as a native (little-endian) u32.
-    """
-    h = int.from_bytes((key & 0xFFFFFFFF).to_bytes(4, "big"), "little")
-    h ^= h >> 16
-    h ^= h >> 8
-    h ^= h >> 4
-    return h & PNEIGH_HASHMASK
-
-
-@kernel("pneigh_lookup", "__pneigh_lookup_1")
-def pneigh_lookup(
-    tbl: NeighTable, key: int, dev: NetDevice | None, creat: bool = False
-) -> PneighEntry | None:
-    """The proxy entry for *key* on *dev* (or on every device); with *creat*, make one.
-
-    Kernel: pneigh_lookup() / __pneigh_lookup_1() (one net a table here).
-    """
-    if "pneigh" not in tbl.__dict__ and not creat:
-        return None  # no proxy entry was ever made: nothing to walk
-    bucket = _pstate(tbl).phash_buckets[pneigh_hash(key)]
-    for n in bucket:
-        if n.key == key and (n.dev is dev or n.dev is None):
-            return n
-    if not creat:
-        return None
-    n = PneighEntry(key, dev)
-    bucket.insert(0, n)  # n->next = tbl->phash_buckets[hash_val]
-    return n
-
-
-@kernel("pneigh_delete")
-def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
-    """Remove the proxy entry for exactly *key* and *dev*: 0 or -ENOENT. Kernel: pneigh_delete()."""
-    bucket = _pstate(tbl).phash_buckets[pneigh_hash(key)]
-    for i, n in enumerate(bucket):
-        if n.key == key and n.dev is dev:
-            del bucket[i]
-            return 0
-    return -2  # -ENOENT
-
-
-@kernel("pneigh_ifdown_and_unlock")
-def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
-    """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
-    st = tbl.__dict__.get("pneigh")
-    if st is None:
-        return
-    for bucket in cast("PneighState", st).phash_buckets:
-        bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
-
-
-@kernel("pneigh_dump_table")
-def pneigh_entries(tbl: NeighTable) -> list[PneighEntry]:
-    """The proxy entries in dump order: bucket by bucket. Kernel: pneigh_dump_table()."""
-    st = tbl.__dict__.get("pneigh")
-    if st is None:
-        return []
-    return [n for bucket in cast("PneighState", st).phash_buckets for n in bucket]
-
-
-@kernel("neigh_proxy_delay", "pneigh_enqueue")
-def pneigh_enqueue(tbl: NeighTable, dev: NetDevice, skb: SkBuff) -> None:
-    """Answer *skb* later: after a random delay below ``proxy_delay``.
-
-    The queue is bounded by ``proxy_qlen`` per device (``p->qlen``); the delay
-    is drawn (``get_random_u32_below``) from the Net's seeded random before
-    that check, as the kernel does. Kernel: neigh_proxy_delay() / pneigh_enqueue().
-    """
-    p = tbl.parms_for(dev)
-    now = tbl.net.clock.jiffies
-    proxy_delay = p.proxy_delay
-    sched_next = now + tbl.net.rng.randrange(proxy_delay) if proxy_delay else now
-    st = _pstate(tbl)
-    qlen = st.qlen.get(dev.ifindex, 0)
-    if qlen > p.proxy_qlen:
-        kfree_skb(skb)
-        return
-    skb.cb = NeighCb(sched_next, LOCALLY_ENQUEUED)
-    timer = st.proxy_timer
-    if timer.delete() and timer.expires < sched_next:
-        sched_next = timer.expires
-    dst = skb.dst  # skb_dst_drop()
-    if dst is not None:
-        dst.release()
-        skb.dst = None
-    st.proxy_queue.append(skb)
-    st.qlen[dev.ifindex] = qlen + 1
-    timer.mod(sched_next)
-
-
-@kernel("neigh_proxy_process", "neigh_parms_qlen_dec")
-def neigh_proxy_process(tbl: NeighTable) -> None:
-    """The proxy timer: redo each queued request that is due.
-
-    Kernel: neigh_proxy_process() / neigh_parms_qlen_dec().
-    """
-    st = _pstate(tbl)
-    now = tbl.net.clock.jiffies
-    sched_next = 0
-    for skb in list(st.proxy_queue):
-        tdif = cast("NeighCb", skb.cb).sched_next - now
-        if tdif <= 0:
-            dev = skb.dev
-            assert dev is not None
-            st.qlen[dev.ifindex] = st.qlen.get(dev.ifindex, 1) - 1  # neigh_parms_qlen_dec()
-            st.proxy_queue.remove(skb)
-            redo = tbl.__dict__.get("proxy_redo")
-            if redo is not None and dev.netif_running():
-                redo(skb)  # tbl->proxy_redo: parp_redo for ARP
-            else:
-                kfree_skb(skb)
-        elif not sched_next or tdif < sched_next:
-            sched_next = tdif
-    st.proxy_timer.delete()
-    if sched_next:
-        st.proxy_timer.mod(tbl.net.clock.jiffies + sched_next)
 
 
 @kernel("parp_redo")

@@ -246,7 +246,7 @@ async def test_ip_neigh_proxy_add_show_del(lab: netstack.Lab) -> None:
     r.ip("neigh del proxy 10.0.9.9")
     r.ip("neigh del proxy 10.0.1.77")
     assert r.ip("neigh show proxy") == "10.0.1.77 dev ra proxy \n"
-    from netstack.ipv4.arp import pneigh_entries
+    from netstack.neigh.neighbour import pneigh_entries
 
     assert [e.key for e in pneigh_entries(ipv4_of(r.net).arp_tbl)] == [aton("10.0.1.77")]
 
@@ -270,8 +270,7 @@ async def test_proxy_qlen_bounds_the_queue(
     assert sorted(f for _, f in got) == sorted(proxy_reply_bytes(f"10.0.2.{i}") for i in (11, 12))
     assert all(0 <= t < 0.8 for t, _ in got)
     tbl = ipv4_of(r.net).arp_tbl
-    st = tbl.__dict__["pneigh"]
-    assert st.proxy_queue == [] and st.qlen[r.dev("ra").ifindex] == 0
+    assert tbl.proxy_queue == [] and tbl.proxy_qlen[r.dev("ra").ifindex] == 0
 
 
 async def test_ip_neigh_show_proxy_in_hash_order(lab: netstack.Lab) -> None:
@@ -281,3 +280,24 @@ async def test_ip_neigh_show_proxy_in_hash_order(lab: netstack.Lab) -> None:
     r.ip("neigh add proxy 10.0.2.9 dev ra")
     # the dump walks pneigh_hash()'s buckets, as Linux 6.18 printed it
     assert r.ip("neigh show proxy") == "10.0.2.9 dev ra proxy \n10.0.9.9 proxy \n"
+
+
+async def test_device_down_takes_its_proxy_entries_and_the_queue(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    a, r, _b = topology(lab)
+    await trio.sleep(1)
+    r.ip("neigh add proxy 10.0.2.9 dev ra")
+    r.ip("neigh add proxy 10.0.9.9")
+    cap = r.capture("ra")
+    t0 = trio.current_time()
+    ask(a, "10.0.2.1")
+    await trio.sleep(0.001)
+    tbl = ipv4_of(r.net).arp_tbl
+    assert len(tbl.proxy_queue) == 1
+    r.ip("link set ra down")  # as Linux 6.18: only the entry of no device stays
+    assert r.ip("neigh show proxy") == "10.0.9.9 proxy \n"
+    assert tbl.proxy_queue == [] and not tbl.proxy_timer.pending
+    r.ip("link set ra up")
+    await trio.sleep(1)
+    assert replies(cap, t0) == []

@@ -107,9 +107,8 @@ def test_proxy_arp_replies_survive_fuzzed_requests(
                     asked[rep.spa],
                 )
             assert n_replies <= requests
-            st_ = ipv4_of(r.net).arp_tbl.__dict__.get("pneigh")
-            if st_ is not None:
-                assert st_.proxy_queue == []
-                assert all(v == 0 for v in st_.qlen.values())
+            tbl = ipv4_of(r.net).arp_tbl
+            assert tbl.proxy_queue == []
+            assert all(v == 0 for v in tbl.proxy_qlen.values())
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -110,6 +110,7 @@ def reply_hex(target: str) -> str:
 
 
 BCAST = "ffffffffffff"
+SLACK = 0.15  # seconds of wall-clock scheduling on a loaded machine
 
 
 def test_proxy_arp_on_the_real_kernel(namespaces: tuple[str, str]) -> None:
@@ -122,12 +123,14 @@ def test_proxy_arp_on_the_real_kernel(namespaces: tuple[str, str]) -> None:
     assert sorted((t, f) for t, _, f in got) == [
         (f"10.0.2.{i}", reply_hex(f"10.0.2.{i}")) for i in range(1, 6)
     ]
-    assert all(0 <= d < 0.8 for _, d, _ in got)
-    # to R's MAC (PACKET_HOST): at once
-    out = probe(na, [("10.0.2.2", RA_MAC.hex())])
+    assert all(0 <= d < 0.8 + SLACK for _, d, _ in got)
+    # to R's MAC (PACKET_HOST): at once (three of them, so that a random delay would show)
+    out = probe(na, [(f"10.0.2.{i}", RA_MAC.hex()) for i in (6, 7, 8)])
     got = [(t, at, f) for kind, t, at, f in out if kind == "reply"]
-    assert [(t, f) for t, _, f in got] == [("10.0.2.2", reply_hex("10.0.2.2"))]
-    assert got[0][1] < 0.05
+    assert sorted((t, f) for t, _, f in got) == [
+        (f"10.0.2.{i}", reply_hex(f"10.0.2.{i}")) for i in (6, 7, 8)
+    ]
+    assert all(at < SLACK for _, at, _ in got)
     # proxy_qlen 1: of four broadcast requests at once, two are queued, two dropped
     sysctl(nr, "net.ipv4.neigh.ra.proxy_qlen=1")
     out = probe(na, [(f"10.0.2.{i}", BCAST) for i in range(11, 15)])
@@ -142,3 +145,6 @@ def test_proxy_arp_on_the_real_kernel(namespaces: tuple[str, str]) -> None:
     assert ip(nr, "neigh show proxy").stdout == "10.0.2.9 dev ra proxy \n10.0.9.9 proxy \n"
     res = ip(nr, "neigh del proxy 10.0.9.9 dev ra")
     assert (res.returncode, res.stderr) == (2, "RTNETLINK answers: No such file or directory\n")
+    # the device going down takes its proxy entries (__neigh_ifdown), not the others
+    assert ip(nr, "link set ra down").returncode == 0
+    assert ip(nr, "neigh show proxy").stdout == "10.0.9.9 proxy \n"

@@ -28,8 +28,16 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.errors import ConfigError
-from netstack.ipv4.arp import PneighEntry, pneigh_delete, pneigh_entries, pneigh_lookup
-from netstack.neigh.neighbour import NTF_EXT_LEARNED, NTF_PROXY, NTF_ROUTER, neigh_add
+from netstack.neigh.neighbour import (
+    NTF_EXT_LEARNED,
+    NTF_PROXY,
+    NTF_ROUTER,
+    PneighEntry,
+    neigh_add,
+    pneigh_delete,
+    pneigh_entries,
+    pneigh_lookup,
+)
 from netstack.neigh.nud import (
     NUD_DELAY,
     NUD_FAILED,
