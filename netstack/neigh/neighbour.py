@@ -84,6 +84,7 @@ from netstack.sites import TIMED, kernel, spend
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
+    from netstack.core.timer import TimerList
 
 __all__ = [
     "NEIGH_TABLES",
@@ -163,7 +164,12 @@ def pneigh_lookup(
 
     Kernel: pneigh_lookup() / __pneigh_lookup_1() (one net a table here).
     """
-    bucket = tbl.phash_buckets[pneigh_hash(key)]
+    buckets = tbl.phash_buckets
+    if buckets is None:
+        if not creat:
+            return None
+        buckets = tbl.phash_buckets = [[] for _ in range(PNEIGH_HASHMASK + 1)]
+    bucket = buckets[pneigh_hash(key)]
     for n in bucket:
         if n.key == key and (n.dev is dev or n.dev is None):
             return n
@@ -177,6 +183,8 @@ def pneigh_lookup(
 @kernel("pneigh_delete")
 def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
     """Remove the proxy entry for exactly *key* and *dev*: 0 or -ENOENT. Kernel: pneigh_delete()."""
+    if tbl.phash_buckets is None:
+        return -2  # -ENOENT
     bucket = tbl.phash_buckets[pneigh_hash(key)]
     for i, n in enumerate(bucket):
         if n.key == key and n.dev is dev:
@@ -188,7 +196,7 @@ def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
 @kernel("pneigh_ifdown_and_unlock")
 def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
     """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
-    for bucket in tbl.phash_buckets:
+    for bucket in tbl.phash_buckets or ():
         if bucket:
             bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
 
@@ -196,19 +204,21 @@ def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
 @kernel("pneigh_queue_purge")
 def pneigh_queue_purge(tbl: NeighTable) -> None:
     """Drop every request on the proxy queue (one Net a table). Kernel: pneigh_queue_purge()."""
-    queue = tbl.proxy_queue
+    queue, qlen = tbl.proxy_queue, tbl.proxy_qlen
+    if queue is None or qlen is None:
+        return
     tbl.proxy_queue = []
     for skb in queue:
         dev = skb.dev
         if dev is not None:
-            tbl.proxy_qlen[dev.ifindex] = tbl.proxy_qlen.get(dev.ifindex, 1) - 1
+            qlen[dev.ifindex] = qlen.get(dev.ifindex, 1) - 1
         kfree_skb(skb)
 
 
 @kernel("pneigh_dump_table")
 def pneigh_entries(tbl: NeighTable) -> list[PneighEntry]:
     """The proxy entries in dump order: bucket by bucket. Kernel: pneigh_dump_table()."""
-    return [n for bucket in tbl.phash_buckets for n in bucket]
+    return [n for bucket in tbl.phash_buckets or () for n in bucket]
 
 
 @kernel("neigh_proxy_delay", "pneigh_enqueue")
@@ -223,20 +233,29 @@ def pneigh_enqueue(tbl: NeighTable, dev: NetDevice, skb: SkBuff) -> None:
     now = tbl.net.clock.jiffies
     proxy_delay = p.proxy_delay
     sched_next = now + tbl.net.rng.randrange(proxy_delay) if proxy_delay else now
-    qlen = tbl.proxy_qlen.get(dev.ifindex, 0)
+    qlens = tbl.proxy_qlen
+    queue = tbl.proxy_queue
+    timer = tbl.proxy_timer
+    if qlens is None or queue is None or timer is None:  # the table's first
+        qlens = tbl.proxy_qlen = {}
+        queue = tbl.proxy_queue = []
+        # timer_setup(&tbl->proxy_timer, neigh_proxy_process) of neigh_table_init()
+        timer = tbl.proxy_timer = tbl.net.timers.timer(
+            partial(neigh_proxy_process, tbl), f"{tbl.name}/proxy"
+        )
+    qlen = qlens.get(dev.ifindex, 0)
     if qlen > p.proxy_qlen:
         kfree_skb(skb)
         return
     skb.cb = NeighCb(sched_next, LOCALLY_ENQUEUED)
-    timer = tbl.proxy_timer
     if timer.delete() and timer.expires < sched_next:
         sched_next = timer.expires
     dst = skb.dst  # skb_dst_drop()
     if dst is not None:
         dst.release()
         skb.dst = None
-    tbl.proxy_queue.append(skb)
-    tbl.proxy_qlen[dev.ifindex] = qlen + 1
+    queue.append(skb)
+    qlens[dev.ifindex] = qlen + 1
     timer.mod(sched_next)
 
 
@@ -246,16 +265,20 @@ def neigh_proxy_process(tbl: NeighTable) -> None:
 
     Kernel: neigh_proxy_process() / neigh_parms_qlen_dec().
     """
+    queue, qlens, timer = tbl.proxy_queue, tbl.proxy_qlen, tbl.proxy_timer
+    assert queue is not None
+    assert qlens is not None
+    assert timer is not None
     now = tbl.net.clock.jiffies
     sched_next = 0
-    for skb in list(tbl.proxy_queue):
+    for skb in list(queue):
         cb: NeighCb = skb.cb
         tdif = cb.sched_next - now
         if tdif <= 0:
             dev = skb.dev
             assert dev is not None
-            tbl.proxy_qlen[dev.ifindex] = tbl.proxy_qlen.get(dev.ifindex, 1) - 1
-            tbl.proxy_queue.remove(skb)
+            qlens[dev.ifindex] = qlens.get(dev.ifindex, 1) - 1
+            queue.remove(skb)
             redo = tbl.proxy_redo
             if redo is not None and dev.netif_running():
                 redo(skb)  # tbl->proxy_redo: parp_redo for ARP
@@ -263,9 +286,9 @@ def neigh_proxy_process(tbl: NeighTable) -> None:
                 kfree_skb(skb)
         elif not sched_next or tdif < sched_next:
             sched_next = tdif
-    tbl.proxy_timer.delete()
+    timer.delete()
     if sched_next:
-        tbl.proxy_timer.mod(tbl.net.clock.jiffies + sched_next)
+        timer.mod(tbl.net.clock.jiffies + sched_next)
 
 
 class HhCache:
@@ -503,12 +526,13 @@ class NeighTable:
         self.confirm_writes = 0
         self.confirm_skipped = 0
         self.gc_timer = net.timers.timer(self.neigh_periodic_work, f"{name}/gc")
-        # proxy entries and the proxy queue (ARP's proxy ARP, see pneigh_lookup)
-        self.phash_buckets: list[list[PneighEntry]] = [[] for _ in range(PNEIGH_HASHMASK + 1)]
-        self.proxy_queue: list[SkBuff] = []
-        self.proxy_qlen: dict[int, int] = {}  # per device: struct neigh_parms's qlen
+        # Proxy entries and the proxy queue (proxy ARP, see pneigh_lookup): made when
+        # first used, as few labs use them and a lab holds thousands of tables.
+        self.phash_buckets: list[list[PneighEntry]] | None = None
+        self.proxy_queue: list[SkBuff] | None = None
+        self.proxy_qlen: dict[int, int] | None = None  # per device: neigh_parms's qlen
+        self.proxy_timer: TimerList | None = None
         self.proxy_redo: Callable[[SkBuff], None] | None = None
-        self.proxy_timer = net.timers.timer(partial(neigh_proxy_process, self), f"{name}/proxy")
         self.gc_timer.mod(now + self.parms.reachable_time)  # queue_delayed_work(reachable_time)
 
     # -- parameters -----------------------------------------------------------------
@@ -671,7 +695,7 @@ class NeighTable:
         pneigh_ifdown(self, dev)
         if self.proxy_queue:
             pneigh_queue_purge(self)
-        if not self.proxy_queue:
+        if self.proxy_timer is not None:  # the queue is empty now
             self.proxy_timer.delete()
 
     def flush(self, dev: NetDevice | None, state_mask: int) -> int:

@@ -270,7 +270,7 @@ async def test_proxy_qlen_bounds_the_queue(
     assert sorted(f for _, f in got) == sorted(proxy_reply_bytes(f"10.0.2.{i}") for i in (11, 12))
     assert all(0 <= t < 0.8 for t, _ in got)
     tbl = ipv4_of(r.net).arp_tbl
-    assert tbl.proxy_queue == [] and tbl.proxy_qlen[r.dev("ra").ifindex] == 0
+    assert tbl.proxy_queue == [] and tbl.proxy_qlen == {r.dev("ra").ifindex: 0}
 
 
 async def test_ip_neigh_show_proxy_in_hash_order(lab: netstack.Lab) -> None:
@@ -294,10 +294,11 @@ async def test_device_down_takes_its_proxy_entries_and_the_queue(
     ask(a, "10.0.2.1")
     await trio.sleep(0.001)
     tbl = ipv4_of(r.net).arp_tbl
-    assert len(tbl.proxy_queue) == 1
+    assert tbl.proxy_queue is not None and len(tbl.proxy_queue) == 1
     r.ip("link set ra down")  # as Linux 6.18: only the entry of no device stays
     assert r.ip("neigh show proxy") == "10.0.9.9 proxy \n"
-    assert tbl.proxy_queue == [] and not tbl.proxy_timer.pending
+    assert tbl.proxy_queue == []
+    assert tbl.proxy_timer is not None and not tbl.proxy_timer.pending
     r.ip("link set ra up")
     await trio.sleep(1)
     assert replies(cap, t0) == []
