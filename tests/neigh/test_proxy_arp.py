@@ -302,3 +302,47 @@ async def test_device_down_takes_its_proxy_entries_and_the_queue(
     r.ip("link set ra up")
     await trio.sleep(1)
     assert replies(cap, t0) == []
+
+
+async def test_ip_neigh_proxy_get_brief_filters_and_flush(lab: netstack.Lab) -> None:
+    # iproute2 6.1 on Linux 6.18, byte for byte
+    r = lab.add_host("r", sysctls=IPV4_ONLY)
+    r.ip("link add d0 type dummy")
+    r.ip("neigh add proxy 10.0.0.5 dev d0")
+    r.ip("neigh add proxy 10.0.0.6")
+    r.ip("neigh add proxy 10.1.0.6 dev d0")
+    assert r.ip("neigh get proxy 10.0.0.6 dev d0") == "10.0.0.6 proxy \n"
+    assert r.ip("neigh get proxy 10.0.0.5 dev d0") == "10.0.0.5 dev d0 proxy \n"
+    with pytest.raises(ConfigError, match=r"^Error: Proxy neighbour entry not found\.$"):
+        r.ip("neigh get proxy 10.0.0.9 dev d0")
+    assert r.ip("neigh show proxy 10.0.0.6") == "10.0.0.6 proxy \n"
+    assert r.ip("neigh show proxy to 10.0.0.0/16") == ("10.0.0.6 proxy \n10.0.0.5 dev d0 proxy \n")
+    assert r.ip("-br neigh show proxy") == (
+        f"{'10.0.0.6':<40}\n{'10.1.0.6':<40}{'d0':<17}\n{'10.0.0.5':<40}{'d0':<17}\n"
+    )
+    assert r.ip("-s neigh flush proxy dev d0") == (
+        "\n*** Round 1, deleting 2 entries ***\n*** Flush is complete after 1 round ***\n"
+    )
+    assert r.ip("neigh show proxy") == "10.0.0.6 proxy \n"
+    assert r.ip("-s neigh flush proxy dev d0") == "Nothing to flush.\n"
+    assert r.ip("neigh flush proxy") == ""
+    assert r.ip("neigh show proxy") == ""
+
+
+async def test_medium_id_rules(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
+    # arp_fwd_proxy: no proxy between devices of one medium, none from medium -1
+    # (the same five answers as Linux 6.18)
+    a, r, _b = topology(lab)
+    await trio.sleep(1)
+    r.sysctl("net.ipv4.neigh.ra.proxy_delay=0")
+    cap = r.capture("ra")
+    answered = []
+    for ra_id, rb_id in ((1, 1), (1, 2), (1, 0), (-1, 2), (0, 1)):
+        r.sysctl(f"net.ipv4.conf.ra.medium_id={ra_id}")
+        r.sysctl(f"net.ipv4.conf.rb.medium_id={rb_id}")
+        t0 = trio.current_time()
+        cap.frames.clear()
+        ask(a, "10.0.2.20")
+        await trio.sleep(0.01)
+        answered.append(bool(replies(cap, t0)))
+    assert answered == [False, True, True, False, True]

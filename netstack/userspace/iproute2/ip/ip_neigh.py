@@ -271,8 +271,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
         return ""
     if opts.brief:
         brief = f"{addr_text(tbl.family, pn.key):<39} "
-        if not filt.index:
-            brief += f"{dev.name if dev is not None else '':<16} "
+        if dev is not None and not filt.index:
+            brief += f"{dev.name:<16} "
         return brief + "\n"
     o = [f"{addr_text(tbl.family, pn.key)} "]
     if dev is not None and not filt.index:
@@ -400,7 +400,27 @@ def do_show_or_flush(net: Net, opts: Iproute2Options, args: Args, *, flush: bool
         if not flush:
             for pn_tbl, pn in _proxy_entries(net, filt):
                 opts.write(print_pneigh(opts, filt, pn_tbl, pn))
-        return  # (flush proxy: iproute2 dumps proxy entries only to show them)
+            return
+        # flush proxy: the same rounds, deleting each entry the dump returns (and, as
+        # iproute2 6.1 on Linux 6.18 shows, printing none of them under -s -s)
+        rounds = 0
+        while rounds < MAX_ROUNDS:
+            pvictims = _proxy_entries(net, filt)
+            if not pvictims:
+                if opts.stats:
+                    if rounds == 0:
+                        opts.write("Nothing to flush.\n")
+                    else:
+                        s = "s" if rounds > 1 else ""
+                        opts.write(f"*** Flush is complete after {rounds} round{s} ***\n")
+                return
+            for pn_tbl, pn in pvictims:
+                pneigh_delete(pn_tbl, pn.key, pn.dev)
+            rounds += 1
+            if opts.stats:
+                opts.write(f"\n*** Round {rounds}, deleting {len(pvictims)} entries ***\n")
+        opts.write(f"*** Flush not complete bailing out after {MAX_ROUNDS} rounds\n")
+        return
     if not flush:
         for n in _entries(net):
             if _passes(filt, n):
