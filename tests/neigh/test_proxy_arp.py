@@ -14,6 +14,8 @@ The figures match Linux 6.18 between network namespaces (see
 
 from __future__ import annotations
 
+import json
+
 import dpkt
 import pytest
 import trio
@@ -320,6 +322,11 @@ async def test_ip_neigh_proxy_get_brief_filters_and_flush(lab: netstack.Lab) -> 
     assert r.ip("-br neigh show proxy") == (
         f"{'10.0.0.6':<40}\n{'10.1.0.6':<40}{'d0':<17}\n{'10.0.0.5':<40}{'d0':<17}\n"
     )
+    assert json.loads(r.ip("-j neigh show proxy")) == [
+        {"dst": "10.0.0.6", "proxy": None},
+        {"dst": "10.1.0.6", "dev": "d0", "proxy": None},
+        {"dst": "10.0.0.5", "dev": "d0", "proxy": None},
+    ]
     assert r.ip("-s neigh flush proxy dev d0") == (
         "\n*** Round 1, deleting 2 entries ***\n*** Flush is complete after 1 round ***\n"
     )
