@@ -144,6 +144,13 @@ def test_proxy_arp_on_the_real_kernel(namespaces: tuple[str, str]) -> None:
         answered.append(any(kind == "reply" for kind, *_ in out))
     assert answered == [False, True, True, False, True]
     sysctl(nr, "net.ipv4.conf.ra.medium_id=0", "net.ipv4.conf.rb.medium_id=0")
+    # a target routed back out of ra: only with proxy_arp_pvlan (and never for sip == tip)
+    out = probe(na, [("10.0.1.9", RA_MAC.hex())])
+    assert [kind for kind, *_ in out if kind == "reply"] == []
+    sysctl(nr, "net.ipv4.conf.ra.proxy_arp_pvlan=1")
+    out = probe(na, [("10.0.1.9", RA_MAC.hex())])
+    assert [f for kind, _, _, f in out if kind == "reply"] == [reply_hex("10.0.1.9")]
+    sysctl(nr, "net.ipv4.conf.ra.proxy_arp_pvlan=0")
     sysctl(nr, "net.ipv4.neigh.ra.proxy_delay=80")
     # a pneigh entry answers for its address alone
     sysctl(nr, "net.ipv4.conf.ra.proxy_arp=0", "net.ipv4.neigh.ra.proxy_qlen=64")
