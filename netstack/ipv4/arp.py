@@ -20,7 +20,7 @@ Kernel: net/ipv4/arp.c.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from netstack.core.dev import dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
@@ -37,7 +37,9 @@ from netstack.core.skbuff import (
 from netstack.ipv4.devinet import inet_select_addr
 from netstack.ipv4.route import ip_route_input_noref
 from netstack.neigh.neighbour import (
+    LOCALLY_ENQUEUED,
     Neighbour,
+    NeighCb,
     NeighOps,
     NeighTable,
     neigh_connected_output,
@@ -45,6 +47,8 @@ from netstack.neigh.neighbour import (
     neigh_event_ns,
     neigh_resolve_output,
     neigh_update,
+    pneigh_enqueue,
+    pneigh_lookup,
 )
 from netstack.neigh.nud import (
     NEIGH_UPDATE_F_OVERRIDE,
@@ -112,7 +116,13 @@ def make_arp_tbl(ipv4: Ipv4) -> NeighTable:
         proxy_delay=8 * hz // 10,
         interval_probe_time=5 * hz,
     )
-    return NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
+    tbl = NeighTable(ipv4.net, "arp_cache", 2, ETH_P_IP, 32, constructor, ops_generic, parms, ntoa)
+
+    def proxy_redo(skb: SkBuff) -> None:
+        parp_redo(ipv4, skb)
+
+    tbl.proxy_redo = proxy_redo  # arp_tbl.proxy_redo = parp_redo
+    return tbl
 
 
 @kernel("arp_constructor")
@@ -243,6 +253,46 @@ def arp_error_report(ipv4: Ipv4, n: Neighbour, skb: SkBuff) -> None:
     kfree_skb(skb, DropReason.NEIGH_FAILED)
 
 
+@kernel("parp_redo")
+def parp_redo(ipv4: Ipv4, skb: SkBuff) -> None:
+    """A delayed proxy request's turn: ``arp_process`` again, now LOCALLY_ENQUEUED.
+
+    It enters through :func:`arp_rcv`'s checks (which the packet passed
+    already: the same bytes) as ``arp_process`` is written out there.
+    Kernel: parp_redo().
+    """
+    dev = skb.dev
+    assert dev is not None
+    arp_rcv(ipv4, skb, dev, cast("PacketType", None), dev)
+
+
+@kernel("arp_fwd_proxy")
+def arp_fwd_proxy(in_dev: Any, dev: NetDevice, rt: Any) -> bool:
+    """Proxy ARP for a route out of another device? Kernel: arp_fwd_proxy()."""
+    if rt.dev is dev:
+        return False
+    if not in_dev.orconf("proxy_arp"):  # IN_DEV_PROXY_ARP: IN_DEV_ORCONF
+        return False
+    imi = in_dev.cnf.medium_id  # IN_DEV_MEDIUM_ID: the device's own
+    if imi == 0:
+        return True
+    if imi == -1:
+        return False
+    out_dev = rt.dev.ip_ptr
+    omi = out_dev.cnf.medium_id if out_dev is not None else -1
+    return bool(omi != imi and omi != -1)
+
+
+@kernel("arp_fwd_pvlan")
+def arp_fwd_pvlan(in_dev: Any, dev: NetDevice, rt: Any, sip: int, tip: int) -> bool:
+    """RFC 3069 private VLAN: proxy back out of the same device. Kernel: arp_fwd_pvlan()."""
+    if rt.dev is not dev:
+        return False
+    if sip == tip:  # no replies to self probes
+        return False
+    return bool(in_dev.orconf("proxy_arp_pvlan"))  # IN_DEV_PROXY_ARP_PVLAN: ORCONF
+
+
 # ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process reads
 _ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
 
@@ -321,19 +371,44 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
         op == ARPOP_REQUEST
         and ip_route_input_noref(ipv4, skb, tip, sip, 0, dev) == 0
         and (rt := skb.dst) is not None
-        and rt.rt_type == RTN_LOCAL  # type: ignore[attr-defined]
     ):
-        if skb.pkt_type == PACKET_HOST:
-            tbl.rcv_probes_ucast += 1
-        else:
-            tbl.rcv_probes_mcast += 1
-        if not arp_ignore(ipv4, in_dev, sip, tip):
+        addr_type = rt.rt_type  # type: ignore[attr-defined]
+        if addr_type == RTN_LOCAL:
+            if skb.pkt_type == PACKET_HOST:
+                tbl.rcv_probes_ucast += 1
+            else:
+                tbl.rcv_probes_mcast += 1
+            if not arp_ignore(ipv4, in_dev, sip, tip):
+                sha = bytes(buf[d + 8 : d + 14])
+                n = neigh_event_ns(tbl, sha, sip, dev)
+                if n is not None:
+                    arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
+            consume_skb(skb)
+            return
+        if (
+            in_dev.cnf.forwarding  # IN_DEV_FORWARD
+            and addr_type == RTN_UNICAST
+            and (
+                arp_fwd_proxy(in_dev, dev, rt)
+                or arp_fwd_pvlan(in_dev, dev, rt, sip, tip)
+                or (rt.dev is not dev and pneigh_lookup(tbl, tip, dev) is not None)
+            )
+        ):
+            # proxy ARP: answer with our own address for a host we route to
             sha = bytes(buf[d + 8 : d + 14])
-            n = neigh_event_ns(tbl, sha, sip, dev)
-            if n is not None:
+            neigh_event_ns(tbl, sha, sip, dev)
+            cb = skb.cb
+            if (
+                (type(cb) is NeighCb and cb.flags & LOCALLY_ENQUEUED)
+                or skb.pkt_type == PACKET_HOST
+                or tbl.parms_for(dev).proxy_delay == 0  # NEIGH_VAR(in_dev->arp_parms, ...)
+            ):
                 arp_send(ipv4, ARPOP_REPLY, ETH_P_ARP, sip, dev, tip, sha, dev.dev_addr, sha)
-        consume_skb(skb)
-        return
+            else:
+                pneigh_enqueue(tbl, dev, skb)
+                return
+            consume_skb(skb)
+            return
     # Everything else updates an existing entry (__neigh_lookup(..., creat=0)); new
     # ones only if arp_accept allows. A request for another host, as every host
     # on a segment hears, ends here: a lookup, and an update if the sender is known.

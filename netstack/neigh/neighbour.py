@@ -21,6 +21,13 @@ progress) ends in :func:`neigh_confirm`, which writes ``n.confirmed``; with the
 ``neigh_confirm_elide`` patch only when jiffies changed. Every store is
 counted in ``confirm_writes``: each one would dirty the neighbour's cache line.
 
+Proxy entries (``ip neigh add proxy``, :func:`pneigh_lookup`) live in 16
+buckets by :func:`pneigh_hash`, as the kernel's ``phash_buckets``. A request
+a proxy answers late (ARP's broadcast requests) waits on the table's proxy
+queue a random delay below ``proxy_delay`` (:func:`pneigh_enqueue`, at most
+``proxy_qlen`` a device); the proxy timer (:func:`neigh_proxy_process`) hands
+it back to the family (``proxy_redo``: ARP's ``parp_redo``).
+
 The per-family sysctl trees ``net.{ipv4,ipv6}.neigh.{default,DEV}.*`` are one
 table registered by :func:`neigh_sysctl_register` for either family (ARP and
 ndisc call it), each entry reading and writing the table's ``NeighParms``
@@ -77,6 +84,7 @@ from netstack.sites import TIMED, kernel, spend
 if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
+    from netstack.core.timer import TimerList
 
 __all__ = [
     "NEIGH_TABLES",
@@ -95,6 +103,10 @@ __all__ = [
     "neigh_sysctl_unregister",
     "neigh_table_init",
     "neigh_update",
+    "pneigh_delete",
+    "pneigh_enqueue",
+    "pneigh_entries",
+    "pneigh_lookup",
 ]
 
 # neighbour flags (NTF_*)
@@ -106,6 +118,177 @@ NTF_EXT_LEARNED: Final = 0x10
 NTF_ROUTER: Final = 0x80
 
 NEIGH_PERIODIC_REACHABLE_RECOMPUTE: Final = 300  # seconds between reachable_time draws
+
+# -- proxy entries (pneigh) and the proxy queue: proxy ARP ------------------------------
+
+PNEIGH_HASHMASK: Final = 0xF
+LOCALLY_ENQUEUED: Final = 0x1  # NEIGH_CB(skb)->flags (include/net/neighbour.h)
+
+
+@attrs.define(eq=False)
+class PneighEntry:
+    """A proxy entry (kernel: ``struct pneigh_entry``); *dev* None matches every device."""
+
+    key: int
+    dev: NetDevice | None
+    flags: int = 0
+    protocol: int = 0
+
+
+@attrs.define(eq=False)
+class NeighCb:
+    """What the proxy queue keeps in ``skb.cb`` (kernel: ``struct neighbour_cb``)."""
+
+    sched_next: int
+    flags: int
+
+
+@kernel("pneigh_hash")
+def pneigh_hash(key: int) -> int:
+    """The bucket of a key. Kernel: pneigh_hash().
+
+    The kernel reads the key's last four bytes as a native (little-endian) u32.
+    """
+    h = int.from_bytes((key & 0xFFFFFFFF).to_bytes(4, "big"), "little")
+    h ^= h >> 16
+    h ^= h >> 8
+    h ^= h >> 4
+    return h & PNEIGH_HASHMASK
+
+
+@kernel("pneigh_lookup", "__pneigh_lookup_1")
+def pneigh_lookup(
+    tbl: NeighTable, key: int, dev: NetDevice | None, creat: bool = False
+) -> PneighEntry | None:
+    """The proxy entry for *key* on *dev* (or on every device); with *creat*, make one.
+
+    Kernel: pneigh_lookup() / __pneigh_lookup_1() (one net a table here).
+    """
+    buckets = tbl.phash_buckets
+    if buckets is None:
+        if not creat:
+            return None
+        buckets = tbl.phash_buckets = [[] for _ in range(PNEIGH_HASHMASK + 1)]
+    bucket = buckets[pneigh_hash(key)]
+    for n in bucket:
+        if n.key == key and (n.dev is dev or n.dev is None):
+            return n
+    if not creat:
+        return None
+    n = PneighEntry(key, dev)
+    bucket.insert(0, n)  # n->next = tbl->phash_buckets[hash_val]
+    return n
+
+
+@kernel("pneigh_delete")
+def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
+    """Remove the proxy entry for exactly *key* and *dev*: 0 or -ENOENT. Kernel: pneigh_delete()."""
+    if tbl.phash_buckets is None:
+        return -2  # -ENOENT
+    bucket = tbl.phash_buckets[pneigh_hash(key)]
+    for i, n in enumerate(bucket):
+        if n.key == key and n.dev is dev:
+            del bucket[i]
+            return 0
+    return -2  # -ENOENT
+
+
+@kernel("pneigh_ifdown_and_unlock")
+def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
+    """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
+    for bucket in tbl.phash_buckets or ():
+        if bucket:
+            bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
+
+
+@kernel("pneigh_queue_purge")
+def pneigh_queue_purge(tbl: NeighTable) -> None:
+    """Drop every request on the proxy queue (one Net a table). Kernel: pneigh_queue_purge()."""
+    queue, qlen = tbl.proxy_queue, tbl.proxy_qlen
+    if queue is None or qlen is None:
+        return
+    tbl.proxy_queue = []
+    for skb in queue:
+        dev = skb.dev
+        if dev is not None:
+            qlen[dev.ifindex] = qlen.get(dev.ifindex, 1) - 1
+        kfree_skb(skb)
+
+
+@kernel("pneigh_dump_table")
+def pneigh_entries(tbl: NeighTable) -> list[PneighEntry]:
+    """The proxy entries in dump order: bucket by bucket. Kernel: pneigh_dump_table()."""
+    return [n for bucket in tbl.phash_buckets or () for n in bucket]
+
+
+@kernel("neigh_proxy_delay", "pneigh_enqueue")
+def pneigh_enqueue(tbl: NeighTable, dev: NetDevice, skb: SkBuff) -> None:
+    """Answer *skb* later: after a random delay below ``proxy_delay``.
+
+    The queue is bounded by ``proxy_qlen`` per device (``p->qlen``); the delay
+    is drawn (``get_random_u32_below``) from the Net's seeded random before
+    that check, as the kernel does. Kernel: neigh_proxy_delay() / pneigh_enqueue().
+    """
+    p = tbl.parms_for(dev)
+    now = tbl.net.clock.jiffies
+    proxy_delay = p.proxy_delay
+    sched_next = now + tbl.net.rng.randrange(proxy_delay) if proxy_delay else now
+    qlens = tbl.proxy_qlen
+    queue = tbl.proxy_queue
+    timer = tbl.proxy_timer
+    if qlens is None or queue is None or timer is None:  # the table's first
+        qlens = tbl.proxy_qlen = {}
+        queue = tbl.proxy_queue = []
+        # timer_setup(&tbl->proxy_timer, neigh_proxy_process) of neigh_table_init()
+        timer = tbl.proxy_timer = tbl.net.timers.timer(
+            partial(neigh_proxy_process, tbl), f"{tbl.name}/proxy"
+        )
+    qlen = qlens.get(dev.ifindex, 0)
+    if qlen > p.proxy_qlen:
+        kfree_skb(skb)
+        return
+    skb.cb = NeighCb(sched_next, LOCALLY_ENQUEUED)
+    if timer.delete() and timer.expires < sched_next:
+        sched_next = timer.expires
+    dst = skb.dst  # skb_dst_drop()
+    if dst is not None:
+        dst.release()
+        skb.dst = None
+    queue.append(skb)
+    qlens[dev.ifindex] = qlen + 1
+    timer.mod(sched_next)
+
+
+@kernel("neigh_proxy_process", "neigh_parms_qlen_dec")
+def neigh_proxy_process(tbl: NeighTable) -> None:
+    """The proxy timer: redo each queued request that is due.
+
+    Kernel: neigh_proxy_process() / neigh_parms_qlen_dec().
+    """
+    queue, qlens, timer = tbl.proxy_queue, tbl.proxy_qlen, tbl.proxy_timer
+    assert queue is not None
+    assert qlens is not None
+    assert timer is not None
+    now = tbl.net.clock.jiffies
+    sched_next = 0
+    for skb in list(queue):
+        cb: NeighCb = skb.cb
+        tdif = cb.sched_next - now
+        if tdif <= 0:
+            dev = skb.dev
+            assert dev is not None
+            qlens[dev.ifindex] = qlens.get(dev.ifindex, 1) - 1
+            queue.remove(skb)
+            redo = tbl.proxy_redo
+            if redo is not None and dev.netif_running():
+                redo(skb)  # tbl->proxy_redo: parp_redo for ARP
+            else:
+                kfree_skb(skb)
+        elif not sched_next or tdif < sched_next:
+            sched_next = tdif
+    timer.delete()
+    if sched_next:
+        timer.mod(tbl.net.clock.jiffies + sched_next)
 
 
 class HhCache:
@@ -281,7 +464,12 @@ class NeighTable:
         "net",
         "parms",
         "periodic_gc_runs",
+        "phash_buckets",
         "protocol",
+        "proxy_qlen",
+        "proxy_queue",
+        "proxy_redo",
+        "proxy_timer",
         "rcv_probes_mcast",
         "rcv_probes_ucast",
         "res_failed",
@@ -338,6 +526,13 @@ class NeighTable:
         self.confirm_writes = 0
         self.confirm_skipped = 0
         self.gc_timer = net.timers.timer(self.neigh_periodic_work, f"{name}/gc")
+        # Proxy entries and the proxy queue (proxy ARP, see pneigh_lookup): made when
+        # first used, as few labs use them and a lab holds thousands of tables.
+        self.phash_buckets: list[list[PneighEntry]] | None = None
+        self.proxy_queue: list[SkBuff] | None = None
+        self.proxy_qlen: dict[int, int] | None = None  # per device: neigh_parms's qlen
+        self.proxy_timer: TimerList | None = None
+        self.proxy_redo: Callable[[SkBuff], None] | None = None
         self.gc_timer.mod(now + self.parms.reachable_time)  # queue_delayed_work(reachable_time)
 
     # -- parameters -----------------------------------------------------------------
@@ -489,11 +684,19 @@ class NeighTable:
                     self._unlink(n)
         self.gc_timer.mod(now + max(self.parms.base_reachable_time // 2, 1))
 
-    @kernel("neigh_ifdown")
+    @kernel("neigh_ifdown", "__neigh_ifdown")
     def neigh_ifdown(self, dev: NetDevice) -> None:
-        """Flush every entry of *dev* (device down). Kernel: neigh_ifdown()."""
+        """Flush every entry of *dev* (device down), its proxy entries, the proxy queue.
+
+        Kernel: neigh_ifdown() / __neigh_ifdown().
+        """
         for n in [n for n in self.hash.values() if n.dev is dev]:
             self._unlink(n)
+        pneigh_ifdown(self, dev)
+        if self.proxy_queue:
+            pneigh_queue_purge(self)
+        if self.proxy_timer is not None:  # the queue is empty now
+            self.proxy_timer.delete()
 
     def flush(self, dev: NetDevice | None, state_mask: int) -> int:
         """Delete entries whose state is in *state_mask* (``ip neigh flush``)."""

@@ -28,7 +28,16 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from netstack.errors import ConfigError
-from netstack.neigh.neighbour import NTF_EXT_LEARNED, NTF_PROXY, NTF_ROUTER, neigh_add
+from netstack.neigh.neighbour import (
+    NTF_EXT_LEARNED,
+    NTF_PROXY,
+    NTF_ROUTER,
+    PneighEntry,
+    neigh_add,
+    pneigh_delete,
+    pneigh_entries,
+    pneigh_lookup,
+)
 from netstack.neigh.nud import (
     NUD_DELAY,
     NUD_FAILED,
@@ -242,6 +251,64 @@ def _neigh_json(opts: Iproute2Options, filt: NeighFilter, n: Neighbour) -> dict[
     return obj
 
 
+@kernel("pneigh_fill_info")
+def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: PneighEntry) -> str:
+    """One proxy entry, as iproute2's print_neigh() shows it: ``ADDR [dev DEV] proxy``.
+
+    The kernel reports it with state NONE and flags NTF_PROXY.
+    Kernel: pneigh_fill_info().
+    """
+    dev = pn.dev
+    if opts.json:
+        obj: dict[str, Any] = {"dst": addr_text(tbl.family, pn.key)}
+        if dev is not None and not filt.index:
+            obj["dev"] = dev.name
+        if not opts.brief:
+            if pn.flags & NTF_ROUTER:
+                obj["router"] = None
+            obj["proxy"] = None
+        opts.records.append(obj)
+        return ""
+    if opts.brief:
+        brief = f"{addr_text(tbl.family, pn.key):<39} "
+        if dev is not None and not filt.index:
+            brief += f"{dev.name:<16} "
+        return brief + "\n"
+    o = [f"{addr_text(tbl.family, pn.key)} "]
+    if dev is not None and not filt.index:
+        o.append(f"dev {dev.name} ")
+    if pn.flags & NTF_ROUTER:
+        o.append("router ")
+    o.append("proxy ")
+    return "".join(o) + "\n"
+
+
+@kernel("pneigh_dump_table")
+def _proxy_entries(net: Net, filt: NeighFilter) -> list[tuple[NeighTable, PneighEntry]]:
+    """The proxy entries a ``show proxy`` dump returns (ARP's: IPv6 has none here).
+
+    Kernel: pneigh_dump_table() (neigh_ifindex_filtered: a device filter skips
+    entries of no device).
+    """
+    if filt.family not in (AF_UNSPEC, AF_INET):
+        return []
+    tbl = ipv4_or_error(net).arp_tbl
+    out = []
+    for pn in pneigh_entries(tbl):
+        if filt.index and (pn.dev is None or pn.dev.ifindex != filt.index):
+            continue
+        pfx = filt.pfx
+        if (
+            pfx is not None
+            and pfx.family == AF_INET
+            and pfx.bitlen > 0
+            and not inet_addr_match(pn.key, pfx, pfx.bitlen)
+        ):
+            continue
+        out.append((tbl, pn))
+    return out
+
+
 def _tables(net: Net) -> list[NeighTable]:
     """The neighbour tables a dump walks, ARP before ND as the kernel's neigh_tables[]."""
     tables = [ipv4_or_error(net).arp_tbl]
@@ -330,7 +397,30 @@ def do_show_or_flush(net: Net, opts: Iproute2Options, args: Args, *, flush: bool
             nodev(filter_dev)
         filt.index = dev.ifindex
     if filt.proxy:
-        return  # no proxy entries (pneigh) in this kernel
+        if not flush:
+            for pn_tbl, pn in _proxy_entries(net, filt):
+                opts.write(print_pneigh(opts, filt, pn_tbl, pn))
+            return
+        # flush proxy: the same rounds, deleting each entry the dump returns (and, as
+        # iproute2 6.1 on Linux 6.18 shows, printing none of them under -s -s)
+        rounds = 0
+        while rounds < MAX_ROUNDS:
+            pvictims = _proxy_entries(net, filt)
+            if not pvictims:
+                if opts.stats:
+                    if rounds == 0:
+                        opts.write("Nothing to flush.\n")
+                    else:
+                        s = "s" if rounds > 1 else ""
+                        opts.write(f"*** Flush is complete after {rounds} round{s} ***\n")
+                return
+            for pn_tbl, pn in pvictims:
+                pneigh_delete(pn_tbl, pn.key, pn.dev)
+            rounds += 1
+            if opts.stats:
+                opts.write(f"\n*** Round {rounds}, deleting {len(pvictims)} entries ***\n")
+        opts.write(f"*** Flush not complete bailing out after {MAX_ROUNDS} rounds\n")
+        return
     if not flush:
         for n in _entries(net):
             if _passes(filt, n):
@@ -430,7 +520,16 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
     if dev is not None and lladdr is not None and len(lladdr) < dev.addr_len:
         raise extack_error("Invalid link address", errno.EINVAL)
     if flags & NTF_PROXY:
-        raise ConfigError("netstack: proxy neighbours are not supported", errno.EOPNOTSUPP)
+        if dst.family != AF_INET:
+            raise ConfigError("netstack: IPv6 proxy neighbours are not supported", errno.EOPNOTSUPP)
+        if cmd == "del":  # neigh_delete(): pneigh_delete()
+            if pneigh_delete(tbl, key, dev):
+                raise rtnl_error(errno.ENOENT)
+            return
+        pn = pneigh_lookup(tbl, key, dev, creat=True)  # neigh_add()
+        assert pn is not None
+        pn.flags = flags
+        return
     if dev is None:
         raise extack_error("Device not specified", errno.EINVAL)
     if cmd == "del":
@@ -489,7 +588,13 @@ def ipneigh_get(net: Net, opts: Iproute2Options, args: Args) -> None:
         if dev is None:
             raise ConfigError(f'Cannot find device "{d}"', errno.ENODEV)
     tbl = _table(net, dst.family)
-    if proxy or dev is None:
+    if proxy:  # pneigh_get_reply()
+        pn = pneigh_lookup(tbl, dst.v4, dev) if dst.family == AF_INET else None
+        if pn is None:
+            raise extack_error("Proxy neighbour entry not found", errno.ENOENT)
+        opts.write(print_pneigh(opts, NeighFilter(), tbl, pn))
+        return
+    if dev is None:
         raise extack_error("Proxy neighbour entry not found", errno.ENOENT)
     n = tbl.lookup(dst.v6 if dst.family == AF_INET6 else dst.v4, dev)
     if n is None:
