@@ -29,6 +29,7 @@ from netstack.sites import TIMED, kernel, spend
 from netstack.tcp import fastopen as _fo
 from netstack.tcp.cong import tcp_set_congestion_control
 from netstack.tcp.helpers import (
+    PAGE_SIZE,
     sk_stream_is_writeable,
     sk_stream_memory_free,
     sk_wmem_charge,
@@ -644,8 +645,14 @@ def _tcp_close(sk: TcpSock) -> None:
             length -= 1
         data_was_unread += length
         consume_skb(skb)
+    # sock_rfree() of each gave its truesize back (sk_mem_uncharge()); sk_mem_reclaim()
+    # returns the whole pages and keeps the rest, which the send queue still charged
+    # (data in flight past close) stands on
+    fwd = sk.sk_forward_alloc + sk.sk_rmem_alloc
     sk.sk_rmem_alloc = 0
-    sk.sk_forward_alloc = 0  # sk_mem_reclaim()
+    if fwd >= PAGE_SIZE:
+        fwd &= PAGE_SIZE - 1
+    sk.sk_forward_alloc = fwd
     if sk.state == TCP_CLOSE:
         pass
     elif data_was_unread:
