@@ -422,7 +422,7 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
     dev_mode = in_dev.cnf.arp_accept
     if dev_mode > accept_mode:
         accept_mode = dev_mode
-    accept = accept_mode == 1 or (accept_mode > 1 and arp_accept(ipv4, in_dev, sip))
+    accept = accept_mode == 1 or (accept_mode == 2 and arp_accept(ipv4, in_dev, sip))
     if n is not None or accept:  # (so sha is set below when n is)
         sha = bytes(buf[d + 8 : d + 14])
         tha = bytes(buf[d + 18 : d + 24])
@@ -501,10 +501,10 @@ def arp_accept(ipv4: Ipv4, in_dev: Any, sip: int) -> bool:
     dev_mode = in_dev.cnf.arp_accept
     if dev_mode > mode:
         mode = dev_mode
-    if mode == 0:
-        return False
     if mode == 1:
         return True
+    if mode != 2:  # 0, and any other value: the switch's default
+        return False
     return any(ifa.match(sip) for ifa in in_dev.primaries())
 
 

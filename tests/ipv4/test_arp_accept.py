@@ -32,6 +32,8 @@ MAC = b"\x02\x00\x00\x00\xaa\x01"
         (2, 0, "10.9.9.9", False),  # outside it
         (0, 2, "10.9.9.9", False),
         (1, 2, "10.9.9.9", False),  # the larger mode (2) decides
+        (3, 0, "10.0.0.1", False),  # any other value: the switch's default, 0
+        (0, 7, "10.0.0.1", False),
     ],
 )
 async def test_a_gratuitous_request_creates_an_entry_as_arp_accept_says(
