@@ -33,10 +33,7 @@ KEYS = ("TCPHPHits", "TCPHPAcks", "TCPPureAcks")
 
 async def _ping_pong(lab: Lab, rounds: int = ROUNDS, size: int = 100) -> dict[str, tuple[int, int]]:
     """*rounds* requests of *size* bytes a → b, each echoed; the counters of a and b."""
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind="veth")
-    builders.add_addr(a, "eth0", "10.0.0.1/24")
-    builders.add_addr(b, "eth0", "10.0.0.2/24")
+    a, b = builders.pair(lab)  # a 10.0.0.1 — b 10.0.0.2 over a veth
     srv = b.socket(AF_INET, SOCK_STREAM)
     await srv.bind(("0.0.0.0", 5001))
     srv.listen(1)
@@ -89,10 +86,7 @@ async def test_the_sender_reserves_forward_memory_in_pages(
 ) -> None:
     """What tcp_sendmsg queues is charged to ``sk_forward_alloc`` out of whole
     pages and given back (whole pages reclaimed) once acknowledged."""
-    a, b = lab.add_host("a"), lab.add_host("b")
-    lab.add_link("a:eth0", "b:eth0", kind="veth")
-    builders.add_addr(a, "eth0", "10.0.0.1/24")
-    builders.add_addr(b, "eth0", "10.0.0.2/24")
+    a, b = builders.pair(lab)  # a 10.0.0.1 — b 10.0.0.2 over a veth
     srv = b.socket(AF_INET, SOCK_STREAM)
     await srv.bind(("0.0.0.0", 5001))
     srv.listen(1)
