@@ -14,6 +14,7 @@ import trio
 import netstack
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
+from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.labs.session import Session
 from netstack.socket import Socket
 from netstack.testing.builders import IPV4_ONLY, add_addr, add_route, nstat, pair, routed
@@ -29,6 +30,7 @@ __all__ = [
     "add_addr",
     "add_route",
     "build_sites",
+    "connected_tcp",
     "dummy_host",
     "nstat",
     "pair",
@@ -120,6 +122,19 @@ def build_sites(
         gw.ip("link set gre1 up")
         gw.ip(f"route add {net_} dev gre1")
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}
+
+
+async def connected_tcp(
+    a: netstack.Host, b: netstack.Host, port: int, address: str = "10.0.0.2"
+) -> tuple[Socket, Socket]:
+    """A TCP connection from *a* to *b*'s *address*:*port*: (a's socket, b's accepted one)."""
+    srv = b.socket(AF_INET, SOCK_STREAM)
+    await srv.bind(("", port))
+    srv.listen(1)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect((address, port))
+    conn, _ = await srv.accept()
+    return c, conn
 
 
 async def recv_all(conn: Socket) -> bytes:

@@ -11,8 +11,8 @@ sk_rmem_alloc`` stays a whole number of pages, as in every other state.
 from __future__ import annotations
 
 import trio
+from helpers import connected_tcp
 
-from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab
 from netstack.tcp import TcpSock
 from netstack.tcp.helpers import PAGE_SIZE
@@ -26,12 +26,7 @@ async def test_close_with_data_in_flight_keeps_the_page_remainder(
     lab: Lab, autojump_clock: object
 ) -> None:
     a, b = builders.pair(lab, kind="nic", delay=0.005)  # 10 ms round trip
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", PORT))
-    srv.listen(1)
-    c = a.socket(AF_INET, SOCK_STREAM)
-    await c.connect(("10.0.0.2", PORT))
-    conn, _ = await srv.accept()
+    c, conn = await connected_tcp(a, b, PORT)
     sk = c.sock
     assert isinstance(sk, TcpSock)
     await c.send(bytes(3000))

@@ -18,8 +18,8 @@ it: one segment of 400 bytes.
 from __future__ import annotations
 
 import trio
+from helpers import connected_tcp
 
-from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab
 from netstack.tcp import TcpSock, tcp_of
 from netstack.tcp.helpers import PAGE_SIZE
@@ -47,12 +47,7 @@ def check_send_memory(sk: TcpSock) -> None:
 async def test_collapse_keeps_send_memory(lab: Lab, autojump_clock: object) -> None:
     a, b = builders.pair(lab, kind="nic", delay=0.005)  # 10 ms round trip
     a.sysctl("net.ipv4.tcp_early_retrans=0")  # no tail loss probe: the RTO retransmits
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", PORT))
-    srv.listen(1)
-    c = a.socket(AF_INET, SOCK_STREAM)
-    await c.connect(("10.0.0.2", PORT))
-    conn, _ = await srv.accept()
+    c, conn = await connected_tcp(a, b, PORT)
     c.setsockopt(SOL_TCP, TCP_NODELAY, 1)
     sk = c.sock
     assert isinstance(sk, TcpSock)

@@ -6,6 +6,7 @@ import functools
 
 import pytest
 import trio
+from helpers import connected_tcp
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.errors import ConfigError
@@ -24,13 +25,7 @@ pair = functools.partial(builders.pair, kind="nic", ipv4_only=False)
 
 
 async def connected(a: Host, b: Host) -> tuple[Socket, Socket]:
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("", PORT))
-    srv.listen(1)
-    c = a.socket(AF_INET, SOCK_STREAM)
-    await c.connect(("10.0.0.2", PORT))
-    conn, _ = await srv.accept()
-    return c, conn
+    return await connected_tcp(a, b, PORT)
 
 
 def tsk(s: Socket) -> TcpSock:
