@@ -62,7 +62,7 @@ from netstack.core.netdevice import (
     NetDevice,
 )
 from netstack.core.rtnetlink import RtnlLinkOps, rtnl_link_register
-from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL, DropReason, SkBuff, kfree_skb
+from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, kfree_skb
 from netstack.drivers.common import eth_random_addr
 from netstack.errors import ConfigError
 from netstack.ipv4 import ipv4_of
@@ -92,6 +92,7 @@ from netstack.tunnels.ip_tunnel import (
     ip_tunnel_setup,
     ip_tunnel_update,
     ip_tunnel_xmit,
+    iptunnel_handle_offloads,
     iptunnel_pull_header,
 )
 from netstack.tunnels.udp_tunnel import lco_csum
@@ -490,14 +491,11 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
     "pskb_inet_may_pull",
     "include/net/gre.h",
     "gre_build_header",
-    "net/ipv4/ip_tunnel_core.c",
-    "iptunnel_handle_offloads",
 )
 def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     """Push the GRE header and send: the common part of ``ipgre_xmit`` and ``gre_tap_xmit``.
 
-    ``gre_build_header`` (a static inline of gre.h) and
-    ``iptunnel_handle_offloads`` are written in. The GRE
+    ``gre_build_header`` (a static inline of gre.h) is written in. The GRE
     checksum is never summed over the payload there (4.6+, local checksum
     offload): if the inner checksum is still to be done (CHECKSUM_PARTIAL),
     the GRE checksum is what the header adds to it (``lco_csum``: the inner
@@ -508,8 +506,7 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     checksums are each segment's (``gre_gso_segment``).
 
     Kernel: ipgre_xmit() / gre_tap_xmit() → __gre_xmit(); pskb_inet_may_pull();
-    include/net/gre.h, gre_build_header(); net/ipv4/ip_tunnel_core.c,
-    iptunnel_handle_offloads().
+    include/net/gre.h, gre_build_header().
     """
     if TIMED:
         spend("ipgre_xmit")
@@ -524,22 +521,7 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     if skb.data < headroom or (ref is not None and ref[0] > 1):
         skb.cow_head(headroom)  # skb_cow_head()
     gso_type = SKB_GSO_GRE_CSUM if t.parms.o_flags & GRE_CSUM else SKB_GSO_GRE
-    # gre_handle_offloads(): iptunnel_handle_offloads(), written out (a frame less a
-    # packet; SIT and VXLAN call it: keep the copies in step). netstack's never fails
-    # (no skb_header_unclone)
-    if TIMED:
-        spend("iptunnel_handle_offloads")
-    if not skb.encapsulation:
-        skb.inner_network_header = skb.network_header  # skb_reset_inner_headers()
-        skb.inner_transport_header = skb.transport_header
-        skb.inner_mac_header = skb.mac_header
-        skb.inner_protocol = skb.protocol
-        skb.encapsulation = True
-    if skb.gso_size:
-        skb.gso_type |= gso_type
-    elif skb.ip_summed != CHECKSUM_PARTIAL:
-        skb.ip_summed = CHECKSUM_NONE
-        skb.encapsulation = False
+    iptunnel_handle_offloads(skb, gso_type)  # gre_handle_offloads(); never fails here
     # gre_build_header(), written out
     if TIMED:
         spend("gre_build_header")

@@ -159,7 +159,7 @@ class IpipOps(IpTunnelOps):
             dev.stats.tx_errors += 1
             kfree_skb(skb, DropReason.NOT_SPECIFIED)
             return NETDEV_TX_OK
-        # iptunnel_handle_offloads(), written out (a frame less a packet; SIT and VXLAN
+        # iptunnel_handle_offloads(), written out (a frame less a packet; GRE, SIT and VXLAN
         # call it: keep the two in step). netstack's never fails (no skb_header_unclone)
         if TIMED:
             spend("iptunnel_handle_offloads")
