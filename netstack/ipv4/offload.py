@@ -27,7 +27,6 @@ inet_gso_segment), net/ipv4/tcp_offload.c (tcp4_*), net/ipv4/udp_offload.c
 from __future__ import annotations
 
 import struct
-from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Final
 
@@ -382,6 +381,17 @@ class StaticKey:
 UDP_ENCAP_NEEDED_KEY: NetKey[StaticKey] = NetKey("udp_encap_needed_key")
 
 
+class Udp4Gro:
+    """What :func:`udp4_gro_receive` is bound to: the Net's IPv4 and its
+    ``udp_encap_needed_key`` (kernel: globals)."""
+
+    __slots__ = ("encap_needed", "ipv4")
+
+    def __init__(self, ipv4: Ipv4, encap_needed: StaticKey) -> None:
+        self.ipv4 = ipv4
+        self.encap_needed = encap_needed
+
+
 @kernel("net/ipv4/udp.c", "udp_encap_enable")
 def udp_encap_enable(net: Net) -> None:
     """An encapsulation socket exists: UDP GRO looks datagrams' sockets up.
@@ -404,13 +414,14 @@ def udp_encap_disable(net: Net) -> None:
     "include/net/gro.h",
     "__skb_gro_checksum_validate_needed",
 )
-def udp4_gro_receive(
-    ipv4: Ipv4, encap_needed: StaticKey, head: list[SkBuff], skb: SkBuff
-) -> SkBuff | None:
+def udp4_gro_receive(ctx: Udp4Gro, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """UDP GRO: only for tunnels' sockets (``gro_receive``); others flush.
 
+    Bound as a method of the Net's :class:`Udp4Gro` (its IPv4 and its
+    ``udp_encap_needed_key``: one call, where a ``functools.partial`` is two).
+
     The socket is looked up only while some encapsulation socket exists on the
-    Net (*encap_needed*, ``udp_encap_needed_key``): otherwise no datagram can
+    Net (``udp_encap_needed_key``): otherwise no datagram can
     have a GRO handler and the lookup is skipped, as in the kernel. The
     checksum is validated, and the pseudo-header summed for it, only when
     ``__skb_gro_checksum_validate_needed`` says so (the kernel's macro
@@ -443,14 +454,14 @@ def udp4_gro_receive(
         cb.flush = 1
         return None
     cb.is_ipv6 = 0
-    if not encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
+    if not ctx.encap_needed.count:  # static_branch_unlikely(&udp_encap_needed_key)
         cb.flush |= 1  # no socket with GRO for this datagram: flush it
         return None
     # udp4_gro_lookup_skb() whatever encap_mark: udp_gro_receive() tests it after
     sport, dport = struct.unpack_from("!HH", buf, off)
     saddr, daddr = _II.unpack_from(buf, skb.network_header + 12)
     dev = skb.dev
-    sk = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
+    sk = ctx.ipv4.udp_table.lookup(saddr, sport, daddr, dport, dev.ifindex if dev else 0)
     gro_receive = getattr(sk, "gro_receive", None)
     if gro_receive is None or cb.encap_mark:
         cb.flush |= 1  # no GRO for this datagram, or it is already a tunnel's inner one
@@ -578,7 +589,10 @@ def ipv4_offload_init(ipv4: Ipv4) -> None:
         IPPROTO_UDP,
         NetOffload(
             MethodType(skb_udp_tunnel_segment, ipv4),
-            partial(udp4_gro_receive, ipv4, UDP_ENCAP_NEEDED_KEY.set(ipv4.net, StaticKey())),
+            MethodType(
+                udp4_gro_receive,
+                Udp4Gro(ipv4, UDP_ENCAP_NEEDED_KEY.set(ipv4.net, StaticKey())),
+            ),
             MethodType(udp4_gro_complete, ipv4),
         ),
     )

@@ -48,7 +48,16 @@ import attrs
 
 from netstack.core.dev import register_netdevice
 from netstack.core.ethernet import ether_setup
-from netstack.core.features import NETIF_F_LLTX, SKB_GSO_GRE, SKB_GSO_GRE_CSUM
+from netstack.core.features import (
+    NETIF_F_FRAGLIST,
+    NETIF_F_GSO_SOFTWARE,
+    NETIF_F_HIGHDMA,
+    NETIF_F_HW_CSUM,
+    NETIF_F_LLTX,
+    NETIF_F_SG,
+    SKB_GSO_GRE,
+    SKB_GSO_GRE_CSUM,
+)
 from netstack.core.net_generic import NetKey
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
@@ -213,6 +222,10 @@ class GreTapOps(IpTunnelOps):
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
 
+# What a GRE device can take from the stack above it (3.8+): a checksum left
+# to do (CHECKSUM_PARTIAL) and scatter-gather data
+GRE_FEATURES: Final = NETIF_F_SG | NETIF_F_FRAGLIST | NETIF_F_HIGHDMA | NETIF_F_HW_CSUM
+
 IPGRE_OPS: Final = IpGreOps()
 GRE_TAP_OPS: Final = GreTapOps()
 
@@ -245,14 +258,35 @@ def ipgre_tap_setup(dev: NetDevice, itn: IpTunnelNet, parms: IpTunnelParm | None
     ip_tunnel_setup(dev, itn, parms)
 
 
+@kernel("net/ipv4/ip_gre.c", "__gre_tunnel_init")
+def _gre_features(dev: NetDevice, t: IpTunnel) -> None:
+    """What a GRE device takes from the stack above: ``GRE_FEATURES`` (3.8+).
+
+    A checksum left to do (CHECKSUM_PARTIAL) passes through the tunnel to the
+    device below, which fills it in or leaves it (veth: the receiver takes it
+    as verified); without output sequencing, GSO skbs too (cut after
+    encapsulation, ``SKB_GSO_GRE``). LLTX stays the seeds' decision
+    (``ipgre_newlink`` / ``ipgre_tunnel_locate``).
+
+    Kernel: net/ipv4/ip_gre.c, __gre_tunnel_init().
+    """
+    dev.features |= GRE_FEATURES
+    dev.hw_features |= GRE_FEATURES
+    # "TCP offload with GRE SEQ is not supported"
+    if not t.parms.o_flags & GRE_SEQ:
+        dev.features |= NETIF_F_GSO_SOFTWARE
+        dev.hw_features |= NETIF_F_GSO_SOFTWARE
+
+
 @kernel("net/ipv4/ip_gre.c", "ipgre_tunnel_init", "__gre_tunnel_init")
 def ipgre_tunnel_init(dev: NetDevice) -> None:
-    """``ndo_init`` of GRE: header length, addresses, flags.
+    """``ndo_init`` of GRE: header length, features, addresses, flags.
 
     Kernel: net/ipv4/ip_gre.c, ipgre_tunnel_init() / __gre_tunnel_init().
     """
     t: IpTunnel = dev.priv
     _gre_calc(t)
+    _gre_features(dev, t)
     t.parms.protocol = IPPROTO_GRE
     dev.dev_addr = t.parms.saddr.to_bytes(4, "big")
     dev.broadcast = t.parms.daddr.to_bytes(4, "big")
@@ -265,6 +299,7 @@ def gre_tap_init(dev: NetDevice) -> None:
     """``ndo_init`` of gretap. Kernel: gre_tap_init()."""
     t: IpTunnel = dev.priv
     _gre_calc(t)
+    _gre_features(dev, t)
     t.parms.protocol = IPPROTO_GRE
     dev.priv_flags |= IFF_LIVE_ADDR_CHANGE
     ip_tunnel_init(dev)
@@ -391,9 +426,12 @@ def _gre_link_newlink(
     return dev
 
 
-@kernel("ipgre_changelink", "ip_tunnel_changelink")
+@kernel("ipgre_changelink", "ip_tunnel_changelink", "ipgre_link_update")
 def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) -> None:
-    """``ip link set DEV type gre …``. Kernel: ipgre_changelink() → ip_tunnel_changelink()."""
+    """``ip link set DEV type gre …``.
+
+    Kernel: ipgre_changelink() → ip_tunnel_changelink(); ipgre_link_update().
+    """
     t: IpTunnel = dev.priv
     itn = t.itn
     if dev is itn.fb_tunnel_dev:
@@ -414,13 +452,21 @@ def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) 
     ip_tunnel_update(itn, t, dev, p, set_mtu)
     t.parms.i_flags = p.i_flags
     t.parms.o_flags = p.o_flags
-    # ipgre_link_update(): the header may have grown or shrunk
+    # ipgre_link_update(), written out: the header may have grown or shrunk, and
+    # output sequencing takes the GSO types away ("TCP offload with GRE SEQ is not
+    # supported")
     old_len = t.tun_hlen
     _gre_calc(t)
     delta = t.tun_hlen - old_len
     dev.needed_headroom += delta
     if set_mtu:
         dev.mtu = max(dev.mtu - delta, 68)
+    if t.parms.o_flags & GRE_SEQ:
+        dev.features &= ~NETIF_F_GSO_SOFTWARE
+        dev.hw_features &= ~NETIF_F_GSO_SOFTWARE
+    else:
+        dev.features |= NETIF_F_GSO_SOFTWARE
+        dev.hw_features |= NETIF_F_GSO_SOFTWARE
 
 
 # ---------------------------------------------------------------------------

@@ -265,6 +265,10 @@ class IpTunnelNet:
         self.tunnels: list[list[IpTunnel]] = [[] for _ in range(IP_TNL_HASH_SIZE)]
         self.fb_tunnel_dev: NetDevice | None = None
         self.tunnel_ctl = tunnel_ctl
+        # netstack: how many hashed tunnels are bound to a link (parms.link); with
+        # none, ip_tunnel_lookup's first candidate is its answer (only a tunnel
+        # bound to the receiving link could override it)
+        self.nlinked = 0
 
     def all(self) -> list[IpTunnel]:
         return [t for bucket in self.tunnels for t in bucket]
@@ -314,6 +318,7 @@ def ip_tunnel_add(itn: IpTunnelNet, t: IpTunnel) -> None:
     """Kernel: ip_tunnel_add()."""
     ip_bucket(itn, t.parms).insert(0, t)  # hlist_add_head_rcu
     t.hashed = True
+    _count_linked(itn)
 
 
 @kernel("ip_tunnel_del")
@@ -323,6 +328,12 @@ def ip_tunnel_del(itn: IpTunnelNet, t: IpTunnel) -> None:
         if t in bucket:
             bucket.remove(t)
     t.hashed = False
+    _count_linked(itn)
+
+
+def _count_linked(itn: IpTunnelNet) -> None:
+    """Recount the hashed tunnels bound to a link (``IpTunnelNet.nlinked``)."""
+    itn.nlinked = sum(1 for bucket in itn.tunnels for t in bucket if t.parms.link)
 
 
 @kernel("ip_tunnel_key_match")
@@ -349,7 +360,10 @@ def ip_tunnel_lookup(
     Four passes, most specific first: remote+local, remote only, local only
     (or a multicast group), wildcard; within a pass a tunnel bound to the
     receiving link wins at once, otherwise the first match is the candidate.
-    Then the fallback device, if it is up.
+    Then the fallback device, if it is up. netstack ends the passes early
+    once it has a candidate and no tunnel of the table is bound to a link
+    (``IpTunnelNet.nlinked``): only such a tunnel could take the place of the
+    candidate, so the answer is the kernel's.
 
     Kernel: net/ipv4/ip_tunnel.c, ip_tunnel_lookup().
     """
@@ -368,6 +382,10 @@ def ip_tunnel_lookup(
         if p.link == link:
             return t
         cand = t
+    if cand is not None and not itn.nlinked:
+        # netstack: no tunnel is bound to a link, so no later pass can return
+        # one; the kernel's passes would end with this candidate
+        return cand
     for t in head:
         p = t.parms
         if remote != p.daddr or p.saddr != 0 or not t.dev.flags & IFF_UP:
@@ -378,6 +396,8 @@ def ip_tunnel_lookup(
             return t
         if cand is None:
             cand = t
+    if cand is not None and not itn.nlinked:
+        return cand
     head = itn.tunnels[((key * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
     for t in head:
         p = t.parms
@@ -559,6 +579,7 @@ def ip_tunnel_update(
     t.parms.frag_off = p.frag_off
     if t.parms.link != p.link:
         t.parms.link = p.link
+        _count_linked(itn)
         mtu = ip_tunnel_bind_dev(dev)
         if set_mtu:
             dev.mtu = mtu

@@ -25,8 +25,12 @@ PORT = 5001
 
 
 async def gre_transfer(
-    lab: netstack.Lab, opts: str, kind: str = "gre"
+    lab: netstack.Lab, opts: str, kind: str = "gre", *, tso: bool = False
 ) -> tuple[netstack.Host, bytes, bytes]:
+    """A 512 KB TCP transfer a → b through the tunnel. Without *tso* a's tunnel
+    cuts the flow's GSO skbs into segments before encapsulating them (``ethtool -K
+    gre1 tso off``: a GRE device has GSO for TCP since 3.8, and a GSO skb would
+    cross the veth whole), so that b's NAPI has segments to merge."""
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -39,6 +43,8 @@ async def gre_transfer(
         h.ip(f"link add gre1 type {kind} local {local} remote {remote} {opts}".strip())
         h.ip("link set gre1 up")
         h.ip(f"addr add {addr} dev gre1")
+    if not tso:
+        a.ethtool("-K gre1 tso off")
     payload = bytes(range(256)) * 2048  # 512 KB
     got, _ = await stream_transfer(a, b, AF_INET, "10.9.0.2", PORT, payload)
     return b, payload, got

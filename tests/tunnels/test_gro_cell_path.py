@@ -4,9 +4,10 @@ The decapsulated datagram goes through ``napi_gro_receive`` → ``dev_gro_receiv
 → ``inet_gro_receive`` → ``udp4_gro_receive``, which flushes it (no encapsulation
 socket), and up through ``gro_normal_one``. The UDP checksum is validated there
 only when ``__skb_gro_checksum_validate_needed`` says so: never for a checksum
-the sender left to the device (CHECKSUM_PARTIAL, IPIP with its modern
-features), once for one summed in software (GRE with the seeds' feature word),
-after which ``udp_rcv`` trusts it (CHECKSUM_UNNECESSARY).
+the sender left to the device (CHECKSUM_PARTIAL: IPIP and GRE have
+NETIF_F_HW_CSUM), once for one summed in software (the sender's tunnel with
+``ethtool -K t1 tx off``), after which ``udp_rcv`` trusts it
+(CHECKSUM_UNNECESSARY).
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from netstack.wire import gre
 from netstack.wire.gre import GRE_CSUM, GRE_KEY
 
 
-def tunnel(lab: netstack.Lab, kind: str) -> tuple[netstack.Host, netstack.Host]:
+def tunnel(
+    lab: netstack.Lab, kind: str, *, tx_csum: bool = True
+) -> tuple[netstack.Host, netstack.Host]:
+    """a ═ b over one veth; without *tx_csum* a's tunnel does not take checksums
+    left to do (``ethtool -K t1 tx off``): ``udp_sendmsg`` sums them itself."""
     a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -43,6 +48,8 @@ def tunnel(lab: netstack.Lab, kind: str) -> tuple[netstack.Host, netstack.Host]:
         h.ip(f"link add t1 type {kind} remote {remote} local {local}")
         h.ip("link set t1 up")
         h.ip(f"addr add {addr} dev t1")
+    if not tx_csum:
+        a.ethtool("-K t1 tx off")
     return a, b
 
 
@@ -60,15 +67,19 @@ async def exchange(a: netstack.Host, b: netstack.Host, n: int) -> None:
 @pytest.mark.pure_python_layout(
     "spies by replacing a compiled module's function, which its compiled callers do not read"
 )
-@pytest.mark.parametrize(("kind", "pseudo_sums"), [("ipip", 0), ("gre", 5)])
+@pytest.mark.parametrize(
+    ("kind", "tx_csum", "pseudo_sums"),
+    [("ipip", True, 0), ("gre", True, 0), ("gre", False, 5), ("ipip", False, 5)],
+)
 async def test_the_gro_cell_sums_the_pseudo_header_only_when_it_validates(
     lab: netstack.Lab,
     autojump_clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
     kind: str,
+    tx_csum: bool,
     pseudo_sums: int,
 ) -> None:
-    a, b = tunnel(lab, kind)
+    a, b = tunnel(lab, kind, tx_csum=tx_csum)
     calls: list[int] = []
     real = offload.inet_gro_compute_pseudo
 
@@ -93,7 +104,7 @@ async def test_the_gro_cell_sums_the_pseudo_header_only_when_it_validates(
 async def test_a_datagram_validated_in_the_cell_is_not_summed_again(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = tunnel(lab, "gre")
+    a, b = tunnel(lab, "gre", tx_csum=False)
     seen: list[int] = []
     real = __netif_receive_skb_core
 

@@ -26,6 +26,17 @@ FIX_ONLY_REVERTED: Final = netstack.Patches.before("gre_lltx_ioctl")
 # kernel's IPIP device had none of them: seed 3 read 0x7000 (the LLTX bit is
 # what the seed is about, and it is the same).
 IPIP_FEATURES_WORD: Final = 0x1B0869
+# ip_gre.c's GRE_FEATURES (SG | FRAGLIST | HIGHDMA | HW_CSUM, 3.8+) and GSO: the same
+# word; with output sequencing no software GSO types ("TCP offload with GRE SEQ is
+# not supported"), so 0x869. The 2012 kernels of seed 3 had none of them either.
+GRE_FEATURES_WORD: Final = 0x1B0869
+GRE_OSEQ_FEATURES_WORD: Final = 0x869
+FEATURES_WORD: Final = {
+    "gre": GRE_FEATURES_WORD,
+    "gre oseq": GRE_OSEQ_FEATURES_WORD,
+    "ipip": IPIP_FEATURES_WORD,
+    "sit": IPIP_FEATURES_WORD,
+}
 
 LINK: Final = {
     "gre": "link add t1 type gre remote 192.0.2.2 local 192.0.2.1",
@@ -83,25 +94,27 @@ async def test_lltx_table(
     assert t1.lltx is lltx
     expected = "tx-lockless: on [fixed]" if lltx else "tx-lockless: off [fixed]"
     assert expected in h.ethtool("-k t1").splitlines()
-    # the 2.6.3x sysfs word: NETNS_LOCAL | GRO, plus LLTX; IPIP and SIT devices
-    # also have ipip.c's IPIP_FEATURES / sit.c's SIT_FEATURES (since 3.10)
-    word = (0x7000 if lltx else 0x6000) | (IPIP_FEATURES_WORD if dev in ("ipip", "sit") else 0)
+    # the 2.6.3x sysfs word: NETNS_LOCAL | GRO, plus LLTX; and the devices' own
+    # features of later kernels: ipip.c's IPIP_FEATURES / sit.c's SIT_FEATURES
+    # (3.10), ip_gre.c's GRE_FEATURES (3.8)
+    word = (0x7000 if lltx else 0x6000) | FEATURES_WORD[dev]
     assert h.sysfs("class/net/t1/features") == f"{word:#x}\n"
 
 
 async def test_the_seed_3_report(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
     """`cat /sys/class/net/test0/features`: 0x6000 with mode gre, 0x7000 with mode ipip
-    (and here the GSO and checksum bits IPIP devices have had since 3.10)."""
+    (and here the GSO and checksum bits GRE devices have had since 3.8, IPIP devices
+    since 3.10)."""
     before = lab.add_host("before", patches=FIX_ONLY_REVERTED, sysctls=IPV4_ONLY)
     after = lab.add_host("after", sysctls=IPV4_ONLY)
     for h in (before, after):
         h.ip("tunnel add test0 mode gre remote 10.5.1.1 dev lo")
         h.ip("tunnel add test1 mode ipip remote 10.5.1.1 dev lo")
-    assert before.sysfs("class/net/test0/features") == "0x6000\n"
+    assert before.sysfs("class/net/test0/features") == f"{0x6000 | GRE_FEATURES_WORD:#x}\n"
     assert before.sysfs("class/net/test1/features") == f"{0x7000 | IPIP_FEATURES_WORD:#x}\n"
-    assert after.sysfs("class/net/test0/features") == "0x7000\n"
+    assert after.sysfs("class/net/test0/features") == f"{0x7000 | GRE_FEATURES_WORD:#x}\n"
     # the fallback devices: gre0 never had LLTX in this code (§1.4), tunl0 always
-    assert after.sysfs("class/net/gre0/features") == "0x6000\n"
+    assert after.sysfs("class/net/gre0/features") == f"{0x6000 | GRE_FEATURES_WORD:#x}\n"
     assert after.sysfs("class/net/tunl0/features") == f"{0x7000 | IPIP_FEATURES_WORD:#x}\n"
 
 
@@ -112,13 +125,18 @@ async def test_ethtool_k_of_a_tunnel(
     h.ip("link add gre1 type gre remote 192.0.2.2")
     out = h.ethtool("-k gre1").splitlines()
     assert out[0] == "Features for gre1:"
-    assert out[1:4] == [
+    # GRE_FEATURES (3.8+): a checksum left to do passes through, scatter-gather,
+    # and without output sequencing the software GSO types
+    assert out[1:5] == [
         "rx-checksumming: off [fixed]",
-        "tx-checksumming: off",
+        "tx-checksumming: on",
         "\ttx-checksum-ipv4: off [fixed]",
+        "\ttx-checksum-ip-generic: on",
     ]
-    # no SG: the core drops software GSO that register_netdevice asked for
-    assert "generic-segmentation-offload: off [requested on]" in out
+    assert "scatter-gather: on" in out
+    assert "tcp-segmentation-offload: on" in out
+    assert "generic-segmentation-offload: on" in out
+    assert "highdma: on" in out
     assert "generic-receive-offload: on" in out
     assert "netns-local: on [fixed]" in out
     assert "tx-nocache-copy: off" in out
@@ -128,13 +146,15 @@ async def test_ethtool_k_of_a_tunnel(
 async def test_ethtool_K(lab: netstack.Lab, autojump_clock: trio.testing.MockClock) -> None:
     h = lab.add_host("h", sysctls=IPV4_ONLY)
     h.ip("link add gre1 type gre remote 192.0.2.2")
+    h.ip("link add gre2 type gre remote 192.0.2.3 oseq")
     assert h.ethtool("-K gre1 gro off") == ""
     assert "generic-receive-offload: off" in h.ethtool("-k gre1").splitlines()
+    # output sequencing: no TSO in hw_features ("TCP offload with GRE SEQ is not supported")
+    assert "tcp-segmentation-offload: off" in h.ethtool("-k gre2").splitlines()
     with pytest.raises(netstack.ConfigError, match="Could not change any device features"):
-        h.ethtool("-K gre1 sg on")
-    with pytest.raises(netstack.ConfigError, match="Could not change any device features"):
-        h.ethtool("-K gre1 gso on")  # wanted already, but no SG: the core keeps it off
-    assert h.ethtool("-K gre1 gro on gso on") == "Actual changes:\ngeneric-receive-offload: on\n"
+        h.ethtool("-K gre2 tso on")
+    assert h.ethtool("-K gre1 tx off") == ""
+    assert "tx-checksumming: off" in h.ethtool("-k gre1").splitlines()
     with pytest.raises(netstack.ConfigError, match="Cannot set device feature settings"):
         h.ethtool("-K gre1 tx-lockless off")
     with pytest.raises(netstack.ConfigError, match="No such device"):
