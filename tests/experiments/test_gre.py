@@ -34,9 +34,14 @@ def test_gre_ioctl_path_keeps_the_lock_until_the_fix() -> None:
     assert before.published == pytest.approx(0.25, abs=0.01)
     assert 0.18 <= before.emulated <= 0.4
     assert 0.9 <= after.emulated <= 1.1
-    # what sysfs printed in 2.6.3x: 0x6000 without LLTX, 0x7000 with it; an IPIP
-    # device also has the GSO and checksum bits of ipip.c's IPIP_FEATURES (3.10)
+    # what sysfs printed in 2.6.3x: 0x6000 without LLTX, 0x7000 with it; the
+    # devices also have the GSO and checksum bits of ip_gre.c's GRE_FEATURES (3.8)
+    # and ipip.c's IPIP_FEATURES (3.10)
     sysfs = {r.label: int(r.figure("/sys/class/net/test0/features").emulated) for r in result.runs}
-    assert sysfs == {"ipip": 0x7000 | 0x1B0869, "gre before": 0x6000, "gre after": 0x7000}
-    assert "0x6000" in result.render()
+    assert sysfs == {
+        "ipip": 0x7000 | 0x1B0869,
+        "gre before": 0x6000 | 0x1B0869,
+        "gre after": 0x7000 | 0x1B0869,
+    }
+    assert "0x1b6869" in result.render()
     assert result.run("gre before").report.lock("test0:_xmit_lock[0]").contentions > 0
