@@ -492,6 +492,16 @@ SESSION = [
     ("neigh show proxy", "10.0.0.5 dev d0 proxy \n"),
     ("neigh flush proxy", ""),
     ("neigh show proxy", ""),
+    # two entries of one solicited-node group: two users; down, the group goes too
+    ("-6 neigh add proxy 2001:db8::5 dev d0", ""),
+    ("-6 neigh add proxy fe80::5 dev d0", ""),
+    (
+        "-6 maddr show dev d0",
+        "3:\td0\n\tinet6 ff02::1:ff00:5 users 2\n\tinet6 ff02::1\n\tinet6 ff01::1\n",
+    ),
+    ("link set d0 down", ""),
+    ("-6 neigh show proxy", ""),
+    ("-6 maddr show dev d0", "3:\td0\n\tinet6 ff02::1\n\tinet6 ff01::1\n"),
 ]
 
 
