@@ -236,6 +236,46 @@ async def test_router_flag_comes_from_the_entry(
     assert [na_flags(f) for _, f in await ask(port, cap, mcast_ns())] == [0x40]
 
 
+# R's answer to a multicast NS for its subnet-router anycast address 2001:db8:1::
+# (R, S; no override): the same wait as a proxy's (Linux 6.18)
+NA_TO_ANYCAST_NS = bytes.fromhex(
+    "02000000000a02000000010186dd6000000000203aff20010db80001000000000000000000fe"
+    "20010db800010000000000000000000188002875c000000020010db800010000000000000000"
+    "00000201020000000101"
+)
+
+
+def anycast_ns() -> bytes:
+    return ns_frame(
+        "2001:db8:1::1", "ff02::1:ff00:0", bytes.fromhex("3333ff000000"), "2001:db8:1::"
+    )
+
+
+async def test_multicast_ns_for_an_anycast_address_waits_too(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    # ndisc_recv_ns takes the anycast and the proxy case down one branch: "for anycast
+    # or proxy, sender should delay its response"; a unicast one is answered at once
+    r, _b, port, cap = await ready(lab)
+    tbl = ipv6_of(r.net).nd_tbl
+    delays = []
+    for _ in range(3):
+        cap.frames.clear()
+        t0 = trio.current_time()
+        await port.send(anycast_ns())
+        await trio.sleep(0.001)
+        assert nas(cap, t0) == [] or nas(cap, t0)[0][0] < 0.001
+        await trio.sleep(1)
+        got = nas(cap, t0)
+        assert [f for _, f in got] == [NA_TO_ANYCAST_NS]
+        delays.append(got[0][0])
+    assert all(0 <= d < 0.8 for d in delays) and max(delays) > 0
+    assert tbl.proxy_queue == []
+    unicast = ns_frame("2001:db8:1::1", "2001:db8:1::", RA_MAC, "2001:db8:1::")
+    got = await ask(port, cap, unicast, 0.1)
+    assert [(t, na_flags(f), len(f)) for t, f in got] == [(0, 0xC0, 78)]
+
+
 async def test_zero_proxy_delay_answers_at_once(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:

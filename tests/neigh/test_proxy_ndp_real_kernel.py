@@ -141,8 +141,10 @@ def probe(na: str, frames: list[bytes], wait: float = 1.2) -> list[tuple[float, 
     return [(at, bytes.fromhex(f)) for kind, at, f in out if kind == "got"]
 
 
-def nas(got: list[tuple[float, bytes]]) -> list[bytes]:
-    return [f for _, f in got if f[54] == 136]
+def nas(got: list[tuple[float, bytes]], target: str = "2001:db8:1::b") -> list[bytes]:
+    """The NAs for *target* (not R's answers to A's kernel's own NUD probes)."""
+    want = cases.a6(target)
+    return [f for _, f in got if f[54] == 136 and f[62:78] == want]
 
 
 def test_proxy_ndp_on_the_real_kernel(namespaces: tuple[str, str, str]) -> None:
@@ -162,6 +164,10 @@ def test_proxy_ndp_on_the_real_kernel(namespaces: tuple[str, str, str]) -> None:
     assert sorted(flags) == [0xC0, 0xC0]
     assert [cases.na_flags(f) for f in nas(probe(na, [cases.dad_ns()]))] == [0x80]
     assert ip(nr, "-6 neigh add proxy 2001:db8:1::b dev ra").returncode == 0
+    # a multicast NS for R's subnet-router anycast address waits the same way
+    got = probe(na, [cases.anycast_ns()] * 3)
+    assert nas(got, "2001:db8:1::") == [cases.NA_TO_ANYCAST_NS] * 3
+    assert all(0 <= at < 0.8 + SLACK for at, f in got if f[62:78] == cases.a6("2001:db8:1::"))
     # proxy_delay 0: at once
     sysctl(nr, "net.ipv6.neigh.ra.proxy_delay=0")
     got = probe(na, [cases.mcast_ns()], 0.3)
