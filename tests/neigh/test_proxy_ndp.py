@@ -315,7 +315,11 @@ async def test_ns_for_an_address_not_proxied_on_that_device(
     r.ip("-6 neigh del proxy 2001:db8:1::b dev ra")
     r.ip("-6 neigh add proxy 2001:db8:1::b dev rb")
     assert await ask(port, cap, ucast_ns()) == []
-    assert await ask(port, cap, mcast_ns()) == []  # and ra left ff02::1:ff00:b
+    assert await ask(port, cap, mcast_ns()) == []
+    ra, rb = r.dev("ra").ip6_ptr, r.dev("rb").ip6_ptr
+    assert ra is not None and rb is not None
+    group = aton6("ff02::1:ff00:b")
+    assert group not in ra.mc_list and rb.mc_list[group] == 1  # the entry's group moved
     assert ipv6_of(r.net).nd_tbl.proxy_queue is None
 
 
