@@ -536,6 +536,14 @@ SESSION = [
     ("neigh show proxy", "10.0.0.5 dev d0 proxy \n"),
     ("neigh flush proxy", ""),
     ("neigh show proxy", ""),
+    # the flags the entry was added with, extern_learn too
+    ("-6 neigh add proxy 2001:db8::8 dev d0 extern_learn router", ""),
+    ("-6 neigh show proxy", "2001:db8::8 dev d0 router proxy extern_learn \n"),
+    (
+        "-j -6 neigh show proxy",
+        '[{"dst":"2001:db8::8","dev":"d0","router":null,"proxy":null,"extern_learn":null}]\n',
+    ),
+    ("-6 neigh del proxy 2001:db8::8 dev d0", ""),
     # two entries of one solicited-node group: two users; down, the group goes too
     ("-6 neigh add proxy 2001:db8::5 dev d0", ""),
     ("-6 neigh add proxy fe80::5 dev d0", ""),

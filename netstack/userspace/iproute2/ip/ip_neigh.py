@@ -267,6 +267,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
             if pn.flags & NTF_ROUTER:
                 obj["router"] = None
             obj["proxy"] = None
+            if pn.flags & NTF_EXT_LEARNED:
+                obj["extern_learn"] = None
         opts.records.append(obj)
         return ""
     if opts.brief:
@@ -280,6 +282,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
     if pn.flags & NTF_ROUTER:
         o.append("router ")
     o.append("proxy ")
+    if pn.flags & NTF_EXT_LEARNED:  # the entry keeps the flags it was added with
+        o.append("extern_learn ")
     return "".join(o) + "\n"
 
 
