@@ -198,28 +198,33 @@ def make_nd_tbl(ipv6: Ipv6) -> NeighTable:
     tbl = NeighTable(
         ipv6.net, "ndisc_cache", AF_INET6, ETH_P_IPV6, 128, constructor, ops_generic, parms, ntoa
     )
-    tbl.pconstructor = MethodType(pndisc_constructor, ipv6)  # nd_tbl.pconstructor
-    tbl.pdestructor = MethodType(pndisc_destructor, ipv6)  # nd_tbl.pdestructor
-    tbl.proxy_redo = MethodType(pndisc_redo, ipv6)  # nd_tbl.proxy_redo
+    # the same three functions for every table (they find the family through the
+    # device): no bound method a table, as a lab holds thousands of tables
+    tbl.pconstructor = pndisc_constructor  # nd_tbl.pconstructor
+    tbl.pdestructor = pndisc_destructor  # nd_tbl.pdestructor
+    tbl.proxy_redo = pndisc_redo  # nd_tbl.proxy_redo
     return tbl
 
 
 @kernel("pndisc_constructor")
-def pndisc_constructor(ipv6: Ipv6, n: PneighEntry) -> int:
+def pndisc_constructor(n: PneighEntry) -> int:
     """A proxy entry joins its address's solicited-node group on its device
     (so that the proxy hears the multicast NS); one of no device is refused.
 
     Kernel: pndisc_constructor().
     """
     dev = n.dev
-    if dev is None or dev.ip6_ptr is None:
+    if dev is None:
         return -22  # -EINVAL
-    ipv6.addrconf.ipv6_dev_mc_inc(dev, solicited_node(n.key))
+    idev = dev.ip6_ptr
+    if idev is None:
+        return -22
+    idev.ipv6.addrconf.ipv6_dev_mc_inc(dev, solicited_node(n.key))
     return 0
 
 
 @kernel("pndisc_destructor")
-def pndisc_destructor(ipv6: Ipv6, n: PneighEntry) -> None:
+def pndisc_destructor(n: PneighEntry) -> None:
     """Leave the group pndisc_constructor joined. Kernel: pndisc_destructor()."""
     dev = n.dev
     if dev is None:
@@ -227,15 +232,20 @@ def pndisc_destructor(ipv6: Ipv6, n: PneighEntry) -> None:
     idev = dev.ip6_ptr
     if idev is None:
         return
-    ipv6.addrconf.ipv6_dev_mc_dec(idev, solicited_node(n.key))  # ipv6_dev_mc_dec()
+    idev.ipv6.addrconf.ipv6_dev_mc_dec(idev, solicited_node(n.key))  # ipv6_dev_mc_dec()
 
 
 @kernel("pndisc_redo")
-def pndisc_redo(ipv6: Ipv6, skb: SkBuff) -> None:
+def pndisc_redo(skb: SkBuff) -> None:
     """A delayed proxied NS's turn (the proxy timer): ``ndisc_recv_ns`` again,
     now LOCALLY_ENQUEUED. Kernel: pndisc_redo().
     """
-    reason = ndisc_recv_ns(ipv6, skb)
+    dev = skb.dev
+    idev = dev.ip6_ptr if dev is not None else None
+    if idev is None:  # (the proxy timer redoes only for a running device)
+        kfree_skb(skb)
+        return
+    reason = ndisc_recv_ns(idev.ipv6, skb)
     if reason is None:
         consume_skb(skb)
     else:
