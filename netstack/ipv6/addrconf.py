@@ -818,11 +818,12 @@ class Addrconf:
         addr = ifp.addr & prefix_mask(ifp.prefix_len)
         return addr or None
 
-    @kernel("addrconf_join_anycast")
+    @kernel("addrconf_join_anycast", "__ipv6_dev_ac_inc")
     def addrconf_join_anycast(self, ifp: Inet6Ifaddr) -> None:
-        """Routers answer for the subnet-router anycast address.
+        """Routers answer for the subnet-router anycast address: its route, and
+        its solicited-node group (to hear the multicast NS for it).
 
-        Kernel: addrconf_join_anycast().
+        Kernel: addrconf_join_anycast() → __ipv6_dev_ac_inc().
         """
         addr = self._subnet_router_anycast(ifp)
         if addr is None:
@@ -833,6 +834,8 @@ class Addrconf:
             f = self.addrconf_f6i_alloc(idev, addr, anycast=True)
             self.ip6_ins_rt(f)
         idev.ac_list[addr] = (users + 1, f)
+        if not users:
+            self.addrconf_join_solict(idev.dev, addr)
 
     @kernel("addrconf_leave_anycast", "__ipv6_dev_ac_dec")
     def addrconf_leave_anycast(self, ifp: Inet6Ifaddr) -> None:
@@ -846,6 +849,7 @@ class Addrconf:
             idev.ac_list[addr] = (users - 1, f)
             return
         idev.ac_list.pop(addr, None)
+        self.addrconf_leave_solict(idev, addr)
         if f is not None and not f.dead:
             ip6_del_rt(self.ipv6, f)
 

@@ -52,6 +52,7 @@ from netstack.core.skbuff import (
 )
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv6.constants import RTF_GATEWAY
+from netstack.neigh.neighbour import pneigh_lookup
 from netstack.sites import TIMED, kernel, spend
 from netstack.wire.checksum import csum_block_sub, csum_partial
 from netstack.wire.icmpv6 import (
@@ -64,8 +65,14 @@ from netstack.wire.icmpv6 import (
     ICMPV6_TIME_EXCEED,
     ICMPV6_UNK_NEXTHDR,
     ICMPV6_UNK_OPTION,
+    NDISC_NEIGHBOUR_ADVERTISEMENT,
+    NDISC_NEIGHBOUR_SOLICITATION,
+    NDISC_REDIRECT,
+    NDISC_ROUTER_ADVERTISEMENT,
+    NDISC_ROUTER_SOLICITATION,
 )
 from netstack.wire.ipv6 import (
+    IPPROTO_ICMPV6,
     IPV6_ADDR_LINKLOCAL,
     IPV6_ADDR_LOOPBACK,
     IPV6_ADDR_MULTICAST,
@@ -81,6 +88,8 @@ from netstack.wire.ipv6 import (
     NEXTHDR_HOP,
     addr_at,
     ipv6_addr_type,
+    ipv6_ext_hdr,
+    ipv6_skip_exthdr,
 )
 
 if TYPE_CHECKING:
@@ -108,6 +117,15 @@ IP6SKB_ROUTERALERT: Final = 8
 IP6SKB_FRAGMENTED: Final = 16
 IP6SKB_JUMBOGRAM: Final = 128
 
+_NDISC_TYPES: Final = frozenset(
+    (
+        NDISC_ROUTER_SOLICITATION,
+        NDISC_ROUTER_ADVERTISEMENT,
+        NDISC_NEIGHBOUR_SOLICITATION,
+        NDISC_NEIGHBOUR_ADVERTISEMENT,
+        NDISC_REDIRECT,
+    )
+)
 INET6_PROTO_NOPOLICY: Final = 0x1
 INET6_PROTO_FINAL: Final = 0x2
 
@@ -604,6 +622,38 @@ def ip6_pkt_too_big(skb: SkBuff, mtu: int) -> bool:
     return not (skb.gso_size and skb_gso_validate_network_len(skb, mtu))
 
 
+@kernel("net/ipv6/ip6_output.c", "ip6_forward_proxy_check")
+def ip6_forward_proxy_check(skb: SkBuff) -> int:
+    """A packet to a proxied address: 1 deliver it here (an NDP message),
+    -1 drop it (a link-local address: the sender hears ICMPv6 address
+    unreachable), 0 forward it.
+
+    Kernel: net/ipv6/ip6_output.c, ip6_forward_proxy_check().
+    """
+    buf = skb.buf
+    nh = skb.network_header
+    nexthdr = buf[nh + 6]
+    offset = IPV6_HLEN
+    if ipv6_ext_hdr(nexthdr):
+        start, nexthdr, _frag_off = ipv6_skip_exthdr(buf, nh + IPV6_HLEN, nexthdr, skb.tail)
+        if start < 0:
+            return 0
+        offset = start - nh
+    if nexthdr == IPPROTO_ICMPV6:
+        if skb.tail < nh + offset + 1:  # pskb_may_pull()
+            return 0
+        if buf[nh + offset] in _NDISC_TYPES:
+            # "For reaction involving unicast neighbor discovery message destined
+            # to the proxied address, pass it to input function."
+            return 1
+    if ipv6_addr_type(addr_at(buf, nh + 24)) & IPV6_ADDR_LINKLOCAL:
+        dst = skb.dst
+        if dst is not None:
+            dst.link_failure(skb)  # dst_link_failure()
+        return -1
+    return 0
+
+
 @kernel("net/ipv6/ip6_output.c", "ip6_forward")
 def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:
     """Forward a packet routed through this host.
@@ -632,6 +682,19 @@ def ip6_forward(ipv6: Ipv6, skb: SkBuff) -> int:
         mib.InHdrErrors += 1
         kfree_skb(skb, DropReason.IP_INHDR)
         return -110  # -ETIMEDOUT
+    # XXX: idev->cnf.proxy_ndp? (the kernel reads only all.proxy_ndp here)
+    if ipv6.devconf_all.proxy_ndp and (
+        pneigh_lookup(ipv6.nd_tbl, addr_at(buf, nh + 24), skb.dev) is not None
+    ):
+        proxied = ip6_forward_proxy_check(skb)
+        if proxied > 0:
+            # "proxying is not forwarding": delivered here with the hop limit
+            # unchanged (an NDP message keeps its 255)
+            return ip6_input(ipv6, skb)
+        if proxied < 0:
+            mib.InDiscards += 1
+            kfree_skb(skb, DropReason.NOT_SPECIFIED)
+            return -22
     out = rt.dev
     if cb.iif == out.ifindex and cb.srcrt == 0:
         # "incoming and outgoing devices are the same: send a redirect"

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Final
 
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT
 from netstack.core.skbuff import (
+    PACKET_HOST,
     PACKET_LOOPBACK,
     DropReason,
     SkBuff,
@@ -62,14 +63,19 @@ from netstack.ipv6.constants import (
 from netstack.ipv6.ip6_input import IP6SKB_FRAGMENTED, Inet6SkbParm
 from netstack.ipv6.route import Fib6Config, Fib6Info, Rt6Info, ip6_del_rt, ip6_route_add
 from netstack.neigh.neighbour import (
+    LOCALLY_ENQUEUED,
     NTF_ROUTER,
     Neighbour,
+    NeighCb,
     NeighOps,
     NeighTable,
+    PneighEntry,
     neigh_connected_output,
     neigh_direct_output,
     neigh_resolve_output,
     neigh_update,
+    pneigh_enqueue,
+    pneigh_lookup,
 )
 from netstack.neigh.nud import (
     NEIGH_UPDATE_F_ISROUTER,
@@ -189,9 +195,72 @@ def make_nd_tbl(ipv6: Ipv6) -> NeighTable:
         proxy_delay=8 * hz // 10,
         interval_probe_time=5 * hz,
     )
-    return NeighTable(
+    tbl = NeighTable(
         ipv6.net, "ndisc_cache", AF_INET6, ETH_P_IPV6, 128, constructor, ops_generic, parms, ntoa
     )
+    # the same three functions for every table (they find the family through the
+    # device): no bound method a table, as a lab holds thousands of tables
+    tbl.pconstructor = pndisc_constructor  # nd_tbl.pconstructor
+    tbl.pdestructor = pndisc_destructor  # nd_tbl.pdestructor
+    tbl.proxy_redo = pndisc_redo  # nd_tbl.proxy_redo
+    return tbl
+
+
+@kernel("pndisc_constructor")
+def pndisc_constructor(n: PneighEntry) -> int:
+    """A proxy entry joins its address's solicited-node group on its device
+    (so that the proxy hears the multicast NS); one of no device is refused.
+
+    Kernel: pndisc_constructor().
+    """
+    dev = n.dev
+    if dev is None:
+        return -22  # -EINVAL
+    idev = dev.ip6_ptr
+    if idev is None:
+        return -22
+    idev.ipv6.addrconf.ipv6_dev_mc_inc(dev, solicited_node(n.key))
+    return 0
+
+
+@kernel("pndisc_destructor")
+def pndisc_destructor(n: PneighEntry) -> None:
+    """Leave the group pndisc_constructor joined. Kernel: pndisc_destructor()."""
+    dev = n.dev
+    if dev is None:
+        return
+    idev = dev.ip6_ptr
+    if idev is None:
+        return
+    idev.ipv6.addrconf.ipv6_dev_mc_dec(idev, solicited_node(n.key))  # ipv6_dev_mc_dec()
+
+
+@kernel("pndisc_redo")
+def pndisc_redo(skb: SkBuff) -> None:
+    """A delayed proxied NS's turn (the proxy timer): ``ndisc_recv_ns`` again,
+    now LOCALLY_ENQUEUED. Kernel: pndisc_redo().
+    """
+    dev = skb.dev
+    idev = dev.ip6_ptr if dev is not None else None
+    if idev is None:  # (the proxy timer redoes only for a running device)
+        kfree_skb(skb)
+        return
+    reason = ndisc_recv_ns(idev.ipv6, skb)
+    if reason is None:
+        consume_skb(skb)
+    else:
+        kfree_skb(skb, reason)
+
+
+@kernel("pndisc_is_router")
+def pndisc_is_router(ipv6: Ipv6, target: int, dev: NetDevice) -> int:
+    """-1 without a proxy entry for *target* on *dev*; else its router flag
+    (``ip -6 neigh add proxy ADDR dev DEV router``). Kernel: pndisc_is_router().
+    """
+    n = pneigh_lookup(ipv6.nd_tbl, target, dev)
+    if n is None:
+        return -1
+    return 1 if n.flags & NTF_ROUTER else 0
 
 
 @kernel("ndisc_constructor")
@@ -553,6 +622,7 @@ def ndisc_recv_ns(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     addrconf = ipv6.addrconf
     ifp = addrconf.ipv6_get_ifaddr(target, dev, True)
     idev = dev.ip6_ptr
+    is_router = -1
     if ifp is not None:
         if ifp.flags & (IFA_F_TENTATIVE | IFA_F_OPTIMISTIC):
             if dad:
@@ -567,16 +637,33 @@ def ndisc_recv_ns(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
     else:
         if idev is None:
             return DropReason.NOT_SPECIFIED
-        if not addrconf.ipv6_chk_acast_addr(dev, target):
+        if addrconf.ipv6_chk_acast_addr(dev, target) or (
+            idev.cnf.forwarding
+            and (ipv6.devconf_all.proxy_ndp or idev.cnf.proxy_ndp)
+            and (is_router := pndisc_is_router(ipv6, target, dev)) >= 0
+        ):
+            cb = skb.cb
+            if (
+                not (type(cb) is NeighCb and cb.flags & LOCALLY_ENQUEUED)
+                and skb.pkt_type != PACKET_HOST
+                and inc
+                and ipv6.nd_tbl.parms_for(dev).proxy_delay  # NEIGH_VAR(idev->nd_parms, …)
+            ):
+                # "for anycast or proxy, sender should delay its response by a
+                # random time between 0 and MAX_ANYCAST_DELAY_TIME seconds"
+                pneigh_enqueue(ipv6.nd_tbl, dev, skb.clone())
+                return DropReason.NOT_SPECIFIED
+        else:
             return DropReason.IPV6_NDISC_NS_OTHERHOST
-    is_router = bool(idev.cnf.forwarding)
+    if is_router < 0:
+        is_router = idev.cnf.forwarding
     if dad:
         ndisc_send_na(
             ipv6,
             dev,
             0xFF02_0000_0000_0000_0000_0000_0000_0001,
             target,
-            router=is_router,
+            router=bool(is_router),
             solicited=False,
             override=ifp is not None,
             inc_opt=True,
@@ -598,7 +685,7 @@ def ndisc_recv_ns(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
             dev,
             saddr,
             target,
-            router=is_router,
+            router=bool(is_router),
             solicited=True,
             override=ifp is not None and inc,
             inc_opt=inc,
@@ -657,6 +744,17 @@ def ndisc_recv_na(ipv6: Ipv6, skb: SkBuff) -> DropReason | None:
         return DropReason.NOT_SPECIFIED
     if n.nud_state & NUD_FAILED:
         return DropReason.NOT_SPECIFIED
+    # "Don't update the neighbor cache entry on a proxy NA from ourselves because
+    # either the proxied node is off link or it has already sent a NA to us."
+    all_cnf = ipv6.devconf_all
+    if (
+        lladdr is not None
+        and lladdr == bytes(dev.dev_addr[: dev.addr_len])
+        and all_cnf.forwarding
+        and all_cnf.proxy_ndp
+        and pneigh_lookup(tbl, target, dev) is not None
+    ):
+        return DropReason.NOT_SPECIFIED  # XXX: idev->cnf.proxy_ndp
     ndisc_update(
         ipv6,
         n,

@@ -26,7 +26,10 @@ buckets by :func:`pneigh_hash`, as the kernel's ``phash_buckets``. A request
 a proxy answers late (ARP's broadcast requests) waits on the table's proxy
 queue a random delay below ``proxy_delay`` (:func:`pneigh_enqueue`, at most
 ``proxy_qlen`` a device); the proxy timer (:func:`neigh_proxy_process`) hands
-it back to the family (``proxy_redo``: ARP's ``parp_redo``).
+it back to the family (``proxy_redo``: ARP's ``parp_redo``, ndisc's
+``pndisc_redo``). The table's ``pconstructor``/``pdestructor`` run as an
+entry is made and freed (ndisc's join and leave the proxied address's
+solicited-node group).
 
 The per-family sysctl trees ``net.{ipv4,ipv6}.neigh.{default,DEV}.*`` are one
 table registered by :func:`neigh_sysctl_register` for either family (ARP and
@@ -119,7 +122,7 @@ NTF_ROUTER: Final = 0x80
 
 NEIGH_PERIODIC_REACHABLE_RECOMPUTE: Final = 300  # seconds between reachable_time draws
 
-# -- proxy entries (pneigh) and the proxy queue: proxy ARP ------------------------------
+# -- proxy entries (pneigh) and the proxy queue: proxy ARP and proxy NDP ----------------
 
 PNEIGH_HASHMASK: Final = 0xF
 LOCALLY_ENQUEUED: Final = 0x1  # NEIGH_CB(skb)->flags (include/net/neighbour.h)
@@ -156,13 +159,15 @@ def pneigh_hash(key: int) -> int:
     return h & PNEIGH_HASHMASK
 
 
-@kernel("pneigh_lookup", "__pneigh_lookup_1")
+@kernel("pneigh_lookup", "__pneigh_lookup_1", "pneigh_create")
 def pneigh_lookup(
     tbl: NeighTable, key: int, dev: NetDevice | None, creat: bool = False
 ) -> PneighEntry | None:
-    """The proxy entry for *key* on *dev* (or on every device); with *creat*, make one.
+    """The proxy entry for *key* on *dev* (or on every device); with *creat*, make one
+    (None if the table's ``pconstructor`` refuses it).
 
-    Kernel: pneigh_lookup() / __pneigh_lookup_1() (one net a table here).
+    Kernel: pneigh_lookup() / __pneigh_lookup_1(), with *creat* pneigh_create()
+    (Linux 6.18 splits it out; one net a table here).
     """
     buckets = tbl.phash_buckets
     if buckets is None:
@@ -176,6 +181,9 @@ def pneigh_lookup(
     if not creat:
         return None
     n = PneighEntry(key, dev)
+    pconstructor = tbl.pconstructor
+    if pconstructor is not None and pconstructor(n):
+        return None  # (neigh_add: -ENOBUFS) pndisc_constructor wants a device
     bucket.insert(0, n)  # n->next = tbl->phash_buckets[hash_val]
     return n
 
@@ -189,6 +197,9 @@ def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
     for i, n in enumerate(bucket):
         if n.key == key and n.dev is dev:
             del bucket[i]
+            pdestructor = tbl.pdestructor
+            if pdestructor is not None:
+                pdestructor(n)
             return 0
     return -2  # -ENOENT
 
@@ -196,9 +207,15 @@ def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
 @kernel("pneigh_ifdown_and_unlock")
 def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
     """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
+    freed: list[PneighEntry] = []
     for bucket in tbl.phash_buckets or ():
         if bucket:
+            freed += [n for n in bucket if dev is None or n.dev is dev]
             bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
+    pdestructor = tbl.pdestructor
+    if pdestructor is not None:
+        for n in reversed(freed):  # list_add() onto the free list: last found first
+            pdestructor(n)
 
 
 @kernel("pneigh_queue_purge")
@@ -281,7 +298,7 @@ def neigh_proxy_process(tbl: NeighTable) -> None:
             queue.remove(skb)
             redo = tbl.proxy_redo
             if redo is not None and dev.netif_running():
-                redo(skb)  # tbl->proxy_redo: parp_redo for ARP
+                redo(skb)  # tbl->proxy_redo: parp_redo for ARP, pndisc_redo for ndisc
             else:
                 kfree_skb(skb)
         elif not sched_next or tdif < sched_next:
@@ -463,6 +480,8 @@ class NeighTable:
         "name",
         "net",
         "parms",
+        "pconstructor",
+        "pdestructor",
         "periodic_gc_runs",
         "phash_buckets",
         "protocol",
@@ -533,6 +552,10 @@ class NeighTable:
         self.proxy_qlen: dict[int, int] | None = None  # per device: neigh_parms's qlen
         self.proxy_timer: TimerList | None = None
         self.proxy_redo: Callable[[SkBuff], None] | None = None
+        # tbl->pconstructor / pdestructor (ndisc's: the solicited-node group of a
+        # proxied address); pconstructor's nonzero answer refuses the entry
+        self.pconstructor: Callable[[PneighEntry], int] | None = None
+        self.pdestructor: Callable[[PneighEntry], None] | None = None
         self.gc_timer.mod(now + self.parms.reachable_time)  # queue_delayed_work(reachable_time)
 
     # -- parameters -----------------------------------------------------------------

@@ -267,6 +267,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
             if pn.flags & NTF_ROUTER:
                 obj["router"] = None
             obj["proxy"] = None
+            if pn.flags & NTF_EXT_LEARNED:
+                obj["extern_learn"] = None
         opts.records.append(obj)
         return ""
     if opts.brief:
@@ -280,32 +282,36 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
     if pn.flags & NTF_ROUTER:
         o.append("router ")
     o.append("proxy ")
+    if pn.flags & NTF_EXT_LEARNED:  # the entry keeps the flags it was added with
+        o.append("extern_learn ")
     return "".join(o) + "\n"
 
 
 @kernel("pneigh_dump_table")
 def _proxy_entries(net: Net, filt: NeighFilter) -> list[tuple[NeighTable, PneighEntry]]:
-    """The proxy entries a ``show proxy`` dump returns (ARP's: IPv6 has none here).
+    """The proxy entries a ``show proxy`` dump returns: ARP's, then ndisc's.
 
-    Kernel: pneigh_dump_table() (neigh_ifindex_filtered: a device filter skips
-    entries of no device).
+    Kernel: pneigh_dump_table() for each table of neigh_tables[]
+    (neigh_ifindex_filtered: a device filter skips entries of no device);
+    iproute2 drops the entries outside ``to PREFIX``.
     """
-    if filt.family not in (AF_UNSPEC, AF_INET):
-        return []
-    tbl = ipv4_or_error(net).arp_tbl
     out = []
-    for pn in pneigh_entries(tbl):
-        if filt.index and (pn.dev is None or pn.dev.ifindex != filt.index):
+    for tbl in _tables(net):
+        if filt.family not in (AF_UNSPEC, tbl.family):
             continue
-        pfx = filt.pfx
-        if (
-            pfx is not None
-            and pfx.family == AF_INET
-            and pfx.bitlen > 0
-            and not inet_addr_match(pn.key, pfx, pfx.bitlen)
-        ):
-            continue
-        out.append((tbl, pn))
+        match = inet6_addr_match if tbl.family == AF_INET6 else inet_addr_match
+        for pn in pneigh_entries(tbl):
+            if filt.index and (pn.dev is None or pn.dev.ifindex != filt.index):
+                continue
+            pfx = filt.pfx
+            if (
+                pfx is not None
+                and pfx.family != AF_UNSPEC
+                and pfx.bitlen > 0
+                and (pfx.family != tbl.family or not match(pn.key, pfx, pfx.bitlen))
+            ):
+                continue
+            out.append((tbl, pn))
     return out
 
 
@@ -520,14 +526,13 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
     if dev is not None and lladdr is not None and len(lladdr) < dev.addr_len:
         raise extack_error("Invalid link address", errno.EINVAL)
     if flags & NTF_PROXY:
-        if dst.family != AF_INET:
-            raise ConfigError("netstack: IPv6 proxy neighbours are not supported", errno.EOPNOTSUPP)
         if cmd == "del":  # neigh_delete(): pneigh_delete()
             if pneigh_delete(tbl, key, dev):
                 raise rtnl_error(errno.ENOENT)
             return
-        pn = pneigh_lookup(tbl, key, dev, creat=True)  # neigh_add()
-        assert pn is not None
+        pn = pneigh_lookup(tbl, key, dev, creat=True)  # neigh_add(): pneigh_create()
+        if pn is None:  # the table's pconstructor refused it (ndisc: no device)
+            raise rtnl_error(errno.ENOBUFS)
         pn.flags = flags
         return
     if dev is None:
@@ -589,7 +594,7 @@ def ipneigh_get(net: Net, opts: Iproute2Options, args: Args) -> None:
             raise ConfigError(f'Cannot find device "{d}"', errno.ENODEV)
     tbl = _table(net, dst.family)
     if proxy:  # pneigh_get_reply()
-        pn = pneigh_lookup(tbl, dst.v4, dev) if dst.family == AF_INET else None
+        pn = pneigh_lookup(tbl, dst.v6 if dst.family == AF_INET6 else dst.v4, dev)
         if pn is None:
             raise extack_error("Proxy neighbour entry not found", errno.ENOENT)
         opts.write(print_pneigh(opts, NeighFilter(), tbl, pn))
