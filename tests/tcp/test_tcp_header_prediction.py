@@ -18,10 +18,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 import trio
 
+import netstack.sites
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab
 from netstack.tcp import TcpSock, tcp_of
@@ -79,6 +81,29 @@ async def test_ping_pong_acknowledges_on_the_fast_path(lab: Lab, autojump_clock:
     TCPHPAcks 0 and 1."""
     counters = await _ping_pong(lab)
     assert counters["TCPHPAcks"] == (99, 99)
+
+
+async def test_timed_mode_takes_the_same_data_fast_path(lab: Lab, autojump_clock: object) -> None:
+    """Charged as in timed mode (``netstack.sites.activate``), the exchange
+    takes the kernel's one fast path: the same counters as functional mode
+    and Linux 6.18, and no predicted data segment charged ``tcp_data_queue``
+    (the fast path queues it with ``tcp_queue_rcv``). Before, timed mode sent
+    predicted data through the slow path from step 5: ``tcp_data_queue``
+    charged for 205 of the 208 segments (now 8, none of them predicted data)
+    and TCPHPAcks 0 and 1."""
+    charges: Counter[str] = Counter()
+
+    def record(site: str, nbytes: int) -> None:
+        charges[site] += 1
+
+    netstack.sites.activate(record)
+    try:
+        counters = await _ping_pong(lab)
+    finally:
+        netstack.sites.deactivate(record)
+    assert counters == {"TCPHPHits": (99, 98), "TCPHPAcks": (99, 99), "TCPPureAcks": (1, 2)}
+    segments = charges["tcp_rcv_established"] + charges["tcp_rcv_state_process"]
+    assert charges["tcp_data_queue"] <= segments - sum(counters["TCPHPHits"])
 
 
 async def test_the_sender_reserves_forward_memory_in_pages(
