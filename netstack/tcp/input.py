@@ -2426,7 +2426,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
             sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
             sk.ts_recent_stamp = sk.tcp.seconds()
         tcp_ack(sk, skb, 0)
-        tcp_data_queue(sk, skb)  # no data: frees it (__kfree_skb)
+        consume_skb(skb)  # __kfree_skb(): no tcp_data_queue() for a pure ACK
         tcp_data_snd_check(sk)
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
