@@ -1934,12 +1934,9 @@ def _queue_and_out_nomem(sk: TcpSock, skb: SkBuff) -> bool:
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_data_queue")
-def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
+def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     """Queue a segment's data in order, out of order, or report it as a duplicate.
 
-    *fastpath* (timed mode only): tcp_rcv_established()'s header prediction
-    would have queued it (``tcp_fast_path_data``), with no window or
-    receive-buffer check.
     The skb is consumed. Kernel: net/ipv4/tcp_input.c, tcp_data_queue().
     """
     if TIMED:
@@ -1953,9 +1950,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
     sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
     sk.data_segs_in += skb.gso_segs or 1  # max(gso_segs, 1)
     if tcb.seq == sk.rcv_nxt:
-        if fastpath:
-            pass  # the fast path checks neither the window nor the buffer
-        elif tcp_receive_window(sk) == 0:
+        if tcp_receive_window(sk) == 0:
             sk.ext.TCPZeroWindowDrop += 1
             _out_of_window(sk, skb, DropReason.TCP_ZEROWINDOW)
             return
@@ -1973,8 +1968,7 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff, fastpath: bool = False) -> None:
                 sk.icsk_ack_pending |= ICSK_ACK_NOW  # RFC 5681 4.2: the gap is filled
         if sk.num_sacks:
             tcp_sack_remove(sk)
-        if not fastpath:
-            tcp_fast_path_check(sk)
+        tcp_fast_path_check(sk)
         if eaten:
             consume_skb(skb)  # kfree_skb_partial()
         if not sk.dead:
@@ -2432,12 +2426,11 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
             sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
             sk.ts_recent_stamp = sk.tcp.seconds()
         tcp_ack(sk, skb, 0)
-        tcp_data_queue(sk, skb)  # no data: frees it (__kfree_skb)
+        consume_skb(skb)  # __kfree_skb(): no tcp_data_queue() for a pure ACK
         tcp_data_snd_check(sk)
         sk.rcv_rtt_last_tsecr = sk.rcv_tsecr  # not tcp_rcv_rtt_measure_ts()
         return
-    fastpath = hp == HP_DATA
-    if fastpath and not TIMED:  # bulk data transfer: the receiver
+    if hp == HP_DATA:  # bulk data transfer: the receiver
         if sk.tcp_header_len == 32 and sk.rcv_nxt == sk.rcv_wup:
             sk.ts_recent = sk.rcv_tsval  # tcp_store_ts_recent()
             sk.ts_recent_stamp = sk.tcp.seconds()
@@ -2460,11 +2453,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         if not sk.dead:
             tcp_data_ready(sk)
         return
-    if fastpath:
-        # timed mode: the route its costs were calibrated on, the slow path from
-        # step 5 told to skip the admission (tcp_ack and tcp_data_queue charged)
-        sk.ext.TCPHPHits += 1
-    elif hp == HP_MISS and not tcp_validate_incoming(sk, skb):
+    if hp == HP_MISS and not tcp_validate_incoming(sk, skb):
         return
     flags = tcb.tcp_flags
     if flags & TCPHDR_ACK:
@@ -2479,7 +2468,7 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
         kfree_skb(skb, DropReason.TCP_FLAGS)
         return
     tcp_rcv_rtt_measure_ts(sk, skb)
-    tcp_data_queue(sk, skb, fastpath)
+    tcp_data_queue(sk, skb)
     if sk.state != TCP_CLOSE:
         tcp_data_snd_check(sk)
         tcp_ack_snd_check(sk)

@@ -939,15 +939,24 @@ def tso_fragment(sk: TcpSock, skb: SkBuff, length: int, mss_now: int) -> int:
     return tcp_fragment(sk, False, skb, length, mss_now)
 
 
-@kernel("net/ipv4/tcp_output.c", "tcp_trim_head")
+@kernel("net/ipv4/tcp_output.c", "tcp_trim_head", "__pskb_trim_head")
 def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
-    """Drop *length* acknowledged bytes from the front of *skb*.
+    """Drop *length* acknowledged bytes from the front of *skb*; their memory
+    goes back to the socket at once.
 
-    Kernel: net/ipv4/tcp_output.c, tcp_trim_head().
+    A write-queue skb's payload is page fragments (6.x's ``tcp_sendmsg``
+    copies into ``sk_page_frag``, ``tcp_fragment`` and ``skb_shift`` move
+    fragments), so ``__pskb_trim_head`` returns *length* as ``delta_truesize``
+    (only bytes in a linear head would give back nothing): the skb's truesize,
+    ``sk_wmem_queued`` and, through ``sk_mem_uncharge``, ``sk_forward_alloc``
+    shrink by it, whole pages beyond going back to the protocol.
+    Kernel: net/ipv4/tcp_output.c, tcp_trim_head() / __pskb_trim_head().
     """
-    skb.data += length
+    skb.data += length  # __pskb_trim_head(): delta_truesize = length
     tcb: TcpSkbCb = skb.cb
     tcb.seq = (tcb.seq + length) & M32
+    skb.truesize -= length
+    sk_wmem_uncharge(sk, length)  # sk_wmem_queued_add(sk, -delta) + sk_mem_uncharge()
     skb.ip_summed = CHECKSUM_PARTIAL
     if tcb.pcount > 1:
         tcp_set_skb_tso_segs(skb, tcb.gso_size)

@@ -18,10 +18,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 import trio
+from helpers import connected_tcp
 
+import netstack.sites
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Lab
 from netstack.tcp import TcpSock, tcp_of
@@ -79,6 +82,62 @@ async def test_ping_pong_acknowledges_on_the_fast_path(lab: Lab, autojump_clock:
     TCPHPAcks 0 and 1."""
     counters = await _ping_pong(lab)
     assert counters["TCPHPAcks"] == (99, 99)
+
+
+async def test_timed_mode_takes_the_same_data_fast_path(lab: Lab, autojump_clock: object) -> None:
+    """Charged as in timed mode (``netstack.sites.activate``), the exchange
+    takes the kernel's one fast path: the same counters as functional mode
+    and Linux 6.18, and no predicted data segment charged ``tcp_data_queue``
+    (the fast path queues it with ``tcp_queue_rcv``). Before, timed mode sent
+    predicted data through the slow path from step 5: ``tcp_data_queue``
+    charged for 205 of the 208 segments (now 8, none of them predicted data)
+    and TCPHPAcks 0 and 1."""
+    charges: Counter[str] = Counter()
+
+    def record(site: str, nbytes: int) -> None:
+        charges[site] += 1
+
+    netstack.sites.activate(record)
+    try:
+        counters = await _ping_pong(lab)
+    finally:
+        netstack.sites.deactivate(record)
+    assert counters == {"TCPHPHits": (99, 98), "TCPHPAcks": (99, 99), "TCPPureAcks": (1, 2)}
+    segments = charges["tcp_rcv_established"] + charges["tcp_rcv_state_process"]
+    assert charges["tcp_data_queue"] <= segments - sum(counters["TCPHPHits"])
+
+
+async def test_timed_mode_frees_a_predicted_pure_ack_at_once(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """A pure ACK on the fast path is freed by ``tcp_rcv_established`` itself
+    (``__kfree_skb``), as Linux, not charged ``tcp_data_queue``. Ten 100-byte
+    writes, each acknowledged before the next: the server takes 7 of the
+    segments on the fast path (TCPHPHits), the client 9 of the ACKs
+    (TCPHPAcks), and only the other 4 segments are charged
+    ``tcp_data_queue``; before, 13 (every fast-path pure ACK too)."""
+    a, b = builders.pair(lab)  # a 10.0.0.1 — b 10.0.0.2 over a veth
+    cli, conn = await connected_tcp(a, b, 5001)
+    sk = cli.sock
+    assert isinstance(sk, TcpSock)
+    charges: Counter[str] = Counter()
+
+    def record(site: str, nbytes: int) -> None:
+        charges[site] += 1
+
+    netstack.sites.activate(record)
+    try:
+        for _ in range(10):
+            await cli.send(b"x" * 100)
+            while sk.snd_una != sk.snd_nxt:  # noqa: ASYNC110 (no event to wait on)
+                await trio.sleep(0.001)
+    finally:
+        netstack.sites.deactivate(record)
+    hp_acks = tcp_of(a.net).snmp()["TcpExt"].TCPHPAcks
+    hp_hits = tcp_of(b.net).snmp()["TcpExt"].TCPHPHits
+    assert (hp_hits, hp_acks, charges["tcp_rcv_established"]) == (7, 9, 20)
+    assert charges["tcp_data_queue"] == 20 - hp_hits - hp_acks
+    assert await conn.recv(1000) == b"x" * 1000
 
 
 async def test_the_sender_reserves_forward_memory_in_pages(
