@@ -680,7 +680,12 @@ class UdpTable:
 
     @kernel("__udp4_lib_lookup", "compute_score")
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Sock | None:
-        """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
+        """The best socket for a unicast datagram.
+
+        ``udp_rcv`` has this written out (keep the two in step).
+
+        Kernel: __udp4_lib_lookup() / compute_score().
+        """
         if TIMED:
             spend("__udp4_lib_lookup")
         lst = self.ports.get(dport)
@@ -763,17 +768,25 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
-@kernel("net/ipv4/udp.c", "__udp4_lib_rcv", "udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
+@kernel(
+    "net/ipv4/udp.c",
+    "__udp4_lib_rcv",
+    "__udp4_lib_lookup",
+    "compute_score",
+    "udp_queue_rcv_one_skb",
+    "__udp_enqueue_schedule_skb",
+)
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
-    The common case of queueing (``udp_queue_rcv_one_skb``,
-    ``__udp_enqueue_schedule_skb``) is written out (see ``_queue`` and
-    ``Sock.sock_queue_rcv_skb``).
+    The socket lookup (``__udp4_lib_lookup`` with ``compute_score``; see
+    ``UdpTable.lookup``) and the common case of queueing
+    (``udp_queue_rcv_one_skb``, ``__udp_enqueue_schedule_skb``) are written
+    out (see ``_queue`` and ``Sock.sock_queue_rcv_skb``).
 
     Twin: netstack.ipv6.udp.udpv6_rcv.
-    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / udp_queue_rcv_one_skb() /
-    __udp_enqueue_schedule_skb().
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / __udp4_lib_lookup() /
+    compute_score() / udp_queue_rcv_one_skb() / __udp_enqueue_schedule_skb().
     """
     if TIMED:
         spend("__udp4_lib_rcv")
@@ -824,7 +837,35 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
             _queue(ipv4, sk, skb.clone())
         _queue(ipv4, socks[-1], skb)
         return 0
-    found: Any = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    # __udp4_lib_lookup() with compute_score() written out as UdpTable.lookup has them
+    # (a frame less a datagram; keep the two in step): the best-scoring socket bound
+    # to the port
+    if TIMED:
+        spend("__udp4_lib_lookup")
+    found: Any = None
+    lst = ipv4.udp_table.ports.get(dport)
+    if lst:
+        best_score = -1
+        for sk in lst:
+            score = 2 if sk.family == 2 else 1  # AF_INET beats a dual-stack AF_INET6 socket
+            if sk.inet_rcv_saddr:
+                if sk.inet_rcv_saddr != daddr:
+                    continue
+                score += 4
+            if sk.inet_daddr:
+                if sk.inet_daddr != saddr:
+                    continue
+                score += 4
+            if sk.inet_dport:
+                if sk.inet_dport != sport:
+                    continue
+                score += 4
+            if sk.sk_bound_dev_if:
+                if sk.sk_bound_dev_if != dif:
+                    continue
+                score += 4
+            if score > best_score:
+                found, best_score = sk, score
     if found is not None:
         # udp_queue_rcv_one_skb() and __udp_enqueue_schedule_skb() written out for a
         # plain UDP socket, alive, with no encapsulation (as _queue and
