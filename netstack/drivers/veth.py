@@ -334,7 +334,8 @@ def veth_poll(napi: Napi, budget: int) -> int:
                             matched.func(skb.clone(), dev, matched, dev)
                         matched = pt
             if matched is not None:
-                matched.func(skb, dev, matched, dev)
+                func = matched.func  # a local: a call on an instance attribute is slower
+                func(skb, dev, matched, dev)
             else:
                 dev.stats.rx_nohandler += 1
                 kfree_skb(skb, DropReason.UNHANDLED_PROTO)
