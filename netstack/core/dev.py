@@ -754,7 +754,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 txq._xmit_lock.lock(cpu)
                 txq.xmit_lock_owner = cpu.id
             rest: SkBuff | None = vskb
-            if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
+            state = txq.state  # !netif_xmit_stopped(): no mask for a running queue's 0
+            if not state or not state & QUEUE_STATE_ANY_XOFF:
                 cpu.xmit_recursion += 1
                 if vskb.next is None and not net.ptype_all and not dev.ptype_all:
                     # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
