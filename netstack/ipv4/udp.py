@@ -61,6 +61,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
+from netstack.errors import SkbPanic
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -242,7 +243,14 @@ class UdpSock(Sock):
             raise SockWouldBlock(write=False)
         return msg
 
-    @kernel("net/ipv4/udp.c", "udp_recvmsg")
+    @kernel(
+        "net/ipv4/udp.c",
+        "udp_recvmsg",
+        "net/core/skbuff.c",
+        "consume_skb",
+        "net/core/dst.c",
+        "dst_release",
+    )
     def udp_recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
@@ -250,7 +258,11 @@ class UdpSock(Sock):
         (``__skb_wait_for_more_packets``): the Trio socket's ``recv`` calls it for
         a ``UdpSock`` (not a subclass) as its ``recvmsg_or_none``.
 
-        Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        ``consume_skb`` (with ``dst_release``) is written out for the datagram
+        read (keep in step with netstack.core.skbuff.consume_skb).
+
+        Kernel: net/ipv4/udp.c, udp_recvmsg(); net/core/skbuff.c, consume_skb();
+        net/core/dst.c, dst_release()."""
         if TIMED:
             spend("udp_recvmsg")
         # flags other than none or MSG_DONTWAIT (recvmmsg's after its first datagram)
@@ -309,7 +321,32 @@ class UdpSock(Sock):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InDatagrams += 1
-                consume_skb(skb)
+                dev = skb.dev
+                if dev is not None and dev.net.debug_skb:
+                    consume_skb(skb)  # (it poisons the freed skb)
+                else:
+                    # consume_skb() (out of line in skbuff.c) with its dst_release(),
+                    # written out as netstack.core.skbuff has it (a frame less a
+                    # datagram; keep the two in step)
+                    if TIMED:
+                        spend("consume_skb")
+                    if skb._freed:
+                        raise SkbPanic(f"double free of {skb!r}")
+                    ref = skb._dataref
+                    if ref is not None:
+                        ref[0] -= 1
+                    skb._freed = True
+                    dst = skb.dst
+                    if dst is not None:
+                        dst.refcnt -= 1  # dst_release()
+                        dst.releases += 1
+                        line = dst.line
+                        if line is not None:
+                            line.write("dst_release", atomic=True)
+                        skb.dst = None
+                    destructor = skb.destructor
+                    if destructor is not None:
+                        destructor(skb)
             return data, (saddr, sport), mflags, anc
 
 
