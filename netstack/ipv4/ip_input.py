@@ -33,6 +33,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.sock import Sock, sock_wfree
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_DOREDIRECT
 from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref
@@ -91,6 +92,7 @@ def rt_tos2priority(tos: int) -> int:
     "ip_rcv",
     "ip_rcv_core",
     "ip_fast_csum",
+    "sock_wfree",
     "ip_rcv_finish",
     "ip_rcv_finish_core",
     "ip_local_deliver",
@@ -103,12 +105,14 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end,
     and so is ``ip_local_deliver`` (with ``ip_local_deliver_finish`` and
     ``ip_protocol_deliver_rcu``) for a local datagram that is not a fragment,
-    the direct call of ``dst_input``'s ``INDIRECT_CALL_INET``.
+    the direct call of ``dst_input``'s ``INDIRECT_CALL_INET``, and
+    ``skb_orphan``'s ``sock_wfree`` for a datagram a socket of this machine
+    sent (over veth).
 
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
-    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / ip_rcv_finish() /
-    ip_rcv_finish_core() / ip_local_deliver() / ip_local_deliver_finish() /
-    ip_protocol_deliver_rcu().
+    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / sock_wfree() /
+    ip_rcv_finish() / ip_rcv_finish_core() / ip_local_deliver() /
+    ip_local_deliver_finish() / ip_protocol_deliver_rcu().
     """
     if TIMED:
         spend("ip_rcv")
@@ -180,7 +184,18 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         # skb_orphan() (a static inline of include/linux/skbuff.h), inline: a sender's
         # socket on this machine (veth) is uncharged here
         destructor = skb.destructor
-        if destructor is not None:
+        if destructor is sock_wfree:
+            # a sender's datagram: sock_wfree() written out, as netstack.core.sock has it
+            # (a frame less a datagram; keep the two in step)
+            skb.destructor = None
+            if TIMED:
+                spend("sock_wfree")
+            sk = skb.sk
+            if isinstance(sk, Sock):
+                sk.sk_wmem_alloc -= skb.wmem_charge
+                if sk.sk_wmem_alloc < sk.sk_sndbuf and sk._writers_parked:
+                    sk.sk_write_space()
+        elif destructor is not None:
             skb.destructor = None
             destructor(skb)
         skb.sk = None
