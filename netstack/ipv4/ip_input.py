@@ -80,6 +80,8 @@ _TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+# rt_tos2priority() per TOS byte: a tuple read for its mask and shift
+_TOS_PRIORITY: Final = tuple(IP_TOS2PRIO[(tos & 0x1E) >> 1] for tos in range(256))
 
 
 @kernel("rt_tos2priority")
@@ -442,10 +444,11 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     buf[nh + 10] = check >> 8
     buf[nh + 11] = check & 0xFF
     buf[nh + 8] -= 1
-    if rt.rt_flags & RTCF_DOREDIRECT:
+    flags = rt.rt_flags  # (a forwarding route's are mostly 0: no mask then)
+    if flags and flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
-    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline
-        skb.priority = IP_TOS2PRIO[(buf[nh + 1] & 0x1E) >> 1]
+    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline: per TOS byte
+        skb.priority = _TOS_PRIORITY[buf[nh + 1]]
     ipv4.ip.ForwDatagrams += 1
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
         skb.ip_summed = CHECKSUM_NONE
