@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import struct
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -153,6 +154,12 @@ NETDEV_NOTIFY_PEERS: Final = 20
 NETDEV_CHANGE_TX_QUEUE_LEN: Final = 29
 
 XMIT_RECURSION_LIMIT: Final = 8
+# an Ethernet header's destination address and type, read at once (no slice, no shifts)
+_ETH_DEST_PROTO: Final = struct.Struct("!6s6xH").unpack_from
+# dev->features word → its NETIF_F_HW_CSUM and NETIF_F_LLTX bits, for dev_queue_xmit: the
+# word is above 2**30 (47 bits on veth), where a mask is CPython's slow bit operation and
+# a dict read of the word's hash is cheap; a lab's devices have a handful of words
+_XMIT_FEATURE_BITS: Final[dict[int, tuple[int, int]]] = {}
 ENETDOWN_RC: Final = -errno.ENETDOWN
 
 
@@ -713,6 +720,13 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
                 return ENETDOWN_RC
             features = dev.features
+            try:
+                hw_csum, lltx = _XMIT_FEATURE_BITS[features]
+            except KeyError:
+                hw_csum = features & NETIF_F_HW_CSUM
+                lltx = features & NETIF_F_LLTX
+                if len(_XMIT_FEATURE_BITS) < 4096:
+                    _XMIT_FEATURE_BITS[features] = (hw_csum, lltx)
             summed = skb.ip_summed
             if (
                 skb.gso_size
@@ -720,11 +734,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 or skb.encapsulation
                 or (
                     summed == CHECKSUM_PARTIAL
-                    and (
-                        not features & NETIF_F_HW_CSUM
-                        or skb.protocol == 0x8100
-                        or skb.protocol == 0x88A8
-                    )
+                    and (not hw_csum or skb.protocol == 0x8100 or skb.protocol == 0x88A8)
                 )
             ):
                 vskb = validate_xmit_skb(skb, dev)
@@ -740,12 +750,12 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                     if summed == CHECKSUM_PARTIAL:
                         spend("netif_skb_features")
                 vskb = skb
-            lltx = features & NETIF_F_LLTX
             if not lltx:  # HARD_TX_LOCK
                 txq._xmit_lock.lock(cpu)
                 txq.xmit_lock_owner = cpu.id
             rest: SkBuff | None = vskb
-            if not txq.state & QUEUE_STATE_ANY_XOFF:  # !netif_xmit_stopped()
+            state = txq.state  # !netif_xmit_stopped(): no mask for a running queue's 0
+            if not state or not state & QUEUE_STATE_ANY_XOFF:
                 cpu.xmit_recursion += 1
                 if vskb.next is None and not net.ptype_all and not dev.ptype_all:
                     # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
@@ -1200,21 +1210,17 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     # __dev_forward_skb(): eth_type_trans() (out of line in eth.c), written out for a
     # unicast frame of Ethernet II as netstack.core.ethernet has it (a frame less a
     # packet; keep the two in step); a group address or an 802.3 length goes there
-    buf = skb.buf
-    d = skb.data
-    if buf[d] & 1:
-        skb.protocol = eth_type_trans(skb, dev)
-        return 0
-    proto = (buf[d + 12] << 8) | buf[d + 13]
-    if proto < ETH_P_802_3_MIN:
+    h_dest, proto = _ETH_DEST_PROTO(skb.buf, skb.data)  # one read, no slice or shifts
+    if h_dest[0] & 1 or proto < ETH_P_802_3_MIN:
         skb.protocol = eth_type_trans(skb, dev)
         return 0
     if TIMED:
         spend("eth_type_trans")
+    d = skb.data
     skb.dev = dev
     skb.mac_header = d
     skb.data = d + 14  # ETH_HLEN
-    if buf[d : d + 6] != dev.dev_addr:
+    if h_dest != dev.dev_addr:
         skb.pkt_type = PACKET_OTHERHOST
     skb.protocol = proto
     return 0  # NET_RX_SUCCESS

@@ -116,7 +116,10 @@ class Napi:
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
-            self._wake()
+            task = self._waiting  # _wake(), inline: a frame less a schedule
+            if task is not None:
+                self._waiting = None
+                trio.lowlevel.reschedule(task)
 
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests)."""
@@ -151,6 +154,7 @@ class Napi:
         self._wake()
 
     def _wake(self) -> None:
+        # (schedule() has this written out: keep the two in step)
         task = self._waiting
         if task is not None:
             self._waiting = None

@@ -620,7 +620,12 @@ _reschedule = trio.lowlevel.reschedule
 
 @kernel("sock_wfree")
 def sock_wfree(skb: SkBuff) -> None:
-    """Release the send-buffer charge. Kernel: sock_wfree()."""
+    """Release the send-buffer charge.
+
+    ``ip_rcv`` has this written out for its ``skb_orphan`` (keep the two in step).
+
+    Kernel: sock_wfree().
+    """
     if TIMED:
         spend("sock_wfree")
     sk = skb.sk

@@ -23,6 +23,7 @@ Kernel: drivers/net/veth.c.
 
 from __future__ import annotations
 
+import struct
 from typing import Final
 
 from netstack.core import napi as _napi
@@ -86,6 +87,8 @@ from netstack.wire.ethernet import ETH_HLEN, ETH_MAX_MTU, ETH_P_802_3_MIN
 __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newlink"]
 
 VETH_RING_SIZE: Final = 256
+# an Ethernet header's destination address and type, read at once (no slice, no shifts)
+_ETH_DEST_PROTO: Final = struct.Struct("!6s6xH").unpack_from
 VETH_FEATURES: Final = (
     NETIF_F_SG
     | NETIF_F_FRAGLIST
@@ -207,7 +210,8 @@ class VethOps(NetDeviceOps):
             skb.priority = 0  # ____dev_forward_skb()
             buf = skb.buf
             d = skb.data
-            proto = (buf[d + 12] << 8) | buf[d + 13]
+            # the destination address and the type in one read
+            h_dest, proto = _ETH_DEST_PROTO(buf, d)
             if proto < ETH_P_802_3_MIN:  # an 802.3 length: eth_type_trans() tells
                 skb.protocol = eth_type_trans(skb, rcv)
             else:
@@ -217,13 +221,17 @@ class VethOps(NetDeviceOps):
                 skb.dev = rcv
                 skb.mac_header = d
                 skb.data = d + ETH_HLEN
-                if buf[d] & 1:
-                    if buf[d : d + 6] == rcv.broadcast:
-                        skb.pkt_type = PACKET_BROADCAST
+                # eth_skb_pkt_type() (a static inline of etherdevice.h, 6.x): our own
+                # address first, the common case; a device's address is never a group
+                # one (eth_prepare_mac_addr_change refuses it)
+                if h_dest != rcv.dev_addr:
+                    if h_dest[0] & 1:
+                        if h_dest == rcv.broadcast:
+                            skb.pkt_type = PACKET_BROADCAST
+                        else:
+                            skb.pkt_type = PACKET_MULTICAST
                     else:
-                        skb.pkt_type = PACKET_MULTICAST
-                elif buf[d : d + 6] != rcv.dev_addr:
-                    skb.pkt_type = PACKET_OTHERHOST
+                        skb.pkt_type = PACKET_OTHERHOST
                 skb.protocol = proto
         ring.append(skb)
         priv.tx_packets += 1
@@ -326,7 +334,8 @@ def veth_poll(napi: Napi, budget: int) -> int:
                             matched.func(skb.clone(), dev, matched, dev)
                         matched = pt
             if matched is not None:
-                matched.func(skb, dev, matched, dev)
+                func = matched.func  # a local: a call on an instance attribute is slower
+                func(skb, dev, matched, dev)
             else:
                 dev.stats.rx_nohandler += 1
                 kfree_skb(skb, DropReason.UNHANDLED_PROTO)

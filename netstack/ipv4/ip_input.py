@@ -33,6 +33,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
+from netstack.core.sock import Sock, sock_wfree
 from netstack.core.xmit import skb_gso_validate_network_len
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_DOREDIRECT
 from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref
@@ -79,6 +80,8 @@ _TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
+# rt_tos2priority() per TOS byte: a tuple read for its mask and shift
+_TOS_PRIORITY: Final = tuple(IP_TOS2PRIO[(tos & 0x1E) >> 1] for tos in range(256))
 
 
 @kernel("rt_tos2priority")
@@ -91,6 +94,7 @@ def rt_tos2priority(tos: int) -> int:
     "ip_rcv",
     "ip_rcv_core",
     "ip_fast_csum",
+    "sock_wfree",
     "ip_rcv_finish",
     "ip_rcv_finish_core",
     "ip_local_deliver",
@@ -103,12 +107,14 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
     ``ip_rcv_finish`` (with ``ip_rcv_finish_core``) is written out at the end,
     and so is ``ip_local_deliver`` (with ``ip_local_deliver_finish`` and
     ``ip_protocol_deliver_rcu``) for a local datagram that is not a fragment,
-    the direct call of ``dst_input``'s ``INDIRECT_CALL_INET``.
+    the direct call of ``dst_input``'s ``INDIRECT_CALL_INET``, and
+    ``skb_orphan``'s ``sock_wfree`` for a datagram a socket of this machine
+    sent (over veth).
 
     Twin: netstack.ipv6.ip6_input.ipv6_rcv.
-    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / ip_rcv_finish() /
-    ip_rcv_finish_core() / ip_local_deliver() / ip_local_deliver_finish() /
-    ip_protocol_deliver_rcu().
+    Kernel: ip_rcv() / ip_rcv_core() / ip_fast_csum() / sock_wfree() /
+    ip_rcv_finish() / ip_rcv_finish_core() / ip_local_deliver() /
+    ip_local_deliver_finish() / ip_protocol_deliver_rcu().
     """
     if TIMED:
         spend("ip_rcv")
@@ -180,7 +186,18 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         # skb_orphan() (a static inline of include/linux/skbuff.h), inline: a sender's
         # socket on this machine (veth) is uncharged here
         destructor = skb.destructor
-        if destructor is not None:
+        if destructor is sock_wfree:
+            # a sender's datagram: sock_wfree() written out, as netstack.core.sock has it
+            # (a frame less a datagram; keep the two in step)
+            skb.destructor = None
+            if TIMED:
+                spend("sock_wfree")
+            sk = skb.sk
+            if isinstance(sk, Sock):
+                sk.sk_wmem_alloc -= skb.wmem_charge
+                if sk.sk_wmem_alloc < sk.sk_sndbuf and sk._writers_parked:
+                    sk.sk_write_space()
+        elif destructor is not None:
             skb.destructor = None
             destructor(skb)
         skb.sk = None
@@ -427,10 +444,11 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     buf[nh + 10] = check >> 8
     buf[nh + 11] = check & 0xFF
     buf[nh + 8] -= 1
-    if rt.rt_flags & RTCF_DOREDIRECT:
+    flags = rt.rt_flags  # (a forwarding route's are mostly 0: no mask then)
+    if flags and flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
-    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline
-        skb.priority = IP_TOS2PRIO[(buf[nh + 1] & 0x1E) >> 1]
+    if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline: per TOS byte
+        skb.priority = _TOS_PRIORITY[buf[nh + 1]]
     ipv4.ip.ForwDatagrams += 1
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
         skb.ip_summed = CHECKSUM_NONE

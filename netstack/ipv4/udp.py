@@ -61,6 +61,7 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
+from netstack.errors import SkbPanic
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -157,6 +158,10 @@ _IPV4_HDR: Final = IPV4_HDR
 _ZERO_HEAD_LEN: Final = 256
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
+# dev->features word → its NETIF_F_HW_CSUM | NETIF_F_IP_CSUM bits (0xA), for udp_sendmsg: the
+# word is above 2**30 (47 bits on veth), where a mask is CPython's slow bit operation and
+# a dict read of the word is cheap; a lab's devices have a handful of words
+_TX_CSUM_BITS: Final[dict[int, int]] = {}
 
 
 class UdpSock(Sock):
@@ -238,7 +243,14 @@ class UdpSock(Sock):
             raise SockWouldBlock(write=False)
         return msg
 
-    @kernel("net/ipv4/udp.c", "udp_recvmsg")
+    @kernel(
+        "net/ipv4/udp.c",
+        "udp_recvmsg",
+        "net/core/skbuff.c",
+        "consume_skb",
+        "net/core/dst.c",
+        "dst_release",
+    )
     def udp_recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
@@ -246,7 +258,11 @@ class UdpSock(Sock):
         (``__skb_wait_for_more_packets``): the Trio socket's ``recv`` calls it for
         a ``UdpSock`` (not a subclass) as its ``recvmsg_or_none``.
 
-        Kernel: net/ipv4/udp.c, udp_recvmsg()."""
+        ``consume_skb`` (with ``dst_release``) is written out for the datagram
+        read (keep in step with netstack.core.skbuff.consume_skb).
+
+        Kernel: net/ipv4/udp.c, udp_recvmsg(); net/core/skbuff.c, consume_skb();
+        net/core/dst.c, dst_release()."""
         if TIMED:
             spend("udp_recvmsg")
         # flags other than none or MSG_DONTWAIT (recvmmsg's after its first datagram)
@@ -305,7 +321,32 @@ class UdpSock(Sock):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InDatagrams += 1
-                consume_skb(skb)
+                dev = skb.dev
+                if dev is not None and dev.net.debug_skb:
+                    consume_skb(skb)  # (it poisons the freed skb)
+                else:
+                    # consume_skb() (out of line in skbuff.c) with its dst_release(),
+                    # written out as netstack.core.skbuff has it (a frame less a
+                    # datagram; keep the two in step)
+                    if TIMED:
+                        spend("consume_skb")
+                    if skb._freed:
+                        raise SkbPanic(f"double free of {skb!r}")
+                    ref = skb._dataref
+                    if ref is not None:
+                        ref[0] -= 1
+                    skb._freed = True
+                    dst = skb.dst
+                    if dst is not None:
+                        dst.refcnt -= 1  # dst_release()
+                        dst.releases += 1
+                        line = dst.line
+                        if line is not None:
+                            line.write("dst_release", atomic=True)
+                        skb.dst = None
+                    destructor = skb.destructor
+                    if destructor is not None:
+                        destructor(skb)
             return data, (saddr, sport), mflags, anc
 
 
@@ -490,7 +531,7 @@ def udp_sendmsg(
     # header in between, and its bytes are zeros until then)
     if sk.inet_daddr:
         ident = sk.inet_id
-        sk.inet_id = (ident + 1) & 0xFFFF
+        sk.inet_id = ident + 1 if ident < 0xFFFF else 0  # a u16 (no mask)
     elif df and not ignore_df:
         ident = 0
     else:
@@ -505,9 +546,16 @@ def udp_sendmsg(
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
     sport = sk.inet_num
+    features = dev.features
+    try:
+        tx_csum = _TX_CSUM_BITS[features]
+    except KeyError:
+        tx_csum = features & 0xA  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
+        if len(_TX_CSUM_BITS) < 4096:
+            _TX_CSUM_BITS[features] = tx_csum
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
-    elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
+    elif fits and tx_csum:
         # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
         # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
         # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
@@ -680,7 +728,12 @@ class UdpTable:
 
     @kernel("__udp4_lib_lookup", "compute_score")
     def lookup(self, saddr: int, sport: int, daddr: int, dport: int, dif: int) -> Sock | None:
-        """The best socket for a unicast datagram. Kernel: __udp4_lib_lookup() / compute_score()."""
+        """The best socket for a unicast datagram.
+
+        ``udp_rcv`` has this written out (keep the two in step).
+
+        Kernel: __udp4_lib_lookup() / compute_score().
+        """
         if TIMED:
             spend("__udp4_lib_lookup")
         lst = self.ports.get(dport)
@@ -763,17 +816,25 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
         kfree_skb(skb, DropReason.SOCKET_RCVBUFF)
 
 
-@kernel("net/ipv4/udp.c", "__udp4_lib_rcv", "udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
+@kernel(
+    "net/ipv4/udp.c",
+    "__udp4_lib_rcv",
+    "__udp4_lib_lookup",
+    "compute_score",
+    "udp_queue_rcv_one_skb",
+    "__udp_enqueue_schedule_skb",
+)
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     """Receive a UDP datagram.
 
-    The common case of queueing (``udp_queue_rcv_one_skb``,
-    ``__udp_enqueue_schedule_skb``) is written out (see ``_queue`` and
-    ``Sock.sock_queue_rcv_skb``).
+    The socket lookup (``__udp4_lib_lookup`` with ``compute_score``; see
+    ``UdpTable.lookup``) and the common case of queueing
+    (``udp_queue_rcv_one_skb``, ``__udp_enqueue_schedule_skb``) are written
+    out (see ``_queue`` and ``Sock.sock_queue_rcv_skb``).
 
     Twin: netstack.ipv6.udp.udpv6_rcv.
-    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / udp_queue_rcv_one_skb() /
-    __udp_enqueue_schedule_skb().
+    Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / __udp4_lib_lookup() /
+    compute_score() / udp_queue_rcv_one_skb() / __udp_enqueue_schedule_skb().
     """
     if TIMED:
         spend("__udp4_lib_rcv")
@@ -824,7 +885,35 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
             _queue(ipv4, sk, skb.clone())
         _queue(ipv4, socks[-1], skb)
         return 0
-    found: Any = ipv4.udp_table.lookup(saddr, sport, daddr, dport, dif)
+    # __udp4_lib_lookup() with compute_score() written out as UdpTable.lookup has them
+    # (a frame less a datagram; keep the two in step): the best-scoring socket bound
+    # to the port
+    if TIMED:
+        spend("__udp4_lib_lookup")
+    found: Any = None
+    lst = ipv4.udp_table.ports.get(dport)
+    if lst:
+        best_score = -1
+        for sk in lst:
+            score = 2 if sk.family == 2 else 1  # AF_INET beats a dual-stack AF_INET6 socket
+            if sk.inet_rcv_saddr:
+                if sk.inet_rcv_saddr != daddr:
+                    continue
+                score += 4
+            if sk.inet_daddr:
+                if sk.inet_daddr != saddr:
+                    continue
+                score += 4
+            if sk.inet_dport:
+                if sk.inet_dport != sport:
+                    continue
+                score += 4
+            if sk.sk_bound_dev_if:
+                if sk.sk_bound_dev_if != dif:
+                    continue
+                score += 4
+            if score > best_score:
+                found, best_score = sk, score
     if found is not None:
         # udp_queue_rcv_one_skb() and __udp_enqueue_schedule_skb() written out for a
         # plain UDP socket, alive, with no encapsulation (as _queue and

@@ -20,7 +20,7 @@ import os
 import socket as _stdsocket
 from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -115,6 +115,9 @@ def parse_inet6_addr(
     return value, port, flowinfo, scope_id
 
 
+_UNSET: Final = object()  # Socket._recv_fn not made yet (None: the family has none)
+
+
 class Socket:
     """A socket of an emulated host, with ``trio.socket``'s interface."""
 
@@ -123,6 +126,10 @@ class Socket:
         self._sk = sk
         self._closed = False
         self._v6 = sk.family == AF_INET6
+        # send's and recv's protocol calls (_sendmsg, _recvmsg_or_none), made at their
+        # first use: they depend on the protocol socket alone, which does not change
+        self._send_fn: Any = None
+        self._recv_fn: Any = _UNSET
 
     # -- addresses of this socket's family --------------------------------------------
     def _parse(self, address: Any, for_bind: bool = False) -> Any:
@@ -234,16 +241,20 @@ class Socket:
         return f"<netstack.Socket {self._net.name} fam={self.family} type={self.type} {state}>"
 
     # -- the non-blocking helper (trio.socket._nonblocking_helper) -----------------------
-    async def _nonblocking(self, write: bool, fn: Any, *args: Any) -> Any:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        sk = self._check()
-        try:
-            result = fn(*args)
-        except SockWouldBlock:
-            pass
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return result
+    async def _nonblocking(self, write: bool, fn: Any, *args: Any, tried: bool = False) -> Any:
+        """Call *fn* until it does not block. With *tried*, the caller has passed the
+        cancel check and made the first call already (``send``, ``recv``): wait."""
+        sk = self._sk
+        if not tried:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            sk = self._check()
+            try:
+                result = fn(*args)
+            except SockWouldBlock:
+                pass
+            else:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return result
         while True:
             if write:
                 await sk.wait_writable()
@@ -255,20 +266,25 @@ class Socket:
             except SockWouldBlock:
                 continue
 
-    async def _nonblocking_recv(self, sk: Sock, bufsize: int, flags: int) -> Any:
+    async def _nonblocking_recv(self, sk: Sock, bufsize: int, flags: int, tried: Any = None) -> Any:
         """``_nonblocking`` for a receive: the same checkpoints and waits, but the
         protocol says "would block" with ``None`` (``recvmsg_or_none``), not an
         exception raised and caught per empty read (about half the reads of a
-        bulk TCP receiver that keeps up find the queue empty)."""
-        fn = self._recvmsg_or_none(sk)
-        if fn is None:
-            return await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._check()
-        result = fn(bufsize, flags)
-        if result is not None:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return result
+        bulk TCP receiver that keeps up find the queue empty). *tried* is the
+        receive the caller has called once already, past the cancel check
+        (``recv``): wait."""
+        if tried is None:
+            fn = self._recvmsg_or_none(sk)
+            if fn is None:
+                return await self._nonblocking(False, self._recvmsg(sk), bufsize, flags)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            self._check()
+            result = fn(bufsize, flags)
+            if result is not None:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return result
+        else:
+            fn = tried
         while True:
             await sk.wait_readable()
             self._check()
@@ -355,8 +371,23 @@ class Socket:
         self._check().disconnect()
 
     async def send(self, data: bytes | bytearray | memoryview, flags: int = 0) -> int:
-        sk = self._check()
-        return int(await self._nonblocking(True, self._sendmsg(sk), data, None, flags))
+        # _nonblocking's first try written out (a coroutine and two frames less a call),
+        # with its checkpoints in the same places: the cancel check before the send,
+        # the schedule point after it; a send that would block waits there
+        if self._closed:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        fn = self._send_fn
+        if fn is None:
+            fn = self._send_fn = self._sendmsg(self._sk)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        try:
+            result = fn(data, None, flags)
+        except SockWouldBlock:
+            return int(await self._nonblocking(True, fn, data, None, flags, tried=True))
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return int(result)
 
     async def sendto(self, data: bytes | bytearray | memoryview, *args: Any) -> int:
         """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
@@ -420,9 +451,26 @@ class Socket:
         return sent
 
     async def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        sk = self._check()
-        data, _, _, _ = await self._nonblocking_recv(sk, bufsize, flags)
-        return bytes(data)
+        # _nonblocking_recv's first try written out, as send has _nonblocking's
+        if self._closed:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        sk = self._sk
+        fn = self._recv_fn
+        if fn is _UNSET:
+            fn = self._recv_fn = self._recvmsg_or_none(sk)
+        if fn is None:
+            data, _, _, _ = await self._nonblocking_recv(sk, bufsize, flags)
+            return bytes(data)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        result = fn(bufsize, flags)
+        if result is None:
+            result = await self._nonblocking_recv(sk, bufsize, flags, fn)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        data = result[0]
+        return data if type(data) is bytes else bytes(data)
 
     async def recvfrom(self, bufsize: int, flags: int = 0) -> tuple[bytes, Address]:
         sk = self._check()

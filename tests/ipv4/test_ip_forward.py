@@ -299,3 +299,13 @@ async def test_forwarding_ignores_a_learnt_pmtu_unless_ip_forward_use_pmtu(
         assert nstat(r, "IpFragFails") == 1
         assert nstat(r, "IcmpOutDestUnreachs") == 1
         assert nstat(r, "IpForwDatagrams") == 1
+
+
+def test_forwarding_priority_per_tos_byte_is_rt_tos2priority() -> None:
+    """ip_forward reads rt_tos2priority() from a table per TOS byte: the same
+    priority for every one of the 256 (ECN bits and the low bit ignored)."""
+    from netstack.ipv4.ip_input import _TOS_PRIORITY, rt_tos2priority
+
+    assert [_TOS_PRIORITY[tos] for tos in range(256)] == [rt_tos2priority(t) for t in range(256)]
+    assert _TOS_PRIORITY[0x10] == 6  # IPTOS_LOWDELAY: TC_PRIO_INTERACTIVE
+    assert _TOS_PRIORITY[0x08 | 3] == 2  # IPTOS_THROUGHPUT, CE: TC_PRIO_BULK
