@@ -34,6 +34,7 @@ from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.inetpeer import InetPeer
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.slotcopy import instance_maker
 from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
@@ -800,13 +801,30 @@ def ip_route_input_noref(
         spend("ip_route_input_slow")
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
     # net->loopback_dev: the property's cached device read directly (a frame less)
-    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
-    rt.rt_flags = 0  # &= ~RTCF_LOCAL
-    rt.rt_is_input = True
-    rt.rt_iif = dev.ifindex
-    rt.input = dst_ip_error
-    rt.output = dst_ip_rt_bug
-    rt.error = err
+    lo = ipv4._loopback or ipv4.loopback_dev
+    make = _rt_unreachable_input
+    if make is None:  # a native Rtable (the mypyc build): as _RT_UNREACHABLE_INPUT below
+        rt = Rtable(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE)
+        rt.rt_flags = 0  # &= ~RTCF_LOCAL
+        rt.rt_is_input = True
+        rt.rt_iif = dev.ifindex
+        rt.input = dst_ip_error
+        rt.output = dst_ip_rt_bug
+        rt.error = err
+    else:
+        # rt_dst_alloc() (Rtable.__init__) and local_input's changes for
+        # RTN_UNREACHABLE, one store a field with the final values: a bystander
+        # allocates one for every ARP request it overhears (about a fifth of its
+        # work went to the constructor's call and the fields set twice)
+        net = lo.net
+        rt = make(
+            lo,
+            err,
+            None if net.cpus.model is None else net.cacheline("dst"),
+            ipv4,
+            ipv4.rt_genid,
+            dev.ifindex,
+        )
     skb.dst = rt
     return 0
 
@@ -916,6 +934,40 @@ def dst_ip_rt_bug(skb: SkBuff) -> int:
     rt: Any = skb.dst
     rc: int = rt.ipv4.ip_rt_bug(skb)
     return rc
+
+
+_RT_UNREACHABLE_INPUT: Final[dict[str, Any]] = {
+    # what ip_route_input_slow()'s no_route path leaves in the rtable it allocates:
+    # Rtable.__init__(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE) (rt_dst_alloc, dst_init)
+    # then RTCF_LOCAL cleared, rt_is_input, ip_error and ip_rt_bug (keep in step with
+    # Rtable.__init__: tests/ipv4/test_fib_merge.py compares the two field by field)
+    "input": dst_ip_error,
+    "output": dst_ip_rt_bug,
+    "refcnt": 1,
+    "expires": 0,
+    "lastuse": 0,
+    "use": 0,
+    "header_len": 0,
+    "holds": 0,
+    "releases": 0,
+    "obsolete": DST_OBSOLETE_FORCE_CHK,
+    "rt_flags": 0,
+    "rt_type": RTN_UNREACHABLE,
+    "rt_is_input": True,
+    "rt_gw4": 0,
+    "rt_uses_gateway": False,
+    "rt_pmtu": 0,
+    "rt_mtu_locked": False,
+    "metric_mtu": 0,
+    "metric_mtu_locked": False,
+    "metric_fastopen_no_cookie": 0,
+    "rt_table_id": 0,
+    "fnhe": None,
+}
+# make(dev, error, line, ipv4, rt_genid, rt_iif); None for a native Rtable
+_rt_unreachable_input: Final = instance_maker(
+    Rtable, ("dev", "error", "line", "ipv4", "rt_genid", "rt_iif"), _RT_UNREACHABLE_INPUT
+)
 
 
 @kernel("ip_error")
