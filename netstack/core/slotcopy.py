@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["attr_copier", "attr_zeroer", "instance_maker", "slot_names"]
+__all__ = ["attr_copier", "attr_zeroer", "instance_allocator", "instance_maker", "slot_names"]
 
 
 def attr_copier(fields: Iterable[str]) -> Callable[[Any, Any], None]:
@@ -97,3 +97,15 @@ def instance_maker(
     )
     make: Callable[..., Any] = namespace["make"]
     return make
+
+
+def instance_allocator(cls: type) -> Callable[[type], Any] | None:
+    """``object.__new__``, to allocate a *cls* without ``__init__`` (its caller then
+    sets every slot); None for a class that refuses it (a native class of the
+    mypyc build), whose callers construct it the ordinary way."""
+    try:
+        object.__new__(cls)
+    except TypeError:
+        return None
+    new: Callable[[type], Any] = object.__new__
+    return new
