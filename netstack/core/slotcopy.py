@@ -72,6 +72,11 @@ def instance_maker(
     Raises:
         ValueError: a slot missing or named twice, or a name not a slot.
     """
+    try:
+        object.__new__(cls)
+    except TypeError:
+        # asked first: mypyc's native classes need not keep complete __slots__
+        return None
     names = list(params)
     slots = slot_names(cls)
     given = names + list(constants)
@@ -79,10 +84,6 @@ def instance_maker(
         raise ValueError(
             f"{cls.__name__}: fields {sorted(given)} are not its slots {sorted(slots)}"
         )
-    try:
-        object.__new__(cls)
-    except TypeError:
-        return None
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     lines = [f"    o.{name} = {name}\n" for name in names]
     for name, value in constants.items():

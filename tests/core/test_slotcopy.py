@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from netstack.core.slotcopy import instance_maker, slot_names
+from netstack.core.slotcopy import instance_allocator, instance_maker, slot_names
 
 
 class _Base:
@@ -50,3 +50,15 @@ def test_the_maker_sets_parameters_and_constants() -> None:
 def test_every_slot_once(params: tuple[str, ...], constants: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="slots"):
         instance_maker(_Child, params, constants)
+
+
+def test_a_class_object_new_refuses_gets_no_maker() -> None:
+    """A native class of the mypyc build (``object.__new__`` refuses it, and its
+    ``__slots__`` may be incomplete) gets None, before the slots are checked."""
+
+    class _Refuses(int):  # object.__new__(int subclass) raises TypeError too
+        __slots__ = ()
+
+    assert instance_maker(_Refuses, (), {"not_a_slot": 0}) is None
+    assert instance_allocator(_Refuses) is None
+    assert instance_allocator(_Child) is object.__new__
