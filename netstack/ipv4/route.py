@@ -34,7 +34,7 @@ from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.inetpeer import InetPeer
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
-from netstack.core.slotcopy import instance_maker
+from netstack.core.slotcopy import instance_allocator
 from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
@@ -802,8 +802,8 @@ def ip_route_input_noref(
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
     # net->loopback_dev: the property's cached device read directly (a frame less)
     lo = ipv4._loopback or ipv4.loopback_dev
-    make = _rt_unreachable_input
-    if make is None:  # a native Rtable (the mypyc build): as _RT_UNREACHABLE_INPUT below
+    alloc = _alloc_rtable
+    if alloc is None:  # a native Rtable (the mypyc build): the constructor, then the changes
         rt = Rtable(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE)
         rt.rt_flags = 0  # &= ~RTCF_LOCAL
         rt.rt_is_input = True
@@ -812,19 +812,42 @@ def ip_route_input_noref(
         rt.output = dst_ip_rt_bug
         rt.error = err
     else:
-        # rt_dst_alloc() (Rtable.__init__) and local_input's changes for
-        # RTN_UNREACHABLE, one store a field with the final values: a bystander
-        # allocates one for every ARP request it overhears (about a fifth of its
-        # work went to the constructor's call and the fields set twice)
+        # rt_dst_alloc() (Rtable.__init__, dst_init) and local_input's changes for
+        # RTN_UNREACHABLE written out, one store a field with its final value: a
+        # bystander allocates one for every ARP request it overhears (the
+        # constructor's call and the fields set twice were a fifth of the route;
+        # keep in step with Rtable.__init__: tests/ipv4/test_fib_merge.py compares
+        # the two field by field)
         net = lo.net
-        rt = make(
-            lo,
-            err,
-            None if net.cpus.model is None else net.cacheline("dst"),
-            ipv4,
-            ipv4.rt_genid,
-            dev.ifindex,
-        )
+        rt = alloc(Rtable)
+        rt.dev = lo
+        rt.input = dst_ip_error  # ip_error
+        rt.output = dst_ip_rt_bug  # ip_rt_bug
+        rt.error = err
+        rt.refcnt = 1
+        rt.expires = 0
+        rt.lastuse = 0
+        rt.use = 0
+        rt.header_len = 0
+        rt.holds = 0
+        rt.releases = 0
+        rt.line = None if net.cpus.model is None else net.cacheline("dst")
+        rt.ipv4 = ipv4
+        rt.obsolete = DST_OBSOLETE_FORCE_CHK
+        rt.rt_genid = ipv4.rt_genid
+        rt.rt_flags = 0  # RTCF_LOCAL cleared
+        rt.rt_type = RTN_UNREACHABLE
+        rt.rt_is_input = True
+        rt.rt_iif = dev.ifindex
+        rt.rt_gw4 = 0
+        rt.rt_uses_gateway = False
+        rt.rt_pmtu = 0
+        rt.rt_mtu_locked = False
+        rt.metric_mtu = 0
+        rt.metric_mtu_locked = False
+        rt.metric_fastopen_no_cookie = 0
+        rt.rt_table_id = 0
+        rt.fnhe = None
     skb.dst = rt
     return 0
 
@@ -936,38 +959,9 @@ def dst_ip_rt_bug(skb: SkBuff) -> int:
     return rc
 
 
-_RT_UNREACHABLE_INPUT: Final[dict[str, Any]] = {
-    # what ip_route_input_slow()'s no_route path leaves in the rtable it allocates:
-    # Rtable.__init__(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE) (rt_dst_alloc, dst_init)
-    # then RTCF_LOCAL cleared, rt_is_input, ip_error and ip_rt_bug (keep in step with
-    # Rtable.__init__: tests/ipv4/test_fib_merge.py compares the two field by field)
-    "input": dst_ip_error,
-    "output": dst_ip_rt_bug,
-    "refcnt": 1,
-    "expires": 0,
-    "lastuse": 0,
-    "use": 0,
-    "header_len": 0,
-    "holds": 0,
-    "releases": 0,
-    "obsolete": DST_OBSOLETE_FORCE_CHK,
-    "rt_flags": 0,
-    "rt_type": RTN_UNREACHABLE,
-    "rt_is_input": True,
-    "rt_gw4": 0,
-    "rt_uses_gateway": False,
-    "rt_pmtu": 0,
-    "rt_mtu_locked": False,
-    "metric_mtu": 0,
-    "metric_mtu_locked": False,
-    "metric_fastopen_no_cookie": 0,
-    "rt_table_id": 0,
-    "fnhe": None,
-}
-# make(dev, error, line, ipv4, rt_genid, rt_iif); None for a native Rtable
-_rt_unreachable_input: Final = instance_maker(
-    Rtable, ("dev", "error", "line", "ipv4", "rt_genid", "rt_iif"), _RT_UNREACHABLE_INPUT
-)
+# object.__new__ for the no_route rtable written out in ip_route_input_noref; None
+# for the mypyc build's native Rtable (which refuses it: the constructor then)
+_alloc_rtable: Final = instance_allocator(Rtable)
 
 
 @kernel("ip_error")

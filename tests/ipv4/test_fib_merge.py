@@ -27,7 +27,7 @@ from netstack.core.skbuff import SkBuff
 from netstack.core.slotcopy import slot_names
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
-from netstack.ipv4 import ipv4_of
+from netstack.ipv4 import ipv4_of, route
 from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
 from netstack.ipv4.route import Rtable, dst_ip_error, dst_ip_rt_bug, ip_route_input_noref
@@ -416,7 +416,7 @@ async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
 
 async def test_the_no_route_rtable_is_rt_dst_allocs_with_local_inputs_changes(lab: Lab) -> None:
     """``ip_route_input_noref``'s ``no_route`` path builds its route with one store a
-    field (``instance_maker``, no ``Rtable.__init__``): every slot as
+    field (written out, no ``Rtable.__init__``): every slot as
     ``rt_dst_alloc(lo, RTCF_LOCAL, RTN_UNREACHABLE)`` leaves it, then ``local_input``'s
     changes for ``RTN_UNREACHABLE`` (the fields ``Rtable.__init__`` sets, in step)."""
     h = lab.add_host("h")
@@ -426,6 +426,7 @@ async def test_the_no_route_rtable_is_rt_dst_allocs_with_local_inputs_changes(la
     d0 = h.net.dev_get_by_name("d0")
     lo = h.net.dev_get_by_name("lo")
     assert d0 is not None and lo is not None
+    assert route._alloc_rtable is not None  # the pure-Python build writes it out
     skb = SkBuff(bytearray(64), 0, 64)
     assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
     rt = skb.dst
