@@ -31,6 +31,8 @@ from netstack.bridge.br_vlan import br_allowed_egress, br_handle_vlan
 from netstack.core.dev import dev_queue_xmit, is_skb_forwardable
 from netstack.core.netdevice import IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.slotcopy import instance_allocator
+from netstack.errors import SkbPanic
 from netstack.sites import kernel
 
 __all__ = [
@@ -47,6 +49,9 @@ BR_PKT_UNICAST: Final = 0
 BR_PKT_MULTICAST: Final = 1
 BR_PKT_BROADCAST: Final = 2
 ETH_HLEN: Final = 14
+# object.__new__ for br_flood's written-out skb_clone(); None for the mypyc build's
+# native SkBuff (br_flood then calls skb.clone())
+_new_skb: Final = instance_allocator(SkBuff)
 
 
 @kernel("net/bridge/br_forward.c", "should_deliver")
@@ -168,6 +173,8 @@ def br_forward(
     "br_dev_queue_push_xmit",
     "net/core/dev.c",
     "is_skb_forwardable",
+    "net/core/skbuff.c",
+    "skb_clone",
 )
 def br_flood(
     br: NetBridge,
@@ -183,11 +190,13 @@ def br_flood(
     clone through ``deliver_clone``, ``__br_forward``, ``br_dev_queue_push_xmit``
     and ``is_skb_forwardable`` written out in the loop (four Python frames less a
     port; none of them is a cost site; keep them in step with the functions
-    above, which the last port, a VLAN-filtered frame and ``br_forward`` take).
+    above, which the last port, a VLAN-filtered frame and ``br_forward`` take),
+    and ``skb_clone`` too (``SkBuff.clone``, keep in step; not a cost site): the
+    original's fields read once a flood, each clone's stored once.
 
     Kernel: net/bridge/br_forward.c, br_flood() / maybe_deliver() /
     deliver_clone() / __br_forward() / br_dev_queue_push_xmit();
-    net/core/dev.c, is_skb_forwardable().
+    net/core/dev.c, is_skb_forwardable(); net/core/skbuff.c, skb_clone().
     """
     prev: NetBridgePort | None = None
     indev = skb.dev  # neither it nor the skb's cb changes until the last port
@@ -207,9 +216,35 @@ def br_flood(
     # what the written-out steps below test of each clone, the same for every port
     # (the original is not touched until the last port)
     d = skb.data - ETH_HLEN  # skb_push(skb, ETH_HLEN)
-    length = skb.tail - d
+    tail = skb.tail
+    length = tail - d
     gso_size = skb.gso_size
-    csum_clear = not local_orig and skb.ip_summed == 2  # skb_forward_csum()
+    ip_summed = skb.ip_summed
+    if not local_orig and ip_summed == 2:  # skb_forward_csum(): CHECKSUM_COMPLETE
+        ip_summed = 0
+    # skb_clone() written out below needs the original's fields: read once a flood
+    # (keep in step with SkBuff.clone; the mypyc build's native SkBuff calls it)
+    new_skb = None if vlan_filtered else _new_skb
+    if new_skb is not None:
+        if skb._freed:
+            raise SkbPanic("skb_clone() of a freed skb")
+        ref = skb._dataref
+        buf = skb.buf
+        dst = skb.dst
+        protocol = skb.protocol
+        sk_pkt_type = skb.pkt_type
+        mac_header = skb.mac_header
+        network_header = skb.network_header
+        transport_header = skb.transport_header
+        csum_start = skb.csum_start
+        csum_offset = skb.csum_offset
+        priority = skb.priority
+        queue_mapping = skb.queue_mapping
+        ignore_df = skb.ignore_df
+        vlan_proto = skb.vlan_proto
+        encapsulation = skb.encapsulation
+        truesize = skb._truesize
+        rare = skb.__dict__
     for p in br.port_list:
         flags = p.flags
         if flood_flag and not flags & flood_flag:
@@ -230,18 +265,68 @@ def br_flood(
         else:
             st.flood_multicast += 1
         if prev is not None:
-            if vlan_filtered:
+            if new_skb is not None:
+                # deliver_clone(): skb_clone() (which copies the bridge's cb too)
+                # written out, each field stored once with the value __br_forward()
+                # leaves: br_handle_vlan() passes an unfiltered frame as it is, the
+                # device is the port's, skb_forward_csum() and skb_push(skb, ETH_HLEN)
+                # of br_dev_queue_push_xmit() applied (a test compares the clone
+                # with SkBuff.clone()'s field by field)
+                if ref is None:
+                    ref = skb._dataref = [1]
+                ref[0] += 1
+                dev = prev.dev
+                skb2 = new_skb(SkBuff)
+                skb2.buf = buf
+                skb2.data = d
+                skb2.tail = tail
+                skb2.dev = dev
+                skb2.sk = None
+                if dst is not None:
+                    dst.hold()  # skb_dst_copy(): the copy holds its own reference
+                skb2.dst = dst
+                skb2.next = None
+                skb2.protocol = protocol
+                skb2.pkt_type = sk_pkt_type
+                skb2.mac_header = mac_header
+                skb2.network_header = network_header
+                skb2.transport_header = transport_header
+                skb2.ip_summed = ip_summed
+                skb2.csum_start = csum_start
+                skb2.csum_offset = csum_offset
+                skb2.priority = priority
+                skb2._freed = False
+                skb2._dataref = ref
+                skb2.cb = cb
+                skb2.queue_mapping = queue_mapping
+                skb2.skb_iif = 0
+                skb2.gso_size = gso_size
+                skb2.ignore_df = ignore_df
+                skb2.vlan_proto = vlan_proto
+                skb2.encapsulation = encapsulation
+                skb2._truesize = truesize
+                skb2.dst_pending_confirm = False
+                skb2.destructor = None
+                skb2.wmem_charge = 0
+                skb2.rmem_charge = 0
+                if rare:  # the rare fields
+                    skb2.__dict__.update(rare)
+                # br_dev_queue_push_xmit(): is_skb_forwardable()
+                if dev.flags & IFF_UP and (length <= dev.mtu + dev.hard_header_len + 4 or gso_size):
+                    dev_queue_xmit(skb2)
+                else:
+                    dev.stats.tx_dropped += 1
+                    kfree_skb(skb2, DropReason.PKT_TOO_BIG)
+            elif vlan_filtered:
                 deliver_clone(prev, skb, local_orig)
             else:
-                # deliver_clone(): skb_clone() copies the bridge's cb too
+                # the mypyc build: skb_clone() called (deliver_clone(): it copies the
+                # bridge's cb too), then __br_forward()'s changes
                 skb2 = skb.clone()
                 skb2.cb = cb
-                # __br_forward(): br_handle_vlan() passes an unfiltered frame as it is
                 dev = prev.dev
                 skb2.dev = dev
-                if csum_clear:  # skb_forward_csum(): CHECKSUM_COMPLETE
-                    skb2.ip_summed = 0
-                # br_dev_queue_push_xmit(): skb_push(skb, ETH_HLEN), is_skb_forwardable()
+                skb2.ip_summed = ip_summed
                 skb2.data = d
                 if dev.flags & IFF_UP and (length <= dev.mtu + dev.hard_header_len + 4 or gso_size):
                     dev_queue_xmit(skb2)

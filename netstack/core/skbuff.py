@@ -507,7 +507,9 @@ class SkBuff:
 
     @kernel("skb_clone")
     def clone(self) -> SkBuff:
-        """A second skb sharing this one's buffer. Kernel: skb_clone()."""
+        """A second skb sharing this one's buffer. ``br_flood`` has this written out
+        for every port of a flood but the last (keep the two in step; a test
+        compares them). Kernel: skb_clone()."""
         if self._freed:
             raise SkbPanic("skb_clone() of a freed skb")
         ref = self._dataref

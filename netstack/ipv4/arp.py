@@ -313,25 +313,37 @@ def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: N
         consume_skb(skb)
         return
     alen = dev.addr_len
-    if skb.tail - skb.data < 8 + 2 * (alen + 4):
-        ipv4.arp_invalid += 1
-        kfree_skb(skb, DropReason.ARP_INVALID)
-        return
     buf = skb.buf
     d = skb.data
-    if buf[d + 4] != alen or buf[d + 5] != 4:
-        ipv4.arp_invalid += 1
+    if alen == 6 and skb.tail - d >= 28:
+        # an Ethernet-sized header (arp_hdr_len() 28) is there: its fields in one
+        # unpack, the length fields checked from it (the hardware addresses are
+        # copied out only where used: most requests a host hears are for another
+        # host, from a sender it does not know)
+        hrd, pro, hln, pln, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
+        if hln != 6 or pln != 4:
+            ipv4.arp_invalid += 1
+            kfree_skb(skb, DropReason.ARP_INVALID)
+            return
+        skb.network_header = d
+        # arp_process()
+        in_dev = dev.ip_ptr
+        if in_dev is None:
+            kfree_skb(skb, DropReason.ARP_INVALID)
+            return
+    else:
+        if skb.tail - d < 8 + 2 * (alen + 4):
+            ipv4.arp_invalid += 1
+            kfree_skb(skb, DropReason.ARP_INVALID)
+            return
+        if buf[d + 4] != alen or buf[d + 5] != 4:
+            ipv4.arp_invalid += 1
+            kfree_skb(skb, DropReason.ARP_INVALID)
+            return
+        skb.network_header = d
+        # arp_process(): only Ethernet-sized hardware addresses here (alen != 6)
         kfree_skb(skb, DropReason.ARP_INVALID)
         return
-    skb.network_header = d
-    # arp_process()
-    in_dev = dev.ip_ptr
-    if in_dev is None or alen != 6:
-        kfree_skb(skb, DropReason.ARP_INVALID)
-        return
-    # the hardware addresses are copied out only where used: most requests a host
-    # hears are for another host, from a sender it does not know
-    hrd, pro, _, _, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
     if dev.type == ARPHRD_ETHER:
         if (hrd != ARPHRD_ETHER and hrd != ARPHRD_IEEE802) or pro != ETH_P_IP:  # (arp_rcv)
             ipv4.arp_invalid += 1

@@ -34,6 +34,7 @@ from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.inetpeer import InetPeer
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
+from netstack.core.slotcopy import instance_allocator
 from netstack.core.sock import sock_oserror
 from netstack.ipv4.constants import (
     FLOWI_FLAG_ANYSRC,
@@ -800,13 +801,53 @@ def ip_route_input_noref(
         spend("ip_route_input_slow")
     ipv4.in_no_route += 1  # RT_CACHE_STAT_INC(in_no_route), for every way into no_route
     # net->loopback_dev: the property's cached device read directly (a frame less)
-    rt = Rtable(ipv4, ipv4._loopback or ipv4.loopback_dev, RTCF_LOCAL, RTN_UNREACHABLE)
-    rt.rt_flags = 0  # &= ~RTCF_LOCAL
-    rt.rt_is_input = True
-    rt.rt_iif = dev.ifindex
-    rt.input = dst_ip_error
-    rt.output = dst_ip_rt_bug
-    rt.error = err
+    lo = ipv4._loopback or ipv4.loopback_dev
+    alloc = _alloc_rtable
+    if alloc is None:  # a native Rtable (the mypyc build): the constructor, then the changes
+        rt = Rtable(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE)
+        rt.rt_flags = 0  # &= ~RTCF_LOCAL
+        rt.rt_is_input = True
+        rt.rt_iif = dev.ifindex
+        rt.input = dst_ip_error
+        rt.output = dst_ip_rt_bug
+        rt.error = err
+    else:
+        # rt_dst_alloc() (Rtable.__init__, dst_init) and local_input's changes for
+        # RTN_UNREACHABLE written out, one store a field with its final value: a
+        # bystander allocates one for every ARP request it overhears (the
+        # constructor's call and the fields set twice were a fifth of the route;
+        # keep in step with Rtable.__init__: tests/ipv4/test_fib_merge.py compares
+        # the two field by field)
+        net = lo.net
+        rt = alloc(Rtable)
+        rt.dev = lo
+        rt.input = dst_ip_error  # ip_error
+        rt.output = dst_ip_rt_bug  # ip_rt_bug
+        rt.error = err
+        rt.refcnt = 1
+        rt.expires = 0
+        rt.lastuse = 0
+        rt.use = 0
+        rt.header_len = 0
+        rt.holds = 0
+        rt.releases = 0
+        rt.line = None if net.cpus.model is None else net.cacheline("dst")
+        rt.ipv4 = ipv4
+        rt.obsolete = DST_OBSOLETE_FORCE_CHK
+        rt.rt_genid = ipv4.rt_genid
+        rt.rt_flags = 0  # RTCF_LOCAL cleared
+        rt.rt_type = RTN_UNREACHABLE
+        rt.rt_is_input = True
+        rt.rt_iif = dev.ifindex
+        rt.rt_gw4 = 0
+        rt.rt_uses_gateway = False
+        rt.rt_pmtu = 0
+        rt.rt_mtu_locked = False
+        rt.metric_mtu = 0
+        rt.metric_mtu_locked = False
+        rt.metric_fastopen_no_cookie = 0
+        rt.rt_table_id = 0
+        rt.fnhe = None
     skb.dst = rt
     return 0
 
@@ -916,6 +957,11 @@ def dst_ip_rt_bug(skb: SkBuff) -> int:
     rt: Any = skb.dst
     rc: int = rt.ipv4.ip_rt_bug(skb)
     return rc
+
+
+# object.__new__ for the no_route rtable written out in ip_route_input_noref; None
+# for the mypyc build's native Rtable (which refuses it: the constructor then)
+_alloc_rtable: Final = instance_allocator(Rtable)
 
 
 @kernel("ip_error")

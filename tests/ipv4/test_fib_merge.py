@@ -24,14 +24,15 @@ from helpers import match_ip_sessions_with_the_kernel
 
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.skbuff import SkBuff
+from netstack.core.slotcopy import slot_names
 from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
-from netstack.ipv4 import ipv4_of
+from netstack.ipv4 import ipv4_of, route
 from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
 from netstack.ipv4.route import Rtable, dst_ip_error, dst_ip_rt_bug, ip_route_input_noref
 from netstack.wire.ipv4 import aton
-from netstack.wire.rtnetlink import RTN_UNICAST
+from netstack.wire.rtnetlink import RTN_UNICAST, RTN_UNREACHABLE
 
 SETUP = [
     "link add d0 type veth peer name d1",
@@ -411,3 +412,31 @@ async def test_rtable_fills_the_dst_fields_as_dst_init(lab: Lab) -> None:
         assert rt.input == (ipv4.dst_local_deliver if flags else ipv4.dst_discard_in)
         for field in Rtable.__slots__:
             getattr(rt, field)  # set: a slot never set raises AttributeError
+
+
+async def test_the_no_route_rtable_is_rt_dst_allocs_with_local_inputs_changes(lab: Lab) -> None:
+    """``ip_route_input_noref``'s ``no_route`` path builds its route with one store a
+    field (written out, no ``Rtable.__init__``): every slot as
+    ``rt_dst_alloc(lo, RTCF_LOCAL, RTN_UNREACHABLE)`` leaves it, then ``local_input``'s
+    changes for ``RTN_UNREACHABLE`` (the fields ``Rtable.__init__`` sets, in step)."""
+    h = lab.add_host("h")
+    for command in SHADOW_SETUP:
+        h.ip(command)
+    ipv4 = ipv4_of(h.net)
+    d0 = h.net.dev_get_by_name("d0")
+    lo = h.net.dev_get_by_name("lo")
+    assert d0 is not None and lo is not None
+    assert route._alloc_rtable is not None  # the pure-Python build writes it out
+    skb = SkBuff(bytearray(64), 0, 64)
+    assert ip_route_input_noref(ipv4, skb, aton("10.1.0.7"), aton("10.1.0.9"), 0, d0) == 0
+    rt = skb.dst
+    assert type(rt) is Rtable
+    ref = Rtable(ipv4, lo, RTCF_LOCAL, RTN_UNREACHABLE)
+    ref.rt_flags &= ~RTCF_LOCAL
+    ref.rt_is_input = True
+    ref.rt_iif = d0.ifindex
+    ref.input = dst_ip_error
+    ref.output = dst_ip_rt_bug
+    ref.error = errno.EHOSTUNREACH
+    for field in slot_names(Rtable):
+        assert getattr(rt, field) == getattr(ref, field), field
