@@ -41,7 +41,9 @@ def commands_block() -> str:
         note = "" if cmd.available else f" *(not available yet: {cmd.missing})*"
         where = "a host" if cmd.scope == "host" else "the shell"
         linux = cmd.linux or "—"
-        out.append(f"| [`{cmd.name}`](#{cmd.name}) | {where} | {linux} | {_cell(cmd.summary)}{note} |")
+        out.append(
+            f"| [`{cmd.name}`](#{cmd.name}) | {where} | {linux} | {_cell(cmd.summary)}{note} |"
+        )
     out.append("")
     for cmd in shell_commands():
         out += [f"### {cmd.name}", "", _cell(cmd.summary) + ".", ""]
@@ -53,7 +55,12 @@ def commands_block() -> str:
 def labs_block() -> str:
     out: list[str] = []
     for table, title in TABLES.items():
-        out += [f"### {title}", "", "| key | type | required | meaning | example |", "|---|---|---|---|---|"]
+        out += [
+            f"### {title}",
+            "",
+            "| key | type | required | meaning | example |",
+            "|---|---|---|---|---|",
+        ]
         for key in SCHEMA[table]:
             types = " or ".join(
                 {"str": "string", "int": "integer", "float": "float", "bool": "boolean",
@@ -71,9 +78,7 @@ BLOCKS = {"commands": (ROOT / "docs" / "commands.md", commands_block),
 
 
 def render(text: str, name: str, body: str) -> str:
-    pattern = re.compile(
-        rf"(<!-- generated: {name} -->\n).*?(<!-- end generated -->)", re.DOTALL
-    )
+    pattern = re.compile(rf"(<!-- generated: {name} -->\n).*?(<!-- end generated -->)", re.DOTALL)
     if not pattern.search(text):
         raise SystemExit(f"no '<!-- generated: {name} -->' block")
     return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
