@@ -859,29 +859,28 @@ def _flush_queue(n: Neighbour) -> None:
         n.output(n, skb)
 
 
-def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> None:
+def _apply(
+    n: Neighbour,
+    actions: list[Action],
+    skb: SkBuff | None = None,
+    lladdr: bytes | None = None,
+) -> None:
+    """Carry out the NUD machine's *actions* on *n*, in their order.
+
+    The tests go by how often each action comes (a ping's resolution: five
+    DEL_TIMER, four SET_TIMER, three NOTIFY, two SUSPECT and FLUSH_QUEUE, one
+    QUEUE, PROBE_NOW, CONNECT, UPDATE_HH); the actions are distinct, so the
+    order of the tests changes nothing but their count. UPDATE_HH (only from
+    :func:`neigh_update`, which passes *lladdr*) copies the address where
+    ``__neigh_update`` does: after the state and timer, before
+    ``neigh_connect``/``neigh_suspect`` and the queue's release.
+    """
     for a in actions:
         act = a.act
-        if act is SET_TIMER:
-            n.timer.mod(a.arg)
-        elif act is DEL_TIMER:
+        if act is DEL_TIMER:
             n.timer.delete()
-        elif act is QUEUE:
-            assert skb is not None
-            _queue_skb(n, skb)
-        elif act is PROBE or act is PROBE_NOW:
-            neigh_probe(n)
-        elif act is INVALIDATE:
-            neigh_invalidate(n)
-        elif act is CONNECT:
-            neigh_connect(n)
-        elif act is SUSPECT:
-            neigh_suspect(n)
-        elif act is DROP_FAILED:
-            assert skb is not None
-            kfree_skb(skb, DropReason.NEIGH_FAILED)
-        elif act is FLUSH_QUEUE:
-            _flush_queue(n)
+        elif act is SET_TIMER:
+            n.timer.mod(a.arg)
         elif act is NOTIFY:
             log = n.tbl.net.log
             # every resolution notifies: no filtered call, no key formatted for nothing
@@ -892,6 +891,26 @@ def _apply(n: Neighbour, actions: list[Action], skb: SkBuff | None = None) -> No
                     dev=n.dev.name,
                     state=n.nud_state,
                 )
+        elif act is SUSPECT:
+            neigh_suspect(n)
+        elif act is FLUSH_QUEUE:
+            _flush_queue(n)
+        elif act is UPDATE_HH:
+            if lladdr is not None:
+                n.ha = bytes(lladdr)
+                neigh_update_hhs(n)
+        elif act is QUEUE:
+            assert skb is not None
+            _queue_skb(n, skb)
+        elif act is PROBE_NOW or act is PROBE:
+            neigh_probe(n)
+        elif act is CONNECT:
+            neigh_connect(n)
+        elif act is INVALIDATE:
+            neigh_invalidate(n)
+        elif act is DROP_FAILED:
+            assert skb is not None
+            kfree_skb(skb, DropReason.NEIGH_FAILED)
 
 
 @kernel("neigh_timer_handler")
@@ -953,11 +972,7 @@ def neigh_update(n: Neighbour, lladdr: bytes | None, new: int, flags: int) -> bo
         flags=flags,
     )
     n.lock.unlock(cpu)
-    for a in actions:
-        if a.act is UPDATE_HH and lladdr is not None:
-            n.ha = bytes(lladdr)
-            neigh_update_hhs(n)
-    _apply(n, [a for a in actions if a.act is not UPDATE_HH])
+    _apply(n, actions, None, lladdr)
     return ok
 
 

@@ -437,7 +437,11 @@ class _PingState:
                 self.acknowledge(seq)
                 self.emit(f"From {show(offender)} icmp_seq={seq} {text}")
         sent, replies, zone = self.sent, self.replies, self.zone
-        while True:
+        # recvmsg(MSG_DONTWAIT) until it fails, as iputils reads; with nothing
+        # queued and no pending error ping_recvmsg() can only say EAGAIN (its
+        # first two tests, no side effect), known here without the two
+        # exceptions (SockWouldBlock, then BlockingIOError) that ended each drain
+        while sk.receive_queue or sk.sk_err:
             try:
                 data, anc, _flags, peer = sock.recvmsg_nowait(65535)
             except OSError:
