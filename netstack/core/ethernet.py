@@ -64,13 +64,23 @@ def LL_RESERVED_SPACE(dev: NetDevice) -> int:
     return ((dev.hard_header_len + dev.needed_headroom) & ~(HH_DATA_MOD - 1)) + HH_DATA_MOD
 
 
-@kernel("net/ethernet/eth.c", "eth_type_trans")
+@kernel("net/ethernet/eth.c", "eth_type_trans", "eth_skb_pkt_type")
 def eth_type_trans(skb: SkBuff, dev: NetDevice) -> int:
     """Classify a received frame, pull its header and return its protocol.
 
-    The caller guarantees at least ``ETH_HLEN`` bytes.
+    The caller guarantees at least ``ETH_HLEN`` bytes. The classification is
+    ``eth_skb_pkt_type`` (a static inline of etherdevice.h since 2024; the
+    lines it replaced in eth.c had the same order): our own address first,
+    then the group bit. An older eth.c tested the group bit first, as netstack
+    did until December 2026; both orders classify every frame alike, since a
+    device's address is never a group one (``dev_set_mac_address`` and the
+    drivers' ``validate`` refuse it): the order only saves work on the common
+    case, a unicast frame to us.
 
-    Kernel: net/ethernet/eth.c, eth_type_trans().
+    veth's ``ndo_start_xmit`` has a written-out copy: keep in step with
+    netstack/drivers/veth.py, ``VethOps.ndo_start_xmit``.
+
+    Kernel: net/ethernet/eth.c, eth_type_trans(); eth_skb_pkt_type().
     """
     if TIMED:
         spend("eth_type_trans")
@@ -79,13 +89,16 @@ def eth_type_trans(skb: SkBuff, dev: NetDevice) -> int:
     d = skb.data
     skb.mac_header = d
     skb.data = d + ETH_HLEN
-    if buf[d] & 1:
-        if buf[d : d + ETH_ALEN] == dev.broadcast:
-            skb.pkt_type = PACKET_BROADCAST
+    # eth_skb_pkt_type(), written out
+    h_dest = buf[d : d + ETH_ALEN]
+    if h_dest != dev.dev_addr:
+        if h_dest[0] & 1:
+            if h_dest == dev.broadcast:
+                skb.pkt_type = PACKET_BROADCAST
+            else:
+                skb.pkt_type = PACKET_MULTICAST
         else:
-            skb.pkt_type = PACKET_MULTICAST
-    elif buf[d : d + ETH_ALEN] != dev.dev_addr:
-        skb.pkt_type = PACKET_OTHERHOST
+            skb.pkt_type = PACKET_OTHERHOST
     proto = (buf[d + 12] << 8) | buf[d + 13]
     if proto >= ETH_P_802_3_MIN:
         return proto

@@ -426,11 +426,41 @@ def _gre_link_newlink(
     return dev
 
 
-@kernel("ipgre_changelink", "ip_tunnel_changelink", "ipgre_link_update")
+@kernel("net/ipv4/ip_gre.c", "ipgre_link_update")
+def ipgre_link_update(dev: NetDevice, set_mtu: bool) -> None:
+    """New output flags in place: the header may have grown or shrunk.
+
+    ``tun_hlen``/``hlen`` follow ``o_flags`` (4 bytes each for CSUM, KEY,
+    SEQ); the difference goes to ``needed_headroom`` (netstack's GRE devices
+    have no ``header_ops``: no ``CONFIG_NET_IPGRE_BROADCAST`` NBMA mode) and,
+    with *set_mtu*, comes off the MTU (not below 68; ``max_mtu`` stays as the
+    device was made). Output sequencing takes the GSO types away ("TCP offload
+    with GRE SEQ is not supported"), and clearing it gives them back; GRE has
+    no FOU/GUE encapsulation here, so the kernel's "CSUM with an encap" clause
+    never applies.
+
+    Kernel: net/ipv4/ip_gre.c, ipgre_link_update().
+    """
+    t: IpTunnel = dev.priv
+    old_len = t.tun_hlen
+    _gre_calc(t)
+    delta = t.tun_hlen - old_len
+    dev.needed_headroom += delta
+    if set_mtu:
+        dev.mtu = max(dev.mtu - delta, 68)
+    if t.parms.o_flags & GRE_SEQ:
+        dev.features &= ~NETIF_F_GSO_SOFTWARE
+        dev.hw_features &= ~NETIF_F_GSO_SOFTWARE
+    else:
+        dev.features |= NETIF_F_GSO_SOFTWARE
+        dev.hw_features |= NETIF_F_GSO_SOFTWARE
+
+
+@kernel("ipgre_changelink", "ip_tunnel_changelink")
 def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) -> None:
     """``ip link set DEV type gre …``.
 
-    Kernel: ipgre_changelink() → ip_tunnel_changelink(); ipgre_link_update().
+    Kernel: ipgre_changelink() → ip_tunnel_changelink().
     """
     t: IpTunnel = dev.priv
     itn = t.itn
@@ -452,21 +482,7 @@ def ipgre_changelink(dev: NetDevice, data: GreParms | None, tb: dict[str, Any]) 
     ip_tunnel_update(itn, t, dev, p, set_mtu)
     t.parms.i_flags = p.i_flags
     t.parms.o_flags = p.o_flags
-    # ipgre_link_update(), written out: the header may have grown or shrunk, and
-    # output sequencing takes the GSO types away ("TCP offload with GRE SEQ is not
-    # supported")
-    old_len = t.tun_hlen
-    _gre_calc(t)
-    delta = t.tun_hlen - old_len
-    dev.needed_headroom += delta
-    if set_mtu:
-        dev.mtu = max(dev.mtu - delta, 68)
-    if t.parms.o_flags & GRE_SEQ:
-        dev.features &= ~NETIF_F_GSO_SOFTWARE
-        dev.hw_features &= ~NETIF_F_GSO_SOFTWARE
-    else:
-        dev.features |= NETIF_F_GSO_SOFTWARE
-        dev.hw_features |= NETIF_F_GSO_SOFTWARE
+    ipgre_link_update(dev, set_mtu)
 
 
 # ---------------------------------------------------------------------------
@@ -522,7 +538,17 @@ def ipgre_tunnel_ctl(dev: NetDevice, p: IpTunnelParm, cmd: int) -> IpTunnelParm 
     def create(parms: IpTunnelParm) -> IpTunnel:
         return ipgre_tunnel_locate(itn, parms)
 
-    return ip_tunnel_ctl(itn, dev, p, cmd, create)
+    out = ip_tunnel_ctl(itn, dev, p, cmd, create)
+    if cmd == SIOCCHGTUNNEL:
+        # ip_tunnel_update() leaves the flags alone: the device the ioctl was
+        # issued on takes the new ones (as the kernel, even when that is the
+        # fallback gre0 and the change went to the tunnel it found)
+        t.parms.i_flags = p.i_flags
+        t.parms.o_flags = p.o_flags
+        ipgre_link_update(dev, True)
+        if out is not None:
+            out.i_flags, out.o_flags = p.i_flags, p.o_flags
+    return out
 
 
 # ---------------------------------------------------------------------------
