@@ -247,6 +247,7 @@ def main() -> None:
     parser.add_argument("--step-clock", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    anchors.repeatable_scheduling()  # the same task order from the first step
     if args.send_size is None:
         args.send_size = SEND_SIZE6 if args.family == 6 else SEND_SIZE
     if args.callgrind:

@@ -150,6 +150,7 @@ def main() -> None:
     parser.add_argument("--no-ratio", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    anchors.repeatable_scheduling()  # the same task order from the first step
     kinds = [k for k in KINDS if k != "direct" and (not args.kind or k in args.kind)]
     if args.callgrind:
         packets = args.packets if args.packets != parser.get_default("packets") else 1280

@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--batched-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    anchors.repeatable_scheduling()  # the same task order from the first step
     if args.callgrind:
         packets = args.packets if args.packets != parser.get_default("packets") else 1280
         callgrind(packets, args.batch, args.stream_only)
