@@ -61,7 +61,6 @@ from netstack.core.sock import (
     sock_oserror,
     sock_wfree,
 )
-from netstack.errors import SkbPanic
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.route import Flowi4, ip_route_sock_flow
 from netstack.neigh.neighbour import neigh_confirm
@@ -243,14 +242,7 @@ class UdpSock(Sock):
             raise SockWouldBlock(write=False)
         return msg
 
-    @kernel(
-        "net/ipv4/udp.c",
-        "udp_recvmsg",
-        "net/core/skbuff.c",
-        "consume_skb",
-        "net/core/dst.c",
-        "dst_release",
-    )
+    @kernel("net/ipv4/udp.c", "udp_recvmsg")
     def udp_recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
@@ -258,11 +250,7 @@ class UdpSock(Sock):
         (``__skb_wait_for_more_packets``): the Trio socket's ``recv`` calls it for
         a ``UdpSock`` (not a subclass) as its ``recvmsg_or_none``.
 
-        ``consume_skb`` (with ``dst_release``) is written out for the datagram
-        read (keep in step with netstack.core.skbuff.consume_skb).
-
-        Kernel: net/ipv4/udp.c, udp_recvmsg(); net/core/skbuff.c, consume_skb();
-        net/core/dst.c, dst_release()."""
+        Kernel: net/ipv4/udp.c, udp_recvmsg()."""
         if TIMED:
             spend("udp_recvmsg")
         # flags other than none or MSG_DONTWAIT (recvmmsg's after its first datagram)
@@ -321,32 +309,7 @@ class UdpSock(Sock):
                 q.popleft()
                 self.sk_rmem_alloc -= skb.rmem_charge
                 ipv4.udp_mib.InDatagrams += 1
-                dev = skb.dev
-                if dev is not None and dev.net.debug_skb:
-                    consume_skb(skb)  # (it poisons the freed skb)
-                else:
-                    # consume_skb() (out of line in skbuff.c) with its dst_release(),
-                    # written out as netstack.core.skbuff has it (a frame less a
-                    # datagram; keep the two in step)
-                    if TIMED:
-                        spend("consume_skb")
-                    if skb._freed:
-                        raise SkbPanic(f"double free of {skb!r}")
-                    ref = skb._dataref
-                    if ref is not None:
-                        ref[0] -= 1
-                    skb._freed = True
-                    dst = skb.dst
-                    if dst is not None:
-                        dst.refcnt -= 1  # dst_release()
-                        dst.releases += 1
-                        line = dst.line
-                        if line is not None:
-                            line.write("dst_release", atomic=True)
-                        skb.dst = None
-                    destructor = skb.destructor
-                    if destructor is not None:
-                        destructor(skb)
+                consume_skb(skb)
             return data, (saddr, sport), mflags, anc
 
 
