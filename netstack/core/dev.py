@@ -720,13 +720,8 @@ def dev_queue_xmit(skb: SkBuff) -> int:
                 kfree_skb_list(skb, DropReason.XMIT_RECURSION)
                 return ENETDOWN_RC
             features = dev.features
-            try:
-                hw_csum, lltx = _XMIT_FEATURE_BITS[features]
-            except KeyError:
-                hw_csum = features & NETIF_F_HW_CSUM
-                lltx = features & NETIF_F_LLTX
-                if len(_XMIT_FEATURE_BITS) < 4096:
-                    _XMIT_FEATURE_BITS[features] = (hw_csum, lltx)
+            hw_csum = features & NETIF_F_HW_CSUM
+            lltx = features & NETIF_F_LLTX
             summed = skb.ip_summed
             if (
                 skb.gso_size
