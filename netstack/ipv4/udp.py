@@ -157,10 +157,6 @@ _IPV4_HDR: Final = IPV4_HDR
 _ZERO_HEAD_LEN: Final = 256
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
 UDP_MAX_PAYLOAD: Final = 0xFFFF - 20 - UDP_HLEN
-# dev->features word → its NETIF_F_HW_CSUM | NETIF_F_IP_CSUM bits (0xA), for udp_sendmsg: the
-# word is above 2**30 (47 bits on veth), where a mask is CPython's slow bit operation and
-# a dict read of the word is cheap; a lab's devices have a handful of words
-_TX_CSUM_BITS: Final[dict[int, int]] = {}
 
 
 class UdpSock(Sock):
@@ -494,7 +490,7 @@ def udp_sendmsg(
     # header in between, and its bytes are zeros until then)
     if sk.inet_daddr:
         ident = sk.inet_id
-        sk.inet_id = ident + 1 if ident < 0xFFFF else 0  # a u16 (no mask)
+        sk.inet_id = (ident + 1) & 0xFFFF
     elif df and not ignore_df:
         ident = 0
     else:
@@ -509,16 +505,9 @@ def udp_sendmsg(
     sk.sk_wmem_alloc += size
     skb.destructor = sock_wfree
     sport = sk.inet_num
-    features = dev.features
-    try:
-        tx_csum = _TX_CSUM_BITS[features]
-    except KeyError:
-        tx_csum = features & 0xA  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
-        if len(_TX_CSUM_BITS) < 4096:
-            _TX_CSUM_BITS[features] = tx_csum
     if sk.no_check_tx:
         _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
-    elif fits and tx_csum:
+    elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
         # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
         # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
         # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
