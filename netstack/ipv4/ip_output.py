@@ -24,9 +24,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dev import dev_loopback_xmit, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
+from netstack.core.features import NETIF_F_GSO_MASK
 from netstack.core.skbuff import CHECKSUM_PARTIAL, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import IP_PMTUDISC_DO, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE, IP_PMTUDISC_WANT
-from netstack.core.xmit import skb_checksum_help
+from netstack.core.xmit import (
+    netif_skb_features,
+    skb_checksum_help,
+    skb_gso_segment,
+    skb_gso_validate_network_len,
+)
 from netstack.ipv4.constants import IP_MAX_MTU, RTCF_BROADCAST
 from netstack.ipv4.route import ip_dst_mtu_maybe_forward
 from netstack.neigh.neighbour import neigh_confirm, neigh_hh_output
@@ -367,7 +373,9 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
         mtu = dev.mtu
         if mtu > IP_MAX_MTU:
             mtu = IP_MAX_MTU
-    if length > mtu and not skb.gso_size:
+    if length > mtu:
+        if skb.gso_size:
+            return ip_finish_output_gso(ipv4, skb, mtu)
         return ip_fragment(ipv4, skb, mtu)
     # ip_finish_output2(), as below
     if TIMED:
@@ -460,11 +468,47 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
         mtu = rt.dev.mtu
         if mtu > IP_MAX_MTU:
             mtu = IP_MAX_MTU
-    if skb.gso_size:
-        return ip_finish_output2(ipv4, skb)
     if skb.tail - skb.data > mtu:
+        if skb.gso_size:
+            return ip_finish_output_gso(ipv4, skb, mtu)
         return ip_fragment(ipv4, skb, mtu)
     return ip_finish_output2(ipv4, skb)
+
+
+@kernel("net/ipv4/ip_output.c", "ip_finish_output_gso")
+def ip_finish_output_gso(ipv4: Ipv4, skb: SkBuff, mtu: int) -> int:
+    """A GSO skb longer than the MTU: pass it on if its segments fit, else cut it here.
+
+    The common case is a GSO skb whose segments each fit the egress MTU
+    (``skb_gso_validate_network_len``; an skb no longer than the MTU needs
+    no test, so the callers ask only for a longer one). Otherwise — a GSO
+    skb on a TSO-capable tunnel stacked over a device with a smaller MTU,
+    e.g. a bridged gretap over a 1500-byte link — the kernel segments it in
+    software with the GSO bits of the device's features masked off, frees
+    the original and sends each segment through ``ip_fragment``: refused
+    with Fragmentation Needed and ``FragFails`` when DF is set (and
+    ``ignore_df`` is not), fragmented otherwise. Never a frame longer than
+    the MTU on the wire.
+
+    Kernel: net/ipv4/ip_output.c, ip_finish_output_gso().
+    """
+    if skb_gso_validate_network_len(skb, mtu):
+        return ip_finish_output2(ipv4, skb)
+    segs = skb_gso_segment(skb, netif_skb_features(skb) & ~NETIF_F_GSO_MASK)
+    if segs is None:
+        kfree_skb(skb, DropReason.NOMEM)
+        return -12  # -ENOMEM
+    if segs is not skb:
+        consume_skb(skb)
+    ret = 0
+    while segs is not None:  # skb_list_walk_safe()
+        nxt = segs.next
+        segs.next = None  # skb_mark_not_on_list()
+        err = ip_fragment(ipv4, segs, mtu)
+        if err and ret == 0:
+            ret = err
+        segs = nxt
+    return ret
 
 
 @kernel("net/ipv4/ip_output.c", "ip_fragment")
