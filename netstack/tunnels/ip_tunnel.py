@@ -318,7 +318,8 @@ def ip_tunnel_add(itn: IpTunnelNet, t: IpTunnel) -> None:
     """Kernel: ip_tunnel_add()."""
     ip_bucket(itn, t.parms).insert(0, t)  # hlist_add_head_rcu
     t.hashed = True
-    _count_linked(itn)
+    if t.parms.link:
+        itn.nlinked += 1
 
 
 @kernel("ip_tunnel_del")
@@ -327,13 +328,9 @@ def ip_tunnel_del(itn: IpTunnelNet, t: IpTunnel) -> None:
     for bucket in itn.tunnels:
         if t in bucket:
             bucket.remove(t)
+            if t.parms.link:
+                itn.nlinked -= 1
     t.hashed = False
-    _count_linked(itn)
-
-
-def _count_linked(itn: IpTunnelNet) -> None:
-    """Recount the hashed tunnels bound to a link (``IpTunnelNet.nlinked``)."""
-    itn.nlinked = sum(1 for bucket in itn.tunnels for t in bucket if t.parms.link)
 
 
 @kernel("ip_tunnel_key_match")
@@ -578,8 +575,8 @@ def ip_tunnel_update(
     t.parms.tos = p.tos
     t.parms.frag_off = p.frag_off
     if t.parms.link != p.link:
+        itn.nlinked += bool(p.link) - bool(t.parms.link)  # t is hashed (added above)
         t.parms.link = p.link
-        _count_linked(itn)
         mtu = ip_tunnel_bind_dev(dev)
         if set_mtu:
             dev.mtu = mtu
