@@ -16,6 +16,7 @@ from netstack.core.skbuff import CHECKSUM_COMPLETE, PACKET_BROADCAST, SkBuff
 from netstack.core.slotcopy import slot_names
 
 
+@pytest.mark.pure_python_layout("compares the clones' rare fields through __dict__")
 async def test_the_written_out_clones_match_deliver_clones(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
