@@ -22,7 +22,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY, stream_transfer
+from helpers import IPV4_ONLY, stream_transfer, tunnel_pair
 
 import netstack
 from netstack.core.dev import __netif_receive_skb_core
@@ -52,21 +52,6 @@ def full_checksum(ip: dpkt.ip.IP) -> int:
         raw += b"\0"
     s = pseudo_sum(ip) + sum(struct.unpack(f"!{len(raw) // 2}H", raw))
     return ~_fold(s) & 0xFFFF or 0xFFFF
-
-
-def gre_pair(lab: netstack.Lab, kind: str = "gre") -> tuple[netstack.Host, netstack.Host]:
-    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
-    lab.add_link("a:eth0", "b:eth0")
-    a.ip("addr add 192.0.2.1/24 dev eth0")
-    b.ip("addr add 192.0.2.2/24 dev eth0")
-    for h, local, remote, addr in (
-        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
-        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
-    ):
-        h.ip(f"link add t1 type {kind} remote {remote} local {local}")
-        h.ip("link set t1 up")
-        h.ip(f"addr add {addr} dev t1")
-    return a, b
 
 
 async def received(
@@ -105,7 +90,7 @@ async def received(
 async def test_the_inner_udp_checksum_crosses_the_tunnel_partial(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = gre_pair(lab)
+    a, b = tunnel_pair(lab)
     seen = await received(a, b, monkeypatch, 3)
     assert len(seen) == 3
     for summed, start, offset, ip in seen:
@@ -120,7 +105,7 @@ async def test_the_inner_udp_checksum_crosses_the_tunnel_partial(
 async def test_with_tx_checksumming_off_the_sender_sums_it(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = gre_pair(lab)
+    a, b = tunnel_pair(lab)
     a.ethtool("-K t1 tx off")
     seen = await received(a, b, monkeypatch, 2)
     for summed, _, _, ip in seen:
@@ -160,7 +145,7 @@ async def test_a_tcp_gso_skb_through_the_tunnel(
     (SKB_GSO_GRE). veth, whose hw_enc_features take GRE segmentation, passes
     them on uncut: b's tunnel receives aggregates it never had to merge. With
     ``tx-gre-segmentation off`` on a's veth, ``gre_gso_segment`` cuts them there."""
-    a, b = gre_pair(lab)
+    a, b = tunnel_pair(lab)
     if not gre_tso:
         a.ethtool("-K eth0 tx-gre-segmentation off")
     payload = bytes(range(256)) * 1024  # 256 KB

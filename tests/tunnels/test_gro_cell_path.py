@@ -16,7 +16,7 @@ import dpkt
 import pytest
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
+from helpers import IPV4_ONLY, tunnel_pair
 
 import netstack
 import netstack.ipv4.offload as offload
@@ -37,17 +37,7 @@ def tunnel(
 ) -> tuple[netstack.Host, netstack.Host]:
     """a ═ b over one veth; without *tx_csum* a's tunnel does not take checksums
     left to do (``ethtool -K t1 tx off``): ``udp_sendmsg`` sums them itself."""
-    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
-    lab.add_link("a:eth0", "b:eth0")
-    a.ip("addr add 192.0.2.1/24 dev eth0")
-    b.ip("addr add 192.0.2.2/24 dev eth0")
-    for h, local, remote, addr in (
-        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
-        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
-    ):
-        h.ip(f"link add t1 type {kind} remote {remote} local {local}")
-        h.ip("link set t1 up")
-        h.ip(f"addr add {addr} dev t1")
+    a, b = tunnel_pair(lab, kind)
     if not tx_csum:
         a.ethtool("-K t1 tx off")
     return a, b
