@@ -61,6 +61,7 @@ class NetnsIpv4(Protocol):
     ip_default_ttl: int
     ip_nonlocal_bind: int
     ip_local_port_range: tuple[int, int]
+    ip_no_pmtu_disc: int
     ping_group_range: tuple[int, int]
 
     @property
