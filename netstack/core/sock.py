@@ -172,7 +172,12 @@ class Sock:
         self.mc_ttl = 1
         self.mc_list: list[Any] = []  # inet->mc_list: IP_ADD_MEMBERSHIP (netstack.ipv4.igmp)
         self.tos = 0
-        self.pmtudisc = IP_PMTUDISC_WANT  # inet_create(): DONT if ip_no_pmtu_disc
+        # inet_create() / inet6_create() (an AF_INET6 socket's IPv4 part, for v4-mapped
+        # peers): DONT for every protocol when net.ipv4.ip_no_pmtu_disc is set
+        ipv4 = net.ipv4
+        self.pmtudisc = (
+            IP_PMTUDISC_DONT if ipv4 is not None and ipv4.ip_no_pmtu_disc else IP_PMTUDISC_WANT
+        )
         self.recverr = False
         self.recvttl = False
         self.hdrincl = False

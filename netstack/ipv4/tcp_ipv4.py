@@ -45,7 +45,7 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.sock import AF_INET, IP_PMTUDISC_DONT, sk_set_txhash, sock_oserror
+from netstack.core.sock import AF_INET, sk_set_txhash, sock_oserror
 from netstack.ipv4.constants import RTCF_BROADCAST, RTCF_MULTICAST
 from netstack.ipv4.ip_output import ip_dont_fragment, ip_local_out, ip_select_ident
 from netstack.ipv4.route import Flowi4, Rtable, ip_route_sock_flow, ip_rt_update_pmtu
@@ -790,7 +790,4 @@ def tcp_v4_socket(ipv4: Ipv4) -> TcpSock:
     if not isinstance(ops, Ipv4Specific):
         tcp = tcp_v4_init(ipv4)
         ops = ipv4_ops(tcp)
-    sk = TcpSock(tcp, AF_INET, ops)
-    if ipv4.ip_no_pmtu_disc:  # inet_create(): every inet socket, TCP's too
-        sk.pmtudisc = IP_PMTUDISC_DONT
-    return sk
+    return TcpSock(tcp, AF_INET, ops)

@@ -167,7 +167,6 @@ class UdpSock(Sock):
     ) -> None:
         super().__init__(ipv4.net, 2, sock_type, protocol)
         self.ipv4 = ipv4
-        self.pmtudisc = IP_PMTUDISC_DONT if ipv4.ip_no_pmtu_disc else self.pmtudisc
         self.no_check_tx = False
         # udp_tunnel_sock_cfg (setup_udp_tunnel_sock): a kernel socket that
         # decapsulates (VXLAN) takes its datagrams here instead of queueing them

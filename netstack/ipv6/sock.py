@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Final
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import (
     AF_INET6,
-    IP_PMTUDISC_DONT,
     IP_PMTUDISC_WANT,
     SO_EE_ORIGIN_LOCAL,
     SOL_SOCKET,
@@ -155,9 +154,6 @@ class Inet6Sock(Sock):
         self.ucast_oif = 0
         self.mc_loop = True
         self.pmtudisc6 = IP_PMTUDISC_WANT
-        ipv4 = ipv6.net.ipv4  # inet6_create(): the IPv4 part, for v4-mapped peers
-        if ipv4 is not None and ipv4.ip_no_pmtu_disc:
-            self.pmtudisc = IP_PMTUDISC_DONT
         self.dontfrag = False
         self.recverr6 = False
         self.ipv6only = bool(ipv6.bindv6only)

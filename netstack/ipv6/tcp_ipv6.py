@@ -73,7 +73,6 @@ from netstack.core.skbuff import (
 from netstack.core.sock import (
     AF_INET,
     AF_INET6,
-    IP_PMTUDISC_DONT,
     Sock,
     sk_set_txhash,
     sock_oserror,
@@ -1253,7 +1252,4 @@ def tcp_v6_socket(ipv6: Ipv6) -> TcpSock:
         ops = TCP_IPV6_NET.get(ipv6.net)
     sk = TcpSock(ops.tcp, AF_INET6, ops)
     sk.ipv6only = bool(ipv6.bindv6only)  # inet6_create(): sk_ipv6only = net.ipv6.bindv6only
-    ipv4 = ipv6.net.ipv4  # inet6_create(): the IPv4 part, for v4-mapped peers
-    if ipv4 is not None and ipv4.ip_no_pmtu_disc:
-        sk.pmtudisc = IP_PMTUDISC_DONT
     return sk
