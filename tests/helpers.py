@@ -124,9 +124,12 @@ def build_sites(
     return {"s1": s1, "gw1": gw1, "r": r, "gw2": gw2, "s2": s2}
 
 
-def tunnel_pair(lab: netstack.Lab, kind: str = "gre") -> tuple[netstack.Host, netstack.Host]:
+def tunnel_pair(
+    lab: netstack.Lab, kind: str = "gre", *, ioctl: bool = False
+) -> tuple[netstack.Host, netstack.Host]:
     """a ═ b: two IPv4-only hosts over one veth (192.0.2.1 — 192.0.2.2), each with a
-    tunnel ``t1`` of *kind* to the other, 10.9.0.1/30 and 10.9.0.2/30 on the tunnels."""
+    tunnel ``t1`` of *kind* to the other, 10.9.0.1/30 and 10.9.0.2/30 on the tunnels;
+    made by ``ip link add`` (netlink), or with *ioctl* by ``ip tunnel add``."""
     a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
     lab.add_link("a:eth0", "b:eth0")
     a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -135,7 +138,10 @@ def tunnel_pair(lab: netstack.Lab, kind: str = "gre") -> tuple[netstack.Host, ne
         (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
         (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
     ):
-        h.ip(f"link add t1 type {kind} remote {remote} local {local}")
+        if ioctl:
+            h.ip(f"tunnel add t1 mode {kind} remote {remote} local {local}")
+        else:
+            h.ip(f"link add t1 type {kind} remote {remote} local {local}")
         h.ip("link set t1 up")
         h.ip(f"addr add {addr} dev t1")
     return a, b

@@ -16,24 +16,9 @@ from __future__ import annotations
 import dpkt
 import trio
 import trio.testing
-from helpers import IPV4_ONLY
+from helpers import tunnel_pair
 
 import netstack
-
-
-def tunnel_pair(lab: netstack.Lab) -> tuple[netstack.Host, netstack.Host]:
-    a, b = (lab.add_host(n, sysctls=IPV4_ONLY) for n in ("a", "b"))
-    lab.add_link("a:eth0", "b:eth0")
-    a.ip("addr add 192.0.2.1/24 dev eth0")
-    b.ip("addr add 192.0.2.2/24 dev eth0")
-    for h, local, remote, addr in (
-        (a, "192.0.2.1", "192.0.2.2", "10.9.0.1/30"),
-        (b, "192.0.2.2", "192.0.2.1", "10.9.0.2/30"),
-    ):
-        h.ip(f"tunnel add t1 mode gre remote {remote} local {local}")
-        h.ip("link set t1 up")
-        h.ip(f"addr add {addr} dev t1")
-    return a, b
 
 
 def gre_headers(frames: list[tuple[float, bytes, bool]]) -> list[bytes]:
@@ -63,7 +48,7 @@ async def send(a: netstack.Host, b: netstack.Host, n: int) -> None:
 async def test_ip_tunnel_change_oseq_grows_the_header(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
-    a, b = tunnel_pair(lab)
+    a, b = tunnel_pair(lab, ioctl=True)
     t1 = a.dev("t1")
     assert (t1.mtu, t1.priv.tun_hlen) == (1476, 4)
     assert "tcp-segmentation-offload: on" in a.ethtool("-k t1").splitlines()
@@ -96,7 +81,7 @@ async def test_ip_tunnel_change_key_sets_the_key_flags(
 ) -> None:
     """``key`` sets GRE_KEY in both flag words: the receiver's lookup needs its
     ``i_flags`` to match the packets' K bit, and the sender's header carries it."""
-    a, b = tunnel_pair(lab)
+    a, b = tunnel_pair(lab, ioctl=True)
     cap = a.capture("eth0")
     for h, remote, local in ((a, "192.0.2.2", "192.0.2.1"), (b, "192.0.2.1", "192.0.2.2")):
         h.ip(f"tunnel change t1 mode gre remote {remote} local {local} key 7")
