@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import trio
 import trio.testing
 
@@ -234,3 +235,56 @@ def test_skb_dst_drop_and_force() -> None:
     skb.dst = dst.hold()  # skb_dst_set(): a held reference passes to the skb
     skb_dst_drop(skb)
     assert dst.refcnt == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pneigh_enqueue's written-out skb_dst_drop (netstack/neigh/neighbour.py, outside "
+    "this branch) releases the route arp_process set without a reference",
+)
+async def test_a_delayed_proxy_arp_reply_leaves_the_route_balanced(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """arp_process routes a request (ip_route_input_noref: no reference) and, for a
+    broadcast one under proxy_delay, queues it (pneigh_enqueue → skb_dst_drop())."""
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab)
+        r.sysctl("net.ipv4.conf.eth0.proxy_arp=1")
+        a.ip("addr add 10.0.1.1/16 dev eth0")  # 10.0.2.0/24 on link for a: asks r
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 7000))
+        cli = a.socket()
+        await cli.sendto(b"first", ("10.0.2.1", 7000))  # r's forwarding route
+        assert await srv.recv(100) == b"first"
+        rt = _cached_input_route(r, 0x0A000201)
+        assert rt.refcnt == 1
+        for i in range(2, 6):
+            await cli.sendto(b"x", (f"10.0.2.{i}", 7000))  # proxied ARP, delayed
+            await trio.sleep(1)
+        await trio.sleep(10)  # r's own ARP for the absent hosts fails: their packets go
+        assert rt.refcnt == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="__neigh_event_send's skb_dst_force (netstack/neigh/neighbour.py, outside this "
+    "branch): a packet waiting for ARP does not hold its route",
+)
+async def test_a_packet_waiting_for_arp_holds_its_route(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """__neigh_event_send(): skb_dst_force() before the neighbour's arp_queue."""
+    async with open_test_lab() as lab:
+        a, r, b = routed(lab)
+        srv = b.socket()
+        await srv.bind(("0.0.0.0", 7000))
+        cli = a.socket()
+        await cli.sendto(b"first", ("10.0.2.1", 7000))
+        assert await srv.recv(100) == b"first"
+        rt = _cached_input_route(r, 0x0A000201)
+        assert rt.refcnt == 1
+        await cli.sendto(b"nobody", ("10.0.2.99", 7000))  # no such host: ARP unanswered
+        await trio.sleep(0.1)
+        assert rt.refcnt == 2  # the queued packet's forced reference
+        await trio.sleep(5)  # the neighbour fails, the queue is dropped
+        assert rt.refcnt == 1
