@@ -666,6 +666,8 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     "validate_xmit_skb",
     "netif_skb_features",
     "dev_hard_start_xmit",
+    "skb_dst_drop",
+    "skb_dst_force",
 )
 def dev_queue_xmit(skb: SkBuff) -> int:
     """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
@@ -677,10 +679,13 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     and of ``dev_hard_start_xmit`` (one skb, no taps), are written out here,
     each with its own charge: three Python frames less a packet. The
     functions themselves (``netstack.core.xmit``) take every other case; keep
-    the two in step.
+    the two in step. The route is dropped (``IFF_XMIT_DST_RELEASE``) or, for a
+    device that keeps it, made a held one (``skb_dst_force``), as
+    ``netstack.core.dst`` has the two.
 
     Kernel: net/core/dev.c, __dev_queue_xmit() / validate_xmit_skb() /
-    netif_skb_features() / dev_hard_start_xmit().
+    netif_skb_features() / dev_hard_start_xmit() / skb_dst_drop() /
+    skb_dst_force().
     """
     if TIMED:
         spend("__dev_queue_xmit")
@@ -688,13 +693,25 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     assert dev is not None
     skb.mac_header = skb.data  # skb_reset_mac_header
     dst = skb.dst
-    if dst is not None and dev.priv_flags & IFF_XMIT_DST_RELEASE:
-        skb.dst = None
-        dst.refcnt -= 1  # dst_release()
-        dst.releases += 1
-        line = dst.line
-        if line is not None:
-            line.write("dst_release", atomic=True)
+    if dst is not None:
+        if dev.priv_flags & IFF_XMIT_DST_RELEASE:
+            # skb_dst_drop() / refdst_drop(): a reference to put unless set without one
+            skb.dst = None
+            if skb.dst_noref:
+                skb.dst_noref = False
+            else:
+                dst.refcnt -= 1  # dst_release()
+                dst.releases += 1
+            line = dst.line
+            if line is not None:  # (timed mode charges a no-reference drop as a release)
+                line.write("dst_release", atomic=True)
+        elif skb.dst_noref:
+            # skb_dst_force() / dst_hold_safe(): the device (a tunnel, loopback) keeps
+            # the route past this packet's processing: take the reference (timed mode
+            # charged the hold when the route was set)
+            skb.dst_noref = False
+            dst.refcnt += 1
+            dst.holds += 1
     if dev.real_num_tx_queues == 1:
         txq = dev._tx[0]
         skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
@@ -1130,9 +1147,15 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     skb.dst_pending_confirm = False
     skb.skb_iif = 0
     dst = skb.dst
-    if dst is not None:
+    if dst is not None:  # skb_dst_drop(), as netstack.core.dst.skb_dst_drop
         skb.dst = None
-        dst.release()
+        if skb.dst_noref:
+            skb.dst_noref = False
+            line = dst.line
+            if line is not None:  # timed mode charges the release as before the mark
+                line.write("dst_release", atomic=True)
+        else:
+            dst.release()
     # tstamp and mark back to their class defaults, tested one by one, since
     # reading skb.__dict__ would give every scrubbed skb a dictionary
     if skb.tstamp:
@@ -1191,9 +1214,15 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     skb.dst_pending_confirm = False
     skb.skb_iif = 0
     dst = skb.dst
-    if dst is not None:
+    if dst is not None:  # skb_dst_drop(), as netstack.core.dst.skb_dst_drop
         skb.dst = None
-        dst.release()
+        if skb.dst_noref:
+            skb.dst_noref = False
+            line = dst.line
+            if line is not None:  # timed mode charges the release as before the mark
+                line.write("dst_release", atomic=True)
+        else:
+            dst.release()
     if skb.tstamp:
         del skb.tstamp
     skb.cb = None

@@ -4,10 +4,22 @@ Theory of operation: a route lookup returns a :class:`DstEntry` (IPv4's
 ``rtable`` extends it) that says where a packet goes next: ``output`` for
 locally sent packets, ``input`` for received ones, the device and the path
 MTU. Entries are shared (cached on the FIB nexthop) and reference-counted:
-every skb holding one took a reference (``dst_hold``) and drops it when the skb
+an skb holding one took a reference (``dst_hold``) and drops it when the skb
 is freed or when ``dev_queue_xmit`` releases dsts early
 (``IFF_XMIT_DST_RELEASE``). The refcount is the contended atomic of seed 1's
 profile (``dst_release``), so it is counted here.
+
+A received packet's route is the exception: ``ip_route_input_noref`` sets the
+input route cached on the nexthop without a reference (``skb_dst_set_noref``;
+the skb's ``dst_noref`` mark is the kernel's ``SKB_DST_NOREF``), valid while
+the packet is being processed (the kernel's RCU section). Dropping it
+(:func:`skb_dst_drop`) puts nothing back; whoever keeps the skb beyond that —
+a qdisc of a device without ``IFF_XMIT_DST_RELEASE``, a queue — takes a
+reference first (:func:`skb_dst_force`), and a clone keeps the original's kind
+(``skb_dst_copy``). Timed mode charges the ``dst_hold``/``dst_release``
+cache-line writes of such a route where it did when every input route was
+held (at the set and at the drop; none at the force), the figures its cost
+table was calibrated with.
 
 A :class:`DstCache` keeps one such entry for a sender that routes the same
 flow again and again — a tunnel towards its fixed remote, a VXLAN remote —
@@ -30,7 +42,14 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
 
-__all__ = ["DST_OBSOLETE_FORCE_CHK", "DST_OBSOLETE_NONE", "DstCache", "DstEntry"]
+__all__ = [
+    "DST_OBSOLETE_FORCE_CHK",
+    "DST_OBSOLETE_NONE",
+    "DstCache",
+    "DstEntry",
+    "skb_dst_drop",
+    "skb_dst_force",
+]
 
 DST_OBSOLETE_NONE = 0
 DST_OBSOLETE_DEAD = 2
@@ -150,6 +169,49 @@ class DstEntry:
     def __repr__(self) -> str:
         dev = self.dev.name if self.dev is not None else None
         return f"<{type(self).__name__} dev={dev} refcnt={self.refcnt}>"
+
+
+@kernel("include/net/dst.h", "skb_dst_drop", "refdst_drop")
+def skb_dst_drop(skb: SkBuff) -> None:
+    """Drop *skb*'s route: release the reference it holds, none for a route set
+    without one (``SKB_DST_NOREF``). ``consume_skb``, ``kfree_skb``,
+    ``dev_queue_xmit``, ``skb_scrub_packet`` and ``udp_rcv`` have it written
+    out (keep them in step).
+
+    Kernel: include/net/dst.h, skb_dst_drop() / refdst_drop().
+    """
+    dst = skb.dst
+    if dst is not None:
+        skb.dst = None
+        if skb.dst_noref:
+            skb.dst_noref = False
+            line = dst.line
+            if line is not None:  # timed mode charges the release as before the mark
+                line.write("dst_release", atomic=True)
+        else:
+            dst.release()
+
+
+@kernel("include/net/dst.h", "skb_dst_force", "dst_hold_safe")
+def skb_dst_force(skb: SkBuff) -> bool:
+    """Make *skb*'s route a held one before the skb outlives the packet's
+    processing (queued); True if it has a route. ``dev_queue_xmit`` has it
+    written out (keep the two in step).
+
+    A route is never freed under a referenced holder here, so ``dst_hold_safe``
+    always succeeds. Timed mode charged the hold when the route was set, so
+    the force charges nothing.
+
+    Kernel: include/net/dst.h, skb_dst_force() / dst_hold_safe().
+    """
+    dst = skb.dst
+    if dst is None:
+        return False
+    if skb.dst_noref:
+        skb.dst_noref = False
+        dst.refcnt += 1  # dst_hold_safe(): rcuref_get()
+        dst.holds += 1
+    return True
 
 
 D = TypeVar("D", bound=DstEntry)

@@ -298,6 +298,12 @@ class SkBuff:
     local_df: bool = False
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
     vlan_tci: int = 0  # the hardware-accelerated 802.1Q tag's TCI (PCP, DEI, VID)
+    # SKB_DST_NOREF, the low bit of the kernel's skb->_skb_refdst (skb_dst_is_noref()):
+    # ``dst`` was set without a reference (skb_dst_set_noref(): the input route cached
+    # on its nexthop, valid while the packet is processed), so dropping it releases
+    # nothing and whoever keeps the skb longer takes one (skb_dst_force()). A class
+    # default: no store in every skb's __init__ and every written-out clone
+    dst_noref: bool = False
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -484,7 +490,14 @@ class SkBuff:
         new.sk = None
         dst = self.dst
         if dst is not None:
-            dst.hold()  # skb_dst_copy(): the copy holds its own reference
+            # skb_dst_copy(): the copy holds its own reference, or none as the original
+            # (the mark, a rare field, comes with the others below)
+            if self.dst_noref:
+                line = dst.line
+                if line is not None:  # timed mode charges the hold as before the mark
+                    line.write("dst_hold", atomic=True)
+            else:
+                dst.hold()
         new.dst = dst
         new.protocol = self.protocol
         new.pkt_type = self.pkt_type
@@ -527,7 +540,14 @@ class SkBuff:
         new.sk = None
         dst = self.dst
         if dst is not None:
-            dst.hold()  # skb_dst_copy(): the copy holds its own reference
+            # skb_dst_copy(): the copy holds its own reference, or none as the original
+            # (the mark, a rare field, comes with the others below)
+            if self.dst_noref:
+                line = dst.line
+                if line is not None:  # timed mode charges the hold as before the mark
+                    line.write("dst_hold", atomic=True)
+            else:
+                dst.hold()
         new.dst = dst
         new.next = None
         new.protocol = self.protocol
@@ -661,9 +681,14 @@ def _release(skb: SkBuff) -> None:
         ref[0] -= 1
     skb._freed = True
     dst = skb.dst
-    if dst is not None:
-        dst.release()
+    if dst is not None:  # skb_dst_drop() (the freed skb keeps its mark: never read again)
         skb.dst = None
+        if skb.dst_noref:  # refdst_drop(): no reference to put
+            line = dst.line
+            if line is not None:  # timed mode charges the release as before the mark
+                line.write("dst_release", atomic=True)
+        else:
+            dst.release()
     destructor = skb.destructor
     if destructor is not None:
         destructor(skb)
@@ -720,13 +745,14 @@ def consume_skb(skb: SkBuff) -> None:
         ref[0] -= 1
     skb._freed = True
     dst = skb.dst
-    if dst is not None:
-        dst.refcnt -= 1  # dst_release(), as DstEntry.release
-        dst.releases += 1
-        line = dst.line
-        if line is not None:
-            line.write("dst_release", atomic=True)
+    if dst is not None:  # skb_dst_drop() (the freed skb keeps its mark: never read again)
         skb.dst = None
+        if not skb.dst_noref:  # refdst_drop(): a reference to put
+            dst.refcnt -= 1  # dst_release(), as DstEntry.release
+            dst.releases += 1
+        line = dst.line
+        if line is not None:  # (timed mode charges a no-reference drop as a release)
+            line.write("dst_release", atomic=True)
     destructor = skb.destructor
     if destructor is not None:
         destructor(skb)

@@ -12,8 +12,11 @@ Theory of operation::
 
 Routes are cached on FIB nexthops and invalidated wholesale by bumping
 ``rt_genid`` whenever the FIB or an address changes (kernel: ``rt_cache_flush``).
-Each lookup returns a held reference (``dst_hold``); the skb or socket that
-keeps the route releases it.
+An output lookup returns a held reference (``dst_hold``); the skb or socket
+that keeps the route releases it. An input lookup sets the route on the skb:
+the nexthop's cached one without a reference (``skb_dst_set_noref``: the
+skb's ``dst_noref`` mark, see :mod:`netstack.core.dst`), a new one with the
+reference it was made with (``skb_dst_set``).
 
 Path MTU: an ICMP "fragmentation needed" (or a tunnel) calls
 :func:`ip_rt_update_pmtu`, which records a per-destination exception on the
@@ -641,18 +644,27 @@ def _mkroute_input_local(
     return rt
 
 
-@kernel("net/ipv4/route.c", "ip_route_input_slow", "fib_table_lookup", "__mkroute_input")
+@kernel(
+    "net/ipv4/route.c",
+    "ip_route_input_slow",
+    "fib_table_lookup",
+    "__mkroute_input",
+    "skb_dst_set_noref",
+)
 def ip_route_input_noref(
     ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, tos: int, dev: NetDevice
 ) -> int:
     """Route a received packet: set ``skb.dst``; 0 or -errno.
 
+    A route cached on the nexthop (forwarding, ``nhc_rth_input``, or local,
+    ``local_input``) is set without a reference (``skb_dst_set_noref``, the
+    skb's ``dst_noref`` mark); a new one with the reference it was made with.
     ``fib_lookup`` (a static inline) with ``fib_table_lookup``, and
     ``__mkroute_input``'s cached route, are written out (keep them in step
     with ``Fib.lookup``, ``FibTable.lookup`` and ``_mkroute_input``).
 
     Kernel: net/ipv4/route.c, ip_route_input_slow() / fib_table_lookup() /
-    __mkroute_input().
+    __mkroute_input() / skb_dst_set_noref().
     """
     if TIMED:
         spend("ip_route_input_slow")
@@ -752,12 +764,13 @@ def ip_route_input_noref(
                     and saddr not in ipv4.inet_addr_lst
                     and out_dev.ip_ptr is not None
                 ):
-                    rt.refcnt += 1
-                    rt.holds += 1
+                    # skb_dst_set_noref(): no reference (timed mode charges the
+                    # dst_hold it charged before the mark)
+                    skb.dst = rt
+                    skb.dst_noref = True
                     line = rt.line
                     if line is not None:
                         line.write("dst_hold", atomic=True)
-                    skb.dst = rt
                     return 0
                 return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
         elif rtype == RTN_LOCAL:
@@ -771,17 +784,19 @@ def ip_route_input_noref(
             nh = res.nh
             rt = nh.rth_input if nh is not None else None
             if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
-                rt.refcnt += 1  # dst_hold()
-                rt.holds += 1
+                # local_input: skb_dst_set_noref() (timed mode charges the dst_hold
+                # it charged before the mark)
+                skb.dst = rt
+                skb.dst_noref = True
                 line = rt.line
                 if line is not None:
                     line.write("dst_hold", atomic=True)
-            else:
-                rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
-                if nh is not None:  # cache it on the nexthop (do_cache)
-                    rt.hold()
-                    nh.rth_input = rt
-            skb.dst = rt
+                return 0
+            rt = _mkroute_input_local(ipv4, dev, 0, RTN_LOCAL, res)
+            if nh is not None:  # cache it on the nexthop (do_cache: rt_cache_route)
+                rt.hold()
+                nh.rth_input = rt
+            skb.dst = rt  # skb_dst_set(): the new route's reference passes to the skb
             return 0
         elif rtype == RTN_BROADCAST:
             if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
@@ -884,11 +899,14 @@ def ip_route_input_mc(ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, dev: NetD
     return 0
 
 
-@kernel("__mkroute_input")
+@kernel("__mkroute_input", "skb_dst_set_noref")
 def _mkroute_input(
     ipv4: Ipv4, skb: SkBuff, res: FibResult, in_dev_dev: NetDevice, daddr: int, saddr: int
 ) -> int:
-    """A forwarding route. Kernel: __mkroute_input()."""
+    """A forwarding route: the nexthop's cached one set without a reference.
+
+    Kernel: __mkroute_input() / skb_dst_set_noref().
+    """
     nh = res.nh
     assert nh is not None
     out_dev = nh.dev
@@ -908,22 +926,23 @@ def _mkroute_input(
         rth = nh.rth_input  # nhc_rth_input: the nexthop's cached forwarding route
         # rt_cache_valid() and dst_hold(), static inlines, inline
         if rth is not None and rth.rt_genid == ipv4.rt_genid and rth.obsolete == -1:
-            rth.refcnt += 1
-            rth.holds += 1
+            # skb_dst_set_noref() (timed mode charges the dst_hold it charged before
+            # the mark)
+            skb.dst = rth
+            skb.dst_noref = True
             line = rth.line
             if line is not None:
                 line.write("dst_hold", atomic=True)
-            skb.dst = rth
             return 0
     rth = Rtable(ipv4, out_dev, flags, res.type)
     rth.rt_is_input = True
     rth.rt_iif = in_dev_dev.ifindex
     rth.input = ipv4.dst_forward
     _rt_set_nexthop(rth, daddr, res, fnhe)
-    if fnhe is None and not flags:
+    if fnhe is None and not flags:  # do_cache: rt_cache_route() takes its own reference
         rth.hold()
         nh.rth_input = rth
-    skb.dst = rth
+    skb.dst = rth  # skb_dst_set(): the new route's reference passes to the skb
     return 0
 
 

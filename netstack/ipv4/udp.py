@@ -29,6 +29,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from netstack.core.dst import skb_dst_drop
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
@@ -734,14 +735,17 @@ class UdpTable:
         return [sk for lst in self.ports.values() for sk in lst]
 
 
-@kernel("udp_queue_rcv_one_skb", "__udp_enqueue_schedule_skb")
+@kernel("udp_queue_rcv_one_skb", "ipv4_pktinfo_prepare", "__udp_enqueue_schedule_skb")
 def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
-    """Kernel: udp_queue_rcv_one_skb() → __udp_enqueue_schedule_skb().
+    """Kernel: udp_queue_rcv_one_skb() → ipv4_pktinfo_prepare() →
+    __udp_enqueue_schedule_skb().
 
     An encapsulation socket (``encap_type`` set by ``setup_udp_tunnel_sock``)
     hands the datagram to its ``encap_rcv`` once the checksum is verified;
     0 (or less) means consumed (an ``InDatagrams``), more means "deliver it as
-    an ordinary datagram". ``udp_rcv`` has the common case written out (a
+    an ordinary datagram", whose route is dropped before it is queued
+    (``ipv4_pktinfo_prepare(sk, skb, true)``: ``IP_PKTINFO`` or not, a queued
+    datagram holds no route). ``udp_rcv`` has the common case written out (a
     plain ``UdpSock``, alive, no encapsulation; keep the two in step) and
     calls this for the rest with *charge* false, having charged already.
     """
@@ -761,6 +765,7 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
     if sk.dead:
         kfree_skb(skb, DropReason.NO_SOCKET)
         return
+    skb_dst_drop(skb)  # ipv4_pktinfo_prepare(sk, skb, true)
     if not sk.sock_queue_rcv_skb(skb):
         ipv4.udp_mib.RcvbufErrors += 1
         ipv4.udp_mib.InErrors += 1
@@ -773,6 +778,8 @@ def _queue(ipv4: Ipv4, sk: Sock, skb: SkBuff, charge: bool = True) -> None:
     "__udp4_lib_lookup",
     "compute_score",
     "udp_queue_rcv_one_skb",
+    "ipv4_pktinfo_prepare",
+    "skb_dst_drop",
     "__udp_enqueue_schedule_skb",
 )
 def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
@@ -780,12 +787,14 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
 
     The socket lookup (``__udp4_lib_lookup`` with ``compute_score``; see
     ``UdpTable.lookup``) and the common case of queueing
-    (``udp_queue_rcv_one_skb``, ``__udp_enqueue_schedule_skb``) are written
-    out (see ``_queue`` and ``Sock.sock_queue_rcv_skb``).
+    (``udp_queue_rcv_one_skb``, ``ipv4_pktinfo_prepare``'s route drop,
+    ``__udp_enqueue_schedule_skb``) are written out (see ``_queue`` and
+    ``Sock.sock_queue_rcv_skb``).
 
     Twin: netstack.ipv6.udp.udpv6_rcv.
     Kernel: net/ipv4/udp.c, __udp4_lib_rcv() / __udp4_lib_lookup() /
-    compute_score() / udp_queue_rcv_one_skb() / __udp_enqueue_schedule_skb().
+    compute_score() / udp_queue_rcv_one_skb() / ipv4_pktinfo_prepare() /
+    skb_dst_drop() / __udp_enqueue_schedule_skb().
     """
     if TIMED:
         spend("__udp4_lib_rcv")
@@ -874,6 +883,19 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         if type(found) is not UdpSock or found.encap_type or found.dead:
             _queue(ipv4, found, skb, False)
             return 0
+        # ipv4_pktinfo_prepare(sk, skb, true)'s skb_dst_drop(), written out as
+        # netstack.core.dst.skb_dst_drop (a frame less a datagram; keep the two in
+        # step): the input route is the nexthop's cached one, set without a reference
+        dst = skb.dst
+        if dst is not None:
+            skb.dst = None
+            if skb.dst_noref:
+                skb.dst_noref = False
+                line = dst.line
+                if line is not None:  # timed mode charges the release as before the mark
+                    line.write("dst_release", atomic=True)
+            else:
+                dst.release()
         if TIMED:
             spend("__udp_enqueue_schedule_skb")
         if found.sk_rmem_alloc > found.sk_rcvbuf:

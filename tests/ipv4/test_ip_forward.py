@@ -17,8 +17,9 @@ import pytest
 import trio
 import trio.testing
 
+from netstack.core.skbuff import SkBuff
 from netstack.ipv4 import ipv4_of
-from netstack.ipv4.route import ip_route_output, ip_rt_update_pmtu
+from netstack.ipv4.route import Rtable, ip_route_output, ip_rt_update_pmtu
 from netstack.socket import IP_RECVERR, IPPROTO_IP, MSG_ERRQUEUE
 from netstack.testing.builders import nstat, open_test_lab, routed
 
@@ -214,7 +215,8 @@ async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """ip_route_input_slow finds the nexthop's cached input route (nhc_rth_input) per
-    packet; a new rt_genid (``ip route flush cache``, any FIB change) makes the
+    packet and sets it without a reference (skb_dst_set_noref: the cache's is the
+    only one); a new rt_genid (``ip route flush cache``, any FIB change) makes the
     next packet build a new one, and a deleted route's cached entry is never
     used again.
     """
@@ -238,24 +240,36 @@ async def test_forwarding_route_is_cached_on_the_nexthop_until_the_fib_changes(
         assert first is not None
         assert first.input == ipv4.dst_forward
         assert first.dev is r.dev("eth1")
+        used: list[object] = []
+
+        def counted(rt: Rtable) -> None:
+            forward = rt.input
+
+            def input(skb: SkBuff) -> object:  # noqa: A001 (dst->input)
+                used.append(rt)
+                return forward(skb)
+
+            rt.input = input
+
+        counted(first)
         holds = first.holds
         await one()
         await one()
-        assert nh.rth_input is first  # reused: one dst_hold per packet, no new rtable
-        assert first.holds == holds + 2
+        assert nh.rth_input is first and used == [first, first]  # reused: no new rtable
+        assert first.holds == holds and first.refcnt == 1  # no reference per packet
         r.ip("route flush cache")
         await one()
         second = nh.rth_input
         assert second is not None and second is not first
-        assert first.holds == holds + 2  # the stale entry is not taken again
+        assert used == [first, first]  # the stale entry is not taken again
+        counted(second)
         # The route goes: no route, ICMP net unreachable; it comes back: a new entry.
-        second_holds = second.holds
         r.ip("route del 10.0.2.0/24 dev eth1")
         await cli.send(b"lost")
         await trio.sleep(0.5)
         assert nstat(r, "IpExtInNoRoutes") == 1
         assert nstat(r, "IcmpOutDestUnreachs") == 1
-        assert second.holds == second_holds  # not taken for the unroutable packet
+        assert used == [first, first]  # not taken for the unroutable packet
         r.ip("route add 10.0.2.0/24 dev eth1")
         await one()
         res = ipv4.fib.lookup(0x0A000201)
