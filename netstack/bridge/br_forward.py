@@ -231,6 +231,7 @@ def br_flood(
         ref = skb._dataref
         buf = skb.buf
         dst = skb.dst
+        noref = skb.dst_noref
         protocol = skb.protocol
         sk_pkt_type = skb.pkt_type
         mac_header = skb.mac_header
@@ -282,9 +283,10 @@ def br_flood(
                 skb2.tail = tail
                 skb2.dev = dev
                 skb2.sk = None
-                if dst is not None:
-                    dst.hold()  # skb_dst_copy(): the copy holds its own reference
+                if dst is not None and not noref:
+                    dst.hold()  # skb_dst_copy(): the copy holds its own reference (or none)
                 skb2.dst = dst
+                skb2.dst_noref = noref
                 skb2.next = None
                 skb2.protocol = protocol
                 skb2.pkt_type = sk_pkt_type

@@ -259,6 +259,7 @@ class SkBuff:
         "destructor",
         "dev",
         "dst",
+        "dst_noref",
         "dst_pending_confirm",
         "encapsulation",
         "gso_size",
@@ -298,12 +299,6 @@ class SkBuff:
     local_df: bool = False
     xmit_cpu: int = -1  # timed mode: the CPU whose cache holds the skb since it was queued
     vlan_tci: int = 0  # the hardware-accelerated 802.1Q tag's TCI (PCP, DEI, VID)
-    # SKB_DST_NOREF, the low bit of the kernel's skb->_skb_refdst (skb_dst_is_noref()):
-    # ``dst`` was set without a reference (skb_dst_set_noref(): the input route cached
-    # on its nexthop, valid while the packet is processed), so dropping it releases
-    # nothing and whoever keeps the skb longer takes one (skb_dst_force()). A class
-    # default: no store in every skb's __init__ and every written-out clone
-    dst_noref: bool = False
 
     def __init__(self, buf: bytearray, data: int, tail: int) -> None:
         self.buf = buf
@@ -312,6 +307,7 @@ class SkBuff:
         self.dev: NetDevice | None = None
         self.sk: Any = None
         self.dst: DstEntry | None = None
+        self.dst_noref = False
         self.next: SkBuff | None = None
         self.protocol = 0
         self.pkt_type = PACKET_HOST
@@ -499,6 +495,7 @@ class SkBuff:
             else:
                 dst.hold()
         new.dst = dst
+        new.dst_noref = self.dst_noref
         new.protocol = self.protocol
         new.pkt_type = self.pkt_type
         new.mac_header = self.mac_header
@@ -549,6 +546,7 @@ class SkBuff:
             else:
                 dst.hold()
         new.dst = dst
+        new.dst_noref = self.dst_noref
         new.next = None
         new.protocol = self.protocol
         new.pkt_type = self.pkt_type

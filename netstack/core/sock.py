@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from netstack.core.dst import skb_dst_force
 from netstack.core.skbuff import TRUESIZE_OF_BUFLEN, SkBuff
 from netstack.cpu.timed import ThreadBlocked
 from netstack.sites import TIMED, kernel, spend
@@ -544,6 +545,8 @@ class Sock:
         self.sk_rmem_alloc += size
         skb.rmem_charge = size
         skb.sk = self
+        if skb.dst_noref:  # __sock_queue_rcv_skb(): skb_dst_force() (UDP dropped it)
+            skb_dst_force(skb)
         self.receive_queue.append(skb)
         # sk->sk_data_ready(), sock_def_readable(), entered when a reader may be
         # parked (its skwq_has_sleeper() test, hoisted: a frame less a datagram)

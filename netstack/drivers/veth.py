@@ -35,6 +35,7 @@ from netstack.core.dev import (
     netif_carrier_on,
     register_netdevice,
 )
+from netstack.core.dst import skb_dst_drop
 from netstack.core.ethernet import eth_type_trans, ether_setup
 from netstack.core.features import (
     NETIF_F_FRAGLIST,
@@ -202,10 +203,8 @@ class VethOps(NetDeviceOps):
             skb.ignore_df = False
             skb.dst_pending_confirm = False
             skb.skb_iif = 0
-            dst = skb.dst
-            if dst is not None:
-                skb.dst = None
-                dst.release()
+            if skb.dst is not None:
+                skb_dst_drop(skb)
             skb.cb = None
             skb.priority = 0  # ____dev_forward_skb()
             buf = skb.buf

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from netstack.core.dev import dev_queue_xmit
+from netstack.core.dst import skb_dst_drop, skb_dst_force
 from netstack.core.ethernet import HH_DATA_ALIGN, HH_DATA_MOD
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import LL_MAX_HEADER, DropReason, SkBuff, kfree_skb
@@ -267,10 +268,7 @@ def pneigh_enqueue(tbl: NeighTable, dev: NetDevice, skb: SkBuff) -> None:
     skb.cb = NeighCb(sched_next, LOCALLY_ENQUEUED)
     if timer.delete() and timer.expires < sched_next:
         sched_next = timer.expires
-    dst = skb.dst  # skb_dst_drop()
-    if dst is not None:
-        dst.release()
-        skb.dst = None
+    skb_dst_drop(skb)  # a route set without a reference (arp_process's) puts none back
     queue.append(skb)
     qlens[dev.ifindex] = qlen + 1
     timer.mod(sched_next)
@@ -847,6 +845,7 @@ def _queue_skb(n: Neighbour, skb: SkBuff) -> None:
         n.arp_queue_len_bytes -= old.truesize
         kfree_skb(old, DropReason.NEIGH_QUEUEFULL)
         n.tbl.unres_discards += 1
+    skb_dst_force(skb)  # __neigh_event_send(): the queued packet keeps its route
     queue.append(skb)
     n.arp_queue_len_bytes += size
 

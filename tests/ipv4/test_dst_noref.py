@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import trio
 import trio.testing
 
@@ -237,11 +236,6 @@ def test_skb_dst_drop_and_force() -> None:
     assert dst.refcnt == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pneigh_enqueue's written-out skb_dst_drop (netstack/neigh/neighbour.py, outside "
-    "this branch) releases the route arp_process set without a reference",
-)
 async def test_a_delayed_proxy_arp_reply_leaves_the_route_balanced(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -265,11 +259,6 @@ async def test_a_delayed_proxy_arp_reply_leaves_the_route_balanced(
         assert rt.refcnt == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="__neigh_event_send's skb_dst_force (netstack/neigh/neighbour.py, outside this "
-    "branch): a packet waiting for ARP does not hold its route",
-)
 async def test_a_packet_waiting_for_arp_holds_its_route(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
