@@ -534,6 +534,7 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
         if pn is None:  # the table's pconstructor refused it (ndisc: no device)
             raise rtnl_error(errno.ENOBUFS)
         pn.flags = flags
+        pn.permanent = bool(state & NUD_PERMANENT)
         return
     if dev is None:
         raise extack_error("Device not specified", errno.EINVAL)
