@@ -363,6 +363,7 @@ class Neighbour:
         "output",
         "primary_key",
         "probes",
+        "protocol",
         "refcnt",
         "tbl",
         "timer",
@@ -392,6 +393,7 @@ class Neighbour:
         self.output: Callable[[Neighbour, SkBuff], int] = neigh_blackhole
         self.type = 1  # RTN_UNICAST
         self.flags = 0
+        self.protocol = 0  # who added it (NDA_PROTOCOL: ``ip neigh add … protocol P``)
         self.refcnt = 1
         self.dead = False
         self.confirm_writes = 0
@@ -1174,8 +1176,13 @@ def neigh_add(
     create: bool,
     exclusive: bool,
     router: bool = False,
+    protocol: int = 0,
 ) -> Neighbour:
-    """``ip neigh add|replace|change``. Kernel: net/core/neighbour.c, neigh_add()."""
+    """``ip neigh add|replace|change``; a nonzero *protocol* (NDA_PROTOCOL) is
+    recorded whatever the command, 0 keeps the entry's.
+
+    Kernel: net/core/neighbour.c, neigh_add().
+    """
     n = tbl.lookup(key, dev)
     if n is None:
         if not create:
@@ -1188,6 +1195,8 @@ def neigh_add(
     flags = NEIGH_UPDATE_F_ADMIN
     if replace or n.nud_state == 0 or not n.nud_state & NUD_VALID:
         flags |= NEIGH_UPDATE_F_OVERRIDE
+    if protocol:
+        n.protocol = protocol
     if router:
         n.flags |= NTF_ROUTER
     if lladdr is None and state & NUD_VALID and not n.nud_state & NUD_VALID and dev.addr_len:
