@@ -31,6 +31,7 @@ import attrs
 
 from netstack.core.dev import (
     NETDEV_CHANGE,
+    NETDEV_CHANGEADDR,
     NETDEV_CHANGENAME,
     NETDEV_DOWN,
     NETDEV_UNREGISTER,
@@ -708,7 +709,8 @@ class Ipv6:
                 self.register_dev_sysctls(dev)
             return
         self.addrconf.addrconf_notify(event, dev)
-        if event == NETDEV_CHANGE and dev.flags & IFF_UP:  # ndisc_netdev_notifier, after addrconf
+        # ndisc_netdev_notifier, after addrconf's (NETDEV_CHANGE: of an up device, as sent)
+        if event == NETDEV_CHANGEADDR or (event == NETDEV_CHANGE and dev.flags & IFF_UP):
             _ndisc.ndisc_netdev_event(self, event, dev)
         if event == NETDEV_UP and dev.flags & IFF_LOOPBACK:
             self._loopback = dev
