@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from netstack.core.dev import dev_queue_xmit
+from netstack.core.dev import NETDEV_CHANGE, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT, IFF_UP
 from netstack.core.skbuff import (
@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.netns import Ipv4
 
-__all__ = ["arp_create", "arp_rcv", "arp_send", "make_arp_tbl"]
+__all__ = ["arp_create", "arp_netdev_event", "arp_rcv", "arp_send", "make_arp_tbl"]
 
 ARPHRD_IEEE802: Final = 6
 _I: Final = struct.Struct("!I")
@@ -541,3 +541,29 @@ def arp_send_gratuitous(ipv4: Ipv4, dev: NetDevice) -> None:
             dev.dev_addr,
             None,
         )
+
+
+@kernel("arp_netdev_event")
+def arp_netdev_event(ipv4: Ipv4, event: int, dev: NetDevice) -> None:
+    """ARP's part of a device event: NETDEV_CHANGE with the carrier lost evicts
+    *dev*'s entries but the PERMANENT ones (``neigh_carrier_down``), unless
+    ``arp_evict_nocarrier`` is 0 for it (all AND device: IN_DEV_ANDCONF).
+
+    The caller (:meth:`Ipv4.netdev_event`) passes NETDEV_CHANGE of an up
+    device only, as the kernel sends it (linkwatch, ``__dev_notify_flags``);
+    NETDEV_CHANGEADDR's ``neigh_changeaddr`` is done there too. Not modelled:
+    NETDEV_CHANGE's ``flags_changed & IFF_NOARP`` (netstack's notifier passes
+    no change info).
+
+    Kernel: arp_netdev_event().
+    """
+    if event == NETDEV_CHANGE:
+        in_dev = dev.ip_ptr
+        if in_dev is None:
+            evict_nocarrier = True
+        else:
+            # (a DevConf slot without an annotation: read by name)
+            all_evict = getattr(ipv4.devconf_all, "arp_evict_nocarrier")  # noqa: B009
+            evict_nocarrier = bool(all_evict and in_dev.cnf.arp_evict_nocarrier)
+        if evict_nocarrier and not dev.carrier:
+            ipv4.arp_tbl.neigh_carrier_down(dev)

@@ -616,10 +616,9 @@ class Ipv4:
             self.arp_tbl.neigh_ifdown(dev)
             self._flush_route_caches(dev)
         elif event == NETDEV_CHANGE:
-            if dev.flags & 1:
+            if dev.flags & 1:  # (netstack's dev_change_flags also tells a down device)
                 self.fib.fib_sync_linkdown(dev, not dev.carrier)
-                if not dev.carrier:
-                    self.arp_tbl.neigh_ifdown(dev)
+                _arp.arp_netdev_event(self, event, dev)  # carrier lost: neigh_carrier_down
         elif event == NETDEV_CHANGEADDR:
             for n in list(self.arp_tbl.entries(dev)):
                 self.arp_tbl._unlink(n)

@@ -5,7 +5,8 @@ Theory of operation::
     ip6_make_skb (UDP, ping, ICMPv6) ─► ip6_local_out: payload length
       ─► dst.output = ip6_output (IPv6 disabled on the device? discard)
       ─► ip6_finish_output: bigger than the path MTU (the device MTU for
-         IPV6_PMTUDISC_PROBE sockets) and not GSO ─► ip6_fragment
+         IPV6_PMTUDISC_PROBE sockets) ─► ip6_fragment; a GSO skb whose
+         segments do not fit ─► segmented here, each through ip6_fragment
       ─► ip6_finish_output2: multicast: loop a copy back if this host is a
          member of the group, never beyond node-local scope; the first hop
          (rt6_nexthop: gateway or destination) ─► nd_tbl entry, created on
@@ -30,6 +31,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dev import dev_loopback_xmit
+from netstack.core.features import NETIF_F_GSO_MASK
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import (
     CHECKSUM_PARTIAL,
@@ -38,7 +40,12 @@ from netstack.core.skbuff import (
     consume_skb,
     kfree_skb,
 )
-from netstack.core.xmit import skb_checksum_help
+from netstack.core.xmit import (
+    netif_skb_features,
+    skb_checksum_help,
+    skb_gso_segment,
+    skb_gso_validate_network_len,
+)
 from netstack.ipv6.constants import IPV6_PMTUDISC_PROBE
 from netstack.ipv6.flowlabel import ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.route import rt6_nexthop
@@ -222,14 +229,64 @@ def ip6_skb_dst_mtu(skb: SkBuff) -> int:
 
 @kernel("__ip6_finish_output")
 def ip6_finish_output(ipv6: Ipv6, skb: SkBuff) -> int:
-    """Fragment when bigger than the path MTU.
+    """Fragment when bigger than the path MTU; a GSO skb as long only if its
+    segments do not fit (:func:`ip6_finish_output_gso`).
 
     Twin: netstack.ipv4.ip_output.ip_finish_output.
     Kernel: __ip6_finish_output().
     """
-    if not skb.gso_size and skb.tail - skb.data > ip6_skb_dst_mtu(skb):
+    mtu = ip6_skb_dst_mtu(skb)
+    if skb.tail - skb.data > mtu:  # (a GSO skb no longer than the MTU validates)
+        if skb.gso_size:
+            return ip6_finish_output_gso(ipv6, skb, mtu)
         return ip6_fragment(ipv6, skb)
     return ip6_finish_output2(ipv6, skb)
+
+
+@kernel("ip6_finish_output_gso")
+def ip6_finish_output_gso(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
+    """A GSO skb longer than the MTU: on if its segments fit, else the slow path.
+
+    IPv4's counterpart is ``ip_finish_output_gso`` (netstack.ipv4.ip_output).
+    Kernel: ip6_finish_output_gso().
+    """
+    if not skb_gso_validate_network_len(skb, mtu):
+        return ip6_finish_output_gso_slowpath_drop(ipv6, skb, mtu)
+    return ip6_finish_output2(ipv6, skb)
+
+
+@kernel("ip6_finish_output_gso_slowpath_drop")
+def ip6_finish_output_gso_slowpath_drop(ipv6: Ipv6, skb: SkBuff, mtu: int) -> int:
+    """Segments longer than the path MTU: cut the skb in software and send each
+    segment through :func:`ip6_fragment` — Packet Too Big to the source and
+    ``FragFails`` unless the skb may be fragmented (``ignore_df``) — or, one
+    that fits (the last may be short), as it is: no atomic fragment (RFC 8021).
+
+    A GRO skb forwarded onto a route whose MTU is below the egress device's
+    (``ip6_forward`` checks the device's mtu6 unless the route's MTU is
+    locked; here ``dst_mtu`` is the route's), or a GSO skb of a TSO-capable
+    tunnel over a smaller MTU. Before, netstack sent such an skb on whole.
+
+    Kernel: ip6_finish_output_gso_slowpath_drop().
+    """
+    segs = skb_gso_segment(skb, netif_skb_features(skb) & ~NETIF_F_GSO_MASK)
+    if segs is None:
+        kfree_skb(skb, DropReason.NOMEM)
+        return -12  # -ENOMEM
+    if segs is not skb:
+        consume_skb(skb)
+    ret = 0
+    while segs is not None:  # skb_list_walk_safe()
+        nxt = segs.next
+        segs.next = None  # skb_mark_not_on_list()
+        if segs.tail - segs.data > mtu:
+            err = ip6_fragment(ipv6, segs)
+        else:
+            err = ip6_finish_output2(ipv6, segs)
+        if err and ret == 0:
+            ret = err
+        segs = nxt
+    return ret
 
 
 @kernel("net/ipv6/output_core.c", "ip6_find_1stfragopt")

@@ -31,13 +31,14 @@ import attrs
 
 from netstack.core.dev import (
     NETDEV_CHANGE,
+    NETDEV_CHANGEADDR,
     NETDEV_CHANGENAME,
     NETDEV_DOWN,
     NETDEV_UNREGISTER,
     NETDEV_UP,
 )
 from netstack.core.inetpeer import InetPeerBase, inet_peer_xrlim_allow
-from netstack.core.netdevice import IFF_LOOPBACK
+from netstack.core.netdevice import IFF_LOOPBACK, IFF_UP
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.snmp import MibSnapshot
 from netstack.core.sock import SOCK_DGRAM, SOCK_RAW, SOCK_STREAM, Sock, sock_oserror
@@ -708,6 +709,9 @@ class Ipv6:
                 self.register_dev_sysctls(dev)
             return
         self.addrconf.addrconf_notify(event, dev)
+        # ndisc_netdev_notifier, after addrconf's (NETDEV_CHANGE: of an up device, as sent)
+        if event == NETDEV_CHANGEADDR or (event == NETDEV_CHANGE and dev.flags & IFF_UP):
+            _ndisc.ndisc_netdev_event(self, event, dev)
         if event == NETDEV_UP and dev.flags & IFF_LOOPBACK:
             self._loopback = dev
 

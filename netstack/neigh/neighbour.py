@@ -137,6 +137,7 @@ class PneighEntry:
     dev: NetDevice | None
     flags: int = 0
     protocol: int = 0
+    permanent: bool = False  # added in state PERMANENT: kept on carrier loss
 
 
 @attrs.define(eq=False)
@@ -205,14 +206,22 @@ def pneigh_delete(tbl: NeighTable, key: int, dev: NetDevice | None) -> int:
     return -2  # -ENOENT
 
 
-@kernel("pneigh_ifdown_and_unlock")
-def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None) -> None:
-    """Forget the proxy entries of *dev* (all with None). Kernel: pneigh_ifdown_and_unlock()."""
+@kernel("pneigh_ifdown")
+def pneigh_ifdown(tbl: NeighTable, dev: NetDevice | None, skip_perm: bool = False) -> None:
+    """Forget the proxy entries of *dev* (all with None); with *skip_perm* (carrier
+    loss) keep those added as PERMANENT. Kernel: pneigh_ifdown().
+    """
     freed: list[PneighEntry] = []
     for bucket in tbl.phash_buckets or ():
         if bucket:
-            freed += [n for n in bucket if dev is None or n.dev is dev]
-            bucket[:] = [n for n in bucket if not (dev is None or n.dev is dev)]
+            gone = [
+                n
+                for n in bucket
+                if not (skip_perm and n.permanent) and (dev is None or n.dev is dev)
+            ]
+            if gone:
+                freed += gone
+                bucket[:] = [n for n in bucket if n not in gone]
     pdestructor = tbl.pdestructor
     if pdestructor is not None:
         for n in reversed(freed):  # list_add() onto the free list: last found first
@@ -352,6 +361,7 @@ class Neighbour:
         "output",
         "primary_key",
         "probes",
+        "protocol",
         "refcnt",
         "tbl",
         "timer",
@@ -381,6 +391,7 @@ class Neighbour:
         self.output: Callable[[Neighbour, SkBuff], int] = neigh_blackhole
         self.type = 1  # RTN_UNICAST
         self.flags = 0
+        self.protocol = 0  # who added it (NDA_PROTOCOL: ``ip neigh add … protocol P``)
         self.refcnt = 1
         self.dead = False
         self.confirm_writes = 0
@@ -705,19 +716,51 @@ class NeighTable:
                     self._unlink(n)
         self.gc_timer.mod(now + max(self.parms.base_reachable_time // 2, 1))
 
-    @kernel("neigh_ifdown", "__neigh_ifdown")
-    def neigh_ifdown(self, dev: NetDevice) -> None:
-        """Flush every entry of *dev* (device down), its proxy entries, the proxy queue.
+    @kernel("neigh_flush_dev", "neigh_flush_one")
+    def neigh_flush_dev(self, dev: NetDevice, skip_perm: bool) -> None:
+        """Unlink every entry of *dev*; with *skip_perm* keep the PERMANENT ones.
 
-        Kernel: neigh_ifdown() / __neigh_ifdown().
+        Kernel: neigh_flush_dev() / neigh_flush_one().
         """
         for n in [n for n in self.hash.values() if n.dev is dev]:
+            if skip_perm and n.nud_state & NUD_PERMANENT:
+                continue
             self._unlink(n)
-        pneigh_ifdown(self, dev)
+
+    @kernel("neigh_changeaddr")
+    def neigh_changeaddr(self, dev: NetDevice) -> None:
+        """*dev*'s address changed (or IFF_NOARP flipped): every entry of it goes.
+
+        Kernel: neigh_changeaddr().
+        """
+        self.neigh_flush_dev(dev, False)
+
+    @kernel("__neigh_ifdown")
+    def _neigh_ifdown(self, dev: NetDevice, skip_perm: bool) -> None:
+        """Flush *dev*'s entries, its proxy entries, the proxy queue (one Net a table).
+
+        Kernel: __neigh_ifdown().
+        """
+        self.neigh_flush_dev(dev, skip_perm)
+        pneigh_ifdown(self, dev, skip_perm)
         if self.proxy_queue:
             pneigh_queue_purge(self)
         if self.proxy_timer is not None:  # the queue is empty now
             self.proxy_timer.delete()
+
+    @kernel("neigh_ifdown")
+    def neigh_ifdown(self, dev: NetDevice) -> None:
+        """*dev* goes down or away: every entry of it goes. Kernel: neigh_ifdown()."""
+        self._neigh_ifdown(dev, False)
+
+    @kernel("neigh_carrier_down")
+    def neigh_carrier_down(self, dev: NetDevice) -> None:
+        """*dev* lost its carrier: its entries go but the PERMANENT ones, and its
+        proxy entries but those added PERMANENT (``skip_perm``).
+
+        Kernel: neigh_carrier_down().
+        """
+        self._neigh_ifdown(dev, True)
 
     def flush(self, dev: NetDevice | None, state_mask: int) -> int:
         """Delete entries whose state is in *state_mask* (``ip neigh flush``)."""
@@ -1132,8 +1175,13 @@ def neigh_add(
     create: bool,
     exclusive: bool,
     router: bool = False,
+    protocol: int = 0,
 ) -> Neighbour:
-    """``ip neigh add|replace|change``. Kernel: net/core/neighbour.c, neigh_add()."""
+    """``ip neigh add|replace|change``; a nonzero *protocol* (NDA_PROTOCOL) is
+    recorded whatever the command, 0 keeps the entry's.
+
+    Kernel: net/core/neighbour.c, neigh_add().
+    """
     n = tbl.lookup(key, dev)
     if n is None:
         if not create:
@@ -1146,6 +1194,8 @@ def neigh_add(
     flags = NEIGH_UPDATE_F_ADMIN
     if replace or n.nud_state == 0 or not n.nud_state & NUD_VALID:
         flags |= NEIGH_UPDATE_F_OVERRIDE
+    if protocol:
+        n.protocol = protocol
     if router:
         n.flags |= NTF_ROUTER
     if lladdr is None and state & NUD_VALID and not n.nud_state & NUD_VALID and dev.addr_len:

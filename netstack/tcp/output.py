@@ -949,7 +949,9 @@ def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
     fragments), so ``__pskb_trim_head`` returns *length* as ``delta_truesize``
     (only bytes in a linear head would give back nothing): the skb's truesize,
     ``sk_wmem_queued`` and, through ``sk_mem_uncharge``, ``sk_forward_alloc``
-    shrink by it, whole pages beyond going back to the protocol.
+    shrink by it, whole pages beyond going back to the protocol. ``ip_summed``
+    is left as it is: CHECKSUM_PARTIAL since ``tcp_stream_alloc_skb`` (Linux
+    5.16, "tcp: factorize ip_summed setting", dropped the store here).
     Kernel: net/ipv4/tcp_output.c, tcp_trim_head() / __pskb_trim_head().
     """
     skb.data += length  # __pskb_trim_head(): delta_truesize = length
@@ -957,7 +959,6 @@ def tcp_trim_head(sk: TcpSock, skb: SkBuff, length: int) -> int:
     tcb.seq = (tcb.seq + length) & M32
     skb.truesize -= length
     sk_wmem_uncharge(sk, length)  # sk_wmem_queued_add(sk, -delta) + sk_mem_uncharge()
-    skb.ip_summed = CHECKSUM_PARTIAL
     if tcb.pcount > 1:
         tcp_set_skb_tso_segs(skb, tcb.gso_size)
     return 0

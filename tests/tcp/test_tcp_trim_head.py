@@ -28,10 +28,12 @@ import pytest
 import trio
 from helpers import connected_tcp
 
+from netstack.core.skbuff import CHECKSUM_NONE, CHECKSUM_PARTIAL
 from netstack.host import Lab
 from netstack.tcp import TcpSock
-from netstack.tcp.helpers import PAGE_SIZE
-from netstack.tcp.output import TCP_SKB_HEAD
+from netstack.tcp.helpers import PAGE_SIZE, sk_wmem_charge
+from netstack.tcp.output import TCP_SKB_HEAD, tcp_stream_alloc_skb, tcp_trim_head
+from netstack.tcp.sock import TcpSkbCb
 from netstack.testing import builders
 
 PORT = 6019
@@ -65,6 +67,26 @@ async def test_partial_ack_uncharges_trimmed_bytes(lab: Lab, autojump_clock: obj
     while sk.packets_out:  # noqa: ASYNC110
         await trio.sleep(0.001)
     assert (sk.sk_wmem_queued, sk.sk_forward_alloc) == (0, 0)
+
+
+async def test_trim_head_leaves_ip_summed(lab: Lab, autojump_clock: object) -> None:
+    """6.x's ``tcp_trim_head`` does not set ``ip_summed``: every write-queue skb is
+    CHECKSUM_PARTIAL from ``tcp_stream_alloc_skb`` on (Linux 5.16, "tcp: factorize
+    ip_summed setting", took the store out of tcp_trim_head, tcp_fragment,
+    tso_fragment, tcp_mtu_probe and tcp_send_syn_data). Before, netstack's set it."""
+    a, b = builders.pair(lab)
+    c, _ = await connected_tcp(a, b, PORT)
+    sk = c.sock
+    assert isinstance(sk, TcpSock)
+    skb = tcp_stream_alloc_skb(sk, 1000)
+    assert skb.ip_summed == CHECKSUM_PARTIAL
+    skb.tail = skb.data + 1000
+    skb.cb = TcpSkbCb(1, 1001, 0)
+    skb.ip_summed = CHECKSUM_NONE  # what the trim must not touch
+    sk_wmem_charge(sk, 1000)
+    assert tcp_trim_head(sk, skb, 400) == 0
+    assert (skb.cb.seq, skb.tail - skb.data) == (401, 600)
+    assert skb.ip_summed == CHECKSUM_NONE
 
 
 def check_send_memory(sk: TcpSock, unacked: int) -> None:

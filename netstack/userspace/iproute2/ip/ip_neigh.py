@@ -76,6 +76,7 @@ from netstack.userspace.iproute2.ip.ip_common import (
     nodev,
     rtnl_error,
     rtnl_rtprot_a2n,
+    rtnl_rtprot_n2a,
 )
 from netstack.userspace.iproute2.utils import Iproute2Options
 
@@ -176,8 +177,8 @@ def _passes(filt: NeighFilter, n: Neighbour) -> bool:
         )
     ):
         return False
-    if filt.protocol:
-        return False  # no entry here carries a protocol
+    if filt.protocol and filt.protocol != n.protocol:
+        return False
     return not (filt.unused_only and n.refcnt - 1)
 
 
@@ -225,6 +226,8 @@ def print_neigh(opts: Iproute2Options, filt: NeighFilter, n: Neighbour) -> str:
     for bit, name in _STATE_NAMES:
         if state & bit:
             o.append(f"{name} ")
+    if n.protocol:
+        o.append(f"proto {rtnl_rtprot_n2a(n.protocol)} ")
     o.append("\n")
     return "".join(o)
 
@@ -248,6 +251,8 @@ def _neigh_json(opts: Iproute2Options, filt: NeighFilter, n: Neighbour) -> dict[
         if n.flags & bit:
             obj[name] = None
     obj["state"] = [name for bit, name in _STATE_NAMES if n.nud_state & bit]
+    if n.protocol:
+        obj["protocol"] = rtnl_rtprot_n2a(n.protocol)
     return obj
 
 
@@ -269,6 +274,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
             obj["proxy"] = None
             if pn.flags & NTF_EXT_LEARNED:
                 obj["extern_learn"] = None
+            if pn.protocol:
+                obj["protocol"] = rtnl_rtprot_n2a(pn.protocol)
         opts.records.append(obj)
         return ""
     if opts.brief:
@@ -284,6 +291,8 @@ def print_pneigh(opts: Iproute2Options, filt: NeighFilter, tbl: NeighTable, pn: 
     o.append("proxy ")
     if pn.flags & NTF_EXT_LEARNED:  # the entry keeps the flags it was added with
         o.append("extern_learn ")
+    if pn.protocol:
+        o.append(f"proto {rtnl_rtprot_n2a(pn.protocol)} ")
     return "".join(o) + "\n"
 
 
@@ -302,6 +311,8 @@ def _proxy_entries(net: Net, filt: NeighFilter) -> list[tuple[NeighTable, Pneigh
         match = inet6_addr_match if tbl.family == AF_INET6 else inet_addr_match
         for pn in pneigh_entries(tbl):
             if filt.index and (pn.dev is None or pn.dev.ifindex != filt.index):
+                continue
+            if filt.protocol and filt.protocol != pn.protocol:
                 continue
             pfx = filt.pfx
             if (
@@ -462,6 +473,7 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
     """``ip neigh add|change|replace|del``. iproute2: ipneigh_modify(); kernel: neigh_add()."""
     state = NUD_PERMANENT
     flags = 0
+    protocol = 0
     d: str | None = None
     dev_ok = False
     dst: InetPrefix | None = None
@@ -497,11 +509,10 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
             dev_ok = True
         elif matches(word, "protocol"):
             value = args.value()
-            if rtnl_rtprot_a2n(value) is None:
+            prot = rtnl_rtprot_a2n(value)
+            if prot is None:
                 invarg('"protocol" value is invalid\n', value)
-            raise ConfigError(
-                'netstack: "ip neigh ... protocol" is not supported', errno.EOPNOTSUPP
-            )
+            protocol = prot  # NDA_PROTOCOL (neigh_delete reads none)
         else:
             if word == "to":
                 word = args.value()
@@ -534,6 +545,9 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
         if pn is None:  # the table's pconstructor refused it (ndisc: no device)
             raise rtnl_error(errno.ENOBUFS)
         pn.flags = flags
+        pn.permanent = bool(state & NUD_PERMANENT)
+        if protocol:
+            pn.protocol = protocol
         return
     if dev is None:
         raise extack_error("Device not specified", errno.EINVAL)
@@ -554,6 +568,7 @@ def ipneigh_modify(net: Net, opts: Iproute2Options, args: Args, *, cmd: str) -> 
         create=cmd in ("add", "replace"),
         exclusive=cmd == "add",
         router=bool(flags & NTF_ROUTER),
+        protocol=protocol,
     )
 
 
