@@ -762,8 +762,7 @@ RT_PROTOS: Final = {
     14: "xorp",
     15: "ntk",
     16: "dhcp",
-    17: "keepalived",
-    18: "mrouted",
+    18: "keepalived",  # RTPROT_KEEPALIVED; 17 (RTPROT_MROUTED) has no name in rt_protos
     42: "babel",
     99: "openr",
     186: "bgp",

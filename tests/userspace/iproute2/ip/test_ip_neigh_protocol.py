@@ -81,7 +81,39 @@ PROXY = [
     ("neigh get proxy 10.9.0.50 dev d0", "10.9.0.50 dev d0 proxy proto bgp \n"),
 ]
 
-SESSIONS = {"protocols": PROTOCOLS, "proxy": PROXY}
+# the names come from /etc/iproute2/rt_protos, which ip route shares: 17 has none
+# (RTPROT_MROUTED has no line there), 18 is keepalived
+RT_PROTOS = [
+    ("route add 10.1.0.0/24 dev d0 proto 17", ""),
+    ("route add 10.2.0.0/24 dev d0 proto 18", ""),
+    ("route add 10.3.0.0/24 dev d0 proto keepalived", ""),
+    (
+        "route add 10.4.0.0/24 dev d0 proto mrouted",
+        'Error: argument "mrouted" is wrong: "protocol" value is invalid',
+    ),
+    ("neigh add 10.9.0.17 lladdr 02:00:00:00:00:11 dev d0 protocol 17", ""),
+    ("neigh add 10.9.0.18 lladdr 02:00:00:00:00:12 dev d0 protocol 18", ""),
+    (
+        "route show proto 17",
+        "10.1.0.0/24 dev d0 scope link \n",
+    ),
+    (
+        "route show root 10.0.0.0/14",
+        "10.1.0.0/24 dev d0 proto 17 scope link \n"
+        "10.2.0.0/24 dev d0 proto keepalived scope link \n"
+        "10.3.0.0/24 dev d0 proto keepalived scope link \n",
+    ),
+    (
+        "neigh show 10.9.0.17",
+        "10.9.0.17 dev d0 lladdr 02:00:00:00:00:11 PERMANENT proto 17 \n",
+    ),
+    (
+        "neigh show 10.9.0.18",
+        "10.9.0.18 dev d0 lladdr 02:00:00:00:00:12 PERMANENT proto keepalived \n",
+    ),
+]
+
+SESSIONS = {"protocols": PROTOCOLS, "proxy": PROXY, "rt_protos": RT_PROTOS}
 
 
 def _run(h: Host, command: str) -> str:
@@ -111,6 +143,13 @@ async def test_protocols(autojump_clock: trio.testing.MockClock, lab: Lab) -> No
 async def test_proxy_protocols(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
     h = _host(lab)
     for (command, expected), got in zip(PROXY, await _session(h, PROXY), strict=True):
+        assert got == expected, command
+
+
+async def test_rt_protos_names(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
+    """17 prints as a number and 18 as keepalived, as iproute2's rt_protos has them."""
+    h = _host(lab)
+    for (command, expected), got in zip(RT_PROTOS, await _session(h, RT_PROTOS), strict=True):
         assert got == expected, command
 
 
