@@ -1402,14 +1402,17 @@ def _route_get_once(
             consume_skb(skb)
             raise rtnl_error(-err)
         assert isinstance(rt, Rtable)
-        rt.hold()
-        consume_skb(skb)
         table = (
             _lookup_table(ipv4, dst, 0, rt, src, iif.ifindex) if rt.rt_type != RTN_BROADCAST else 0
         )
+        # rt_fill_info() while the skb has the route as ip_route_input_rcu() set it
+        # (a cached one without a reference: users counts no request); the hold
+        # after it is netstack's, for the caller's release
         msg = rt_msg(
             ipv4, rt, dst, src or None, table, fl4=None, uid=uid, iif=iif, notify=notify, mark=mark
         )
+        rt.hold()
+        consume_skb(skb)
         return msg, rt, table
     fl4 = Flowi4(
         dst,
