@@ -91,6 +91,7 @@ MODULES: tuple[str, ...] = (
     "netstack/bridge/br_input.py",
     "netstack/bridge/br_fdb.py",
     "netstack/bridge/br_vlan.py",
+    "netstack/bridge/br_private.py",
     "netstack/ipv4/arp.py",
     "netstack/ipv4/icmp.py",
     "netstack/ipv4/ping.py",
