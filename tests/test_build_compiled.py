@@ -135,12 +135,14 @@ def test_taking_init_from_a_class_is_a_hazard() -> None:
 
 def test_the_lab_modules_are_compiled() -> None:
     """The 10,000-host lab's pings (``benchmarks/lab_scale.py``) ran the bridge's
-    flood and forward, ARP, ICMP, the ping socket and the NUD and timer glue
-    interpreted in the 42-module build; they are compiled too."""
+    flood and forward (and the ports' and bridge's state), ARP, ICMP, the ping
+    socket and the NUD and timer glue interpreted in the 42-module build; they
+    are compiled too."""
     script = _script()
     for path in (
         "netstack/bridge/br_forward.py",
         "netstack/bridge/br_input.py",
+        "netstack/bridge/br_private.py",
         "netstack/ipv4/arp.py",
         "netstack/ipv4/icmp.py",
         "netstack/ipv4/ping.py",
