@@ -30,6 +30,15 @@ default.
     python benchmarks/lab_scale.py [--hosts N] [--per-leaf K] [--spines S] [--cross]
                                    [--shuffled] [--tracemalloc] [--profile build|ping] [--json]
     python benchmarks/lab_scale.py --hosts 10000
+    python benchmarks/lab_scale.py --hosts 1000 --callgrind
+
+``--callgrind`` runs the same under ``valgrind --tool=callgrind
+--instr-atstart=no`` with the instrumentation switched on around the pings
+alone (``ping_all``: no build or close counted) and prints the instructions
+of the ping phase and per ping: a figure the machine's load does not move.
+The lab runs in virtual time (``netstack.run``), so the pings do not time out
+under valgrind's slowdown, and Trio's scheduling is seeded from the first
+task step, so a run repeats.
 
 The issue's target: 10,000 hosts built in ≤ 10 s and ≤ 1 GB, pinging a
 neighbour each in ≤ 2 s.
@@ -48,6 +57,7 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -196,7 +206,11 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         if args.tracemalloc:
             heap = tracemalloc.get_traced_memory()[0]
         with measure(ping, prof if args.profile == "ping" else None):
+            if args.instrument:
+                _benchmarks().callgrind_instrumentation(True)
             received = await ping_all(end_hosts, args.per_leaf, cross=args.cross)
+            if args.instrument:
+                _benchmarks().callgrind_instrumentation(False)
         pinged_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         closing.enter_context(measure(close))
     closing.close()
@@ -212,6 +226,30 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "pinged_rss": pinged_rss,
         "total": (time.process_time() - start[0], time.perf_counter() - start[1]),
     }
+
+
+def _benchmarks() -> Any:
+    """``benchmarks.stream`` (imported after ``netstack``: a build on ``PYTHONPATH`` wins)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks import stream
+
+    return stream
+
+
+def callgrind_main(args: argparse.Namespace) -> None:
+    """Instructions of the ping phase alone, under callgrind."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks import anchors
+
+    argv = [__file__, "--instrument", "--hosts", str(args.hosts), "--per-leaf", str(args.per_leaf)]
+    argv += ["--spines", str(args.spines)]
+    argv += ["--cross"] if args.cross else []
+    argv += ["--shuffled"] if args.shuffled else []
+    total = anchors.callgrind_instructions(argv, instr_atstart=False)
+    print(
+        f"{args.hosts} hosts pinging a neighbour each: {total:,} instructions, "
+        f"{total / args.hosts:,.0f} per ping (callgrind, the ping phase alone)"
+    )
 
 
 def main() -> None:
@@ -230,7 +268,14 @@ def main() -> None:
     parser.add_argument("--sort", default="tottime", help="the profile's order (cumulative…)")
     parser.add_argument("--top", type=int, default=40, help="the profile's lines")
     parser.add_argument("--json", action="store_true", help="end with the figures as one JSON line")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="instructions of the ping phase (callgrind)"
+    )
+    parser.add_argument("--instrument", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.callgrind:
+        callgrind_main(args)
+        return
     if args.tracemalloc:
         tracemalloc.start()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

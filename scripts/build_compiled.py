@@ -83,6 +83,24 @@ MODULES: tuple[str, ...] = (
     "netstack/core/gro_cells.py",
     "netstack/ipv4/offload.py",
     "netstack/cpu/clock.py",
+    # what the 10,000-host lab's pings add (benchmarks/lab_scale.py, mypyclab): the
+    # bridge's flood and forward, ARP, ICMP, the ping socket and the neighbour and
+    # timer glue, interpreted per ping in the 42-module build (cProfile of the
+    # compiled run)
+    "netstack/bridge/br_forward.py",
+    "netstack/bridge/br_input.py",
+    "netstack/bridge/br_fdb.py",
+    "netstack/bridge/br_vlan.py",
+    "netstack/bridge/br_private.py",
+    "netstack/ipv4/arp.py",
+    "netstack/ipv4/icmp.py",
+    "netstack/ipv4/ping.py",
+    "netstack/neigh/nud.py",
+    "netstack/wire/ipv4.py",
+    "netstack/core/timer.py",
+    "netstack/core/timerqueue.py",
+    "netstack/cpu/spinlock.py",
+    "netstack/cpu/cpu.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -191,6 +209,35 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        req._oow = holder  # type: ignore[attr-defined]\n",
         "        req._oow = holder\n",
         "the ignore is unused once RequestSock declares _oow (mypy --strict rejects it)",
+    ),
+    # the lab's modules (mypyclab): br_flood's written-out skb_clone() for a native SkBuff
+    (
+        "netstack/bridge/br_forward.py",
+        "_new_skb: Final = instance_allocator(SkBuff)\n",
+        "_new_skb: Final = True\n",
+        "instance_allocator is None for a native SkBuff, which took the skb.clone() path;"
+        " the copy keeps the written-out clone, constructing each copy (below)",
+    ),
+    (
+        "netstack/bridge/br_forward.py",
+        "                skb2 = new_skb(SkBuff)\n",
+        "                skb2 = SkBuff(buf, d, tail)\n",
+        "object.__new__ refuses a native class; its __init__ sets no more than the"
+        " stores below then overwrite",
+    ),
+    (
+        "netstack/bridge/br_forward.py",
+        "        rare = skb.__dict__\n",
+        "\n",
+        "a native class has no __dict__: the rare fields are native attributes (below)",
+    ),
+    (
+        "netstack/bridge/br_forward.py",
+        "                if rare:  # the rare fields\n"
+        "                    skb2.__dict__.update(rare)\n",
+        "".join(f"                skb2.{name} = skb.{name}\n" for name in _RARE_SKB_FIELDS),
+        "a native class has no __dict__: the written-out clone copies the rare fields"
+        " one by one, as SkBuff.clone's copy does",
     ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""

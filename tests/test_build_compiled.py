@@ -131,3 +131,33 @@ def test_taking_init_from_a_class_is_a_hazard() -> None:
     script = _script()
     assert script.native_hazards("init: Final = C.__init__\n") == ["line 1: C.__init__"]
     assert script.native_hazards("super().__init__(x)\nself.__init__(x)\n") == []
+
+
+def test_the_lab_modules_are_compiled() -> None:
+    """The 10,000-host lab's pings (``benchmarks/lab_scale.py``) ran the bridge's
+    flood and forward (and the ports' and bridge's state), ARP, ICMP, the ping
+    socket and the NUD and timer glue interpreted in the 42-module build; they
+    are compiled too."""
+    script = _script()
+    for path in (
+        "netstack/bridge/br_forward.py",
+        "netstack/bridge/br_input.py",
+        "netstack/bridge/br_private.py",
+        "netstack/ipv4/arp.py",
+        "netstack/ipv4/icmp.py",
+        "netstack/ipv4/ping.py",
+        "netstack/neigh/nud.py",
+    ):
+        assert path in script.MODULES, path
+
+
+def test_br_flood_clones_natively_in_the_copy() -> None:
+    """``br_flood`` writes ``skb_clone()`` out with ``object.__new__`` and the
+    original's ``__dict__`` (its rare fields); in the copy it constructs each clone
+    and copies every rare field of ``SkBuff`` by name, as the copy's ``clone`` does."""
+    script = _script()
+    path = "netstack/bridge/br_forward.py"
+    text = script.patched(path, (ROOT / path).read_text())
+    assert "SkBuff(buf, d, tail)" in text and "new_skb(SkBuff)" not in text
+    for name in script.skb_rare_fields():
+        assert f"skb2.{name} = skb.{name}\n" in text, name

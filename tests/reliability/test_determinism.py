@@ -133,3 +133,34 @@ def test_the_same_scenario_twice_in_one_process_does_the_same(name: str) -> None
 def test_two_processes_with_other_hashing_and_addresses_do_the_same(name: str) -> None:
     here = run_scenario(name)
     assert json.loads(json.dumps(here)) == _in_child(name, "1") == _in_child(name, "random")
+
+
+async def _first_steps_order() -> list[int]:
+    """The order in which eight tasks, woken together five times before any lab
+    opens, run: Trio reverses each such batch or not on a coin flip."""
+    order: list[int] = []
+
+    async def task(i: int) -> None:
+        for _ in range(5):
+            await trio.lowlevel.checkpoint()
+            order.append(i)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(8):
+            nursery.start_soon(task, i)
+    return order
+
+
+def test_netstack_run_schedules_the_first_steps_repeatably() -> None:
+    """``netstack.run`` seeds Trio's scheduling from the run's first task step, as
+    the benchmarks' ``anchors.repeatable_scheduling()`` does: the steps before a
+    lab opens (and seeds it with its own seed) no longer take Trio's unseeded coin
+    flip, so a run under callgrind repeats. Trio's mode and generator are the
+    caller's again afterwards."""
+    import trio._core._run as _run
+
+    saved = _run._ALLOW_DETERMINISTIC_SCHEDULING, _run._r
+    runs = [netstack.run(_first_steps_order) for _ in range(6)]
+    assert len(runs[0]) == 40
+    assert all(run == runs[0] for run in runs)  # 6 runs of 5 coin flips each: 2^-25 by chance
+    assert (_run._ALLOW_DETERMINISTIC_SCHEDULING, _run._r) == saved
