@@ -121,6 +121,9 @@ async def test_queued_tcp_segments_hold_no_route(
             await cli.send(b"y" * 500)
         await trio.sleep(0.5)
         assert rt.refcnt == 1 and rt.holds == holds
+        queue = conn.sock.receive_queue
+        assert len(queue) >= 1
+        assert all(skb.dst is None for skb in queue)  # tcp_data_queue: skb_dst_drop()
         got = b""
         while len(got) < 2500:
             got += await conn.recv(4096)
