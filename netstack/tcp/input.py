@@ -43,7 +43,6 @@ import struct
 from typing import Final
 
 from netstack.core import napi as _napi
-from netstack.core.dst import skb_dst_drop
 from netstack.core.hrtimer import ktime_get_ns
 from netstack.core.skbuff import DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.core.sock import SOCK_RCVBUF_LOCK, SOCK_SNDBUF_LOCK, net_tx_rndhash
@@ -1946,8 +1945,6 @@ def tcp_data_queue(sk: TcpSock, skb: SkBuff) -> None:
     if tcb.seq == tcb.end_seq:
         consume_skb(skb)
         return
-    if skb.dst is not None:
-        skb_dst_drop(skb)  # the queued segment keeps no route (one set without a reference)
     th = skb.transport_header
     skb.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, th->doff * 4)
     sk.dsack = 0  # a D-SACK is reported for the duplicates of this segment only
@@ -2439,8 +2436,6 @@ def tcp_rcv_established(sk: TcpSock, skb: SkBuff) -> None:
             sk.ts_recent_stamp = sk.tcp.seconds()
         tcp_rcv_rtt_measure_ts(sk, skb)
         sk.ext.TCPHPHits += 1
-        if skb.dst is not None:
-            skb_dst_drop(skb)
         skb.data = skb.transport_header + sk.tcp_header_len  # __skb_pull()
         sk.data_segs_in += skb.gso_segs or 1  # tcp_segs_in()
         eaten = _queue_rcv(sk, skb)
@@ -3157,7 +3152,6 @@ def tcp_fastopen_add_skb(sk: TcpSock, skb: SkBuff) -> None:
         return
 
     clone = skb.clone()
-    skb_dst_drop(clone)
     th = skb.transport_header
     clone.transport_header = th
     clone.data = th + (skb.buf[th + 12] >> 4) * 4  # __skb_pull(skb, tcp_hdrlen(skb))
