@@ -26,6 +26,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
+from netstack.core.dst import skb_dst_drop
 from netstack.core.inet_fragment import IPFRAG_DUP, IPFRAG_OK, FragRuns
 from netstack.core.skbuff import CHECKSUM_NONE, DropReason, SkBuff, consume_skb, kfree_skb
 from netstack.sites import TIMED, kernel, spend
@@ -159,7 +160,9 @@ class IpFrags:
                 ipv4.ip.ReasmFails += 1
                 self._kill(q, DropReason.PKT_TOO_BIG)
                 return None
-            return self._reasm(q)
+            return self._reasm(q, skb)
+        if skb.dst is not None:
+            skb_dst_drop(skb)  # a queued fragment keeps no route
         return None
 
     def _fail(self, q: Ipq, skb: SkBuff, reason: DropReason) -> None:
@@ -184,8 +187,10 @@ class IpFrags:
         q.frags.clear()
 
     @kernel("ip_frag_reasm")
-    def _reasm(self, q: Ipq) -> SkBuff:
-        """Rebuild the datagram. Kernel: ip_frag_reasm()."""
+    def _reasm(self, q: Ipq, last: SkBuff) -> SkBuff:
+        """Rebuild the datagram; it takes the route of *last*, the fragment that
+        completed it (``ip_frag_queue`` keeps that one's ``_skb_refdst`` across the
+        rebuild; the queued ones kept none). Kernel: ip_frag_reasm()."""
         if TIMED:
             spend("ip_frag_reasm")
         lowest = q.frags.head()
@@ -213,9 +218,10 @@ class IpFrags:
         skb.pkt_type = first.pkt_type
         skb.priority = first.priority
         skb.ip_summed = CHECKSUM_NONE
-        dst = first.dst
-        if dst is not None:
-            skb.dst = dst.hold()
+        skb.dst = last.dst  # the completing fragment's route passes, with its kind
+        skb.dst_noref = last.dst_noref
+        last.dst = None
+        last.dst_noref = False
         _H.pack_into(buf, headroom + 2, total)
         _H.pack_into(buf, headroom + 6, 0)
         buf[headroom + 10] = 0
@@ -241,5 +247,12 @@ class IpFrags:
         if q.has_first and first is not None and first[0] == 0:
             head = first[2]
             head.data = head.network_header
-            ipv4.icmp_send(head, ICMP_TIME_EXCEEDED, ICMP_EXC_FRAGTIME, 0)
+            # "skb has no dst, perform route lookup again"
+            buf = head.buf
+            nh = head.network_header
+            saddr, daddr = _II.unpack_from(buf, nh + 12)
+            dev = head.dev
+            assert dev is not None
+            if not ipv4.ip_route_input_noref(head, daddr, saddr, buf[nh + 1], dev):
+                ipv4.icmp_send(head, ICMP_TIME_EXCEEDED, ICMP_EXC_FRAGTIME, 0)
         self._kill(q, DropReason.FRAG_REASM_TIMEOUT)
