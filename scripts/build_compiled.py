@@ -83,6 +83,9 @@ MODULES: tuple[str, ...] = (
     "netstack/core/gro_cells.py",
     "netstack/ipv4/offload.py",
     "netstack/cpu/clock.py",
+    # read on every packet through the generic attribute lookup while interpreted
+    # (dev.features, dev.stats, dev.net…): native since the ninth round
+    "netstack/core/netdevice.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -195,6 +198,15 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
+NON_NATIVE: dict[str, dict[str, str]] = {
+    "netstack/core/netdevice.py": {
+        "NetdevQueue": "its _xmit_lock and dql are made on first use into its __dict__"
+        " (FirstUse), which a native class has not",
+    },
+}
+"""Classes of a compiled module that stay Python classes (``@mypyc_attr(native_class=False)``
+in the copy): path -> {class: why}. Their methods are still compiled."""
+
 GROUP = "netstack._compiled"
 """mypyc's shared library for the group (``netstack/_compiled__mypyc.*.so``)."""
 
@@ -229,20 +241,51 @@ def compiled_bases(compiled: list[str]) -> set[str]:
     return names
 
 
+def with_compiled_ancestors(subclassed: set[str], compiled: list[str]) -> set[str]:
+    """*subclassed* and the classes of the *compiled* paths they derive from, transitively.
+
+    mypyc refuses a class that allows interpreted subclasses when a compiled base
+    does not ("Base class HeaderOps does not allow interpreted subclasses": the
+    compiled ``EthHeaderOps`` allows them, so its base in ``core/netdevice.py`` must).
+    """
+    bases: dict[str, set[str]] = {}
+    for path in compiled:
+        for node in ast.parse((ROOT / path).read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                names = {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in node.bases}
+                bases.setdefault(node.name, set()).update(names)
+    out = set(subclassed)
+    todo = list(out)
+    while todo:
+        for base in bases.get(todo.pop(), ()):
+            if base in bases and base not in out:
+                out.add(base)
+                todo.append(base)
+    return out
+
+
 def rewrite(
-    text: str, module: str, subclassed: set[str], natively_subclassed: frozenset[str] = frozenset()
+    text: str,
+    module: str,
+    subclassed: set[str],
+    natively_subclassed: frozenset[str] = frozenset(),
+    non_native: frozenset[str] = frozenset(),
 ) -> str:
     """*text* without ``@kernel(...)`` decorator lines, registering the same markers at the end.
 
-    A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``.
+    A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``,
+    one named in *non_native* ``@mypyc_attr(native_class=False)``.
     """
     lines = text.splitlines(keepends=True)
     markers: dict[str, tuple[str, ...]] = {}
-    opened: list[int] = []
+    opened: list[tuple[int, str]] = []
     for node in ast.parse(text).body:
-        if isinstance(node, ast.ClassDef) and node.name in subclassed:
+        if isinstance(node, ast.ClassDef) and node.name in non_native:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            opened.append(first - 1)
+            opened.append((first - 1, "native_class=False"))
+        elif isinstance(node, ast.ClassDef) and node.name in subclassed:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            opened.append((first - 1, "allow_interpreted_subclasses=True"))
 
     def walk(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
@@ -266,8 +309,8 @@ def rewrite(
                 walk(node.body, qual + ".<locals>.")
 
     walk(ast.parse(text).body, "")
-    for i in opened:
-        lines[i] = "@mypyc_attr(allow_interpreted_subclasses=True)\n" + lines[i]
+    for i, attr in opened:
+        lines[i] = f"@mypyc_attr({attr})\n" + lines[i]
     if opened:  # on the __future__ import's line: the other lines keep their numbers
         future = lines.index("from __future__ import annotations\n")
         lines[future] = (
@@ -280,7 +323,9 @@ def rewrite(
     slots = [
         f'setattr({node.name}, "__slots__", {ast.get_source_segment(text, stmt.value)})\n'
         for node in ast.parse(text).body
-        if isinstance(node, ast.ClassDef) and node.name not in natively_subclassed
+        if isinstance(node, ast.ClassDef)
+        and node.name not in natively_subclassed
+        and node.name not in non_native
         for stmt in node.body
         if isinstance(stmt, ast.Assign)
         and [getattr(t, "id", None) for t in stmt.targets] == ["__slots__"]
@@ -303,11 +348,12 @@ def prepare(dest: Path, modules: list[str]) -> Path:
         ROOT / "netstack", src / "netstack", ignore=shutil.ignore_patterns("*.so", "__pycache__")
     )
     shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")  # mypy's configuration
-    subclassed = interpreted_bases(modules)
+    subclassed = with_compiled_ancestors(interpreted_bases(modules), modules)
     natively = frozenset(compiled_bases(modules))
     for path in modules:
         text = patched(path, (src / path).read_text())
-        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively))
+        non_native = frozenset(NON_NATIVE.get(path, {}))
+        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively, non_native))
     return src
 
 

@@ -131,3 +131,43 @@ def test_taking_init_from_a_class_is_a_hazard() -> None:
     script = _script()
     assert script.native_hazards("init: Final = C.__init__\n") == ["line 1: C.__init__"]
     assert script.native_hazards("super().__init__(x)\nself.__init__(x)\n") == []
+
+
+def test_the_compiled_ancestors_of_a_subclassed_class_allow_interpreted_subclasses() -> None:
+    """mypyc refuses ``allow_interpreted_subclasses`` on a class whose compiled base
+    lacks it ("Base class HeaderOps does not allow interpreted subclasses"):
+    drivers subclass the compiled ``EthHeaderOps``, so ``HeaderOps`` needs it too."""
+    script = _script()
+    modules = list(script.MODULES)
+    subclassed = script.interpreted_bases(modules)
+    assert "EthHeaderOps" in subclassed and "HeaderOps" not in subclassed
+    closed = script.with_compiled_ancestors(subclassed, modules)
+    assert "HeaderOps" in closed and subclassed <= closed
+    out = script.rewrite(
+        (ROOT / "netstack/core/netdevice.py").read_text(), "netstack.core.netdevice", closed
+    )
+    assert "@mypyc_attr(allow_interpreted_subclasses=True)\nclass HeaderOps" in out
+
+
+def test_a_class_that_needs_a_dict_stays_a_python_class() -> None:
+    """A native class has no ``__dict__``: a compiled module's class with ``FirstUse``
+    fields (stored into the instance's ``__dict__`` on first read) is listed in
+    NON_NATIVE, and the copy makes it ``native_class=False``."""
+    script = _script()
+    for path in script.MODULES:
+        for node in ast.parse((ROOT / path).read_text()).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            src = ast.get_source_segment((ROOT / path).read_text(), node) or ""
+            if "FirstUse(" in src:
+                assert node.name in script.NON_NATIVE.get(path, {}), (path, node.name)
+    path = "netstack/core/netdevice.py"
+    out = script.rewrite(
+        (ROOT / path).read_text(),
+        "netstack.core.netdevice",
+        set(),
+        non_native=frozenset(script.NON_NATIVE[path]),
+    )
+    assert "@mypyc_attr(native_class=False)\nclass NetdevQueue" in out
+    assert 'setattr(NetdevQueue, "__slots__"' not in out
+    assert 'setattr(NetDevice, "__slots__"' in out
