@@ -86,6 +86,8 @@ MODULES: tuple[str, ...] = (
     # read on every packet through the generic attribute lookup while interpreted
     # (dev.features, dev.stats, dev.net…): native since the ninth round
     "netstack/core/netdevice.py",
+    "netstack/core/net.py",
+    "netstack/ipv4/netns.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -195,6 +197,20 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        req._oow = holder\n",
         "the ignore is unused once RequestSock declares _oow (mypy --strict rejects it)",
     ),
+    (
+        "netstack/core/net.py",
+        '    __slots__ = (\n        "__dict__",\n        "_net_tx_lot",\n',
+        '    __slots__ = (\n        "_net_tx_lot",\n',
+        "a native class has no __dict__, and nothing sets an undeclared attribute on a Net"
+        " (the not-slow suite run with the slot removed)",
+    ),
+    (
+        "netstack/ipv4/netns.py",
+        '    __slots__ = (\n        "__dict__",\n        "_loopback",\n',
+        '    __slots__ = (\n        "_loopback",\n',
+        "a native class has no __dict__; what sets an undeclared attribute on an Ipv4 is"
+        " the tests that replace ip_route_output_key on the instance (pure_python_layout)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
@@ -202,6 +218,10 @@ NON_NATIVE: dict[str, dict[str, str]] = {
     "netstack/core/netdevice.py": {
         "NetdevQueue": "its _xmit_lock and dql are made on first use into its __dict__"
         " (FirstUse), which a native class has not",
+    },
+    "netstack/core/net.py": {
+        "SoftnetData": "its backlog (input_pkt_queue) is made on first use into its __dict__"
+        " (FirstUse)",
     },
 }
 """Classes of a compiled module that stay Python classes (``@mypyc_attr(native_class=False)``
