@@ -211,14 +211,49 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "a native class has no __dict__; what sets an undeclared attribute on an Ipv4 is"
         " the tests that replace ip_route_output_key on the instance (pure_python_layout)",
     ),
+    (
+        "netstack/core/netdevice.py",
+        '        "__dict__",  # holds _xmit_lock and dql once made (FirstUse)\n',
+        '        "_dql",\n        "_lock",\n',
+        "a native class has no __dict__: NetdevQueue's first-use fields are properties"
+        " over two declared fields (the transmit path reads its state, qdisc and lock"
+        " owner on every packet)",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        "    _xmit_lock = FirstUse(lambda txq: SpinLock("
+        'f"{txq._lock_dev}:_xmit_lock[{txq.index}]"))\n'
+        "    dql = FirstUse(lambda txq: Dql(txq.dev.net.clock))\n",
+        """    _lock: SpinLock | None
+    _dql: Dql | None
+
+    @property
+    def _xmit_lock(self) -> SpinLock:
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = SpinLock(f"{self._lock_dev}:_xmit_lock[{self.index}]")
+        return lock
+
+    @property
+    def dql(self) -> Dql:
+        dql = self._dql
+        if dql is None:
+            dql = self._dql = Dql(self.dev.net.clock)
+        return dql
+""",
+        "the same: made on first read, as FirstUse makes them",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        "        self.tx_packets = 0\n        self.tx_bytes = 0\n",
+        "        self.tx_packets = 0\n        self.tx_bytes = 0\n"
+        "        self._lock = None\n        self._dql = None\n",
+        "the same: the two fields behind the properties",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
 NON_NATIVE: dict[str, dict[str, str]] = {
-    "netstack/core/netdevice.py": {
-        "NetdevQueue": "its _xmit_lock and dql are made on first use into its __dict__"
-        " (FirstUse), which a native class has not",
-    },
     "netstack/core/net.py": {
         "SoftnetData": "its backlog (input_pkt_queue) is made on first use into its __dict__"
         " (FirstUse)",

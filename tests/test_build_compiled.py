@@ -8,7 +8,8 @@ import ast
 import importlib
 import importlib.util
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import netstack.sites
 
@@ -151,26 +152,45 @@ def test_the_compiled_ancestors_of_a_subclassed_class_allow_interpreted_subclass
 
 def test_a_class_that_needs_a_dict_stays_a_python_class() -> None:
     """A native class has no ``__dict__``: a compiled module's class with ``FirstUse``
-    fields (stored into the instance's ``__dict__`` on first read) is listed in
-    NON_NATIVE, and the copy makes it ``native_class=False``."""
+    fields (stored into the instance's ``__dict__`` on first read) left after the
+    PATCHES is listed in NON_NATIVE, and the copy makes it ``native_class=False``."""
     script = _script()
     for path in script.MODULES:
-        for node in ast.parse((ROOT / path).read_text()).body:
+        text = script.patched(path, (ROOT / path).read_text())
+        for node in ast.parse(text).body:
             if not isinstance(node, ast.ClassDef):
                 continue
-            src = ast.get_source_segment((ROOT / path).read_text(), node) or ""
+            src = ast.get_source_segment(text, node) or ""
             if "FirstUse(" in src:
                 assert node.name in script.NON_NATIVE.get(path, {}), (path, node.name)
-    path = "netstack/core/netdevice.py"
+    path = "netstack/core/net.py"
     out = script.rewrite(
         (ROOT / path).read_text(),
-        "netstack.core.netdevice",
+        "netstack.core.net",
         set(),
         non_native=frozenset(script.NON_NATIVE[path]),
     )
-    assert "@mypyc_attr(native_class=False)\nclass NetdevQueue" in out
-    assert 'setattr(NetdevQueue, "__slots__"' not in out
-    assert 'setattr(NetDevice, "__slots__"' in out
+    assert "@mypyc_attr(native_class=False)\nclass SoftnetData" in out
+    assert 'setattr(Net, "__slots__"' in out
+
+
+def test_netdev_queue_makes_its_lock_and_dql_on_first_use_in_the_copy() -> None:
+    """NetdevQueue's FirstUse fields become properties over declared fields in the
+    copy (a native class has no ``__dict__`` to store them in); the queue then
+    behaves as the pure one: nothing made until read, the same object after."""
+    script = _script()
+    path = "netstack/core/netdevice.py"
+    text = script.patched(path, (ROOT / path).read_text())
+    assert "FirstUse(" not in text and '"__dict__"' not in text
+    namespace: dict[str, object] = {}
+    exec(compile(text, path, "exec"), namespace)  # the patched module, interpreted
+    queue_cls: Any = namespace["NetdevQueue"]
+    dev = SimpleNamespace(name="eth0", net=SimpleNamespace(noop_qdisc=None, clock=None))
+    dev.net.cacheline = lambda kind: None
+    txq = queue_cls(dev, 0)
+    assert txq._lock is None and txq._dql is None
+    lock = txq._xmit_lock
+    assert lock.name == "eth0:_xmit_lock[0]" and txq._xmit_lock is lock and txq._lock is lock
 
 
 def test_net_and_ipv4_lose_their_dict_slot_in_the_copy() -> None:
