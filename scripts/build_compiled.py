@@ -101,6 +101,11 @@ MODULES: tuple[str, ...] = (
     "netstack/core/timerqueue.py",
     "netstack/cpu/spinlock.py",
     "netstack/cpu/cpu.py",
+    # read on every packet through the generic attribute lookup while interpreted
+    # (dev.features, dev.stats, dev.net…): native since the ninth round
+    "netstack/core/netdevice.py",
+    "netstack/core/net.py",
+    "netstack/ipv4/netns.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -239,8 +244,70 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "a native class has no __dict__: the written-out clone copies the rare fields"
         " one by one, as SkBuff.clone's copy does",
     ),
+    (
+        "netstack/core/net.py",
+        '    __slots__ = (\n        "__dict__",\n        "_net_tx_lot",\n',
+        '    __slots__ = (\n        "_net_tx_lot",\n',
+        "a native class has no __dict__, and nothing sets an undeclared attribute on a Net"
+        " (the not-slow suite run with the slot removed)",
+    ),
+    (
+        "netstack/ipv4/netns.py",
+        '    __slots__ = (\n        "__dict__",\n        "_loopback",\n',
+        '    __slots__ = (\n        "_loopback",\n',
+        "a native class has no __dict__; what sets an undeclared attribute on an Ipv4 is"
+        " the tests that replace ip_route_output_key on the instance (pure_python_layout)",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        '        "__dict__",  # holds _xmit_lock and dql once made (FirstUse)\n',
+        '        "_dql",\n        "_lock",\n',
+        "a native class has no __dict__: NetdevQueue's first-use fields are properties"
+        " over two declared fields (the transmit path reads its state, qdisc and lock"
+        " owner on every packet)",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        "    _xmit_lock = FirstUse(lambda txq: SpinLock("
+        'f"{txq._lock_dev}:_xmit_lock[{txq.index}]"))\n'
+        "    dql = FirstUse(lambda txq: Dql(txq.dev.net.clock))\n",
+        """    _lock: SpinLock | None
+    _dql: Dql | None
+
+    @property
+    def _xmit_lock(self) -> SpinLock:
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = SpinLock(f"{self._lock_dev}:_xmit_lock[{self.index}]")
+        return lock
+
+    @property
+    def dql(self) -> Dql:
+        dql = self._dql
+        if dql is None:
+            dql = self._dql = Dql(self.dev.net.clock)
+        return dql
+""",
+        "the same: made on first read, as FirstUse makes them",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        "        self.tx_packets = 0\n        self.tx_bytes = 0\n",
+        "        self.tx_packets = 0\n        self.tx_bytes = 0\n"
+        "        self._lock = None\n        self._dql = None\n",
+        "the same: the two fields behind the properties",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
+
+NON_NATIVE: dict[str, dict[str, str]] = {
+    "netstack/core/net.py": {
+        "SoftnetData": "its backlog (input_pkt_queue) is made on first use into its __dict__"
+        " (FirstUse)",
+    },
+}
+"""Classes of a compiled module that stay Python classes (``@mypyc_attr(native_class=False)``
+in the copy): path -> {class: why}. Their methods are still compiled."""
 
 GROUP = "netstack._compiled"
 """mypyc's shared library for the group (``netstack/_compiled__mypyc.*.so``)."""
@@ -276,20 +343,51 @@ def compiled_bases(compiled: list[str]) -> set[str]:
     return names
 
 
+def with_compiled_ancestors(subclassed: set[str], compiled: list[str]) -> set[str]:
+    """*subclassed* and the classes of the *compiled* paths they derive from, transitively.
+
+    mypyc refuses a class that allows interpreted subclasses when a compiled base
+    does not ("Base class HeaderOps does not allow interpreted subclasses": the
+    compiled ``EthHeaderOps`` allows them, so its base in ``core/netdevice.py`` must).
+    """
+    bases: dict[str, set[str]] = {}
+    for path in compiled:
+        for node in ast.parse((ROOT / path).read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                names = {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in node.bases}
+                bases.setdefault(node.name, set()).update(names)
+    out = set(subclassed)
+    todo = list(out)
+    while todo:
+        for base in bases.get(todo.pop(), ()):
+            if base in bases and base not in out:
+                out.add(base)
+                todo.append(base)
+    return out
+
+
 def rewrite(
-    text: str, module: str, subclassed: set[str], natively_subclassed: frozenset[str] = frozenset()
+    text: str,
+    module: str,
+    subclassed: set[str],
+    natively_subclassed: frozenset[str] = frozenset(),
+    non_native: frozenset[str] = frozenset(),
 ) -> str:
     """*text* without ``@kernel(...)`` decorator lines, registering the same markers at the end.
 
-    A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``.
+    A top-level class named in *subclassed* gets ``@mypyc_attr(allow_interpreted_subclasses=True)``,
+    one named in *non_native* ``@mypyc_attr(native_class=False)``.
     """
     lines = text.splitlines(keepends=True)
     markers: dict[str, tuple[str, ...]] = {}
-    opened: list[int] = []
+    opened: list[tuple[int, str]] = []
     for node in ast.parse(text).body:
-        if isinstance(node, ast.ClassDef) and node.name in subclassed:
+        if isinstance(node, ast.ClassDef) and node.name in non_native:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            opened.append(first - 1)
+            opened.append((first - 1, "native_class=False"))
+        elif isinstance(node, ast.ClassDef) and node.name in subclassed:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            opened.append((first - 1, "allow_interpreted_subclasses=True"))
 
     def walk(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
@@ -313,8 +411,8 @@ def rewrite(
                 walk(node.body, qual + ".<locals>.")
 
     walk(ast.parse(text).body, "")
-    for i in opened:
-        lines[i] = "@mypyc_attr(allow_interpreted_subclasses=True)\n" + lines[i]
+    for i, attr in opened:
+        lines[i] = f"@mypyc_attr({attr})\n" + lines[i]
     if opened:  # on the __future__ import's line: the other lines keep their numbers
         future = lines.index("from __future__ import annotations\n")
         lines[future] = (
@@ -327,7 +425,9 @@ def rewrite(
     slots = [
         f'setattr({node.name}, "__slots__", {ast.get_source_segment(text, stmt.value)})\n'
         for node in ast.parse(text).body
-        if isinstance(node, ast.ClassDef) and node.name not in natively_subclassed
+        if isinstance(node, ast.ClassDef)
+        and node.name not in natively_subclassed
+        and node.name not in non_native
         for stmt in node.body
         if isinstance(stmt, ast.Assign)
         and [getattr(t, "id", None) for t in stmt.targets] == ["__slots__"]
@@ -350,11 +450,12 @@ def prepare(dest: Path, modules: list[str]) -> Path:
         ROOT / "netstack", src / "netstack", ignore=shutil.ignore_patterns("*.so", "__pycache__")
     )
     shutil.copy(ROOT / "pyproject.toml", src / "pyproject.toml")  # mypy's configuration
-    subclassed = interpreted_bases(modules)
+    subclassed = with_compiled_ancestors(interpreted_bases(modules), modules)
     natively = frozenset(compiled_bases(modules))
     for path in modules:
         text = patched(path, (src / path).read_text())
-        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively))
+        non_native = frozenset(NON_NATIVE.get(path, {}))
+        (src / path).write_text(rewrite(text, _module_name(path), subclassed, natively, non_native))
     return src
 
 

@@ -8,7 +8,8 @@ import ast
 import importlib
 import importlib.util
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import netstack.sites
 
@@ -161,3 +162,82 @@ def test_br_flood_clones_natively_in_the_copy() -> None:
     assert "SkBuff(buf, d, tail)" in text and "new_skb(SkBuff)" not in text
     for name in script.skb_rare_fields():
         assert f"skb2.{name} = skb.{name}\n" in text, name
+
+
+def test_the_compiled_ancestors_of_a_subclassed_class_allow_interpreted_subclasses() -> None:
+    """mypyc refuses ``allow_interpreted_subclasses`` on a class whose compiled base
+    lacks it ("Base class HeaderOps does not allow interpreted subclasses"):
+    drivers subclass the compiled ``EthHeaderOps``, so ``HeaderOps`` needs it too."""
+    script = _script()
+    modules = list(script.MODULES)
+    subclassed = script.interpreted_bases(modules)
+    assert "EthHeaderOps" in subclassed and "HeaderOps" not in subclassed
+    closed = script.with_compiled_ancestors(subclassed, modules)
+    assert "HeaderOps" in closed and subclassed <= closed
+    out = script.rewrite(
+        (ROOT / "netstack/core/netdevice.py").read_text(), "netstack.core.netdevice", closed
+    )
+    assert "@mypyc_attr(allow_interpreted_subclasses=True)\nclass HeaderOps" in out
+
+
+def test_a_class_that_needs_a_dict_stays_a_python_class() -> None:
+    """A native class has no ``__dict__``: a compiled module's class with ``FirstUse``
+    fields (stored into the instance's ``__dict__`` on first read) left after the
+    PATCHES is listed in NON_NATIVE, and the copy makes it ``native_class=False``."""
+    script = _script()
+    for path in script.MODULES:
+        text = script.patched(path, (ROOT / path).read_text())
+        for node in ast.parse(text).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            src = ast.get_source_segment(text, node) or ""
+            if "FirstUse(" in src:
+                assert node.name in script.NON_NATIVE.get(path, {}), (path, node.name)
+    path = "netstack/core/net.py"
+    out = script.rewrite(
+        (ROOT / path).read_text(),
+        "netstack.core.net",
+        set(),
+        non_native=frozenset(script.NON_NATIVE[path]),
+    )
+    assert "@mypyc_attr(native_class=False)\nclass SoftnetData" in out
+    assert 'setattr(Net, "__slots__"' in out
+
+
+def test_netdev_queue_makes_its_lock_and_dql_on_first_use_in_the_copy() -> None:
+    """NetdevQueue's FirstUse fields become properties over declared fields in the
+    copy (a native class has no ``__dict__`` to store them in); the queue then
+    behaves as the pure one: nothing made until read, the same object after."""
+    script = _script()
+    path = "netstack/core/netdevice.py"
+    text = script.patched(path, (ROOT / path).read_text())
+    assert "FirstUse(" not in text and '"__dict__"' not in text
+    namespace: dict[str, object] = {}
+    exec(compile(text, path, "exec"), namespace)  # the patched module, interpreted
+    queue_cls: Any = namespace["NetdevQueue"]
+    dev = SimpleNamespace(name="eth0", net=SimpleNamespace(noop_qdisc=None, clock=None))
+    dev.net.cacheline = lambda kind: None
+    txq = queue_cls(dev, 0)
+    assert txq._lock is None and txq._dql is None
+    lock = txq._xmit_lock
+    assert lock.name == "eth0:_xmit_lock[0]" and txq._xmit_lock is lock and txq._lock is lock
+
+
+def test_net_and_ipv4_lose_their_dict_slot_in_the_copy() -> None:
+    """``Net`` and ``Ipv4`` keep a ``__dict__`` slot in the pure package for what is
+    set on them later; nothing in the package does (the not-slow suite passes with
+    the slot removed, but for the tests marked ``pure_python_layout`` that replace
+    ``Ipv4.ip_route_output_key`` on an instance): the native copies have none."""
+    script = _script()
+    for path, cls in (("netstack/core/net.py", "Net"), ("netstack/ipv4/netns.py", "Ipv4")):
+        assert path in script.MODULES
+        text = script.patched(path, (ROOT / path).read_text())
+        node = next(
+            n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == cls
+        )
+        slots = next(
+            ast.literal_eval(s.value)
+            for s in node.body
+            if isinstance(s, ast.Assign) and getattr(s.targets[0], "id", "") == "__slots__"
+        )
+        assert "__dict__" not in slots and len(slots) > 40, (cls, slots)

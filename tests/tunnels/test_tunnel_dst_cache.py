@@ -25,6 +25,12 @@ from netstack.wire.ipv4 import IPPROTO_GRE, IPPROTO_IPIP, IPPROTO_IPV6
 
 REMOTE = 0xC6336402  # 198.51.100.2, gw2's end of the tunnel
 
+# every test counts lookups by replacing the method on the Ipv4 instance
+pytestmark = pytest.mark.pure_python_layout(
+    "replaces ip_route_output_key on the Ipv4 instance (a native one has no __dict__,"
+    " and its compiled callers call the method directly)"
+)
+
 
 def count_outer_lookups(
     monkeypatch: pytest.MonkeyPatch, host: netstack.Host, proto: int
