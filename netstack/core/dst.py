@@ -19,7 +19,10 @@ reference first (:func:`skb_dst_force`), and a clone keeps the original's kind
 (``skb_dst_copy``). Timed mode charges the ``dst_hold``/``dst_release``
 cache-line writes of such a route where it did when every input route was
 held (at the set and at the drop; none at the force), the figures its cost
-table was calibrated with.
+table was calibrated with: a known error of the model (Linux takes no atomic
+for such a route; dropping the charges needs the experiments recalibrated).
+TCP's receive queues still keep a queued segment's route, which the kernel
+drops (docs/performance.md, the router hop's ninth round, says why).
 
 A :class:`DstCache` keeps one such entry for a sender that routes the same
 flow again and again — a tunnel towards its fixed remote, a VXLAN remote —
