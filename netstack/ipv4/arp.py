@@ -20,7 +20,7 @@ Kernel: net/ipv4/arp.c.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dev import NETDEV_CHANGE, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
@@ -263,7 +263,7 @@ def parp_redo(ipv4: Ipv4, skb: SkBuff) -> None:
     """
     dev = skb.dev
     assert dev is not None
-    arp_rcv(ipv4, skb, dev, cast("PacketType", None), dev)
+    arp_rcv(ipv4, skb, dev, None, dev)  # (the kernel calls arp_process without a pt)
 
 
 @kernel("arp_fwd_proxy")
@@ -298,7 +298,9 @@ _ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
 
 
 @kernel("net/ipv4/arp.c", "arp_rcv", "arp_process", "arp_accept")
-def arp_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: NetDevice) -> None:
+def arp_rcv(
+    ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType | None, orig_dev: NetDevice
+) -> None:
     """Validate a received ARP packet, then answer, learn, update.
 
     ``arp_process`` (static, the ``NF_HOOK`` okfn: called directly when no
