@@ -476,8 +476,10 @@ def native_hazards(text: str) -> list[str]:
     native class: ``TypeError: object.__new__(C) is not safe``), ``del x.attr``
     (a native attribute cannot be deleted back to a class default) and
     ``C.__init__`` taken from a class (on a native instance it runs nothing: the
-    fields keep their values). mypy accepts all four, so the build succeeds and
-    the failure comes only when the line runs (or, for the last, silently).
+    fields keep their values) and ``cast(T, None)`` (a typing lie compiled code
+    checks: ``TypeError: T object expected; got None`` where T is native). mypy
+    accepts all five, so the build succeeds and the failure comes only when the
+    line runs (or, for ``__init__``, silently).
     """
     found: list[str] = []
     for node in ast.walk(ast.parse(text)):
@@ -497,6 +499,15 @@ def native_hazards(text: str) -> list[str]:
             and node.value.id != "self"
         ):
             found.append(f"line {node.lineno}: {node.value.id}.__init__")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "cast"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value is None
+        ):
+            found.append(f"line {node.lineno}: cast(..., None)")
         elif isinstance(node, ast.Delete):
             found.extend(
                 f"line {node.lineno}: del .{target.attr}"

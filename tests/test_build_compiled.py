@@ -241,3 +241,13 @@ def test_net_and_ipv4_lose_their_dict_slot_in_the_copy() -> None:
             if isinstance(s, ast.Assign) and getattr(s.targets[0], "id", "") == "__slots__"
         )
         assert "__dict__" not in slots and len(slots) > 40, (cls, slots)
+
+
+def test_casting_none_is_a_hazard() -> None:
+    """``cast(T, None)`` passes mypy, but compiled code checks the value against a
+    native T: ``parp_redo`` handed ``arp_rcv`` ``cast("PacketType", None)`` and,
+    once ``core/net.py`` was compiled, every delayed proxy ARP reply raised
+    ``TypeError: netstack.core.net.PacketType object expected; got None``."""
+    script = _script()
+    assert script.native_hazards('f(cast("PacketType", None))\n') == ["line 1: cast(..., None)"]
+    assert script.native_hazards("x = cast(int, y)\ncast(str)\n") == []
