@@ -25,10 +25,11 @@ import trio.testing
 from netstack.core.dst import DstEntry, skb_dst_drop, skb_dst_force
 from netstack.core.netdevice import IFF_XMIT_DST_RELEASE
 from netstack.core.skbuff import SkBuff, alloc_skb, consume_skb, kfree_skb
+from netstack.host import Lab
 from netstack.host.host import Host
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Rtable
-from netstack.socket import SOCK_STREAM
+from netstack.socket import SOCK_STREAM, Socket
 from netstack.testing.builders import nstat, open_test_lab, routed
 
 
@@ -100,6 +101,19 @@ async def test_queued_udp_datagrams_hold_no_route(
         assert rt.refcnt == 1
 
 
+async def _tcp_connection(lab: Lab) -> tuple[Host, Socket, Socket]:
+    """a connects to b:8000 through r: (b, a's socket, b's accepted socket)."""
+    a, _r, b = routed(lab)
+    listener = b.socket(type=SOCK_STREAM)
+    await listener.bind(("0.0.0.0", 8000))
+    listener.listen(4)
+    cli = a.socket(type=SOCK_STREAM)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cli.connect, ("10.0.2.1", 8000))
+        conn, _ = await listener.accept()
+    return b, cli, conn
+
+
 async def test_queued_tcp_segments_hold_no_route(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -107,14 +121,7 @@ async def test_queued_tcp_segments_hold_no_route(
     unread receive queue takes none (the kernel drops the route when it queues
     the segment, tcp_data_queue / tcp_add_backlog)."""
     async with open_test_lab() as lab:
-        a, _r, b = routed(lab)
-        listener = b.socket(type=SOCK_STREAM)
-        await listener.bind(("0.0.0.0", 8000))
-        listener.listen(4)
-        cli = a.socket(type=SOCK_STREAM)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cli.connect, ("10.0.2.1", 8000))
-            conn, _ = await listener.accept()
+        b, cli, conn = await _tcp_connection(lab)
         rt = _cached_input_route(b, 0x0A000201)
         assert rt.refcnt == 1
         holds = rt.holds
@@ -293,14 +300,7 @@ async def test_queued_tcp_segments_keep_no_route(
 ) -> None:
     """tcp_data_queue() / tcp_rcv_established(): skb_dst_drop() before the queue."""
     async with open_test_lab() as lab:
-        a, _r, b = routed(lab)
-        listener = b.socket(type=SOCK_STREAM)
-        await listener.bind(("0.0.0.0", 8000))
-        listener.listen(4)
-        cli = a.socket(type=SOCK_STREAM)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cli.connect, ("10.0.2.1", 8000))
-            conn, _ = await listener.accept()
+        _b, cli, conn = await _tcp_connection(lab)
         for _ in range(5):
             await cli.send(b"y" * 500)
         await trio.sleep(0.5)
