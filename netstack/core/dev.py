@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from netstack.core.dst import skb_dst_drop
 from netstack.core.ethernet import eth_type_trans
 from netstack.core.features import (
     NETIF_F_ALL_TSO,
@@ -1146,16 +1147,8 @@ def skb_scrub_packet(skb: SkBuff, xnet: bool) -> None:
     skb.ignore_df = False
     skb.dst_pending_confirm = False
     skb.skb_iif = 0
-    dst = skb.dst
-    if dst is not None:  # skb_dst_drop(), as netstack.core.dst.skb_dst_drop
-        skb.dst = None
-        if skb.dst_noref:
-            skb.dst_noref = False
-            line = dst.line
-            if line is not None:  # timed mode charges the release as before the mark
-                line.write("dst_release", atomic=True)
-        else:
-            dst.release()
+    if skb.dst is not None:
+        skb_dst_drop(skb)
     # tstamp and mark back to their class defaults, tested one by one, since
     # reading skb.__dict__ would give every scrubbed skb a dictionary
     if skb.tstamp:
@@ -1213,16 +1206,8 @@ def dev_forward_skb(dev: NetDevice, skb: SkBuff) -> int:
     skb.ignore_df = False
     skb.dst_pending_confirm = False
     skb.skb_iif = 0
-    dst = skb.dst
-    if dst is not None:  # skb_dst_drop(), as netstack.core.dst.skb_dst_drop
-        skb.dst = None
-        if skb.dst_noref:
-            skb.dst_noref = False
-            line = dst.line
-            if line is not None:  # timed mode charges the release as before the mark
-                line.write("dst_release", atomic=True)
-        else:
-            dst.release()
+    if skb.dst is not None:
+        skb_dst_drop(skb)
     if skb.tstamp:
         del skb.tstamp
     skb.cb = None

@@ -178,8 +178,8 @@ class DstEntry:
 def skb_dst_drop(skb: SkBuff) -> None:
     """Drop *skb*'s route: release the reference it holds, none for a route set
     without one (``SKB_DST_NOREF``). ``consume_skb``, ``kfree_skb``,
-    ``dev_queue_xmit``, ``skb_scrub_packet``, ``dev_forward_skb`` and
-    ``udp_rcv`` have it written out (keep them in step).
+    ``dev_queue_xmit`` and ``udp_rcv``, once a packet each, have it written
+    out (keep them in step).
 
     Kernel: include/net/dst.h, skb_dst_drop() / refdst_drop().
     """
