@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final
 
-from netstack.core.dev import NETDEV_CHANGE, dev_queue_xmit
+from netstack.core.dev import NETDEV_CHANGE, NETDEV_CHANGEADDR, dev_queue_xmit
 from netstack.core.ethernet import LL_RESERVED_SPACE
 from netstack.core.netdevice import IFF_LOOPBACK, IFF_NOARP, IFF_POINTOPOINT, IFF_UP
 from netstack.core.skbuff import (
@@ -547,19 +547,23 @@ def arp_send_gratuitous(ipv4: Ipv4, dev: NetDevice) -> None:
 
 @kernel("arp_netdev_event")
 def arp_netdev_event(ipv4: Ipv4, event: int, dev: NetDevice) -> None:
-    """ARP's part of a device event: NETDEV_CHANGE with the carrier lost evicts
-    *dev*'s entries but the PERMANENT ones (``neigh_carrier_down``), unless
-    ``arp_evict_nocarrier`` is 0 for it (all AND device: IN_DEV_ANDCONF).
+    """ARP's part of a device event: NETDEV_CHANGEADDR flushes *dev*'s entries
+    (``neigh_changeaddr``) and the route cache; NETDEV_CHANGE with the carrier
+    lost evicts *dev*'s entries but the PERMANENT ones (``neigh_carrier_down``),
+    unless ``arp_evict_nocarrier`` is 0 for it (all AND device: IN_DEV_ANDCONF).
 
     The caller (:meth:`Ipv4.netdev_event`) passes NETDEV_CHANGE of an up
-    device only, as the kernel sends it (linkwatch, ``__dev_notify_flags``);
-    NETDEV_CHANGEADDR's ``neigh_changeaddr`` is done there too. Not modelled:
+    device only, as the kernel sends it (linkwatch, ``__dev_notify_flags``).
+    Not modelled:
     NETDEV_CHANGE's ``flags_changed & IFF_NOARP`` (netstack's notifier passes
     no change info).
 
     Kernel: arp_netdev_event().
     """
-    if event == NETDEV_CHANGE:
+    if event == NETDEV_CHANGEADDR:
+        ipv4.arp_tbl.neigh_changeaddr(dev)
+        ipv4.rt_cache_flush()
+    elif event == NETDEV_CHANGE:
         in_dev = dev.ip_ptr
         if in_dev is None:
             evict_nocarrier = True

@@ -620,9 +620,7 @@ class Ipv4:
                 self.fib.fib_sync_linkdown(dev, not dev.carrier)
                 _arp.arp_netdev_event(self, event, dev)  # carrier lost: neigh_carrier_down
         elif event == NETDEV_CHANGEADDR:
-            for n in list(self.arp_tbl.entries(dev)):
-                self.arp_tbl._unlink(n)
-            self.rt_cache_flush()
+            _arp.arp_netdev_event(self, event, dev)  # neigh_changeaddr, rt_cache_flush
         elif event == NETDEV_CHANGEMTU:
             # fib_netdev_event(NETDEV_CHANGEMTU): the exceptions first, then the cache
             self.fib.fib_sync_mtu(dev, self.net.notifier_ext_mtu)
