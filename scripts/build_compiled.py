@@ -107,11 +107,14 @@ MODULES: tuple[str, ...] = (
     "netstack/core/net.py",
     "netstack/ipv4/netns.py",
     # the SNMP counters (mib.InReceives += 1 on every packet: a generic get and set
-    # while interpreted): native since the tenth round (mypycsnmp)
+    # while interpreted) and the per-device IPv4 state and configuration read by
+    # IPv4 input and output, ARP and the route lookup: native since the tenth round
+    # (mypycsnmp)
     "netstack/core/snmp.py",
     "netstack/ipv4/snmp.py",
     "netstack/ipv6/snmp.py",
     "netstack/tcp/mib.py",
+    "netstack/ipv4/devinet.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:

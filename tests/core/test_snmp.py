@@ -10,11 +10,14 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 import netstack.ipv4.snmp  # the IPv4 MIBs (Mib.__subclasses__)
 import netstack.ipv6.snmp  # the IPv6 MIBs
 import netstack.tcp.mib
 from netstack.core.netdevice import _STAT_FIELDS, DevStats
 from netstack.core.snmp import Mib, UdpMib
+from netstack.ipv4.devinet import _DEFAULTS, DEVCONF_FIELDS, DevConf
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,8 +99,14 @@ def test_a_new_mib_is_zeroed_and_its_snapshot_keeps_the_proc_order() -> None:
     assert (tcp.RtoAlgorithm, tcp.RtoMin, tcp.RtoMax, tcp.MaxConn) == (1, 200, 120000, -1)
 
 
-def test_devstats_annotates_every_field() -> None:
-    """Every field declared: the build's native DevStats has exactly these attributes."""
+def test_devconf_and_devstats_annotate_every_field() -> None:
+    """Every field declared: the build's native DevConf and DevStats have exactly
+    these attributes (an undeclared one would be an AttributeError there)."""
+    assert _annotated(DevConf) == DEVCONF_FIELDS
+    conf = DevConf()
+    assert {f: getattr(conf, f) for f in DEVCONF_FIELDS} == {
+        f: _DEFAULTS.get(f, 0) for f in DEVCONF_FIELDS
+    }
     assert set(_annotated(DevStats)) == set(_STAT_FIELDS)
     assert all(getattr(DevStats(), f) == 0 for f in _STAT_FIELDS)
 
@@ -125,3 +134,20 @@ def test_the_build_gives_every_counter_a_native_default() -> None:
             assert f"    {name}: int = 0\n" in patched[path], (cls, name)
     assert "_zero(self)" not in patched["netstack/core/snmp.py"]
     assert "_zero_stats(self)" not in patched["netstack/core/netdevice.py"]
+
+
+def test_an_in_device_has_no_dict() -> None:
+    """``InDevice`` declares every field (no ``__dict__`` slot "for what is set
+    later"): nothing sets another, and the build makes it native."""
+    import netstack
+    from netstack.ipv4.devinet import InDevice
+
+    async def main() -> None:
+        async with netstack.open_lab() as lab:
+            host = lab.add_host("h")
+            in_dev = host.net.devices["lo"].ip_ptr
+            assert isinstance(in_dev, InDevice) and not hasattr(in_dev, "__dict__")
+            with pytest.raises(AttributeError):
+                setattr(in_dev, "undeclared", 1)  # noqa: B010
+
+    netstack.run(main)
