@@ -115,6 +115,13 @@ MODULES: tuple[str, ...] = (
     "netstack/ipv6/snmp.py",
     "netstack/tcp/mib.py",
     "netstack/ipv4/devinet.py",
+    # the lab's memory (mypycsnmp): an interpreted base left each native FibTable a
+    # __dict__ for its two fields (by_len, lens), and an interpreted subclass of a
+    # native class (Rt6Info of DstEntry, Fib6Table of a native PrefixBuckets) keeps
+    # its fields in a dict of its own rather than CPython's inline values: some
+    # 300 bytes a table and a route, three a host in the 10,000-host lab
+    "netstack/core/prefix_table.py",
+    "netstack/ipv6/route.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
