@@ -106,6 +106,22 @@ MODULES: tuple[str, ...] = (
     "netstack/core/netdevice.py",
     "netstack/core/net.py",
     "netstack/ipv4/netns.py",
+    # the SNMP counters (mib.InReceives += 1 on every packet: a generic get and set
+    # while interpreted) and the per-device IPv4 state and configuration read by
+    # IPv4 input and output, ARP and the route lookup: native since the tenth round
+    # (mypycsnmp)
+    "netstack/core/snmp.py",
+    "netstack/ipv4/snmp.py",
+    "netstack/ipv6/snmp.py",
+    "netstack/tcp/mib.py",
+    "netstack/ipv4/devinet.py",
+    # the lab's memory (mypycsnmp): an interpreted base left each native FibTable a
+    # __dict__ for its two fields (by_len, lens), and an interpreted subclass of a
+    # native class (Rt6Info of DstEntry, Fib6Table of a native PrefixBuckets) keeps
+    # its fields in a dict of its own rather than CPython's inline values: some
+    # 300 bytes a table and a route, three a host in the 10,000-host lab
+    "netstack/core/prefix_table.py",
+    "netstack/ipv6/route.py",
 )
 """The modules the batched UDP benchmark spends its time in (cProfile self time),
 then TCP's and GRO's. ``tcp/minisocks.py`` must come with the other TCP modules:
@@ -129,6 +145,58 @@ def skb_rare_fields() -> list[str]:
 
 
 _RARE_SKB_FIELDS = skb_rare_fields()
+
+
+COUNTER_CLASSES: dict[str, frozenset[str]] = {
+    "netstack/core/snmp.py": frozenset({"Mib"}),
+    "netstack/ipv4/snmp.py": frozenset({"Mib"}),
+    "netstack/ipv6/snmp.py": frozenset({"Mib", "UdpMib"}),
+    "netstack/tcp/mib.py": frozenset({"Mib"}),
+    "netstack/core/netdevice.py": frozenset({"DevStats"}),
+}
+"""Modules whose counter classes (a class named here, or deriving from one named
+here) zero their counters with a generated function in the pure package: path ->
+class names. Their copies declare each counter with a 0 default instead (below)."""
+
+
+def counter_defaults(path: str, names: frozenset[str]) -> list[tuple[str, str, str, str]]:
+    """PATCHES for the counter classes of *path*: each class's run of bare ``X: int``
+    annotations becomes ``X: int = 0``.
+
+    The pure classes are slotted (a default would clash with the slot) and zero
+    their counters with ``attr_zeroer``'s generated function, a generic store per
+    counter on a native instance; a native class sets its defaults in its C
+    constructor. The annotations are the field tuples' one copy for the type
+    checker (tests/core/test_snmp.py checks they agree)."""
+    text = (ROOT / path).read_text()
+    lines = text.splitlines(keepends=True)
+    found: list[tuple[str, str, str, str]] = []
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+        if node.name not in names and not bases & names:
+            continue
+        run = [
+            stmt
+            for stmt in node.body
+            if isinstance(stmt, ast.AnnAssign)
+            and stmt.value is None
+            and isinstance(stmt.target, ast.Name)
+            and ast.unparse(stmt.annotation) == "int"
+        ]
+        if not run:
+            continue
+        first, last = run[0].lineno, run[-1].lineno
+        if last - first + 1 != len(run):
+            raise SystemExit(f"{path}: {node.name}'s counters are not one run of annotations")
+        # from the line before the run: NetDeviceStats annotates DevStats's fields too
+        old = "".join(lines[first - 2 : last])
+        new = lines[first - 2] + "".join(
+            line.replace(": int\n", ": int = 0\n") for line in lines[first - 1 : last]
+        )
+        found.append((path, old, new, f"{node.name}: its counters as native defaults"))
+    return found
 
 
 PATCHES: tuple[tuple[str, str, str, str], ...] = (
@@ -296,6 +364,31 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        self.tx_packets = 0\n        self.tx_bytes = 0\n"
         "        self._lock = None\n        self._dql = None\n",
         "the same: the two fields behind the properties",
+    ),
+    # native SNMP counters (mypycsnmp): each counter a native attribute with a 0
+    # default, set by the C constructor instead of a generated zeroing function
+    *(patch for path, names in COUNTER_CLASSES.items() for patch in counter_defaults(path, names)),
+    (
+        "netstack/core/snmp.py",
+        "    def __init_subclass__(cls) -> None:\n"
+        "        super().__init_subclass__()\n"
+        "        cls._zero = attr_zeroer(cls.FIELDS)\n"
+        "\n"
+        "    def __init__(self) -> None:\n"
+        "        type(self)._zero(self)"
+        "  # every counter 0 (a generated function: a host makes dozens)\n",
+        "\n",
+        "a native subclass sets its counters' 0 defaults in its constructor (above); no"
+        " class attribute is set on a native class after it is made",
+    ),
+    (
+        "netstack/core/netdevice.py",
+        "    __slots__ = _STAT_FIELDS\n\n"
+        "    def __init__(self) -> None:\n        _zero_stats(self)\n",
+        "\n",
+        "the same for DevStats (dev->stats): its counters are native defaults (mypyc"
+        " ignores __slots__; interpreted, as a test runs the copy, slots would clash with"
+        " the defaults)",
     ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""

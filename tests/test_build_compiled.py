@@ -74,8 +74,12 @@ def test_rewrite_keeps_the_markers_and_the_line_numbers() -> None:
 
 def test_classes_subclassed_outside_the_build_allow_interpreted_subclasses() -> None:
     script = _script()
-    subclassed = script.interpreted_bases(list(script.MODULES))
+    # IPv6's Rt6Info, DstEntry's interpreted subclass, is compiled since the tenth
+    # round (ipv6/route.py, for the lab's memory): left out, DstEntry is subclassed
+    modules = [path for path in script.MODULES if path != "netstack/ipv6/route.py"]
+    subclassed = script.interpreted_bases(modules)
     assert {"Sock", "DstEntry"} <= subclassed
+    assert "DstEntry" not in script.interpreted_bases(list(script.MODULES))
     out = script.rewrite(
         (ROOT / "netstack/core/dst.py").read_text(), "netstack.core.dst", subclassed
     )

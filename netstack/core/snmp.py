@@ -51,22 +51,23 @@ class MibSnapshot:
 class Mib:
     """Base of the live MIB counter objects: slotted, so a typo raises.
 
-    A subclass's ``__slots__`` are its counters; a subclass that only renames
-    a MIB (``Udp6`` is ``struct udp_mib`` again) declares ``__slots__ = ()``
-    and keeps its parent's counters.
+    A subclass's ``__slots__`` and ``FIELDS`` are its field tuple (the counters,
+    in their /proc order), and it annotates each as ``int`` for the type
+    checker and for the mypyc build, where the annotations make it a native
+    class (``scripts/build_compiled.py``; ``tests/core/test_snmp.py`` checks
+    the two lists agree); a subclass that only renames a MIB (``Udp6`` is
+    ``struct udp_mib`` again) declares ``__slots__ = ()`` and keeps its
+    parent's counters.
     """
 
     __slots__ = ()
-    NAME = ""
-    FIELDS: tuple[str, ...] = ()
+    NAME: ClassVar[str] = ""
+    FIELDS: ClassVar[tuple[str, ...]] = ()
 
     _zero: ClassVar[Callable[[Any], None]] = attr_zeroer(())
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        own: tuple[str, ...] = tuple(cls.__dict__.get("__slots__", ()))
-        if own:
-            cls.FIELDS = own
         cls._zero = attr_zeroer(cls.FIELDS)
 
     def __init__(self) -> None:
@@ -94,6 +95,7 @@ class UdpMib(Mib):
     """``struct udp_mib``: the ``Udp:`` lines of /proc/net/snmp (``Udp6`` of snmp6 too)."""
 
     __slots__ = UDP_FIELDS
+    FIELDS = UDP_FIELDS
     NAME = "Udp"
     InDatagrams: int
     NoPorts: int

@@ -90,24 +90,41 @@ class DevConf:
 
     __slots__ = DEVCONF_FIELDS
 
+    # one annotation a field (tests/core/test_snmp.py checks them against
+    # DEVCONF_FIELDS): the mypyc build makes the class native from them
     forwarding: int
+    mc_forwarding: int
+    proxy_arp: int
     accept_redirects: int
+    secure_redirects: int
     send_redirects: int
     shared_media: int
     rp_filter: int
     accept_source_route: int
+    bootp_relay: int
     log_martians: int
+    tag: int
     arp_filter: int
+    medium_id: int
+    disable_xfrm: int
+    disable_policy: int
+    force_igmp_version: int
     arp_announce: int
     arp_ignore: int
     promote_secondaries: int
     arp_accept: int
     arp_notify: int
     accept_local: int
+    src_valid_mark: int
+    proxy_arp_pvlan: int
     route_localnet: int
+    igmpv2_unsolicited_report_interval: int
+    igmpv3_unsolicited_report_interval: int
     ignore_routes_with_linkdown: int
+    drop_unicast_in_l2_multicast: int
     drop_gratuitous_arp: int
-    proxy_arp: int
+    bc_forwarding: int
+    arp_evict_nocarrier: int
 
     def __init__(self, copy_from: DevConf | None = None) -> None:
         if copy_from is not None:
@@ -184,10 +201,9 @@ class InIfaddr:
 class InDevice:
     """IPv4 state of one device (kernel: ``struct in_device``)."""
 
-    # Slotted (a lab holds thousands of these); the __dict__ slot takes what is
-    # set only later or from outside.
+    # Slotted (a lab holds thousands of these); no __dict__: every field is
+    # declared, so the class is native in the mypyc build (scripts/build_compiled.py).
     __slots__ = (
-        "__dict__",
         "cnf",
         "conf_name",
         "dead",

@@ -128,6 +128,7 @@ class IpMib(Mib):
     """
 
     __slots__ = IP_FIELDS
+    FIELDS = IP_FIELDS
     NAME = "Ip"
     Forwarding: int
     DefaultTTL: int
@@ -155,6 +156,7 @@ class IpExtMib(Mib):
     """The ``IpExt:`` lines of /proc/net/netstat."""
 
     __slots__ = IPEXT_FIELDS
+    FIELDS = IPEXT_FIELDS
     NAME = "IpExt"
     InNoRoutes: int
     InTruncatedPkts: int
@@ -180,6 +182,7 @@ class IcmpMib(Mib):
     """The ``Icmp:`` lines of /proc/net/snmp."""
 
     __slots__ = ICMP_FIELDS
+    FIELDS = ICMP_FIELDS
     NAME = "Icmp"
     InMsgs: int
     InErrors: int

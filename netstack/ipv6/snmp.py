@@ -103,6 +103,7 @@ class Ip6Mib(Mib):
     """
 
     __slots__ = IP6_FIELDS
+    FIELDS = IP6_FIELDS
     NAME = "Ip6"
     InReceives: int
     InHdrErrors: int
@@ -143,6 +144,7 @@ class Icmp6Mib(Mib):
     """The ``Icmp6`` counters of /proc/net/snmp6 (kernel: ``icmpv6_mib``)."""
 
     __slots__ = ICMP6_FIELDS
+    FIELDS = ICMP6_FIELDS
     NAME = "Icmp6"
     InMsgs: int
     InErrors: int

@@ -155,6 +155,7 @@ class TcpMib(Mib):
     """The ``Tcp:`` lines of /proc/net/snmp (``TCP_MIB_*``)."""
 
     __slots__ = TCP_FIELDS
+    FIELDS = TCP_FIELDS
     NAME = "Tcp"
     RtoAlgorithm: int
     RtoMin: int
@@ -184,6 +185,7 @@ class TcpExtMib(Mib):
     """TCP's counters of the ``TcpExt:`` lines of /proc/net/netstat (``LINUX_MIB_*``)."""
 
     __slots__ = TCPEXT_FIELDS
+    FIELDS = TCPEXT_FIELDS
     NAME = "TcpExt"
     SyncookiesSent: int
     SyncookiesRecv: int
