@@ -1753,9 +1753,11 @@ def tcp_rcv_rtt_update(sk: TcpSock, sample: int, win_dep: bool) -> None:
 def tcp_rcv_rtt_measure(sk: TcpSock) -> None:
     """Without timestamps: the time a window's worth of data takes to arrive.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
+    The clock is the segment's ``tcp_mstamp`` (``tcp_mstamp_refresh()`` at the
+    top of ``tcp_rcv_established`` / ``tcp_rcv_state_process``), not a read of
+    its own. Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
     """
-    now = sk.tcp.tcp_clock_us()
+    now = sk.tcp_mstamp
     if sk.rcv_rtt_est_time:
         if before(sk.rcv_nxt, sk.rcv_rtt_est_seq):
             return
