@@ -67,6 +67,16 @@ MODULES: tuple[str, ...] = (
     "netstack/tcp/helpers.py",
     "netstack/tcp/options.py",
     "netstack/tcp/minisocks.py",
+    # interpreted per segment in the 59-module build (cProfile of the compiled
+    # run, tcpseg): the Net's TCP state with its clock helpers (tcp_clock_us,
+    # usecs_to_jiffies; its sysctls read on every ACK), header prediction and the
+    # receive memory (rcvmem), inet_csk_schedule_ack (state), the established
+    # lookup (hashtables) and the windowed min of min_rtt (win_minmax)
+    "netstack/tcp/proto.py",
+    "netstack/tcp/rcvmem.py",
+    "netstack/tcp/state.py",
+    "netstack/tcp/hashtables.py",
+    "netstack/core/win_minmax.py",
     "netstack/ipv4/tcp_ipv4.py",
     "netstack/gro/core.py",
     "netstack/gro/tcp.py",
@@ -389,6 +399,21 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "the same for DevStats (dev->stats): its counters are native defaults (mypyc"
         " ignores __slots__; interpreted, as a test runs the copy, slots would clash with"
         " the defaults)",
+    ),
+    # TCP (tcpseg): the Net's TCP state native
+    (
+        "netstack/tcp/proto.py",
+        '        "TCP_TIMEWAIT_LEN",\n        "__dict__",\n',
+        '        "TCP_TIMEWAIT_LEN",\n',
+        "a native class has no __dict__, and nothing sets an undeclared attribute on a Tcp"
+        " (tests/tcp, packetdrill, socket, userspace, ipv6 run with the slot removed)",
+    ),
+    (
+        "netstack/tcp/rcvmem.py",
+        "    for name in TcpSkbCb.__slots__:\n",
+        '    for name in getattr(TcpSkbCb, "__slots__"):\n',
+        "mypy refuses __slots__ read through a native class object; the copy of"
+        " tcp/sock.py gives TcpSkbCb its __slots__ back at the end (rewrite)",
     ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""

@@ -84,7 +84,11 @@ __all__ = [
 
 @kernel("tcp_packets_in_flight")
 def tcp_packets_in_flight(sk: TcpSock) -> int:
-    """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight()."""
+    """packets_out - left_out + retrans_out. Kernel: tcp_packets_in_flight().
+
+    Written out on the per-segment path (keep those in step with it):
+    tcp_cwnd_test, tcp_write_xmit, tcp_event_data_sent, tcp_should_expand_sndbuf.
+    """
     return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
 
 
@@ -350,15 +354,22 @@ def tcp_set_window_clamp(sk: TcpSock, val: int) -> None:
         sk.rcv_ssthresh = max(min(sk.rcv_wnd, new_window_clamp), sk.rcv_ssthresh)
 
 
-@kernel("net/ipv4/tcp_input.c", "tcp_should_expand_sndbuf")
+@kernel(
+    "net/ipv4/tcp_input.c",
+    "tcp_should_expand_sndbuf",
+    "include/net/tcp.h",
+    "tcp_packets_in_flight",
+)
 def tcp_should_expand_sndbuf(sk: TcpSock) -> bool:
     """Not if the user set SO_SNDBUF, nor while the flight fills the cwnd.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_should_expand_sndbuf() (no memory pressure here).
+    Kernel: net/ipv4/tcp_input.c, tcp_should_expand_sndbuf() (no memory pressure
+    here); include/net/tcp.h, tcp_packets_in_flight() (written out: once per ACK).
     """
     if sk.sk_userlocks & SOCK_SNDBUF_LOCK:
         return False
-    return tcp_packets_in_flight(sk) < sk.snd_cwnd
+    # tcp_packets_in_flight(), written out (keep in step with it, above)
+    return sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out < sk.snd_cwnd
 
 
 @kernel("net/ipv4/tcp_input.c", "tcp_check_space", "tcp_new_space")

@@ -1100,7 +1100,10 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
     is_sack_reneg = sk.is_sack_reneg
     rexmit = REXMIT_NONE
     num_dupack = 0
-    state = TcpSacktagState(sk.snd_nxt)
+    # the kernel's sack_state and rate sample live on its stack: made here only
+    # for an ACK that uses them (not a receiver's ACK with nothing in flight);
+    # snd_nxt does not move before they are made
+    state: TcpSacktagState | None = None
     sack_ok = tcp_is_sack(sk)
     if ((ack - prior_snd_una) & M32) > 0x7FFFFFFF:  # before(ack, prior_snd_una)
         # do not accept an ACK for bytes we never sent (6.2: min with bytes_acked)
@@ -1111,6 +1114,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             return -1
         # old ACK: SACK information may still be useful, a D-SACK may undo
         if tcb.sacked_off and sack_ok:
+            state = TcpSacktagState(sk.snd_nxt)
             flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
             flag, rexmit = tcp_fastretrans_alert(sk, prior_snd_una, num_dupack, flag)
             tcp_xmit_recovery(sk, rexmit)
@@ -1146,6 +1150,7 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
             sk.ext.TCPPureAcks += 1
         flag |= tcp_ack_update_window(sk, skb, ack, ack_seq)
         if tcb.sacked_off and sack_ok:
+            state = TcpSacktagState(sk.snd_nxt)
             flag |= tcp_sacktag_write_queue(sk, skb, prior_snd_una, state)
     sk.rcv_tstamp = sk.net.clock.jiffies
     sk.icsk_probes_out = 0
@@ -1158,6 +1163,8 @@ def tcp_ack(sk: TcpSock, skb: SkBuff, flag: int) -> int:
         if sk.tlp_high_seq:
             tcp_process_tlp_ack(sk, ack, flag)
         return 1
+    if state is None:
+        state = TcpSacktagState(sk.snd_nxt)
     f, pkts_acked = tcp_clean_rtx_queue(sk, prior_fack, prior_snd_una, state)
     flag |= f
     tcp_rack_update_reo_wnd(sk, state.prior_delivered)
@@ -1753,9 +1760,11 @@ def tcp_rcv_rtt_update(sk: TcpSock, sample: int, win_dep: bool) -> None:
 def tcp_rcv_rtt_measure(sk: TcpSock) -> None:
     """Without timestamps: the time a window's worth of data takes to arrive.
 
-    Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
+    The clock is the segment's ``tcp_mstamp`` (``tcp_mstamp_refresh()`` at the
+    top of ``tcp_rcv_established`` / ``tcp_rcv_state_process``), not a read of
+    its own. Kernel: net/ipv4/tcp_input.c, tcp_rcv_rtt_measure().
     """
-    now = sk.tcp.tcp_clock_us()
+    now = sk.tcp_mstamp
     if sk.rcv_rtt_est_time:
         if before(sk.rcv_nxt, sk.rcv_rtt_est_seq):
             return

@@ -767,11 +767,14 @@ def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
     sk.delack_timer.delete()
 
 
-@kernel("tcp_event_data_sent")
+@kernel("tcp_event_data_sent", "include/net/tcp.h", "tcp_packets_in_flight")
 def tcp_event_data_sent(sk: TcpSock) -> None:
-    """Congestion state after sending data. Kernel: tcp_event_data_sent()."""
+    """Congestion state after sending data. Kernel: tcp_event_data_sent();
+    include/net/tcp.h, tcp_packets_in_flight() (written out: once per segment sent).
+    """
     now = sk.net.clock.jiffies
-    if tcp_packets_in_flight(sk) == 0:
+    # tcp_packets_in_flight(), written out (keep in step with helpers.tcp_packets_in_flight)
+    if sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out == 0:
         sk.icsk_ca_ops.cwnd_event(sk, CA_EVENT_TX_START)
     sk.lsndtime = now
     # a reply within the ATO of the last received packet: interactive (pingpong)
@@ -999,16 +1002,18 @@ def tcp_nagle_test(sk: TcpSock, skb: SkBuff, cur_mss: int, nonagle: int) -> bool
     return not tcp_nagle_check(skb.tail - skb.data < cur_mss, sk, nonagle)
 
 
-@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_test")
+@kernel("net/ipv4/tcp_output.c", "tcp_cwnd_test", "include/net/tcp.h", "tcp_packets_in_flight")
 def tcp_cwnd_test(sk: TcpSock, skb: SkBuff) -> int:
     """Segments the congestion window allows now (0: none).
 
-    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_test().
+    Kernel: net/ipv4/tcp_output.c, tcp_cwnd_test(); include/net/tcp.h,
+    tcp_packets_in_flight() (written out: once per skb tcp_write_xmit looks at).
     """
     tcb: TcpSkbCb = skb.cb
     if tcb.tcp_flags & TCPHDR_FIN and tcb.pcount == 1:
         return 1  # do not be strict about the final FIN
-    in_flight = tcp_packets_in_flight(sk)
+    # tcp_packets_in_flight(), written out (keep in step with helpers.tcp_packets_in_flight)
+    in_flight = sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
     cwnd = sk.snd_cwnd
     if in_flight >= cwnd:
         return 0
@@ -1157,14 +1162,15 @@ def tcp_cwnd_application_limited(sk: TcpSock) -> None:
     sk.snd_cwnd_stamp = sk.net.clock.jiffies
 
 
-@kernel("net/ipv4/tcp_output.c", "tcp_write_xmit")
+@kernel("net/ipv4/tcp_output.c", "tcp_write_xmit", "include/net/tcp.h", "tcp_packets_in_flight")
 def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bool:
     """Send what the windows, Nagle and TSO deferral allow from the send head.
 
     Returns True if nothing is in flight, data is queued, and nothing could be
     sent (the caller arms the zero-window probe).
 
-    Kernel: net/ipv4/tcp_output.c, tcp_write_xmit().
+    Kernel: net/ipv4/tcp_output.c, tcp_write_xmit(); include/net/tcp.h,
+    tcp_packets_in_flight() (written out at the end).
     """
     if TIMED:
         spend("tcp_write_xmit")
@@ -1217,7 +1223,9 @@ def tcp_write_xmit(sk: TcpSock, mss_now: int, nonagle: int, push_one: int) -> bo
         tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)
     else:
         tcp_chrono_stop(sk, TCP_CHRONO_RWND_LIMITED)
-    is_cwnd_limited |= tcp_packets_in_flight(sk) >= sk.snd_cwnd
+    # tcp_packets_in_flight(), written out (keep in step with helpers.tcp_packets_in_flight)
+    in_flight = sk.packets_out - (sk.sacked_out + sk.lost_out) + sk.retrans_out
+    is_cwnd_limited |= in_flight >= sk.snd_cwnd
     if sent_pkts or is_cwnd_limited:
         tcp_cwnd_validate(sk, is_cwnd_limited)
     if sent_pkts:

@@ -162,6 +162,9 @@ async def test_the_sender_takes_predicted_pure_acks_on_the_fast_path(
     assert (ext.TCPHPAcks, ext.TCPPureAcks) == (13, 90)
 
 
+@pytest.mark.pure_python_layout(
+    "patches tcp_fast_path_data, which the compiled tcp_rcv_established calls directly"
+)
 async def test_the_receiver_counts_its_predicted_data_segments(
     lab: Lab, autojump_clock: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,7 +24,19 @@ pair = functools.partial(builders.pair, ipv4_only=True)
 ISN = (1 << 32) - 300_000  # 300 KB before the wrap
 
 
-@pytest.mark.parametrize("isn", [None, ISN], ids=["hashed-isn", "isn-below-wrap"])
+@pytest.mark.parametrize(
+    "isn",
+    [
+        None,
+        pytest.param(
+            ISN,
+            marks=pytest.mark.pure_python_layout(
+                "patches Tcp.secure_tcp_seq, a native method in the compiled build"
+            ),
+        ),
+    ],
+    ids=["hashed-isn", "isn-below-wrap"],
+)
 async def test_bulk_transfer_across_the_sequence_wrap(
     lab: Lab, autojump_clock: object, monkeypatch: pytest.MonkeyPatch, isn: int | None
 ) -> None:
