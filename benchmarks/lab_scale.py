@@ -13,10 +13,6 @@ under the same leaf (an ARP and an echo through the leaf's bridge), or with
 ``--cross`` the host with the same number under the next leaf (through
 leaf, spine, leaf: three routers).
 
-The build phase ends once every task the build started (a host's timers,
-NET_TX and NAPI tasks) has taken its first step and waits: the hosts have
-booted, and the ping phase counts the pings alone.
-
 Prints, per phase (build; ping; close), the process's CPU time (the figure to
 compare: the machine is shared), wall time, collections by the cyclic garbage
 collector per generation and the CPU time they took, and at the end the peak
@@ -211,9 +207,6 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
             spines, leaves, end_hosts = build_fabric(
                 lab, args.hosts, per_leaf=args.per_leaf, spines=args.spines
             )
-            # the hosts boot: every task the build started (timers, NET_TX, NAPI)
-            # takes its first step, to its first wait, before the pings start
-            await trio.lowlevel.checkpoint()
         built_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         if args.tracemalloc:
             heap = tracemalloc.get_traced_memory()[0]
