@@ -25,10 +25,15 @@ The lab is opened with ``shuffle=False``: the tasks woken at one instant run
 in reverse creation order, which for this lab is the hosts' order in memory (see
 ``netstack/host/lab.py``, "Scheduling"; about 40 % less CPU for the pings
 than in the shuffled order). ``--shuffled`` opens it as ``open_lab()`` does by
-default.
+default. It is also opened with ``chain_polls=True``: a NAPI task polls the
+instances its poll scheduled (the next host's veth) as ``net_rx_action`` walks
+its poll list, instead of waking each one's task (``netstack/core/napi.py``,
+"Chained polls"; the same packets, about five task steps a ping fewer);
+``--unchained`` opens it without.
 
     python benchmarks/lab_scale.py [--hosts N] [--per-leaf K] [--spines S] [--cross]
-                                   [--shuffled] [--tracemalloc] [--profile build|ping] [--json]
+                                   [--shuffled] [--unchained] [--tracemalloc]
+                                   [--profile build|ping] [--json]
     python benchmarks/lab_scale.py --hosts 10000
     python benchmarks/lab_scale.py --hosts 1000 --callgrind
 
@@ -197,7 +202,7 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
     heap = 0
     start = time.process_time(), time.perf_counter()
     closing = ExitStack()
-    async with netstack.open_lab(shuffle=args.shuffled) as lab:
+    async with netstack.open_lab(shuffle=args.shuffled, chain_polls=not args.unchained) as lab:
         with measure(build, prof if args.profile == "build" else None):
             spines, leaves, end_hosts = build_fabric(
                 lab, args.hosts, per_leaf=args.per_leaf, spines=args.spines
@@ -245,6 +250,7 @@ def callgrind_main(args: argparse.Namespace) -> None:
     argv += ["--spines", str(args.spines)]
     argv += ["--cross"] if args.cross else []
     argv += ["--shuffled"] if args.shuffled else []
+    argv += ["--unchained"] if args.unchained else []
     total = anchors.callgrind_instructions(argv, instr_atstart=False)
     print(
         f"{args.hosts} hosts pinging a neighbour each: {total:,} instructions, "
@@ -262,6 +268,11 @@ def main() -> None:
         "--shuffled",
         action="store_true",
         help="run woken tasks in a seeded shuffle (the default lab's order)",
+    )
+    parser.add_argument(
+        "--unchained",
+        action="store_true",
+        help="every NAPI instance polled by its own task (open_lab's default)",
     )
     parser.add_argument("--tracemalloc", action="store_true", help="measure the Python heap")
     parser.add_argument("--profile", choices=("build", "ping"), help="cProfile one phase")
@@ -283,6 +294,7 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     n, routers = r["hosts"], r["routers"]
     order = "shuffled" if args.shuffled else "in reverse creation order"
+    order += "; NAPI polls unchained" if args.unchained else "; NAPI polls chained"
     print(f"{n} hosts + {routers} routers (Python {sys.version.split()[0]}; woken tasks {order})")
     for phase in r["phases"]:
         print(f"  {phase}")

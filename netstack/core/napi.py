@@ -23,12 +23,36 @@ next packet is received, then the next poll goes on. Other packets (ACKs,
 UDP) are taken a budget at a time. Timed mode keeps the budget: there the
 CPU clocks decide when the reader runs.
 
+**Chained polls** (a lab opened with ``chain_polls=True``; functional mode
+only). The kernel's ``net_rx_action`` does not stop at the instances that were
+scheduled when it started: ``____napi_schedule`` puts an instance scheduled
+meanwhile (a packet forwarded to a veth schedules its peer's NAPI) on the same
+``poll_list``, and the loop polls it before it returns, until
+``netdev_budget`` packets are done; ksoftirqd then goes on with the rest. By
+default every instance here is its own Trio task, woken by
+:meth:`Napi.schedule`: a ping through a bridge crosses eight veths, eight task
+steps, each a pass through Trio's run loop. With chained polls the first
+instance scheduled wakes its own task, the *runner*, and every instance
+scheduled until that task has emptied the list is put on one list
+(:data:`RX_CHAIN`, the ``poll_list``) instead of waking its task; the runner
+polls itself and then the list in the order the instances were scheduled,
+those scheduled meanwhile included, and yields after every
+``net.core.netdev_budget`` packets (its host's), as ksoftirqd would, before it
+goes on. An instance still scheduled after its poll (a full poll, or one cut
+short after TCP data) is woken to its own task, which polls it again after a
+yield, as it does unchained. Every host's poll is its own NAPI's, on its own
+CPU; the hosts are separate machines on one virtual instant, so this changes
+the order in which an instant's packets are handled, not what is sent or
+counted (``tests/core/test_lab_scale.py`` compares a lab's pings both ways);
+the flooded ARP requests a host hears at an instant are still one poll.
+
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -48,6 +72,27 @@ NAPI_POLL_WEIGHT: Final = 64
 # sk_data_ready() calls so far: a NAPI instance polling packet by packet
 # (rx_per_xmit) ends its poll after a packet that brought a socket data
 data_ready_count = 0
+
+
+class RxChain:
+    """The NAPI instances scheduled while a runner is woken or polls (the module
+    doc's "Chained polls"; kernel: ``softnet_data.poll_list`` as ``net_rx_action``
+    walks it)."""
+
+    __slots__ = ("labs", "pending", "runner")
+
+    def __init__(self) -> None:
+        self.labs = 0  # open labs that chain polls: instances chain while it is > 0
+        self.runner: Napi | None = None  # woken to poll the list: schedule() appends
+        self.pending: deque[Napi] = deque()
+
+    def reset(self) -> None:
+        """The last chaining lab closed: nothing chains (its instances are dead)."""
+        self.runner = None
+        self.pending.clear()
+
+
+RX_CHAIN: Final = RxChain()
 
 
 @attrs.frozen
@@ -116,6 +161,13 @@ class Napi:
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
+            chain = RX_CHAIN
+            if chain.labs:  # chained polls (module doc)
+                if chain.runner is not None:
+                    chain.pending.append(self)  # the runner polls it
+                    return
+                if self.net.cpus.model is None:
+                    chain.runner = self  # this task polls what is scheduled meanwhile
             task = self._waiting  # _wake(), inline: a frame less a schedule
             if task is not None:
                 self._waiting = None
@@ -167,23 +219,68 @@ class Napi:
 
     async def run(self) -> None:
         """The NAPI task: park until scheduled, poll, yield between full polls."""
-        while not self.dead:
-            if not self.scheduled:
-                # park until schedule() or kill() (what ParkingLot.park does), inline
-                # with a bound method to abort: a parked task holds no coroutine and
-                # closure of its own (276 bytes less; a 10,000-host lab parks 21,000)
-                if self._waiting is not None:
-                    raise RuntimeError(f"{self.name}: two tasks run one NAPI instance")
-                self._waiting = trio.lowlevel.current_task()
-                await trio.lowlevel.wait_task_rescheduled(self._abort_park)
+        chain = RX_CHAIN
+        try:
+            while not self.dead:
+                if chain.runner is self:  # chained polls (module doc)
+                    while self._net_rx_action(chain):
+                        await trio.lowlevel.checkpoint()  # the budget spent: ksoftirqd
+                    if self.scheduled:  # a full poll: let other tasks run first
+                        await trio.lowlevel.checkpoint()
+                    continue
+                if not self.scheduled:
+                    # park until schedule() or kill() (what ParkingLot.park does), inline
+                    # with a bound method to abort: a parked task holds no coroutine and
+                    # closure of its own (276 bytes less; a 10,000-host lab parks 21,000)
+                    if self._waiting is not None:
+                        raise RuntimeError(f"{self.name}: two tasks run one NAPI instance")
+                    self._waiting = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._abort_park)
+                    continue
+                self.poll_once()
+                model = self.net.cpus.model
+                if model is not None and model.running:
+                    # timed mode: the CPU is busy until its clock; then poll again
+                    await model.wait(self.net.cpus[self.cpu])
+                elif self.scheduled:  # a full poll: let other tasks run first
+                    await trio.lowlevel.checkpoint()
+        finally:
+            if chain.runner is self:  # killed or cancelled before it emptied the list
+                chain.runner = None
+                pending = chain.pending
+                while pending:  # the first live instance's task takes the list over
+                    napi = pending[0]
+                    if not napi.dead and napi.scheduled:
+                        chain.runner = napi
+                        napi._wake()
+                        break
+                    pending.popleft()
+
+    @kernel("net/core/dev.c", "net_rx_action")
+    def _net_rx_action(self, chain: RxChain) -> bool:
+        """The runner: poll this instance if scheduled, then the list until it is
+        empty (chained polls, the module doc); True when ``netdev_budget`` packets
+        were done first (the runner yields, then goes on).
+        Kernel: net/core/dev.c, net_rx_action()."""
+        budget = self.net.netdev_budget
+        pending = chain.pending
+        if self.scheduled:
+            budget -= self.poll_once()
+        while pending:
+            if budget <= 0:
+                return True
+            napi = pending.popleft()
+            if napi.dead or not napi.scheduled:  # netif_napi_del() meanwhile
                 continue
-            self.poll_once()
-            model = self.net.cpus.model
-            if model is not None and model.running:
-                # timed mode: the CPU is busy until its clock; then poll again
-                await model.wait(self.net.cpus[self.cpu])
-            elif self.scheduled:  # a full poll: let other tasks run first
-                await trio.lowlevel.checkpoint()
+            model = napi.net.cpus.model
+            if model is not None and model.running:  # a timed host: its own task polls
+                napi._wake()
+                continue
+            budget -= napi.poll_once()
+            if napi.scheduled and napi is not self:
+                napi._wake()  # work left: its own task polls again after a yield
+        chain.runner = None
+        return False
 
     def statistics(self) -> NapiStats:
         """Poll counters."""

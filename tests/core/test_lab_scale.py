@@ -428,8 +428,8 @@ async def test_a_switched_lab_pings_the_same_in_creation_order(
 ) -> None:
     # the order changes which host's step runs first at an instant, not what is sent
     results = []
-    for shuffle in (True, False):
-        async with netstack.open_lab(shuffle=shuffle) as lab:
+    for shuffle, chain in ((True, False), (False, False), (False, True), (True, True)):
+        async with netstack.open_lab(shuffle=shuffle, chain_polls=chain) as lab:
             lab.add_switch("s1", sysctls=IPV4_ONLY)
             hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(8)]
             for i, h in enumerate(hosts):
@@ -450,6 +450,60 @@ async def test_a_switched_lab_pings_the_same_in_creation_order(
             )
             br = lab["s1"].dev("br0").priv
             floods = sum(p.stats.flood_broadcast for p in br.port_list)
-            results.append((received[0], arp, floods))
-    assert results[0] == results[1]
+            sent = tuple(h.dev("eth0").stats.tx_packets for h in hosts)
+            got = tuple(h.dev("eth0").stats.rx_packets for h in hosts)
+            results.append((received[0], arp, floods, sent, got))
+    assert results[0] == results[1] == results[2] == results[3]
     assert results[0][0] == 8
+
+
+class _NapiSteps(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += "/napi/" in task.name
+
+
+async def _switched_pings(chain: bool) -> tuple[int, int]:
+    """Eight hosts on a switch ping a neighbour each: (replies, NAPI task steps)."""
+    async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+        lab.add_switch("s1", sysctls=IPV4_ONLY)
+        hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(8)]
+        for i, h in enumerate(hosts):
+            lab.add_link(f"h{i}:eth0", "s1")
+            h.ip(f"addr add 10.0.0.{i + 1}/24 dev eth0")
+        await trio.sleep(1)
+        count = _NapiSteps()
+        trio.lowlevel.add_instrument(count)
+        replies = [0]
+
+        async def one(h: netstack.Host, target: str) -> None:
+            result = await h.ping(target, count=1, timeout=5)
+            replies[0] += result.received
+
+        async with trio.open_nursery() as nursery:
+            for i, h in enumerate(hosts):
+                nursery.start_soon(one, h, f"10.0.0.{(i + 1) % 8 + 1}")
+        trio.lowlevel.remove_instrument(count)
+    return replies[0], count.steps
+
+
+async def test_chained_polls_take_fewer_napi_task_steps(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.core.napi import RX_CHAIN
+
+    replies, steps = await _switched_pings(False)
+    chained_replies, chained_steps = await _switched_pings(True)
+    assert replies == chained_replies == 8
+    # a ping crosses eight veths (ARP request, reply, echo, reply: two each), each a
+    # NAPI task step of its own (the flooded requests a host hears are one poll);
+    # chained, a hop is polled in the step that forwarded to it
+    assert steps >= 8 * 6
+    assert chained_steps <= steps // 4
+    assert RX_CHAIN.labs == 0 and RX_CHAIN.runner is None and not RX_CHAIN.pending
+    with pytest.raises(ValueError, match="chain_polls"):
+        async with netstack.open_lab(timed=TimedModel(), chain_polls=True):
+            pass
+    assert RX_CHAIN.labs == 0
