@@ -21,7 +21,7 @@ Kernel: net/ipv4/ip_input.c, net/ipv4/ip_forward.c, net/ipv4/ip_options.c.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.netns import Ipv4
+    from netstack.ipv4.route import Rtable
 
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
 
@@ -228,7 +229,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             return
     if vi != 0x45 and not ip_rcv_options(ipv4, skb, dev, ihl):
         return
-    rt: Any = skb.dst
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # routed above: an IPv4 route
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
         ipext.InMcastPkts += 1
@@ -290,7 +291,7 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     if buf[nh] != 0x45:  # options (ip_rcv_core has checked version 4)
         if not ip_rcv_options(ipv4, skb, dev, (buf[nh] & 0xF) * 4):
             return
-    rt: Any = skb.dst
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # routed above: an IPv4 route
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
         ipv4.ipext.InMcastPkts += 1
@@ -413,8 +414,8 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         ipv4.icmp_send(skb, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0)
         kfree_skb(skb, DropReason.IP_INHDR)
         return 0
-    rt: Any = skb.dst
-    out = rt.dev
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # an IPv4 input route
+    out: NetDevice = rt.dev  # type: ignore[assignment]  # a route has a device
     # ip_dst_mtu_maybe_forward(dst, true): the device's MTU unless the route
     # carries a PMTU, an "mtu" metric or a lock
     if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:

@@ -45,6 +45,7 @@ from netstack.wire.ipv4 import IP_DF, IP_MF, IP_OFFSET, IPV4_HDR, IPV4_HLEN
 from netstack.wire.rtnetlink import RTN_MULTICAST
 
 if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
     from netstack.core.sock import Sock
     from netstack.cpu.cacheline import CacheLine
     from netstack.ipv4.netns import Ipv4
@@ -358,11 +359,13 @@ def ip_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_output")
-    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
+    # dst.output is ip_output for IPv4 routes (Rtable) alone, and a route has a device
+    rt: Rtable = skb.dst  # type: ignore[assignment]
+    dev: NetDevice
     ipv4.ip.OutTransmits += 1
     length = skb.tail - skb.data
     ipv4.ipext.OutOctets += length
-    skb.dev = dev = rt.dev
+    skb.dev = dev = rt.dev  # type: ignore[assignment]
     skb.protocol = ETH_P_IP
     # ip_finish_output() / __ip_finish_output(), as ip_finish_output below
     if TIMED:
@@ -456,7 +459,7 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_finish_output")
-    rt: Any = skb.dst  # dst.output is ip_output for IPv4 routes (Rtable) alone
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # dst.output of IPv4 routes alone
     # Kernel: static inlines ip_skb_dst_mtu and ip_dst_mtu_maybe_forward (include/net/ip.h),
     # folded. IPCB(skb)->flags & IPSKB_FORWARDED: ip_forward, the one caller that hands
     # ip_output an input route, marks it; here the input route the packet carries is
@@ -465,7 +468,8 @@ def ip_finish_output(ipv4: Ipv4, skb: SkBuff) -> int:
     if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:
         mtu = ip_dst_mtu_maybe_forward(ipv4, rt, rt.rt_is_input)
     else:
-        mtu = rt.dev.mtu
+        dev: NetDevice = rt.dev  # type: ignore[assignment]  # a route has a device
+        mtu = dev.mtu
         if mtu > IP_MAX_MTU:
             mtu = IP_MAX_MTU
     if skb.tail - skb.data > mtu:
@@ -636,8 +640,8 @@ def ip_finish_output2(ipv4: Ipv4, skb: SkBuff) -> int:
     """
     if TIMED:
         spend("ip_finish_output2")
-    rt: Any = skb.dst
-    dev = rt.dev
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # dst.output of IPv4 routes alone
+    dev: NetDevice = rt.dev  # type: ignore[assignment]  # a route has a device
     hh_len = ((dev.hard_header_len + dev.needed_headroom) & ~15) + 16  # LL_RESERVED_SPACE
     if skb.data < hh_len and dev.header_ops is not None:
         skb.cow_head(hh_len)

@@ -168,7 +168,6 @@ class UdpSock(Sock):
     ) -> None:
         super().__init__(ipv4.net, 2, sock_type, protocol)
         self.ipv4 = ipv4
-        self.no_check_tx = False
         # udp_tunnel_sock_cfg (setup_udp_tunnel_sock): a kernel socket that
         # decapsulates (VXLAN) takes its datagrams here instead of queueing them
         self.encap_type = 0
@@ -310,7 +309,7 @@ class UdpSock(Sock):
 
 
 @kernel("net/ipv4/datagram.c", "__ip4_datagram_connect")
-def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
+def ip4_datagram_connect(ipv4: Ipv4, sk: Sock, addr: int, port: int) -> None:
     """Route to the peer and remember it; also IPv4's half of an AF_INET6
     socket connecting to ``::ffff:a.b.c.d`` (dual stack).
 
@@ -335,14 +334,15 @@ def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
 
 
 def _udp_route(
-    ipv4: Ipv4, sk: Any, daddr: int, dport: int, connected: bool
+    ipv4: Ipv4, sk: Sock, daddr: int, dport: int, connected: bool
 ) -> tuple[Rtable, Flowi4]:
     """The route of a datagram (the connected socket's cached one if still valid)."""
     if connected:
-        rt = sk.dst_cache
+        rt: Rtable | None = sk.dst_cache
         if rt is not None and rt.valid():
             fl4 = Flowi4(daddr, sk.inet_saddr)
-            return rt.hold(), fl4
+            rt.hold()
+            return rt, fl4
     rt2, fl4 = ip_route_sock_flow(ipv4, sk, daddr, dport, IPPROTO_UDP)
     if rt2.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
         rt2.release()
@@ -370,7 +370,7 @@ def _udp_route(
 )
 def udp_sendmsg(
     ipv4: Ipv4,
-    sk: Any,
+    sk: Sock,
     data: bytes | bytearray | memoryview,
     dest: tuple[int, int] | None,
     flags: int,
@@ -395,20 +395,13 @@ def udp_sendmsg(
     length = len(data)
     if length > UDP_MAX_PAYLOAD:
         raise sock_oserror(EMSGSIZE)
-    if dest is not None:
-        daddr, dport = dest
-        if not dport:
-            raise sock_oserror(EINVAL)
-        if not sk.inet_num:
-            ipv4.udp_table.get_port(sk, 0)
-        rt, fl4 = _udp_route(ipv4, sk, daddr, dport, False)
-        saddr = fl4.saddr
-    else:
+    if dest is None:
         if sk.state != TCP_ESTABLISHED:
             raise sock_oserror(EDESTADDRREQ)
         daddr = sk.inet_daddr
         dport = sk.inet_dport
-        rt = sk.dst_cache  # sk_dst_check()
+        # sk_dst_check(): a connected socket's cached route is an IPv4 one here
+        rt: Rtable | None = sk.dst_cache
         if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
             rt.refcnt += 1  # dst_hold()
             rt.holds += 1
@@ -418,6 +411,14 @@ def udp_sendmsg(
         else:
             rt, _ = _udp_route(ipv4, sk, daddr, dport, True)
         saddr = sk.inet_saddr
+    else:
+        daddr, dport = dest
+        if not dport:
+            raise sock_oserror(EINVAL)
+        if not sk.inet_num:
+            ipv4.udp_table.get_port(sk, 0)
+        rt, fl4 = _udp_route(ipv4, sk, daddr, dport, False)
+        saddr = fl4.saddr
     if flags and flags & MSG_PROBE:  # (no bit operation for no flags)
         if flags & MSG_CONFIRM and rt.dev is not None:
             n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
@@ -561,7 +562,7 @@ def udp_sendmsg(
 
 
 @kernel("ip_local_error")
-def _udp_local_error(sk: Any, err: int, daddr: int, dport: int, info: int) -> None:
+def _udp_local_error(sk: Sock, err: int, daddr: int, dport: int, info: int) -> None:
     """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
     if not sk.recverr:
         return
@@ -641,7 +642,7 @@ class UdpTable:
         return False
 
     @kernel("udp_lib_get_port")
-    def get_port(self, sk: UdpSock, port: int) -> None:
+    def get_port(self, sk: Sock, port: int) -> None:
         """Bind *sk* to *port*, or to a free ephemeral port if 0. Kernel: udp_lib_get_port()."""
         if port:
             if self._conflicts(sk, port):
@@ -831,7 +832,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         skb.ip_summed = CHECKSUM_UNNECESSARY
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
-    rt: Any = skb.dst
+    rt: Rtable | None = skb.dst  # type: ignore[assignment]  # an IPv4 datagram's route
     # (a local route, the common case, never has RTCF_BROADCAST or RTCF_MULTICAST: its
     # type is tested first, a comparison where the mask of rt_flags, with RTCF_LOCAL
     # above 2**30, is CPython's slow bit operation)
@@ -850,7 +851,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     # to the port
     if TIMED:
         spend("__udp4_lib_lookup")
-    found: Any = None
+    found: Sock | None = None
     lst = ipv4.udp_table.ports.get(dport)
     if lst:
         best_score = -1
