@@ -251,3 +251,33 @@ def test_casting_none_is_a_hazard() -> None:
     script = _script()
     assert script.native_hazards('f(cast("PacketType", None))\n') == ["line 1: cast(..., None)"]
     assert script.native_hazards("x = cast(int, y)\ncast(str)\n") == []
+
+
+def test_the_data_path_reads_typed_values() -> None:
+    """A value typed ``Any`` is read by compiled code through the generic attribute
+    lookup, and every ``int`` it gives is boxed: the socket of ``udp_sendmsg`` and the
+    routes and devices of the UDP, forwarding and output paths are typed (the native
+    ``Sock``, ``Rtable`` and ``NetDevice``), as the struct reads are (ints)."""
+    functions = {
+        "netstack/ipv4/udp.py": ("udp_sendmsg", "_udp_route", "udp_rcv"),
+        "netstack/ipv4/ip_output.py": ("ip_output", "ip_finish_output", "ip_finish_output2"),
+        "netstack/ipv4/ip_input.py": ("ip_rcv", "ip_rcv_finish", "ip_forward"),
+    }
+    for path, names in functions.items():
+        tree = ast.parse((ROOT / path).read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in names:
+                annotations = [arg.annotation for arg in node.args.args]
+                annotations += [
+                    n.annotation for n in ast.walk(node) if isinstance(n, ast.AnnAssign)
+                ]
+                for annotation in annotations:
+                    assert annotation is not None and "Any" not in ast.unparse(annotation), (
+                        path,
+                        node.name,
+                        ast.unparse(annotation) if annotation is not None else None,
+                    )
+        for node in tree.body:  # the struct reads these functions make
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.target.id in ("_IPV4_HDR_FIELDS", "_ADDRS_UDP_HDR", "_SADDR_SPORT"):
+                    assert "tuple[int" in ast.unparse(node.annotation), node.target.id

@@ -21,6 +21,7 @@ Kernel: net/ipv4/ip_input.c, net/ipv4/ip_forward.c, net/ipv4/ip_options.c.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import (
@@ -68,9 +69,14 @@ _II: Final = struct.Struct("!II")
 # ip_fast_csum()'s read of a header with options (netstack.wire.checksum): int.from_bytes
 # bound once
 _from_bytes: Final = int.from_bytes
+# the send-buffer destructor, a constant (compiled code reads it without a lookup by name)
+_SOCK_WFREE: Final = sock_wfree
 # a 20-byte header's fields (version+IHL, TOS, total length, ID+fragment word,
-# TTL+protocol+checksum word, source, destination) in one read
-_IPV4_HDR_FIELDS: Final = struct.Struct("!BBHIIII").unpack_from
+# TTL+protocol+checksum word, source, destination) in one read: seven ints (typed so,
+# compiled code adds and compares them as ints)
+_IPV4_HDR_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int, int]]] = (
+    struct.Struct("!BBHIIII").unpack_from
+)
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
 # per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
@@ -187,7 +193,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         # skb_orphan() (a static inline of include/linux/skbuff.h), inline: a sender's
         # socket on this machine (veth) is uncharged here
         destructor = skb.destructor
-        if destructor is sock_wfree:
+        if destructor is _SOCK_WFREE:
             # a sender's datagram: sock_wfree() written out, as netstack.core.sock has it
             # (a frame less a datagram; keep the two in step)
             skb.destructor = None

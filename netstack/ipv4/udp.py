@@ -144,16 +144,26 @@ _SIN: Final = struct.Struct("=HH4s8x")  # struct sockaddr_in (family host order)
 # Module-level names for imported objects whose methods the data path calls: CPython
 # 3.11 compiles ``imported_name.method(...)`` as an attribute load that builds a bound
 # method on every call (it takes an imported name for a module); a name assigned here
-# gets the specialised method call.
+# gets the specialised method call. The struct methods a datagram calls are bound here
+# once (compiled code then calls them without looking the method up by name), the
+# reads typed with what their formats give.
 _UDP_HDR: Final = UDP_HDR
+_UDP_HDR_PACK: Final = UDP_HDR.pack_into
 # saddr, daddr and the UDP header, read at offset 12 of a 20-byte IPv4 header
-_ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
-_SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
+_ADDRS_UDP_HDR: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int]]] = (
+    struct.Struct("!IIHHHH").unpack_from
+)
+# saddr and the UDP source port, the same way
+_SADDR_SPORT: Final[Callable[[bytearray, int], tuple[int, int]]] = struct.Struct(
+    "!I4xH"
+).unpack_from
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+# the send-buffer destructor, a constant (compiled code reads it without a lookup by name)
+_SOCK_WFREE: Final = sock_wfree
 # RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
 _RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
-_IPV4_HDR: Final = IPV4_HDR
+_IPV4_HDR_PACK: Final = IPV4_HDR.pack_into
 # zeroed headroom and headers a datagram's payload is appended to (as ip_output.py's)
 _ZERO_HEAD_LEN: Final = 256
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
@@ -285,7 +295,7 @@ class UdpSock(Sock):
             th = skb.transport_header
             nh = skb.network_header
             if th == nh + 20:  # no IP options: the source address and port in one read
-                saddr, sport = _SADDR_SPORT.unpack_from(buf, nh + 12)
+                saddr, sport = _SADDR_SPORT(buf, nh + 12)
             else:
                 (saddr,) = _I.unpack_from(buf, nh + 12)
                 sport = (buf[th] << 8) | buf[th + 1]
@@ -504,24 +514,24 @@ def udp_sendmsg(
     size = _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
-    skb.destructor = sock_wfree
+    skb.destructor = _SOCK_WFREE
     sport = sk.inet_num
     if sk.no_check_tx:
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, 0)
     elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
         # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
         # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
         # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
         # to 0xFFFF); a third of the instructions of shifting and masking halves
         s = (saddr + daddr + 17 + total) % 0xFFFF or 0xFFFF  # 17: IPPROTO_UDP
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, s)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, s)
         skb.ip_summed = CHECKSUM_PARTIAL
         skb.csum_start = th
         skb.csum_offset = 6
     else:
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, 0)
         c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
     if flags and flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
@@ -534,7 +544,7 @@ def udp_sendmsg(
         spend("ip_local_out")
         spend("ip_fast_csum")
     s = (0x4500 + tos + tot_len + ident + df + ttl * 256 + IPPROTO_UDP + saddr + daddr) % 0xFFFF
-    _IPV4_HDR.pack_into(
+    _IPV4_HDR_PACK(
         buf,
         hh_len,
         0x45,
@@ -809,7 +819,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         return 0
     nh = skb.network_header
     if th == nh + 20:  # no IP options: the addresses and the UDP header in one read
-        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR.unpack_from(buf, nh + 12)
+        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR(buf, nh + 12)
     else:
         sport, dport, ulen, check = _UDP_HDR.unpack_from(buf, th)
         saddr, daddr = _II.unpack_from(buf, nh + 12)
