@@ -297,6 +297,42 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        self._lock = None\n        self._dql = None\n",
         "the same: the two fields behind the properties",
     ),
+    # the typed data path (mypyctyped): dst_output()'s INDIRECT_CALL_INET() as the
+    # kernel has it, a direct call of ip_output for an IPv4 unicast route (compiled code
+    # then calls it natively, not through the MethodType and the wrapper that unpacks its
+    # arguments); the pure package keeps the call through the route's output, which
+    # costs it less than the test would
+    (
+        "netstack/ipv4/udp.py",
+        "    output = rt.output  # dst_output(): through a local, as ip_local_out\n"
+        "    rc = output(skb)\n",
+        "    output = rt.output  # dst_output(): through a local, as ip_local_out\n"
+        "    rc = ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)\n",
+        "dst_output()'s INDIRECT_CALL_INET(): ip_output called directly (natively) for a"
+        " unicast route",
+    ),
+    (
+        "netstack/ipv4/udp.py",
+        "from netstack.ipv4.route import Flowi4, ip_route_sock_flow\n",
+        "from netstack.ipv4.ip_output import ip_output\n"
+        "from netstack.ipv4.route import Flowi4, ip_route_sock_flow\n",
+        "the same: ip_output imported (netstack imports ip_output before udp)",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "    output = rt.output  # ip_forward_finish(): dst_output(), through a local as above\n"
+        "    rc: int = output(skb)\n",
+        "    output = rt.output  # ip_forward_finish(): dst_output(), through a local as above\n"
+        "    rc: int = ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)\n",
+        "the same in ip_forward_finish()'s dst_output()",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
+        "from netstack.ipv4.ip_output import ip_output\n"
+        "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
+        "the same: ip_output imported (netstack imports ip_output before ip_input)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 

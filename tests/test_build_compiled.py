@@ -12,6 +12,9 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import netstack.sites
+from netstack.host import Lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.ip_output import ip_output
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -281,3 +284,16 @@ def test_the_data_path_reads_typed_values() -> None:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 if node.target.id in ("_IPV4_HDR_FIELDS", "_ADDRS_UDP_HDR", "_SADDR_SPORT"):
                     assert "tuple[int" in ast.unparse(node.annotation), node.target.id
+
+
+async def test_dst_output_calls_ip_output_directly_in_the_copy(lab: Lab) -> None:
+    """The copy's udp_sendmsg and ip_forward call ip_output directly when the route's
+    output is the namespace's ``dst_output`` (dst_output()'s INDIRECT_CALL_INET), which
+    is ip_output bound to the namespace."""
+    script = _script()
+    for path in ("netstack/ipv4/udp.py", "netstack/ipv4/ip_input.py"):
+        text = script.patched(path, (ROOT / path).read_text())
+        assert "ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)" in text
+        assert "from netstack.ipv4.ip_output import ip_output\n" in text
+    ipv4 = ipv4_of(lab.add_host("h").net)
+    assert ipv4.dst_output.__func__ is ip_output
