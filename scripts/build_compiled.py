@@ -496,13 +496,58 @@ def prepare(dest: Path, modules: list[str]) -> Path:
 
 
 def patched(path: str, text: str) -> str:
-    """*text* (the module at *path*) with its :data:`PATCHES` applied."""
+    """*text* (the module at *path*) with its :data:`PATCHES` applied (and, for the
+    modules of :data:`TIMED_FROM_SPENDERS`, :func:`timed_from_spenders`)."""
     for patch_path, old, new, _why in PATCHES:
         if patch_path == path:
             if old not in text:
                 raise SystemExit(f"{path}: the text to patch is gone: {old!r}")
             text = text.replace(old, new)
+    if path in TIMED_FROM_SPENDERS:
+        text = timed_from_spenders(path, text)
     return text
+
+
+TIMED_FROM_SPENDERS: tuple[str, ...] = (
+    "netstack/core/ethernet.py",
+    "netstack/core/sock.py",
+    "netstack/core/xmit.py",
+    "netstack/drivers/veth.py",
+    "netstack/ipv4/fib.py",
+    "netstack/ipv4/ip_input.py",
+    "netstack/ipv4/ip_output.py",
+    "netstack/ipv4/route.py",
+    "netstack/ipv4/udp.py",
+    "netstack/neigh/neighbour.py",
+)
+"""Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
+(the typed data path, mypyctyped; :func:`timed_from_spenders`)."""
+
+_SITES_IMPORT = "from netstack.sites import TIMED, kernel, spend\n"
+
+
+def timed_from_spenders(path: str, text: str) -> str:
+    """*text* with every read of ``TIMED`` made a test of ``netstack.sites._spender``.
+
+    ``TIMED`` is a module global that :func:`netstack.sites.activate` rebinds in every
+    charging module; compiled code reads a module global from the module's dictionary,
+    a lookup by name per charge site (some thirty a UDP datagram). ``TIMED`` is
+    ``bool(_spender)`` at every moment (``activate`` appends the spender and rebinds
+    ``True`` with the first, ``deactivate`` removes it and rebinds ``False`` with the
+    last), and the list is never replaced: the copy keeps it as a ``Final`` name, a C
+    static whose length compiled code tests in a few instructions. The import of
+    ``TIMED`` stays (``_rebind`` still finds and sets it).
+    """
+    if _SITES_IMPORT not in text:
+        raise SystemExit(f"{path}: no {_SITES_IMPORT.strip()!r} to keep TIMED by")
+    head, tail = text.split(_SITES_IMPORT, 1)
+    tail = re.sub(r"\bTIMED\b", "_SPENDERS", tail)
+    return (
+        head
+        + _SITES_IMPORT.replace("TIMED, ", "TIMED, _spender, ")
+        + tail
+        + "\n_SPENDERS: Final = _spender  # TIMED is bool(_spender) (netstack.sites)\n"
+    )
 
 
 def native_hazards(text: str) -> list[str]:

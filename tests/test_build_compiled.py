@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import netstack.ipv4.udp
 import netstack.sites
 from netstack.host import Lab
 from netstack.ipv4 import ipv4_of
@@ -297,3 +298,38 @@ async def test_dst_output_calls_ip_output_directly_in_the_copy(lab: Lab) -> None
         assert "from netstack.ipv4.ip_output import ip_output\n" in text
     ipv4 = ipv4_of(lab.add_host("h").net)
     assert ipv4.dst_output.__func__ is ip_output
+
+
+def test_timed_reads_the_spenders_list_in_the_copy() -> None:
+    """The copy of a data-path module tests ``netstack.sites._spender`` (a ``Final``
+    alias: a C static) where the source reads the rebindable ``TIMED`` (a lookup in
+    the module's dictionary per charge site); the two agree at every moment."""
+    script = _script()
+    for path in script.TIMED_FROM_SPENDERS:
+        assert path in script.MODULES, path
+        text = script.patched(path, (ROOT / path).read_text())
+        lines = text.splitlines()
+        imports = [line for line in lines if line.startswith("from netstack.sites import")]
+        assert imports == ["from netstack.sites import TIMED, _spender, kernel, spend"], path
+        assert [line for line in lines if "TIMED" in line and line not in imports] == [
+            "_SPENDERS: Final = _spender  # TIMED is bool(_spender) (netstack.sites)"
+        ], path
+        assert "from typing import" in text and "Final" in text, path
+        ast.parse(text)
+
+    def spender(site: str, nbytes: int) -> None:
+        pass
+
+    sites = netstack.sites
+
+    def state() -> tuple[object, object, bool]:
+        """TIMED as the sites module and the UDP module see it, and the list."""
+        return vars(sites)["TIMED"], vars(netstack.ipv4.udp)["TIMED"], bool(sites._spender)
+
+    assert state() == (False, False, False)
+    sites.activate(spender)
+    try:
+        assert state() == (True, True, True)
+    finally:
+        sites.deactivate(spender)
+    assert state() == (False, False, False)
