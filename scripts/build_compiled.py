@@ -415,6 +415,42 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "mypy refuses __slots__ read through a native class object; the copy of"
         " tcp/sock.py gives TcpSkbCb its __slots__ back at the end (rewrite)",
     ),
+    # the typed data path (mypyctyped): dst_output()'s INDIRECT_CALL_INET() as the
+    # kernel has it, a direct call of ip_output for an IPv4 unicast route (compiled code
+    # then calls it natively, not through the MethodType and the wrapper that unpacks its
+    # arguments); the pure package keeps the call through the route's output, which
+    # costs it less than the test would
+    (
+        "netstack/ipv4/udp.py",
+        "    output = rt.output  # dst_output(): through a local, as ip_local_out\n"
+        "    rc = output(skb)\n",
+        "    output = rt.output  # dst_output(): through a local, as ip_local_out\n"
+        "    rc = ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)\n",
+        "dst_output()'s INDIRECT_CALL_INET(): ip_output called directly (natively) for a"
+        " unicast route",
+    ),
+    (
+        "netstack/ipv4/udp.py",
+        "from netstack.ipv4.route import Flowi4, ip_route_sock_flow\n",
+        "from netstack.ipv4.ip_output import ip_output\n"
+        "from netstack.ipv4.route import Flowi4, ip_route_sock_flow\n",
+        "the same: ip_output imported (netstack imports ip_output before udp)",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "    output = rt.output  # ip_forward_finish(): dst_output(), through a local as above\n"
+        "    rc: int = output(skb)\n",
+        "    output = rt.output  # ip_forward_finish(): dst_output(), through a local as above\n"
+        "    rc: int = ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)\n",
+        "the same in ip_forward_finish()'s dst_output()",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
+        "from netstack.ipv4.ip_output import ip_output\n"
+        "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
+        "the same: ip_output imported (netstack imports ip_output before ip_input)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
@@ -578,13 +614,58 @@ def prepare(dest: Path, modules: list[str]) -> Path:
 
 
 def patched(path: str, text: str) -> str:
-    """*text* (the module at *path*) with its :data:`PATCHES` applied."""
+    """*text* (the module at *path*) with its :data:`PATCHES` applied (and, for the
+    modules of :data:`TIMED_FROM_SPENDERS`, :func:`timed_from_spenders`)."""
     for patch_path, old, new, _why in PATCHES:
         if patch_path == path:
             if old not in text:
                 raise SystemExit(f"{path}: the text to patch is gone: {old!r}")
             text = text.replace(old, new)
+    if path in TIMED_FROM_SPENDERS:
+        text = timed_from_spenders(path, text)
     return text
+
+
+TIMED_FROM_SPENDERS: tuple[str, ...] = (
+    "netstack/core/ethernet.py",
+    "netstack/core/sock.py",
+    "netstack/core/xmit.py",
+    "netstack/drivers/veth.py",
+    "netstack/ipv4/fib.py",
+    "netstack/ipv4/ip_input.py",
+    "netstack/ipv4/ip_output.py",
+    "netstack/ipv4/route.py",
+    "netstack/ipv4/udp.py",
+    "netstack/neigh/neighbour.py",
+)
+"""Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
+(the typed data path, mypyctyped; :func:`timed_from_spenders`)."""
+
+_SITES_IMPORT = "from netstack.sites import TIMED, kernel, spend\n"
+
+
+def timed_from_spenders(path: str, text: str) -> str:
+    """*text* with every read of ``TIMED`` made a test of ``netstack.sites._spender``.
+
+    ``TIMED`` is a module global that :func:`netstack.sites.activate` rebinds in every
+    charging module; compiled code reads a module global from the module's dictionary,
+    a lookup by name per charge site (some thirty a UDP datagram). ``TIMED`` is
+    ``bool(_spender)`` at every moment (``activate`` appends the spender and rebinds
+    ``True`` with the first, ``deactivate`` removes it and rebinds ``False`` with the
+    last), and the list is never replaced: the copy keeps it as a ``Final`` name, a C
+    static whose length compiled code tests in a few instructions. The import of
+    ``TIMED`` stays (``_rebind`` still finds and sets it).
+    """
+    if _SITES_IMPORT not in text:
+        raise SystemExit(f"{path}: no {_SITES_IMPORT.strip()!r} to keep TIMED by")
+    head, tail = text.split(_SITES_IMPORT, 1)
+    tail = re.sub(r"\bTIMED\b", "_SPENDERS", tail)
+    return (
+        head
+        + _SITES_IMPORT.replace("TIMED, ", "TIMED, _spender, ")
+        + tail
+        + "\n_SPENDERS: Final = _spender  # TIMED is bool(_spender) (netstack.sites)\n"
+    )
 
 
 def native_hazards(text: str) -> list[str]:

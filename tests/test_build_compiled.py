@@ -11,7 +11,11 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import netstack.ipv4.udp
 import netstack.sites
+from netstack.host import Lab
+from netstack.ipv4 import ipv4_of
+from netstack.ipv4.ip_output import ip_output
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -255,3 +259,81 @@ def test_casting_none_is_a_hazard() -> None:
     script = _script()
     assert script.native_hazards('f(cast("PacketType", None))\n') == ["line 1: cast(..., None)"]
     assert script.native_hazards("x = cast(int, y)\ncast(str)\n") == []
+
+
+def test_the_data_path_reads_typed_values() -> None:
+    """A value typed ``Any`` is read by compiled code through the generic attribute
+    lookup, and every ``int`` it gives is boxed: the socket of ``udp_sendmsg`` and the
+    routes and devices of the UDP, forwarding and output paths are typed (the native
+    ``Sock``, ``Rtable`` and ``NetDevice``), as the struct reads are (ints)."""
+    functions = {
+        "netstack/ipv4/udp.py": ("udp_sendmsg", "_udp_route", "udp_rcv"),
+        "netstack/ipv4/ip_output.py": ("ip_output", "ip_finish_output", "ip_finish_output2"),
+        "netstack/ipv4/ip_input.py": ("ip_rcv", "ip_rcv_finish", "ip_forward"),
+    }
+    for path, names in functions.items():
+        tree = ast.parse((ROOT / path).read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in names:
+                annotations = [arg.annotation for arg in node.args.args]
+                annotations += [
+                    n.annotation for n in ast.walk(node) if isinstance(n, ast.AnnAssign)
+                ]
+                for annotation in annotations:
+                    assert annotation is not None and "Any" not in ast.unparse(annotation), (
+                        path,
+                        node.name,
+                        ast.unparse(annotation) if annotation is not None else None,
+                    )
+        for node in tree.body:  # the struct reads these functions make
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.target.id in ("_IPV4_HDR_FIELDS", "_ADDRS_UDP_HDR", "_SADDR_SPORT"):
+                    assert "tuple[int" in ast.unparse(node.annotation), node.target.id
+
+
+async def test_dst_output_calls_ip_output_directly_in_the_copy(lab: Lab) -> None:
+    """The copy's udp_sendmsg and ip_forward call ip_output directly when the route's
+    output is the namespace's ``dst_output`` (dst_output()'s INDIRECT_CALL_INET), which
+    is ip_output bound to the namespace."""
+    script = _script()
+    for path in ("netstack/ipv4/udp.py", "netstack/ipv4/ip_input.py"):
+        text = script.patched(path, (ROOT / path).read_text())
+        assert "ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)" in text
+        assert "from netstack.ipv4.ip_output import ip_output\n" in text
+    ipv4 = ipv4_of(lab.add_host("h").net)
+    assert ipv4.dst_output.__func__ is ip_output
+
+
+def test_timed_reads_the_spenders_list_in_the_copy() -> None:
+    """The copy of a data-path module tests ``netstack.sites._spender`` (a ``Final``
+    alias: a C static) where the source reads the rebindable ``TIMED`` (a lookup in
+    the module's dictionary per charge site); the two agree at every moment."""
+    script = _script()
+    for path in script.TIMED_FROM_SPENDERS:
+        assert path in script.MODULES, path
+        text = script.patched(path, (ROOT / path).read_text())
+        lines = text.splitlines()
+        imports = [line for line in lines if line.startswith("from netstack.sites import")]
+        assert imports == ["from netstack.sites import TIMED, _spender, kernel, spend"], path
+        assert [line for line in lines if "TIMED" in line and line not in imports] == [
+            "_SPENDERS: Final = _spender  # TIMED is bool(_spender) (netstack.sites)"
+        ], path
+        assert "from typing import" in text and "Final" in text, path
+        ast.parse(text)
+
+    def spender(site: str, nbytes: int) -> None:
+        pass
+
+    sites = netstack.sites
+
+    def state() -> tuple[object, object, bool]:
+        """TIMED as the sites module and the UDP module see it, and the list."""
+        return vars(sites)["TIMED"], vars(netstack.ipv4.udp)["TIMED"], bool(sites._spender)
+
+    assert state() == (False, False, False)
+    sites.activate(spender)
+    try:
+        assert state() == (True, True, True)
+    finally:
+        sites.deactivate(spender)
+    assert state() == (False, False, False)

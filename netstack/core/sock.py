@@ -83,7 +83,7 @@ class Sock:
     Protocols override the operations they support; the defaults fail with
     the errno the kernel's ``sock_no_*`` helpers give.
 
-    Slotted: a socket has 43 fields, past CPython's 30-key limit for shared
+    Slotted: a socket has 46 fields, past CPython's 30-key limit for shared
     instance dictionaries, so a dictionary was 1.5 KB a socket (each host's
     ``ping`` makes one). A subclass that declares no ``__slots__`` keeps a
     ``__dict__`` for its own fields and anything set on it later.
@@ -111,6 +111,7 @@ class Sock:
         "mc_list",
         "mc_ttl",
         "net",
+        "no_check_tx",
         "pmtudisc",
         "protocol",
         "receive_queue",
@@ -158,6 +159,7 @@ class Sock:
         self.sk_broadcast = False
         self.sk_userlocks = 0
         self.sk_shutdown = 0
+        self.no_check_tx = False  # sk_no_check_tx (SO_NO_CHECK; UDP_NO_CHECK6_TX here too)
         self.dead = False
         self.receive_queue: collections.deque[SkBuff] = collections.deque()
         self.error_queue: list[Any] = []  # rarely used: a list, not a 600-byte deque

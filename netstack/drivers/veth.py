@@ -24,6 +24,7 @@ Kernel: drivers/net/veth.c.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Final
 
 from netstack.core import napi as _napi
@@ -89,7 +90,9 @@ __all__ = ["VETH_FEATURES", "VETH_RING_SIZE", "VethOps", "VethPriv", "veth_newli
 
 VETH_RING_SIZE: Final = 256
 # an Ethernet header's destination address and type, read at once (no slice, no shifts)
-_ETH_DEST_PROTO: Final = struct.Struct("!6s6xH").unpack_from
+_ETH_DEST_PROTO: Final[Callable[[bytearray, int], tuple[bytes, int]]] = struct.Struct(
+    "!6s6xH"
+).unpack_from
 VETH_FEATURES: Final = (
     NETIF_F_SG
     | NETIF_F_FRAGLIST

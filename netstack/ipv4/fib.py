@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.devinet import InIfaddr
     from netstack.ipv4.netns import Ipv4
+    from netstack.ipv4.route import Rtable
 
 __all__ = ["Fib", "FibAlias", "FibInfo", "FibNh", "FibResult", "FibTable", "RouteConfig"]
 
@@ -139,7 +140,7 @@ class FibNhException:
         self.expires = 0
         self.genid = 0
         self.stamp = 0  # fnhe_stamp: jiffies of the last update (fnhe_oldest)
-        self.rth: Any = None
+        self.rth: Rtable | None = None
 
 
 class FibNh:
@@ -173,8 +174,8 @@ class FibNh:
         self.weight = 1
         # cached output rtables, one per CPU (nhc_pcpu_rth_output): CPUs sending
         # to the same nexthop do not share one dst refcount
-        self.rth_output: dict[int, Any] = {}
-        self.rth_input: Any = None  # cached input rtable (nhc_rth_input)
+        self.rth_output: dict[int, Rtable] = {}
+        self.rth_input: Rtable | None = None  # cached input rtable (nhc_rth_input)
         self.exceptions: dict[int, FibNhException] = {}
         self.fnhe_hash: dict[int, list[FibNhException]] = {}
 

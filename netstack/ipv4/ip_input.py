@@ -21,7 +21,8 @@ Kernel: net/ipv4/ip_input.c, net/ipv4/ip_forward.c, net/ipv4/ip_options.c.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from netstack.core.skbuff import (
     CHECKSUM_COMPLETE,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
     from netstack.ipv4.netns import Ipv4
+    from netstack.ipv4.route import Rtable
 
 __all__ = ["ip_forward", "ip_local_deliver", "ip_rcv"]
 
@@ -67,9 +69,14 @@ _II: Final = struct.Struct("!II")
 # ip_fast_csum()'s read of a header with options (netstack.wire.checksum): int.from_bytes
 # bound once
 _from_bytes: Final = int.from_bytes
+# the send-buffer destructor, a constant (compiled code reads it without a lookup by name)
+_SOCK_WFREE: Final = sock_wfree
 # a 20-byte header's fields (version+IHL, TOS, total length, ID+fragment word,
-# TTL+protocol+checksum word, source, destination) in one read
-_IPV4_HDR_FIELDS: Final = struct.Struct("!BBHIIII").unpack_from
+# TTL+protocol+checksum word, source, destination) in one read: seven ints (typed so,
+# compiled code adds and compares them as ints)
+_IPV4_HDR_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int, int]]] = (
+    struct.Struct("!BBHIIII").unpack_from
+)
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
 # per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
@@ -186,7 +193,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         # skb_orphan() (a static inline of include/linux/skbuff.h), inline: a sender's
         # socket on this machine (veth) is uncharged here
         destructor = skb.destructor
-        if destructor is sock_wfree:
+        if destructor is _SOCK_WFREE:
             # a sender's datagram: sock_wfree() written out, as netstack.core.sock has it
             # (a frame less a datagram; keep the two in step)
             skb.destructor = None
@@ -228,7 +235,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             return
     if vi != 0x45 and not ip_rcv_options(ipv4, skb, dev, ihl):
         return
-    rt: Any = skb.dst
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # routed above: an IPv4 route
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
         ipext.InMcastPkts += 1
@@ -290,7 +297,7 @@ def ip_rcv_finish(ipv4: Ipv4, skb: SkBuff, dev: NetDevice) -> None:
     if buf[nh] != 0x45:  # options (ip_rcv_core has checked version 4)
         if not ip_rcv_options(ipv4, skb, dev, (buf[nh] & 0xF) * 4):
             return
-    rt: Any = skb.dst
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # routed above: an IPv4 route
     rtype = rt.rt_type
     if rtype == RTN_MULTICAST:
         ipv4.ipext.InMcastPkts += 1
@@ -413,8 +420,8 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         ipv4.icmp_send(skb, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0)
         kfree_skb(skb, DropReason.IP_INHDR)
         return 0
-    rt: Any = skb.dst
-    out = rt.dev
+    rt: Rtable = skb.dst  # type: ignore[assignment]  # an IPv4 input route
+    out: NetDevice = rt.dev  # type: ignore[assignment]  # a route has a device
     # ip_dst_mtu_maybe_forward(dst, true): the device's MTU unless the route
     # carries a PMTU, an "mtu" metric or a lock
     if rt.rt_pmtu or rt.metric_mtu or rt.rt_mtu_locked or rt.metric_mtu_locked:

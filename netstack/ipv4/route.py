@@ -85,6 +85,7 @@ from netstack.wire.rtnetlink import (
 
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
+    from netstack.core.sock import Sock
     from netstack.ipv4.netns import Ipv4
 
 _I: Final = struct.Struct("!I")
@@ -519,7 +520,7 @@ def __mkroute_output(
 
 
 def ip_route_sock_flow(
-    ipv4: Ipv4, sk: Any, daddr: int, dport: int, proto: int
+    ipv4: Ipv4, sk: Sock, daddr: int, dport: int, proto: int
 ) -> tuple[Rtable, Flowi4]:
     """Route a socket's flow to *daddr*:*dport*; a failure raises as the socket call does.
 

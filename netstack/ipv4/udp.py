@@ -144,16 +144,26 @@ _SIN: Final = struct.Struct("=HH4s8x")  # struct sockaddr_in (family host order)
 # Module-level names for imported objects whose methods the data path calls: CPython
 # 3.11 compiles ``imported_name.method(...)`` as an attribute load that builds a bound
 # method on every call (it takes an imported name for a module); a name assigned here
-# gets the specialised method call.
+# gets the specialised method call. The struct methods a datagram calls are bound here
+# once (compiled code then calls them without looking the method up by name), the
+# reads typed with what their formats give.
 _UDP_HDR: Final = UDP_HDR
+_UDP_HDR_PACK: Final = UDP_HDR.pack_into
 # saddr, daddr and the UDP header, read at offset 12 of a 20-byte IPv4 header
-_ADDRS_UDP_HDR: Final = struct.Struct("!IIHHHH")
-_SADDR_SPORT: Final = struct.Struct("!I4xH")  # saddr and the UDP source port, the same way
+_ADDRS_UDP_HDR: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int]]] = (
+    struct.Struct("!IIHHHH").unpack_from
+)
+# saddr and the UDP source port, the same way
+_SADDR_SPORT: Final[Callable[[bytearray, int], tuple[int, int]]] = struct.Struct(
+    "!I4xH"
+).unpack_from
 _TRUESIZE_MEMO: Final = TRUESIZE_OF_BUFLEN
+# the send-buffer destructor, a constant (compiled code reads it without a lookup by name)
+_SOCK_WFREE: Final = sock_wfree
 # RTCF_BROADCAST | RTCF_MULTICAST, or'ed once (a | of two globals is not folded)
 _RTCF_BROADCAST_MULTICAST: Final = RTCF_BROADCAST | RTCF_MULTICAST
 _bytes_join: Final = b"".join
-_IPV4_HDR: Final = IPV4_HDR
+_IPV4_HDR_PACK: Final = IPV4_HDR.pack_into
 # zeroed headroom and headers a datagram's payload is appended to (as ip_output.py's)
 _ZERO_HEAD_LEN: Final = 256
 _ZERO_HEAD: Final = bytearray(_ZERO_HEAD_LEN)
@@ -168,7 +178,6 @@ class UdpSock(Sock):
     ) -> None:
         super().__init__(ipv4.net, 2, sock_type, protocol)
         self.ipv4 = ipv4
-        self.no_check_tx = False
         # udp_tunnel_sock_cfg (setup_udp_tunnel_sock): a kernel socket that
         # decapsulates (VXLAN) takes its datagrams here instead of queueing them
         self.encap_type = 0
@@ -286,7 +295,7 @@ class UdpSock(Sock):
             th = skb.transport_header
             nh = skb.network_header
             if th == nh + 20:  # no IP options: the source address and port in one read
-                saddr, sport = _SADDR_SPORT.unpack_from(buf, nh + 12)
+                saddr, sport = _SADDR_SPORT(buf, nh + 12)
             else:
                 (saddr,) = _I.unpack_from(buf, nh + 12)
                 sport = (buf[th] << 8) | buf[th + 1]
@@ -310,7 +319,7 @@ class UdpSock(Sock):
 
 
 @kernel("net/ipv4/datagram.c", "__ip4_datagram_connect")
-def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
+def ip4_datagram_connect(ipv4: Ipv4, sk: Sock, addr: int, port: int) -> None:
     """Route to the peer and remember it; also IPv4's half of an AF_INET6
     socket connecting to ``::ffff:a.b.c.d`` (dual stack).
 
@@ -335,14 +344,15 @@ def ip4_datagram_connect(ipv4: Ipv4, sk: Any, addr: int, port: int) -> None:
 
 
 def _udp_route(
-    ipv4: Ipv4, sk: Any, daddr: int, dport: int, connected: bool
+    ipv4: Ipv4, sk: Sock, daddr: int, dport: int, connected: bool
 ) -> tuple[Rtable, Flowi4]:
     """The route of a datagram (the connected socket's cached one if still valid)."""
     if connected:
-        rt = sk.dst_cache
+        rt: Rtable | None = sk.dst_cache
         if rt is not None and rt.valid():
             fl4 = Flowi4(daddr, sk.inet_saddr)
-            return rt.hold(), fl4
+            rt.hold()
+            return rt, fl4
     rt2, fl4 = ip_route_sock_flow(ipv4, sk, daddr, dport, IPPROTO_UDP)
     if rt2.rt_flags & RTCF_BROADCAST and not sk.sk_broadcast:
         rt2.release()
@@ -370,7 +380,7 @@ def _udp_route(
 )
 def udp_sendmsg(
     ipv4: Ipv4,
-    sk: Any,
+    sk: Sock,
     data: bytes | bytearray | memoryview,
     dest: tuple[int, int] | None,
     flags: int,
@@ -395,20 +405,13 @@ def udp_sendmsg(
     length = len(data)
     if length > UDP_MAX_PAYLOAD:
         raise sock_oserror(EMSGSIZE)
-    if dest is not None:
-        daddr, dport = dest
-        if not dport:
-            raise sock_oserror(EINVAL)
-        if not sk.inet_num:
-            ipv4.udp_table.get_port(sk, 0)
-        rt, fl4 = _udp_route(ipv4, sk, daddr, dport, False)
-        saddr = fl4.saddr
-    else:
+    if dest is None:
         if sk.state != TCP_ESTABLISHED:
             raise sock_oserror(EDESTADDRREQ)
         daddr = sk.inet_daddr
         dport = sk.inet_dport
-        rt = sk.dst_cache  # sk_dst_check()
+        # sk_dst_check(): a connected socket's cached route is an IPv4 one here
+        rt: Rtable | None = sk.dst_cache
         if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
             rt.refcnt += 1  # dst_hold()
             rt.holds += 1
@@ -418,6 +421,14 @@ def udp_sendmsg(
         else:
             rt, _ = _udp_route(ipv4, sk, daddr, dport, True)
         saddr = sk.inet_saddr
+    else:
+        daddr, dport = dest
+        if not dport:
+            raise sock_oserror(EINVAL)
+        if not sk.inet_num:
+            ipv4.udp_table.get_port(sk, 0)
+        rt, fl4 = _udp_route(ipv4, sk, daddr, dport, False)
+        saddr = fl4.saddr
     if flags and flags & MSG_PROBE:  # (no bit operation for no flags)
         if flags & MSG_CONFIRM and rt.dev is not None:
             n = ipv4.arp_tbl.lookup(rt.nexthop(daddr), rt.dev)
@@ -503,24 +514,24 @@ def udp_sendmsg(
     size = _TRUESIZE_MEMO.get(len(buf)) or skb.truesize
     skb.wmem_charge = size
     sk.sk_wmem_alloc += size
-    skb.destructor = sock_wfree
+    skb.destructor = _SOCK_WFREE
     sport = sk.inet_num
     if sk.no_check_tx:
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, 0)
     elif fits and dev is not None and dev.features & 0xA:  # NETIF_F_HW_CSUM | NETIF_F_IP_CSUM
         # udp4_hwcsum(): the field holds the pseudo-header sum; the device finishes it.
         # csum_tcpudp_nofold() folded at once: 2**16 ≡ 1 (mod 0xFFFF), so the
         # addresses add whole and one % reduces (a non-zero multiple of 0xFFFF folds
         # to 0xFFFF); a third of the instructions of shifting and masking halves
         s = (saddr + daddr + 17 + total) % 0xFFFF or 0xFFFF  # 17: IPPROTO_UDP
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, s)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, s)
         skb.ip_summed = CHECKSUM_PARTIAL
         skb.csum_start = th
         skb.csum_offset = 6
     else:
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, 0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, 0)
         c = csum_tcpudp_magic(saddr, daddr, total, IPPROTO_UDP, csum_partial(buf, th, th + total))
-        _UDP_HDR.pack_into(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
+        _UDP_HDR_PACK(buf, th, sport, dport, total, c or CSUM_MANGLED_0)
     if flags and flags & MSG_CONFIRM:
         skb.dst_pending_confirm = True
         sk.dst_pending_confirm = True
@@ -533,7 +544,7 @@ def udp_sendmsg(
         spend("ip_local_out")
         spend("ip_fast_csum")
     s = (0x4500 + tos + tot_len + ident + df + ttl * 256 + IPPROTO_UDP + saddr + daddr) % 0xFFFF
-    _IPV4_HDR.pack_into(
+    _IPV4_HDR_PACK(
         buf,
         hh_len,
         0x45,
@@ -561,7 +572,7 @@ def udp_sendmsg(
 
 
 @kernel("ip_local_error")
-def _udp_local_error(sk: Any, err: int, daddr: int, dport: int, info: int) -> None:
+def _udp_local_error(sk: Sock, err: int, daddr: int, dport: int, info: int) -> None:
     """Queue a locally detected error for IP_RECVERR. Kernel: ip_local_error()."""
     if not sk.recverr:
         return
@@ -641,7 +652,7 @@ class UdpTable:
         return False
 
     @kernel("udp_lib_get_port")
-    def get_port(self, sk: UdpSock, port: int) -> None:
+    def get_port(self, sk: Sock, port: int) -> None:
         """Bind *sk* to *port*, or to a free ephemeral port if 0. Kernel: udp_lib_get_port()."""
         if port:
             if self._conflicts(sk, port):
@@ -808,7 +819,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         return 0
     nh = skb.network_header
     if th == nh + 20:  # no IP options: the addresses and the UDP header in one read
-        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR.unpack_from(buf, nh + 12)
+        saddr, daddr, sport, dport, ulen, check = _ADDRS_UDP_HDR(buf, nh + 12)
     else:
         sport, dport, ulen, check = _UDP_HDR.unpack_from(buf, th)
         saddr, daddr = _II.unpack_from(buf, nh + 12)
@@ -831,7 +842,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
         skb.ip_summed = CHECKSUM_UNNECESSARY
     dev = skb.dev
     dif = dev.ifindex if dev is not None else 0
-    rt: Any = skb.dst
+    rt: Rtable | None = skb.dst  # type: ignore[assignment]  # an IPv4 datagram's route
     # (a local route, the common case, never has RTCF_BROADCAST or RTCF_MULTICAST: its
     # type is tested first, a comparison where the mask of rt_flags, with RTCF_LOCAL
     # above 2**30, is CPython's slow bit operation)
@@ -850,7 +861,7 @@ def udp_rcv(ipv4: Ipv4, skb: SkBuff) -> int:
     # to the port
     if TIMED:
         spend("__udp4_lib_lookup")
-    found: Any = None
+    found: Sock | None = None
     lst = ipv4.udp_table.ports.get(dport)
     if lst:
         best_score = -1
