@@ -28,7 +28,7 @@ than in the shuffled order). ``--shuffled`` opens it as ``open_lab()`` does by
 default. It is also opened with ``chain_polls=True``: a NAPI task polls the
 instances its poll scheduled (the next host's veth) as ``net_rx_action`` walks
 its poll list, instead of waking each one's task (``netstack/core/napi.py``,
-"Chained polls"; the same packets, about five task steps a ping fewer);
+"Chained polls"; the same pings, about five task steps a ping fewer);
 ``--unchained`` opens it without.
 
     python benchmarks/lab_scale.py [--hosts N] [--per-leaf K] [--spines S] [--cross]

@@ -34,7 +34,8 @@ default every instance here is its own Trio task, woken by
 steps, each a pass through Trio's run loop. With chained polls the first
 instance scheduled wakes its own task, the *runner*, and every instance
 scheduled until that task has emptied the list is put on one list
-(:data:`RX_CHAIN`, the ``poll_list``) instead of waking its task; the runner
+(the lab's :class:`RxChain`, ``net.rx_chain`` of each of its hosts: the
+``poll_list``) instead of waking its task; the runner
 polls itself and then the list in the order the instances were scheduled,
 those scheduled meanwhile included, and yields after every
 ``net.core.netdev_budget`` packets (its host's), as ksoftirqd would, before it
@@ -42,9 +43,12 @@ goes on. An instance still scheduled after its poll (a full poll, or one cut
 short after TCP data) is woken to its own task, which polls it again after a
 yield, as it does unchained. Every host's poll is its own NAPI's, on its own
 CPU; the hosts are separate machines on one virtual instant, so this changes
-the order in which an instant's packets are handled, not what is sent or
-counted (``tests/core/test_lab_scale.py`` compares a lab's pings both ways);
-the flooded ARP requests a host hears at an instant are still one poll.
+the order in which an instant's packets are handled: a lab's pings, ARPs and
+floods are the same (``tests/core/test_lab_scale.py`` compares them both
+ways), while TCP's segment and ACK pattern depends on that order, as it does
+on ``shuffle``; the flooded ARP requests a host hears at an instant are still
+one poll. The list is the lab's (``net.rx_chain`` of its hosts): another
+lab's instances keep their own tasks.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
@@ -77,22 +81,19 @@ data_ready_count = 0
 class RxChain:
     """The NAPI instances scheduled while a runner is woken or polls (the module
     doc's "Chained polls"; kernel: ``softnet_data.poll_list`` as ``net_rx_action``
-    walks it)."""
+    walks it). One per lab opened with ``chain_polls=True``, as its hosts'
+    ``net.rx_chain``: another lab's instances never join it."""
 
-    __slots__ = ("labs", "pending", "runner")
+    __slots__ = ("pending", "runner")
 
     def __init__(self) -> None:
-        self.labs = 0  # open labs that chain polls: instances chain while it is > 0
         self.runner: Napi | None = None  # woken to poll the list: schedule() appends
         self.pending: deque[Napi] = deque()
 
     def reset(self) -> None:
-        """The last chaining lab closed: nothing chains (its instances are dead)."""
+        """The lab closed: nothing is left to poll (its instances are dead)."""
         self.runner = None
         self.pending.clear()
-
-
-RX_CHAIN: Final = RxChain()
 
 
 @attrs.frozen
@@ -161,13 +162,12 @@ class Napi:
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
-            chain = RX_CHAIN
-            if chain.labs:  # chained polls (module doc)
+            chain = self.net.rx_chain
+            if chain is not None:  # chained polls (module doc; never in timed mode)
                 if chain.runner is not None:
                     chain.pending.append(self)  # the runner polls it
                     return
-                if self.net.cpus.model is None:
-                    chain.runner = self  # this task polls what is scheduled meanwhile
+                chain.runner = self  # this task polls what is scheduled meanwhile
             task = self._waiting  # _wake(), inline: a frame less a schedule
             if task is not None:
                 self._waiting = None
@@ -219,10 +219,10 @@ class Napi:
 
     async def run(self) -> None:
         """The NAPI task: park until scheduled, poll, yield between full polls."""
-        chain = RX_CHAIN
+        chain = self.net.rx_chain  # set before the lab starts its hosts' tasks
         try:
             while not self.dead:
-                if chain.runner is self:  # chained polls (module doc)
+                if chain is not None and chain.runner is self:  # chained polls (module doc)
                     while self._net_rx_action(chain):
                         await trio.lowlevel.checkpoint()  # the budget spent: ksoftirqd
                     if self.scheduled:  # a full poll: let other tasks run first
@@ -245,16 +245,15 @@ class Napi:
                 elif self.scheduled:  # a full poll: let other tasks run first
                     await trio.lowlevel.checkpoint()
         finally:
-            if chain.runner is self:  # killed or cancelled before it emptied the list
+            if chain is not None and chain.runner is self:  # killed or cancelled first
                 chain.runner = None
                 pending = chain.pending
                 while pending:  # the first live instance's task takes the list over
-                    napi = pending[0]
+                    napi = pending.popleft()  # (it polls itself first: off the list)
                     if not napi.dead and napi.scheduled:
                         chain.runner = napi
                         napi._wake()
                         break
-                    pending.popleft()
 
     @kernel("net/core/dev.c", "net_rx_action")
     def _net_rx_action(self, chain: RxChain) -> bool:
@@ -271,10 +270,6 @@ class Napi:
                 return True
             napi = pending.popleft()
             if napi.dead or not napi.scheduled:  # netif_napi_del() meanwhile
-                continue
-            model = napi.net.cpus.model
-            if model is not None and model.running:  # a timed host: its own task polls
-                napi._wake()
                 continue
             budget -= napi.poll_once()
             if napi.scheduled and napi is not self:

@@ -44,7 +44,7 @@ from netstack.errors import ConfigError
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
-    from netstack.core.napi import GroEngine, Napi
+    from netstack.core.napi import GroEngine, Napi, RxChain
     from netstack.core.netdevice import NetDevice
     from netstack.core.netns import NetnsIpv4, NetnsIpv6
     from netstack.cpu.cacheline import CacheLine
@@ -186,6 +186,7 @@ class Net:
         "rmem_default",
         "rmem_max",
         "rng",
+        "rx_chain",
         "seed",
         "softnet",
         "somaxconn",
@@ -225,6 +226,9 @@ class Net:
         self.offload_base: dict[int, PacketOffload] = {}
         # the GRO engine each NAPI instance gets (installed by the gro layer: gro_init)
         self.gro_factory: Callable[[Napi], GroEngine] | None = None
+        # the poll list of a lab opened with chain_polls=True (core/napi.py, "Chained
+        # polls"), shared by its hosts; None: every NAPI instance wakes its own task
+        self.rx_chain: RxChain | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
         self.notifier_ext_mtu = 0  # netdev_notifier_info_ext.ext.mtu of a NETDEV_CHANGEMTU
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}

@@ -77,7 +77,8 @@ hop's veth, on another host), in the order they were scheduled, as the
 kernel's ``net_rx_action`` walks its poll list (``netstack/core/napi.py``,
 "Chained polls"), rather than waking each one's task for a later step: a ping
 through a bridge crosses eight veths in one or two task steps instead of eight.
-The same packets are sent and counted, in another order at an instant.
+The same pings, ARPs and floods, in another order at an instant (TCP's
+segment and ACK pattern depends on that order, as it does on the shuffle).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ import trio
 import trio.testing
 
 from netstack.core.dev import dev_open
-from netstack.core.napi import RX_CHAIN
+from netstack.core.napi import RxChain
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
 from netstack.cpu.timed import TimedModel, trio_deterministic
@@ -146,8 +147,8 @@ class Lab:
         else:
             seed_trio_scheduler(seed, shuffle=shuffle)
         self.chain_polls = chain_polls
-        if chain_polls:
-            RX_CHAIN.labs += 1  # open_lab() takes it back when the lab closes
+        #: the hosts' shared poll list (core/napi.py, "Chained polls"), or None
+        self.rx_chain = RxChain() if chain_polls else None
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
@@ -241,6 +242,7 @@ class Lab:
             debug_skb=self.debug_skb,
             timed=self.timed,
         )
+        host.net.rx_chain = self.rx_chain  # before its tasks start (attach)
         host.net.attach(self._nursery)
         self.hosts[name] = host
         for key, value in (sysctls or {}).items():
@@ -633,9 +635,10 @@ async def open_lab(
         chain_polls: a NAPI task polls the instances scheduled while it polls
             (other hosts' veths included), as ``net_rx_action`` walks its poll
             list, instead of waking their tasks (module docstring, "Scheduling";
-            ``netstack/core/napi.py``, "Chained polls"): the same packets in
-            another order at an instant, several times fewer Trio task steps.
-            Functional mode only.
+            ``netstack/core/napi.py``, "Chained polls"): the same pings in
+            another order at an instant (TCP's pattern of segments and ACKs
+            may differ, as with *shuffle*), several times fewer Trio task
+            steps. The lab's hosts only. Functional mode only.
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.
@@ -654,10 +657,8 @@ async def open_lab(
                 try:
                     yield lab
                 finally:
-                    if lab.chain_polls:
-                        RX_CHAIN.labs -= 1
-                        if not RX_CHAIN.labs:
-                            RX_CHAIN.reset()
+                    if lab.rx_chain is not None:
+                        lab.rx_chain.reset()
                     for host in lab.hosts.values():
                         for cap in host.captures:
                             cap.stop()

@@ -3,6 +3,7 @@ collector paused while a lab is built (issue 18)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import shlex
 from typing import Any
@@ -465,9 +466,14 @@ class _NapiSteps(trio.abc.Instrument):
         self.steps += "/napi/" in task.name
 
 
-async def _switched_pings(chain: bool) -> tuple[int, int]:
-    """Eight hosts on a switch ping a neighbour each: (replies, NAPI task steps)."""
-    async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+async def _switched_pings(chain: bool, *, beside: bool = False) -> tuple[int, int]:
+    """Eight hosts on a switch ping a neighbour each: (replies, NAPI task steps);
+    *beside*: with an idle chaining lab open meanwhile."""
+    async with contextlib.AsyncExitStack() as stack:
+        if beside:
+            idle = await stack.enter_async_context(netstack.open_lab(chain_polls=True))
+            idle.add_host("idle", sysctls=IPV4_ONLY)
+        lab = await stack.enter_async_context(netstack.open_lab(shuffle=False, chain_polls=chain))
         lab.add_switch("s1", sysctls=IPV4_ONLY)
         hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(8)]
         for i, h in enumerate(hosts):
@@ -492,8 +498,6 @@ async def _switched_pings(chain: bool) -> tuple[int, int]:
 async def test_chained_polls_take_fewer_napi_task_steps(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    from netstack.core.napi import RX_CHAIN
-
     replies, steps = await _switched_pings(False)
     chained_replies, chained_steps = await _switched_pings(True)
     assert replies == chained_replies == 8
@@ -502,8 +506,25 @@ async def test_chained_polls_take_fewer_napi_task_steps(
     # chained, a hop is polled in the step that forwarded to it
     assert steps >= 8 * 6
     assert chained_steps <= steps // 4
-    assert RX_CHAIN.labs == 0 and RX_CHAIN.runner is None and not RX_CHAIN.pending
+    # the chain is the lab's: a lab that did not ask for it keeps a task step per
+    # poll while a chaining lab is open beside it (one process-wide list chained both)
+    assert await _switched_pings(False, beside=True) == (replies, steps)
     with pytest.raises(ValueError, match="chain_polls"):
         async with netstack.open_lab(timed=TimedModel(), chain_polls=True):
             pass
-    assert RX_CHAIN.labs == 0
+
+
+async def test_a_chaining_lab_s_hosts_share_its_poll_list_until_it_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with netstack.open_lab(chain_polls=True) as lab, netstack.open_lab() as other:
+        a, b = lab.add_host("a"), lab.add_host("b")
+        assert lab.rx_chain is not None
+        assert a.net.rx_chain is b.net.rx_chain is lab.rx_chain
+        assert other.add_host("c").net.rx_chain is None and other.rx_chain is None
+        lab.add_link("a:eth0", "b:eth0")
+        a.ip("addr add 10.0.0.1/24 dev eth0")
+        b.ip("addr add 10.0.0.2/24 dev eth0")
+        assert (await a.ping("10.0.0.2", count=1, timeout=5)).received == 1
+        chain = lab.rx_chain
+    assert chain.runner is None and not chain.pending
