@@ -11,11 +11,15 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import trio
+import trio.testing
+
 import netstack.ipv4.udp
 import netstack.sites
 from netstack.host import Lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.ip_output import ip_output
+from netstack.testing.builders import open_test_lab, routed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -321,19 +325,37 @@ def test_timed_reads_the_spenders_list_in_the_copy() -> None:
         assert "from typing import" in text and "Final" in text, path
         ast.parse(text)
 
+
+async def test_every_rewritten_module_charges_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """What the rewrite must keep, run on whichever package imports (the pure one,
+    or the build under ``scripts/check --compiled``): a datagram routed through a
+    router charges a site in every module of ``TIMED_FROM_SPENDERS`` on its path
+    while a spender is active (timed mode switched on after import, as the
+    experiments do), and none once it is gone."""
+    charged: list[str] = []
+
     def spender(site: str, nbytes: int) -> None:
-        pass
+        charged.append(site)
 
-    sites = netstack.sites
-
-    def state() -> tuple[object, object, bool]:
-        """TIMED as the sites module and the UDP module see it, and the list."""
-        return vars(sites)["TIMED"], vars(netstack.ipv4.udp)["TIMED"], bool(sites._spender)
-
-    assert state() == (False, False, False)
-    sites.activate(spender)
-    try:
-        assert state() == (True, True, True)
-    finally:
-        sites.deactivate(spender)
-    assert state() == (False, False, False)
+    async with open_test_lab() as lab:
+        a, _r, b = routed(lab)
+        srv = b.socket()
+        await srv.bind(("10.0.2.1", 9))
+        cli = a.socket()
+        await cli.sendto(b"x", ("10.0.2.1", 9))  # ARP resolved before the counted one
+        await srv.recvfrom(100)
+        netstack.sites.activate(spender)
+        try:
+            await cli.sendto(b"y", ("10.0.2.1", 9))
+            assert (await srv.recvfrom(100))[0] == b"y"
+        finally:
+            netstack.sites.deactivate(spender)
+        # one site of each rewritten module the datagram crosses
+        for site in ("udp_sendmsg", "ip_local_out", "ip_rcv", "ip_forward", "veth_xmit"):
+            assert site in charged, (site, charged)
+        counted = len(charged)
+        await cli.sendto(b"z", ("10.0.2.1", 9))
+        assert (await srv.recvfrom(100))[0] == b"z"
+        assert len(charged) == counted
