@@ -382,6 +382,9 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "netstack/core/snmp.py",
         "    def __init_subclass__(cls) -> None:\n"
         "        super().__init_subclass__()\n"
+        '        slots = cls.__dict__.get("__slots__", ())\n'
+        "        if slots and slots != cls.FIELDS:  # one field tuple, stated twice: keep in step\n"
+        '            raise TypeError(f"{cls.__name__}: FIELDS is not its __slots__ tuple")\n'
         "        cls._zero = attr_zeroer(cls.FIELDS)\n"
         "\n"
         "    def __init__(self) -> None:\n"

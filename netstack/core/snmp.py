@@ -68,6 +68,9 @@ class Mib:
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
+        slots = cls.__dict__.get("__slots__", ())
+        if slots and slots != cls.FIELDS:  # one field tuple, stated twice: keep in step
+            raise TypeError(f"{cls.__name__}: FIELDS is not its __slots__ tuple")
         cls._zero = attr_zeroer(cls.FIELDS)
 
     def __init__(self) -> None:

@@ -151,3 +151,11 @@ def test_an_in_device_has_no_dict() -> None:
                 setattr(in_dev, "undeclared", 1)  # noqa: B010
 
     netstack.run(main)
+
+
+def test_a_mib_whose_fields_are_not_its_slots_is_refused() -> None:
+    with pytest.raises(TypeError, match="FIELDS is not its __slots__ tuple"):
+
+        class Forgot(Mib):  # FIELDS left at the parent's ()
+            __slots__ = ("InThings",)
+            InThings: int
