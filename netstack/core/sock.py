@@ -159,7 +159,8 @@ class Sock:
         self.sk_broadcast = False
         self.sk_userlocks = 0
         self.sk_shutdown = 0
-        self.no_check_tx = False  # sk_no_check_tx (SO_NO_CHECK; UDP_NO_CHECK6_TX here too)
+        # sk_no_check_tx: SO_NO_CHECK and UDP_NO_CHECK6_TX set it (neither is implemented)
+        self.no_check_tx = False
         self.dead = False
         self.receive_queue: collections.deque[SkBuff] = collections.deque()
         self.error_queue: list[Any] = []  # rarely used: a list, not a 600-byte deque

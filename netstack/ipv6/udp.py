@@ -138,7 +138,6 @@ class Udp6Sock(Inet6Sock):
         self, ipv6: Ipv6, sock_type: int = SOCK_DGRAM, protocol: int = IPPROTO_UDP
     ) -> None:
         super().__init__(ipv6, sock_type, protocol)
-        self.no_check_tx = False  # UDP_NO_CHECK6_TX (read by udp_sendmsg for mapped peers)
 
     @property
     def ipv4(self) -> NetnsIpv4 | None:

@@ -767,10 +767,13 @@ def tcp_event_ack_sent(sk: TcpSock, pkts: int, rcv_nxt: int) -> None:
     sk.delack_timer.delete()
 
 
-@kernel("tcp_event_data_sent", "include/net/tcp.h", "tcp_packets_in_flight")
+@kernel(
+    "net/ipv4/tcp_output.c", "tcp_event_data_sent", "include/net/tcp.h", "tcp_packets_in_flight"
+)
 def tcp_event_data_sent(sk: TcpSock) -> None:
-    """Congestion state after sending data. Kernel: tcp_event_data_sent();
-    include/net/tcp.h, tcp_packets_in_flight() (written out: once per segment sent).
+    """Congestion state after sending data. Kernel: net/ipv4/tcp_output.c,
+    tcp_event_data_sent(); include/net/tcp.h, tcp_packets_in_flight() (written out:
+    once per segment sent).
     """
     now = sk.net.clock.jiffies
     # tcp_packets_in_flight(), written out (keep in step with helpers.tcp_packets_in_flight)
