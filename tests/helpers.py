@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
 
 import dpkt
 import pytest
@@ -279,3 +282,13 @@ async def receiver_behind_a_port(lab: netstack.Lab) -> tuple[netstack.Host, nets
     sock = b.socket()
     await sock.bind(("0.0.0.0", 9000))
     return b, port, sock
+
+
+def build_script() -> ModuleType:
+    """``scripts/build_compiled.py`` (the mypyc build's module list and rewrites), loaded."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "build_compiled.py"
+    spec = importlib.util.spec_from_file_location("build_compiled", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

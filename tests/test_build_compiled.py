@@ -8,11 +8,12 @@ import ast
 import importlib
 import importlib.util
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import trio
 import trio.testing
+from helpers import build_script
 
 import netstack.ipv4.udp
 import netstack.sites
@@ -24,18 +25,8 @@ from netstack.testing.builders import open_test_lab, routed
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_compiled", ROOT / "scripts" / "build_compiled.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_modules_to_compile_exist_and_import() -> None:
-    script = _script()
+    script = build_script()
     for path in script.MODULES:
         assert (ROOT / path).is_file(), path
         importlib.import_module(script._module_name(path))
@@ -44,7 +35,7 @@ def test_the_modules_to_compile_exist_and_import() -> None:
 def test_every_patch_still_applies() -> None:
     """A rewrite whose text is gone would stop the build: each old text occurs (once,
     but for ``del skb.x``, which the device core may write out in several functions)."""
-    script = _script()
+    script = build_script()
     for path, old, new, why in script.PATCHES:
         assert path in script.MODULES and why
         count = (ROOT / path).read_text().count(old)
@@ -56,7 +47,7 @@ def test_every_patch_still_applies() -> None:
 def test_rewrite_keeps_the_markers_and_the_line_numbers() -> None:
     """The compiled copy loses its @kernel decorator lines but registers the same
     MARKERS entries, and every other line stays where it was."""
-    script = _script()
+    script = build_script()
     path = "netstack/wire/checksum.py"
     text = (ROOT / path).read_text()
     out = script.rewrite(text, "netstack.wire.checksum", set())
@@ -81,7 +72,7 @@ def test_rewrite_keeps_the_markers_and_the_line_numbers() -> None:
 
 
 def test_classes_subclassed_outside_the_build_allow_interpreted_subclasses() -> None:
-    script = _script()
+    script = build_script()
     # IPv6's Rt6Info, DstEntry's interpreted subclass, is compiled since the tenth
     # round (ipv6/route.py, for the lab's memory): left out, DstEntry is subclassed
     modules = [path for path in script.MODULES if path != "netstack/ipv6/route.py"]
@@ -99,7 +90,7 @@ def test_the_compiled_copies_use_nothing_a_native_class_refuses() -> None:
     """``x.__dict__``, ``object.__new__`` and ``del x.attr`` compile but fail when run
     (skb_clone's ``object.__new__(SkBuff)`` stopped every TCP connect in the build):
     after the rewrites, none is left in the modules to compile."""
-    script = _script()
+    script = build_script()
     for path in script.MODULES:
         text = script.patched(path, (ROOT / path).read_text())
         assert script.native_hazards(text) == [], path
@@ -115,7 +106,7 @@ def test_a_native_class_gets_its_slots_back() -> None:
     copies ``TcpSkbCb``'s fields by it): the copy sets it again after the class."""
     from netstack.tcp.sock import TcpSkbCb
 
-    script = _script()
+    script = build_script()
     out = script.rewrite((ROOT / "netstack/tcp/sock.py").read_text(), "netstack.tcp.sock", set())
     slots = {
         node.value.args[0].id: ast.literal_eval(node.value.args[2])
@@ -141,7 +132,7 @@ def test_taking_init_from_a_class_is_a_hazard() -> None:
     nothing (mypyc's ``tp_init`` does not run the compiled ``__init__``): GRO once
     reused a flushed packet's cb unzeroed that way and merged nothing in the build.
     A module to compile may not take it (``GroNode.receive`` writes the reset out)."""
-    script = _script()
+    script = build_script()
     assert script.native_hazards("init: Final = C.__init__\n") == ["line 1: C.__init__"]
     assert script.native_hazards("super().__init__(x)\nself.__init__(x)\n") == []
 
@@ -151,7 +142,7 @@ def test_the_lab_modules_are_compiled() -> None:
     flood and forward (and the ports' and bridge's state), ARP, ICMP, the ping
     socket and the NUD and timer glue interpreted in the 42-module build; they
     are compiled too."""
-    script = _script()
+    script = build_script()
     for path in (
         "netstack/bridge/br_forward.py",
         "netstack/bridge/br_input.py",
@@ -168,7 +159,7 @@ def test_br_flood_clones_natively_in_the_copy() -> None:
     """``br_flood`` writes ``skb_clone()`` out with ``object.__new__`` and the
     original's ``__dict__`` (its rare fields); in the copy it constructs each clone
     and copies every rare field of ``SkBuff`` by name, as the copy's ``clone`` does."""
-    script = _script()
+    script = build_script()
     path = "netstack/bridge/br_forward.py"
     text = script.patched(path, (ROOT / path).read_text())
     assert "SkBuff(buf, d, tail)" in text and "new_skb(SkBuff)" not in text
@@ -180,7 +171,7 @@ def test_the_compiled_ancestors_of_a_subclassed_class_allow_interpreted_subclass
     """mypyc refuses ``allow_interpreted_subclasses`` on a class whose compiled base
     lacks it ("Base class HeaderOps does not allow interpreted subclasses"):
     drivers subclass the compiled ``EthHeaderOps``, so ``HeaderOps`` needs it too."""
-    script = _script()
+    script = build_script()
     modules = list(script.MODULES)
     subclassed = script.interpreted_bases(modules)
     assert "EthHeaderOps" in subclassed and "HeaderOps" not in subclassed
@@ -196,7 +187,7 @@ def test_a_class_that_needs_a_dict_stays_a_python_class() -> None:
     """A native class has no ``__dict__``: a compiled module's class with ``FirstUse``
     fields (stored into the instance's ``__dict__`` on first read) left after the
     PATCHES is listed in NON_NATIVE, and the copy makes it ``native_class=False``."""
-    script = _script()
+    script = build_script()
     for path in script.MODULES:
         text = script.patched(path, (ROOT / path).read_text())
         for node in ast.parse(text).body:
@@ -220,7 +211,7 @@ def test_netdev_queue_makes_its_lock_and_dql_on_first_use_in_the_copy() -> None:
     """NetdevQueue's FirstUse fields become properties over declared fields in the
     copy (a native class has no ``__dict__`` to store them in); the queue then
     behaves as the pure one: nothing made until read, the same object after."""
-    script = _script()
+    script = build_script()
     path = "netstack/core/netdevice.py"
     text = script.patched(path, (ROOT / path).read_text())
     assert "FirstUse(" not in text and '"__dict__"' not in text
@@ -240,7 +231,7 @@ def test_net_and_ipv4_lose_their_dict_slot_in_the_copy() -> None:
     set on them later; nothing in the package does (the not-slow suite passes with
     the slot removed, but for the tests marked ``pure_python_layout`` that replace
     ``Ipv4.ip_route_output_key`` on an instance): the native copies have none."""
-    script = _script()
+    script = build_script()
     for path, cls in (("netstack/core/net.py", "Net"), ("netstack/ipv4/netns.py", "Ipv4")):
         assert path in script.MODULES
         text = script.patched(path, (ROOT / path).read_text())
@@ -260,7 +251,7 @@ def test_casting_none_is_a_hazard() -> None:
     native T: ``parp_redo`` handed ``arp_rcv`` ``cast("PacketType", None)`` and,
     once ``core/net.py`` was compiled, every delayed proxy ARP reply raised
     ``TypeError: netstack.core.net.PacketType object expected; got None``."""
-    script = _script()
+    script = build_script()
     assert script.native_hazards('f(cast("PacketType", None))\n') == ["line 1: cast(..., None)"]
     assert script.native_hazards("x = cast(int, y)\ncast(str)\n") == []
 
@@ -299,7 +290,7 @@ async def test_dst_output_calls_ip_output_directly_in_the_copy(lab: Lab) -> None
     """The copy's udp_sendmsg and ip_forward call ip_output directly when the route's
     output is the namespace's ``dst_output`` (dst_output()'s INDIRECT_CALL_INET), which
     is ip_output bound to the namespace."""
-    script = _script()
+    script = build_script()
     for path in ("netstack/ipv4/udp.py", "netstack/ipv4/ip_input.py"):
         text = script.patched(path, (ROOT / path).read_text())
         assert "ip_output(ipv4, skb) if output is ipv4.dst_output else output(skb)" in text
@@ -312,7 +303,7 @@ def test_timed_reads_the_spenders_list_in_the_copy() -> None:
     """The copy of a data-path module tests ``netstack.sites._spender`` (a ``Final``
     alias: a C static) where the source reads the rebindable ``TIMED`` (a lookup in
     the module's dictionary per charge site); the two agree at every moment."""
-    script = _script()
+    script = build_script()
     for path in script.TIMED_FROM_SPENDERS:
         assert path in script.MODULES, path
         text = script.patched(path, (ROOT / path).read_text())

@@ -6,11 +6,10 @@ the type checker reads and the mypyc build turns into native attributes
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from helpers import build_script
 
 import netstack.ipv4.snmp  # the IPv4 MIBs (Mib.__subclasses__)
 import netstack.ipv6.snmp  # the IPv6 MIBs
@@ -111,20 +110,10 @@ def test_devconf_and_devstats_annotate_every_field() -> None:
     assert all(getattr(DevStats(), f) == 0 for f in _STAT_FIELDS)
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_compiled", ROOT / "scripts" / "build_compiled.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_build_gives_every_counter_a_native_default() -> None:
     """The copy declares each counter ``X: int = 0`` (set by the native constructor)
     in place of the pure package's generated zeroing function."""
-    script = _script()
+    script = build_script()
     patched = {
         path: script.patched(path, (ROOT / path).read_text()) for path in script.COUNTER_CLASSES
     }
