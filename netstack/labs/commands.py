@@ -139,7 +139,8 @@ def tool(main: ToolMain) -> CommandFn:
     async def run(ctx: Context, argv: list[str]) -> int:
         return await main(ctx, ctx.need_host(), argv)
 
-    run.__name__ = run.__qualname__ = getattr(main, "__module__", "tool") + ".main"
+    # (a mypyc-compiled function's __module__ is None)
+    run.__name__ = run.__qualname__ = (getattr(main, "__module__", None) or "tool") + ".main"
     return run
 
 

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from helpers import Term
 
-from netstack.labs.commands import Command, CommandTable, default_commands
+from netstack.labs.commands import Command, CommandTable, default_commands, tool
 
 
 async def test_host_prefix_and_current_host(
@@ -217,3 +217,12 @@ async def test_command_table_grows_by_one_line(
     assert await term.run("h1 hello world") == (0, "hello world")
     with pytest.raises(ValueError, match="already registered"):
         table.register(Command("hello", "again", hello))
+
+
+def test_a_tool_is_named_after_its_module_or_tool_without_one() -> None:
+    async def main(proc: object, host: object, argv: list[str]) -> int:
+        return 0
+
+    assert tool(main).__name__ == f"{__name__}.main"
+    main.__module__ = None  # type: ignore[assignment]  # as a mypyc-compiled function has
+    assert tool(main).__name__ == "tool.main"
