@@ -18,6 +18,7 @@ import netstack
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
 from netstack.core.sock import AF_INET, SOCK_STREAM
+from netstack.errors import ConfigError
 from netstack.labs.session import Session
 from netstack.socket import Socket
 from netstack.testing.builders import IPV4_ONLY, add_addr, add_route, nstat, pair, routed
@@ -292,3 +293,19 @@ def build_script() -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def ip_or_error(h: netstack.Host, command: str) -> str:
+    """``ip COMMAND`` on *h*: its output, or the error message ip would print."""
+    try:
+        return h.ip(command)
+    except ConfigError as e:
+        return str(e)
+
+
+def host_after(lab: netstack.Lab, setup: Iterable[str], name: str = "h") -> netstack.Host:
+    """A host of *lab* configured by the ``ip`` commands of *setup*."""
+    h = lab.add_host(name)
+    for command in setup:
+        h.ip(command)
+    return h

@@ -20,14 +20,13 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from helpers import match_ip_sessions_with_the_kernel
+from helpers import ip_or_error, match_ip_sessions_with_the_kernel
 
 from netstack.core import skbuff
 from netstack.core.dst import DST_OBSOLETE_FORCE_CHK, DstEntry
 from netstack.core.skbuff import SkBuff
 from netstack.core.slotcopy import slot_names
-from netstack.errors import ConfigError
-from netstack.host import Host, Lab, open_lab
+from netstack.host import Lab, open_lab
 from netstack.ipv4 import ipv4_of, route
 from netstack.ipv4.constants import RTCF_LOCAL
 from netstack.ipv4.fib import FibTable
@@ -224,13 +223,6 @@ SCENARIOS = [
 ]
 
 
-def _run(h: Host, command: str) -> str:
-    try:
-        return h.ip(command)
-    except ConfigError as e:
-        return str(e)
-
-
 @pytest.mark.parametrize(("setup", "session"), SCENARIOS)
 async def test_merged_lookup_as_the_kernel(
     autojump_clock: trio.testing.MockClock,
@@ -242,7 +234,7 @@ async def test_merged_lookup_as_the_kernel(
     for command in setup:
         h.ip(command)
     for command, expected in session:
-        assert _run(h, command) == expected, command
+        assert ip_or_error(h, command) == expected, command
 
 
 async def test_tables_share_buckets_until_a_rule(
@@ -310,7 +302,7 @@ def _netstack_outputs(setup: list[str], session: list[tuple[str, str]]) -> list[
             h = lab.add_host("h")
             for command in setup:
                 h.ip(command)
-            return [_run(h, command) for command, _ in session]
+            return [ip_or_error(h, command) for command, _ in session]
 
     return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 

@@ -16,9 +16,8 @@ import functools
 import pytest
 import trio
 import trio.testing
-from helpers import match_ip_sessions_with_the_kernel
+from helpers import ip_or_error, match_ip_sessions_with_the_kernel
 
-from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Rtable, ip_route_output, ip_rt_update_pmtu
@@ -166,27 +165,20 @@ SESSIONS = {
 }
 
 
-def _run(h: Host, command: str) -> str:
-    try:
-        return h.ip(command)
-    except ConfigError as e:
-        return str(e)
-
-
 @pytest.mark.parametrize("name", SESSIONS)
 async def test_session_as_the_kernel(
     autojump_clock: trio.testing.MockClock, lab: Lab, name: str
 ) -> None:
     h = _host(lab)
     for command, expected in SESSIONS[name]:
-        assert _run(h, command) == expected, command
+        assert ip_or_error(h, command) == expected, command
 
 
 def _netstack_outputs(session: list[tuple[str, str]]) -> list[str]:
     async def run() -> list[str]:
         async with open_lab() as lab:
             h = _host(lab)
-            return [_run(h, command) for command, _ in session]
+            return [ip_or_error(h, command) for command, _ in session]
 
     return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 

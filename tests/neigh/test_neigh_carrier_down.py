@@ -23,8 +23,8 @@ import uuid
 import pytest
 import trio
 import trio.testing
+from helpers import host_after, ip_or_error
 
-from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 
 SETUP = [
@@ -65,30 +65,16 @@ CARRIER_LOSS = [
 SESSIONS = {"carrier_loss": CARRIER_LOSS}
 
 
-def _run(h: Host, command: str) -> str:
-    try:
-        return h.ip(command)
-    except ConfigError as e:
-        return str(e)
-
-
-def _host(lab: Lab) -> Host:
-    h = lab.add_host("h")
-    for command in SETUP:
-        h.ip(command)
-    return h
-
-
 async def _session(h: Host, session: list[tuple[str, str]]) -> list[str]:
     out = []
     for command, _ in session:
-        out.append(_run(h, command))
+        out.append(ip_or_error(h, command))
         await trio.sleep(0.01)
     return out
 
 
 async def test_carrier_loss(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
-    h = _host(lab)
+    h = host_after(lab, SETUP)
     got = await _session(h, CARRIER_LOSS)
     for (command, expected), out in zip(CARRIER_LOSS, got, strict=True):
         assert out == expected, command
@@ -136,7 +122,7 @@ async def test_evict_nocarrier(autojump_clock: trio.testing.MockClock, lab: Lab,
 def _netstack_outputs(session: list[tuple[str, str]]) -> list[str]:
     async def run() -> list[str]:
         async with open_lab() as lab:
-            return await _session(_host(lab), session)
+            return await _session(host_after(lab, SETUP), session)
 
     return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 

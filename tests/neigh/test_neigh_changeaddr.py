@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import trio
 import trio.testing
-from helpers import match_ip_sessions_with_the_kernel
+from helpers import host_after, ip_or_error, match_ip_sessions_with_the_kernel
 
-from netstack.errors import ConfigError
-from netstack.host import Host, Lab, open_lab
+from netstack.host import Lab, open_lab
 
 SETUP = [
     "link add va type veth peer name vb",
@@ -36,33 +35,19 @@ SESSION = [
 ]
 
 
-def _run(h: Host, command: str) -> str:
-    try:
-        return h.ip(command)
-    except ConfigError as e:
-        return str(e)
-
-
-def _host(lab: Lab) -> Host:
-    h = lab.add_host("h")
-    for command in SETUP:
-        h.ip(command)
-    return h
-
-
 async def test_address_change_flushes_nd_entries(
     autojump_clock: trio.testing.MockClock, lab: Lab
 ) -> None:
-    h = _host(lab)
+    h = host_after(lab, SETUP)
     for command, expected in SESSION:
-        assert _run(h, command) == expected, command
+        assert ip_or_error(h, command) == expected, command
 
 
 def _netstack_outputs() -> list[str]:
     async def run() -> list[str]:
         async with open_lab() as lab:
-            h = _host(lab)
-            return [_run(h, command) for command, _ in SESSION]
+            h = host_after(lab, SETUP)
+            return [ip_or_error(h, command) for command, _ in SESSION]
 
     return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 

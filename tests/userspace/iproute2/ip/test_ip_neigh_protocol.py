@@ -9,9 +9,8 @@ import functools
 
 import trio
 import trio.testing
-from helpers import match_ip_sessions_with_the_kernel
+from helpers import host_after, ip_or_error, match_ip_sessions_with_the_kernel
 
-from netstack.errors import ConfigError
 from netstack.host import Host, Lab, open_lab
 
 SETUP = [
@@ -116,39 +115,25 @@ RT_PROTOS = [
 SESSIONS = {"protocols": PROTOCOLS, "proxy": PROXY, "rt_protos": RT_PROTOS}
 
 
-def _run(h: Host, command: str) -> str:
-    try:
-        return h.ip(command)
-    except ConfigError as e:
-        return str(e)
-
-
-def _host(lab: Lab) -> Host:
-    h = lab.add_host("h")
-    for command in SETUP:
-        h.ip(command)
-    return h
-
-
 async def _session(h: Host, session: list[tuple[str, str]]) -> list[str]:
-    return [_run(h, command) for command, _ in session]
+    return [ip_or_error(h, command) for command, _ in session]
 
 
 async def test_protocols(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
-    h = _host(lab)
+    h = host_after(lab, SETUP)
     for (command, expected), got in zip(PROTOCOLS, await _session(h, PROTOCOLS), strict=True):
         assert got == expected, command
 
 
 async def test_proxy_protocols(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
-    h = _host(lab)
+    h = host_after(lab, SETUP)
     for (command, expected), got in zip(PROXY, await _session(h, PROXY), strict=True):
         assert got == expected, command
 
 
 async def test_rt_protos_names(autojump_clock: trio.testing.MockClock, lab: Lab) -> None:
     """17 prints as a number and 18 as keepalived, as iproute2's rt_protos has them."""
-    h = _host(lab)
+    h = host_after(lab, SETUP)
     for (command, expected), got in zip(RT_PROTOS, await _session(h, RT_PROTOS), strict=True):
         assert got == expected, command
 
@@ -156,7 +141,7 @@ async def test_rt_protos_names(autojump_clock: trio.testing.MockClock, lab: Lab)
 def _netstack_outputs(session: list[tuple[str, str]]) -> list[str]:
     async def run() -> list[str]:
         async with open_lab() as lab:
-            return await _session(_host(lab), session)
+            return await _session(host_after(lab, SETUP), session)
 
     return trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 
