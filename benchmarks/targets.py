@@ -40,6 +40,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import netstack
+
+# after netstack, as in every benchmark: a build on PYTHONPATH (scripts/build_compiled.py
+# --dest DIR prints it) wins over this checkout's pure package
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import anchors, router_hop, tcp_bulk, tunnel_pps, udp_pps
 
@@ -144,6 +148,17 @@ def tunnel_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
             )
         )
     return rows
+
+
+def which_netstack() -> str:
+    """Which netstack this process imported: the pure package or a compiled build
+    (``scripts/build_compiled.py``), by its folder and its extension modules."""
+    folder = Path(netstack.__file__).parent
+    compiled = sorted(folder.rglob("*.so"))
+    if not compiled:
+        return f"the pure package ({folder})"
+    modules = [p for p in compiled if "__mypyc" not in p.name]
+    return f"a compiled build ({len(modules)} modules compiled, {folder})"
 
 
 def tcp_rows(scale: float, with_anchors: bool, verbose: bool) -> list[Row]:
@@ -275,6 +290,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         f"Linux {platform.release()}, {os.cpu_count()} CPUs, "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
+    print(f"netstack measured: {which_netstack()}")
     rows = udp_rows(args.scale, args.anchors, args.verbose)
     rows += hop_rows(args.scale, args.anchors, args.verbose)
     rows += tunnel_rows(args.scale, args.anchors, args.verbose)

@@ -107,8 +107,9 @@ def test_targets_table_has_every_row_with_numbers(capsys: pytest.CaptureFixture[
     rows = targets.main(["--scale", "0.005"])
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(rf"netstack targets \(issue 18\): .*load average {NUMBER} .*", out[0])
-    assert out[1:3] == ["| target | figure | anchor(s) | met/missed |", "|---|---|---|---|"]
-    assert out[3:-1] == [row.markdown() for row in rows]
+    assert out[1] == f"netstack measured: {targets.which_netstack()}"
+    assert out[2:4] == ["| target | figure | anchor(s) | met/missed |", "|---|---|---|---|"]
+    assert out[4:-1] == [row.markdown() for row in rows]
     assert out[-1].startswith("load average after: ")
     assert [row.target.split(" ≥ ")[0].split(" adds")[0] for row in rows] == [
         "UDP 200 B, sendmmsg/recvmmsg of 64",
@@ -146,3 +147,41 @@ def test_lab_rows_run_lab_scale_in_a_process_of_its_own() -> None:
         rf"{NUMBER} GB \(built {NUMBER} MB, after the pings {NUMBER} MB\)", rows[1].figure
     )
     assert rows[2].figure.endswith("s (12 answered)")
+
+
+def test_targets_measures_the_netstack_on_pythonpath(tmp_path: Path) -> None:
+    """A build made with ``build_compiled.py --dest DIR`` is run with
+    ``PYTHONPATH=DIR``: ``targets.py`` must import that netstack, not this
+    checkout's (it put the checkout first on ``sys.path`` before importing, and
+    measured the pure package whatever PYTHONPATH said)."""
+    (tmp_path / "netstack").symlink_to(ROOT / "netstack")
+    code = (
+        "import runpy\n"
+        f"runpy.run_path({str(ROOT / 'benchmarks' / 'targets.py')!r}, run_name='not_main')\n"
+        "import netstack\n"
+        "print(netstack.__file__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path.parent,
+        env=env,
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert out.strip() == str(tmp_path / "netstack" / "__init__.py")
+
+
+def test_targets_says_which_netstack_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the pure package here, a build in CI's compiled step
+    assert targets.which_netstack().startswith(("the pure package (", "a compiled build ("))
+    fake = tmp_path / "netstack"
+    (fake / "core").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    for name in ("_compiled__mypyc", "core/dev", "core/skbuff"):
+        (fake / f"{name}.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    monkeypatch.setattr(targets.netstack, "__file__", str(fake / "__init__.py"))
+    assert targets.which_netstack() == f"a compiled build (2 modules compiled, {fake})"
