@@ -350,3 +350,30 @@ async def test_every_rewritten_module_charges_while_a_spender_is_active(
         await cli.sendto(b"z", ("10.0.2.1", 9))
         assert (await srv.recvfrom(100))[0] == b"z"
         assert len(charged) == counted
+
+
+def test_the_tunnel_classes_read_per_packet_are_native() -> None:
+    """mypyc compiles a decorated class (attrs) as a Python class, whose fields compiled
+    code reads and writes through the generic attribute lookup: the classes a tunnelled
+    packet reads (the parameters ``ip_tunnel_lookup`` matches, the header
+    ``gre_parse_header`` fills in, tunnel4's handlers) are plain classes of compiled
+    modules, undecorated in the copy (tuntyped)."""
+    script = build_script()
+    classes = {
+        "netstack/tunnels/ip_tunnel.py": {"IpTunnelParm", "TnlPtkInfo", "IpTunnel", "IpTunnelNet"},
+        "netstack/tunnels/ip_gre.py": {"IpGreNet"},
+        "netstack/tunnels/gre_demux.py": {"GreProtocol", "GreDemux"},
+        "netstack/tunnels/tunnel4.py": {"XfrmTunnel", "Tunnel4"},
+    }
+    for path, names in classes.items():
+        assert path in script.MODULES, path
+        text = script.patched(path, (ROOT / path).read_text())
+        found = {
+            node.name: node
+            for node in ast.parse(text).body
+            if isinstance(node, ast.ClassDef) and node.name in names
+        }
+        assert set(found) == names, path
+        for name, node in found.items():
+            assert node.decorator_list == [], (path, name)
+

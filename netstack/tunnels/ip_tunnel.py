@@ -137,44 +137,169 @@ _NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
 _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
 
-@attrs.define
+_PARM_FIELDS: Final = (
+    "name",
+    "link",
+    "i_flags",
+    "o_flags",
+    "i_key",
+    "o_key",
+    "version",
+    "ihl",
+    "tos",
+    "frag_off",
+    "ttl",
+    "protocol",
+    "saddr",
+    "daddr",
+)
+_TPI_FIELDS: Final = ("flags", "proto", "key", "seq", "hdr_len", "csum_err", "no_key")
+
+
 class IpTunnelParm:
     """``struct ip_tunnel_parm``: what ``ip tunnel`` and ``ip link`` configure.
 
     ``i_flags``/``o_flags`` are GRE flag words (``GRE_CSUM|GRE_KEY|GRE_SEQ``);
     the ``iph`` template is flattened into ``saddr``… ``protocol``.
+
+    A plain slotted class, not attrs (the same keyword constructor, ``repr`` and
+    field equality as the attrs class it was): mypyc compiles a decorated class
+    as a Python class, whose fields compiled code reads generically
+    (``ip_tunnel_lookup`` reads some twenty a received packet); this one is
+    native in the build.
     """
 
-    name: str = ""
-    link: int = 0
-    i_flags: int = 0
-    o_flags: int = 0
-    i_key: int = 0
-    o_key: int = 0
-    version: int = 4
-    ihl: int = 5
-    tos: int = 0
-    frag_off: int = 0
-    ttl: int = 0
-    protocol: int = 0
-    saddr: int = 0
-    daddr: int = 0
+    __slots__ = _PARM_FIELDS
+
+    def __init__(
+        self,
+        name: str = "",
+        link: int = 0,
+        i_flags: int = 0,
+        o_flags: int = 0,
+        i_key: int = 0,
+        o_key: int = 0,
+        version: int = 4,
+        ihl: int = 5,
+        tos: int = 0,
+        frag_off: int = 0,
+        ttl: int = 0,
+        protocol: int = 0,
+        saddr: int = 0,
+        daddr: int = 0,
+    ) -> None:
+        self.name: str = name
+        self.link: int = link
+        self.i_flags: int = i_flags
+        self.o_flags: int = o_flags
+        self.i_key: int = i_key
+        self.o_key: int = o_key
+        self.version: int = version
+        self.ihl: int = ihl
+        self.tos: int = tos
+        self.frag_off: int = frag_off
+        self.ttl: int = ttl
+        self.protocol: int = protocol
+        self.saddr: int = saddr
+        self.daddr: int = daddr
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.name,
+            self.link,
+            self.i_flags,
+            self.o_flags,
+            self.i_key,
+            self.o_key,
+            self.version,
+            self.ihl,
+            self.tos,
+            self.frag_off,
+            self.ttl,
+            self.protocol,
+            self.saddr,
+            self.daddr,
+        )
 
     def copy(self) -> IpTunnelParm:
-        return attrs.evolve(self)
+        return IpTunnelParm(
+            self.name,
+            self.link,
+            self.i_flags,
+            self.o_flags,
+            self.i_key,
+            self.o_key,
+            self.version,
+            self.ihl,
+            self.tos,
+            self.frag_off,
+            self.ttl,
+            self.protocol,
+            self.saddr,
+            self.daddr,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IpTunnelParm):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        values = ", ".join(
+            f"{name}={value!r}" for name, value in zip(_PARM_FIELDS, self._fields(), strict=True)
+        )
+        return f"IpTunnelParm({values})"
 
 
-@attrs.define
 class TnlPtkInfo:
-    """What a tunnel's receive handler parsed from its header (``struct tnl_ptk_info``)."""
+    """What a tunnel's receive handler parsed from its header (``struct tnl_ptk_info``).
 
-    flags: int = 0  # GRE flags present in the packet (GRE_CSUM/KEY/SEQ)
-    proto: int = 0
-    key: int = 0
-    seq: int = 0
-    hdr_len: int = 0
-    csum_err: bool = False  # netstack: a C-flagged packet whose checksum is wrong
-    no_key: bool = False  # IP_TUNNEL_NO_KEY (IPIP, SIT)
+    A plain slotted class, native in the build (``gre_parse_header`` writes six
+    of its fields a packet, ``ip_tunnel_rcv`` reads three), with the keyword
+    constructor, ``repr`` and field equality of the attrs class it was.
+    """
+
+    __slots__ = _TPI_FIELDS
+
+    def __init__(
+        self,
+        flags: int = 0,
+        proto: int = 0,
+        key: int = 0,
+        seq: int = 0,
+        hdr_len: int = 0,
+        csum_err: bool = False,
+        no_key: bool = False,
+    ) -> None:
+        self.flags: int = flags  # GRE flags present in the packet (GRE_CSUM/KEY/SEQ)
+        self.proto: int = proto
+        self.key: int = key
+        self.seq: int = seq
+        self.hdr_len: int = hdr_len
+        self.csum_err: bool = csum_err  # netstack: a C-flagged packet whose checksum is wrong
+        self.no_key: bool = no_key  # IP_TUNNEL_NO_KEY (IPIP, SIT)
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.flags,
+            self.proto,
+            self.key,
+            self.seq,
+            self.hdr_len,
+            self.csum_err,
+            self.no_key,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TnlPtkInfo):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        values = ", ".join(
+            f"{name}={value!r}" for name, value in zip(_TPI_FIELDS, self._fields(), strict=True)
+        )
+        return f"TnlPtkInfo({values})"
 
 
 class IpTunnelOps(NetDeviceOps):
