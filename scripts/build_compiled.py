@@ -640,6 +640,14 @@ TIMED_FROM_SPENDERS: tuple[str, ...] = (
     "netstack/ipv4/route.py",
     "netstack/ipv4/udp.py",
     "netstack/neigh/neighbour.py",
+    # the GRE and IPIP tunnels' own per-packet code (tuntyped): ipip_tunnel_xmit/ipgre_xmit,
+    # ip_tunnel_xmit, tunnel4_rcv/gre_rcv, ipip_rcv/ipgre_rcv, gre_parse_header,
+    # ip_tunnel_lookup and ip_tunnel_rcv read TIMED some twelve times a tunnelled packet
+    "netstack/tunnels/ip_tunnel.py",
+    "netstack/tunnels/ip_gre.py",
+    "netstack/tunnels/ipip.py",
+    "netstack/tunnels/gre_demux.py",
+    "netstack/tunnels/tunnel4.py",
 )
 """Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
 (the typed data path, mypyctyped; :func:`timed_from_spenders`)."""

@@ -377,3 +377,40 @@ def test_the_tunnel_classes_read_per_packet_are_native() -> None:
         for name, node in found.items():
             assert node.decorator_list == [], (path, name)
 
+
+async def test_the_tunnel_modules_charge_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The tunnel modules of ``TIMED_FROM_SPENDERS`` (tuntyped) charge their sites for a
+    datagram through a GRE and an IPIP tunnel while a spender is active, and none once
+    it is gone (run on whichever package imports: the pure one, or the build)."""
+    from helpers import build_sites
+
+    for kind, sites in (
+        ("gre", ("ipgre_xmit", "gre_rcv", "gre_parse_header", "__ipgre_rcv")),
+        ("ipip", ("ipip_tunnel_xmit", "tunnel4_rcv", "ipip_rcv", "ipip_tunnel_rcv")),
+    ):
+        charged: list[str] = []
+
+        def spender(site: str, nbytes: int, charged: list[str] = charged) -> None:
+            charged.append(site)
+
+        async with open_test_lab() as lab:
+            h = build_sites(lab, "", kind=kind)
+            srv = h["s2"].socket()
+            await srv.bind(("10.2.0.1", 9))
+            cli = h["s1"].socket()
+            await cli.sendto(b"x", ("10.2.0.1", 9))  # ARP resolved before the counted one
+            await srv.recvfrom(100)
+            netstack.sites.activate(spender)
+            try:
+                await cli.sendto(b"y", ("10.2.0.1", 9))
+                assert (await srv.recvfrom(100))[0] == b"y"
+            finally:
+                netstack.sites.deactivate(spender)
+            for site in (*sites, "ip_tunnel_xmit", "ip_tunnel_lookup", "ip_tunnel_rcv"):
+                assert site in charged, (kind, site, charged)
+            counted = len(charged)
+            await cli.sendto(b"z", ("10.2.0.1", 9))
+            assert (await srv.recvfrom(100))[0] == b"z"
+            assert len(charged) == counted

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -77,7 +77,7 @@ def tunnel4_of(net: Net) -> Tunnel4:
     return t4
 
 
-TUNNEL4_NET: NetKey[Tunnel4] = NetKey("tunnel4")
+TUNNEL4_NET: Final[NetKey[Tunnel4]] = NetKey("tunnel4")
 
 
 @kernel("xfrm4_tunnel_register")
