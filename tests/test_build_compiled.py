@@ -414,3 +414,32 @@ async def test_the_tunnel_modules_charge_while_a_spender_is_active(
             await cli.sendto(b"z", ("10.2.0.1", 9))
             assert (await srv.recvfrom(100))[0] == b"z"
             assert len(charged) == counted
+
+
+def test_the_tunnels_struct_reads_are_typed() -> None:
+    """The struct methods a tunnelled packet calls are bound once as ``Final`` names
+    (compiled code calls them without a lookup by name) and the reads are typed ints
+    (tuntyped): the outer addresses ipip_rcv and ipgre_rcv look the tunnel up by, the
+    GRE flags gre_parse_header tests."""
+    reads = {
+        "netstack/tunnels/ip_tunnel.py": "IPV4_ADDRS_UNPACK",
+        "netstack/tunnels/gre_demux.py": "_GRE_HDR_UNPACK",
+    }
+    for path, name in reads.items():
+        tree = ast.parse((ROOT / path).read_text())
+        found = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ]
+        assert len(found) == 1, (path, name)
+        assert "tuple[int, int]" in ast.unparse(found[0].annotation), (path, name)
+    for path in (
+        "netstack/tunnels/ip_tunnel.py",
+        "netstack/tunnels/ipip.py",
+        "netstack/tunnels/ip_gre.py",
+    ):
+        text = (ROOT / path).read_text()
+        assert "IPV4_ADDRS.unpack_from(" not in text and "IPV4_HDR.pack_into(" not in text, path

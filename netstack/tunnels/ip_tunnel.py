@@ -95,6 +95,7 @@ if TYPE_CHECKING:
 __all__ = [
     "IPTUNNEL_ERR_TIMEO",
     "IPV4_ADDRS",
+    "IPV4_ADDRS_UNPACK",
     "IP_TNL_HASH_BITS",
     "SIOCADDTUNNEL",
     "SIOCCHGTUNNEL",
@@ -133,6 +134,12 @@ IPTUNNEL_ERR_TIMEO: Final = IPTUNNEL_ERR_TIMEO_S
 
 _I: Final = struct.Struct("!I")
 IPV4_ADDRS: Final = struct.Struct("!II")  # an IPv4 header's saddr, daddr (at offset 12)
+# The struct methods a tunnelled packet calls, bound once: compiled code calls them
+# without looking the method up by name, and the reads are typed with what their
+# formats give (ints, not Any: no boxed arithmetic after them); the pure package
+# gets a global load instead of a global and a method load
+IPV4_ADDRS_UNPACK: Final[Callable[[bytearray, int], tuple[int, int]]] = IPV4_ADDRS.unpack_from
+_IPV4_HDR_PACK: Final = IPV4_HDR.pack_into
 _NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
 _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
@@ -986,7 +993,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ipv4 = rt.ipv4
     ident = ipv4.idents.reserve(dst, saddr, protocol, skb.gso_segs or 1)  # __ip_select_ident()
-    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
+    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     if err != 0 and err != NET_XMIT_CN:  # net_xmit_eval(): congestion counts as sent
@@ -1023,7 +1030,7 @@ def iptunnel_xmit(
     buf = skb.buf
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ident = ipv4.idents.reserve(dst, src, proto, skb.gso_segs or 1)  # __ip_select_ident()
-    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
+    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     stats = dev.stats
@@ -1129,8 +1136,10 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     ether = dev.type == ARPHRD_ETHER
     nh = skb.data + (ETH_HLEN if ether else 0)
     skb.network_header = nh
-    # pskb_inet_may_pull(), inline: the inner network header is all there
-    if nh + INET_HLEN.get(skb.protocol, 0) > skb.tail:
+    # pskb_inet_may_pull(), inline: the inner network header is all there (its
+    # length by protocol tested in line, where INET_HLEN.get is a call)
+    protocol = skb.protocol
+    if nh + (IPV4_HLEN if protocol == ETH_P_IP else 40 if protocol == ETH_P_IPV6 else 0) > skb.tail:
         stats.rx_length_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
