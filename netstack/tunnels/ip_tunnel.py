@@ -90,6 +90,8 @@ from netstack.wire.ipv4 import (
 )
 
 if TYPE_CHECKING:
+    from mypy_extensions import i64
+
     from netstack.core.net import Net
 
 __all__ = [
@@ -501,7 +503,11 @@ def ip_tunnel_lookup(
     # ip_tunnel_hash() and ip_tunnel_key_match() inlined (a call costs more than either)
     keyed = flags & GRE_KEY
     cand: IpTunnel | None = None
-    head = itn.tunnels[(((key ^ remote) * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
+    # hash_32(key ^ remote): a 32-bit value times GOLDEN_RATIO_32 is below 2**63, so
+    # the build computes it as a C int64 (as an int, mypyc multiplies a value above
+    # 2**30 as a boxed long); the annotation is all the pure package sees
+    hashed: i64 = key ^ remote
+    head = itn.tunnels[((hashed * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
     for t in head:
         p = t.parms
         if local != p.saddr or remote != p.daddr or not t.dev.flags & IFF_UP:
