@@ -454,6 +454,40 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
         "the same: ip_output imported (netstack imports ip_output before ip_input)",
     ),
+    # the tunnels (tuntyped): a GRO cell's queue as a list in the copy, whose append
+    # and pop(0) compiled code does natively (a deque's are method calls by name, two a
+    # tunnelled packet); the pure package keeps the deque, whose popleft costs it less
+    # than a list's pop(0)
+    (
+        "netstack/core/gro_cells.py",
+        "        self.queues: list[collections.deque[SkBuff]] = []\n",
+        "        self.queues: list[list[SkBuff]] = []\n",
+        "a GRO cell's queue (struct gro_cell's napi_skbs) as a list: native append and pop",
+    ),
+    (
+        "netstack/core/gro_cells.py",
+        "            queue: collections.deque[SkBuff] = collections.deque()\n",
+        "            queue: list[SkBuff] = []\n",
+        "the same",
+    ),
+    (
+        "netstack/core/gro_cells.py",
+        "                kfree_skb(queue.popleft(), DropReason.QUEUE_PURGE)\n",
+        "                kfree_skb(queue.pop(0), DropReason.QUEUE_PURGE)\n",
+        "the same (gro_cells_destroy)",
+    ),
+    (
+        "netstack/core/gro_cells.py",
+        "    queue: collections.deque[SkBuff] = napi.priv\n",
+        "    queue: list[SkBuff] = napi.priv\n",
+        "the same (gro_cell_poll)",
+    ),
+    (
+        "netstack/core/gro_cells.py",
+        "        napi_gro_receive(napi, queue.popleft())\n",
+        "        napi_gro_receive(napi, queue.pop(0))\n",
+        "the same (gro_cell_poll: __skb_dequeue, the head first)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
@@ -640,6 +674,14 @@ TIMED_FROM_SPENDERS: tuple[str, ...] = (
     "netstack/ipv4/route.py",
     "netstack/ipv4/udp.py",
     "netstack/neigh/neighbour.py",
+    # the GRE and IPIP tunnels' own per-packet code (tuntyped): ipip_tunnel_xmit/ipgre_xmit,
+    # ip_tunnel_xmit, tunnel4_rcv/gre_rcv, ipip_rcv/ipgre_rcv, gre_parse_header,
+    # ip_tunnel_lookup and ip_tunnel_rcv read TIMED some twelve times a tunnelled packet
+    "netstack/tunnels/ip_tunnel.py",
+    "netstack/tunnels/ip_gre.py",
+    "netstack/tunnels/ipip.py",
+    "netstack/tunnels/gre_demux.py",
+    "netstack/tunnels/tunnel4.py",
 )
 """Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
 (the typed data path, mypyctyped; :func:`timed_from_spenders`)."""

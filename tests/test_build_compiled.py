@@ -350,3 +350,96 @@ async def test_every_rewritten_module_charges_while_a_spender_is_active(
         await cli.sendto(b"z", ("10.0.2.1", 9))
         assert (await srv.recvfrom(100))[0] == b"z"
         assert len(charged) == counted
+
+
+def test_the_tunnel_classes_read_per_packet_are_native() -> None:
+    """mypyc compiles a decorated class (attrs) as a Python class, whose fields compiled
+    code reads and writes through the generic attribute lookup: the classes a tunnelled
+    packet reads (the parameters ``ip_tunnel_lookup`` matches, the header
+    ``gre_parse_header`` fills in, tunnel4's handlers) are plain classes of compiled
+    modules, undecorated in the copy (tuntyped)."""
+    script = build_script()
+    classes = {
+        "netstack/tunnels/ip_tunnel.py": {"IpTunnelParm", "TnlPtkInfo", "IpTunnel", "IpTunnelNet"},
+        "netstack/tunnels/ip_gre.py": {"IpGreNet"},
+        "netstack/tunnels/gre_demux.py": {"GreProtocol", "GreDemux"},
+        "netstack/tunnels/tunnel4.py": {"XfrmTunnel", "Tunnel4"},
+    }
+    for path, names in classes.items():
+        assert path in script.MODULES, path
+        text = script.patched(path, (ROOT / path).read_text())
+        found = {
+            node.name: node
+            for node in ast.parse(text).body
+            if isinstance(node, ast.ClassDef) and node.name in names
+        }
+        assert set(found) == names, path
+        for name, node in found.items():
+            assert node.decorator_list == [], (path, name)
+
+
+async def test_the_tunnel_modules_charge_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The tunnel modules of ``TIMED_FROM_SPENDERS`` (tuntyped) charge their sites for a
+    datagram through a GRE and an IPIP tunnel while a spender is active, and none once
+    it is gone (run on whichever package imports: the pure one, or the build)."""
+    from helpers import build_sites
+
+    for kind, sites in (
+        ("gre", ("ipgre_xmit", "gre_rcv", "gre_parse_header", "__ipgre_rcv")),
+        ("ipip", ("ipip_tunnel_xmit", "tunnel4_rcv", "ipip_rcv", "ipip_tunnel_rcv")),
+    ):
+        charged: list[str] = []
+
+        def spender(site: str, nbytes: int, charged: list[str] = charged) -> None:
+            charged.append(site)
+
+        async with open_test_lab() as lab:
+            h = build_sites(lab, "", kind=kind)
+            srv = h["s2"].socket()
+            await srv.bind(("10.2.0.1", 9))
+            cli = h["s1"].socket()
+            await cli.sendto(b"x", ("10.2.0.1", 9))  # ARP resolved before the counted one
+            await srv.recvfrom(100)
+            netstack.sites.activate(spender)
+            try:
+                await cli.sendto(b"y", ("10.2.0.1", 9))
+                assert (await srv.recvfrom(100))[0] == b"y"
+            finally:
+                netstack.sites.deactivate(spender)
+            for site in (*sites, "ip_tunnel_xmit", "ip_tunnel_lookup", "ip_tunnel_rcv"):
+                assert site in charged, (kind, site, charged)
+            counted = len(charged)
+            await cli.sendto(b"z", ("10.2.0.1", 9))
+            assert (await srv.recvfrom(100))[0] == b"z"
+            assert len(charged) == counted
+
+
+def test_the_tunnels_struct_reads_are_typed() -> None:
+    """The struct methods a tunnelled packet calls are bound once as ``Final`` names
+    (compiled code calls them without a lookup by name) and the reads are typed ints
+    (tuntyped): the outer addresses ipip_rcv and ipgre_rcv look the tunnel up by, the
+    GRE flags gre_parse_header tests."""
+    reads = {
+        "netstack/tunnels/ip_tunnel.py": "IPV4_ADDRS_UNPACK",
+        "netstack/tunnels/gre_demux.py": "_GRE_HDR_UNPACK",
+    }
+    for path, name in reads.items():
+        tree = ast.parse((ROOT / path).read_text())
+        found = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ]
+        assert len(found) == 1, (path, name)
+        assert "tuple[int, int]" in ast.unparse(found[0].annotation), (path, name)
+    for path in (
+        "netstack/tunnels/ip_tunnel.py",
+        "netstack/tunnels/ipip.py",
+        "netstack/tunnels/ip_gre.py",
+    ):
+        text = (ROOT / path).read_text()
+        assert "IPV4_ADDRS.unpack_from(" not in text and "IPV4_HDR.pack_into(" not in text, path

@@ -56,6 +56,9 @@ GREPROTO_PPTP: Final = 1
 GREPROTO_MAX: Final = 2
 ETH_P_WCCP: Final = 0x883E
 _I: Final = struct.Struct("!I")
+# flags+version and protocol, bound once and typed (compiled code then tests the flags
+# as an int, not through PyNumber_And on an object)
+_GRE_HDR_UNPACK: Final[Callable[[bytearray, int], tuple[int, int]]] = GRE_HDR.unpack_from
 
 
 class GreProtocol:
@@ -156,7 +159,7 @@ def gre_parse_header(
     tail = skb.tail
     if off + GRE_HLEN > tail:
         return -1
-    flags, tpi.proto = GRE_HDR.unpack_from(buf, off)
+    flags, tpi.proto = _GRE_HDR_UNPACK(buf, off)
     if flags & (GRE_VERSION | GRE_ROUTING):
         return -1
     tpi.flags = options = flags & (GRE_CSUM | GRE_KEY | GRE_SEQ)

@@ -79,8 +79,7 @@ from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.gre_demux import GreProtocol, gre_add_protocol, gre_parse_header
 from netstack.tunnels.ip_tunnel import (
-    INET_HLEN,
-    IPV4_ADDRS,
+    IPV4_ADDRS_UNPACK,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
     IpTunnel,
@@ -107,7 +106,7 @@ from netstack.tunnels.ip_tunnel import (
 from netstack.tunnels.udp_tunnel import lco_csum
 from netstack.wire.arp import ARPHRD_ETHER, ARPHRD_IPGRE
 from netstack.wire.checksum import csum_fold
-from netstack.wire.ethernet import ETH_P_TEB
+from netstack.wire.ethernet import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 from netstack.wire.gre import (
     GRE_CSUM,
     GRE_HDR,
@@ -127,7 +126,7 @@ from netstack.wire.icmp import (
     ICMP_SR_FAILED,
     ICMP_TIME_EXCEEDED,
 )
-from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, ipv4_is_multicast
+from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPV4_HLEN, ipv4_is_multicast
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -225,6 +224,8 @@ class GreTapOps(IpTunnelOps):
 # What a GRE device can take from the stack above it (3.8+): a checksum left
 # to do (CHECKSUM_PARTIAL) and scatter-gather data
 GRE_FEATURES: Final = NETIF_F_SG | NETIF_F_FRAGLIST | NETIF_F_HIGHDMA | NETIF_F_HW_CSUM
+# the option-less header, bound once (no method lookup by name in compiled code)
+_GRE_HDR_PACK: Final = GRE_HDR.pack_into
 
 IPGRE_OPS: Final = IpGreOps()
 GRE_TAP_OPS: Final = GreTapOps()
@@ -583,8 +584,13 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     if TIMED:
         spend("ipgre_xmit")
     t: IpTunnel = dev.priv
-    # pskb_inet_may_pull(), inline
-    if skb.network_header + INET_HLEN.get(skb.protocol, 0) > skb.tail:
+    # pskb_inet_may_pull(), inline (the length by protocol in line, as ip_tunnel_rcv's)
+    protocol = skb.protocol
+    if (
+        skb.network_header
+        + (IPV4_HLEN if protocol == ETH_P_IP else 40 if protocol == ETH_P_IPV6 else 0)
+        > skb.tail
+    ):
         dev.stats.tx_dropped += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         return NETDEV_TX_OK
@@ -609,7 +615,7 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     if flags:
         gre_pack_into(buf, off, flags, proto, p.o_key, seq)
     else:  # no options to fill in: the base header alone
-        GRE_HDR.pack_into(buf, off, 0, proto)
+        _GRE_HDR_PACK(buf, off, 0, proto)
     if flags & GRE_CSUM and not skb.gso_type & (SKB_GSO_GRE | SKB_GSO_GRE_CSUM):
         buf[off + 4] = buf[off + 5] = 0
         if skb.ip_summed == CHECKSUM_PARTIAL:
@@ -654,7 +660,7 @@ def ipgre_rcv_v0(ign: IpGreNet, skb: SkBuff) -> int:
         spend("__ipgre_rcv")
     buf = skb.buf
     nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    saddr, daddr = IPV4_ADDRS_UNPACK(buf, nh + 12)
     dev = skb.dev
     assert dev is not None
     t = ip_tunnel_lookup(itn, dev.ifindex, tpi.flags, saddr, daddr, tpi.key)

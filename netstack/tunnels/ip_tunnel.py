@@ -90,11 +90,14 @@ from netstack.wire.ipv4 import (
 )
 
 if TYPE_CHECKING:
+    from mypy_extensions import i64
+
     from netstack.core.net import Net
 
 __all__ = [
     "IPTUNNEL_ERR_TIMEO",
     "IPV4_ADDRS",
+    "IPV4_ADDRS_UNPACK",
     "IP_TNL_HASH_BITS",
     "SIOCADDTUNNEL",
     "SIOCCHGTUNNEL",
@@ -133,48 +136,179 @@ IPTUNNEL_ERR_TIMEO: Final = IPTUNNEL_ERR_TIMEO_S
 
 _I: Final = struct.Struct("!I")
 IPV4_ADDRS: Final = struct.Struct("!II")  # an IPv4 header's saddr, daddr (at offset 12)
+# The struct methods a tunnelled packet calls, bound once: compiled code calls them
+# without looking the method up by name, and the reads are typed with what their
+# formats give (ints, not Any: no boxed arithmetic after them); the pure package
+# gets a global load instead of a global and a method load
+IPV4_ADDRS_UNPACK: Final[Callable[[bytearray, int], tuple[int, int]]] = IPV4_ADDRS.unpack_from
+_IPV4_HDR_PACK: Final = IPV4_HDR.pack_into
 _NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
 _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
 
-@attrs.define
+_PARM_FIELDS: Final = (
+    "name",
+    "link",
+    "i_flags",
+    "o_flags",
+    "i_key",
+    "o_key",
+    "version",
+    "ihl",
+    "tos",
+    "frag_off",
+    "ttl",
+    "protocol",
+    "saddr",
+    "daddr",
+)
+_TPI_FIELDS: Final = ("flags", "proto", "key", "seq", "hdr_len", "csum_err", "no_key")
+
+
 class IpTunnelParm:
     """``struct ip_tunnel_parm``: what ``ip tunnel`` and ``ip link`` configure.
 
     ``i_flags``/``o_flags`` are GRE flag words (``GRE_CSUM|GRE_KEY|GRE_SEQ``);
     the ``iph`` template is flattened into ``saddr``… ``protocol``.
+
+    A plain slotted class, not attrs (the same keyword constructor, ``repr`` and
+    field equality as the attrs class it was): mypyc compiles a decorated class
+    as a Python class, whose fields compiled code reads generically
+    (``ip_tunnel_lookup`` reads some twenty a received packet); this one is
+    native in the build.
     """
 
-    name: str = ""
-    link: int = 0
-    i_flags: int = 0
-    o_flags: int = 0
-    i_key: int = 0
-    o_key: int = 0
-    version: int = 4
-    ihl: int = 5
-    tos: int = 0
-    frag_off: int = 0
-    ttl: int = 0
-    protocol: int = 0
-    saddr: int = 0
-    daddr: int = 0
+    __slots__ = _PARM_FIELDS
+
+    def __init__(
+        self,
+        name: str = "",
+        link: int = 0,
+        i_flags: int = 0,
+        o_flags: int = 0,
+        i_key: int = 0,
+        o_key: int = 0,
+        version: int = 4,
+        ihl: int = 5,
+        tos: int = 0,
+        frag_off: int = 0,
+        ttl: int = 0,
+        protocol: int = 0,
+        saddr: int = 0,
+        daddr: int = 0,
+    ) -> None:
+        self.name: str = name
+        self.link: int = link
+        self.i_flags: int = i_flags
+        self.o_flags: int = o_flags
+        self.i_key: int = i_key
+        self.o_key: int = o_key
+        self.version: int = version
+        self.ihl: int = ihl
+        self.tos: int = tos
+        self.frag_off: int = frag_off
+        self.ttl: int = ttl
+        self.protocol: int = protocol
+        self.saddr: int = saddr
+        self.daddr: int = daddr
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.name,
+            self.link,
+            self.i_flags,
+            self.o_flags,
+            self.i_key,
+            self.o_key,
+            self.version,
+            self.ihl,
+            self.tos,
+            self.frag_off,
+            self.ttl,
+            self.protocol,
+            self.saddr,
+            self.daddr,
+        )
 
     def copy(self) -> IpTunnelParm:
-        return attrs.evolve(self)
+        return IpTunnelParm(
+            self.name,
+            self.link,
+            self.i_flags,
+            self.o_flags,
+            self.i_key,
+            self.o_key,
+            self.version,
+            self.ihl,
+            self.tos,
+            self.frag_off,
+            self.ttl,
+            self.protocol,
+            self.saddr,
+            self.daddr,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IpTunnelParm):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        values = ", ".join(
+            f"{name}={value!r}" for name, value in zip(_PARM_FIELDS, self._fields(), strict=True)
+        )
+        return f"IpTunnelParm({values})"
 
 
-@attrs.define
 class TnlPtkInfo:
-    """What a tunnel's receive handler parsed from its header (``struct tnl_ptk_info``)."""
+    """What a tunnel's receive handler parsed from its header (``struct tnl_ptk_info``).
 
-    flags: int = 0  # GRE flags present in the packet (GRE_CSUM/KEY/SEQ)
-    proto: int = 0
-    key: int = 0
-    seq: int = 0
-    hdr_len: int = 0
-    csum_err: bool = False  # netstack: a C-flagged packet whose checksum is wrong
-    no_key: bool = False  # IP_TUNNEL_NO_KEY (IPIP, SIT)
+    A plain slotted class, native in the build (``gre_parse_header`` writes six
+    of its fields a packet, ``ip_tunnel_rcv`` reads three), with the keyword
+    constructor, ``repr`` and field equality of the attrs class it was.
+    """
+
+    __slots__ = _TPI_FIELDS
+
+    def __init__(
+        self,
+        flags: int = 0,
+        proto: int = 0,
+        key: int = 0,
+        seq: int = 0,
+        hdr_len: int = 0,
+        csum_err: bool = False,
+        no_key: bool = False,
+    ) -> None:
+        self.flags: int = flags  # GRE flags present in the packet (GRE_CSUM/KEY/SEQ)
+        self.proto: int = proto
+        self.key: int = key
+        self.seq: int = seq
+        self.hdr_len: int = hdr_len
+        self.csum_err: bool = csum_err  # netstack: a C-flagged packet whose checksum is wrong
+        self.no_key: bool = no_key  # IP_TUNNEL_NO_KEY (IPIP, SIT)
+
+    def _fields(self) -> tuple[object, ...]:
+        return (
+            self.flags,
+            self.proto,
+            self.key,
+            self.seq,
+            self.hdr_len,
+            self.csum_err,
+            self.no_key,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TnlPtkInfo):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        values = ", ".join(
+            f"{name}={value!r}" for name, value in zip(_TPI_FIELDS, self._fields(), strict=True)
+        )
+        return f"TnlPtkInfo({values})"
 
 
 class IpTunnelOps(NetDeviceOps):
@@ -369,7 +503,11 @@ def ip_tunnel_lookup(
     # ip_tunnel_hash() and ip_tunnel_key_match() inlined (a call costs more than either)
     keyed = flags & GRE_KEY
     cand: IpTunnel | None = None
-    head = itn.tunnels[(((key ^ remote) * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
+    # hash_32(key ^ remote): a 32-bit value times GOLDEN_RATIO_32 is below 2**63, so
+    # the build computes it as a C int64 (as an int, mypyc multiplies a value above
+    # 2**30 as a boxed long); the annotation is all the pure package sees
+    hashed: i64 = key ^ remote
+    head = itn.tunnels[((hashed * GOLDEN_RATIO_32) & 0xFFFFFFFF) >> _HASH_SHIFT]
     for t in head:
         p = t.parms
         if local != p.saddr or remote != p.daddr or not t.dev.flags & IFF_UP:
@@ -861,7 +999,7 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ipv4 = rt.ipv4
     ident = ipv4.idents.reserve(dst, saddr, protocol, skb.gso_segs or 1)  # __ip_select_ident()
-    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
+    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     if err != 0 and err != NET_XMIT_CN:  # net_xmit_eval(): congestion counts as sent
@@ -898,7 +1036,7 @@ def iptunnel_xmit(
     buf = skb.buf
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ident = ipv4.idents.reserve(dst, src, proto, skb.gso_segs or 1)  # __ip_select_ident()
-    IPV4_HDR.pack_into(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
+    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     stats = dev.stats
@@ -1004,8 +1142,10 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     ether = dev.type == ARPHRD_ETHER
     nh = skb.data + (ETH_HLEN if ether else 0)
     skb.network_header = nh
-    # pskb_inet_may_pull(), inline: the inner network header is all there
-    if nh + INET_HLEN.get(skb.protocol, 0) > skb.tail:
+    # pskb_inet_may_pull(), inline: the inner network header is all there (its
+    # length by protocol tested in line, where INET_HLEN.get is a call)
+    protocol = skb.protocol
+    if nh + (IPV4_HLEN if protocol == ETH_P_IP else 40 if protocol == ETH_P_IPV6 else 0) > skb.tail:
         stats.rx_length_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)

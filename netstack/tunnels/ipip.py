@@ -52,7 +52,7 @@ from netstack.ipv4 import ipv4_of
 from netstack.ipv4.route import Flowi4, ip_rt_update_pmtu
 from netstack.sites import TIMED, kernel, spend
 from netstack.tunnels.ip_tunnel import (
-    IPV4_ADDRS,
+    IPV4_ADDRS_UNPACK,
     SIOCADDTUNNEL,
     SIOCCHGTUNNEL,
     IpTunnel,
@@ -389,7 +389,7 @@ def ipip_tunnel_rcv_v4(itn: IpTunnelNet, skb: SkBuff) -> int:
         spend("ipip_tunnel_rcv")
     buf = skb.buf
     nh = skb.network_header
-    saddr, daddr = IPV4_ADDRS.unpack_from(buf, nh + 12)
+    saddr, daddr = IPV4_ADDRS_UNPACK(buf, nh + 12)
     dev = skb.dev
     t = ip_tunnel_lookup(itn, dev.ifindex if dev else 0, 0, saddr, daddr, 0, no_key=True)
     if t is None:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
-
-import attrs
+from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.net_generic import NetKey
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
@@ -34,16 +32,32 @@ if TYPE_CHECKING:
 __all__ = ["XfrmTunnel", "tunnel4_init", "xfrm4_tunnel_deregister", "xfrm4_tunnel_register"]
 
 
-@attrs.define(eq=False)
 class XfrmTunnel:
     """A receive handler in a chain (kernel: ``struct xfrm_tunnel``).
 
-    ``handler(skb)`` returns 0 if it consumed the skb, non-zero to pass.
+    ``handler(skb)`` returns 0 if it consumed the skb, non-zero to pass. A
+    plain slotted class (it was an attrs class with identity equality, as
+    here): native in the build, where ``tunnel4_rcv`` reads ``handler`` per
+    packet.
     """
 
-    handler: Callable[[SkBuff], int]
-    err_handler: Callable[[SkBuff, int], int] | None = None
-    priority: int = 0
+    __slots__ = ("err_handler", "handler", "priority")
+
+    def __init__(
+        self,
+        handler: Callable[[SkBuff], int],
+        err_handler: Callable[[SkBuff, int], int] | None = None,
+        priority: int = 0,
+    ) -> None:
+        self.handler = handler
+        self.err_handler = err_handler
+        self.priority = priority
+
+    def __repr__(self) -> str:
+        return (
+            f"XfrmTunnel(handler={self.handler!r}, err_handler={self.err_handler!r},"
+            f" priority={self.priority!r})"
+        )
 
 
 class Tunnel4:
@@ -63,7 +77,7 @@ def tunnel4_of(net: Net) -> Tunnel4:
     return t4
 
 
-TUNNEL4_NET: NetKey[Tunnel4] = NetKey("tunnel4")
+TUNNEL4_NET: Final[NetKey[Tunnel4]] = NetKey("tunnel4")
 
 
 @kernel("xfrm4_tunnel_register")

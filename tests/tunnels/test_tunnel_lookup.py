@@ -73,3 +73,27 @@ async def test_the_count_follows_a_change_of_link(
     await _send_one(a)
     assert b.dev("loose").stats.rx_packets == 1
     assert b.dev("exact").stats.rx_packets == 1
+
+
+async def test_keys_and_remotes_at_the_top_of_32_bits_hash_to_their_bucket(
+    lab: netstack.Lab, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The first pass's bucket is ``hash_32(key ^ remote)`` (an int64 product in the
+    build): tunnels keyed near 2**32 with a remote above 2**31 are found in the bucket
+    ``ip_tunnel_hash`` gives, and each takes only its own key."""
+    from netstack.tunnels.ip_tunnel import ip_tunnel_hash, ip_tunnel_lookup
+
+    a = lab.add_host("a", sysctls=IPV4_ONLY)
+    a.ip("addr add 203.0.113.1/24 dev lo")
+    keys = (0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x7FFFFFFF, 1)
+    for i, key in enumerate(keys):
+        a.ip(f"link add k{i} type gre remote 203.0.113.254 local 203.0.113.1 key {key}")
+        a.ip(f"link set k{i} up")
+    itn = a.dev("k0").priv.itn
+    remote, local = 0xCB0071FE, 0xCB007101  # 203.0.113.254, 203.0.113.1
+    for i, key in enumerate(keys):
+        t = a.dev(f"k{i}").priv
+        assert t in itn.tunnels[ip_tunnel_hash(key, remote)]
+        found = ip_tunnel_lookup(itn, 0, 0x2000, remote, local, key)  # GRE_KEY
+        assert found is t, (key, found)
+    assert ip_tunnel_lookup(itn, 0, 0x2000, remote, local, 0xFFFFFFFD) is None
