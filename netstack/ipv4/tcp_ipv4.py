@@ -666,9 +666,14 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             return 0
         break
     tcb.sacked_off = 0
-    if sk.state == TCP_LISTEN:
+    # one instant for the segment, as the kernel's one tcp_mstamp_refresh() and
+    # jiffies load (cpu/clock.py, "Held time")
+    clock = tcp.net.clock
+    held = clock.hold()
+    try:
         return tcp_v4_do_rcv(tcp, sk, skb)
-    return tcp_v4_do_rcv(tcp, sk, skb)
+    finally:
+        clock.release(held)
 
 
 @kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")
