@@ -224,7 +224,11 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mbytes", type=int, default=64)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile each run (of --config, default gso+gro alone)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="report the best of R runs")
     parser.add_argument("--link", choices=("veth", "nic"), default="veth")
     parser.add_argument("--family", type=int, choices=(4, 6), default=4)
@@ -254,8 +258,10 @@ def main() -> None:
         callgrind(args.config or ["gso+gro", "none"], args.family, args.send_size)
         return
     for name in CONFIGS:
-        if (args.profile and name != "gso+gro") or (args.config and name not in args.config):
+        if args.config is not None and name not in args.config:
             continue
+        if args.profile and args.config is None and name != "gso+gro":
+            continue  # --profile without --config: gso+gro alone
         measure(
             name,
             args.mbytes,

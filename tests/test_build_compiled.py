@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,7 +21,7 @@ import netstack.sites
 from netstack.host import Lab
 from netstack.ipv4 import ipv4_of
 from netstack.ipv4.ip_output import ip_output
-from netstack.testing.builders import open_test_lab, routed
+from netstack.testing.builders import open_test_lab, pair, routed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -443,3 +444,47 @@ def test_the_tunnels_struct_reads_are_typed() -> None:
     ):
         text = (ROOT / path).read_text()
         assert "IPV4_ADDRS.unpack_from(" not in text and "IPV4_HDR.pack_into(" not in text, path
+
+
+async def test_every_rewritten_tcp_module_charges_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The TCP block of ``TIMED_FROM_SPENDERS`` (tcpnooff), run on whichever package
+    imports: a connection's handshake, data through GRO and its ACKs charge a site
+    in every module of the block while a spender is active, and none once it is
+    gone."""
+    charged: list[str] = []
+
+    def spender(site: str, nbytes: int) -> None:
+        charged.append(site)
+
+    async with open_test_lab() as lab:
+        a, b = pair(lab)
+        b.ethtool("-K eth0 gro on")
+        srv = b.socket(socket.AF_INET, socket.SOCK_STREAM)
+        await srv.bind(("10.0.0.2", 80))
+        srv.listen()
+        netstack.sites.activate(spender)
+        try:
+            cli = a.socket(socket.AF_INET, socket.SOCK_STREAM)
+            await cli.connect(("10.0.0.2", 80))
+            conn, _ = await srv.accept()
+            await cli.sendall(b"x" * 20_000)
+            got = 0
+            while got < 20_000:
+                got += len(await conn.recv(65536))
+        finally:
+            netstack.sites.deactivate(spender)
+        for site in (
+            "tcp_check_req",  # tcp/minisocks.py
+            "tcp_v4_rcv",  # ipv4/tcp_ipv4.py
+            "tcp_ack",  # tcp/input.py
+            "__tcp_transmit_skb",  # tcp/output.py
+            "tcp_gro_receive",  # gro/tcp.py
+            "ip_fast_csum",  # wire/checksum.py
+        ):
+            assert site in charged, (site, sorted(set(charged)))
+        counted = len(charged)
+        await cli.send(b"z")
+        assert await conn.recv(1) == b"z"
+        assert len(charged) == counted

@@ -13,6 +13,21 @@ lab and test uses) the time is exactly the clock's virtual base, which
 times, and Trio's ``current_time`` is two Python calls and a
 ``perf_counter`` per read.
 
+**Held time.** On a clock that runs (Trio's real clock, or any clock
+whose every read moves: the benchmarks'), each read is a call into Trio's
+clock, and TCP reads it about fourteen times per segment it handles with
+its share of the ACKs (``jiffies`` for its timers and stamps,
+``tcp_clock_us``, ``ktime_get_seconds``). The kernel reads the clock once
+per segment (``tcp_mstamp_refresh``) and ``jiffies`` is a load that a tick
+moves at most once a millisecond. :meth:`Clock.hold` reads the time once and
+keeps it until :meth:`Clock.release`: the socket layer holds it while one
+segment goes through TCP (``tcp_v4_rcv`` / ``tcp_v6_rcv``) and while one
+socket call runs (``sendmsg``, ``recvmsg``), code that never awaits, so
+every read in between sees the instant the segment or call began. Under a
+``MockClock`` that does not run, which every lab, test and timed experiment
+uses, virtual time cannot move inside such a stretch anyway: holding changes
+nothing there, and is skipped.
+
 Kernel: include/linux/jiffies.h, kernel/time/timer.c.
 """
 
@@ -42,7 +57,7 @@ class Clock:
             reads it.
     """
 
-    __slots__ = ("_j", "_jbase", "_mock", "_now", "hz")
+    __slots__ = ("_held", "_j", "_jbase", "_mock", "_now", "hz")
 
     def __init__(self, hz: int = HZ_DEFAULT, now: Callable[[], float] = trio.current_time) -> None:
         if not isinstance(hz, int) or hz <= 0:
@@ -53,6 +68,8 @@ class Clock:
         # jiffies at the MockClock's virtual time _jbase (read again only once it moved)
         self._jbase = -1.0
         self._j = 0
+        # the time hold() read, until release(); -1.0: not held (a clock's time is >= 0)
+        self._held = -1.0
 
     def follow_run_clock(self) -> None:
         """Read the running Trio clock directly rather than through ``trio.current_time``.
@@ -79,7 +96,28 @@ class Clock:
         # rate 0: current_time() is _virtual_base + 0.0 * (real - real_base), the same float
         if mock is not None and not mock._rate:
             return mock._virtual_base
+        held = self._held
+        if held >= 0.0:
+            return held
         return self._now()
+
+    def hold(self) -> float:
+        """Read the time once; until :meth:`release`, every read returns it (module doc).
+
+        Returns what :meth:`release` takes: the time held before (a hold inside
+        a hold keeps the outer one's instant), or -1.0. Nothing is held under a
+        ``MockClock`` that does not run: its time cannot move meanwhile.
+        """
+        held = self._held
+        if held < 0.0:
+            mock = self._mock
+            if mock is None or mock._rate:
+                self._held = self._now()
+        return held
+
+    def release(self, held: float) -> None:
+        """End a :meth:`hold`: *held* is what it returned."""
+        self._held = held
 
     @property
     def jiffies(self) -> int:
@@ -90,6 +128,13 @@ class Clock:
         if mock is not None and not mock._rate:  # now(), inline: ~23 reads a ping
             base = mock._virtual_base
             if base == self._jbase:  # virtual time has not moved since the last read
+                return self._j
+            self._jbase = base
+            j = self._j = _floor(base * self.hz + 1e-6)
+            return j
+        base = self._held
+        if base >= 0.0:  # held (hold()): the same cache
+            if base == self._jbase:
                 return self._j
             self._jbase = base
             j = self._j = _floor(base * self.hz + 1e-6)

@@ -105,7 +105,8 @@ __all__ = ["Ipv4Specific", "tcp_v4_connect", "tcp_v4_err", "tcp_v4_init", "tcp_v
 M32: Final = 0xFFFFFFFF
 _II: Final = struct.Struct("!II")
 _H: Final = struct.Struct("!H")
-_HH: Final = struct.Struct("!HH")
+# the TCP header's fixed fields up to the flags: ports, seq, ack_seq, doff, flags
+_TH: Final = struct.Struct("!HHIIBB")
 
 
 def _addrs(skb: SkBuff) -> tuple[int, int]:
@@ -560,16 +561,13 @@ def _csum_ok(skb: SkBuff, saddr: int, daddr: int) -> bool:
 
 
 @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_fill_cb")
-def tcp_v4_fill_cb(skb: SkBuff, th: int) -> TcpSkbCb:
-    """TCP_SKB_CB from the header. Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_fill_cb()."""
-    buf = skb.buf
-    seq, ack = _II.unpack_from(buf, th + 4)
-    doff = (buf[th + 12] >> 4) * 4
-    flags = buf[th + 13]
-    end = (seq + (flags & TCPHDR_SYN) // 2 + (flags & TCPHDR_FIN) + skb.tail - th - doff) & M32
-    tcb = TcpSkbCb(seq, end, flags)
+def tcp_v4_fill_cb(skb: SkBuff, seq: int, ack: int, doff: int, flags: int) -> TcpSkbCb:
+    """TCP_SKB_CB from the header, whose fields ``tcp_v4_rcv`` read in one go (the
+    kernel passes ``th``). Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_fill_cb()."""
+    end = seq + (flags & TCPHDR_SYN) // 2 + (flags & TCPHDR_FIN) + skb.tail - skb.data - doff
+    tcb = TcpSkbCb(seq, end & M32, flags)
     tcb.ack_seq = ack
-    tcb.dsfield = buf[skb.network_header + 1]
+    tcb.dsfield = skb.buf[skb.network_header + 1]
     skb.cb = tcb
     return tcb
 
@@ -595,7 +593,9 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
         mib.InErrs += 1
         return 0
-    doff = (buf[th + 12] >> 4) * 4
+    # the fixed header in one read (tcp_v4_fill_cb() takes its fields)
+    sport, dport, seq, ack, doff, flags = _TH.unpack_from(buf, th)
+    doff = (doff >> 4) * 4
     if doff < 20 or doff > skb.tail - th:
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)  # SKB_DROP_REASON_TCP_INVALID_HDR
         mib.InErrs += 1
@@ -606,9 +606,8 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
         mib.InErrs += 1
         kfree_skb(skb, DropReason.TCP_CSUM)
         return 0
-    sport, dport = _HH.unpack_from(buf, th)
     skb.data = th  # __skb_pull to the TCP header
-    tcb = tcp_v4_fill_cb(skb, th)
+    tcb = tcp_v4_fill_cb(skb, seq, ack, doff, flags)
     hashinfo = tcp.hashinfo
     dev = skb.dev
     sk: TcpSock | RequestSock | TimewaitSock | None
@@ -666,9 +665,14 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             return 0
         break
     tcb.sacked_off = 0
-    if sk.state == TCP_LISTEN:
+    # one instant for the segment, as the kernel's one tcp_mstamp_refresh() and
+    # jiffies load (cpu/clock.py, "Held time")
+    clock = tcp.net.clock
+    held = clock.hold()
+    try:
         return tcp_v4_do_rcv(tcp, sk, skb)
-    return tcp_v4_do_rcv(tcp, sk, skb)
+    finally:
+        clock.release(held)
 
 
 @kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")

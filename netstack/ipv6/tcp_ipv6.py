@@ -1130,7 +1130,12 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             return 0
         break
     tcb.sacked_off = 0
-    return tcp_v6_do_rcv(tcp, sk, skb)
+    clock = tcp.net.clock  # one instant for the segment (tcp_v4_rcv)
+    held = clock.hold()
+    try:
+        return tcp_v6_do_rcv(tcp, sk, skb)
+    finally:
+        clock.release(held)
 
 
 @kernel("tcp_v4_do_rcv", "tcp_v6_do_rcv")

@@ -235,7 +235,8 @@ def sk_stream_memory_free(sk: TcpSock) -> bool:
     if sk.sk_wmem_queued >= sk.sk_sndbuf:
         return False
     notsent = (sk.write_seq - sk.snd_nxt) & M32
-    return notsent < min(sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat, 0xFFFFFFFF)
+    lowat = sk.notsent_lowat or sk.tcp.sysctl_tcp_notsent_lowat
+    return notsent < (lowat if lowat < 0xFFFFFFFF else 0xFFFFFFFF)  # min()
 
 
 @kernel("include/net/sock.h", "sk_stream_wspace")

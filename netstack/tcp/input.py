@@ -360,7 +360,9 @@ def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     Kernel: net/ipv4/tcp_input.c, tcp_grow_window() (skbs are linear here,
     so truesize_adjust() keeps skb->truesize; no memory pressure).
     """
-    room = min(sk.window_clamp, tcp_space(sk)) - sk.rcv_ssthresh
+    space = tcp_space(sk)
+    clamp = sk.window_clamp
+    room = (clamp if clamp < space else space) - sk.rcv_ssthresh  # min()
     if room <= 0:
         return
     length = skb.tail - skb.data
@@ -370,8 +372,9 @@ def tcp_grow_window(sk: TcpSock, skb: SkBuff) -> None:
     else:
         incr = __tcp_grow_window(sk, skb, truesize)
     if incr:
-        incr = max(incr, 2 * length)
-        sk.rcv_ssthresh += min(room, incr)
+        if incr < 2 * length:  # max()
+            incr = 2 * length
+        sk.rcv_ssthresh += room if room < incr else incr  # min()
         sk.icsk_ack_quick |= 1
 
 

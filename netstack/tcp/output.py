@@ -489,10 +489,12 @@ def tcp_select_window(sk: TcpSock) -> int:
         new_win = (cur_win + (1 << wscale) - 1) >> wscale << wscale  # ALIGN()
     sk.rcv_wnd = new_win
     sk.rcv_wup = sk.rcv_nxt
+    # min(), written out
     if not wscale and sk.tcp.sysctl_tcp_workaround_signed_windows:
-        new_win = min(new_win, MAX_TCP_WINDOW)
-    else:
-        new_win = min(new_win, U16_MAX << wscale)
+        if new_win > MAX_TCP_WINDOW:
+            new_win = MAX_TCP_WINDOW
+    elif new_win > U16_MAX << wscale:
+        new_win = U16_MAX << wscale
     new_win >>= wscale
     if new_win == 0:
         sk.pred_flags = 0
@@ -1020,18 +1022,20 @@ def tcp_cwnd_test(sk: TcpSock, skb: SkBuff) -> int:
     cwnd = sk.snd_cwnd
     if in_flight >= cwnd:
         return 0
-    halfcwnd = max(cwnd >> 1, 1)  # at least two GSO packets in flight
-    return min(halfcwnd, cwnd - in_flight)
+    halfcwnd = cwnd >> 1 or 1  # max(cwnd >> 1, 1): at least two GSO packets in flight
+    room = cwnd - in_flight
+    return halfcwnd if halfcwnd < room else room  # min()
 
 
-@kernel("tcp_snd_wnd_test")
+@kernel("tcp_snd_wnd_test", "after")
 def tcp_snd_wnd_test(sk: TcpSock, skb: SkBuff, cur_mss: int) -> bool:
-    """Does the first segment of *skb* fit the peer's window? Kernel: tcp_snd_wnd_test()."""
+    """Does the first segment of *skb* fit the peer's window? Kernel: tcp_snd_wnd_test();
+    after(), written out."""
     tcb: TcpSkbCb = skb.cb
     end_seq = tcb.end_seq
     if skb.tail - skb.data > cur_mss:
         end_seq = (tcb.seq + cur_mss) & M32
-    return not after(end_seq, tcp_wnd_end(sk))
+    return ((tcp_wnd_end(sk) - end_seq) & M32) <= 0x7FFFFFFF  # not after()
 
 
 @kernel("tcp_mss_split_point")
@@ -1386,10 +1390,10 @@ def tcp_mark_push(sk: TcpSock, skb: SkBuff) -> None:
     sk.pushed_seq = sk.write_seq
 
 
-@kernel("net/ipv4/tcp.c", "forced_push")
+@kernel("net/ipv4/tcp.c", "forced_push", "after")
 def forced_push(sk: TcpSock) -> bool:
-    """Kernel: net/ipv4/tcp.c, forced_push()."""
-    return after(sk.write_seq, (sk.pushed_seq + (sk.max_window >> 1)) & M32)
+    """Kernel: net/ipv4/tcp.c, forced_push(); after(), written out."""
+    return ((sk.pushed_seq + (sk.max_window >> 1) - sk.write_seq) & M32) > 0x7FFFFFFF
 
 
 @kernel("net/ipv4/tcp.c", "tcp_should_autocork")

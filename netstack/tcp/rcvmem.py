@@ -86,8 +86,11 @@ _SYN_FIN: Final = TCPHDR_SYN | TCPHDR_FIN
 # header prediction: the flag word (doff, flags, window) without the reserved bits and PSH
 TCP_HP_BITS: Final = ~0x0F080000 & M32
 TCP_FLAG_ACK: Final = 0x00100000
-_TS_ALIGNED: Final = b"\x01\x01\x08\x0a"  # NOP, NOP, TIMESTAMP, 10
-_TSVAL_TSECR: Final = struct.Struct("!II")
+# header prediction's reads in one: the word at offset 12 (doff, flags, window)
+# and, with timestamps, the aligned option's first word (offset 20), TSval, TSecr
+_HP_WORD: Final = struct.Struct("!I")
+_HP_WORD_TS: Final = struct.Struct("!I4xIII")
+_TS_ALIGNED_WORD: Final = 0x0101080A  # NOP, NOP, TIMESTAMP, 10
 
 
 # ------------------------------------------------------------------ accounting
@@ -230,16 +233,22 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
         return HP_MISS
     buf = skb.buf
     th = skb.transport_header
-    if int.from_bytes(buf[th + 12 : th + 16], "big") & TCP_HP_BITS != pred:
+    hlen = sk.tcp_header_len
+    length = skb.tail - th
+    if hlen == 32 and length >= 32:
+        # the word, the aligned option and tcp_parse_aligned_timestamp()'s values
+        word, opt, tsval, tsecr = _HP_WORD_TS.unpack_from(buf, th + 12)
+    else:  # (a shorter segment cannot match a 32-byte header's prediction)
+        word = _HP_WORD.unpack_from(buf, th + 12)[0]
+        opt = tsval = tsecr = 0
+    if word & TCP_HP_BITS != pred:
         return HP_MISS
     tcb: TcpSkbCb = skb.cb
     if tcb.seq != sk.rcv_nxt or ((sk.snd_nxt - tcb.ack_seq) & M32) > 0x7FFFFFFF:
         return HP_MISS
-    hlen = sk.tcp_header_len
     if hlen == 32:
-        if buf[th + 20 : th + 24] != _TS_ALIGNED:
+        if opt != _TS_ALIGNED_WORD:
             return HP_MISS
-        tsval, tsecr = _TSVAL_TSECR.unpack_from(buf, th + 24)  # tcp_parse_aligned_timestamp()
         if (tsval - sk.ts_recent) & 0x80000000:
             return HP_MISS
         sk.saw_tstamp = True
@@ -247,7 +256,6 @@ def tcp_fast_path_data(sk: TcpSock, skb: SkBuff) -> int:
         sk.rcv_tsecr = tsecr
     else:
         sk.saw_tstamp = False
-    length = skb.tail - th
     if length == hlen:
         return HP_PURE_ACK
     if length < hlen:

@@ -660,12 +660,22 @@ class TcpSock(Sock):
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
-        return self.sk_prot.sendmsg(self, data, flags, dest)
+        clock = self.net.clock  # one instant for the call (cpu/clock.py, "Held time")
+        held = clock.hold()
+        try:
+            return self.sk_prot.sendmsg(self, data, flags, dest)
+        finally:
+            clock.release(held)
 
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
-        data = self.sk_prot.recvmsg(self, bufsize, flags)
+        clock = self.net.clock  # one instant for the call (sendmsg)
+        held = clock.hold()
+        try:
+            data = self.sk_prot.recvmsg(self, bufsize, flags)
+        finally:
+            clock.release(held)
         if data is None:
             raise SockWouldBlock(write=False)
         daddr = self.inet_daddr
@@ -676,7 +686,12 @@ class TcpSock(Sock):
     def recvmsg_or_none(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
-        data = self.sk_prot.recvmsg(self, bufsize, flags)
+        clock = self.net.clock  # one instant for the call (sendmsg)
+        held = clock.hold()
+        try:
+            data = self.sk_prot.recvmsg(self, bufsize, flags)
+        finally:
+            clock.release(held)
         if data is None:  # no exception per empty read (Sock.recvmsg_or_none)
             return None
         daddr = self.inet_daddr
