@@ -350,3 +350,33 @@ async def test_every_rewritten_module_charges_while_a_spender_is_active(
         await cli.sendto(b"z", ("10.0.2.1", 9))
         assert (await srv.recvfrom(100))[0] == b"z"
         assert len(charged) == counted
+
+
+def test_packet_types_and_inet_protocols_are_plain_classes() -> None:
+    """devtyped: ``PacketType`` and ``InetProtocol`` carry no decorator (mypyc keeps a
+    decorated class, attrs' included, a Python class: every ``pt.dev``, ``pt.func``
+    and ``handler.handler`` of the receive path was a generic read in the build)."""
+    for path, name in (
+        ("netstack/core/net.py", "PacketType"),
+        ("netstack/ipv4/netns.py", "InetProtocol"),
+    ):
+        tree = ast.parse((ROOT / path).read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        assert cls.decorator_list == [], (path, name)
+    from netstack.core.net import PacketType
+    from netstack.ipv4.netns import InetProtocol
+
+    def func(*args: object) -> None:
+        pass
+
+    pt = PacketType(0x0800, func, name="x")
+    assert (pt.proto, pt.func, pt.dev, pt.ignore_outgoing, pt.name) == (
+        0x800,
+        func,
+        None,
+        False,
+        "x",
+    )
+    assert repr(pt).startswith("PacketType(proto=2048, func=")
+    proto = InetProtocol(func)
+    assert (proto.handler, proto.err_handler) == (func, None)

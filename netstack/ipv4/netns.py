@@ -23,8 +23,6 @@ from collections.abc import Callable
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from netstack.core.dev import (
     NETDEV_CHANGE,
     NETDEV_CHANGEADDR,
@@ -71,15 +69,31 @@ if TYPE_CHECKING:
 __all__ = ["InetProtocol", "Ipv4"]
 
 
-@attrs.define(eq=False)
 class InetProtocol:
     """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
+
+    A plain slotted class rather than an attrs one: ``ip_rcv`` reads ``handler``
+    of every delivered datagram's protocol, natively in the optional mypyc build
+    (which keeps a decorated class a Python class: a generic read).
 
     Twin: netstack.ipv6.netns.Inet6Protocol.
     """
 
+    __slots__ = ("err_handler", "handler")
+
     handler: Callable[[SkBuff], object]  # consumes the skb
-    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
+    err_handler: Callable[[SkBuff, int], object] | None  # (skb, info): an ICMP error
+
+    def __init__(
+        self,
+        handler: Callable[[SkBuff], object],
+        err_handler: Callable[[SkBuff, int], object] | None = None,
+    ) -> None:
+        self.handler = handler
+        self.err_handler = err_handler
+
+    def __repr__(self) -> str:
+        return f"InetProtocol(handler={self.handler!r}, err_handler={self.err_handler!r})"
 
 
 class Ipv4:
