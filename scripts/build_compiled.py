@@ -454,6 +454,58 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "from netstack.ipv4.route import ip_dst_mtu_maybe_forward, ip_route_input_noref\n",
         "the same: ip_output imported (netstack imports ip_output before ip_input)",
     ),
+    # devtyped
+    (
+        "netstack/drivers/veth.py",
+        "    net = dev.net\n",
+        "    net = dev.net; _ipv4: Ipv4 | None = _v4 if isinstance(_v4 := net.ipv4, Ipv4)"
+        " else None\n",
+        "the namespace's IPv4, read once a poll, for the direct calls below",
+    ),
+    (
+        "netstack/drivers/veth.py",
+        "                func(skb, dev, matched, dev)\n",
+        "                ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
+        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None"
+        " and matched is _ipv4.arp_packet_type else func(skb, dev, matched, dev)\n",
+        "__netif_receive_skb_one_core()'s INDIRECT_CALL_INET: veth_poll calls ip_rcv (and"
+        " arp_rcv) directly when the handler is the namespace's own, not through the"
+        " MethodType and the compiled function's argument-parsing wrapper",
+    ),
+    (
+        "netstack/drivers/veth.py",
+        "from netstack.core.net import Net, PacketType\n",
+        "from netstack.core.net import Net, PacketType\nfrom netstack.ipv4.arp import arp_rcv;"
+        " from netstack.ipv4.ip_input import ip_rcv; from netstack.ipv4.netns import Ipv4\n",
+        "the same: ip_rcv, arp_rcv and Ipv4 imported (netstack imports ipv4 before drivers)",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "        protocol_handler = handler.handler  # a local: see dst_input above\n"
+        "        protocol_handler(skb)\n",
+        "        protocol_handler = handler.handler  # a local: see dst_input above\n"
+        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
+        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
+        "ip_protocol_deliver_rcu()'s INDIRECT_CALL_2 in ip_rcv's written-out delivery: udp_rcv"
+        " (and icmp_rcv) called directly when the handler is the namespace's own",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
+        "        protocol_handler(skb)\n",
+        "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
+        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
+        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
+        "the same in ip_local_deliver()'s ip_protocol_deliver_rcu()",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "from netstack.ipv4.constants import ",
+        "from netstack.ipv4.icmp import icmp_rcv; from netstack.ipv4.udp import udp_rcv;"
+        " from netstack.ipv4.constants import ",
+        "the same: udp_rcv and icmp_rcv imported (netstack imports icmp before ip_input, and"
+        " udp imports nothing of ip_input)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 

@@ -352,6 +352,46 @@ async def test_every_rewritten_module_charges_while_a_spender_is_active(
         assert len(charged) == counted
 
 
+async def test_the_receive_handlers_are_called_directly_in_the_copy(lab: Lab) -> None:
+    """devtyped: the copy's veth_poll calls ip_rcv (and arp_rcv) directly when the
+    matched packet type is the namespace's own (__netif_receive_skb_one_core()'s
+    INDIRECT_CALL_INET), and ip_rcv's delivery and ip_local_deliver call udp_rcv (and
+    icmp_rcv) directly when the protocol is (ip_protocol_deliver_rcu()'s
+    INDIRECT_CALL_2); what inet_init registers is those very handlers, bound to the
+    namespace."""
+    from netstack.ipv4.arp import arp_rcv
+    from netstack.ipv4.icmp import icmp_rcv
+    from netstack.ipv4.ip_input import ip_rcv
+    from netstack.ipv4.udp import udp_rcv
+    from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
+    from netstack.wire.ipv4 import IPPROTO_ICMP, IPPROTO_UDP
+
+    script = build_script()
+    veth = script.patched(
+        "netstack/drivers/veth.py", (ROOT / "netstack/drivers/veth.py").read_text()
+    )
+    assert (
+        "ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
+        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev)" in veth
+    )
+    ip_input = script.patched(
+        "netstack/ipv4/ip_input.py", (ROOT / "netstack/ipv4/ip_input.py").read_text()
+    )
+    assert ip_input.count("udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else") == 2
+    net = lab.add_host("h").net
+    ipv4 = ipv4_of(net)
+    assert net.ptype_base[ETH_P_IP] == [ipv4.ip_packet_type]
+    assert net.ptype_base[ETH_P_ARP] == [ipv4.arp_packet_type]
+    assert ipv4.ip_packet_type.func.__func__ is ip_rcv  # type: ignore[attr-defined]
+    assert ipv4.arp_packet_type.func.__func__ is arp_rcv  # type: ignore[attr-defined]
+    assert ipv4.inet_protos[IPPROTO_UDP] is ipv4.udp_protocol
+    assert ipv4.inet_protos[IPPROTO_ICMP] is ipv4.icmp_protocol
+    assert ipv4.udp_protocol.handler.__func__ is udp_rcv  # type: ignore[attr-defined]
+    assert ipv4.icmp_protocol.handler.__func__ is icmp_rcv  # type: ignore[attr-defined]
+    assert ipv4.ip_packet_type.func.__self__ is ipv4  # type: ignore[attr-defined]
+    assert ipv4.udp_protocol.handler.__self__ is ipv4
+
+
 def test_packet_types_and_inet_protocols_are_plain_classes() -> None:
     """devtyped: ``PacketType`` and ``InetProtocol`` carry no decorator (mypyc keeps a
     decorated class, attrs' included, a Python class: every ``pt.dev``, ``pt.func``

@@ -35,6 +35,7 @@ from netstack.core.dev import (
     NETDEV_UP,
 )
 from netstack.core.inetpeer import InetPeerBase
+from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.snmp import MibSnapshot, UdpMib
@@ -56,6 +57,7 @@ from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib
 from netstack.ipv4.sysctl_net_ipv4 import devinet_sysctl_register
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import TIMED, kernel, spend
+from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
 from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RT_SCOPE_UNIVERSE, RTN_LOCAL
@@ -110,6 +112,7 @@ class Ipv4:
         "addr_listeners",
         "arp_invalid",
         "arp_out",
+        "arp_packet_type",
         "arp_tbl",
         "devconf_all",
         "devconf_dflt",
@@ -129,6 +132,7 @@ class Ipv4:
         "icmp_mib",
         "icmp_msgs_burst",
         "icmp_msgs_per_sec",
+        "icmp_protocol",
         "icmp_ratelimit",
         "icmp_ratemask",
         "icmpmsg",
@@ -147,6 +151,7 @@ class Ipv4:
         "ip_local_port_range",
         "ip_no_pmtu_disc",
         "ip_nonlocal_bind",
+        "ip_packet_type",
         "ip_rt_gc_timeout",
         "ip_rt_min_pmtu",
         "ip_rt_mtu_expires",
@@ -162,6 +167,7 @@ class Ipv4:
         "raw_sockets",
         "rt_genid",
         "udp_mib",
+        "udp_protocol",
         "udp_table",
     )
 
@@ -228,6 +234,19 @@ class Ipv4:
         self.dst_mc_output = MethodType(_out.ip_mc_output, self)  # ip_mc_output
         self.dst_local_deliver = MethodType(_in.ip_local_deliver, self)
         self.dst_forward = MethodType(_in.ip_forward, self)
+        # the family's receive handlers, which inet_init registers (kernel: af_inet.c's
+        # ip_packet_type, icmp_protocol, udp_protocol and arp.c's arp_packet_type,
+        # statics there; bound to this namespace here). The optional compiled build
+        # calls ip_rcv, arp_rcv, udp_rcv and icmp_rcv directly when the handler is one
+        # of these (INDIRECT_CALL_INET and INDIRECT_CALL_2 in the kernel)
+        self.ip_packet_type = PacketType(ETH_P_IP, MethodType(_in.ip_rcv, self), name="ip_rcv")
+        self.arp_packet_type = PacketType(ETH_P_ARP, MethodType(_arp.arp_rcv, self), name="arp_rcv")
+        self.icmp_protocol = InetProtocol(
+            MethodType(_icmp.icmp_rcv, self), MethodType(_ping.ping_err, self)
+        )
+        self.udp_protocol = InetProtocol(
+            MethodType(_udp.udp_rcv, self), MethodType(_udp.udp_err, self)
+        )
 
     # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
     @kernel("net/ipv4/protocol.c", "inet_add_offload")
