@@ -456,6 +456,12 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
     ),
     # devtyped
     (
+        "netstack/ipv4/netns.py",
+        "from typing import TYPE_CHECKING, Any\n",
+        "from typing import TYPE_CHECKING, Any, Final\n",
+        "Final for the spenders' alias that timed_from_spenders appends (TIMED_FROM_SPENDERS)",
+    ),
+    (
         "netstack/drivers/veth.py",
         "    net = dev.net\n",
         "    net = dev.net; _ipv4: Ipv4 | None = _v4 if isinstance(_v4 := net.ipv4, Ipv4)"
@@ -692,6 +698,15 @@ TIMED_FROM_SPENDERS: tuple[str, ...] = (
     "netstack/ipv4/route.py",
     "netstack/ipv4/udp.py",
     "netstack/neigh/neighbour.py",
+    # the device core, the skb's frees, the device's queue tests, the namespace's
+    # source check and the neighbour glue: read on every packet's path (dev_queue_xmit
+    # three times a packet, consume_skb once), a dictionary lookup each (devtyped)
+    "netstack/core/dev.py",
+    "netstack/core/skbuff.py",
+    "netstack/core/netdevice.py",
+    "netstack/ipv4/netns.py",
+    "netstack/ipv4/offload.py",
+    "netstack/neigh/nud.py",
 )
 """Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
 (the typed data path, mypyctyped; :func:`timed_from_spenders`)."""

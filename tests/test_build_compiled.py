@@ -420,3 +420,38 @@ def test_packet_types_and_inet_protocols_are_plain_classes() -> None:
     assert repr(pt).startswith("PacketType(proto=2048, func=")
     proto = InetProtocol(func)
     assert (proto.handler, proto.err_handler) == (func, None)
+
+
+async def test_the_device_core_charges_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """devtyped: the device core, the skb's frees and the device's queue tests are in
+    ``TIMED_FROM_SPENDERS`` too; a routed datagram charges a site of each while a
+    spender is active, on the pure package and on the build alike, and none after."""
+    script = build_script()
+    for path in ("netstack/core/dev.py", "netstack/core/skbuff.py", "netstack/core/netdevice.py"):
+        assert path in script.TIMED_FROM_SPENDERS
+    charged: list[str] = []
+
+    def spender(site: str, nbytes: int) -> None:
+        charged.append(site)
+
+    async with open_test_lab() as lab:
+        a, _r, b = routed(lab)
+        srv = b.socket()
+        await srv.bind(("10.0.2.1", 9))
+        cli = a.socket()
+        await cli.sendto(b"x", ("10.0.2.1", 9))
+        await srv.recvfrom(100)
+        netstack.sites.activate(spender)
+        try:
+            await cli.sendto(b"y", ("10.0.2.1", 9))
+            assert (await srv.recvfrom(100))[0] == b"y"
+        finally:
+            netstack.sites.deactivate(spender)
+        for site in ("__dev_queue_xmit", "consume_skb", "netif_tx_queue_stopped"):
+            assert site in charged, (site, charged)
+        counted = len(charged)
+        await cli.sendto(b"z", ("10.0.2.1", 9))
+        assert (await srv.recvfrom(100))[0] == b"z"
+        assert len(charged) == counted
