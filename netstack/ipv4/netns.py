@@ -661,22 +661,23 @@ class Ipv4:
         elif event == NETDEV_NOTIFY_PEERS:
             _arp.arp_send_gratuitous(self, dev)
         elif event == NETDEV_CHANGENAME:
-            self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{dev.ip_ptr.conf_name}.")
-            neigh_sysctl_unregister(self.arp_tbl, dev.ip_ptr.conf_name)
+            in_dev = self.in_dev(dev)
+            self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
+            neigh_sysctl_unregister(self.arp_tbl, in_dev.conf_name)
             self._register_dev_sysctls(dev)
-            for ifa in dev.ip_ptr.ifa_list:
-                if ifa.ifa_label == dev.ip_ptr.conf_name:
+            for ifa in in_dev.ifa_list:
+                if ifa.ifa_label == in_dev.conf_name:
                     ifa.ifa_label = dev.name
         elif event == NETDEV_UNREGISTER:
-            in_dev = dev.ip_ptr
-            if in_dev is not None:
-                _igmp.ip_mc_destroy_dev(in_dev)
-                for ifa in list(in_dev.ifa_list):
-                    in_dev.delete_ifa(ifa)
+            gone = dev.ip_ptr
+            if gone is not None:
+                _igmp.ip_mc_destroy_dev(gone)
+                for ifa in list(gone.ifa_list):
+                    gone.delete_ifa(ifa)
                 self.fib.fib_sync_down_dev(dev, unregister=True)
-                self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
-                neigh_sysctl_unregister(self.arp_tbl, in_dev.conf_name)
-                in_dev.dead = True
+                self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{gone.conf_name}.")
+                neigh_sysctl_unregister(self.arp_tbl, gone.conf_name)
+                gone.dead = True
             self.arp_tbl.neigh_ifdown(dev)
             self.arp_tbl.del_dev_parms(dev)
             dev.ip_ptr = None
@@ -688,7 +689,7 @@ class Ipv4:
 
     # -- sysctls ---------------------------------------------------------------------------
     def _register_dev_sysctls(self, dev: NetDevice) -> None:
-        in_dev: InDevice = dev.ip_ptr
+        in_dev = self.in_dev(dev)
         in_dev.conf_name = dev.name
         conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
         s.register_lazy(f"{conf}.", devinet_sysctl_register, self, conf, in_dev.cnf, dev)

@@ -86,6 +86,7 @@ from netstack.wire.rtnetlink import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.sock import Sock
+    from netstack.ipv4.devinet import InDevice
     from netstack.ipv4.netns import Ipv4
 
 _I: Final = struct.Struct("!I")
@@ -773,7 +774,7 @@ def ip_route_input_noref(
                     if line is not None:
                         line.write("dst_hold", atomic=True)
                     return 0
-                return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
+                return _mkroute_input(ipv4, skb, res, in_dev, dev, daddr, saddr)
         elif rtype == RTN_LOCAL:
             if (
                 saddr in ipv4.inet_addr_lst
@@ -892,7 +893,7 @@ def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
 def ip_route_input_mc(ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> int:
     """A joined group: a local RTN_MULTICAST route. Kernel: ip_route_input_mc()."""
     in_dev = dev.ip_ptr
-    if skb.protocol != 0x0800:
+    if in_dev is None or skb.protocol != 0x0800:
         return -errno.EINVAL
     if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
         return -errno.EINVAL
@@ -902,7 +903,13 @@ def ip_route_input_mc(ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, dev: NetD
 
 @kernel("__mkroute_input", "skb_dst_set_noref")
 def _mkroute_input(
-    ipv4: Ipv4, skb: SkBuff, res: FibResult, in_dev_dev: NetDevice, daddr: int, saddr: int
+    ipv4: Ipv4,
+    skb: SkBuff,
+    res: FibResult,
+    in_dev: InDevice,
+    in_dev_dev: NetDevice,
+    daddr: int,
+    saddr: int,
 ) -> int:
     """A forwarding route: the nexthop's cached one set without a reference.
 
@@ -913,7 +920,6 @@ def _mkroute_input(
     out_dev = nh.dev
     if out_dev.ip_ptr is None:
         return -errno.EINVAL
-    in_dev = in_dev_dev.ip_ptr
     if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, in_dev_dev, in_dev):
         ipv4.martian_source(skb, daddr, saddr, in_dev_dev)
         return -errno.EINVAL
