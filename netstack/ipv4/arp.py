@@ -20,6 +20,7 @@ Kernel: net/ipv4/arp.c.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dev import NETDEV_CHANGE, NETDEV_CHANGEADDR, dev_queue_xmit
@@ -293,8 +294,12 @@ def arp_fwd_pvlan(in_dev: Any, dev: NetDevice, rt: Any, sip: int, tip: int) -> b
     return bool(in_dev.orconf("proxy_arp_pvlan"))  # IN_DEV_PROXY_ARP_PVLAN: ORCONF
 
 
-# ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process reads
-_ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
+# ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process
+# reads, seven ints in one read (bound once and typed so: compiled code compares them
+# as ints, not through the generic comparison)
+_ARP_ETH_IP_NO_HW: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int, int]]] = (
+    struct.Struct("!HHBBH6xI6xI").unpack_from
+)
 
 
 @kernel("net/ipv4/arp.c", "arp_rcv", "arp_process", "arp_accept")
@@ -322,7 +327,7 @@ def arp_rcv(
         # unpack, the length fields checked from it (the hardware addresses are
         # copied out only where used: most requests a host hears are for another
         # host, from a sender it does not know)
-        hrd, pro, hln, pln, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
+        hrd, pro, hln, pln, op, sip, tip = _ARP_ETH_IP_NO_HW(buf, d)
         if hln != 6 or pln != 4:
             ipv4.arp_invalid += 1
             kfree_skb(skb, DropReason.ARP_INVALID)
