@@ -139,12 +139,13 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         return
     buf = skb.buf
     nh = skb.data
-    vi = buf[nh]
-    if vi == 0x45:  # version 4, no options: the length test above covers the header
+    # the fixed header's fields in one read (the length test above covers them), the
+    # version and header length among them
+    vi, tos, tot_len, w1, w2, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
+    if vi == 0x45:  # version 4, no options
         ihl = 20
-        # the header's fields in one read; ip_fast_csum() (below) as the sum of its
-        # words, 2**16 ≡ 1 (mod 0xFFFF): the same residue as the header read whole
-        _, tos, tot_len, w1, w2, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
+        # ip_fast_csum() (below) as the sum of the header's words, 2**16 ≡ 1 (mod
+        # 0xFFFF): the same residue as the header read whole
         if TIMED:
             spend("ip_fast_csum")
         n = 0x4500 + tos + tot_len + w1 + w2 + saddr + daddr
@@ -165,9 +166,6 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         if TIMED:
             spend("ip_fast_csum")
         n = _from_bytes(buf[nh : nh + ihl], "big")
-        tos = buf[nh + 1]
-        tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
-        saddr, daddr = _II.unpack_from(buf, nh + 12)
     if n % 0xFFFF or not n:
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
