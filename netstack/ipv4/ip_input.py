@@ -88,6 +88,15 @@ _TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
 # rt_tos2priority() per TOS byte: a tuple read for its mask and shift
+# ip_forward's reads and writes of the header: TOS, TTL, protocol and checksum in one
+# read (from the TOS byte), the TTL, protocol and checksum written back in one (ints,
+# typed so: a bytearray subscript is a generic call in compiled code)
+_FWD_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int]]] = struct.Struct(
+    "!B6xBBH"
+).unpack_from
+_FWD_TTL_CHECK: Final[Callable[[bytearray, int, int, int, int], None]] = struct.Struct(
+    "!BBH"
+).pack_into
 _TOS_PRIORITY: Final = tuple(IP_TOS2PRIO[(tos & 0x1E) >> 1] for tos in range(256))
 
 
@@ -413,7 +422,8 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     buf = skb.buf
     nh = skb.network_header
     skb.data = nh
-    if buf[nh + 8] <= 1:
+    tos, ttl, protocol, check = _FWD_FIELDS(buf, nh + 1)
+    if ttl <= 1:
         ipv4.ip.InHdrErrors += 1
         ipv4.icmp_send(skb, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0)
         kfree_skb(skb, DropReason.IP_INHDR)
@@ -443,17 +453,16 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         buf = skb.buf
         nh = skb.network_header
     # ip_decrease_ttl(), a static inline of include/net/ip.h: the TTL less one and
-    # the header checksum patched incrementally (RFC 1624)
-    check = ((buf[nh + 10] << 8) | buf[nh + 11]) + 0x0100
+    # the header checksum patched incrementally (RFC 1624); skb_cow() above copies the
+    # header as it was read
+    check += 0x0100
     check = (check + (check >= 0xFFFF)) & 0xFFFF
-    buf[nh + 10] = check >> 8
-    buf[nh + 11] = check & 0xFF
-    buf[nh + 8] -= 1
+    _FWD_TTL_CHECK(buf, nh + 8, ttl - 1, protocol, check)
     flags = rt.rt_flags  # (a forwarding route's are mostly 0: no mask then)
     if flags and flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
     if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline: per TOS byte
-        skb.priority = _TOS_PRIORITY[buf[nh + 1]]
+        skb.priority = _TOS_PRIORITY[tos]
     ipv4.ip.ForwDatagrams += 1
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
         skb.ip_summed = CHECKSUM_NONE
