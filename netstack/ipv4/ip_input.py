@@ -79,9 +79,6 @@ _IPV4_HDR_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int, int
 )
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
-# per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
-# ip_is_fragment() test, a tuple read instead of a bit operation)
-_MF_OR_OFFSET_HIGH: Final = tuple(bool(b & _IP_MF_OFFSET_HIGH_BYTE) for b in range(256))
 # the ECN field of a TOS byte (INET_ECN_MASK), per TOS
 _TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
@@ -231,8 +228,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             return
         # a hook that mangles the header (NAT) may have made it writable: read again
         buf = skb.buf
-        tos = buf[nh + 1]
-        saddr, daddr = _II.unpack_from(buf, nh + 12)
+        _, tos, _, w1, _, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
     # ip_rcv_finish() / ip_rcv_finish_core(), static functions NF_HOOK's okfn calls
     # directly, written out as ip_rcv_finish below (a frame less; keep them in step)
     if skb.dst is None:
@@ -252,7 +248,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         ipext.InBcastOctets += skb.tail - skb.data
     dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
     if dst_input is not ipv4.dst_local_deliver or (
-        _MF_OR_OFFSET_HIGH[buf[nh + 6]] or buf[nh + 7]  # ip_is_fragment()
+        w1 & 0x3FFF  # ip_is_fragment(): IP_MF | IP_OFFSET of the ID+fragment word
     ):
         dst_input(skb)
         return
