@@ -488,6 +488,64 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        napi_gro_receive(napi, queue.pop(0))\n",
         "the same (gro_cell_poll: __skb_dequeue, the head first)",
     ),
+    # devtyped
+    (
+        "netstack/ipv4/netns.py",
+        "from typing import TYPE_CHECKING, Any\n",
+        "from typing import TYPE_CHECKING, Any, Final\n",
+        "Final for the spenders' alias that timed_from_spenders appends (TIMED_FROM_SPENDERS)",
+    ),
+    (
+        "netstack/drivers/veth.py",
+        "    net = dev.net\n",
+        "    net = dev.net; _ipv4: Ipv4 | None = _v4 if isinstance(_v4 := net.ipv4, Ipv4)"
+        " else None\n",
+        "the namespace's IPv4, read once a poll, for the direct calls below",
+    ),
+    (
+        "netstack/drivers/veth.py",
+        "                func(skb, dev, matched, dev)\n",
+        "                ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
+        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None"
+        " and matched is _ipv4.arp_packet_type else func(skb, dev, matched, dev)\n",
+        "__netif_receive_skb_one_core()'s INDIRECT_CALL_INET: veth_poll calls ip_rcv (and"
+        " arp_rcv) directly when the handler is the namespace's own, not through the"
+        " MethodType and the compiled function's argument-parsing wrapper",
+    ),
+    (
+        "netstack/drivers/veth.py",
+        "from netstack.core.net import Net, PacketType\n",
+        "from netstack.core.net import Net, PacketType\nfrom netstack.ipv4.arp import arp_rcv;"
+        " from netstack.ipv4.ip_input import ip_rcv; from netstack.ipv4.netns import Ipv4\n",
+        "the same: ip_rcv, arp_rcv and Ipv4 imported (netstack imports ipv4 before drivers)",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "        protocol_handler = handler.handler  # a local: see dst_input above\n"
+        "        protocol_handler(skb)\n",
+        "        protocol_handler = handler.handler  # a local: see dst_input above\n"
+        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
+        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
+        "ip_protocol_deliver_rcu()'s INDIRECT_CALL_2 in ip_rcv's written-out delivery: udp_rcv"
+        " (and icmp_rcv) called directly when the handler is the namespace's own",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
+        "        protocol_handler(skb)\n",
+        "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
+        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
+        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
+        "the same in ip_local_deliver()'s ip_protocol_deliver_rcu()",
+    ),
+    (
+        "netstack/ipv4/ip_input.py",
+        "from netstack.ipv4.constants import ",
+        "from netstack.ipv4.icmp import icmp_rcv; from netstack.ipv4.udp import udp_rcv;"
+        " from netstack.ipv4.constants import ",
+        "the same: udp_rcv and icmp_rcv imported (netstack imports icmp before ip_input, and"
+        " udp imports nothing of ip_input)",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 
@@ -693,6 +751,15 @@ TIMED_FROM_SPENDERS: tuple[str, ...] = (
     "netstack/ipv4/tcp_ipv4.py",
     "netstack/gro/tcp.py",
     "netstack/wire/checksum.py",
+    # the device core, the skb's frees, the device's queue tests, the namespace's
+    # source check and the neighbour glue: read on every packet's path (dev_queue_xmit
+    # three times a packet, consume_skb once), a dictionary lookup each (devtyped)
+    "netstack/core/dev.py",
+    "netstack/core/skbuff.py",
+    "netstack/core/netdevice.py",
+    "netstack/ipv4/netns.py",
+    "netstack/ipv4/offload.py",
+    "netstack/neigh/nud.py",
 )
 """Compiled modules whose ``TIMED`` tests the copy makes tests of the spenders' list
 (the typed data path, mypyctyped; :func:`timed_from_spenders`)."""

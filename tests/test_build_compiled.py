@@ -488,3 +488,108 @@ async def test_every_rewritten_tcp_module_charges_while_a_spender_is_active(
         await cli.send(b"z")
         assert await conn.recv(1) == b"z"
         assert len(charged) == counted
+
+
+async def test_the_receive_handlers_are_called_directly_in_the_copy(lab: Lab) -> None:
+    """devtyped: the copy's veth_poll calls ip_rcv (and arp_rcv) directly when the
+    matched packet type is the namespace's own (__netif_receive_skb_one_core()'s
+    INDIRECT_CALL_INET), and ip_rcv's delivery and ip_local_deliver call udp_rcv (and
+    icmp_rcv) directly when the protocol is (ip_protocol_deliver_rcu()'s
+    INDIRECT_CALL_2); what inet_init registers is those very handlers, bound to the
+    namespace."""
+    from netstack.ipv4.arp import arp_rcv
+    from netstack.ipv4.icmp import icmp_rcv
+    from netstack.ipv4.ip_input import ip_rcv
+    from netstack.ipv4.udp import udp_rcv
+    from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
+    from netstack.wire.ipv4 import IPPROTO_ICMP, IPPROTO_UDP
+
+    script = build_script()
+    veth = script.patched(
+        "netstack/drivers/veth.py", (ROOT / "netstack/drivers/veth.py").read_text()
+    )
+    assert (
+        "ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
+        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev)" in veth
+    )
+    ip_input = script.patched(
+        "netstack/ipv4/ip_input.py", (ROOT / "netstack/ipv4/ip_input.py").read_text()
+    )
+    assert ip_input.count("udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else") == 2
+    net = lab.add_host("h").net
+    ipv4 = ipv4_of(net)
+    assert net.ptype_base[ETH_P_IP] == [ipv4.ip_packet_type]
+    assert net.ptype_base[ETH_P_ARP] == [ipv4.arp_packet_type]
+    assert ipv4.ip_packet_type.func.__func__ is ip_rcv  # type: ignore[attr-defined]
+    assert ipv4.arp_packet_type.func.__func__ is arp_rcv  # type: ignore[attr-defined]
+    assert ipv4.inet_protos[IPPROTO_UDP] is ipv4.udp_protocol
+    assert ipv4.inet_protos[IPPROTO_ICMP] is ipv4.icmp_protocol
+    assert ipv4.udp_protocol.handler.__func__ is udp_rcv  # type: ignore[attr-defined]
+    assert ipv4.icmp_protocol.handler.__func__ is icmp_rcv  # type: ignore[attr-defined]
+    assert ipv4.ip_packet_type.func.__self__ is ipv4  # type: ignore[attr-defined]
+    assert ipv4.udp_protocol.handler.__self__ is ipv4
+
+
+def test_packet_types_and_inet_protocols_are_plain_classes() -> None:
+    """devtyped: ``PacketType`` and ``InetProtocol`` carry no decorator (mypyc keeps a
+    decorated class, attrs' included, a Python class: every ``pt.dev``, ``pt.func``
+    and ``handler.handler`` of the receive path was a generic read in the build)."""
+    for path, name in (
+        ("netstack/core/net.py", "PacketType"),
+        ("netstack/ipv4/netns.py", "InetProtocol"),
+    ):
+        tree = ast.parse((ROOT / path).read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        assert cls.decorator_list == [], (path, name)
+    from netstack.core.net import PacketType
+    from netstack.ipv4.netns import InetProtocol
+
+    def func(*args: object) -> None:
+        pass
+
+    pt = PacketType(0x0800, func, name="x")
+    assert (pt.proto, pt.func, pt.dev, pt.ignore_outgoing, pt.name) == (
+        0x800,
+        func,
+        None,
+        False,
+        "x",
+    )
+    assert repr(pt).startswith("PacketType(proto=2048, func=")
+    proto = InetProtocol(func)
+    assert (proto.handler, proto.err_handler) == (func, None)
+
+
+async def test_the_device_core_charges_while_a_spender_is_active(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """devtyped: the device core, the skb's frees and the device's queue tests are in
+    ``TIMED_FROM_SPENDERS`` too; a routed datagram charges a site of each while a
+    spender is active, on the pure package and on the build alike, and none after."""
+    script = build_script()
+    for path in ("netstack/core/dev.py", "netstack/core/skbuff.py", "netstack/core/netdevice.py"):
+        assert path in script.TIMED_FROM_SPENDERS
+    charged: list[str] = []
+
+    def spender(site: str, nbytes: int) -> None:
+        charged.append(site)
+
+    async with open_test_lab() as lab:
+        a, _r, b = routed(lab)
+        srv = b.socket()
+        await srv.bind(("10.0.2.1", 9))
+        cli = a.socket()
+        await cli.sendto(b"x", ("10.0.2.1", 9))
+        await srv.recvfrom(100)
+        netstack.sites.activate(spender)
+        try:
+            await cli.sendto(b"y", ("10.0.2.1", 9))
+            assert (await srv.recvfrom(100))[0] == b"y"
+        finally:
+            netstack.sites.deactivate(spender)
+        for site in ("__dev_queue_xmit", "consume_skb", "netif_tx_queue_stopped"):
+            assert site in charged, (site, charged)
+        counted = len(charged)
+        await cli.sendto(b"z", ("10.0.2.1", 9))
+        assert (await srv.recvfrom(100))[0] == b"z"
+        assert len(charged) == counted

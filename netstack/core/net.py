@@ -78,19 +78,45 @@ def netstack_logger() -> Any:
     )
 
 
-@attrs.define(eq=False)
 class PacketType:
     """A receive handler for one EtherType (kernel: ``struct packet_type``).
 
     ``func(skb, dev, pt, orig_dev)`` consumes the skb. ``dev`` None matches
     every device. ``proto`` ETH_P_ALL (3) makes it a tap (``ptype_all``).
+
+    A plain slotted class rather than an attrs one: the device core reads
+    ``dev`` and ``func`` of every received packet's handler, and the optional
+    mypyc build makes a plain class of a compiled module native (native reads)
+    where it keeps a decorated one a Python class (generic reads).
     """
+
+    __slots__ = ("dev", "func", "ignore_outgoing", "name", "proto")
 
     proto: int
     func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], object]
-    dev: NetDevice | None = None
-    ignore_outgoing: bool = False
-    name: str = ""
+    dev: NetDevice | None
+    ignore_outgoing: bool
+    name: str
+
+    def __init__(
+        self,
+        proto: int,
+        func: Callable[[SkBuff, NetDevice, PacketType, NetDevice], object],
+        dev: NetDevice | None = None,
+        ignore_outgoing: bool = False,
+        name: str = "",
+    ) -> None:
+        self.proto = proto
+        self.func = func
+        self.dev = dev
+        self.ignore_outgoing = ignore_outgoing
+        self.name = name
+
+    def __repr__(self) -> str:
+        return (
+            f"PacketType(proto={self.proto!r}, func={self.func!r}, dev={self.dev!r},"
+            f" ignore_outgoing={self.ignore_outgoing!r}, name={self.name!r})"
+        )
 
 
 @attrs.define(eq=False)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from netstack.core.net import Net
     from netstack.core.qdisc import Qdisc
     from netstack.core.skbuff import SkBuff
+    from netstack.ipv4.devinet import InDevice
 
 __all__ = [
     "IFF_ALLMULTI",
@@ -735,7 +736,7 @@ class NetDevice:
         self.vlan_info: Any = None  # the 802.1Q devices on top (kernel: dev->vlan_info)
         self.uc: list[bytes] = []  # secondary unicast addresses (kernel: dev->uc)
         self.mc: list[bytes] = []  # multicast addresses (kernel: dev->mc)
-        self.ip_ptr: Any = None  # struct in_device (set by ipv4)
+        self.ip_ptr: InDevice | None = None  # struct in_device (set by ipv4)
         self.ip6_ptr: Any = None
         self.priv: Any = None  # netdev_priv(): driver-private state
         self._log: Any = None  # bound on first use (see log)

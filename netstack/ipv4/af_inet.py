@@ -15,22 +15,14 @@ Kernel: net/ipv4/af_inet.c (inet_init).
 from __future__ import annotations
 
 from functools import partial
-from types import MethodType
 from typing import TYPE_CHECKING
 
 from netstack.core.dev import NETDEV_REGISTER, NETDEV_UP
-from netstack.core.net import PacketType
 from netstack.core.sock import AF_INET
-from netstack.ipv4 import arp as _arp
-from netstack.ipv4 import icmp as _icmp
-from netstack.ipv4 import ip_input as _in
-from netstack.ipv4 import ping as _ping
-from netstack.ipv4 import udp as _udp
 from netstack.ipv4.netns import InetProtocol, Ipv4
 from netstack.ipv4.sysctl_net_ipv4 import devinet_sysctl_register, ipv4_sysctl_init_net
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_table_init
 from netstack.sites import kernel
-from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.ipv4 import IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP
 
 if TYPE_CHECKING:
@@ -47,14 +39,10 @@ def inet_init(net: Net) -> Ipv4:
     ipv4 = Ipv4(net)
     net.ipv4 = ipv4
     neigh_table_init(net, AF_INET, ipv4.arp_tbl)
-    ipv4.inet_protos[IPPROTO_ICMP] = InetProtocol(
-        MethodType(_icmp.icmp_rcv, ipv4), MethodType(_ping.ping_err, ipv4)
-    )
-    ipv4.inet_protos[IPPROTO_UDP] = InetProtocol(
-        MethodType(_udp.udp_rcv, ipv4), MethodType(_udp.udp_err, ipv4)
-    )
-    net.dev_add_pack(PacketType(ETH_P_IP, MethodType(_in.ip_rcv, ipv4), name="ip_rcv"))
-    net.dev_add_pack(PacketType(ETH_P_ARP, MethodType(_arp.arp_rcv, ipv4), name="arp_rcv"))
+    ipv4.inet_protos[IPPROTO_ICMP] = ipv4.icmp_protocol
+    ipv4.inet_protos[IPPROTO_UDP] = ipv4.udp_protocol
+    net.dev_add_pack(ipv4.ip_packet_type)
+    net.dev_add_pack(ipv4.arp_packet_type)
     net.register_netdevice_notifier(ipv4.netdev_event)
     from netstack.ipv4.offload import ipv4_offload_init
     from netstack.ipv4.tcp_ipv4 import tcp_v4_err, tcp_v4_init, tcp_v4_rcv

@@ -20,6 +20,7 @@ Kernel: net/ipv4/arp.c.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from netstack.core.dev import NETDEV_CHANGE, NETDEV_CHANGEADDR, dev_queue_xmit
@@ -79,7 +80,9 @@ from netstack.wire.rtnetlink import (
 if TYPE_CHECKING:
     from netstack.core.net import PacketType
     from netstack.core.netdevice import NetDevice
+    from netstack.ipv4.devinet import InDevice
     from netstack.ipv4.netns import Ipv4
+    from netstack.ipv4.route import Rtable
 
 __all__ = ["arp_create", "arp_netdev_event", "arp_rcv", "arp_send", "make_arp_tbl"]
 
@@ -267,7 +270,7 @@ def parp_redo(ipv4: Ipv4, skb: SkBuff) -> None:
 
 
 @kernel("arp_fwd_proxy")
-def arp_fwd_proxy(in_dev: Any, dev: NetDevice, rt: Any) -> bool:
+def arp_fwd_proxy(in_dev: InDevice, dev: NetDevice, rt: Rtable) -> bool:
     """Proxy ARP for a route out of another device? Kernel: arp_fwd_proxy()."""
     if rt.dev is dev:
         return False
@@ -278,13 +281,14 @@ def arp_fwd_proxy(in_dev: Any, dev: NetDevice, rt: Any) -> bool:
         return True
     if imi == -1:
         return False
-    out_dev = rt.dev.ip_ptr
+    out = rt.dev  # a route has a device
+    out_dev = out.ip_ptr if out is not None else None
     omi = out_dev.cnf.medium_id if out_dev is not None else -1
     return bool(omi != imi and omi != -1)
 
 
 @kernel("arp_fwd_pvlan")
-def arp_fwd_pvlan(in_dev: Any, dev: NetDevice, rt: Any, sip: int, tip: int) -> bool:
+def arp_fwd_pvlan(in_dev: InDevice, dev: NetDevice, rt: Rtable, sip: int, tip: int) -> bool:
     """RFC 3069 private VLAN: proxy back out of the same device. Kernel: arp_fwd_pvlan()."""
     if rt.dev is not dev:
         return False
@@ -293,8 +297,12 @@ def arp_fwd_pvlan(in_dev: Any, dev: NetDevice, rt: Any, sip: int, tip: int) -> b
     return bool(in_dev.orconf("proxy_arp_pvlan"))  # IN_DEV_PROXY_ARP_PVLAN: ORCONF
 
 
-# ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process reads
-_ARP_ETH_IP_NO_HW: Final = struct.Struct("!HHBBH6xI6xI")
+# ARP_ETH_IP without the hardware addresses (sha at 8, tha at 18): what arp_process
+# reads, seven ints in one read (bound once and typed so: compiled code compares them
+# as ints, not through the generic comparison)
+_ARP_ETH_IP_NO_HW: Final[Callable[[bytearray, int], tuple[int, int, int, int, int, int, int]]] = (
+    struct.Struct("!HHBBH6xI6xI").unpack_from
+)
 
 
 @kernel("net/ipv4/arp.c", "arp_rcv", "arp_process", "arp_accept")
@@ -322,7 +330,7 @@ def arp_rcv(
         # unpack, the length fields checked from it (the hardware addresses are
         # copied out only where used: most requests a host hears are for another
         # host, from a sender it does not know)
-        hrd, pro, hln, pln, op, sip, tip = _ARP_ETH_IP_NO_HW.unpack_from(buf, d)
+        hrd, pro, hln, pln, op, sip, tip = _ARP_ETH_IP_NO_HW(buf, d)
         if hln != 6 or pln != 4:
             ipv4.arp_invalid += 1
             kfree_skb(skb, DropReason.ARP_INVALID)
@@ -381,12 +389,13 @@ def arp_rcv(
         consume_skb(skb)
         return
     # Route the request as an IP packet from sip to tip: martian senders fail here.
+    rt: Rtable | None  # ip_route_input_noref's: an IPv4 input route
     if (
         op == ARPOP_REQUEST
         and ip_route_input_noref(ipv4, skb, tip, sip, 0, dev) == 0
-        and (rt := skb.dst) is not None
+        and (rt := skb.dst) is not None  # type: ignore[assignment]
     ):
-        addr_type = rt.rt_type  # type: ignore[attr-defined]
+        addr_type = rt.rt_type
         if addr_type == RTN_LOCAL:
             if skb.pkt_type == PACKET_HOST:
                 tbl.rcv_probes_ucast += 1

@@ -79,15 +79,21 @@ _IPV4_HDR_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int, int
 )
 # the high byte of IP_MF | IP_OFFSET (0x3F; the low byte is all offset bits)
 _IP_MF_OFFSET_HIGH_BYTE: Final = (IP_MF | IP_OFFSET) >> 8
-# per value of the fragment word's high byte: does it have IP_MF or offset bits (ip_rcv's
-# ip_is_fragment() test, a tuple read instead of a bit operation)
-_MF_OR_OFFSET_HIGH: Final = tuple(bool(b & _IP_MF_OFFSET_HIGH_BYTE) for b in range(256))
 # the ECN field of a TOS byte (INET_ECN_MASK), per TOS
 _TOS_ECN: Final = tuple(tos & 3 for tos in range(256))
 
 # rt_tos2priority(): TOS → skb->priority (include/net/route.h ip_tos2prio)
 IP_TOS2PRIO: Final = (0, 1, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4)
 # rt_tos2priority() per TOS byte: a tuple read for its mask and shift
+# ip_forward's reads and writes of the header: TOS, TTL, protocol and checksum in one
+# read (from the TOS byte), the TTL, protocol and checksum written back in one (ints,
+# typed so: a bytearray subscript is a generic call in compiled code)
+_FWD_FIELDS: Final[Callable[[bytearray, int], tuple[int, int, int, int]]] = struct.Struct(
+    "!B6xBBH"
+).unpack_from
+_FWD_TTL_CHECK: Final[Callable[[bytearray, int, int, int, int], None]] = struct.Struct(
+    "!BBH"
+).pack_into
 _TOS_PRIORITY: Final = tuple(IP_TOS2PRIO[(tos & 0x1E) >> 1] for tos in range(256))
 
 
@@ -139,12 +145,13 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         return
     buf = skb.buf
     nh = skb.data
-    vi = buf[nh]
-    if vi == 0x45:  # version 4, no options: the length test above covers the header
+    # the fixed header's fields in one read (the length test above covers them), the
+    # version and header length among them
+    vi, tos, tot_len, w1, w2, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
+    if vi == 0x45:  # version 4, no options
         ihl = 20
-        # the header's fields in one read; ip_fast_csum() (below) as the sum of its
-        # words, 2**16 ≡ 1 (mod 0xFFFF): the same residue as the header read whole
-        _, tos, tot_len, w1, w2, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
+        # ip_fast_csum() (below) as the sum of the header's words, 2**16 ≡ 1 (mod
+        # 0xFFFF): the same residue as the header read whole
         if TIMED:
             spend("ip_fast_csum")
         n = 0x4500 + tos + tot_len + w1 + w2 + saddr + daddr
@@ -165,9 +172,6 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         if TIMED:
             spend("ip_fast_csum")
         n = _from_bytes(buf[nh : nh + ihl], "big")
-        tos = buf[nh + 1]
-        tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
-        saddr, daddr = _II.unpack_from(buf, nh + 12)
     if n % 0xFFFF or not n:
         ipext.InCsumErrors += 1
         ip.InHdrErrors += 1
@@ -224,8 +228,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
             return
         # a hook that mangles the header (NAT) may have made it writable: read again
         buf = skb.buf
-        tos = buf[nh + 1]
-        saddr, daddr = _II.unpack_from(buf, nh + 12)
+        _, tos, _, w1, _, saddr, daddr = _IPV4_HDR_FIELDS(buf, nh)
     # ip_rcv_finish() / ip_rcv_finish_core(), static functions NF_HOOK's okfn calls
     # directly, written out as ip_rcv_finish below (a frame less; keep them in step)
     if skb.dst is None:
@@ -245,7 +248,7 @@ def ip_rcv(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, pt: PacketType, orig_dev: Ne
         ipext.InBcastOctets += skb.tail - skb.data
     dst_input = rt.input  # dst_input(): a local, as a call on an instance attribute is slower
     if dst_input is not ipv4.dst_local_deliver or (
-        _MF_OR_OFFSET_HIGH[buf[nh + 6]] or buf[nh + 7]  # ip_is_fragment()
+        w1 & 0x3FFF  # ip_is_fragment(): IP_MF | IP_OFFSET of the ID+fragment word
     ):
         dst_input(skb)
         return
@@ -415,7 +418,8 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
     buf = skb.buf
     nh = skb.network_header
     skb.data = nh
-    if buf[nh + 8] <= 1:
+    tos, ttl, protocol, check = _FWD_FIELDS(buf, nh + 1)
+    if ttl <= 1:
         ipv4.ip.InHdrErrors += 1
         ipv4.icmp_send(skb, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0)
         kfree_skb(skb, DropReason.IP_INHDR)
@@ -445,17 +449,16 @@ def ip_forward(ipv4: Ipv4, skb: SkBuff) -> int:
         buf = skb.buf
         nh = skb.network_header
     # ip_decrease_ttl(), a static inline of include/net/ip.h: the TTL less one and
-    # the header checksum patched incrementally (RFC 1624)
-    check = ((buf[nh + 10] << 8) | buf[nh + 11]) + 0x0100
+    # the header checksum patched incrementally (RFC 1624); skb_cow() above copies the
+    # header as it was read
+    check += 0x0100
     check = (check + (check >= 0xFFFF)) & 0xFFFF
-    buf[nh + 10] = check >> 8
-    buf[nh + 11] = check & 0xFF
-    buf[nh + 8] -= 1
+    _FWD_TTL_CHECK(buf, nh + 8, ttl - 1, protocol, check)
     flags = rt.rt_flags  # (a forwarding route's are mostly 0: no mask then)
     if flags and flags & RTCF_DOREDIRECT:
         ipv4.ip_rt_send_redirect(skb)
     if ipv4.ip_fwd_update_priority:  # rt_tos2priority(), a static inline: per TOS byte
-        skb.priority = _TOS_PRIORITY[buf[nh + 1]]
+        skb.priority = _TOS_PRIORITY[tos]
     ipv4.ip.ForwDatagrams += 1
     if skb.ip_summed == CHECKSUM_COMPLETE:  # skb_forward_csum()
         skb.ip_summed = CHECKSUM_NONE

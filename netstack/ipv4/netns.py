@@ -23,8 +23,6 @@ from collections.abc import Callable
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from netstack.core.dev import (
     NETDEV_CHANGE,
     NETDEV_CHANGEADDR,
@@ -37,6 +35,7 @@ from netstack.core.dev import (
     NETDEV_UP,
 )
 from netstack.core.inetpeer import InetPeerBase
+from netstack.core.net import PacketType
 from netstack.core.netdevice import IFF_LOOPBACK
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.snmp import MibSnapshot, UdpMib
@@ -58,6 +57,7 @@ from netstack.ipv4.snmp import IcmpMib, IcmpMsgMib, IpExtMib, IpMib
 from netstack.ipv4.sysctl_net_ipv4 import devinet_sysctl_register
 from netstack.neigh.neighbour import neigh_sysctl_register, neigh_sysctl_unregister
 from netstack.sites import TIMED, kernel, spend
+from netstack.wire.ethernet import ETH_P_ARP, ETH_P_IP
 from netstack.wire.icmp import ICMP_REDIR_HOST, ICMP_REDIRECT
 from netstack.wire.ipv4 import INADDR_LOOPBACK, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, ntoa
 from netstack.wire.rtnetlink import IFA_F_PERMANENT, RT_SCOPE_HOST, RT_SCOPE_UNIVERSE, RTN_LOCAL
@@ -71,15 +71,31 @@ if TYPE_CHECKING:
 __all__ = ["InetProtocol", "Ipv4"]
 
 
-@attrs.define(eq=False)
 class InetProtocol:
     """A transport protocol's entry in ``inet_protos`` (kernel: ``struct net_protocol``).
+
+    A plain slotted class rather than an attrs one: ``ip_rcv`` reads ``handler``
+    of every delivered datagram's protocol, natively in the optional mypyc build
+    (which keeps a decorated class a Python class: a generic read).
 
     Twin: netstack.ipv6.netns.Inet6Protocol.
     """
 
+    __slots__ = ("err_handler", "handler")
+
     handler: Callable[[SkBuff], object]  # consumes the skb
-    err_handler: Callable[[SkBuff, int], object] | None = None  # (skb, info): an ICMP error
+    err_handler: Callable[[SkBuff, int], object] | None  # (skb, info): an ICMP error
+
+    def __init__(
+        self,
+        handler: Callable[[SkBuff], object],
+        err_handler: Callable[[SkBuff, int], object] | None = None,
+    ) -> None:
+        self.handler = handler
+        self.err_handler = err_handler
+
+    def __repr__(self) -> str:
+        return f"InetProtocol(handler={self.handler!r}, err_handler={self.err_handler!r})"
 
 
 class Ipv4:
@@ -96,6 +112,7 @@ class Ipv4:
         "addr_listeners",
         "arp_invalid",
         "arp_out",
+        "arp_packet_type",
         "arp_tbl",
         "devconf_all",
         "devconf_dflt",
@@ -115,6 +132,7 @@ class Ipv4:
         "icmp_mib",
         "icmp_msgs_burst",
         "icmp_msgs_per_sec",
+        "icmp_protocol",
         "icmp_ratelimit",
         "icmp_ratemask",
         "icmpmsg",
@@ -133,6 +151,7 @@ class Ipv4:
         "ip_local_port_range",
         "ip_no_pmtu_disc",
         "ip_nonlocal_bind",
+        "ip_packet_type",
         "ip_rt_gc_timeout",
         "ip_rt_min_pmtu",
         "ip_rt_mtu_expires",
@@ -148,6 +167,7 @@ class Ipv4:
         "raw_sockets",
         "rt_genid",
         "udp_mib",
+        "udp_protocol",
         "udp_table",
     )
 
@@ -214,6 +234,19 @@ class Ipv4:
         self.dst_mc_output = MethodType(_out.ip_mc_output, self)  # ip_mc_output
         self.dst_local_deliver = MethodType(_in.ip_local_deliver, self)
         self.dst_forward = MethodType(_in.ip_forward, self)
+        # the family's receive handlers, which inet_init registers (kernel: af_inet.c's
+        # ip_packet_type, icmp_protocol, udp_protocol and arp.c's arp_packet_type,
+        # statics there; bound to this namespace here). The optional compiled build
+        # calls ip_rcv, arp_rcv, udp_rcv and icmp_rcv directly when the handler is one
+        # of these (INDIRECT_CALL_INET and INDIRECT_CALL_2 in the kernel)
+        self.ip_packet_type = PacketType(ETH_P_IP, MethodType(_in.ip_rcv, self), name="ip_rcv")
+        self.arp_packet_type = PacketType(ETH_P_ARP, MethodType(_arp.arp_rcv, self), name="arp_rcv")
+        self.icmp_protocol = InetProtocol(
+            MethodType(_icmp.icmp_rcv, self), MethodType(_ping.ping_err, self)
+        )
+        self.udp_protocol = InetProtocol(
+            MethodType(_udp.udp_rcv, self), MethodType(_udp.udp_err, self)
+        )
 
     # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
     @kernel("net/ipv4/protocol.c", "inet_add_offload")
@@ -628,22 +661,23 @@ class Ipv4:
         elif event == NETDEV_NOTIFY_PEERS:
             _arp.arp_send_gratuitous(self, dev)
         elif event == NETDEV_CHANGENAME:
-            self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{dev.ip_ptr.conf_name}.")
-            neigh_sysctl_unregister(self.arp_tbl, dev.ip_ptr.conf_name)
+            in_dev = self.in_dev(dev)
+            self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
+            neigh_sysctl_unregister(self.arp_tbl, in_dev.conf_name)
             self._register_dev_sysctls(dev)
-            for ifa in dev.ip_ptr.ifa_list:
-                if ifa.ifa_label == dev.ip_ptr.conf_name:
+            for ifa in in_dev.ifa_list:
+                if ifa.ifa_label == in_dev.conf_name:
                     ifa.ifa_label = dev.name
         elif event == NETDEV_UNREGISTER:
-            in_dev = dev.ip_ptr
-            if in_dev is not None:
-                _igmp.ip_mc_destroy_dev(in_dev)
-                for ifa in list(in_dev.ifa_list):
-                    in_dev.delete_ifa(ifa)
+            gone = dev.ip_ptr
+            if gone is not None:
+                _igmp.ip_mc_destroy_dev(gone)
+                for ifa in list(gone.ifa_list):
+                    gone.delete_ifa(ifa)
                 self.fib.fib_sync_down_dev(dev, unregister=True)
-                self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{in_dev.conf_name}.")
-                neigh_sysctl_unregister(self.arp_tbl, in_dev.conf_name)
-                in_dev.dead = True
+                self.net.sysctl.unregister_prefix(f"net.ipv4.conf.{gone.conf_name}.")
+                neigh_sysctl_unregister(self.arp_tbl, gone.conf_name)
+                gone.dead = True
             self.arp_tbl.neigh_ifdown(dev)
             self.arp_tbl.del_dev_parms(dev)
             dev.ip_ptr = None
@@ -655,7 +689,7 @@ class Ipv4:
 
     # -- sysctls ---------------------------------------------------------------------------
     def _register_dev_sysctls(self, dev: NetDevice) -> None:
-        in_dev: InDevice = dev.ip_ptr
+        in_dev = self.in_dev(dev)
         in_dev.conf_name = dev.name
         conf, neigh, s = f"net.ipv4.conf.{dev.name}", f"net.ipv4.neigh.{dev.name}", self.net.sysctl
         s.register_lazy(f"{conf}.", devinet_sysctl_register, self, conf, in_dev.cnf, dev)

@@ -86,8 +86,17 @@ from netstack.wire.rtnetlink import (
 if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.sock import Sock
+    from netstack.ipv4.devinet import InDevice
     from netstack.ipv4.netns import Ipv4
 
+# errno values as constants: compiled code reads a Final name natively, where
+# errno.X is an attribute of a module read by name (the route lookup's error paths,
+# one of which every ARP request for another host takes)
+EACCES: Final = errno.EACCES
+EHOSTUNREACH: Final = errno.EHOSTUNREACH
+EINVAL: Final = errno.EINVAL
+ENETUNREACH: Final = errno.ENETUNREACH
+ENODEV: Final = errno.ENODEV
 _I: Final = struct.Struct("!I")
 _II: Final = struct.Struct("!II")
 # ip_route_input_noref's martian checks by first octet: 1 for an octet none of them
@@ -471,13 +480,13 @@ def __mkroute_output(
         spend("__mkroute_output")
     daddr = fl4.daddr
     if ipv4_is_loopback(fl4.saddr) and not dev_out.flags & IFF_LOOPBACK:
-        return -errno.EINVAL
+        return -EINVAL
     if ipv4_is_lbcast(daddr):
         rtype = RTN_BROADCAST
     elif ipv4_is_multicast(daddr):
         rtype = RTN_MULTICAST
     elif ipv4_is_zeronet(daddr):
-        return -errno.EINVAL
+        return -EINVAL
     if dev_out.flags & IFF_LOOPBACK:
         flags |= RTCF_LOCAL
     do_cache = True
@@ -541,7 +550,7 @@ def ip_route_sock_flow(
     )
     rt = ipv4.ip_route_output_key(fl4)
     if isinstance(rt, int):
-        if rt == -errno.ENETUNREACH:
+        if rt == -ENETUNREACH:
             ipv4.ip.OutNoRoutes += 1
         raise sock_oserror(-rt)
     return rt, fl4
@@ -563,21 +572,21 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
     dev_out: NetDevice | None = None
     if saddr:
         if ipv4_is_multicast(saddr) or ipv4_is_lbcast(saddr) or ipv4_is_zeronet(saddr):
-            return -errno.EINVAL
+            return -EINVAL
         if not fl4.oif and (ipv4_is_multicast(daddr) or ipv4_is_lbcast(daddr)):
             dev_out = ipv4.ip_dev_find(saddr)
             if dev_out is None:
-                return -errno.EINVAL
+                return -EINVAL
             fl4.oif = dev_out.ifindex
             return __mkroute_output(ipv4, None, fl4, orig_oif, dev_out, flags, RTN_UNICAST)
         if not fl4.flags & FLOWI_FLAG_ANYSRC and ipv4.ip_dev_find(saddr) is None:
-            return -errno.EINVAL
+            return -EINVAL
     if fl4.oif:
         dev_out = net.dev_get_by_index(fl4.oif)
         if dev_out is None:
-            return -errno.ENODEV
+            return -ENODEV
         if dev_out.ip_ptr is None or not dev_out.flags & IFF_UP:
-            return -errno.ENETUNREACH
+            return -ENETUNREACH
         if ipv4_is_local_multicast(daddr) or ipv4_is_lbcast(daddr):
             if not saddr:
                 fl4.saddr = inet_select_addr(ipv4, dev_out, 0, RT_SCOPE_LINK)
@@ -595,7 +604,7 @@ def ip_route_output_key(ipv4: Ipv4, fl4: Flowi4) -> Rtable | int:
         fl4.oif = lo.ifindex
         return __mkroute_output(ipv4, None, fl4, orig_oif, lo, flags | RTCF_LOCAL, RTN_LOCAL)
     res = ipv4.fib.lookup(fl4.daddr, fl4.oif, fl4.scope, fl4.saddr, fl4.iif)
-    err = errno.ENETUNREACH if res is None else FIB_PROPS_ERROR.get(res.type, 0)
+    err = ENETUNREACH if res is None else FIB_PROPS_ERROR.get(res.type, 0)
     if err:
         # any fib_lookup error (no route, or an unreachable / prohibit / blackhole
         # route or rule) with an output device given:
@@ -671,7 +680,7 @@ def ip_route_input_noref(
         spend("ip_route_input_slow")
     in_dev = dev.ip_ptr
     if in_dev is None:
-        return -errno.EINVAL
+        return -EINVAL
     # Martian checks (multicast 224/4, limited broadcast, 0/8, loopback 127/8) on
     # the first octets: small ints, where masks above 2**30 take CPython's slow path
     s8 = saddr >> 24
@@ -681,16 +690,16 @@ def ip_route_input_noref(
         # unicast octets pass them all)
         if 224 <= s8 < 240 or saddr == 0xFFFFFFFF:
             ipv4.martian_source(skb, daddr, saddr, dev)
-            return -errno.EINVAL
+            return -EINVAL
         if daddr == 0xFFFFFFFF or (saddr == 0 and daddr == 0):
             return _brd_input(ipv4, skb, dev, saddr)
         if s8 == 0:
             # source 0.0.0.0/8 is only valid towards the limited broadcast (DHCP)
             ipv4.martian_source(skb, daddr, saddr, dev)
-            return -errno.EINVAL
+            return -EINVAL
         if d8 == 0:
             ipv4.martian_destination(skb, daddr, saddr, dev)
-            return -errno.EINVAL
+            return -EINVAL
         if (
             (d8 == 127 or s8 == 127)
             and not dev.flags & IFF_LOOPBACK
@@ -700,14 +709,14 @@ def ip_route_input_noref(
                 ipv4.martian_destination(skb, daddr, saddr, dev)
             else:
                 ipv4.martian_source(skb, daddr, saddr, dev)
-            return -errno.EINVAL
+            return -EINVAL
         if 224 <= d8 < 240:
             # ip_route_input_rcu()'s multicast branch: ours only if the device joined
             # the group (no multicast routing: mc_forwarding is never set)
             proto = skb.buf[skb.network_header + 9]
             if ip_check_mc_rcv(in_dev, daddr, saddr, proto):
                 return ip_route_input_mc(ipv4, skb, daddr, saddr, dev)
-            return -errno.EINVAL
+            return -EINVAL
     fib = ipv4.fib
     if fib.fib_has_custom_rules:
         res = fib.lookup(daddr, 0, RT_SCOPE_UNIVERSE, saddr, dev.ifindex)
@@ -744,7 +753,7 @@ def ip_route_input_noref(
             if res is None:
                 res = fa.res = FibResult(fa, RT_TABLE_MAIN)
     if res is None:
-        err = errno.ENETUNREACH if in_dev.cnf.forwarding else errno.EHOSTUNREACH
+        err = ENETUNREACH if in_dev.cnf.forwarding else EHOSTUNREACH
     else:
         rtype = res.type
         if rtype == RTN_UNICAST:  # tested first: forwarding is the hot case
@@ -773,7 +782,7 @@ def ip_route_input_noref(
                     if line is not None:
                         line.write("dst_hold", atomic=True)
                     return 0
-                return _mkroute_input(ipv4, skb, res, dev, daddr, saddr)
+                return _mkroute_input(ipv4, skb, res, in_dev, dev, daddr, saddr)
         elif rtype == RTN_LOCAL:
             if (
                 saddr in ipv4.inet_addr_lst
@@ -781,7 +790,7 @@ def ip_route_input_noref(
                 and ipv4.fib_validate_source(saddr, dev, in_dev)
             ):
                 ipv4.martian_source(skb, daddr, saddr, dev)
-                return -errno.EINVAL
+                return -EINVAL
             nh = res.nh
             rt = nh.rth_input if nh is not None else None
             if rt is not None and rt.rt_genid == ipv4.rt_genid and rt.obsolete == -1:
@@ -802,14 +811,14 @@ def ip_route_input_noref(
         elif rtype == RTN_BROADCAST:
             if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
                 ipv4.martian_source(skb, daddr, saddr, dev)
-                return -errno.EINVAL
+                return -EINVAL
             return _brd_input(ipv4, skb, dev, saddr)
         elif in_dev.cnf.forwarding:
             if rtype in (RTN_UNREACHABLE, RTN_PROHIBIT, RTN_BLACKHOLE):
                 return _reject_route(ipv4, skb, dev, rtype)
             ipv4.martian_destination(skb, daddr, saddr, dev)  # not RTN_UNICAST
-            return -errno.EINVAL
-        err = errno.EHOSTUNREACH  # not forwarding
+            return -EINVAL
+        err = EHOSTUNREACH  # not forwarding
     # no_route: then local_input with res->fi NULL, so rt_dst_alloc(net->loopback_dev,
     # RTCF_LOCAL, RTN_UNREACHABLE) every time, nothing cached; the input ip_error()
     # and RTCF_LOCAL cleared (a label of this function, not a call: no frame)
@@ -881,7 +890,7 @@ def _reject_route(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, rtype: int) -> int:
 
 def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
     if skb.protocol != 0x0800:
-        return -errno.EINVAL
+        return -EINVAL
     ipv4.in_brd += 1
     rt = _mkroute_input_local(ipv4, dev, RTCF_BROADCAST, RTN_BROADCAST, None)
     skb.dst = rt
@@ -892,17 +901,23 @@ def _brd_input(ipv4: Ipv4, skb: SkBuff, dev: NetDevice, saddr: int) -> int:
 def ip_route_input_mc(ipv4: Ipv4, skb: SkBuff, daddr: int, saddr: int, dev: NetDevice) -> int:
     """A joined group: a local RTN_MULTICAST route. Kernel: ip_route_input_mc()."""
     in_dev = dev.ip_ptr
-    if skb.protocol != 0x0800:
-        return -errno.EINVAL
+    if in_dev is None or skb.protocol != 0x0800:
+        return -EINVAL
     if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, dev, in_dev):
-        return -errno.EINVAL
+        return -EINVAL
     skb.dst = _mkroute_input_local(ipv4, dev, RTCF_MULTICAST, RTN_MULTICAST, None)
     return 0
 
 
 @kernel("__mkroute_input", "skb_dst_set_noref")
 def _mkroute_input(
-    ipv4: Ipv4, skb: SkBuff, res: FibResult, in_dev_dev: NetDevice, daddr: int, saddr: int
+    ipv4: Ipv4,
+    skb: SkBuff,
+    res: FibResult,
+    in_dev: InDevice,
+    in_dev_dev: NetDevice,
+    daddr: int,
+    saddr: int,
 ) -> int:
     """A forwarding route: the nexthop's cached one set without a reference.
 
@@ -912,11 +927,10 @@ def _mkroute_input(
     assert nh is not None
     out_dev = nh.dev
     if out_dev.ip_ptr is None:
-        return -errno.EINVAL
-    in_dev = in_dev_dev.ip_ptr
+        return -EINVAL
     if saddr in ipv4.inet_addr_lst and ipv4.fib_validate_source(saddr, in_dev_dev, in_dev):
         ipv4.martian_source(skb, daddr, saddr, in_dev_dev)
-        return -errno.EINVAL
+        return -EINVAL
     flags = 0
     if out_dev is in_dev_dev and in_dev.tx_redirects() and skb.protocol == 0x0800:
         gw = nh.gw if nh.gw and nh.scope == RT_SCOPE_LINK else 0
@@ -995,7 +1009,7 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
     ip = ipv4.ip
     err = rt.error
     if in_dev is None or not in_dev.forward():
-        if err == errno.EHOSTUNREACH:
+        if err == EHOSTUNREACH:
             ip.InAddrErrors += 1
             reason = DropReason.IP_INADDRERRORS
         else:
@@ -1003,13 +1017,13 @@ def ip_error(ipv4: Ipv4, skb: SkBuff) -> int:
             reason = DropReason.IP_INNOROUTES
         kfree_skb(skb, reason)
         return 0
-    if err == errno.EHOSTUNREACH:
+    if err == EHOSTUNREACH:
         code = ICMP_HOST_UNREACH
         ip.InAddrErrors += 1
-    elif err == errno.ENETUNREACH:
+    elif err == ENETUNREACH:
         code = ICMP_NET_UNREACH
         ipv4.ipext.InNoRoutes += 1
-    elif err == errno.EACCES:
+    elif err == EACCES:
         code = ICMP_PKT_FILTERED
     else:
         kfree_skb(skb, DropReason.IP_INNOROUTES)

@@ -587,8 +587,11 @@ def fib_route_msg(ipv4: Ipv4, fa: FibAlias) -> RouteMsg:
             gateway = nh.gw
         oif = nh.dev
         in_dev = nh.dev.ip_ptr
-        linkdown = flags & RTNH_F_LINKDOWN and in_dev is not None
-        if linkdown and in_dev.maxconf("ignore_routes_with_linkdown"):
+        if (
+            flags & RTNH_F_LINKDOWN
+            and in_dev is not None
+            and in_dev.maxconf("ignore_routes_with_linkdown")
+        ):
             flags |= RTNH_F_DEAD
     return RouteMsg(
         rtype=fa.type,

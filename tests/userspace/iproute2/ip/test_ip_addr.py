@@ -132,6 +132,7 @@ async def test_secondary_and_primary_filters(
     a.ip("addr add 10.0.0.1/24 dev eth0")
     a.ip("addr add 10.0.0.2/24 dev eth0")
     in_dev = a.dev("eth0").ip_ptr
+    assert in_dev is not None
     assert in_dev.ifa_list[1].ifa_flags & IFA_F_SECONDARY
     assert "scope global secondary eth0" in a.ip("addr show eth0 secondary")
     assert "10.0.0.1" not in a.ip("addr show eth0 secondary")
