@@ -23,6 +23,10 @@ One Trio task per base sleeps until the earliest live expiry, woken early
 when a push makes an earlier head, then runs every due callback
 synchronously on CPU 0, as the timer softirq does.
 
+In a lab opened with ``chain_polls=True`` (few task steps: ``Net.attach``)
+the task starts at the first push rather than with its host: a host that
+never arms a timer of this base never runs it.
+
 Kernel: include/linux/timerqueue.h, lib/timerqueue.c.
 """
 
@@ -73,6 +77,7 @@ class TimerQueue(Generic[N]):
         self._lot = trio.lowlevel.ParkingLot()
         self._head = -1
         self.fired = 0
+        self._deferred = ""  # the task's name while it waits for the first push
 
     # -- the hooks of the two bases ---------------------------------------------------------
     def _now(self) -> float:
@@ -91,6 +96,14 @@ class TimerQueue(Generic[N]):
         """What the task does after a round of callbacks (yield the CPU)."""
         await trio.lowlevel.checkpoint()
 
+    def defer_task(self, name: str) -> None:
+        """Start the task (named *name*) at the first push (the module doc;
+        ``Net.attach`` in a lab with chained polls)."""
+        if self._heap:  # armed before the host was attached: it is needed now
+            self._net.start_deferred(self.run, name)
+        else:
+            self._deferred = name
+
     # -- the heap -------------------------------------------------------------------------------
     def _push(self, t: N) -> None:
         seq = t._seq = next(self._seq)
@@ -98,7 +111,11 @@ class TimerQueue(Generic[N]):
         heapq.heappush(self._heap, (t.expires, seq, t._gen, t))
         if self._head < 0 or t.expires < self._head:
             self._head = t.expires
-            self._lot.unpark_all()
+            if self._deferred:  # the first push: the task starts, sleeps until the head
+                name, self._deferred = self._deferred, ""
+                self._net.start_deferred(self.run, name)
+            else:
+                self._lot.unpark_all()
         if self._stale > 64 and self._stale > len(self._heap) // 2:
             self._compact()
 

@@ -528,3 +528,69 @@ async def test_a_chaining_lab_s_hosts_share_its_poll_list_until_it_closes(
         assert (await a.ping("10.0.0.2", count=1, timeout=5)).received == 1
         chain = lab.rx_chain
     assert chain.runner is None and not chain.pending
+
+
+def _task_names() -> list[str]:
+    """Every live task's name (a walk from Trio's root task)."""
+    names: list[str] = []
+    todo = [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        if task is None:
+            continue
+        names.append(task.name)
+        for nursery in task.child_nurseries:
+            todo.extend(nursery.child_tasks)
+    return names
+
+
+async def test_a_chaining_lab_starts_a_host_s_timer_and_net_tx_tasks_when_first_needed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.testing.builders import pair
+
+    results = []
+    for chain in (False, True):
+        async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+            a, b = pair(lab)
+            assert (await a.ping("10.0.0.2", count=1, timeout=5)).received == 1
+            names = _task_names()
+            before = {n for n in names if n in ("a/timers", "a/hrtimers", "a/net_tx")}
+            # tbf's watchdog (an hrtimer) reschedules the qdisc (NET_TX) when its
+            # tokens come back: both tasks start then, in a lab that chains polls
+            a.tc("qdisc replace dev eth0 root tbf rate 1mbit burst 3kb latency 500ms")
+            srv = b.socket()
+            await srv.bind(("0.0.0.0", 9))
+            cli = a.socket()
+            t0 = trio.current_time()
+            for _ in range(20):
+                cli.sendto_nowait(b"x" * 1000, ("10.0.0.2", 9))
+            got = []
+            with trio.move_on_after(2):
+                while True:
+                    await srv.recv(2000)
+                    got.append(round(trio.current_time() - t0, 9))
+            after = {n for n in _task_names() if n in ("a/timers", "a/hrtimers", "a/net_tx")}
+            results.append((before, after, got))
+    (eager, eager_after, got), (lazy, lazy_after, lazy_got) = results
+    assert eager == eager_after == {"a/timers", "a/hrtimers", "a/net_tx"}
+    # the ping armed jiffy timers (ARP); nothing an hrtimer or the NET_TX softirq
+    assert lazy == {"a/timers"}
+    assert lazy_after == eager_after
+    assert lazy_got == got and len(got) == 20
+
+
+async def test_timers_armed_before_a_chaining_lab_attaches_the_host_still_fire(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.core.net import Net
+
+    async with netstack.open_lab(chain_polls=True) as lab:
+        net = Net("x")
+        net.rx_chain = lab.rx_chain
+        fired: list[float] = []
+        net.timers.timer(lambda: fired.append(trio.current_time())).mod(net.clock.jiffies + 50)
+        net.attach(lab._nursery)
+        await trio.sleep(1)
+        assert len(fired) == 1
+        assert "x/timers" in _task_names() and "x/hrtimers" not in _task_names()
