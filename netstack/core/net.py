@@ -10,12 +10,13 @@ and lets each layer register itself (``dev_add_pack``, ``register_qdisc``…).
 
 Tasks: a Net runs its timer tasks, its NET_TX task and every NAPI instance in
 the nursery given to :meth:`Net.attach`; tasks started before that are held
-until then. In a lab opened with ``chain_polls=True`` (``rx_chain`` set before
-``attach``) the timer tasks start at their base's first push and the NET_TX
-task at the first ``__netif_reschedule``: a host that never needs one never
-runs it (10,000 pinging hosts: two task steps a ping fewer, and 20,000
-tasks' memory). Elsewhere they start with the host, as before: a task started
-later is later in Trio's creation order, which orders every batch.
+until then. In a lab opened with ``chain_polls=True`` (``rx_chain`` and
+``timer_hub`` set before ``attach``) the lab's one timer task fires the timer
+bases (``netstack/core/timerqueue.py``, "A lab's hub") and the NET_TX task
+starts at the first ``__netif_reschedule``: a host that never reschedules a
+qdisc never runs it (10,000 pinging hosts: three task steps a ping fewer, and
+30,000 tasks' memory). Elsewhere they start with the host, as before: a task
+started later is later in Trio's creation order, which orders every batch.
 
 Kernel: include/net/net_namespace.h (struct net), net/core/dev.c
 (softnet_data, ptype_base), kernel/softirq.c.
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from netstack.core.napi import GroEngine, Napi, RxChain
     from netstack.core.netdevice import NetDevice
     from netstack.core.netns import NetnsIpv4, NetnsIpv6
+    from netstack.core.timerqueue import TimerHub
     from netstack.cpu.cacheline import CacheLine
     from netstack.cpu.timed import TimedModel
 
@@ -198,6 +200,7 @@ class Net:
         "softnet",
         "somaxconn",
         "sysctl",
+        "timer_hub",
         "timers",
         "wmem_default",
         "wmem_max",
@@ -236,6 +239,9 @@ class Net:
         # the poll list of a lab opened with chain_polls=True (core/napi.py, "Chained
         # polls"), shared by its hosts; None: every NAPI instance wakes its own task
         self.rx_chain: RxChain | None = None
+        # the lab's one timer task, in a lab opened with chain_polls=True
+        # (core/timerqueue.py, "A lab's hub"); None: each timer base has its task
+        self.timer_hub: TimerHub | None = None
         self.netdev_chain: list[Callable[[int, NetDevice], None]] = []
         self.notifier_ext_mtu = 0  # netdev_notifier_info_ext.ext.mtu of a NETDEV_CHANGEMTU
         self.qdisc_ops: dict[str, Callable[..., Qdisc]] = {}
@@ -346,16 +352,16 @@ class Net:
         self.clock.follow_run_clock()
         from netstack.core.dev import net_tx_action_task
 
-        if self.rx_chain is not None:  # a lab with chained polls: on first need (above)
-            self.timers.defer_task(f"{self.name}/timers")
-            self.hrtimers.defer_task(f"{self.name}/hrtimers")
-            if any(sd.output_queue for sd in self.softnet):  # rescheduled already
-                nursery.start_soon(net_tx_action_task, self, name=f"{self.name}/net_tx")
-            else:
-                self._net_tx_unstarted = True
+        hub = self.timer_hub
+        if hub is not None:  # a lab with chained polls: its hub fires the timers (above)
+            self.timers.use_hub(hub)
+            self.hrtimers.use_hub(hub)
         else:
             nursery.start_soon(self.timers.run, name=f"{self.name}/timers")
             nursery.start_soon(self.hrtimers.run, name=f"{self.name}/hrtimers")
+        if self.rx_chain is not None and not any(sd.output_queue for sd in self.softnet):
+            self._net_tx_unstarted = True  # started by the first reschedule (above)
+        else:
             nursery.start_soon(net_tx_action_task, self, name=f"{self.name}/net_tx")
         pending, self._pending = self._pending, []
         for fn, name in pending:
