@@ -79,6 +79,11 @@ kernel's ``net_rx_action`` walks its poll list (``netstack/core/napi.py``,
 through a bridge crosses eight veths in one or two task steps instead of eight.
 The same pings, ARPs and floods, in another order at an instant (TCP's
 segment and ACK pattern depends on that order, as it does on the shuffle).
+Such a lab's hosts also start fewer tasks: one task of the lab fires every
+host's timers (``netstack/core/timerqueue.py``, "A lab's hub": the same
+timers at the same times) and a host's NET_TX task starts at its first
+rescheduled qdisc (``Net.attach``): 10,000 pinging hosts run 30,000 tasks
+fewer.
 """
 
 from __future__ import annotations
@@ -98,6 +103,7 @@ from netstack.core.dev import dev_open
 from netstack.core.napi import RxChain
 from netstack.core.netdevice import NetDevice
 from netstack.core.patches import Patches
+from netstack.core.timerqueue import TimerHub
 from netstack.cpu.timed import TimedModel, trio_deterministic
 from netstack.drivers.nic import RxCsumMode, nic_newlink, nic_pair
 from netstack.drivers.veth import veth_newlink
@@ -149,6 +155,9 @@ class Lab:
         self.chain_polls = chain_polls
         #: the hosts' shared poll list (core/napi.py, "Chained polls"), or None
         self.rx_chain = RxChain() if chain_polls else None
+        #: the one task that fires the hosts' timers (core/timerqueue.py, "A lab's
+        #: hub"), with chained polls; else None (a task per timer base)
+        self.timer_hub = TimerHub(nursery) if chain_polls else None
         self.seed = seed
         self.hz = hz
         self.debug_skb = debug_skb
@@ -243,6 +252,7 @@ class Lab:
             timed=self.timed,
         )
         host.net.rx_chain = self.rx_chain  # before its tasks start (attach)
+        host.net.timer_hub = self.timer_hub
         host.net.attach(self._nursery)
         self.hosts[name] = host
         for key, value in (sysctls or {}).items():
@@ -638,7 +648,9 @@ async def open_lab(
             ``netstack/core/napi.py``, "Chained polls"): the same pings in
             another order at an instant (TCP's pattern of segments and ACKs
             may differ, as with *shuffle*), several times fewer Trio task
-            steps. The lab's hosts only. Functional mode only.
+            steps (one task of the lab fires the hosts' timers, and a host's
+            NET_TX task starts when first needed: module docstring). The
+            lab's hosts only. Functional mode only.
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.

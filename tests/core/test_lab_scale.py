@@ -4,6 +4,7 @@ collector paused while a lab is built (issue 18)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import shlex
 from typing import Any
@@ -528,3 +529,148 @@ async def test_a_chaining_lab_s_hosts_share_its_poll_list_until_it_closes(
         assert (await a.ping("10.0.0.2", count=1, timeout=5)).received == 1
         chain = lab.rx_chain
     assert chain.runner is None and not chain.pending
+
+
+def _task_names() -> list[str]:
+    """Every live task's name (a walk from Trio's root task)."""
+    names: list[str] = []
+    todo = [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        if task is None:
+            continue
+        names.append(task.name)
+        for nursery in task.child_nurseries:
+            todo.extend(nursery.child_tasks)
+    return names
+
+
+class _TimerSteps(trio.abc.Instrument):
+    """Steps of the timer tasks: the host's own, or the lab's hub."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += task.name in ("h/timers", "h/hrtimers", "lab/timers")
+
+
+async def _earlier_heads(chain: bool) -> tuple[list[tuple[str, float]], int]:
+    """Arm a jiffy timer and an hrtimer earlier than their bases' heads on a host
+    whose timers already sleep: (what fired when, the timer tasks' steps)."""
+    from netstack.core.hrtimer import ktime_get_ns
+
+    async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+        h = lab.add_host("h", sysctls=IPV4_ONLY)
+        fired: list[tuple[str, float]] = []
+        late = h.net.timers.timer(lambda: fired.append(("late", trio.current_time())))
+        late.mod(h.net.clock.jiffies + 5000)
+        late_hr = h.net.hrtimers.timer(lambda: fired.append(("late hr", trio.current_time())))
+        late_hr.start(ktime_get_ns(h.net) + 4_000_000_000)
+        await trio.sleep(1)  # asleep until the heads
+        t0 = trio.current_time()
+        count = _TimerSteps()
+        trio.lowlevel.add_instrument(count)
+        early = h.net.timers.timer(lambda: fired.append(("early", trio.current_time())))
+        early.mod(h.net.clock.jiffies + 20)
+        early_hr = h.net.hrtimers.timer(lambda: fired.append(("early hr", trio.current_time())))
+        early_hr.start(ktime_get_ns(h.net) + 10_000_000)
+        # re-armed later: the old head's wake finds nothing due and sleeps again
+        again = h.net.timers.timer(lambda: fired.append(("again", trio.current_time())))
+        again.mod(h.net.clock.jiffies + 30)
+        again.mod(h.net.clock.jiffies + 3000)
+        await trio.sleep(5)
+        trio.lowlevel.remove_instrument(count)
+    return [(name, round(t - t0, 9)) for name, t in fired], count.steps
+
+
+async def test_a_chaining_lab_s_hub_fires_the_same_timers_at_the_same_times(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fired, steps = await _earlier_heads(False)
+    chained_fired, chained_steps = await _earlier_heads(True)
+    assert sorted(fired, key=lambda f: (f[1], f[0])) == [
+        ("early hr", 0.01),
+        ("early", 0.02),
+        ("again", 3.0),
+        ("late hr", 3.0),
+        ("late", 4.0),
+    ]
+    # the same timers at the same times (two bases due at 3.0: in the hub's order)
+    assert sorted(chained_fired, key=lambda f: (f[1], f[0])) == sorted(
+        fired, key=lambda f: (f[1], f[0])
+    )
+    # a task per base: each earlier head wakes its task to sleep again under a new
+    # deadline (a step each), then each timer fires in a step and yields in the
+    # next; the hub's deadline moves without a step, and one round fires both
+    # bases due at 3.0
+    assert steps == 2 + 5 * 2
+    assert chained_steps == 4 * 2
+
+
+async def test_a_chaining_lab_runs_no_timer_task_per_host_and_starts_net_tx_when_needed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.testing.builders import pair
+
+    own = ("a/timers", "a/hrtimers", "a/net_tx", "lab/timers")
+    results = []
+    for chain in (False, True):
+        async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+            a, b = pair(lab)
+            assert (await a.ping("10.0.0.2", count=1, timeout=5)).received == 1
+            before = {n for n in _task_names() if n in own}
+            # tbf's watchdog (an hrtimer) reschedules the qdisc (NET_TX) when its
+            # tokens come back: the NET_TX task starts then, in a lab that chains polls
+            a.tc("qdisc replace dev eth0 root tbf rate 1mbit burst 3kb latency 500ms")
+            srv = b.socket()
+            await srv.bind(("0.0.0.0", 9))
+            cli = a.socket()
+            t0 = trio.current_time()
+            for _ in range(20):
+                cli.sendto_nowait(b"x" * 1000, ("10.0.0.2", 9))
+            got = []
+            with trio.move_on_after(2):
+                while True:
+                    await srv.recv(2000)
+                    got.append(round(trio.current_time() - t0, 9))
+            after = {n for n in _task_names() if n in own}
+            results.append((before, after, got))
+    (eager, eager_after, got), (lazy, lazy_after, lazy_got) = results
+    assert eager == eager_after == {"a/timers", "a/hrtimers", "a/net_tx"}
+    assert lazy == {"lab/timers"}
+    assert lazy_after == {"lab/timers", "a/net_tx"}
+    assert lazy_got == got and len(got) == 20
+
+
+async def test_timers_armed_before_a_chaining_lab_attaches_the_host_still_fire(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from netstack.core.net import Net
+
+    async with netstack.open_lab(chain_polls=True) as lab:
+        net = Net("x")
+        net.rx_chain, net.timer_hub = lab.rx_chain, lab.timer_hub
+        fired: list[float] = []
+        net.timers.timer(lambda: fired.append(trio.current_time())).mod(net.clock.jiffies + 50)
+        net.attach(lab._nursery)
+        await trio.sleep(1)
+        assert len(fired) == 1
+        names = _task_names()
+        assert "lab/timers" in names and not {"x/timers", "x/hrtimers", "x/net_tx"} & set(names)
+
+
+async def test_the_hub_drops_the_entries_of_heads_moved_earlier(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with netstack.open_lab(chain_polls=True) as lab:
+        h = lab.add_host("h", sysctls=IPV4_ONLY)
+        hub = lab.timer_hub
+        assert hub is not None
+        fired: list[int] = []
+        now = h.net.clock.jiffies
+        for i in range(300):  # each one earlier than the last: a new head each time
+            h.net.timers.timer(functools.partial(fired.append, i)).mod(now + 10_000 - i)
+        assert len(hub._heap) < 150
+        await trio.sleep(11)
+        assert fired == list(range(299, -1, -1))

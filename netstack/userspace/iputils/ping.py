@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableSequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
@@ -245,7 +245,7 @@ async def ping(
     size: int = 56,
     ttl: int | None = None,
     deadline: float | None = None,
-    output: list[str] | None = None,
+    output: MutableSequence[str] | None = None,
     interrupt: trio.CancelScope | None = None,
     hostname: str | None = None,
     pr_addr: Callable[[str], str] | None = None,
@@ -263,7 +263,10 @@ async def ping(
         ttl: IP TTL (``-t``).
         deadline: stop after this many seconds in total (``-w``); an error
             stops it too.
-        output: if given, receives the lines ``ping`` would print.
+        output: if given, receives the lines ``ping`` would print (the command's
+            ``_LiveLines`` prints each as it is appended: typed as a sequence, not
+            ``list``, so that the compiled build calls its ``append``, where a
+            ``list`` annotation has mypyc append to the list directly).
         interrupt: a cancel scope the caller may cancel to stop pinging, as
             Ctrl-C (SIGINT) stops iputils' ping: the summary is still made.
         hostname: the target as the user named it (``PING h2 (10.0.2.2)``, the
@@ -390,7 +393,7 @@ class _PingState:
         v6: bool,
         zone: str,
         clock: Clock,
-        output: list[str] | None,
+        output: MutableSequence[str] | None,
         show: Callable[[str], str],
         count: int,
         deadline: float | None,
