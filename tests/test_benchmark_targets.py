@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import netstack
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -183,5 +185,5 @@ def test_targets_says_which_netstack_it_measured(
     (fake / "__init__.py").write_text("")
     for name in ("_compiled__mypyc", "core/dev", "core/skbuff"):
         (fake / f"{name}.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
-    monkeypatch.setattr(targets.netstack, "__file__", str(fake / "__init__.py"))
+    monkeypatch.setattr(netstack, "__file__", str(fake / "__init__.py"))
     assert targets.which_netstack() == f"a compiled build (2 modules compiled, {fake})"
