@@ -508,12 +508,14 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
     (
         "netstack/drivers/veth.py",
         "                func(skb, dev, matched, dev)\n",
-        "                ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
-        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None"
-        " and matched is _ipv4.arp_packet_type else func(skb, dev, matched, dev)\n",
-        "__netif_receive_skb_one_core()'s INDIRECT_CALL_INET: veth_poll calls ip_rcv (and"
-        " arp_rcv) directly when the handler is the namespace's own, not through the"
-        " MethodType and the compiled function's argument-parsing wrapper",
+        "                ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and func is"
+        " _ipv4.ip_rcv_func else arp_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None"
+        " and func is _ipv4.arp_rcv_func else func(skb, dev, matched, dev)\n",
+        "__netif_receive_skb_one_core()'s INDIRECT_CALL_INET (ipv6_rcv, ip_rcv there; arp_rcv"
+        " is netstack's addition): veth_poll calls ip_rcv (and arp_rcv) directly when the"
+        " handler is the namespace's own function (the macro compares the function, not the"
+        " packet type), not through the MethodType and the compiled function's"
+        " argument-parsing wrapper",
     ),
     (
         "netstack/drivers/veth.py",
@@ -527,18 +529,21 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "        protocol_handler = handler.handler  # a local: see dst_input above\n"
         "        protocol_handler(skb)\n",
         "        protocol_handler = handler.handler  # a local: see dst_input above\n"
-        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
-        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
-        "ip_protocol_deliver_rcu()'s INDIRECT_CALL_2 in ip_rcv's written-out delivery: udp_rcv"
-        " (and icmp_rcv) called directly when the handler is the namespace's own",
+        "        udp_rcv(ipv4, skb) if protocol_handler is ipv4.udp_rcv_func"
+        " else icmp_rcv(ipv4, skb) if protocol_handler is ipv4.icmp_rcv_func"
+        " else protocol_handler(skb)\n",
+        "ip_protocol_deliver_rcu()'s INDIRECT_CALL_2 (tcp_v4_rcv, udp_rcv there; icmp_rcv is"
+        " netstack's addition) in ip_rcv's written-out delivery: udp_rcv (and icmp_rcv) called"
+        " directly when the handler is the namespace's own function",
     ),
     (
         "netstack/ipv4/ip_input.py",
         "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
         "        protocol_handler(skb)\n",
         "        protocol_handler = handler.handler  # a local: see ip_rcv_finish\n"
-        "        udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else icmp_rcv(ipv4, skb)"
-        " if handler is ipv4.icmp_protocol else protocol_handler(skb)\n",
+        "        udp_rcv(ipv4, skb) if protocol_handler is ipv4.udp_rcv_func"
+        " else icmp_rcv(ipv4, skb) if protocol_handler is ipv4.icmp_rcv_func"
+        " else protocol_handler(skb)\n",
         "the same in ip_local_deliver()'s ip_protocol_deliver_rcu()",
     ),
     (

@@ -492,7 +492,7 @@ async def test_every_rewritten_tcp_module_charges_while_a_spender_is_active(
 
 async def test_the_receive_handlers_are_called_directly_in_the_copy(lab: Lab) -> None:
     """devtyped: the copy's veth_poll calls ip_rcv (and arp_rcv) directly when the
-    matched packet type is the namespace's own (__netif_receive_skb_one_core()'s
+    matched packet type's function is the namespace's own (__netif_receive_skb_one_core()'s
     INDIRECT_CALL_INET), and ip_rcv's delivery and ip_local_deliver call udp_rcv (and
     icmp_rcv) directly when the protocol is (ip_protocol_deliver_rcu()'s
     INDIRECT_CALL_2); what inet_init registers is those very handlers, bound to the
@@ -509,13 +509,13 @@ async def test_the_receive_handlers_are_called_directly_in_the_copy(lab: Lab) ->
         "netstack/drivers/veth.py", (ROOT / "netstack/drivers/veth.py").read_text()
     )
     assert (
-        "ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and matched is"
-        " _ipv4.ip_packet_type else arp_rcv(_ipv4, skb, dev, matched, dev)" in veth
+        "ip_rcv(_ipv4, skb, dev, matched, dev) if _ipv4 is not None and func is"
+        " _ipv4.ip_rcv_func else arp_rcv(_ipv4, skb, dev, matched, dev)" in veth
     )
     ip_input = script.patched(
         "netstack/ipv4/ip_input.py", (ROOT / "netstack/ipv4/ip_input.py").read_text()
     )
-    assert ip_input.count("udp_rcv(ipv4, skb) if handler is ipv4.udp_protocol else") == 2
+    assert ip_input.count("udp_rcv(ipv4, skb) if protocol_handler is ipv4.udp_rcv_func") == 2
     net = lab.add_host("h").net
     ipv4 = ipv4_of(net)
     assert net.ptype_base[ETH_P_IP] == [ipv4.ip_packet_type]
@@ -526,6 +526,12 @@ async def test_the_receive_handlers_are_called_directly_in_the_copy(lab: Lab) ->
     assert ipv4.inet_protos[IPPROTO_ICMP] is ipv4.icmp_protocol
     assert ipv4.udp_protocol.handler.__func__ is udp_rcv  # type: ignore[attr-defined]
     assert ipv4.icmp_protocol.handler.__func__ is icmp_rcv  # type: ignore[attr-defined]
+    # the functions the copy compares a handler with (a replaced one is called:
+    # tests/ipv4/test_handler_swap.py)
+    assert ipv4.ip_packet_type.func is ipv4.ip_rcv_func
+    assert ipv4.arp_packet_type.func is ipv4.arp_rcv_func
+    assert ipv4.udp_protocol.handler is ipv4.udp_rcv_func
+    assert ipv4.icmp_protocol.handler is ipv4.icmp_rcv_func
     assert ipv4.ip_packet_type.func.__self__ is ipv4  # type: ignore[attr-defined]
     assert ipv4.udp_protocol.handler.__self__ is ipv4
 

@@ -113,6 +113,7 @@ class Ipv4:
         "arp_invalid",
         "arp_out",
         "arp_packet_type",
+        "arp_rcv_func",
         "arp_tbl",
         "devconf_all",
         "devconf_dflt",
@@ -135,6 +136,7 @@ class Ipv4:
         "icmp_protocol",
         "icmp_ratelimit",
         "icmp_ratemask",
+        "icmp_rcv_func",
         "icmpmsg",
         "idents",
         "in_brd",
@@ -152,6 +154,7 @@ class Ipv4:
         "ip_no_pmtu_disc",
         "ip_nonlocal_bind",
         "ip_packet_type",
+        "ip_rcv_func",
         "ip_rt_gc_timeout",
         "ip_rt_min_pmtu",
         "ip_rt_mtu_expires",
@@ -168,6 +171,7 @@ class Ipv4:
         "rt_genid",
         "udp_mib",
         "udp_protocol",
+        "udp_rcv_func",
         "udp_table",
     )
 
@@ -239,14 +243,17 @@ class Ipv4:
         # statics there; bound to this namespace here). The optional compiled build
         # calls ip_rcv, arp_rcv, udp_rcv and icmp_rcv directly when the handler is one
         # of these (INDIRECT_CALL_INET and INDIRECT_CALL_2 in the kernel)
-        self.ip_packet_type = PacketType(ETH_P_IP, MethodType(_in.ip_rcv, self), name="ip_rcv")
-        self.arp_packet_type = PacketType(ETH_P_ARP, MethodType(_arp.arp_rcv, self), name="arp_rcv")
-        self.icmp_protocol = InetProtocol(
-            MethodType(_icmp.icmp_rcv, self), MethodType(_ping.ping_err, self)
-        )
-        self.udp_protocol = InetProtocol(
-            MethodType(_udp.udp_rcv, self), MethodType(_udp.udp_err, self)
-        )
+        # (the INDIRECT_CALL macros compare the function pointer, not the struct that
+        # holds it: the build compares a handler with these bound methods, so one set
+        # on a packet type or protocol later is called, as in the pure package)
+        self.ip_rcv_func = MethodType(_in.ip_rcv, self)
+        self.arp_rcv_func = MethodType(_arp.arp_rcv, self)
+        self.icmp_rcv_func = MethodType(_icmp.icmp_rcv, self)
+        self.udp_rcv_func = MethodType(_udp.udp_rcv, self)
+        self.ip_packet_type = PacketType(ETH_P_IP, self.ip_rcv_func, name="ip_rcv")
+        self.arp_packet_type = PacketType(ETH_P_ARP, self.arp_rcv_func, name="arp_rcv")
+        self.icmp_protocol = InetProtocol(self.icmp_rcv_func, MethodType(_ping.ping_err, self))
+        self.udp_protocol = InetProtocol(self.udp_rcv_func, MethodType(_udp.udp_err, self))
 
     # -- offloads (net/ipv4/protocol.c) ---------------------------------------------
     @kernel("net/ipv4/protocol.c", "inet_add_offload")
