@@ -17,13 +17,17 @@ times, and Trio's ``current_time`` is two Python calls and a
 whose every read moves: the benchmarks'), each read is a call into Trio's
 clock, and TCP reads it about fourteen times per segment it handles with
 its share of the ACKs (``jiffies`` for its timers and stamps,
-``tcp_clock_us``, ``ktime_get_seconds``). The kernel reads the clock once
-per segment (``tcp_mstamp_refresh``) and ``jiffies`` is a load that a tick
-moves at most once a millisecond. :meth:`Clock.hold` reads the time once and
+``tcp_clock_us``, ``ktime_get_seconds``). The kernel refreshes TCP's stamp
+a few times per segment (``tcp_mstamp_refresh`` in ``tcp_rcv_established``
+or ``tcp_rcv_state_process`` and again in every ``tcp_write_xmit``) and
+``jiffies`` is a load that a tick moves at most once a millisecond.
+:meth:`Clock.hold` is coarser, an approximation: it reads the time once and
 keeps it until :meth:`Clock.release`: the socket layer holds it while one
 segment goes through TCP (``tcp_v4_rcv`` / ``tcp_v6_rcv``) and while one
 socket call runs (``sendmsg``, ``recvmsg``), code that never awaits, so
-every read in between sees the instant the segment or call began. Under a
+every read in between sees the instant the segment or call began (timers
+armed meanwhile included), where the kernel's ``tcp_write_xmit`` would read
+a later one. Under a
 ``MockClock`` that does not run, which every lab, test and timed experiment
 uses, virtual time cannot move inside such a stretch anyway: holding changes
 nothing there, and is skipped.

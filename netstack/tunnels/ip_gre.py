@@ -127,6 +127,7 @@ from netstack.wire.icmp import (
     ICMP_TIME_EXCEEDED,
 )
 from netstack.wire.ipv4 import IP_DF, IPPROTO_GRE, IPV4_HLEN, ipv4_is_multicast
+from netstack.wire.ipv6 import IPV6_HLEN
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -584,11 +585,12 @@ def _gre_xmit(skb: SkBuff, dev: NetDevice, proto: int) -> int:
     if TIMED:
         spend("ipgre_xmit")
     t: IpTunnel = dev.priv
-    # pskb_inet_may_pull(), inline (the length by protocol in line, as ip_tunnel_rcv's)
+    # pskb_inet_may_pull(), inline (the length by protocol in line, as ip_tunnel_rcv's;
+    # keep in step with ip_tunnel.py's INET_HLEN and pskb_inet_may_pull)
     protocol = skb.protocol
     if (
         skb.network_header
-        + (IPV4_HLEN if protocol == ETH_P_IP else 40 if protocol == ETH_P_IPV6 else 0)
+        + (IPV4_HLEN if protocol == ETH_P_IP else IPV6_HLEN if protocol == ETH_P_IPV6 else 0)
         > skb.tail
     ):
         dev.stats.tx_dropped += 1

@@ -88,6 +88,7 @@ from netstack.wire.ipv4 import (
     IPV4_MIN_MTU,
     ipv4_is_multicast,
 )
+from netstack.wire.ipv6 import IPV6_HLEN
 
 if TYPE_CHECKING:
     from mypy_extensions import i64
@@ -146,6 +147,8 @@ _NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
 _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
 
+# The fields in struct order; keep in step: each class below lists them again in its
+# __init__, _fields() (equality, repr) and, for IpTunnelParm, copy()
 _PARM_FIELDS: Final = (
     "name",
     "link",
@@ -1085,7 +1088,7 @@ def iptunnel_pull_header(skb: SkBuff, hdr_len: int, inner_proto: int, raw_proto:
 # __gre_xmit): the bytes of the inner network header that must be present, by
 # skb->protocol; any other protocol needs none past the network offset
 # (pskb_network_may_pull(skb, 0))
-INET_HLEN: Final[dict[int, int]] = {ETH_P_IP: IPV4_HLEN, ETH_P_IPV6: 40}
+INET_HLEN: Final[dict[int, int]] = {ETH_P_IP: IPV4_HLEN, ETH_P_IPV6: IPV6_HLEN}
 
 
 @kernel("pskb_inet_may_pull")
@@ -1143,9 +1146,11 @@ def ip_tunnel_rcv(t: IpTunnel, skb: SkBuff, tpi: TnlPtkInfo, outer_nh: int) -> N
     nh = skb.data + (ETH_HLEN if ether else 0)
     skb.network_header = nh
     # pskb_inet_may_pull(), inline: the inner network header is all there (its
-    # length by protocol tested in line, where INET_HLEN.get is a call)
+    # length by protocol tested in line, where INET_HLEN.get is a call; keep in step
+    # with INET_HLEN and pskb_inet_may_pull above, and __gre_xmit's copy)
     protocol = skb.protocol
-    if nh + (IPV4_HLEN if protocol == ETH_P_IP else 40 if protocol == ETH_P_IPV6 else 0) > skb.tail:
+    hlen = IPV4_HLEN if protocol == ETH_P_IP else IPV6_HLEN if protocol == ETH_P_IPV6 else 0
+    if nh + hlen > skb.tail:
         stats.rx_length_errors += 1
         stats.rx_errors += 1
         kfree_skb(skb, DropReason.PKT_TOO_SMALL)
