@@ -48,7 +48,11 @@ floods are the same (``tests/core/test_lab_scale.py`` compares them both
 ways), while TCP's segment and ACK pattern depends on that order, as it does
 on ``shuffle``; the flooded ARP requests a host hears at an instant are still
 one poll. The list is the lab's (``net.rx_chain`` of its hosts): another
-lab's instances keep their own tasks.
+lab's instances keep their own tasks. In such a lab an instance's task is
+started at its first need (:meth:`Net.start_napi` marks it ``unstarted``;
+:meth:`schedule` or a wake starts it): an instance only ever polled from the
+list, as most of a large lab's are, never has a task (fewer tasks in a
+10,000-host fabric, and a task step less for each first wake).
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done).
@@ -147,6 +151,9 @@ class Napi:
         self.gro: GroEngine | None = None  # the GRO engine, when the gro layer installs one
         self.priv: Any = None  # driver data (the ring this instance drains)
         self._waiting: trio.lowlevel.Task | None = None  # the task parked in run()
+        # a chaining lab's instance whose task starts at its first need (Net.start_napi;
+        # the module doc's "Chained polls"): woken while unstarted, its task is started
+        self.unstarted = False
         self.polls = 0
         self.packets = 0
         self.full_polls = 0
@@ -172,6 +179,9 @@ class Napi:
             if task is not None:
                 self._waiting = None
                 trio.lowlevel.reschedule(task)
+            elif self.unstarted:
+                self.unstarted = False
+                self.net.start_deferred(self.run, self.name)
 
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests)."""
@@ -211,6 +221,9 @@ class Napi:
         if task is not None:
             self._waiting = None
             trio.lowlevel.reschedule(task)
+        elif self.unstarted and not self.dead:  # its first need: the task starts
+            self.unstarted = False
+            self.net.start_deferred(self.run, self.name)
 
     def _abort_park(self, _: object) -> trio.lowlevel.Abort:
         """The parked task was cancelled (the lab closes): nothing to wake."""

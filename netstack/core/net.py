@@ -418,6 +418,9 @@ class Net:
         factory = self.gro_factory
         if factory is not None and napi.gro is None:
             napi.gro = factory(napi)  # netif_napi_add(): the instance's GRO lists
+        if self.rx_chain is not None and not napi.scheduled:
+            napi.unstarted = True  # started at its first need (core/napi.py, "Chained polls")
+            return
         self.start_soon(napi.run, napi.name)
 
     @kernel("__netif_reschedule")
