@@ -674,3 +674,30 @@ async def test_the_hub_drops_the_entries_of_heads_moved_earlier(
         assert len(hub._heap) < 150
         await trio.sleep(11)
         assert fired == list(range(299, -1, -1))
+
+
+async def test_a_chaining_lab_starts_a_napi_task_at_its_first_need(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """In a lab that chains polls, an instance polled only from the lab's poll list
+    never has a task: the switch ports' NAPI instances, scheduled while a runner
+    polls, are all polled from the list; a host's own veth instance gets its task
+    when its first packet arrives from outside a poll (a ping task's transmit)."""
+    names = []
+    for chain in (False, True):
+        async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+            lab.add_switch("s1", sysctls=IPV4_ONLY)
+            hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(4)]
+            for i, h in enumerate(hosts):
+                lab.add_link(f"h{i}:eth0", "s1")
+                h.ip(f"addr add 10.0.0.{i + 1}/24 dev eth0")
+            await trio.sleep(1)
+            before = sorted(n for n in _task_names() if "/napi/" in n)
+            result = await hosts[0].ping("10.0.0.2", count=1, timeout=5)
+            assert result.received == 1
+            after = sorted(n for n in _task_names() if "/napi/" in n)
+            names.append((before, after))
+    (eager, eager_after), (lazy, lazy_after) = names
+    assert len(eager) == len(eager_after) == 8  # 4 host veths, 4 switch ports
+    assert lazy == []
+    assert 0 < len(lazy_after) < len(eager_after)
