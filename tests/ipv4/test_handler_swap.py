@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import trio.testing
 
+from netstack.core.net import PacketType
+from netstack.core.netdevice import NetDevice
+from netstack.core.skbuff import SkBuff
 from netstack.host import Lab
 from netstack.ipv4 import ipv4_of
 from netstack.testing.builders import pair
@@ -32,10 +35,19 @@ async def test_a_replaced_udp_handler_and_ip_packet_type_func_are_called(
     proto = ipv4.inet_protos[17]
     assert proto is ipv4.udp_protocol
     handler = proto.handler
-    proto.handler = lambda skb: (seen.append("udp"), handler(skb))[1]
     pt = ipv4.ip_packet_type
     func = pt.func
-    pt.func = lambda skb, dev, p, orig: (seen.append("ip"), func(skb, dev, p, orig))[1]
+
+    def udp_spy(skb: SkBuff) -> object:
+        seen.append("udp")
+        return handler(skb)
+
+    def ip_spy(skb: SkBuff, dev: NetDevice, p: PacketType, orig: NetDevice) -> object:
+        seen.append("ip")
+        return func(skb, dev, p, orig)
+
+    proto.handler = udp_spy
+    pt.func = ip_spy
     for payload in (b"x", b"y", b"z"):
         await cli.sendto(payload, ("10.0.0.2", 9))
         assert (await srv.recvfrom(100))[0] == payload
