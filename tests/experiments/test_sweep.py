@@ -328,6 +328,9 @@ def test_ctrl_c_stops_every_worker(where: list[str], tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # and SIGINT at its default, as a shell gives a foreground job: a parent started
+        # with `cmd &` from a script ignores SIGINT, and the ignore survives exec
+        preexec_fn=_sigint_default,
     )
     try:
         deadline = time.monotonic() + 120
@@ -341,7 +344,7 @@ def test_ctrl_c_stops_every_worker(where: list[str], tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.communicate()  # reaps it and closes the pipes
     assert proc.returncode == 130, err
     assert err.endswith("netstack sweep sweep_toys:blocks: interrupted\n"), err
     assert out == ""
@@ -353,6 +356,10 @@ def test_ctrl_c_stops_every_worker(where: list[str], tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             pytest.fail(f"left running: {left}")
         time.sleep(0.1)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _group(pgid: int) -> list[int]:
