@@ -5,9 +5,11 @@ gcc); the build itself is run by hand, see docs/performance.md."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +26,37 @@ from netstack.ipv4.ip_output import ip_output
 from netstack.testing.builders import open_test_lab, pair, routed
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def _charging() -> Iterator[list[str]]:
+    """The sites charged while a spender is active (timed mode switched on after
+    import, as the experiments do)."""
+    charged: list[str] = []
+
+    def spender(site: str, nbytes: int) -> None:
+        charged.append(site)
+
+    netstack.sites.activate(spender)
+    try:
+        yield charged
+    finally:
+        netstack.sites.deactivate(spender)
+
+
+async def _one_datagram_charges(cli: Any, srv: Any, addr: tuple[str, int]) -> list[str]:
+    """The sites a datagram from *cli* to *srv* charges while a spender is active:
+    a first one resolves ARP uncounted, and a third, after, must charge none."""
+    await cli.sendto(b"x", addr)
+    await srv.recvfrom(100)
+    with _charging() as charged:
+        await cli.sendto(b"y", addr)
+        assert (await srv.recvfrom(100))[0] == b"y"
+    counted = len(charged)
+    await cli.sendto(b"z", addr)
+    assert (await srv.recvfrom(100))[0] == b"z"
+    assert len(charged) == counted
+    return charged
 
 
 def test_the_modules_to_compile_exist_and_import() -> None:
@@ -326,31 +359,14 @@ async def test_every_rewritten_module_charges_while_a_spender_is_active(
     router charges a site in every module of ``TIMED_FROM_SPENDERS`` on its path
     while a spender is active (timed mode switched on after import, as the
     experiments do), and none once it is gone."""
-    charged: list[str] = []
-
-    def spender(site: str, nbytes: int) -> None:
-        charged.append(site)
-
     async with open_test_lab() as lab:
         a, _r, b = routed(lab)
         srv = b.socket()
         await srv.bind(("10.0.2.1", 9))
-        cli = a.socket()
-        await cli.sendto(b"x", ("10.0.2.1", 9))  # ARP resolved before the counted one
-        await srv.recvfrom(100)
-        netstack.sites.activate(spender)
-        try:
-            await cli.sendto(b"y", ("10.0.2.1", 9))
-            assert (await srv.recvfrom(100))[0] == b"y"
-        finally:
-            netstack.sites.deactivate(spender)
-        # one site of each rewritten module the datagram crosses
-        for site in ("udp_sendmsg", "ip_local_out", "ip_rcv", "ip_forward", "veth_xmit"):
-            assert site in charged, (site, charged)
-        counted = len(charged)
-        await cli.sendto(b"z", ("10.0.2.1", 9))
-        assert (await srv.recvfrom(100))[0] == b"z"
-        assert len(charged) == counted
+        charged = await _one_datagram_charges(a.socket(), srv, ("10.0.2.1", 9))
+    # one site of each rewritten module the datagram crosses
+    for site in ("udp_sendmsg", "ip_local_out", "ip_rcv", "ip_forward", "veth_xmit"):
+        assert site in charged, (site, charged)
 
 
 def test_the_tunnel_classes_read_per_packet_are_native() -> None:
@@ -391,30 +407,13 @@ async def test_the_tunnel_modules_charge_while_a_spender_is_active(
         ("gre", ("ipgre_xmit", "gre_rcv", "gre_parse_header", "__ipgre_rcv")),
         ("ipip", ("ipip_tunnel_xmit", "tunnel4_rcv", "ipip_rcv", "ipip_tunnel_rcv")),
     ):
-        charged: list[str] = []
-
-        def spender(site: str, nbytes: int, charged: list[str] = charged) -> None:
-            charged.append(site)
-
         async with open_test_lab() as lab:
             h = build_sites(lab, "", kind=kind)
             srv = h["s2"].socket()
             await srv.bind(("10.2.0.1", 9))
-            cli = h["s1"].socket()
-            await cli.sendto(b"x", ("10.2.0.1", 9))  # ARP resolved before the counted one
-            await srv.recvfrom(100)
-            netstack.sites.activate(spender)
-            try:
-                await cli.sendto(b"y", ("10.2.0.1", 9))
-                assert (await srv.recvfrom(100))[0] == b"y"
-            finally:
-                netstack.sites.deactivate(spender)
-            for site in (*sites, "ip_tunnel_xmit", "ip_tunnel_lookup", "ip_tunnel_rcv"):
-                assert site in charged, (kind, site, charged)
-            counted = len(charged)
-            await cli.sendto(b"z", ("10.2.0.1", 9))
-            assert (await srv.recvfrom(100))[0] == b"z"
-            assert len(charged) == counted
+            charged = await _one_datagram_charges(h["s1"].socket(), srv, ("10.2.0.1", 9))
+        for site in (*sites, "ip_tunnel_xmit", "ip_tunnel_lookup", "ip_tunnel_rcv"):
+            assert site in charged, (kind, site, charged)
 
 
 def test_the_tunnels_struct_reads_are_typed() -> None:
@@ -453,19 +452,13 @@ async def test_every_rewritten_tcp_module_charges_while_a_spender_is_active(
     imports: a connection's handshake, data through GRO and its ACKs charge a site
     in every module of the block while a spender is active, and none once it is
     gone."""
-    charged: list[str] = []
-
-    def spender(site: str, nbytes: int) -> None:
-        charged.append(site)
-
     async with open_test_lab() as lab:
         a, b = pair(lab)
         b.ethtool("-K eth0 gro on")
         srv = b.socket(socket.AF_INET, socket.SOCK_STREAM)
         await srv.bind(("10.0.0.2", 80))
         srv.listen()
-        netstack.sites.activate(spender)
-        try:
+        with _charging() as charged:
             cli = a.socket(socket.AF_INET, socket.SOCK_STREAM)
             await cli.connect(("10.0.0.2", 80))
             conn, _ = await srv.accept()
@@ -473,8 +466,6 @@ async def test_every_rewritten_tcp_module_charges_while_a_spender_is_active(
             got = 0
             while got < 20_000:
                 got += len(await conn.recv(65536))
-        finally:
-            netstack.sites.deactivate(spender)
         for site in (
             "tcp_check_req",  # tcp/minisocks.py
             "tcp_v4_rcv",  # ipv4/tcp_ipv4.py
@@ -575,30 +566,13 @@ async def test_the_device_core_charges_while_a_spender_is_active(
     script = build_script()
     for path in ("netstack/core/dev.py", "netstack/core/skbuff.py", "netstack/core/netdevice.py"):
         assert path in script.TIMED_FROM_SPENDERS
-    charged: list[str] = []
-
-    def spender(site: str, nbytes: int) -> None:
-        charged.append(site)
-
     async with open_test_lab() as lab:
         a, _r, b = routed(lab)
         srv = b.socket()
         await srv.bind(("10.0.2.1", 9))
-        cli = a.socket()
-        await cli.sendto(b"x", ("10.0.2.1", 9))
-        await srv.recvfrom(100)
-        netstack.sites.activate(spender)
-        try:
-            await cli.sendto(b"y", ("10.0.2.1", 9))
-            assert (await srv.recvfrom(100))[0] == b"y"
-        finally:
-            netstack.sites.deactivate(spender)
-        for site in ("__dev_queue_xmit", "consume_skb", "netif_tx_queue_stopped"):
-            assert site in charged, (site, charged)
-        counted = len(charged)
-        await cli.sendto(b"z", ("10.0.2.1", 9))
-        assert (await srv.recvfrom(100))[0] == b"z"
-        assert len(charged) == counted
+        charged = await _one_datagram_charges(a.socket(), srv, ("10.0.2.1", 9))
+    for site in ("__dev_queue_xmit", "consume_skb", "netif_tx_queue_stopped"):
+        assert site in charged, (site, charged)
 
 
 def test_the_ping_program_is_compiled_its_list_subclass_a_python_class() -> None:
