@@ -395,7 +395,9 @@ class Neighbour:
         self.refcnt = 1
         self.dead = False
         self.confirm_writes = 0
-        self.lock = SpinLock(f"neigh:{primary_key:#x}")
+        # hex(), not an f-string's ":#x": the same text (the key is never negative)
+        # without a __format__ call, about 2,000 instructions an entry in the build
+        self.lock = SpinLock("neigh:" + hex(primary_key))
         # timed mode: the line holding ``confirmed`` beside what lookups and
         # the output path read (next, tbl, parms, nud_state…)
         # (its name, an address formatted, only in timed mode: a lab of 10,000
