@@ -49,8 +49,21 @@ collections, 2.5–3 s of that phase's CPU time, whatever ``threshold0`` between
 container objects than the last one left, and most of what a packet
 allocates is freed (by reference counting) before that. The same phase makes
 ten young collections (0.85 s), and a ``gc.collect()`` after it finds no
-cyclic garbage at all: the bound is what a lab may hold uncollected, 100,000
-objects (a few tens of MB).
+cyclic garbage at all. Those collections still traversed what was alive:
+eight of them at 10,000 hosts (0.16 – 0.25 s of that phase), each visiting
+100,000 skbs in flight, tasks and sockets, none of it garbage. So
+``threshold0`` is also at least a quarter of the objects frozen
+(``LAB_GC_YOUNG_SHARE``, recomputed at every freeze; counted as the collector
+counts its young generation, since ``gc.get_freeze_count()`` walks every
+object): the share CPython lets its oldest generation grow by before it
+traverses it again, here applied to what a lab allocates while it runs. A
+young collection then waits for as many more live objects as a quarter of the
+lab (1.3 million at 10,000 hosts: none in that ping phase), 100,000 at least:
+the bound is what a lab may hold uncollected, in proportion to its size.
+Nothing the stack does per packet or per ping makes cyclic garbage (a test
+pings with the collector off and finds none), so the bound holds back no
+memory there; what a caller's own code leaves in cycles is still collected,
+once that many objects have piled up.
 Freezing and the thresholds belong to the interpreter, not to one lab: the
 last open lab to close unfreezes and puts the caller's thresholds back (if
 nobody changed them meanwhile), even when closing its adapters fails.
@@ -191,15 +204,19 @@ class Lab:
         with contextlib.suppress(KeyError, RuntimeError):  # outside the run that added it
             trio.lowlevel.remove_instrument(instrument)
         if freeze:
+            # what is frozen now, counted as the collector counts its young generation
+            # (allocated and alive since its last collection: the collector was off
+            # while the lab was built); gc.get_freeze_count() would walk every object
+            _FROZEN.objects += gc.get_count()[0]
             gc.freeze()  # the lab is long-lived: out of the collector's traversals
-            if not self._froze:  # and the young and oldest generations collected less often
+            if not self._froze:
                 _FROZEN.labs += 1
-                t0, t1, t2 = gc.get_threshold()
-                lab = _lab_threshold(t0, t1, t2)
-                if _FROZEN.labs == 1 and lab != (t0, t1, t2):
-                    _FROZEN.threshold = (t0, t1, t2)
-                    gc.set_threshold(*lab)
+                if _FROZEN.labs == 1:  # the caller's thresholds, handed back at the close
+                    _FROZEN.threshold = _FROZEN.applied = gc.get_threshold()
             self._froze = True
+            # and the young and oldest generations collected less often, the young
+            # in proportion to what is frozen now
+            _FROZEN.follow()
         gc.enable()
 
     def _close_gc(self) -> None:
@@ -213,8 +230,10 @@ class Lab:
         if _FROZEN.labs:  # another lab is still open: its objects stay frozen too
             return
         gc.unfreeze()
-        saved, _FROZEN.threshold = _FROZEN.threshold, None
-        if saved is not None and gc.get_threshold() == _lab_threshold(*saved):
+        saved, applied = _FROZEN.threshold, _FROZEN.applied
+        _FROZEN.threshold = _FROZEN.applied = None
+        _FROZEN.objects = 0
+        if saved is not None and gc.get_threshold() == applied:
             gc.set_threshold(*saved)
 
     def add_host(
@@ -690,16 +709,23 @@ async def open_lab(
 
 
 LAB_GC_THRESHOLD0: Final = 100_000
-"""The collector's ``threshold0`` while a lab is frozen (CPython's default: 700)."""
+"""The least ``threshold0`` of the collector while a lab is frozen (CPython's default: 700)."""
+
+LAB_GC_YOUNG_SHARE: Final = 4
+"""While a lab is frozen ``threshold0`` is at least the objects frozen divided by
+this: a quarter, the growth CPython allows its oldest generation between full
+collections."""
 
 LAB_GC_THRESHOLD2: Final = 100
 """The collector's ``threshold2`` while a lab is frozen (CPython's default: 10)."""
 
 
-def _lab_threshold(t0: int, t1: int, t2: int) -> tuple[int, int, int]:
-    """The collector's thresholds while a lab is frozen, from the caller's: a
-    caller's higher ones are left alone (a 0, no automatic collection, stays 0)."""
-    return (max(t0, LAB_GC_THRESHOLD0) if t0 else 0, t1, max(t2, LAB_GC_THRESHOLD2))
+def _lab_threshold(t0: int, t1: int, t2: int, frozen: int = 0) -> tuple[int, int, int]:
+    """The collector's thresholds while a lab is frozen, from the caller's and the
+    number of objects frozen: a caller's higher ones are left alone (a 0, no
+    automatic collection, stays 0)."""
+    young = max(t0, LAB_GC_THRESHOLD0, frozen // LAB_GC_YOUNG_SHARE) if t0 else 0
+    return (young, t1, max(t2, LAB_GC_THRESHOLD2))
 
 
 class _FrozenLabs:
@@ -707,11 +733,25 @@ class _FrozenLabs:
     first of them found: ``gc.freeze()``/``gc.unfreeze()`` and the thresholds are
     the interpreter's, so the last lab to close hands them back."""
 
-    __slots__ = ("labs", "threshold")
+    __slots__ = ("applied", "labs", "objects", "threshold")
 
     def __init__(self) -> None:
         self.labs = 0
+        self.objects = 0  #: about how many objects the labs froze
+        #: the caller's thresholds when the first lab froze, and the ones set since
         self.threshold: tuple[int, int, int] | None = None
+        self.applied: tuple[int, int, int] | None = None
+
+    def follow(self) -> None:
+        """Set the thresholds for the objects frozen, unless someone else has set
+        them since the labs last did (theirs then stay, and are not handed back)."""
+        saved = self.threshold
+        if saved is None or gc.get_threshold() != self.applied:
+            return
+        lab = _lab_threshold(*saved, self.objects)
+        if lab != self.applied:
+            gc.set_threshold(*lab)
+            self.applied = lab
 
 
 _FROZEN: Final = _FrozenLabs()

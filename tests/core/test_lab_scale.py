@@ -20,7 +20,13 @@ from netstack.core.sysctl import SysctlTable
 from netstack.cpu.timed import TimedModel
 from netstack.errors import ConfigError
 from netstack.gro.core import GroNode
-from netstack.host.lab import LAB_GC_THRESHOLD0, LAB_GC_THRESHOLD2
+from netstack.host.lab import (
+    _FROZEN,
+    LAB_GC_THRESHOLD0,
+    LAB_GC_THRESHOLD2,
+    LAB_GC_YOUNG_SHARE,
+    _lab_threshold,
+)
 from netstack.userspace.iproute2.ip.ip_common import split_words
 
 
@@ -115,14 +121,16 @@ async def test_a_frozen_lab_collects_the_young_and_oldest_generations_less_often
             lab.add_host("a")
             assert gc.get_threshold() == (700, 10, 10)  # building: the collector is off
             await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (LAB_GC_THRESHOLD0, 10, LAB_GC_THRESHOLD2)
-            assert gc.get_threshold() == (100_000, 10, 100)
+            young = max(LAB_GC_THRESHOLD0, _FROZEN.objects // LAB_GC_YOUNG_SHARE)
+            assert gc.get_threshold() == (young, 10, LAB_GC_THRESHOLD2)
+            assert LAB_GC_THRESHOLD0 == 100_000 and LAB_GC_THRESHOLD2 == 100
         assert gc.get_threshold() == (700, 10, 10)  # handed back
         gc.set_threshold(200_000, 10, 500)  # a caller's higher thresholds are left alone
         async with netstack.open_lab() as lab:
             lab.add_host("a")
             await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (200_000, 10, 500)
+            young = max(200_000, _FROZEN.objects // LAB_GC_YOUNG_SHARE)
+            assert gc.get_threshold() == (young, 10, 500)
         gc.set_threshold(0, 10, 10)  # and no automatic collection stays so
         async with netstack.open_lab() as lab:
             lab.add_host("a")
@@ -140,6 +148,99 @@ async def test_a_frozen_lab_collects_the_young_and_oldest_generations_less_often
         gc.set_threshold(*saved)
 
 
+async def test_a_frozen_labs_young_threshold_follows_what_is_frozen(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pinggc: the 100,000 of threshold0 still left eight young collections in the
+    # ping phase of 10,000 hosts (0.16 - 0.25 s), each traversing skbs in flight and
+    # pings' tasks, none of it garbage; a quarter of the frozen heap leaves none
+    assert _lab_threshold(700, 10, 10, 4_000_000) == (1_000_000, 10, 100)
+    assert _lab_threshold(700, 10, 10, 40_000) == (100_000, 10, 100)
+    assert _lab_threshold(2_000_000, 10, 10, 4_000_000) == (2_000_000, 10, 100)
+    assert _lab_threshold(0, 10, 10, 4_000_000) == (0, 10, 100)
+    monkeypatch.setattr("netstack.host.lab.LAB_GC_THRESHOLD0", 1)  # the share alone
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    gc.collect()  # (the young generation empty: what is counted next is the lab)
+    frozen_before = gc.get_freeze_count()
+    try:
+        async with netstack.open_lab() as lab:
+            lab.add_host("a")
+            built = gc.get_count()[0]  # (the collector is off while the lab is built)
+            await trio.lowlevel.checkpoint()
+            # the objects frozen, counted as the young generation counts them: what
+            # the lab allocated since the last collection (gc.get_freeze_count()
+            # walks every object, and counts what the caller had too)
+            first = _FROZEN.objects
+            assert built > 100 and built <= first < built + 100
+            assert gc.get_freeze_count() - frozen_before >= first
+            assert gc.get_threshold()[0] == max(700, first // LAB_GC_YOUNG_SHARE)
+            for name in "bcdefgh":  # built again: frozen again, and followed
+                lab.add_host(name)
+            await trio.lowlevel.checkpoint()
+            assert _FROZEN.objects > first
+            assert gc.get_threshold()[0] == _FROZEN.objects // LAB_GC_YOUNG_SHARE
+            gc.set_threshold(5000, 10, 100)  # the caller's own, set while open: kept
+            lab.add_host("i")
+            await trio.lowlevel.checkpoint()
+            assert gc.get_threshold() == (5000, 10, 100)
+        assert gc.get_threshold() == (5000, 10, 100)
+        assert _FROZEN.objects == 0
+    finally:
+        gc.set_threshold(*saved)
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_a_frozen_lab_still_collects_cyclic_garbage(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the higher threshold defers the young collections, it does not stop them:
+    # garbage in cycles made while a lab runs is freed once threshold0 objects pile up
+    import weakref
+
+    async with netstack.open_lab() as lab:
+        lab.add_host("a")
+        await trio.lowlevel.checkpoint()
+        young = gc.get_threshold()[0]
+        first = _Cycle()
+        gone = weakref.ref(first)
+        del first
+        made = 0
+        while gone() is not None and made < 2 * young:
+            _Cycle()
+            made += 1
+        assert gone() is None  # collected by the collector, not by a gc.collect()
+        assert made <= young  # (an instance and its dict: two objects a cycle)
+
+
+async def test_a_ping_leaves_no_garbage_for_the_collector(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # what the higher threshold defers holds back no memory on a lab's paths: a
+    # ping's socket, task, skbs, routes and neighbour entries are freed by reference
+    # counting alone (the collector off, nothing found after)
+    async with netstack.open_lab(chain_polls=True) as lab:
+        lab.add_host("a", sysctls=IPV4_ONLY)
+        lab.add_host("b", sysctls=IPV4_ONLY)
+        lab.add_link("a:eth0", "b:eth0")
+        lab["a"].ip("addr add 10.0.0.1/24 dev eth0")
+        lab["b"].ip("addr add 10.0.0.2/24 dev eth0")
+        assert (await lab["a"].ping("10.0.0.2")).received == 1  # the ARP, the first routes
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(3):
+                assert (await lab["a"].ping("10.0.0.2", count=2, interval=0.2)).received == 2
+                assert (await lab["a"].ping("10.0.0.9", count=1, timeout=1)).received == 0
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
+
+
 async def test_two_open_labs_hand_the_collector_back_when_the_last_closes(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -154,7 +255,7 @@ async def test_two_open_labs_hand_the_collector_back_when_the_last_closes(
             async with netstack.open_lab() as inner:
                 inner.add_host("b")
                 await trio.lowlevel.checkpoint()
-            assert gc.get_threshold() == (LAB_GC_THRESHOLD0, 10, LAB_GC_THRESHOLD2)
+            assert gc.get_threshold() == _lab_threshold(700, 10, 10, _FROZEN.objects)
             assert gc.get_freeze_count() > 0  # the outer lab is still frozen
         assert gc.get_threshold() == (700, 10, 10)
         assert gc.get_freeze_count() == 0

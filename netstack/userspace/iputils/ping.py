@@ -87,6 +87,7 @@ __all__ = ["MAXWAIT", "PING_USAGE", "PingReply", "PingResult", "main", "main6", 
 
 _EE: Final = struct.Struct("=IBBBBII")
 _TS: Final = struct.Struct("!d")
+_ECHO: Final = struct.Struct("!BBHHH")  # type, code, checksum (the kernel's), id (its), seq
 
 UNREACH_TEXT: Final = {
     ICMP_NET_UNREACH: "Destination Net Unreachable",
@@ -318,7 +319,7 @@ async def ping(
         ):
             for seq in range(1, count + 1):
                 payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
-                header = struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, 0, seq)
+                header = _ECHO.pack(128 if v6 else 8, 0, 0, 0, seq)
                 try:
                     await sock.sendto(
                         header + payload[:size] if size >= 8 else header + bytes(size),
@@ -460,10 +461,11 @@ class _PingState:
                 replies[seq] = PingReply(seq, rtt, ttl_, len(data), src)
                 self.acknowledge(seq)
                 self.tmax = max(self.tmax, rtt)
-                self.emit(
-                    f"{len(data)} bytes from {show(src)}: icmp_seq={seq} ttl={ttl_} "
-                    f"time={_ms(rtt)} ms"
-                )
+                if self.output is not None:  # (the line only when someone reads it)
+                    self.output.append(
+                        f"{len(data)} bytes from {show(src)}: icmp_seq={seq} ttl={ttl_} "
+                        f"time={_ms(rtt)} ms"
+                    )
 
     def finished(self) -> bool:
         # main_loop()'s exit conditions
