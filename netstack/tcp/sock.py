@@ -685,45 +685,45 @@ class TcpSock(Sock):
     # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
     # Each takes the socket lock for the protocol call, as the kernel's does (the
     # module doc's "The socket lock"); a wait happens outside it, in the Trio socket.
-    def bind(self, addr: int, port: int) -> None:
-        taken = lock_sock(self)  # inet_bind() → __inet_bind(): lock_sock
+    @kernel("include/net/sock.h", "sk_wait_event")
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` under the socket lock. A call that would block first runs
+        what came while it held the lock and looks again, as ``sk_wait_event``
+        releases the lock before it sleeps: what came may be what it waits for
+        (a SYN-ACK for a connect, an ACK that frees send space), and its wake-up
+        was before the Trio socket's wait.
+
+        Kernel: include/net/sock.h, sk_wait_event().
+        """
+        taken = lock_sock(self)
         try:
-            self.af_ops.bind(self, addr, port)
+            while True:
+                try:
+                    return fn(*args)
+                except SockWouldBlock:
+                    if not taken or not (self.sk_backlog or self.sk_tsq_flags):
+                        raise
+                    release_sock(self)
+                    self.sk_lock_owned = True
         finally:
             if taken:
                 release_sock(self)
+
+    def bind(self, addr: int, port: int) -> None:
+        self._locked(self.af_ops.bind, self, addr, port)  # inet_bind(): lock_sock
 
     def connect(self, addr: int, port: int) -> None:
-        taken = lock_sock(self)  # inet_stream_connect()
-        try:
-            self.sk_prot.connect(self, addr, port)
-        finally:
-            if taken:
-                release_sock(self)
+        self._locked(self.sk_prot.connect, self, addr, port)  # inet_stream_connect()
 
     def disconnect(self) -> None:
-        taken = lock_sock(self)  # inet_stream_connect(AF_UNSPEC) / tcp_disconnect's callers
-        try:
-            self.sk_prot.disconnect(self)
-        finally:
-            if taken:
-                release_sock(self)
+        self._locked(self.sk_prot.disconnect, self)  # tcp_disconnect's callers lock
 
     def listen(self, backlog: int) -> None:
-        taken = lock_sock(self)  # inet_listen()
-        try:
-            self.sk_prot.listen(self, backlog)
-        finally:
-            if taken:
-                release_sock(self)
+        self._locked(self.sk_prot.listen, self, backlog)  # inet_listen()
 
     def accept(self) -> TcpSock:
-        taken = lock_sock(self)  # inet_csk_accept()
-        try:
-            return self.sk_prot.accept(self)
-        finally:
-            if taken:
-                release_sock(self)
+        child: TcpSock = self._locked(self.sk_prot.accept, self)  # inet_csk_accept()
+        return child
 
     @kernel("include/net/sock.h", "lock_sock", "net/core/sock.c", "release_sock")
     def sendmsg(
@@ -738,7 +738,14 @@ class TcpSock(Sock):
         owned = self.sk_lock_owned  # lock_sock()
         self.sk_lock_owned = True
         try:
-            return self.sk_prot.sendmsg(self, data, flags, dest)
+            while True:
+                try:
+                    return self.sk_prot.sendmsg(self, data, flags, dest)
+                except SockWouldBlock:
+                    if owned or not (self.sk_backlog or self.sk_tsq_flags):
+                        raise
+                    release_sock(self)  # sk_wait_event(), as _locked: keep in step
+                    self.sk_lock_owned = True
         finally:
             if not owned:
                 if self.sk_backlog or self.sk_tsq_flags:
@@ -770,6 +777,10 @@ class TcpSock(Sock):
         self.sk_lock_owned = True
         try:
             data = self.sk_prot.recvmsg(self, bufsize, flags)
+            while data is None and not owned and (self.sk_backlog or self.sk_tsq_flags):
+                release_sock(self)  # sk_wait_event(), as _locked: keep in step
+                self.sk_lock_owned = True
+                data = self.sk_prot.recvmsg(self, bufsize, flags)
         finally:
             if not owned:
                 if self.sk_backlog or self.sk_tsq_flags:
@@ -785,20 +796,11 @@ class TcpSock(Sock):
         return data, (daddr, self.inet_dport), 0, []
 
     def shutdown(self, how: int) -> None:
-        taken = lock_sock(self)  # inet_shutdown()
-        try:
-            self.sk_prot.shutdown(self, how)
-        finally:
-            if taken:
-                release_sock(self)
+        self._locked(self.sk_prot.shutdown, self, how)  # inet_shutdown()
 
     def close(self) -> None:
-        taken = lock_sock(self)  # tcp_close()
-        try:
-            self.sk_prot.close(self, self.sk_lingertime if self.sock_flag_linger else -1)
-        finally:
-            if taken:
-                release_sock(self)
+        timeout = self.sk_lingertime if self.sock_flag_linger else -1
+        self._locked(self.sk_prot.close, self, timeout)  # tcp_close()
 
     def getpeername(self) -> tuple[int, int]:
         if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
@@ -827,20 +829,12 @@ class TcpSock(Sock):
         return self.sk_prot.writable(self)
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
-        taken = lock_sock(self)  # sockopt_lock_sock() of sock_setsockopt / do_tcp_setsockopt
-        try:
-            self.sk_prot.setsockopt(self, level, optname, value)
-        finally:
-            if taken:
-                release_sock(self)
+        # sockopt_lock_sock() of sock_setsockopt() / do_tcp_setsockopt()
+        self._locked(self.sk_prot.setsockopt, self, level, optname, value)
 
     def getsockopt(self, level: int, optname: int) -> int | bytes:
-        taken = lock_sock(self)  # do_tcp_getsockopt's lock_sock (TCP_INFO, ...)
-        try:
-            return self.sk_prot.getsockopt(self, level, optname)
-        finally:
-            if taken:
-                release_sock(self)
+        value: int | bytes = self._locked(self.sk_prot.getsockopt, self, level, optname)
+        return value  # do_tcp_getsockopt() locks for TCP_INFO and the like
 
     def default_ttl(self) -> int:
         return self.tcp.default_ttl()

@@ -1,0 +1,120 @@
+"""Polls at local_bh_enable (core/napi.py): a transmit runs the NAPI polls it raised.
+
+    a ── veth ── b
+
+With :func:`set_polls_at_bh_enable` on (functional mode), ``dev_queue_xmit`` outside
+softirq context disables bottom halves, ``napi_schedule`` puts the peer's instance on
+the poll list instead of waking its task, and the transmit's ``local_bh_enable``
+runs ``do_softirq`` → ``net_rx_action`` in the caller's task: the datagram is in
+the receiver's queue when ``sendto`` returns, and a TCP segment's ACK comes back
+in the same loop to the sender's owned socket, whose backlog ``release_sock`` runs
+before the call returns. Off (the default), the NAPI tasks poll after the call.
+Kernel: net/core/dev.c (__dev_queue_xmit's rcu_read_unlock_bh, net_rx_action),
+kernel/softirq.c (__local_bh_enable_ip, do_softirq).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+import trio
+import trio.testing
+
+import netstack
+from netstack.core import napi as _napi
+from netstack.core.napi import set_polls_at_bh_enable
+from netstack.errors import ConfigError
+from netstack.tcp.sock import TcpSock
+from netstack.testing.builders import pair
+
+
+@pytest.fixture
+def bh_polls() -> Iterator[None]:
+    was = set_polls_at_bh_enable(True)
+    try:
+        yield
+    finally:
+        set_polls_at_bh_enable(was)
+
+
+class _Steps(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_a_datagram_is_received_in_the_senders_call(
+    autojump_clock: trio.testing.MockClock, on: bool
+) -> None:
+    was = set_polls_at_bh_enable(on)
+    try:
+        async with netstack.open_lab() as lab:
+            a, b = pair(lab)
+            rx = b.socket(2, 2)
+            await rx.bind(("10.0.0.2", 9))
+            tx = a.socket(2, 2)
+            await tx.sendto(b"warm", ("10.0.0.2", 9))  # ARP resolved, tasks started
+            assert await rx.recvfrom(100) == (b"warm", ("10.0.0.1", tx.getsockname()[1]))
+            napi = b.dev("eth0").priv.napi
+            polls, schedules = napi.polls, napi.schedules
+            steps = _Steps()
+            trio.lowlevel.add_instrument(steps)
+            try:
+                tx.sendto_nowait(b"x" * 200, ("10.0.0.2", 9))
+                # on: b's poll and udp_rcv ran in this task, inside the call
+                assert (len(rx.sock.receive_queue) == 1) is on
+                assert napi.polls == polls + on and napi.schedules == schedules + 1
+                assert await rx.recvfrom(1000) == (b"x" * 200, ("10.0.0.1", tx.getsockname()[1]))
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+            # off: b's NAPI task stepped to poll; on: nothing but the reader
+            assert any("napi" in name for name in steps.names) is not on
+            assert not _napi.BH.poll_list and _napi.BH.state == _napi.BH_ENABLED
+    finally:
+        set_polls_at_bh_enable(was)
+
+
+async def test_the_ack_comes_back_to_the_owned_sender_through_its_backlog(
+    autojump_clock: trio.testing.MockClock, bh_polls: None
+) -> None:
+    async with netstack.open_lab() as lab:
+        a, b = pair(lab)
+        for host, cmd in ((a, "-K eth0 tso off gso off"), (b, "-K eth0 gro off")):
+            with contextlib.suppress(ConfigError):  # already off
+                host.ethtool(cmd)
+        srv = b.socket(2, 1)
+        await srv.bind(("", 80))
+        srv.listen(1)
+        c = a.socket(2, 1)
+        await c.connect(("10.0.0.2", 80))
+        conn, _ = await srv.accept()
+        sk = c.sock
+        assert isinstance(sk, TcpSock)
+        rcv = conn.sock
+        assert isinstance(rcv, TcpSock)
+        backlogged: list[int] = []
+        real = sk.sk_backlog
+
+        class _Spy(list):  # type: ignore[type-arg]
+            def append(self, item: object) -> None:
+                backlogged.append(1)
+                super().append(item)
+
+        sk.sk_backlog = _Spy(real)
+        una = sk.snd_una
+        sent = sk.sendmsg(b"y" * 4 * 1448, None, 0)  # tcp_sendmsg under the lock
+        assert sent == 4 * 1448
+        # b received every segment and ACKed them inside the call; the ACKs found a's
+        # socket owned (tcp_add_backlog) and release_sock ran them before it returned
+        assert (rcv.rcv_nxt - rcv.copied_seq) % (1 << 32) == 4 * 1448
+        assert backlogged and sk.snd_una == (una + 4 * 1448) % (1 << 32)
+        assert not sk.sk_lock_owned and not sk.sk_backlog and sk.sk_backlog_len == 0
+        got = b""
+        while len(got) < 4 * 1448:
+            got += await conn.recv(1 << 16)
+        assert got == b"y" * 4 * 1448
