@@ -26,7 +26,7 @@ import netstack
 from netstack.core import napi as _napi
 from netstack.core.napi import set_polls_at_bh_enable
 from netstack.errors import ConfigError
-from netstack.tcp.sock import TcpSock
+from netstack.tcp.sock import TcpSock, lock_sock, release_sock
 from netstack.testing.builders import pair
 
 
@@ -97,24 +97,22 @@ async def test_the_ack_comes_back_to_the_owned_sender_through_its_backlog(
         assert isinstance(sk, TcpSock)
         rcv = conn.sock
         assert isinstance(rcv, TcpSock)
-        backlogged: list[int] = []
-        real = sk.sk_backlog
-
-        class _Spy(list):  # type: ignore[type-arg]
-            def append(self, item: object) -> None:
-                backlogged.append(1)
-                super().append(item)
-
-        sk.sk_backlog = _Spy(real)
         una = sk.snd_una
-        sent = sk.sendmsg(b"y" * 4 * 1448, None, 0)  # tcp_sendmsg under the lock
+        assert lock_sock(sk)  # what TcpSock.sendmsg does around tcp_sendmsg
+        sent = sk.sk_prot.sendmsg(sk, b"y" * 4 * 1448, 0, None)
         assert sent == 4 * 1448
-        # b received every segment and ACKed them inside the call; the ACKs found a's
-        # socket owned (tcp_add_backlog) and release_sock ran them before it returned
+        # b received every segment inside the call and ACKed them; the ACKs found a's
+        # socket owned and wait in its backlog (tcp_add_backlog)
         assert (rcv.rcv_nxt - rcv.copied_seq) % (1 << 32) == 4 * 1448
-        assert backlogged and sk.snd_una == (una + 4 * 1448) % (1 << 32)
+        assert sk.sk_backlog and sk.snd_una == una
+        release_sock(sk)  # __release_sock: the ACKs run now
+        assert sk.snd_una == (una + 4 * 1448) % (1 << 32)
         assert not sk.sk_lock_owned and not sk.sk_backlog and sk.sk_backlog_len == 0
+        # the same through the socket call: its release_sock runs them before it returns
+        una = sk.snd_una
+        assert sk.sendmsg(b"z" * 1448, None, 0) == 1448
+        assert sk.snd_una == (una + 1448) % (1 << 32) and not sk.sk_lock_owned
         got = b""
-        while len(got) < 4 * 1448:
+        while len(got) < 5 * 1448:
             got += await conn.recv(1 << 16)
-        assert got == b"y" * 4 * 1448
+        assert got == b"y" * 4 * 1448 + b"z" * 1448
