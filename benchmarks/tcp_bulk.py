@@ -29,6 +29,11 @@ TSO/GSO/GRO settings (root only). Figures are printed, never asserted. Each
 ``send()`` is a Trio step with its scheduling cost; ``--send-size`` sets the
 write size (netperf's ``-m``).
 ``--family 6`` runs the same over IPv6 (TCPv6, ``SKB_GSO_TCPV6``, IPv6 GRO).
+The NAPI polls a transmit raises run at its ``local_bh_enable`` in the
+sender's task, the sender's own ACKs waiting in its socket's backlog until
+``release_sock`` (``netstack.core.napi``, "Polls at local_bh_enable";
+``netstack.tcp.sock``, "The socket lock"), as the kernel runs them;
+``--no-bh-polls`` wakes the NAPI tasks instead (the behaviour before).
 
 ``--callgrind`` counts instructions per 64 KB of payload instead, for ``gso+gro``
 and ``none`` (or the ``--config`` given): the difference of a 2 MB and a 10 MB
@@ -55,6 +60,7 @@ from pathlib import Path
 import trio
 
 import netstack
+from netstack.core.napi import set_polls_at_bh_enable
 from netstack.errors import ConfigError
 from netstack.userspace.netperf import NetperfResult, netperf
 
@@ -76,6 +82,7 @@ CONFIGS = {
 TARGETS = {"gso+gro": 7.0, "none": 1.0}  # Gbit/s per CPU second
 # callgrind: (short, long) transfer in MB
 CALLGRIND_MBYTES = {"gso+gro": (2, 10), "gso only": (2, 10), "gro only": (1, 3), "none": (1, 3)}
+BH_POLLS = True  # polls at local_bh_enable (module doc); --no-bh-polls
 
 
 class StepClock(trio.abc.Clock):
@@ -111,6 +118,16 @@ async def run_once(
     family: int = 4,
     send_size: int = SEND_SIZE,
 ) -> tuple[NetperfResult, int]:
+    was = set_polls_at_bh_enable(BH_POLLS)
+    try:
+        return await _run_once(mbytes, tso, gso, gro, kind, family, send_size)
+    finally:
+        set_polls_at_bh_enable(was)
+
+
+async def _run_once(
+    mbytes: int, tso: str, gso: str, gro: str, kind: str, family: int, send_size: int
+) -> tuple[NetperfResult, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
@@ -141,6 +158,7 @@ def callgrind_per_64k(name: str, family: int, send_size: int) -> float:
     short, long = CALLGRIND_MBYTES[name]
     argv = [__file__, "--config", name, "--family", str(family), "--send-size", str(send_size)]
     argv += ["--no-anchors", "--step-clock", "--quiet"]
+    argv.append("--bh-polls" if BH_POLLS else "--no-bh-polls")
     base = anchors.callgrind_instructions([*argv, "--mbytes", str(short)])
     total = anchors.callgrind_instructions([*argv, "--mbytes", str(long)])
     return (total - base) / ((long - short) << 4)  # 16 × 64 KB per MB
@@ -154,7 +172,8 @@ def callgrind(names: list[str], family: int, send_size: int) -> dict[str, float]
         per[name] = callgrind_per_64k(name, family, send_size)
         print(
             f"veth IPv{family} {name:9s}: {per[name]:12,.0f} instructions per 64 KB "
-            f"(callgrind, {long} MB less {short} MB, 1 µs per clock read)"
+            f"(callgrind, {long} MB less {short} MB, 1 µs per clock read"
+            + (", polls at local_bh_enable)" if BH_POLLS else ")")
         )
     return per
 
@@ -248,9 +267,17 @@ def main() -> None:
         default=True,
         help="the Trio floor and the kernel over veth beside each figure (default: on)",
     )
+    parser.add_argument(
+        "--bh-polls",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="NAPI polls at the transmit's local_bh_enable (default: on)",
+    )
     parser.add_argument("--step-clock", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global BH_POLLS
+    BH_POLLS = args.bh_polls
     anchors.repeatable_scheduling()  # the same task order from the first step
     if args.send_size is None:
         args.send_size = SEND_SIZE6 if args.family == 6 else SEND_SIZE

@@ -14,6 +14,12 @@ way, and the kernel over veth between two network namespaces (root only;
     python benchmarks/udp_pps.py [--packets N] [--batch B] [--profile] [--callgrind]
                                  [--no-anchors]
 
+One datagram per call runs with the NAPI polls a transmit raises at its
+``local_bh_enable`` (``netstack.core.napi``, "Polls at local_bh_enable": the
+receiver's poll and ``udp_rcv`` in the sender's task, as the kernel runs
+them), batched calls without (a poll per datagram costs more than one per
+batch here); ``--bh-polls``/``--no-bh-polls`` sets it for both.
+
 ``--callgrind`` runs the batched benchmark twice under ``valgrind
 --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with ``--packets``
 datagrams (1,280 by default in that mode), and prints the difference of the
@@ -33,6 +39,7 @@ import sys
 from pathlib import Path
 
 import netstack
+from netstack.core.napi import set_polls_at_bh_enable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import anchors, stream
@@ -40,9 +47,24 @@ from benchmarks import anchors, stream
 TARGET_BATCHED = 150_000  # packets/s on one core (per CPU second)
 TARGET_PER_CALL = 80_000
 TARGET_INSTRUCTIONS = 45_000  # per packet, batched
+# polls at local_bh_enable (module doc): None, per call only; --bh-polls/--no-bh-polls
+BH_POLLS: bool | None = None
+
+
+def bh_polls(batch: int) -> bool:
+    """Whether a run of *batch* datagrams a call polls at local_bh_enable."""
+    return batch == 1 if BH_POLLS is None else BH_POLLS
 
 
 async def run_once(packets: int, batch: int, instrument: bool = False) -> tuple[float, float, int]:
+    was = set_polls_at_bh_enable(bh_polls(batch))
+    try:
+        return await _run_once(packets, batch, instrument)
+    finally:
+        set_polls_at_bh_enable(was)
+
+
+async def _run_once(packets: int, batch: int, instrument: bool) -> tuple[float, float, int]:
     async with netstack.open_lab() as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
@@ -58,6 +80,7 @@ async def run_once(packets: int, batch: int, instrument: bool = False) -> tuple[
 def callgrind_instructions(packets: int, batch: int) -> int:
     """Instructions of one batched run of *packets* datagrams under callgrind."""
     argv = [__file__, "--packets", str(packets), "--batch", str(batch), "--batched-only"]
+    argv.append("--bh-polls" if bh_polls(batch) else "--no-bh-polls")
     return anchors.callgrind_instructions([*argv, "--no-anchors"])
 
 
@@ -68,6 +91,7 @@ def callgrind_stream_instructions(packets: int, batch: int) -> int:
         RuntimeError: no ``valgrind`` here, or no count in its output.
     """
     argv = [__file__, "--packets", str(packets), "--batch", str(batch), "--batched-only"]
+    argv.append("--bh-polls" if bh_polls(batch) else "--no-bh-polls")
     return anchors.callgrind_instructions(
         [*argv, "--instrument-stream", "--no-anchors"], instr_atstart=False
     )
@@ -80,6 +104,7 @@ def callgrind(packets: int, batch: int, stream_only: bool = False) -> float:
     total = count(packets, batch)
     per_packet = (total - base) / packets
     what = "the stream alone, " if stream_only else ""
+    what += "polls at local_bh_enable, " if bh_polls(batch) else ""
     print(
         f"UDP 200 B over veth, batch {batch:3d}: {per_packet:,.0f} instructions "
         f"per packet (callgrind, {what}{packets} packets less 0); "
@@ -100,6 +125,7 @@ def measure(
         f"UDP 200 B over veth, batch {batch:3d}: {packets:8d} packets in {elapsed:6.2f} s "
         f"= {packets / elapsed:10,.0f} packets/s  ({1e6 * elapsed / packets:5.2f} µs/packet, "
         f"{drops} dropped); CPU {cpu:6.2f} s = {pps:10,.0f} packets/s"
+        + ("; polls at local_bh_enable" if bh_polls(batch) else "")
     )
     print(
         f"  target ≥ {target:,} packets/s per CPU s: " + anchors.verdict(pps, target, at_least=True)
@@ -131,9 +157,17 @@ def main() -> None:
         action="store_true",
         help="with --callgrind: count the stream alone (the figure per lever)",
     )
+    parser.add_argument(
+        "--bh-polls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="NAPI polls at the transmit's local_bh_enable (default: per call only)",
+    )
     parser.add_argument("--batched-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global BH_POLLS
+    BH_POLLS = args.bh_polls
     anchors.repeatable_scheduling()  # the same task order from the first step
     if args.callgrind:
         packets = args.packets if args.packets != parser.get_default("packets") else 1280

@@ -53,7 +53,7 @@ from netstack.core.features import (
     NETIF_F_TSO6,
     NETIF_F_TSO_ECN,
 )
-from netstack.core.napi import Napi
+from netstack.core.napi import BH, BH_DISABLED, BH_ENABLED, Napi, do_softirq
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_LOWERLAYERDOWN,
@@ -662,6 +662,44 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
 
 
 @kernel(
+    "include/linux/netdevice.h",
+    "dev_queue_xmit",
+    "include/linux/bottom_half.h",
+    "local_bh_disable",
+    "local_bh_enable",
+    "kernel/softirq.c",
+    "__local_bh_enable_ip",
+)
+def dev_queue_xmit(skb: SkBuff) -> int:
+    """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
+
+    Returns what :func:`__dev_queue_xmit` returns. Outside softirq context it
+    runs with bottom halves disabled (``__dev_queue_xmit``'s
+    ``rcu_read_lock_bh``), and its ``local_bh_enable`` runs the NAPI polls the
+    transmit raised, in the caller's task (functional mode;
+    ``netstack.core.napi``, "Polls at local_bh_enable"). Inside a softirq (a
+    NAPI poll, or the polls such a transmit runs) softirqs do not nest: the
+    instances it schedules are polled by the loop already running.
+
+    Kernel: include/linux/netdevice.h, dev_queue_xmit(); include/linux/bottom_half.h,
+    local_bh_disable() / local_bh_enable(); kernel/softirq.c, __local_bh_enable_ip().
+    """
+    bh = BH
+    if bh.state != BH_ENABLED:
+        return __dev_queue_xmit(skb)
+    dev = skb.dev
+    assert dev is not None
+    bh.state = BH_DISABLED  # local_bh_disable()
+    try:
+        rc = __dev_queue_xmit(skb)
+    finally:
+        bh.state = BH_ENABLED
+    if bh.poll_list:  # local_bh_enable(): !in_interrupt() && local_softirq_pending()
+        do_softirq(dev.net.netdev_budget)
+    return rc
+
+
+@kernel(
     "net/core/dev.c",
     "__dev_queue_xmit",
     "validate_xmit_skb",
@@ -670,8 +708,8 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     "skb_dst_drop",
     "skb_dst_force",
 )
-def dev_queue_xmit(skb: SkBuff) -> int:
-    """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
+def __dev_queue_xmit(skb: SkBuff) -> int:
+    """Queue *skb* for transmission on ``skb.dev`` (:func:`dev_queue_xmit`'s body).
 
     Returns NET_XMIT_SUCCESS, NET_XMIT_DROP, NET_XMIT_CN or ``-ENETDOWN``.
 

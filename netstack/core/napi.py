@@ -54,8 +54,34 @@ started at its first need (:meth:`Net.start_napi` marks it ``unstarted``;
 list, as most of a large lab's are, never has a task (fewer tasks in a
 10,000-host fabric, and a task step less for each first wake).
 
+**Polls at local_bh_enable** (functional mode; on by default,
+:func:`set_polls_at_bh_enable` turns it off). In the kernel a transmit does not
+wake anything: ``veth_xmit`` (or ``netif_rx`` → ``enqueue_to_backlog``) puts
+the peer's NAPI instance on this CPU's ``poll_list`` and raises
+``NET_RX_SOFTIRQ``, and the ``rcu_read_unlock_bh()`` at the end of
+``__dev_queue_xmit`` (``local_bh_enable``) runs ``do_softirq`` →
+``net_rx_action`` right there, in the sender's context: the peer's poll, its
+``ip_rcv``, ``udp_rcv`` or ``tcp_v4_rcv``, and whatever that transmits in turn
+(an ACK back to the sender, whose instance joins the same ``poll_list`` and is
+polled in the same loop), until ``netdev_budget`` packets are done; the rest
+goes to ksoftirqd. Here :func:`netstack.core.dev.dev_queue_xmit` does the same:
+outside softirq context (a socket call, a timer's callback, a command) it
+disables bottom halves (:data:`BH` ``.state``), and :meth:`Napi.schedule`
+then puts an instance on :data:`BH`'s ``poll_list`` instead of waking its
+task; at the end the transmit runs :func:`do_softirq` on that list in the
+caller's task. A NAPI task's own poll is softirq context (softirqs do not
+nest): what it transmits schedules instances as before (their tasks, or the
+lab's chained list). An instance with work left after its poll (a full one,
+or one cut short after TCP data) and those left when the budget is spent are
+woken to their tasks, as ksoftirqd would run them. A TCP socket is owned by
+the call that transmits (``lock_sock``): its own segments that come back in
+that loop wait in its backlog until ``release_sock`` (netstack/tcp/sock.py,
+"The socket lock"). Timed mode keeps its tasks: its CPU model decides where
+a softirq runs.
+
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
-(napi_schedule, net_rx_action, napi_poll, napi_complete_done).
+(napi_schedule, net_rx_action, napi_poll, napi_complete_done), kernel/softirq.c
+(do_softirq, __local_bh_enable_ip).
 """
 
 from __future__ import annotations
@@ -73,13 +99,87 @@ if TYPE_CHECKING:
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
 
-__all__ = ["NAPI_POLL_WEIGHT", "GroEngine", "Napi", "NapiStats"]
+__all__ = [
+    "BH",
+    "NAPI_POLL_WEIGHT",
+    "GroEngine",
+    "Napi",
+    "NapiStats",
+    "SoftirqState",
+    "do_softirq",
+    "set_polls_at_bh_enable",
+]
 
 NAPI_POLL_WEIGHT: Final = 64
 
 # sk_data_ready() calls so far: a NAPI instance polling packet by packet
 # (rx_per_xmit) ends its poll after a packet that brought a socket data
 data_ready_count = 0
+
+
+# BH.state: what a transmit finds (the module doc's "Polls at local_bh_enable")
+BH_ENABLED: Final = 0  # process context: the outermost transmit runs the softirq at its end
+BH_DISABLED: Final = 1  # local_bh_disable()d or do_softirq running: napi_schedule queues
+IN_NAPI_TASK: Final = 2  # a NAPI task's poll (softirq context): napi_schedule wakes, as before
+
+
+class SoftirqState:
+    """The CPU's bottom-half state and ``NET_RX`` poll list as a transmit sees it (the
+    module doc's "Polls at local_bh_enable"; kernel: the softirq bits of
+    ``preempt_count`` and ``softnet_data.poll_list``). One for the process: a Trio
+    run does one thing at a time, and every section that sets it ends before an
+    await."""
+
+    __slots__ = ("enabled", "poll_list", "state")
+
+    def __init__(self) -> None:
+        self.state = BH_ENABLED
+        self.poll_list: deque[Napi] = deque()
+        self.enabled = False  # set_polls_at_bh_enable()
+
+
+BH: Final = SoftirqState()
+
+
+def set_polls_at_bh_enable(on: bool) -> bool:
+    """Run the NAPI polls a transmit raises at its ``local_bh_enable`` (*on*, the
+    default) or wake their tasks (the behaviour before; tests and comparisons).
+    Returns the previous setting."""
+    was = BH.enabled
+    BH.enabled = on
+    return was
+
+
+@kernel("kernel/softirq.c", "do_softirq", "__do_softirq", "net/core/dev.c", "net_rx_action")
+def do_softirq(budget: int) -> None:
+    """Poll the instances a transmit put on the poll list, those they schedule
+    meanwhile included, until *budget* packets (``netdev_budget``) are done; an
+    instance with work left and those left at the end go to their tasks
+    (ksoftirqd). Called by ``dev_queue_xmit`` at its ``local_bh_enable``.
+    Functional mode only; keep in step with :meth:`Napi._net_rx_action`.
+
+    Kernel: kernel/softirq.c, do_softirq() / __do_softirq(); net/core/dev.c,
+    net_rx_action().
+    """
+    bh = BH
+    poll_list = bh.poll_list
+    bh.state = BH_DISABLED  # in softirq: what the polls transmit queues here
+    try:
+        while poll_list:
+            napi = poll_list.popleft()
+            if napi.dead or not napi.scheduled:  # netif_napi_del() meanwhile
+                continue
+            budget -= napi.poll_once()
+            if napi.scheduled:
+                napi._wake()  # work left: its own task polls again after a yield
+            if budget <= 0:
+                break
+        while poll_list:  # the budget spent: ksoftirqd (their tasks) does the rest
+            napi = poll_list.popleft()
+            if not napi.dead and napi.scheduled:
+                napi._wake()
+    finally:
+        bh.state = BH_ENABLED
 
 
 class RxChain:
@@ -169,6 +269,14 @@ class Napi:
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
+            bh = BH
+            if bh.state == BH_DISABLED and bh.enabled:
+                # a transmit's local_bh_enable (or the do_softirq it runs) polls it
+                # (the module doc's "Polls at local_bh_enable"); timed mode wakes
+                model = self.net.cpus.model
+                if model is None or not model.running:
+                    bh.poll_list.append(self)
+                    return
             chain = self.net.rx_chain
             if chain is not None:  # chained polls (module doc; never in timed mode)
                 if chain.runner is not None:
@@ -236,7 +344,7 @@ class Napi:
         try:
             while not self.dead:
                 if chain is not None and chain.runner is self:  # chained polls (module doc)
-                    while self._net_rx_action(chain):
+                    while self._chained_polls(chain):
                         await trio.lowlevel.checkpoint()  # the budget spent: ksoftirqd
                     if self.scheduled:  # a full poll: let other tasks run first
                         await trio.lowlevel.checkpoint()
@@ -250,7 +358,12 @@ class Napi:
                     self._waiting = trio.lowlevel.current_task()
                     await trio.lowlevel.wait_task_rescheduled(self._abort_park)
                     continue
-                self.poll_once()
+                bh = BH
+                bh.state = IN_NAPI_TASK  # softirq context: a transmit runs no softirq
+                try:
+                    self.poll_once()
+                finally:
+                    bh.state = BH_ENABLED
                 model = self.net.cpus.model
                 if model is not None and model.running:
                     # timed mode: the CPU is busy until its clock; then poll again
@@ -267,6 +380,15 @@ class Napi:
                         chain.runner = napi
                         napi._wake()
                         break
+
+    def _chained_polls(self, chain: RxChain) -> bool:
+        """:meth:`_net_rx_action` in softirq context (a transmit in it runs no softirq)."""
+        bh = BH
+        bh.state = IN_NAPI_TASK
+        try:
+            return self._net_rx_action(chain)
+        finally:
+            bh.state = BH_ENABLED
 
     @kernel("net/core/dev.c", "net_rx_action")
     def _net_rx_action(self, chain: RxChain) -> bool:

@@ -89,6 +89,7 @@ from netstack.tcp.sock import (
     TcpSkbCb,
     TcpSock,
     TimewaitSock,
+    tcp_add_backlog,
 )
 from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial, csum_tcpudp_magic
@@ -665,6 +666,11 @@ def tcp_v4_rcv(ipv4: Ipv4, tcp: Tcp, skb: SkBuff) -> int:
             return 0
         break
     tcb.sacked_off = 0
+    if sk.sk_lock_owned and sk.state != TCP_LISTEN:
+        # sock_owned_by_user() (a listener is processed without its lock): the
+        # socket call in progress runs it at release_sock (tcp/sock.py, "The socket lock")
+        tcp_add_backlog(sk, skb, tcp_v4_do_rcv)
+        return 0
     # one instant for the segment, as the kernel's one tcp_mstamp_refresh() and
     # jiffies load (cpu/clock.py, "Held time")
     clock = tcp.net.clock

@@ -124,12 +124,14 @@ from netstack.tcp.sock import (
     TCP_ESTABLISHED,
     TCP_LISTEN,
     TCP_SYN_SENT,
+    TCPF_MTU_REDUCED_DEFERRED,
     RequestSock,
     SockCommon,
     TcpSkbCb,
     TcpSock,
     TimewaitSock,
     between,
+    tcp_add_backlog,
 )
 from netstack.tcp.state import tcp_set_state
 from netstack.wire.checksum import csum_partial
@@ -1130,6 +1132,11 @@ def tcp_v6_rcv(ipv6: Ipv6, tcp: Tcp, skb: SkBuff) -> int:
             return 0
         break
     tcb.sacked_off = 0
+    if sk.sk_lock_owned and sk.state != TCP_LISTEN:
+        # sock_owned_by_user() (a listener is processed without its lock): the
+        # socket call in progress runs it at release_sock (tcp/sock.py, "The socket lock")
+        tcp_add_backlog(sk, skb, tcp_v6_do_rcv)
+        return 0
     clock = tcp.net.clock  # one instant for the segment (tcp_v4_rcv)
     held = clock.hold()
     try:
@@ -1216,6 +1223,8 @@ def tcp_v6_err(
         _, fatal = icmpv6_err_convert(icmp_type, code)
         tcp_req_err(sk, seq, fatal)
         return
+    if sk.sk_lock_owned and icmp_type != ICMPV6_PKT_TOOBIG:
+        sk.ext.LockDroppedIcmps += 1  # sock_owned_by_user(): only PMTU is deferred
     if sk.state == TCP_CLOSE:
         return
     if sk.state not in (TCP_SYN_SENT, TCP_LISTEN) and not between(seq, sk.snd_una, sk.snd_nxt):
@@ -1231,7 +1240,10 @@ def tcp_v6_err(
         if rt is not None and not rt.valid():
             rt.release()
             sk.dst_cache = None
-        Ipv6Specific.mtu_reduced(ipv6_ops(tcp), sk)
+        if sk.sk_lock_owned:  # sock_owned_by_user(): tcp_release_cb runs it
+            sk.sk_tsq_flags |= TCPF_MTU_REDUCED_DEFERRED
+        else:
+            Ipv6Specific.mtu_reduced(ipv6_ops(tcp), sk)
         return
     err, fatal = icmpv6_err_convert(icmp_type, code)
     tcp_err_report(sk, err, fatal)

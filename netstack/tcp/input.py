@@ -189,6 +189,7 @@ from netstack.tcp.sock import (
     TCPCB_RETRANS,
     TCPCB_SACKED_ACKED,
     TCPCB_SACKED_RETRANS,
+    TCPF_MTU_REDUCED_DEFERRED,
     InetConnectionSockAfOps,
     RequestSock,
     TCP_CA_Disorder,
@@ -3010,15 +3011,16 @@ def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
 
     The tail tcp_v4_err() and tcp_v6_err() share.
     """
+    owned = sk.sk_lock_owned  # sock_owned_by_user(): only the soft error is kept
     if sk.state in (TCP_SYN_SENT, TCP_SYN_RECV):
-        if fatal:
+        if fatal and not owned:
             sk.sk_err = err
             sk.sk_error_report()
             tcp_done(sk)
         else:
             sk.sk_err_soft = err
         return
-    if sk.recverr:
+    if sk.recverr and not owned:
         sk.sk_err = err
         sk.sk_error_report()
     else:
@@ -3047,6 +3049,10 @@ def tcp_req_err(req: RequestSock, seq: int, abort: bool) -> None:
 @kernel("net/ipv4/tcp_ipv4.c", "tcp_v4_err")
 def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int) -> None:
     """Apply an ICMP error to a connection. Kernel: net/ipv4/tcp_ipv4.c, tcp_v4_err()."""
+    if sk.sk_lock_owned and not (icmp_type == 3 and code == 4):
+        # "we can receive locally generated ICMP messages while socket is held":
+        # the PMTU update is deferred to release_sock; any other error is counted
+        sk.ext.LockDroppedIcmps += 1
     if sk.state == TCP_CLOSE:
         return
     if sk.state != TCP_SYN_SENT and not between(seq, sk.snd_una, sk.snd_nxt):
@@ -3057,7 +3063,10 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
             if sk.state == TCP_LISTEN:
                 return
             sk.mtu_info = info
-            sk.af_ops.mtu_reduced(sk)
+            if sk.sk_lock_owned:  # the socket call in progress runs it (tcp_release_cb)
+                sk.sk_tsq_flags |= TCPF_MTU_REDUCED_DEFERRED
+            else:
+                sk.af_ops.mtu_reduced(sk)
             return
         if code >= len(_ICMP_UNREACH):
             return

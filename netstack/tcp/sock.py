@@ -20,6 +20,24 @@ Sequence numbers are 32-bit and compared with :func:`before`/:func:`after`
 
 Kernel: include/linux/tcp.h, include/net/tcp.h, include/net/inet_connection_sock.h,
 include/net/request_sock.h, include/net/inet_timewait_sock.h.
+
+**The socket lock** (``lock_sock``/``release_sock``). Every socket call of
+:class:`TcpSock` owns the socket while it runs (``sk_lock_owned``:
+``sock_owned_by_user``), as the kernel's ``tcp_sendmsg``, ``tcp_recvmsg``,
+``inet_stream_connect``, ``tcp_close``, ``inet_shutdown``, ``do_tcp_setsockopt``
+and the others take ``lock_sock``. A segment ``tcp_v4_rcv``/``tcp_v6_rcv``
+finds for an owned socket goes to its backlog (:func:`tcp_add_backlog`:
+``sk_add_backlog`` with the 6.x limit, ``TCPBacklogDrop`` beyond it) and an
+ICMP "fragmentation needed"/"packet too big" sets ``TCP_MTU_REDUCED_DEFERRED``;
+:func:`release_sock` runs the backlog through the family's ``do_rcv``
+(``__release_sock``: ``sk_backlog_rcv``) and then :func:`tcp_release_cb`
+before it gives the socket up. A call's waits are outside the lock: the
+protocol call returns (or raises :class:`SockWouldBlock`) and the Trio socket
+waits, as the kernel's ``sk_wait_event`` releases the lock while it sleeps.
+Something can reach an owned socket only while its own call runs: the NAPI
+polls that call's transmit raises run at the end of ``dev_queue_xmit`` in
+the caller's task (``local_bh_enable``, ``netstack.core.napi``, "Polls at
+local_bh_enable"); a timer or a NAPI task never runs while a call is inside.
 """
 
 from __future__ import annotations
@@ -30,7 +48,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import attrs
 
-from netstack.core.skbuff import SkBuff
+from netstack.core.dst import skb_dst_drop
+from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import Sock, SockWouldBlock
 from netstack.core.win_minmax import Minmax
 from netstack.sites import kernel
@@ -44,6 +63,7 @@ if TYPE_CHECKING:
     from netstack.tcp.proto import Tcp
 
 __all__ = [
+    "TCPF_MTU_REDUCED_DEFERRED",
     "TCP_CLOSE",
     "TCP_ESTABLISHED",
     "TCP_LISTEN",
@@ -58,6 +78,10 @@ __all__ = [
     "after",
     "before",
     "between",
+    "lock_sock",
+    "release_sock",
+    "tcp_add_backlog",
+    "tcp_release_cb",
 ]
 
 # sk_state (include/net/tcp_states.h)
@@ -74,6 +98,16 @@ TCP_LAST_ACK: Final = 9
 TCP_LISTEN: Final = 10
 TCP_CLOSING: Final = 11
 TCP_NEW_SYN_RECV: Final = 12
+
+# sk_tsq_flags (include/linux/tcp.h, enum tsq_enum): the work a softirq found the
+# socket owned for, done by tcp_release_cb(); netstack's timers and TSQ handler run
+# in tasks of their own, never inside a socket call, so only tcp_v4_err/tcp_v6_err's
+# PMTU update is ever deferred
+TCPF_MTU_REDUCED_DEFERRED: Final = 1 << 5  # TCP_MTU_REDUCED_DEFERRED
+
+# sk_backlog_rcv: tcp_v4_do_rcv / tcp_v6_do_rcv (tcp, sk, skb), as tcp_add_backlog's
+# caller names it
+BacklogRcv: TypeAlias = "Callable[[Tcp, TcpSock, SkBuff], int]"
 
 TCP_STATE_NAMES: Final = {
     TCP_ESTABLISHED: "ESTAB",
@@ -459,6 +493,13 @@ class TcpSock(Sock):
         self.delack_timer: TimerList = net.timers.timer(self._delack_timer, "tcp_delack_timer")
         self.sk_timer: TimerList = net.timers.timer(self._keepalive_timer, "tcp_keepalive")
         self.tsq_timer: TimerList | None = None
+        # the socket lock (the module doc's "The socket lock"): owned by a socket call,
+        # the segments that came meanwhile (each with the do_rcv of its family), their
+        # truesize (sk_backlog.len), and the work deferred to release_sock (sk_tsq_flags)
+        self.sk_lock_owned = False
+        self.sk_backlog: list[tuple[BacklogRcv, SkBuff]] = []
+        self.sk_backlog_len = 0
+        self.sk_tsq_flags = 0
         # SACK compression (6.x): ACKs held back while out-of-order data arrives
         self.compressed_ack = 0
         self.compressed_ack_rcv_nxt = 0
@@ -642,68 +683,124 @@ class TcpSock(Sock):
         self.sk_prot.keepalive_timer(self)
 
     # -- the socket API (struct proto) are bound in netstack.tcp.tcp -------------------
+    # Each takes the socket lock for the protocol call, as the kernel's does (the
+    # module doc's "The socket lock"); a wait happens outside it, in the Trio socket.
+    @kernel("include/net/sock.h", "sk_wait_event")
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` under the socket lock. A call that would block first runs
+        what came while it held the lock and looks again, as ``sk_wait_event``
+        releases the lock before it sleeps: what came may be what it waits for
+        (a SYN-ACK for a connect, an ACK that frees send space), and its wake-up
+        was before the Trio socket's wait.
+
+        Kernel: include/net/sock.h, sk_wait_event().
+        """
+        taken = lock_sock(self)
+        try:
+            while True:
+                try:
+                    return fn(*args)
+                except SockWouldBlock:
+                    if not taken or not (self.sk_backlog or self.sk_tsq_flags):
+                        raise
+                    release_sock(self)
+                    self.sk_lock_owned = True
+        finally:
+            if taken:
+                release_sock(self)
+
     def bind(self, addr: int, port: int) -> None:
-        self.af_ops.bind(self, addr, port)
+        self._locked(self.af_ops.bind, self, addr, port)  # inet_bind(): lock_sock
 
     def connect(self, addr: int, port: int) -> None:
-        self.sk_prot.connect(self, addr, port)
+        self._locked(self.sk_prot.connect, self, addr, port)  # inet_stream_connect()
 
     def disconnect(self) -> None:
-        self.sk_prot.disconnect(self)
+        self._locked(self.sk_prot.disconnect, self)  # tcp_disconnect's callers lock
 
     def listen(self, backlog: int) -> None:
-        self.sk_prot.listen(self, backlog)
+        self._locked(self.sk_prot.listen, self, backlog)  # inet_listen()
 
     def accept(self) -> TcpSock:
-        return self.sk_prot.accept(self)
+        child: TcpSock = self._locked(self.sk_prot.accept, self)  # inet_csk_accept()
+        return child
 
+    @kernel("include/net/sock.h", "lock_sock", "net/core/sock.c", "release_sock")
     def sendmsg(
         self, data: bytes | bytearray | memoryview, dest: tuple[int, int] | None, flags: int
     ) -> int:
+        """``tcp_sendmsg``: the protocol's call under the socket lock (lock_sock() and,
+        with nothing to run at the end, release_sock() written out: keep in step).
+
+        Kernel: include/net/sock.h, lock_sock(); net/core/sock.c, release_sock()."""
         clock = self.net.clock  # one instant for the call (cpu/clock.py, "Held time")
         held = clock.hold()
+        owned = self.sk_lock_owned  # lock_sock()
+        self.sk_lock_owned = True
         try:
-            return self.sk_prot.sendmsg(self, data, flags, dest)
+            while True:
+                try:
+                    return self.sk_prot.sendmsg(self, data, flags, dest)
+                except SockWouldBlock:
+                    if owned or not (self.sk_backlog or self.sk_tsq_flags):
+                        raise
+                    release_sock(self)  # sk_wait_event(), as _locked: keep in step
+                    self.sk_lock_owned = True
         finally:
+            if not owned:
+                if self.sk_backlog or self.sk_tsq_flags:
+                    release_sock(self)
+                else:
+                    self.sk_lock_owned = False  # release_sock(): nothing came meanwhile
             clock.release(held)
 
     def recvmsg(
         self, bufsize: int, flags: int
     ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]]:
+        result = self.recvmsg_or_none(bufsize, flags)
+        if result is None:
+            raise SockWouldBlock(write=False)
+        return result
+
+    @kernel("include/net/sock.h", "lock_sock", "net/core/sock.c", "release_sock")
+    def recvmsg_or_none(
+        self, bufsize: int, flags: int
+    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
+        """``tcp_recvmsg`` under the socket lock (as :meth:`sendmsg`: keep in step);
+        ``None`` where it would block (no exception per empty read:
+        Sock.recvmsg_or_none). :meth:`recvmsg` raises instead.
+
+        Kernel: include/net/sock.h, lock_sock(); net/core/sock.c, release_sock()."""
         clock = self.net.clock  # one instant for the call (sendmsg)
         held = clock.hold()
+        owned = self.sk_lock_owned  # lock_sock()
+        self.sk_lock_owned = True
         try:
             data = self.sk_prot.recvmsg(self, bufsize, flags)
+            while data is None and not owned and (self.sk_backlog or self.sk_tsq_flags):
+                release_sock(self)  # sk_wait_event(), as _locked: keep in step
+                self.sk_lock_owned = True
+                data = self.sk_prot.recvmsg(self, bufsize, flags)
         finally:
+            if not owned:
+                if self.sk_backlog or self.sk_tsq_flags:
+                    release_sock(self)
+                else:
+                    self.sk_lock_owned = False  # release_sock(): nothing came meanwhile
             clock.release(held)
         if data is None:
-            raise SockWouldBlock(write=False)
+            return None
         daddr = self.inet_daddr
         if self.family != self.af_ops.family:  # an AF_INET6 socket talking IPv4
             daddr |= V4MAPPED_PREFIX
         return data, (daddr, self.inet_dport), 0, []
 
-    def recvmsg_or_none(
-        self, bufsize: int, flags: int
-    ) -> tuple[bytes, tuple[int, int], int, list[tuple[int, int, bytes]]] | None:
-        clock = self.net.clock  # one instant for the call (sendmsg)
-        held = clock.hold()
-        try:
-            data = self.sk_prot.recvmsg(self, bufsize, flags)
-        finally:
-            clock.release(held)
-        if data is None:  # no exception per empty read (Sock.recvmsg_or_none)
-            return None
-        daddr = self.inet_daddr
-        if self.family != self.af_ops.family:
-            daddr |= V4MAPPED_PREFIX
-        return data, (daddr, self.inet_dport), 0, []
-
     def shutdown(self, how: int) -> None:
-        self.sk_prot.shutdown(self, how)
+        self._locked(self.sk_prot.shutdown, self, how)  # inet_shutdown()
 
     def close(self) -> None:
-        self.sk_prot.close(self, self.sk_lingertime if self.sock_flag_linger else -1)
+        timeout = self.sk_lingertime if self.sock_flag_linger else -1
+        self._locked(self.sk_prot.close, self, timeout)  # tcp_close()
 
     def getpeername(self) -> tuple[int, int]:
         if self.state in (TCP_CLOSE, TCP_SYN_SENT, TCP_LISTEN):
@@ -732,10 +829,12 @@ class TcpSock(Sock):
         return self.sk_prot.writable(self)
 
     def setsockopt(self, level: int, optname: int, value: int | bytes) -> None:
-        self.sk_prot.setsockopt(self, level, optname, value)
+        # sockopt_lock_sock() of sock_setsockopt() / do_tcp_setsockopt()
+        self._locked(self.sk_prot.setsockopt, self, level, optname, value)
 
     def getsockopt(self, level: int, optname: int) -> int | bytes:
-        return self.sk_prot.getsockopt(self, level, optname)
+        value: int | bytes = self._locked(self.sk_prot.getsockopt, self, level, optname)
+        return value  # do_tcp_getsockopt() locks for TCP_INFO and the like
 
     def default_ttl(self) -> int:
         return self.tcp.default_ttl()
@@ -883,3 +982,98 @@ class TimewaitSock:
 # A socket of any kind the established hash holds and a bare reply may answer for
 # (kernel: the ``struct sock_common`` of a full, a request or a timewait sock).
 SockCommon: TypeAlias = "TcpSock | RequestSock | TimewaitSock"
+
+
+# -- the socket lock (the module doc's "The socket lock") ------------------------------------
+
+
+@kernel("include/net/sock.h", "lock_sock", "net/core/sock.c", "lock_sock_nested")
+def lock_sock(sk: TcpSock) -> bool:
+    """Own *sk* for a socket call; False when the caller owns it already (a call
+    made inside another: the outer one releases it). :class:`TcpSock`'s
+    ``sendmsg``/``recvmsg`` have it written out (keep them in step).
+
+    Kernel: include/net/sock.h, lock_sock(); net/core/sock.c, lock_sock_nested().
+    """
+    if sk.sk_lock_owned:
+        return False
+    sk.sk_lock_owned = True
+    return True
+
+
+@kernel(
+    "net/core/sock.c",
+    "release_sock",
+    "__release_sock",
+    "include/net/sock.h",
+    "sk_backlog_rcv",
+    "sock_release_ownership",
+)
+def release_sock(sk: TcpSock) -> None:
+    """Run what came while *sk* was owned, then give it up: the backlog, each
+    segment through its family's ``do_rcv`` (``sk_backlog_rcv``), until no more
+    comes (what it transmits may bring more: its polls run in this task), then
+    the deferred work (``sk_prot->release_cb``: :func:`tcp_release_cb`).
+    ``sk_backlog.len`` is cleared only after the last batch, as the kernel's
+    ``__release_sock`` does, so a backlog that keeps refilling meets its limit.
+    :class:`TcpSock`'s ``sendmsg``/``recvmsg`` call it only when there is
+    something to run, and otherwise clear the flag themselves (keep in step).
+
+    Kernel: net/core/sock.c, release_sock() / __release_sock(); include/net/sock.h,
+    sk_backlog_rcv() / sock_release_ownership().
+    """
+    backlog = sk.sk_backlog
+    if backlog:
+        tcp = sk.tcp
+        while backlog:
+            sk.sk_backlog = []  # sk_backlog.head = sk_backlog.tail = NULL
+            for do_rcv, skb in backlog:
+                do_rcv(tcp, sk, skb)
+            backlog = sk.sk_backlog
+        sk.sk_backlog_len = 0
+    if sk.sk_tsq_flags:
+        tcp_release_cb(sk)
+    sk.sk_lock_owned = False
+
+
+@kernel("net/ipv4/tcp_output.c", "tcp_release_cb")
+def tcp_release_cb(sk: TcpSock) -> None:
+    """The work a softirq deferred while *sk* was owned (``sk_tsq_flags``): here the
+    PMTU update of an ICMP error (``TCP_MTU_REDUCED_DEFERRED``).
+
+    Kernel: net/ipv4/tcp_output.c, tcp_release_cb().
+    """
+    flags = sk.sk_tsq_flags
+    sk.sk_tsq_flags = 0
+    if flags & TCPF_MTU_REDUCED_DEFERRED:
+        sk.af_ops.mtu_reduced(sk)
+
+
+@kernel(
+    "net/ipv4/tcp_ipv4.c",
+    "tcp_add_backlog",
+    "include/net/sock.h",
+    "sk_add_backlog",
+    "sk_rcvqueues_full",
+    "__sk_add_backlog",
+)
+def tcp_add_backlog(sk: TcpSock, skb: SkBuff, do_rcv: BacklogRcv) -> None:
+    """Queue a segment for an owned socket (``tcp_v4_rcv``/``tcp_v6_rcv`` when
+    ``sock_owned_by_user``); its owner runs it at :func:`release_sock`. Beyond
+    twice ``sk_rcvbuf``, half ``sk_sndbuf`` and 64 KB of backlog and receive
+    queue the segment is dropped (``TCPBacklogDrop``). The route is dropped, as
+    the kernel's does before the segment leaves RCU. Not done: the coalescing
+    of a segment with the backlog's tail (6.x), which needs the checksum
+    verified and the headers compared; each segment is queued as it came.
+
+    Kernel: net/ipv4/tcp_ipv4.c, tcp_add_backlog(); include/net/sock.h,
+    sk_add_backlog() / sk_rcvqueues_full() / __sk_add_backlog().
+    """
+    skb_dst_drop(skb)
+    limit = (sk.sk_rcvbuf << 1) + (sk.sk_sndbuf >> 1) + 64 * 1024
+    if sk.sk_backlog_len + sk.sk_rmem_alloc > limit:  # sk_rcvqueues_full()
+        sk.ext.TCPBacklogDrop += 1
+        kfree_skb(skb, DropReason.SOCKET_BACKLOG)
+        return
+    sk.sk_backlog.append((do_rcv, skb))
+    sk.sk_backlog_len += skb.truesize
