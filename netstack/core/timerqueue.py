@@ -206,42 +206,39 @@ class TimerQueue(Generic[N]):
         local_bh_enable().
         """
         bh = BH
-        if bh.state != BH_ENABLED:  # called inside a section (a test): no nesting
-            return self._run_due()
-        bh.state = BH_DISABLED
-        try:
-            n = self._run_due()
-        except BaseException:
-            bh.state = BH_ENABLED
-            wakeup_softirqd()  # the list must not outlive the section (napi module doc)
-            raise
-        bh.state = BH_ENABLED
-        if bh.poll_list:
-            do_softirq(self._net.netdev_budget)
-        return n
-
-    def _run_due(self) -> int:
-        """:meth:`run_due`'s round of callbacks."""
+        outer = bh.state == BH_ENABLED  # else inside a section already (a test)
+        if outer:
+            bh.state = BH_DISABLED  # the round is softirq context
         now = self._now()
         heap = self._heap
         n = 0
-        while heap:
-            expires, _, gen, t = heap[0]
-            if t._gen != gen:
+        try:
+            while heap:
+                expires, _, gen, t = heap[0]
+                if t._gen != gen:
+                    heapq.heappop(heap)
+                    if self._stale:
+                        self._stale -= 1
+                    continue
+                if self._later(expires, now):
+                    break
+                if t.expires != expires:
+                    self._requeue(t)
+                    continue
                 heapq.heappop(heap)
-                if self._stale:
-                    self._stale -= 1
-                continue
-            if self._later(expires, now):
-                break
-            if t.expires != expires:
-                self._requeue(t)
-                continue
-            heapq.heappop(heap)
-            t._expired()
-            self._net.cpus.run_on(0)
-            t.function()
-            n += 1
+                t._expired()
+                self._net.cpus.run_on(0)
+                t.function()
+                n += 1
+        except BaseException:
+            if outer:
+                bh.state = BH_ENABLED
+                wakeup_softirqd()  # the list must not outlive the section (napi module doc)
+            raise
+        if outer:
+            bh.state = BH_ENABLED
+            if bh.poll_list:  # __do_softirq: NET_RX after TIMER
+                do_softirq(self._net.netdev_budget)
         self.fired += n
         return n
 
