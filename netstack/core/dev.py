@@ -53,7 +53,7 @@ from netstack.core.features import (
     NETIF_F_TSO6,
     NETIF_F_TSO_ECN,
 )
-from netstack.core.napi import BH, BH_DISABLED, BH_ENABLED, Napi, do_softirq
+from netstack.core.napi import BH, BH_DISABLED, BH_ENABLED, Napi, do_softirq, wakeup_softirqd
 from netstack.core.netdevice import (
     IF_OPER_DOWN,
     IF_OPER_LOWERLAYERDOWN,
@@ -692,8 +692,11 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     bh.state = BH_DISABLED  # local_bh_disable()
     try:
         rc = __dev_queue_xmit(skb)
-    finally:
+    except BaseException:
         bh.state = BH_ENABLED
+        wakeup_softirqd()  # the list must not outlive the section (napi module doc)
+        raise
+    bh.state = BH_ENABLED
     if bh.poll_list:  # local_bh_enable(): !in_interrupt() && local_softirq_pending()
         do_softirq(dev.net.netdev_budget)
     return rc

@@ -54,8 +54,8 @@ started at its first need (:meth:`Net.start_napi` marks it ``unstarted``;
 list, as most of a large lab's are, never has a task (fewer tasks in a
 10,000-host fabric, and a task step less for each first wake).
 
-**Polls at local_bh_enable** (functional mode; on by default,
-:func:`set_polls_at_bh_enable` turns it off). In the kernel a transmit does not
+**Polls at local_bh_enable** (functional mode; off by default,
+:func:`set_polls_at_bh_enable` turns it on). In the kernel a transmit does not
 wake anything: ``veth_xmit`` (or ``netif_rx`` → ``enqueue_to_backlog``) puts
 the peer's NAPI instance on this CPU's ``poll_list`` and raises
 ``NET_RX_SOFTIRQ``, and the ``rcu_read_unlock_bh()`` at the end of
@@ -76,12 +76,22 @@ or one cut short after TCP data) and those left when the budget is spent are
 woken to their tasks, as ksoftirqd would run them. A TCP socket is owned by
 the call that transmits (``lock_sock``): its own segments that come back in
 that loop wait in its backlog until ``release_sock`` (netstack/tcp/sock.py,
-"The socket lock"). Timed mode keeps its tasks: its CPU model decides where
-a softirq runs.
+"The socket lock"), which runs ``tcp_release_cb`` with bottom halves
+disabled, as the kernel's holds ``spin_lock_bh(slock)`` across it: what the
+deferred work transmits is polled after the socket is given up. Timer and
+hrtimer callbacks are softirq context too (``run_timer_softirq``; an
+hrtimer's ``irq_exit``): a base runs a round of due callbacks with bottom
+halves disabled and then :func:`do_softirq` on what they scheduled, as
+``__do_softirq`` goes from ``TIMER`` on to ``NET_RX`` (a retransmit's ACK is
+not received inside ``tcp_retransmit_timer``). A section that raises hands
+what is on the list to the instances' tasks (:func:`wakeup_softirqd`): the
+list is empty whenever bottom halves are enabled, and nothing of one run or
+lab stays on it. Timed mode keeps its tasks: its CPU model decides where a
+softirq runs.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done), kernel/softirq.c
-(do_softirq, __local_bh_enable_ip).
+(do_softirq, __local_bh_enable_ip, wakeup_softirqd).
 """
 
 from __future__ import annotations
@@ -108,6 +118,7 @@ __all__ = [
     "SoftirqState",
     "do_softirq",
     "set_polls_at_bh_enable",
+    "wakeup_softirqd",
 ]
 
 NAPI_POLL_WEIGHT: Final = 64
@@ -142,9 +153,9 @@ BH: Final = SoftirqState()
 
 
 def set_polls_at_bh_enable(on: bool) -> bool:
-    """Run the NAPI polls a transmit raises at its ``local_bh_enable`` (*on*, the
-    default) or wake their tasks (the behaviour before; tests and comparisons).
-    Returns the previous setting."""
+    """Run the NAPI polls a transmit raises at its ``local_bh_enable`` (*on*) or
+    wake their tasks (off, the default: each instance's task polls). Returns the
+    previous setting."""
     was = BH.enabled
     BH.enabled = on
     return was
@@ -155,8 +166,10 @@ def do_softirq(budget: int) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
     meanwhile included, until *budget* packets (``netdev_budget``) are done; an
     instance with work left and those left at the end go to their tasks
-    (ksoftirqd). Called by ``dev_queue_xmit`` at its ``local_bh_enable``.
-    Functional mode only; keep in step with :meth:`Napi._net_rx_action`.
+    (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises). Called at a
+    ``local_bh_enable``: ``dev_queue_xmit``'s, ``release_sock``'s, and a timer
+    base's after a round of callbacks. Functional mode only; keep in step with
+    :meth:`Napi._net_rx_action`.
 
     Kernel: kernel/softirq.c, do_softirq() / __do_softirq(); net/core/dev.c,
     net_rx_action().
@@ -164,6 +177,7 @@ def do_softirq(budget: int) -> None:
     bh = BH
     poll_list = bh.poll_list
     bh.state = BH_DISABLED  # in softirq: what the polls transmit queues here
+    napi: Napi | None = None
     try:
         while poll_list:
             napi = poll_list.popleft()
@@ -174,12 +188,29 @@ def do_softirq(budget: int) -> None:
                 napi._wake()  # work left: its own task polls again after a yield
             if budget <= 0:
                 break
-        while poll_list:  # the budget spent: ksoftirqd (their tasks) does the rest
-            napi = poll_list.popleft()
-            if not napi.dead and napi.scheduled:
-                napi._wake()
+    except BaseException:
+        if napi is not None and napi.scheduled and not napi.dead:
+            napi._wake()  # the poll raised: still scheduled, its task polls it again
+        raise
     finally:
         bh.state = BH_ENABLED
+        if poll_list:  # the budget spent, or a poll raised: ksoftirqd does the rest
+            wakeup_softirqd()
+
+
+@kernel("kernel/softirq.c", "wakeup_softirqd")
+def wakeup_softirqd() -> None:
+    """Hand every instance on the poll list to its own task (ksoftirqd): the
+    budget of :func:`do_softirq` is spent, or a section with bottom halves
+    disabled raised, and the list must not outlive it.
+
+    Kernel: kernel/softirq.c, wakeup_softirqd().
+    """
+    poll_list = BH.poll_list
+    while poll_list:
+        napi = poll_list.popleft()
+        if not napi.dead and napi.scheduled:
+            napi._wake()
 
 
 class RxChain:

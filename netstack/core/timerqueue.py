@@ -23,6 +23,16 @@ One Trio task per base sleeps until the earliest live expiry, woken early
 when a push makes an earlier head, then runs every due callback
 synchronously on CPU 0, as the timer softirq does.
 
+**Softirq context.** The kernel runs expired timers in ``TIMER_SOFTIRQ``
+(``run_timer_softirq``) and hrtimers in hard interrupt context, never inside
+another softirq: a transmit in a callback raises ``NET_RX``, which
+``__do_softirq`` (or ``irq_exit``) runs after the callbacks return.
+:meth:`TimerQueue.run_due` does the same for the polls at ``local_bh_enable``
+(``netstack.core.napi``, an opt-in of functional mode): the round's callbacks
+run with bottom halves disabled (``napi.BH``), then :func:`do_softirq` polls
+what they scheduled. Without the option, or in timed mode, nothing is put on
+the list and nothing changes.
+
 **A lab's hub.** In a lab opened with ``chain_polls=True`` (few task steps;
 ``Net.attach``) no base has a task of its own: one :class:`TimerHub`, the
 lab's, sleeps until the earliest head of all its hosts' bases and fires each
@@ -48,6 +58,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
+
+from netstack.core.napi import BH, BH_DISABLED, BH_ENABLED, do_softirq, wakeup_softirqd
+from netstack.sites import kernel
 
 if TYPE_CHECKING:
     from netstack.core.net import Net
@@ -171,28 +184,61 @@ class TimerQueue(Generic[N]):
         t._queued = t.expires
         heapq.heapreplace(self._heap, (t.expires, t._seq, t._gen, t))
 
+    @kernel(
+        "kernel/softirq.c",
+        "__do_softirq",
+        "kernel/time/timer.c",
+        "run_timer_softirq",
+        "include/linux/bottom_half.h",
+        "local_bh_disable",
+        "local_bh_enable",
+    )
     def run_due(self) -> int:
-        """Fire every timer due now; return how many fired."""
+        """Fire every timer due now; return how many fired. The callbacks run with
+        bottom halves disabled, as the timer softirq does (a hrtimer's in hard
+        interrupt context); the NAPI polls their transmits raise run after the
+        round, as ``__do_softirq`` goes on from ``TIMER`` to ``NET_RX`` (the
+        module doc's "Softirq context"; functional mode with
+        ``set_polls_at_bh_enable``, else the list stays empty).
+
+        Kernel: kernel/softirq.c, __do_softirq(); kernel/time/timer.c,
+        run_timer_softirq(); include/linux/bottom_half.h, local_bh_disable() /
+        local_bh_enable().
+        """
+        bh = BH
+        outer = bh.state == BH_ENABLED  # else inside a section already (a test)
+        if outer:
+            bh.state = BH_DISABLED  # the round is softirq context
         now = self._now()
         heap = self._heap
         n = 0
-        while heap:
-            expires, _, gen, t = heap[0]
-            if t._gen != gen:
+        try:
+            while heap:
+                expires, _, gen, t = heap[0]
+                if t._gen != gen:
+                    heapq.heappop(heap)
+                    if self._stale:
+                        self._stale -= 1
+                    continue
+                if self._later(expires, now):
+                    break
+                if t.expires != expires:
+                    self._requeue(t)
+                    continue
                 heapq.heappop(heap)
-                if self._stale:
-                    self._stale -= 1
-                continue
-            if self._later(expires, now):
-                break
-            if t.expires != expires:
-                self._requeue(t)
-                continue
-            heapq.heappop(heap)
-            t._expired()
-            self._net.cpus.run_on(0)
-            t.function()
-            n += 1
+                t._expired()
+                self._net.cpus.run_on(0)
+                t.function()
+                n += 1
+        except BaseException:
+            if outer:
+                bh.state = BH_ENABLED
+                wakeup_softirqd()  # the list must not outlive the section (napi module doc)
+            raise
+        if outer:
+            bh.state = BH_ENABLED
+            if bh.poll_list:  # __do_softirq: NET_RX after TIMER
+                do_softirq(self._net.netdev_budget)
         self.fired += n
         return n
 

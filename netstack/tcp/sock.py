@@ -34,10 +34,16 @@ ICMP "fragmentation needed"/"packet too big" sets ``TCP_MTU_REDUCED_DEFERRED``;
 before it gives the socket up. A call's waits are outside the lock: the
 protocol call returns (or raises :class:`SockWouldBlock`) and the Trio socket
 waits, as the kernel's ``sk_wait_event`` releases the lock while it sleeps.
-Something can reach an owned socket only while its own call runs: the NAPI
-polls that call's transmit raises run at the end of ``dev_queue_xmit`` in
-the caller's task (``local_bh_enable``, ``netstack.core.napi``, "Polls at
-local_bh_enable"); a timer or a NAPI task never runs while a call is inside.
+Something can reach an owned socket only with the opt-in polls at
+``local_bh_enable`` (``netstack.core.napi``, "Polls at local_bh_enable":
+``set_polls_at_bh_enable``, functional mode; off by default, so by default
+nothing ever does), and then only while its own call runs: the NAPI polls
+that call's transmit raises run at the end of ``dev_queue_xmit`` in the
+caller's task; a timer or a NAPI task never runs while a call is inside.
+``release_sock`` runs ``tcp_release_cb`` with bottom halves disabled and the
+polls it raised after the socket is given up, as the kernel's holds
+``spin_lock_bh(slock)`` across both; a segment whose processing raises
+leaves the rest on the backlog and the socket given up.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 import attrs
 
 from netstack.core.dst import skb_dst_drop
+from netstack.core.napi import BH, BH_DISABLED, BH_ENABLED, do_softirq, wakeup_softirqd
 from netstack.core.skbuff import DropReason, SkBuff, kfree_skb
 from netstack.core.sock import Sock, SockWouldBlock
 from netstack.core.win_minmax import Minmax
@@ -706,7 +713,7 @@ class TcpSock(Sock):
                     release_sock(self)
                     self.sk_lock_owned = True
         finally:
-            if taken:
+            if taken and self.sk_lock_owned:  # (a release_sock that raised gave it up)
                 release_sock(self)
 
     def bind(self, addr: int, port: int) -> None:
@@ -747,7 +754,7 @@ class TcpSock(Sock):
                     release_sock(self)  # sk_wait_event(), as _locked: keep in step
                     self.sk_lock_owned = True
         finally:
-            if not owned:
+            if not owned and self.sk_lock_owned:  # (a release_sock that raised gave it up)
                 if self.sk_backlog or self.sk_tsq_flags:
                     release_sock(self)
                 else:
@@ -782,7 +789,7 @@ class TcpSock(Sock):
                 self.sk_lock_owned = True
                 data = self.sk_prot.recvmsg(self, bufsize, flags)
         finally:
-            if not owned:
+            if not owned and self.sk_lock_owned:  # (a release_sock that raised gave it up)
                 if self.sk_backlog or self.sk_tsq_flags:
                     release_sock(self)
                 else:
@@ -1012,12 +1019,19 @@ def lock_sock(sk: TcpSock) -> bool:
 def release_sock(sk: TcpSock) -> None:
     """Run what came while *sk* was owned, then give it up: the backlog, each
     segment through its family's ``do_rcv`` (``sk_backlog_rcv``), until no more
-    comes (what it transmits may bring more: its polls run in this task), then
-    the deferred work (``sk_prot->release_cb``: :func:`tcp_release_cb`).
-    ``sk_backlog.len`` is cleared only after the last batch, as the kernel's
-    ``__release_sock`` does, so a backlog that keeps refilling meets its limit.
-    :class:`TcpSock`'s ``sendmsg``/``recvmsg`` call it only when there is
-    something to run, and otherwise clear the flag themselves (keep in step).
+    comes (what it transmits may bring more: its polls run in this task, as
+    ``__release_sock`` runs the batches with bottom halves enabled), then the
+    deferred work (``sk_prot->release_cb``: :func:`tcp_release_cb`) with bottom
+    halves disabled, and the socket is given up before the polls that work
+    raised run (``spin_unlock_bh(slock)`` after ``sock_release_ownership``): the
+    segments they bring to *sk* are received at once, not left on a backlog
+    nobody runs. ``sk_backlog.len`` is cleared only after the last batch, as the
+    kernel's ``__release_sock`` does, so a backlog that keeps refilling meets its
+    limit. If a segment's processing raises, the ones not yet run go back on the
+    backlog (the next call's ``release_sock`` runs them) and the socket is given
+    up all the same. :class:`TcpSock`'s ``sendmsg``/``recvmsg`` call it only
+    when there is something to run, and otherwise clear the flag themselves
+    (keep in step).
 
     Kernel: net/core/sock.c, release_sock() / __release_sock(); include/net/sock.h,
     sk_backlog_rcv() / sock_release_ownership().
@@ -1027,12 +1041,37 @@ def release_sock(sk: TcpSock) -> None:
         tcp = sk.tcp
         while backlog:
             sk.sk_backlog = []  # sk_backlog.head = sk_backlog.tail = NULL
-            for do_rcv, skb in backlog:
-                do_rcv(tcp, sk, skb)
+            entries = iter(backlog)
+            try:
+                for do_rcv, skb in entries:
+                    do_rcv(tcp, sk, skb)
+            except BaseException:
+                sk.sk_backlog = [*entries, *sk.sk_backlog]  # what was not run waits
+                sk.sk_lock_owned = False
+                raise
             backlog = sk.sk_backlog
         sk.sk_backlog_len = 0
     if sk.sk_tsq_flags:
-        tcp_release_cb(sk)
+        bh = BH
+        if bh.state == BH_ENABLED:  # process context (a socket call)
+            bh.state = BH_DISABLED  # spin_lock_bh(&sk->sk_lock.slock)
+            try:
+                tcp_release_cb(sk)
+            except BaseException:
+                sk.sk_lock_owned = False
+                bh.state = BH_ENABLED
+                wakeup_softirqd()  # the list must not outlive the section (napi)
+                raise
+            sk.sk_lock_owned = False  # sock_release_ownership()
+            bh.state = BH_ENABLED  # spin_unlock_bh(): the polls release_cb raised
+            if bh.poll_list:
+                do_softirq(sk.net.netdev_budget)
+            return
+        try:  # inside a section already: its end runs the polls
+            tcp_release_cb(sk)
+        finally:
+            sk.sk_lock_owned = False
+        return
     sk.sk_lock_owned = False
 
 
@@ -1056,23 +1095,26 @@ def tcp_release_cb(sk: TcpSock) -> None:
     "sk_add_backlog",
     "sk_rcvqueues_full",
     "__sk_add_backlog",
+    "sk_drops_add",
 )
 def tcp_add_backlog(sk: TcpSock, skb: SkBuff, do_rcv: BacklogRcv) -> None:
     """Queue a segment for an owned socket (``tcp_v4_rcv``/``tcp_v6_rcv`` when
     ``sock_owned_by_user``); its owner runs it at :func:`release_sock`. Beyond
     twice ``sk_rcvbuf``, half ``sk_sndbuf`` and 64 KB of backlog and receive
-    queue the segment is dropped (``TCPBacklogDrop``). The route is dropped, as
+    queue the segment is dropped (``TCPBacklogDrop``, and ``sk_drops`` as the
+    caller's ``discard_and_relse`` counts it). The route is dropped, as
     the kernel's does before the segment leaves RCU. Not done: the coalescing
     of a segment with the backlog's tail (6.x), which needs the checksum
     verified and the headers compared; each segment is queued as it came.
 
     Kernel: net/ipv4/tcp_ipv4.c, tcp_add_backlog(); include/net/sock.h,
-    sk_add_backlog() / sk_rcvqueues_full() / __sk_add_backlog().
+    sk_add_backlog() / sk_rcvqueues_full() / __sk_add_backlog() / sk_drops_add().
     """
     skb_dst_drop(skb)
     limit = (sk.sk_rcvbuf << 1) + (sk.sk_sndbuf >> 1) + 64 * 1024
     if sk.sk_backlog_len + sk.sk_rmem_alloc > limit:  # sk_rcvqueues_full()
         sk.ext.TCPBacklogDrop += 1
+        sk.sk_drops += max(skb.gso_segs, 1)  # tcp_v4_rcv's discard_and_relse: sk_drops_add()
         kfree_skb(skb, DropReason.SOCKET_BACKLOG)
         return
     sk.sk_backlog.append((do_rcv, skb))
