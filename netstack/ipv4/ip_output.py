@@ -112,20 +112,47 @@ def ip_idents_init(key: int, bucket: int) -> int:
     return (z ^ (z >> 31)) & 0xFFFFFFFF
 
 
+class IpIdent:
+    """One bucket of the kernel's ``ip_idents`` and ``ip_tstamps``: its ID counter
+    and the jiffy it was last used at."""
+
+    __slots__ = ("bucket", "ident", "tstamp")
+
+    def __init__(self, bucket: int, ident: int) -> None:
+        self.bucket = bucket
+        self.ident = ident
+        self.tstamp = 0  # ip_tstamps is zeroed at boot (HASH_ZERO)
+
+
 class IpIdents:
     """The hashed IP ID generator (kernel: ``ip_idents`` / ``ip_tstamps``)."""
 
-    __slots__ = ("_ipv4", "idents", "key", "lines", "tstamps")
+    __slots__ = (
+        "_ipv4",
+        "buckets",
+        "key",
+        "last",
+        "last_daddr",
+        "last_protocol",
+        "last_saddr",
+        "lines",
+    )
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
         self.key = ipv4.net.rng.getrandbits(64)
-        # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
-        # absent bucket still has its boot value, ip_idents_init; an absent
-        # timestamp is 0): a host touches a few buckets, and 32 KB a host was a
-        # tenth of a lab's memory
-        self.idents: dict[int, int] = {}
-        self.tstamps: dict[int, int] = {}
+        # the kernel's two arrays of IP_IDENTS_SZ counters, as a sparse dict of the
+        # buckets used, each holding its counter and its stamp (an absent bucket
+        # still has its boot value, ip_idents_init, and a stamp of 0): a host
+        # touches a few buckets, and 32 KB a host was a tenth of a lab's memory
+        self.buckets: dict[int, IpIdent] = {}
+        # the bucket of the last (daddr, saddr, protocol) asked for: the hash is a
+        # function of the three and the key, so a stream to one destination (a
+        # tunnel's outer header) reuses it without hashing or a dict read
+        self.last: IpIdent | None = None
+        self.last_daddr = 0
+        self.last_saddr = 0
+        self.last_protocol = 0
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
@@ -135,28 +162,39 @@ class IpIdents:
         """Kernel: __ip_select_ident() → ip_idents_reserve()."""
         if TIMED:
             spend("__ip_select_ident")
-        bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+        b = self.last
+        if (
+            b is None
+            or daddr != self.last_daddr
+            or saddr != self.last_saddr
+            or protocol != self.last_protocol
+        ):
+            bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+            b = self.buckets.get(bucket)
+            if b is None:
+                b = self.buckets[bucket] = IpIdent(bucket, ip_idents_init(self.key, bucket))
+            self.last = b
+            self.last_daddr = daddr
+            self.last_saddr = saddr
+            self.last_protocol = protocol
         lines = self.lines
         if lines is not None:
-            line = lines.get(bucket >> 4)
+            line = lines.get(b.bucket >> 4)
             if line is None:
                 line = self._ipv4.net.cacheline("ip_idents")
                 assert line is not None
-                lines[bucket >> 4] = line
+                lines[b.bucket >> 4] = line
             line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
-        old = self.tstamps.get(bucket, 0)
+        old = b.tstamp
         delta = 0
         if old != now:
-            self.tstamps[bucket] = now
+            b.tstamp = now
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        old_id = self.idents.get(bucket)
-        if old_id is None:
-            old_id = ip_idents_init(self.key, bucket)
-        new = (old_id + segs + delta) & 0xFFFFFFFF
-        self.idents[bucket] = new
+        new = (b.ident + segs + delta) & 0xFFFFFFFF
+        b.ident = new
         return (new - segs) & 0xFFFF
 
 
