@@ -256,11 +256,36 @@ class Rtable(DstEntry):
         """The address to resolve. Kernel: rt_nexthop()."""
         return self.rt_gw4 if self.rt_uses_gateway else daddr
 
-    @kernel("ip_rt_update_pmtu")
+    @kernel("ip_rt_update_pmtu", "__ip_rt_update_pmtu")
     def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
-        """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu()."""
+        """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu().
+
+        Written out first, outside timed mode: __ip_rt_update_pmtu()'s tests that
+        leave everything as it is (keep in step with :func:`ip_rt_update_pmtu`),
+        before the flow key's addresses are read from the packet (the kernel's
+        ip_rt_build_flow_key, whose result only its FIB lookup uses). A tunnel
+        calls this for every packet (tnl_update_pmtu) with an MTU that does not
+        shrink the route's. Timed mode calls :func:`ip_rt_update_pmtu` as
+        before, where its charge is.
+        """
         if skb is None:
             return
+        if not TIMED:
+            if self.rt_mtu_locked or (self.metric_mtu and self.metric_mtu_locked):
+                return  # ip_mtu_locked()
+            old_mtu = self.mtu()
+            if old_mtu < mtu:
+                return
+            ipv4 = self.ipv4
+            expires = self.expires
+            if (
+                self.rt_pmtu == mtu
+                and mtu >= ipv4.ip_rt_min_pmtu  # else locked at min_pmtu: learnt
+                and expires
+                and ipv4.net.clock.jiffies
+                < expires - ipv4.ip_rt_mtu_expires * ipv4.net.clock.hz // 2
+            ):
+                return
         saddr, daddr = _II.unpack_from(skb.buf, skb.network_header + 12)
         ip_rt_update_pmtu(self.ipv4, self, daddr, mtu, saddr)
 
