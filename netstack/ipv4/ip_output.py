@@ -66,10 +66,19 @@ __all__ = [
 IP_IDENTS_SZ: Final = 2048
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
-# ip_fast_csum()'s reads (netstack.wire.checksum): a 20-byte header as bytes, and
-# int.from_bytes bound once
-_IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
+# ip_fast_csum()'s read of a header with options (netstack.wire.checksum): int.from_bytes
+# bound once
 _from_bytes: Final = int.from_bytes
+# ip_local_out's read and write of a 20-byte header as its five 32-bit words, bound
+# methods typed with what their format gives (compiled code calls them without a
+# lookup by name and reads ints)
+_IPH_WORDS: Final = struct.Struct("!5I")
+_IPH_WORDS_AT: Final[Callable[[bytearray, int], tuple[int, int, int, int, int]]] = (
+    _IPH_WORDS.unpack_from
+)
+_IPH_WORDS_PACK: Final[Callable[[bytearray, int, int, int, int, int, int], None]] = (
+    _IPH_WORDS.pack_into
+)
 _I: Final = struct.Struct("!I")
 # the destination address of an IPv4 header at offset 16, a bound method typed with what
 # its format gives (compiled code calls it without a lookup by name and reads an int)
@@ -352,18 +361,34 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
         spend("ip_local_out")
     buf = skb.buf
     nh = skb.network_header
-    _H.pack_into(buf, nh + 2, skb.tail - nh)  # tot_len
-    # ip_send_check() and its ip_fast_csum(), static inlines (include/net/ip.h,
-    # arch/x86/include/asm/checksum_64.h), inline as the compiler inlines them (a
-    # frame less a datagram): the header summed with its checksum field zeroed
-    buf[nh + 10] = 0
-    buf[nh + 11] = 0
-    if TIMED:
-        spend("ip_fast_csum")
-    ihl = (buf[nh] & 0xF) * 4
-    n = _from_bytes(_IPV4_HDR_BYTES(buf, nh)[0] if ihl == 20 else buf[nh : nh + ihl], "big")
-    s = n % 0xFFFF
-    _H.pack_into(buf, nh + 10, 0xFFFF - s if s or not n else 0)  # -0 is stored as 0
+    tot_len = skb.tail - nh
+    w0 = w1 = w2 = w3 = w4 = 0
+    if tot_len >= IPV4_HLEN:
+        w0, w1, w2, w3, w4 = _IPH_WORDS_AT(buf, nh)
+    if w0 >> 24 == 0x45:
+        # a 20-byte header, read and written as its five words: tot_len into the
+        # first, and ip_send_check() and its ip_fast_csum(), static inlines
+        # (include/net/ip.h, arch/x86/include/asm/checksum_64.h), inline as the
+        # compiler inlines them (a frame less a datagram): the words summed with the
+        # checksum field zeroed (2**32 is 1 modulo 0xFFFF: the header read as one
+        # integer, as below, and the sum of its words are equal modulo 0xFFFF)
+        w0 = (w0 & 0xFFFF0000) | tot_len
+        w2 &= 0xFFFF0000
+        if TIMED:
+            spend("ip_fast_csum")
+        n = w0 + w1 + w2 + w3 + w4
+        s = n % 0xFFFF
+        _IPH_WORDS_PACK(buf, nh, w0, w1, w2 | (0xFFFF - s if s or not n else 0), w3, w4)
+    else:
+        _H.pack_into(buf, nh + 2, tot_len)
+        buf[nh + 10] = 0
+        buf[nh + 11] = 0
+        if TIMED:
+            spend("ip_fast_csum")
+        ihl = (buf[nh] & 0xF) * 4
+        n = _from_bytes(buf[nh : nh + ihl], "big")
+        s = n % 0xFFFF
+        _H.pack_into(buf, nh + 10, 0xFFFF - s if s or not n else 0)  # -0 is stored as 0
     skb.protocol = ETH_P_IP
     ipv4.ip.OutRequests += 1
     # dst_output(): the route's output, read into a local and called (a method call on
