@@ -901,7 +901,8 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
             connected = False
     cached = t.dst_cache.get_ip4() if connected else None
     if cached is not None:
-        rt, saddr = cached
+        rt = cached
+        saddr = t.dst_cache.saddr
     else:
         # ip_tunnel_init_flow(): the flow is only needed to route
         fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
