@@ -172,6 +172,12 @@ _PARM_FIELDS: Final = (
 _TPI_FIELDS: Final = ("flags", "proto", "key", "seq", "hdr_len", "csum_err", "no_key")
 
 
+def _fields_repr(kind: str, names: tuple[str, ...], values: tuple[object, ...]) -> str:
+    """``Kind(name=value, ...)``: the attrs-style ``repr`` of both records below."""
+    pairs = ", ".join(f"{name}={value!r}" for name, value in zip(names, values, strict=True))
+    return f"{kind}({pairs})"
+
+
 class IpTunnelParm:
     """``struct ip_tunnel_parm``: what ``ip tunnel`` and ``ip link`` configure.
 
@@ -261,10 +267,7 @@ class IpTunnelParm:
         return self._fields() == other._fields()
 
     def __repr__(self) -> str:
-        values = ", ".join(
-            f"{name}={value!r}" for name, value in zip(_PARM_FIELDS, self._fields(), strict=True)
-        )
-        return f"IpTunnelParm({values})"
+        return _fields_repr("IpTunnelParm", _PARM_FIELDS, self._fields())
 
 
 class TnlPtkInfo:
@@ -312,10 +315,7 @@ class TnlPtkInfo:
         return self._fields() == other._fields()
 
     def __repr__(self) -> str:
-        values = ", ".join(
-            f"{name}={value!r}" for name, value in zip(_TPI_FIELDS, self._fields(), strict=True)
-        )
-        return f"TnlPtkInfo({values})"
+        return _fields_repr("TnlPtkInfo", _TPI_FIELDS, self._fields())
 
 
 class IpTunnelOps(NetDeviceOps):
