@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import trio
 import trio.testing
@@ -68,10 +68,9 @@ class Clock:
             raise ValueError(f"HZ must be a positive integer, not {hz!r}")
         self.hz = hz
         self._now: Callable[[], float] = now  # seconds on the host's clock
-        # the run's MockClock's attribute dictionary, read directly: its _rate and
-        # _virtual_base as dict reads (compiled code: a generic attribute read of a
-        # Python object is some 200 instructions, a dict read some 130)
-        self._mock: dict[str, Any] | None = None
+        # the run's MockClock, read directly (the build's copy keeps its attribute dict:
+        # scripts/build_compiled.py)
+        self._mock: trio.testing.MockClock | None = None
         # jiffies at the MockClock's virtual time _jbase (read again only once it moved)
         self._jbase = -1.0
         self._j = 0
@@ -94,24 +93,20 @@ class Clock:
         if self._now is trio.current_time:
             clock = trio.lowlevel.current_clock()
             self._now = clock.current_time
-            # the attributes read are MockClock's own instance attributes, checked in
-            # case Trio renames them or slots the class; the dict is the instance's
-            # own (vars()), so every write Trio makes lands in it
-            attrs = getattr(clock, "__dict__", None)
+            # the attributes read are MockClock's own, checked in case Trio renames them
             if (
                 isinstance(clock, trio.testing.MockClock)
-                and isinstance(attrs, dict)
-                and "_virtual_base" in attrs
-                and "_rate" in attrs
+                and hasattr(clock, "_virtual_base")
+                and hasattr(clock, "_rate")
             ):
-                self._mock = attrs
+                self._mock = clock
 
     def now(self) -> float:
         """Seconds on the host's clock."""
         mock = self._mock
         # rate 0: current_time() is _virtual_base + 0.0 * (real - real_base), the same float
-        if mock is not None and not mock["_rate"]:
-            base: float = mock["_virtual_base"]
+        if mock is not None and not mock._rate:
+            base: float = mock._virtual_base
             return base
         held = self._held
         if held >= 0.0:
@@ -128,7 +123,7 @@ class Clock:
         held = self._held
         if held < 0.0:
             mock = self._mock
-            if mock is None or mock["_rate"]:
+            if mock is None or mock._rate:
                 self._held = self._now()
         return held
 
@@ -143,10 +138,10 @@ class Clock:
         # despite binary floating point (1.001 * 1000 == 1000.9999999999999).
         mock = self._mock
         if mock is not None:
-            vbase = mock["_virtual_base"]
-            if vbase is self._jobj:  # the same instant, at rate 0: one dict read
+            vbase = mock._virtual_base
+            if vbase is self._jobj:  # the same instant, at rate 0: one read, no compare
                 return self._j
-            if not mock["_rate"]:  # now(), inline: ~23 reads a ping
+            if not mock._rate:  # now(), inline: ~23 reads a ping
                 base: float = vbase
                 self._jobj = vbase
                 if base == self._jbase:  # virtual time has not moved since the last read
