@@ -557,6 +557,69 @@ PATCHES: tuple[tuple[str, str, str, str], ...] = (
         "the same: udp_rcv and icmp_rcv imported (netstack imports icmp before ip_input, and"
         " udp imports nothing of ip_input)",
     ),
+    # The clock's reads of Trio's MockClock (tunout): compiled code reads an attribute of
+    # a Python object generically (~200 instructions), a dict item in ~130; the pure
+    # package keeps the attribute reads, which CPython specialises (faster than a dict
+    # subscript there). The copy keeps the instance's own dict (vars(): Trio's writes
+    # land in it), checked for the two keys.
+    (
+        "netstack/cpu/clock.py",
+        "from typing import Final\n",
+        "from typing import Any, Final\n",
+        "Any for the MockClock's attribute dict (Clock._mock in the copy)",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "        # the run's MockClock, read directly (the build's copy keeps its attribute dict:\n"
+        "        # scripts/build_compiled.py)\n"
+        "        self._mock: trio.testing.MockClock | None = None\n",
+        "        self._mock: dict[str, Any] | None = None\n",
+        "Clock._mock: the MockClock's attribute dict, read by key",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "            if (\n"
+        "                isinstance(clock, trio.testing.MockClock)\n"
+        '                and hasattr(clock, "_virtual_base")\n'
+        '                and hasattr(clock, "_rate")\n'
+        "            ):\n"
+        "                self._mock = clock\n",
+        '            attrs = getattr(clock, "__dict__", None)\n'
+        "            if (\n"
+        "                isinstance(clock, trio.testing.MockClock)\n"
+        "                and isinstance(attrs, dict)\n"
+        '                and "_virtual_base" in attrs\n'
+        '                and "_rate" in attrs\n'
+        "            ):\n"
+        "                self._mock = attrs\n",
+        "the same: follow_run_clock keeps the MockClock's own dict",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "        if mock is not None and not mock._rate:\n"
+        "            base: float = mock._virtual_base\n",
+        '        if mock is not None and not mock["_rate"]:\n'
+        '            base: float = mock["_virtual_base"]\n',
+        "the same: now() reads _rate and _virtual_base from the dict",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "            if mock is None or mock._rate:\n",
+        '            if mock is None or mock["_rate"]:\n',
+        "the same in hold()",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "            vbase = mock._virtual_base\n",
+        '            vbase = mock["_virtual_base"]\n',
+        "the same in jiffies",
+    ),
+    (
+        "netstack/cpu/clock.py",
+        "            if not mock._rate:  # now(), inline",
+        '            if not mock["_rate"]:  # now(), inline',
+        "the same in jiffies",
+    ),
 )
 """Textual rewrites of the copy: (path, old, new, why). What compiling needs beyond the markers."""
 

@@ -236,8 +236,10 @@ class DstCache(Generic[D]):
         self.saddr = 0
 
     @kernel("net/core/dst_cache.c", "dst_cache_get_ip4", "dst_cache_per_cpu_get")
-    def get_ip4(self) -> tuple[D, int] | None:
-        """The cached route with a reference for the caller, if still valid.
+    def get_ip4(self) -> D | None:
+        """The cached route with a reference for the caller, if still valid; its
+        source address is then :attr:`saddr` (the kernel's ``*saddr`` out-parameter:
+        no tuple a packet).
 
         Kernel: net/core/dst_cache.c, dst_cache_get_ip4() / dst_cache_per_cpu_get().
         """
@@ -248,7 +250,7 @@ class DstCache(Generic[D]):
             self.reset()
             return None
         rt.hold()
-        return rt, self.saddr
+        return rt
 
     @kernel("dst_cache_set_ip4")
     def set_ip4(self, rt: D, saddr: int) -> None:

@@ -61,17 +61,24 @@ class Clock:
             reads it.
     """
 
-    __slots__ = ("_held", "_j", "_jbase", "_mock", "_now", "hz")
+    __slots__ = ("_held", "_j", "_jbase", "_jobj", "_mock", "_now", "hz")
 
     def __init__(self, hz: int = HZ_DEFAULT, now: Callable[[], float] = trio.current_time) -> None:
         if not isinstance(hz, int) or hz <= 0:
             raise ValueError(f"HZ must be a positive integer, not {hz!r}")
         self.hz = hz
         self._now: Callable[[], float] = now  # seconds on the host's clock
-        self._mock: trio.testing.MockClock | None = None  # the run's MockClock, read directly
+        # the run's MockClock, read directly (the build's copy keeps its attribute dict:
+        # scripts/build_compiled.py)
+        self._mock: trio.testing.MockClock | None = None
         # jiffies at the MockClock's virtual time _jbase (read again only once it moved)
         self._jbase = -1.0
         self._j = 0
+        # the MockClock's _virtual_base object that _j was converted from while it did
+        # not run: Trio replaces the float on every jump and every change of rate
+        # (the rate setter rebases it), and this reference keeps the old one alive, so
+        # while the same object is there, the rate is still 0 and _j is current
+        self._jobj: object = None
         # the time hold() read, until release(); -1.0: not held (a clock's time is >= 0)
         self._held = -1.0
 
@@ -99,7 +106,8 @@ class Clock:
         mock = self._mock
         # rate 0: current_time() is _virtual_base + 0.0 * (real - real_base), the same float
         if mock is not None and not mock._rate:
-            return mock._virtual_base
+            base: float = mock._virtual_base
+            return base
         held = self._held
         if held >= 0.0:
             return held
@@ -129,17 +137,23 @@ class Clock:
         # The epsilon keeps j/HZ (when a timer for jiffy j fires) inside jiffy j
         # despite binary floating point (1.001 * 1000 == 1000.9999999999999).
         mock = self._mock
-        if mock is not None and not mock._rate:  # now(), inline: ~23 reads a ping
-            base = mock._virtual_base
-            if base == self._jbase:  # virtual time has not moved since the last read
+        if mock is not None:
+            vbase = mock._virtual_base
+            if vbase is self._jobj:  # the same instant, at rate 0: one read, no compare
                 return self._j
-            self._jbase = base
-            j = self._j = _floor(base * self.hz + 1e-6)
-            return j
+            if not mock._rate:  # now(), inline: ~23 reads a ping
+                base: float = vbase
+                self._jobj = vbase
+                if base == self._jbase:  # virtual time has not moved since the last read
+                    return self._j
+                self._jbase = base
+                j = self._j = _floor(base * self.hz + 1e-6)
+                return j
         base = self._held
         if base >= 0.0:  # held (hold()): the same cache
             if base == self._jbase:
                 return self._j
+            self._jobj = None
             self._jbase = base
             j = self._j = _floor(base * self.hz + 1e-6)
             return j

@@ -96,19 +96,37 @@ GRO_CONSUMED: Final = 4
 E2BIG: Final = 7
 
 
-@attrs.define(eq=False)
 class NetOffload:
     """GSO/GRO callbacks of one IP protocol (kernel: ``struct net_offload``).
 
     ``gro_receive(head, skb) -> held skb to complete or None``,
     ``gro_complete(skb, nhoff) -> 0 or an error``,
     ``gso_segment(skb, features) -> segment list or None``.
+
+    A plain slotted class (it was an attrs class with ``eq=False``: the same
+    constructor, ``repr``, identity equality and hash), native in the build:
+    ``inet_gro_receive`` reads its ``gro_receive`` for every packet.
     """
 
-    gso_segment: Callable[[SkBuff, int], SkBuff | None] | None = None
-    gro_receive: Callable[[list[SkBuff], SkBuff], SkBuff | None] | None = None
-    gro_complete: Callable[[SkBuff, int], int] | None = None
-    flags: int = 0
+    __slots__ = ("flags", "gro_complete", "gro_receive", "gso_segment")
+
+    def __init__(
+        self,
+        gso_segment: Callable[[SkBuff, int], SkBuff | None] | None = None,
+        gro_receive: Callable[[list[SkBuff], SkBuff], SkBuff | None] | None = None,
+        gro_complete: Callable[[SkBuff, int], int] | None = None,
+        flags: int = 0,
+    ) -> None:
+        self.gso_segment = gso_segment
+        self.gro_receive = gro_receive
+        self.gro_complete = gro_complete
+        self.flags = flags
+
+    def __repr__(self) -> str:
+        return (
+            f"NetOffload(gso_segment={self.gso_segment!r}, gro_receive={self.gro_receive!r}, "
+            f"gro_complete={self.gro_complete!r}, flags={self.flags!r})"
+        )
 
 
 class NapiGroCb:

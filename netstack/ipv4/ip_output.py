@@ -66,10 +66,19 @@ __all__ = [
 IP_IDENTS_SZ: Final = 2048
 _HH: Final = struct.Struct("!HH")
 _H: Final = struct.Struct("!H")
-# ip_fast_csum()'s reads (netstack.wire.checksum): a 20-byte header as bytes, and
-# int.from_bytes bound once
-_IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
+# ip_fast_csum()'s read of a header with options (netstack.wire.checksum): int.from_bytes
+# bound once
 _from_bytes: Final = int.from_bytes
+# ip_local_out's read and write of a 20-byte header as its five 32-bit words, bound
+# methods typed with what their format gives (compiled code calls them without a
+# lookup by name and reads ints)
+_IPH_WORDS: Final = struct.Struct("!5I")
+_IPH_WORDS_AT: Final[Callable[[bytearray, int], tuple[int, int, int, int, int]]] = (
+    _IPH_WORDS.unpack_from
+)
+_IPH_WORDS_PACK: Final[Callable[[bytearray, int, int, int, int, int, int], None]] = (
+    _IPH_WORDS.pack_into
+)
 _I: Final = struct.Struct("!I")
 # the destination address of an IPv4 header at offset 16, a bound method typed with what
 # its format gives (compiled code calls it without a lookup by name and reads an int)
@@ -112,20 +121,47 @@ def ip_idents_init(key: int, bucket: int) -> int:
     return (z ^ (z >> 31)) & 0xFFFFFFFF
 
 
+class IpIdent:
+    """One bucket of the kernel's ``ip_idents`` and ``ip_tstamps``: its ID counter
+    and the jiffy it was last used at."""
+
+    __slots__ = ("bucket", "ident", "tstamp")
+
+    def __init__(self, bucket: int, ident: int) -> None:
+        self.bucket = bucket
+        self.ident = ident
+        self.tstamp = 0  # ip_tstamps is zeroed at boot (HASH_ZERO)
+
+
 class IpIdents:
     """The hashed IP ID generator (kernel: ``ip_idents`` / ``ip_tstamps``)."""
 
-    __slots__ = ("_ipv4", "idents", "key", "lines", "tstamps")
+    __slots__ = (
+        "_ipv4",
+        "buckets",
+        "key",
+        "last",
+        "last_daddr",
+        "last_protocol",
+        "last_saddr",
+        "lines",
+    )
 
     def __init__(self, ipv4: Ipv4) -> None:
         self._ipv4 = ipv4
         self.key = ipv4.net.rng.getrandbits(64)
-        # the kernel's two arrays of IP_IDENTS_SZ counters, as sparse dicts (an
-        # absent bucket still has its boot value, ip_idents_init; an absent
-        # timestamp is 0): a host touches a few buckets, and 32 KB a host was a
-        # tenth of a lab's memory
-        self.idents: dict[int, int] = {}
-        self.tstamps: dict[int, int] = {}
+        # the kernel's two arrays of IP_IDENTS_SZ counters, as a sparse dict of the
+        # buckets used, each holding its counter and its stamp (an absent bucket
+        # still has its boot value, ip_idents_init, and a stamp of 0): a host
+        # touches a few buckets, and 32 KB a host was a tenth of a lab's memory
+        self.buckets: dict[int, IpIdent] = {}
+        # the bucket of the last (daddr, saddr, protocol) asked for: the hash is a
+        # function of the three and the key, so a stream to one destination (a
+        # tunnel's outer header) reuses it without hashing or a dict read
+        self.last: IpIdent | None = None
+        self.last_daddr = 0
+        self.last_saddr = 0
+        self.last_protocol = 0
         # timed mode: the cache lines of the idents array (16 counters each),
         # which every CPU sending to the same destination updates atomically
         self.lines: dict[int, CacheLine] | None = {} if ipv4.net.cpus.model else None
@@ -135,28 +171,39 @@ class IpIdents:
         """Kernel: __ip_select_ident() → ip_idents_reserve()."""
         if TIMED:
             spend("__ip_select_ident")
-        bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+        b = self.last
+        if (
+            b is None
+            or daddr != self.last_daddr
+            or saddr != self.last_saddr
+            or protocol != self.last_protocol
+        ):
+            bucket = hash((daddr, saddr, protocol, self.key)) & (IP_IDENTS_SZ - 1)
+            b = self.buckets.get(bucket)
+            if b is None:
+                b = self.buckets[bucket] = IpIdent(bucket, ip_idents_init(self.key, bucket))
+            self.last = b
+            self.last_daddr = daddr
+            self.last_saddr = saddr
+            self.last_protocol = protocol
         lines = self.lines
         if lines is not None:
-            line = lines.get(bucket >> 4)
+            line = lines.get(b.bucket >> 4)
             if line is None:
                 line = self._ipv4.net.cacheline("ip_idents")
                 assert line is not None
-                lines[bucket >> 4] = line
+                lines[b.bucket >> 4] = line
             line.write("__ip_select_ident", atomic=True)
         now = self._ipv4.net.clock.jiffies
-        old = self.tstamps.get(bucket, 0)
+        old = b.tstamp
         delta = 0
         if old != now:
-            self.tstamps[bucket] = now
+            b.tstamp = now
             span = now - old
             if span > 0:
                 delta = self._ipv4.net.rng.randrange(span)
-        old_id = self.idents.get(bucket)
-        if old_id is None:
-            old_id = ip_idents_init(self.key, bucket)
-        new = (old_id + segs + delta) & 0xFFFFFFFF
-        self.idents[bucket] = new
+        new = (b.ident + segs + delta) & 0xFFFFFFFF
+        b.ident = new
         return (new - segs) & 0xFFFF
 
 
@@ -314,18 +361,34 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
         spend("ip_local_out")
     buf = skb.buf
     nh = skb.network_header
-    _H.pack_into(buf, nh + 2, skb.tail - nh)  # tot_len
-    # ip_send_check() and its ip_fast_csum(), static inlines (include/net/ip.h,
-    # arch/x86/include/asm/checksum_64.h), inline as the compiler inlines them (a
-    # frame less a datagram): the header summed with its checksum field zeroed
-    buf[nh + 10] = 0
-    buf[nh + 11] = 0
-    if TIMED:
-        spend("ip_fast_csum")
-    ihl = (buf[nh] & 0xF) * 4
-    n = _from_bytes(_IPV4_HDR_BYTES(buf, nh)[0] if ihl == 20 else buf[nh : nh + ihl], "big")
-    s = n % 0xFFFF
-    _H.pack_into(buf, nh + 10, 0xFFFF - s if s or not n else 0)  # -0 is stored as 0
+    tot_len = skb.tail - nh
+    w0 = w1 = w2 = w3 = w4 = 0
+    if tot_len >= IPV4_HLEN:
+        w0, w1, w2, w3, w4 = _IPH_WORDS_AT(buf, nh)
+    if w0 >> 24 == 0x45:
+        # a 20-byte header, read and written as its five words: tot_len into the
+        # first, and ip_send_check() and its ip_fast_csum(), static inlines
+        # (include/net/ip.h, arch/x86/include/asm/checksum_64.h), inline as the
+        # compiler inlines them (a frame less a datagram): the words summed with the
+        # checksum field zeroed (2**32 is 1 modulo 0xFFFF: the header read as one
+        # integer, as below, and the sum of its words are equal modulo 0xFFFF)
+        w0 = (w0 & 0xFFFF0000) | tot_len
+        w2 &= 0xFFFF0000
+        if TIMED:
+            spend("ip_fast_csum")
+        n = w0 + w1 + w2 + w3 + w4
+        s = n % 0xFFFF
+        _IPH_WORDS_PACK(buf, nh, w0, w1, w2 | (0xFFFF - s if s or not n else 0), w3, w4)
+    else:
+        _H.pack_into(buf, nh + 2, tot_len)
+        buf[nh + 10] = 0
+        buf[nh + 11] = 0
+        if TIMED:
+            spend("ip_fast_csum")
+        ihl = (buf[nh] & 0xF) * 4
+        n = _from_bytes(buf[nh : nh + ihl], "big")
+        s = n % 0xFFFF
+        _H.pack_into(buf, nh + 10, 0xFFFF - s if s or not n else 0)  # -0 is stored as 0
     skb.protocol = ETH_P_IP
     ipv4.ip.OutRequests += 1
     # dst_output(): the route's output, read into a local and called (a method call on

@@ -27,6 +27,7 @@ inet_gso_segment), net/ipv4/tcp_offload.c (tcp4_*), net/ipv4/udp_offload.c
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from types import MethodType
 from typing import TYPE_CHECKING, Final
 
@@ -79,13 +80,19 @@ __all__ = [
 
 _H: Final = struct.Struct("!H")
 _II: Final = struct.Struct("!II")
-_UDP_LEN_CHECK: Final = struct.Struct("!4xHH")
-# inet_gro_receive's first look at a header: version/IHL, total length, frag_off, protocol
-_IPH_GRO: Final = struct.Struct("!BxH2xHxB").unpack_from
-# its ip_fast_csum(): the 20-byte header as bytes, read as one integer (int.from_bytes
-# bound once; see netstack.wire.checksum)
-_IPV4_HDR_BYTES: Final = struct.Struct("20s").unpack_from
-_from_bytes: Final = int.from_bytes
+# udp4_gro_receive's read of the UDP length and checksum: a bound method typed with
+# what its format gives (compiled code calls it without a lookup by name and reads ints)
+_UDP_LEN_CHECK: Final[Callable[[bytearray, int], tuple[int, int]]] = struct.Struct(
+    "!4xHH"
+).unpack_from
+# inet_gro_receive's one look at a header: its five 32-bit words (version/IHL, TOS and
+# total length; ID and frag_off; TTL, protocol and checksum; the addresses), typed as
+# above. Its ip_fast_csum() sums them: 2**32 is 1 modulo 0xFFFF, so the header read as
+# one integer (netstack.wire.checksum's test) and the sum of its words are equal modulo
+# 0xFFFF, and both are 0 only for a header of zeros.
+_IPH_WORDS: Final[Callable[[bytearray, int], tuple[int, int, int, int, int]]] = struct.Struct(
+    "!5I"
+).unpack_from
 _IP_MF_OFFSET: Final = IP_MF | IP_OFFSET
 _NOT_IP_DF: Final = 0xFFFF & ~IP_DF
 
@@ -120,16 +127,20 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
     flush = 1
     pp: SkBuff | None = None
     if gro_len >= 20:
-        ver_ihl, tot_len, frag, proto = _IPH_GRO(buf, off)
+        w0, w1, w2, w3, w4 = _IPH_WORDS(buf, off)
+        ver_ihl = w0 >> 24
+        tot_len = w0 & 0xFFFF
+        frag = w1 & 0xFFFF
+        proto = (w2 >> 16) & 0xFF
         ops = ipv4.inet_offloads.get(proto)
         gro_receive = ops.gro_receive if ops is not None else None
         # (not frag & _IP_MF_OFFSET: !ip_is_fragment())
         if gro_receive is not None and ver_ihl == 0x45 and not frag & _IP_MF_OFFSET:
-            # ip_fast_csum(), inline (as netstack.wire.checksum computes it): a
-            # valid header read whole is a non-zero multiple of 0xFFFF
+            # ip_fast_csum(), inline: a valid header's words sum to a non-zero
+            # multiple of 0xFFFF (as the header read whole, netstack.wire.checksum)
             if TIMED:
                 spend("ip_fast_csum")
-            n = _from_bytes(_IPV4_HDR_BYTES(buf, off)[0], "big")
+            n = w0 + w1 + w2 + w3 + w4
             if n % 0xFFFF or not n:
                 gro_receive = None  # a bad header checksum: flushed
         else:
@@ -138,9 +149,9 @@ def inet_gro_receive(ipv4: Ipv4, head: list[SkBuff], skb: SkBuff) -> SkBuff | No
             cb.proto = proto
             flush = ((tot_len ^ gro_len) | (frag & _NOT_IP_DF)) & 0xFFFF
             if head:
-                ident = (buf[off + 4] << 8) | buf[off + 5]
+                ident = w1 >> 16
                 rel = off - skb.data
-                ttl_tos = (buf[off + 8], buf[off + 1])
+                ttl_tos = (w2 >> 24, (w0 >> 16) & 0xFF)
                 addrs = buf[off + 12 : off + 20]
                 for p in head:
                     pcb: NapiGroCb = p.cb
@@ -438,7 +449,7 @@ def udp4_gro_receive(ctx: Udp4Gro, head: list[SkBuff], skb: SkBuff) -> SkBuff | 
     if gro_len < 8:
         cb.flush = 1
         return None
-    ulen, check = _UDP_LEN_CHECK.unpack_from(buf, off)
+    ulen, check = _UDP_LEN_CHECK(buf, off)
     if ulen != gro_len:
         # the datagram does not fill the IP payload (trailing bytes): its checksum
         # covers only ulen bytes, so it is left to udp_rcv (udp_gro_receive_segment's

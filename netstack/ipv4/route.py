@@ -234,7 +234,8 @@ class Rtable(DstEntry):
     @kernel("ipv4_mtu")
     def mtu(self) -> int:
         """Kernel: ipv4_mtu(). ``udp_sendmsg`` has the case of a route with no
-        PMTU, metric or lock written out (keep the two in step)."""
+        PMTU, metric or lock written out, :meth:`update_pmtu` the case of a
+        learnt PMTU (keep the three in step)."""
         mtu = self.rt_pmtu
         if mtu and self.expires and self.ipv4.net.clock.jiffies >= self.expires:
             mtu = 0
@@ -256,11 +257,43 @@ class Rtable(DstEntry):
         """The address to resolve. Kernel: rt_nexthop()."""
         return self.rt_gw4 if self.rt_uses_gateway else daddr
 
-    @kernel("ip_rt_update_pmtu")
+    @kernel("ip_rt_update_pmtu", "__ip_rt_update_pmtu", "ipv4_mtu")
     def update_pmtu(self, skb: SkBuff | None, mtu: int) -> None:
-        """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu()."""
+        """PMTU learnt for the IPv4 packet *skb*. Kernel: ip_rt_update_pmtu().
+
+        Written out first, outside timed mode: __ip_rt_update_pmtu()'s tests that
+        leave everything as it is (keep in step with :func:`ip_rt_update_pmtu`;
+        ipv4_mtu() for a learnt PMTU, with one read of the clock for both),
+        before the flow key's addresses are read from the packet (the kernel's
+        ip_rt_build_flow_key, whose result only its FIB lookup uses). A tunnel
+        calls this for every packet (tnl_update_pmtu) with an MTU that does not
+        shrink the route's. Timed mode calls :func:`ip_rt_update_pmtu` as
+        before, where its charge is.
+        """
         if skb is None:
             return
+        if not TIMED:
+            if self.rt_mtu_locked or (self.metric_mtu and self.metric_mtu_locked):
+                return  # ip_mtu_locked()
+            ipv4 = self.ipv4
+            clock = ipv4.net.clock
+            now = clock.jiffies  # read once for ipv4_mtu() and the test below
+            expires = self.expires
+            pmtu = self.rt_pmtu
+            if pmtu and (not expires or now < expires):
+                # ipv4_mtu(), its first case written out (keep in step with mtu())
+                old_mtu = pmtu if pmtu < IP_MAX_MTU else IP_MAX_MTU
+            else:
+                old_mtu = self.mtu()
+            if old_mtu < mtu:
+                return
+            if (
+                pmtu == mtu
+                and mtu >= ipv4.ip_rt_min_pmtu  # else locked at min_pmtu: learnt
+                and expires
+                and now < expires - ipv4.ip_rt_mtu_expires * clock.hz // 2
+            ):
+                return
         saddr, daddr = _II.unpack_from(skb.buf, skb.network_header + 12)
         ip_rt_update_pmtu(self.ipv4, self, daddr, mtu, saddr)
 

@@ -83,7 +83,6 @@ from netstack.wire.icmp import ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
 from netstack.wire.ipv4 import (
     IP_DF,
     IP_MAX_MTU,
-    IPV4_HDR,
     IPV4_HLEN,
     IPV4_MIN_MTU,
     ipv4_is_multicast,
@@ -142,7 +141,12 @@ IPV4_ADDRS: Final = struct.Struct("!II")  # an IPv4 header's saddr, daddr (at of
 # formats give (ints, not Any: no boxed arithmetic after them); the pure package
 # gets a global load instead of a global and a method load
 IPV4_ADDRS_UNPACK: Final[Callable[[bytearray, int], tuple[int, int]]] = IPV4_ADDRS.unpack_from
-_IPV4_HDR_PACK: Final = IPV4_HDR.pack_into
+# the outer IPv4 header written as its five 32-bit words (version/IHL and TOS; the ID
+# and frag_off; TTL and protocol; the addresses), total length and checksum 0 until
+# ip_local_out: five arguments where IPV4_HDR's fields are twelve
+_IPV4_WORDS_PACK: Final[Callable[[bytearray, int, int, int, int, int, int], None]] = struct.Struct(
+    "!5I"
+).pack_into
 _NOT_ECN_MASK: Final = 0xFF & ~INET_ECN_MASK
 _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
@@ -166,6 +170,12 @@ _PARM_FIELDS: Final = (
     "daddr",
 )
 _TPI_FIELDS: Final = ("flags", "proto", "key", "seq", "hdr_len", "csum_err", "no_key")
+
+
+def _fields_repr(kind: str, names: tuple[str, ...], values: tuple[object, ...]) -> str:
+    """``Kind(name=value, ...)``: the attrs-style ``repr`` of both records below."""
+    pairs = ", ".join(f"{name}={value!r}" for name, value in zip(names, values, strict=True))
+    return f"{kind}({pairs})"
 
 
 class IpTunnelParm:
@@ -257,10 +267,7 @@ class IpTunnelParm:
         return self._fields() == other._fields()
 
     def __repr__(self) -> str:
-        values = ", ".join(
-            f"{name}={value!r}" for name, value in zip(_PARM_FIELDS, self._fields(), strict=True)
-        )
-        return f"IpTunnelParm({values})"
+        return _fields_repr("IpTunnelParm", _PARM_FIELDS, self._fields())
 
 
 class TnlPtkInfo:
@@ -308,10 +315,7 @@ class TnlPtkInfo:
         return self._fields() == other._fields()
 
     def __repr__(self) -> str:
-        values = ", ".join(
-            f"{name}={value!r}" for name, value in zip(_TPI_FIELDS, self._fields(), strict=True)
-        )
-        return f"TnlPtkInfo({values})"
+        return _fields_repr("TnlPtkInfo", _TPI_FIELDS, self._fields())
 
 
 class IpTunnelOps(NetDeviceOps):
@@ -897,7 +901,8 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
             connected = False
     cached = t.dst_cache.get_ip4() if connected else None
     if cached is not None:
-        rt, saddr = cached
+        rt = cached
+        saddr = t.dst_cache.saddr
     else:
         # ip_tunnel_init_flow(): the flow is only needed to route
         fl4 = Flowi4(dst, tnl_params.saddr, oif=t.parms.link, tos=tos & 0x1E, proto=protocol)
@@ -1002,7 +1007,15 @@ def ip_tunnel_xmit(skb: SkBuff, dev: NetDevice, tnl_params: IpTunnelParm, protoc
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ipv4 = rt.ipv4
     ident = ipv4.idents.reserve(dst, saddr, protocol, skb.gso_segs or 1)  # __ip_select_ident()
-    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, protocol, 0, saddr, dst)
+    _IPV4_WORDS_PACK(
+        buf,
+        nh,
+        0x45000000 | tos << 16,
+        ident << 16 | frag_off,
+        ttl << 24 | protocol << 16,
+        saddr,
+        dst,
+    )
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     if err != 0 and err != NET_XMIT_CN:  # net_xmit_eval(): congestion counts as sent
@@ -1039,7 +1052,9 @@ def iptunnel_xmit(
     buf = skb.buf
     frag_off = 0 if (rt.rt_mtu_locked or rt.metric_mtu_locked) else df  # ip_mtu_locked()
     ident = ipv4.idents.reserve(dst, src, proto, skb.gso_segs or 1)  # __ip_select_ident()
-    _IPV4_HDR_PACK(buf, nh, 0x45, tos, 0, ident, frag_off, ttl, proto, 0, src, dst)
+    _IPV4_WORDS_PACK(
+        buf, nh, 0x45000000 | tos << 16, ident << 16 | frag_off, ttl << 24 | proto << 16, src, dst
+    )
     skb.protocol = ETH_P_IP
     err = ip_local_out(ipv4, skb)
     stats = dev.stats

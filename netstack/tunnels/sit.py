@@ -280,7 +280,8 @@ def ipip6_tunnel_xmit(skb: SkBuff, dev: NetDevice) -> None:
     # seed 4, which routed every packet.
     cached = t.dst_cache.get_ip4() if not TIMED else None
     if cached is not None:
-        rt, saddr = cached
+        rt = cached
+        saddr = t.dst_cache.saddr
     else:
         fl4 = Flowi4(dst, tiph.saddr, oif=tiph.link, tos=tos & 0x1E, proto=IPPROTO_IPV6)
         got = ipv4.ip_route_output_key(fl4)

@@ -211,7 +211,7 @@ def udp_tunnel_dst_lookup(
     if dst_cache is not None:
         cached = dst_cache.get_ip4()
         if cached is not None:
-            return cached
+            return cached, dst_cache.saddr
     fl4 = Flowi4(daddr, saddr, oif=oif, tos=tos & 0x1E, proto=IPPROTO_UDP, sport=sport, dport=dport)
     rt = ipv4_of(net).ip_route_output_key(fl4)
     if isinstance(rt, int):

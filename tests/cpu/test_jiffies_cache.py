@@ -51,3 +51,36 @@ def test_jiffies_is_converted_once_per_virtual_instant(monkeypatch: pytest.Monke
         assert clock.jiffies == math.floor(base * 250 + 1e-6)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_jiffies_follows_every_jump_and_rate_change_of_the_same_instant() -> None:
+    """The cache keyed on the virtual base's float object: a jump of 0 (a new float of
+    the same value), a rate set and unset (Trio rebases the float) and timers all read
+    the clock's time."""
+
+    async def main() -> None:
+        mock = trio.lowlevel.current_clock()
+        assert isinstance(mock, trio.testing.MockClock)
+        clock = Clock(1000)
+        clock.follow_run_clock()
+
+        def expected() -> int:
+            return math.floor(mock.current_time() * 1000 + 1e-6)
+
+        assert clock.jiffies == expected() == 0
+        mock.jump(0)
+        assert clock.jiffies == expected() == 0
+        mock.jump(0.0015)
+        assert clock.jiffies == expected() == 1
+        mock.rate = 1000.0  # a running clock: 1 s of virtual time a real millisecond
+        start = clock.jiffies
+        while clock.jiffies == start:
+            pass  # moves on without a jump
+        mock.rate = 0.0
+        assert clock.jiffies == expected() > start
+        for _ in range(20):
+            await trio.sleep(0.0005)
+            assert clock.jiffies == expected()
+            assert clock.jiffies == expected()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
