@@ -347,7 +347,7 @@ def ip_make_skb(
     return skb
 
 
-@kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out", "ip_fast_csum")
+@kernel("net/ipv4/ip_output.c", "ip_local_out", "__ip_local_out", "iph_set_totlen", "ip_fast_csum")
 def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     """Finish the header of a locally generated packet and send it.
 
@@ -355,15 +355,18 @@ def ip_local_out(ipv4: Ipv4, skb: SkBuff) -> int:
     step).
 
     Twin: netstack.ipv6.ip6_output.ip6_local_out.
-    Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out() / ip_fast_csum().
+    Kernel: net/ipv4/ip_output.c, ip_local_out() / __ip_local_out() / iph_set_totlen() /
+    ip_fast_csum().
     """
     if TIMED:
         spend("ip_local_out")
     buf = skb.buf
     nh = skb.network_header
     tot_len = skb.tail - nh
+    if tot_len > IP_MAX_MTU:  # iph_set_totlen(): 0 for a BIG TCP packet (6.3+)
+        tot_len = 0
     w0 = w1 = w2 = w3 = w4 = 0
-    if tot_len >= IPV4_HLEN:
+    if skb.tail - nh >= IPV4_HLEN:
         w0, w1, w2, w3, w4 = _IPH_WORDS_AT(buf, nh)
     if w0 >> 24 == 0x45:
         # a 20-byte header, read and written as its five words: tot_len into the
