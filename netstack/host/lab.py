@@ -60,10 +60,12 @@ traverses it again, here applied to what a lab allocates while it runs. A
 young collection then waits for as many more live objects as a quarter of the
 lab (1.3 million at 10,000 hosts: none in that ping phase), 100,000 at least:
 the bound is what a lab may hold uncollected, in proportion to its size.
-Nothing the stack does per packet or per ping makes cyclic garbage (a test
-pings with the collector off and finds none), so the bound holds back no
-memory there; what a caller's own code leaves in cycles is still collected,
-once that many objects have piled up.
+Nothing the stack does per packet or per ping makes cyclic garbage, nor does
+a TCP connection once closed (a destroyed socket's, request sock's and
+TIME_WAIT sock's timers let go of their bound methods: tests ping and churn
+connections with the collector off and find none), so the bound holds back
+no memory there; what a caller's own code leaves in cycles is still
+collected, once that many objects have piled up.
 Freezing and the thresholds belong to the interpreter, not to one lab: the
 last open lab to close unfreezes and puts the caller's thresholds back (if
 nobody changed them meanwhile), even when closing its adapters fails.

@@ -47,7 +47,7 @@ from netstack.tcp.sock import (
     after,
     before,
 )
-from netstack.tcp.state import tcp_done, tcp_paws_reject
+from netstack.tcp.state import destroyed_timer, tcp_done, tcp_paws_reject
 from netstack.tcp.syncookies import (
     cookie_ecn_ok,
     cookie_timestamp_decode,
@@ -141,6 +141,7 @@ def reqsk_queue_unlink(req: RequestSock) -> bool:
         found = True
     if req.timer is not None:
         req.timer.delete()
+        req.timer.function = destroyed_timer  # the cycle req -> timer -> closure -> req, cut
     return found
 
 
@@ -418,6 +419,9 @@ def inet_twsk_kill(tw: TimewaitSock) -> None:
         return
     tw.killed = True
     tw.timer.delete()
+    tw.timer.function = (
+        destroyed_timer  # the cycle tw -> timer -> method -> tw, cut (inet_csk_destroy_sock)
+    )
     hashinfo = tw.tcp.hashinfo
     key = tw.ehash_key
     if key is not None and hashinfo.ehash.get(key) is tw:
