@@ -152,7 +152,7 @@ _HH_DATA_MASK: Final = ~(HH_DATA_MOD - 1)
 
 
 # The fields in struct order; keep in step: each class below lists them again in its
-# __init__, _fields() (equality, repr) and, for IpTunnelParm, copy()
+# __init__ and _fields() (equality, repr; IpTunnelParm.copy() passes them to __init__)
 _PARM_FIELDS: Final = (
     "name",
     "link",
@@ -176,6 +176,10 @@ def _fields_repr(kind: str, names: tuple[str, ...], values: tuple[object, ...]) 
     """``Kind(name=value, ...)``: the attrs-style ``repr`` of both records below."""
     pairs = ", ".join(f"{name}={value!r}" for name, value in zip(names, values, strict=True))
     return f"{kind}({pairs})"
+
+
+_ParmTuple = tuple[str, int, int, int, int, int, int, int, int, int, int, int, int, int]
+"""IpTunnelParm's fields in ``__init__``'s order (``_fields()``, ``copy()``)."""
 
 
 class IpTunnelParm:
@@ -225,7 +229,9 @@ class IpTunnelParm:
         self.saddr: int = saddr
         self.daddr: int = daddr
 
-    def _fields(self) -> tuple[object, ...]:
+    def _fields(
+        self,
+    ) -> tuple[str, int, int, int, int, int, int, int, int, int, int, int, int, int]:
         return (
             self.name,
             self.link,
@@ -244,22 +250,7 @@ class IpTunnelParm:
         )
 
     def copy(self) -> IpTunnelParm:
-        return IpTunnelParm(
-            self.name,
-            self.link,
-            self.i_flags,
-            self.o_flags,
-            self.i_key,
-            self.o_key,
-            self.version,
-            self.ihl,
-            self.tos,
-            self.frag_off,
-            self.ttl,
-            self.protocol,
-            self.saddr,
-            self.daddr,
-        )
+        return IpTunnelParm(*self._fields())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IpTunnelParm):
