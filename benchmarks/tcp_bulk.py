@@ -60,7 +60,6 @@ from pathlib import Path
 import trio
 
 import netstack
-from netstack.core.napi import set_polls_at_bh_enable
 from netstack.errors import ConfigError
 from netstack.userspace.netperf import NetperfResult, netperf
 
@@ -118,17 +117,7 @@ async def run_once(
     family: int = 4,
     send_size: int = SEND_SIZE,
 ) -> tuple[NetperfResult, int]:
-    was = set_polls_at_bh_enable(BH_POLLS)
-    try:
-        return await _run_once(mbytes, tso, gso, gro, kind, family, send_size)
-    finally:
-        set_polls_at_bh_enable(was)
-
-
-async def _run_once(
-    mbytes: int, tso: str, gso: str, gro: str, kind: str, family: int, send_size: int
-) -> tuple[NetperfResult, int]:
-    async with netstack.open_lab() as lab:
+    async with netstack.open_lab(polls_at_bh_enable=BH_POLLS) as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0", kind=kind)  # type: ignore[arg-type]
         if family == 6:

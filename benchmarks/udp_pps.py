@@ -39,7 +39,6 @@ import sys
 from pathlib import Path
 
 import netstack
-from netstack.core.napi import set_polls_at_bh_enable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import anchors, stream
@@ -57,15 +56,7 @@ def bh_polls(batch: int) -> bool:
 
 
 async def run_once(packets: int, batch: int, instrument: bool = False) -> tuple[float, float, int]:
-    was = set_polls_at_bh_enable(bh_polls(batch))
-    try:
-        return await _run_once(packets, batch, instrument)
-    finally:
-        set_polls_at_bh_enable(was)
-
-
-async def _run_once(packets: int, batch: int, instrument: bool) -> tuple[float, float, int]:
-    async with netstack.open_lab() as lab:
+    async with netstack.open_lab(polls_at_bh_enable=bh_polls(batch)) as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 10.0.0.1/24 dev eth0")

@@ -54,8 +54,10 @@ started at its first need (:meth:`Net.start_napi` marks it ``unstarted``;
 list, as most of a large lab's are, never has a task (fewer tasks in a
 10,000-host fabric, and a task step less for each first wake).
 
-**Polls at local_bh_enable** (functional mode; off by default,
-:func:`set_polls_at_bh_enable` turns it on). In the kernel a transmit does not
+**Polls at local_bh_enable** (functional mode's default; a lab opened with
+``polls_at_bh_enable=False``, or a host's ``net.polls_at_bh_enable`` set
+False, wakes each instance's task instead: each host's NAPI as if on a CPU of
+its own). In the kernel a transmit does not
 wake anything: ``veth_xmit`` (or ``netif_rx`` → ``enqueue_to_backlog``) puts
 the peer's NAPI instance on this CPU's ``poll_list`` and raises
 ``NET_RX_SOFTIRQ``, and the ``rcu_read_unlock_bh()`` at the end of
@@ -117,7 +119,6 @@ __all__ = [
     "NapiStats",
     "SoftirqState",
     "do_softirq",
-    "set_polls_at_bh_enable",
     "wakeup_softirqd",
 ]
 
@@ -139,26 +140,17 @@ class SoftirqState:
     module doc's "Polls at local_bh_enable"; kernel: the softirq bits of
     ``preempt_count`` and ``softnet_data.poll_list``). One for the process: a Trio
     run does one thing at a time, and every section that sets it ends before an
-    await."""
+    await. Whether a scheduled instance joins the list is its host's
+    (``net.polls_at_bh_enable``)."""
 
-    __slots__ = ("enabled", "poll_list", "state")
+    __slots__ = ("poll_list", "state")
 
     def __init__(self) -> None:
         self.state = BH_ENABLED
         self.poll_list: deque[Napi] = deque()
-        self.enabled = False  # set_polls_at_bh_enable()
 
 
 BH: Final = SoftirqState()
-
-
-def set_polls_at_bh_enable(on: bool) -> bool:
-    """Run the NAPI polls a transmit raises at its ``local_bh_enable`` (*on*) or
-    wake their tasks (off, the default: each instance's task polls). Returns the
-    previous setting."""
-    was = BH.enabled
-    BH.enabled = on
-    return was
 
 
 @kernel("kernel/softirq.c", "do_softirq", "__do_softirq", "net/core/dev.c", "net_rx_action")
@@ -301,7 +293,7 @@ class Napi:
             self.scheduled = True
             self.schedules += 1
             bh = BH
-            if bh.state == BH_DISABLED and bh.enabled:
+            if bh.state == BH_DISABLED and self.net.polls_at_bh_enable:
                 # a transmit's local_bh_enable (or the do_softirq it runs) polls it
                 # (the module doc's "Polls at local_bh_enable"); timed mode wakes
                 model = self.net.cpus.model

@@ -214,6 +214,7 @@ class Net:
         "notifier_ext_mtu",
         "offload_base",
         "patches",
+        "polls_at_bh_enable",
         "proto_data",
         "ptype_all",
         "ptype_base",
@@ -265,6 +266,10 @@ class Net:
         # the poll list of a lab opened with chain_polls=True (core/napi.py, "Chained
         # polls"), shared by its hosts; None: every NAPI instance wakes its own task
         self.rx_chain: RxChain | None = None
+        # run the NAPI polls a transmit raises at its local_bh_enable (core/napi.py,
+        # "Polls at local_bh_enable"): functional mode's default; a lab opened with
+        # polls_at_bh_enable=False wakes each instance's task instead
+        self.polls_at_bh_enable = True
         # the lab's one timer task, in a lab opened with chain_polls=True
         # (core/timerqueue.py, "A lab's hub"); None: each timer base has its task
         self.timer_hub: TimerHub | None = None

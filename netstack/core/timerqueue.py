@@ -198,8 +198,8 @@ class TimerQueue(Generic[N]):
         bottom halves disabled, as the timer softirq does (a hrtimer's in hard
         interrupt context); the NAPI polls their transmits raise run after the
         round, as ``__do_softirq`` goes on from ``TIMER`` to ``NET_RX`` (the
-        module doc's "Softirq context"; functional mode with
-        ``set_polls_at_bh_enable``, else the list stays empty).
+        module doc's "Softirq context"; functional mode with the hosts'
+        ``net.polls_at_bh_enable``, else the list stays empty).
 
         Kernel: kernel/softirq.c, __do_softirq(); kernel/time/timer.c,
         run_timer_softirq(); include/linux/bottom_half.h, local_bh_disable() /

@@ -156,6 +156,7 @@ class Lab:
         timed: TimedModel | None = None,
         shuffle: bool = True,
         chain_polls: bool = False,
+        polls_at_bh_enable: bool = True,
     ) -> None:
         self._nursery = nursery
         self.timed = timed
@@ -168,6 +169,9 @@ class Lab:
         else:
             seed_trio_scheduler(seed, shuffle=shuffle)
         self.chain_polls = chain_polls
+        #: functional mode: a transmit's local_bh_enable runs the NAPI polls it raised
+        #: (core/napi.py, "Polls at local_bh_enable"); timed mode ignores it
+        self.polls_at_bh_enable = polls_at_bh_enable
         #: the hosts' shared poll list (core/napi.py, "Chained polls"), or None
         self.rx_chain = RxChain() if chain_polls else None
         #: the one task that fires the hosts' timers (core/timerqueue.py, "A lab's
@@ -273,6 +277,7 @@ class Lab:
             timed=self.timed,
         )
         host.net.rx_chain = self.rx_chain  # before its tasks start (attach)
+        host.net.polls_at_bh_enable = self.polls_at_bh_enable
         host.net.timer_hub = self.timer_hub
         host.net.attach(self._nursery)
         self.hosts[name] = host
@@ -650,6 +655,7 @@ async def open_lab(
     timed: TimedModel | None = None,
     shuffle: bool = True,
     chain_polls: bool = False,
+    polls_at_bh_enable: bool = True,
 ) -> AsyncIterator[Lab]:
     """Open a lab; its hosts' tasks stop when the block ends.
 
@@ -686,6 +692,7 @@ async def open_lab(
                     timed=timed,
                     shuffle=shuffle,
                     chain_polls=chain_polls,
+                    polls_at_bh_enable=polls_at_bh_enable,
                 )
                 try:
                     yield lab

@@ -34,10 +34,11 @@ ICMP "fragmentation needed"/"packet too big" sets ``TCP_MTU_REDUCED_DEFERRED``;
 before it gives the socket up. A call's waits are outside the lock: the
 protocol call returns (or raises :class:`SockWouldBlock`) and the Trio socket
 waits, as the kernel's ``sk_wait_event`` releases the lock while it sleeps.
-Something can reach an owned socket only with the opt-in polls at
+Something can reach an owned socket only with the polls at
 ``local_bh_enable`` (``netstack.core.napi``, "Polls at local_bh_enable":
-``set_polls_at_bh_enable``, functional mode; off by default, so by default
-nothing ever does), and then only while its own call runs: the NAPI polls
+functional mode's default; never in a lab opened with
+``polls_at_bh_enable=False`` or in timed mode), and then only while its own
+call runs: the NAPI polls
 that call's transmit raises run at the end of ``dev_queue_xmit`` in the
 caller's task; a timer or a NAPI task never runs while a call is inside.
 ``release_sock`` runs ``tcp_release_cb`` with bottom halves disabled and the
