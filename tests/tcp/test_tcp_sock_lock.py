@@ -22,13 +22,12 @@ import errno
 from typing import Any
 
 import pytest
-import trio
+from tcp.port_connection import port_connection
 
 from netstack.host import Lab
 from netstack.tcp import tcp_of
 from netstack.tcp.sock import (
     TCPF_MTU_REDUCED_DEFERRED,
-    TcpSock,
     lock_sock,
     release_sock,
 )
@@ -43,11 +42,7 @@ def _ext(ctx: TcpContext) -> Any:
 async def test_segments_for_an_owned_socket_wait_in_its_backlog(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
-    ctx = TcpContext(lab, family=family)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
+    ctx, sock, sk = await port_connection(lab, family)
     rcv_nxt = sk.rcv_nxt
     assert lock_sock(sk) and not lock_sock(sk)  # a call inside a call: nothing to take
     await ctx.send_segment("P.", payload=b"a" * 100)
@@ -63,11 +58,7 @@ async def test_segments_for_an_owned_socket_wait_in_its_backlog(
 
 @pytest.mark.parametrize("family", [4, 6])
 async def test_a_full_backlog_drops(lab: Lab, autojump_clock: object, family: int) -> None:
-    ctx = TcpContext(lab, family=family)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
+    ctx, sock, sk = await port_connection(lab, family)
     sk.sk_rcvbuf = sk.sk_sndbuf = 4096  # limit: 8 KB + 2 KB + 64 KB of truesize
     lock_sock(sk)
     for _ in range(60):
@@ -83,11 +74,7 @@ async def test_a_full_backlog_drops(lab: Lab, autojump_clock: object, family: in
 async def test_pmtu_update_of_an_owned_socket_waits_for_release(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
-    ctx = TcpContext(lab, family=family)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
+    ctx, sock, sk = await port_connection(lab, family)
     await sock.send(b"z" * 1400)
     await ctx.next_segment()
     mss = sk.mss_cache

@@ -19,35 +19,25 @@ net/ipv4/tcp_ipv4.c (tcp_v4_rcv, tcp_add_backlog, tcp_v4_err), net/ipv4/tcp_outp
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
 import trio
 import trio.testing
 from helpers import connected_tcp
+from tcp.port_connection import port_connection
 
 import netstack
-from netstack.core.napi import BH, BH_ENABLED, set_polls_at_bh_enable
+from netstack.core.napi import BH, BH_ENABLED
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import AF_INET6, IP_RECVERR, SOCK_STREAM, SOL_IP
 from netstack.host import Lab
 from netstack.tcp import tcp_of
 from netstack.tcp.sock import TcpSock, lock_sock, release_sock
 from netstack.testing import builders
-from netstack.testing.tcpctx import TcpContext
 
 MSG_FASTOPEN = 0x20000000
 TCP_FASTOPEN = 23
-
-
-@pytest.fixture
-def bh_polls() -> Iterator[None]:
-    was = set_polls_at_bh_enable(True)
-    try:
-        yield
-    finally:
-        set_polls_at_bh_enable(was)
 
 
 def _ext(host: netstack.Host) -> Any:
@@ -56,7 +46,7 @@ def _ext(host: netstack.Host) -> Any:
 
 @pytest.mark.parametrize("family", [4, 6])
 async def test_what_release_cb_transmits_is_received_after_the_socket_is_given_up(
-    autojump_clock: trio.testing.MockClock, bh_polls: None, family: Literal[4, 6]
+    autojump_clock: trio.testing.MockClock, family: Literal[4, 6]
 ) -> None:
     # r's link to b narrows: the first segments bring "fragmentation needed" /
     # "packet too big" back inside the send (the polls at local_bh_enable), the
@@ -97,11 +87,7 @@ async def test_what_release_cb_transmits_is_received_after_the_socket_is_given_u
 async def test_a_segment_that_raises_in_release_sock_leaves_the_socket_free(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
-    ctx = TcpContext(lab, family=family)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
+    ctx, sock, sk = await port_connection(lab, family)
     lock_sock(sk)
     for part in (b"a", b"b", b"c"):
         await ctx.send_segment("P.", payload=part * 100)
@@ -128,11 +114,7 @@ async def test_a_segment_that_raises_in_release_sock_leaves_the_socket_free(
 async def test_a_backlog_drop_counts_in_sk_drops(
     lab: Lab, autojump_clock: object, family: int
 ) -> None:
-    ctx = TcpContext(lab, family=family)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
+    ctx, _sock, sk = await port_connection(lab, family)
     sk.sk_rcvbuf = sk.sk_sndbuf = 4096
     drops = sk.sk_drops
     lock_sock(sk)
@@ -150,12 +132,8 @@ async def test_an_icmp_error_for_an_owned_socket_stays_soft_with_recverr(
 ) -> None:
     # tcp_v4_err: IP_RECVERR reports an error at once (sk_err) only when the socket
     # is not owned; an owned one keeps it as the soft error (sk_err_soft)
-    ctx = TcpContext(lab, family=4)
-    await trio.sleep(1)
-    sock = await ctx.create_connected()
+    ctx, sock, sk = await port_connection(lab, 4)
     sock.setsockopt(SOL_IP, IP_RECVERR, 1)
-    sk = sock.sock
-    assert isinstance(sk, TcpSock)
     await sock.send(b"z" * 100)
     await ctx.next_segment()
     lock_sock(sk)
@@ -167,9 +145,7 @@ async def test_an_icmp_error_for_an_owned_socket_stays_soft_with_recverr(
     assert sk.sk_err == errno.ECONNREFUSED  # not owned: reported at once
 
 
-async def test_a_blocking_fast_open_sendto_returns(
-    autojump_clock: trio.testing.MockClock, bh_polls: None
-) -> None:
+async def test_a_blocking_fast_open_sendto_returns(autojump_clock: trio.testing.MockClock) -> None:
     # The SYN-ACK comes back inside the sendto's call (the polls at local_bh_enable)
     # and waits in the owned socket's backlog; the call would block, so it runs the
     # backlog first and looks again (sk_wait_event), else the wake-up was before the
