@@ -52,7 +52,16 @@ async def _ack_steps(
 
     Returns the data segments b received (as captured, so GSO skbs count once)
     and how many bytes each of b's ACKs acknowledged that the previous did not.
+
+    The hosts' NAPI polls run in their own tasks (``polls_at_bh_enable=False``):
+    in the kernel ``veth_xmit`` → ``__netif_rx`` receives each segment in the
+    sender's ``local_bh_enable``, inside its ``tcp_sendmsg``, and the reader,
+    woken on another CPU (``sk_data_ready``), reads meanwhile; netstack runs one
+    thing at a time, so only the NAPI task's cut-short poll lets it read between
+    one ``sendall``'s segments (with the default the whole flight is received
+    inside the ``sendall`` before the reader runs).
     """
+    lab.polls_at_bh_enable = False  # before the hosts: add_host copies it
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind=kind, **link)  # type: ignore[arg-type]
     builders.add_addr(a, "eth0", "10.0.0.1/24")

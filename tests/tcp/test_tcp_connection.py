@@ -265,7 +265,9 @@ async def test_shutdown_write_half_close(lab: Lab, autojump_clock: object) -> No
 
 
 async def test_simultaneous_close(lab: Lab, autojump_clock: object) -> None:
-    a, b = pair(lab)
+    # two machines: the FINs cross on a wire of 1 ms (over a veth the first FIN is
+    # received inside the first close: test_closes_one_after_the_other_over_a_veth)
+    a, b = pair(lab, kind="nic", delay=0.001)
     srv = await listener(b)
     c = a.socket(AF_INET, SOCK_STREAM)
     await c.connect(("10.0.0.2", PORT))
@@ -279,7 +281,9 @@ async def test_simultaneous_close(lab: Lab, autojump_clock: object) -> None:
 
 
 async def test_simultaneous_open(lab: Lab, autojump_clock: object) -> None:
-    a, b = pair(lab)
+    # two machines: the SYNs cross on a wire of 1 ms (over a veth the first SYN is
+    # answered inside its connect: test_connects_one_after_the_other_over_a_veth)
+    a, b = pair(lab, kind="nic", delay=0.001)
     ca = a.socket(AF_INET, SOCK_STREAM)
     cb = b.socket(AF_INET, SOCK_STREAM)
     await ca.bind(("10.0.0.1", 7001))
@@ -290,6 +294,49 @@ async def test_simultaneous_open(lab: Lab, autojump_clock: object) -> None:
     assert st(ca) == st(cb) == "ESTAB"
     await ca.sendall(b"ping")
     assert await cb.recv(10) == b"ping"
+
+
+async def test_closes_one_after_the_other_over_a_veth(lab: Lab, autojump_clock: object) -> None:
+    """One task closes both ends: the first FIN is received inside its close (the
+    softirq of ``__dev_queue_xmit``'s ``local_bh_enable``), b is in CLOSE_WAIT when
+    it closes: only a goes through TIME_WAIT. Linux 6.18, a veth between two
+    namespaces, one thread: a in TIME_WAIT (06), b none."""
+    a, b = pair(lab)
+    srv = await listener(b)
+    c = a.socket(AF_INET, SOCK_STREAM)
+    await c.connect(("10.0.0.2", PORT))
+    conn, _ = await srv.accept()
+    c.close()
+    assert st(conn) == "CLOSE-WAIT"
+    conn.close()
+    await trio.sleep(1)
+    tws = [s for s in tcp_of(a.net).hashinfo.sockets() if isinstance(s, TimewaitSock)]
+    twb = [s for s in tcp_of(b.net).hashinfo.sockets() if isinstance(s, TimewaitSock)]
+    assert (len(tws), len(twb)) == (1, 0)
+
+
+async def test_connects_one_after_the_other_over_a_veth(lab: Lab, autojump_clock: object) -> None:
+    """Both connects at one instant over a veth: the first SYN is received inside
+    its connect, b's socket is not yet in SYN_SENT, and its RST refuses a's connect;
+    b's SYN then finds a's socket closed. Linux 6.18, a veth between two namespaces,
+    two non-blocking connects from one thread: both ECONNREFUSED."""
+    a, b = pair(lab)
+    ca = a.socket(AF_INET, SOCK_STREAM)
+    cb = b.socket(AF_INET, SOCK_STREAM)
+    await ca.bind(("10.0.0.1", 7001))
+    await cb.bind(("10.0.0.2", 7002))
+    refused = []
+
+    async def connect(s: Socket, addr: tuple[str, int]) -> None:
+        try:
+            await s.connect(addr)
+        except ConnectionRefusedError:
+            refused.append(s)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(connect, ca, ("10.0.0.2", 7002))
+        n.start_soon(connect, cb, ("10.0.0.1", 7001))
+    assert len(refused) == 2
 
 
 async def test_tcp_info_and_options(lab: Lab, autojump_clock: object) -> None:
@@ -314,8 +361,12 @@ async def test_tcp_info_and_options(lab: Lab, autojump_clock: object) -> None:
 
 
 async def test_listen_backlog_bounds_the_queues(lab: Lab, autojump_clock: object) -> None:
-    """A full accept queue drops further handshakes; memory does not grow."""
-    a, b = pair(lab)
+    """A full accept queue drops further handshakes; memory does not grow.
+
+    The six SYNs arrive at one instant, as from six machines over a wire of 1 ms
+    (over a veth each handshake is done inside its connect:
+    test_a_full_accept_queue_drops_the_syns_of_later_connects)."""
+    a, b = pair(lab, kind="nic", delay=0.001)
     await listener(b, backlog=2)
     socks = []
     for _ in range(6):
@@ -336,6 +387,35 @@ async def test_listen_backlog_bounds_the_queues(lab: Lab, autojump_clock: object
     ext = tcp.snmp()["TcpExt"]
     assert (ext.TCPReqQFullDoCookies, ext.SyncookiesRecv) == (3, 3)
     assert (ext.ListenOverflows, ext.ListenDrops) == (3, 3)
+
+
+async def test_a_full_accept_queue_drops_the_syns_of_later_connects(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """Six connects at one instant over a veth: each SYN is answered inside its
+    connect, so three handshakes complete and fill the accept queue of listen(2);
+    ``tcp_conn_request`` then drops every later SYN (``sk_acceptq_is_full``:
+    ListenOverflows, and ListenDrops at ``drop``), no SYN cookie: 3 SYNs and 4
+    retransmits each in 4.5 s (``tcp_syn_linear_timeouts``: 1 s apart). Linux 6.18,
+    a veth between two namespaces, six non-blocking connects from one thread, 5 s:
+    three ESTABLISHED, three SYN_SENT, ListenOverflows = ListenDrops = 15, no
+    cookies, 12 retransmits."""
+    a, b = pair(lab)
+    await listener(b, backlog=2)
+    socks = [a.socket(AF_INET, SOCK_STREAM) for _ in range(6)]
+    async with trio.open_nursery() as n:
+        for s in socks:
+            n.start_soon(_try_connect, s)
+        await trio.sleep(4.5)
+        n.cancel_scope.cancel()
+    assert sorted(st(s) for s in socks) == ["ESTAB"] * 3 + ["SYN-SENT"] * 3
+    tcp = tcp_of(b.net)
+    lst = tcp.hashinfo.listeners[PORT][0]
+    assert len(lst.accept_queue) == lst.sk_ack_backlog == 3 and lst.syn_queue_len == 0
+    ext = tcp.snmp()["TcpExt"]
+    assert (ext.ListenOverflows, ext.ListenDrops) == (15, 15)
+    assert (ext.TCPReqQFullDoCookies, ext.SyncookiesRecv) == (0, 0)
+    assert tcp_of(a.net).snmp()["Tcp"].RetransSegs == 12
 
 
 async def _try_connect(s: Socket) -> None:
