@@ -17,8 +17,9 @@ Theory of operation::
       the IPv6 header in the segment's headroom (traffic class from the
       socket, hop limit from the socket or the route), a packet bigger
       than the path MTU that is not GSO is refused (EMSGSIZE) ─► ip6_local_out
-    tcp_v6_err: ICMPv6 Packet Too Big ─► the route's PMTU, tcp_v6_mtu_reduced
-      (resync the MSS, retransmit what no longer fits); other errors are
+    tcp_v6_err: ICMPv6 Packet Too Big ─► mtu_info, tcp_v6_mtu_reduced (at once,
+      or from tcp_release_cb for an owned socket): the route's PMTU, resync the
+      MSS, retransmit what no longer fits; other errors are
       icmpv6_err_convert'ed and reported as tcp_v4_err does
 
 A TCPv6 socket is the shared :class:`~netstack.tcp.sock.TcpSock` with
@@ -80,7 +81,7 @@ from netstack.core.sock import (
 from netstack.ipv6.constants import RTF_LOCAL
 from netstack.ipv6.flowlabel import IPV6_AUTOFLOWLABEL, ip6_autoflowlabel, ip6_make_flowlabel
 from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
-from netstack.ipv6.route import Flowi6, Rt6Info
+from netstack.ipv6.route import Flowi6, Rt6Info, rt6_update_pmtu
 from netstack.ipv6.sock import (
     IPV6_DSTOPTS,
     IPV6_TCLASS,
@@ -116,6 +117,7 @@ from netstack.tcp.output import (
     tcp_connect,
     tcp_make_synack,
     tcp_mss_clamp,
+    tcp_mtu_to_mss,
     tcp_sync_mss,
 )
 from netstack.tcp.proto import TCP_IPV4_AF_OPS, Tcp, tcp_init
@@ -347,11 +349,36 @@ class Ipv6Specific:
     def connect(self, sk: TcpSock, addr: int, port: int) -> None:
         tcp_v6_connect(self, sk, addr, port)
 
-    @kernel("net/ipv6/tcp_ipv6.c", "tcp_v6_mtu_reduced")
+    @kernel(
+        "net/ipv6/tcp_ipv6.c",
+        "tcp_v6_mtu_reduced",
+        "net/ipv6/inet6_connection_sock.c",
+        "inet6_csk_update_pmtu",
+    )
     def mtu_reduced(self, sk: TcpSock) -> None:
-        """Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_mtu_reduced()."""
+        """The MTU a Packet Too Big announced (``mtu_info``): learn it on the
+        socket's route, resync the MSS, retransmit what no longer fits.
+
+        Run by ``tcp_v6_err`` for a socket the user does not own, else by
+        ``tcp_release_cb`` (``TCP_MTU_REDUCED_DEFERRED``): the route learns it
+        only then, so what the owning call transmits meanwhile still goes out
+        at the old size.
+
+        Kernel: net/ipv6/tcp_ipv6.c, tcp_v6_mtu_reduced();
+        net/ipv6/inet6_connection_sock.c, inet6_csk_update_pmtu().
+        """
         if sk.state in (TCP_LISTEN, TCP_CLOSE):
             return
+        mtu_info = sk.mtu_info
+        # "Drop requests trying to increase our current mss"
+        if tcp_mtu_to_mss(sk, mtu_info) >= sk.mss_cache:
+            return
+        # inet6_csk_update_pmtu(): the socket's route learns it (update_pmtu), then
+        # the socket routes again (the new exception made its cached route stale)
+        rt = self._route(sk)
+        if rt is None:
+            return
+        rt6_update_pmtu(self.ipv6, rt, sk.inet_daddr, sk.inet_saddr, mtu_info)
         rt = self._route(sk)
         if rt is None:
             return
@@ -1235,11 +1262,8 @@ def tcp_v6_err(
     if icmp_type == ICMPV6_PKT_TOOBIG:
         if sk.state == TCP_LISTEN or info < IPV6_MIN_MTU:
             return  # "We are not interested in TCP_LISTEN and open_requests"
-        ipv6.ip6_update_pmtu(skb, info, sk.sk_bound_dev_if)
-        rt = sk.dst_cache
-        if rt is not None and not rt.valid():
-            rt.release()
-            sk.dst_cache = None
+        # the route learns the MTU in tcp_v6_mtu_reduced, deferred for an owned socket
+        sk.mtu_info = info
         if sk.sk_lock_owned:  # sock_owned_by_user(): tcp_release_cb runs it
             sk.sk_tsq_flags |= TCPF_MTU_REDUCED_DEFERRED
         else:

@@ -61,12 +61,13 @@ async def test_forwarded_gso_skbs_are_checked_per_segment(
     cap.stop()
     ips = [dpkt.ethernet.Ethernet(f).data for _, f, out in cap.frames if out]
     assert ips and max(len(bytes(ip)) for ip in ips) <= MTU
+    # one per GSO skb r refused: a's first two; the first's error comes back inside
+    # the send (at its local_bh_enable) while tcp_sendmsg owns the socket, and
+    # tcp_v4_err / tcp_v6_err defer the MTU update to tcp_release_cb
     if family == AF_INET6:
-        # one per GSO skb r refused: a's first two, sent before the error reached it
         assert r.nstat()["Icmp6OutPktTooBigs"] == r.nstat()["Ip6FragFails"] == 2
         assert sk.mss_cache == MTU - 60 - 12
     else:
-        # one per GSO skb r refused: a's first two, sent before the error reached it
         assert r.nstat()["IcmpOutDestUnreachs"] == r.nstat()["IpFragFails"] == 2
         assert sk.mss_cache == MTU - 40 - 12
 

@@ -78,12 +78,19 @@ async def test_pmtu_update_of_an_owned_socket_waits_for_release(
     await sock.send(b"z" * 1400)
     await ctx.next_segment()
     mss = sk.mss_cache
+    rt = sk.dst_cache
+    assert rt is not None and int(rt.mtu()) == 1500
     lock_sock(sk)
     if family == 4:
         await ctx.send_icmp_error(3, 4, seq=1, info=1200, flags="P.")  # fragmentation needed
     else:
         await ctx.send_icmp_error(2, 0, seq=1, info=1280, flags="P.")  # packet too big
     assert sk.sk_tsq_flags & TCPF_MTU_REDUCED_DEFERRED and sk.mss_cache == mss
+    # only mtu_info is kept: the route learns it in tcp_v4_mtu_reduced /
+    # tcp_v6_mtu_reduced (inet_csk_update_pmtu / inet6_csk_update_pmtu), deferred
+    # too (before, tcp_v6_err updated it at once)
+    assert sk.mtu_info == (1200 if family == 4 else 1280)
+    assert sk.dst_cache is rt and rt.valid() and int(rt.mtu()) == 1500
     drops = _ext(ctx).LockDroppedIcmps
     port_unreach = (3, 3) if family == 4 else (1, 4)
     await ctx.send_icmp_error(*port_unreach, seq=1, flags="P.")
@@ -93,3 +100,5 @@ async def test_pmtu_update_of_an_owned_socket_waits_for_release(
     assert (sk.sk_err, sk.sk_err_soft) == (0, errno.ECONNREFUSED)
     release_sock(sk)  # tcp_release_cb → mtu_reduced
     assert sk.sk_tsq_flags == 0 and sk.mss_cache < mss
+    assert not rt.valid() and sk.dst_cache is not None
+    assert int(sk.dst_cache.mtu()) == (1200 if family == 4 else 1280)
