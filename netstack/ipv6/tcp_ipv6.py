@@ -84,6 +84,7 @@ from netstack.ipv6.ip6_output import ip6_dst_hoplimit, ip6_local_out
 from netstack.ipv6.route import Flowi6, Rt6Info, rt6_update_pmtu
 from netstack.ipv6.sock import (
     IPV6_DSTOPTS,
+    IPV6_RECVERR,
     IPV6_TCLASS,
     IPV6_UNICAST_HOPS,
     IPV6_V6ONLY,
@@ -393,7 +394,8 @@ class Ipv6Specific:
         """SOL_IPV6 options of a TCP socket; SOL_IP goes to IPv4's (``ip_setsockopt``).
 
         Kernel: net/ipv6/ipv6_sockglue.c, ipv6_setsockopt() (the options TCP uses:
-        IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY).
+        IPV6_TCLASS, IPV6_UNICAST_HOPS, IPV6_V6ONLY, IPV6_AUTOFLOWLABEL,
+        IPV6_RECVERR).
         """
         if level != SOL_IPV6:
             Sock.setsockopt(sk, level, optname, value)
@@ -417,6 +419,10 @@ class Ipv6Specific:
         elif optname == IPV6_AUTOFLOWLABEL:
             sk.autoflowlabel = int(bool(val))
             sk.fl6_gen = -1  # make the label again
+        elif optname == IPV6_RECVERR:
+            sk.recverr6 = bool(val)
+            if not val:
+                sk.error_queue.clear()  # skb_errqueue_purge()
         else:
             raise sock_oserror(errno.ENOPROTOOPT)
 
@@ -438,6 +444,8 @@ class Ipv6Specific:
             return int(ip6_autoflowlabel(self.ipv6, sk.autoflowlabel))
         if optname == IPV6_DSTOPTS:
             return sk.opt_dst1opt  # ipv6_getsockopt_sticky()
+        if optname == IPV6_RECVERR:
+            return int(sk.recverr6)
         raise sock_oserror(errno.ENOPROTOOPT)
 
     # -- passive open -------------------------------------------------------------------
@@ -1270,7 +1278,7 @@ def tcp_v6_err(
             Ipv6Specific.mtu_reduced(ipv6_ops(tcp), sk)
         return
     err, fatal = icmpv6_err_convert(icmp_type, code)
-    tcp_err_report(sk, err, fatal)
+    tcp_err_report(sk, err, fatal, sk.recverr6)  # inet6_test_bit(RECVERR6, sk)
 
 
 @kernel("net/ipv6/tcp_ipv6.c", "tcpv6_init")

@@ -3004,10 +3004,12 @@ _ICMP_UNREACH: Final = (
 )
 
 
-def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
+def tcp_err_report(sk: TcpSock, err: int, fatal: bool, recverr: bool) -> None:
     """Hand an ICMP error (an errno) to the socket: a fatal one aborts a
     connection still being set up; otherwise it is reported at once only with
-    IP_RECVERR/IPV6_RECVERR, else kept as the soft error a timeout returns.
+    *recverr* (tcp_v4_err: IP_RECVERR, ``inet_test_bit(RECVERR)``; tcp_v6_err:
+    IPV6_RECVERR, ``inet6_test_bit(RECVERR6)``), else kept as the soft error a
+    timeout returns.
 
     The tail tcp_v4_err() and tcp_v6_err() share.
     """
@@ -3020,7 +3022,7 @@ def tcp_err_report(sk: TcpSock, err: int, fatal: bool) -> None:
         else:
             sk.sk_err_soft = err
         return
-    if sk.recverr and not owned:
+    if recverr and not owned:
         sk.sk_err = err
         sk.sk_error_report()
     else:
@@ -3077,7 +3079,7 @@ def tcp_v4_err_state(sk: TcpSock, seq: int, icmp_type: int, code: int, info: int
         err, fatal = 71, True  # EPROTO
     else:
         return
-    tcp_err_report(sk, err, fatal)
+    tcp_err_report(sk, err, fatal, sk.recverr)
 
 
 # -- TCP Fast Open (netstack.tcp.fastopen has the theory of operation) ------------------------

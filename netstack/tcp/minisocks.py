@@ -313,7 +313,8 @@ def tcp_create_openreq_child(listener: TcpSock, req: RequestSock, skb: SkBuff) -
         "sock_flag_linger",
         "sk_lingertime",
         "ipv6only",
-        "autoflowlabel",  # ipv6_pinfo, copied whole by tcp_v6_syn_recv_sock()
+        "recverr6",  # ipv6_pinfo, copied whole by tcp_v6_syn_recv_sock()
+        "autoflowlabel",
         "flow_label",
     ):
         setattr(sk, attr, getattr(listener, attr))

@@ -427,6 +427,9 @@ class TcpSock(Sock):
         self.tcp = tcp
         self.af_ops = af_ops
         self.ipv6only = False  # sk_ipv6only (AF_INET6: IPV6_V6ONLY / net.ipv6.bindv6only)
+        # inet6 RECVERR6 (IPV6_RECVERR): what tcp_v6_err reads; IP_RECVERR (recverr)
+        # is tcp_v4_err's
+        self.recverr6 = False
         self.mib = tcp.mib
         self.ext = tcp.ext
         # tcp_init_sock()

@@ -32,6 +32,7 @@ from netstack.core.napi import BH, BH_ENABLED
 from netstack.core.skbuff import SkBuff
 from netstack.core.sock import AF_INET6, IP_RECVERR, SOCK_STREAM, SOL_IP
 from netstack.host import Lab
+from netstack.ipv6.sock import IPV6_RECVERR, SOL_IPV6
 from netstack.tcp import tcp_of
 from netstack.tcp.sock import TcpSock, lock_sock, release_sock
 from netstack.testing import builders
@@ -143,6 +144,28 @@ async def test_an_icmp_error_for_an_owned_socket_stays_soft_with_recverr(
     sk.sk_err_soft = 0
     await ctx.send_icmp_error(3, 3, seq=1, flags="P.")
     assert sk.sk_err == errno.ECONNREFUSED  # not owned: reported at once
+
+
+async def test_tcp_v6_err_reports_at_once_with_ipv6_recverr(
+    lab: Lab, autojump_clock: object
+) -> None:
+    # tcp_v6_err reads inet6_test_bit(RECVERR6), which IPV6_RECVERR sets (ipv6_setsockopt
+    # takes it on any IPv6 socket: Linux 6.18's TCPv6 socket gives 1 back); IP_RECVERR
+    # is tcp_v4_err's (before: ENOPROTOOPT, and tcp_v6_err read IP_RECVERR)
+    ctx, sock, sk = await port_connection(lab, 6)
+    sock.setsockopt(SOL_IP, IP_RECVERR, 1)
+    await sock.send(b"z" * 100)
+    await ctx.next_segment()
+    await ctx.send_icmp_error(1, 0, seq=1, flags="P.")  # no route: ENETUNREACH, soft
+    assert (sk.sk_err, sk.sk_err_soft) == (0, errno.ENETUNREACH)  # IP_RECVERR: not v6's
+    sk.sk_err_soft = 0
+    sock.setsockopt(SOL_IP, IP_RECVERR, 0)
+    sock.setsockopt(SOL_IPV6, IPV6_RECVERR, 1)
+    assert sock.getsockopt(SOL_IPV6, IPV6_RECVERR) == 1
+    await ctx.send_icmp_error(1, 0, seq=1, flags="P.")
+    assert (sk.sk_err, sk.sk_err_soft) == (errno.ENETUNREACH, 0)  # reported at once
+    sock.setsockopt(SOL_IPV6, IPV6_RECVERR, 0)
+    assert sock.getsockopt(SOL_IPV6, IPV6_RECVERR) == 0
 
 
 async def test_a_blocking_fast_open_sendto_returns(autojump_clock: trio.testing.MockClock) -> None:
