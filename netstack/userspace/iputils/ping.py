@@ -318,6 +318,19 @@ async def ping(
             trio.move_on_at(start + deadline) if deadline is not None else _NO_SCOPE,
         ):
             for seq in range(1, count + 1):
+                if seq > 1:
+                    # The probe's time has come. The kernel's timers due at this
+                    # instant have fired first: ping runs in process context, after
+                    # the tick's timer softirq (and real ping's send time drifts
+                    # a few ms later each interval: pinger() counts whole ms), and
+                    # what they queued woke it (POLLERR) to be read before
+                    # pinger() sends (main_loop()). Trio wakes this task and a
+                    # timer base's at one virtual instant in the lab's seeded
+                    # order: a checkpoint puts it after them, then it reads.
+                    await trio.lowlevel.checkpoint()
+                    st.drain()
+                    if st.finished():
+                        break
                 payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
                 header = _ECHO.pack(128 if v6 else 8, 0, 0, 0, seq)
                 try:

@@ -8,6 +8,7 @@ import trio.testing
 from helpers import Term
 
 from netstack.host import mac_for
+from netstack.userspace.iputils.arping import _elapsed
 
 
 def mac(host: str, dev: str) -> str:
@@ -20,8 +21,11 @@ async def test_arping_replies(term: Term, autojump_clock: trio.testing.MockClock
     assert status == 0
     assert out.split("\n") == [
         "ARPING 10.0.1.254 from 10.0.1.1 eth0",
-        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.000ms",
-        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.000ms",
+        # the reply is received inside the request's transmit (the router's poll at
+        # its local_bh_enable), read after sendto() returns: 0 µs, which recv_pack()'s
+        # arithmetic prints as 0.500 ms (this machine's arping over a veth: 0.529ms)
+        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.500ms",
+        f"Unicast reply from 10.0.1.254 [{mac('router', 'eth0')}]  0.500ms",
         "Sent 2 probes (1 broadcast(s))",  # the second one went unicast
         "Received 2 response(s)",
     ]
@@ -59,3 +63,13 @@ async def test_arping_refuses(term: Term, autojump_clock: trio.testing.MockClock
     )
     assert (await term.run("h1 arping -Z router"))[1].startswith("arping: invalid option -- 'Z'")
     assert await term.run("h1 arping -c 1 -I eth7 router") == (2, "arping: eth7: No such device")
+
+
+def test_arping_prints_the_time_as_iputils_computes_it() -> None:
+    # recv_pack(): usecs rounded, msecs = (usecs + 500) / 1000, usecs -= msecs * 1000 - 500
+    assert _elapsed(2.0, 2.000029) == " 0.529ms"  # this machine's arping, over a veth
+    assert _elapsed(1.0, 1.0) == " 0.500ms"
+    # 800 µs across a second: the nanoseconds differ by -999,199,500, which C divides
+    # towards zero (-999,199 µs): 801 µs
+    assert _elapsed(0.9995, 1.0003) == " 1.301ms"
+    assert _elapsed(3.0, 3.445) == " 445.500ms"
