@@ -176,7 +176,7 @@ async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
     receiver RTT passes for auto-tuning (tcp_rcv_space_adjust) to open the
     window, so no segment is sent from softirq (the ACK clock) here.
 
-    (Linux since 5.16 always lets TCP build GSO skbs, ``sk_setup_caps``:
+    (Linux 6.x always lets TCP build GSO skbs, ``sk_setup_caps``:
     ``sk_route_caps |= NETIF_F_GSO``; with the device's GSO off they are cut in
     ``validate_xmit_skb``, all segments of one skb in one transmit and one poll,
     and GRO rebuilds them: this machine's 6.18, 2 MB over a veth with ``tso off
