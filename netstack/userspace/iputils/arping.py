@@ -6,10 +6,14 @@ target leaves by) from the device's address (``-s``, or the source the
 kernel would pick), broadcast at first and unicast to the MAC that answered
 once one did (``-b`` keeps broadcasting), one every ``-i`` (1) second; it
 reads the replies the device receives (the tap ``tcpdump`` uses is the
-packet socket here) and prints each as ``Unicast reply from IP [MAC]
-0.529ms``. It stops after ``-c`` requests (and one more interval for the
-last reply), at ``-w`` seconds, at the first reply with ``-f``, or on
-Ctrl-C, and prints how many probes and replies there were. ``-D``
+packet socket here: the frames queue on it and are read after the send,
+as arping's event loop reads them) and prints each as ``Unicast reply from
+IP [MAC]  0.529ms``: the time since the send's stamp, taken before
+``sendto``, in iputils' arithmetic, which adds half a millisecond (a reply
+received inside the request's transmit, at the peer's poll at its
+``local_bh_enable``, prints ``0.500ms``). It stops after ``-c`` requests
+(and one more interval for the last reply), at ``-w`` seconds, at the first
+reply with ``-f``, or on Ctrl-C, and prints how many probes and replies there were. ``-D``
 (duplicate address detection) asks from 0.0.0.0 and succeeds when nobody
 answers; ``-U``/``-A`` announce the source address (gratuitous ARP request
 or reply) and expect no answer. The kernel's ARP cache is not touched.

@@ -13,7 +13,13 @@ ping socket (``IPPROTO_ICMPV6``, echo request 128, ``IPV6_RECVERR`` and
 bytes``, ``Destination unreachable: Address unreachable``, ``Packet too big:
 mtu=1280``, ``Time exceeded: Hop limit``).
 
-All timing is on the host's Trio clock (virtual under ``MockClock``).
+All timing is on the host's Trio clock (virtual under ``MockClock``). The
+payload's timestamp is taken before ``sendto`` and the round trip measured
+from it, so a reply received inside the request's transmit (the peer's poll
+at its ``local_bh_enable``) reads 0 ms. A probe due at an instant when a
+kernel timer fires (a neighbour's NUD timer failing the resolution) goes out
+after it, and after ping has read what it queued, as ``pinger()`` runs in
+process context after the tick's timer softirq.
 
 :func:`main` is the ``ping`` command: iputils' option letters (``-c -i -W -s
 -t -w -q``, bundled or not, the value attached or the next word), its range
