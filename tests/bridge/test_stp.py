@@ -47,6 +47,14 @@ def ring(lab: netstack.Lab, *, stp: bool) -> dict[str, netstack.Host]:
     lab.add_link("s1", "s2")  # s1-eth1 — s2-eth1
     lab.add_link("s2", "s3")  # s2-eth2 — s3-eth1
     lab.add_link("s3", "s1")  # s3-eth2 — s1-eth2
+    # Three switches are three machines, each softirq on a CPU of its own: a BPDU (or
+    # a storm's frame) one sends is received by the next in that one's own NAPI task,
+    # not inside the sender's timer softirq at local_bh_enable (which would have s1's
+    # hello at 2 s reach s2 before s2's own hello timer of that instant fires, where
+    # two boxes' hellos cross on the wire). Timers of an instant fire before the
+    # frames they send are received, as a wire's delay has it.
+    for host in sw.values():
+        host.net.polls_at_bh_enable = False
     return sw
 
 

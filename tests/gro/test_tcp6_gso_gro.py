@@ -5,7 +5,8 @@
   the wire are byte-identical (payload lengths, sequence numbers, flags,
   checksums, timestamps) but for PSH, which TCP forces on every skb of more
   than one segment (``__tcp_transmit_skb``) and the cut leaves on its last.
-- GRO on a veth: a bulk TCPv6 flow reaches TCP as ~64 KB skbs; the counters say so.
+- GRO on a veth (the receiver's NAPI threaded, polled apart from the sender): a
+  bulk TCPv6 flow reaches TCP as ~64 KB skbs; the counters say so.
 - ``ipv6_gro_receive``'s rules, packet by packet on one NAPI instance: what
   merges, what is another flow, what flushes; and a fuzz of the GRO receive
   path with mutated frames.
@@ -186,6 +187,11 @@ async def test_gro_aggregates_a_flow_with_destination_options(
     a, b = pair6(lab, kind="veth")
     ethtool(a, "-K eth0 tso off gso off")
     b.ethtool("-K eth0 gro on")
+    # threaded NAPI on b (its own task, polls_at_bh_enable False); polled at the
+    # sender's local_bh_enable, one poll takes one transmit, one MSS-sized skb from
+    # sendall: only what the ACK clock sends from softirq shares a poll (4.6 segments
+    # an aggregate; test_tcp_gso_gro.py's acceptance test pins napi="softirq")
+    b.net.polls_at_bh_enable = False
     await trio.sleep(2)
     srv = b.socket(AF_INET6, SOCK_STREAM)
     await srv.bind(("::", PORT))
@@ -239,6 +245,10 @@ async def test_gro_aggregates_a_bulk_tcpv6_flow_over_veth(
     a, b = pair6(lab, kind="veth")
     ethtool(a, f"-K eth0 tso {sender_gso} gso {sender_gso}")
     b.ethtool("-K eth0 gro on")  # veth does GRO in its NAPI when asked to
+    # threaded NAPI on b (its own task, polls_at_bh_enable False): the ring fills
+    # while the sender goes on; polled at the sender's local_bh_enable, one poll
+    # holds one transmit (test_tcp_gso_gro.py's acceptance test, napi="softirq")
+    b.net.polls_at_bh_enable = False
     await trio.sleep(2)
     srv = b.socket(AF_INET6, SOCK_STREAM)
     await srv.bind(("::", PORT))

@@ -6,10 +6,14 @@ target leaves by) from the device's address (``-s``, or the source the
 kernel would pick), broadcast at first and unicast to the MAC that answered
 once one did (``-b`` keeps broadcasting), one every ``-i`` (1) second; it
 reads the replies the device receives (the tap ``tcpdump`` uses is the
-packet socket here) and prints each as ``Unicast reply from IP [MAC]
-0.529ms``. It stops after ``-c`` requests (and one more interval for the
-last reply), at ``-w`` seconds, at the first reply with ``-f``, or on
-Ctrl-C, and prints how many probes and replies there were. ``-D``
+packet socket here: the frames queue on it and are read after the send,
+as arping's event loop reads them) and prints each as ``Unicast reply from
+IP [MAC]  0.529ms``: the time since the send's stamp, taken before
+``sendto``, in iputils' arithmetic, which adds half a millisecond (a reply
+received inside the request's transmit, at the peer's poll at its
+``local_bh_enable``, prints ``0.500ms``). It stops after ``-c`` requests
+(and one more interval for the last reply), at ``-w`` seconds, at the first
+reply with ``-f``, or on Ctrl-C, and prints how many probes and replies there were. ``-D``
 (duplicate address detection) asks from 0.0.0.0 and succeeds when nobody
 answers; ``-U``/``-A`` announce the source address (gratuitous ARP request
 or reply) and expect no answer. The kernel's ARP cache is not touched.
@@ -20,6 +24,8 @@ iputils: arping.c (send_pack(), recv_pack(), finish()).
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -33,6 +39,7 @@ from netstack.userspace.netdb import AF_INET
 from netstack.wire.ipv4 import aton, ntoa
 
 if TYPE_CHECKING:
+    from netstack.core.netdevice import NetDevice
     from netstack.userspace.process import Machine, Process
 
 __all__ = ["ARPING_USAGE", "main"]
@@ -189,33 +196,8 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     if not a.quiet:
         proc.out(f"ARPING {target} from {source} {dev.name}")
     clock = host.net.clock
-    sent = broadcasts = received = 0
-    unicast_to: bytes | None = None
-    last_sent = [0.0]
-    got_reply = trio.Event()
-
-    def on_frame(_t: float, frame: bytes, outgoing: bool) -> None:
-        nonlocal received, unicast_to
-        if outgoing or len(frame) < 42 or int.from_bytes(frame[12:14], "big") != ETH_P_ARP:
-            return
-        arp = frame[14:42]
-        if int.from_bytes(arp[6:8], "big") != ARPOP_REPLY and not a.dad:
-            return
-        sender_hw, sender_ip = arp[8:14], int.from_bytes(arp[14:18], "big")
-        target_ip = int.from_bytes(arp[24:28], "big")
-        if sender_ip != dst_ip or (not a.dad and target_ip != src_ip):
-            return
-        received += 1
-        if not a.broadcast_only:
-            unicast_to = bytes(sender_hw)
-        if not a.quiet:
-            kind = "Unicast" if frame[0:6] == bytes(dev.dev_addr) else "Broadcast"
-            mac = ":".join(f"{b:02X}" for b in sender_hw)
-            ms = (clock.now() - last_sent[0]) * 1000
-            proc.out(f"{kind} reply from {target} [{mac}]  {ms:.3f}ms")
-        got_reply.set()
-
-    tap = host.capture(dev.name, callback=on_frame)
+    st = _Arping(a, dev, src_ip, dst_ip, proc, clock.now)
+    tap = host.capture(dev.name, callback=st.queue)
     start = clock.now()
     count = a.count if a.count is not None else math.inf
     try:
@@ -223,25 +205,36 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
             proc.interrupt,
             trio.move_on_at(start + a.deadline if a.deadline is not None else math.inf),
         ):
-            while sent < count:
+            while st.sent < count:
                 op = ARPOP_REPLY if a.answer else ARPOP_REQUEST
-                dest_hw = None if unicast_to is None or announce else unicast_to
+                dest_hw = None if st.unicast_to is None or announce else st.unicast_to
                 skb = arp_create(
                     op, ETH_P_ARP, dst_ip, dev, src_ip, dest_hw, None,
                     None if not a.answer else bytes(dev.dev_addr),
                 )  # fmt: skip
+                # send_pack(): the time is taken before sendto() and kept as the
+                # last send once it returns; a reply received inside the transmit
+                # (the peer's poll at its local_bh_enable) waits in the packet
+                # socket's queue until the event loop reads it, after the send
+                now = clock.now()
                 dev_queue_xmit(skb)
-                sent += 1
-                broadcasts += dest_hw is None
-                last_sent[0] = clock.now()
+                st.last = now
+                st.sent += 1
+                st.broadcasts += dest_hw is None
+                if st.recv_all():
+                    break
                 with trio.move_on_after(a.interval):
-                    if a.first:
-                        await got_reply.wait()
-                        break
-                    await trio.sleep_forever()
+                    while True:
+                        await st.readable.wait()
+                        st.readable = trio.Event()
+                        if st.recv_all():
+                            break
+                if st.done:
+                    break
     finally:
         tap.stop()
         host.captures.remove(tap)
+    sent, broadcasts, received = st.sent, st.broadcasts, st.received
     if not a.quiet:
         proc.out(f"Sent {sent} probes ({broadcasts} broadcast(s))")
         proc.out(f"Received {received} response(s)")
@@ -250,3 +243,90 @@ async def main(proc: Process, host: Machine, argv: list[str]) -> int:
     if announce:
         return 0
     return 0 if received else 1
+
+
+class _Arping:
+    """One run's state and its packet socket's queue (iputils' ``struct run_state``)."""
+
+    def __init__(
+        self,
+        a: _Args,
+        dev: NetDevice,
+        src_ip: int,
+        dst_ip: int,
+        proc: Process,
+        now: Callable[[], float],
+    ) -> None:
+        self.a = a
+        self.dev = dev
+        self.src_ip = src_ip
+        self.dst_ip = dst_ip
+        self.proc = proc
+        self.now = now
+        self.sent = 0
+        self.broadcasts = 0
+        self.received = 0
+        self.last: float | None = None  # ctl->last: when the last probe was sent
+        self.unicast_to: bytes | None = None
+        self.done = False  # recv_pack() returned FINAL_PACKS
+        self.frames: deque[bytes] = deque()  # the packet socket's receive queue
+        self.readable = trio.Event()
+
+    def queue(self, _t: float, frame: bytes, outgoing: bool) -> None:
+        """The tap: a frame the device received joins the socket's queue."""
+        if not outgoing:
+            self.frames.append(frame)
+            self.readable.set()
+
+    def recv_all(self) -> bool:
+        """recvfrom() until the queue is empty, each frame through :meth:`recv_pack`;
+        True when one of them ends the run."""
+        frames = self.frames
+        while frames and not self.done:
+            self.done = self.recv_pack(frames.popleft())
+        frames.clear()
+        return self.done
+
+    def recv_pack(self, frame: bytes) -> bool:
+        """iputils: arping.c, recv_pack(); True for FINAL_PACKS."""
+        a = self.a
+        if len(frame) < 42 or int.from_bytes(frame[12:14], "big") != ETH_P_ARP:
+            return False
+        arp = frame[14:42]
+        if int.from_bytes(arp[6:8], "big") != ARPOP_REPLY and not a.dad:
+            return False
+        sender_hw, sender_ip = arp[8:14], int.from_bytes(arp[14:18], "big")
+        target_ip = int.from_bytes(arp[24:28], "big")
+        if sender_ip != self.dst_ip or (not a.dad and target_ip != self.src_ip):
+            return False
+        if not a.quiet:
+            dev = self.dev
+            kind = "Unicast" if frame[0:6] == bytes(dev.dev_addr) else "Broadcast"
+            mac = ":".join(f"{b:02X}" for b in sender_hw)
+            # (iputils tests ctl->last.tv_sec, never 0 on CLOCK_MONOTONIC after
+            # boot; a lab's clock starts at 0: whether a probe was sent says it)
+            when = " UNSOLICITED?" if self.last is None else _elapsed(self.last, self.now())
+            self.proc.out(f"{kind} reply from {ntoa(self.dst_ip)} [{mac}] {when}")
+        self.received += 1
+        if a.first:
+            return True
+        if not a.broadcast_only:
+            self.unicast_to = bytes(sender_hw)
+        return False
+
+
+def _elapsed(last: float, now: float) -> str:
+    """The time recv_pack() prints, with its arithmetic: microseconds rounded,
+    then ``msecs = (usecs + 500) / 1000; usecs -= msecs * 1000 - 500`` (which adds
+    half a millisecond: a reply 29 µs after the request prints `` 0.529ms``, as
+    this machine's arping printed over a veth).
+
+    iputils: arping.c, recv_pack().
+    """
+    t0, t1 = round(last * 1e9), round(now * 1e9)
+    dsec = t1 // 1_000_000_000 - t0 // 1_000_000_000
+    dnsec = t1 % 1_000_000_000 - t0 % 1_000_000_000 + 500
+    usecs = dsec * 1_000_000 + (dnsec // 1000 if dnsec >= 0 else -(-dnsec // 1000))
+    msecs = (usecs + 500) // 1000
+    usecs -= msecs * 1000 - 500
+    return f" {msecs}.{usecs:03d}ms"

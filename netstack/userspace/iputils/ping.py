@@ -13,7 +13,13 @@ ping socket (``IPPROTO_ICMPV6``, echo request 128, ``IPV6_RECVERR`` and
 bytes``, ``Destination unreachable: Address unreachable``, ``Packet too big:
 mtu=1280``, ``Time exceeded: Hop limit``).
 
-All timing is on the host's Trio clock (virtual under ``MockClock``).
+All timing is on the host's Trio clock (virtual under ``MockClock``). The
+payload's timestamp is taken before ``sendto`` and the round trip measured
+from it, so a reply received inside the request's transmit (the peer's poll
+at its ``local_bh_enable``) reads 0 ms. A probe due at an instant when a
+kernel timer fires (a neighbour's NUD timer failing the resolution) goes out
+after it, and after ping has read what it queued, as ``pinger()`` runs in
+process context after the tick's timer softirq.
 
 :func:`main` is the ``ping`` command: iputils' option letters (``-c -i -W -s
 -t -w -q``, bundled or not, the value attached or the next word), its range
@@ -318,6 +324,19 @@ async def ping(
             trio.move_on_at(start + deadline) if deadline is not None else _NO_SCOPE,
         ):
             for seq in range(1, count + 1):
+                if seq > 1:
+                    # The probe's time has come. The kernel's timers due at this
+                    # instant have fired first: ping runs in process context, after
+                    # the tick's timer softirq (and real ping's send time drifts
+                    # a few ms later each interval: pinger() counts whole ms), and
+                    # what they queued woke it (POLLERR) to be read before
+                    # pinger() sends (main_loop()). Trio wakes this task and a
+                    # timer base's at one virtual instant in the lab's seeded
+                    # order: a checkpoint puts it after them, then it reads.
+                    await trio.lowlevel.checkpoint()
+                    st.drain()
+                    if st.finished():
+                        break
                 payload = _TS.pack(clock.now()) + bytes(max(size - 8, 0))
                 header = _ECHO.pack(128 if v6 else 8, 0, 0, 0, seq)
                 try:

@@ -1,7 +1,11 @@
 """``ping``'s output, byte for byte, as iputils 20221126 printed it on Linux 6.18.
 
 The recorded texts were made with the real ``ping`` (``ping from iputils
-20221126``, run as root, so on a raw socket) in a network namespace laid out
+20221126``) on a ping socket (``SOCK_DGRAM``/``IPPROTO_ICMP``, as netstack's
+``ping`` uses: run as an unprivileged user, ``net.ipv4.ping_group_range``
+open to it; as root it takes a raw socket, which also reads the ICMP errors
+themselves and so prints ``pipe 4`` where a ping socket prints ``pipe 3``)
+in a network namespace laid out
 as ``h1`` of ``routed_hosts`` is: ``10.0.1.1/24`` on a veth whose peer answers
 nothing. Only the ``time …ms`` of the statistics line varies between runs; it
 is masked when netstack's output is compared with the recording, and checked
@@ -99,10 +103,14 @@ REAL: list[tuple[str, int, bytes, bytes, float]] = [
         b"From 10.0.1.1 icmp_seq=5 Destination Host Unreachable\n"
         b"\n"
         b"--- 10.0.1.9 ping statistics ---\n"
-        b"5 packets transmitted, 0 received, +5 errors, 100% packet loss, time 4100ms\n"
-        b"pipe 4\n",
+        b"5 packets transmitted, 0 received, +5 errors, 100% packet loss, time 4083ms\n"
+        b"pipe 3\n",
         b"",
-        6.0,  # the entry fails at 3 s; the 4th probe starts a new resolution, failing at 6 s
+        # the entry fails at 3 s, and ping reads the three errors (2 in flight after
+        # the 3rd probe: pipe 3) before its 4th probe, which starts a new resolution
+        # that fails at 6 s with the 5th probe queued too (ping.py: the timer softirq
+        # of an instant runs before the process it wakes)
+        6.0,
     ),
     (
         # -W 1: the probes are gone before ARP gives up (at 3 s): no error reached ping
@@ -131,6 +139,27 @@ REAL: list[tuple[str, int, bytes, bytes, float]] = [
     ("-c 1 192.168.7.7", 2, b"", b"ping: connect: Network is unreachable\n", 0.0),
 ]
 IDS = [args for args, *_ in REAL]
+# What Linux prints instead when its timer wheel runs ping's wait out (SO_RCVTIMEO,
+# 1 s after the 3rd probe) a tick before the neighbour's timer fails it (both round
+# up to the wheel's 32 ms granularity at HZ=250; seen under load): the 4th probe
+# finds sk_err set (sock_alloc_send_pskb → sock_error), no error ever reports it,
+# and ping lingers 10 s. netstack's virtual clock has no such skew: the tie goes to
+# the timer softirq, the outcome above (the unloaded machine's, 5 runs of 5).
+RACY: dict[str, tuple[int, bytes, bytes]] = {
+    "-c 5 10.0.1.9": (
+        1,
+        b"PING 10.0.1.9 (10.0.1.9) 56(84) bytes of data.\n"
+        b"From 10.0.1.1 icmp_seq=1 Destination Host Unreachable\n"
+        b"From 10.0.1.1 icmp_seq=2 Destination Host Unreachable\n"
+        b"From 10.0.1.1 icmp_seq=3 Destination Host Unreachable\n"
+        b"From 10.0.1.1 icmp_seq=5 Destination Host Unreachable\n"
+        b"\n"
+        b"--- 10.0.1.9 ping statistics ---\n"
+        b"5 packets transmitted, 0 received, +4 errors, 100% packet loss, time 4074ms\n"
+        b"pipe 3\n",
+        b"ping: sendmsg: No route to host\n",
+    )
+}
 SETUP = [
     "ip route del default",  # h1 has only its link: 192.168.7.7 has no route
     "ip neigh add 10.0.1.8 lladdr 02:00:00:00:00:08 dev eth0 nud permanent",
@@ -191,10 +220,13 @@ async def test_ping_prints_what_iputils_prints(
 def _can_run_linux() -> str | None:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0):
         return "needs root for a network namespace"
-    for tool in ("ip", "ping"):
+    for tool in ("ip", "ping", "setpriv"):
         if not shutil.which(tool):
             return f"needs {tool}(8)"
     return None
+
+
+_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
 
 
 def _namespace(ns: str, peer: str) -> None:
@@ -209,6 +241,10 @@ def _namespace(ns: str, peer: str) -> None:
         f"-n {ns} neigh add 10.0.1.8 lladdr 02:00:00:00:00:08 dev eth0 nud permanent",
     ):
         subprocess.run(["ip", *line.split()], check=True, capture_output=True)
+    subprocess.run(
+        ["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647"],
+        check=True,
+    )
 
 
 def test_linux_prints_the_same() -> None:
@@ -227,12 +263,16 @@ def test_linux_prints_the_same() -> None:
             if i:
                 subprocess.run(["ip", "netns", "add", ns], check=True)
             _namespace(ns, peer)
-            argv = ["ip", "netns", "exec", ns, "ping", *args.split()]
+            # an unprivileged user: iputils' ping takes a ping socket, as netstack's does
+            argv = ["ip", "netns", "exec", ns, *_NOBODY, "ping", *args.split()]
             env = {**os.environ, "LC_ALL": "C"}
             procs.append(subprocess.Popen(argv, stdout=PIPE, stderr=PIPE, env=env))
         for p, (args, status, stdout, stderr, _took) in zip(procs, REAL, strict=True):
             out, err = p.communicate(timeout=30)
-            assert (p.returncode, _mask(out), err) == (status, _mask(stdout), stderr), args
+            got = (p.returncode, _mask(out), err)
+            if args in RACY and got != (status, _mask(stdout), stderr):
+                status, stdout, stderr = RACY[args]
+            assert got == (status, _mask(stdout), stderr), args
     finally:
         for n in (n for pair in names for n in pair):
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
