@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -85,6 +86,23 @@ async def test_polls_at_bh_enable_is_the_default(autojump_clock: trio.testing.Mo
         assert len(rx.sock.receive_queue) == 1 and bh_clean()
         await trio.lowlevel.checkpoint()
         assert [(await rx.recvfrom(10))[0] for _ in range(2)] == [b"x", b"y"]
+
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_a_pings_reply_is_in_before_its_sendto_returns(
+    autojump_clock: trio.testing.MockClock, on: bool
+) -> None:
+    # b's icmp_echo transmits the reply inside the net_rx_action of a's request: it is
+    # polled in the same loop (a's instance joins the poll list), as over veth in Linux
+    async with netstack.open_lab(polls_at_bh_enable=on) as lab:
+        a, _b = pair(lab)
+        assert (await a.ping("10.0.0.2", count=1)).received == 1  # ARP resolved
+        sock = a.socket(2, 2, 1)  # AF_INET, SOCK_DGRAM, IPPROTO_ICMP: what ping makes
+        sock.sendto_nowait(struct.pack("!BBHHH", 8, 0, 0, 0, 1) + b"hello!", ("10.0.0.2", 0))
+        assert len(sock.sock.receive_queue) == on
+        reply, _ = await sock.recvfrom(100)
+        assert reply[0] == 0 and reply[8:] == b"hello!"  # an echo reply
+        assert bh_clean()
 
 
 async def test_two_labs_with_different_settings_keep_their_own(
@@ -204,17 +222,35 @@ c = socket.socket()
 c.connect(("10.9.0.2", 80))
 c.send(b"y" * 4 * 1448)
 unacked = struct.unpack_from("I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 24)[0]
-print(hits, unacked)
+def csum(d):
+    s = sum(struct.unpack(f"!{len(d) // 2}H", d))
+    s = (s >> 16) + (s & 0xFFFF)
+    return ~(s + (s >> 16)) & 0xFFFF
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+raw.setblocking(False)
+echoes = 0
+for i in range(100):
+    body = struct.pack("!BBHHH", 8, 0, 0, 77, i) + b"hello!"
+    raw.sendto(body[:2] + struct.pack("!H", csum(body)) + body[4:], ("10.9.0.2", 0))
+    try:
+        while raw.recv(200)[20] != 0:  # the request itself, then the reply
+            pass
+        echoes += 1
+    except BlockingIOError:
+        time.sleep(0.01)
+print(hits, unacked, echoes)
 """
 
 
 def test_the_kernel_receives_inside_the_senders_call_too() -> None:
     """This machine's kernel over a veth between two namespaces (GRO off, the
     ``netif_rx`` path): every datagram is in the receiver's queue when ``sendto``
-    returns, and a TCP ``send`` of four segments returns with nothing unacked
+    returns, a TCP ``send`` of four segments returns with nothing unacked
     (``tcpi_unacked`` 0: the ACKs came back in its ``local_bh_enable`` and its
-    ``release_sock`` ran them), what the two tests above check of netstack by
-    default. Skips without root or ``ip``."""
+    ``release_sock`` ran them), and every echo request's reply is in the raw
+    socket when its ``sendto`` returns (b's ``icmp_echo`` transmits it in the
+    same ``net_rx_action``): what the tests above check of netstack by default.
+    Skips without root or ``ip``."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("needs root and ip")
     a, b = f"bha{os.getpid()}", f"bhb{os.getpid()}"
@@ -237,8 +273,8 @@ def test_the_kernel_receives_inside_the_senders_call_too() -> None:
             timeout=60,
             check=True,
         )
-        hits, unacked = map(int, out.stdout.split())
-        assert (hits, unacked) == (100, 0)
+        hits, unacked, echoes = map(int, out.stdout.split())
+        assert (hits, unacked, echoes) == (100, 0, 100)
     finally:
         for ns in (a, b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
