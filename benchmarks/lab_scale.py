@@ -29,10 +29,18 @@ default. It is also opened with ``chain_polls=True``: a NAPI task polls the
 instances its poll scheduled (the next host's veth) as ``net_rx_action`` walks
 its poll list, instead of waking each one's task (``netstack/core/napi.py``,
 "Chained polls"; the same pings, about five task steps a ping fewer);
-``--unchained`` opens it without.
+``--unchained`` opens it without. And it is opened, as by default, with the
+NAPI polls a transmit raises at its ``local_bh_enable``
+(``netstack/core/napi.py``, "Polls at local_bh_enable": a ping's request,
+the bridge's or routers' forwarding and the reply are received inside the
+ping task's ``sendto``, as the kernel runs them on the sender's CPU; chained
+polls then only chain what a NAPI task's or a timer's transmit schedules);
+``--no-bh-polls`` opens it with ``polls_at_bh_enable=False``. The first line
+printed says which.
 
     python benchmarks/lab_scale.py [--hosts N] [--per-leaf K] [--spines S] [--cross]
-                                   [--shuffled] [--unchained] [--tracemalloc]
+                                   [--shuffled] [--unchained] [--no-bh-polls]
+                                   [--tracemalloc]
                                    [--profile build|ping] [--json]
     python benchmarks/lab_scale.py --hosts 10000
     python benchmarks/lab_scale.py --hosts 1000 --callgrind
@@ -202,7 +210,9 @@ async def run_once(args: argparse.Namespace) -> dict[str, Any]:
     heap = 0
     start = time.process_time(), time.perf_counter()
     closing = ExitStack()
-    async with netstack.open_lab(shuffle=args.shuffled, chain_polls=not args.unchained) as lab:
+    async with netstack.open_lab(
+        shuffle=args.shuffled, chain_polls=not args.unchained, polls_at_bh_enable=args.bh_polls
+    ) as lab:
         with measure(build, prof if args.profile == "build" else None):
             spines, leaves, end_hosts = build_fabric(
                 lab, args.hosts, per_leaf=args.per_leaf, spines=args.spines
@@ -251,10 +261,12 @@ def callgrind_main(args: argparse.Namespace) -> None:
     argv += ["--cross"] if args.cross else []
     argv += ["--shuffled"] if args.shuffled else []
     argv += ["--unchained"] if args.unchained else []
+    argv += ["--bh-polls" if args.bh_polls else "--no-bh-polls"]
     total = anchors.callgrind_instructions(argv, instr_atstart=False)
     print(
         f"{args.hosts} hosts pinging a neighbour each: {total:,} instructions, "
-        f"{total / args.hosts:,.0f} per ping (callgrind, the ping phase alone)"
+        f"{total / args.hosts:,.0f} per ping (callgrind, the ping phase alone; "
+        + ("polls at local_bh_enable)" if args.bh_polls else "NAPI tasks, --no-bh-polls)")
     )
 
 
@@ -273,6 +285,12 @@ def main() -> None:
         "--unchained",
         action="store_true",
         help="every NAPI instance polled by its own task (open_lab's default)",
+    )
+    parser.add_argument(
+        "--bh-polls",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="NAPI polls at the transmit's local_bh_enable (default: on, as a lab's)",
     )
     parser.add_argument("--tracemalloc", action="store_true", help="measure the Python heap")
     parser.add_argument("--profile", choices=("build", "ping"), help="cProfile one phase")
@@ -295,6 +313,7 @@ def main() -> None:
     n, routers = r["hosts"], r["routers"]
     order = "shuffled" if args.shuffled else "in reverse creation order"
     order += "; NAPI polls unchained" if args.unchained else "; NAPI polls chained"
+    order += "; polls at local_bh_enable" if args.bh_polls else "; no polls at local_bh_enable"
     print(f"{n} hosts + {routers} routers (Python {sys.version.split()[0]}; woken tasks {order})")
     for phase in r["phases"]:
         print(f"  {phase}")

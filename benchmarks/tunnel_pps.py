@@ -22,6 +22,13 @@ per packet is compared with the direct path's.
 ``--stream-only`` with it counts the stream alone (``--instr-atstart=no``,
 switched on after the lab is built and a warm batch): the figure per lever.
 
+The labs are opened as by default, with the NAPI polls a transmit raises at
+its ``local_bh_enable`` (``netstack.core.napi``: ``b``'s poll, the
+decapsulation and ``udp_rcv`` in the sender's ``sendmmsg``, as the kernel
+runs them); ``--no-bh-polls`` opens them with ``polls_at_bh_enable=False``
+(each NAPI instance polled by its task), for comparison. Each figure's line
+says which.
+
     python benchmarks/tunnel_pps.py [--packets N] [--profile KIND] [--callgrind]
                                     [--stream-only] [--kind KIND] [--no-anchors]
 """
@@ -48,12 +55,19 @@ KINDS = {
     "ipip": "type ipip",
 }
 TARGET_EXTRA = 1.0  # the tunnel adds at most one direct path: ratio ≤ 2
+# polls at local_bh_enable (module doc): the lab's default; --no-bh-polls turns them off
+BH_POLLS = True
+
+
+def polls_note() -> str:
+    """Which receive the runs measure, for the printed lines."""
+    return "polls at local_bh_enable" if BH_POLLS else "NAPI tasks (--no-bh-polls)"
 
 
 async def run_once(
     kind: str, packets: int, batch: int, instrument: bool = False
 ) -> tuple[float, float, int, int]:
-    async with netstack.open_lab() as lab:
+    async with netstack.open_lab(polls_at_bh_enable=BH_POLLS) as lab:
         a, b = lab.add_host("a"), lab.add_host("b")
         lab.add_link("a:eth0", "b:eth0")
         a.ip("addr add 192.0.2.1/24 dev eth0")
@@ -88,7 +102,7 @@ def measure(kind: str, packets: int, batch: int = 64) -> float:
         f"UDP 200 B over {kind:17s}: {packets:7d} packets in {elapsed:6.2f} s "
         f"= {packets / elapsed:8,.0f} packets/s ({1e6 * elapsed / packets:5.1f} "
         f"µs/packet), CPU {cpu:5.2f} s = {packets / max(cpu, 1e-9):8,.0f} packets/s, "
-        f"HARD_TX_LOCK taken {lock} times, {drops} dropped"
+        f"HARD_TX_LOCK taken {lock} times, {drops} dropped; {polls_note()}"
     )
     return cpu / packets
 
@@ -110,6 +124,7 @@ def callgrind_per_packet(kind: str, packets: int, stream_only: bool = False) -> 
     as ``udp_pps.py --stream-only``): the figure per lever.
     """
     argv = [__file__, "--kind", kind, "--no-anchors", "--no-ratio"]
+    argv.append("--bh-polls" if BH_POLLS else "--no-bh-polls")
     if stream_only:
         argv.append("--instrument-stream")
     atstart = not stream_only
@@ -122,7 +137,10 @@ def callgrind(kinds: list[str], packets: int, stream_only: bool = False) -> dict
     """Print and return each kind's instructions per packet, with the ratio to direct."""
     per = {kind: callgrind_per_packet(kind, packets, stream_only) for kind in ["direct", *kinds]}
     for kind, n in per.items():
-        print(f"UDP 200 B over {kind:17s}: {n:9,.0f} instructions per packet (callgrind)")
+        print(
+            f"UDP 200 B over {kind:17s}: {n:9,.0f} instructions per packet "
+            f"(callgrind; {polls_note()})"
+        )
     for kind in kinds:
         print(ratio_line(kind, per[kind] / per["direct"], "instructions"))
     return per
@@ -147,9 +165,17 @@ def main() -> None:
         action="store_true",
         help="with --callgrind: count the stream alone (the figure per lever)",
     )
+    parser.add_argument(
+        "--bh-polls",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="NAPI polls at the transmit's local_bh_enable (default: on, as a lab's)",
+    )
     parser.add_argument("--no-ratio", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global BH_POLLS
+    BH_POLLS = args.bh_polls
     anchors.repeatable_scheduling()  # the same task order from the first step
     kinds = [k for k in KINDS if k != "direct" and (not args.kind or k in args.kind)]
     if args.callgrind:

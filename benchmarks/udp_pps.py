@@ -14,11 +14,13 @@ way, and the kernel over veth between two network namespaces (root only;
     python benchmarks/udp_pps.py [--packets N] [--batch B] [--profile] [--callgrind]
                                  [--no-anchors]
 
-One datagram per call runs with the NAPI polls a transmit raises at its
-``local_bh_enable`` (``netstack.core.napi``, "Polls at local_bh_enable": the
-receiver's poll and ``udp_rcv`` in the sender's task, as the kernel runs
-them), batched calls without (a poll per datagram costs more than one per
-batch here); ``--bh-polls``/``--no-bh-polls`` sets it for both.
+Both run as a lab does by default: with the NAPI polls a transmit raises at
+its ``local_bh_enable`` (``netstack.core.napi``, "Polls at local_bh_enable":
+the receiver's poll and ``udp_rcv`` in the sender's task, as the kernel runs
+them; a batch of 64 is 64 polls of one datagram, each in its transmit).
+``--no-bh-polls`` opens the lab with ``polls_at_bh_enable=False`` (b's NAPI
+task polls after each call: one poll per batch), for comparison; each line
+says which it measured.
 
 ``--callgrind`` runs the batched benchmark twice under ``valgrind
 --tool=callgrind`` (``PYTHONHASHSEED=0``), with 0 and with ``--packets``
@@ -46,13 +48,20 @@ from benchmarks import anchors, stream
 TARGET_BATCHED = 150_000  # packets/s on one core (per CPU second)
 TARGET_PER_CALL = 80_000
 TARGET_INSTRUCTIONS = 45_000  # per packet, batched
-# polls at local_bh_enable (module doc): None, per call only; --bh-polls/--no-bh-polls
-BH_POLLS: bool | None = None
+# polls at local_bh_enable (module doc): the lab's default; --no-bh-polls turns them off
+BH_POLLS = True
 
 
 def bh_polls(batch: int) -> bool:
-    """Whether a run of *batch* datagrams a call polls at local_bh_enable."""
-    return batch == 1 if BH_POLLS is None else BH_POLLS
+    """Whether a run of *batch* datagrams a call polls at local_bh_enable (either
+    batch: the option, the lab's default unless ``--no-bh-polls``)."""
+    del batch
+    return BH_POLLS
+
+
+def polls_note(batch: int) -> str:
+    """Which receive the run measured, for its printed line."""
+    return "polls at local_bh_enable" if bh_polls(batch) else "NAPI tasks (--no-bh-polls)"
 
 
 async def run_once(packets: int, batch: int, instrument: bool = False) -> tuple[float, float, int]:
@@ -95,7 +104,7 @@ def callgrind(packets: int, batch: int, stream_only: bool = False) -> float:
     total = count(packets, batch)
     per_packet = (total - base) / packets
     what = "the stream alone, " if stream_only else ""
-    what += "polls at local_bh_enable, " if bh_polls(batch) else ""
+    what += polls_note(batch) + ", "
     print(
         f"UDP 200 B over veth, batch {batch:3d}: {per_packet:,.0f} instructions "
         f"per packet (callgrind, {what}{packets} packets less 0); "
@@ -115,8 +124,7 @@ def measure(
     print(
         f"UDP 200 B over veth, batch {batch:3d}: {packets:8d} packets in {elapsed:6.2f} s "
         f"= {packets / elapsed:10,.0f} packets/s  ({1e6 * elapsed / packets:5.2f} µs/packet, "
-        f"{drops} dropped); CPU {cpu:6.2f} s = {pps:10,.0f} packets/s"
-        + ("; polls at local_bh_enable" if bh_polls(batch) else "")
+        f"{drops} dropped); CPU {cpu:6.2f} s = {pps:10,.0f} packets/s; {polls_note(batch)}"
     )
     print(
         f"  target ≥ {target:,} packets/s per CPU s: " + anchors.verdict(pps, target, at_least=True)
@@ -151,8 +159,8 @@ def main() -> None:
     parser.add_argument(
         "--bh-polls",
         action=argparse.BooleanOptionalAction,
-        default=None,
-        help="NAPI polls at the transmit's local_bh_enable (default: per call only)",
+        default=True,
+        help="NAPI polls at the transmit's local_bh_enable (default: on, as a lab's)",
     )
     parser.add_argument("--batched-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--instrument-stream", action="store_true", help=argparse.SUPPRESS)

@@ -15,6 +15,7 @@ import pytest
 import trio
 
 import netstack
+from netstack.core import napi as _napi
 from netstack.core.netdevice import NetDevice
 from netstack.core.skbuff import SkBuff, alloc_skb
 from netstack.core.sock import AF_INET, SOCK_STREAM
@@ -33,6 +34,7 @@ __all__ = [
     "Term",
     "add_addr",
     "add_route",
+    "bh_clean",
     "build_sites",
     "connected_tcp",
     "dummy_host",
@@ -42,6 +44,7 @@ __all__ = [
     "routed",
     "stream_transfer",
     "udp_skb",
+    "warm_udp_pair",
 ]
 
 
@@ -309,3 +312,24 @@ def host_after(lab: netstack.Lab, setup: Iterable[str], name: str = "h") -> nets
     for command in setup:
         h.ip(command)
     return h
+
+
+def bh_clean() -> bool:
+    """Is the process's softirq state at rest (core/napi.py, "Polls at
+    local_bh_enable"): bottom halves enabled and nothing on the poll list?"""
+    return not _napi.BH.poll_list and _napi.BH.state == _napi.BH_ENABLED
+
+
+async def warm_udp_pair(
+    lab: netstack.Lab,
+) -> tuple[netstack.Host, netstack.Host, Socket, Socket]:
+    """``a`` — veth — ``b`` (:func:`pair`), a UDP receiver bound to 10.0.0.2:9 on
+    ``b`` and a sender on ``a`` whose first datagram (``warm``, received) resolved
+    ARP and started the tasks: (a, b, tx, rx)."""
+    a, b = pair(lab)
+    rx = b.socket(2, 2)
+    await rx.bind(("10.0.0.2", 9))
+    tx = a.socket(2, 2)
+    await tx.sendto(b"warm", ("10.0.0.2", 9))
+    assert await rx.recvfrom(100) == (b"warm", ("10.0.0.1", tx.getsockname()[1]))
+    return a, b, tx, rx

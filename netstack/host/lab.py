@@ -70,7 +70,32 @@ Freezing and the thresholds belong to the interpreter, not to one lab: the
 last open lab to close unfreezes and puts the caller's thresholds back (if
 nobody changed them meanwhile), even when closing its adapters fails.
 
-Scheduling: a lab runs Trio in its deterministic mode (:func:`seed_trio_scheduler`),
+Scheduling: where a packet is received. In functional mode (the default,
+``open_lab(polls_at_bh_enable=True)``) a transmit from process context (a
+socket call, a command, a ping) runs the NAPI polls it raised before it
+returns, as the ``local_bh_enable`` at the end of the kernel's
+``__dev_queue_xmit`` runs ``net_rx_action`` on the sender's CPU
+(``netstack/core/napi.py``, "Polls at local_bh_enable"): over veth a UDP
+datagram is in the receiver's queue when ``sendto`` returns, a ping's echo
+reply is back in the pinging socket before its ``sendto`` returns (the peer's
+``icmp_echo`` transmits it in the same ``net_rx_action``), a forwarded packet
+crosses every hop of a veth path in that one call, and a TCP sender's ACKs
+come back into its own backlog while it holds the socket lock (loopback's
+``netif_rx`` too). A ``nic`` link (a cable between two machines: the far
+end's interrupt comes later, whatever its ``rate`` and ``delay``), a netem
+delay, or a transmit from softirq context (a timer's callback, a NAPI poll:
+polled when that section ends) still lets the call return first; what
+arrives later is polled by the receiver's NAPI task.
+``open_lab(polls_at_bh_enable=False)`` (or a host's
+``net.polls_at_bh_enable = False``, for its own NAPI instances) is the
+behaviour before issue 18: each NAPI instance is polled by its own Trio task
+after the call, as if every host's softirq ran on a CPU of its own (a threaded
+NAPI on another CPU), concurrently with the sender: for a test whose point
+needs that concurrency (a veth's ring filling under a burst, a reader
+running between the segments of one ``send``). Timed labs ignore it while
+their model measures: the CPU model decides where a softirq runs.
+
+Trio's order: a lab runs Trio in its deterministic mode (:func:`seed_trio_scheduler`),
 which sorts the tasks woken at one instant by creation and shuffles them with
 a generator seeded from the lab's seed: the same program and seed give the
 same packets, and another seed another interleaving. ``open_lab(shuffle=False)``
@@ -678,6 +703,16 @@ async def open_lab(
             steps (one task of the lab fires the hosts' timers, and a host's
             NET_TX task starts when first needed: module docstring). The
             lab's hosts only. Functional mode only.
+        polls_at_bh_enable: a transmit from process context runs the NAPI polls
+            it raised before it returns, as the kernel's ``local_bh_enable`` at
+            the end of ``__dev_queue_xmit`` runs ``net_rx_action`` on the
+            sender's CPU: over veth a datagram is in the receiver's queue when
+            ``sendto`` returns, a ping's reply before its ``sendto`` returns
+            (the default, True). False: each NAPI instance is polled by its own
+            task after the call, as if each host's softirq ran on a CPU of its
+            own (the behaviour before issue 18; module docstring,
+            "Scheduling"). Sets each host's ``net.polls_at_bh_enable``. The
+            lab's hosts only; ignored by a timed lab while it measures.
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.

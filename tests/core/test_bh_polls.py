@@ -2,13 +2,16 @@
 
     a ── veth ── b
 
-With :func:`set_polls_at_bh_enable` on (functional mode), ``dev_queue_xmit`` outside
-softirq context disables bottom halves, ``napi_schedule`` puts the peer's instance on
-the poll list instead of waking its task, and the transmit's ``local_bh_enable``
-runs ``do_softirq`` → ``net_rx_action`` in the caller's task: the datagram is in
-the receiver's queue when ``sendto`` returns, and a TCP segment's ACK comes back
-in the same loop to the sender's owned socket, whose backlog ``release_sock`` runs
-before the call returns. Off (the default), the NAPI tasks poll after the call.
+Functional mode's default (``open_lab(polls_at_bh_enable=True)``; each host's
+``net.polls_at_bh_enable``): ``dev_queue_xmit`` outside softirq context disables
+bottom halves, ``napi_schedule`` puts the peer's instance on the poll list instead of
+waking its task, and the transmit's ``local_bh_enable`` runs ``do_softirq`` →
+``net_rx_action`` in the caller's task: the datagram is in the receiver's queue when
+``sendto`` returns, and a TCP segment's ACK comes back in the same loop to the
+sender's owned socket, whose backlog ``release_sock`` runs before the call returns.
+A lab opened with ``polls_at_bh_enable=False`` polls each instance in its task after
+the call (each host's softirq as if on a CPU of its own); timed mode ignores the
+option (its CPU model decides where a softirq runs).
 Kernel: net/core/dev.c (__dev_queue_xmit's rcu_read_unlock_bh, net_rx_action),
 kernel/softirq.c (__local_bh_enable_ip, do_softirq).
 """
@@ -18,29 +21,22 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
+from helpers import bh_clean, warm_udp_pair
 
 import netstack
-from netstack.core import napi as _napi
-from netstack.core.napi import set_polls_at_bh_enable
+from netstack.core.net import Net
+from netstack.cpu.timed import TimedModel
 from netstack.errors import ConfigError
 from netstack.tcp.sock import TcpSock, lock_sock, release_sock
 from netstack.testing.builders import pair
-
-
-@pytest.fixture
-def bh_polls() -> Iterator[None]:
-    was = set_polls_at_bh_enable(True)
-    try:
-        yield
-    finally:
-        set_polls_at_bh_enable(was)
 
 
 class _Steps(trio.abc.Instrument):
@@ -55,38 +51,109 @@ class _Steps(trio.abc.Instrument):
 async def test_a_datagram_is_received_in_the_senders_call(
     autojump_clock: trio.testing.MockClock, on: bool
 ) -> None:
-    was = set_polls_at_bh_enable(on)
-    try:
-        async with netstack.open_lab() as lab:
-            a, b = pair(lab)
-            rx = b.socket(2, 2)
-            await rx.bind(("10.0.0.2", 9))
-            tx = a.socket(2, 2)
-            await tx.sendto(b"warm", ("10.0.0.2", 9))  # ARP resolved, tasks started
-            assert await rx.recvfrom(100) == (b"warm", ("10.0.0.1", tx.getsockname()[1]))
-            napi = b.dev("eth0").priv.napi
-            polls, schedules = napi.polls, napi.schedules
-            steps = _Steps()
-            trio.lowlevel.add_instrument(steps)
-            try:
-                tx.sendto_nowait(b"x" * 200, ("10.0.0.2", 9))
-                # on: b's poll and udp_rcv ran in this task, inside the call
-                assert (len(rx.sock.receive_queue) == 1) is on
-                assert napi.polls == polls + on and napi.schedules == schedules + 1
-                assert await rx.recvfrom(1000) == (b"x" * 200, ("10.0.0.1", tx.getsockname()[1]))
-            finally:
-                trio.lowlevel.remove_instrument(steps)
-            # off: b's NAPI task stepped to poll; on: nothing but the reader
-            assert any("napi" in name for name in steps.names) is not on
-            assert not _napi.BH.poll_list and _napi.BH.state == _napi.BH_ENABLED
-    finally:
-        set_polls_at_bh_enable(was)
+    async with netstack.open_lab(polls_at_bh_enable=on) as lab:
+        a, b, tx, rx = await warm_udp_pair(lab)
+        assert a.net.polls_at_bh_enable is b.net.polls_at_bh_enable is on
+        napi = b.dev("eth0").priv.napi
+        polls, schedules = napi.polls, napi.schedules
+        steps = _Steps()
+        trio.lowlevel.add_instrument(steps)
+        try:
+            tx.sendto_nowait(b"x" * 200, ("10.0.0.2", 9))
+            # on: b's poll and udp_rcv ran in this task, inside the call; off: b's
+            # NAPI task polls after it (the behaviour before polls at local_bh_enable)
+            assert (len(rx.sock.receive_queue) == 1) is on
+            assert napi.polls == polls + on and napi.schedules == schedules + 1
+            assert await rx.recvfrom(1000) == (b"x" * 200, ("10.0.0.1", tx.getsockname()[1]))
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+        # off: b's NAPI task stepped to poll; on: nothing but the reader
+        assert any("napi" in name for name in steps.names) is not on
+        assert bh_clean()
+
+
+async def test_polls_at_bh_enable_is_the_default(autojump_clock: trio.testing.MockClock) -> None:
+    assert Net(name="x").polls_at_bh_enable
+    async with netstack.open_lab() as lab:
+        assert lab.polls_at_bh_enable and lab.add_host("h").net.polls_at_bh_enable
+        a, b, tx, rx = await warm_udp_pair(lab)
+        assert await a.ping("10.0.0.2", count=1) is not None
+        tx.sendto_nowait(b"x", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 1  # received inside the call
+        # a host's slot decides for its own NAPI instances: b's off, b's task polls
+        b.net.polls_at_bh_enable = False
+        tx.sendto_nowait(b"y", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 1 and bh_clean()
+        await trio.lowlevel.checkpoint()
+        assert [(await rx.recvfrom(10))[0] for _ in range(2)] == [b"x", b"y"]
+
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_a_pings_reply_is_in_before_its_sendto_returns(
+    autojump_clock: trio.testing.MockClock, on: bool
+) -> None:
+    # b's icmp_echo transmits the reply inside the net_rx_action of a's request: it is
+    # polled in the same loop (a's instance joins the poll list), as over veth in Linux
+    async with netstack.open_lab(polls_at_bh_enable=on) as lab:
+        a, _b = pair(lab)
+        assert (await a.ping("10.0.0.2", count=1)).received == 1  # ARP resolved
+        sock = a.socket(2, 2, 1)  # AF_INET, SOCK_DGRAM, IPPROTO_ICMP: what ping makes
+        sock.sendto_nowait(struct.pack("!BBHHH", 8, 0, 0, 0, 1) + b"hello!", ("10.0.0.2", 0))
+        assert len(sock.sock.receive_queue) == on
+        reply, _ = await sock.recvfrom(100)
+        assert reply[0] == 0 and reply[8:] == b"hello!"  # an echo reply
+        assert bh_clean()
+
+
+async def test_two_labs_with_different_settings_keep_their_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the poll list is the process's (BH), whether an instance joins it is its host's:
+    # two labs open at once in one Trio run, each as it was opened, in either order
+    async with (
+        netstack.open_lab(polls_at_bh_enable=False) as off,
+        netstack.open_lab() as on,
+    ):
+        assert not off.polls_at_bh_enable and on.polls_at_bh_enable
+        _, _, off_tx, off_rx = await warm_udp_pair(off)
+        _, _, on_tx, on_rx = await warm_udp_pair(on)
+        for _ in range(3):
+            off_tx.sendto_nowait(b"o", ("10.0.0.2", 9))
+            on_tx.sendto_nowait(b"n", ("10.0.0.2", 9))
+            assert len(off_rx.sock.receive_queue) == 0 and len(on_rx.sock.receive_queue) == 1
+            assert bh_clean()
+            assert await on_rx.recvfrom(10) == (b"n", ("10.0.0.1", on_tx.getsockname()[1]))
+            assert await off_rx.recvfrom(10) == (b"o", ("10.0.0.1", off_tx.getsockname()[1]))
+
+
+@pytest.mark.parametrize("on", [False, True])
+async def test_timed_mode_ignores_polls_at_bh_enable(
+    autojump_clock: trio.testing.MockClock, on: bool
+) -> None:
+    # while a timed lab's model measures (charges costs), its CPU model decides where
+    # a softirq runs: b's instance is woken to its task (on b's CPU) whatever the
+    # lab's option says; outside a measurement the lab runs as a functional one
+    model = TimedModel()
+    async with netstack.open_lab(timed=model, polls_at_bh_enable=on) as lab:
+        assert lab.polls_at_bh_enable is on
+        _a, b, tx, rx = await warm_udp_pair(lab)
+        napi = b.dev("eth0").priv.napi
+        tx.sendto_nowait(b"f", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == on
+        await rx.recvfrom(10)
+        with model.measuring():
+            polls = napi.polls
+            tx.sendto_nowait(b"x" * 200, ("10.0.0.2", 9))
+            assert len(rx.sock.receive_queue) == 0 and napi.polls == polls and napi.scheduled
+            assert bh_clean()
+            assert await rx.recvfrom(1000) == (b"x" * 200, ("10.0.0.1", tx.getsockname()[1]))
+            assert napi.polls == polls + 1
 
 
 async def test_the_ack_comes_back_to_the_owned_sender_through_its_backlog(
-    autojump_clock: trio.testing.MockClock, bh_polls: None
+    autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with netstack.open_lab() as lab:
+    async with netstack.open_lab() as lab:  # the default: polls at local_bh_enable
         a, b = pair(lab)
         for host, cmd in ((a, "-K eth0 tso off gso off"), (b, "-K eth0 gro off")):
             with contextlib.suppress(ConfigError):  # already off
@@ -155,17 +222,35 @@ c = socket.socket()
 c.connect(("10.9.0.2", 80))
 c.send(b"y" * 4 * 1448)
 unacked = struct.unpack_from("I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 24)[0]
-print(hits, unacked)
+def csum(d):
+    s = sum(struct.unpack(f"!{len(d) // 2}H", d))
+    s = (s >> 16) + (s & 0xFFFF)
+    return ~(s + (s >> 16)) & 0xFFFF
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+raw.setblocking(False)
+echoes = 0
+for i in range(100):
+    body = struct.pack("!BBHHH", 8, 0, 0, 77, i) + b"hello!"
+    raw.sendto(body[:2] + struct.pack("!H", csum(body)) + body[4:], ("10.9.0.2", 0))
+    try:
+        while raw.recv(200)[20] != 0:  # the request itself, then the reply
+            pass
+        echoes += 1
+    except BlockingIOError:
+        time.sleep(0.01)
+print(hits, unacked, echoes)
 """
 
 
 def test_the_kernel_receives_inside_the_senders_call_too() -> None:
     """This machine's kernel over a veth between two namespaces (GRO off, the
     ``netif_rx`` path): every datagram is in the receiver's queue when ``sendto``
-    returns, and a TCP ``send`` of four segments returns with nothing unacked
+    returns, a TCP ``send`` of four segments returns with nothing unacked
     (``tcpi_unacked`` 0: the ACKs came back in its ``local_bh_enable`` and its
-    ``release_sock`` ran them), what the two tests above check of netstack with
-    the option on. Skips without root or ``ip``."""
+    ``release_sock`` ran them), and every echo request's reply is in the raw
+    socket when its ``sendto`` returns (b's ``icmp_echo`` transmits it in the
+    same ``net_rx_action``): what the tests above check of netstack by default.
+    Skips without root or ``ip``."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("needs root and ip")
     a, b = f"bha{os.getpid()}", f"bhb{os.getpid()}"
@@ -188,8 +273,8 @@ def test_the_kernel_receives_inside_the_senders_call_too() -> None:
             timeout=60,
             check=True,
         )
-        hits, unacked = map(int, out.stdout.split())
-        assert (hits, unacked) == (100, 0)
+        hits, unacked, echoes = map(int, out.stdout.split())
+        assert (hits, unacked, echoes) == (100, 0, 100)
     finally:
         for ns in (a, b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)

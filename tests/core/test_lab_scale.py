@@ -603,14 +603,19 @@ class _NapiSteps(trio.abc.Instrument):
         self.steps += "/napi/" in task.name
 
 
-async def _switched_pings(chain: bool, *, beside: bool = False) -> tuple[int, int]:
+async def _switched_pings(
+    chain: bool, *, beside: bool = False, bh: bool = False
+) -> tuple[int, int]:
     """Eight hosts on a switch ping a neighbour each: (replies, NAPI task steps);
-    *beside*: with an idle chaining lab open meanwhile."""
+    *beside*: with an idle chaining lab open meanwhile; *bh*: polls at
+    local_bh_enable (the default; off here, each NAPI polled by its task)."""
     async with contextlib.AsyncExitStack() as stack:
         if beside:
             idle = await stack.enter_async_context(netstack.open_lab(chain_polls=True))
             idle.add_host("idle", sysctls=IPV4_ONLY)
-        lab = await stack.enter_async_context(netstack.open_lab(shuffle=False, chain_polls=chain))
+        lab = await stack.enter_async_context(
+            netstack.open_lab(shuffle=False, chain_polls=chain, polls_at_bh_enable=bh)
+        )
         lab.add_switch("s1", sysctls=IPV4_ONLY)
         hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(8)]
         for i, h in enumerate(hosts):
@@ -635,6 +640,11 @@ async def _switched_pings(chain: bool, *, beside: bool = False) -> tuple[int, in
 async def test_chained_polls_take_fewer_napi_task_steps(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
+    # chained polls shorten the steps of NAPI tasks: they matter in a lab whose hosts'
+    # NAPI instances are polled by their tasks (polls_at_bh_enable=False); by default
+    # every poll of a ping runs in the ping's own transmits (net_rx_action at its
+    # local_bh_enable, the switch's forwarding and the reply included): no NAPI step
+    assert await _switched_pings(False, bh=True) == await _switched_pings(True, bh=True) == (8, 0)
     replies, steps = await _switched_pings(False)
     chained_replies, chained_steps = await _switched_pings(True)
     assert replies == chained_replies == 8
@@ -818,10 +828,14 @@ async def test_a_chaining_lab_starts_a_napi_task_at_its_first_need(
     """In a lab that chains polls, an instance polled only from the lab's poll list
     never has a task: the switch ports' NAPI instances, scheduled while a runner
     polls, are all polled from the list; a host's own veth instance gets its task
-    when its first packet arrives from outside a poll (a ping task's transmit)."""
+    when its first packet arrives from outside a poll (a ping task's transmit) in a
+    lab whose NAPI instances are polled by their tasks (``polls_at_bh_enable=False``).
+    By default that transmit polls it at its ``local_bh_enable``: no task at all."""
     names = []
-    for chain in (False, True):
-        async with netstack.open_lab(shuffle=False, chain_polls=chain) as lab:
+    for chain, bh in ((False, False), (True, False), (True, True)):
+        async with netstack.open_lab(
+            shuffle=False, chain_polls=chain, polls_at_bh_enable=bh
+        ) as lab:
             lab.add_switch("s1", sysctls=IPV4_ONLY)
             hosts = [lab.add_host(f"h{i}", sysctls=IPV4_ONLY) for i in range(4)]
             for i, h in enumerate(hosts):
@@ -833,7 +847,8 @@ async def test_a_chaining_lab_starts_a_napi_task_at_its_first_need(
             assert result.received == 1
             after = sorted(n for n in _task_names() if "/napi/" in n)
             names.append((before, after))
-    (eager, eager_after), (lazy, lazy_after) = names
+    (eager, eager_after), (lazy, lazy_after), (bh_polled, bh_polled_after) = names
     assert len(eager) == len(eager_after) == 8  # 4 host veths, 4 switch ports
     assert lazy == []
     assert 0 < len(lazy_after) < len(eager_after)
+    assert bh_polled == bh_polled_after == []

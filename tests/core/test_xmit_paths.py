@@ -144,6 +144,11 @@ async def test_veth_full_ring_drops_without_a_qdisc(
     two_hosts: tuple[netstack.Host, netstack.Host], autojump_clock: trio.testing.MockClock
 ) -> None:
     a, b = two_hosts
+    # by default each sendto's local_bh_enable polls b (net_rx_action in a's call):
+    # the ring never holds more than one skb. It fills when b's NAPI runs elsewhere
+    # (a threaded NAPI's kthread on another CPU: ____napi_schedule wakes it instead
+    # of queueing it on this CPU's poll_list), what polls_at_bh_enable=False models
+    b.net.polls_at_bh_enable = False
     await a.ping("10.0.0.2")
     sock = a.socket()
     # 256 skbs of truesize 832 in the ring fill the default 212992-byte send buffer
@@ -158,10 +163,37 @@ async def test_veth_full_ring_drops_without_a_qdisc(
     assert a.drops()["FULL_RING"] == 300 - 256
 
 
+async def test_veth_ring_fills_only_in_a_burst_from_softirq_context(
+    two_hosts: tuple[netstack.Host, netstack.Host], autojump_clock: trio.testing.MockClock
+) -> None:
+    a, b = two_hosts  # the default: polls at local_bh_enable
+    # GRO on: the kernel's veth then uses its ring and NAPI too, as netstack's always
+    # does (without, the kernel's __netif_rx queues to the 1000-packet backlog)
+    b.ethtool("-K eth0 gro on")
+    await a.ping("10.0.0.2")
+    sock = a.socket()
+    a.sysctl("net.core.wmem_max=1048576")
+    sock.setsockopt(SOL_SOCKET, SO_SNDBUF, 1 << 20)
+    for _ in range(300):  # process context: each sendto's local_bh_enable polls b
+        sock.sendto_nowait(b"x" * 20, ("10.0.0.2", 9))
+    assert b.snmp()["Udp"].NoPorts == 300 and a.dev("eth0").statistics().tx_dropped == 0
+
+    def burst() -> None:  # a timer's callback is softirq context: nothing polls until
+        for _ in range(300):  # it returns (__do_softirq goes on from TIMER to NET_RX)
+            sock.sendto_nowait(b"x" * 20, ("10.0.0.2", 9))
+
+    a.net.timers.timer(burst, "burst").mod(a.net.clock.jiffies + 1)
+    await trio.sleep(0.1)
+    assert a.dev("eth0").statistics().tx_dropped == 300 - 256
+    assert a.drops()["FULL_RING"] == 300 - 256
+    assert b.snmp()["Udp"].NoPorts == 300 + 256
+
+
 async def test_veth_with_a_qdisc_stops_and_wakes_instead_of_dropping(
     two_hosts: tuple[netstack.Host, netstack.Host], autojump_clock: trio.testing.MockClock
 ) -> None:
     a, b = two_hosts
+    b.net.polls_at_bh_enable = False  # b's NAPI on a CPU of its own: as above
     await a.ping("10.0.0.2")
     dev = a.dev("eth0")
     q = PfifoFastQdisc(a.net, dev.tx_queues[0])

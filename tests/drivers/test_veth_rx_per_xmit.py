@@ -25,6 +25,11 @@ async def test_the_packet_that_schedules_a_poll_decides_rx_per_xmit(
 ) -> None:
     async with open_test_lab() as lab:
         a, b = pair(lab)
+        # b's poll must stay pending across two transmits: with polls at local_bh_enable
+        # (the default) each request's transmit polls b before it returns, as the
+        # kernel's net_rx_action does on the sender's CPU; b's NAPI on a CPU of its own
+        # (polls_at_bh_enable False: its task polls) leaves it scheduled meanwhile
+        b.net.polls_at_bh_enable = False
         await trio.sleep(1)  # carriers up
         dev, peer = a.dev("eth0"), b.dev("eth0")
         napi = peer.priv.napi
@@ -48,3 +53,10 @@ async def test_the_packet_that_schedules_a_poll_decides_rx_per_xmit(
         b.ethtool("-K eth0 gro off")
         request()
         assert napi.rx_per_xmit
+        # polls at local_bh_enable (the default): the request's transmit polls b
+        # before it returns, so no poll is pending for a later packet to find
+        b.net.polls_at_bh_enable = True
+        await trio.sleep(0.001)
+        polls = napi.polls
+        request()
+        assert napi.polls == polls + 1 and not napi.scheduled and napi.rx_per_xmit
