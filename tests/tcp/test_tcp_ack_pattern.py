@@ -46,7 +46,13 @@ async def test_a_window_under_two_segments_earns_one_quick_ack(lab: Lab) -> None
 
 
 async def _ack_steps(
-    lab: Lab, size: int, *, tso: bool = True, kind: str = "veth", **link: float
+    lab: Lab,
+    size: int,
+    *,
+    tso: bool = True,
+    kind: str = "veth",
+    bh_polls: bool = False,
+    **link: float,
 ) -> tuple[int, list[int]]:
     """Send *size* bytes a → b in one ``sendall``, b reading ``recv(65536)`` in a loop.
 
@@ -59,9 +65,9 @@ async def _ack_steps(
     woken on another CPU (``sk_data_ready``), reads meanwhile; netstack runs one
     thing at a time, so only the NAPI task's cut-short poll lets it read between
     one ``sendall``'s segments (with the default the whole flight is received
-    inside the ``sendall`` before the reader runs).
+    inside the ``sendall`` before the reader runs; *bh_polls* keeps it).
     """
-    lab.polls_at_bh_enable = False  # before the hosts: add_host copies it
+    lab.polls_at_bh_enable = bh_polls  # before the hosts: add_host copies it
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind=kind, **link)  # type: ignore[arg-type]
     builders.add_addr(a, "eth0", "10.0.0.1/24")
@@ -122,6 +128,27 @@ async def test_a_veth_receiver_acks_every_segment_or_two_as_the_reader_keeps_up(
     assert steps[:22] == [MSS] * 22
     assert Counter(steps[22:]) == Counter({2 * MSS: 78, MSS: 3})
     assert len(steps) == 103
+
+
+async def test_with_polls_at_bh_enable_the_reader_acks_what_one_send_left(
+    lab: Lab, autojump_clock: object
+) -> None:
+    """The default (one machine, reader and sender as if on one CPU): each
+    segment is received at its transmit's ``local_bh_enable`` inside the
+    ``sendall`` and quick-ACKed into the sender's backlog, which
+    ``release_sock`` runs; once the quick ACKs are spent the receiver offers no
+    larger window until the reader, which runs only when the sender waits for
+    send-buffer space, drains what that call left and ``tcp_cleanup_rbuf`` ACKs
+    it all: 20 single-segment ACKs, then one each for 30, 50, 45 and 36
+    segments. Linux 6.18 over a veth with TSO and GSO off, 256 KB, reader and
+    writer on one CPU or not (``scripts/linux_ack_pattern.py``, 8 runs): 21
+    single-segment ACKs, then 31, 31 and 44 segments in every run, then one ACK
+    for 1 and one for 53 (26 ACKs) or single-segment ACKs to the end (79).
+    """
+    segments, steps = await _ack_steps(lab, 256 << 10, tso=False, bh_polls=True)
+    assert segments == 182
+    # the last ACK also covers the 56 bytes of the last segment and the FIN
+    assert steps == [MSS] * 20 + [30 * MSS, 50 * MSS, 45 * MSS, 36 * MSS + 56 + 1]
 
 
 async def test_a_rate_limited_link_gives_the_same_per_segment_pattern(

@@ -13,7 +13,7 @@ import struct
 import dpkt
 import pytest
 import trio
-from helpers import add_addr, recv_all
+from helpers import add_addr, connected_tcp, recv_all
 
 from netstack.core.sock import AF_INET, SOCK_STREAM
 from netstack.host import Host, Lab
@@ -302,10 +302,7 @@ async def test_closes_one_after_the_other_over_a_veth(lab: Lab, autojump_clock: 
     it closes: only a goes through TIME_WAIT. Linux 6.18, a veth between two
     namespaces, one thread: a in TIME_WAIT (06), b none."""
     a, b = pair(lab)
-    srv = await listener(b)
-    c = a.socket(AF_INET, SOCK_STREAM)
-    await c.connect(("10.0.0.2", PORT))
-    conn, _ = await srv.accept()
+    c, conn = await connected_tcp(a, b, PORT)
     c.close()
     assert st(conn) == "CLOSE-WAIT"
     conn.close()

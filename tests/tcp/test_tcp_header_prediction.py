@@ -150,13 +150,7 @@ async def test_the_sender_reserves_forward_memory_in_pages(
     returns: over a veth its ACK is received at the transmit's ``local_bh_enable``
     and run by ``release_sock`` inside the call (both figures 0 already)."""
     # a 10.0.0.1 — b 10.0.0.2
-    a, b = builders.pair(lab, kind="nic", delay=0.001)
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("0.0.0.0", 5001))
-    srv.listen(1)
-    cli = a.socket(AF_INET, SOCK_STREAM)
-    await cli.connect(("10.0.0.2", 5001))
-    conn, _ = await srv.accept()
+    cli, conn = await connected_tcp(*builders.pair(lab, kind="nic", delay=0.001), 5001)
     sk = cli.sock
     assert isinstance(sk, TcpSock)
     assert (sk.sk_wmem_queued, sk.sk_forward_alloc) == (0, 0)  # the SYN's page went back
@@ -176,13 +170,7 @@ async def test_over_a_veth_the_send_returns_acknowledged(lab: Lab, autojump_cloc
     gives the page back) before ``send`` returns: nothing queued, nothing reserved.
     (Linux 6.18 over a veth: ``tcpi_unacked`` 0 when ``send`` returns,
     tests/core/test_bh_polls.py.)"""
-    a, b = builders.pair(lab)
-    srv = b.socket(AF_INET, SOCK_STREAM)
-    await srv.bind(("0.0.0.0", 5001))
-    srv.listen(1)
-    cli = a.socket(AF_INET, SOCK_STREAM)
-    await cli.connect(("10.0.0.2", 5001))
-    conn, _ = await srv.accept()
+    cli, conn = await connected_tcp(*builders.pair(lab), 5001)
     sk = cli.sock
     assert isinstance(sk, TcpSock)
     await cli.send(b"x" * 100)
