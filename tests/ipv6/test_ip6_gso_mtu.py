@@ -44,15 +44,6 @@ SETUP = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="polls at local_bh_enable: the first Packet Too Big reaches A inside its send, "
-    "while sendmsg owns the socket, and netstack's tcp_v6_err updates the route's PMTU at "
-    "once (ip6_update_pmtu), so A's next segments fail locally: 5 Packet Too Bigs, not "
-    "Linux's 10; the kernel's tcp_v6_err only sets mtu_info and TCP_MTU_REDUCED_DEFERRED "
-    "for an owned socket, and tcp_v6_mtu_reduced (inet6_csk_update_pmtu) runs at "
-    "release_sock. A fix of netstack/ipv6/tcp_ipv6.py (not this branch's file) gives 10.",
-)
 async def test_gro_skbs_over_a_smaller_route_mtu(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:
