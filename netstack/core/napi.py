@@ -162,6 +162,8 @@ BH: Final = SoftirqState()
     "napi_poll",
     "__napi_poll",
     "napi_complete_done",
+    "include/net/gro.h",
+    "gro_flush",
 )
 def do_softirq(budget: int) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
@@ -180,7 +182,8 @@ def do_softirq(budget: int) -> None:
     it.
 
     Kernel: kernel/softirq.c, do_softirq() / __do_softirq(); net/core/dev.c,
-    net_rx_action() / napi_poll() / __napi_poll() / napi_complete_done().
+    net_rx_action() / napi_poll() / __napi_poll() / napi_complete_done();
+    include/net/gro.h, gro_flush().
     """
     bh = BH
     poll_list = bh.poll_list
@@ -208,12 +211,12 @@ def do_softirq(budget: int) -> None:
                 elif work < weight:
                     napi.scheduled = False  # napi_complete_done()
                     gro = napi.gro
-                    if gro is not None and gro.bitmask:  # n->gro_bitmask: held skbs
+                    if gro is not None and gro.bitmask:  # gro_flush(): gro->bitmask, held skbs
                         gro.flush(napi, False)
                 else:
                     napi.full_polls += 1
                     gro = napi.gro
-                    if gro is not None and gro.bitmask:  # __napi_poll(): flush old flows
+                    if gro is not None and gro.bitmask:  # __napi_poll(): old flows (gro_flush)
                         gro.flush(napi, True)
                 budget -= work
             if napi.scheduled:
@@ -363,14 +366,26 @@ class Napi:
                 self.unstarted = False
                 self.net.start_deferred(self.run, self.name)
 
-    @kernel("net/core/dev.c", "napi_poll", "__napi_poll", "napi_complete_done")
+    @kernel(
+        "net/core/dev.c",
+        "napi_poll",
+        "__napi_poll",
+        "napi_complete_done",
+        "include/net/gro.h",
+        "gro_flush",
+    )
     def poll_once(self) -> int:
         """Run one poll synchronously (the body of the task; also for tests).
 
         :func:`do_softirq` has this written out for a host without a timed
         model: keep the two in step.
 
-        Kernel: net/core/dev.c, napi_poll() / __napi_poll() / napi_complete_done().
+        The GRO flush is ``gro_flush``'s: nothing without held skbs (6.x, a static
+        inline of gro.h that tests ``gro->bitmask``; earlier kernels:
+        ``napi_complete_done`` and ``__napi_poll`` test ``n->gro_bitmask``).
+
+        Kernel: net/core/dev.c, napi_poll() / __napi_poll() / napi_complete_done();
+        include/net/gro.h, gro_flush().
         """
         cpus = self.cpus
         cpus.run_on(self.cpu)
@@ -387,12 +402,12 @@ class Napi:
         if work < weight:
             self.scheduled = False  # napi_complete_done()
             gro = self.gro
-            if gro is not None and gro.bitmask:  # n->gro_bitmask: held skbs
+            if gro is not None and gro.bitmask:  # gro_flush(): gro->bitmask, held skbs
                 gro.flush(self, False)
         else:
             self.full_polls += 1
             gro = self.gro
-            if gro is not None and gro.bitmask:  # __napi_poll(): flush old flows
+            if gro is not None and gro.bitmask:  # __napi_poll(): old flows (gro_flush)
                 gro.flush(self, True)
         return work
 
