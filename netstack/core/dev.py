@@ -669,40 +669,6 @@ def netdev_pick_tx(dev: NetDevice, skb: SkBuff) -> int:
     "local_bh_enable",
     "kernel/softirq.c",
     "__local_bh_enable_ip",
-)
-def dev_queue_xmit(skb: SkBuff) -> int:
-    """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
-
-    Returns what :func:`__dev_queue_xmit` returns. Outside softirq context it
-    runs with bottom halves disabled (``__dev_queue_xmit``'s
-    ``rcu_read_lock_bh``), and its ``local_bh_enable`` runs the NAPI polls the
-    transmit raised, in the caller's task (functional mode;
-    ``netstack.core.napi``, "Polls at local_bh_enable"). Inside a softirq (a
-    NAPI poll, or the polls such a transmit runs) softirqs do not nest: the
-    instances it schedules are polled by the loop already running.
-
-    Kernel: include/linux/netdevice.h, dev_queue_xmit(); include/linux/bottom_half.h,
-    local_bh_disable() / local_bh_enable(); kernel/softirq.c, __local_bh_enable_ip().
-    """
-    bh = BH
-    if bh.state != BH_ENABLED:
-        return __dev_queue_xmit(skb)
-    dev = skb.dev
-    assert dev is not None
-    bh.state = BH_DISABLED  # local_bh_disable()
-    try:
-        rc = __dev_queue_xmit(skb)
-    except BaseException:
-        bh.state = BH_ENABLED
-        wakeup_softirqd()  # the list must not outlive the section (napi module doc)
-        raise
-    bh.state = BH_ENABLED
-    if bh.poll_list:  # local_bh_enable(): !in_interrupt() && local_softirq_pending()
-        do_softirq(dev.net.netdev_budget)
-    return rc
-
-
-@kernel(
     "net/core/dev.c",
     "__dev_queue_xmit",
     "validate_xmit_skb",
@@ -711,10 +677,21 @@ def dev_queue_xmit(skb: SkBuff) -> int:
     "skb_dst_drop",
     "skb_dst_force",
 )
-def __dev_queue_xmit(skb: SkBuff) -> int:
-    """Queue *skb* for transmission on ``skb.dev`` (:func:`dev_queue_xmit`'s body).
+def dev_queue_xmit(skb: SkBuff) -> int:
+    """Queue *skb* for transmission on ``skb.dev``; the skb is consumed.
 
     Returns NET_XMIT_SUCCESS, NET_XMIT_DROP, NET_XMIT_CN or ``-ENETDOWN``.
+
+    ``dev_queue_xmit`` is a static inline of ``netdevice.h`` that calls
+    ``__dev_queue_xmit``: the two are one function here (a frame less a
+    transmit). Outside softirq context it runs with bottom halves disabled
+    (``__dev_queue_xmit``'s ``rcu_read_lock_bh``), and its ``local_bh_enable``
+    (``rcu_read_unlock_bh``, at the end: the ``finally``) runs the NAPI polls
+    the transmit raised, in the caller's task (functional mode;
+    ``netstack.core.napi``, "Polls at local_bh_enable"). Inside a softirq (a
+    NAPI poll, or the polls such a transmit runs) softirqs do not nest: the
+    instances it schedules are polled by the loop already running. A transmit
+    that raises hands the list to the instances' tasks (``wakeup_softirqd``).
 
     Without a queue (veth, tunnels, loopback) the common case of
     ``validate_xmit_skb`` (static in ``dev.c``) with ``netif_skb_features``,
@@ -725,128 +702,147 @@ def __dev_queue_xmit(skb: SkBuff) -> int:
     device that keeps it, made a held one (``skb_dst_force``), as
     ``netstack.core.dst`` has the two.
 
-    Kernel: net/core/dev.c, __dev_queue_xmit() / validate_xmit_skb() /
-    netif_skb_features() / dev_hard_start_xmit() / skb_dst_drop() /
-    skb_dst_force().
+    Kernel: include/linux/netdevice.h, dev_queue_xmit(); include/linux/bottom_half.h,
+    local_bh_disable() / local_bh_enable(); kernel/softirq.c, __local_bh_enable_ip();
+    net/core/dev.c, __dev_queue_xmit() / validate_xmit_skb() / netif_skb_features() /
+    dev_hard_start_xmit() / skb_dst_drop() / skb_dst_force().
     """
     if TIMED:
         spend("__dev_queue_xmit")
     dev = skb.dev
     assert dev is not None
-    skb.mac_header = skb.data  # skb_reset_mac_header
-    dst = skb.dst
-    if dst is not None:
-        if dev.priv_flags & IFF_XMIT_DST_RELEASE:
-            # skb_dst_drop() / refdst_drop(): a reference to put unless set without one
-            skb.dst = None
-            if skb.dst_noref:
+    bh = BH
+    outer = bh.state == BH_ENABLED  # process context: this transmit runs the softirq
+    if outer:
+        bh.state = BH_DISABLED  # rcu_read_lock_bh(): local_bh_disable()
+    try:
+        skb.mac_header = skb.data  # skb_reset_mac_header
+        dst = skb.dst
+        if dst is not None:
+            if dev.priv_flags & IFF_XMIT_DST_RELEASE:
+                # skb_dst_drop() / refdst_drop(): a reference to put unless set without one
+                skb.dst = None
+                if skb.dst_noref:
+                    skb.dst_noref = False
+                else:
+                    dst.refcnt -= 1  # dst_release()
+                    dst.releases += 1
+                line = dst.line
+                if line is not None:  # (timed mode charges a no-reference drop as a release)
+                    line.write("dst_release", atomic=True)
+            elif skb.dst_noref:
+                # skb_dst_force() / dst_hold_safe(): the device (a tunnel, loopback) keeps
+                # the route past this packet's processing: take the reference (timed mode
+                # charged the hold when the route was set)
                 skb.dst_noref = False
-            else:
-                dst.refcnt -= 1  # dst_release()
-                dst.releases += 1
-            line = dst.line
-            if line is not None:  # (timed mode charges a no-reference drop as a release)
-                line.write("dst_release", atomic=True)
-        elif skb.dst_noref:
-            # skb_dst_force() / dst_hold_safe(): the device (a tunnel, loopback) keeps
-            # the route past this packet's processing: take the reference (timed mode
-            # charged the hold when the route was set)
-            skb.dst_noref = False
-            dst.refcnt += 1
-            dst.holds += 1
-    if dev.real_num_tx_queues == 1:
-        txq = dev._tx[0]
-        skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
-    else:
-        txq = dev._tx[netdev_pick_tx(dev, skb)]
-        skb.queue_mapping = txq.index
-    q = txq.qdisc
-    if q.can_enqueue:
-        return __dev_xmit_skb(skb, q, dev, txq)
+                dst.refcnt += 1
+                dst.holds += 1
+        if dev.real_num_tx_queues == 1:
+            txq = dev._tx[0]
+            skb.queue_mapping = 0  # skb_set_queue_mapping(): drops a recorded RX queue
+        else:
+            txq = dev._tx[netdev_pick_tx(dev, skb)]
+            skb.queue_mapping = txq.index
+        q = txq.qdisc
+        if q.can_enqueue:
+            return __dev_xmit_skb(skb, q, dev, txq)
 
-    # No queue: loopback, tunnels, veth, dummy.
-    if dev.flags & IFF_UP:
-        net = dev.net
-        cpu = net.cpus.current
-        if txq.xmit_lock_owner != cpu.id:
-            if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
+        # No queue: loopback, tunnels, veth, dummy.
+        if dev.flags & IFF_UP:
+            net = dev.net
+            cpu = net.cpus.current
+            if txq.xmit_lock_owner != cpu.id:
+                if cpu.xmit_recursion > XMIT_RECURSION_LIMIT:
+                    if dev.net.net_ratelimit():  # net_crit_ratelimited()
+                        dev.log.warning(
+                            "xmit_recursion",
+                            msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
+                        )
+                    dev.stats.tx_dropped += 1
+                    kfree_skb_list(skb, DropReason.XMIT_RECURSION)
+                    return ENETDOWN_RC
+                features = dev.features
+                hw_csum = features & NETIF_F_HW_CSUM
+                lltx = features & NETIF_F_LLTX
+                summed = skb.ip_summed
+                if (
+                    skb.gso_size
+                    or skb.vlan_proto
+                    or skb.encapsulation
+                    or (
+                        summed == CHECKSUM_PARTIAL
+                        and (not hw_csum or skb.protocol == 0x8100 or skb.protocol == 0x88A8)
+                    )
+                ):
+                    vskb = validate_xmit_skb(skb, dev)
+                    if vskb is None:
+                        return NET_XMIT_DROP
+                else:
+                    # validate_xmit_skb(), static in dev.c, inline for an skb with nothing
+                    # to segment, no tag to push and no checksum the device cannot fill:
+                    # a CHECKSUM_PARTIAL one asks netif_skb_features() (inline too:
+                    # dev->features, untagged and not encapsulated) for NETIF_F_HW_CSUM
+                    if TIMED:
+                        spend("validate_xmit_skb")
+                        if summed == CHECKSUM_PARTIAL:
+                            spend("netif_skb_features")
+                    vskb = skb
+                if not lltx:  # HARD_TX_LOCK
+                    txq._xmit_lock.lock(cpu)
+                    txq.xmit_lock_owner = cpu.id
+                rest: SkBuff | None = vskb
+                state = txq.state  # !netif_xmit_stopped(): no mask for a running queue's 0
+                if not state or not state & QUEUE_STATE_ANY_XOFF:
+                    cpu.xmit_recursion += 1
+                    if vskb.next is None and not net.ptype_all and not dev.ptype_all:
+                        # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
+                        # for one skb and no taps, as in xmit.py
+                        if TIMED:
+                            spend("dev_hard_start_xmit")
+                        rc = dev.ops.ndo_start_xmit(vskb, dev)
+                        if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:
+                            txq.trans_start = net.clock.jiffies  # txq_trans_update()
+                    else:
+                        rest, rc = dev_hard_start_xmit(vskb, dev, txq)
+                    cpu.xmit_recursion -= 1
+                    if rc < NET_XMIT_MASK:  # dev_xmit_complete()
+                        if not lltx:
+                            txq.xmit_lock_owner = -1
+                            txq._xmit_lock.unlock(cpu)
+                        return rc
+                if not lltx:  # HARD_TX_UNLOCK
+                    txq.xmit_lock_owner = -1
+                    txq._xmit_lock.unlock(cpu)
                 if dev.net.net_ratelimit():  # net_crit_ratelimited()
                     dev.log.warning(
-                        "xmit_recursion",
-                        msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
+                        "virtual_device_queue",
+                        msg=f"Virtual device {dev.name} asks to queue packet!",
                     )
                 dev.stats.tx_dropped += 1
-                kfree_skb_list(skb, DropReason.XMIT_RECURSION)
+                kfree_skb_list(rest, DropReason.DEV_READY)
                 return ENETDOWN_RC
-            features = dev.features
-            hw_csum = features & NETIF_F_HW_CSUM
-            lltx = features & NETIF_F_LLTX
-            summed = skb.ip_summed
-            if (
-                skb.gso_size
-                or skb.vlan_proto
-                or skb.encapsulation
-                or (
-                    summed == CHECKSUM_PARTIAL
-                    and (not hw_csum or skb.protocol == 0x8100 or skb.protocol == 0x88A8)
-                )
-            ):
-                vskb = validate_xmit_skb(skb, dev)
-                if vskb is None:
-                    return NET_XMIT_DROP
-            else:
-                # validate_xmit_skb(), static in dev.c, inline for an skb with nothing
-                # to segment, no tag to push and no checksum the device cannot fill:
-                # a CHECKSUM_PARTIAL one asks netif_skb_features() (inline too:
-                # dev->features, untagged and not encapsulated) for NETIF_F_HW_CSUM
-                if TIMED:
-                    spend("validate_xmit_skb")
-                    if summed == CHECKSUM_PARTIAL:
-                        spend("netif_skb_features")
-                vskb = skb
-            if not lltx:  # HARD_TX_LOCK
-                txq._xmit_lock.lock(cpu)
-                txq.xmit_lock_owner = cpu.id
-            rest: SkBuff | None = vskb
-            state = txq.state  # !netif_xmit_stopped(): no mask for a running queue's 0
-            if not state or not state & QUEUE_STATE_ANY_XOFF:
-                cpu.xmit_recursion += 1
-                if vskb.next is None and not net.ptype_all and not dev.ptype_all:
-                    # dev_hard_start_xmit() / xmit_one() / netdev_start_xmit() inline
-                    # for one skb and no taps, as in xmit.py
-                    if TIMED:
-                        spend("dev_hard_start_xmit")
-                    rc = dev.ops.ndo_start_xmit(vskb, dev)
-                    if rc == NETDEV_TX_OK and txq.xmit_lock_owner != -1:
-                        txq.trans_start = net.clock.jiffies  # txq_trans_update()
-                else:
-                    rest, rc = dev_hard_start_xmit(vskb, dev, txq)
-                cpu.xmit_recursion -= 1
-                if rc < NET_XMIT_MASK:  # dev_xmit_complete()
-                    if not lltx:
-                        txq.xmit_lock_owner = -1
-                        txq._xmit_lock.unlock(cpu)
-                    return rc
-            if not lltx:  # HARD_TX_UNLOCK
-                txq.xmit_lock_owner = -1
-                txq._xmit_lock.unlock(cpu)
             if dev.net.net_ratelimit():  # net_crit_ratelimited()
                 dev.log.warning(
-                    "virtual_device_queue", msg=f"Virtual device {dev.name} asks to queue packet!"
+                    "xmit_recursion",
+                    msg=f"Dead loop on virtual device {dev.name}, fix it urgently!",
                 )
             dev.stats.tx_dropped += 1
-            kfree_skb_list(rest, DropReason.DEV_READY)
+            kfree_skb_list(skb, DropReason.XMIT_RECURSION)
             return ENETDOWN_RC
-        if dev.net.net_ratelimit():  # net_crit_ratelimited()
-            dev.log.warning(
-                "xmit_recursion", msg=f"Dead loop on virtual device {dev.name}, fix it urgently!"
-            )
         dev.stats.tx_dropped += 1
-        kfree_skb_list(skb, DropReason.XMIT_RECURSION)
+        kfree_skb_list(skb, DropReason.DEV_READY)
         return ENETDOWN_RC
-    dev.stats.tx_dropped += 1
-    kfree_skb_list(skb, DropReason.DEV_READY)
-    return ENETDOWN_RC
+    except BaseException:
+        if outer:
+            outer = False  # (the finally below has nothing left to do)
+            bh.state = BH_ENABLED
+            wakeup_softirqd()  # the list must not outlive the section (napi module doc)
+        raise
+    finally:
+        if outer:  # rcu_read_unlock_bh(): local_bh_enable()
+            bh.state = BH_ENABLED
+            if bh.poll_list:  # !in_interrupt() && local_softirq_pending()
+                do_softirq(dev.net.netdev_budget)
 
 
 @kernel("net_tx_action")

@@ -153,7 +153,18 @@ class SoftirqState:
 BH: Final = SoftirqState()
 
 
-@kernel("kernel/softirq.c", "do_softirq", "__do_softirq", "net/core/dev.c", "net_rx_action")
+@kernel(
+    "kernel/softirq.c",
+    "do_softirq",
+    "__do_softirq",
+    "net/core/dev.c",
+    "net_rx_action",
+    "napi_poll",
+    "__napi_poll",
+    "napi_complete_done",
+    "include/net/gro.h",
+    "gro_flush",
+)
 def do_softirq(budget: int) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
     meanwhile included, until *budget* packets (``netdev_budget``) are done; an
@@ -163,8 +174,16 @@ def do_softirq(budget: int) -> None:
     base's after a round of callbacks. Functional mode only; keep in step with
     :meth:`Napi._net_rx_action`.
 
+    Each poll is :meth:`Napi.poll_once` (``napi_poll`` / ``__napi_poll`` and the
+    ``napi_complete_done`` of a poll that did less than its weight) written out
+    for a host without a timed model, the case of every poll here (a frame less
+    a poll, and no ``run_on`` call: a transmit polls the peer once per packet);
+    keep the two in step. A host with a model (a timed lab before its run) calls
+    it.
+
     Kernel: kernel/softirq.c, do_softirq() / __do_softirq(); net/core/dev.c,
-    net_rx_action().
+    net_rx_action() / napi_poll() / __napi_poll() / napi_complete_done();
+    include/net/gro.h, gro_flush().
     """
     bh = BH
     poll_list = bh.poll_list
@@ -175,7 +194,31 @@ def do_softirq(budget: int) -> None:
             napi = poll_list.popleft()
             if napi.dead or not napi.scheduled:  # netif_napi_del() meanwhile
                 continue
-            budget -= napi.poll_once()
+            cpus = napi.cpus
+            if cpus.model is not None:
+                budget -= napi.poll_once()
+            else:
+                # Napi.poll_once() without a model, written out (keep in step):
+                # run_on() (the current CPU; no context to book) and the poll
+                cpus.current = cpus.cpus[napi.cpu % len(cpus.cpus)]
+                napi.yield_on_data = napi.rx_per_xmit
+                weight = napi.weight
+                work = napi.poll(napi, weight)
+                napi.polls += 1
+                napi.packets += work
+                if napi.cut_short:
+                    napi.cut_short = False  # still scheduled: its task polls again
+                elif work < weight:
+                    napi.scheduled = False  # napi_complete_done()
+                    gro = napi.gro
+                    if gro is not None and gro.bitmask:  # gro_flush(): gro->bitmask, held skbs
+                        gro.flush(napi, False)
+                else:
+                    napi.full_polls += 1
+                    gro = napi.gro
+                    if gro is not None and gro.bitmask:  # __napi_poll(): old flows (gro_flush)
+                        gro.flush(napi, True)
+                budget -= work
             if napi.scheduled:
                 napi._wake()  # work left: its own task polls again after a yield
             if budget <= 0:
@@ -238,6 +281,9 @@ class GroEngine(Protocol):
     instance (``net.gro_factory``; kernel: the ``struct gro_node`` of a ``napi_struct``).
     """
 
+    bitmask: int
+    """The hash buckets that hold skbs (``gro_bitmask``): 0, nothing to flush."""
+
     def receive(self, napi: Napi, skb: SkBuff) -> int:
         """``dev_gro_receive``: hold, merge or pass on *skb*."""
 
@@ -265,6 +311,7 @@ class Napi:
     ) -> None:
         self.dev = dev
         self.net = dev.net
+        self.cpus = dev.net.cpus  # its host's CPUs (a Net keeps its CpuSet)
         self.poll = poll
         self.weight = weight
         self.cpu = cpu
@@ -288,17 +335,22 @@ class Napi:
 
     @kernel("napi_schedule")
     def schedule(self) -> None:
-        """Ask for a poll (idempotent while scheduled). Kernel: napi_schedule()."""
+        """Ask for a poll (idempotent while scheduled).
+
+        ``veth_xmit`` (netstack/drivers/veth.py) has the poll-list case written
+        out: keep the two in step.
+
+        Kernel: napi_schedule().
+        """
         if not self.scheduled:
             self.scheduled = True
             self.schedules += 1
-            bh = BH
-            if bh.state == BH_DISABLED and self.net.polls_at_bh_enable:
+            if BH.state == BH_DISABLED and self.net.polls_at_bh_enable:
                 # a transmit's local_bh_enable (or the do_softirq it runs) polls it
                 # (the module doc's "Polls at local_bh_enable"); timed mode wakes
-                model = self.net.cpus.model
+                model = self.cpus.model
                 if model is None or not model.running:
-                    bh.poll_list.append(self)
+                    BH.poll_list.append(self)
                     return
             chain = self.net.rx_chain
             if chain is not None:  # chained polls (module doc; never in timed mode)
@@ -314,29 +366,49 @@ class Napi:
                 self.unstarted = False
                 self.net.start_deferred(self.run, self.name)
 
+    @kernel(
+        "net/core/dev.c",
+        "napi_poll",
+        "__napi_poll",
+        "napi_complete_done",
+        "include/net/gro.h",
+        "gro_flush",
+    )
     def poll_once(self) -> int:
-        """Run one poll synchronously (the body of the task; also for tests)."""
-        cpus = self.net.cpus
+        """Run one poll synchronously (the body of the task; also for tests).
+
+        :func:`do_softirq` has this written out for a host without a timed
+        model: keep the two in step.
+
+        The GRO flush is ``gro_flush``'s: nothing without held skbs (6.x, a static
+        inline of gro.h that tests ``gro->bitmask``; earlier kernels:
+        ``napi_complete_done`` and ``__napi_poll`` test ``n->gro_bitmask``).
+
+        Kernel: net/core/dev.c, napi_poll() / __napi_poll() / napi_complete_done();
+        include/net/gro.h, gro_flush().
+        """
+        cpus = self.cpus
         cpus.run_on(self.cpu)
         # functional mode: a poll that took in-order TCP data ends there (see above)
-        self.yield_on_data = self.rx_per_xmit and (cpus.model is None or not cpus.model.running)
-        work = self.poll(self, self.weight)
-        if self.cut_short:
-            self.cut_short = False
-            self.polls += 1
-            self.packets += work
-            return work  # still scheduled: run() yields, then polls again
+        model = cpus.model
+        self.yield_on_data = self.rx_per_xmit and (model is None or not model.running)
+        weight = self.weight
+        work = self.poll(self, weight)
         self.polls += 1
         self.packets += work
-        gro = self.gro
-        if work < self.weight:
+        if self.cut_short:
+            self.cut_short = False
+            return work  # still scheduled: run() yields, then polls again
+        if work < weight:
             self.scheduled = False  # napi_complete_done()
-            if gro is not None:
+            gro = self.gro
+            if gro is not None and gro.bitmask:  # gro_flush(): gro->bitmask, held skbs
                 gro.flush(self, False)
         else:
             self.full_polls += 1
-            if gro is not None:
-                gro.flush(self, True)  # net_rx_action: flush old flows
+            gro = self.gro
+            if gro is not None and gro.bitmask:  # __napi_poll(): old flows (gro_flush)
+                gro.flush(self, True)
         return work
 
     @kernel("netif_napi_del")

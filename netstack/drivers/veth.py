@@ -54,7 +54,7 @@ from netstack.core.features import (
     NETIF_F_SCTP_CRC,
     NETIF_F_SG,
 )
-from netstack.core.napi import Napi
+from netstack.core.napi import BH, BH_DISABLED, Napi
 from netstack.core.net import Net, PacketType
 from netstack.core.netdevice import (
     IFF_LIVE_ADDR_CHANGE,
@@ -66,10 +66,10 @@ from netstack.core.netdevice import (
     NET_XMIT_DROP,
     NETDEV_TX_BUSY,
     NETDEV_TX_OK,
+    QUEUE_STATE_DRV_XOFF,
     DevStats,
     NetDevice,
     NetDeviceOps,
-    netif_tx_queue_stopped,
     netif_tx_stop_queue,
     netif_tx_wake_queue,
 )
@@ -150,19 +150,21 @@ class VethOps(NetDeviceOps):
         "drivers/net/veth.c",
         "veth_xmit",
         "veth_forward_skb",
+        "__veth_xdp_flush",
         "net/core/dev.c",
         "__dev_forward_skb2",
         "is_skb_forwardable",
         "skb_scrub_packet",
+        "____napi_schedule",
         "net/ethernet/eth.c",
         "eth_type_trans",
     )
     def ndo_start_xmit(self, skb: SkBuff, dev: NetDevice) -> int:
         """Forward to the peer's ring.
 
-        Kernel: drivers/net/veth.c, veth_xmit() / veth_forward_skb(); net/core/dev.c,
-        __dev_forward_skb2() / is_skb_forwardable() / skb_scrub_packet();
-        net/ethernet/eth.c, eth_type_trans().
+        Kernel: drivers/net/veth.c, veth_xmit() / veth_forward_skb() / __veth_xdp_flush();
+        net/core/dev.c, __dev_forward_skb2() / is_skb_forwardable() / skb_scrub_packet() /
+        ____napi_schedule(); net/ethernet/eth.c, eth_type_trans().
         """
         if TIMED:
             spend("veth_xmit")
@@ -248,7 +250,18 @@ class VethOps(NetDeviceOps):
             napi.rx_per_xmit = (
                 not rcv.features & NETIF_F_GRO and not dev._tx[skb.queue_mapping].qdisc.can_enqueue
             )
-            napi.schedule()
+            bh = BH
+            if bh.state == BH_DISABLED and rcv.net.polls_at_bh_enable and napi.cpus.model is None:
+                # __veth_xdp_flush() / napi_schedule() for a transmit whose
+                # local_bh_enable polls the peer (every transmit outside softirq, the
+                # default; netstack.core.napi, "Polls at local_bh_enable"): the
+                # instance joins this CPU's poll_list (____napi_schedule). Napi.schedule()
+                # written out for that case (a frame less a packet; keep in step)
+                napi.scheduled = True
+                napi.schedules += 1
+                bh.poll_list.append(napi)
+            else:
+                napi.schedule()
         return NETDEV_TX_OK
 
     @kernel("veth_get_stats64")
@@ -284,12 +297,15 @@ VETH_OPS: Final = VethOps()
     "napi_gro_receive",
     "net/core/dev.c",
     "__netif_receive_skb_core",
+    "include/linux/netdevice.h",
+    "netif_tx_queue_stopped",
 )
 def veth_poll(napi: Napi, budget: int) -> int:
     """Drain the ring into the stack; wake the peer's stopped queue.
 
     Kernel: drivers/net/veth.c, veth_poll(); net/core/gro.c, napi_gro_receive();
-    net/core/dev.c, __netif_receive_skb_core().
+    net/core/dev.c, __netif_receive_skb_core(); include/linux/netdevice.h,
+    netif_tx_queue_stopped().
     """
     if TIMED:
         spend("veth_poll")
@@ -299,7 +315,7 @@ def veth_poll(napi: Napi, budget: int) -> int:
     done = 0
     # functional mode, no GRO: a poll stops after in-order TCP data
     yield_on_data = napi.yield_on_data
-    mark = _napi.data_ready_count
+    mark = _napi.data_ready_count if yield_on_data else 0
     net = dev.net
     # napi_gro_receive() with GRO off on the device (veth's default) and
     # __netif_receive_skb_core()'s one round with nothing to do in it (no tag, tap
@@ -344,10 +360,14 @@ def veth_poll(napi: Napi, budget: int) -> int:
         if yield_on_data and _napi.data_ready_count != mark and ring:
             napi.cut_short = True
             break
+    # release backpressure per poll: the peer's stopped queue is woken;
+    # netif_tx_queue_stopped() (a test_bit) written out (keep in step)
     peer = priv.peer
-    if peer is not None:
-        txq = peer._tx[0] if peer._tx else None
-        if txq is not None and netif_tx_queue_stopped(txq):
+    if peer is not None and peer._tx:
+        txq = peer._tx[0]
+        if TIMED:
+            spend("netif_tx_queue_stopped")
+        if txq.state & QUEUE_STATE_DRV_XOFF:
             netif_tx_wake_queue(txq)
     return done
 
