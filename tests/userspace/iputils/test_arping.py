@@ -93,7 +93,7 @@ def test_linux_arping_prints_the_same() -> None:
     for tool in ("ip", "arping"):
         if not shutil.which(tool):
             pytest.skip(f"needs {tool}(8)")
-    ns, peer = "nsarping", "nsarpingp"
+    ns, peer = f"nsarping{os.getpid()}", f"nsarping{os.getpid()}p"  # per process
     for n in (ns, peer):
         subprocess.run(["ip", "netns", "del", n], capture_output=True)
     if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode:

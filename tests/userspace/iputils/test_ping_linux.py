@@ -252,13 +252,15 @@ def test_linux_prints_the_same() -> None:
     if why is not None:
         pytest.skip(why)
     # a namespace pair per command, all run at once (the longest takes 10 s)
-    names = [(f"nsping-{i}", f"nsping-{i}p") for i in range(len(REAL))]
+    # (named per process: another checkout's run at once must not delete this one's)
+    tag = os.getpid()
+    names = [(f"nsping-{tag}-{i}", f"nsping-{tag}-{i}p") for i in range(len(REAL))]
     for n in (n for pair in names for n in pair):
         subprocess.run(["ip", "netns", "del", n], capture_output=True)
     if subprocess.run(["ip", "netns", "add", names[0][0]], capture_output=True).returncode:
         pytest.skip("cannot create a network namespace")
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        procs = []
         for i, ((ns, peer), (args, *_)) in enumerate(zip(names, REAL, strict=True)):
             if i:
                 subprocess.run(["ip", "netns", "add", ns], check=True)
@@ -274,5 +276,9 @@ def test_linux_prints_the_same() -> None:
                 status, stdout, stderr = RACY[args]
             assert got == (status, _mask(stdout), stderr), args
     finally:
+        for p in procs:  # a failed comparison leaves the others running: no leaked pipes
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
         for n in (n for pair in names for n in pair):
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
