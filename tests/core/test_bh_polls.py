@@ -88,6 +88,28 @@ async def test_polls_at_bh_enable_is_the_default(autojump_clock: trio.testing.Mo
         assert [(await rx.recvfrom(10))[0] for _ in range(2)] == [b"x", b"y"]
 
 
+async def test_setting_the_labs_switch_sets_its_hosts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Lab.polls_at_bh_enable is read at each napi_schedule (through each host's
+    # net.polls_at_bh_enable): setting it with hosts in the lab changes them all, the
+    # next transmit on; a host added later takes the lab's
+    async with netstack.open_lab() as lab:
+        a, b, tx, rx = await warm_udp_pair(lab)
+        lab.polls_at_bh_enable = False
+        assert not lab.polls_at_bh_enable
+        assert not a.net.polls_at_bh_enable and not b.net.polls_at_bh_enable
+        assert not lab.add_host("c").net.polls_at_bh_enable
+        tx.sendto_nowait(b"x", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 0 and bh_clean()  # b's task polls it
+        assert (await rx.recvfrom(10))[0] == b"x"
+        lab.polls_at_bh_enable = True
+        assert all(h.net.polls_at_bh_enable for h in lab.hosts.values())
+        tx.sendto_nowait(b"y", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 1 and bh_clean()  # inside the call again
+        assert (await rx.recvfrom(10))[0] == b"y"
+
+
 @pytest.mark.parametrize("on", [False, True])
 async def test_a_pings_reply_is_in_before_its_sendto_returns(
     autojump_clock: trio.testing.MockClock, on: bool
