@@ -127,15 +127,19 @@ async def test_a_pings_reply_is_in_before_its_sendto_returns(
         assert bh_clean()
 
 
+@pytest.mark.parametrize("off_first", [True, False])
 async def test_two_labs_with_different_settings_keep_their_own(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, off_first: bool
 ) -> None:
     # the poll list is the process's (BH), whether an instance joins it is its host's:
     # two labs open at once in one Trio run, each as it was opened, in either order
-    async with (
-        netstack.open_lab(polls_at_bh_enable=False) as off,
-        netstack.open_lab() as on,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        if off_first:
+            off = await stack.enter_async_context(netstack.open_lab(polls_at_bh_enable=False))
+            on = await stack.enter_async_context(netstack.open_lab())
+        else:
+            on = await stack.enter_async_context(netstack.open_lab())
+            off = await stack.enter_async_context(netstack.open_lab(polls_at_bh_enable=False))
         assert not off.polls_at_bh_enable and on.polls_at_bh_enable
         _, _, off_tx, off_rx = await warm_udp_pair(off)
         _, _, on_tx, on_rx = await warm_udp_pair(on)
