@@ -175,14 +175,16 @@ async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
     window, so no segment is sent from softirq (the ACK clock) here.
 
     GSO off with ``napi="softirq"`` is a strict xfail: netstack's TCP does not
-    always build GSO skbs. Since 5.16 ``sk_setup_caps`` sets ``NETIF_F_GSO`` for
-    every TCP socket (``sk->sk_route_caps |= NETIF_F_GSO``, then
-    ``NETIF_F_GSO_SOFTWARE``), whatever the device's features; with the device's
-    GSO off the skbs are cut in ``validate_xmit_skb``, all segments of one skb in
-    one transmit and so in one poll, and GRO rebuilds them. This machine's 6.18
-    (two namespaces over a veth, one CPU, ``tso off gso off``, GRO on) hands TCP
-    44 skbs for 2 MB (``TcpInSegs``), ~48 KB each. netstack's TCP builds
-    MSS-sized skbs then, as 4.x did: one segment a transmit, one a poll, each
+    always build GSO skbs. ``sk_setup_caps`` sets ``NETIF_F_GSO`` for every TCP
+    socket (``if (sk_is_tcp(sk)) sk->sk_route_caps |= NETIF_F_GSO``, then
+    ``NETIF_F_GSO_SOFTWARE``; before 5.17 the same bit came from
+    ``sk_route_forced_caps``, set in ``tcp_init_sock``), whatever the device's
+    features; with the device's GSO off the skbs are cut in
+    ``validate_xmit_skb``, all segments of one skb in one transmit and so in one
+    poll, and GRO rebuilds them. This machine's 6.18 (two namespaces over a
+    veth, one CPU, ``tso off gso off``, GRO on) hands TCP 44 skbs for 2 MB
+    (``TcpInSegs``), ~48 KB each. netstack's TCP builds MSS-sized skbs then, as
+    kernels before always-on GSO did: one segment a transmit, one a poll, each
     held alone and flushed by ``napi_complete_done`` (every skb TCP gets is one
     segment, ``merged == 0``). The xfail passes, failing the run, once TCP
     always builds GSO skbs.
@@ -191,7 +193,7 @@ async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
         request.applymarker(
             pytest.mark.xfail(
                 strict=True,
-                reason="netstack's TCP lacks the always-on GSO of sk_setup_caps (5.16+): "
+                reason="netstack's TCP lacks the always-on GSO of sk_setup_caps: "
                 "it sends MSS-sized skbs, one a poll, where 6.18 hands TCP ~48 KB skbs",
             )
         )
