@@ -86,7 +86,8 @@ end's interrupt comes later, whatever its ``rate`` and ``delay``), a netem
 delay, or a transmit from softirq context (a timer's callback, a NAPI poll:
 polled when that section ends) still lets the call return first; what
 arrives later is polled by the receiver's NAPI task.
-``open_lab(polls_at_bh_enable=False)`` (or a host's
+``open_lab(polls_at_bh_enable=False)`` (or ``lab.polls_at_bh_enable = False``
+at any time, for every host of the lab, or a host's
 ``net.polls_at_bh_enable = False``, for its own NAPI instances) is the
 behaviour before issue 18: each NAPI instance is polled by its own Trio task
 after the call, as if every host's softirq ran on a CPU of its own (a threaded
@@ -194,9 +195,7 @@ class Lab:
         else:
             seed_trio_scheduler(seed, shuffle=shuffle)
         self.chain_polls = chain_polls
-        #: functional mode: a transmit's local_bh_enable runs the NAPI polls it raised
-        #: (core/napi.py, "Polls at local_bh_enable"); timed mode ignores it
-        self.polls_at_bh_enable = polls_at_bh_enable
+        self._polls_at_bh_enable = polls_at_bh_enable  # the property's: its doc
         #: the hosts' shared poll list (core/napi.py, "Chained polls"), or None
         self.rx_chain = RxChain() if chain_polls else None
         #: the one task that fires the hosts' timers (core/timerqueue.py, "A lab's
@@ -309,6 +308,27 @@ class Lab:
         for key, value in (sysctls or {}).items():
             host.sysctl(f"{key}={value}")
         return host
+
+    @property
+    def polls_at_bh_enable(self) -> bool:
+        """Functional mode: a transmit's ``local_bh_enable`` runs the NAPI polls it
+        raised (core/napi.py, "Polls at local_bh_enable"); timed mode ignores it
+        while its model measures. :func:`open_lab`'s argument; each host's
+        ``net.polls_at_bh_enable`` is set from it at :meth:`add_host`.
+
+        Setting it sets every host's already in the lab too (a host's own
+        ``net.polls_at_bh_enable`` can still differ, set afterwards). It is read
+        at each ``napi_schedule``, so a change mid-run takes effect at the next
+        one (between calls the poll list is empty; an instance already woken is
+        polled by its task).
+        """
+        return self._polls_at_bh_enable
+
+    @polls_at_bh_enable.setter
+    def polls_at_bh_enable(self, value: bool) -> None:
+        self._polls_at_bh_enable = value
+        for host in self.hosts.values():
+            host.net.polls_at_bh_enable = value
 
     def host(self, name: str) -> Host:
         try:
@@ -711,8 +731,10 @@ async def open_lab(
             (the default, True). False: each NAPI instance is polled by its own
             task after the call, as if each host's softirq ran on a CPU of its
             own (the behaviour before issue 18; module docstring,
-            "Scheduling"). Sets each host's ``net.polls_at_bh_enable``. The
-            lab's hosts only; ignored by a timed lab while it measures.
+            "Scheduling"). Sets each host's ``net.polls_at_bh_enable``; the
+            lab's :attr:`Lab.polls_at_bh_enable` changes it later, for every
+            host. The lab's hosts only; ignored by a timed lab while it
+            measures.
     """
     __tracebackhide__ = True  # pytest: a failure's report starts at the user's frame
     # A timed lab switches Trio to its repeatable scheduling while it is open.

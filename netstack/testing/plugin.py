@@ -23,6 +23,11 @@ configure — no ``trio_mode``, no ``conftest.py``:
   coroutine and runs as an asyncio task on host ``a`` (the lab's asyncio loop,
   trio-asyncio on the same virtual clock: ``netstack[asyncio]``), as
   ``await lab["a"].run_asyncio(body)`` would; fixtures stay Trio's;
+* ``@pytest.mark.netstack_lab(**kwargs)`` — ``lab`` (and the fixtures on it)
+  is opened with these :func:`~netstack.open_lab` arguments too, e.g.
+  ``polls_at_bh_enable=False`` (each host's NAPI polled by its own task) or
+  ``chain_polls=True``; ``seed`` is ``netstack_seed``'s and ``debug_skb`` is
+  always on, so neither may be given;
 * ``@seeds(N)`` (:func:`seeds`) — the test runs once per lab seed
   ``0 … N-1`` (ids ``seed=K``); a failure names its seed and the one-line
   command that reruns it; ``--netstack-seed K`` runs every lab with seed K;
@@ -137,6 +142,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "topology(fn=build): the topology function the `topology` fixture builds"
     )
     config.addinivalue_line("markers", "netstack_nocapture: do not capture this test's lab devices")
+    config.addinivalue_line(
+        "markers",
+        "netstack_lab(**kwargs): open the `lab` fixture's lab with these open_lab() "
+        "arguments too (e.g. polls_at_bh_enable=False)",
+    )
     config.addinivalue_line(
         "markers", "netstack_host(name): run the test body inside host NAME of its lab"
     )
@@ -330,13 +340,26 @@ def netstack_seed(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 async def lab(request: pytest.FixtureRequest, netstack_seed: int) -> AsyncIterator[Lab]:
     """An empty lab (seeded by ``netstack_seed``), skb poisoning on, captured for failure
-    reports. Tests using it run on Trio's autojump clock (virtual time)."""
+    reports. Tests using it run on Trio's autojump clock (virtual time).
+    ``@pytest.mark.netstack_lab(**kwargs)`` adds :func:`open_lab` arguments."""
     __tracebackhide__ = True
     nocapture = request.config.getoption("--netstack-no-capture") or (
         request.node.get_closest_marker("netstack_nocapture") is not None
     )
+    marker = request.node.get_closest_marker("netstack_lab")
+    options: dict[str, Any] = {}
+    if marker is not None:
+        if marker.args:
+            raise pytest.UsageError("@pytest.mark.netstack_lab takes keyword arguments only")
+        fixed = sorted({"seed", "debug_skb"} & marker.kwargs.keys())
+        if fixed:
+            raise pytest.UsageError(
+                f"@pytest.mark.netstack_lab: {', '.join(fixed)} is the lab fixture's own "
+                "(the seed is netstack_seed's: @seeds(N) or --netstack-seed)"
+            )
+        options = dict(marker.kwargs)
     captures: list[Capture] = []
-    async with open_lab(seed=netstack_seed, debug_skb=True) as the_lab:
+    async with open_lab(seed=netstack_seed, debug_skb=True, **options) as the_lab:
         request.node.stash[_LAB_KEY] = the_lab
         if not nocapture:
             add_host = the_lab.add_host

@@ -88,6 +88,28 @@ async def test_polls_at_bh_enable_is_the_default(autojump_clock: trio.testing.Mo
         assert [(await rx.recvfrom(10))[0] for _ in range(2)] == [b"x", b"y"]
 
 
+async def test_setting_the_labs_switch_sets_its_hosts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Lab.polls_at_bh_enable is read at each napi_schedule (through each host's
+    # net.polls_at_bh_enable): setting it with hosts in the lab changes them all, the
+    # next transmit on; a host added later takes the lab's
+    async with netstack.open_lab() as lab:
+        a, b, tx, rx = await warm_udp_pair(lab)
+        lab.polls_at_bh_enable = False
+        assert not lab.polls_at_bh_enable
+        assert not a.net.polls_at_bh_enable and not b.net.polls_at_bh_enable
+        assert not lab.add_host("c").net.polls_at_bh_enable
+        tx.sendto_nowait(b"x", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 0 and bh_clean()  # b's task polls it
+        assert (await rx.recvfrom(10))[0] == b"x"
+        lab.polls_at_bh_enable = True
+        assert all(h.net.polls_at_bh_enable for h in lab.hosts.values())
+        tx.sendto_nowait(b"y", ("10.0.0.2", 9))
+        assert len(rx.sock.receive_queue) == 1 and bh_clean()  # inside the call again
+        assert (await rx.recvfrom(10))[0] == b"y"
+
+
 @pytest.mark.parametrize("on", [False, True])
 async def test_a_pings_reply_is_in_before_its_sendto_returns(
     autojump_clock: trio.testing.MockClock, on: bool
@@ -105,15 +127,19 @@ async def test_a_pings_reply_is_in_before_its_sendto_returns(
         assert bh_clean()
 
 
+@pytest.mark.parametrize("off_first", [True, False])
 async def test_two_labs_with_different_settings_keep_their_own(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, off_first: bool
 ) -> None:
     # the poll list is the process's (BH), whether an instance joins it is its host's:
     # two labs open at once in one Trio run, each as it was opened, in either order
-    async with (
-        netstack.open_lab(polls_at_bh_enable=False) as off,
-        netstack.open_lab() as on,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        if off_first:
+            off = await stack.enter_async_context(netstack.open_lab(polls_at_bh_enable=False))
+            on = await stack.enter_async_context(netstack.open_lab())
+        else:
+            on = await stack.enter_async_context(netstack.open_lab())
+            off = await stack.enter_async_context(netstack.open_lab(polls_at_bh_enable=False))
         assert not off.polls_at_bh_enable and on.polls_at_bh_enable
         _, _, off_tx, off_rx = await warm_udp_pair(off)
         _, _, on_tx, on_rx = await warm_udp_pair(on)

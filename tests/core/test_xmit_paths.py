@@ -1,5 +1,8 @@
 """The transmit path's locks and patches: validation vs the root lock, bulk
-dequeue, HARD_TX_LOCK vs NETIF_F_LLTX, veth's ring and backpressure."""
+dequeue, HARD_TX_LOCK vs NETIF_F_LLTX, veth's ring and backpressure (netstack's
+veth always uses its ring; the kernel's only with GRO or XDP on at the peer,
+and for the skbs ``veth_skb_is_eligible_for_gro`` takes: the tests say where
+the two differ)."""
 
 from __future__ import annotations
 
@@ -149,6 +152,16 @@ async def test_veth_full_ring_drops_without_a_qdisc(
     # (a threaded NAPI's kthread on another CPU: ____napi_schedule wakes it instead
     # of queueing it on this CPU's poll_list), what polls_at_bh_enable=False models
     b.net.polls_at_bh_enable = False
+    # netstack's veth always uses its 256-entry ring and NAPI (a simplification:
+    # veth.py's doc); the kernel's veth_xmit only when b has a NAPI (GRO or XDP on
+    # at b; with GRO off, a veth's default, none at all: __netif_rx queues to the
+    # CPU's backlog, netdev_max_backlog 1000 packets, and these 300 would not drop)
+    # and veth_skb_is_eligible_for_gro() takes the skb: with a's TSO on (the
+    # default), UDP from a socket only if b has rx-udp-gro-forwarding or
+    # rx-gro-list. GRO on at b and TSO off at a: the kernel's ring too (netstack's
+    # figures are the same either way)
+    b.ethtool("-K eth0 gro on")
+    a.ethtool("-K eth0 tso off")
     await a.ping("10.0.0.2")
     sock = a.socket()
     # 256 skbs of truesize 832 in the ring fill the default 212992-byte send buffer
@@ -167,9 +180,13 @@ async def test_veth_ring_fills_only_in_a_burst_from_softirq_context(
     two_hosts: tuple[netstack.Host, netstack.Host], autojump_clock: trio.testing.MockClock
 ) -> None:
     a, b = two_hosts  # the default: polls at local_bh_enable
-    # GRO on: the kernel's veth then uses its ring and NAPI too, as netstack's always
-    # does (without, the kernel's __netif_rx queues to the 1000-packet backlog)
+    # the kernel's veth uses its ring and NAPI, as netstack's always does, with GRO
+    # (or XDP) on at b, for the skbs veth_skb_is_eligible_for_gro() takes: all of
+    # them with a's TSO off; with it on (the default), UDP from a socket only if b
+    # has rx-udp-gro-forwarding or rx-gro-list, else __netif_rx queues it to the
+    # CPU's 1000-packet backlog (the previous test's comment)
     b.ethtool("-K eth0 gro on")
+    a.ethtool("-K eth0 tso off")
     await a.ping("10.0.0.2")
     sock = a.socket()
     a.sysctl("net.core.wmem_max=1048576")

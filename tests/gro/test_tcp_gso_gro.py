@@ -158,31 +158,45 @@ async def test_gro_aggregates_a_bulk_flow(lab: Lab, autojump_clock: object) -> N
 @pytest.mark.parametrize("napi", ["softirq", "threaded"])
 @pytest.mark.parametrize("gso", ["on", "off"])
 async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
-    lab: Lab, autojump_clock: object, gso: str, napi: str
+    lab: Lab, autojump_clock: object, gso: str, napi: str, request: pytest.FixtureRequest
 ) -> None:
     """The issue's acceptance: over veth with GRO on, TCP is handed ~64 KB skbs.
 
     With GSO on, the veth hands the sender's GSO skbs over whole; with it off,
-    GRO rebuilds them from MSS-sized skbs — when the receiver's NAPI polls apart
-    from the sender. ``veth_xmit`` schedules the peer's NAPI on the sending CPU
-    (``__veth_xdp_flush``), and the ``local_bh_enable`` ending ``__dev_queue_xmit``
-    polls it there (``napi="softirq"``, the default): one poll a transmit, so an
-    MSS-sized skb sent from ``tcp_sendmsg`` is held alone and flushed by
-    ``napi_complete_done``. With threaded NAPI (``/sys/class/net/DEV/threaded``,
-    the receiver's ``net.polls_at_bh_enable`` False: its own task) the ring fills
+    GRO rebuilds them from the segments. ``veth_xmit`` schedules the peer's NAPI
+    on the sending CPU (``__veth_xdp_flush``), and the ``local_bh_enable`` ending
+    ``__dev_queue_xmit`` polls it there (``napi="softirq"``, the default): one
+    poll a transmit. With threaded NAPI (``/sys/class/net/DEV/threaded``, the
+    receiver's ``net.polls_at_bh_enable`` False: its own task) the ring fills
     while the sender goes on, and one poll takes many segments. ``TcpInSegs``
     counts skbs as TCP receives them (tcp_v4_rcv), so bytes per InSeg is their
     size. The receiver's buffer is raised because on the frozen clock no
     receiver RTT passes for auto-tuning (tcp_rcv_space_adjust) to open the
     window, so no segment is sent from softirq (the ACK clock) here.
 
-    (Linux 6.x always lets TCP build GSO skbs, ``sk_setup_caps``:
-    ``sk_route_caps |= NETIF_F_GSO``; with the device's GSO off they are cut in
-    ``validate_xmit_skb``, all segments of one skb in one transmit and one poll,
-    and GRO rebuilds them: this machine's 6.18, 2 MB over a veth with ``tso off
-    gso off``, both ends on one CPU, handed TCP 42 skbs of 50 KB on average.
-    netstack's TCP still builds MSS-sized skbs then, as 4.x did.)
+    GSO off with ``napi="softirq"`` is a strict xfail: netstack's TCP does not
+    always build GSO skbs. ``sk_setup_caps`` sets ``NETIF_F_GSO`` for every TCP
+    socket (``if (sk_is_tcp(sk)) sk->sk_route_caps |= NETIF_F_GSO``, then
+    ``NETIF_F_GSO_SOFTWARE``; before 5.17 the same bit came from
+    ``sk_route_forced_caps``, set in ``tcp_init_sock``), whatever the device's
+    features; with the device's GSO off the skbs are cut in
+    ``validate_xmit_skb``, all segments of one skb in one transmit and so in one
+    poll, and GRO rebuilds them. This machine's 6.18 (two namespaces over a
+    veth, one CPU, ``tso off gso off``, GRO on) hands TCP 44 skbs for 2 MB
+    (``TcpInSegs``), ~48 KB each. netstack's TCP builds MSS-sized skbs then, as
+    kernels before always-on GSO did: one segment a transmit, one a poll, each
+    held alone and flushed by ``napi_complete_done`` (every skb TCP gets is one
+    segment, ``merged == 0``). The xfail passes, failing the run, once TCP
+    always builds GSO skbs.
     """
+    if gso == "off" and napi == "softirq":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="netstack's TCP lacks the always-on GSO of sk_setup_caps: "
+                "it sends MSS-sized skbs, one a poll, where 6.18 hands TCP ~48 KB skbs",
+            )
+        )
     a, b = lab.add_host("a"), lab.add_host("b")
     lab.add_link("a:eth0", "b:eth0", kind="veth")
     add_addr(a, "eth0", "10.0.0.1/24")
@@ -203,9 +217,10 @@ async def test_bulk_flow_over_veth_reaches_tcp_as_large_skbs(
         assert st.complete_segs / st.complete > 20
         assert st.merged > (4 << 20) // 1448 * 9 // 10
     else:
-        # one segment a poll: held, then flushed alone at napi_complete_done
-        assert st.merged == 0 and st.complete == st.complete_segs == st.flush_napi
-        assert per_skb < 1448  # every skb TCP got was one segment
+        # the kernel's figure (6.18: 44 skbs for 2 MB, ~48 KB each); netstack
+        # hands TCP one segment a skb here (merged == 0): see the docstring
+        assert per_skb > 32_000
+        assert st.merged > (4 << 20) // 1448 * 9 // 10
 
 
 @pytest.mark.parametrize("gro", ["on", "off"])

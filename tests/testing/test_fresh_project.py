@@ -232,3 +232,54 @@ def test_tests_whose_safe_names_are_the_same_keep_their_own_pcaps(tmp_path: Path
     files = sorted(pcaps.rglob("a-eth0.pcap"))
     assert len({f.parent for f in files}) == len(files) == 2, files
     assert _pings(files) == [4, 6]
+
+
+LAB_OPTIONS = textwrap.dedent("""
+    import pytest
+    from netstack import Lab
+    from netstack.testing import TwoHosts
+
+
+    async def pair_received_in_the_call(a, b) -> bool:
+        server = b.socket()
+        await server.bind(("0.0.0.0", 5000))
+        await a.ping("10.0.0.2", count=1)  # ARP resolved
+        a.socket().sendto_nowait(b"x", ("10.0.0.2", 5000))
+        return len(server.sock.receive_queue) == 1
+
+
+    async def test_default(two_hosts: TwoHosts, lab: Lab) -> None:
+        assert lab.polls_at_bh_enable
+        assert await pair_received_in_the_call(*two_hosts)
+
+
+    @pytest.mark.netstack_lab(polls_at_bh_enable=False)
+    async def test_polls_off(two_hosts: TwoHosts, lab: Lab) -> None:
+        assert not lab.polls_at_bh_enable
+        assert not two_hosts.a.net.polls_at_bh_enable
+        assert not await pair_received_in_the_call(*two_hosts)  # b's NAPI task polls
+
+
+    @pytest.mark.netstack_lab(polls_at_bh_enable=False, chain_polls=True)
+    class TestClass:
+        async def test_marked_class(self, lab: Lab) -> None:
+            assert not lab.polls_at_bh_enable and lab.chain_polls
+            assert not lab.add_host("h").net.polls_at_bh_enable
+
+
+    @pytest.mark.netstack_lab(seed=3)
+    async def test_seed_is_refused(lab: Lab) -> None:
+        pass
+""")
+
+
+@pytest.mark.slow
+def test_netstack_lab_marker_passes_open_lab_arguments(tmp_path: Path) -> None:
+    """``@pytest.mark.netstack_lab(**kwargs)``: the ``lab`` fixture's open_lab()
+    arguments, on a test or a class; the seed stays netstack_seed's."""
+    (tmp_path / "test_opts.py").write_text(LAB_OPTIONS)
+    r = run_pytest(tmp_path, "-q")
+    out = r.stdout
+    assert "1 failed, 3 passed" in out, out + r.stderr
+    assert "_ test_seed_is_refused _" in out, out
+    assert "UsageError: @pytest.mark.netstack_lab: seed is the lab fixture's own" in out, out
