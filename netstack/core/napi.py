@@ -20,8 +20,12 @@ runs one thing at a time, so in functional mode such a poll
 data (``tcp_data_ready`` counts ``data_ready_count``; the driver checks it
 after each packet and sets ``cut_short``): the woken reader runs before the
 next packet is received, then the next poll goes on. Other packets (ACKs,
-UDP) are taken a budget at a time. Timed mode keeps the budget: there the
-CPU clocks decide when the reader runs.
+UDP) are taken a budget at a time. That is a NAPI task's poll (a softirq as
+if on a CPU of its own): :func:`do_softirq` at a transmit's
+``local_bh_enable`` takes the whole list a budget at a time, as the kernel's
+``process_backlog`` does on the sender's CPU, where the reader cannot run in
+between. Timed mode keeps the budget: there the CPU clocks decide when the
+reader runs.
 
 **Chained polls** (a lab opened with ``chain_polls=True``; functional mode
 only). The kernel's ``net_rx_action`` does not stop at the instances that were
@@ -73,9 +77,12 @@ then puts an instance on :data:`BH`'s ``poll_list`` instead of waking its
 task; at the end the transmit runs :func:`do_softirq` on that list in the
 caller's task. A NAPI task's own poll is softirq context (softirqs do not
 nest): what it transmits schedules instances as before (their tasks, or the
-lab's chained list). An instance with work left after its poll (a full one,
-or one cut short after TCP data) and those left when the budget is spent are
-woken to their tasks, as ksoftirqd would run them. A TCP socket is owned by
+lab's chained list). A poll here is never cut short after TCP data (a veth
+without GRO: the reader runs after the loop, as on the sender's CPU; since
+the 2023 revert of "softirq: Let ksoftirqd do its job" ``local_bh_enable``
+runs pending ``NET_RX`` even with ksoftirqd awake). An instance with work
+left after a full poll and those left when the budget is spent are woken to
+their tasks, as ksoftirqd would run them. A TCP socket is owned by
 the call that transmits (``lock_sock``): its own segments that come back in
 that loop wait in its backlog until ``release_sock`` (netstack/tcp/sock.py,
 "The socket lock"), which runs ``tcp_release_cb`` with bottom halves
@@ -201,7 +208,7 @@ def do_softirq(budget: int) -> None:
                 # Napi.poll_once() without a model, written out (keep in step):
                 # run_on() (the current CPU; no context to book) and the poll
                 cpus.current = cpus.cpus[napi.cpu % len(cpus.cpus)]
-                napi.yield_on_data = napi.rx_per_xmit
+                napi.yield_on_data = False  # at a local_bh_enable: the reader waits
                 weight = napi.weight
                 work = napi.poll(napi, weight)
                 napi.polls += 1
@@ -389,9 +396,13 @@ class Napi:
         """
         cpus = self.cpus
         cpus.run_on(self.cpu)
-        # functional mode: a poll that took in-order TCP data ends there (see above)
+        # functional mode: a poll that took in-order TCP data ends there (see above),
+        # unless do_softirq polls at a transmit's local_bh_enable: the reader runs
+        # after it, as on the kernel's one CPU (process_backlog takes the list)
         model = cpus.model
-        self.yield_on_data = self.rx_per_xmit and (model is None or not model.running)
+        self.yield_on_data = (
+            self.rx_per_xmit and BH.state != BH_DISABLED and (model is None or not model.running)
+        )
         weight = self.weight
         work = self.poll(self, weight)
         self.polls += 1
