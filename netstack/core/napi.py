@@ -95,8 +95,14 @@ halves disabled and then :func:`do_softirq` on what they scheduled, as
 not received inside ``tcp_retransmit_timer``). A section that raises hands
 what is on the list to the instances' tasks (:func:`wakeup_softirqd`): the
 list is empty whenever bottom halves are enabled, and nothing of one run or
-lab stays on it. Timed mode keeps its tasks: its CPU model decides where a
-softirq runs.
+lab stays on it. A poll that raises in :func:`do_softirq` (a bug in receive
+code: a capture callback, a handler) is the receiver's failure, as a kernel
+oops in ``net_rx_action`` is the softirq's and not the sender's system
+call's: the exception goes to that instance's own task, which raises it with
+its traceback and so fails the lab, while the transmit whose
+``local_bh_enable`` ran the poll returns normally (what was being received
+is lost; the rest of the list goes to the instances' tasks). Timed mode keeps
+its tasks: its CPU model decides where a softirq runs.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done), kernel/softirq.c
@@ -176,7 +182,8 @@ def do_softirq(budget: int) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
     meanwhile included, until *budget* packets (``netdev_budget``) are done; an
     instance with work left and those left at the end go to their tasks
-    (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises). Called at a
+    (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises: its exception
+    goes to its instance's task, which raises it, and this returns). Called at a
     ``local_bh_enable``: ``dev_queue_xmit``'s, ``release_sock``'s, and a timer
     base's after a round of callbacks. Functional mode only; keep in step with
     :meth:`Napi._net_rx_action`.
@@ -230,6 +237,12 @@ def do_softirq(budget: int) -> None:
                 napi._wake()  # work left: its own task polls again after a yield
             if budget <= 0:
                 break
+    except Exception as exc:
+        if napi is None or napi.dead:
+            raise
+        # a bug in receive code (an oops in this softirq): the instance's own task
+        # raises it, not the transmit whose local_bh_enable ran the poll
+        napi._oops(exc)
     except BaseException:
         if napi is not None and napi.scheduled and not napi.dead:
             napi._wake()  # the poll raised: still scheduled, its task polls it again
@@ -438,6 +451,22 @@ class Napi:
         elif self.unstarted and not self.dead:  # its first need: the task starts
             self.unstarted = False
             self.net.start_deferred(self.run, self.name)
+
+    def _oops(self, exc: Exception) -> None:
+        """A poll :func:`do_softirq` ran raised *exc*: hand it to this instance's
+        task, whose next poll raises it (with its traceback) instead of polling,
+        so it fails the lab from the receive side (the module doc's "Polls at
+        local_bh_enable"). The poll is swapped rather than a flag tested: a task's
+        poll stays as it was."""
+        real = self.poll
+
+        def oops(napi: Napi, budget: int) -> int:
+            napi.poll = real
+            raise exc
+
+        self.poll = oops
+        self.scheduled = True  # (a GRO flush may raise after napi_complete_done)
+        self._wake()
 
     def _abort_park(self, _: object) -> trio.lowlevel.Abort:
         """The parked task was cancelled (the lab closes): nothing to wake."""

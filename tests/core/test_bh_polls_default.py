@@ -25,7 +25,7 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
-from helpers import bh_clean
+from helpers import bh_clean, warm_udp_pair
 
 import netstack
 from netstack.core.sock import AF_INET, SOCK_STREAM
@@ -97,3 +97,35 @@ async def test_a_napi_tasks_own_poll_still_stops_after_tcp_data(
     polls, steps, packets = await _bulk(False, size)
     assert steps > 0 and polls > size // 1448 // 2
     assert packets >= size // 1448
+
+
+async def test_a_receivers_capture_callback_that_raises_fails_the_lab_not_the_send(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # b's capture callback runs in b's poll, at a's local_bh_enable inside a's
+    # sendto_nowait; its exception is b's receive path's (a kernel oops in
+    # net_rx_action is the softirq's): b's NAPI task raises it, the lab fails with
+    # the callback's traceback, and a's call returns. Before, a's sendto_nowait raised
+    # it, the datagram was lost and the lab went on.
+    returned = False
+
+    async def scenario() -> None:
+        nonlocal returned
+        async with netstack.open_lab() as lab:
+            _a, b, tx, _rx = await warm_udp_pair(lab)
+
+            def tap(ts: float, frame: bytes, outgoing: bool) -> None:
+                if not outgoing and frame.endswith(b"boom"):
+                    raise ValueError("a bug in b's tap")
+
+            b.capture("eth0", callback=tap)
+            tx.sendto_nowait(b"boom", ("10.0.0.2", 9))
+            returned = True
+            assert bh_clean() and b.dev("eth0").priv.napi.scheduled
+            await trio.sleep(1)  # b's task raises: the lab fails
+
+    with pytest.raises(ValueError, match="a bug in b's tap") as info:
+        await scenario()
+    assert returned
+    frames = [entry.name for entry in info.traceback]
+    assert "run" in frames and "tap" in frames  # b's NAPI task; the callback's frame
