@@ -102,7 +102,17 @@ call's: the exception goes to that instance's own task, which raises it with
 its traceback and so fails the lab, while the transmit whose
 ``local_bh_enable`` ran the poll returns normally (what was being received
 is lost; the rest of the list goes to the instances' tasks). Timed mode keeps
-its tasks: its CPU model decides where a softirq runs.
+its tasks while its model measures (``model.running``, inside
+``measuring()``): its CPU model decides where a softirq runs. Outside
+``measuring()`` a timed lab polls at ``local_bh_enable`` as a functional one
+does (when its hosts' ``net.polls_at_bh_enable`` is set, the default).
+
+**One lab-running thread per process.** :data:`BH` (the bottom-half state
+and the poll list) and ``data_ready_count`` are the process's, not a thread's: two labs run by
+``trio.run`` in two threads at once interfere (one's transmit finds the
+other's state: an instance polled in the wrong lab, a send failing with
+``BlockingIOError``). Run labs one thread at a time: any number of labs in
+one ``trio.run``, or one ``trio.run`` after another.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done), kernel/softirq.c
@@ -153,7 +163,8 @@ class SoftirqState:
     module doc's "Polls at local_bh_enable"; kernel: the softirq bits of
     ``preempt_count`` and ``softnet_data.poll_list``). One for the process: a Trio
     run does one thing at a time, and every section that sets it ends before an
-    await. Whether a scheduled instance joins the list is its host's
+    await; two threads running labs at once would share it (the module doc's
+    "One lab-running thread per process"). Whether a scheduled instance joins the list is its host's
     (``net.polls_at_bh_enable``)."""
 
     __slots__ = ("poll_list", "state")
