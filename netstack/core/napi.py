@@ -20,8 +20,12 @@ runs one thing at a time, so in functional mode such a poll
 data (``tcp_data_ready`` counts ``data_ready_count``; the driver checks it
 after each packet and sets ``cut_short``): the woken reader runs before the
 next packet is received, then the next poll goes on. Other packets (ACKs,
-UDP) are taken a budget at a time. Timed mode keeps the budget: there the
-CPU clocks decide when the reader runs.
+UDP) are taken a budget at a time. That is a NAPI task's poll (a softirq as
+if on a CPU of its own): :func:`do_softirq` at a transmit's
+``local_bh_enable`` takes the whole list a budget at a time, as the kernel's
+``process_backlog`` does on the sender's CPU, where the reader cannot run in
+between. Timed mode keeps the budget: there the CPU clocks decide when the
+reader runs.
 
 **Chained polls** (a lab opened with ``chain_polls=True``; functional mode
 only). The kernel's ``net_rx_action`` does not stop at the instances that were
@@ -73,9 +77,12 @@ then puts an instance on :data:`BH`'s ``poll_list`` instead of waking its
 task; at the end the transmit runs :func:`do_softirq` on that list in the
 caller's task. A NAPI task's own poll is softirq context (softirqs do not
 nest): what it transmits schedules instances as before (their tasks, or the
-lab's chained list). An instance with work left after its poll (a full one,
-or one cut short after TCP data) and those left when the budget is spent are
-woken to their tasks, as ksoftirqd would run them. A TCP socket is owned by
+lab's chained list). A poll here is never cut short after TCP data (a veth
+without GRO: the reader runs after the loop, as on the sender's CPU; since
+the 2023 revert of "softirq: Let ksoftirqd do its job" ``local_bh_enable``
+runs pending ``NET_RX`` even with ksoftirqd awake). An instance with work
+left after a full poll and those left when the budget is spent are woken to
+their tasks, as ksoftirqd would run them. A TCP socket is owned by
 the call that transmits (``lock_sock``): its own segments that come back in
 that loop wait in its backlog until ``release_sock`` (netstack/tcp/sock.py,
 "The socket lock"), which runs ``tcp_release_cb`` with bottom halves
@@ -88,8 +95,24 @@ halves disabled and then :func:`do_softirq` on what they scheduled, as
 not received inside ``tcp_retransmit_timer``). A section that raises hands
 what is on the list to the instances' tasks (:func:`wakeup_softirqd`): the
 list is empty whenever bottom halves are enabled, and nothing of one run or
-lab stays on it. Timed mode keeps its tasks: its CPU model decides where a
-softirq runs.
+lab stays on it. A poll that raises in :func:`do_softirq` (a bug in receive
+code: a capture callback, a handler) is the receiver's failure, as a kernel
+oops in ``net_rx_action`` is the softirq's and not the sender's system
+call's: the exception goes to that instance's own task, which raises it with
+its traceback and so fails the lab, while the transmit whose
+``local_bh_enable`` ran the poll returns normally (what was being received
+is lost; the rest of the list goes to the instances' tasks). Timed mode keeps
+its tasks while its model measures (``model.running``, inside
+``measuring()``): its CPU model decides where a softirq runs. Outside
+``measuring()`` a timed lab polls at ``local_bh_enable`` as a functional one
+does (when its hosts' ``net.polls_at_bh_enable`` is set, the default).
+
+**One lab-running thread per process.** :data:`BH` (the bottom-half state
+and the poll list) and ``data_ready_count`` are the process's, not a thread's: two labs run by
+``trio.run`` in two threads at once interfere (one's transmit finds the
+other's state: an instance polled in the wrong lab, a send failing with
+``BlockingIOError``). Run labs one thread at a time: any number of labs in
+one ``trio.run``, or one ``trio.run`` after another.
 
 Kernel: include/linux/netdevice.h (struct napi_struct), net/core/dev.c
 (napi_schedule, net_rx_action, napi_poll, napi_complete_done), kernel/softirq.c
@@ -140,7 +163,8 @@ class SoftirqState:
     module doc's "Polls at local_bh_enable"; kernel: the softirq bits of
     ``preempt_count`` and ``softnet_data.poll_list``). One for the process: a Trio
     run does one thing at a time, and every section that sets it ends before an
-    await. Whether a scheduled instance joins the list is its host's
+    await; two threads running labs at once would share it (the module doc's
+    "One lab-running thread per process"). Whether a scheduled instance joins the list is its host's
     (``net.polls_at_bh_enable``)."""
 
     __slots__ = ("poll_list", "state")
@@ -169,7 +193,8 @@ def do_softirq(budget: int) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
     meanwhile included, until *budget* packets (``netdev_budget``) are done; an
     instance with work left and those left at the end go to their tasks
-    (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises). Called at a
+    (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises: its exception
+    goes to its instance's task, which raises it, and this returns). Called at a
     ``local_bh_enable``: ``dev_queue_xmit``'s, ``release_sock``'s, and a timer
     base's after a round of callbacks. Functional mode only; keep in step with
     :meth:`Napi._net_rx_action`.
@@ -201,7 +226,7 @@ def do_softirq(budget: int) -> None:
                 # Napi.poll_once() without a model, written out (keep in step):
                 # run_on() (the current CPU; no context to book) and the poll
                 cpus.current = cpus.cpus[napi.cpu % len(cpus.cpus)]
-                napi.yield_on_data = napi.rx_per_xmit
+                napi.yield_on_data = False  # at a local_bh_enable: the reader waits
                 weight = napi.weight
                 work = napi.poll(napi, weight)
                 napi.polls += 1
@@ -223,6 +248,12 @@ def do_softirq(budget: int) -> None:
                 napi._wake()  # work left: its own task polls again after a yield
             if budget <= 0:
                 break
+    except Exception as exc:
+        if napi is None or napi.dead:
+            raise
+        # a bug in receive code (an oops in this softirq): the instance's own task
+        # raises it, not the transmit whose local_bh_enable ran the poll
+        napi._oops(exc)
     except BaseException:
         if napi is not None and napi.scheduled and not napi.dead:
             napi._wake()  # the poll raised: still scheduled, its task polls it again
@@ -389,9 +420,13 @@ class Napi:
         """
         cpus = self.cpus
         cpus.run_on(self.cpu)
-        # functional mode: a poll that took in-order TCP data ends there (see above)
+        # functional mode: a poll that took in-order TCP data ends there (see above),
+        # unless do_softirq polls at a transmit's local_bh_enable: the reader runs
+        # after it, as on the kernel's one CPU (process_backlog takes the list)
         model = cpus.model
-        self.yield_on_data = self.rx_per_xmit and (model is None or not model.running)
+        self.yield_on_data = (
+            self.rx_per_xmit and BH.state != BH_DISABLED and (model is None or not model.running)
+        )
         weight = self.weight
         work = self.poll(self, weight)
         self.polls += 1
@@ -427,6 +462,22 @@ class Napi:
         elif self.unstarted and not self.dead:  # its first need: the task starts
             self.unstarted = False
             self.net.start_deferred(self.run, self.name)
+
+    def _oops(self, exc: Exception) -> None:
+        """A poll :func:`do_softirq` ran raised *exc*: hand it to this instance's
+        task, whose next poll raises it (with its traceback) instead of polling,
+        so it fails the lab from the receive side (the module doc's "Polls at
+        local_bh_enable"). The poll is swapped rather than a flag tested: a task's
+        poll stays as it was."""
+        real = self.poll
+
+        def oops(napi: Napi, budget: int) -> int:
+            napi.poll = real
+            raise exc
+
+        self.poll = oops
+        self.scheduled = True  # (a GRO flush may raise after napi_complete_done)
+        self._wake()
 
     def _abort_park(self, _: object) -> trio.lowlevel.Abort:
         """The parked task was cancelled (the lab closes): nothing to wake."""

@@ -217,6 +217,12 @@ class Host:
 
         *snaplen* and *callback* are :class:`~netstack.host.capture.Capture`'s
         (``tcpdump -s``, and a function called with each frame as it passes).
+        The callback runs in whichever call transmitted the frame: a received
+        frame's, by default, inside the sender's call (another host's
+        ``sendto``, whose transmit polls this host's NAPI at its
+        ``local_bh_enable``; netstack/core/napi.py), or in this host's NAPI
+        task. An exception it raises on a received frame fails the lab from
+        that NAPI task, with its traceback; the sender's call returns normally.
         """
         cap = Capture(self.net, self.dev(dev), path, keep=keep, snaplen=snaplen, callback=callback)
         self.captures.append(cap)

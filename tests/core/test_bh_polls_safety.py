@@ -12,7 +12,9 @@ inside the callback: a retransmit's ACK is not received inside
 the handshake after it. A section with bottom halves disabled that raises (a poll, a
 transmit, a timer's callback) hands what is on the poll list to the instances'
 tasks: nothing is left on the process's list, no instance is left scheduled with
-nobody to poll it. Kernel: kernel/softirq.c (__do_softirq, wakeup_softirqd),
+nobody to poll it. A poll that raises at a transmit's ``local_bh_enable`` fails the
+lab from its instance's own task; the transmit returns.
+Kernel: kernel/softirq.c (__do_softirq, wakeup_softirqd),
 kernel/time/timer.c (run_timer_softirq), net/ipv4/tcp_timer.c
 (tcp_retransmit_timer), net/ipv4/inet_connection_sock.c (reqsk_timer_handler).
 """
@@ -117,29 +119,39 @@ async def test_a_synack_resent_by_the_request_timer_counts_young_once(
 async def test_a_poll_that_raises_leaves_nothing_on_the_poll_list(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with netstack.open_lab() as lab:
-        a, r, b = builders.routed(lab)
-        rx = b.socket(2, 2)
-        await rx.bind(("10.0.2.1", 9))
-        tx = a.socket(2, 2)
-        await tx.sendto(b"warm", ("10.0.2.1", 9))
-        await rx.recvfrom(10)
-        rnapi: Napi = r.dev("eth0").priv.napi
-        real = rnapi.poll
+    # the poll's exception is r's (its NAPI task raises it and the lab fails), not
+    # the sender's: sendto_nowait returns, and nothing is left on the poll list
+    returned = False
 
-        def fails(napi: Napi, budget: int) -> int:
-            real(napi, budget)  # forwards the datagram: b's instance is on the list
-            rnapi.poll = real
-            raise RuntimeError("a bug in r's receive path")
+    async def scenario() -> None:
+        nonlocal returned
+        async with netstack.open_lab() as lab:
+            a, r, b = builders.routed(lab)
+            rx = b.socket(2, 2)
+            await rx.bind(("10.0.2.1", 9))
+            tx = a.socket(2, 2)
+            await tx.sendto(b"warm", ("10.0.2.1", 9))
+            await rx.recvfrom(10)
+            rnapi: Napi = r.dev("eth0").priv.napi
+            bnapi: Napi = b.dev("eth0").priv.napi
+            real = rnapi.poll
 
-        rnapi.poll = fails
-        with pytest.raises(RuntimeError):
-            tx.sendto_nowait(b"x", ("10.0.2.1", 9))
-        assert bh_clean()  # b's instance went to its task (ksoftirqd)
-        with trio.fail_after(1):
-            assert (await rx.recvfrom(10))[0] == b"x"
-        tx.sendto_nowait(b"y", ("10.0.2.1", 9))  # and the next transmit polls as before
-        assert len(rx.sock.receive_queue) == 1 and bh_clean()
+            def fails(napi: Napi, budget: int) -> int:
+                real(napi, budget)  # forwards the datagram: b's instance is on the list
+                raise RuntimeError("a bug in r's receive path")
+
+            rnapi.poll = fails
+            tx.sendto_nowait(b"x", ("10.0.2.1", 9))  # returns: the oops is r's
+            returned = True
+            assert bh_clean()  # b's instance went to its task (ksoftirqd)
+            assert rnapi.scheduled and bnapi.scheduled
+            await trio.sleep(1)  # r's task raises: the lab fails
+
+    with pytest.raises(RuntimeError, match="r's receive") as info:
+        await scenario()
+    assert returned
+    frames = [entry.name for entry in info.traceback]
+    assert "run" in frames and "fails" in frames  # r's task, the original traceback
 
 
 async def test_a_timer_callback_that_raises_leaves_nothing_on_the_poll_list(
