@@ -842,7 +842,7 @@ def dev_queue_xmit(skb: SkBuff) -> int:
         if outer:  # rcu_read_unlock_bh(): local_bh_enable()
             bh.state = BH_ENABLED
             if bh.poll_list:  # !in_interrupt() && local_softirq_pending()
-                do_softirq(dev.net.netdev_budget)
+                do_softirq(dev.net)
 
 
 @kernel("net_tx_action")

@@ -131,6 +131,7 @@ import trio
 from netstack.sites import kernel
 
 if TYPE_CHECKING:
+    from netstack.core.net import Net
     from netstack.core.netdevice import NetDevice
     from netstack.core.skbuff import SkBuff
 
@@ -189,9 +190,11 @@ BH: Final = SoftirqState()
     "include/net/gro.h",
     "gro_flush",
 )
-def do_softirq(budget: int) -> None:
+def do_softirq(net: Net) -> None:
     """Poll the instances a transmit put on the poll list, those they schedule
-    meanwhile included, until *budget* packets (``netdev_budget``) are done; an
+    meanwhile included, until *net*'s ``netdev_budget`` packets are done (*net*: the
+    host whose call or timer runs the softirq; a spent budget counts its CPU's
+    ``softnet_data.time_squeeze``, as ``net_rx_action`` does); an
     instance with work left and those left at the end go to their tasks
     (ksoftirqd: :func:`wakeup_softirqd`, also when a poll raises: its exception
     goes to its instance's task, which raises it, and this returns). Called at a
@@ -213,6 +216,8 @@ def do_softirq(budget: int) -> None:
     bh = BH
     poll_list = bh.poll_list
     bh.state = BH_DISABLED  # in softirq: what the polls transmit queues here
+    budget = net.netdev_budget
+    cpu = net.cpus.current  # this softirq's CPU (a poll of another of its instances moves current)
     napi: Napi | None = None
     try:
         while poll_list:
@@ -246,7 +251,8 @@ def do_softirq(budget: int) -> None:
                 budget -= work
             if napi.scheduled:
                 napi._wake()  # work left: its own task polls again after a yield
-            if budget <= 0:
+            if budget <= 0:  # the softirq window is spent: punt to ksoftirqd
+                net.softnet[cpu.id].time_squeeze += 1
                 break
     except Exception as exc:
         if napi is None or napi.dead:

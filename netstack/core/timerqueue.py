@@ -238,7 +238,7 @@ class TimerQueue(Generic[N]):
         if outer:
             bh.state = BH_ENABLED
             if bh.poll_list:  # __do_softirq: NET_RX after TIMER
-                do_softirq(self._net.netdev_budget)
+                do_softirq(self._net)
         self.fired += n
         return n
 

@@ -1069,7 +1069,7 @@ def release_sock(sk: TcpSock) -> None:
             sk.sk_lock_owned = False  # sock_release_ownership()
             bh.state = BH_ENABLED  # spin_unlock_bh(): the polls release_cb raised
             if bh.poll_list:
-                do_softirq(sk.net.netdev_budget)
+                do_softirq(sk.net)
             return
         try:  # inside a section already: its end runs the polls
             tcp_release_cb(sk)

@@ -267,11 +267,6 @@ async def test_a_storm_polled_at_local_bh_enable_stops_at_netdev_budget(
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="do_softirq's budget break does not count softnet_data.time_squeeze "
-    "(net_rx_action: WRITE_ONCE(sd->time_squeeze, sd->time_squeeze + 1))",
-)
 async def test_the_budget_spent_at_local_bh_enable_counts_a_time_squeeze(
     lab: netstack.Lab, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -10,8 +10,8 @@ waking its task, and the transmit's ``local_bh_enable`` runs ``do_softirq`` →
 ``sendto`` returns, and a TCP segment's ACK comes back in the same loop to the
 sender's owned socket, whose backlog ``release_sock`` runs before the call returns.
 A lab opened with ``polls_at_bh_enable=False`` polls each instance in its task after
-the call (each host's softirq as if on a CPU of its own); timed mode ignores the
-option (its CPU model decides where a softirq runs).
+the call (each host's softirq as if on a CPU of its own); a timed lab ignores the
+option while its model measures (its CPU model decides where a softirq runs).
 Kernel: net/core/dev.c (__dev_queue_xmit's rcu_read_unlock_bh, net_rx_action),
 kernel/softirq.c (__local_bh_enable_ip, do_softirq).
 """

@@ -122,7 +122,7 @@ async def test_a_polls_completion_and_gro_flush(
                 assert list(BH.poll_list) == [napi]
             finally:
                 BH.state = _napi.BH_ENABLED
-            _napi.do_softirq(300)
+            _napi.do_softirq(a.net)
         else:
             napi.scheduled = True
             napi.poll_once()
