@@ -29,6 +29,7 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
+from helpers import warm_udp_pair
 
 import netstack
 from netstack.core import dev as _dev
@@ -52,12 +53,7 @@ async def test_each_datagram_is_one_poll_inside_sendto(
     packet that completes (``napi_complete_done``); off: b's NAPI task polls it
     after the sender's next checkpoint (a CPU of its own)."""
     async with netstack.open_lab(polls_at_bh_enable=on) as lab:
-        a, b = builders.pair(lab)
-        rx = b.socket(2, 2)
-        await rx.bind(("10.0.0.2", 9))
-        tx = a.socket(2, 2)
-        await tx.sendto(b"warm", ("10.0.0.2", 9))  # ARP resolved
-        await rx.recvfrom(100)
+        _a, b, tx, rx = await warm_udp_pair(lab)  # ARP resolved, tasks started
         await trio.sleep(0.1)
         napi = b.dev("eth0").priv.napi
         before = napi.statistics()
@@ -147,12 +143,7 @@ async def test_a_transmit_that_raises_hands_the_poll_list_to_the_tasks(
     bottom halves are enabled again, the list is empty, and b's task polls the
     datagram (``wakeup_softirqd``)."""
     async with netstack.open_lab() as lab:
-        a, b = builders.pair(lab)
-        rx = b.socket(2, 2)
-        await rx.bind(("10.0.0.2", 9))
-        tx = a.socket(2, 2)
-        await tx.sendto(b"warm", ("10.0.0.2", 9))
-        await rx.recvfrom(100)
+        _a, b, tx, rx = await warm_udp_pair(lab)  # ARP resolved, tasks started
         napi = b.dev("eth0").priv.napi
         xmit = _veth.VethOps.ndo_start_xmit
 
@@ -189,12 +180,7 @@ async def test_one_datagram_makes_four_calls_in_the_device_layer(
     ``netif_tx_queue_stopped``, no GRO flush of an empty GRO (netstack/cpu/cpu.py,
     netstack/core/netdevice.py, netstack/gro are not entered at all)."""
     async with netstack.open_lab() as lab:
-        a, b = builders.pair(lab)
-        rx = b.socket(2, 2)
-        await rx.bind(("10.0.0.2", 9))
-        tx = a.socket(2, 2)
-        await tx.sendto(b"warm", ("10.0.0.2", 9))
-        await rx.recvfrom(100)
+        _a, _b, tx, rx = await warm_udp_pair(lab)  # ARP resolved, tasks started
         calls: list[str] = []
         others: set[str] = set()
 
