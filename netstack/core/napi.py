@@ -553,7 +553,9 @@ class Napi:
         if self.scheduled:
             budget -= self.poll_once()
         while pending:
-            if budget <= 0:
+            if budget <= 0:  # the softirq window is spent: the runner yields (ksoftirqd)
+                net = self.net
+                net.softnet[self.cpu % len(net.softnet)].time_squeeze += 1
                 return True
             napi = pending.popleft()
             if napi.dead or not napi.scheduled:  # netif_napi_del() meanwhile

@@ -192,8 +192,8 @@ async def storm(port: netstack.Port, frame: bytes, sw: dict[str, netstack.Host])
 def ring_with_a_sender(
     lab: netstack.Lab, budget: int
 ) -> tuple[dict[str, netstack.Host], netstack.Host]:
-    """The ring without STP, its hosts' polls at local_bh_enable (the default:
-    unlike :func:`ring`), and h1 on s1 (s1-eth3) with *budget* as its
+    """The ring without STP, its hosts' polls at local_bh_enable as the lab says
+    (the default: unlike :func:`ring`), and h1 on s1 (s1-eth3) with *budget* as its
     ``net.core.netdev_budget``."""
     sw = {n: lab.add_switch(n, sysctls=IPV4_ONLY) for n in ("s1", "s2", "s3")}
     lab.add_link("s1", "s2")  # s1-eth1 — s2-eth1
@@ -203,7 +203,7 @@ def ring_with_a_sender(
     lab.add_link("h1:eth0", "s1")  # s1-eth3
     h1.ip("addr add 10.0.0.1/24 dev eth0")
     h1.sysctl(f"net.core.netdev_budget={budget}")
-    assert all(h.net.polls_at_bh_enable for h in [*sw.values(), h1])
+    assert all(h.net.polls_at_bh_enable == lab.polls_at_bh_enable for h in [*sw.values(), h1])
     return sw, h1
 
 
@@ -277,3 +277,23 @@ async def test_the_budget_spent_at_local_bh_enable_counts_a_time_squeeze(
     await trio.sleep(0.001)
     await send_broadcast(h1)
     assert h1.net.softnet[0].statistics().time_squeeze == 1
+
+
+async def test_a_chained_runner_that_spends_its_budget_counts_a_time_squeeze(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The chained polls' runner (``Napi._net_rx_action``, a copy of ``net_rx_action``
+    as :func:`netstack.core.napi.do_softirq` is) counts a ``time_squeeze`` on its CPU
+    each time it yields with instances left, as the kernel does when it punts to
+    ksoftirqd: the storm of the ring without STP, NAPI tasks chained (polls at
+    local_bh_enable off), each switch's budget 100. Before, nothing counted."""
+    async with netstack.open_lab(chain_polls=True, polls_at_bh_enable=False) as lab:
+        sw, h1 = ring_with_a_sender(lab, 300)
+        for s in sw.values():
+            s.sysctl("net.core.netdev_budget=100")
+        await trio.sleep(0.001)
+        await send_broadcast(h1)
+        await trio.sleep(0.01)
+        squeezed = {n: h.net.softnet[0].statistics().time_squeeze for n, h in sw.items()}
+        assert squeezed == {"s1": 12, "s2": 0, "s3": 15}
+        assert h1.net.softnet[0].statistics().time_squeeze == 1
